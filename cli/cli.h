@@ -1,0 +1,50 @@
+/*
+ * cli — the ddpsim command: a table of subcommands (cli/main.c), each a
+ * function taking its own argv, and the helpers they share for errors and
+ * exit codes. Adding a subcommand is one entry in that table.
+ *
+ * Exit codes (documented in `ddpsim --help` and README.md):
+ *   0 success; 1 failure while running (I/O, a backend error); 2 wrong usage;
+ *   3 invalid input file (scenario, profile, model, checkpoint, CSV);
+ *   4 a peer rank died or timed out; 5 not supported by this build.
+ */
+#ifndef CLI_CLI_H
+#define CLI_CLI_H
+
+#include <stdio.h>
+
+enum {
+  CLI_EXIT_OK = 0, CLI_EXIT_FAIL = 1, CLI_EXIT_USAGE = 2, CLI_EXIT_INPUT = 3, CLI_EXIT_PEER = 4,
+  CLI_EXIT_UNSUPPORTED = 5
+};
+
+typedef struct cli_cmd {
+  const char *name;
+  const char *summary;  /* one line for `ddpsim --help` */
+  const char *help;     /* full text for `ddpsim help NAME` */
+  int (*run)(int argc, char **argv); /* argv[0] is the command name */
+} cli_cmd;
+
+/* Print "ddpsim CMD: error: <message>" for the current error; return the
+ * exit code for rc. */
+int cli_fail(const char *cmd, int rc);
+int cli_exit_code(int rc);
+/* Usage error: message plus a pointer to `ddpsim help CMD`. */
+int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Strict number parsing for options; 0 or CORE_EUSAGE with a message. */
+int cli_parse_long(const char *cmd, const char *opt, const char *s, long lo, long hi, long *out);
+
+/* Directory of the plots/ scripts: $DDPSIM_PLOTS_DIR, else the source tree's. */
+const char *cli_plots_dir(void);
+
+/* Render one plot kind from a CSV into out_dir (PNG and SVG); used by
+ * `ddpsim plot` and `ddpsim simulate --plot`. */
+int cli_plot_render(const char *kind, const char *csv, const char *out_dir);
+
+extern const char cli_simulate_help[];
+extern const char cli_plot_help[];
+int cli_cmd_simulate(int argc, char **argv);
+int cli_cmd_plot(int argc, char **argv);
+
+#endif

@@ -1,0 +1,127 @@
+/* ddpsim simulate: run a scenario's sweep, write its CSV, print a summary. */
+#include "cli.h"
+
+#include "sim/scenario.h"
+#include "sim/sweep.h"
+
+#include "core/afile.h"
+#include "core/err.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char cli_simulate_help[] =
+    "Usage: ddpsim simulate SCENARIO [options]\n"
+    "\n"
+    "Predict step time, compute, communication, exposed communication,\n"
+    "throughput and scaling efficiency for every point of the scenario's sweep\n"
+    "(the Cartesian product of its arrays and lists), write one CSV row per\n"
+    "point and print a summary table. Nothing is written if the scenario is\n"
+    "invalid or any point fails.\n"
+    "\n"
+    "Options:\n"
+    "  -o, --out DIR        directory for the CSV (default: results)\n"
+    "      --seed N         override simulation.seed (same seed, same bytes)\n"
+    "  -j, --jobs N         worker threads (default: one per CPU)\n"
+    "      --shard I/N      run only points with index %% N == I; shard 0 writes\n"
+    "                       the header, so the shards' CSVs concatenate\n"
+    "      --trace FILE     write a Chrome/Perfetto trace-event JSON of one step\n"
+    "      --trace-point K  the point to trace (default 0, the first row)\n"
+    "      --trace-ranks R  ranks to include in the trace (default 8)\n"
+    "      --plot           also draw the scaling plots into the same directory\n"
+    "  -q, --quiet          no summary table\n"
+    "\n"
+    "Example:\n"
+    "  ddpsim simulate scenarios/gigabit-vs-ib.cfg -o results --plot\n";
+
+int cli_cmd_simulate(int argc, char **argv) {
+  static const struct option opts[] = {
+      {"out", required_argument, NULL, 'o'},   {"seed", required_argument, NULL, 's'},
+      {"jobs", required_argument, NULL, 'j'},  {"shard", required_argument, NULL, 'S'},
+      {"trace", required_argument, NULL, 't'}, {"trace-point", required_argument, NULL, 'P'},
+      {"trace-ranks", required_argument, NULL, 'R'}, {"plot", no_argument, NULL, 'p'},
+      {"quiet", no_argument, NULL, 'q'},       {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0}};
+  const char *out_dir = "results", *trace = NULL;
+  long seed = -1, jobs = 0, trace_point = 0, trace_ranks = 8;
+  int shard = 0, n_shards = 1, plot = 0, quiet = 0, c, rc;
+  optind = 1;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, ":o:j:qh", opts, NULL)) != -1) {
+    switch (c) {
+    case 'o': out_dir = optarg; break;
+    case 's':
+      if (cli_parse_long("simulate", "--seed", optarg, 0, 0x7fffffffffffffffL, &seed))
+        return CLI_EXIT_USAGE;
+      break;
+    case 'j':
+      if (cli_parse_long("simulate", "--jobs", optarg, 1, 1024, &jobs))
+        return CLI_EXIT_USAGE;
+      break;
+    case 'S': {
+      char extra;
+      if (sscanf(optarg, "%d/%d%c", &shard, &n_shards, &extra) != 2 || n_shards < 1 || shard < 0 ||
+          shard >= n_shards)
+        return cli_usage("simulate", "--shard expects I/N with 0 <= I < N, e.g. --shard 0/4, got '%s'", optarg);
+      break;
+    }
+    case 't': trace = optarg; break;
+    case 'P':
+      if (cli_parse_long("simulate", "--trace-point", optarg, 0, 0x7fffffffL, &trace_point))
+        return CLI_EXIT_USAGE;
+      break;
+    case 'R':
+      if (cli_parse_long("simulate", "--trace-ranks", optarg, 1, 4096, &trace_ranks))
+        return CLI_EXIT_USAGE;
+      break;
+    case 'p': plot = 1; break;
+    case 'q': quiet = 1; break;
+    case 'h': fputs(cli_simulate_help, stdout); return CLI_EXIT_OK;
+    case ':': return cli_usage("simulate", "option %s needs a value", argv[optind - 1]);
+    default: return cli_usage("simulate", "unknown option '%s'", argv[optind - 1]);
+    }
+  }
+  if (optind != argc - 1)
+    return cli_usage("simulate", optind >= argc ? "missing SCENARIO file" : "expected one SCENARIO file, got %d arguments",
+                     argc - optind);
+
+  sim_scenario *s;
+  if ((rc = sim_scenario_load(argv[optind], &s)) != 0)
+    return cli_fail("simulate", rc);
+  if (seed >= 0)
+    s->seed = (uint64_t)seed;
+
+  sim_sweep_opts o = {.jobs = (int)jobs, .shard = shard, .n_shards = n_shards,
+                      .trace_point = trace ? trace_point : -1, .trace_path = trace,
+                      .trace_ranks = (int)trace_ranks};
+  sim_sweep w;
+  char csv[8192];
+  if (n_shards > 1)
+    snprintf(csv, sizeof csv, "%s/%.*s.shard-%d-of-%d.csv", out_dir,
+             (int)(strlen(s->csv_name) > 4 ? strlen(s->csv_name) - 4 : strlen(s->csv_name)), s->csv_name,
+             shard, n_shards);
+  else
+    snprintf(csv, sizeof csv, "%s/%s", out_dir, s->csv_name);
+  if ((rc = sim_sweep_run(s, &o, &w)) != 0)
+    goto fail_scenario;
+  if ((rc = core_mkdirs(out_dir)) != 0 || (rc = sim_sweep_write_csv(&w, csv, shard == 0)) != 0)
+    goto fail_sweep;
+  if (!quiet) {
+    sim_sweep_print_summary(s, &w, stdout);
+    printf("wrote %s%s%s\n", csv, trace ? " and " : "", trace ? trace : "");
+  }
+  sim_sweep_free(&w);
+  sim_scenario_free(s);
+  if (plot && n_shards == 1) {
+    if ((rc = cli_plot_render("scaling", csv, out_dir)) != 0)
+      return cli_fail("simulate", rc);
+  }
+  return CLI_EXIT_OK;
+fail_sweep:
+  sim_sweep_free(&w);
+fail_scenario:
+  sim_scenario_free(s);
+  return cli_fail("simulate", rc);
+}

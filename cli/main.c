@@ -1,0 +1,133 @@
+/* ddpsim: entry point and subcommand dispatch. */
+#include "cli.h"
+
+#include "core/err.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef DDPSIM_VERSION
+#define DDPSIM_VERSION "0.0.0"
+#endif
+
+static const cli_cmd commands[] = {
+    {"simulate", "predict step time, throughput and scaling for every point of a scenario",
+     cli_simulate_help, cli_cmd_simulate},
+    {"plot", "draw capacity-planning plots (PNG and SVG) from a results CSV", cli_plot_help,
+     cli_cmd_plot},
+};
+static const int n_commands = (int)(sizeof commands / sizeof *commands);
+
+int cli_exit_code(int rc) {
+  switch (rc) {
+  case CORE_OK: return CLI_EXIT_OK;
+  case CORE_EUSAGE: return CLI_EXIT_USAGE;
+  case CORE_EINVAL:
+  case CORE_ECORRUPT: return CLI_EXIT_INPUT;
+  case CORE_EPEER:
+  case CORE_ETIMEDOUT: return CLI_EXIT_PEER;
+  case CORE_EUNSUPPORTED: return CLI_EXIT_UNSUPPORTED;
+  default: return CLI_EXIT_FAIL;
+  }
+}
+
+int cli_fail(const char *cmd, int rc) {
+  fprintf(stderr, "ddpsim %s: error: %s\n", cmd, core_err_msg());
+  return cli_exit_code(rc);
+}
+
+int cli_usage(const char *cmd, const char *fmt, ...) {
+  va_list ap;
+  fprintf(stderr, "ddpsim %s: ", cmd);
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "\nRun 'ddpsim help %s' for usage.\n", cmd);
+  return CLI_EXIT_USAGE;
+}
+
+int cli_parse_long(const char *cmd, const char *opt, const char *s, long lo, long hi, long *out) {
+  char *end;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  if (errno || end == s || *end || v < lo || v > hi) {
+    cli_usage(cmd, "%s expects an integer in [%ld, %ld], got '%s'", opt, lo, hi, s);
+    return CORE_EUSAGE;
+  }
+  *out = v;
+  return 0;
+}
+
+const char *cli_plots_dir(void) {
+  const char *d = getenv("DDPSIM_PLOTS_DIR");
+  if (d && *d)
+    return d;
+#ifdef DDPSIM_SOURCE_DIR
+  return DDPSIM_SOURCE_DIR "/plots";
+#else
+  return "plots";
+#endif
+}
+
+static void print_help(FILE *f) {
+  fprintf(f,
+          "ddpsim %s — predict and measure distributed data-parallel training\n\n"
+          "Usage: ddpsim COMMAND [OPTIONS] [ARGS]\n"
+          "       ddpsim help COMMAND | --help | --version\n\nCommands:\n",
+          DDPSIM_VERSION);
+  for (int i = 0; i < n_commands; i++)
+    fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+  fprintf(f,
+          "\nExit status:\n"
+          "  0  success\n"
+          "  1  failure while running (I/O error, backend error)\n"
+          "  2  wrong usage (unknown command or option, bad option value)\n"
+          "  3  invalid input file (scenario, profile, model, checkpoint, CSV)\n"
+          "  4  a peer rank died or timed out\n"
+          "  5  not supported by this build (e.g. NCCL without CUDA)\n");
+}
+
+static const cli_cmd *find(const char *name) {
+  for (int i = 0; i < n_commands; i++)
+    if (strcmp(commands[i].name, name) == 0)
+      return &commands[i];
+  return NULL;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    print_help(stderr);
+    return CLI_EXIT_USAGE;
+  }
+  const char *c = argv[1];
+  if (!strcmp(c, "--help") || !strcmp(c, "-h")) {
+    print_help(stdout);
+    return CLI_EXIT_OK;
+  }
+  if (!strcmp(c, "--version") || !strcmp(c, "-V")) {
+    printf("ddpsim %s\n", DDPSIM_VERSION);
+    return CLI_EXIT_OK;
+  }
+  if (!strcmp(c, "help")) {
+    if (argc < 3) {
+      print_help(stdout);
+      return CLI_EXIT_OK;
+    }
+    const cli_cmd *cmd = find(argv[2]);
+    if (!cmd) {
+      fprintf(stderr, "ddpsim: no command '%s'; run 'ddpsim --help' for the list\n", argv[2]);
+      return CLI_EXIT_USAGE;
+    }
+    fputs(cmd->help, stdout);
+    return CLI_EXIT_OK;
+  }
+  const cli_cmd *cmd = find(c);
+  if (!cmd) {
+    fprintf(stderr, "ddpsim: no command '%s'; run 'ddpsim --help' for the list\n", c);
+    return CLI_EXIT_USAGE;
+  }
+  return cmd->run(argc - 1, argv + 1);
+}

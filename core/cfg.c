@@ -1,0 +1,438 @@
+#include "cfg.h"
+
+#include "err.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* core_cfg embeds config_t first, so a setting's config pointer leads back to
+ * the file name even for text parsed from memory (libconfig records no file
+ * name then). */
+static const char *setting_file(const config_setting_t *s) {
+  if (s->file)
+    return s->file;
+  const core_cfg *c = (const core_cfg *)(const void *)s->config;
+  return c ? c->path : "?";
+}
+
+const char *core_cfg_where(const config_setting_t *s, char *buf, size_t n) {
+  snprintf(buf, n, "%s:%u", setting_file(s), s->line);
+  return buf;
+}
+
+static void set_dir(core_cfg *c) {
+  snprintf(c->dir, sizeof c->dir, "%s", c->path);
+  char *slash = strrchr(c->dir, '/');
+  if (slash)
+    slash[slash == c->dir ? 1 : 0] = '\0';
+  else
+    snprintf(c->dir, sizeof c->dir, ".");
+}
+
+static int parse_error(core_cfg *c, const char *what) {
+  const char *file = config_error_file(&c->cfg);
+  int code = core_err_set(CORE_EINVAL, "%s:%d: %s file does not parse: %s (see the libconfig syntax: key = value; groups in { }, lists in ( ), arrays in [ ])",
+                          file ? file : c->path, config_error_line(&c->cfg), what,
+                          config_error_text(&c->cfg));
+  config_destroy(&c->cfg);
+  c->loaded = 0;
+  return code;
+}
+
+int core_cfg_load(core_cfg *c, const char *path, const char *what) {
+  memset(c, 0, sizeof *c);
+  if (strlen(path) >= sizeof c->path)
+    return core_err_set(CORE_EINVAL, "%s path is too long: %.64s...", what, path);
+  snprintf(c->path, sizeof c->path, "%s", path);
+  set_dir(c);
+  FILE *f = fopen(path, "r");
+  if (!f)
+    return core_err_set(errno == ENOENT ? CORE_EINVAL : CORE_EIO,
+                        "cannot open %s file '%s': %s (check the path)", what, path,
+                        strerror(errno));
+  config_init(&c->cfg);
+  c->loaded = 1;
+  config_set_include_dir(&c->cfg, c->dir);
+  /* config_read keeps no file name for its settings; setting_file() falls back
+   * to c->path, which is this file. */
+  int ok = config_read(&c->cfg, f);
+  fclose(f);
+  if (ok != CONFIG_TRUE)
+    return parse_error(c, what);
+  return 0;
+}
+
+int core_cfg_load_string(core_cfg *c, const char *text, const char *name, const char *what) {
+  memset(c, 0, sizeof *c);
+  snprintf(c->path, sizeof c->path, "%s", name);
+  set_dir(c);
+  config_init(&c->cfg);
+  c->loaded = 1;
+  if (config_read_string(&c->cfg, text) != CONFIG_TRUE)
+    return parse_error(c, what);
+  return 0;
+}
+
+void core_cfg_free(core_cfg *c) {
+  if (c->loaded)
+    config_destroy(&c->cfg);
+  c->loaded = 0;
+}
+
+const config_setting_t *core_cfg_root(const core_cfg *c) { return config_root_setting(&c->cfg); }
+
+static const char *group_name(const config_setting_t *g) {
+  return g->name ? g->name : (g->parent ? "(list element)" : "(top level)");
+}
+
+int core_cfg_check_keys(const config_setting_t *group, const char *const allowed[],
+                        const char *what) {
+  char w[4200];
+  int n = config_setting_length(group);
+  for (int i = 0; i < n; i++) {
+    const config_setting_t *s = config_setting_get_elem(group, (unsigned)i);
+    int known = 0;
+    for (const char *const *a = allowed; *a; a++)
+      if (s->name && strcmp(s->name, *a) == 0) {
+        known = 1;
+        break;
+      }
+    if (!known) {
+      char list[1024] = "";
+      size_t len = 0;
+      for (const char *const *a = allowed; *a && len < sizeof list - 64; a++)
+        len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", a == allowed ? "" : ", ", *a);
+      return core_err_set(CORE_EINVAL, "%s: unknown key '%s' in %s; expected one of: %s (check the spelling)",
+                          core_cfg_where(s, w, sizeof w), s->name ? s->name : "?", what, list);
+    }
+  }
+  return 0;
+}
+
+static int missing(const config_setting_t *g, const char *key, const char *expect) {
+  char w[4200];
+  return core_err_set(CORE_EINVAL, "%s: group '%s' is missing key '%s'; add it (%s)",
+                      core_cfg_where(g, w, sizeof w), group_name(g), key, expect);
+}
+
+static int wrong(const config_setting_t *s, const char *expect) {
+  char w[4200];
+  return core_err_set(CORE_EINVAL, "%s: bad value for '%s': expected %s",
+                      core_cfg_where(s, w, sizeof w), s->name ? s->name : group_name(s->parent), expect);
+}
+
+static int child(const config_setting_t *g, const char *key, int required, const char *expect,
+                 const config_setting_t **out) {
+  *out = config_setting_get_member(g, key);
+  if (!*out && required)
+    return missing(g, key, expect);
+  return 0;
+}
+
+int core_cfg_group(const config_setting_t *parent, const char *key, int required,
+                   const config_setting_t **out) {
+  int rc = child(parent, key, required, "a group: key = { ... };", out);
+  if (rc || !*out)
+    return rc;
+  if (!config_setting_is_group(*out))
+    return wrong(*out, "a group in { } braces");
+  return 0;
+}
+
+int core_cfg_list(const config_setting_t *parent, const char *key, int required,
+                  const config_setting_t **out) {
+  int rc = child(parent, key, required, "a list of groups: key = ( { ... }, { ... } );", out);
+  if (rc || !*out)
+    return rc;
+  if (!config_setting_is_list(*out))
+    return wrong(*out, "a list of groups in ( ) parentheses: key = ( { ... }, { ... } );");
+  if (config_setting_length(*out) == 0)
+    return wrong(*out, "at least one group in the list; an empty list sweeps nothing");
+  for (int i = 0; i < config_setting_length(*out); i++)
+    if (!config_setting_is_group(config_setting_get_elem(*out, (unsigned)i)))
+      return wrong(config_setting_get_elem(*out, (unsigned)i), "each element of the list to be a group in { } braces");
+  return 0;
+}
+
+/* One scalar element (a setting or an array element) as a number. */
+static int scalar_double(const config_setting_t *s, double lo, double hi, double *out) {
+  char expect[160];
+  snprintf(expect, sizeof expect, "a number in [%g, %g]", lo, hi);
+  double v;
+  switch (config_setting_type(s)) {
+  case CONFIG_TYPE_INT: v = (double)config_setting_get_int(s); break;
+  case CONFIG_TYPE_INT64: v = (double)config_setting_get_int64(s); break;
+  case CONFIG_TYPE_FLOAT: v = config_setting_get_float(s); break;
+  default: return wrong(s, expect);
+  }
+  if (!isfinite(v) || v < lo || v > hi) {
+    char w[4200];
+    return core_err_set(CORE_EINVAL, "%s: '%s' = %g is out of range; expected %s",
+                        core_cfg_where(s, w, sizeof w), s->name ? s->name : group_name(s->parent), v,
+                        expect);
+  }
+  *out = v;
+  return 0;
+}
+
+static int scalar_int(const config_setting_t *s, long long lo, long long hi, long long *out) {
+  char expect[160];
+  snprintf(expect, sizeof expect, "an integer in [%lld, %lld]", lo, hi);
+  long long v;
+  switch (config_setting_type(s)) {
+  case CONFIG_TYPE_INT: v = config_setting_get_int(s); break;
+  case CONFIG_TYPE_INT64: v = config_setting_get_int64(s); break;
+  default: return wrong(s, expect);
+  }
+  if (v < lo || v > hi) {
+    char w[4200];
+    return core_err_set(CORE_EINVAL, "%s: '%s' = %lld is out of range; expected %s",
+                        core_cfg_where(s, w, sizeof w), s->name ? s->name : group_name(s->parent), v,
+                        expect);
+  }
+  *out = v;
+  return 0;
+}
+
+static int scalar_bool(const config_setting_t *s, int *out) {
+  if (config_setting_type(s) != CONFIG_TYPE_BOOL)
+    return wrong(s, "true or false");
+  *out = config_setting_get_bool(s);
+  return 0;
+}
+
+static int scalar_string(const config_setting_t *s, const char *const choices[], int nonempty,
+                         const char **out) {
+  char expect[1024];
+  size_t len = 0;
+  if (choices) {
+    len += (size_t)snprintf(expect, sizeof expect, "one of");
+    for (const char *const *c = choices; *c && len < sizeof expect - 64; c++)
+      len += (size_t)snprintf(expect + len, sizeof expect - len, "%s \"%s\"", c == choices ? "" : ",", *c);
+  } else {
+    snprintf(expect, sizeof expect, "a text in double quotes");
+  }
+  if (config_setting_type(s) != CONFIG_TYPE_STRING)
+    return wrong(s, expect);
+  const char *v = config_setting_get_string(s);
+  if (choices) {
+    for (const char *const *c = choices; *c; c++)
+      if (strcmp(v, *c) == 0) {
+        *out = *c;
+        return 0;
+      }
+    char w[4200];
+    return core_err_set(CORE_EINVAL, "%s: '%s' = \"%s\" is not accepted; expected %s",
+                        core_cfg_where(s, w, sizeof w), s->name ? s->name : group_name(s->parent), v,
+                        expect);
+  }
+  if (nonempty && !v[0])
+    return wrong(s, "a non-empty text");
+  *out = v;
+  return 0;
+}
+
+int core_cfg_double(const config_setting_t *g, const char *key, int required, double def,
+                    double lo, double hi, double *out) {
+  const config_setting_t *s;
+  char expect[160];
+  snprintf(expect, sizeof expect, "a number in [%g, %g]", lo, hi);
+  int rc = child(g, key, required, expect, &s);
+  if (rc)
+    return rc;
+  if (!s) {
+    *out = def;
+    return 0;
+  }
+  return scalar_double(s, lo, hi, out);
+}
+
+int core_cfg_int(const config_setting_t *g, const char *key, int required, long long def,
+                 long long lo, long long hi, long long *out) {
+  const config_setting_t *s;
+  char expect[160];
+  snprintf(expect, sizeof expect, "an integer in [%lld, %lld]", lo, hi);
+  int rc = child(g, key, required, expect, &s);
+  if (rc)
+    return rc;
+  if (!s) {
+    *out = def;
+    return 0;
+  }
+  return scalar_int(s, lo, hi, out);
+}
+
+int core_cfg_bool(const config_setting_t *g, const char *key, int required, int def, int *out) {
+  const config_setting_t *s;
+  int rc = child(g, key, required, "true or false", &s);
+  if (rc)
+    return rc;
+  if (!s) {
+    *out = def;
+    return 0;
+  }
+  return scalar_bool(s, out);
+}
+
+int core_cfg_string(const config_setting_t *g, const char *key, int required, const char *def,
+                    const char *const choices[], const char **out) {
+  const config_setting_t *s;
+  int rc = child(g, key, required, "a text in double quotes", &s);
+  if (rc)
+    return rc;
+  if (!s) {
+    *out = def;
+    return 0;
+  }
+  return scalar_string(s, choices, required, out);
+}
+
+/* Shared shape of the sweepable getters: scalar or non-empty array. */
+static int sweep_elems(const config_setting_t *g, const char *key, int required, const char *expect,
+                       const config_setting_t **s, int *n) {
+  int rc = child(g, key, required, expect, s);
+  if (rc || !*s)
+    return rc;
+  if (config_setting_is_array(*s)) {
+    *n = config_setting_length(*s);
+    if (*n == 0)
+      return wrong(*s, "at least one value in the array; an empty sweep runs nothing");
+  } else if (config_setting_is_aggregate(*s)) {
+    return wrong(*s, "a value or an array of values in [ ] brackets");
+  } else {
+    *n = 1;
+  }
+  return 0;
+}
+
+static const config_setting_t *sweep_elem(const config_setting_t *s, int i) {
+  return config_setting_is_array(s) ? config_setting_get_elem(s, (unsigned)i) : s;
+}
+
+int core_cfg_double_list(const config_setting_t *g, const char *key, int required, double def,
+                         double lo, double hi, double **vals, int *n) {
+  const config_setting_t *s;
+  *vals = NULL;
+  *n = 0;
+  int rc = sweep_elems(g, key, required, "a number or an array of numbers", &s, n);
+  if (rc)
+    return rc;
+  *vals = malloc(sizeof **vals * (size_t)(s ? *n : 1));
+  if (!*vals)
+    return core_err_set(CORE_ENOMEM, "out of memory reading '%s'", key);
+  if (!s) {
+    (*vals)[0] = def;
+    *n = 1;
+    return 0;
+  }
+  for (int i = 0; i < *n; i++)
+    if ((rc = scalar_double(sweep_elem(s, i), lo, hi, &(*vals)[i])) != 0)
+      goto fail_free;
+  return 0;
+fail_free:
+  free(*vals);
+  *vals = NULL;
+  return rc;
+}
+
+int core_cfg_int_list(const config_setting_t *g, const char *key, int required, long long def,
+                      long long lo, long long hi, long long **vals, int *n) {
+  const config_setting_t *s;
+  *vals = NULL;
+  *n = 0;
+  int rc = sweep_elems(g, key, required, "an integer or an array of integers", &s, n);
+  if (rc)
+    return rc;
+  *vals = malloc(sizeof **vals * (size_t)(s ? *n : 1));
+  if (!*vals)
+    return core_err_set(CORE_ENOMEM, "out of memory reading '%s'", key);
+  if (!s) {
+    (*vals)[0] = def;
+    *n = 1;
+    return 0;
+  }
+  for (int i = 0; i < *n; i++)
+    if ((rc = scalar_int(sweep_elem(s, i), lo, hi, &(*vals)[i])) != 0)
+      goto fail_free;
+  return 0;
+fail_free:
+  free(*vals);
+  *vals = NULL;
+  return rc;
+}
+
+int core_cfg_bool_list(const config_setting_t *g, const char *key, int required, int def,
+                       int **vals, int *n) {
+  const config_setting_t *s;
+  *vals = NULL;
+  *n = 0;
+  int rc = sweep_elems(g, key, required, "true, false or an array of them", &s, n);
+  if (rc)
+    return rc;
+  *vals = malloc(sizeof **vals * (size_t)(s ? *n : 1));
+  if (!*vals)
+    return core_err_set(CORE_ENOMEM, "out of memory reading '%s'", key);
+  if (!s) {
+    (*vals)[0] = def;
+    *n = 1;
+    return 0;
+  }
+  for (int i = 0; i < *n; i++)
+    if ((rc = scalar_bool(sweep_elem(s, i), &(*vals)[i])) != 0)
+      goto fail_free;
+  return 0;
+fail_free:
+  free(*vals);
+  *vals = NULL;
+  return rc;
+}
+
+int core_cfg_string_list(const config_setting_t *g, const char *key, int required,
+                         const char *def, const char *const choices[], const char ***vals,
+                         int *n) {
+  const config_setting_t *s;
+  *vals = NULL;
+  *n = 0;
+  int rc = sweep_elems(g, key, required, "a text or an array of texts", &s, n);
+  if (rc)
+    return rc;
+  *vals = malloc(sizeof **vals * (size_t)(s ? *n : 1));
+  if (!*vals)
+    return core_err_set(CORE_ENOMEM, "out of memory reading '%s'", key);
+  if (!s) {
+    (*vals)[0] = def;
+    *n = 1;
+    return 0;
+  }
+  for (int i = 0; i < *n; i++)
+    if ((rc = scalar_string(sweep_elem(s, i), choices, 1, &(*vals)[i])) != 0)
+      goto fail_free;
+  return 0;
+fail_free:
+  free(*vals);
+  *vals = NULL;
+  return rc;
+}
+
+int core_cfg_path(const config_setting_t *s, const char *rel, char *out, size_t n) {
+  int len;
+  if (rel[0] == '/') {
+    len = snprintf(out, n, "%s", rel);
+  } else {
+    const char *file = setting_file(s);
+    const char *slash = strrchr(file, '/');
+    if (slash)
+      len = snprintf(out, n, "%.*s/%s", (int)(slash - file), file, rel);
+    else
+      len = snprintf(out, n, "%s", rel);
+  }
+  if (len < 0 || (size_t)len >= n) {
+    char w[4200];
+    return core_err_set(CORE_EINVAL, "%s: path '%.64s...' is too long", core_cfg_where(s, w, sizeof w), rel);
+  }
+  return 0;
+}

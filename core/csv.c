@@ -1,0 +1,264 @@
+#include "csv.h"
+
+#include "err.h"
+
+#include <math.h>
+#include <string.h>
+
+void core_csv_header(FILE *f, const char *const cols[], int ncols) {
+  for (int i = 0; i < ncols; i++)
+    fprintf(f, "%s%s", i ? "," : "", cols[i]);
+  fputc('\n', f);
+}
+
+int core_csv_open(core_csv *c, const char *path, const char *const cols[], int ncols) {
+  memset(c, 0, sizeof *c);
+  int rc = core_afile_open(&c->a, path);
+  if (rc)
+    return rc;
+  c->ncols = ncols;
+  core_csv_header(c->a.f, cols, ncols);
+  return 0;
+}
+
+static void sep(core_csv *c) {
+  if (c->col++ > 0)
+    fputc(',', c->a.f);
+}
+
+void core_csv_str(core_csv *c, const char *s) {
+  sep(c);
+  if (strpbrk(s, ",\"\n\r")) {
+    fputc('"', c->a.f);
+    for (; *s; s++) {
+      if (*s == '"')
+        fputc('"', c->a.f);
+      fputc(*s, c->a.f);
+    }
+    fputc('"', c->a.f);
+  } else {
+    fputs(s, c->a.f);
+  }
+}
+
+const char *core_csv_fmt(double v, char *buf, int n) {
+  if (!isfinite(v))
+    buf[0] = '\0';
+  else
+    snprintf(buf, (size_t)n, "%.9g", v == 0 ? 0.0 : v); /* no "-0" */
+  return buf;
+}
+
+void core_csv_num(core_csv *c, double v) {
+  char buf[48];
+  sep(c);
+  fputs(core_csv_fmt(v, buf, sizeof buf), c->a.f);
+}
+
+void core_csv_int(core_csv *c, long long v) {
+  sep(c);
+  fprintf(c->a.f, "%lld", v);
+}
+
+void core_csv_end_row(core_csv *c) {
+  if (c->col != c->ncols)
+    c->bad = 1;
+  fputc('\n', c->a.f);
+  c->col = 0;
+}
+
+int core_csv_commit(core_csv *c) {
+  if (c->bad) {
+    core_afile_abort(&c->a);
+    return core_err_set(CORE_EINTERNAL, "CSV '%s': a row did not have %d fields; nothing was written",
+                        c->a.path, c->ncols);
+  }
+  return core_afile_commit(&c->a);
+}
+
+void core_csv_abort(core_csv *c) { core_afile_abort(&c->a); }
+
+/* --- reading ------------------------------------------------------------ */
+
+#include <errno.h>
+#include <stdlib.h>
+
+void core_csv_table_free(core_csv_table *t) {
+  for (int j = 0; j < t->ncols; j++)
+    free(t->cols[j]);
+  free(t->cols);
+  for (long i = 0; i < t->nrows; i++) {
+    for (int j = 0; j < t->ncols; j++)
+      free(t->rows[i][j]);
+    free(t->rows[i]);
+  }
+  free(t->rows);
+  memset(t, 0, sizeof *t);
+}
+
+typedef struct field_buf {
+  char *s;
+  size_t n, cap;
+} field_buf;
+
+static int fb_put(field_buf *b, int ch) {
+  if (b->n + 1 >= b->cap) {
+    size_t nc = b->cap ? b->cap * 2 : 64;
+    char *ns = realloc(b->s, nc);
+    if (!ns)
+      return -1;
+    b->s = ns;
+    b->cap = nc;
+  }
+  b->s[b->n++] = (char)ch;
+  b->s[b->n] = '\0';
+  return 0;
+}
+
+/* Read one record; *fields is malloc'd. Returns 1 on a record, 0 at EOF,
+ * negative on error. *line advances over embedded newlines too. */
+static int read_record(FILE *f, const char *path, long *line, char ***fields, int *nf) {
+  field_buf b = {0};
+  char **out = NULL;
+  int n = 0, cap = 0, ch, quoted = 0, any = 0, rc;
+  long start = *line;
+  for (;;) {
+    ch = fgetc(f);
+    if (ch == EOF && !any && n == 0) {
+      free(b.s);
+      return 0;
+    }
+    any = 1;
+    if (quoted) {
+      if (ch == EOF) {
+        rc = core_err_set(CORE_EINVAL, "%s:%ld: a quoted field is not closed; add the closing \"", path, start);
+        goto fail;
+      }
+      if (ch == '"') {
+        int nx = fgetc(f);
+        if (nx == '"') {
+          if (fb_put(&b, '"'))
+            goto nomem;
+          continue;
+        }
+        quoted = 0;
+        if (nx != EOF)
+          ungetc(nx, f);
+        continue;
+      }
+      if (ch == '\n')
+        (*line)++;
+      if (fb_put(&b, ch))
+        goto nomem;
+      continue;
+    }
+    if (ch == '"' && b.n == 0) {
+      quoted = 1;
+      continue;
+    }
+    if (ch == ',' || ch == '\n' || ch == EOF) {
+      if (n == cap) {
+        cap = cap ? cap * 2 : 16;
+        char **no = realloc(out, sizeof *out * (size_t)cap);
+        if (!no)
+          goto nomem;
+        out = no;
+      }
+      out[n++] = b.s ? b.s : calloc(1, 1);
+      if (!out[n - 1])
+        goto nomem;
+      memset(&b, 0, sizeof b);
+      if (ch != ',') {
+        (*line)++;
+        *fields = out;
+        *nf = n;
+        return 1;
+      }
+      continue;
+    }
+    if (ch == '\r')
+      continue;
+    if (fb_put(&b, ch))
+      goto nomem;
+  }
+nomem:
+  rc = core_err_set(CORE_ENOMEM, "out of memory reading %s", path);
+fail:
+  free(b.s);
+  for (int i = 0; i < n; i++)
+    free(out[i]);
+  free(out);
+  return rc;
+}
+
+int core_csv_read(const char *path, core_csv_table *t) {
+  memset(t, 0, sizeof *t);
+  snprintf(t->path, sizeof t->path, "%s", path);
+  FILE *f = fopen(path, "r");
+  if (!f)
+    return core_err_set(errno == ENOENT ? CORE_EINVAL : CORE_EIO, "cannot open CSV '%s': %s (check the path)",
+                        path, strerror(errno));
+  long line = 1, cap = 0;
+  char **fields;
+  int nf, rc = read_record(f, path, &line, &t->cols, &t->ncols);
+  if (rc <= 0) {
+    fclose(f);
+    if (rc == 0)
+      return core_err_set(CORE_EINVAL, "%s:1: the file is empty; expected a header line", path);
+    return rc;
+  }
+  for (;;) {
+    long at = line;
+    rc = read_record(f, path, &line, &fields, &nf);
+    if (rc < 0)
+      goto fail;
+    if (rc == 0)
+      break;
+    if (nf == 1 && fields[0][0] == '\0') { /* blank line */
+      free(fields[0]);
+      free(fields);
+      continue;
+    }
+    if (nf != t->ncols) {
+      for (int i = 0; i < nf; i++)
+        free(fields[i]);
+      free(fields);
+      rc = core_err_set(CORE_EINVAL, "%s:%ld: %d fields, but the header has %d; fix or remove the row",
+                        path, at, nf, t->ncols);
+      goto fail;
+    }
+    if (t->nrows == cap) {
+      cap = cap ? cap * 2 : 64;
+      char ***nr = realloc(t->rows, sizeof *nr * (size_t)cap);
+      if (!nr) {
+        for (int i = 0; i < nf; i++)
+          free(fields[i]);
+        free(fields);
+        rc = core_err_set(CORE_ENOMEM, "out of memory reading %s", path);
+        goto fail;
+      }
+      t->rows = nr;
+    }
+    t->rows[t->nrows++] = fields;
+  }
+  fclose(f);
+  return 0;
+fail:
+  fclose(f);
+  core_csv_table_free(t);
+  return rc;
+}
+
+int core_csv_col(const core_csv_table *t, const char *name) {
+  for (int j = 0; j < t->ncols; j++)
+    if (strcmp(t->cols[j], name) == 0)
+      return j;
+  return -1;
+}
+
+int core_csv_require(const core_csv_table *t, const char *const names[]) {
+  for (const char *const *n = names; *n; n++)
+    if (core_csv_col(t, *n) < 0)
+      return core_err_set(CORE_EINVAL, "%s:1: no column '%s'; is this the right kind of CSV?", t->path, *n);
+  return 0;
+}

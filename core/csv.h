@@ -1,0 +1,55 @@
+/*
+ * csv — results tables, written atomically (through afile) so a failed run
+ * never leaves a truncated CSV where an old good one stood. Numbers are
+ * printed with a fixed format so that equal values give equal bytes, which
+ * the simulator's determinism guarantee relies on. Fields holding commas or
+ * quotes are quoted as RFC 4180 says.
+ */
+#ifndef CORE_CSV_H
+#define CORE_CSV_H
+
+#include "afile.h"
+
+typedef struct core_csv {
+  core_afile a;
+  int ncols;
+  int col;
+  int bad;      /* a row had the wrong number of fields */
+} core_csv;
+
+int core_csv_open(core_csv *c, const char *path, const char *const cols[], int ncols);
+/* Write the header and rows to an already open stream (stdout, a shard). */
+void core_csv_header(FILE *f, const char *const cols[], int ncols);
+
+void core_csv_str(core_csv *c, const char *s);
+void core_csv_num(core_csv *c, double v);   /* %.9g; NaN and inf as empty */
+void core_csv_int(core_csv *c, long long v);
+void core_csv_end_row(core_csv *c);
+
+int core_csv_commit(core_csv *c);
+void core_csv_abort(core_csv *c);
+
+/* Format a number the way CSV cells are written (for tables on stdout). */
+const char *core_csv_fmt(double v, char *buf, int n);
+
+#endif
+
+/* --- reading ------------------------------------------------------------ */
+
+/* A whole CSV file in memory: the header and every row as strings. */
+typedef struct core_csv_table {
+  char path[4096];
+  int ncols;
+  char **cols;
+  long nrows;
+  char ***rows;   /* rows[i][j] */
+} core_csv_table;
+
+/* Read an RFC 4180 file; every row must have the header's field count
+ * (errors name file:line). */
+int core_csv_read(const char *path, core_csv_table *t);
+void core_csv_table_free(core_csv_table *t);
+/* Column index by name, or -1. */
+int core_csv_col(const core_csv_table *t, const char *name);
+/* Require columns; the error names the first missing one and the file. */
+int core_csv_require(const core_csv_table *t, const char *const names[]);

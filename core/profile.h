@@ -1,0 +1,125 @@
+/*
+ * profile — what calibration measured about a cluster, in the form the
+ * simulator reads: compute rate per precision and GEMM size, α–β fits per
+ * collective, algorithm and scope (intra-node, inter-node) with the raw
+ * points behind them, step-time jitter, storage bandwidth, restart costs and
+ * compute/communication interference; with metadata saying where it came from.
+ *
+ * Format (libconfig; documented field by field in scenarios/profiles/README.md):
+ *
+ *   profile = {
+ *     format = 1; name = "dgx-h100"; provenance = "datasheet-derived, not measured";
+ *     meta = { host = "..."; date = "2026-12-02"; backend = "nccl"; versions = "...";
+ *              nodes = 2; ranks_per_node = 8; };
+ *     device = { kind = "gpu"; name = "H100 SXM5"; memory_GBps = 3350.0; host_link_GBps = 50.0; };
+ *     host = { reduce_GBps = 10.0; };
+ *     compute = ( { precision = "bf16"; gemm_flops = [1e9, 1e12]; tflops = [400.0, 700.0]; } );
+ *     collectives = ( { backend = "nccl"; op = "allreduce"; algorithm = "ring"; scope = "intra";
+ *                       ranks = 8; nodes = 1;
+ *                       fits = ( { min_bytes = 0.0; max_bytes = 1e12; alpha_us = 56.0;
+ *                                  algbw_GBps = 200.0; r2 = 1.0; } );
+ *                       points = { bytes = [...]; time_us = [...]; }; } );
+ *     jitter = { distribution = "lognormal"; params = [0.0, 0.02]; samples = [...]; };
+ *     storage = { write_GBps = 2.0; read_GBps = 4.0; };
+ *     restart = { process_start_s = 5.0; rendezvous_s = 1.0; comm_init_s = 2.0; };
+ *     interference = { compute_slowdown = 1.0; };
+ *   };
+ *
+ * A fit says T(S) = alpha + S / algbw for message sizes S in [min_bytes,
+ * max_bytes), with S counted as nccl-tests counts it. The struct keeps the
+ * file's own units so that writing a loaded profile reproduces it exactly.
+ */
+#ifndef CORE_PROFILE_H
+#define CORE_PROFILE_H
+
+#include <libconfig.h>
+
+enum core_prec { CORE_PREC_FP32 = 0, CORE_PREC_TF32, CORE_PREC_FP16, CORE_PREC_BF16, CORE_N_PREC };
+const char *core_prec_name(enum core_prec p);
+int core_prec_parse(const char *s, enum core_prec *out);
+
+enum core_jitter_dist {
+  CORE_JITTER_NONE = 0,
+  CORE_JITTER_NORMAL,      /* params = [mean, sd] of the relative step time */
+  CORE_JITTER_LOGNORMAL,   /* params = [zeta, sigma] of its logarithm */
+  CORE_JITTER_SHIFTED_EXP  /* params = [shift, mean_excess] */
+};
+const char *core_jitter_name(enum core_jitter_dist d);
+
+typedef struct core_prof_rate {
+  int present;
+  int n;
+  double *gemm_flops;   /* FLOPs of one GEMM call, ascending */
+  double *tflops;       /* achieved 1e12 FLOP/s */
+} core_prof_rate;
+
+typedef struct core_prof_fit {
+  double min_bytes, max_bytes;
+  double alpha_us, algbw_GBps;
+  double r2;
+  int has_ci;
+  double alpha_us_lo, alpha_us_hi, algbw_GBps_lo, algbw_GBps_hi; /* 95% */
+} core_prof_fit;
+
+typedef struct core_prof_coll {
+  char backend[8];      /* nccl | gloo */
+  char op[16];          /* allreduce | allgather | reducescatter | broadcast */
+  char algorithm[24];   /* ring, tree, ... as the backend names them */
+  char scope[8];        /* intra | inter */
+  int ranks, nodes;
+  int n_fits;
+  core_prof_fit *fits;
+  int n_points;
+  double *bytes, *time_us;
+} core_prof_coll;
+
+typedef struct core_profile {
+  char path[4096];
+  int format;
+  char name[128];
+  char provenance[256];
+  char host[128], date[64], backend[16], versions[256];
+  int nodes, ranks_per_node;
+  char device_kind[8];  /* gpu | cpu */
+  char device_name[128];
+  double memory_GBps;     /* device memory bandwidth (optimizer, copies) */
+  double host_link_GBps;  /* device<->host copies; Gloo stages GPU tensors through it */
+  double reduce_GBps;     /* host reduction of two buffers, bytes of output per second */
+  core_prof_rate rate[CORE_N_PREC];
+  int n_colls;
+  core_prof_coll *colls;
+  enum core_jitter_dist jitter;
+  double jitter_params[2];
+  int n_jitter_samples;
+  double *jitter_samples;
+  double write_GBps, read_GBps;
+  double process_start_s, rendezvous_s, comm_init_s;
+  double compute_slowdown;
+} core_profile;
+
+int core_profile_load(const char *path, core_profile **out);
+int core_profile_from_setting(const config_setting_t *root, const char *path, core_profile **out);
+core_profile *core_profile_new(void);
+void core_profile_free(core_profile *p);
+
+/* Write atomically (temp file, fsync, rename); numbers with 17 significant
+ * digits so that load(write(p)) == p. */
+int core_profile_write(const core_profile *p, const char *path);
+
+/* Achieved FLOP/s for a GEMM of `flops` at precision p, interpolated linearly
+ * in log(size) between measured points and clamped at the ends. Returns 0 when
+ * the profile has no entry for p. */
+double core_profile_flops(const core_profile *p, enum core_prec prec, double flops);
+
+/* The collective entry for (backend, op, algorithm, scope), or NULL. */
+const core_prof_coll *core_profile_coll(const core_profile *p, const char *backend,
+                                        const char *op, const char *algorithm,
+                                        const char *scope);
+/* The allreduce measurement to derive a backend's per-link α and β from, for
+ * scope "intra" or "inter": ring first, then the other algorithms. */
+const core_prof_coll *core_profile_allreduce(const core_profile *p, const char *backend,
+                                             const char *scope);
+/* The fit that covers `bytes` (the last one for sizes beyond the range). */
+const core_prof_fit *core_prof_coll_fit(const core_prof_coll *c, double bytes);
+
+#endif

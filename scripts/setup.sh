@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Install what ddpsim needs from Debian's packages, then configure and build.
+#
+#   bash scripts/setup.sh [BUILD_DIR] [extra cmake arguments...]
+#
+# Idempotent: packages already present are not reinstalled, and an existing
+# build directory is reused. Needs root (or sudo) only when a package is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# Build: C toolchain, CMake, pkg-config. Libraries: GSL, libconfig, CUnit,
+# Gloo, OpenBLAS, zlib. Run time: gnuplot (plots), iproute2 (network testbed),
+# redis-server (RedisStore rendezvous tests), procps (pgrep/pkill in tests).
+PACKAGES=(build-essential cmake pkg-config libgsl-dev libconfig-dev libcunit1-dev libgloo-dev
+          libopenblas-dev zlib1g-dev gnuplot-nox iproute2 redis-server procps)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+BUILD_DIR=${1:-build}
+shift || true
+cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
+cmake --build "$BUILD_DIR" -j"$(nproc)"

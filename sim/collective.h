@@ -1,0 +1,69 @@
+/*
+ * collective — how long one collective takes on a described topology: ring,
+ * tree, hierarchical, halving-doubling, chunked ring, bcube, Gloo's
+ * whole-buffer ring and the segmented ring PyTorch's Gloo backend uses, for
+ * allreduce, allgather, reduce-scatter and broadcast, with NCCL-like
+ * (pipelined) and Gloo-like (step-synchronous, host-staged) behaviour.
+ *
+ * The formulas are those of reference/cost-models.md (MPICH / Thakur et al.
+ * 2005, NCCL's tuning.cc, Gloo's algorithms); the topology decides which link
+ * each step crosses: ranks of one node talk over the intra-node link, steps
+ * that cross nodes use the network, and flows leaving a node at the same time
+ * share its NICs. sim_coll_coeffs() gives the same formulas for a homogeneous
+ * group, which is how a profile's measured fit at p ranks becomes per-link
+ * α and β for other p.
+ */
+#ifndef SIM_COLLECTIVE_H
+#define SIM_COLLECTIVE_H
+
+enum sim_backend { SIM_BACKEND_NCCL = 0, SIM_BACKEND_GLOO = 1 };
+enum sim_op { SIM_OP_ALLREDUCE = 0, SIM_OP_ALLGATHER, SIM_OP_REDUCESCATTER, SIM_OP_BROADCAST };
+enum sim_algo {
+  SIM_ALGO_RING = 0,         /* NCCL ring (pipelined): RS ring + AG ring */
+  SIM_ALGO_TREE,             /* NCCL double binary tree across nodes, chain inside */
+  SIM_ALGO_HIERARCHICAL,     /* intra RS, inter ring AR on 1/g, intra AG */
+  SIM_ALGO_HALVING_DOUBLING, /* Rabenseifner; Gloo allreduce_halving_doubling */
+  SIM_ALGO_RING_CHUNKED,     /* Gloo allreduce_ring_chunked */
+  SIM_ALGO_BCUBE,            /* Gloo allreduce_bcube, base 2 */
+  SIM_ALGO_GLOO_RING,        /* Gloo allreduce_ring: whole buffer around the ring */
+  SIM_ALGO_SEGMENTED_RING,   /* gloo::allreduce default, what PyTorch uses */
+  SIM_N_ALGOS
+};
+
+const char *sim_backend_name(enum sim_backend b);
+const char *sim_op_name(enum sim_op o);
+const char *sim_algo_name(enum sim_algo a);
+int sim_algo_parse(const char *s, enum sim_algo *out);
+/* Does this backend implement this allreduce algorithm? */
+int sim_algo_valid(enum sim_backend b, enum sim_algo a);
+
+typedef struct sim_link {
+  double alpha_s; /* per message */
+  double beta_s;  /* per byte, one flow */
+} sim_link;
+
+typedef struct sim_topo {
+  int nodes, per_node;
+  sim_link intra;     /* between ranks of one node (aggregate per rank) */
+  sim_link inter;     /* one flow between nodes */
+  int rails;          /* flows NCCL spreads over a node's NICs; 1 for Gloo */
+  double node_Bps;    /* all of a node's NICs, after oversubscription */
+  double gamma_s;     /* host reduction, s per byte (0 when folded into β) */
+  double stage_s;     /* device<->host staging, s per byte of message (Gloo on GPUs) */
+  double launch_s;    /* fixed cost per call */
+} sim_topo;
+
+/* Time in seconds of one collective of S bytes (nccl-tests' S). */
+double sim_coll_time(enum sim_backend b, enum sim_op op, enum sim_algo a, const sim_topo *t,
+                     double bytes);
+
+/* For p ranks on one kind of link: T = a*alpha + b*S*beta. Returns 0, or
+ * CORE_EINVAL for combinations that have no single-link form. */
+int sim_coll_coeffs(enum sim_backend bk, enum sim_op op, enum sim_algo a, int p, double *ca,
+                    double *cb);
+
+/* NCCL's tree bandwidth factors (src/graph/tuning.cc): tree allreduce gets
+ * 0.92 of the bus bandwidth, and algorithm bandwidth is half of it. */
+#define SIM_NCCL_TREE_BW_FACTOR 0.92
+
+#endif

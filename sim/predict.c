@@ -1,0 +1,237 @@
+#include "predict.h"
+
+#include "sim/step.h"
+
+#include "core/bucket.h"
+#include "core/err.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+uint64_t sim_predict_seed(uint64_t seed, long index) {
+  /* splitmix64 (Steele, Lea, Flood 2014) mixes the point index into the
+   * scenario seed, so a point's draws do not depend on which points ran
+   * before it or on how the sweep was sharded. */
+  uint64_t z = seed + 0x9e3779b97f4a7c15ULL * (uint64_t)(index + 1);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+
+/* A measured allreduce fit at c->ranks becomes per-link α and β by dividing
+ * out the algorithm's coefficients: α from the small-message regime, β from
+ * the large-message one. */
+static int link_from_profile(const core_prof_coll *c, enum sim_backend b, sim_link *l) {
+  enum sim_algo a;
+  double ca, cb;
+  if (sim_algo_parse(c->algorithm, &a) != 0)
+    return core_err_set(CORE_EINVAL, "unknown algorithm '%s' in profile", c->algorithm);
+  int rc = sim_coll_coeffs(b, SIM_OP_ALLREDUCE, a, c->ranks, &ca, &cb);
+  if (rc)
+    return rc;
+  l->alpha_s = c->fits[0].alpha_us * 1e-6 / ca;
+  l->beta_s = 1.0 / (c->fits[c->n_fits - 1].algbw_GBps * 1e9) / cb;
+  return 0;
+}
+
+int sim_predict_topo(const sim_scenario *s, const sim_point *p, sim_topo *t) {
+  const core_profile *pr = s->profile;
+  const sim_network *n = p->network;
+  int rc;
+  memset(t, 0, sizeof *t);
+  t->nodes = p->nodes;
+  t->per_node = p->per_node;
+  int gpu = strcmp(pr->device_kind, "gpu") == 0;
+  if (p->per_node > 1) {
+    const core_prof_coll *c = core_profile_allreduce(pr, sim_backend_name(p->backend), "intra");
+    if (!c)
+      return core_err_set(CORE_EINVAL, "profile '%s' has no intra-node allreduce for %s", s->profile_path,
+                          sim_backend_name(p->backend));
+    if ((rc = link_from_profile(c, p->backend, &t->intra)) != 0)
+      return rc;
+  }
+  t->rails = 1;
+  if (p->nodes > 1) {
+    if (n->from_profile) {
+      const core_prof_coll *c = core_profile_allreduce(pr, sim_backend_name(p->backend), "inter");
+      if (!c)
+        return core_err_set(CORE_EINVAL, "profile '%s' has no inter-node allreduce for %s", s->profile_path,
+                            sim_backend_name(p->backend));
+      if ((rc = link_from_profile(c, p->backend, &t->inter)) != 0)
+        return rc;
+      t->node_Bps = 0; /* measured: the fit already holds the node's share */
+    } else {
+      double flow_Bps = n->gbps * 1e9 / 8.0 * n->efficiency;
+      t->inter.alpha_s = n->latency_us * 1e-6;
+      t->inter.beta_s = 1.0 / flow_Bps;
+      /* NCCL runs one channel per NIC (multi-rail); Gloo's ring has one
+       * TCP pair per neighbour, so one NIC carries it. */
+      t->rails = p->backend == SIM_BACKEND_NCCL ? n->nics_per_node : 1;
+      t->node_Bps = flow_Bps * n->nics_per_node / n->oversubscription;
+      /* Gloo reduces on the host; with a measured link the fit holds it. */
+      if (p->backend == SIM_BACKEND_GLOO)
+        t->gamma_s = 1.0 / (pr->reduce_GBps * 1e9);
+    }
+  }
+  if (p->backend == SIM_BACKEND_GLOO && gpu)
+    t->stage_s = 2.0 / (pr->host_link_GBps * 1e9); /* device to host and back */
+  return 0;
+}
+
+double sim_predict_allreduce(const sim_point *p, const sim_topo *t, double bytes) {
+  if (p->algorithm >= 0)
+    return sim_coll_time(p->backend, SIM_OP_ALLREDUCE, (enum sim_algo)p->algorithm, t, bytes);
+  if (p->backend == SIM_BACKEND_GLOO)
+    return sim_coll_time(p->backend, SIM_OP_ALLREDUCE, SIM_ALGO_SEGMENTED_RING, t, bytes);
+  double ring = sim_coll_time(p->backend, SIM_OP_ALLREDUCE, SIM_ALGO_RING, t, bytes);
+  double tree = sim_coll_time(p->backend, SIM_OP_ALLREDUCE, SIM_ALGO_TREE, t, bytes);
+  return ring < tree ? ring : tree;
+}
+
+/* Bytes of memory traffic per parameter for one optimizer step in fp32,
+ * from the update rules of torch.optim: SGD reads param and grad and writes
+ * param (12); momentum adds its buffer read and write (20); Adam reads param,
+ * grad, exp_avg, exp_avg_sq and writes param and both moments (28). */
+static double optimizer_bytes_per_param(enum sim_optimizer o) {
+  switch (o) {
+  case SIM_OPT_SGD_MOMENTUM: return 20.0;
+  case SIM_OPT_ADAM: return 28.0;
+  default: return 12.0;
+  }
+}
+
+int sim_predict_point(const sim_scenario *s, const sim_point *p, sim_engine *e, core_trace *trace,
+                      int trace_ranks, sim_point_result *r) {
+  const core_model *m = p->model;
+  const core_profile *pr = s->profile;
+  int L = m->n_layers, rc;
+  memset(r, 0, sizeof *r);
+  r->pt = *p;
+  snprintf(r->status, sizeof r->status, "ok");
+
+  sim_topo topo;
+  if ((rc = sim_predict_topo(s, p, &topo)) != 0)
+    return rc;
+
+  double *fwd = calloc((size_t)L, sizeof *fwd);
+  double *bwd = calloc((size_t)L, sizeof *bwd);
+  double *copy = calloc((size_t)L, sizeof *copy);
+  const char **names = calloc((size_t)L, sizeof *names);
+  core_buckets bk = {0};
+  int *ready = NULL;
+  double *comm = NULL, *bytes = NULL;
+  if (!fwd || !bwd || !copy || !names) {
+    rc = core_err_set(CORE_ENOMEM, "out of memory predicting point %ld", p->index);
+    goto out_free;
+  }
+
+  /* Compute per layer. */
+  enum core_prec cp = sim_precision_compute(p->precision);
+  double mem_Bps = pr->memory_GBps * 1e9;
+  int gb = sim_precision_grad_bytes(p->precision);
+  for (int l = 0; l < L; l++) {
+    const core_layer *ly = &m->layers[l];
+    names[l] = ly->name;
+    if (m->measured) {
+      double scale = p->batch / m->measured_batch;
+      fwd[l] = ly->fwd_s * scale;
+      bwd[l] = ly->bwd_s * scale;
+    } else {
+      double ff = ly->fwd_flops * p->batch, bf = ly->bwd_flops * p->batch;
+      fwd[l] = ff > 0 ? ff / core_profile_flops(pr, cp, ff) : 0;
+      /* Backward is two GEMMs the size of the forward one (input and weight
+       * gradients), so its rate is that of half its FLOPs. */
+      bwd[l] = bf > 0 ? bf / core_profile_flops(pr, cp, bf / 2) : 0;
+    }
+    if (!s->gradient_as_bucket_view) {
+      /* The autograd hook copies each gradient into its bucket: one read and
+       * one write (reducer.cpp mark_variable_ready_dense). */
+      int64_t el = 0;
+      for (int t = 0; t < ly->n_tensors; t++)
+        el += m->tensor_elems[ly->first_tensor + t];
+      copy[l] = 2.0 * (double)el * gb / mem_Bps;
+    }
+  }
+  double grad_bytes = (double)m->n_params * gb;
+  double finalize = s->gradient_as_bucket_view ? 0 : 2.0 * grad_bytes / mem_Bps;
+  double opt = (double)m->n_params * optimizer_bytes_per_param(s->optimizer) / mem_Bps;
+
+  /* Buckets, as PyTorch assigns them after its first iteration. */
+  size_t first = (size_t)llround(s->first_bucket_mb * 1048576.0);
+  size_t cap = (size_t)llround(p->bucket_cap_mb * 1048576.0);
+  if (cap == 0)
+    cap = 1;
+  if ((rc = core_bucket_assign(m->tensor_elems, m->n_tensors, (size_t)gb, first, cap,
+                               CORE_BUCKET_REBUILT, &bk)) != 0)
+    goto out_free;
+  ready = malloc(sizeof *ready * (size_t)bk.n_buckets);
+  comm = malloc(sizeof *comm * (size_t)bk.n_buckets);
+  bytes = malloc(sizeof *bytes * (size_t)bk.n_buckets);
+  if (!ready || !comm || !bytes) {
+    rc = core_err_set(CORE_ENOMEM, "out of memory predicting point %ld", p->index);
+    goto out_free;
+  }
+  double timeout = sim_scenario_timeout(s, p->backend);
+  int worst = -1;
+  for (int b = 0; b < bk.n_buckets; b++) {
+    int low = L;
+    for (int i = bk.bucket_first[b]; i < bk.bucket_first[b + 1]; i++) {
+      int l = m->tensor_layer[bk.bucket_tensors[i]];
+      if (l < low)
+        low = l;
+    }
+    ready[b] = low;
+    bytes[b] = (double)bk.bucket_elems[b] * gb;
+    comm[b] = sim_predict_allreduce(p, &topo, bytes[b]);
+    if (comm[b] > timeout && (worst < 0 || comm[b] > comm[worst]))
+      worst = b;
+  }
+  r->n_buckets = bk.n_buckets;
+  if (worst >= 0) {
+    snprintf(r->status, sizeof r->status, "timeout");
+    snprintf(r->note, sizeof r->note,
+             "bucket %d (%.1f MB) allreduce takes %.1f s, past the %s timeout of %.0f s: set ddp.timeout_s above %.0f, lower bucket_cap_mb, or use a faster network",
+             worst, bytes[worst] / 1e6, comm[worst], sim_backend_name(p->backend), timeout,
+             ceil(comm[worst] * 1.5));
+  }
+
+  sim_step_cfg c = {
+      .n_layers = L, .fwd_s = fwd, .bwd_s = bwd, .copy_s = copy, .layer_names = names,
+      .n_buckets = bk.n_buckets, .bucket_ready_layer = ready, .bucket_comm_s = comm,
+      .bucket_bytes = bytes, .finalize_s = finalize, .optimizer_s = opt, .overlap = p->overlap,
+      .compute_slowdown = pr->compute_slowdown, .world = p->nodes * p->per_node,
+      .every_rank = s->every_rank, .jitter = pr->jitter, .steps = s->steps,
+      .seed = sim_predict_seed(s->seed, p->index), .trace_ranks = trace_ranks};
+  c.jitter_params[0] = pr->jitter_params[0];
+  c.jitter_params[1] = pr->jitter_params[1];
+  sim_step_result sr;
+  if ((rc = sim_step_run(&c, e, &sr, trace)) != 0)
+    goto out_free;
+
+  double single = opt;
+  for (int l = 0; l < L; l++)
+    single += fwd[l] + bwd[l];
+  int world = p->nodes * p->per_node;
+  r->step_s = sr.step_s;
+  r->compute_s = sr.compute_s;
+  r->comm_s = sr.comm_s;
+  r->exposed_comm_s = sr.exposed_comm_s;
+  r->step_sd_s = sr.step_sd_s;
+  r->events = sr.events;
+  r->single_step_s = single;
+  r->samples_per_s = (double)world * p->batch / sr.step_s;
+  r->scaling_eff = r->samples_per_s / ((double)world * p->batch / single);
+out_free:
+  free(fwd);
+  free(bwd);
+  free(copy);
+  free(names);
+  free(ready);
+  free(comm);
+  free(bytes);
+  core_bucket_free(&bk);
+  return rc;
+}

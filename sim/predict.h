@@ -1,0 +1,41 @@
+/*
+ * predict — one scenario point from end to end: the cluster topology and
+ * per-link α–β from the profile and the network, per-layer compute times from
+ * the profile's rates (or the model's measured times), PyTorch's bucket
+ * assignment, each bucket's collective time, then the step simulation; out
+ * come step time, its breakdown, throughput and scaling efficiency.
+ */
+#ifndef SIM_PREDICT_H
+#define SIM_PREDICT_H
+
+#include "sim/engine.h"
+#include "sim/scenario.h"
+
+#include "core/trace.h"
+
+typedef struct sim_point_result {
+  sim_point pt;
+  int n_buckets;
+  double step_s, compute_s, comm_s, exposed_comm_s, step_sd_s;
+  double samples_per_s, scaling_eff;
+  double single_step_s;     /* one device, no DDP */
+  char status[16];          /* "ok" or "timeout" */
+  char note[320];
+  uint64_t events;
+} sim_point_result;
+
+/* Topology and links for a point. */
+int sim_predict_topo(const sim_scenario *s, const sim_point *p, sim_topo *t);
+
+/* Per-bucket allreduce time, choosing the algorithm when p->algorithm is
+ * auto (NCCL: the faster of ring and tree, as NCCL's tuner does; Gloo: the
+ * segmented ring of gloo::allreduce, which PyTorch uses). */
+double sim_predict_allreduce(const sim_point *p, const sim_topo *t, double bytes);
+
+/* trace may be NULL; trace_ranks limits the ranks written. */
+int sim_predict_point(const sim_scenario *s, const sim_point *p, sim_engine *e, core_trace *trace,
+                      int trace_ranks, sim_point_result *r);
+
+uint64_t sim_predict_seed(uint64_t seed, long index);
+
+#endif

@@ -1,0 +1,111 @@
+/*
+ * scenario — a what-if study read from a libconfig file: which profile and
+ * model(s), the training setup, the cluster, the networks to compare, the DDP
+ * settings, and how to simulate. A scalar array [a, b, c] in place of a value
+ * is a sweep dimension and a list of groups ( {...}, {...} ) a set of named
+ * alternatives; the study is their Cartesian product, one point (and one CSV
+ * row) each. Every key is checked: unknown keys, wrong types, out-of-range
+ * values, missing files and impossible combinations are rejected with
+ * file:line before anything runs. The format is documented in
+ * scenarios/README.md.
+ */
+#ifndef SIM_SCENARIO_H
+#define SIM_SCENARIO_H
+
+#include "sim/collective.h"
+
+#include "core/cfg.h"
+#include "core/model.h"
+#include "core/profile.h"
+
+#include <stdint.h>
+
+enum sim_precision {
+  SIM_PREC_FP32 = 0, SIM_PREC_TF32, SIM_PREC_FP16, SIM_PREC_BF16, SIM_PREC_AMP_FP16,
+  SIM_PREC_AMP_BF16, SIM_N_PRECS
+};
+const char *sim_precision_name(enum sim_precision p);
+/* Compute precision used for the GEMMs, and bytes per gradient element. */
+enum core_prec sim_precision_compute(enum sim_precision p);
+int sim_precision_grad_bytes(enum sim_precision p);
+
+enum sim_optimizer { SIM_OPT_SGD = 0, SIM_OPT_SGD_MOMENTUM, SIM_OPT_ADAM };
+const char *sim_optimizer_name(enum sim_optimizer o);
+
+typedef struct sim_network {
+  char name[64];
+  int from_profile;        /* use the profile's measured inter-node link */
+  double gbps;             /* line rate per NIC */
+  double latency_us;       /* per message, software stack included */
+  int nics_per_node;
+  double efficiency;       /* achievable fraction of the line rate */
+  double oversubscription; /* fabric: >= 1 */
+  int line;                /* where it was defined, for errors */
+} sim_network;
+
+/* Sweep dimensions, outermost first; a point is one index per dimension. */
+enum sim_dim {
+  SIM_DIM_MODEL = 0, SIM_DIM_NETWORK, SIM_DIM_BACKEND, SIM_DIM_ALGORITHM, SIM_DIM_PRECISION,
+  SIM_DIM_BATCH, SIM_DIM_BUCKET_CAP, SIM_DIM_OVERLAP, SIM_DIM_PER_NODE, SIM_DIM_NODES, SIM_N_DIMS
+};
+
+typedef struct sim_scenario {
+  core_cfg cfg;             /* kept open: names are borrowed from it */
+  char path[4096];
+  char name[128];
+  char description[512];
+  char profile_path[4096];
+  core_profile *profile;
+  int n_models;
+  core_model **models;
+  int n_networks;
+  sim_network *networks;
+  int n[SIM_N_DIMS];        /* values per dimension */
+  enum sim_backend *backends;
+  int *algorithms;          /* enum sim_algo, or -1 for "auto" */
+  enum sim_precision *precisions;
+  long long *batch;
+  double *bucket_cap_mb;
+  int *overlap;
+  long long *per_node;
+  long long *nodes;
+  double first_bucket_mb;
+  int gradient_as_bucket_view;
+  double timeout_s;         /* 0: the backend's default */
+  enum sim_optimizer optimizer;
+  int steps;                /* simulated steps per point */
+  uint64_t seed;
+  int every_rank;
+  char csv_name[256];
+} sim_scenario;
+
+typedef struct sim_point {
+  long index;
+  const core_model *model;
+  const sim_network *network;
+  enum sim_backend backend;
+  int algorithm;            /* -1 = auto */
+  enum sim_precision precision;
+  int batch;
+  double bucket_cap_mb;
+  int overlap;
+  int per_node, nodes;
+} sim_point;
+
+int sim_scenario_load(const char *path, sim_scenario **out);
+/* Parse text as if it were the file `name` (tests, fuzzing). Relative paths
+ * resolve against name's directory. */
+int sim_scenario_load_string(const char *text, const char *name, sim_scenario **out);
+void sim_scenario_free(sim_scenario *s);
+
+long sim_scenario_points(const sim_scenario *s);
+void sim_scenario_point(const sim_scenario *s, long index, sim_point *p);
+
+/* Seconds after which the backend aborts a collective (scenario or default). */
+double sim_scenario_timeout(const sim_scenario *s, enum sim_backend b);
+
+/* Defaults, with their sources. */
+#define SIM_NCCL_TIMEOUT_S 600.0 /* torch/distributed/constants.py: default_pg_nccl_timeout, 10 min */
+#define SIM_GLOO_TIMEOUT_S 30.0  /* gloo/rendezvous/store.h kDefaultTimeout and Gloo's context default, 30 s */
+
+#endif

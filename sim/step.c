@@ -1,0 +1,385 @@
+#include "step.h"
+
+#include "core/err.h"
+
+#include <gsl/gsl_cdf.h>
+#include <gsl/gsl_rng.h>
+#include <gsl/gsl_statistics_double.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum phase { PH_FWD = 0, PH_BWD = 1, PH_WAIT = 2 };
+
+typedef struct rank_st {
+  double mult;            /* compute multiplier this step */
+  int phase;
+  int layer;              /* first layer of the running task (fwd) or its top (bwd) */
+  int task_last;          /* last layer of the running task (fwd: highest; bwd: lowest) */
+  sim_time span_t0;       /* when the running task started (for the trace) */
+  sim_time task_t0;       /* when the work left was last brought up to date */
+  double task_left_ns;    /* work left, at full speed */
+  sim_event_id task_ev;
+  double compute_ns;
+  int bwd_low;            /* lowest layer whose backward is done; n_layers before */
+  int launched;
+  sim_time bwd_done_t;
+} rank_st;
+
+typedef struct coll_st {
+  int arrived;
+  sim_time start;
+} coll_st;
+
+typedef struct stepsim {
+  const sim_step_cfg *c;
+  sim_engine *e;
+  int R;                  /* ranks simulated */
+  rank_st *ranks;
+  coll_st *colls;
+  int next_coll;          /* first collective not yet started */
+  int comm_active;
+  sim_time last_done;
+  int *stop_after;        /* [n_layers] 1 if a backward task must end after this layer */
+  core_trace *trace;      /* only during the first step */
+  int trace_ranks;
+  int rc;
+} stepsim;
+
+double sim_jitter_mean(enum core_jitter_dist d, const double p[2]) {
+  switch (d) {
+  case CORE_JITTER_NORMAL: return p[0];
+  case CORE_JITTER_LOGNORMAL: return exp(p[0] + 0.5 * p[1] * p[1]);
+  case CORE_JITTER_SHIFTED_EXP: return p[0] + p[1];
+  default: return 1.0;
+  }
+}
+
+double sim_jitter_upper_quantile(enum core_jitter_dist d, const double p[2], double q) {
+  switch (d) {
+  case CORE_JITTER_NORMAL: return p[0] + gsl_cdf_gaussian_Qinv(q, p[1]);
+  case CORE_JITTER_LOGNORMAL: return gsl_cdf_lognormal_Qinv(q, p[0], p[1]);
+  case CORE_JITTER_SHIFTED_EXP: return p[0] + gsl_cdf_exponential_Qinv(q, p[1]);
+  default: return 1.0;
+  }
+}
+
+/* Multiplier of the slowest of n ranks: F^-1(U^(1/n)) through the upper
+ * tail, q = 1 - U^(1/n) = -expm1(log(U)/n), which keeps precision for large n. */
+static double draw_max(const sim_step_cfg *c, gsl_rng *rng, int n) {
+  if (c->jitter == CORE_JITTER_NONE)
+    return 1.0;
+  double u = gsl_rng_uniform_pos(rng);
+  double q = -expm1(log(u) / n);
+  if (q <= 0)
+    q = 1e-300;
+  double m = sim_jitter_upper_quantile(c->jitter, c->jitter_params, q) /
+             sim_jitter_mean(c->jitter, c->jitter_params);
+  return m > 0.01 ? m : 0.01; /* a normal fit's far left tail would go negative */
+}
+
+static double rate(const stepsim *s) { return s->comm_active ? 1.0 / s->c->compute_slowdown : 1.0; }
+
+static void task_done(sim_engine *e, void *ctx, uint64_t arg);
+
+static void fail(stepsim *s, int rc) {
+  if (!s->rc)
+    s->rc = rc;
+  sim_engine_stop(s->e);
+}
+
+/* (Re)schedule the running task's end for work_ns of work left at full speed. */
+static void schedule(stepsim *s, int r, double work_ns) {
+  rank_st *k = &s->ranks[r];
+  sim_time now = sim_engine_now(s->e);
+  k->task_t0 = now;
+  k->task_left_ns = work_ns;
+  int rc = sim_engine_push(s->e, now + (sim_time)llround(work_ns / rate(s)), task_done, s,
+                           (uint64_t)r, &k->task_ev);
+  if (rc)
+    fail(s, rc);
+}
+
+static void start_task(stepsim *s, int r, double work_ns) {
+  s->ranks[r].span_t0 = sim_engine_now(s->e);
+  schedule(s, r, work_ns);
+}
+
+/* A collective started or ended: compute in flight changes speed. */
+static void rate_changed(stepsim *s, double old_rate) {
+  if (s->c->compute_slowdown == 1.0)
+    return;
+  sim_time now = sim_engine_now(s->e);
+  for (int r = 0; r < s->R; r++) {
+    rank_st *k = &s->ranks[r];
+    if (k->phase == PH_WAIT)
+      continue;
+    k->compute_ns += (double)(now - k->task_t0);
+    double left = k->task_left_ns - (double)(now - k->task_t0) * old_rate;
+    if (sim_engine_cancel(s->e, k->task_ev) != 0) {
+      fail(s, core_err_set(CORE_EINTERNAL, "rank %d's compute event was not pending", r));
+      return;
+    }
+    schedule(s, r, left > 0 ? left : 0);
+  }
+}
+
+static void coll_done(sim_engine *e, void *ctx, uint64_t b);
+
+static void coll_start(stepsim *s, int b) {
+  const sim_step_cfg *c = s->c;
+  sim_time now = sim_engine_now(s->e);
+  s->colls[b].start = now;
+  s->next_coll = b + 1;
+  double old = rate(s);
+  s->comm_active = 1;
+  rate_changed(s, old);
+  int rc = sim_engine_push(s->e, now + (sim_time)llround(c->bucket_comm_s[b] * 1e9), coll_done, s,
+                           (uint64_t)b, NULL);
+  if (rc)
+    fail(s, rc);
+}
+
+static void arrive(stepsim *s, int b) {
+  if (++s->colls[b].arrived == s->R && s->next_coll == b && !s->comm_active)
+    coll_start(s, b);
+}
+
+static void try_launch(stepsim *s, int r) {
+  const sim_step_cfg *c = s->c;
+  rank_st *k = &s->ranks[r];
+  if (!c->overlap && k->phase != PH_WAIT)
+    return;
+  while (k->launched < c->n_buckets && k->bwd_low <= c->bucket_ready_layer[k->launched])
+    arrive(s, k->launched++);
+}
+
+static void trace_span(stepsim *s, int r, const char *name, const char *cat, int tid, sim_time t0,
+                       sim_time t1, const char *args) {
+  if (s->trace && r < s->trace_ranks)
+    core_trace_span(s->trace, name, cat, r, tid, (double)t0 / 1e3, (double)(t1 - t0) / 1e3, args);
+}
+
+static void coll_done(sim_engine *e, void *ctx, uint64_t b) {
+  stepsim *s = ctx;
+  (void)e;
+  sim_time now = sim_engine_now(s->e);
+  s->last_done = now;
+  double old = rate(s);
+  s->comm_active = 0;
+  rate_changed(s, old);
+  if (s->trace) {
+    char name[48], args[96];
+    snprintf(name, sizeof name, "allreduce bucket %d", (int)b);
+    snprintf(args, sizeof args, "\"bytes\": %.0f, \"bucket\": %d",
+             s->c->bucket_bytes ? s->c->bucket_bytes[b] : 0.0, (int)b);
+    for (int r = 0; r < s->R && r < s->trace_ranks; r++)
+      trace_span(s, r, name, "comm", CORE_TRACE_TID_COMM, s->colls[b].start, now, args);
+  }
+  int nb = (int)b + 1;
+  if (nb < s->c->n_buckets && s->colls[nb].arrived == s->R)
+    coll_start(s, nb);
+}
+
+/* Work of the backward task that starts at layer top and runs down to the
+ * next layer after which a bucket becomes ready. */
+static double bwd_work(const stepsim *s, int r, int top, int *low) {
+  const sim_step_cfg *c = s->c;
+  double w = 0;
+  int l = top;
+  for (;; l--) {
+    w += c->bwd_s[l] * s->ranks[r].mult + (c->copy_s ? c->copy_s[l] : 0);
+    if (l == 0 || s->stop_after[l] || s->trace)
+      break;
+  }
+  *low = l;
+  return w * 1e9;
+}
+
+static double fwd_work(const stepsim *s, int r, int first, int *last) {
+  const sim_step_cfg *c = s->c;
+  double w = 0;
+  int l = first;
+  for (;; l++) {
+    w += c->fwd_s[l] * s->ranks[r].mult;
+    if (l == c->n_layers - 1 || s->trace)
+      break;
+  }
+  *last = l;
+  return w * 1e9;
+}
+
+static void task_done(sim_engine *e, void *ctx, uint64_t arg) {
+  stepsim *s = ctx;
+  const sim_step_cfg *c = s->c;
+  int r = (int)arg;
+  rank_st *k = &s->ranks[r];
+  sim_time now = sim_engine_now(e);
+  k->compute_ns += (double)(now - k->task_t0);
+  if (k->phase == PH_FWD) {
+    if (s->trace) {
+      char name[80];
+      snprintf(name, sizeof name, "%s forward", c->layer_names ? c->layer_names[k->layer] : "layer");
+      trace_span(s, r, name, "forward", CORE_TRACE_TID_COMPUTE, k->span_t0, now, NULL);
+    }
+    if (k->task_last < c->n_layers - 1) {
+      int last;
+      k->layer = k->task_last + 1;
+      double w = fwd_work(s, r, k->layer, &last);
+      k->task_last = last;
+      start_task(s, r, w);
+      return;
+    }
+    k->phase = PH_BWD;
+    k->layer = c->n_layers - 1;
+    int low;
+    double w = bwd_work(s, r, k->layer, &low);
+    k->task_last = low;
+    start_task(s, r, w);
+    return;
+  }
+  /* Backward task finished: its gradients are in their buckets. */
+  if (s->trace) {
+    char name[80];
+    snprintf(name, sizeof name, "%s backward", c->layer_names ? c->layer_names[k->layer] : "layer");
+    trace_span(s, r, name, "backward", CORE_TRACE_TID_COMPUTE, k->span_t0, now, NULL);
+  }
+  k->bwd_low = k->task_last;
+  if (k->bwd_low == 0) {
+    k->phase = PH_WAIT;
+    k->bwd_done_t = now;
+  } else {
+    k->layer = k->task_last - 1;
+    int low;
+    double w = bwd_work(s, r, k->layer, &low);
+    k->task_last = low;
+    start_task(s, r, w);
+  }
+  try_launch(s, r);
+}
+
+int sim_step_run(const sim_step_cfg *c, sim_engine *e, sim_step_result *res, core_trace *trace) {
+  memset(res, 0, sizeof *res);
+  if (c->n_layers <= 0 || c->n_buckets <= 0 || c->world <= 0 || c->steps <= 0)
+    return core_err_set(CORE_EINVAL, "step simulation needs layers, buckets, ranks and steps");
+  if (c->compute_slowdown < 1.0)
+    return core_err_set(CORE_EINVAL, "compute_slowdown must be >= 1");
+  stepsim s = {0};
+  s.c = c;
+  s.e = e;
+  s.R = c->every_rank ? c->world : 1;
+  s.ranks = calloc((size_t)s.R, sizeof *s.ranks);
+  s.colls = calloc((size_t)c->n_buckets, sizeof *s.colls);
+  s.stop_after = calloc((size_t)c->n_layers, sizeof *s.stop_after);
+  gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+  double *samples = NULL;
+  int rc = 0;
+  if (!s.ranks || !s.colls || !s.stop_after || !rng) {
+    rc = core_err_set(CORE_ENOMEM, "out of memory simulating %d ranks", s.R);
+    goto out_free;
+  }
+  gsl_rng_set(rng, (unsigned long)c->seed);
+  for (int b = 0; b < c->n_buckets; b++) {
+    int l = c->bucket_ready_layer[b];
+    if (l < 0 || l >= c->n_layers) {
+      rc = core_err_set(CORE_EINTERNAL, "bucket %d is ready at layer %d of %d", b, l, c->n_layers);
+      goto out_free;
+    }
+    s.stop_after[l] = 1;
+  }
+  res->ranks_simulated = s.R;
+  res->step_min_s = INFINITY;
+  double comp_sum = 0;
+  samples = malloc(sizeof *samples * (size_t)c->steps);
+  if (!samples) {
+    rc = core_err_set(CORE_ENOMEM, "out of memory for %d step samples", c->steps);
+    goto out_free;
+  }
+  for (int b = 0; b < c->n_buckets; b++)
+    res->comm_s += c->bucket_comm_s[b];
+
+  for (int step = 0; step < c->steps; step++) {
+    sim_engine_reset(e);
+    memset(s.colls, 0, sizeof *s.colls * (size_t)c->n_buckets);
+    s.next_coll = 0;
+    s.comm_active = 0;
+    s.last_done = 0;
+    s.trace = step == 0 ? trace : NULL;
+    s.trace_ranks = c->trace_ranks;
+    if (s.trace)
+      for (int r = 0; r < s.R && r < s.trace_ranks; r++) {
+        char name[64];
+        if (c->every_rank)
+          snprintf(name, sizeof name, "rank %d", r);
+        else
+          snprintf(name, sizeof name, "slowest of %d ranks (representative)", c->world);
+        core_trace_process(s.trace, r, name);
+      }
+    for (int r = 0; r < s.R; r++) {
+      rank_st *k = &s.ranks[r];
+      memset(k, 0, sizeof *k);
+      k->mult = draw_max(c, rng, c->every_rank ? 1 : c->world);
+      k->bwd_low = c->n_layers;
+      k->phase = PH_FWD;
+      k->layer = 0;
+      int last;
+      double w = fwd_work(&s, r, 0, &last);
+      k->task_last = last;
+      start_task(&s, r, w);
+    }
+    if (s.rc) {
+      rc = s.rc;
+      goto out_free;
+    }
+    res->events += sim_engine_run(e, UINT64_MAX);
+    if (s.rc) {
+      rc = s.rc;
+      goto out_free;
+    }
+    if ((rc = sim_engine_check(e)) != 0)
+      goto out_free;
+    if (s.next_coll != c->n_buckets || s.comm_active) {
+      rc = core_err_set(CORE_EINTERNAL, "step ended with %d of %d collectives started", s.next_coll, c->n_buckets);
+      goto out_free;
+    }
+    /* After the last allreduce nothing interacts across ranks: finalize and
+     * step the optimizer, and the step ends when the slowest rank is done. */
+    sim_time end = 0;
+    double comp = 0;
+    for (int r = 0; r < s.R; r++) {
+      rank_st *k = &s.ranks[r];
+      sim_time t0 = s.last_done > k->bwd_done_t ? s.last_done : k->bwd_done_t;
+      double tail = (c->finalize_s + c->optimizer_s) * k->mult * 1e9;
+      sim_time t1 = t0 + (sim_time)llround(tail);
+      trace_span(&s, r, "optimizer step", "optimizer", CORE_TRACE_TID_COMPUTE, t0, t1, NULL);
+      if (t1 > end)
+        end = t1;
+      double rank_comp = (k->compute_ns + tail) / 1e9;
+      /* The representative is the slowest rank; a typical rank computes
+       * 1/mult of its time. */
+      comp += c->every_rank ? rank_comp : rank_comp / k->mult;
+    }
+    double step_s = (double)end / 1e9;
+    comp /= s.R;
+    samples[step] = step_s;
+    comp_sum += comp;
+    if (step_s < res->step_min_s)
+      res->step_min_s = step_s;
+    if (step_s > res->step_max_s)
+      res->step_max_s = step_s;
+  }
+  res->step_s = gsl_stats_mean(samples, 1, (size_t)c->steps);
+  res->step_sd_s = c->steps > 1 ? gsl_stats_sd_m(samples, 1, (size_t)c->steps, res->step_s) : 0;
+  res->compute_s = comp_sum / c->steps;
+  res->exposed_comm_s = res->step_s - res->compute_s;
+  if (res->exposed_comm_s < 0)
+    res->exposed_comm_s = 0;
+out_free:
+  free(samples);
+  gsl_rng_free(rng);
+  free(s.ranks);
+  free(s.colls);
+  free(s.stop_after);
+  return rc;
+}

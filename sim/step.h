@@ -1,0 +1,71 @@
+/*
+ * step — one synchronous data-parallel training step, simulated event by
+ * event with PyTorch DDP's mechanics (reference/cost-models.md): forward
+ * layer by layer, backward in reverse; a bucket becomes ready when the
+ * backward of every layer holding one of its gradients is done; bucket b's
+ * allreduce is launched when it is ready and buckets 0..b-1 have been
+ * launched; each rank has one communication stream, so collectives run one
+ * after another, and a collective starts only when every rank has launched
+ * it; the optimizer runs after the last allreduce. With overlap off, nothing
+ * is launched before the backward pass ends.
+ *
+ * Stragglers: each rank's compute is scaled per step by a draw from the
+ * profile's jitter distribution (normalized to mean 1). Because a rank that
+ * is slow is slow for the whole step, the critical path of a step is that of
+ * its slowest rank; the default mode therefore simulates one representative
+ * rank whose multiplier is the maximum of `world` draws, sampled directly as
+ * F^-1(U^(1/world)). every_rank mode simulates each rank with its own draw
+ * (the same distribution of step times, at world-times the cost).
+ *
+ * Interference: compute that runs while a collective is executing takes
+ * compute_slowdown times longer (measured by calibration).
+ */
+#ifndef SIM_STEP_H
+#define SIM_STEP_H
+
+#include "sim/engine.h"
+
+#include "core/profile.h"
+#include "core/trace.h"
+
+#include <stdint.h>
+
+typedef struct sim_step_cfg {
+  int n_layers;
+  const double *fwd_s;          /* [n_layers] forward time of a nominal rank */
+  const double *bwd_s;          /* [n_layers] backward time */
+  const double *copy_s;         /* [n_layers] copying its gradients into buckets; NULL = none */
+  const char *const *layer_names; /* for the trace; may be NULL */
+  int n_buckets;
+  const int *bucket_ready_layer;  /* [n_buckets] lowest layer index holding one of its tensors */
+  const double *bucket_comm_s;    /* [n_buckets] collective time */
+  const double *bucket_bytes;     /* [n_buckets] for the trace */
+  double finalize_s;              /* after the last allreduce: copy-out of averaged grads */
+  double optimizer_s;
+  int overlap;
+  double compute_slowdown;        /* >= 1 */
+  int world;
+  int every_rank;
+  enum core_jitter_dist jitter;
+  double jitter_params[2];
+  int steps;                      /* steps to simulate; results are means */
+  uint64_t seed;
+  int trace_ranks;                /* ranks written to the trace (first step only) */
+} sim_step_cfg;
+
+typedef struct sim_step_result {
+  double step_s, compute_s, comm_s, exposed_comm_s; /* means over the simulated steps */
+  double step_sd_s, step_min_s, step_max_s;
+  uint64_t events;
+  int ranks_simulated;
+} sim_step_result;
+
+/* Mean of the jitter distribution, the divisor that normalizes draws. */
+double sim_jitter_mean(enum core_jitter_dist d, const double params[2]);
+/* Quantile of the maximum of n draws for upper-tail probability q = 1 - U^(1/n). */
+double sim_jitter_upper_quantile(enum core_jitter_dist d, const double params[2], double q);
+
+/* e is reused between calls (reset inside). trace may be NULL. */
+int sim_step_run(const sim_step_cfg *c, sim_engine *e, sim_step_result *r, core_trace *trace);
+
+#endif

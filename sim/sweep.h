@@ -1,0 +1,40 @@
+/*
+ * sweep — run every point of a scenario (in parallel across cores, each
+ * worker with its own event engine; results land in point order, so the
+ * output does not depend on the number of workers), optionally only one
+ * shard i/n of them for batch schedulers, then write the CSV atomically and
+ * print a summary table. Nothing is written unless every point succeeded.
+ */
+#ifndef SIM_SWEEP_H
+#define SIM_SWEEP_H
+
+#include "sim/predict.h"
+#include "sim/scenario.h"
+
+#include <stdio.h>
+
+typedef struct sim_sweep_opts {
+  int jobs;              /* worker threads; <= 0: one per online CPU */
+  int shard, n_shards;   /* run points with index % n_shards == shard */
+  long trace_point;      /* point to trace, or -1 */
+  const char *trace_path;
+  int trace_ranks;
+} sim_sweep_opts;
+
+typedef struct sim_sweep {
+  long n;
+  sim_point_result *res;
+} sim_sweep;
+
+int sim_sweep_run(const sim_scenario *s, const sim_sweep_opts *o, sim_sweep *out);
+void sim_sweep_free(sim_sweep *w);
+
+/* CSV columns (header order). */
+extern const char *const sim_sweep_columns[];
+extern const int sim_sweep_n_columns;
+
+/* Write rows to path atomically; with_header 0 for shards after the first. */
+int sim_sweep_write_csv(const sim_sweep *w, const char *path, int with_header);
+void sim_sweep_print_summary(const sim_scenario *s, const sim_sweep *w, FILE *f);
+
+#endif
