@@ -104,6 +104,12 @@ int cli_cmd_simulate(int argc, char **argv) {
              shard, n_shards);
   else
     snprintf(csv, sizeof csv, "%s/%s", out_dir, s->csv_name);
+  if (trace && strrchr(trace, '/')) {
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%.*s", (int)(strrchr(trace, '/') - trace), trace);
+    if (dir[0] && (rc = core_mkdirs(dir)) != 0)
+      goto fail_scenario;
+  }
   if ((rc = sim_sweep_run(s, &o, &w)) != 0)
     goto fail_scenario;
   if ((rc = core_mkdirs(out_dir)) != 0 || (rc = sim_sweep_write_csv(&w, csv, shard == 0)) != 0)

@@ -1,0 +1,367 @@
+#!/usr/bin/env python3
+"""Generate the reference model files in scenarios/models/ from the architectures.
+
+Writes four libconfig model files (format: core/model.h), one layer entry per
+module that owns parameters, in the order PyTorch registers the parameters
+(model.parameters()), with that module's tensors in registration order (weight
+before bias), plus a few parameter-less compute-only layers (attention scores,
+GPT-2's tied LM head) where a matmul has no weights of its own:
+
+  resnet50.cfg    torchvision.models.resnet50 (ResNet v1.5: stride on the 3x3
+                  conv). K. He, X. Zhang, S. Ren, J. Sun, "Deep Residual
+                  Learning for Image Recognition", CVPR 2016, arXiv:1512.03385.
+                  224x224 input, 1000 classes; 25,557,032 parameters.
+  vgg16.cfg       torchvision.models.vgg16 (configuration "D", no batch norm).
+                  K. Simonyan, A. Zisserman, "Very Deep Convolutional Networks
+                  for Large-Scale Image Recognition", ICLR 2015,
+                  arXiv:1409.1556. 224x224 input, 1000 classes; 138,357,544
+                  parameters.
+  bert-large.cfg  HuggingFace transformers BertForPreTraining with the
+                  "bert-large-uncased" config (24 layers, hidden 1024, 16
+                  heads, intermediate 4096, vocab 30522, 512 positions, 2 token
+                  types). J. Devlin, M.-W. Chang, K. Lee, K. Toutanova, "BERT:
+                  Pre-training of Deep Bidirectional Transformers for Language
+                  Understanding", NAACL 2019, arXiv:1810.04805. Encoder +
+                  pooler + pretraining heads (MLM transform, LayerNorm and
+                  decoder bias; the decoder weight is tied to the word
+                  embeddings) + NSP head; 336,226,108 parameters. Sample = one
+                  512-token sequence.
+  gpt2-xl.cfg     HuggingFace transformers GPT2LMHeadModel with the "gpt2-xl"
+                  config (n_layer 48, n_embd 1600, n_head 25, vocab 50257,
+                  n_positions 1024). A. Radford, J. Wu, R. Child, D. Luan,
+                  D. Amodei, I. Sutskever, "Language Models are Unsupervised
+                  Multitask Learners", OpenAI 2019. LM head tied to wte;
+                  1,557,611,200 parameters. Sample = one 1024-token sequence.
+
+FLOP counting (forward, per sample): 2 FLOPs per multiply-add of every
+convolution and matmul. Batch/layer norm, activations, softmax, pooling,
+residual additions, dropout and embedding lookups are not counted (they are
+memory-bound and well under 1% of the FLOPs here), so those layers carry
+fwd_flops = 0.0. Transformers count per token the weight matmuls (QKV, attention
+output, FFN, pooler/heads where applied) and the attention score and context
+matmuls, 2 * 2 * seq * d_model per token per layer (full, unmasked matrix, as
+the HuggingFace code computes it), on a parameter-less "<layer>.attn.scores"
+entry; the sample is one sequence, so per-token FLOPs are multiplied by its
+length. BERT's MLM decoder is applied to every position (as HuggingFace's
+BertForPreTraining does); its pooler and NSP head run on the [CLS] token only.
+act_bytes is the module's output size per sample in fp32 (4 bytes per element).
+
+Usage: scripts/gen-models.py [--out DIR] [--check]
+  --out DIR   write into DIR instead of scenarios/models/ next to this script
+  --check     write nothing; exit 1 if any file differs from what would be written
+
+The output is deterministic: rerunning produces the same bytes.
+Standard library only.
+"""
+
+import argparse
+import os
+import sys
+
+INT32_MAX = 2**31 - 1
+SOURCE_MAX = 511          # core_model.source is char[512]
+NAME_MAX = 63             # core_layer.name is char[64]
+
+
+class Model:
+    def __init__(self, name):
+        self.name = name
+        self.layers = []  # (name, [tensor elems], fwd_flops, act_bytes)
+
+    def add(self, name, params, fwd_flops, act_elems):
+        assert len(name) <= NAME_MAX, name
+        assert all(isinstance(p, int) and p >= 1 for p in params), (name, params)
+        self.layers.append((name, list(params), float(fwd_flops), 4.0 * act_elems))
+
+    @property
+    def n_params(self):
+        return sum(sum(p) for _, p, _, _ in self.layers)
+
+    @property
+    def n_tensors(self):
+        return sum(len(p) for _, p, _, _ in self.layers)
+
+    @property
+    def fwd_flops(self):
+        return sum(f for _, _, f, _ in self.layers)
+
+
+# ---------------------------------------------------------------- CNNs
+
+def conv(m, name, cin, cout, k, stride, pad, h, w, bias):
+    """Add a k x k convolution on an h x w input; return the output size."""
+    ho = (h + 2 * pad - k) // stride + 1
+    wo = (w + 2 * pad - k) // stride + 1
+    weight = cout * cin * k * k
+    macs = weight * ho * wo
+    m.add(name, [weight, cout] if bias else [weight], 2 * macs, cout * ho * wo)
+    return ho, wo
+
+
+def bn(m, name, c, h, w):
+    m.add(name, [c, c], 0, c * h * w)
+
+
+def linear(m, name, fin, fout, tokens=1, bias=True):
+    """nn.Linear / HF Conv1D applied to `tokens` positions per sample."""
+    m.add(name, [fin * fout, fout] if bias else [fin * fout],
+          2 * fin * fout * tokens, fout * tokens)
+
+
+def resnet(name, blocks, num_classes=1000, size=224):
+    """torchvision Bottleneck ResNet (v1.5) with the given blocks per stage."""
+    m = Model(name)
+    h, w = conv(m, "conv1", 3, 64, 7, 2, 3, size, size, bias=False)
+    bn(m, "bn1", 64, h, w)
+    h, w = (h + 2 - 3) // 2 + 1, (w + 2 - 3) // 2 + 1  # maxpool 3x3 s2 p1
+    inplanes = 64
+    for stage, (n, planes) in enumerate(zip(blocks, (64, 128, 256, 512)), 1):
+        for b in range(n):
+            stride = 2 if (b == 0 and stage > 1) else 1
+            p = "layer%d.%d." % (stage, b)
+            h1, w1 = conv(m, p + "conv1", inplanes, planes, 1, 1, 0, h, w, bias=False)
+            bn(m, p + "bn1", planes, h1, w1)
+            h2, w2 = conv(m, p + "conv2", planes, planes, 3, stride, 1, h1, w1, bias=False)
+            bn(m, p + "bn2", planes, h2, w2)
+            h3, w3 = conv(m, p + "conv3", planes, planes * 4, 1, 1, 0, h2, w2, bias=False)
+            bn(m, p + "bn3", planes * 4, h3, w3)
+            if stride != 1 or inplanes != planes * 4:
+                hd, wd = conv(m, p + "downsample.0", inplanes, planes * 4, 1, stride, 0,
+                              h, w, bias=False)
+                bn(m, p + "downsample.1", planes * 4, hd, wd)
+            inplanes, h, w = planes * 4, h3, w3
+    linear(m, "fc", 512 * 4, num_classes)  # after global average pooling
+    return m
+
+
+def vgg(name, cfg, num_classes=1000, size=224):
+    """torchvision VGG without batch norm; layer names are the Sequential indices."""
+    m = Model(name)
+    idx, c, h, w = 0, 3, size, size
+    for v in cfg:
+        if v == "M":
+            h, w = h // 2, w // 2
+            idx += 1
+        else:
+            h, w = conv(m, "features.%d" % idx, c, v, 3, 1, 1, h, w, bias=True)
+            c = v
+            idx += 2  # conv, ReLU
+    # AdaptiveAvgPool2d((7, 7)) then Linear, ReLU, Dropout, Linear, ReLU, Dropout, Linear
+    linear(m, "classifier.0", c * 7 * 7, 4096)
+    linear(m, "classifier.3", 4096, 4096)
+    linear(m, "classifier.6", 4096, num_classes)
+    return m
+
+
+VGG16_CFG = [64, 64, "M", 128, 128, "M", 256, 256, 256, "M", 512, 512, 512, "M",
+             512, 512, 512, "M"]
+
+# ---------------------------------------------------------------- transformers
+
+
+def attn_scores(m, name, seq, d, heads):
+    """Q K^T and softmax(.) V: 2 matmuls of seq x seq x d MACs per sample."""
+    m.add(name, [], 2 * 2 * seq * seq * d, seq * d)
+
+
+def bert(name, layers, d, heads, ffn, vocab=30522, positions=512, types=2, seq=512,
+         heads_on=True):
+    """HF BertForPreTraining (or BertModel when heads_on is False)."""
+    m = Model(name)
+    m.add("emb.word", [vocab * d], 0, seq * d)
+    m.add("emb.position", [positions * d], 0, seq * d)
+    m.add("emb.token_type", [types * d], 0, seq * d)
+    m.add("emb.LayerNorm", [d, d], 0, seq * d)
+    for i in range(layers):
+        p = "l%d." % i
+        m.add(p + "attn.qkv", [d * d, d] * 3, 3 * 2 * d * d * seq, 3 * seq * d)
+        attn_scores(m, p + "attn.scores", seq, d, heads)
+        linear(m, p + "attn.out.dense", d, d, seq)
+        m.add(p + "attn.out.LayerNorm", [d, d], 0, seq * d)
+        linear(m, p + "intermediate.dense", d, ffn, seq)
+        linear(m, p + "output.dense", ffn, d, seq)
+        m.add(p + "output.LayerNorm", [d, d], 0, seq * d)
+    linear(m, "pooler.dense", d, d, 1)  # [CLS] token only
+    if heads_on:
+        linear(m, "cls.predictions.transform.dense", d, d, seq)
+        m.add("cls.predictions.transform.LayerNorm", [d, d], 0, seq * d)
+        # Decoder weight is word_embeddings.weight (tied); only its bias is new.
+        m.add("cls.predictions.decoder", [vocab], 2 * d * vocab * seq, vocab * seq)
+        linear(m, "cls.seq_relationship", d, 2, 1)  # on the pooled output
+    return m
+
+
+def gpt2(name, n_layer, d, heads, vocab=50257, positions=1024, seq=1024):
+    """HF GPT2LMHeadModel; lm_head.weight is tied to wte, so it adds no tensor."""
+    m = Model(name)
+    m.add("wte", [vocab * d], 0, seq * d)
+    m.add("wpe", [positions * d], 0, seq * d)
+    for i in range(n_layer):
+        p = "h%d." % i
+        m.add(p + "ln_1", [d, d], 0, seq * d)
+        linear(m, p + "attn.c_attn", d, 3 * d, seq)
+        attn_scores(m, p + "attn.scores", seq, d, heads)
+        linear(m, p + "attn.c_proj", d, d, seq)
+        m.add(p + "ln_2", [d, d], 0, seq * d)
+        linear(m, p + "mlp.c_fc", d, 4 * d, seq)
+        linear(m, p + "mlp.c_proj", 4 * d, d, seq)
+    m.add("ln_f", [d, d], 0, seq * d)
+    m.add("lm_head", [], 2 * d * vocab * seq, vocab * seq)
+    return m
+
+
+# ---------------------------------------------------------------- output
+
+
+def fmt_float(v):
+    """A libconfig float: always with a decimal point or an exponent."""
+    assert v == v and v not in (float("inf"), float("-inf")) and v >= 0, v
+    if v == int(v) and v < 1e15:
+        return "%d.0" % int(v)
+    r = repr(float(v))
+    assert "." in r or "e" in r, r
+    return r
+
+
+def fmt_params(params):
+    # libconfig arrays hold one scalar type: if any element needs int64, all get L.
+    suffix = "L" if any(p > INT32_MAX for p in params) else ""
+    return "[" + ", ".join("%d%s" % (p, suffix) for p in params) + "]"
+
+
+def render(m, description, source, sample, seq_len=None):
+    assert len(source) <= SOURCE_MAX, (m.name, len(source))
+    assert '"' not in source + sample + description and "\\" not in source + sample
+    names = [l[0] for l in m.layers]
+    assert len(set(names)) == len(names), "duplicate layer names in " + m.name
+    out = ["# %s \u2014 generated by scripts/gen-models.py; do not edit by hand." % description,
+           "model = {",
+           '  name = "%s";' % m.name,
+           '  source = "%s";' % source,
+           '  sample = "%s";' % sample]
+    if seq_len is not None:
+        out.append("  seq_len = %d;" % seq_len)
+    out.append("  layers = (")
+    for i, (name, params, flops, act) in enumerate(m.layers):
+        fields = ['name = "%s";' % name]
+        if params:
+            fields.append("params = %s;" % fmt_params(params))
+        fields.append("fwd_flops = %s;" % fmt_float(flops))
+        fields.append("act_bytes = %s;" % fmt_float(act))
+        sep = "," if i + 1 < len(m.layers) else ""
+        out.append("    { %s }%s" % (" ".join(fields), sep))
+    out.append("  );")
+    out.append("};")
+    return "\n".join(out) + "\n"
+
+
+def expect(what, got, want):
+    if got != want:
+        sys.exit("gen-models.py: %s has %d parameters, expected %d" % (what, got, want))
+
+
+def expect_range(what, got, lo, hi):
+    if not lo <= got <= hi:
+        sys.exit("gen-models.py: %s is %.4g, expected within [%.4g, %.4g]" % (what, got, lo, hi))
+
+
+def self_test():
+    """Cross-check the builders against other published parameter counts."""
+    expect("resnet101", resnet("resnet101", [3, 4, 23, 3]).n_params, 44549160)
+    expect("resnet152", resnet("resnet152", [3, 8, 36, 3]).n_params, 60192808)
+    expect("vgg19", vgg("vgg19", [64, 64, "M", 128, 128, "M", 256, 256, 256, 256, "M",
+                                  512, 512, 512, 512, "M", 512, 512, 512, 512, "M"]).n_params,
+           143667240)
+    expect("bert-base BertModel", bert("b", 12, 768, 12, 3072, heads_on=False).n_params, 109482240)
+    expect("bert-base BertForPreTraining", bert("b", 12, 768, 12, 3072).n_params, 110106428)
+    expect("gpt2 (small)", gpt2("g", 12, 768, 12).n_params, 124439808)
+
+
+def build():
+    models = []
+
+    m = resnet("resnet50", [3, 4, 6, 3])
+    expect("resnet50", m.n_params, 25557032)
+    expect_range("resnet50 forward GMAC", m.fwd_flops / 2e9, 4.05, 4.15)
+    models.append((m, render(
+        m, "ResNet-50 (torchvision), 224x224, 1000 classes",
+        "torchvision.models.resnet50 (ResNet v1.5; He et al. 2016, arXiv:1512.03385); params "
+        "counted from the architecture: %d; forward %.2f GMAC per 224x224 image, 2 FLOPs per MAC, "
+        "convs and fc only (BN, ReLU, pooling and residual adds not counted)"
+        % (m.n_params, m.fwd_flops / 2e9),
+        "one 3x224x224 image")))
+
+    m = vgg("vgg16", VGG16_CFG)
+    expect("vgg16", m.n_params, 138357544)
+    expect_range("vgg16 forward GMAC", m.fwd_flops / 2e9, 15.4, 15.6)
+    models.append((m, render(
+        m, "VGG-16 (torchvision, no batch norm), 224x224, 1000 classes",
+        "torchvision.models.vgg16 (configuration D without BN; Simonyan & Zisserman 2015, "
+        "arXiv:1409.1556); params counted from the architecture: %d; forward %.2f GMAC per "
+        "224x224 image, 2 FLOPs per MAC, convs and linears only (ReLU, pooling, dropout not counted)"
+        % (m.n_params, m.fwd_flops / 2e9),
+        "one 3x224x224 image")))
+
+    m = bert("bert-large", 24, 1024, 16, 4096)
+    expect("bert-large", m.n_params, 336226108)
+    expect_range("bert-large forward GFLOP", m.fwd_flops / 1e9, 300, 400)
+    models.append((m, render(
+        m, "BERT-large uncased for pretraining (MLM + NSP heads), 512-token sequences",
+        "HuggingFace BertForPreTraining, bert-large-uncased config (Devlin et al. 2019, "
+        "arXiv:1810.04805): 24 layers, hidden 1024, 16 heads, FFN 4096, vocab 30522; params "
+        "counted from the architecture: %d (encoder+embeddings+pooler 335141888, pretraining "
+        "heads 1084220; MLM decoder weight tied to word embeddings); forward %.1f GFLOPs per "
+        "512-token sequence: 2 FLOPs per MAC of all matmuls incl. attention scores and the MLM "
+        "decoder on every position; LayerNorm, GELU, softmax not counted"
+        % (m.n_params, m.fwd_flops / 1e9),
+        "one 512-token sequence", seq_len=512)))
+
+    m = gpt2("gpt2-xl", 48, 1600, 25)
+    expect("gpt2-xl", m.n_params, 1557611200)
+    expect_range("gpt2-xl forward GFLOP", m.fwd_flops / 1e9, 3000, 4000)
+    models.append((m, render(
+        m, "GPT-2 XL (1.5B) language model, 1024-token sequences",
+        "HuggingFace GPT2LMHeadModel, gpt2-xl config (Radford et al. 2019, 'Language Models "
+        "are Unsupervised Multitask Learners'): 48 layers, n_embd 1600, 25 heads, vocab 50257, 1024 positions; params counted "
+        "from the architecture: %d (lm_head tied to wte); forward %.1f GFLOPs per 1024-token "
+        "sequence: 2 FLOPs per MAC of all matmuls incl. full attention scores and the tied "
+        "lm_head; LayerNorm, GELU, softmax not counted" % (m.n_params, m.fwd_flops / 1e9),
+        "one 1024-token sequence", seq_len=1024)))
+    return models
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    here = os.path.dirname(os.path.abspath(__file__))
+    ap.add_argument("--out", default=os.path.join(here, os.pardir, "scenarios", "models"))
+    ap.add_argument("--check", action="store_true")
+    args = ap.parse_args()
+
+    self_test()
+    stale = []
+    for m, text in build():
+        path = os.path.normpath(os.path.join(args.out, m.name + ".cfg"))
+        data = text.encode("utf-8")
+        print("%-11s %14s params  %9.2f GFLOPs fwd/sample  %4d layers  %4d tensors  -> %s"
+              % (m.name, "{:,}".format(m.n_params), m.fwd_flops / 1e9, len(m.layers),
+                 m.n_tensors, path))
+        old = None
+        if os.path.exists(path):
+            with open(path, "rb") as f:
+                old = f.read()
+        if old == data:
+            continue
+        if args.check:
+            stale.append(path)
+            continue
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = path + ".tmp"
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    if stale:
+        sys.exit("gen-models.py: out of date (rerun scripts/gen-models.py): " + ", ".join(stale))
+
+
+if __name__ == "__main__":
+    main()
