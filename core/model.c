@@ -126,11 +126,14 @@ static int parse_layer(const config_setting_t *l, core_model *m, int idx, int *t
       (*tensor_pos)++;
     }
   }
-  if ((rc = core_cfg_double(l, "bwd_flops", 0, 2.0 * L->fwd_flops, 0, 1e18, &L->bwd_flops)) != 0)
-    return rc;
   /* Backward costs about twice the forward: one GEMM for the input gradient,
    * one for the weight gradient (Kaplan et al. 2020, "Scaling Laws for Neural
-   * Language Models", sec. 2.1: C ~ 6N per token, 2N forward + 4N backward). */
+   * Language Models", sec. 2.1: C ~ 6N per token, 2N forward + 4N backward).
+   * The first layer's input is data, which needs no gradient, and autograd
+   * skips it: only the weight gradient remains. */
+  double def_bwd = (idx == 0 ? 1.0 : 2.0) * L->fwd_flops;
+  if ((rc = core_cfg_double(l, "bwd_flops", 0, def_bwd, 0, 1e18, &L->bwd_flops)) != 0)
+    return rc;
   double fwd_ms, bwd_ms;
   int has_f = config_setting_get_member(l, "fwd_ms") != NULL;
   int has_b = config_setting_get_member(l, "bwd_ms") != NULL;
@@ -181,6 +184,12 @@ int core_model_from_setting(const config_setting_t *root, const char *path, core
   snprintf(m->path, sizeof m->path, "%s", path);
   if ((rc = core_cfg_string(g, "name", 1, NULL, NULL, &s)) != 0)
     goto fail_free;
+  if (strlen(s) >= sizeof m->name ||
+      strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._+-") != strlen(s)) {
+    rc = core_err_set(CORE_EINVAL, "%s: model name \"%s\" must be at most %zu letters, digits and . _ + - (it labels CSV rows and plots)",
+                      core_cfg_where(config_setting_get_member(g, "name"), w, sizeof w), s, sizeof m->name - 1);
+    goto fail_free;
+  }
   snprintf(m->name, sizeof m->name, "%s", s);
   if ((rc = core_cfg_string(g, "source", 0, "", NULL, &s)) != 0)
     goto fail_free;

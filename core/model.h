@@ -40,7 +40,7 @@ typedef struct core_layer {
   int first_tensor;        /* index into core_model.tensor_elems */
   int n_tensors;
   double fwd_flops;        /* per sample */
-  double bwd_flops;        /* per sample; default 2 x forward */
+  double bwd_flops;        /* per sample; default 2 x forward (1 x for the first layer) */
   double act_bytes;        /* activation bytes per sample (informational) */
   double fwd_s, bwd_s;     /* measured at model.measured_batch; < 0 when not measured */
 } core_layer;

@@ -35,7 +35,8 @@ struct sim_engine {
   int stop;
 };
 
-static inline int key_less(key a, key b) { return a.t < b.t || (a.t == b.t && a.w < b.w); }
+/* Branch-free: sifting mispredicts less when the comparison is arithmetic. */
+static inline int key_less(key a, key b) { return (a.t < b.t) | ((a.t == b.t) & (a.w < b.w)); }
 
 int sim_engine_new(sim_engine **out) {
   sim_engine *e = calloc(1, sizeof *e);
@@ -151,8 +152,8 @@ static key heap_pop(sim_engine *e) {
     uint32_t c = 2 * i + 1;
     if (c >= n)
       break;
-    if (c + 1 < n && key_less(e->heap[c + 1], e->heap[c]))
-      c++;
+    if (c + 1 < n)
+      c += (uint32_t)key_less(e->heap[c + 1], e->heap[c]);
     if (!key_less(e->heap[c], last))
       break;
     e->heap[i] = e->heap[c];

@@ -92,6 +92,9 @@ static int parse_networks(sim_scenario *s, const config_setting_t *list) {
     if (strlen(name) >= sizeof n->name)
       return core_err_set(CORE_EINVAL, "%s: network name '%.20s...' is longer than %zu characters",
                           where(g, w), name, sizeof n->name - 1);
+    if (strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._+-") != strlen(name))
+      return core_err_set(CORE_EINVAL, "%s: network name \"%s\" may use only letters, digits and . _ + - (it labels CSV rows and plots)",
+                          where(config_setting_get_member(g, "name"), w), name);
     snprintf(n->name, sizeof n->name, "%s", name);
     for (int j = 0; j < i; j++)
       if (strcmp(s->networks[j].name, n->name) == 0)

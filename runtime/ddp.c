@@ -1,0 +1,283 @@
+#include "ddp.h"
+
+#include "core/err.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+struct rt_ddp {
+  rt_mlp *net;
+  rt_comm *comm;
+  rt_ddp_opts o;
+  core_buckets bk;
+  float **bucket_buf;      /* [n_buckets] flat bucket contents */
+  int *pending;            /* [n_buckets] tensors not yet copied in this step */
+  float *momentum;
+  int has_momentum;
+
+  /* Communication thread: buckets [0, n_queued) are handed over, in order;
+   * it has started [0, n_started) and finished [0, n_done). */
+  pthread_t thread;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int n_queued, n_started, n_done, quit, failed, fail_rc;
+  long step;
+  char fail_msg[2048];
+  double *coll_t0, *coll_t1; /* [n_buckets] per step */
+};
+
+double rt_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void *comm_main(void *arg) {
+  rt_ddp *d = arg;
+  pthread_mutex_lock(&d->mu);
+  for (;;) {
+    while (!d->quit && (d->n_started >= d->n_queued || d->failed))
+      pthread_cond_wait(&d->cv, &d->mu);
+    if (d->quit)
+      break;
+    int b = d->n_started++;
+    long step = d->step;
+    pthread_mutex_unlock(&d->mu);
+
+    /* Fault injection: die in the middle of the step's allreduces, so the
+     * peers are blocked inside a collective when this rank disappears. */
+    if (d->o.fail_step >= 0 && step == d->o.fail_step && b == d->bk.n_buckets / 2) {
+      fprintf(stderr, "rank %d: injected failure: SIGKILL at step %ld, bucket %d\n", d->comm->rank, step, b);
+      fflush(stderr);
+      raise(SIGKILL);
+    }
+    double t0 = rt_now();
+    int rc = rt_allreduce(d->comm, d->bucket_buf[b], (size_t)d->bk.bucket_elems[b], RT_FP32, d->o.algo);
+    double t1 = rt_now();
+
+    pthread_mutex_lock(&d->mu);
+    d->coll_t0[b] = t0;
+    d->coll_t1[b] = t1;
+    if (rc) {
+      d->failed = 1;
+      d->fail_rc = rc;
+      snprintf(d->fail_msg, sizeof d->fail_msg, "%s", core_err_msg());
+    } else {
+      d->n_done = b + 1;
+    }
+    pthread_cond_broadcast(&d->cv);
+  }
+  pthread_mutex_unlock(&d->mu);
+  return NULL;
+}
+
+void rt_ddp_free(rt_ddp *d) {
+  if (!d)
+    return;
+  if (d->thread) {
+    pthread_mutex_lock(&d->mu);
+    d->quit = 1;
+    pthread_cond_broadcast(&d->cv);
+    pthread_mutex_unlock(&d->mu);
+    pthread_join(d->thread, NULL);
+  }
+  pthread_mutex_destroy(&d->mu);
+  pthread_cond_destroy(&d->cv);
+  if (d->bucket_buf)
+    for (int b = 0; b < d->bk.n_buckets; b++)
+      free(d->bucket_buf[b]);
+  free(d->bucket_buf);
+  free(d->pending);
+  free(d->coll_t0);
+  free(d->coll_t1);
+  free(d->momentum);
+  core_bucket_free(&d->bk);
+  rt_mlp_free(d->net);
+  free(d);
+}
+
+int rt_ddp_create(const core_model *m, rt_comm *comm, int batch, const rt_ddp_opts *o,
+                  uint64_t seed, rt_ddp **out) {
+  rt_ddp *d = calloc(1, sizeof *d);
+  if (!d)
+    return core_err_set(CORE_ENOMEM, "out of memory creating the DDP engine");
+  pthread_mutex_init(&d->mu, NULL);
+  pthread_cond_init(&d->cv, NULL);
+  d->comm = comm;
+  d->o = *o;
+  int rc = rt_mlp_create(m, batch, seed, &d->net);
+  if (rc)
+    goto fail_free;
+  size_t first = (size_t)(o->first_bucket_mb * 1048576.0 + 0.5);
+  size_t cap = (size_t)(o->bucket_cap_mb * 1048576.0 + 0.5);
+  if ((rc = core_bucket_assign(m->tensor_elems, m->n_tensors, sizeof(float), first, cap ? cap : 1,
+                               CORE_BUCKET_REBUILT, &d->bk)) != 0)
+    goto fail_free;
+  int nb = d->bk.n_buckets;
+  d->bucket_buf = calloc((size_t)nb, sizeof *d->bucket_buf);
+  d->pending = calloc((size_t)nb, sizeof *d->pending);
+  d->coll_t0 = calloc((size_t)nb, sizeof *d->coll_t0);
+  d->coll_t1 = calloc((size_t)nb, sizeof *d->coll_t1);
+  d->momentum = calloc((size_t)m->n_params, sizeof *d->momentum);
+  if (!d->bucket_buf || !d->pending || !d->coll_t0 || !d->coll_t1 || !d->momentum)
+    goto fail_nomem;
+  for (int b = 0; b < nb; b++)
+    if (!(d->bucket_buf[b] = malloc(sizeof(float) * (size_t)d->bk.bucket_elems[b])))
+      goto fail_nomem;
+
+  /* DDP's constructor broadcasts rank 0's parameters so all replicas start
+   * equal (DistributedDataParallel._sync_module_states). */
+  if ((rc = rt_broadcast(comm, d->net->params, (size_t)m->n_params, RT_FP32, 0)) != 0) {
+    core_err_wrap(rc, "broadcasting the initial parameters from rank 0");
+    goto fail_free;
+  }
+  if (pthread_create(&d->thread, NULL, comm_main, d) != 0) {
+    d->thread = 0;
+    rc = core_err_set(CORE_EIO, "cannot start the communication thread");
+    goto fail_free;
+  }
+  *out = d;
+  return 0;
+fail_nomem:
+  rc = core_err_set(CORE_ENOMEM, "out of memory for %d gradient buckets", d->bk.n_buckets);
+fail_free:
+  rt_ddp_free(d);
+  return rc;
+}
+
+rt_mlp *rt_ddp_mlp(rt_ddp *d) { return d->net; }
+const core_buckets *rt_ddp_buckets(const rt_ddp *d) { return &d->bk; }
+float *rt_ddp_momentum(rt_ddp *d) { return d->momentum; }
+int rt_ddp_has_momentum(const rt_ddp *d) { return d->has_momentum; }
+void rt_ddp_set_has_momentum(rt_ddp *d, int has) { d->has_momentum = has; }
+
+static void hand_over(rt_ddp *d, int upto) {
+  pthread_mutex_lock(&d->mu);
+  if (upto > d->n_queued) {
+    d->n_queued = upto;
+    pthread_cond_broadcast(&d->cv);
+  }
+  pthread_mutex_unlock(&d->mu);
+}
+
+static void span(core_trace *tr, int rank, const char *name, const char *cat, int tid, double t0,
+                 double t1, double base_us, const char *args) {
+  if (tr)
+    core_trace_span(tr, name, cat, rank, tid, base_us + t0 * 1e6, (t1 - t0) * 1e6, args);
+}
+
+int rt_ddp_step(rt_ddp *d, long step, const float *x, const float *target, rt_step_metrics *m,
+                core_trace *tr, double base) {
+  rt_mlp *n = d->net;
+  const core_model *mo = n->model;
+  const core_buckets *bk = &d->bk;
+  int nb = bk->n_buckets, rank = d->comm->rank;
+  float inv_world = 1.0f / (float)d->comm->size;
+  double compute = 0, t, t_start = rt_now();
+  char name[96];
+  memset(m, 0, sizeof *m);
+  m->step = step;
+
+  pthread_mutex_lock(&d->mu);
+  d->n_queued = d->n_started = d->n_done = 0;
+  d->step = step;
+  pthread_mutex_unlock(&d->mu);
+  for (int b = 0; b < nb; b++)
+    d->pending[b] = bk->bucket_first[b + 1] - bk->bucket_first[b];
+
+  /* Forward. */
+  memcpy(n->act[0], x, sizeof(float) * (size_t)n->batch * (size_t)mo->layers[0].in);
+  for (int l = 0; l < n->n_layers; l++) {
+    t = rt_now();
+    rt_mlp_forward_layer(n, l);
+    double t1 = rt_now();
+    compute += t1 - t;
+    snprintf(name, sizeof name, "%s forward", mo->layers[l].name);
+    span(tr, rank, name, "forward", CORE_TRACE_TID_COMPUTE, t - t_start, t1 - t_start, base, NULL);
+  }
+  t = rt_now();
+  m->loss = rt_mlp_loss(n, target);
+  compute += rt_now() - t;
+
+  /* Backward, layer by layer; each layer's gradients go to their buckets,
+   * and ready buckets are handed over in order. */
+  int next = 0;
+  for (int l = n->n_layers - 1; l >= 0; l--) {
+    t = rt_now();
+    rt_mlp_backward_layer(n, l);
+    const core_layer *L = &mo->layers[l];
+    for (int k = 0; k < L->n_tensors; k++) {
+      int ti = L->first_tensor + k, b = bk->tensor_bucket[ti];
+      const float *g = n->grads + n->offset[ti];
+      float *dst = d->bucket_buf[b] + bk->tensor_offset[ti];
+      for (int64_t i = 0; i < mo->tensor_elems[ti]; i++)
+        dst[i] = g[i] * inv_world;
+      d->pending[b]--;
+    }
+    double t1 = rt_now();
+    compute += t1 - t;
+    snprintf(name, sizeof name, "%s backward", L->name);
+    span(tr, rank, name, "backward", CORE_TRACE_TID_COMPUTE, t - t_start, t1 - t_start, base, NULL);
+    while (next < nb && d->pending[next] == 0)
+      next++;
+    if (d->o.overlap)
+      hand_over(d, next);
+  }
+  hand_over(d, nb);
+
+  /* Wait for the last allreduce. */
+  pthread_mutex_lock(&d->mu);
+  while (d->n_done < nb && !d->failed)
+    pthread_cond_wait(&d->cv, &d->mu);
+  int failed = d->failed, rc = d->fail_rc;
+  pthread_mutex_unlock(&d->mu);
+  if (failed)
+    return core_err_set(rc, "step %ld: %s", step, d->fail_msg);
+  for (int b = 0; b < nb; b++) {
+    m->comm_s += d->coll_t1[b] - d->coll_t0[b];
+    if (tr) {
+      char args[96];
+      snprintf(name, sizeof name, "allreduce bucket %d", b);
+      snprintf(args, sizeof args, "\"bytes\": %lld, \"bucket\": %d", (long long)bk->bucket_elems[b] * 4, b);
+      span(tr, rank, name, "comm", CORE_TRACE_TID_COMM, d->coll_t0[b] - t_start, d->coll_t1[b] - t_start,
+           base, args);
+    }
+  }
+
+  /* Copy the averaged gradients back and step SGD (torch.optim.SGD: the
+   * momentum buffer starts as the first gradient, then buf = mu*buf + g). */
+  t = rt_now();
+  for (int ti = 0; ti < mo->n_tensors; ti++) {
+    int b = bk->tensor_bucket[ti];
+    memcpy(n->grads + n->offset[ti], d->bucket_buf[b] + bk->tensor_offset[ti],
+           sizeof(float) * (size_t)mo->tensor_elems[ti]);
+  }
+  float lr = (float)d->o.lr, mu = (float)d->o.momentum;
+  float *p = n->params, *g = n->grads, *buf = d->momentum;
+  int64_t np = n->n_params;
+  if (mu != 0.0f) {
+    if (!d->has_momentum)
+      memcpy(buf, g, sizeof(float) * (size_t)np);
+    else
+      for (int64_t i = 0; i < np; i++)
+        buf[i] = mu * buf[i] + g[i];
+    d->has_momentum = 1;
+    for (int64_t i = 0; i < np; i++)
+      p[i] -= lr * buf[i];
+  } else {
+    for (int64_t i = 0; i < np; i++)
+      p[i] -= lr * g[i];
+  }
+  double t_end = rt_now();
+  compute += t_end - t;
+  span(tr, rank, "optimizer step", "optimizer", CORE_TRACE_TID_COMPUTE, t - t_start, t_end - t_start, base, NULL);
+
+  m->step_s = t_end - t_start;
+  m->compute_s = compute;
+  m->exposed_comm_s = m->step_s - compute;
+  return 0;
+}

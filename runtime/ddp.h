@@ -1,0 +1,63 @@
+/*
+ * ddp — PyTorch DistributedDataParallel's mechanics, for real: gradients are
+ * packed into buckets assigned by core_bucket_assign (the same function the
+ * simulator uses); as the backward pass finishes a layer, its gradients are
+ * copied (scaled by 1/world, like the default allreduce hook) into their
+ * buckets; a bucket whose gradients are all in is handed, strictly in bucket
+ * order, to a communication thread that allreduces it while the backward pass
+ * goes on; after the last bucket the averaged gradients are copied back and
+ * SGD steps. With overlap off, buckets are handed over only after backward.
+ * At construction rank 0's parameters are broadcast, as DDP does.
+ *
+ * Each step reports step, compute, communication and exposed communication
+ * time (exposed = step - compute, the time the rank was not computing), and
+ * optionally records trace spans.
+ */
+#ifndef RUNTIME_DDP_H
+#define RUNTIME_DDP_H
+
+#include "runtime/comm.h"
+#include "runtime/mlp.h"
+
+#include "core/bucket.h"
+#include "core/trace.h"
+
+typedef struct rt_ddp_opts {
+  double bucket_cap_mb;     /* PyTorch default 25 */
+  double first_bucket_mb;   /* PyTorch default 1 */
+  int overlap;
+  enum rt_algo algo;
+  double lr;
+  double momentum;          /* SGD momentum; 0 = plain SGD */
+  int fail_step;            /* SIGKILL this rank mid-allreduce at this step; -1 = never */
+} rt_ddp_opts;
+
+typedef struct rt_step_metrics {
+  long step;
+  double step_s, compute_s, comm_s, exposed_comm_s;
+  double loss;
+} rt_step_metrics;
+
+typedef struct rt_ddp rt_ddp;
+
+int rt_ddp_create(const core_model *m, rt_comm *comm, int batch, const rt_ddp_opts *o,
+                  uint64_t seed, rt_ddp **out);
+void rt_ddp_free(rt_ddp *d);
+
+/* One training step on x [batch x in] and target [batch x out]. trace may
+ * be NULL; spans are placed at trace_t0 + offset (microseconds). */
+int rt_ddp_step(rt_ddp *d, long step, const float *x, const float *target, rt_step_metrics *m,
+                core_trace *trace, double trace_t0_us);
+
+rt_mlp *rt_ddp_mlp(rt_ddp *d);
+const core_buckets *rt_ddp_buckets(const rt_ddp *d);
+/* SGD momentum buffers, n_params floats (all zero before the first step). */
+float *rt_ddp_momentum(rt_ddp *d);
+/* Whether the momentum buffers hold state (after one step or a restore). */
+int rt_ddp_has_momentum(const rt_ddp *d);
+void rt_ddp_set_has_momentum(rt_ddp *d, int has);
+
+/* Monotonic seconds, the clock all runtime timings use. */
+double rt_now(void);
+
+#endif

@@ -1,0 +1,269 @@
+#define _GNU_SOURCE
+#include "launch.h"
+
+#include "core/afile.h"
+#include "core/err.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* torchrun's default rendezvous port (torch/distributed/run.py --master-port). */
+#define DEFAULT_MASTER_PORT 29500
+
+static volatile sig_atomic_t got_signal;
+
+static void on_signal(int sig) { got_signal = sig; }
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+int rt_local_addr(char *buf, int n) {
+  struct ifaddrs *ifs, *i;
+  snprintf(buf, (size_t)n, "127.0.0.1");
+  if (getifaddrs(&ifs) != 0)
+    return core_err_errno(errno, "cannot list network interfaces");
+  for (i = ifs; i; i = i->ifa_next) {
+    if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET)
+      continue;
+    struct in_addr a = ((struct sockaddr_in *)(void *)i->ifa_addr)->sin_addr;
+    if ((ntohl(a.s_addr) >> 24) == 127)
+      continue;
+    inet_ntop(AF_INET, &a, buf, (socklen_t)n);
+    break;
+  }
+  freeifaddrs(ifs);
+  return 0;
+}
+
+/* In the child: enter the host's network namespace (iproute2 keeps named
+ * namespaces under /var/run/netns). */
+static int enter_netns(const char *name) {
+  char path[512];
+  snprintf(path, sizeof path, "/var/run/netns/%s", name);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    fprintf(stderr, "ddpsim launch: cannot open network namespace '%s' (%s): %s; is the testbed up? (scripts/testbed.sh status)\n",
+            name, path, strerror(errno));
+    return -1;
+  }
+  if (setns(fd, CLONE_NEWNET) != 0) {
+    fprintf(stderr, "ddpsim launch: cannot enter network namespace '%s': %s (needs root)\n", name, strerror(errno));
+    close(fd);
+    return -1;
+  }
+  close(fd);
+  return 0;
+}
+
+static void set_env_int(const char *k, long v) {
+  char b[32];
+  snprintf(b, sizeof b, "%ld", v);
+  setenv(k, b, 1);
+}
+
+typedef struct child {
+  pid_t pid;
+  int rank;
+  int done;
+  int status;
+} child;
+
+static void describe(int status, char *buf, size_t n) {
+  if (WIFSIGNALED(status))
+    snprintf(buf, n, "was killed by signal %d (%s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
+  else
+    snprintf(buf, n, "exited with status %d", WEXITSTATUS(status));
+}
+
+static int failed(int status) { return !WIFEXITED(status) || WEXITSTATUS(status) != 0; }
+
+/* Start one attempt's ranks. */
+static int start_group(const rt_launch_opts *o, int attempt, const char *rdzv, child *ch) {
+  int per_host = o->n_hosts ? o->nproc / o->n_hosts : o->nproc;
+  for (int r = 0; r < o->nproc; r++) {
+    ch[r].rank = r;
+    ch[r].done = 0;
+    pid_t pid = fork();
+    if (pid < 0)
+      return core_err_errno(errno, "cannot start rank %d", r);
+    if (pid == 0) {
+      setpgid(0, 0);
+      signal(SIGINT, SIG_DFL);
+      signal(SIGTERM, SIG_DFL);
+      char addr[64] = "127.0.0.1";
+      if (o->n_hosts) {
+        if (enter_netns(o->hosts[r / per_host]) != 0)
+          _exit(3);
+        rt_local_addr(addr, sizeof addr);
+      }
+      set_env_int("RANK", r);
+      set_env_int("WORLD_SIZE", o->nproc);
+      set_env_int("LOCAL_RANK", r % per_host);
+      set_env_int("LOCAL_WORLD_SIZE", per_host);
+      set_env_int("GROUP_RANK", r / per_host);
+      set_env_int("DDPSIM_RESTART_COUNT", attempt);
+      set_env_int("TORCHELASTIC_RESTART_COUNT", attempt);
+      set_env_int("MASTER_PORT", o->master_port > 0 ? o->master_port : DEFAULT_MASTER_PORT);
+      if (!getenv("MASTER_ADDR") || o->n_hosts)
+        setenv("MASTER_ADDR", o->n_hosts ? "(see DDPSIM_RDZV)" : "127.0.0.1", 1);
+      setenv("DDPSIM_RDZV", rdzv, 1);
+      setenv("DDPSIM_BIND_ADDR", addr, 1);
+      execvp(o->argv[0], o->argv);
+      fprintf(stderr, "ddpsim launch: cannot run '%s': %s\n", o->argv[0], strerror(errno));
+      _exit(127);
+    }
+    setpgid(pid, pid); /* also here, so signals reach it even before it runs */
+    ch[r].pid = pid;
+  }
+  return 0;
+}
+
+static void signal_all(child *ch, int n, int sig) {
+  for (int r = 0; r < n; r++)
+    if (!ch[r].done && ch[r].pid > 0)
+      kill(-ch[r].pid, sig);
+}
+
+static int reap(child *ch, int n, int flags) {
+  int st;
+  pid_t pid = waitpid(-1, &st, flags);
+  if (pid <= 0)
+    return -1;
+  for (int r = 0; r < n; r++)
+    if (ch[r].pid == pid) {
+      ch[r].done = 1;
+      ch[r].status = st;
+      return r;
+    }
+  return -1;
+}
+
+/* Stop everything still running: SIGTERM, then SIGKILL after grace_s. */
+static void stop_group(const rt_launch_opts *o, child *ch) {
+  signal_all(ch, o->nproc, SIGTERM);
+  double deadline = now_s() + o->grace_s;
+  int left;
+  for (;;) {
+    left = 0;
+    for (int r = 0; r < o->nproc; r++)
+      left += !ch[r].done;
+    if (!left)
+      return;
+    if (reap(ch, o->nproc, WNOHANG) >= 0)
+      continue;
+    if (now_s() >= deadline)
+      break;
+    struct timespec ts = {0, 20 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+  }
+  signal_all(ch, o->nproc, SIGKILL);
+  while (left > 0 && reap(ch, o->nproc, 0) >= 0)
+    left--;
+}
+
+int rt_launch_run(const rt_launch_opts *o, rt_launch_result *res) {
+  memset(res, 0, sizeof *res);
+  res->failed_rank = -1;
+  if (o->nproc < 1)
+    return core_err_set(CORE_EUSAGE, "--nproc must be at least 1");
+  if (o->n_hosts && o->nproc % o->n_hosts != 0)
+    return core_err_set(CORE_EUSAGE, "--nproc %d does not divide over %d hosts; give a multiple of the host count",
+                        o->nproc, o->n_hosts);
+  child *ch = calloc((size_t)o->nproc, sizeof *ch);
+  if (!ch)
+    return core_err_set(CORE_ENOMEM, "out of memory launching %d ranks", o->nproc);
+  struct sigaction sa = {0}, old_int, old_term;
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, &old_int);
+  sigaction(SIGTERM, &sa, &old_term);
+  got_signal = 0;
+  int rc = 0;
+
+  for (int attempt = 0;; attempt++) {
+    char rdzv[4200];
+    snprintf(rdzv, sizeof rdzv, "%s/attempt-%d", o->rdzv_dir, attempt);
+    if ((rc = core_mkdirs(rdzv)) != 0)
+      break;
+    res->attempts = attempt + 1;
+    if ((rc = start_group(o, attempt, rdzv, ch)) != 0) {
+      stop_group(o, ch);
+      break;
+    }
+    int first_bad = -1, running = o->nproc;
+    while (running > 0) {
+      if (got_signal) {
+        int sig = got_signal;
+        if (!o->quiet)
+          fprintf(stderr, "ddpsim launch: got signal %d (%s), stopping %d rank(s)\n", sig, strsignal(sig), running);
+        signal_all(ch, o->nproc, sig);
+        stop_group(o, ch);
+        rc = core_err_set(CORE_EIO, "interrupted by signal %d (%s); every rank was stopped", sig, strsignal(sig));
+        res->exit_code = 128 + sig;
+        goto out;
+      }
+      int r = reap(ch, o->nproc, 0);
+      if (r < 0) {
+        if (errno == EINTR)
+          continue;
+        break;
+      }
+      running--;
+      if (failed(ch[r].status)) {
+        first_bad = r;
+        break;
+      }
+    }
+    if (first_bad < 0) {
+      res->exit_code = 0;
+      rc = 0;
+      break;
+    }
+    /* A rank failed: stop the rest within a bounded time. */
+    char how[128];
+    describe(ch[first_bad].status, how, sizeof how);
+    double t0 = now_s();
+    stop_group(o, ch);
+    res->stop_s = now_s() - t0;
+    res->failed_rank = first_bad;
+    int code = WIFEXITED(ch[first_bad].status) ? WEXITSTATUS(ch[first_bad].status) : 0;
+    if (!o->quiet)
+      fprintf(stderr, "ddpsim launch: rank %d (pid %d%s%s) %s; stopped the other %d rank(s) in %.2f s\n",
+              first_bad, (int)ch[first_bad].pid, o->n_hosts ? ", host " : "",
+              o->n_hosts ? o->hosts[first_bad / (o->nproc / o->n_hosts)] : "", how, o->nproc - 1,
+              res->stop_s);
+    if (code == 2 || code == 3) {
+      rc = core_err_set(code == 2 ? CORE_EUSAGE : CORE_EINVAL,
+                        "rank %d %s (bad usage or input); not restarting, fix the command", first_bad, how);
+      res->exit_code = code;
+      break;
+    }
+    if (attempt >= o->max_restarts) {
+      rc = core_err_set(CORE_EPEER, "rank %d %s%s", first_bad, how,
+                        o->max_restarts ? "; no restarts left (--max-restarts)" : "");
+      res->exit_code = 4;
+      break;
+    }
+    if (!o->quiet)
+      fprintf(stderr, "ddpsim launch: restarting the group (restart %d of %d)\n", attempt + 1, o->max_restarts);
+  }
+out:
+  sigaction(SIGINT, &old_int, NULL);
+  sigaction(SIGTERM, &old_term, NULL);
+  free(ch);
+  return rc;
+}
