@@ -46,5 +46,9 @@ extern const char cli_simulate_help[];
 extern const char cli_plot_help[];
 int cli_cmd_simulate(int argc, char **argv);
 int cli_cmd_plot(int argc, char **argv);
+extern const char cli_train_help[];
+extern const char cli_launch_help[];
+int cli_cmd_train(int argc, char **argv);
+int cli_cmd_launch(int argc, char **argv);
 
 #endif

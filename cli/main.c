@@ -18,6 +18,12 @@ static const cli_cmd commands[] = {
      cli_simulate_help, cli_cmd_simulate},
     {"plot", "draw capacity-planning plots (PNG and SVG) from a results CSV", cli_plot_help,
      cli_cmd_plot},
+#ifdef DDPSIM_HAVE_RUNTIME
+    {"train", "run one rank of real data-parallel training (Gloo on CPUs)", cli_train_help,
+     cli_cmd_train},
+    {"launch", "start, watch and restart the ranks of a job, like torchrun", cli_launch_help,
+     cli_cmd_launch},
+#endif
 };
 static const int n_commands = (int)(sizeof commands / sizeof *commands);
 

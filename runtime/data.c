@@ -1,8 +1,9 @@
 #include "data.h"
 
+#include "runtime/mlp.h"
+
 #include "core/err.h"
 
-#include <cblas.h>
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
 #include <math.h>
@@ -122,8 +123,7 @@ int rt_data_next(rt_data *d, int batch, float *x, float *target) {
       x[(size_t)b * d->in + j] = (float)gsl_ran_gaussian_ziggurat(r, 1.0);
   }
   gsl_rng_free(r);
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, batch, d->out, d->in, 1.0f, x, d->in,
-              d->teacher, d->in, 0.0f, target, d->out);
+  rt_matmul_nt(x, d->teacher, target, batch, d->in, d->out);
   d->pos += batch;
   return 0;
 }

@@ -28,7 +28,7 @@ typedef struct rt_data {
 } rt_data;
 
 int rt_data_create(int64_t size, int in, int out, uint64_t seed, int rank, int world, int shuffle,
-                   rt_data **out);
+                   rt_data **res);
 void rt_data_free(rt_data *d);
 
 /* Fill x [batch x in] and target [batch x out] with the next batch. */

@@ -10,6 +10,10 @@
 
 void rt_blas_threads(int n) { openblas_set_num_threads(n > 0 ? n : 1); }
 
+void rt_matmul_nt(const float *x, const float *w, float *y, int rows, int in, int out) {
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, out, in, 1.0f, x, in, w, in, 0.0f, y, out);
+}
+
 void rt_mlp_free(rt_mlp *n) {
   if (!n)
     return;

@@ -1,0 +1,387 @@
+/* ddpsim train: one rank of a real data-parallel training run. */
+#include "cli.h"
+
+#include "runtime/ckpt.h"
+#include "runtime/data.h"
+#include "runtime/ddp.h"
+#include "runtime/launch.h"
+#include "runtime/pg.h"
+
+#include "core/afile.h"
+#include "core/csv.h"
+#include "core/err.h"
+#include "core/model.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+const char cli_train_help[] =
+    "Usage: ddpsim train --model FILE [options]\n"
+    "\n"
+    "Run one rank of a data-parallel training job with PyTorch DDP's mechanics on\n"
+    "CPUs (Gloo over TCP, OpenBLAS): forward, backward layer by layer, gradients\n"
+    "in buckets allreduced on a communication thread as soon as each is ready,\n"
+    "averaged, SGD. Rank and world come from the environment (torchrun's RANK,\n"
+    "WORLD_SIZE, LOCAL_RANK, MASTER_ADDR; Slurm; Open MPI); run it under\n"
+    "`ddpsim launch` to start several ranks. Alone, it is rank 0 of 1.\n"
+    "\n"
+    "Model and data:\n"
+    "      --model FILE         model file of linear layers (scenarios/models/mlp.cfg)\n"
+    "      --batch N            samples per rank per step (default 32)\n"
+    "      --steps N            train until N steps are done (default 20)\n"
+    "      --dataset N          synthetic samples (default 65536), sharded like\n"
+    "                           DistributedSampler; --no-shuffle keeps index order\n"
+    "      --seed N             data and initial parameters (default 1)\n"
+    "      --lr X               SGD learning rate (default 0.01)\n"
+    "      --momentum X         SGD momentum (default 0.9)\n"
+    "      --threads N          OpenBLAS threads of this rank (default 1)\n"
+    "DDP:\n"
+    "      --bucket-cap-mb X    bucket size (default 25, PyTorch's)\n"
+    "      --first-bucket-mb X  first bucket (default 1, PyTorch's)\n"
+    "      --overlap on|off     allreduce during backward (default on)\n"
+    "      --algorithm A        default (gloo::allreduce, as PyTorch), ring,\n"
+    "                           ring_chunked, halving_doubling, bcube\n"
+    "Rendezvous:\n"
+    "      --rdzv SPEC          DIR or file://DIR (Gloo FileStore) or\n"
+    "                           redis://HOST:PORT (default $DDPSIM_RDZV)\n"
+    "      --bind ADDR          address to listen on (default $DDPSIM_BIND_ADDR, or\n"
+    "                           the address routed to MASTER_ADDR)\n"
+    "      --timeout S          rendezvous and collective timeout (default 30)\n"
+    "Output:\n"
+    "  -o, --out DIR            per-step metrics (DIR/rank-R.attempt-A.csv; rank 0\n"
+    "                           merges them into DIR/steps.csv) (default run)\n"
+    "      --trace              also DIR/trace-rank-R.json (Chrome/Perfetto)\n"
+    "      --params-out FILE    rank 0 writes the final parameters (raw fp32)\n"
+    "Checkpoints:\n"
+    "      --ckpt-dir DIR       where checkpoints go (rank 0 writes them)\n"
+    "      --ckpt-every N       every N steps (default 0: never)\n"
+    "      --ckpt-keep N        keep the newest N (default 2)\n"
+    "      --resume             continue from the newest valid checkpoint; implied\n"
+    "                           when the launcher restarts the group\n"
+    "Fault injection:\n"
+    "      --fail-at-step S --fail-rank R   rank R SIGKILLs itself in the middle of\n"
+    "                           step S's allreduces (first attempt only)\n";
+
+typedef struct train_opts {
+  const char *model, *rdzv, *bind, *out, *params_out, *ckpt_dir;
+  long batch, steps, dataset, seed, threads, ckpt_every, ckpt_keep, fail_step, fail_rank;
+  double lr, momentum, bucket_cap_mb, first_bucket_mb, timeout;
+  int overlap, shuffle, trace, resume;
+  enum rt_algo algo;
+} train_opts;
+
+static int parse_double(const char *opt, const char *s, double lo, double hi, double *out) {
+  char *end;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (errno || end == s || *end || !(v >= lo && v <= hi)) {
+    cli_usage("train", "%s expects a number in [%g, %g], got '%s'", opt, lo, hi, s);
+    return CORE_EUSAGE;
+  }
+  *out = v;
+  return 0;
+}
+
+/* Merge every rank's attempt files into DIR/steps.csv (rank 0, at the end). */
+static int merge_metrics(const char *dir, int world, int attempts) {
+  static const char *const cols[] = {"rank", "attempt", "step", "step_s", "compute_s", "comm_s",
+                                     "exposed_comm_s", "loss"};
+  char path[4400];
+  core_csv out;
+  snprintf(path, sizeof path, "%s/steps.csv", dir);
+  int rc = core_csv_open(&out, path, cols, 8);
+  if (rc)
+    return rc;
+  for (int r = 0; r < world; r++)
+    for (int a = 0; a < attempts; a++) {
+      char in[4400];
+      snprintf(in, sizeof in, "%s/rank-%d.attempt-%d.csv", dir, r, a);
+      if (access(in, R_OK) != 0)
+        continue;
+      core_csv_table t;
+      if ((rc = core_csv_read(in, &t)) != 0)
+        goto fail_abort;
+      for (long i = 0; i < t.nrows; i++) {
+        if (t.ncols != 8)
+          break;
+        for (int j = 0; j < 8; j++)
+          core_csv_str(&out, t.rows[i][j]);
+        core_csv_end_row(&out);
+      }
+      core_csv_table_free(&t);
+    }
+  return core_csv_commit(&out);
+fail_abort:
+  core_csv_abort(&out);
+  return rc;
+}
+
+static int write_params(const char *path, const float *p, int64_t n) {
+  core_afile a;
+  int rc = core_afile_open(&a, path);
+  if (rc)
+    return rc;
+  if (fwrite(p, sizeof *p, (size_t)n, a.f) != (size_t)n) {
+    int e = errno ? errno : EIO;
+    core_afile_abort(&a);
+    return core_err_errno(e, "writing parameters to '%s'", path);
+  }
+  return core_afile_commit(&a);
+}
+
+static int run(const train_opts *o) {
+  rt_pg_info pg;
+  core_model *m = NULL;
+  rt_comm *comm = NULL;
+  rt_ddp *ddp = NULL;
+  rt_data *data = NULL;
+  float *x = NULL, *target = NULL;
+  FILE *metrics = NULL;
+  core_trace trace;
+  int tracing = 0, rc;
+  const char *env;
+  int attempt = (env = getenv("DDPSIM_RESTART_COUNT")) ? atoi(env) : 0;
+
+  if ((rc = rt_pg_from_env(&pg)) != 0)
+    return rc;
+  if ((rc = core_model_load(o->model, &m)) != 0)
+    return rc;
+  if ((rc = core_model_check_runnable(m)) != 0)
+    goto out;
+  rt_blas_threads((int)o->threads);
+  const char *spec = o->rdzv ? o->rdzv : getenv("DDPSIM_RDZV");
+  if (!spec && pg.world_size > 1) {
+    rc = core_err_set(CORE_EUSAGE, "%d ranks need a rendezvous: pass --rdzv DIR|redis://HOST:PORT or run under `ddpsim launch`",
+                      pg.world_size);
+    goto out;
+  }
+  char single_dir[64] = "";
+  if (!spec) {
+    /* A single rank still rendezvouses with itself through a private dir. */
+    snprintf(single_dir, sizeof single_dir, "/tmp/ddpsim-rdzv-XXXXXX");
+    if (!mkdtemp(single_dir)) {
+      rc = core_err_errno(errno, "cannot create a rendezvous directory");
+      goto out;
+    }
+    spec = single_dir;
+  }
+  const char *bind = o->bind ? o->bind : getenv("DDPSIM_BIND_ADDR");
+  char prefix[64];
+  snprintf(prefix, sizeof prefix, "ddpsim-train-%d", attempt);
+  double t_rdzv = rt_now();
+  rc = rt_pg_connect(&pg, spec, bind, o->timeout, prefix, &comm);
+  if (single_dir[0])
+    rmdir(single_dir); /* FileStore files may remain; best effort */
+  if (rc)
+    goto out;
+  t_rdzv = rt_now() - t_rdzv;
+
+  rt_ddp_opts dop = {.bucket_cap_mb = o->bucket_cap_mb, .first_bucket_mb = o->first_bucket_mb,
+                     .overlap = o->overlap, .algo = o->algo, .lr = o->lr, .momentum = o->momentum,
+                     .fail_step = (attempt == 0 && o->fail_rank == pg.rank) ? o->fail_step : -1};
+  if ((rc = rt_ddp_create(m, comm, (int)o->batch, &dop, (uint64_t)o->seed, &ddp)) != 0)
+    goto out;
+  rt_mlp *net = rt_ddp_mlp(ddp);
+  int in = m->layers[0].in, outw = m->layers[m->n_layers - 1].out;
+  if ((rc = rt_data_create(o->dataset, in, outw, (uint64_t)o->seed, pg.rank, pg.world_size, o->shuffle, &data)) != 0)
+    goto out;
+  x = malloc(sizeof *x * (size_t)o->batch * (size_t)in);
+  target = malloc(sizeof *target * (size_t)o->batch * (size_t)outw);
+  if (!x || !target) {
+    rc = core_err_set(CORE_ENOMEM, "out of memory for a batch of %ld", o->batch);
+    goto out;
+  }
+
+  /* Resume: every rank loads the same newest valid checkpoint. */
+  long start = 0;
+  double t_load = 0;
+  if (o->ckpt_dir && (o->resume || attempt > 0)) {
+    rt_ckpt c = {.params = net->params, .momentum = rt_ddp_momentum(ddp)};
+    char used[4400];
+    double t0 = rt_now();
+    rc = rt_ckpt_load_latest(o->ckpt_dir, m, &c, used, sizeof used);
+    if (rc == 0) {
+      t_load = rt_now() - t0;
+      rt_ddp_set_has_momentum(ddp, c.has_momentum);
+      if ((rc = rt_data_seek(data, c.epoch, c.pos)) != 0)
+        goto out;
+      start = (long)c.step;
+      if (pg.rank == 0)
+        fprintf(stderr, "ddpsim train: resumed from %s at step %ld (load %.3f s)\n", used, start, t_load);
+    } else if (rc == CORE_EINVAL) {
+      if (pg.rank == 0)
+        fprintf(stderr, "ddpsim train: %s; starting from step 0\n", core_err_msg());
+      rc = 0;
+    } else {
+      goto out;
+    }
+  }
+
+  char path[4400];
+  if ((rc = core_mkdirs(o->out)) != 0)
+    goto out;
+  snprintf(path, sizeof path, "%s/rank-%d.attempt-%d.csv", o->out, pg.rank, attempt);
+  /* Appended row by row and flushed, so a killed rank keeps what it measured. */
+  if (!(metrics = fopen(path, "w"))) {
+    rc = core_err_errno(errno, "cannot create metrics file '%s'", path);
+    goto out;
+  }
+  fprintf(metrics, "rank,attempt,step,step_s,compute_s,comm_s,exposed_comm_s,loss\n");
+  fflush(metrics);
+  if (o->trace) {
+    snprintf(path, sizeof path, "%s/trace-rank-%d.json", o->out, pg.rank);
+    if ((rc = core_trace_open(&trace, path)) != 0)
+      goto out;
+    tracing = 1;
+    char pname[64];
+    snprintf(pname, sizeof pname, "rank %d", pg.rank);
+    core_trace_process(&trace, pg.rank, pname);
+  }
+
+  double t_run = rt_now(), sum_step = 0;
+  for (long s = start; s < o->steps; s++) {
+    if ((rc = rt_data_next(data, (int)o->batch, x, target)) != 0)
+      goto out;
+    rt_step_metrics sm;
+    double base_us = (rt_now() - t_run) * 1e6;
+    if ((rc = rt_ddp_step(ddp, s, x, target, &sm, tracing ? &trace : NULL, base_us)) != 0)
+      goto out;
+    sum_step += sm.step_s;
+    fprintf(metrics, "%d,%d,%ld,%.9f,%.9f,%.9f,%.9f,%.9g\n", pg.rank, attempt, s, sm.step_s, sm.compute_s,
+            sm.comm_s, sm.exposed_comm_s, sm.loss);
+    fflush(metrics);
+    long done = s + 1;
+    if (o->ckpt_dir && o->ckpt_every > 0 && done % o->ckpt_every == 0) {
+      if (pg.rank == 0) {
+        rt_ckpt c = {.step = done, .epoch = data->epoch, .pos = data->pos, .n_params = net->n_params,
+                     .has_momentum = rt_ddp_has_momentum(ddp), .params = net->params,
+                     .momentum = rt_ddp_momentum(ddp)};
+        if ((rc = rt_ckpt_write(o->ckpt_dir, m, &c, (int)o->ckpt_keep)) != 0)
+          goto out;
+      }
+      /* Nobody goes on until the checkpoint is durable: a restart must find
+       * the step every rank believes was saved. */
+      if ((rc = rt_barrier(comm)) != 0)
+        goto out;
+    }
+  }
+  if (tracing) {
+    tracing = 0;
+    if ((rc = core_trace_commit(&trace)) != 0)
+      goto out;
+  }
+  fclose(metrics);
+  metrics = NULL;
+  if ((rc = rt_barrier(comm)) != 0)
+    goto out;
+  if (pg.rank == 0) {
+    if ((rc = merge_metrics(o->out, pg.world_size, attempt + 1)) != 0)
+      goto out;
+    if (o->params_out && (rc = write_params(o->params_out, net->params, net->n_params)) != 0)
+      goto out;
+    long ran = o->steps - start;
+    printf("ddpsim train: %d rank(s), steps %ld..%ld, mean step %.4f s, final loss %.6g, rendezvous %.3f s\n",
+           pg.world_size, start, o->steps - 1, ran > 0 ? sum_step / (double)ran : 0.0, net->loss, t_rdzv);
+  }
+out:
+  if (tracing)
+    core_trace_abort(&trace);
+  if (metrics)
+    fclose(metrics);
+  free(x);
+  free(target);
+  rt_data_free(data);
+  rt_ddp_free(ddp);
+  rt_comm_destroy(comm);
+  core_model_free(m);
+  return rc;
+}
+
+int cli_cmd_train(int argc, char **argv) {
+  enum { O_BATCH = 1000, O_STEPS, O_DATASET, O_SEED, O_LR, O_MOM, O_THREADS, O_CAP, O_FIRST,
+         O_OVERLAP, O_ALGO, O_RDZV, O_BIND, O_TIMEOUT, O_TRACE, O_PARAMS, O_CKDIR, O_CKEVERY,
+         O_CKKEEP, O_RESUME, O_FAILSTEP, O_FAILRANK, O_NOSHUF, O_MODEL };
+  static const struct option opts[] = {
+      {"model", required_argument, NULL, O_MODEL}, {"batch", required_argument, NULL, O_BATCH},
+      {"steps", required_argument, NULL, O_STEPS}, {"dataset", required_argument, NULL, O_DATASET},
+      {"seed", required_argument, NULL, O_SEED}, {"lr", required_argument, NULL, O_LR},
+      {"momentum", required_argument, NULL, O_MOM}, {"threads", required_argument, NULL, O_THREADS},
+      {"bucket-cap-mb", required_argument, NULL, O_CAP}, {"first-bucket-mb", required_argument, NULL, O_FIRST},
+      {"overlap", required_argument, NULL, O_OVERLAP}, {"algorithm", required_argument, NULL, O_ALGO},
+      {"rdzv", required_argument, NULL, O_RDZV}, {"bind", required_argument, NULL, O_BIND},
+      {"timeout", required_argument, NULL, O_TIMEOUT}, {"out", required_argument, NULL, 'o'},
+      {"trace", no_argument, NULL, O_TRACE}, {"params-out", required_argument, NULL, O_PARAMS},
+      {"ckpt-dir", required_argument, NULL, O_CKDIR}, {"ckpt-every", required_argument, NULL, O_CKEVERY},
+      {"ckpt-keep", required_argument, NULL, O_CKKEEP}, {"resume", no_argument, NULL, O_RESUME},
+      {"fail-at-step", required_argument, NULL, O_FAILSTEP}, {"fail-rank", required_argument, NULL, O_FAILRANK},
+      {"no-shuffle", no_argument, NULL, O_NOSHUF}, {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0}};
+  train_opts o = {.batch = 32, .steps = 20, .dataset = 65536, .seed = 1, .threads = 1, .ckpt_keep = 2,
+                  .fail_step = -1, .fail_rank = -1, .lr = 0.01, .momentum = 0.9, .bucket_cap_mb = 25,
+                  .first_bucket_mb = 1, .timeout = 30, .overlap = 1, .shuffle = 1, .out = "run",
+                  .algo = RT_ALGO_DEFAULT};
+  int c, fail_step_set = 0, fail_rank_set = 0;
+  optind = 1;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, ":o:h", opts, NULL)) != -1) {
+    int bad = 0;
+    switch (c) {
+    case O_MODEL: o.model = optarg; break;
+    case O_BATCH: bad = cli_parse_long("train", "--batch", optarg, 1, 1 << 20, &o.batch); break;
+    case O_STEPS: bad = cli_parse_long("train", "--steps", optarg, 0, 1L << 40, &o.steps); break;
+    case O_DATASET: bad = cli_parse_long("train", "--dataset", optarg, 1, 1L << 32, &o.dataset); break;
+    case O_SEED: bad = cli_parse_long("train", "--seed", optarg, 0, 0x7fffffffffffffffL, &o.seed); break;
+    case O_THREADS: bad = cli_parse_long("train", "--threads", optarg, 1, 256, &o.threads); break;
+    case O_CKEVERY: bad = cli_parse_long("train", "--ckpt-every", optarg, 0, 1L << 40, &o.ckpt_every); break;
+    case O_CKKEEP: bad = cli_parse_long("train", "--ckpt-keep", optarg, 1, 1000, &o.ckpt_keep); break;
+    case O_FAILSTEP: bad = cli_parse_long("train", "--fail-at-step", optarg, 0, 1L << 40, &o.fail_step); fail_step_set = 1; break;
+    case O_FAILRANK: bad = cli_parse_long("train", "--fail-rank", optarg, 0, 1 << 24, &o.fail_rank); fail_rank_set = 1; break;
+    case O_LR: bad = parse_double("--lr", optarg, 0, 1e6, &o.lr); break;
+    case O_MOM: bad = parse_double("--momentum", optarg, 0, 1, &o.momentum); break;
+    case O_CAP: bad = parse_double("--bucket-cap-mb", optarg, 1e-3, 1e6, &o.bucket_cap_mb); break;
+    case O_FIRST: bad = parse_double("--first-bucket-mb", optarg, 0, 1e6, &o.first_bucket_mb); break;
+    case O_TIMEOUT: bad = parse_double("--timeout", optarg, 0.1, 1e6, &o.timeout); break;
+    case O_OVERLAP:
+      if (!strcmp(optarg, "on"))
+        o.overlap = 1;
+      else if (!strcmp(optarg, "off"))
+        o.overlap = 0;
+      else
+        return cli_usage("train", "--overlap expects on or off, got '%s'", optarg);
+      break;
+    case O_ALGO:
+      if (rt_algo_parse(optarg, &o.algo) != 0 || o.algo == RT_ALGO_TREE)
+        return cli_usage("train", "--algorithm expects default, ring, ring_chunked, halving_doubling or bcube, got '%s'", optarg);
+      break;
+    case O_RDZV: o.rdzv = optarg; break;
+    case O_BIND: o.bind = optarg; break;
+    case 'o': o.out = optarg; break;
+    case O_TRACE: o.trace = 1; break;
+    case O_PARAMS: o.params_out = optarg; break;
+    case O_CKDIR: o.ckpt_dir = optarg; break;
+    case O_RESUME: o.resume = 1; break;
+    case O_NOSHUF: o.shuffle = 0; break;
+    case 'h': fputs(cli_train_help, stdout); return CLI_EXIT_OK;
+    case ':': return cli_usage("train", "option %s needs a value", argv[optind - 1]);
+    default: return cli_usage("train", "unknown option '%s'", argv[optind - 1]);
+    }
+    if (bad)
+      return CLI_EXIT_USAGE;
+  }
+  if (optind != argc)
+    return cli_usage("train", "unexpected argument '%s'", argv[optind]);
+  if (!o.model)
+    return cli_usage("train", "missing --model FILE (e.g. --model scenarios/models/mlp.cfg)");
+  if (fail_step_set != fail_rank_set)
+    return cli_usage("train", "--fail-at-step and --fail-rank go together");
+  if (o.resume && !o.ckpt_dir)
+    return cli_usage("train", "--resume needs --ckpt-dir DIR");
+  int rc = run(&o);
+  return rc ? cli_fail("train", rc) : CLI_EXIT_OK;
+}
