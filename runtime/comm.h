@@ -10,7 +10,10 @@
  * negative core_err code with a message: CORE_ETIMEDOUT when a peer did not
  * answer within the communicator's timeout, CORE_EPEER when a peer closed its
  * connection (it died), CORE_ECOMM for any other backend error. A
- * communicator is used by one thread at a time.
+ * communicator is used by one thread at a time. Destroying a healthy
+ * communicator is collective (every rank calls it, like torch's
+ * destroy_process_group), so no rank closes a connection a peer still reads
+ * from; after a failure it is local.
  */
 #ifndef RUNTIME_COMM_H
 #define RUNTIME_COMM_H

@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 # Build: C toolchain, CMake, pkg-config. Libraries: GSL, libconfig, CUnit,
 # Gloo, OpenBLAS, zlib. Run time: gnuplot (plots), iproute2 (network testbed),
 # redis-server (RedisStore rendezvous tests), procps (pgrep/pkill in tests).
-PACKAGES=(build-essential cmake pkg-config libgsl-dev libconfig-dev libcunit1-dev libgloo-dev
+PACKAGES=(build-essential cmake pkg-config libgsl-dev libconfig-dev libcunit1-dev libgloo-dev libhiredis-dev
           libopenblas-dev zlib1g-dev gnuplot-nox iproute2 redis-server procps)
 
 missing=()

@@ -1,0 +1,779 @@
+// gloo_shim — the extern "C" boundary over Gloo's C++ API (see gloo_shim.h).
+// The only C++ in ddpsim: keep it thin. Every entry point catches every
+// exception and turns it into a core_err code and message.
+
+#include "runtime/gloo_shim.h"
+
+extern "C" {
+#include "core/err.h"
+}
+
+#include <errno.h>
+#include <limits.h>
+#include <netdb.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <exception>
+#include <memory>
+#include <new>
+#include <string>
+#include <vector>
+
+#include <gloo/allgather.h>
+#include <gloo/allreduce.h>
+#include <gloo/allreduce_bcube.h>
+#include <gloo/allreduce_halving_doubling.h>
+#include <gloo/allreduce_ring.h>
+#include <gloo/allreduce_ring_chunked.h>
+#include <gloo/barrier.h>
+#include <gloo/broadcast.h>
+#include <gloo/common/error.h>
+#include <gloo/common/logging.h>
+#include <gloo/config.h>
+#include <gloo/reduce_scatter.h>
+#include <gloo/rendezvous/context.h>
+#include <gloo/rendezvous/file_store.h>
+#include <gloo/rendezvous/prefix_store.h>
+#include <gloo/transport/tcp/device.h>
+#include <gloo/types.h>
+#if GLOO_USE_REDIS
+// Debian installs hiredis.h under hiredis/; redis_store.h knows this macro.
+#define HIREDIS_NESTED_INCLUDE 1
+#include <gloo/rendezvous/redis_store.h>
+#endif
+
+namespace {
+
+// ---- error classification -------------------------------------------------
+
+bool contains_ci(const std::string &s, const char *needle) {
+  size_t n = strlen(needle);
+  for (size_t i = 0; i + n <= s.size(); i++)
+    if (strncasecmp(s.c_str() + i, needle, n) == 0)
+      return true;
+  return false;
+}
+
+// Gloo reports failures only as exception text, so the class of a failure is
+// read from the phrases its TCP transport and stores use (gloo/transport/tcp/
+// pair.cc, buffer.cc, unbound_buffer.cc, rendezvous/*_store.cc of Gloo 0.5):
+// "Connection closed by peer", "Socket closed", strerror(ECONNRESET/EPIPE) for
+// a dead peer; "Read timeout", "Timed out waiting", "Wait timeout for key(s)",
+// "Application timeout caused pair closure" for a silent one.
+int classify(const std::string &what) {
+  static const char *const peer[] = {"closed by peer", "socket closed",
+                                     "socket unexpectedly closed", "connection reset",
+                                     "broken pipe"};
+  for (const char *p : peer)
+    if (contains_ci(what, p))
+      return CORE_EPEER;
+  if (contains_ci(what, "timed out") || contains_ci(what, "timeout"))
+    return CORE_ETIMEDOUT;
+  return CORE_ECOMM;
+}
+
+// Run fn, translating whatever it throws into (code, message). Returns 0 or
+// the code; *what gets the exception's text.
+template <typename F> int guarded(F &&fn, std::string *what) {
+  try {
+    fn();
+    return 0;
+  } catch (const std::bad_alloc &e) {
+    *what = "out of memory";
+    return CORE_ENOMEM;
+  } catch (const gloo::IoException &e) {
+    *what = e.what();
+  } catch (const gloo::EnforceNotMet &e) {
+    *what = e.what();
+  } catch (const std::exception &e) {
+    *what = e.what();
+  } catch (...) {
+    *what = "unknown C++ exception";
+  }
+  return classify(*what);
+}
+
+} // namespace
+
+// ---- stores ---------------------------------------------------------------
+
+#if GLOO_USE_REDIS
+// Whether a TCP connection to host:port succeeds within timeout_ms; *why
+// says what failed otherwise.
+static bool tcp_reachable(const char *host, int port, int timeout_ms, std::string *why) {
+  struct addrinfo hints, *res = nullptr;
+  memset(&hints, 0, sizeof hints);
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  const std::string service = std::to_string(port);
+  int g = getaddrinfo(host, service.c_str(), &hints, &res);
+  if (g != 0) {
+    *why = std::string("cannot resolve host: ") + gai_strerror(g);
+    return false;
+  }
+  bool ok = false;
+  *why = "no address to connect to";
+  for (struct addrinfo *a = res; a && !ok; a = a->ai_next) {
+    int fd = socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) {
+      *why = strerror(errno);
+      continue;
+    }
+    int err = 0;
+    if (connect(fd, a->ai_addr, a->ai_addrlen) != 0) {
+      err = errno;
+      if (err == EINPROGRESS) {
+        struct pollfd p = {fd, POLLOUT, 0};
+        int pr = poll(&p, 1, timeout_ms);
+        socklen_t l = sizeof err;
+        if (pr == 0)
+          err = ETIMEDOUT;
+        else if (pr < 0 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &l) != 0)
+          err = errno;
+      }
+    }
+    close(fd);
+    if (err == 0)
+      ok = true;
+    else
+      *why = strerror(err);
+  }
+  freeaddrinfo(res);
+  return ok;
+}
+#endif
+
+struct rt_store {
+  std::unique_ptr<gloo::rendezvous::Store> base;
+  std::unique_ptr<gloo::rendezvous::PrefixStore> top;
+  std::string desc;
+  std::string prefix;
+#if GLOO_USE_REDIS
+  gloo::rendezvous::RedisStore *redis = nullptr; // base, when it is Redis
+#endif
+};
+
+static int store_fail(const rt_store *s, const char *op, const char *key, int code,
+                      const std::string &what) {
+  const char *hint = "";
+  if (code == CORE_ETIMEDOUT) {
+    hint = "; a rank that should have set it did not start, or uses another store or prefix";
+  } else if (contains_ci(what, "already")) {
+    code = CORE_EINVAL; // a reused prefix, not a communication failure
+    hint = "; a key can be set once per store: use a prefix no earlier run used";
+  }
+  return core_err_set(code, "store %s of key '%s' on %s: %s%s", op, key, s->desc.c_str(),
+                      what.c_str(), hint);
+}
+
+static int store_finish(rt_store *s, rt_store **out, const char *prefix) {
+  s->prefix = prefix;
+  std::string what;
+  int rc = guarded([&] { s->top.reset(new gloo::rendezvous::PrefixStore(prefix, *s->base)); },
+                   &what);
+  if (rc) {
+    core_err_set(rc, "opening store %s: %s", s->desc.c_str(), what.c_str());
+    delete s;
+    return rc;
+  }
+  *out = s;
+  return 0;
+}
+
+extern "C" int rt_store_open_file(const char *dir, const char *prefix, rt_store **out) {
+  *out = nullptr;
+  if (!dir || !*dir || !prefix || !*prefix)
+    return core_err_set(CORE_EINVAL, "FileStore needs a directory and a non-empty prefix");
+  struct stat st;
+  if (stat(dir, &st) != 0)
+    return core_err_errno(errno, "rendezvous directory '%s' (it must exist, on a filesystem "
+                                 "every rank can reach)", dir);
+  if (!S_ISDIR(st.st_mode))
+    return core_err_set(CORE_EINVAL, "rendezvous path '%s' is not a directory: give a "
+                                     "directory shared by all ranks", dir);
+  if (access(dir, W_OK | X_OK) != 0)
+    return core_err_errno(errno, "rendezvous directory '%s' is not writable (every rank "
+                                 "writes its address there)", dir);
+  rt_store *s = new (std::nothrow) rt_store;
+  if (!s)
+    return core_err_set(CORE_ENOMEM, "out of memory opening FileStore on %s", dir);
+  s->desc = std::string("file://") + dir + " (prefix " + prefix + ")";
+  std::string what;
+  int rc = guarded([&] { s->base.reset(new gloo::rendezvous::FileStore(dir)); }, &what);
+  if (rc) {
+    delete s;
+    return core_err_set(rc == CORE_ENOMEM ? rc : CORE_EIO, "opening FileStore on %s: %s", dir,
+                        what.c_str());
+  }
+  return store_finish(s, out, prefix);
+}
+
+extern "C" int rt_store_open_redis(const char *host, int port, const char *prefix,
+                                   rt_store **out) {
+  *out = nullptr;
+  if (!host || !*host || !prefix || !*prefix)
+    return core_err_set(CORE_EINVAL, "RedisStore needs a host and a non-empty prefix");
+  if (port < 1 || port > 65535)
+    return core_err_set(CORE_EINVAL, "RedisStore port %d is out of range 1..65535", port);
+#if GLOO_USE_REDIS
+  // RedisStore's constructor leaks its hiredis context when it throws, and
+  // a leak in a process that forks ranks shows up in every rank; so find an
+  // unreachable server here first, with the same 2 s bound Gloo's
+  // constructor uses (redisConnectWithTimeout in redis_store.cc).
+  std::string why;
+  if (!tcp_reachable(host, port, 2000, &why))
+    return core_err_set(CORE_ECOMM, "connecting to redis-server at %s:%d: %s; start it "
+                                    "(redis-server --port %d) or fix the redis:// spec",
+                        host, port, why.c_str(), port);
+  rt_store *s = new (std::nothrow) rt_store;
+  if (!s)
+    return core_err_set(CORE_ENOMEM, "out of memory opening RedisStore on %s:%d", host, port);
+  s->desc = std::string("redis://") + host + ":" + std::to_string(port) + " (prefix " + prefix +
+            ")";
+  std::string what;
+  int rc = guarded(
+      [&] {
+        s->redis = new gloo::rendezvous::RedisStore(host, port);
+        s->base.reset(s->redis);
+      },
+      &what);
+  if (rc) {
+    core_err_set(CORE_ECOMM, "connecting to redis-server at %s:%d: %s; start it (redis-server "
+                             "--port %d) or fix the redis:// spec",
+                 host, port, what.c_str(), port);
+    delete s;
+    return CORE_ECOMM;
+  }
+  return store_finish(s, out, prefix);
+#else
+  (void)out;
+  return core_err_set(CORE_EUNSUPPORTED, "RedisStore on %s:%d: this Gloo was built without "
+                                         "Redis (GLOO_USE_REDIS=0); use a FileStore directory",
+                      host, port);
+#endif
+}
+
+extern "C" void rt_store_close(rt_store *s) {
+  if (!s)
+    return;
+  try {
+    delete s;
+  } catch (...) {
+    // A destructor that throws leaves nothing to recover; the handle is gone.
+  }
+}
+
+extern "C" const char *rt_store_describe(const rt_store *s) {
+  return s ? s->desc.c_str() : "(no store)";
+}
+
+extern "C" int rt_store_set(rt_store *s, const char *key, const void *val, size_t len) {
+  if (!s || !key || !*key || (!val && len))
+    return core_err_set(CORE_EINVAL, "rt_store_set: needs a store, a key and a value");
+  if (len == 0)
+    return core_err_set(CORE_EINVAL, "store set of key '%s' on %s: empty value (FileStore "
+                                     "cannot read one back); store at least one byte",
+                        key, s->desc.c_str());
+  std::string what;
+  int rc = guarded(
+      [&] {
+#if GLOO_USE_REDIS
+        // RedisStore::set leaks hiredis's reply when it refuses a key that
+        // exists; refuse it here first. PrefixStore's key is prefix/key.
+        if (s->redis && s->redis->check({s->prefix + "/" + key}))
+          throw gloo::Exception(std::string("key '") + key + "' already set");
+#endif
+        const char *p = static_cast<const char *>(val);
+        s->top->set(key, std::vector<char>(p, p + len));
+      },
+      &what);
+  return rc ? store_fail(s, "set", key, rc, what) : 0;
+}
+
+extern "C" int rt_store_get(rt_store *s, const char *key, int timeout_ms, void **val,
+                            size_t *len) {
+  if (!s || !key || !*key || !val || !len || timeout_ms <= 0)
+    return core_err_set(CORE_EINVAL, "rt_store_get: needs a store, a key, outputs and a "
+                                     "positive timeout");
+  *val = nullptr;
+  *len = 0;
+  std::vector<char> data;
+  std::string what;
+  // Wait first with our timeout: the stores' own get() waits with Gloo's
+  // 30 s default (Store::kDefaultTimeout), not the caller's.
+  int rc = guarded(
+      [&] {
+        s->top->wait({key}, std::chrono::milliseconds(timeout_ms));
+        data = s->top->get(key);
+      },
+      &what);
+  if (rc)
+    return store_fail(s, "get", key, rc, what);
+  void *p = malloc(data.size() ? data.size() : 1);
+  if (!p)
+    return core_err_set(CORE_ENOMEM, "store get of key '%s': out of memory for %zu bytes", key,
+                        data.size());
+  if (!data.empty())
+    memcpy(p, data.data(), data.size());
+  *val = p;
+  *len = data.size();
+  return 0;
+}
+
+extern "C" int rt_store_wait(rt_store *s, const char *const *keys, size_t nkeys,
+                             int timeout_ms) {
+  if (!s || (!keys && nkeys) || timeout_ms <= 0)
+    return core_err_set(CORE_EINVAL, "rt_store_wait: needs a store, keys and a positive "
+                                     "timeout");
+  std::string what;
+  int rc = guarded(
+      [&] {
+        std::vector<std::string> k(keys, keys + nkeys);
+        s->top->wait(k, std::chrono::milliseconds(timeout_ms));
+      },
+      &what);
+  return rc ? store_fail(s, "wait", nkeys ? keys[0] : "(none)", rc, what) : 0;
+}
+
+// ---- contexts -------------------------------------------------------------
+
+struct rt_gloo_ctx {
+  std::shared_ptr<gloo::Context> ctx;
+  int rank = 0, size = 1, timeout_ms = 0;
+  // Tags of the unbound-buffer collectives: the same sequence on every rank
+  // because every rank issues the same collectives in the same order.
+  uint32_t tag = 0;
+  int failed = 0; // code of the first failure; the context is unusable after it
+  std::string first_error;
+};
+
+static void ignore_sigpipe(void) {
+  struct sigaction old;
+  if (sigaction(SIGPIPE, nullptr, &old) == 0 && old.sa_handler == SIG_DFL) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = SIG_IGN;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGPIPE, &sa, nullptr);
+  }
+}
+
+extern "C" int rt_gloo_ctx_create(rt_store *store, int rank, int size, const char *bind_addr,
+                                  int timeout_ms, rt_gloo_ctx **out) {
+  if (!out)
+    return core_err_set(CORE_EINVAL, "rt_gloo_ctx_create: no output pointer");
+  *out = nullptr;
+  if (!store)
+    return core_err_set(CORE_EINVAL, "Gloo rendezvous: no store");
+  if (size < 1 || rank < 0 || rank >= size)
+    return core_err_set(CORE_EINVAL, "Gloo rendezvous: rank %d of world size %d is out of "
+                                     "range (need 0 <= rank < size)", rank, size);
+  if (timeout_ms <= 0)
+    return core_err_set(CORE_EINVAL, "Gloo rendezvous: timeout %d ms must be positive",
+                        timeout_ms);
+  if (!bind_addr || !*bind_addr)
+    return core_err_set(CORE_EINVAL, "Gloo rendezvous: no address to bind (give this host's "
+                                     "address on the network the ranks share)");
+  ignore_sigpipe();
+
+  rt_gloo_ctx *c = new (std::nothrow) rt_gloo_ctx;
+  if (!c)
+    return core_err_set(CORE_ENOMEM, "Gloo rendezvous: out of memory");
+  c->rank = rank;
+  c->size = size;
+  c->timeout_ms = timeout_ms;
+
+  std::shared_ptr<gloo::transport::Device> dev;
+  std::string what;
+  int rc = guarded(
+      [&] {
+        gloo::transport::tcp::attr attr;
+        attr.hostname = bind_addr;
+        dev = gloo::transport::tcp::CreateDevice(attr);
+      },
+      &what);
+  if (rc) {
+    core_err_set(CORE_ECOMM, "Gloo TCP device on rank %d of %d cannot bind '%s': %s; give an "
+                             "address of this host (see `ip addr`) that the other ranks reach",
+                 rank, size, bind_addr, what.c_str());
+    delete c;
+    return CORE_ECOMM;
+  }
+
+  rc = guarded(
+      [&] {
+        auto ctx = std::make_shared<gloo::rendezvous::Context>(rank, size);
+        // Set before connecting: connectFullMesh hands it to the transport
+        // (pair and buffer timeouts) and uses it for the store waits.
+        ctx->setTimeout(std::chrono::milliseconds(timeout_ms));
+        ctx->connectFullMesh(*store->top, dev);
+        c->ctx = ctx;
+      },
+      &what);
+  if (rc) {
+    if (rc == CORE_ETIMEDOUT)
+      core_err_set(rc, "rendezvous of rank %d through %s: not all %d ranks connected within "
+                       "%d ms: %s; start every rank with the same store, prefix and world "
+                       "size, or raise the timeout",
+                   rank, store->desc.c_str(), size, timeout_ms, what.c_str());
+    else if (rc == CORE_EPEER)
+      core_err_set(rc, "rendezvous of rank %d of %d through %s: a peer closed its connection "
+                       "(rank died?): %s; restart the group under a new prefix",
+                   rank, size, store->desc.c_str(), what.c_str());
+    else
+      core_err_set(rc, "rendezvous of rank %d of %d through %s (binding %s): %s; use a fresh "
+                       "prefix per run and an address the other ranks can reach",
+                   rank, size, store->desc.c_str(), bind_addr, what.c_str());
+    delete c;
+    return rc;
+  }
+  *out = c;
+  return 0;
+}
+
+extern "C" void rt_gloo_ctx_destroy(rt_gloo_ctx *c) {
+  if (!c)
+    return;
+  try {
+    // Gloo's classic buffers check their pair's error before their
+    // completion count, so a message followed at once by the sender's close
+    // can be reported as "Connection closed by peer" on a rank still inside
+    // its last collective (seen with ReduceScatterHalvingDoubling). A final
+    // barrier on unbound buffers, which only fail pending receives, means
+    // nobody closes before every rank has returned from its collectives.
+    if (!c->failed && c->size > 1) {
+      gloo::BarrierOptions opts(c->ctx);
+      opts.setTag(c->tag++);
+      opts.setTimeout(std::chrono::milliseconds(c->timeout_ms));
+      gloo::barrier(opts);
+    }
+  } catch (...) {
+    // Going away anyway: a peer that left or hangs cannot be helped here.
+  }
+  try {
+    c->ctx.reset();
+  } catch (...) {
+    // Gloo's destructors may throw after a failure (noexcept(false)); the
+    // sockets are closed either way.
+  }
+  delete c;
+}
+
+// ---- collectives ----------------------------------------------------------
+
+namespace {
+
+// Reports a collective's failure and marks the context unusable.
+int op_fail(rt_gloo_ctx *c, const std::string &op, int code, const std::string &what) {
+  switch (code) {
+  case CORE_EPEER:
+    core_err_set(code, "%s on rank %d of %d: peer closed the connection (rank died?): %s; "
+                       "find the rank that failed first, then restart the group",
+                 op.c_str(), c->rank, c->size, what.c_str());
+    break;
+  case CORE_ETIMEDOUT:
+    core_err_set(code, "%s on rank %d of %d: no answer from a peer within %d ms (a rank is "
+                       "hung, stopped or far slower): %s; find the stuck rank, or raise the "
+                       "timeout if this collective is legitimately that long",
+                 op.c_str(), c->rank, c->size, c->timeout_ms, what.c_str());
+    break;
+  case CORE_ENOMEM:
+    core_err_set(code, "%s on rank %d of %d: out of memory", op.c_str(), c->rank, c->size);
+    break;
+  default:
+    core_err_set(code, "%s on rank %d of %d: Gloo error: %s", op.c_str(), c->rank, c->size,
+                 what.c_str());
+    break;
+  }
+  if (!c->failed) {
+    c->failed = code;
+    c->first_error = core_err_msg();
+    // Close every connection now, as NCCL's abort does: peers still waiting
+    // on this rank learn of the failure at once (CORE_EPEER) instead of
+    // after their own timeout, and the launcher sees the group fail fast.
+    try {
+      c->ctx->closeConnections();
+    } catch (...) {
+      // Already failing; the pairs are closed or unusable either way.
+    }
+  }
+  return code;
+}
+
+// Common entry checks; returns 0 when the collective may run.
+int op_check(rt_gloo_ctx *c, const char *op) {
+  if (!c)
+    return core_err_set(CORE_EINVAL, "%s: no Gloo context", op);
+  if (c->failed)
+    return core_err_set(c->failed, "%s on rank %d of %d: this communicator already failed "
+                                   "and cannot be used again (first failure: %s); destroy it "
+                                   "and rendezvous again under a new prefix",
+                        op, c->rank, c->size, c->first_error.c_str());
+  return 0;
+}
+
+std::string describe(const char *op, enum rt_algo a, enum rt_dtype t, size_t count) {
+  std::string s = op;
+  s += " (";
+  if (a != RT_N_ALGOS) {
+    s += rt_algo_name(a);
+    s += ", ";
+  }
+  s += rt_dtype_name(t);
+  s += ", " + std::to_string(count) + " elements)";
+  return s;
+}
+
+// The classic algorithm classes keep counts and byte sizes in int.
+bool fits_int(size_t count, size_t elsize) {
+  return count <= (size_t)INT_MAX / elsize;
+}
+
+int unsupported_dtype(const char *op, enum rt_dtype t) {
+  return core_err_set(CORE_EUNSUPPORTED, "%s: Gloo 0.5 has no %s arithmetic (gloo/types.h "
+                                         "defines float16 only); reduce in fp32 or fp16, or "
+                                         "use the NCCL backend",
+                      op, rt_dtype_name(t));
+}
+
+template <typename T>
+void allreduce_typed(rt_gloo_ctx *c, T *p, size_t count, enum rt_algo a) {
+  const std::vector<T *> ptrs{p};
+  const int n = static_cast<int>(count);
+  switch (a) {
+  case RT_ALGO_DEFAULT: {
+    // What ProcessGroupGloo::allreduce runs: gloo::allreduce over unbound
+    // buffers with an untyped sum and a per-call tag.
+    gloo::AllreduceOptions opts(c->ctx);
+    opts.setOutput(p, count);
+    opts.setReduceFunction(
+        gloo::AllreduceOptions::Func(static_cast<void (*)(void *, const void *, const void *,
+                                                          size_t)>(&gloo::sum<T>)));
+    opts.setTag(c->tag++);
+    opts.setTimeout(std::chrono::milliseconds(c->timeout_ms));
+    gloo::allreduce(opts);
+    break;
+  }
+  case RT_ALGO_RING:
+    gloo::AllreduceRing<T>(c->ctx, ptrs, n).run();
+    break;
+  case RT_ALGO_RING_CHUNKED:
+    gloo::AllreduceRingChunked<T>(c->ctx, ptrs, n).run();
+    break;
+  case RT_ALGO_HALVING_DOUBLING:
+    gloo::AllreduceHalvingDoubling<T>(c->ctx, ptrs, n).run();
+    break;
+  case RT_ALGO_BCUBE:
+    gloo::AllreduceBcube<T>(c->ctx, ptrs, n).run();
+    break;
+  default:
+    GLOO_THROW_INVALID_OPERATION_EXCEPTION("unreachable algorithm ", static_cast<int>(a));
+  }
+}
+
+template <typename T>
+void reduce_scatter_typed(rt_gloo_ctx *c, const T *send, T *recv, size_t recvcount) {
+  const size_t total = recvcount * static_cast<size_t>(c->size);
+  // The algorithm works in place and leaves this rank's block at the front,
+  // so it runs on a scratch copy to keep send intact.
+  std::vector<T> scratch(send, send + total);
+  const std::vector<T *> ptrs{scratch.data()};
+  const std::vector<int> elems(c->size, static_cast<int>(recvcount));
+  gloo::ReduceScatterHalvingDoubling<T>(c->ctx, ptrs, static_cast<int>(total), elems).run();
+  std::copy(scratch.begin(), scratch.begin() + static_cast<std::ptrdiff_t>(recvcount), recv);
+}
+
+template <typename T>
+void allgather_typed(rt_gloo_ctx *c, const void *send, void *recv, size_t count) {
+  gloo::AllgatherOptions opts(c->ctx);
+  // Without an input Gloo gathers in place; with one it memcpy's it into
+  // the output, which must not be the very same bytes.
+  T *mine = static_cast<T *>(recv) + static_cast<size_t>(c->rank) * count;
+  if (send != mine)
+    opts.setInput(static_cast<T *>(const_cast<void *>(send)), count);
+  opts.setOutput(static_cast<T *>(recv), count * static_cast<size_t>(c->size));
+  opts.setTag(c->tag++);
+  opts.setTimeout(std::chrono::milliseconds(c->timeout_ms));
+  gloo::allgather(opts);
+}
+
+template <typename T> void broadcast_typed(rt_gloo_ctx *c, void *buf, size_t count, int root) {
+  gloo::BroadcastOptions opts(c->ctx);
+  opts.setOutput(static_cast<T *>(buf), count);
+  opts.setRoot(root);
+  opts.setTag(c->tag++);
+  opts.setTimeout(std::chrono::milliseconds(c->timeout_ms));
+  gloo::broadcast(opts);
+}
+
+} // namespace
+
+extern "C" int rt_gloo_ctx_allreduce(rt_gloo_ctx *c, void *buf, size_t count, enum rt_dtype t,
+                                     enum rt_algo a) {
+  int rc = op_check(c, "allreduce");
+  if (rc)
+    return rc;
+  if ((unsigned)a >= RT_N_ALGOS)
+    return core_err_set(CORE_EINVAL, "allreduce: unknown algorithm %d", (int)a);
+  if (a == RT_ALGO_TREE)
+    return core_err_set(CORE_EUNSUPPORTED, "allreduce: Gloo has no tree algorithm (tree is "
+                                           "NCCL's); use default, ring, ring_chunked, "
+                                           "halving_doubling or bcube");
+  if (t != RT_FP32 && t != RT_FP16)
+    return t == RT_BF16 ? unsupported_dtype("allreduce", t)
+                        : core_err_set(CORE_EINVAL, "allreduce: unknown dtype %d", (int)t);
+  if (count == 0)
+    return 0;
+  if (!buf)
+    return core_err_set(CORE_EINVAL, "allreduce: NULL buffer for %zu elements", count);
+  if (a != RT_ALGO_DEFAULT && !fits_int(count, rt_dtype_size(t)))
+    return core_err_set(CORE_EINVAL, "allreduce (%s): %zu elements exceed what Gloo's classic "
+                                     "algorithms address (2 GiB per buffer); split the buffer "
+                                     "or use the default algorithm",
+                        rt_algo_name(a), count);
+  // Gloo's AllreduceBcube documents that the world size must be divisible
+  // by its base (2); otherwise it returns wrong sums without an error (seen
+  // on 3 ranks with Gloo 0.5), so refuse instead.
+  if (a == RT_ALGO_BCUBE && c->size > 1 && c->size % c->ctx->base != 0)
+    return core_err_set(CORE_EUNSUPPORTED, "allreduce (bcube) on %d ranks: Gloo's "
+                                           "AllreduceBcube needs a world size divisible by its "
+                                           "base %d; use halving_doubling or ring",
+                        c->size, c->ctx->base);
+  std::string what;
+  rc = guarded(
+      [&] {
+        if (t == RT_FP32)
+          allreduce_typed(c, static_cast<float *>(buf), count, a);
+        else
+          allreduce_typed(c, static_cast<gloo::float16 *>(buf), count, a);
+      },
+      &what);
+  return rc ? op_fail(c, describe("allreduce", a, t, count), rc, what) : 0;
+}
+
+extern "C" int rt_gloo_ctx_allgather(rt_gloo_ctx *c, const void *send, void *recv,
+                                     size_t count, enum rt_dtype t) {
+  int rc = op_check(c, "allgather");
+  if (rc)
+    return rc;
+  if ((unsigned)t > RT_BF16)
+    return core_err_set(CORE_EINVAL, "allgather: unknown dtype %d", (int)t);
+  if (count == 0)
+    return 0;
+  if (!send || !recv)
+    return core_err_set(CORE_EINVAL, "allgather: NULL buffer for %zu elements", count);
+  if (count > SIZE_MAX / rt_dtype_size(t) / (size_t)c->size)
+    return core_err_set(CORE_EINVAL, "allgather: %zu elements on %d ranks overflow", count,
+                        c->size);
+  {
+    // send may be this rank's block of recv (in place), but no other overlap.
+    const size_t es = rt_dtype_size(t);
+    const char *sb = static_cast<const char *>(send), *rb = static_cast<const char *>(recv);
+    const char *mine = rb + (size_t)c->rank * count * es;
+    if (sb != mine && sb < rb + count * es * (size_t)c->size && rb < sb + count * es)
+      return core_err_set(CORE_EINVAL, "allgather on rank %d: send overlaps recv other than at "
+                                       "this rank's block (offset rank * count)",
+                          c->rank);
+  }
+  std::string what;
+  rc = guarded(
+      [&] {
+        // Only bytes move, so bf16 rides on any 2-byte type.
+        if (t == RT_FP32)
+          allgather_typed<float>(c, send, recv, count);
+        else
+          allgather_typed<uint16_t>(c, send, recv, count);
+      },
+      &what);
+  return rc ? op_fail(c, describe("allgather", RT_N_ALGOS, t, count), rc, what) : 0;
+}
+
+extern "C" int rt_gloo_ctx_reduce_scatter(rt_gloo_ctx *c, const void *send, void *recv,
+                                          size_t recvcount, enum rt_dtype t) {
+  int rc = op_check(c, "reduce_scatter");
+  if (rc)
+    return rc;
+  if (t != RT_FP32 && t != RT_FP16)
+    return t == RT_BF16 ? unsupported_dtype("reduce_scatter", t)
+                        : core_err_set(CORE_EINVAL, "reduce_scatter: unknown dtype %d", (int)t);
+  if (recvcount == 0)
+    return 0;
+  if (!send || !recv)
+    return core_err_set(CORE_EINVAL, "reduce_scatter: NULL buffer for %zu elements",
+                        recvcount);
+  if (recvcount > SIZE_MAX / (size_t)c->size ||
+      !fits_int(recvcount * (size_t)c->size, rt_dtype_size(t)))
+    return core_err_set(CORE_EINVAL, "reduce_scatter: %zu elements per rank on %d ranks exceed "
+                                     "what Gloo's ReduceScatterHalvingDoubling addresses "
+                                     "(2 GiB); split the buffer",
+                        recvcount, c->size);
+  std::string what;
+  rc = guarded(
+      [&] {
+        if (t == RT_FP32)
+          reduce_scatter_typed(c, static_cast<const float *>(send), static_cast<float *>(recv),
+                               recvcount);
+        else
+          reduce_scatter_typed(c, static_cast<const gloo::float16 *>(send),
+                               static_cast<gloo::float16 *>(recv), recvcount);
+      },
+      &what);
+  return rc ? op_fail(c, describe("reduce_scatter", RT_N_ALGOS, t, recvcount), rc, what) : 0;
+}
+
+extern "C" int rt_gloo_ctx_broadcast(rt_gloo_ctx *c, void *buf, size_t count, enum rt_dtype t,
+                                     int root) {
+  int rc = op_check(c, "broadcast");
+  if (rc)
+    return rc;
+  if ((unsigned)t > RT_BF16)
+    return core_err_set(CORE_EINVAL, "broadcast: unknown dtype %d", (int)t);
+  if (root < 0 || root >= c->size)
+    return core_err_set(CORE_EINVAL, "broadcast: root %d is not a rank of this group of %d",
+                        root, c->size);
+  if (count == 0)
+    return 0;
+  if (!buf)
+    return core_err_set(CORE_EINVAL, "broadcast: NULL buffer for %zu elements", count);
+  std::string what;
+  rc = guarded(
+      [&] {
+        if (t == RT_FP32)
+          broadcast_typed<float>(c, buf, count, root);
+        else
+          broadcast_typed<uint16_t>(c, buf, count, root);
+      },
+      &what);
+  if (rc)
+    return op_fail(c, describe("broadcast", RT_N_ALGOS, t, count) + " from root " +
+                          std::to_string(root),
+                   rc, what);
+  return 0;
+}
+
+extern "C" int rt_gloo_ctx_barrier(rt_gloo_ctx *c) {
+  int rc = op_check(c, "barrier");
+  if (rc)
+    return rc;
+  std::string what;
+  rc = guarded(
+      [&] {
+        gloo::BarrierOptions opts(c->ctx);
+        opts.setTag(c->tag++);
+        opts.setTimeout(std::chrono::milliseconds(c->timeout_ms));
+        gloo::barrier(opts);
+      },
+      &what);
+  return rc ? op_fail(c, "barrier", rc, what) : 0;
+}

@@ -1,0 +1,97 @@
+/*
+ * gloo_shim — the one C++ file of ddpsim, seen from C. It wraps the parts of
+ * Gloo 0.5 the runtime needs behind plain C functions: rendezvous stores
+ * (FileStore on a shared directory, RedisStore on host:port, each under a
+ * PrefixStore so one store hosts several runs or restart generations), a
+ * full-mesh TCP context over a store, and the collectives on CPU buffers.
+ *
+ * Nothing C++ crosses this boundary: every exception Gloo throws is caught
+ * here and becomes a core_err code with a message naming the operation, the
+ * rank and what to do. A timeout becomes CORE_ETIMEDOUT, a peer that closed
+ * or reset its connection (a dead rank) CORE_EPEER, anything else from Gloo
+ * CORE_ECOMM. After a collective fails the context is left unusable (Gloo
+ * closes its pairs) and every later call returns the first failure's code;
+ * destroy it and rendezvous again under a new prefix.
+ *
+ * Most callers want runtime/gloo.h (an rt_comm) or runtime/pg.h (rank from the
+ * environment, store from a spec); the store functions are also what the NCCL
+ * backend uses to exchange its unique id.
+ */
+#ifndef RUNTIME_GLOO_SHIM_H
+#define RUNTIME_GLOO_SHIM_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#include <stddef.h>
+
+#include "runtime/comm.h"
+
+/* ---- rendezvous stores ------------------------------------------------- */
+
+typedef struct rt_store rt_store;
+
+/* FileStore on dir, which must exist and be shared by all ranks (NFS or a
+ * local directory for one host). Keys become files; a key can be set once,
+ * so each run needs a prefix no earlier run used on that directory. */
+int rt_store_open_file(const char *dir, const char *prefix, rt_store **out);
+/* RedisStore on a running redis-server. Keys live until the server drops
+ * them; the same rule about fresh prefixes applies. */
+int rt_store_open_redis(const char *host, int port, const char *prefix, rt_store **out);
+void rt_store_close(rt_store *s);
+
+/* A one-line description for messages, e.g. "file:///tmp/rdv (prefix job1)". */
+const char *rt_store_describe(const rt_store *s);
+
+/* Values are raw bytes, at least one (FileStore cannot hand back an empty
+ * value). Setting a key twice is CORE_EINVAL (a reused prefix). */
+int rt_store_set(rt_store *s, const char *key, const void *val, size_t len);
+/* Wait up to timeout_ms for key, then return a malloc'ed copy of its value
+ * (free() it) and its length. */
+int rt_store_get(rt_store *s, const char *key, int timeout_ms, void **val, size_t *len);
+/* Wait up to timeout_ms until every key is set. */
+int rt_store_wait(rt_store *s, const char *const *keys, size_t nkeys, int timeout_ms);
+
+/* ---- Gloo contexts and collectives ------------------------------------ */
+
+typedef struct rt_gloo_ctx rt_gloo_ctx;
+
+/* Rendezvous rank of size through store and connect a full mesh of TCP
+ * pairs; the transport listens on bind_addr (a hostname or an address of
+ * this host that the other ranks can reach). timeout_ms bounds the
+ * rendezvous and then every collective. The store may be closed afterwards.
+ * Ignores SIGPIPE if it was at its default, as the Python interpreter does
+ * for PyTorch: Gloo writes with writev(2), and a write to a dead peer must
+ * become an error, not kill this rank. */
+int rt_gloo_ctx_create(rt_store *store, int rank, int size, const char *bind_addr,
+                       int timeout_ms, rt_gloo_ctx **out);
+/* Collective while the context is healthy: it first waits (at most the
+ * timeout) until every rank has returned from its collectives, since a rank
+ * closing its sockets can fail a peer still finishing the last one. Call it
+ * on every rank, like a collective; after a failure it only closes. */
+void rt_gloo_ctx_destroy(rt_gloo_ctx *c);
+
+/* In place, sum. RT_ALGO_DEFAULT is gloo::allreduce (the segmented ring that
+ * PyTorch's ProcessGroupGloo runs); RING, RING_CHUNKED, HALVING_DOUBLING and
+ * BCUBE are Gloo's classic algorithm classes. fp32 and fp16; bf16 and
+ * RT_ALGO_TREE return CORE_EUNSUPPORTED. */
+int rt_gloo_ctx_allreduce(rt_gloo_ctx *c, void *buf, size_t count, enum rt_dtype t,
+                          enum rt_algo a);
+/* recv holds size * count elements; rank r's send lands at r * count. Any
+ * dtype (it only moves bytes). */
+int rt_gloo_ctx_allgather(rt_gloo_ctx *c, const void *send, void *recv, size_t count,
+                          enum rt_dtype t);
+/* send holds size * recvcount elements; the sum over ranks of block r lands
+ * in rank r's recv (Gloo's ReduceScatterHalvingDoubling). fp32 and fp16. */
+int rt_gloo_ctx_reduce_scatter(rt_gloo_ctx *c, const void *send, void *recv,
+                               size_t recvcount, enum rt_dtype t);
+/* In place from root. Any dtype. */
+int rt_gloo_ctx_broadcast(rt_gloo_ctx *c, void *buf, size_t count, enum rt_dtype t, int root);
+int rt_gloo_ctx_barrier(rt_gloo_ctx *c);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
