@@ -91,8 +91,44 @@ static void describe(int status, char *buf, size_t n) {
 
 static int failed(int status) { return !WIFEXITED(status) || WEXITSTATUS(status) != 0; }
 
+/* The address of each host: a child enters the namespace and reports it, so
+ * every rank can be told MASTER_ADDR (rank 0's host) before it starts. */
+static int host_addrs(const rt_launch_opts *o, char (*addr)[64]) {
+  for (int h = 0; h < o->n_hosts; h++) {
+    int fd[2];
+    if (pipe(fd) != 0)
+      return core_err_errno(errno, "cannot create a pipe");
+    pid_t pid = fork();
+    if (pid < 0) {
+      close(fd[0]);
+      close(fd[1]);
+      return core_err_errno(errno, "cannot fork");
+    }
+    if (pid == 0) {
+      char a[64];
+      close(fd[0]);
+      if (enter_netns(o->hosts[h]) != 0)
+        _exit(1);
+      rt_local_addr(a, sizeof a);
+      ssize_t w = write(fd[1], a, strlen(a) + 1);
+      _exit(w > 0 ? 0 : 1);
+    }
+    close(fd[1]);
+    ssize_t n = read(fd[0], addr[h], 63);
+    close(fd[0]);
+    int st;
+    waitpid(pid, &st, 0);
+    if (n <= 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+      return core_err_set(CORE_EUSAGE, "cannot enter host '%s' (network namespace); is the testbed up? (scripts/testbed.sh status)",
+                          o->hosts[h]);
+    addr[h][n < 63 ? n : 63] = '\0';
+  }
+  return 0;
+}
+
 /* Start one attempt's ranks. */
-static int start_group(const rt_launch_opts *o, int attempt, const char *rdzv, child *ch) {
+static int start_group(const rt_launch_opts *o, int attempt, const char *rdzv, char (*addr)[64],
+                       child *ch) {
   int per_host = o->n_hosts ? o->nproc / o->n_hosts : o->nproc;
   for (int r = 0; r < o->nproc; r++) {
     ch[r].rank = r;
@@ -104,12 +140,8 @@ static int start_group(const rt_launch_opts *o, int attempt, const char *rdzv, c
       setpgid(0, 0);
       signal(SIGINT, SIG_DFL);
       signal(SIGTERM, SIG_DFL);
-      char addr[64] = "127.0.0.1";
-      if (o->n_hosts) {
-        if (enter_netns(o->hosts[r / per_host]) != 0)
-          _exit(3);
-        rt_local_addr(addr, sizeof addr);
-      }
+      if (o->n_hosts && enter_netns(o->hosts[r / per_host]) != 0)
+        _exit(3);
       set_env_int("RANK", r);
       set_env_int("WORLD_SIZE", o->nproc);
       set_env_int("LOCAL_RANK", r % per_host);
@@ -118,10 +150,9 @@ static int start_group(const rt_launch_opts *o, int attempt, const char *rdzv, c
       set_env_int("DDPSIM_RESTART_COUNT", attempt);
       set_env_int("TORCHELASTIC_RESTART_COUNT", attempt);
       set_env_int("MASTER_PORT", o->master_port > 0 ? o->master_port : DEFAULT_MASTER_PORT);
-      if (!getenv("MASTER_ADDR") || o->n_hosts)
-        setenv("MASTER_ADDR", o->n_hosts ? "(see DDPSIM_RDZV)" : "127.0.0.1", 1);
+      setenv("MASTER_ADDR", o->n_hosts ? addr[0] : "127.0.0.1", 1);
       setenv("DDPSIM_RDZV", rdzv, 1);
-      setenv("DDPSIM_BIND_ADDR", addr, 1);
+      setenv("DDPSIM_BIND_ADDR", o->n_hosts ? addr[r / per_host] : "127.0.0.1", 1);
       execvp(o->argv[0], o->argv);
       fprintf(stderr, "ddpsim launch: cannot run '%s': %s\n", o->argv[0], strerror(errno));
       _exit(127);
@@ -193,6 +224,13 @@ int rt_launch_run(const rt_launch_opts *o, rt_launch_result *res) {
   sigaction(SIGTERM, &sa, &old_term);
   got_signal = 0;
   int rc = 0;
+  char (*addr)[64] = calloc((size_t)(o->n_hosts ? o->n_hosts : 1), sizeof *addr);
+  if (!addr || (o->n_hosts && (rc = host_addrs(o, addr)) != 0)) {
+    if (!addr)
+      rc = core_err_set(CORE_ENOMEM, "out of memory");
+    res->exit_code = rc == CORE_EUSAGE ? 2 : 1;
+    goto out;
+  }
 
   for (int attempt = 0;; attempt++) {
     char rdzv[4200];
@@ -200,7 +238,7 @@ int rt_launch_run(const rt_launch_opts *o, rt_launch_result *res) {
     if ((rc = core_mkdirs(rdzv)) != 0)
       break;
     res->attempts = attempt + 1;
-    if ((rc = start_group(o, attempt, rdzv, ch)) != 0) {
+    if ((rc = start_group(o, attempt, rdzv, addr, ch)) != 0) {
       stop_group(o, ch);
       break;
     }
@@ -262,6 +300,7 @@ int rt_launch_run(const rt_launch_opts *o, rt_launch_result *res) {
       fprintf(stderr, "ddpsim launch: restarting the group (restart %d of %d)\n", attempt + 1, o->max_restarts);
   }
 out:
+  free(addr);
   sigaction(SIGINT, &old_int, NULL);
   sigaction(SIGTERM, &old_term, NULL);
   free(ch);
