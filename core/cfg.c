@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* core_cfg embeds config_t first, so a setting's config pointer leads back to
  * the file name even for text parsed from memory (libconfig records no file
@@ -43,6 +44,32 @@ static int parse_error(core_cfg *c, const char *what) {
   return code;
 }
 
+/* libconfig 1.5's scanner exits the process when it cannot read its input,
+ * and an @include line makes it open whatever path the file names (a
+ * directory, a device). So files are read into memory here, as regular files
+ * only, and may not include others (nothing in ddpsim uses @include; the
+ * scanner takes it at the start of a line only). */
+static int parse_text(core_cfg *c, const char *text, const char *what) {
+  int line = 1;
+  for (const char *p = text;; line++) {
+    const char *q = p + strspn(p, " \t");
+    if (strncmp(q, "@include", 8) == 0)
+      return core_err_set(CORE_EINVAL, "%s:%d: %s file uses @include, which ddpsim does not support; put the settings into the file itself",
+                          c->path, line, what);
+    const char *nl = strchr(p, '\n');
+    if (!nl)
+      break;
+    p = nl + 1;
+  }
+  config_init(&c->cfg);
+  c->loaded = 1;
+  /* config_read_string keeps no file name for its settings; setting_file()
+   * falls back to c->path, which is this file. */
+  if (config_read_string(&c->cfg, text) != CONFIG_TRUE)
+    return parse_error(c, what);
+  return 0;
+}
+
 int core_cfg_load(core_cfg *c, const char *path, const char *what) {
   memset(c, 0, sizeof *c);
   if (strlen(path) >= sizeof c->path)
@@ -54,27 +81,54 @@ int core_cfg_load(core_cfg *c, const char *path, const char *what) {
     return core_err_set(errno == ENOENT ? CORE_EINVAL : CORE_EIO,
                         "cannot open %s file '%s': %s (check the path)", what, path,
                         strerror(errno));
-  config_init(&c->cfg);
-  c->loaded = 1;
-  config_set_include_dir(&c->cfg, c->dir);
-  /* config_read keeps no file name for its settings; setting_file() falls back
-   * to c->path, which is this file. */
-  int ok = config_read(&c->cfg, f);
+  struct stat st;
+  if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+    fclose(f);
+    return core_err_set(CORE_EINVAL, "cannot read %s file '%s': not a regular file (check the path)",
+                        what, path);
+  }
+  size_t cap = (size_t)st.st_size + 1, n = 0;
+  char *text = malloc(cap);
+  while (text) {
+    n += fread(text + n, 1, cap - n, f);
+    if (n < cap || ferror(f))
+      break;
+    char *more = realloc(text, cap * 2); /* the file grew since fstat */
+    if (!more) {
+      free(text);
+      text = NULL;
+      break;
+    }
+    text = more;
+    cap *= 2;
+  }
+  int err = ferror(f) ? (errno ? errno : EIO) : 0;
   fclose(f);
-  if (ok != CONFIG_TRUE)
-    return parse_error(c, what);
-  return 0;
+  if (!text)
+    return core_err_set(CORE_ENOMEM, "out of memory reading %s file '%s'", what, path);
+  if (err) {
+    free(text);
+    return core_err_errno(err, "cannot read %s file '%s'", what, path);
+  }
+  text[n] = '\0';
+  int rc;
+  const char *nul = memchr(text, '\0', n);
+  if (nul) {
+    int line = 1;
+    for (const char *p = text; p < nul; p++)
+      line += *p == '\n';
+    rc = core_err_set(CORE_EINVAL, "%s:%d: %s file holds a NUL byte; is it a text file?", path, line, what);
+  } else
+    rc = parse_text(c, text, what);
+  free(text);
+  return rc;
 }
 
 int core_cfg_load_string(core_cfg *c, const char *text, const char *name, const char *what) {
   memset(c, 0, sizeof *c);
   snprintf(c->path, sizeof c->path, "%s", name);
   set_dir(c);
-  config_init(&c->cfg);
-  c->loaded = 1;
-  if (config_read_string(&c->cfg, text) != CONFIG_TRUE)
-    return parse_error(c, what);
-  return 0;
+  return parse_text(c, text, what);
 }
 
 void core_cfg_free(core_cfg *c) {

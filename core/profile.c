@@ -120,9 +120,12 @@ static int parse_rate(const config_setting_t *e, core_profile *p) {
   if (nx != ny)
     return core_err_set(CORE_EINVAL, "%s: gemm_flops has %d values but tflops has %d; they pair up one to one",
                         core_cfg_where(e, w, sizeof w), nx, ny);
+  /* Rates are interpolated in log(size) (core_profile_flops), and GSL aborts
+   * the process on x values that are not strictly increasing: sizes so close
+   * that their logarithms are equal are not ascending either. */
   for (int i = 1; i < nx; i++)
-    if (!(r->gemm_flops[i] > r->gemm_flops[i - 1]))
-      return core_err_set(CORE_EINVAL, "%s: gemm_flops must be strictly ascending (value %d is %g after %g)",
+    if (!(log(r->gemm_flops[i]) > log(r->gemm_flops[i - 1])))
+      return core_err_set(CORE_EINVAL, "%s: gemm_flops must be strictly ascending (value %d is %.17g after %.17g)",
                           core_cfg_where(e, w, sizeof w), i, r->gemm_flops[i], r->gemm_flops[i - 1]);
   r->n = nx;
   r->present = 1;

@@ -133,7 +133,7 @@ int sim_engine_push(sim_engine *e, sim_time t, sim_handler h, void *ctx, uint64_
 
 int sim_engine_cancel(sim_engine *e, sim_event_id id) {
   uint32_t s = (uint32_t)(id & SLOT_MASK);
-  if (s >= e->n_slots || e->slots[s].w != id || e->slots[s].cancelled)
+  if (s >= e->n_slots || e->slots[s].w == 0 || e->slots[s].w != id || e->slots[s].cancelled)
     return core_err_set(CORE_EINVAL, "event %llu is not pending (already run or cancelled)",
                         (unsigned long long)id);
   e->slots[s].cancelled = 1;

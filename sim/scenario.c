@@ -153,7 +153,8 @@ static int cross_check(sim_scenario *s, const config_setting_t *root) {
                                                    : "segmented_ring, gloo_ring, ring_chunked, halving_doubling, bcube, hierarchical");
     int need_intra = 0, need_inter_profile = 0;
     for (int i = 0; i < s->n[SIM_DIM_PER_NODE]; i++)
-      need_intra |= s->per_node[i] > 1;
+      if (!need_intra && s->per_node[i] > 1)
+        need_intra = (int)s->per_node[i]; /* the first value that needs it, for the message */
     for (int i = 0; i < s->n_networks; i++)
       need_inter_profile |= s->networks[i].from_profile;
     int multi_node = 0;
@@ -161,7 +162,7 @@ static int cross_check(sim_scenario *s, const config_setting_t *root) {
       multi_node |= s->nodes[i] > 1;
     if (need_intra && !core_profile_allreduce(p, sim_backend_name(be), "intra"))
       return core_err_set(CORE_EINVAL, "%s: %d devices per node need an intra-node allreduce measurement for %s, and profile '%s' has none; calibrate with several ranks per node, or use devices_per_node = 1",
-                          where(pn ? pn : root, w), (int)s->per_node[0], sim_backend_name(be), s->profile_path);
+                          where(pn ? pn : root, w), need_intra, sim_backend_name(be), s->profile_path);
     if (need_inter_profile && multi_node && !core_profile_allreduce(p, sim_backend_name(be), "inter"))
       return core_err_set(CORE_EINVAL, "%s: a network with from_profile = true needs an inter-node allreduce measurement for %s, and profile '%s' has none; calibrate across nodes, or give the network's gbps and latency_us",
                           where(nd ? nd : root, w), sim_backend_name(be), s->profile_path);
@@ -200,9 +201,14 @@ static int parse(sim_scenario *s) {
   /* Default name: the file's base name without .cfg. */
   const char *base = strrchr(s->path, '/');
   base = base ? base + 1 : s->path;
-  snprintf(s->name, sizeof s->name, "%.*s", (int)(strcspn(base, ".")), base);
-  if ((rc = core_cfg_string(root, "name", 0, s->name, NULL, &str)) != 0)
+  /* The default goes through a copy: printing s->name into itself overlaps. */
+  char def_name[sizeof s->name];
+  snprintf(def_name, sizeof def_name, "%.*s", (int)(strcspn(base, ".")), base);
+  if ((rc = core_cfg_string(root, "name", 0, def_name, NULL, &str)) != 0)
     return rc;
+  if (strchr(str, '/'))
+    return core_err_set(CORE_EINVAL, "%s: scenario name \"%s\" names the CSV file, so it must not contain '/'",
+                        where(config_setting_get_member(root, "name"), w), str);
   snprintf(s->name, sizeof s->name, "%s", str);
   if ((rc = core_cfg_string(root, "description", 0, "", NULL, &str)) != 0)
     return rc;
@@ -343,12 +349,14 @@ static int parse(sim_scenario *s) {
   }
 
   /* Output. */
-  snprintf(s->csv_name, sizeof s->csv_name, "%s.csv", s->name);
+  char def_csv[sizeof s->csv_name];
+  snprintf(def_csv, sizeof def_csv, "%s.csv", s->name);
+  snprintf(s->csv_name, sizeof s->csv_name, "%s", def_csv);
   if ((rc = core_cfg_group(root, "output", 0, &g)) != 0)
     return rc;
   if (g) {
     if ((rc = core_cfg_check_keys(g, out_keys, "output")) != 0 ||
-        (rc = core_cfg_string(g, "csv", 0, s->csv_name, NULL, &str)) != 0)
+        (rc = core_cfg_string(g, "csv", 0, def_csv, NULL, &str)) != 0)
       return rc;
     if (strchr(str, '/') || strlen(str) >= sizeof s->csv_name)
       return core_err_set(CORE_EINVAL, "%s: output csv \"%s\" must be a plain file name (the directory comes from -o)",

@@ -1,0 +1,241 @@
+#!/usr/bin/env bash
+# Integration test of the ddpsim command line: help and version, usage
+# errors, `simulate` on the shipped study (CSV columns and row count), the
+# trace JSON, determinism (same seed, same bytes; other seed, other bytes;
+# any number of jobs) and sharding (the shards' rows are the whole study's).
+#
+#   test_cli.sh DDPSIM_BINARY SOURCE_DIR WORK_DIR
+set -u
+
+bin=${1:?usage: test_cli.sh DDPSIM_BINARY SOURCE_DIR WORK_DIR}
+src=${2:?source dir}
+work=${3:?work dir}
+
+rm -rf "$work"
+mkdir -p "$work"
+failures=0
+checks=0
+
+fail() {
+  echo "FAIL: $*" >&2
+  failures=$((failures + 1))
+}
+
+# run NAME ARGS...: runs the binary, keeps stdout/stderr in $work/NAME.{out,err}
+# and the exit status in $status.
+run() {
+  local name=$1
+  shift
+  "$bin" "$@" >"$work/$name.out" 2>"$work/$name.err"
+  status=$?
+}
+
+expect_status() { # NAME WANT
+  checks=$((checks + 1))
+  [ "$status" -eq "$2" ] || fail "$1: exit status $status, expected $2 (stderr: $(head -c 400 "$work/$1.err"))"
+}
+
+expect_in() { # NAME out|err TEXT
+  checks=$((checks + 1))
+  grep -qF -- "$3" "$work/$1.$2" || fail "$1: std$2 lacks '$3' (got: $(head -c 400 "$work/$1.$2"))"
+}
+
+# --- help and version -----------------------------------------------------------
+run help --help
+expect_status help 0
+expect_in help out simulate
+expect_in help out plot
+expect_in help out "Exit status"
+
+run help_short -h
+expect_status help_short 0
+expect_in help_short out simulate
+
+run version --version
+expect_status version 0
+checks=$((checks + 1))
+grep -qE '^ddpsim [0-9]+\.[0-9]+\.[0-9]+$' "$work/version.out" || fail "version: '$(cat "$work/version.out")' is not 'ddpsim X.Y.Z'"
+
+run help_simulate help simulate
+expect_status help_simulate 0
+expect_in help_simulate out "Usage: ddpsim simulate SCENARIO"
+expect_in help_simulate out "--shard"
+expect_in help_simulate out "--seed"
+
+run help_plot help plot
+expect_status help_plot 0
+expect_in help_plot out "Usage: ddpsim plot"
+
+run simulate_help simulate --help
+expect_status simulate_help 0
+expect_in simulate_help out "Usage: ddpsim simulate"
+
+# --- usage errors: exit 2 and a pointer to the help -------------------------
+# Unknown command: the pointer is to the command list (`ddpsim --help`), as
+# `ddpsim help` with no command prints it.
+run unknown_cmd frobnicate
+expect_status unknown_cmd 2
+expect_in unknown_cmd err frobnicate
+checks=$((checks + 1))
+grep -qE "ddpsim (--)?help" "$work/unknown_cmd.err" || fail "unknown_cmd: no pointer to ddpsim help"
+
+run no_args
+expect_status no_args 2
+expect_in no_args err "Usage: ddpsim COMMAND"
+
+run help_unknown help frobnicate
+expect_status help_unknown 2
+checks=$((checks + 1))
+grep -qE "ddpsim (--)?help" "$work/help_unknown.err" || fail "help_unknown: no pointer to ddpsim help"
+
+run unknown_opt simulate --frobnicate "$src/scenarios/gigabit-vs-ib.cfg"
+expect_status unknown_opt 2
+expect_in unknown_opt err "unknown option '--frobnicate'"
+expect_in unknown_opt err "ddpsim help simulate"
+
+run missing_arg simulate
+expect_status missing_arg 2
+expect_in missing_arg err "missing SCENARIO"
+expect_in missing_arg err "ddpsim help simulate"
+
+run missing_value simulate "$src/scenarios/gigabit-vs-ib.cfg" --jobs
+expect_status missing_value 2
+expect_in missing_value err "needs a value"
+expect_in missing_value err "ddpsim help simulate"
+
+run two_files simulate "$src/scenarios/gigabit-vs-ib.cfg" "$src/tests/data/mlp-test.cfg"
+expect_status two_files 2
+expect_in two_files err "ddpsim help simulate"
+
+run bad_jobs simulate "$src/scenarios/gigabit-vs-ib.cfg" --jobs 0 -o "$work/never"
+expect_status bad_jobs 2
+expect_in bad_jobs err "--jobs"
+
+run bad_shard simulate "$src/scenarios/gigabit-vs-ib.cfg" --shard 2/2 -o "$work/never"
+expect_status bad_shard 2
+expect_in bad_shard err "--shard"
+
+run bad_seed simulate "$src/scenarios/gigabit-vs-ib.cfg" --seed 12x -o "$work/never"
+expect_status bad_seed 2
+checks=$((checks + 1))
+[ ! -e "$work/never" ] || fail "a usage error created the output directory"
+
+run missing_file simulate "$work/no-such-scenario.cfg" -o "$work/never"
+expect_status missing_file 3
+expect_in missing_file err "no-such-scenario.cfg"
+
+# --- simulate the shipped study ----------------------------------------------
+columns="model,nodes,gpus_per_node,gpus,network,backend,bucket_cap_mb,step_s,compute_s,comm_s,exposed_comm_s,samples_per_s,scaling_eff"
+run gig simulate "$src/scenarios/gigabit-vs-ib.cfg" -o "$work/gig" --trace "$work/gig/trace.json"
+expect_status gig 0
+csv="$work/gig/gigabit-vs-ib.csv"
+checks=$((checks + 1))
+if [ ! -s "$csv" ]; then
+  fail "gig: no CSV at $csv"
+else
+  header=$(head -n 1 "$csv")
+  IFS=, read -r -a have <<<"$header"
+  IFS=, read -r -a want <<<"$columns"
+  for c in "${want[@]}"; do
+    checks=$((checks + 1))
+    found=0
+    for h in "${have[@]}"; do [ "$h" = "$c" ] && found=1; done
+    [ $found -eq 1 ] || fail "gig: CSV header lacks column '$c' (header: $header)"
+  done
+  # 2 models x 4 networks x 2 backends x 7 node counts.
+  rows=$(($(wc -l <"$csv") - 1))
+  checks=$((checks + 1))
+  [ "$rows" -eq 112 ] || fail "gig: $rows data rows, expected 112"
+  # ...and they are 112 different points, every row as wide as the header.
+  checks=$((checks + 1))
+  distinct=$(python3 - "$csv" <<'EOF'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+width_ok = all(None not in r and None not in r.values() for r in rows)
+keys = {(r["model"], r["network"], r["backend"], r["nodes"]) for r in rows}
+print(len(keys) if width_ok else -1)
+EOF
+)
+  [ "$distinct" = 112 ] || fail "gig: $distinct distinct (model, network, backend, nodes) points, expected 112"
+fi
+# The trace: valid JSON with traceEvents.
+checks=$((checks + 1))
+if ! python3 -m json.tool "$work/gig/trace.json" >/dev/null 2>"$work/json.err"; then
+  fail "trace: not valid JSON: $(head -c 300 "$work/json.err")"
+fi
+checks=$((checks + 1))
+grep -q '"traceEvents"' "$work/gig/trace.json" || fail "trace: no traceEvents"
+checks=$((checks + 1))
+python3 - "$work/gig/trace.json" <<'EOF' || fail "trace: no complete (X) events with ts and dur"
+import json, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+x = [e for e in ev if e.get("ph") == "X"]
+sys.exit(0 if x and all("ts" in e and "dur" in e and e["dur"] >= 0 for e in x) else 1)
+EOF
+
+# --- determinism ------------------------------------------------------------------
+jit="$src/tests/data/jitter-test.cfg"
+for r in a b; do
+  run "seed5_$r" simulate "$jit" --seed 5 -o "$work/seed5_$r" -q
+  expect_status "seed5_$r" 0
+done
+run seed6 simulate "$jit" --seed 6 -o "$work/seed6" -q
+expect_status seed6 0
+run jobs1 simulate "$jit" --seed 5 --jobs 1 -o "$work/jobs1" -q
+expect_status jobs1 0
+run jobs2 simulate "$jit" --seed 5 --jobs 2 -o "$work/jobs2" -q
+expect_status jobs2 0
+checks=$((checks + 1))
+cmp -s "$work/seed5_a/jitter-test.csv" "$work/seed5_b/jitter-test.csv" ||
+  fail "determinism: two runs with --seed 5 differ"
+checks=$((checks + 1))
+cmp -s "$work/jobs1/jitter-test.csv" "$work/jobs2/jitter-test.csv" ||
+  fail "determinism: --jobs 1 and --jobs 2 differ"
+checks=$((checks + 1))
+cmp -s "$work/jobs1/jitter-test.csv" "$work/seed5_a/jitter-test.csv" ||
+  fail "determinism: --jobs 1 differs from the default number of jobs"
+checks=$((checks + 1))
+if cmp -s "$work/seed5_a/jitter-test.csv" "$work/seed6/jitter-test.csv"; then
+  fail "determinism: --seed 5 and --seed 6 give the same CSV (is the jitter used?)"
+fi
+# The seed in the file is the default: no --seed equals --seed 7 (jitter-test.cfg).
+run seed_default simulate "$jit" -o "$work/seed_default" -q
+run seed7 simulate "$jit" --seed 7 -o "$work/seed7" -q
+checks=$((checks + 1))
+cmp -s "$work/seed_default/jitter-test.csv" "$work/seed7/jitter-test.csv" ||
+  fail "determinism: the scenario's seed 7 and --seed 7 differ"
+
+# --- sharding ------------------------------------------------------------------------
+run shard0 simulate "$jit" --seed 5 --shard 0/2 -o "$work/shards" -q
+expect_status shard0 0
+run shard1 simulate "$jit" --seed 5 --shard 1/2 -o "$work/shards" -q
+expect_status shard1 0
+s0="$work/shards/jitter-test.shard-0-of-2.csv"
+s1="$work/shards/jitter-test.shard-1-of-2.csv"
+whole="$work/seed5_a/jitter-test.csv"
+checks=$((checks + 1))
+if [ ! -s "$s0" ] || [ ! -s "$s1" ]; then
+  fail "shards: missing $s0 or $s1"
+else
+  # Shard 0 carries the header, shard 1 only rows, so they concatenate.
+  checks=$((checks + 1))
+  [ "$(head -n 1 "$s0")" = "$(head -n 1 "$whole")" ] || fail "shards: shard 0 has no header"
+  checks=$((checks + 1))
+  ! grep -q '^model,' "$s1" || fail "shards: shard 1 repeats the header"
+  cat "$s0" "$s1" >"$work/shards/concat.csv"
+  checks=$((checks + 1))
+  if ! diff <(sort "$work/shards/concat.csv") <(sort "$whole") >"$work/shards/diff.txt"; then
+    fail "shards: concatenated shards differ from the whole study as a multiset of rows ($(head -c 400 "$work/shards/diff.txt"))"
+  fi
+  # Both shards hold rows (the split is real).
+  checks=$((checks + 1))
+  [ "$(wc -l <"$s1")" -gt 0 ] && [ "$(wc -l <"$s0")" -gt 1 ] || fail "shards: one shard is empty"
+fi
+
+# --- no temp files left behind ------------------------------------------------------
+checks=$((checks + 1))
+left=$(find "$work" -name '*.tmp.*' | head -n 3)
+[ -z "$left" ] || fail "temp files left behind: $left"
+
+echo "test_cli: $checks checks, $failures failures"
+[ "$failures" -eq 0 ]

@@ -1,0 +1,881 @@
+/* Collective cost models (sim/collective.h) and the step simulation
+ * (sim/step.h, sim/predict.h).
+ *
+ * The closed-form test: with one bucket and overlap off, the simulated
+ * allreduce time equals the closed-form cost of reference/cost-models.md to
+ * rounding, for ring, tree and hierarchical. The formulas below are written
+ * out here from the reference, not taken from sim/:
+ *   ring (MPICH, Thakur et al.)   2(p-1)a + 2n(p-1)/p b + n(p-1)/p g
+ *   NCCL tree (tuning.cc)         2((g-1)a_intra + ceil(lg N) a_inter) + 2n b / 0.92
+ *   hierarchical                  2(g-1)a_l + 2n(g-1)/g b_l + n(g-1)/g g
+ *                                 + 2(N-1)a_g + 2(n/g)(N-1)/N b_g + (n/g)(N-1)/N g
+ * A network of gbps Gb/s at efficiency e carries gbps*1e9/8*e bytes/s; a
+ * profile's ring allreduce fit at p ranks (T = alpha + S/algbw) gives the
+ * per-link figures the way nccl-tests defines bus bandwidth: a_link =
+ * alpha / (2(p-1)), b_link = 1 / (algbw * 2(p-1)/p). NCCL reduces on the GPU
+ * inside its pipelined kernels (g = 0); Gloo reduces on the host at the
+ * profile's host.reduce_GBps, and stages GPU tensors through host memory
+ * (down and back up: 2n / host_link). "To rounding": the engine keeps time
+ * in integer nanoseconds, so step_s - compute_s may differ from the formula
+ * by a nanosecond or so; the scenarios are sized so that the collective takes
+ * seconds and the relative error bound of 1e-9 covers that. */
+#include "sim/collective.h"
+#include "sim/predict.h"
+#include "sim/scenario.h"
+#include "sim/step.h"
+
+#include "core/err.h"
+#include "core/profile.h"
+
+#include "testutil.h"
+
+#include <CUnit/CUnit.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* --- figures of the test fixtures (tests/data/gpu-test.cfg, cpu-test.cfg,
+ * big-test.cfg), written down by hand ------------------------------------- */
+
+/* big-test.cfg: 60e6 + 40e6 parameters, fp32 gradients. */
+#define BIG_PARAMS 1e8
+#define BIG_BYTES (BIG_PARAMS * 4.0)
+/* Forward FLOPs per sample of layers a and b; backward is twice the
+ * forward, except for the first layer, whose input needs no gradient, so
+ * autograd computes only its weight gradient (core/model.h). */
+#define BIG_FWD_FLOPS 2e8
+#define BIG_BWD_FLOPS (1e8 * 1.0 + 1e8 * 2.0)
+
+/* gpu-test.cfg */
+#define GPU_FP32_FLOPS 10e12
+#define GPU_MEM_BPS 1000e9
+#define GPU_HOST_LINK_BPS 20e9
+#define GPU_REDUCE_BPS 8e9
+#define GPU_INTRA_P 4
+#define GPU_INTRA_ALPHA_FIT 30e-6
+#define GPU_INTRA_ALGBW 100e9
+#define GPU_GLOO_INTRA_ALPHA_FIT 300e-6
+#define GPU_GLOO_INTRA_ALGBW 4e9
+
+/* cpu-test.cfg: intra gloo segmented ring at 2 ranks, alpha of the first
+ * fit (small messages) 20 us, algbw of the last (large) 2 GB/s. */
+#define CPU_INTRA_P 2
+#define CPU_INTRA_ALPHA_FIT 20e-6
+#define CPU_INTRA_ALGBW 2e9
+#define CPU_REDUCE_BPS 5e9
+
+static double link_alpha(double alpha_fit, int p) { return alpha_fit / (2.0 * (p - 1)); }
+static double link_beta(double algbw, int p) { return 1.0 / (algbw * 2.0 * (p - 1) / p); }
+static double flow_beta(double gbps, double eff) { return 1.0 / (gbps * 1e9 / 8.0 * eff); }
+
+static double ring_cost(int p, double a, double b, double g, double n) {
+  return 2.0 * (p - 1) * a + 2.0 * n * (p - 1) / p * b + n * (p - 1) / p * g;
+}
+
+static int ceil_lg(int N) {
+  int k = 0;
+  while ((1 << k) < N)
+    k++;
+  return k;
+}
+
+static double nccl_tree_cost(int g, int N, double a_intra, double a_inter, double b, double n) {
+  return 2.0 * ((g - 1) * a_intra + ceil_lg(N) * a_inter) + 2.0 * n * b / 0.92;
+}
+
+static double hier_cost(int g, int N, double al, double bl, double ag, double bg, double gam,
+                        double n) {
+  double T = 0;
+  if (g > 1)
+    T += 2.0 * (g - 1) * al + 2.0 * n * (g - 1) / g * bl + n * (g - 1) / g * gam;
+  if (N > 1) {
+    double m = n / g;
+    T += 2.0 * (N - 1) * ag + 2.0 * m * (N - 1) / N * bg + m * (N - 1) / N * gam;
+  }
+  return T;
+}
+
+static double rel_err(double got, double want) {
+  return fabs(got - want) / (fabs(want) > 0 ? fabs(want) : 1.0);
+}
+
+/* --- loading scenarios and running points --------------------------------- */
+
+static sim_scenario *load(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static sim_scenario *load(const char *fmt, ...) {
+  static char text[16384];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(text, sizeof text, fmt, ap);
+  va_end(ap);
+  sim_scenario *s = NULL;
+  int rc = sim_scenario_load_string(text, TU_DATA("inline-test.cfg"), &s);
+  if (rc) {
+    fprintf(stderr, "\nscenario did not load: %s\n%s\n", core_err_msg(), text);
+    return NULL;
+  }
+  return s;
+}
+
+static int run_point(const sim_scenario *s, long idx, sim_point_result *r) {
+  sim_engine *e;
+  if (sim_engine_new(&e))
+    return -1;
+  sim_point p;
+  sim_scenario_point(s, idx, &p);
+  int rc = sim_predict_point(s, &p, e, NULL, 0, r);
+  if (rc)
+    fprintf(stderr, "\npoint %ld failed: %s\n", idx, core_err_msg());
+  sim_engine_free(e);
+  return rc;
+}
+
+/* One bucket, overlap off, a network of 1 Gb/s (0.5 for the slow cases) at
+ * efficiency 1 so the bytes per second are round. */
+#define ONE_BUCKET_DDP "bucket_cap_mb = 100000.0; first_bucket_mb = 100000.0; overlap = false;"
+
+/* Check a point's communication against the closed form, to rounding. */
+static void check_closed_form(const sim_point_result *r, double want, const char *what) {
+  double e1 = rel_err(r->comm_s, want);
+  double e2 = rel_err(r->step_s - r->compute_s, want);
+  double e3 = rel_err(r->exposed_comm_s, want);
+  if (!(r->n_buckets == 1 && e1 < 1e-9 && e2 < 1e-9 && e3 < 1e-9))
+    fprintf(stderr, "\n%s, %d x %d: buckets %d, comm %.12g step-compute %.12g want %.12g (rel %.3g %.3g)\n",
+            what, r->pt.nodes, r->pt.per_node, r->n_buckets, r->comm_s, r->step_s - r->compute_s,
+            want, e1, e2);
+  CU_ASSERT_EQUAL(r->n_buckets, 1);
+  CU_ASSERT(e1 < 1e-9);
+  CU_ASSERT(e2 < 1e-9);
+  CU_ASSERT(e3 < 1e-9);
+  CU_ASSERT_STRING_EQUAL(r->status, "ok");
+  /* The check is not vacuous: the collective is seconds long. */
+  CU_ASSERT(want > 1.0);
+}
+
+static void test_closed_form_nccl_ring(void) {
+  const double gbps = 1.0, lat_us = 50.0;
+  sim_scenario *s = load(
+      "profile = \"gpu-test.cfg\"; model = \"big-test.cfg\";\n"
+      "training = { batch = 8; precision = \"fp32\"; };\n"
+      "cluster = { nodes = [2, 3, 4, 5, 8, 13]; devices_per_node = 1; };\n"
+      "networks = ( { name = \"n\"; gbps = %g; latency_us = %g; efficiency = 1.0; } );\n"
+      "ddp = { backend = \"nccl\"; algorithm = \"ring\"; " ONE_BUCKET_DDP " };\n"
+      "simulation = { steps = 2; };\n",
+      gbps, lat_us);
+  CU_ASSERT_FATAL(s != NULL);
+  CU_ASSERT_EQUAL(sim_scenario_points(s), 6);
+  for (long i = 0; i < sim_scenario_points(s); i++) {
+    sim_point_result r;
+    CU_ASSERT_FATAL(run_point(s, i, &r) == 0);
+    int p = r.pt.nodes;
+    double want = ring_cost(p, lat_us * 1e-6, flow_beta(gbps, 1.0), 0.0, BIG_BYTES);
+    check_closed_form(&r, want, "nccl ring");
+  }
+  sim_scenario_free(s);
+}
+
+static void test_closed_form_nccl_tree(void) {
+  const double gbps = 1.0, lat_us = 40.0;
+  sim_scenario *s = load(
+      "profile = \"gpu-test.cfg\"; model = \"big-test.cfg\";\n"
+      "training = { batch = 8; };\n"
+      "cluster = { nodes = [2, 3, 4, 5, 8, 9, 16]; devices_per_node = 1; };\n"
+      "networks = ( { name = \"n\"; gbps = %g; latency_us = %g; efficiency = 1.0; } );\n"
+      "ddp = { backend = \"nccl\"; algorithm = \"tree\"; " ONE_BUCKET_DDP " };\n"
+      "simulation = { steps = 2; };\n",
+      gbps, lat_us);
+  CU_ASSERT_FATAL(s != NULL);
+  for (long i = 0; i < sim_scenario_points(s); i++) {
+    sim_point_result r;
+    CU_ASSERT_FATAL(run_point(s, i, &r) == 0);
+    double want = nccl_tree_cost(1, r.pt.nodes, 0.0, lat_us * 1e-6, flow_beta(gbps, 1.0), BIG_BYTES);
+    check_closed_form(&r, want, "nccl tree");
+  }
+  sim_scenario_free(s);
+}
+
+static void test_closed_form_nccl_hierarchical(void) {
+  /* 4 devices per node, 4 NICs per node: each local rank has its own NIC, so
+   * the g concurrent inter-node allreduces each get a full flow. */
+  const double gbps = 0.5, lat_us = 25.0;
+  sim_scenario *s = load(
+      "profile = \"gpu-test.cfg\"; model = \"big-test.cfg\";\n"
+      "training = { batch = 8; };\n"
+      "cluster = { nodes = [1, 2, 3, 4, 7]; devices_per_node = 4; };\n"
+      "networks = ( { name = \"n\"; gbps = %g; latency_us = %g; nics_per_node = 4; efficiency = 1.0; } );\n"
+      "ddp = { backend = \"nccl\"; algorithm = \"hierarchical\"; " ONE_BUCKET_DDP " };\n"
+      "simulation = { steps = 2; };\n",
+      gbps, lat_us);
+  CU_ASSERT_FATAL(s != NULL);
+  double al = link_alpha(GPU_INTRA_ALPHA_FIT, GPU_INTRA_P);
+  double bl = link_beta(GPU_INTRA_ALGBW, GPU_INTRA_P);
+  for (long i = 0; i < sim_scenario_points(s); i++) {
+    sim_point_result r;
+    CU_ASSERT_FATAL(run_point(s, i, &r) == 0);
+    double want = hier_cost(4, r.pt.nodes, al, bl, lat_us * 1e-6, flow_beta(gbps, 1.0), 0.0, BIG_BYTES);
+    if (r.pt.nodes == 1) {
+      /* Inside one node the whole thing takes milliseconds: the nanosecond
+       * grid is too coarse for 1e-9, so check comm_s only. */
+      CU_ASSERT(rel_err(r.comm_s, want) < 1e-12);
+      CU_ASSERT(fabs((r.step_s - r.compute_s) - want) < 2e-9);
+      continue;
+    }
+    check_closed_form(&r, want, "nccl hierarchical");
+  }
+  sim_scenario_free(s);
+}
+
+static void test_closed_form_gloo_ring_cpu(void) {
+  /* Gloo reduces on the host: the g term applies, g = 1 / host.reduce_GBps. */
+  const double gbps = 1.0, lat_us = 60.0;
+  sim_scenario *s = load(
+      "profile = \"cpu-test.cfg\"; model = \"big-test.cfg\";\n"
+      "training = { batch = 8; };\n"
+      "cluster = { nodes = [2, 3, 4, 6]; devices_per_node = 1; };\n"
+      "networks = ( { name = \"n\"; gbps = %g; latency_us = %g; efficiency = 1.0; } );\n"
+      "ddp = { backend = \"gloo\"; algorithm = [\"segmented_ring\", \"auto\"]; " ONE_BUCKET_DDP " };\n"
+      "simulation = { steps = 2; };\n",
+      gbps, lat_us);
+  CU_ASSERT_FATAL(s != NULL);
+  CU_ASSERT_EQUAL(sim_scenario_points(s), 8);
+  for (long i = 0; i < sim_scenario_points(s); i++) {
+    sim_point_result r;
+    CU_ASSERT_FATAL(run_point(s, i, &r) == 0);
+    double want = ring_cost(r.pt.nodes, lat_us * 1e-6, flow_beta(gbps, 1.0), 1.0 / CPU_REDUCE_BPS,
+                            BIG_BYTES);
+    check_closed_form(&r, want, "gloo ring (cpu)");
+  }
+  sim_scenario_free(s);
+}
+
+static void test_closed_form_gloo_ring_gpu(void) {
+  /* Gloo on GPUs: the same ring plus staging through pinned host memory,
+   * device to host and back, 2n / host_link. */
+  const double gbps = 1.0, lat_us = 60.0;
+  sim_scenario *s = load(
+      "profile = \"gpu-test.cfg\"; model = \"big-test.cfg\";\n"
+      "training = { batch = 8; };\n"
+      "cluster = { nodes = [2, 5]; devices_per_node = 1; };\n"
+      "networks = ( { name = \"n\"; gbps = %g; latency_us = %g; efficiency = 1.0; } );\n"
+      "ddp = { backend = \"gloo\"; " ONE_BUCKET_DDP " };\n"
+      "simulation = { steps = 2; };\n",
+      gbps, lat_us);
+  CU_ASSERT_FATAL(s != NULL);
+  for (long i = 0; i < sim_scenario_points(s); i++) {
+    sim_point_result r;
+    CU_ASSERT_FATAL(run_point(s, i, &r) == 0);
+    double want = ring_cost(r.pt.nodes, lat_us * 1e-6, flow_beta(gbps, 1.0), 1.0 / GPU_REDUCE_BPS,
+                            BIG_BYTES) +
+                  2.0 * BIG_BYTES / GPU_HOST_LINK_BPS;
+    check_closed_form(&r, want, "gloo ring (gpu)");
+  }
+  sim_scenario_free(s);
+}
+
+static void test_closed_form_gloo_hierarchical(void) {
+  const double gbps = 0.5, lat_us = 80.0;
+  sim_scenario *s = load(
+      "profile = \"cpu-test.cfg\"; model = \"big-test.cfg\";\n"
+      "training = { batch = 8; };\n"
+      "cluster = { nodes = [2, 3, 5]; devices_per_node = 2; };\n"
+      "networks = ( { name = \"n\"; gbps = %g; latency_us = %g; nics_per_node = 2; efficiency = 1.0; } );\n"
+      "ddp = { backend = \"gloo\"; algorithm = \"hierarchical\"; " ONE_BUCKET_DDP " };\n"
+      "simulation = { steps = 2; };\n",
+      gbps, lat_us);
+  CU_ASSERT_FATAL(s != NULL);
+  double al = link_alpha(CPU_INTRA_ALPHA_FIT, CPU_INTRA_P);
+  double bl = link_beta(CPU_INTRA_ALGBW, CPU_INTRA_P);
+  for (long i = 0; i < sim_scenario_points(s); i++) {
+    sim_point_result r;
+    CU_ASSERT_FATAL(run_point(s, i, &r) == 0);
+    double want = hier_cost(2, r.pt.nodes, al, bl, lat_us * 1e-6, flow_beta(gbps, 1.0),
+                            1.0 / CPU_REDUCE_BPS, BIG_BYTES);
+    check_closed_form(&r, want, "gloo hierarchical");
+  }
+  sim_scenario_free(s);
+}
+
+/* NCCL's tuner picks the algorithm with the lowest estimated time; "auto"
+ * must equal the smaller of the ring and tree closed forms. */
+static void test_nccl_auto_is_min(void) {
+  const double gbps = 1.0;
+  /* High latency makes the tree win at scale (lg N vs N hops); at 2 nodes
+   * the ring's bandwidth term wins. */
+  sim_scenario *s = load(
+      "profile = \"gpu-test.cfg\"; model = \"big-test.cfg\";\n"
+      "training = { batch = 8; };\n"
+      "cluster = { nodes = [2, 64, 1024]; devices_per_node = 1; };\n"
+      "networks = ( { name = \"n\"; gbps = %g; latency_us = 20000.0; efficiency = 1.0; } );\n"
+      "ddp = { backend = \"nccl\"; algorithm = \"auto\"; " ONE_BUCKET_DDP " timeout_s = 1e6; };\n"
+      "simulation = { steps = 1; };\n",
+      gbps);
+  CU_ASSERT_FATAL(s != NULL);
+  int ring_won = 0, tree_won = 0;
+  for (long i = 0; i < sim_scenario_points(s); i++) {
+    sim_point_result r;
+    CU_ASSERT_FATAL(run_point(s, i, &r) == 0);
+    int N = r.pt.nodes;
+    double ring = ring_cost(N, 20000e-6, flow_beta(gbps, 1.0), 0, BIG_BYTES);
+    double tree = nccl_tree_cost(1, N, 0, 20000e-6, flow_beta(gbps, 1.0), BIG_BYTES);
+    double want = ring < tree ? ring : tree;
+    ring_won += ring < tree;
+    tree_won += tree < ring;
+    CU_ASSERT(rel_err(r.comm_s, want) < 1e-12);
+  }
+  CU_ASSERT(ring_won > 0 && tree_won > 0);
+  sim_scenario_free(s);
+}
+
+/* --- sim_coll_time on hand-built topologies --------------------------------- */
+
+static sim_topo flat_topo(int p, double a, double b, double g) {
+  sim_topo t;
+  memset(&t, 0, sizeof t);
+  t.nodes = p;
+  t.per_node = 1;
+  t.inter.alpha_s = a;
+  t.inter.beta_s = b;
+  t.rails = 1;
+  t.node_Bps = 1.0 / b;
+  t.gamma_s = g;
+  return t;
+}
+
+static void test_coll_time_mpi_table(void) {
+  const double a = 7e-6, b = 1.0 / 3e9, g = 1.0 / 11e9, n = 123456789.0;
+  for (int p = 2; p <= 64; p *= 2) {
+    sim_topo t = flat_topo(p, a, b, g);
+    double f = (double)(p - 1) / p;
+    int lg = ceil_lg(p);
+    /* Gloo allreduce_ring: whole buffer around the ring p-1 times. */
+    CU_ASSERT(rel_err(sim_coll_time(SIM_BACKEND_GLOO, SIM_OP_ALLREDUCE, SIM_ALGO_GLOO_RING, &t, n),
+                      (p - 1) * (a + n * b + n * g)) < 1e-12);
+    /* allreduce_ring_chunked. */
+    CU_ASSERT(rel_err(sim_coll_time(SIM_BACKEND_GLOO, SIM_OP_ALLREDUCE, SIM_ALGO_RING_CHUNKED, &t, n),
+                      4.0 * (p - 1) * a + 2.0 * n * f * b + n * f * g) < 1e-12);
+    /* Rabenseifner (halving-doubling) for p = 2^k. */
+    CU_ASSERT(rel_err(sim_coll_time(SIM_BACKEND_GLOO, SIM_OP_ALLREDUCE, SIM_ALGO_HALVING_DOUBLING, &t, n),
+                      2.0 * lg * a + 2.0 * n * f * b + n * f * g) < 1e-12);
+    /* Segmented ring: reduce-scatter ring then allgather ring. */
+    CU_ASSERT(rel_err(sim_coll_time(SIM_BACKEND_GLOO, SIM_OP_ALLREDUCE, SIM_ALGO_SEGMENTED_RING, &t, n),
+                      ring_cost(p, a, b, g, n)) < 1e-12);
+    /* Allgather ring and reduce-scatter ring. */
+    CU_ASSERT(rel_err(sim_coll_time(SIM_BACKEND_GLOO, SIM_OP_ALLGATHER, SIM_ALGO_SEGMENTED_RING, &t, n),
+                      (p - 1) * a + n * f * b) < 1e-12);
+    CU_ASSERT(rel_err(sim_coll_time(SIM_BACKEND_GLOO, SIM_OP_REDUCESCATTER, SIM_ALGO_SEGMENTED_RING, &t, n),
+                      (p - 1) * a + n * f * (b + g)) < 1e-12);
+    /* NCCL ring, allreduce and allgather (pipelined, same closed forms). */
+    CU_ASSERT(rel_err(sim_coll_time(SIM_BACKEND_NCCL, SIM_OP_ALLREDUCE, SIM_ALGO_RING, &t, n),
+                      ring_cost(p, a, b, g, n)) < 1e-12);
+    CU_ASSERT(rel_err(sim_coll_time(SIM_BACKEND_NCCL, SIM_OP_ALLGATHER, SIM_ALGO_RING, &t, n),
+                      (p - 1) * a + n * f * b) < 1e-12);
+  }
+  /* One rank or nothing to send: no time. */
+  sim_topo one = flat_topo(1, a, b, g);
+  CU_ASSERT_EQUAL(sim_coll_time(SIM_BACKEND_NCCL, SIM_OP_ALLREDUCE, SIM_ALGO_RING, &one, 1e9), 0.0);
+  sim_topo two = flat_topo(2, a, b, g);
+  CU_ASSERT_EQUAL(sim_coll_time(SIM_BACKEND_GLOO, SIM_OP_ALLREDUCE, SIM_ALGO_GLOO_RING, &two, 0), 0.0);
+}
+
+/* tuning.cc ring latency: (nsteps - nInter) intra hops + nInter inter hops,
+ * nsteps = 2(p-1), nInter = 2(nNodes-1); bandwidth set by the slowest link. */
+static void test_coll_time_nccl_ring_two_level(void) {
+  sim_topo t;
+  memset(&t, 0, sizeof t);
+  t.nodes = 3;
+  t.per_node = 8;
+  t.intra = (sim_link){3.4e-6, 1.0 / 240e9};
+  t.inter = (sim_link){14e-6, 1.0 / 24e9};
+  t.rails = 8;
+  t.node_Bps = 8 * 24e9;
+  int p = 24;
+  double n = 1e9;
+  double lat = (2.0 * (p - 1) - 2.0 * (3 - 1)) * 3.4e-6 + 2.0 * (3 - 1) * 14e-6;
+  double beta = fmax(1.0 / 240e9, 1.0 / (8 * 24e9));
+  double want = lat + 2.0 * n * (p - 1) / p * beta;
+  CU_ASSERT(rel_err(sim_coll_time(SIM_BACKEND_NCCL, SIM_OP_ALLREDUCE, SIM_ALGO_RING, &t, n), want) < 1e-12);
+  /* Tree: 2((g-1) a_intra + ceil(lg N) a_inter) + 2n b / 0.92. */
+  double tree = 2.0 * (7 * 3.4e-6 + 2 * 14e-6) + 2.0 * n * beta / 0.92;
+  CU_ASSERT(rel_err(sim_coll_time(SIM_BACKEND_NCCL, SIM_OP_ALLREDUCE, SIM_ALGO_TREE, &t, n), tree) < 1e-12);
+  CU_ASSERT_EQUAL(SIM_NCCL_TREE_BW_FACTOR, 0.92);
+}
+
+/* nccl-tests bus bandwidth factors: a fit at p ranks divides into per-link
+ * figures with the same coefficients (reference table: AllReduce 2(p-1)/p,
+ * ReduceScatter and AllGather (p-1)/p, Broadcast 1). */
+static void test_coll_coeffs(void) {
+  double ca, cb;
+  for (int p = 2; p <= 1024; p = p * 3 + 1) {
+    CU_ASSERT(sim_coll_coeffs(SIM_BACKEND_NCCL, SIM_OP_ALLREDUCE, SIM_ALGO_RING, p, &ca, &cb) == 0);
+    CU_ASSERT(ca == 2.0 * (p - 1) && rel_err(cb, 2.0 * (p - 1) / p) < 1e-15);
+    CU_ASSERT(sim_coll_coeffs(SIM_BACKEND_NCCL, SIM_OP_ALLGATHER, SIM_ALGO_RING, p, &ca, &cb) == 0);
+    CU_ASSERT(ca == p - 1 && rel_err(cb, (double)(p - 1) / p) < 1e-15);
+    CU_ASSERT(sim_coll_coeffs(SIM_BACKEND_NCCL, SIM_OP_REDUCESCATTER, SIM_ALGO_RING, p, &ca, &cb) == 0);
+    CU_ASSERT(ca == p - 1 && rel_err(cb, (double)(p - 1) / p) < 1e-15);
+    CU_ASSERT(sim_coll_coeffs(SIM_BACKEND_NCCL, SIM_OP_BROADCAST, SIM_ALGO_RING, p, &ca, &cb) == 0);
+    CU_ASSERT(cb == 1.0);
+  }
+  CU_ASSERT(sim_coll_coeffs(SIM_BACKEND_NCCL, SIM_OP_ALLREDUCE, SIM_ALGO_RING, 1, &ca, &cb) == CORE_EINVAL);
+  CU_ASSERT(sim_coll_coeffs(SIM_BACKEND_NCCL, SIM_OP_ALLREDUCE, SIM_ALGO_HIERARCHICAL, 8, &ca, &cb) == CORE_EINVAL);
+}
+
+static void test_algo_valid(void) {
+  /* NCCL's allreduce algorithms in this model: ring, tree, hierarchical. */
+  for (int a = 0; a < SIM_N_ALGOS; a++) {
+    int nccl = a == SIM_ALGO_RING || a == SIM_ALGO_TREE || a == SIM_ALGO_HIERARCHICAL;
+    CU_ASSERT_EQUAL(sim_algo_valid(SIM_BACKEND_NCCL, (enum sim_algo)a), nccl);
+    int gloo = a != SIM_ALGO_RING && a != SIM_ALGO_TREE;
+    CU_ASSERT_EQUAL(sim_algo_valid(SIM_BACKEND_GLOO, (enum sim_algo)a), gloo);
+    enum sim_algo back;
+    CU_ASSERT(sim_algo_parse(sim_algo_name((enum sim_algo)a), &back) == 0 && back == (enum sim_algo)a);
+  }
+  enum sim_algo x;
+  CU_ASSERT(sim_algo_parse("rings", &x) == CORE_EINVAL);
+}
+
+/* --- step-level properties --------------------------------------------------- */
+
+/* One device: no communication, and the scaling efficiency is the documented
+ * one, throughput over that of one device without DDP (predict.h:
+ * single_step_s = forward + backward + optimizer). With gradient copies into
+ * buckets (gradient_as_bucket_view = false) DDP adds a copy in and a copy out
+ * of every gradient, 2 x (read + write) of n bytes at memory bandwidth. */
+static void test_single_device(void) {
+  sim_scenario *s = load(
+      "profile = \"gpu-test.cfg\"; model = \"big-test.cfg\";\n"
+      "training = { batch = 8; };\n"
+      "cluster = { nodes = 1; devices_per_node = 1; };\n"
+      "networks = ( { name = \"n\"; gbps = 1.0; latency_us = 10.0; } );\n"
+      "ddp = { backend = \"nccl\"; gradient_as_bucket_view = %s; };\n"
+      "simulation = { steps = 3; };\n",
+      "false");
+  CU_ASSERT_FATAL(s != NULL);
+  /* Forward and backward FLOPs of 8 samples at the profile's one fp32 rate;
+   * SGD reads param and grad and writes param: 12 bytes per parameter. */
+  double fwd_bwd = (BIG_FWD_FLOPS + BIG_BWD_FLOPS) * 8 / GPU_FP32_FLOPS;
+  double opt = BIG_PARAMS * 12.0 / GPU_MEM_BPS;
+  double single = fwd_bwd + opt;
+  double copies = 2.0 * (2.0 * BIG_BYTES / GPU_MEM_BPS);
+  sim_point_result r;
+  CU_ASSERT_FATAL(run_point(s, 0, &r) == 0);
+  CU_ASSERT_EQUAL(r.comm_s, 0.0);
+  CU_ASSERT(r.exposed_comm_s < 1e-8);
+  CU_ASSERT(rel_err(r.single_step_s, single) < 1e-12);
+  /* A few integer-nanosecond roundings on a ~3 ms step. */
+  CU_ASSERT(rel_err(r.step_s, single + copies) < 1e-6);
+  CU_ASSERT(rel_err(r.scaling_eff, single / (single + copies)) < 1e-6);
+  CU_ASSERT(rel_err(r.samples_per_s, 8.0 / (single + copies)) < 1e-6);
+  sim_scenario_free(s);
+
+  s = load("profile = \"gpu-test.cfg\"; model = \"big-test.cfg\";\n"
+           "training = { batch = 8; };\n"
+           "cluster = { nodes = 1; devices_per_node = 1; };\n"
+           "networks = ( { name = \"n\"; gbps = 1.0; latency_us = 10.0; } );\n"
+           "ddp = { backend = \"nccl\"; gradient_as_bucket_view = %s; };\n",
+           "true");
+  CU_ASSERT_FATAL(s != NULL);
+  CU_ASSERT_FATAL(run_point(s, 0, &r) == 0);
+  CU_ASSERT_EQUAL(r.comm_s, 0.0);
+  CU_ASSERT(rel_err(r.step_s, single) < 1e-6);
+  CU_ASSERT(fabs(r.scaling_eff - 1.0) < 1e-6);
+  sim_scenario_free(s);
+}
+
+/* Overlap lets buckets reduce during backward: never slower, and faster when
+ * compute and communication are comparable. With overlap off everything
+ * communicates after backward, one collective after another, so the exposed
+ * communication is all of it. */
+static void test_overlap(void) {
+  sim_scenario *s = load(
+      "profile = \"cpu-test.cfg\"; model = [\"../../scenarios/models/mlp.cfg\", \"../../scenarios/models/mlp-small.cfg\"];\n"
+      "training = { batch = 32; };\n"
+      "cluster = { nodes = [1, 2, 4, 8]; devices_per_node = [1, 2]; };\n"
+      "networks = ( { name = \"1GbE\"; gbps = 1.0; latency_us = 30.0; },\n"
+      "             { name = \"100GbE\"; gbps = 100.0; latency_us = 10.0; } );\n"
+      "ddp = { bucket_cap_mb = [1.0, 5.0, 25.0]; overlap = [true, false]; };\n"
+      "simulation = { steps = 2; };\n");
+  CU_ASSERT_FATAL(s != NULL);
+  /* overlap is the dimension just outside devices_per_node and nodes. */
+  long n = sim_scenario_points(s);
+  CU_ASSERT_EQUAL(n, 2 * 2 * 3 * 2 * 2 * 4);
+  int faster = 0, bad = 0;
+  for (long i = 0; i < n; i++) {
+    sim_point_result r;
+    CU_ASSERT_FATAL(run_point(s, i, &r) == 0);
+    if (!r.pt.overlap)
+      continue;
+    sim_point_result q;
+    CU_ASSERT_FATAL(run_point(s, i + 8, &q) == 0); /* same point, overlap = false */
+    CU_ASSERT_FATAL(q.pt.overlap == 0 && q.pt.nodes == r.pt.nodes && q.pt.per_node == r.pt.per_node &&
+                    q.pt.bucket_cap_mb == r.pt.bucket_cap_mb && q.pt.model == r.pt.model);
+    if (r.step_s > q.step_s + 1e-12 || r.exposed_comm_s > q.exposed_comm_s + 1e-12)
+      bad++;
+    if (r.step_s < q.step_s * 0.99)
+      faster++;
+    /* Same buckets, same collectives. */
+    CU_ASSERT(r.comm_s == q.comm_s && r.n_buckets == q.n_buckets);
+    /* Overlap off: the step is compute then every collective in turn. */
+    CU_ASSERT(fabs(q.exposed_comm_s - q.comm_s) < 1e-9 * (1 + q.n_buckets));
+    CU_ASSERT(fabs(q.step_s - (q.compute_s + q.comm_s)) < 1e-9 * (2 + q.n_buckets));
+  }
+  CU_ASSERT_EQUAL(bad, 0);
+  CU_ASSERT(faster >= 10);
+  sim_scenario_free(s);
+}
+
+/* Profiles that differ from cpu-test.cfg in jitter or interference, written
+ * with core_profile_write into a scratch directory. */
+static char scratch[4096];
+
+static int profile_variant(const char *name, enum core_jitter_dist d, double p0, double p1,
+                           double slowdown, char *out, size_t n) {
+  core_profile *p;
+  if (core_profile_load(TU_DATA("cpu-test.cfg"), &p) != 0)
+    return -1;
+  p->jitter = d;
+  p->jitter_params[0] = p0;
+  p->jitter_params[1] = p1;
+  p->compute_slowdown = slowdown;
+  snprintf(out, n, "%s/%s.cfg", scratch, name);
+  int rc = core_profile_write(p, out);
+  core_profile_free(p);
+  return rc;
+}
+
+static int suite_init(void) { return tu_mkdtemp(scratch, sizeof scratch, "predict"); }
+static int suite_clean(void) {
+  tu_rmdir(scratch);
+  return 0;
+}
+
+#define JITTER_SCENARIO                                                                            \
+  "profile = \"%s\"; model = \"../../scenarios/models/%s.cfg\";\n"                                  \
+  "training = { batch = 32; };\n"                                                                  \
+  "cluster = { nodes = %s; devices_per_node = 1; };\n"                                             \
+  "networks = ( { name = \"10GbE\"; gbps = 10.0; latency_us = 20.0; } );\n"                         \
+  "ddp = { overlap = %s; gradient_as_bucket_view = true; bucket_cap_mb = 5.0; };\n"                 \
+  "simulation = { steps = %d; seed = %d; ranks = \"%s\"; };\n"
+
+/* Without jitter every rank is the same, so one representative rank and
+ * every rank simulated give the same steps. */
+static void test_representative_equals_every_rank(void) {
+  char prof[4200];
+  CU_ASSERT_FATAL(profile_variant("slow2", CORE_JITTER_NONE, 0, 0, 2.0, prof, sizeof prof) == 0);
+  const char *profiles[] = {TU_DATA("cpu-test.cfg"), prof};
+  for (int k = 0; k < 2; k++) {
+    for (int ov = 0; ov < 2; ov++) {
+      sim_scenario *a = load(JITTER_SCENARIO, profiles[k], "mlp", "[1, 2, 3, 8]",
+                             ov ? "true" : "false", 2, 1, "representative");
+      sim_scenario *b = load(JITTER_SCENARIO, profiles[k], "mlp", "[1, 2, 3, 8]",
+                             ov ? "true" : "false", 2, 1, "every");
+      CU_ASSERT_FATAL(a && b);
+      CU_ASSERT_FATAL(a->every_rank == 0 && b->every_rank == 1);
+      for (long i = 0; i < sim_scenario_points(a); i++) {
+        sim_point_result ra, rb;
+        CU_ASSERT_FATAL(run_point(a, i, &ra) == 0);
+        CU_ASSERT_FATAL(run_point(b, i, &rb) == 0);
+        /* The same events at the same nanoseconds; compute_s of every rank
+         * is an average over ranks, equal up to the rounding of the sum. */
+        CU_ASSERT_EQUAL(ra.step_s, rb.step_s);
+        CU_ASSERT_EQUAL(ra.comm_s, rb.comm_s);
+        CU_ASSERT(rel_err(rb.compute_s, ra.compute_s) < 1e-13);
+        CU_ASSERT(fabs(rb.exposed_comm_s - ra.exposed_comm_s) < 1e-13 * ra.step_s);
+      }
+      sim_scenario_free(a);
+      sim_scenario_free(b);
+    }
+  }
+}
+
+/* Mean step time over `steps` steps, and its standard error. */
+static void mean_step(const char *prof, const char *model, int world, int steps, int seed,
+                      const char *mode, double *mean, double *se, double *comm) {
+  char nodes[32];
+  snprintf(nodes, sizeof nodes, "%d", world);
+  sim_scenario *s = load(JITTER_SCENARIO, prof, model, nodes, "false", steps, seed, mode);
+  *mean = *se = NAN;
+  CU_ASSERT_FATAL(s != NULL);
+  sim_point_result r;
+  CU_ASSERT_FATAL(run_point(s, 0, &r) == 0);
+  *mean = r.step_s;
+  *se = r.step_sd_s / sqrt((double)steps);
+  *comm = r.comm_s;
+  sim_scenario_free(s);
+}
+
+/* Stragglers: with overlap off and gradients as bucket views, a rank's step
+ * is (forward + backward + optimizer) x its multiplier, then the
+ * collectives, and the step waits for the slowest rank:
+ *   E[step] = C x E[max of W multipliers] + T,
+ * C and T from the same scenario without jitter. The expected maxima are
+ * those of the reference: normal mu + sigma e_W (e_8 = 1.424, e_64 = 2.344),
+ * shifted exponential a + H_W / lambda. Draws are normalized to mean 1.
+ * The mean of `steps` steps is within 5 standard errors of its expectation
+ * with probability 1 - 6e-7; the table's 3-decimal e_W adds 5e-4 sigma. */
+static void check_straggler_mean(const char *prof, int world, double e_max, int steps,
+                                 const char *mode) {
+  double m0, se0, T0, m, se, T;
+  mean_step(TU_DATA("cpu-test.cfg"), "mlp-small", world, 2, 1, mode, &m0, &se0, &T0);
+  mean_step(prof, "mlp-small", world, steps, 11, mode, &m, &se, &T);
+  double C = m0 - T0;
+  double want = C * e_max + T0;
+  double tol = 5.0 * se + C * 1e-3 * (e_max - 1.0) + 1e-8;
+  if (!(fabs(m - want) < tol) || getenv("DDPSIM_TEST_VERBOSE"))
+    fprintf(stderr, "\n%s, W = %d: mean step %.9g, expected %.9g (tol %.3g; C %.6g T %.6g se %.3g)\n", mode,
+            world, m, want, tol, C, T0, se);
+  CU_ASSERT(fabs(m - want) < tol);
+  CU_ASSERT(T == T0);
+  /* Not vacuous: the straggler effect is many tolerances wide. */
+  CU_ASSERT(m - m0 > 10 * tol);
+}
+
+static void test_stragglers_normal(void) {
+  char prof[4200];
+  CU_ASSERT_FATAL(profile_variant("normal", CORE_JITTER_NORMAL, 1.0, 0.05, 1.0, prof, sizeof prof) == 0);
+  check_straggler_mean(prof, 8, 1.0 + 0.05 * 1.424, 50000, "representative");
+  check_straggler_mean(prof, 64, 1.0 + 0.05 * 2.344, 50000, "representative");
+  check_straggler_mean(prof, 512, 1.0 + 0.05 * 3.044, 50000, "representative");
+  check_straggler_mean(prof, 8, 1.0 + 0.05 * 1.424, 20000, "every");
+  check_straggler_mean(prof, 64, 1.0 + 0.05 * 2.344, 3000, "every");
+}
+
+static void test_stragglers_shifted_exponential(void) {
+  char prof[4200];
+  /* shift 0.8, mean excess 0.2: mean 1; E[max of W] = 0.8 + 0.2 H_W. */
+  CU_ASSERT_FATAL(profile_variant("sexp", CORE_JITTER_SHIFTED_EXP, 0.8, 0.2, 1.0, prof, sizeof prof) == 0);
+  double H8 = 0, H100 = 0;
+  for (int i = 1; i <= 8; i++)
+    H8 += 1.0 / i;
+  for (int i = 1; i <= 100; i++)
+    H100 += 1.0 / i;
+  check_straggler_mean(prof, 8, 0.8 + 0.2 * H8, 50000, "representative");
+  check_straggler_mean(prof, 100, 0.8 + 0.2 * H100, 50000, "representative");
+  check_straggler_mean(prof, 8, 0.8 + 0.2 * H8, 20000, "every");
+}
+
+/* Lognormal jitter: the representative rank (max of W draws sampled as
+ * F^-1(U^(1/W))) and W simulated ranks must agree in mean step time. The two
+ * runs are independent, so their difference has standard error
+ * sqrt(se1^2 + se2^2); 5 of them bound a false failure at 6e-7. */
+static void test_representative_vs_every_lognormal(void) {
+  char prof[4200];
+  CU_ASSERT_FATAL(profile_variant("lognormal", CORE_JITTER_LOGNORMAL, 0.0, 0.1, 1.0, prof, sizeof prof) == 0);
+  const int worlds[] = {2, 8, 32};
+  for (int k = 0; k < 3; k++) {
+    double m1, se1, T1, m2, se2, T2, m0, se0, T0;
+    mean_step(prof, "mlp", worlds[k], 20000, 3, "representative", &m1, &se1, &T1);
+    mean_step(prof, "mlp", worlds[k], 10000, 4, "every", &m2, &se2, &T2);
+    mean_step(TU_DATA("cpu-test.cfg"), "mlp", worlds[k], 2, 1, "representative", &m0, &se0, &T0);
+    double tol = 5.0 * sqrt(se1 * se1 + se2 * se2);
+    if (!(fabs(m1 - m2) < tol))
+      fprintf(stderr, "\nW = %d: representative %.9g every %.9g tol %.3g\n", worlds[k], m1, m2, tol);
+    CU_ASSERT(fabs(m1 - m2) < tol);
+    CU_ASSERT(se1 > 0 && se2 > 0);
+    /* Both are slowed by stragglers well beyond the tolerance. */
+    CU_ASSERT(m1 - m0 > 4 * tol && m2 - m0 > 4 * tol);
+  }
+}
+
+/* Interference: compute that runs while a collective is in flight is slowed.
+ * With overlap off no compute runs during a collective (backward is done,
+ * the optimizer waits for the last one), so nothing changes. With overlap
+ * on, backward that overlaps a collective slows down; it never makes the
+ * step faster, and it stays at most the non-overlapped step (collectives are
+ * never delayed by it: end = W + sum(T) - A/s <= W + sum(T), A the time
+ * backward overlapped communication). Whether it makes the step slower
+ * depends on what is critical: on a fast network the collectives are short
+ * and backward is the critical path, so slowing it shows; on a slow network
+ * the communication stream is busy from the first bucket to the end and
+ * compute slowed under it changes nothing. */
+#define SLOWDOWN_SCENARIO \
+  "profile = \"%s\"; model = \"../../scenarios/models/mlp.cfg\";\n" \
+  "training = { batch = 32; };\n" \
+  "cluster = { nodes = [2, 4, 8]; devices_per_node = 1; };\n" \
+  "networks = ( { name = \"1GbE\"; gbps = 1.0; latency_us = 30.0; },\n" \
+  "             { name = \"100GbE\"; gbps = 100.0; latency_us = 10.0; } );\n" \
+  "ddp = { overlap = [true, false]; bucket_cap_mb = 5.0; };\n" \
+  "simulation = { steps = 2; };\n"
+
+static void test_compute_slowdown(void) {
+  char prof[4200];
+  CU_ASSERT_FATAL(profile_variant("slow", CORE_JITTER_NONE, 0, 0, 2.0, prof, sizeof prof) == 0);
+  sim_scenario *base = load(SLOWDOWN_SCENARIO, TU_DATA("cpu-test.cfg"));
+  sim_scenario *slow = load(SLOWDOWN_SCENARIO, prof);
+  CU_ASSERT_FATAL(base && slow);
+  CU_ASSERT_EQUAL(slow->profile->compute_slowdown, 2.0);
+  int slower_fast_net = 0;
+  for (long i = 0; i < sim_scenario_points(base); i++) {
+    sim_point_result rb, rs;
+    CU_ASSERT_FATAL(run_point(base, i, &rb) == 0);
+    CU_ASSERT_FATAL(run_point(slow, i, &rs) == 0);
+    if (getenv("DDPSIM_TEST_VERBOSE"))
+      fprintf(stderr, "\n%s n=%d overlap=%d: base %.9g slow %.9g", rb.pt.network->name,
+              rb.pt.nodes, rb.pt.overlap, rb.step_s, rs.step_s);
+    if (rb.pt.overlap) {
+      sim_point_result off;
+      CU_ASSERT_FATAL(run_point(slow, i + 3, &off) == 0);
+      CU_ASSERT(!off.pt.overlap && off.pt.nodes == rs.pt.nodes);
+      CU_ASSERT(rs.step_s >= rb.step_s - 1e-9);
+      CU_ASSERT(rs.step_s <= off.step_s + 1e-9);
+      if (!strcmp(rb.pt.network->name, "100GbE"))
+        slower_fast_net += rs.step_s > rb.step_s * 1.001;
+      else /* communication-bound */
+        CU_ASSERT(fabs(rs.step_s - rb.step_s) < 1e-9);
+    } else {
+      CU_ASSERT_EQUAL(rs.step_s, rb.step_s);
+      CU_ASSERT_EQUAL(rs.compute_s, rb.compute_s);
+    }
+  }
+  CU_ASSERT_EQUAL(slower_fast_net, 3);
+  sim_scenario_free(base);
+  sim_scenario_free(slow);
+}
+
+/* A bucket whose allreduce outlasts the timeout fails the point: status
+ * "timeout" and a note naming the setting (ddp.timeout_s) and a value that
+ * would avoid it. Defaults: Gloo 30 s, NCCL 10 min (reference; torch's
+ * default_pg_nccl_timeout). */
+#define TIMEOUT_SCENARIO \
+  "profile = \"gpu-test.cfg\"; model = \"big-test.cfg\";\n" \
+  "training = { batch = 8; };\n" \
+  "cluster = { nodes = 2; devices_per_node = 1; };\n" \
+  "networks = ( { name = \"slow\"; gbps = 0.1; latency_us = 10.0; efficiency = 1.0; } );\n" \
+  "ddp = { backend = \"%s\"; " ONE_BUCKET_DDP " %s };\n" \
+  "simulation = { steps = 1; };\n"
+
+static void test_timeout(void) {
+  /* 400 MB over 0.1 Gb/s between 2 nodes: 2 x 4e8 x 1/2 / 12.5e6 = 32 s. */
+  CU_ASSERT_EQUAL(SIM_GLOO_TIMEOUT_S, 30.0);
+  CU_ASSERT_EQUAL(SIM_NCCL_TIMEOUT_S, 600.0);
+  sim_point_result r;
+
+  sim_scenario *s = load(TIMEOUT_SCENARIO, "gloo", "");
+  CU_ASSERT_FATAL(s != NULL);
+  CU_ASSERT_EQUAL(sim_scenario_timeout(s, SIM_BACKEND_GLOO), 30.0);
+  CU_ASSERT_EQUAL(sim_scenario_timeout(s, SIM_BACKEND_NCCL), 600.0);
+  CU_ASSERT_FATAL(run_point(s, 0, &r) == 0);
+  CU_ASSERT(r.comm_s > 30.0 && r.comm_s < 600.0);
+  CU_ASSERT_STRING_EQUAL(r.status, "timeout");
+  CU_ASSERT(strstr(r.note, "ddp.timeout_s") != NULL);
+  CU_ASSERT(strstr(r.note, "bucket_cap_mb") != NULL);
+  const char *above = strstr(r.note, "above ");
+  CU_ASSERT_FATAL(above != NULL);
+  double suggested = atof(above + 6);
+  CU_ASSERT(suggested > r.comm_s);
+  sim_scenario_free(s);
+
+  /* The suggested setting avoids it. */
+  char opt[64];
+  snprintf(opt, sizeof opt, "timeout_s = %.1f;", suggested);
+  s = load(TIMEOUT_SCENARIO, "gloo", opt);
+  CU_ASSERT_FATAL(s != NULL);
+  CU_ASSERT_FATAL(run_point(s, 0, &r) == 0);
+  CU_ASSERT_STRING_EQUAL(r.status, "ok");
+  CU_ASSERT_STRING_EQUAL(r.note, "");
+  sim_scenario_free(s);
+
+  /* NCCL's 10 minutes are enough for 32 s... */
+  s = load(TIMEOUT_SCENARIO, "nccl", "");
+  CU_ASSERT_FATAL(s != NULL);
+  CU_ASSERT_FATAL(run_point(s, 0, &r) == 0);
+  CU_ASSERT_STRING_EQUAL(r.status, "ok");
+  sim_scenario_free(s);
+  /* ...but not for a scenario timeout of 5 s. */
+  s = load(TIMEOUT_SCENARIO, "nccl", "timeout_s = 5.0;");
+  CU_ASSERT_FATAL(s != NULL);
+  CU_ASSERT_FATAL(run_point(s, 0, &r) == 0);
+  CU_ASSERT_STRING_EQUAL(r.status, "timeout");
+  CU_ASSERT(strstr(r.note, "ddp.timeout_s") != NULL);
+  CU_ASSERT(strstr(r.note, "nccl") != NULL);
+  sim_scenario_free(s);
+}
+
+/* sim_step_run directly: a hand-made two-layer step with known times. */
+static void test_step_by_hand(void) {
+  /* Layers 0, 1: forward 1 ms and 2 ms, backward 3 ms and 4 ms. Bucket 0
+   * holds layer 1's gradients (ready after its backward at 3 + 4 = 7 ms),
+   * bucket 1 layer 0's (ready at 10 ms). Collectives 5 ms and 1 ms,
+   * optimizer 2 ms.
+   * Overlap on: bucket 0 reduces 7..12 during layer 0's backward (7..10);
+   * bucket 1 is ready at 10, starts at 12, ends 13; optimizer 13..15.
+   * Overlap off: both start after backward: 10..15, 15..16; then 16..18. */
+  const double fwd[2] = {1e-3, 2e-3}, bwd[2] = {3e-3, 4e-3}, comm[2] = {5e-3, 1e-3};
+  const int ready[2] = {1, 0};
+  sim_step_cfg c = {.n_layers = 2, .fwd_s = fwd, .bwd_s = bwd, .n_buckets = 2,
+                    .bucket_ready_layer = ready, .bucket_comm_s = comm, .optimizer_s = 2e-3,
+                    .overlap = 1, .compute_slowdown = 1.0, .world = 4, .steps = 3, .seed = 1};
+  sim_engine *e;
+  CU_ASSERT_FATAL(sim_engine_new(&e) == 0);
+  sim_step_result r;
+  CU_ASSERT_FATAL(sim_step_run(&c, e, &r, NULL) == 0);
+  CU_ASSERT(fabs(r.step_s - 15e-3) < 1e-12);
+  CU_ASSERT(fabs(r.compute_s - 12e-3) < 1e-12);
+  CU_ASSERT(fabs(r.comm_s - 6e-3) < 1e-12);
+  CU_ASSERT(fabs(r.exposed_comm_s - 3e-3) < 1e-12);
+  CU_ASSERT_EQUAL(r.step_sd_s, 0.0);
+  c.overlap = 0;
+  CU_ASSERT_FATAL(sim_step_run(&c, e, &r, NULL) == 0);
+  CU_ASSERT(fabs(r.step_s - 18e-3) < 1e-12);
+  CU_ASSERT(fabs(r.exposed_comm_s - 6e-3) < 1e-12);
+  /* Interference, slowdown 2, overlap on: layer 0's backward starts at 7
+   * with 3 ms of work, runs at half speed while bucket 0 reduces (7..12):
+   * 2.5 ms done by 12, 0.5 ms left at full speed, done at 12.5. Bucket 1
+   * runs 12.5..13.5, optimizer 13.5..15.5. */
+  c.overlap = 1;
+  c.compute_slowdown = 2.0;
+  CU_ASSERT_FATAL(sim_step_run(&c, e, &r, NULL) == 0);
+  CU_ASSERT(fabs(r.step_s - 15.5e-3) < 1e-12);
+  /* Bad configurations are refused. */
+  c.compute_slowdown = 0.5;
+  CU_ASSERT(sim_step_run(&c, e, &r, NULL) == CORE_EINVAL);
+  c.compute_slowdown = 1.0;
+  c.steps = 0;
+  CU_ASSERT(sim_step_run(&c, e, &r, NULL) == CORE_EINVAL);
+  sim_engine_free(e);
+}
+
+/* Jitter helpers against closed forms: means and upper quantiles. */
+static void test_jitter_functions(void) {
+  const double ln[2] = {0.1, 0.3};
+  CU_ASSERT(rel_err(sim_jitter_mean(CORE_JITTER_LOGNORMAL, ln), exp(0.1 + 0.045)) < 1e-15);
+  const double nm[2] = {2.0, 0.5};
+  CU_ASSERT_EQUAL(sim_jitter_mean(CORE_JITTER_NORMAL, nm), 2.0);
+  const double se[2] = {0.5, 0.25};
+  CU_ASSERT_EQUAL(sim_jitter_mean(CORE_JITTER_SHIFTED_EXP, se), 0.75);
+  CU_ASSERT_EQUAL(sim_jitter_mean(CORE_JITTER_NONE, se), 1.0);
+  /* Upper quantiles: exponential a - m ln q; normal median at q = 1/2;
+   * lognormal median exp(zeta). */
+  CU_ASSERT(rel_err(sim_jitter_upper_quantile(CORE_JITTER_SHIFTED_EXP, se, 0.1), 0.5 - 0.25 * log(0.1)) < 1e-12);
+  CU_ASSERT(rel_err(sim_jitter_upper_quantile(CORE_JITTER_NORMAL, nm, 0.5), 2.0) < 1e-12);
+  CU_ASSERT(rel_err(sim_jitter_upper_quantile(CORE_JITTER_NORMAL, nm, 0.158655253931457), 2.5) < 1e-9);
+  CU_ASSERT(rel_err(sim_jitter_upper_quantile(CORE_JITTER_LOGNORMAL, ln, 0.5), exp(0.1)) < 1e-12);
+}
+
+void test_register(void) {
+  CU_pSuite c = CU_add_suite("collective", NULL, NULL);
+  CU_add_test(c, "closed form: nccl ring", test_closed_form_nccl_ring);
+  CU_add_test(c, "closed form: nccl tree", test_closed_form_nccl_tree);
+  CU_add_test(c, "closed form: nccl hierarchical", test_closed_form_nccl_hierarchical);
+  CU_add_test(c, "closed form: gloo ring on cpus (gamma)", test_closed_form_gloo_ring_cpu);
+  CU_add_test(c, "closed form: gloo ring on gpus (staging)", test_closed_form_gloo_ring_gpu);
+  CU_add_test(c, "closed form: gloo hierarchical", test_closed_form_gloo_hierarchical);
+  CU_add_test(c, "nccl auto = min(ring, tree)", test_nccl_auto_is_min);
+  CU_add_test(c, "coll_time vs MPI/Gloo table", test_coll_time_mpi_table);
+  CU_add_test(c, "coll_time nccl two-level ring and tree", test_coll_time_nccl_ring_two_level);
+  CU_add_test(c, "coeffs = nccl-tests bus factors", test_coll_coeffs);
+  CU_add_test(c, "algorithms per backend", test_algo_valid);
+
+  CU_pSuite s = CU_add_suite("step", suite_init, suite_clean);
+  CU_add_test(s, "step by hand", test_step_by_hand);
+  CU_add_test(s, "jitter functions", test_jitter_functions);
+  CU_add_test(s, "single device", test_single_device);
+  CU_add_test(s, "overlap never slower", test_overlap);
+  CU_add_test(s, "representative = every rank without jitter", test_representative_equals_every_rank);
+  CU_add_test(s, "stragglers: normal, E[max] from the reference", test_stragglers_normal);
+  CU_add_test(s, "stragglers: shifted exponential, H_N", test_stragglers_shifted_exponential);
+  CU_add_test(s, "representative vs every rank, lognormal", test_representative_vs_every_lognormal);
+  CU_add_test(s, "compute slowdown", test_compute_slowdown);
+  CU_add_test(s, "timeout status and note", test_timeout);
+}
