@@ -50,5 +50,7 @@ extern const char cli_train_help[];
 extern const char cli_launch_help[];
 int cli_cmd_train(int argc, char **argv);
 int cli_cmd_launch(int argc, char **argv);
+extern const char cli_calibrate_help[];
+int cli_cmd_calibrate(int argc, char **argv);
 
 #endif

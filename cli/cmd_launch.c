@@ -34,6 +34,9 @@ const char cli_launch_help[] =
     "      --rdzv-dir DIR       where rendezvous directories go (default: a new\n"
     "                           directory under /tmp, removed afterwards)\n"
     "      --master-port P      MASTER_PORT for the ranks (default 29500)\n"
+    "      --cpu-quota C        limit each rank to C CPUs (cgroup cpu quota, root):\n"
+    "                           the same per-rank compute rate whatever the rank\n"
+    "                           count, for calibration and validation runs\n"
     "  -q, --quiet              no progress messages\n"
     "\n"
     "Exit status: 0 when every rank of the last attempt succeeded; 4 when a rank\n"
@@ -56,14 +59,15 @@ static int rm_rf(const char *dir) {
 }
 
 int cli_cmd_launch(int argc, char **argv) {
-  enum { O_NPROC = 1000, O_HOSTS, O_RESTARTS, O_GRACE, O_RDZV, O_PORT };
+  enum { O_NPROC = 1000, O_HOSTS, O_RESTARTS, O_GRACE, O_RDZV, O_PORT, O_QUOTA };
   static const struct option opts[] = {
       {"nproc", required_argument, NULL, O_NPROC}, {"hosts", required_argument, NULL, O_HOSTS},
       {"max-restarts", required_argument, NULL, O_RESTARTS}, {"grace", required_argument, NULL, O_GRACE},
       {"rdzv-dir", required_argument, NULL, O_RDZV}, {"master-port", required_argument, NULL, O_PORT},
+      {"cpu-quota", required_argument, NULL, O_QUOTA},
       {"quiet", no_argument, NULL, 'q'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
   long nproc = 0, restarts = 0, port = 29500;
-  double grace = 5;
+  double grace = 5, quota = 0;
   char *hosts_arg = NULL;
   const char *rdzv = NULL;
   int quiet = 0, c;
@@ -89,6 +93,13 @@ int cli_cmd_launch(int argc, char **argv) {
       grace = strtod(optarg, &end);
       if (end == optarg || *end || !(grace >= 0 && grace <= 3600))
         return cli_usage("launch", "--grace expects seconds in [0, 3600], got '%s'", optarg);
+      break;
+    }
+    case O_QUOTA: {
+      char *end;
+      quota = strtod(optarg, &end);
+      if (end == optarg || *end || !(quota > 0 && quota <= 1024))
+        return cli_usage("launch", "--cpu-quota expects a number of CPUs in (0, 1024], got '%s'", optarg);
       break;
     }
     case O_HOSTS: hosts_arg = optarg; break;
@@ -144,7 +155,8 @@ int cli_cmd_launch(int argc, char **argv) {
   }
   rt_launch_opts o = {.nproc = (int)nproc, .hosts = n_hosts ? hosts : NULL, .n_hosts = n_hosts,
                       .max_restarts = (int)restarts, .grace_s = grace, .rdzv_dir = rdzv,
-                      .master_port = (int)port, .argv = argv + optind, .quiet = quiet};
+                      .master_port = (int)port, .argv = argv + optind, .quiet = quiet,
+                      .cpu_quota = quota};
   rt_launch_result res;
   int rc = rt_launch_run(&o, &res);
   if (tmp[0])

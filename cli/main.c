@@ -23,6 +23,8 @@ static const cli_cmd commands[] = {
      cli_cmd_train},
     {"launch", "start, watch and restart the ranks of a job, like torchrun", cli_launch_help,
      cli_cmd_launch},
+    {"calibrate", "measure this cluster into a profile (run under ddpsim launch)",
+     cli_calibrate_help, cli_cmd_calibrate},
 #endif
 };
 static const int n_commands = (int)(sizeof commands / sizeof *commands);

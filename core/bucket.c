@@ -21,7 +21,7 @@ int core_bucket_assign(const int64_t *elems, int n, size_t elem_bytes, size_t fi
     return core_err_set(CORE_EINVAL, "bucket assignment needs at least one tensor and a positive cap");
   out->n_tensors = n;
   out->tensor_bucket = malloc(sizeof(int) * (size_t)n);
-  out->tensor_offset = malloc(sizeof(int) * (size_t)n);
+  out->tensor_offset = malloc(sizeof(int64_t) * (size_t)n);
   out->bucket_first = malloc(sizeof(int) * (size_t)(n + 1));
   out->bucket_tensors = malloc(sizeof(int) * (size_t)n);
   out->bucket_elems = malloc(sizeof(int64_t) * (size_t)n);
@@ -47,7 +47,7 @@ int core_bucket_assign(const int64_t *elems, int n, size_t elem_bytes, size_t fi
     }
     out->bucket_tensors[k] = t;
     out->tensor_bucket[t] = nb;
-    out->tensor_offset[t] = (int)out->bucket_elems[nb];
+    out->tensor_offset[t] = out->bucket_elems[nb];
     out->bucket_elems[nb] += elems[t];
     fill += (size_t)elems[t] * elem_bytes;
     if (fill >= limit) {

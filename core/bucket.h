@@ -34,7 +34,7 @@ typedef struct core_buckets {
   int n_buckets;
   int n_tensors;
   int *tensor_bucket;   /* [n_tensors] bucket index of each parameter tensor */
-  int *tensor_offset;   /* [n_tensors] element offset of the tensor inside its bucket */
+  int64_t *tensor_offset; /* [n_tensors] element offset of the tensor inside its bucket */
   int *bucket_first;    /* [n_buckets + 1] CSR rows into bucket_tensors */
   int *bucket_tensors;  /* tensor indices per bucket, in the order they were added */
   int64_t *bucket_elems;/* [n_buckets] elements in each bucket */

@@ -78,7 +78,10 @@ int core_cfg_load(core_cfg *c, const char *path, const char *what) {
   set_dir(c);
   FILE *f = fopen(path, "r");
   if (!f)
-    return core_err_set(errno == ENOENT ? CORE_EINVAL : CORE_EIO,
+    /* A path that leads nowhere is bad input; only real I/O trouble is not. */
+    return core_err_set(errno == EIO || errno == ENOMEM || errno == EMFILE || errno == ENFILE
+                            ? CORE_EIO
+                            : CORE_EINVAL,
                         "cannot open %s file '%s': %s (check the path)", what, path,
                         strerror(errno));
   struct stat st;

@@ -237,7 +237,7 @@ int core_profile_from_setting(const config_setting_t *root, const char *path, co
                                      "compute", "collectives", "jitter", "storage", "restart",
                                      "interference", NULL};
   static const char *const meta_keys[] = {"host", "date", "backend", "versions", "nodes",
-                                          "ranks_per_node", NULL};
+                                          "ranks_per_node", "link_gbps", NULL};
   static const char *const device_keys[] = {"kind", "name", "memory_GBps", "host_link_GBps", NULL};
   static const char *const host_keys[] = {"reduce_GBps", NULL};
   static const char *const jitter_keys[] = {"distribution", "params", "samples", NULL};
@@ -278,6 +278,8 @@ int core_profile_from_setting(const config_setting_t *root, const char *path, co
   if ((rc = core_cfg_int(s, "ranks_per_node", 0, 1, 1, 1 << 16, &v)) != 0)
     goto fail_free;
   p->ranks_per_node = (int)v;
+  if ((rc = core_cfg_double(s, "link_gbps", 0, 0, 0, 1e5, &p->link_gbps)) != 0)
+    goto fail_free;
 
   if ((rc = core_cfg_group(g, "device", 1, &s)) != 0 ||
       (rc = core_cfg_check_keys(s, device_keys, "device")) != 0 ||
@@ -337,19 +339,21 @@ int core_profile_from_setting(const config_setting_t *root, const char *path, co
       goto fail_free;
     if (p->jitter != CORE_JITTER_NONE) {
       int bad = np != 2;
+      /* Relative step times: bounds far beyond any real machine keep the
+       * distribution's mean and tail finite in double precision. */
       if (!bad && p->jitter == CORE_JITTER_NORMAL)
-        bad = !(params[0] > 0 && params[1] >= 0);
+        bad = !(params[0] > 0 && params[1] >= 0 && params[1] <= 10 * params[0]);
       if (!bad && p->jitter == CORE_JITTER_LOGNORMAL)
-        bad = !(params[1] >= 0);
+        bad = !(params[0] >= -10 && params[0] <= 10 && params[1] >= 0 && params[1] <= 3);
       if (!bad && p->jitter == CORE_JITTER_SHIFTED_EXP)
-        bad = !(params[0] >= 0 && params[1] > 0);
+        bad = !(params[0] >= 0 && params[1] > 0 && params[0] <= 1e6 && params[1] <= 1e6);
       if (bad) {
         free(params);
         rc = core_err_set(CORE_EINVAL, "%s: jitter params for \"%s\" must be %s",
                           core_cfg_where(s, w, sizeof w), str,
-                          p->jitter == CORE_JITTER_NORMAL ? "[mean > 0, sd >= 0]"
-                          : p->jitter == CORE_JITTER_LOGNORMAL ? "[zeta, sigma >= 0]"
-                                                               : "[shift >= 0, mean_excess > 0]");
+                          p->jitter == CORE_JITTER_NORMAL ? "[mean > 0, 0 <= sd <= 10 mean]"
+                          : p->jitter == CORE_JITTER_LOGNORMAL ? "[zeta in [-10, 10], sigma in [0, 3]]"
+                                                               : "[shift in [0, 1e6], mean_excess in (0, 1e6]]");
         goto fail_free;
       }
       p->jitter_params[0] = params[0];
@@ -455,7 +459,13 @@ int core_profile_write(const core_profile *p, const char *path) {
   put_str(f, p->backend);
   fputs("; versions = ", f);
   put_str(f, p->versions);
-  fprintf(f, "; nodes = %d; ranks_per_node = %d; };\n", p->nodes, p->ranks_per_node);
+  fprintf(f, "; nodes = %d; ranks_per_node = %d;", p->nodes, p->ranks_per_node);
+  if (p->link_gbps > 0) {
+    fputs(" link_gbps = ", f);
+    put_num(f, p->link_gbps);
+    fputc(';', f);
+  }
+  fputs(" };\n", f);
   fputs("  device = { kind = ", f);
   put_str(f, p->device_kind);
   fputs("; name = ", f);

@@ -10,7 +10,7 @@
  *   profile = {
  *     format = 1; name = "dgx-h100"; provenance = "datasheet-derived, not measured";
  *     meta = { host = "..."; date = "2026-12-02"; backend = "nccl"; versions = "...";
- *              nodes = 2; ranks_per_node = 8; };
+ *              nodes = 2; ranks_per_node = 8; link_gbps = 200.0; };
  *     device = { kind = "gpu"; name = "H100 SXM5"; memory_GBps = 3350.0; host_link_GBps = 50.0; };
  *     host = { reduce_GBps = 10.0; };
  *     compute = ( { precision = "bf16"; gemm_flops = [1e9, 1e12]; tflops = [400.0, 700.0]; } );
@@ -80,6 +80,7 @@ typedef struct core_profile {
   char provenance[256];
   char host[128], date[64], backend[16], versions[256];
   int nodes, ranks_per_node;
+  double link_gbps;       /* nominal line rate of the measured inter-node link; 0 = unknown */
   char device_kind[8];  /* gpu | cpu */
   char device_name[128];
   double memory_GBps;     /* device memory bandwidth (optimizer, copies) */

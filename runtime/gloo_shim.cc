@@ -777,3 +777,9 @@ extern "C" int rt_gloo_ctx_barrier(rt_gloo_ctx *c) {
       &what);
   return rc ? op_fail(c, "barrier", rc, what) : 0;
 }
+
+extern "C" const char *rt_gloo_version(void) {
+#define RT_STR2(x) #x
+#define RT_STR(x) RT_STR2(x)
+  return "Gloo " RT_STR(GLOO_VERSION_MAJOR) "." RT_STR(GLOO_VERSION_MINOR) "." RT_STR(GLOO_VERSION_PATCH);
+}

@@ -44,6 +44,9 @@ void rt_store_close(rt_store *s);
 /* A one-line description for messages, e.g. "file:///tmp/rdv (prefix job1)". */
 const char *rt_store_describe(const rt_store *s);
 
+/* "Gloo MAJOR.MINOR.PATCH" of the headers this was built with. */
+const char *rt_gloo_version(void);
+
 /* Values are raw bytes, at least one (FileStore cannot hand back an empty
  * value). Setting a key twice is CORE_EINVAL (a reused prefix). */
 int rt_store_set(rt_store *s, const char *key, const void *val, size_t len);

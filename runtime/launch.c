@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -75,6 +76,58 @@ static void set_env_int(const char *k, long v) {
   setenv(k, b, 1);
 }
 
+/* cgroup of one rank with a CPU quota over a 10 ms period (short, so the
+ * throttling granularity stays well under a collective's duration). */
+enum { QUOTA_PERIOD_US = 10000 };
+
+static int write_file(const char *path, const char *text) {
+  int fd = open(path, O_WRONLY | O_CLOEXEC);
+  if (fd < 0)
+    return -1;
+  ssize_t n = write(fd, text, strlen(text));
+  close(fd);
+  return n == (ssize_t)strlen(text) ? 0 : -1;
+}
+
+static void cgroup_path(char *buf, size_t n, int rank, int v2) {
+  snprintf(buf, n, v2 ? "/sys/fs/cgroup/ddpsim-%d-r%d" : "/sys/fs/cgroup/cpu/ddpsim-%d-r%d", (int)getpid(), rank);
+}
+
+/* In the child: move itself into a new cgroup limited to quota CPUs. */
+static int enter_cgroup(int rank, double quota, pid_t launcher) {
+  char dir[256], f[320], v[64];
+  int v2 = access("/sys/fs/cgroup/cpu/cpu.cfs_quota_us", F_OK) != 0;
+  snprintf(dir, sizeof dir, v2 ? "/sys/fs/cgroup/ddpsim-%d-r%d" : "/sys/fs/cgroup/cpu/ddpsim-%d-r%d",
+           (int)launcher, rank);
+  if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+    goto fail;
+  long q = (long)(quota * QUOTA_PERIOD_US + 0.5);
+  if (v2) {
+    snprintf(f, sizeof f, "%s/cpu.max", dir);
+    snprintf(v, sizeof v, "%ld %d", q, QUOTA_PERIOD_US);
+    if (write_file(f, v))
+      goto fail;
+  } else {
+    snprintf(f, sizeof f, "%s/cpu.cfs_period_us", dir);
+    snprintf(v, sizeof v, "%d", QUOTA_PERIOD_US);
+    if (write_file(f, v))
+      goto fail;
+    snprintf(f, sizeof f, "%s/cpu.cfs_quota_us", dir);
+    snprintf(v, sizeof v, "%ld", q);
+    if (write_file(f, v))
+      goto fail;
+  }
+  snprintf(f, sizeof f, "%s/cgroup.procs", dir);
+  snprintf(v, sizeof v, "%d", (int)getpid());
+  if (write_file(f, v))
+    goto fail;
+  return 0;
+fail:
+  fprintf(stderr, "ddpsim launch: cannot limit rank %d to %.2f CPUs in cgroup %s: %s (needs root and the cgroup cpu controller)\n",
+          rank, quota, dir, strerror(errno));
+  return -1;
+}
+
 typedef struct child {
   pid_t pid;
   int rank;
@@ -90,6 +143,8 @@ static void describe(int status, char *buf, size_t n) {
 }
 
 static int failed(int status) { return !WIFEXITED(status) || WEXITSTATUS(status) != 0; }
+/* Exit 4 (CLI_EXIT_PEER): the rank only saw another rank die or hang. */
+static int peer_failure(int status) { return WIFEXITED(status) && WEXITSTATUS(status) == 4; }
 
 /* The address of each host: a child enters the namespace and reports it, so
  * every rank can be told MASTER_ADDR (rank 0's host) before it starts. */
@@ -130,6 +185,11 @@ static int host_addrs(const rt_launch_opts *o, char (*addr)[64]) {
 static int start_group(const rt_launch_opts *o, int attempt, const char *rdzv, char (*addr)[64],
                        child *ch) {
   int per_host = o->n_hosts ? o->nproc / o->n_hosts : o->nproc;
+  pid_t launcher = getpid();
+  char launch_time[64];
+  struct timespec rt;
+  clock_gettime(CLOCK_REALTIME, &rt);
+  snprintf(launch_time, sizeof launch_time, "%.6f", (double)rt.tv_sec + rt.tv_nsec * 1e-9);
   for (int r = 0; r < o->nproc; r++) {
     ch[r].rank = r;
     ch[r].done = 0;
@@ -142,6 +202,9 @@ static int start_group(const rt_launch_opts *o, int attempt, const char *rdzv, c
       signal(SIGTERM, SIG_DFL);
       if (o->n_hosts && enter_netns(o->hosts[r / per_host]) != 0)
         _exit(3);
+      if (o->cpu_quota > 0 && enter_cgroup(r, o->cpu_quota, launcher) != 0)
+        _exit(3);
+      setenv("DDPSIM_LAUNCH_TIME", launch_time, 1);
       set_env_int("RANK", r);
       set_env_int("WORLD_SIZE", o->nproc);
       set_env_int("LOCAL_RANK", r % per_host);
@@ -161,6 +224,18 @@ static int start_group(const rt_launch_opts *o, int attempt, const char *rdzv, c
     ch[r].pid = pid;
   }
   return 0;
+}
+
+/* Empty cgroups of this launcher's ranks go away once their ranks are gone. */
+static void remove_cgroups(const rt_launch_opts *o) {
+  if (o->cpu_quota <= 0)
+    return;
+  int v2 = access("/sys/fs/cgroup/cpu/cpu.cfs_quota_us", F_OK) != 0;
+  for (int r = 0; r < o->nproc; r++) {
+    char dir[256];
+    cgroup_path(dir, sizeof dir, r, v2);
+    rmdir(dir);
+  }
 }
 
 static void signal_all(child *ch, int n, int sig) {
@@ -234,9 +309,15 @@ int rt_launch_run(const rt_launch_opts *o, rt_launch_result *res) {
 
   for (int attempt = 0;; attempt++) {
     char rdzv[4200];
-    snprintf(rdzv, sizeof rdzv, "%s/attempt-%d", o->rdzv_dir, attempt);
-    if ((rc = core_mkdirs(rdzv)) != 0)
+    /* Fresh for every attempt even when --rdzv-dir is reused by a later
+     * job: a FileStore key can be set only once. */
+    if ((rc = core_mkdirs(o->rdzv_dir)) != 0)
       break;
+    snprintf(rdzv, sizeof rdzv, "%s/attempt-%d.XXXXXX", o->rdzv_dir, attempt);
+    if (!mkdtemp(rdzv)) {
+      rc = core_err_errno(errno, "cannot create a rendezvous directory in '%s'", o->rdzv_dir);
+      break;
+    }
     res->attempts = attempt + 1;
     if ((rc = start_group(o, attempt, rdzv, addr, ch)) != 0) {
       stop_group(o, ch);
@@ -266,6 +347,13 @@ int rt_launch_run(const rt_launch_opts *o, rt_launch_result *res) {
         break;
       }
     }
+    /* Ranks that die together are reaped in any order (a launcher that runs
+     * late finds them all dead, and waitpid returns the oldest first): blame
+     * a rank that failed on its own over one that exited 4 because of it. */
+    for (int r; first_bad >= 0 && (r = reap(ch, o->nproc, WNOHANG)) >= 0;)
+      if (failed(ch[r].status) && peer_failure(ch[first_bad].status) && !peer_failure(ch[r].status))
+        first_bad = r;
+    remove_cgroups(o);
     if (first_bad < 0) {
       res->exit_code = 0;
       rc = 0;
@@ -277,6 +365,7 @@ int rt_launch_run(const rt_launch_opts *o, rt_launch_result *res) {
     double t0 = now_s();
     stop_group(o, ch);
     res->stop_s = now_s() - t0;
+    remove_cgroups(o);
     res->failed_rank = first_bad;
     int code = WIFEXITED(ch[first_bad].status) ? WEXITSTATUS(ch[first_bad].status) : 0;
     if (!o->quiet)
@@ -300,6 +389,7 @@ int rt_launch_run(const rt_launch_opts *o, rt_launch_result *res) {
       fprintf(stderr, "ddpsim launch: restarting the group (restart %d of %d)\n", attempt + 1, o->max_restarts);
   }
 out:
+  remove_cgroups(o);
   free(addr);
   sigaction(SIGINT, &old_int, NULL);
   sigaction(SIGTERM, &old_term, NULL);

@@ -9,7 +9,11 @@
  * rank died and how. With restarts left it starts the whole group again,
  * whose ranks resume from their last checkpoint (DDPSIM_RESTART_COUNT > 0).
  * Exit codes 2 and 3 (bad usage or input) are not retried: they would fail
- * again.
+ * again. DDPSIM_LAUNCH_TIME (wall-clock seconds when the attempt started)
+ * lets a rank measure its own start-up. With a CPU quota, each rank runs in
+ * its own cgroup with the cpu controller's quota (v1 cfs_quota_us or v2
+ * cpu.max), so that runs with more ranks than cores, and calibration, see
+ * the same per-rank compute rate.
  */
 #ifndef RUNTIME_LAUNCH_H
 #define RUNTIME_LAUNCH_H
@@ -24,6 +28,7 @@ typedef struct rt_launch_opts {
   int master_port;
   char **argv;          /* command to run, NULL-terminated */
   int quiet;
+  double cpu_quota;     /* CPUs each rank may use (cgroup cpu quota); 0 = no limit */
 } rt_launch_opts;
 
 typedef struct rt_launch_result {

@@ -62,6 +62,8 @@ int sim_predict_topo(const sim_scenario *s, const sim_point *p, sim_topo *t) {
                             sim_backend_name(p->backend));
       if ((rc = link_from_profile(c, p->backend, &t->inter)) != 0)
         return rc;
+      if (n->gbps > 0)
+        t->inter.beta_s *= pr->link_gbps / n->gbps;
       t->node_Bps = 0; /* measured: the fit already holds the node's share */
     } else {
       double flow_Bps = n->gbps * 1e9 / 8.0 * n->efficiency;

@@ -101,10 +101,20 @@ static int parse_networks(sim_scenario *s, const config_setting_t *list) {
         return core_err_set(CORE_EINVAL, "%s: network name '%s' is already used at line %d; names must be unique",
                             where(g, w), n->name, s->networks[j].line);
     if (n->from_profile) {
+      /* The measured link as it is, or rescaled to another line rate
+       * (gbps): same latency and efficiency, bandwidth in proportion. */
       for (const char *const *k = keys + 1; *k; k++)
-        if (strcmp(*k, "from_profile") && config_setting_get_member(g, *k))
-          return core_err_set(CORE_EINVAL, "%s: network '%s' takes its link from the profile, so '%s' does not apply; remove it or set from_profile = false",
+        if (strcmp(*k, "from_profile") && strcmp(*k, "gbps") && config_setting_get_member(g, *k))
+          return core_err_set(CORE_EINVAL, "%s: network '%s' takes its link from the profile, so '%s' does not apply; remove it (only gbps may rescale the measured link) or set from_profile = false",
                               where(config_setting_get_member(g, *k), w), n->name, *k);
+      if ((rc = core_cfg_double(g, "gbps", 0, 0, 1e-3, 1e5, &n->gbps)) != 0)
+        return rc;
+      if (n->gbps > 0 && !(s->profile->link_gbps > 0))
+        return core_err_set(CORE_EINVAL, "%s: network '%s' rescales the measured link to %g Gb/s, but profile '%s' does not say the line rate it was measured at (meta.link_gbps); calibrate with --link-gbps, or drop gbps",
+                            where(config_setting_get_member(g, "gbps"), w), n->name, n->gbps, s->profile_path);
+      n->nics_per_node = 1;
+      n->efficiency = 1;
+      n->oversubscription = 1;
       continue;
     }
     /* Line rates from 1 Mb/s to 100 Tb/s; latency up to a second. */

@@ -34,7 +34,7 @@ const char *sim_optimizer_name(enum sim_optimizer o);
 
 typedef struct sim_network {
   char name[64];
-  int from_profile;        /* use the profile's measured inter-node link */
+  int from_profile;        /* use the profile's measured inter-node link (gbps > 0: rescaled to it) */
   double gbps;             /* line rate per NIC */
   double latency_us;       /* per message, software stack included */
   int nics_per_node;

@@ -28,7 +28,8 @@ int main(int argc, char **argv) {
   } else {
     CU_basic_run_tests();
   }
-  unsigned fails = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
+  unsigned fails = CU_get_number_of_failures() + CU_get_number_of_tests_failed() +
+                   CU_get_number_of_suites_failed();
   unsigned ran = CU_get_number_of_tests_run();
   CU_cleanup_registry();
   if (ran == 0) {

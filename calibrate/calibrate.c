@@ -1,0 +1,549 @@
+#include "calibrate.h"
+
+#include "calibrate/compute.h"
+#include "calibrate/fit.h"
+#include "calibrate/jitter.h"
+#include "calibrate/sweep.h"
+
+#include "runtime/ddp.h"
+#include "runtime/mlp.h"
+#include "runtime/gloo.h"
+#include "runtime/pg.h"
+
+#include "core/afile.h"
+#include "core/err.h"
+#include "core/model.h"
+#include "core/profile.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef DDPSIM_VERSION
+#define DDPSIM_VERSION "0.0.0"
+#endif
+
+/* OpenBLAS reports its build (cblas.h; declared here to keep GSL's and
+ * OpenBLAS's CBLAS headers out of one file). */
+char *openblas_get_config(void);
+
+typedef struct run {
+  const cal_opts *o;
+  rt_pg_info pg;
+  rt_comm *world;
+  int progress;
+  core_profile *prof;   /* rank 0 only */
+  double t0;
+} run;
+
+static void say(const run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void say(const run *r, const char *fmt, ...) {
+  if (!r->progress || r->pg.rank != 0)
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "[%6.1f s] ", rt_now() - r->t0);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+}
+
+/* Gloo and the profile name the same algorithms differently. */
+static const char *profile_algo(enum cal_op op, enum rt_algo a) {
+  if (op == CAL_REDUCESCATTER)
+    return "halving_doubling"; /* Gloo's ReduceScatterHalvingDoubling */
+  if (op != CAL_ALLREDUCE)
+    return "ring";
+  switch (a) {
+  case RT_ALGO_RING: return "gloo_ring";
+  case RT_ALGO_RING_CHUNKED: return "ring_chunked";
+  case RT_ALGO_HALVING_DOUBLING: return "halving_doubling";
+  case RT_ALGO_BCUBE: return "bcube";
+  default: return "segmented_ring"; /* gloo::allreduce, what PyTorch uses */
+  }
+}
+
+static int add_coll(core_profile *p, const char *backend, enum cal_op op, enum rt_algo a, const char *scope,
+                    int ranks, int nodes, const cal_point *pts, int n) {
+  double *bytes = malloc(sizeof *bytes * (size_t)n), *t = malloc(sizeof *t * (size_t)n);
+  core_prof_coll *nc = realloc(p->colls, sizeof *nc * (size_t)(p->n_colls + 1));
+  if (!bytes || !t || !nc) {
+    free(bytes);
+    free(t);
+    if (nc)
+      p->colls = nc;
+    return core_err_set(CORE_ENOMEM, "out of memory assembling the profile");
+  }
+  p->colls = nc;
+  for (int i = 0; i < n; i++) {
+    bytes[i] = pts[i].bytes;
+    t[i] = pts[i].t_p50_s;
+  }
+  cal_fit f[2];
+  int nf, rc = cal_fit_alpha_beta(bytes, t, n, f, &nf);
+  if (rc) {
+    free(bytes);
+    free(t);
+    return core_err_wrap(rc, "%s %s %s", scope, cal_op_name(op), profile_algo(op, a));
+  }
+  core_prof_coll *c = &p->colls[p->n_colls];
+  memset(c, 0, sizeof *c);
+  snprintf(c->backend, sizeof c->backend, "%s", backend);
+  snprintf(c->op, sizeof c->op, "%s", cal_op_name(op));
+  snprintf(c->algorithm, sizeof c->algorithm, "%s", profile_algo(op, a));
+  snprintf(c->scope, sizeof c->scope, "%s", scope);
+  c->ranks = ranks;
+  c->nodes = nodes;
+  c->fits = calloc((size_t)nf, sizeof *c->fits);
+  if (!c->fits) {
+    free(bytes);
+    free(t);
+    return core_err_set(CORE_ENOMEM, "out of memory assembling the profile");
+  }
+  c->n_fits = nf;
+  for (int i = 0; i < nf; i++) {
+    core_prof_fit *pf = &c->fits[i];
+    pf->min_bytes = f[i].min_bytes;
+    pf->max_bytes = f[i].max_bytes;
+    pf->alpha_us = f[i].alpha_s * 1e6;
+    pf->algbw_GBps = 1.0 / (f[i].beta_s * 1e9);
+    pf->r2 = f[i].r2;
+    pf->has_ci = 1;
+    pf->alpha_us_lo = f[i].alpha_lo * 1e6;
+    pf->alpha_us_hi = f[i].alpha_hi * 1e6;
+    /* Bandwidth is 1/beta: the interval flips, and a slope interval that
+     * reaches zero leaves the upper bandwidth unbounded (capped). */
+    pf->algbw_GBps_lo = f[i].beta_hi > 0 ? 1.0 / (f[i].beta_hi * 1e9) : 0;
+    pf->algbw_GBps_hi = f[i].beta_lo > 0 ? 1.0 / (f[i].beta_lo * 1e9) : 1e9;
+    if (pf->algbw_GBps_hi > 1e9)
+      pf->algbw_GBps_hi = 1e9;
+  }
+  for (int i = 0; i < n; i++)
+    t[i] *= 1e6;
+  c->bytes = bytes;
+  c->time_us = t;
+  c->n_points = n;
+  p->n_colls++;
+  return 0;
+}
+
+/* One group's sweeps, recorded by its rank 0 (which is world rank 0). */
+static int sweeps(run *r, rt_comm *g, const char *scope, int nodes) {
+  const cal_opts *o = r->o;
+  static const enum rt_algo algos[] = {RT_ALGO_DEFAULT, RT_ALGO_RING, RT_ALGO_RING_CHUNKED,
+                                       RT_ALGO_HALVING_DOUBLING, RT_ALGO_BCUBE};
+  /* The default algorithm over the whole range (8 B to 256 MiB, as
+   * nccl-tests sweeps); the others up to 16 MiB, well into the bandwidth
+   * regime; --quick keeps the default allreduce only, up to 16 MiB. */
+  cal_sweep_opts so = {.min_bytes = 8, .max_bytes = o->quick ? 16 << 20 : 256 << 20,
+                       .factor = o->quick ? 4 : 2, .warmup = 1, .min_iters = o->quick ? 2 : 3,
+                       .max_iters = 20, .budget_s = o->quick ? 0.02 : 0.1,
+                       .progress = r->progress};
+  for (int op = 0; op < CAL_N_OPS; op++)
+    for (size_t k = 0; k < sizeof algos / sizeof *algos; k++) {
+      if (op != CAL_ALLREDUCE && k > 0)
+        continue;
+      if (o->quick && (op != CAL_ALLREDUCE || k > 0))
+        continue;
+      cal_sweep_opts s = so;
+      if (k > 0)
+        s.max_bytes = 16 << 20;
+      else if (op != CAL_ALLREDUCE)
+        s.max_bytes = o->quick ? 16 << 20 : 64 << 20;
+      char label[96];
+      snprintf(label, sizeof label, "%s %s %s", scope, cal_op_name((enum cal_op)op),
+               profile_algo((enum cal_op)op, algos[k]));
+      s.label = label;
+      cal_point *pts;
+      int n;
+      int rc = cal_sweep_run(g, (enum cal_op)op, algos[k], &s, &pts, &n);
+      if (rc == CORE_EUNSUPPORTED) {
+        say(r, "  %s: skipped (%s)", label, core_err_msg());
+        continue;
+      }
+      if (rc)
+        return rc;
+      if (g->rank == 0)
+        rc = add_coll(r->prof, "gloo", (enum cal_op)op, algos[k], scope, g->size, nodes, pts, n);
+      free(pts);
+      if (rc)
+        return rc;
+    }
+  return 0;
+}
+
+static int sub_group(run *r, const char *spec, const char *bind, const char *prefix, int rank, int size,
+                     rt_comm **out) {
+  rt_store *st;
+  int rc = rt_pg_open_store(spec, prefix, &st);
+  if (rc)
+    return rc;
+  rc = rt_gloo_connect(st, rank, size, bind, r->o->timeout_s, out);
+  rt_store_close(st);
+  return rc;
+}
+
+/* Max over ranks of a few doubles (gathered as raw bytes). */
+static int max_over_ranks(rt_comm *c, double *v, int n) {
+  double *all = malloc(sizeof *all * (size_t)n * (size_t)c->size);
+  if (!all)
+    return core_err_set(CORE_ENOMEM, "out of memory");
+  int rc = rt_allgather(c, v, all, (size_t)n * 2, RT_FP32);
+  if (!rc)
+    for (int r = 0; r < c->size; r++)
+      for (int i = 0; i < n; i++)
+        if (all[(size_t)r * n + i] > v[i])
+          v[i] = all[(size_t)r * n + i];
+  free(all);
+  return rc;
+}
+
+static int storage(run *r, double *write_GBps, double *read_GBps) {
+  char path[4096];
+  size_t bytes = r->o->quick ? (16u << 20) : (64u << 20);
+  snprintf(path, sizeof path, "%s/ddpsim-calibrate-io.%d", r->o->scratch_dir, (int)getpid());
+  char *buf = malloc(bytes);
+  if (!buf)
+    return core_err_set(CORE_ENOMEM, "out of memory for the I/O test");
+  for (size_t i = 0; i < bytes; i++)
+    buf[i] = (char)(i * 31);
+  core_afile a;
+  int rc;
+  double t0 = rt_now();
+  if ((rc = core_afile_open(&a, path)) != 0)
+    goto out;
+  if (fwrite(buf, 1, bytes, a.f) != bytes) {
+    int e = errno ? errno : EIO;
+    core_afile_abort(&a);
+    rc = core_err_errno(e, "writing the I/O test file '%s'", path);
+    goto out;
+  }
+  if ((rc = core_afile_commit(&a)) != 0) /* write, fsync, rename, fsync dir: a checkpoint's path */
+    goto out;
+  *write_GBps = (double)bytes / (rt_now() - t0) / 1e9;
+  int fd = open(path, O_RDONLY);
+  if (fd < 0) {
+    rc = core_err_errno(errno, "reading back '%s'", path);
+    goto out_unlink;
+  }
+  /* Drop it from the page cache so the read measures the device. */
+  posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+  t0 = rt_now();
+  size_t got = 0;
+  ssize_t k;
+  while ((k = read(fd, buf, bytes - got)) > 0)
+    got += (size_t)k;
+  *read_GBps = (double)got / (rt_now() - t0) / 1e9;
+  close(fd);
+out_unlink:
+  unlink(path);
+out:
+  free(buf);
+  return rc;
+}
+
+/* Measured per-layer times as a model file beside the profile. */
+static int write_measured_model(const run *r, const core_model *m, const double *fwd, const double *bwd) {
+  char path[4400];
+  const char *out = r->o->out;
+  size_t stem = strlen(out);
+  if (stem > 4 && !strcmp(out + stem - 4, ".cfg"))
+    stem -= 4;
+  snprintf(path, sizeof path, "%.*s.%s.cfg", (int)stem, out, m->name);
+  core_afile a;
+  int rc = core_afile_open(&a, path);
+  if (rc)
+    return rc;
+  FILE *f = a.f;
+  fprintf(f, "# %s with per-layer times measured by `ddpsim calibrate` on %s (%s).\n", m->name,
+          r->prof->host, r->prof->date);
+  fprintf(f, "model = {\n  name = \"%s\";\n  source = \"%s; times measured at batch %d\";\n", m->name,
+          m->source[0] ? m->source : m->path, r->o->batch);
+  fprintf(f, "  loss = \"%s\";\n  measured_batch = %d;\n  layers = (\n", m->loss, r->o->batch);
+  for (int l = 0; l < m->n_layers; l++) {
+    const core_layer *L = &m->layers[l];
+    fprintf(f, "    { name = \"%s\"; type = \"linear\"; in = %d; out = %d; activation = \"%s\"; fwd_ms = %.9g; bwd_ms = %.9g; }%s\n",
+            L->name, L->in, L->out, L->act == CORE_ACT_RELU ? "relu" : "none", fwd[l] * 1e3, bwd[l] * 1e3,
+            l + 1 < m->n_layers ? "," : "");
+  }
+  fputs("  );\n};\n", f);
+  rc = core_afile_commit(&a);
+  if (!rc)
+    say(r, "  wrote %s", path);
+  return rc;
+}
+
+static int compute_part(run *r) {
+  const cal_opts *o = r->o;
+  static const int full[] = {64, 128, 256, 512, 1024, 2048}, quick[] = {128, 512, 1024};
+  const int *sizes = o->quick ? quick : full;
+  int ns = o->quick ? 3 : 6, rc;
+  core_prof_rate *rt = &r->prof->rate[CORE_PREC_FP32];
+  rt->gemm_flops = malloc(sizeof(double) * (size_t)ns);
+  rt->tflops = malloc(sizeof(double) * (size_t)ns);
+  if (!rt->gemm_flops || !rt->tflops)
+    return core_err_set(CORE_ENOMEM, "out of memory");
+  say(r, "compute: fp32 GEMMs of %d to %d", sizes[0], sizes[ns - 1]);
+  if ((rc = cal_gemm_sweep(sizes, ns, o->quick ? 0.05 : 0.2, rt->gemm_flops, rt->tflops)) != 0)
+    return rc;
+  rt->n = ns;
+  rt->present = 1;
+  for (int i = 0; i < ns; i++)
+    say(r, "  %5d^3: %7.2f GFLOP/s", sizes[i], rt->tflops[i] * 1e3);
+  double copy, reduce;
+  if ((rc = cal_memory_bandwidth(o->quick ? (16u << 20) : (64u << 20), &copy, &reduce)) != 0)
+    return rc;
+  r->prof->memory_GBps = copy;
+  r->prof->reduce_GBps = reduce;
+  say(r, "  memory: gradient copy %.2f GB/s moved, host reduction %.2f GB/s", copy, reduce);
+  for (int k = 0; k < o->n_models; k++) {
+    core_model *m;
+    if ((rc = core_model_load(o->models[k], &m)) != 0)
+      return rc;
+    double *fwd = malloc(sizeof *fwd * (size_t)m->n_layers), *bwd = malloc(sizeof *bwd * (size_t)m->n_layers);
+    if (!fwd || !bwd)
+      rc = core_err_set(CORE_ENOMEM, "out of memory");
+    else if ((rc = core_model_check_runnable(m)) == 0 &&
+             (rc = cal_layer_times(m, o->batch, o->quick ? 5 : 15, fwd, bwd)) == 0) {
+      say(r, "  %s: per-layer times at batch %d", m->name, o->batch);
+      rc = write_measured_model(r, m, fwd, bwd);
+    }
+    free(fwd);
+    free(bwd);
+    core_model_free(m);
+    if (rc)
+      return rc;
+  }
+  return 0;
+}
+
+static void cpu_name(char *buf, size_t n) {
+  snprintf(buf, n, "cpu");
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  if (!f)
+    return;
+  char line[512];
+  while (fgets(line, sizeof line, f))
+    if (!strncmp(line, "model name", 10) && strchr(line, ':')) {
+      char *v = strchr(line, ':') + 1;
+      v += strspn(v, " \t");
+      v[strcspn(v, "\n")] = '\0';
+      snprintf(buf, n, "%s", v);
+      break;
+    }
+  fclose(f);
+}
+
+int cal_run(const cal_opts *o) {
+  run r = {.o = o, .t0 = rt_now()};
+  struct timespec now_rt;
+  clock_gettime(CLOCK_REALTIME, &now_rt);
+  double start_rt = (double)now_rt.tv_sec + now_rt.tv_nsec * 1e-9;
+  rt_comm *intra = NULL, *inter = NULL;
+  rt_store *st = NULL;
+  double *samples = NULL, *rel = NULL;
+  int rc;
+  char tmpdir[64] = "";
+
+  if (strcmp(o->backend, "gloo") != 0)
+    return core_err_set(CORE_EUNSUPPORTED, "calibrate --backend %s: this build calibrates Gloo on CPUs; NCCL calibration needs a CUDA build on a machine with GPUs",
+                        o->backend);
+  if ((rc = rt_pg_from_env(&r.pg)) != 0)
+    return rc;
+  rt_blas_threads(o->threads > 0 ? o->threads : 1);
+  r.progress = o->progress < 0 ? isatty(2) : o->progress;
+  int world = r.pg.world_size, lws = r.pg.local_world_size;
+  if (world % lws != 0)
+    return core_err_set(CORE_EUSAGE, "%d ranks do not divide into nodes of %d; set LOCAL_WORLD_SIZE consistently", world, lws);
+  int nodes = world / lws;
+  const char *spec = o->rdzv ? o->rdzv : getenv("DDPSIM_RDZV");
+  if (!spec) {
+    if (world > 1)
+      return core_err_set(CORE_EUSAGE, "%d ranks need a rendezvous: run under `ddpsim launch` or pass --rdzv", world);
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/ddpsim-cal-XXXXXX");
+    if (!mkdtemp(tmpdir))
+      return core_err_errno(errno, "cannot create a rendezvous directory");
+    spec = tmpdir;
+  }
+  const char *bind = o->bind ? o->bind : getenv("DDPSIM_BIND_ADDR");
+  char bindbuf[256];
+  if (!bind) {
+    if ((rc = rt_pg_default_bind(&r.pg, bindbuf, sizeof bindbuf)) != 0)
+      goto out;
+    bind = bindbuf;
+  }
+
+  /* Start-up: rendezvous (every rank's key in the store), then the
+   * communicator's connections. */
+  say(&r, "calibrate: %d rank(s) on %d node(s) of %d, backend gloo%s", world, nodes, lws, o->quick ? ", quick" : "");
+  double restart[3] = {0, 0, 0}; /* process start, rendezvous, comm init */
+  const char *lt = getenv("DDPSIM_LAUNCH_TIME");
+  if (lt)
+    restart[0] = start_rt - atof(lt);
+  if ((rc = rt_pg_open_store(spec, "cal-world", &st)) != 0)
+    goto out;
+  double t = rt_now();
+  char key[64];
+  snprintf(key, sizeof key, "arrived-%d", r.pg.rank);
+  if ((rc = rt_store_set(st, key, "1", 1)) != 0)
+    goto out;
+  for (int k = 0; k < world; k++) {
+    const char *kk[1];
+    char name[64];
+    snprintf(name, sizeof name, "arrived-%d", k);
+    kk[0] = name;
+    if ((rc = rt_store_wait(st, kk, 1, (int)(o->timeout_s * 1000))) != 0)
+      goto out;
+  }
+  restart[1] = rt_now() - t;
+  t = rt_now();
+  if ((rc = rt_gloo_connect(st, r.pg.rank, world, bind, o->timeout_s, &r.world)) != 0)
+    goto out;
+  restart[2] = rt_now() - t;
+  if ((rc = max_over_ranks(r.world, restart, 3)) != 0)
+    goto out;
+
+  if (r.pg.rank == 0) {
+    if (!(r.prof = core_profile_new())) {
+      rc = core_err_set(CORE_ENOMEM, "out of memory");
+      goto out;
+    }
+    core_profile *p = r.prof;
+    char host[128] = "?";
+    gethostname(host, sizeof host - 1);
+    time_t tt = time(NULL);
+    struct tm tm;
+    gmtime_r(&tt, &tm);
+    snprintf(p->name, sizeof p->name, "%s", host);
+    snprintf(p->provenance, sizeof p->provenance, "measured by ddpsim calibrate%s", o->quick ? " --quick" : "");
+    snprintf(p->host, sizeof p->host, "%s", host);
+    strftime(p->date, sizeof p->date, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    snprintf(p->backend, sizeof p->backend, "gloo");
+    snprintf(p->versions, sizeof p->versions, "ddpsim %s; %s; OpenBLAS %.120s", DDPSIM_VERSION, rt_gloo_version(),
+             openblas_get_config());
+    p->nodes = nodes;
+    p->ranks_per_node = lws;
+    p->link_gbps = o->link_gbps;
+    snprintf(p->device_kind, sizeof p->device_kind, "cpu");
+    cpu_name(p->device_name, sizeof p->device_name);
+    p->process_start_s = restart[0];
+    p->rendezvous_s = restart[1];
+    p->comm_init_s = restart[2];
+  }
+  say(&r, "start-up: process %.3f s, rendezvous %.3f s, communicator %.3f s", restart[0], restart[1], restart[2]);
+
+  /* Collectives: one group at a time, so sweeps never share links or CPUs. */
+  char prefix[64];
+  if (lws > 1) {
+    snprintf(prefix, sizeof prefix, "cal-intra-%d", r.pg.node_rank);
+    if ((rc = sub_group(&r, spec, bind, prefix, r.pg.local_rank, lws, &intra)) != 0)
+      goto out;
+    if (r.pg.node_rank == 0) {
+      say(&r, "collectives inside a node (%d ranks)", lws);
+      if ((rc = sweeps(&r, intra, "intra", 1)) != 0)
+        goto out;
+    }
+  }
+  if ((rc = rt_barrier(r.world)) != 0)
+    goto out;
+  if (nodes > 1) {
+    snprintf(prefix, sizeof prefix, "cal-inter-%d", r.pg.local_rank);
+    if ((rc = sub_group(&r, spec, bind, prefix, r.pg.node_rank, nodes, &inter)) != 0)
+      goto out;
+    if (r.pg.local_rank == 0) {
+      say(&r, "collectives across nodes (%d ranks, one per node)", nodes);
+      if ((rc = sweeps(&r, inter, "inter", nodes)) != 0)
+        goto out;
+    }
+  }
+  if ((rc = rt_barrier(r.world)) != 0)
+    goto out;
+
+  /* Compute, memory and per-layer times: rank 0 alone. */
+  if (r.pg.rank == 0 && (rc = compute_part(&r)) != 0)
+    goto out;
+  if ((rc = rt_barrier(r.world)) != 0)
+    goto out;
+
+  /* Jitter: every rank computes training steps at once, as in training. */
+  int ns = o->quick ? 10 : 30;
+  samples = malloc(sizeof *samples * (size_t)ns * (size_t)world);
+  rel = malloc(sizeof *rel * (size_t)ns * (size_t)world);
+  double *mine = malloc(sizeof *mine * (size_t)ns);
+  if (!samples || !rel || !mine) {
+    free(mine);
+    rc = core_err_set(CORE_ENOMEM, "out of memory for jitter samples");
+    goto out;
+  }
+  {
+    core_model *jm;
+    const char *jpath = o->n_models ? o->models[0] : NULL;
+    if (!jpath) {
+      free(mine);
+      rc = core_err_set(CORE_EUSAGE, "calibrate needs a model to time (--model)");
+      goto out;
+    }
+    if ((rc = core_model_load(jpath, &jm)) != 0) {
+      free(mine);
+      goto out;
+    }
+    say(&r, "jitter: %d compute steps of %s on every rank", ns, jm->name);
+    rc = cal_step_samples(jm, o->batch, ns, mine);
+    core_model_free(jm);
+    if (!rc)
+      rc = rt_allgather(r.world, mine, samples, (size_t)ns * 2, RT_FP32);
+    free(mine);
+    if (rc)
+      goto out;
+  }
+  if (r.pg.rank == 0) {
+    cal_jitter j;
+    if ((rc = cal_jitter_fit(samples, ns * world, rel, &j)) != 0)
+      goto out;
+    r.prof->jitter = j.best;
+    r.prof->jitter_params[0] = j.params[0];
+    r.prof->jitter_params[1] = j.params[1];
+    r.prof->jitter_samples = rel;
+    r.prof->n_jitter_samples = ns * world;
+    rel = NULL;
+    say(&r, "  cv %.4f; best fit %s (log-likelihood normal %.1f, lognormal %.1f, shifted exponential %.1f)",
+        j.cv, core_jitter_name(j.best), j.loglik[0], j.loglik[1], j.loglik[2]);
+  }
+
+  /* Interference: GEMMs with and without allreduces in flight. */
+  double slow[1] = {1.0};
+  say(&r, "interference: GEMMs while allreduces run");
+  if ((rc = cal_interference(r.world, o->quick ? (4 << 20) : (16 << 20), o->quick ? 3 : 8, &slow[0])) != 0)
+    goto out;
+  if ((rc = max_over_ranks(r.world, slow, 1)) != 0)
+    goto out;
+  if (r.pg.rank == 0) {
+    r.prof->compute_slowdown = slow[0];
+    say(&r, "  compute slowdown under communication: %.3f", slow[0]);
+    say(&r, "checkpoint I/O in %s", o->scratch_dir);
+    if ((rc = storage(&r, &r.prof->write_GBps, &r.prof->read_GBps)) != 0)
+      goto out;
+    say(&r, "  write with fsync %.3f GB/s, read %.3f GB/s", r.prof->write_GBps, r.prof->read_GBps);
+    if ((rc = core_profile_write(r.prof, o->out)) != 0)
+      goto out;
+    fprintf(stderr, "calibrate: wrote %s in %.1f s\n", o->out, rt_now() - r.t0);
+  }
+  rc = rt_barrier(r.world);
+out:
+  free(samples);
+  free(rel);
+  rt_comm_destroy(intra);
+  rt_comm_destroy(inter);
+  rt_comm_destroy(r.world);
+  if (st)
+    rt_store_close(st);
+  core_profile_free(r.prof);
+  if (tmpdir[0])
+    rmdir(tmpdir);
+  return rc;
+}

@@ -1,0 +1,221 @@
+#include "compute.h"
+
+#include "runtime/ddp.h"
+#include "runtime/mlp.h"
+
+#include "core/err.h"
+
+#include <cblas.h>
+#include <gsl/gsl_sort_double.h>
+#include <gsl/gsl_statistics_double.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Median (sorts v in place). */
+static double median(double *v, int n) {
+  gsl_sort(v, 1, (size_t)n);
+  return gsl_stats_median_from_sorted_data(v, 1, (size_t)n);
+}
+
+enum { MAX_ITERS = 64 };
+
+int cal_gemm_sweep(const int *sizes, int n, double budget_s, double *flops, double *tflops) {
+  for (int k = 0; k < n; k++) {
+    int s = sizes[k];
+    size_t e = (size_t)s * (size_t)s;
+    float *a = malloc(sizeof(float) * e), *b = malloc(sizeof(float) * e), *c = malloc(sizeof(float) * e);
+    if (!a || !b || !c) {
+      free(a);
+      free(b);
+      free(c);
+      return core_err_set(CORE_ENOMEM, "out of memory for a %d x %d GEMM", s, s);
+    }
+    for (size_t i = 0; i < e; i++) {
+      a[i] = (float)(i % 13) * 0.01f;
+      b[i] = (float)(i % 7) * 0.01f;
+    }
+    double t[MAX_ITERS], spent = 0;
+    int it = 0;
+    for (int w = -1; it < MAX_ITERS && (it < 3 || spent < budget_s); w++) {
+      double t0 = rt_now();
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, s, s, s, 1.0f, a, s, b, s, 0.0f, c, s);
+      double dt = rt_now() - t0;
+      if (w < 0)
+        continue; /* warm-up: thread start, page faults */
+      t[it++] = dt;
+      spent += dt;
+    }
+    flops[k] = 2.0 * s * (double)s * s;
+    tflops[k] = flops[k] / median(t, it) / 1e12;
+    free(a);
+    free(b);
+    free(c);
+  }
+  return 0;
+}
+
+int cal_memory_bandwidth(size_t bytes, double *copy_GBps, double *reduce_GBps) {
+  size_t n = bytes / sizeof(float);
+  float *x = malloc(sizeof(float) * n), *y = malloc(sizeof(float) * n);
+  if (!x || !y) {
+    free(x);
+    free(y);
+    return core_err_set(CORE_ENOMEM, "out of memory for %zu-byte buffers", bytes);
+  }
+  for (size_t i = 0; i < n; i++)
+    x[i] = y[i] = (float)(i & 1023);
+  double tc[8], tr[8];
+  volatile float scale = 0.5f;
+  for (int it = -1; it < 8; it++) {
+    double t0 = rt_now();
+    for (size_t i = 0; i < n; i++) /* the DDP engine's copy into a bucket */
+      y[i] = x[i] * scale;
+    double t1 = rt_now();
+    for (size_t i = 0; i < n; i++) /* a += b, the host reduction */
+      y[i] += x[i];
+    double t2 = rt_now();
+    if (it >= 0) {
+      tc[it] = t1 - t0;
+      tr[it] = t2 - t1;
+    }
+  }
+  *copy_GBps = 2.0 * (double)(n * sizeof(float)) / median(tc, 8) / 1e9;
+  *reduce_GBps = (double)(n * sizeof(float)) / median(tr, 8) / 1e9;
+  free(x);
+  free(y);
+  return 0;
+}
+
+int cal_layer_times(const core_model *m, int batch, int iters, double *fwd_s, double *bwd_s) {
+  rt_mlp *net;
+  int rc = rt_mlp_create(m, batch, 1, &net);
+  if (rc)
+    return rc;
+  int L = m->n_layers, out = m->layers[L - 1].out;
+  float *target = calloc((size_t)batch * (size_t)out, sizeof *target);
+  double *tf = malloc(sizeof *tf * (size_t)L * (size_t)iters), *tb = malloc(sizeof *tb * (size_t)L * (size_t)iters);
+  if (!target || !tf || !tb) {
+    rc = core_err_set(CORE_ENOMEM, "out of memory timing layers of %s", m->name);
+    goto out;
+  }
+  for (size_t i = 0; i < (size_t)batch * (size_t)m->layers[0].in; i++)
+    net->act[0][i] = (float)((i * 2654435761u) % 1000) / 1000.0f - 0.5f;
+  for (int it = -2; it < iters; it++) {
+    for (int l = 0; l < L; l++) {
+      double t0 = rt_now();
+      rt_mlp_forward_layer(net, l);
+      if (it >= 0)
+        tf[(size_t)l * iters + it] = rt_now() - t0;
+    }
+    rt_mlp_loss(net, target);
+    for (int l = L - 1; l >= 0; l--) {
+      double t0 = rt_now();
+      rt_mlp_backward_layer(net, l);
+      if (it >= 0)
+        tb[(size_t)l * iters + it] = rt_now() - t0;
+    }
+  }
+  for (int l = 0; l < L; l++) {
+    fwd_s[l] = median(tf + (size_t)l * iters, iters);
+    bwd_s[l] = median(tb + (size_t)l * iters, iters);
+  }
+out:
+  free(target);
+  free(tf);
+  free(tb);
+  rt_mlp_free(net);
+  return rc;
+}
+
+int cal_step_samples(const core_model *m, int batch, int n, double *samples) {
+  rt_mlp *net;
+  int rc = rt_mlp_create(m, batch, 2, &net);
+  if (rc)
+    return rc;
+  int L = m->n_layers;
+  float *target = calloc((size_t)batch * (size_t)m->layers[L - 1].out, sizeof *target);
+  if (!target) {
+    rt_mlp_free(net);
+    return core_err_set(CORE_ENOMEM, "out of memory for jitter samples");
+  }
+  for (int it = -2; it < n; it++) {
+    double t0 = rt_now();
+    for (int l = 0; l < L; l++)
+      rt_mlp_forward_layer(net, l);
+    rt_mlp_loss(net, target);
+    for (int l = L - 1; l >= 0; l--)
+      rt_mlp_backward_layer(net, l);
+    if (it >= 0)
+      samples[it] = rt_now() - t0;
+  }
+  free(target);
+  rt_mlp_free(net);
+  return 0;
+}
+
+typedef struct bg {
+  rt_comm *comm;
+  float *buf;
+  size_t n;
+  int count, rc;
+  atomic_int done;
+  char msg[1024];
+} bg;
+
+static void *bg_main(void *arg) {
+  bg *g = arg;
+  for (int i = 0; i < g->count && !g->rc; i++)
+    if ((g->rc = rt_allreduce(g->comm, g->buf, g->n, RT_FP32, RT_ALGO_DEFAULT)) != 0)
+      snprintf(g->msg, sizeof g->msg, "%s", core_err_msg());
+  atomic_store(&g->done, 1);
+  return NULL;
+}
+
+/* GEMMs of size s until stop says so; returns GEMMs per second. */
+static double gemm_rate(int s, const float *a, const float *b, float *c, double min_s, atomic_int *stop) {
+  int k = 0;
+  double t0 = rt_now(), dt;
+  do {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, s, s, s, 1.0f, a, s, b, s, 0.0f, c, s);
+    k++;
+    dt = rt_now() - t0;
+  } while (stop ? !atomic_load(stop) : dt < min_s);
+  return k / dt;
+}
+
+int cal_interference(rt_comm *comm, double bytes, int allreduces, double *slowdown) {
+  enum { S = 256 }; /* a GEMM of ~1 ms on one core: many fit in a collective */
+  float *a = malloc(sizeof(float) * S * S), *b = malloc(sizeof(float) * S * S), *c = malloc(sizeof(float) * S * S);
+  bg g = {.comm = comm, .n = (size_t)(bytes / sizeof(float)), .count = allreduces};
+  g.buf = calloc(g.n, sizeof(float));
+  int rc = 0;
+  if (!a || !b || !c || !g.buf) {
+    rc = core_err_set(CORE_ENOMEM, "out of memory measuring interference");
+    goto out;
+  }
+  for (int i = 0; i < S * S; i++)
+    a[i] = b[i] = (float)(i % 5) * 0.1f;
+  double alone = gemm_rate(S, a, b, c, 1.0, NULL);
+  if ((rc = rt_barrier(comm)) != 0)
+    goto out;
+  pthread_t th;
+  if (pthread_create(&th, NULL, bg_main, &g) != 0) {
+    rc = core_err_set(CORE_EIO, "cannot start a communication thread");
+    goto out;
+  }
+  double with = gemm_rate(S, a, b, c, 0, &g.done);
+  pthread_join(th, NULL);
+  if (g.rc) {
+    rc = core_err_set(g.rc, "%s", g.msg);
+    goto out;
+  }
+  *slowdown = with > 0 && alone > with ? alone / with : 1.0;
+out:
+  free(a);
+  free(b);
+  free(c);
+  free(g.buf);
+  return rc;
+}

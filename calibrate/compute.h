@@ -1,0 +1,39 @@
+/*
+ * compute — what one CPU rank computes, measured: achieved FLOP/s of fp32
+ * GEMMs (CBLAS, OpenBLAS) over a range of sizes; the bandwidth of the two
+ * memory-bound kernels DDP runs (the scaled copy of gradients into buckets,
+ * and a += b, the host reduction Gloo performs); per-layer forward and
+ * backward times of a model as the runtime executes it; and how much slower
+ * GEMMs run while collectives are in flight on a communication thread.
+ */
+#ifndef CALIBRATE_COMPUTE_H
+#define CALIBRATE_COMPUTE_H
+
+#include "runtime/comm.h"
+
+#include "core/model.h"
+
+#include <stddef.h>
+
+/* Square n x n x n sgemms for each n: FLOPs per call and achieved TFLOP/s
+ * (median of iterations after one warm-up, at least `budget_s` per size). */
+int cal_gemm_sweep(const int *sizes, int n, double budget_s, double *flops, double *tflops);
+
+/* Bytes moved per second by dst = s * src (read + write), and bytes of
+ * result per second by a += b, over buffers of `bytes`. */
+int cal_memory_bandwidth(size_t bytes, double *copy_GBps, double *reduce_GBps);
+
+/* Median per-layer forward and backward seconds of model m at a batch size,
+ * as runtime/mlp executes them (backward without the bucket copy, which the
+ * simulator adds from the copy bandwidth). */
+int cal_layer_times(const core_model *m, int batch, int iters, double *fwd_s, double *bwd_s);
+
+/* One training step's compute of model m (forward, loss, backward) `n`
+ * times: step seconds into samples (step-time jitter without the network). */
+int cal_step_samples(const core_model *m, int batch, int n, double *samples);
+
+/* GEMM throughput alone and with allreduces of `bytes` running on another
+ * thread over comm (every rank calls it together): the slowdown factor >= 1. */
+int cal_interference(rt_comm *comm, double bytes, int allreduces, double *slowdown);
+
+#endif

@@ -1,0 +1,118 @@
+/* ddpsim calibrate: measure this cluster into a profile. */
+#include "cli.h"
+
+#include "calibrate/calibrate.h"
+
+#include "core/err.h"
+
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char cli_calibrate_help[] =
+    "Usage: ddpsim calibrate [options]\n"
+    "\n"
+    "Measure the machines of a launch into a profile the simulator reads: start-up\n"
+    "and rendezvous time; collective sweeps (nccl-tests style, 8 B to 256 MiB)\n"
+    "inside a node and across nodes, with alpha-beta fits; GEMM rates; memory\n"
+    "bandwidth; per-layer times of the models (written as measured model files\n"
+    "beside the profile); step-time jitter with a fitted distribution;\n"
+    "compute slowdown under communication; checkpoint write/read bandwidth.\n"
+    "Run every rank under the launcher; rank 0 writes the profile. Progress goes\n"
+    "to stderr when it is a terminal.\n"
+    "\n"
+    "Options:\n"
+    "      --backend B      gloo (CPUs; default) or nccl (GPUs, CUDA builds)\n"
+    "      --out PROFILE    where to write it (default calibrated.cfg)\n"
+    "      --quick          fewer sizes, iterations and samples (about 20 s)\n"
+    "      --link-gbps G    nominal line rate of the links between nodes, recorded\n"
+    "                       so scenarios can rescale the measured link\n"
+    "      --model FILE     model to time per layer and to draw jitter from\n"
+    "                       (repeatable; default scenarios/models/mlp.cfg)\n"
+    "      --batch N        batch for the per-layer times (default 32)\n"
+    "      --threads N      BLAS threads per rank, as `ddpsim train` will use\n"
+    "                       (default 1)\n"
+    "      --timeout S      collective timeout (default 120)\n"
+    "      --scratch DIR    directory for the checkpoint I/O test (default /tmp)\n"
+    "      --rdzv SPEC      rendezvous (default $DDPSIM_RDZV, set by the launcher)\n"
+    "      --progress on|off   override the terminal check\n"
+    "\n"
+    "Example, 2 hosts of the testbed at 1 Gb/s, 2 ranks each:\n"
+    "  ddpsim launch --nproc 4 --hosts ddpsim-h1,ddpsim-h2 -- \\\n"
+    "      ddpsim calibrate --link-gbps 1 --out profiles/testbed.cfg\n";
+
+int cli_cmd_calibrate(int argc, char **argv) {
+  enum { O_BACKEND = 1000, O_OUT, O_QUICK, O_LINK, O_MODEL, O_BATCH, O_TIMEOUT, O_SCRATCH, O_RDZV, O_PROGRESS,
+         O_THREADS };
+  static const struct option opts[] = {
+      {"backend", required_argument, NULL, O_BACKEND}, {"out", required_argument, NULL, O_OUT},
+      {"quick", no_argument, NULL, O_QUICK}, {"link-gbps", required_argument, NULL, O_LINK},
+      {"model", required_argument, NULL, O_MODEL}, {"batch", required_argument, NULL, O_BATCH},
+      {"timeout", required_argument, NULL, O_TIMEOUT}, {"scratch", required_argument, NULL, O_SCRATCH},
+      {"rdzv", required_argument, NULL, O_RDZV}, {"progress", required_argument, NULL, O_PROGRESS},
+      {"threads", required_argument, NULL, O_THREADS}, {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0}};
+  static const char *models[64];
+  static char default_model[4200];
+  cal_opts o = {.out = "calibrated.cfg", .backend = "gloo", .batch = 32, .threads = 1, .timeout_s = 120,
+                .scratch_dir = "/tmp", .progress = -1, .models = models};
+  long batch;
+  int c;
+  optind = 1;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+    char *end;
+    switch (c) {
+    case O_BACKEND:
+      if (strcmp(optarg, "gloo") && strcmp(optarg, "nccl"))
+        return cli_usage("calibrate", "--backend expects gloo or nccl, got '%s'", optarg);
+      o.backend = optarg;
+      break;
+    case O_OUT: o.out = optarg; break;
+    case O_QUICK: o.quick = 1; break;
+    case O_LINK:
+      o.link_gbps = strtod(optarg, &end);
+      if (end == optarg || *end || !(o.link_gbps > 0 && o.link_gbps <= 1e5))
+        return cli_usage("calibrate", "--link-gbps expects a line rate in Gb/s, got '%s'", optarg);
+      break;
+    case O_MODEL:
+      if (o.n_models == 64)
+        return cli_usage("calibrate", "at most 64 --model files");
+      models[o.n_models++] = optarg;
+      break;
+    case O_BATCH:
+      if (cli_parse_long("calibrate", "--batch", optarg, 1, 1 << 20, &batch))
+        return CLI_EXIT_USAGE;
+      o.batch = (int)batch;
+      break;
+    case O_THREADS:
+      if (cli_parse_long("calibrate", "--threads", optarg, 1, 256, &batch))
+        return CLI_EXIT_USAGE;
+      o.threads = (int)batch;
+      break;
+    case O_TIMEOUT:
+      o.timeout_s = strtod(optarg, &end);
+      if (end == optarg || *end || !(o.timeout_s >= 1 && o.timeout_s <= 1e5))
+        return cli_usage("calibrate", "--timeout expects seconds in [1, 100000], got '%s'", optarg);
+      break;
+    case O_SCRATCH: o.scratch_dir = optarg; break;
+    case O_RDZV: o.rdzv = optarg; break;
+    case O_PROGRESS:
+      if (strcmp(optarg, "on") && strcmp(optarg, "off"))
+        return cli_usage("calibrate", "--progress expects on or off, got '%s'", optarg);
+      o.progress = !strcmp(optarg, "on");
+      break;
+    case 'h': fputs(cli_calibrate_help, stdout); return CLI_EXIT_OK;
+    case ':': return cli_usage("calibrate", "option %s needs a value", argv[optind - 1]);
+    default: return cli_usage("calibrate", "unknown option '%s'", argv[optind - 1]);
+    }
+  }
+  if (optind != argc)
+    return cli_usage("calibrate", "unexpected argument '%s'", argv[optind]);
+  if (!o.n_models) {
+    snprintf(default_model, sizeof default_model, "%s/scenarios/models/mlp.cfg", DDPSIM_SOURCE_DIR);
+    models[o.n_models++] = default_model;
+  }
+  int rc = cal_run(&o);
+  return rc ? cli_fail("calibrate", rc) : CLI_EXIT_OK;
+}
