@@ -70,11 +70,13 @@ static const char *profile_algo(enum cal_op op, enum rt_algo a) {
 
 static int add_coll(core_profile *p, const char *backend, enum cal_op op, enum rt_algo a, const char *scope,
                     int ranks, int nodes, const cal_point *pts, int n) {
-  double *bytes = malloc(sizeof *bytes * (size_t)n), *t = malloc(sizeof *t * (size_t)n);
+  double *bytes = malloc(sizeof *bytes * (size_t)n), *t = malloc(sizeof *t * (size_t)n),
+         *se = malloc(sizeof *se * (size_t)n);
   core_prof_coll *nc = realloc(p->colls, sizeof *nc * (size_t)(p->n_colls + 1));
-  if (!bytes || !t || !nc) {
+  if (!bytes || !t || !se || !nc) {
     free(bytes);
     free(t);
+    free(se);
     if (nc)
       p->colls = nc;
     return core_err_set(CORE_ENOMEM, "out of memory assembling the profile");
@@ -83,9 +85,11 @@ static int add_coll(core_profile *p, const char *backend, enum cal_op op, enum r
   for (int i = 0; i < n; i++) {
     bytes[i] = pts[i].bytes;
     t[i] = pts[i].t_p50_s;
+    se[i] = pts[i].t_se_s;
   }
-  cal_fit f[2];
-  int nf, rc = cal_fit_alpha_beta(bytes, t, n, f, &nf);
+  cal_fit f[CAL_FIT_MAX_REGIMES];
+  int nf, rc = cal_fit_alpha_beta(bytes, t, se, n, f, &nf);
+  free(se);
   if (rc) {
     free(bytes);
     free(t);
@@ -138,12 +142,12 @@ static int sweeps(run *r, rt_comm *g, const char *scope, int nodes) {
   static const enum rt_algo algos[] = {RT_ALGO_DEFAULT, RT_ALGO_RING, RT_ALGO_RING_CHUNKED,
                                        RT_ALGO_HALVING_DOUBLING, RT_ALGO_BCUBE};
   /* The default algorithm over the whole range (8 B to 256 MiB, as
-   * nccl-tests sweeps); the others up to 16 MiB, well into the bandwidth
-   * regime; --quick keeps the default allreduce only, up to 16 MiB. */
-  cal_sweep_opts so = {.min_bytes = 8, .max_bytes = o->quick ? 16 << 20 : 256 << 20,
-                       .factor = o->quick ? 4 : 2, .warmup = 1, .min_iters = o->quick ? 2 : 3,
-                       .max_iters = 20, .budget_s = o->quick ? 0.02 : 0.1,
-                       .progress = r->progress};
+   * nccl-tests sweeps; --quick: to 32 MiB), enough sizes past the knee for
+   * the bandwidth regime; the other algorithms and operations to 4 and
+   * 16 MiB, well into it. --quick keeps the default allreduce only. */
+  cal_sweep_opts so = {.min_bytes = 8, .max_bytes = o->quick ? 32 << 20 : 256 << 20, .factor = 2,
+                       .warmup = 1, .min_iters = o->quick ? 2 : 3, .max_iters = o->quick ? 10 : 20,
+                       .budget_s = o->quick ? 0.01 : 0.05, .progress = r->progress};
   for (int op = 0; op < CAL_N_OPS; op++)
     for (size_t k = 0; k < sizeof algos / sizeof *algos; k++) {
       if (op != CAL_ALLREDUCE && k > 0)
@@ -152,9 +156,9 @@ static int sweeps(run *r, rt_comm *g, const char *scope, int nodes) {
         continue;
       cal_sweep_opts s = so;
       if (k > 0)
-        s.max_bytes = 16 << 20;
+        s.max_bytes = 4 << 20;
       else if (op != CAL_ALLREDUCE)
-        s.max_bytes = o->quick ? 16 << 20 : 64 << 20;
+        s.max_bytes = 16 << 20;
       char label[96];
       snprintf(label, sizeof label, "%s %s %s", scope, cal_op_name((enum cal_op)op),
                profile_algo((enum cal_op)op, algos[k]));
@@ -355,6 +359,17 @@ int cal_run(const cal_opts *o) {
                         o->backend);
   if ((rc = rt_pg_from_env(&r.pg)) != 0)
     return rc;
+  if (r.pg.rank == 0) {
+    /* Find out now, not after minutes of measuring, that the profile
+     * cannot be written where asked. */
+    char dir[4096];
+    const char *slash = strrchr(o->out, '/');
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - o->out) : 1, slash ? o->out : ".");
+    core_afile probe;
+    if ((dir[0] && (rc = core_mkdirs(dir)) != 0) || (rc = core_afile_open(&probe, o->out)) != 0)
+      return core_err_wrap(rc, "the profile cannot be written to '%s'", o->out);
+    core_afile_abort(&probe);
+  }
   rt_blas_threads(o->threads > 0 ? o->threads : 1);
   r.progress = o->progress < 0 ? isatty(2) : o->progress;
   int world = r.pg.world_size, lws = r.pg.local_world_size;
@@ -537,9 +552,9 @@ int cal_run(const cal_opts *o) {
 out:
   free(samples);
   free(rel);
-  rt_comm_destroy(intra);
-  rt_comm_destroy(inter);
-  rt_comm_destroy(r.world);
+  rt_comm_finish(intra, rc);
+  rt_comm_finish(inter, rc);
+  rt_comm_finish(r.world, rc);
   if (st)
     rt_store_close(st);
   core_profile_free(r.prof);

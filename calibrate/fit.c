@@ -11,7 +11,16 @@
 #include <string.h>
 
 /* Fit points [lo, hi) with outlier rejection; returns weighted SSE or -1. */
-static double fit_range(const double *x, const double *y, int lo, int hi, cal_fit *f) {
+/* Weight of point i: inverse variance, with a floor on the error so that a
+ * size whose iterations happened to agree exactly cannot dominate. */
+static double weight(const double *y, const double *se, int i) {
+  double s = 0.005 * y[i];
+  if (se && se[i] > s)
+    s = se[i];
+  return 1.0 / (s * s);
+}
+
+static double fit_range(const double *x, const double *y, const double *se, int lo, int hi, cal_fit *f) {
   int n = hi - lo;
   double *w = malloc(sizeof *w * (size_t)n), *xs = malloc(sizeof *xs * (size_t)n),
          *ys = malloc(sizeof *ys * (size_t)n), *res = malloc(sizeof *res * (size_t)n);
@@ -29,7 +38,7 @@ static double fit_range(const double *x, const double *y, int lo, int hi, cal_fi
       if (keep[i]) {
         xs[m] = x[lo + i];
         ys[m] = y[lo + i];
-        w[m] = 1.0 / (y[lo + i] * y[lo + i]);
+        w[m] = weight(y, se, lo + i);
         m++;
       }
     if (m < 2)
@@ -92,51 +101,69 @@ out:
 
 static double bic(double sse, int n, int k) { return n * log(sse / n + 1e-300) + k * log((double)n); }
 
-int cal_fit_alpha_beta(const double *bytes, const double *t, int n, cal_fit *fits, int *n_fits) {
+int cal_fit_alpha_beta(const double *bytes, const double *t, const double *se, int n, cal_fit *fits,
+                       int *n_fits) {
   if (n < 2)
     return core_err_set(CORE_EINVAL, "an alpha-beta fit needs at least 2 sizes (got %d)", n);
   for (int i = 0; i < n; i++)
     if (!(t[i] > 0) || !(bytes[i] >= 0) || (i && !(bytes[i] > bytes[i - 1])))
       return core_err_set(CORE_EINVAL, "fit input %d (%g bytes, %g s) is not a positive time at an ascending size", i,
                           bytes[i], t[i]);
-  cal_fit one;
-  memset(&one, 0, sizeof one);
-  double sse1 = fit_range(bytes, t, 0, n, &one);
-  if (sse1 < 0)
+  /* Candidates: one regime, or 2 or 3 consecutive ones, each with at least
+   * three points of its own and a positive slope. A split must lower the BIC
+   * by more than 6 per added regime ("strong" evidence, Kass and Raftery
+   * 1995) to be kept. */
+  cal_fit best_f[CAL_FIT_MAX_REGIMES], f[CAL_FIT_MAX_REGIMES];
+  int best_n = 0, best_cut[CAL_FIT_MAX_REGIMES + 1];
+  double best_bic = 0;
+  double sse = fit_range(bytes, t, se, 0, n, &best_f[0]);
+  if (sse < 0)
     return core_err_set(CORE_ENOMEM, "alpha-beta fit failed (out of memory)");
-  double best = bic(sse1, n, 2);
-  int split = -1;
-  cal_fit a, b, ba, bb;
-  /* Each regime needs three points of its own. */
-  for (int j = 3; j <= n - 3; j++) {
-    double s1 = fit_range(bytes, t, 0, j, &a), s2 = fit_range(bytes, t, j, n, &b);
-    if (s1 < 0 || s2 < 0)
-      continue;
-    double v = bic(s1 + s2, n, 4);
-    /* A second regime must earn its two parameters clearly (BIC drop > 6,
-     * "strong" evidence in Kass and Raftery 1995) and have a positive slope. */
-    if (v < best - 6 && a.beta_s > 0 && b.beta_s > 0) {
-      best = v;
-      split = j;
-      ba = a;
-      bb = b;
+  best_n = 1;
+  best_bic = bic(sse, n, 2);
+  double bic1 = best_bic;
+  best_cut[0] = 0;
+  best_cut[1] = n;
+  for (int j1 = 3; j1 <= n - 3; j1++) {
+    double s1 = fit_range(bytes, t, se, 0, j1, &f[0]), s2 = fit_range(bytes, t, se, j1, n, &f[1]);
+    if (s1 >= 0 && s2 >= 0 && f[0].beta_s > 0 && f[1].beta_s > 0) {
+      double v = bic(s1 + s2, n, 4);
+      if (v < bic1 - 6.0 && v < best_bic) {
+        best_bic = v;
+        best_n = 2;
+        best_f[0] = f[0];
+        best_f[1] = f[1];
+        best_cut[1] = j1;
+        best_cut[2] = n;
+      }
     }
   }
-  if (split < 0) {
-    fits[0] = one;
-    fits[0].min_bytes = 0;
-    fits[0].max_bytes = 1e15;
-    *n_fits = 1;
-  } else {
-    fits[0] = ba;
-    fits[1] = bb;
-    double knee = sqrt(bytes[split - 1] * bytes[split]);
-    fits[0].min_bytes = 0;
-    fits[0].max_bytes = knee;
-    fits[1].min_bytes = knee;
-    fits[1].max_bytes = 1e15;
-    *n_fits = 2;
+  double bic2 = best_bic;
+  int n2 = best_n;
+  for (int j1 = 3; j1 <= n - 6; j1++)
+    for (int j2 = j1 + 3; j2 <= n - 3; j2++) {
+      double s1 = fit_range(bytes, t, se, 0, j1, &f[0]), s2 = fit_range(bytes, t, se, j1, j2, &f[1]),
+             s3 = fit_range(bytes, t, se, j2, n, &f[2]);
+      if (s1 < 0 || s2 < 0 || s3 < 0 || !(f[0].beta_s > 0 && f[1].beta_s > 0 && f[2].beta_s > 0))
+        continue;
+      double v = bic(s1 + s2 + s3, n, 6);
+      /* Against the best fit with fewer regimes: 6 per regime added. */
+      if (v < bic2 - 6.0 * (3 - n2) && v < best_bic) {
+        best_bic = v;
+        best_n = 3;
+        for (int k = 0; k < 3; k++)
+          best_f[k] = f[k];
+        best_cut[1] = j1;
+        best_cut[2] = j2;
+        best_cut[3] = n;
+      }
+    }
+  for (int k = 0; k < best_n; k++) {
+    fits[k] = best_f[k];
+    fits[k].min_bytes = k == 0 ? 0 : sqrt(bytes[best_cut[k] - 1] * bytes[best_cut[k]]);
+    fits[k].max_bytes = k == best_n - 1 ? 1e15 : sqrt(bytes[best_cut[k + 1] - 1] * bytes[best_cut[k + 1]]);
   }
+  *n_fits = best_n;
   for (int i = 0; i < *n_fits; i++) {
     /* A negative intercept is a fitting artefact of the bandwidth regime;
      * a collective cannot take less than no time. */

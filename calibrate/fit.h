@@ -1,12 +1,15 @@
 /*
  * fit — α–β models of measured collective times, T(S) = α + β S, fitted with
- * GSL's weighted least squares (gsl_fit_wlinear, weights 1/T², so small and
- * large messages count by relative error). Points more than three robust
+ * GSL's weighted least squares (gsl_fit_wlinear). Weights are the inverse
+ * variance of each point when its standard error is known (so a size whose
+ * iterations scattered counts less), floored at 0.5% of its time; without
+ * it, 1/T², relative error. Points more than three robust
  * standard deviations off (median absolute deviation of relative residuals)
- * are dropped and the fit repeated. A second regime is used when splitting
- * the size range in two — latency-bound small messages, bandwidth-bound large
- * ones — lowers the Bayesian information criterion; the knee is the split
- * that fits best. Each regime carries R² and 95% confidence intervals
+ * are dropped and the fit repeated. The size range is split into up to three
+ * regimes — latency-bound small messages, bandwidth-bound large ones, and in
+ * between whatever a protocol switch or a shaper's token bucket makes — when
+ * the split lowers the Bayesian information criterion clearly; the knees are
+ * the splits that fit best. Each regime carries R² and 95% confidence intervals
  * (Student t on the scaled covariance).
  */
 #ifndef CALIBRATE_FIT_H
@@ -21,7 +24,11 @@ typedef struct cal_fit {
   int n_used, n_rejected;
 } cal_fit;
 
-/* bytes ascending; fits holds room for 2. */
-int cal_fit_alpha_beta(const double *bytes, const double *t, int n, cal_fit *fits, int *n_fits);
+enum { CAL_FIT_MAX_REGIMES = 3 };
+
+/* bytes ascending; se: standard errors of t, or NULL; fits holds room for
+ * CAL_FIT_MAX_REGIMES. */
+int cal_fit_alpha_beta(const double *bytes, const double *t, const double *se, int n, cal_fit *fits,
+                       int *n_fits);
 
 #endif

@@ -183,6 +183,15 @@ static int measure(rt_comm *c, enum cal_op op, enum rt_algo algo, double bytes, 
   pt->t_min_s = tmax[0];
   pt->t_max_s = tmax[iters - 1];
   pt->t_p50_s = gsl_stats_median_from_sorted_data(tmax, 1, (size_t)iters);
+  /* Spread: 1.4826 x the median absolute deviation estimates a standard
+   * deviation robustly; the median of n iterations is known to about
+   * 1.2533 sigma / sqrt(n) (its asymptotic efficiency under normal noise). */
+  double *dev = t; /* reuse: the raw times are no longer needed */
+  for (int i = 0; i < iters; i++)
+    dev[i] = fabs(tmax[i] - pt->t_p50_s);
+  gsl_sort(dev, 1, (size_t)iters);
+  double mad = gsl_stats_median_from_sorted_data(dev, 1, (size_t)iters);
+  pt->t_se_s = 1.2533 * 1.4826 * mad / sqrt((double)iters);
   pt->algbw_GBps = pt->bytes / pt->t_p50_s / 1e9;
   pt->busbw_GBps = pt->algbw_GBps * cal_busbw_factor(op, p);
 out_free:

@@ -27,6 +27,7 @@ typedef struct cal_point {
   double bytes;
   int iters;
   double t_min_s, t_p50_s, t_max_s;  /* per iteration, slowest rank */
+  double t_se_s;                     /* standard error of the median (robust) */
   double algbw_GBps, busbw_GBps;     /* from the median */
 } cal_point;
 

@@ -6,7 +6,8 @@
  * Exit codes (documented in `ddpsim --help` and README.md):
  *   0 success; 1 failure while running (I/O, a backend error); 2 wrong usage;
  *   3 invalid input file (scenario, profile, model, checkpoint, CSV);
- *   4 a peer rank died or timed out; 5 not supported by this build.
+ *   4 a peer rank died or timed out; 5 not supported by this build;
+ *   6 validate: the prediction error exceeds the tolerance.
  */
 #ifndef CLI_CLI_H
 #define CLI_CLI_H
@@ -15,7 +16,7 @@
 
 enum {
   CLI_EXIT_OK = 0, CLI_EXIT_FAIL = 1, CLI_EXIT_USAGE = 2, CLI_EXIT_INPUT = 3, CLI_EXIT_PEER = 4,
-  CLI_EXIT_UNSUPPORTED = 5
+  CLI_EXIT_UNSUPPORTED = 5, CLI_EXIT_TOLERANCE = 6
 };
 
 typedef struct cli_cmd {
@@ -52,5 +53,7 @@ int cli_cmd_train(int argc, char **argv);
 int cli_cmd_launch(int argc, char **argv);
 extern const char cli_calibrate_help[];
 int cli_cmd_calibrate(int argc, char **argv);
+extern const char cli_validate_help[];
+int cli_cmd_validate(int argc, char **argv);
 
 #endif

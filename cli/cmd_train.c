@@ -298,7 +298,7 @@ out:
   free(target);
   rt_data_free(data);
   rt_ddp_free(ddp);
-  rt_comm_destroy(comm);
+  rt_comm_finish(comm, rc);
   core_model_free(m);
   return rc;
 }

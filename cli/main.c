@@ -25,6 +25,7 @@ static const cli_cmd commands[] = {
      cli_cmd_launch},
     {"calibrate", "measure this cluster into a profile (run under ddpsim launch)",
      cli_calibrate_help, cli_cmd_calibrate},
+    {"validate", "compare a prediction with a measured run", cli_validate_help, cli_cmd_validate},
 #endif
 };
 static const int n_commands = (int)(sizeof commands / sizeof *commands);
@@ -95,7 +96,8 @@ static void print_help(FILE *f) {
           "  2  wrong usage (unknown command or option, bad option value)\n"
           "  3  invalid input file (scenario, profile, model, checkpoint, CSV)\n"
           "  4  a peer rank died or timed out\n"
-          "  5  not supported by this build (e.g. NCCL without CUDA)\n");
+          "  5  not supported by this build (e.g. NCCL without CUDA)\n"
+          "  6  validate: the prediction error exceeds --tolerance\n");
 }
 
 static const cli_cmd *find(const char *name) {

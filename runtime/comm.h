@@ -54,6 +54,9 @@ typedef struct rt_comm_ops {
   int (*broadcast)(rt_comm *c, void *buf, size_t count, enum rt_dtype t, int root);
   int (*barrier)(rt_comm *c);
   void (*destroy)(rt_comm *c);
+  /* Tear down at once, without waiting for peers: for a rank that failed on
+   * its own (peers see its connections close). NULL: destroy is used. */
+  void (*abort)(rt_comm *c);
 } rt_comm_ops;
 
 struct rt_comm {
@@ -79,6 +82,17 @@ static inline int rt_barrier(rt_comm *c) { return c->ops->barrier(c); }
 static inline void rt_comm_destroy(rt_comm *c) {
   if (c)
     c->ops->destroy(c);
+}
+static inline void rt_comm_abort(rt_comm *c) {
+  if (c)
+    (c->ops->abort ? c->ops->abort : c->ops->destroy)(c);
+}
+/* Destroy after success (collective), abort after a failure (local). */
+static inline void rt_comm_finish(rt_comm *c, int rc) {
+  if (rc)
+    rt_comm_abort(c);
+  else
+    rt_comm_destroy(c);
 }
 
 #endif

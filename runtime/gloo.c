@@ -33,6 +33,11 @@ static int gloo_broadcast(rt_comm *c, void *buf, size_t count, enum rt_dtype t, 
 
 static int gloo_barrier(rt_comm *c) { return rt_gloo_ctx_barrier(ctx_of(c)); }
 
+static void gloo_abort(rt_comm *c) {
+  rt_gloo_ctx_abort(ctx_of(c));
+  free(c);
+}
+
 static void gloo_destroy(rt_comm *c) {
   rt_gloo_ctx_destroy(ctx_of(c));
   free(c);
@@ -46,6 +51,7 @@ static const rt_comm_ops gloo_ops = {
     .broadcast = gloo_broadcast,
     .barrier = gloo_barrier,
     .destroy = gloo_destroy,
+    .abort = gloo_abort,
 };
 
 int rt_gloo_connect(rt_store *store, int rank, int size, const char *bind_addr,

@@ -442,6 +442,13 @@ extern "C" int rt_gloo_ctx_create(rt_store *store, int rank, int size, const cha
   return 0;
 }
 
+extern "C" void rt_gloo_ctx_abort(rt_gloo_ctx *c) {
+  if (!c)
+    return;
+  c->failed = CORE_ECOMM; // skips the barrier: peers learn from the closed sockets
+  rt_gloo_ctx_destroy(c);
+}
+
 extern "C" void rt_gloo_ctx_destroy(rt_gloo_ctx *c) {
   if (!c)
     return;

@@ -73,6 +73,8 @@ int rt_gloo_ctx_create(rt_store *store, int rank, int size, const char *bind_add
  * timeout) until every rank has returned from its collectives, since a rank
  * closing its sockets can fail a peer still finishing the last one. Call it
  * on every rank, like a collective; after a failure it only closes. */
+/* Close every connection now, without the final barrier (local failure). */
+void rt_gloo_ctx_abort(rt_gloo_ctx *c);
 void rt_gloo_ctx_destroy(rt_gloo_ctx *c);
 
 /* In place, sum. RT_ALGO_DEFAULT is gloo::allreduce (the segmented ring that

@@ -76,9 +76,10 @@ static void set_env_int(const char *k, long v) {
   setenv(k, b, 1);
 }
 
-/* cgroup of one rank with a CPU quota over a 10 ms period (short, so the
- * throttling granularity stays well under a collective's duration). */
-enum { QUOTA_PERIOD_US = 10000 };
+/* cgroup of one rank with a CPU quota over a short period, so a throttled
+ * rank stalls for about a millisecond, far less than a collective; the
+ * kernel takes periods and quotas of 1 ms at least (sched-bwc.rst). */
+enum { QUOTA_MIN_US = 1000 };
 
 static int write_file(const char *path, const char *text) {
   int fd = open(path, O_WRONLY | O_CLOEXEC);
@@ -101,15 +102,19 @@ static int enter_cgroup(int rank, double quota, pid_t launcher) {
            (int)launcher, rank);
   if (mkdir(dir, 0755) != 0 && errno != EEXIST)
     goto fail;
-  long q = (long)(quota * QUOTA_PERIOD_US + 0.5);
+  long period = QUOTA_MIN_US, q = (long)(quota * period + 0.5);
+  if (q < QUOTA_MIN_US) {
+    period = (long)(QUOTA_MIN_US / quota + 0.5);
+    q = QUOTA_MIN_US;
+  }
   if (v2) {
     snprintf(f, sizeof f, "%s/cpu.max", dir);
-    snprintf(v, sizeof v, "%ld %d", q, QUOTA_PERIOD_US);
+    snprintf(v, sizeof v, "%ld %ld", q, period);
     if (write_file(f, v))
       goto fail;
   } else {
     snprintf(f, sizeof f, "%s/cpu.cfs_period_us", dir);
-    snprintf(v, sizeof v, "%d", QUOTA_PERIOD_US);
+    snprintf(v, sizeof v, "%ld", period);
     if (write_file(f, v))
       goto fail;
     snprintf(f, sizeof f, "%s/cpu.cfs_quota_us", dir);

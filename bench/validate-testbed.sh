@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Validation on the network testbed (issue 4): calibrate ONCE on 2 hosts x 2
+# ranks at 1gbit, then, without recalibrating, predict and measure a grid of
+# real runs of `ddpsim train`: 2 and 3 hosts with one rank each and 2 hosts x
+# 2 ranks (intra + inter), links at 500mbit, 1gbit and 2gbit, bucket caps 1
+# and 25 MiB, overlap on and off, two MLP sizes. Every rank runs with the same
+# CPU quota, in calibration too, so ranks sharing this machine's cores see the
+# same compute rate whatever the shape. Prints each run's step-time error,
+# the mean absolute percentage error (MAPE) and the worst case
+# (goal: MAPE <= 5%, worst <= 10%). Needs root.
+#
+#   bash bench/validate-testbed.sh [BUILD_DIR] [OUT_DIR] [--quick]
+#
+# --quick: 1gbit only, 2 hosts x 1, the small MLP, 25 MiB, overlap on/off
+# (what the integration test runs).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${1:-build}
+OUT=${2:-$(mktemp -d)}
+QUICK=${3:-}
+NAME=valtb
+QUOTA=0.5
+STEPS=12
+DD=$(realpath "$BUILD/ddpsim")
+mkdir -p "$OUT"
+OUT=$(realpath "$OUT")
+trap 'bash scripts/testbed.sh down --name $NAME >/dev/null 2>&1 || true' EXIT
+
+bash scripts/testbed.sh up 3 --rate 1gbit --name $NAME >/dev/null 2>&1
+echo "== calibrating on 2 hosts x 2 ranks at 1gbit (cpu quota $QUOTA per rank)"
+CAL=(--link-gbps 1 --model scenarios/models/mlp.cfg --model scenarios/models/mlp-small.cfg
+     --out "$OUT/profile.cfg" --progress off)
+[ "$QUICK" = --quick ] && CAL+=(--quick)
+t0=$(date +%s.%N)
+"$DD" launch -q --nproc 4 --hosts $NAME-h1,$NAME-h2 --cpu-quota $QUOTA -- "$DD" calibrate "${CAL[@]}"
+echo "   calibration wall time: $(echo "$(date +%s.%N) - $t0" | bc) s"
+
+if [ "$QUICK" = --quick ]; then
+  RATES=(1gbit); SHAPES=("2 1"); MODELS=(mlp-small); CAPS=(25); OVERLAPS=(on off)
+else
+  RATES=(500mbit 1gbit 2gbit); SHAPES=("2 1" "3 1" "2 2"); MODELS=(mlp mlp-small); CAPS=(1 25); OVERLAPS=(on off)
+fi
+RESULTS="$OUT/validation.csv"
+rm -f "$RESULTS"
+for rate in "${RATES[@]}"; do
+  gbps=$(python3 -c "r='$rate'; print(float(r[:-4])/1000 if r.endswith('mbit') else float(r[:-4]))")
+  bash scripts/testbed.sh up 3 --rate "$rate" --name $NAME >/dev/null 2>&1
+  for shape in "${SHAPES[@]}"; do
+    set -- $shape
+    nodes=$1 per=$2
+    hosts=$(seq -s, -f "$NAME-h%g" 1 "$nodes")
+    for model in "${MODELS[@]}"; do
+      for cap in "${CAPS[@]}"; do
+        for ov in "${OVERLAPS[@]}"; do
+          tag="$rate-${nodes}x$per-$model-cap$cap-$ov"
+          run="$OUT/runs/$tag"
+          "$DD" launch -q --nproc $((nodes * per)) --hosts "$hosts" --cpu-quota $QUOTA -- \
+            "$DD" train --model "scenarios/models/$model.cfg" --steps $STEPS --bucket-cap-mb "$cap" \
+            --overlap "$ov" --momentum 0.9 -o "$run" >/dev/null
+          cat > "$run/predict.cfg" <<CFG
+name = "$tag";
+profile = "$OUT/profile.cfg";
+model = "$OUT/profile.$model.cfg";
+training = { batch = 32; precision = "fp32"; optimizer = "sgd_momentum"; };
+cluster = { nodes = $nodes; devices_per_node = $per; };
+networks = ( { name = "testbed-$rate"; from_profile = true; gbps = $gbps; } );
+ddp = { backend = "gloo"; bucket_cap_mb = $cap.0; overlap = $([ $ov = on ] && echo true || echo false); };
+simulation = { steps = 20; ranks = "every"; };
+CFG
+          "$DD" validate "$run/predict.cfg" --measured "$run/steps.csv" --skip 3 \
+            --append "$RESULTS" --label "$tag" | grep "^step_s" | sed "s/^step_s/$tag/"
+        done
+      done
+    done
+  done
+done
+python3 - "$RESULTS" <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+errs = [abs(float(r["err_step"])) for r in rows]
+worst = max(range(len(rows)), key=lambda i: errs[i])
+print(f"\n{len(rows)} runs: step-time MAPE {100*sum(errs)/len(errs):.2f}%, "
+      f"worst {100*errs[worst]:.2f}% ({rows[worst]['label']})")
+for key in ("network", "nodes", "gpus_per_node", "model", "bucket_cap_mb", "overlap"):
+    groups = {}
+    for r, e in zip(rows, errs):
+        groups.setdefault(r[key], []).append(e)
+    print(f"  by {key:<14} " + "  ".join(f"{k}: {100*sum(v)/len(v):.1f}%" for k, v in groups.items()))
+PY
+echo "results: $RESULTS"

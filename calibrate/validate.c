@@ -1,0 +1,90 @@
+#include "validate.h"
+
+#include "core/csv.h"
+#include "core/err.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int number(const core_csv_table *t, long row, int col, double *out) {
+  char *end;
+  errno = 0;
+  *out = strtod(t->rows[row][col], &end);
+  if (errno || end == t->rows[row][col] || *end || !isfinite(*out))
+    return core_err_set(CORE_EINVAL, "%s:%ld: column '%s' holds '%s', not a number", t->path, row + 2,
+                        t->cols[col], t->rows[row][col]);
+  return 0;
+}
+
+int cal_validate(const sim_scenario *s, long point, const char *measured_csv, long skip,
+                 cal_validation *v) {
+  static const char *const need[] = {"rank", "step", "step_s", "compute_s", "comm_s", "exposed_comm_s", NULL};
+  memset(v, 0, sizeof *v);
+  long total = sim_scenario_points(s);
+  if (point < 0 || point >= total)
+    return core_err_set(CORE_EUSAGE, "point %ld: scenario '%s' has points 0 to %ld", point, s->path, total - 1);
+  core_csv_table t;
+  int rc = core_csv_read(measured_csv, &t);
+  if (rc)
+    return rc;
+  if ((rc = core_csv_require(&t, need)) != 0)
+    goto out;
+  int c_rank = core_csv_col(&t, "rank"), c_step = core_csv_col(&t, "step"), c_s = core_csv_col(&t, "step_s"),
+      c_c = core_csv_col(&t, "compute_s"), c_m = core_csv_col(&t, "comm_s"), c_e = core_csv_col(&t, "exposed_comm_s");
+  double sum[4] = {0, 0, 0, 0};
+  int max_rank = -1;
+  for (long i = 0; i < t.nrows; i++) {
+    double step, rank, x[4];
+    if ((rc = number(&t, i, c_step, &step)) != 0 || (rc = number(&t, i, c_rank, &rank)) != 0 ||
+        (rc = number(&t, i, c_s, &x[0])) != 0 || (rc = number(&t, i, c_c, &x[1])) != 0 ||
+        (rc = number(&t, i, c_e, &x[2])) != 0 || (rc = number(&t, i, c_m, &x[3])) != 0)
+      goto out;
+    if (step < skip)
+      continue;
+    for (int k = 0; k < 4; k++)
+      sum[k] += x[k];
+    v->steps_used++;
+    if (rank > max_rank)
+      max_rank = (int)rank;
+  }
+  if (v->steps_used == 0) {
+    rc = core_err_set(CORE_EINVAL, "%s: no step at or after step %ld to compare with; run more steps or lower --skip",
+                      measured_csv, skip);
+    goto out;
+  }
+  v->ranks_seen = max_rank + 1;
+
+  sim_point p;
+  sim_scenario_point(s, point, &p);
+  int world = p.nodes * p.per_node;
+  if (v->ranks_seen != world) {
+    rc = core_err_set(CORE_EINVAL, "%s holds ranks 0 to %d, but point %ld of %s has %d ranks (%d nodes x %d); compare runs of the same shape",
+                      measured_csv, max_rank, point, s->path, world, p.nodes, p.per_node);
+    goto out;
+  }
+  sim_engine *e;
+  if ((rc = sim_engine_new(&e)) != 0)
+    goto out;
+  rc = sim_predict_point(s, &p, e, NULL, 0, &v->pred);
+  sim_engine_free(e);
+  if (rc)
+    goto out;
+  double n = (double)v->steps_used;
+  double meas[CAL_N_METRICS] = {sum[0] / n, sum[1] / n, sum[2] / n, sum[3] / n, 0};
+  meas[CAL_M_THROUGHPUT] = (double)world * p.batch / meas[CAL_M_STEP];
+  double pred[CAL_N_METRICS] = {v->pred.step_s, v->pred.compute_s, v->pred.exposed_comm_s, v->pred.comm_s,
+                                v->pred.samples_per_s};
+  static const char *const names[CAL_N_METRICS] = {"step_s", "compute_s", "exposed_comm_s", "comm_s",
+                                                   "samples_per_s"};
+  for (int k = 0; k < CAL_N_METRICS; k++) {
+    v->m[k].name = names[k];
+    v->m[k].predicted = pred[k];
+    v->m[k].measured = meas[k];
+    v->m[k].rel_err = meas[k] != 0 ? (pred[k] - meas[k]) / meas[k] : NAN;
+  }
+out:
+  core_csv_table_free(&t);
+  return rc;
+}

@@ -1,0 +1,34 @@
+/*
+ * validate — a prediction set against a measurement: one scenario point is
+ * simulated and compared with the per-step metrics of a real run (the
+ * steps.csv of `ddpsim train`, or the same columns from PyTorch), giving the
+ * relative error of step time, compute, exposed communication and
+ * throughput. Warm-up steps are skipped; means are over every rank's
+ * remaining steps.
+ */
+#ifndef CALIBRATE_VALIDATE_H
+#define CALIBRATE_VALIDATE_H
+
+#include "sim/predict.h"
+#include "sim/scenario.h"
+
+typedef struct cal_metric {
+  const char *name;
+  double predicted, measured;
+  double rel_err;   /* (predicted - measured) / measured */
+} cal_metric;
+
+enum { CAL_M_STEP = 0, CAL_M_COMPUTE, CAL_M_EXPOSED, CAL_M_COMM, CAL_M_THROUGHPUT, CAL_N_METRICS };
+
+typedef struct cal_validation {
+  sim_point_result pred;
+  long steps_used;        /* measured rows averaged */
+  int ranks_seen;
+  cal_metric m[CAL_N_METRICS];
+} cal_validation;
+
+/* Compare point `point` of s with the measured CSV; skip steps < skip. */
+int cal_validate(const sim_scenario *s, long point, const char *measured_csv, long skip,
+                 cal_validation *v);
+
+#endif
