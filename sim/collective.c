@@ -130,11 +130,30 @@ static double halving_doubling(const sim_topo *t, double S, int radix_log) {
   return T;
 }
 
-double sim_coll_time(enum sim_backend b, enum sim_op op, enum sim_algo a, const sim_topo *t,
+/* The regime of a measured link that a collective of S bytes on p ranks
+ * falls into. */
+static sim_link regime(const sim_link *l, double S, int p) {
+  sim_link r = *l;
+  if (l->n_regimes > 0) {
+    double eq = S * l->p_ref / p;
+    int k = 0;
+    while (k < l->n_regimes - 1 && eq >= l->max_bytes[k])
+      k++;
+    r.alpha_s = l->alpha[k];
+    r.beta_s = l->beta[k];
+  }
+  return r;
+}
+
+double sim_coll_time(enum sim_backend b, enum sim_op op, enum sim_algo a, const sim_topo *topo,
                      double S) {
-  int p = t->nodes * t->per_node;
+  int p = topo->nodes * topo->per_node;
   if (p <= 1 || S <= 0)
     return 0;
+  sim_topo local = *topo;
+  local.intra = regime(&topo->intra, S, p);
+  local.inter = regime(&topo->inter, S, p);
+  const sim_topo *t = &local;
   double T;
   if (b == SIM_BACKEND_NCCL) {
     if (op == SIM_OP_ALLREDUCE && a == SIM_ALGO_TREE)

@@ -37,9 +37,20 @@ int sim_algo_parse(const char *s, enum sim_algo *out);
 /* Does this backend implement this allreduce algorithm? */
 int sim_algo_valid(enum sim_backend b, enum sim_algo a);
 
+enum { SIM_LINK_MAX_REGIMES = 3 };
+
+/* A link's per-message latency and per-byte time. One regime for a link
+ * described by a datasheet; up to three for one measured by calibration,
+ * each valid for collectives up to max_bytes at p_ref ranks: a collective of
+ * S bytes on p ranks moves chunks like one of S * p_ref / p bytes did in the
+ * measurement, and uses that regime. */
 typedef struct sim_link {
-  double alpha_s; /* per message */
+  double alpha_s; /* per message (the regime in use) */
   double beta_s;  /* per byte, one flow */
+  int n_regimes;  /* 0: alpha_s/beta_s hold for every size */
+  int p_ref;
+  double max_bytes[SIM_LINK_MAX_REGIMES];
+  double alpha[SIM_LINK_MAX_REGIMES], beta[SIM_LINK_MAX_REGIMES];
 } sim_link;
 
 typedef struct sim_topo {

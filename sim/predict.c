@@ -22,8 +22,8 @@ uint64_t sim_predict_seed(uint64_t seed, long index) {
 
 
 /* A measured allreduce fit at c->ranks becomes per-link α and β by dividing
- * out the algorithm's coefficients: α from the small-message regime, β from
- * the large-message one. */
+ * out the algorithm's coefficients, one pair per fitted regime (the
+ * collective then uses the regime its size falls into). */
 static int link_from_profile(const core_prof_coll *c, enum sim_backend b, sim_link *l) {
   enum sim_algo a;
   double ca, cb;
@@ -32,8 +32,18 @@ static int link_from_profile(const core_prof_coll *c, enum sim_backend b, sim_li
   int rc = sim_coll_coeffs(b, SIM_OP_ALLREDUCE, a, c->ranks, &ca, &cb);
   if (rc)
     return rc;
-  l->alpha_s = c->fits[0].alpha_us * 1e-6 / ca;
-  l->beta_s = 1.0 / (c->fits[c->n_fits - 1].algbw_GBps * 1e9) / cb;
+  memset(l, 0, sizeof *l);
+  l->n_regimes = c->n_fits < SIM_LINK_MAX_REGIMES ? c->n_fits : SIM_LINK_MAX_REGIMES;
+  l->p_ref = c->ranks;
+  for (int k = 0; k < l->n_regimes; k++) {
+    /* A profile with more regimes than fit here keeps its last one last. */
+    const core_prof_fit *f = &c->fits[k == l->n_regimes - 1 ? c->n_fits - 1 : k];
+    l->alpha[k] = f->alpha_us * 1e-6 / ca;
+    l->beta[k] = 1.0 / (f->algbw_GBps * 1e9) / cb;
+    l->max_bytes[k] = f->max_bytes;
+  }
+  l->alpha_s = l->alpha[l->n_regimes - 1];
+  l->beta_s = l->beta[l->n_regimes - 1];
   return 0;
 }
 
@@ -62,8 +72,13 @@ int sim_predict_topo(const sim_scenario *s, const sim_point *p, sim_topo *t) {
                             sim_backend_name(p->backend));
       if ((rc = link_from_profile(c, p->backend, &t->inter)) != 0)
         return rc;
-      if (n->gbps > 0)
-        t->inter.beta_s *= pr->link_gbps / n->gbps;
+      if (n->gbps > 0) {
+        /* Rescaled line rate: every regime's bandwidth in proportion. */
+        double f = pr->link_gbps / n->gbps;
+        t->inter.beta_s *= f;
+        for (int k = 0; k < t->inter.n_regimes; k++)
+          t->inter.beta[k] *= f;
+      }
       t->node_Bps = 0; /* measured: the fit already holds the node's share */
     } else {
       double flow_Bps = n->gbps * 1e9 / 8.0 * n->efficiency;
