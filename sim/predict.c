@@ -252,3 +252,80 @@ out_free:
   core_bucket_free(&bk);
   return rc;
 }
+
+/* Optimizer state per parameter in fp32: momentum one buffer, Adam two. */
+static double optimizer_state_bytes(enum sim_optimizer o) {
+  switch (o) {
+  case SIM_OPT_SGD_MOMENTUM: return 4.0;
+  case SIM_OPT_ADAM: return 8.0;
+  default: return 0.0;
+  }
+}
+
+static double min_cap(double bw, double cap) { return cap > 0 && cap < bw ? cap : bw; }
+
+int sim_predict_job(const sim_scenario *s, const sim_point *p, sim_engine *e, sim_point_result *r) {
+  const sim_job_cfg *j = &s->job;
+  const core_profile *pr = s->profile;
+  if (!j->present)
+    return 0;
+  int world = p->nodes * p->per_node, g = p->per_node;
+  double step = r->step_s;
+  sim_job_params jp;
+  memset(&jp, 0, sizeof jp);
+  jp.step_s = step;
+  jp.total_steps = j->steps > 0 ? j->steps : j->hours * 3600.0 / step;
+  jp.nodes = p->nodes;
+  jp.dist = (enum sim_fail_dist)j->fail_dist;
+  /* Per-GPU failure processes of a node combine into the node's: the
+   * minimum of g exponentials is exponential with g times the rate, of g
+   * Weibulls a Weibull with scale divided by g^(1/shape). */
+  jp.node_mtbf_s = j->mtbf_h * 3600.0 / (j->per_gpu ? g : 1);
+  jp.weibull_scale_s = j->weibull_scale_h * 3600.0 / (j->per_gpu ? pow(g, 1.0 / j->weibull_shape) : 1);
+  jp.weibull_shape = j->weibull_shape;
+  jp.detect_s = j->detect_s >= 0 ? j->detect_s : sim_scenario_timeout(s, p->backend);
+  jp.mttr_s = j->mttr_h * 3600.0;
+  jp.spares = (int)p->spares;
+  /* Restart: process start, then rendezvous and communicator set-up, which
+   * grow with the number of ranks; scaled from the calibrated world size by
+   * log2 (tree- and ring-based bootstraps do log p rounds or p steps of
+   * small messages; log p is the optimistic end, documented as such). */
+  if (j->restart_s >= 0) {
+    jp.restart_s = j->restart_s;
+  } else {
+    double pw = (double)pr->nodes * pr->ranks_per_node;
+    double scale = pw > 1 && world > 1 ? log2((double)world) / log2(pw) : 1.0;
+    jp.restart_s = pr->process_start_s + (pr->rendezvous_s + pr->comm_init_s) * (scale > 1 ? scale : 1);
+  }
+  /* Checkpoint: parameters and optimizer state in fp32. Sharded, every node
+   * writes its share in parallel; else rank 0 writes it all. Every node
+   * reads the whole state back on restart (data parallel: every replica
+   * needs all of it). */
+  double bytes = (double)p->model->n_params * (4.0 + optimizer_state_bytes(s->optimizer));
+  double wbw = pr->write_GBps * 1e9, rbw = pr->read_GBps * 1e9, cap = j->storage_GBps * 1e9;
+  double write_s = bytes / (j->sharded ? min_cap(wbw * p->nodes, cap) : min_cap(wbw, cap));
+  jp.load_s = bytes * p->nodes / min_cap(rbw * p->nodes, cap);
+  jp.every_steps = j->every_in_steps ? p->ckpt_every : p->ckpt_every / step;
+  jp.async = p->ckpt_async;
+  if (jp.async) {
+    double snap_bw = j->snapshot_GBps > 0 ? j->snapshot_GBps * 1e9
+                     : strcmp(pr->device_kind, "gpu") == 0 ? pr->host_link_GBps * 1e9
+                                                           : pr->memory_GBps * 1e9;
+    jp.ckpt_block_s = (j->sharded ? bytes / world : bytes) / snap_bw;
+    jp.ckpt_write_s = write_s;
+  } else {
+    jp.ckpt_block_s = write_s;
+  }
+  jp.replications = j->replications;
+  jp.seed = sim_predict_seed(s->seed ^ 0x5a5a5a5a5a5a5a5aULL, p->index);
+  int rc = sim_job_run(&jp, e, &r->job);
+  if (rc)
+    return rc;
+  r->has_job = 1;
+  r->ckpt_bytes = bytes;
+  r->ckpt_block_s = jp.ckpt_block_s;
+  r->ckpt_every_s = jp.every_steps * step;
+  r->restart_s = jp.restart_s;
+  r->load_s = jp.load_s;
+  return 0;
+}

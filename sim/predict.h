@@ -9,6 +9,7 @@
 #define SIM_PREDICT_H
 
 #include "sim/engine.h"
+#include "sim/job.h"
 #include "sim/scenario.h"
 
 #include "core/trace.h"
@@ -22,6 +23,11 @@ typedef struct sim_point_result {
   char status[16];          /* "ok" or "timeout" */
   char note[320];
   uint64_t events;
+  /* Job level, when the scenario has one. */
+  int has_job;
+  sim_job_result job;
+  double ckpt_bytes, ckpt_block_s, ckpt_every_s, restart_s, load_s;
+  double best_every_s;      /* the interval with the best goodput among its siblings */
 } sim_point_result;
 
 /* Topology and links for a point. */
@@ -37,5 +43,9 @@ int sim_predict_point(const sim_scenario *s, const sim_point *p, sim_engine *e, 
                       int trace_ranks, sim_point_result *r);
 
 uint64_t sim_predict_seed(uint64_t seed, long index);
+
+/* The job level of a point whose step level r already holds (failures,
+ * checkpoints; Monte Carlo). */
+int sim_predict_job(const sim_scenario *s, const sim_point *p, sim_engine *e, sim_point_result *r);
 
 #endif

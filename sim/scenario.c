@@ -64,6 +64,9 @@ void sim_scenario_free(sim_scenario *s) {
   free(s->overlap);
   free(s->per_node);
   free(s->nodes);
+  free(s->job.spares);
+  free(s->job.every);
+  free(s->job.async);
   core_cfg_free(&s->cfg);
   free(s);
 }
@@ -191,14 +194,131 @@ static int cross_check(sim_scenario *s, const config_setting_t *root) {
   return 0;
 }
 
+/* Groups job, failures and checkpoint: the run as a whole. */
+static int parse_job(sim_scenario *s, const config_setting_t *root) {
+  static const char *const job_keys[] = {"steps", "hours", NULL};
+  static const char *const fail_keys[] = {"distribution", "mtbf_h", "weibull_scale_h", "weibull_shape",
+                                          "per", "detect_s", "mttr_h", "restart_s", "spares", NULL};
+  static const char *const ck_keys[] = {"every_s", "every_steps", "mode", "sharded", "storage_GBps",
+                                        "snapshot_GBps", NULL};
+  static const char *const dists[] = {"none", "exponential", "weibull", NULL};
+  static const char *const pers[] = {"node", "gpu", NULL};
+  static const char *const modes[] = {"sync", "async", NULL};
+  char w[4200];
+  const config_setting_t *jg, *fg, *cg;
+  const char *str, **strs = NULL;
+  int rc, n;
+  sim_job_cfg *j = &s->job;
+  if ((rc = core_cfg_group(root, "job", 0, &jg)) != 0 || (rc = core_cfg_group(root, "failures", 0, &fg)) != 0 ||
+      (rc = core_cfg_group(root, "checkpoint", 0, &cg)) != 0)
+    return rc;
+  j->present = fg || cg;
+  j->detect_s = -1;
+  j->restart_s = -1;
+  /* Dimensions of scenarios without a job level: one value each. */
+  j->spares = calloc(1, sizeof *j->spares);
+  j->every = calloc(1, sizeof *j->every);
+  j->async = calloc(1, sizeof *j->async);
+  if (!j->spares || !j->every || !j->async)
+    return core_err_set(CORE_ENOMEM, "out of memory");
+  s->n[SIM_DIM_SPARES] = s->n[SIM_DIM_CKPT_EVERY] = s->n[SIM_DIM_CKPT_MODE] = 1;
+  if (!j->present) {
+    if (jg)
+      return core_err_set(CORE_EINVAL, "%s: a job group needs a checkpoint or failures group to simulate; add one, or remove job",
+                          where(jg, w));
+    return 0;
+  }
+  if (!jg)
+    return core_err_set(CORE_EINVAL, "%s: failures and checkpoints need the run's length: add job = { hours = H; } (failure-free training time) or job = { steps = N; }",
+                        where(fg ? fg : cg, w));
+  if ((rc = core_cfg_check_keys(jg, job_keys, "job")) != 0 ||
+      (rc = core_cfg_double(jg, "steps", 0, 0, 1, 1e15, &j->steps)) != 0 ||
+      (rc = core_cfg_double(jg, "hours", 0, 0, 1e-6, 1e7, &j->hours)) != 0)
+    return rc;
+  if ((j->steps > 0) == (j->hours > 0))
+    return core_err_set(CORE_EINVAL, "%s: give exactly one of job.steps and job.hours", where(jg, w));
+
+  if (!cg)
+    return core_err_set(CORE_EINVAL, "%s: with failures but no checkpoints every failure restarts the run from scratch; add checkpoint = { every_s = ...; }",
+                        where(fg, w));
+  if ((rc = core_cfg_check_keys(cg, ck_keys, "checkpoint")) != 0)
+    return rc;
+  int has_s = config_setting_get_member(cg, "every_s") != NULL, has_steps = config_setting_get_member(cg, "every_steps") != NULL;
+  if (has_s == has_steps)
+    return core_err_set(CORE_EINVAL, "%s: give exactly one of checkpoint.every_s and checkpoint.every_steps", where(cg, w));
+  free(j->every);
+  j->every = NULL;
+  j->every_in_steps = has_steps;
+  if ((rc = core_cfg_double_list(cg, has_s ? "every_s" : "every_steps", 1, 0, has_s ? 1e-3 : 1, 1e12, &j->every,
+                                 &s->n[SIM_DIM_CKPT_EVERY])) != 0)
+    return rc;
+  if ((rc = core_cfg_string_list(cg, "mode", 0, "sync", modes, &strs, &n)) != 0)
+    return rc;
+  free(j->async);
+  j->async = malloc(sizeof *j->async * (size_t)n);
+  if (!j->async) {
+    free(strs);
+    return core_err_set(CORE_ENOMEM, "out of memory");
+  }
+  for (int i = 0; i < n; i++)
+    j->async[i] = strcmp(strs[i], "async") == 0;
+  free(strs);
+  s->n[SIM_DIM_CKPT_MODE] = n;
+  if ((rc = core_cfg_bool(cg, "sharded", 0, 0, &j->sharded)) != 0 ||
+      (rc = core_cfg_double(cg, "storage_GBps", 0, 0, 0, 1e7, &j->storage_GBps)) != 0 ||
+      (rc = core_cfg_double(cg, "snapshot_GBps", 0, 0, 0, 1e7, &j->snapshot_GBps)) != 0)
+    return rc;
+  if (!(s->profile->write_GBps > 0))
+    return core_err_set(CORE_EINVAL, "%s: checkpoints need the storage bandwidth, and profile '%s' has no storage group; calibrate, or add storage = { write_GBps; read_GBps; } to the profile",
+                        where(cg, w), s->profile_path);
+
+  j->fail_dist = 0;
+  j->replications = j->replications > 0 ? j->replications : 100;
+  if (fg) {
+    if ((rc = core_cfg_check_keys(fg, fail_keys, "failures")) != 0 ||
+        (rc = core_cfg_string(fg, "distribution", 0, "exponential", dists, &str)) != 0)
+      return rc;
+    j->fail_dist = !strcmp(str, "exponential") ? 1 : !strcmp(str, "weibull") ? 2 : 0;
+    if (j->fail_dist == 1) {
+      if ((rc = core_cfg_double(fg, "mtbf_h", 1, 0, 1e-3, 1e12, &j->mtbf_h)) != 0)
+        return rc;
+      if (config_setting_get_member(fg, "weibull_scale_h") || config_setting_get_member(fg, "weibull_shape"))
+        return core_err_set(CORE_EINVAL, "%s: weibull_scale_h and weibull_shape need distribution = \"weibull\"", where(fg, w));
+    } else if (j->fail_dist == 2) {
+      if ((rc = core_cfg_double(fg, "weibull_scale_h", 1, 0, 1e-3, 1e12, &j->weibull_scale_h)) != 0 ||
+          (rc = core_cfg_double(fg, "weibull_shape", 1, 0, 0.05, 20, &j->weibull_shape)) != 0)
+        return rc;
+      if (config_setting_get_member(fg, "mtbf_h"))
+        return core_err_set(CORE_EINVAL, "%s: mtbf_h is for distribution = \"exponential\"; a Weibull takes weibull_scale_h and weibull_shape",
+                            where(config_setting_get_member(fg, "mtbf_h"), w));
+    }
+    if ((rc = core_cfg_string(fg, "per", 0, "node", pers, &str)) != 0)
+      return rc;
+    j->per_gpu = !strcmp(str, "gpu");
+    if ((rc = core_cfg_double(fg, "detect_s", 0, -1, 0, 1e7, &j->detect_s)) != 0 ||
+        (rc = core_cfg_double(fg, "mttr_h", 0, 24, 0, 1e6, &j->mttr_h)) != 0 ||
+        (rc = core_cfg_double(fg, "restart_s", 0, -1, 0, 1e7, &j->restart_s)) != 0)
+      return rc;
+    free(j->spares);
+    j->spares = NULL;
+    if ((rc = core_cfg_int_list(fg, "spares", 0, 0, 0, 1 << 20, &j->spares, &s->n[SIM_DIM_SPARES])) != 0)
+      return rc;
+    if (j->restart_s < 0 && !(s->profile->process_start_s + s->profile->rendezvous_s + s->profile->comm_init_s > 0))
+      return core_err_set(CORE_EINVAL, "%s: failures need the restart cost, and profile '%s' has no restart group; calibrate, or set failures.restart_s",
+                          where(fg, w), s->profile_path);
+  }
+  return 0;
+}
+
 static int parse(sim_scenario *s) {
   static const char *const top_keys[] = {"name", "description", "profile", "model", "training",
-                                         "cluster", "networks", "ddp", "simulation", "output", NULL};
+                                         "cluster", "networks", "ddp", "simulation", "output",
+                                         "job", "failures", "checkpoint", NULL};
   static const char *const train_keys[] = {"batch", "precision", "optimizer", NULL};
   static const char *const cluster_keys[] = {"nodes", "devices_per_node", NULL};
   static const char *const ddp_keys[] = {"backend", "algorithm", "bucket_cap_mb", "first_bucket_mb",
                                          "overlap", "gradient_as_bucket_view", "timeout_s", NULL};
-  static const char *const simk[] = {"steps", "seed", "ranks", NULL};
+  static const char *const simk[] = {"steps", "seed", "ranks", "replications", NULL};
   static const char *const out_keys[] = {"csv", NULL};
   char w[4200], path[4096];
   const config_setting_t *root = core_cfg_root(&s->cfg), *g, *set;
@@ -356,7 +476,14 @@ static int parse(sim_scenario *s) {
     if ((rc = core_cfg_string(g, "ranks", 0, "representative", ranks_choices, &str)) != 0)
       return rc;
     s->every_rank = strcmp(str, "every") == 0;
+    if ((rc = core_cfg_int(g, "replications", 0, 100, 1, 1000000, &v)) != 0)
+      return rc;
+    s->job.replications = (int)v;
+  } else {
+    s->job.replications = 100;
   }
+  if ((rc = parse_job(s, root)) != 0)
+    return rc;
 
   /* Output. */
   char def_csv[sizeof s->csv_name];
@@ -438,6 +565,13 @@ void sim_scenario_point(const sim_scenario *s, long index, sim_point *p) {
   p->overlap = s->overlap[idx[SIM_DIM_OVERLAP]];
   p->per_node = (int)s->per_node[idx[SIM_DIM_PER_NODE]];
   p->nodes = (int)s->nodes[idx[SIM_DIM_NODES]];
+  p->ckpt_async = s->job.async[idx[SIM_DIM_CKPT_MODE]];
+  p->spares = s->job.spares[idx[SIM_DIM_SPARES]];
+  p->ckpt_every = s->job.every[idx[SIM_DIM_CKPT_EVERY]];
+  long job_points = 1;
+  for (int d = SIM_N_STEP_DIMS; d < SIM_N_DIMS; d++)
+    job_points *= s->n[d];
+  p->step_index = index / job_points;
 }
 
 double sim_scenario_timeout(const sim_scenario *s, enum sim_backend b) {

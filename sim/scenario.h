@@ -43,11 +43,37 @@ typedef struct sim_network {
   int line;                /* where it was defined, for errors */
 } sim_network;
 
-/* Sweep dimensions, outermost first; a point is one index per dimension. */
+/* Sweep dimensions, outermost first; a point is one index per dimension.
+ * The job-level ones (checkpoint mode, spares, interval) are innermost, so
+ * the points of one step-level configuration are consecutive. */
 enum sim_dim {
   SIM_DIM_MODEL = 0, SIM_DIM_NETWORK, SIM_DIM_BACKEND, SIM_DIM_ALGORITHM, SIM_DIM_PRECISION,
-  SIM_DIM_BATCH, SIM_DIM_BUCKET_CAP, SIM_DIM_OVERLAP, SIM_DIM_PER_NODE, SIM_DIM_NODES, SIM_N_DIMS
+  SIM_DIM_BATCH, SIM_DIM_BUCKET_CAP, SIM_DIM_OVERLAP, SIM_DIM_PER_NODE, SIM_DIM_NODES,
+  SIM_DIM_CKPT_MODE, SIM_DIM_SPARES, SIM_DIM_CKPT_EVERY, SIM_N_DIMS
 };
+#define SIM_N_STEP_DIMS SIM_DIM_CKPT_MODE
+
+/* The run as a whole: failures and checkpoints (scenario groups job,
+ * failures, checkpoint). */
+typedef struct sim_job_cfg {
+  int present;             /* a checkpoint or failures group is given */
+  double steps, hours;     /* length of the run: steps, or failure-free hours */
+  int fail_dist;           /* enum sim_fail_dist */
+  double mtbf_h;           /* exponential, per node or per GPU */
+  double weibull_scale_h, weibull_shape;
+  int per_gpu;
+  double detect_s;         /* < 0: the backend's collective timeout */
+  double mttr_h;
+  double restart_s;        /* < 0: from the profile */
+  long long *spares;
+  double *every;           /* checkpoint interval values */
+  int every_in_steps;      /* every_steps instead of every_s */
+  int *async;
+  int sharded;
+  double storage_GBps;     /* aggregate cap of the checkpoint storage; 0 = none */
+  double snapshot_GBps;    /* async snapshot to host memory; 0 = the profile's */
+  int replications;
+} sim_job_cfg;
 
 typedef struct sim_scenario {
   core_cfg cfg;             /* kept open: names are borrowed from it */
@@ -77,6 +103,7 @@ typedef struct sim_scenario {
   uint64_t seed;
   int every_rank;
   char csv_name[256];
+  sim_job_cfg job;
 } sim_scenario;
 
 typedef struct sim_point {
@@ -90,6 +117,10 @@ typedef struct sim_point {
   double bucket_cap_mb;
   int overlap;
   int per_node, nodes;
+  int ckpt_async;           /* job level (when the scenario has one) */
+  long long spares;
+  double ckpt_every;        /* seconds, or steps if job.every_in_steps */
+  long step_index;          /* the point's index among step-level configurations */
 } sim_point;
 
 int sim_scenario_load(const char *path, sim_scenario **out);

@@ -1,0 +1,71 @@
+/*
+ * job — the whole training run, above the step level (DESIGN.md "Two
+ * levels"): node failures (exponential or Weibull, per node or per GPU),
+ * detection, replacement by a spare or a wait for repair, restart, checkpoint
+ * load and the work lost since the last durable checkpoint; checkpoints every
+ * N steps or T seconds, synchronous (blocking for the write) or asynchronous
+ * (blocking for a snapshot to host memory, written in the background, never
+ * two at once). Monte Carlo over independent replications, with means and 95%
+ * confidence intervals, and Young's and Daly's optimal intervals beside them.
+ *
+ * Between failures the run advances analytically at the step level's mean
+ * step time, checkpoint cycle by checkpoint cycle, so a 54-day run needs one
+ * event per failure and repair, not one per step. Failures are events of the
+ * discrete-event engine: one stream for exponential (failures of N nodes
+ * with rate λ each form one Poisson process of rate Nλ), one clock per node
+ * for Weibull, whose hazard depends on a node's age.
+ */
+#ifndef SIM_JOB_H
+#define SIM_JOB_H
+
+#include "sim/engine.h"
+
+#include <stdint.h>
+
+enum sim_fail_dist { SIM_FAIL_NONE = 0, SIM_FAIL_EXPONENTIAL, SIM_FAIL_WEIBULL };
+
+typedef struct sim_job_params {
+  double step_s;          /* mean step time (step level) */
+  double total_steps;     /* steps to train */
+  int nodes;
+  enum sim_fail_dist dist;
+  double node_mtbf_s;     /* exponential: mean time between failures of one node */
+  double weibull_scale_s; /* Weibull, per node */
+  double weibull_shape;
+  double detect_s;        /* failure to detection */
+  double mttr_s;          /* repair of a failed node */
+  int spares;             /* spare nodes at the start */
+  double restart_s;       /* process start + rendezvous + communicator init */
+  double load_s;          /* reading the checkpoint back */
+  double every_steps;     /* checkpoint interval; 0 = never */
+  int async;
+  double ckpt_block_s;    /* sync: the write; async: the snapshot */
+  double ckpt_write_s;    /* async: the background write */
+  int replications;
+  uint64_t seed;
+} sim_job_params;
+
+enum {
+  SIM_JOB_TIME_H = 0, SIM_JOB_GOODPUT, SIM_JOB_ETTR, SIM_JOB_FAILURES, SIM_JOB_WASTE_CKPT_H,
+  SIM_JOB_WASTE_LOST_H, SIM_JOB_WASTE_RESTART_H, SIM_JOB_N_METRICS
+};
+extern const char *const sim_job_metric_names[SIM_JOB_N_METRICS];
+
+typedef struct sim_job_result {
+  double mean[SIM_JOB_N_METRICS], lo[SIM_JOB_N_METRICS], hi[SIM_JOB_N_METRICS];
+  double mtti_s;          /* mean time between interruptions of the job */
+  double young_s, daly_s; /* optimal checkpoint intervals, seconds of training */
+  int replications;
+  int unfinished;         /* replications that did not finish within the wall-time cap */
+  uint64_t events;
+} sim_job_result;
+
+/* Young's interval sqrt(2 delta M); Daly's higher-order one (Daly 2006, as
+ * in LLNL/scr scr_ckpt_interval.py). delta: checkpoint cost, M: mean time to
+ * interrupt. */
+double sim_job_young(double delta_s, double mtti_s);
+double sim_job_daly(double delta_s, double mtti_s);
+
+int sim_job_run(const sim_job_params *p, sim_engine *e, sim_job_result *r);
+
+#endif

@@ -1,0 +1,207 @@
+/* Job level (sim/job.h): failures, checkpoints, recovery, Monte Carlo.
+ * Expected values come from the closed forms of reference/cost-models.md
+ * (Young, Daly, the first-order waste) and from bookkeeping identities. */
+#include "sim/job.h"
+
+#include "core/err.h"
+
+#include <CUnit/CUnit.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static sim_engine *eng;
+
+static int setup(void) { return sim_engine_new(&eng); }
+static int teardown(void) {
+  sim_engine_free(eng);
+  return 0;
+}
+
+/* A job of 1,000 h on 1,000 nodes with 1 s steps; checkpoints every hour. */
+static sim_job_params base(void) {
+  sim_job_params p;
+  memset(&p, 0, sizeof p);
+  p.step_s = 1.0;
+  p.total_steps = 1000 * 3600.0;
+  p.nodes = 1000;
+  p.dist = SIM_FAIL_EXPONENTIAL;
+  p.node_mtbf_s = 1000 * 10 * 3600.0; /* the job is interrupted every 10 h */
+  p.detect_s = 60;
+  p.mttr_s = 3600;
+  p.spares = 1000000;
+  p.restart_s = 120;
+  p.load_s = 60;
+  p.every_steps = 3600;
+  p.ckpt_block_s = 30;
+  p.replications = 200;
+  p.seed = 7;
+  return p;
+}
+
+static void test_no_failures_exact(void) {
+  /* Without failures: the failure-free time plus every checkpoint taken
+   * before the end (none at the very end), exactly. */
+  sim_job_params p = base();
+  p.dist = SIM_FAIL_NONE;
+  p.replications = 3;
+  sim_job_result r;
+  CU_ASSERT_FATAL(sim_job_run(&p, eng, &r) == 0);
+  double ideal = p.total_steps * p.step_s, n_ck = ceil(p.total_steps / p.every_steps) - 1;
+  CU_ASSERT_DOUBLE_EQUAL(r.mean[SIM_JOB_TIME_H] * 3600.0, ideal + n_ck * p.ckpt_block_s, 1e-6);
+  CU_ASSERT_EQUAL(r.mean[SIM_JOB_FAILURES], 0);
+  CU_ASSERT_DOUBLE_EQUAL(r.mean[SIM_JOB_WASTE_CKPT_H] * 3600.0, n_ck * p.ckpt_block_s, 1e-6);
+  CU_ASSERT_EQUAL(r.mean[SIM_JOB_WASTE_LOST_H], 0);
+  CU_ASSERT_EQUAL(r.mean[SIM_JOB_ETTR], 1.0);
+  /* Not a multiple: ceil. */
+  p.total_steps = 10.5 * 3600;
+  CU_ASSERT_FATAL(sim_job_run(&p, eng, &r) == 0);
+  CU_ASSERT_DOUBLE_EQUAL(r.mean[SIM_JOB_TIME_H] * 3600.0, 10.5 * 3600 + 10 * 30.0, 1e-6);
+}
+
+static void test_identity(void) {
+  /* Wall time = failure-free time + checkpoint + lost + down time, in every
+   * replication, hence in the means. */
+  sim_job_params p = base();
+  for (int async = 0; async < 2; async++) {
+    p.async = async;
+    p.ckpt_write_s = 200;
+    sim_job_result r;
+    CU_ASSERT_FATAL(sim_job_run(&p, eng, &r) == 0);
+    double sum = p.total_steps * p.step_s / 3600.0 + r.mean[SIM_JOB_WASTE_CKPT_H] + r.mean[SIM_JOB_WASTE_LOST_H] +
+                 r.mean[SIM_JOB_WASTE_RESTART_H];
+    CU_ASSERT_DOUBLE_EQUAL(r.mean[SIM_JOB_TIME_H], sum, 1e-6 * sum);
+    CU_ASSERT(r.mean[SIM_JOB_GOODPUT] < r.mean[SIM_JOB_ETTR]);
+    CU_ASSERT(r.lo[SIM_JOB_TIME_H] < r.mean[SIM_JOB_TIME_H] && r.mean[SIM_JOB_TIME_H] < r.hi[SIM_JOB_TIME_H]);
+  }
+}
+
+static void test_failure_count(void) {
+  /* Failures arrive at rate N/MTBF over the whole wall time (spares are
+   * plentiful, so failures during recovery count too). */
+  sim_job_params p = base();
+  sim_job_result r;
+  CU_ASSERT_FATAL(sim_job_run(&p, eng, &r) == 0);
+  double expect = r.mean[SIM_JOB_TIME_H] * 3600.0 * p.nodes / p.node_mtbf_s;
+  double se = (r.hi[SIM_JOB_FAILURES] - r.lo[SIM_JOB_FAILURES]) / 2 / 1.97;
+  CU_ASSERT(fabs(r.mean[SIM_JOB_FAILURES] - expect) < 5 * se + 1);
+  CU_ASSERT_DOUBLE_EQUAL(r.mtti_s, 10 * 3600.0, 1e-6);
+}
+
+static void test_first_order_waste(void) {
+  /* Where the first-order model holds (delta << tau << M), the overhead
+   * fraction is delta/tau + (tau/2 + R)/M (reference/cost-models.md), R the
+   * restart cost: detection + restart + load, and the lost work per failure
+   * is about (tau + delta)/2. */
+  sim_job_params p = base();
+  p.replications = 400;
+  sim_job_result r;
+  CU_ASSERT_FATAL(sim_job_run(&p, eng, &r) == 0);
+  double tau = p.every_steps * p.step_s, d = p.ckpt_block_s, M = r.mtti_s;
+  double R = p.detect_s + p.restart_s + p.load_s;
+  double ideal_h = p.total_steps * p.step_s / 3600.0;
+  double overhead = (r.mean[SIM_JOB_TIME_H] - ideal_h) / r.mean[SIM_JOB_TIME_H];
+  double first_order = d / (tau + d) + ((tau + d) / 2 + R) / M;
+  printf("\n    overhead simulated %.4f, first-order %.4f\n", overhead, first_order);
+  CU_ASSERT(fabs(overhead - first_order) < 0.05 * first_order);
+  double lost_per_failure = r.mean[SIM_JOB_WASTE_LOST_H] * 3600.0 / r.mean[SIM_JOB_FAILURES];
+  CU_ASSERT(fabs(lost_per_failure - (tau + d) / 2) < 0.05 * (tau + d) / 2);
+}
+
+static void test_best_interval_is_daly(void) {
+  /* Sweep the interval on a grid of ratio 1.25 around Daly's optimum; the
+   * simulated best must be Daly's grid neighbour (within the sweep's
+   * resolution). Goodput near the optimum is flat, so use many
+   * replications with common random numbers (same seed for every interval). */
+  sim_job_params p = base();
+  p.ckpt_block_s = 60;
+  p.replications = 400;
+  sim_job_result r;
+  double M = p.node_mtbf_s / p.nodes, daly = sim_job_daly(p.ckpt_block_s, M);
+  double best = -1, best_tau = 0;
+  for (double tau = daly / 4; tau <= daly * 4; tau *= 1.25) {
+    p.every_steps = tau / p.step_s;
+    CU_ASSERT_FATAL(sim_job_run(&p, eng, &r) == 0);
+    if (r.mean[SIM_JOB_GOODPUT] > best) {
+      best = r.mean[SIM_JOB_GOODPUT];
+      best_tau = tau;
+    }
+  }
+  printf("\n    best %.0f s, Daly %.0f s, Young %.0f s\n", best_tau, daly, sim_job_young(p.ckpt_block_s, M));
+  CU_ASSERT(best_tau >= daly / 1.25 / 1.01 && best_tau <= daly * 1.25 * 1.01);
+}
+
+static void test_young_daly_formulas(void) {
+  /* Young sqrt(2 d M); Daly reduces to M when d >= 2M. */
+  CU_ASSERT_DOUBLE_EQUAL(sim_job_young(50, 3600), sqrt(2.0 * 50 * 3600), 1e-9);
+  double x = 50 / (2.0 * 3600);
+  CU_ASSERT_DOUBLE_EQUAL(sim_job_daly(50, 3600), sqrt(2.0 * 50 * 3600) * (1 + sqrt(x) / 3 + x / 9) - 50, 1e-9);
+  CU_ASSERT_DOUBLE_EQUAL(sim_job_daly(10000, 3600), 3600, 1e-12);
+}
+
+static void test_spares_and_repair(void) {
+  /* Without spares every failure also waits for a repair: more down time,
+   * and never less than with spares. */
+  sim_job_params p = base();
+  sim_job_result with, without;
+  CU_ASSERT_FATAL(sim_job_run(&p, eng, &with) == 0);
+  p.spares = 0;
+  CU_ASSERT_FATAL(sim_job_run(&p, eng, &without) == 0);
+  CU_ASSERT(without.mean[SIM_JOB_WASTE_RESTART_H] > with.mean[SIM_JOB_WASTE_RESTART_H] * 1.5);
+  CU_ASSERT(without.mean[SIM_JOB_GOODPUT] < with.mean[SIM_JOB_GOODPUT]);
+}
+
+static void test_async_beats_sync_when_writes_are_slow(void) {
+  /* An expensive write, blocking in sync mode, costs async only its
+   * snapshot; with the same interval async wastes less on checkpoints. */
+  sim_job_params p = base();
+  p.ckpt_block_s = 300;
+  sim_job_result s, a;
+  CU_ASSERT_FATAL(sim_job_run(&p, eng, &s) == 0);
+  p.async = 1;
+  p.ckpt_write_s = 300;
+  p.ckpt_block_s = 5;
+  CU_ASSERT_FATAL(sim_job_run(&p, eng, &a) == 0);
+  CU_ASSERT(a.mean[SIM_JOB_WASTE_CKPT_H] < s.mean[SIM_JOB_WASTE_CKPT_H] / 10);
+  CU_ASSERT(a.mean[SIM_JOB_GOODPUT] > s.mean[SIM_JOB_GOODPUT]);
+}
+
+static void test_weibull_shape_one_is_exponential(void) {
+  /* A Weibull of shape 1 and scale s is an exponential of mean s. */
+  sim_job_params p = base();
+  sim_job_result e1, w1;
+  CU_ASSERT_FATAL(sim_job_run(&p, eng, &e1) == 0);
+  p.dist = SIM_FAIL_WEIBULL;
+  p.weibull_shape = 1.0;
+  p.weibull_scale_s = p.node_mtbf_s;
+  p.replications = 100;
+  CU_ASSERT_FATAL(sim_job_run(&p, eng, &w1) == 0);
+  CU_ASSERT_DOUBLE_EQUAL(w1.mtti_s, e1.mtti_s, 1e-6 * e1.mtti_s);
+  double tol = (e1.hi[SIM_JOB_FAILURES] - e1.lo[SIM_JOB_FAILURES]) + (w1.hi[SIM_JOB_FAILURES] - w1.lo[SIM_JOB_FAILURES]);
+  CU_ASSERT(fabs(w1.mean[SIM_JOB_FAILURES] - e1.mean[SIM_JOB_FAILURES]) < 2 * tol);
+}
+
+static void test_deterministic(void) {
+  sim_job_params p = base();
+  sim_job_result a, b;
+  CU_ASSERT_FATAL(sim_job_run(&p, eng, &a) == 0);
+  CU_ASSERT_FATAL(sim_job_run(&p, eng, &b) == 0);
+  CU_ASSERT(memcmp(a.mean, b.mean, sizeof a.mean) == 0);
+  p.seed++;
+  CU_ASSERT_FATAL(sim_job_run(&p, eng, &b) == 0);
+  CU_ASSERT(memcmp(a.mean, b.mean, sizeof a.mean) != 0);
+}
+
+void test_register(void) {
+  CU_pSuite s = CU_add_suite("job", setup, teardown);
+  CU_add_test(s, "no failures: failure-free time plus checkpoints, exactly", test_no_failures_exact);
+  CU_add_test(s, "wall time = ideal + checkpoint + lost + down", test_identity);
+  CU_add_test(s, "failure count = wall time x N / MTBF", test_failure_count);
+  CU_add_test(s, "waste agrees with the first-order formula", test_first_order_waste);
+  CU_add_test(s, "best simulated interval is Daly's, within the sweep", test_best_interval_is_daly);
+  CU_add_test(s, "Young and Daly formulas", test_young_daly_formulas);
+  CU_add_test(s, "spares vs waiting for repair", test_spares_and_repair);
+  CU_add_test(s, "async checkpoints hide slow writes", test_async_beats_sync_when_writes_are_slow);
+  CU_add_test(s, "Weibull of shape 1 = exponential", test_weibull_shape_one_is_exponential);
+  CU_add_test(s, "same seed, same result", test_deterministic);
+}
