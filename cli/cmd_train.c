@@ -12,6 +12,7 @@
 #include "core/err.h"
 #include "core/model.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -19,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 const char cli_train_help[] =
@@ -65,12 +67,21 @@ const char cli_train_help[] =
     "      --resume             continue from the newest valid checkpoint; implied\n"
     "                           when the launcher restarts the group\n"
     "Fault injection:\n"
-    "      --fail-at-step S --fail-rank R   rank R SIGKILLs itself in the middle of\n"
-    "                           step S's allreduces (first attempt only)\n";
+    "      --fail-at-step S[,S2,...] --fail-rank R\n"
+    "                           rank R SIGKILLs itself in the middle of step S's\n"
+    "                           allreduces in the first attempt, at S2 in the second\n"
+    "                           (after a restart), and so on\n"
+    "\n"
+    "After restarts, rank 0 writes DIR/recovery.csv: per failure, the time to\n"
+    "detect it, stop the other ranks, start again, rendezvous, load the\n"
+    "checkpoint and replay the lost steps.\n";
 
 typedef struct train_opts {
   const char *model, *rdzv, *bind, *out, *params_out, *ckpt_dir;
-  long batch, steps, dataset, seed, threads, ckpt_every, ckpt_keep, fail_step, fail_rank;
+  long batch, steps, dataset, seed, threads, ckpt_every, ckpt_keep, fail_rank;
+  long fail_steps[64];
+  int n_fail_steps;
+  double t_main_rt;           /* wall clock when the process started */
   double lr, momentum, bucket_cap_mb, first_bucket_mb, timeout;
   int overlap, shuffle, trace, resume;
   enum rt_algo algo;
@@ -135,6 +146,119 @@ static int write_params(const char *path, const float *p, int64_t n) {
   return core_afile_commit(&a);
 }
 
+static double realtime(void) {
+  struct timespec rt;
+  clock_gettime(CLOCK_REALTIME, &rt);
+  return (double)rt.tv_sec + rt.tv_nsec * 1e-9;
+}
+
+/* What rank 0 knows about the failure that ended the previous attempt. */
+typedef struct recovery {
+  int active;                 /* this attempt follows a failure */
+  long prev_last;             /* last step the previous attempt completed */
+  long fail_step;
+  double death_rt, seen_rt, stop_s, rdzv_s, load_s, loaded_rt;
+  long resume_step;
+} recovery;
+
+static void recovery_begin(const train_opts *o, int attempt, recovery *rec) {
+  char path[4400];
+  memset(rec, 0, sizeof *rec);
+  rec->prev_last = -1;
+  const char *ft = getenv("DDPSIM_FAIL_TIME"), *st = getenv("DDPSIM_STOP_S");
+  if (attempt == 0 || !ft)
+    return;
+  rec->active = 1;
+  rec->seen_rt = atof(ft);
+  rec->stop_s = st ? atof(st) : 0;
+  rec->death_rt = rec->seen_rt;
+  snprintf(path, sizeof path, "%s/rank-0.attempt-%d.csv", o->out, attempt - 1);
+  core_csv_table t;
+  if (core_csv_read(path, &t) == 0) {
+    int c = core_csv_col(&t, "step");
+    for (long i = 0; c >= 0 && i < t.nrows; i++)
+      if (atol(t.rows[i][c]) > rec->prev_last)
+        rec->prev_last = atol(t.rows[i][c]);
+    core_csv_table_free(&t);
+  }
+  rec->fail_step = rec->prev_last + 1;
+  /* The dying rank wrote when it died (injected failures only). */
+  snprintf(path, sizeof path, "%s/fail-attempt-%d.time", o->out, attempt - 1);
+  FILE *f = fopen(path, "r");
+  if (f) {
+    double d;
+    long stp;
+    if (fscanf(f, "%lf %ld", &d, &stp) == 2) {
+      rec->death_rt = d;
+      rec->fail_step = stp;
+    }
+    fclose(f);
+  }
+}
+
+static const char *const recovery_cols[] = {"attempt", "fail_step", "detect_s", "stop_s", "restart_s",
+                                            "rendezvous_s", "ckpt_load_s", "resume_step", "replay_steps",
+                                            "replay_s", "recovery_s"};
+enum { N_RECOVERY_COLS = 11 };
+
+/* The previous failure's recovery is complete: record it. */
+static int recovery_done(const train_opts *o, int attempt, const recovery *rec) {
+  char path[4400];
+  double now = realtime();
+  core_csv c;
+  snprintf(path, sizeof path, "%s/recovery-attempt-%d.csv", o->out, attempt);
+  int rc = core_csv_open(&c, path, recovery_cols, N_RECOVERY_COLS);
+  if (rc)
+    return rc;
+  long replay = rec->prev_last + 1 - rec->resume_step;
+  core_csv_int(&c, attempt);
+  core_csv_int(&c, rec->fail_step);
+  core_csv_num(&c, rec->seen_rt - rec->death_rt);
+  core_csv_num(&c, rec->stop_s);
+  core_csv_num(&c, o->t_main_rt - (rec->seen_rt + rec->stop_s));
+  core_csv_num(&c, rec->rdzv_s);
+  core_csv_num(&c, rec->load_s);
+  core_csv_int(&c, rec->resume_step);
+  core_csv_int(&c, replay > 0 ? replay : 0);
+  core_csv_num(&c, now - rec->loaded_rt);
+  core_csv_num(&c, now - rec->death_rt);
+  core_csv_end_row(&c);
+  return core_csv_commit(&c);
+}
+
+/* Every attempt's recovery row into DIR/recovery.csv. */
+static int merge_recovery(const char *dir, int attempts) {
+  char path[4400];
+  core_csv out;
+  int rc, any = 0;
+  for (int a = 1; a < attempts; a++) {
+    snprintf(path, sizeof path, "%s/recovery-attempt-%d.csv", dir, a);
+    any |= access(path, R_OK) == 0;
+  }
+  if (!any)
+    return 0;
+  snprintf(path, sizeof path, "%s/recovery.csv", dir);
+  if ((rc = core_csv_open(&out, path, recovery_cols, N_RECOVERY_COLS)) != 0)
+    return rc;
+  for (int a = 1; a < attempts; a++) {
+    core_csv_table t;
+    snprintf(path, sizeof path, "%s/recovery-attempt-%d.csv", dir, a);
+    if (access(path, R_OK) != 0)
+      continue;
+    if ((rc = core_csv_read(path, &t)) != 0) {
+      core_csv_abort(&out);
+      return rc;
+    }
+    for (long i = 0; i < t.nrows && t.ncols == N_RECOVERY_COLS; i++) {
+      for (int j = 0; j < N_RECOVERY_COLS; j++)
+        core_csv_str(&out, t.rows[i][j]);
+      core_csv_end_row(&out);
+    }
+    core_csv_table_free(&t);
+  }
+  return core_csv_commit(&out);
+}
+
 static int run(const train_opts *o) {
   rt_pg_info pg;
   core_model *m = NULL;
@@ -176,15 +300,34 @@ static int run(const train_opts *o) {
   snprintf(prefix, sizeof prefix, "ddpsim-train-%d", attempt);
   double t_rdzv = rt_now();
   rc = rt_pg_connect(&pg, spec, bind, o->timeout, prefix, &comm);
-  if (single_dir[0])
-    rmdir(single_dir); /* FileStore files may remain; best effort */
+  if (single_dir[0]) {
+    /* The store is closed: remove its files (one per key), then the dir. */
+    DIR *dd = opendir(single_dir);
+    struct dirent *e;
+    while (dd && (e = readdir(dd))) {
+      char f[512];
+      if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+        snprintf(f, sizeof f, "%s/%s", single_dir, e->d_name);
+        unlink(f);
+      }
+    }
+    if (dd)
+      closedir(dd);
+    rmdir(single_dir);
+  }
   if (rc)
     goto out;
   t_rdzv = rt_now() - t_rdzv;
 
+  char fail_mark[4400];
+  snprintf(fail_mark, sizeof fail_mark, "%s/fail-attempt-%d.time", o->out, attempt);
+  if ((rc = core_mkdirs(o->out)) != 0)
+    goto out;
   rt_ddp_opts dop = {.bucket_cap_mb = o->bucket_cap_mb, .first_bucket_mb = o->first_bucket_mb,
                      .overlap = o->overlap, .algo = o->algo, .lr = o->lr, .momentum = o->momentum,
-                     .fail_step = (attempt == 0 && o->fail_rank == pg.rank) ? o->fail_step : -1};
+                     .fail_step = (attempt < o->n_fail_steps && o->fail_rank == pg.rank)
+                                      ? (int)o->fail_steps[attempt] : -1,
+                     .fail_mark = fail_mark};
   if ((rc = rt_ddp_create(m, comm, (int)o->batch, &dop, (uint64_t)o->seed, &ddp)) != 0)
     goto out;
   rt_mlp *net = rt_ddp_mlp(ddp);
@@ -197,6 +340,13 @@ static int run(const train_opts *o) {
     rc = core_err_set(CORE_ENOMEM, "out of memory for a batch of %ld", o->batch);
     goto out;
   }
+
+  recovery rec;
+  if (pg.rank == 0)
+    recovery_begin(o, attempt, &rec);
+  else
+    memset(&rec, 0, sizeof rec);
+  rec.rdzv_s = t_rdzv;
 
   /* Resume: every rank loads the same newest valid checkpoint. */
   long start = 0;
@@ -223,9 +373,13 @@ static int run(const train_opts *o) {
     }
   }
 
-  char path[4400];
-  if ((rc = core_mkdirs(o->out)) != 0)
+  rec.load_s = t_load;
+  rec.loaded_rt = realtime();
+  rec.resume_step = start;
+  if (rec.active && rec.prev_last < start && (rc = recovery_done(o, attempt, &rec)) != 0)
     goto out;
+
+  char path[4400];
   snprintf(path, sizeof path, "%s/rank-%d.attempt-%d.csv", o->out, pg.rank, attempt);
   /* Appended row by row and flushed, so a killed rank keeps what it measured. */
   if (!(metrics = fopen(path, "w"))) {
@@ -256,6 +410,8 @@ static int run(const train_opts *o) {
     fprintf(metrics, "%d,%d,%ld,%.9f,%.9f,%.9f,%.9f,%.9g\n", pg.rank, attempt, s, sm.step_s, sm.compute_s,
             sm.comm_s, sm.exposed_comm_s, sm.loss);
     fflush(metrics);
+    if (rec.active && s == rec.prev_last && (rc = recovery_done(o, attempt, &rec)) != 0)
+      goto out;
     long done = s + 1;
     if (o->ckpt_dir && o->ckpt_every > 0 && done % o->ckpt_every == 0) {
       if (pg.rank == 0) {
@@ -281,7 +437,8 @@ static int run(const train_opts *o) {
   if ((rc = rt_barrier(comm)) != 0)
     goto out;
   if (pg.rank == 0) {
-    if ((rc = merge_metrics(o->out, pg.world_size, attempt + 1)) != 0)
+    if ((rc = merge_metrics(o->out, pg.world_size, attempt + 1)) != 0 ||
+        (rc = merge_recovery(o->out, attempt + 1)) != 0)
       goto out;
     if (o->params_out && (rc = write_params(o->params_out, net->params, net->n_params)) != 0)
       goto out;
@@ -322,8 +479,10 @@ int cli_cmd_train(int argc, char **argv) {
       {"fail-at-step", required_argument, NULL, O_FAILSTEP}, {"fail-rank", required_argument, NULL, O_FAILRANK},
       {"no-shuffle", no_argument, NULL, O_NOSHUF}, {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
-  train_opts o = {.batch = 32, .steps = 20, .dataset = 65536, .seed = 1, .threads = 1, .ckpt_keep = 2,
-                  .fail_step = -1, .fail_rank = -1, .lr = 0.01, .momentum = 0.9, .bucket_cap_mb = 25,
+  struct timespec now_rt;
+  clock_gettime(CLOCK_REALTIME, &now_rt);
+  train_opts o = {.t_main_rt = (double)now_rt.tv_sec + now_rt.tv_nsec * 1e-9, .batch = 32, .steps = 20, .dataset = 65536, .seed = 1, .threads = 1, .ckpt_keep = 2,
+                  .fail_rank = -1, .lr = 0.01, .momentum = 0.9, .bucket_cap_mb = 25,
                   .first_bucket_mb = 1, .timeout = 30, .overlap = 1, .shuffle = 1, .out = "run",
                   .algo = RT_ALGO_DEFAULT};
   int c, fail_step_set = 0, fail_rank_set = 0;
@@ -340,7 +499,21 @@ int cli_cmd_train(int argc, char **argv) {
     case O_THREADS: bad = cli_parse_long("train", "--threads", optarg, 1, 256, &o.threads); break;
     case O_CKEVERY: bad = cli_parse_long("train", "--ckpt-every", optarg, 0, 1L << 40, &o.ckpt_every); break;
     case O_CKKEEP: bad = cli_parse_long("train", "--ckpt-keep", optarg, 1, 1000, &o.ckpt_keep); break;
-    case O_FAILSTEP: bad = cli_parse_long("train", "--fail-at-step", optarg, 0, 1L << 40, &o.fail_step); fail_step_set = 1; break;
+    case O_FAILSTEP: {
+      char *save = NULL, *copy = strdup(optarg);
+      o.n_fail_steps = 0;
+      for (char *t = strtok_r(copy, ",", &save); t && !bad; t = strtok_r(NULL, ",", &save)) {
+        if (o.n_fail_steps == 64)
+          bad = cli_usage("train", "--fail-at-step takes at most 64 steps");
+        else
+          bad = cli_parse_long("train", "--fail-at-step", t, 0, 1L << 40, &o.fail_steps[o.n_fail_steps++]);
+      }
+      free(copy);
+      if (!o.n_fail_steps && !bad)
+        bad = cli_usage("train", "--fail-at-step expects S or S1,S2,...");
+      fail_step_set = 1;
+      break;
+    }
     case O_FAILRANK: bad = cli_parse_long("train", "--fail-rank", optarg, 0, 1 << 24, &o.fail_rank); fail_rank_set = 1; break;
     case O_LR: bad = parse_double("--lr", optarg, 0, 1e6, &o.lr); break;
     case O_MOM: bad = parse_double("--momentum", optarg, 0, 1, &o.momentum); break;

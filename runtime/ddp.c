@@ -53,6 +53,16 @@ static void *comm_main(void *arg) {
     if (d->o.fail_step >= 0 && step == d->o.fail_step && b == d->bk.n_buckets / 2) {
       fprintf(stderr, "rank %d: injected failure: SIGKILL at step %ld, bucket %d\n", d->comm->rank, step, b);
       fflush(stderr);
+      if (d->o.fail_mark) {
+        /* The moment of death, for measuring detection and recovery. */
+        struct timespec rt;
+        clock_gettime(CLOCK_REALTIME, &rt);
+        FILE *f = fopen(d->o.fail_mark, "w");
+        if (f) {
+          fprintf(f, "%.6f %ld\n", (double)rt.tv_sec + rt.tv_nsec * 1e-9, step);
+          fclose(f);
+        }
+      }
       raise(SIGKILL);
     }
     double t0 = rt_now();

@@ -30,6 +30,7 @@ typedef struct rt_ddp_opts {
   double lr;
   double momentum;          /* SGD momentum; 0 = plain SGD */
   int fail_step;            /* SIGKILL this rank mid-allreduce at this step; -1 = never */
+  const char *fail_mark;    /* file to write the wall-clock time of the injected death to, or NULL */
 } rt_ddp_opts;
 
 typedef struct rt_step_metrics {

@@ -186,15 +186,26 @@ static int host_addrs(const rt_launch_opts *o, char (*addr)[64]) {
   return 0;
 }
 
+/* Wall-clock time the previous attempt's failure was seen and how long
+ * stopping its other ranks took, for the ranks of the next attempt to
+ * measure their recovery (DDPSIM_FAIL_TIME, DDPSIM_STOP_S). */
+static double prev_fail_rt, prev_stop_s;
+
+static double realtime(void) {
+  struct timespec rt;
+  clock_gettime(CLOCK_REALTIME, &rt);
+  return (double)rt.tv_sec + rt.tv_nsec * 1e-9;
+}
+
 /* Start one attempt's ranks. */
 static int start_group(const rt_launch_opts *o, int attempt, const char *rdzv, char (*addr)[64],
                        child *ch) {
   int per_host = o->n_hosts ? o->nproc / o->n_hosts : o->nproc;
   pid_t launcher = getpid();
-  char launch_time[64];
-  struct timespec rt;
-  clock_gettime(CLOCK_REALTIME, &rt);
-  snprintf(launch_time, sizeof launch_time, "%.6f", (double)rt.tv_sec + rt.tv_nsec * 1e-9);
+  char launch_time[64], fail_time[64], stop_s[64];
+  snprintf(launch_time, sizeof launch_time, "%.6f", realtime());
+  snprintf(fail_time, sizeof fail_time, "%.6f", prev_fail_rt);
+  snprintf(stop_s, sizeof stop_s, "%.6f", prev_stop_s);
   for (int r = 0; r < o->nproc; r++) {
     ch[r].rank = r;
     ch[r].done = 0;
@@ -210,6 +221,10 @@ static int start_group(const rt_launch_opts *o, int attempt, const char *rdzv, c
       if (o->cpu_quota > 0 && enter_cgroup(r, o->cpu_quota, launcher) != 0)
         _exit(3);
       setenv("DDPSIM_LAUNCH_TIME", launch_time, 1);
+      if (attempt > 0) {
+        setenv("DDPSIM_FAIL_TIME", fail_time, 1);
+        setenv("DDPSIM_STOP_S", stop_s, 1);
+      }
       set_env_int("RANK", r);
       set_env_int("WORLD_SIZE", o->nproc);
       set_env_int("LOCAL_RANK", r % per_host);
@@ -367,9 +382,11 @@ int rt_launch_run(const rt_launch_opts *o, rt_launch_result *res) {
     /* A rank failed: stop the rest within a bounded time. */
     char how[128];
     describe(ch[first_bad].status, how, sizeof how);
+    prev_fail_rt = realtime();
     double t0 = now_s();
     stop_group(o, ch);
     res->stop_s = now_s() - t0;
+    prev_stop_s = res->stop_s;
     remove_cgroups(o);
     res->failed_rank = first_bad;
     int code = WIFEXITED(ch[first_bad].status) ? WEXITSTATUS(ch[first_bad].status) : 0;

@@ -18,6 +18,7 @@ const char *const sim_job_metric_names[SIM_JOB_N_METRICS] = {
  * makes no progress worth simulating further (failures faster than restarts). */
 #define WALL_CAP_FACTOR 100.0
 #define REPAIR_FLAG (UINT64_C(1) << 62)
+#define SCHED_FLAG (UINT64_C(1) << 61)
 
 double sim_job_young(double d, double m) { return sqrt(2.0 * d * m); }
 
@@ -83,6 +84,20 @@ static double checkpoints_before_end(const cycle *c, double remaining) {
   return n > 0 ? n : 0;
 }
 
+/* Scheduled failure k: in the middle of step at_steps[k], reached from
+ * durable progress `done` in a run segment starting at run_start, counting
+ * the checkpoints taken on the way. */
+static int push_scheduled(job *j, const cycle *c, int k, double run_start, double done) {
+  const sim_job_params *p = j->p;
+  if (k >= p->n_at_steps || !isfinite(run_start))
+    return 0;
+  double x = (p->at_steps[k] + 0.5) * p->step_s - done;
+  if (x < 0)
+    x = 0;
+  double blocks = c->train > 0 ? floor(x / c->train) : 0;
+  return push(j, run_start + x + blocks * c->block, SCHED_FLAG);
+}
+
 /* One replication; m receives its metrics. Returns 1 if it did not finish. */
 static int replicate(job *j, double *m) {
   const sim_job_params *p = j->p;
@@ -92,8 +107,10 @@ static int replicate(job *j, double *m) {
   double t = 0, run_start = 0;    /* when the current run segment began (or begins) */
   double waste_ckpt = 0, waste_lost = 0, downtime = 0, failures = 0;
   double down_since = 0, last_detect = 0;
-  int running = 1, pool = p->spares, need = 0, rc;
+  int running = 1, pool = p->spares, need = 0, rc, sched = 0;
   sim_engine_reset(j->e);
+  if (p->dist == SIM_FAIL_SCHEDULED && (rc = push_scheduled(j, &c, sched, 0, 0)) != 0)
+    return rc;
   if (p->dist == SIM_FAIL_EXPONENTIAL) {
     if ((rc = push(j, draw_life(j), 0)) != 0)
       return rc;
@@ -131,8 +148,11 @@ static int replicate(job *j, double *m) {
       pool++;
       if (need > 0) {
         pool--;
-        if (--need == 0)
+        if (--need == 0) {
           run_start = (t > last_detect ? t : last_detect) + p->restart_s + p->load_s;
+          if (p->dist == SIM_FAIL_SCHEDULED && (rc = push_scheduled(j, &c, sched, run_start, done)) != 0)
+            return rc;
+        }
       }
       continue;
     }
@@ -164,9 +184,13 @@ static int replicate(job *j, double *m) {
     }
     run_start = need == 0 ? last_detect + p->restart_s + p->load_s : INFINITY;
     /* The next failure: the exponential stream goes on; a Weibull node
-     * slot starts a new node's life. */
-    if ((rc = push(j, t + draw_life(j), p->dist == SIM_FAIL_EXPONENTIAL ? 0 : arg)) != 0)
+     * slot starts a new node's life; a schedule moves to its next step. */
+    if (p->dist == SIM_FAIL_SCHEDULED) {
+      if ((rc = push_scheduled(j, &c, ++sched, run_start, done)) != 0)
+        return rc;
+    } else if ((rc = push(j, t + draw_life(j), p->dist == SIM_FAIL_EXPONENTIAL ? 0 : arg)) != 0) {
       return rc;
+    }
   }
   m[SIM_JOB_TIME_H] = t / 3600.0;
   m[SIM_JOB_GOODPUT] = ideal / t;
@@ -229,6 +253,8 @@ int sim_job_run(const sim_job_params *p, sim_engine *e, sim_job_result *r) {
     r->mtti_s = p->node_mtbf_s / p->nodes;
   else if (p->dist == SIM_FAIL_WEIBULL)
     r->mtti_s = p->weibull_scale_s * gsl_sf_gamma(1.0 + 1.0 / p->weibull_shape) / p->nodes;
+  else if (p->dist == SIM_FAIL_SCHEDULED && p->n_at_steps > 0)
+    r->mtti_s = p->total_steps * p->step_s / p->n_at_steps;
   else
     r->mtti_s = INFINITY;
   r->young_s = isfinite(r->mtti_s) ? sim_job_young(p->ckpt_block_s, r->mtti_s) : NAN;

@@ -13,7 +13,9 @@
  * event per failure and repair, not one per step. Failures are events of the
  * discrete-event engine: one stream for exponential (failures of N nodes
  * with rate λ each form one Poisson process of rate Nλ), one clock per node
- * for Weibull, whose hazard depends on a node's age.
+ * for Weibull, whose hazard depends on a node's age. Scheduled failures
+ * (in the middle of given steps, like `ddpsim train --fail-at-step`) let a
+ * prediction be checked against a real run with the same failures.
  */
 #ifndef SIM_JOB_H
 #define SIM_JOB_H
@@ -22,7 +24,7 @@
 
 #include <stdint.h>
 
-enum sim_fail_dist { SIM_FAIL_NONE = 0, SIM_FAIL_EXPONENTIAL, SIM_FAIL_WEIBULL };
+enum sim_fail_dist { SIM_FAIL_NONE = 0, SIM_FAIL_EXPONENTIAL, SIM_FAIL_WEIBULL, SIM_FAIL_SCHEDULED };
 
 typedef struct sim_job_params {
   double step_s;          /* mean step time (step level) */
@@ -32,6 +34,8 @@ typedef struct sim_job_params {
   double node_mtbf_s;     /* exponential: mean time between failures of one node */
   double weibull_scale_s; /* Weibull, per node */
   double weibull_shape;
+  const double *at_steps;  /* scheduled: fail in the middle of these steps, in order */
+  int n_at_steps;
   double detect_s;        /* failure to detection */
   double mttr_s;          /* repair of a failed node */
   int spares;             /* spare nodes at the start */

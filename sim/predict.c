@@ -269,7 +269,7 @@ int sim_predict_job(const sim_scenario *s, const sim_point *p, sim_engine *e, si
   const core_profile *pr = s->profile;
   if (!j->present)
     return 0;
-  int world = p->nodes * p->per_node, g = p->per_node;
+  int world = p->nodes * p->per_node, g = p->per_node, rc;
   double step = r->step_s;
   sim_job_params jp;
   memset(&jp, 0, sizeof jp);
@@ -283,6 +283,8 @@ int sim_predict_job(const sim_scenario *s, const sim_point *p, sim_engine *e, si
   jp.node_mtbf_s = j->mtbf_h * 3600.0 / (j->per_gpu ? g : 1);
   jp.weibull_scale_s = j->weibull_scale_h * 3600.0 / (j->per_gpu ? pow(g, 1.0 / j->weibull_shape) : 1);
   jp.weibull_shape = j->weibull_shape;
+  jp.at_steps = j->at_steps;
+  jp.n_at_steps = j->n_at_steps;
   jp.detect_s = j->detect_s >= 0 ? j->detect_s : sim_scenario_timeout(s, p->backend);
   jp.mttr_s = j->mttr_h * 3600.0;
   jp.spares = (int)p->spares;
@@ -296,6 +298,13 @@ int sim_predict_job(const sim_scenario *s, const sim_point *p, sim_engine *e, si
     double pw = (double)pr->nodes * pr->ranks_per_node;
     double scale = pw > 1 && world > 1 ? log2((double)world) / log2(pw) : 1.0;
     jp.restart_s = pr->process_start_s + (pr->rendezvous_s + pr->comm_init_s) * (scale > 1 ? scale : 1);
+    /* DDP's constructor then broadcasts rank 0's parameters
+     * (_sync_module_states), on every start. */
+    sim_topo t;
+    if ((rc = sim_predict_topo(s, p, &t)) != 0)
+      return rc;
+    jp.restart_s += sim_coll_time(p->backend, SIM_OP_BROADCAST, SIM_ALGO_RING, &t,
+                                  (double)p->model->n_params * sim_precision_grad_bytes(p->precision));
   }
   /* Checkpoint: parameters and optimizer state in fp32. Sharded, every node
    * writes its share in parallel; else rank 0 writes it all. Every node
@@ -318,7 +327,7 @@ int sim_predict_job(const sim_scenario *s, const sim_point *p, sim_engine *e, si
   }
   jp.replications = j->replications;
   jp.seed = sim_predict_seed(s->seed ^ 0x5a5a5a5a5a5a5a5aULL, p->index);
-  int rc = sim_job_run(&jp, e, &r->job);
+  rc = sim_job_run(&jp, e, &r->job);
   if (rc)
     return rc;
   r->has_job = 1;

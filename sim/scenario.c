@@ -67,6 +67,7 @@ void sim_scenario_free(sim_scenario *s) {
   free(s->job.spares);
   free(s->job.every);
   free(s->job.async);
+  free(s->job.at_steps);
   core_cfg_free(&s->cfg);
   free(s);
 }
@@ -198,10 +199,10 @@ static int cross_check(sim_scenario *s, const config_setting_t *root) {
 static int parse_job(sim_scenario *s, const config_setting_t *root) {
   static const char *const job_keys[] = {"steps", "hours", NULL};
   static const char *const fail_keys[] = {"distribution", "mtbf_h", "weibull_scale_h", "weibull_shape",
-                                          "per", "detect_s", "mttr_h", "restart_s", "spares", NULL};
+                                          "at_steps", "per", "detect_s", "mttr_h", "restart_s", "spares", NULL};
   static const char *const ck_keys[] = {"every_s", "every_steps", "mode", "sharded", "storage_GBps",
                                         "snapshot_GBps", NULL};
-  static const char *const dists[] = {"none", "exponential", "weibull", NULL};
+  static const char *const dists[] = {"none", "exponential", "weibull", "scheduled", NULL};
   static const char *const pers[] = {"node", "gpu", NULL};
   static const char *const modes[] = {"sync", "async", NULL};
   char w[4200];
@@ -278,7 +279,18 @@ static int parse_job(sim_scenario *s, const config_setting_t *root) {
     if ((rc = core_cfg_check_keys(fg, fail_keys, "failures")) != 0 ||
         (rc = core_cfg_string(fg, "distribution", 0, "exponential", dists, &str)) != 0)
       return rc;
-    j->fail_dist = !strcmp(str, "exponential") ? 1 : !strcmp(str, "weibull") ? 2 : 0;
+    j->fail_dist = !strcmp(str, "exponential") ? 1 : !strcmp(str, "weibull") ? 2 : !strcmp(str, "scheduled") ? 3 : 0;
+    if (j->fail_dist == 3) {
+      if ((rc = core_cfg_double_list(fg, "at_steps", 1, 0, 0, 1e15, &j->at_steps, &j->n_at_steps)) != 0)
+        return rc;
+      for (int i = 1; i < j->n_at_steps; i++)
+        if (!(j->at_steps[i] > j->at_steps[i - 1]))
+          return core_err_set(CORE_EINVAL, "%s: at_steps must be strictly ascending (each failure happens after a restart from an earlier checkpoint)",
+                              where(config_setting_get_member(fg, "at_steps"), w));
+    } else if (config_setting_get_member(fg, "at_steps")) {
+      return core_err_set(CORE_EINVAL, "%s: at_steps needs distribution = \"scheduled\"",
+                          where(config_setting_get_member(fg, "at_steps"), w));
+    }
     if (j->fail_dist == 1) {
       if ((rc = core_cfg_double(fg, "mtbf_h", 1, 0, 1e-3, 1e12, &j->mtbf_h)) != 0)
         return rc;

@@ -59,6 +59,8 @@ typedef struct sim_job_cfg {
   int present;             /* a checkpoint or failures group is given */
   double steps, hours;     /* length of the run: steps, or failure-free hours */
   int fail_dist;           /* enum sim_fail_dist */
+  double *at_steps;        /* scheduled failures */
+  int n_at_steps;
   double mtbf_h;           /* exponential, per node or per GPU */
   double weibull_scale_h, weibull_shape;
   int per_gpu;

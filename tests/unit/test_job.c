@@ -181,6 +181,39 @@ static void test_weibull_shape_one_is_exponential(void) {
   CU_ASSERT(fabs(w1.mean[SIM_JOB_FAILURES] - e1.mean[SIM_JOB_FAILURES]) < 2 * tol);
 }
 
+static void test_scheduled_by_hand(void) {
+  /* Failures in the middle of steps 15 and 37, 1 s steps, checkpoint every
+   * 10 steps costing 2 s; detect 1 s, restart 5 s, load 3 s; 100 steps.
+   * By hand: the first failure comes at 15.5 s of training plus one
+   * checkpoint = 17.5 s, one checkpoint durable (10 steps), 5.5 s lost; the
+   * run resumes at 26.5 s; the second at 27.5 s of training after step 10
+   * plus two checkpoints = 58 s, durable up to step 30, 7.5 s lost; resume
+   * at 67 s; 70 steps and 6 checkpoints later, 149 s. */
+  static const double at[] = {15, 37};
+  sim_job_params p;
+  memset(&p, 0, sizeof p);
+  p.step_s = 1;
+  p.total_steps = 100;
+  p.nodes = 2;
+  p.dist = SIM_FAIL_SCHEDULED;
+  p.at_steps = at;
+  p.n_at_steps = 2;
+  p.detect_s = 1;
+  p.restart_s = 5;
+  p.load_s = 3;
+  p.spares = 1000;
+  p.every_steps = 10;
+  p.ckpt_block_s = 2;
+  p.replications = 2;
+  sim_job_result r;
+  CU_ASSERT_FATAL(sim_job_run(&p, eng, &r) == 0);
+  CU_ASSERT_DOUBLE_EQUAL(r.mean[SIM_JOB_TIME_H] * 3600, 149.0, 1e-6);
+  CU_ASSERT_DOUBLE_EQUAL(r.mean[SIM_JOB_FAILURES], 2, 0);
+  CU_ASSERT_DOUBLE_EQUAL(r.mean[SIM_JOB_WASTE_LOST_H] * 3600, 13.0, 1e-6);
+  CU_ASSERT_DOUBLE_EQUAL(r.mean[SIM_JOB_WASTE_CKPT_H] * 3600, 18.0, 1e-6);
+  CU_ASSERT_DOUBLE_EQUAL(r.mean[SIM_JOB_WASTE_RESTART_H] * 3600, 18.0, 1e-6);
+}
+
 static void test_deterministic(void) {
   sim_job_params p = base();
   sim_job_result a, b;
@@ -203,5 +236,6 @@ void test_register(void) {
   CU_add_test(s, "spares vs waiting for repair", test_spares_and_repair);
   CU_add_test(s, "async checkpoints hide slow writes", test_async_beats_sync_when_writes_are_slow);
   CU_add_test(s, "Weibull of shape 1 = exponential", test_weibull_shape_one_is_exponential);
+  CU_add_test(s, "scheduled failures, worked by hand", test_scheduled_by_hand);
   CU_add_test(s, "same seed, same result", test_deterministic);
 }
