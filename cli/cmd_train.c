@@ -348,6 +348,23 @@ static int run(const train_opts *o) {
     memset(&rec, 0, sizeof rec);
   rec.rdzv_s = t_rdzv;
 
+  /* A fresh run must not share its checkpoint directory with an earlier
+   * one: a restart would resume from that run's checkpoints. */
+  if (o->ckpt_dir && !o->resume && attempt == 0) {
+    DIR *cd = opendir(o->ckpt_dir);
+    struct dirent *de;
+    int found = 0;
+    while (cd && (de = readdir(cd)))
+      found |= strncmp(de->d_name, "ckpt-", 5) == 0;
+    if (cd)
+      closedir(cd);
+    if (found) {
+      rc = core_err_set(CORE_EUSAGE, "--ckpt-dir %s already holds checkpoints of an earlier run; pass --resume to continue it, or use an empty directory",
+                        o->ckpt_dir);
+      goto out;
+    }
+  }
+
   /* Resume: every rank loads the same newest valid checkpoint. */
   long start = 0;
   double t_load = 0;

@@ -15,7 +15,7 @@ enum { MODEL_MAX_LAYERS = 100000, MODEL_MAX_TENSORS = 1000000 };
 
 static const char *const model_keys[] = {"name", "source", "loss", "sample", "layers",
                                          "measured_batch", "seq_len", "image", NULL};
-static const char *const layer_keys[] = {"name", "type", "in", "out", "activation", "params",
+static const char *const layer_keys[] = {"name", "type", "in", "out", "activation", "params", "rows",
                                          "fwd_flops", "bwd_flops", "act_bytes", "fwd_ms",
                                          "bwd_ms", NULL};
 static const char *const layer_types[] = {"generic", "linear", NULL};
@@ -27,6 +27,7 @@ void core_model_free(core_model *m) {
     return;
   free(m->layers);
   free(m->tensor_elems);
+  free(m->tensor_rows);
   free(m->tensor_layer);
   free(m);
 }
@@ -85,6 +86,11 @@ static int parse_layer(const config_setting_t *l, core_model *m, int idx, int *t
     L->out = (int)out;
     m->tensor_elems[*tensor_pos] = in * out;
     m->tensor_elems[*tensor_pos + 1] = out;
+    m->tensor_rows[*tensor_pos] = out; /* nn.Linear weight is [out, in] */
+    m->tensor_rows[*tensor_pos + 1] = out;
+    if (config_setting_get_member(l, "rows"))
+      return core_err_set(CORE_EINVAL, "%s: layer '%s' is linear, so its shapes follow from in and out; remove 'rows'",
+                          core_cfg_where(config_setting_get_member(l, "rows"), w, sizeof w), L->name);
     m->tensor_layer[*tensor_pos] = m->tensor_layer[*tensor_pos + 1] = idx;
     L->n_tensors = 2;
     *tensor_pos += 2;
@@ -122,8 +128,28 @@ static int parse_layer(const config_setting_t *l, core_model *m, int idx, int *t
         return core_err_set(CORE_EINVAL, "%s: layer '%s' params[%d]: expected a whole number of elements in [1, %g]",
                             core_cfg_where(p, w, sizeof w), L->name, i, MODEL_MAX_ELEMS);
       m->tensor_elems[*tensor_pos] = (int64_t)v;
+      m->tensor_rows[*tensor_pos] = (int64_t)v;
       m->tensor_layer[*tensor_pos] = idx;
       (*tensor_pos)++;
+    }
+    const config_setting_t *rows = config_setting_get_member(l, "rows");
+    if (rows) {
+      if (!config_setting_is_array(rows) || config_setting_length(rows) != L->n_tensors)
+        return core_err_set(CORE_EINVAL, "%s: layer '%s': 'rows' must be an array with one first dimension per tensor of params (%d)",
+                            core_cfg_where(rows, w, sizeof w), L->name, L->n_tensors);
+      for (int i = 0; i < L->n_tensors; i++) {
+        const config_setting_t *e = config_setting_get_elem(rows, (unsigned)i);
+        int64_t el = m->tensor_elems[L->first_tensor + i], r;
+        switch (config_setting_type(e)) {
+        case CONFIG_TYPE_INT: r = config_setting_get_int(e); break;
+        case CONFIG_TYPE_INT64: r = config_setting_get_int64(e); break;
+        default: r = 0;
+        }
+        if (r < 1 || el % r != 0)
+          return core_err_set(CORE_EINVAL, "%s: layer '%s' rows[%d]: expected a whole number that divides the tensor's %lld elements (its first dimension)",
+                              core_cfg_where(rows, w, sizeof w), L->name, i, (long long)el);
+        m->tensor_rows[L->first_tensor + i] = r;
+      }
     }
   }
   /* Backward costs about twice the forward: one GEMM for the input gradient,
@@ -176,8 +202,9 @@ int core_model_from_setting(const config_setting_t *root, const char *path, core
   m->n_layers = config_setting_length(layers);
   m->layers = calloc((size_t)m->n_layers, sizeof *m->layers);
   m->tensor_elems = calloc((size_t)(total ? total : 1), sizeof *m->tensor_elems);
+  m->tensor_rows = calloc((size_t)(total ? total : 1), sizeof *m->tensor_rows);
   m->tensor_layer = calloc((size_t)(total ? total : 1), sizeof *m->tensor_layer);
-  if (!m->layers || !m->tensor_elems || !m->tensor_layer) {
+  if (!m->layers || !m->tensor_elems || !m->tensor_rows || !m->tensor_layer) {
     rc = core_err_set(CORE_ENOMEM, "out of memory loading model %s", path);
     goto fail_free;
   }

@@ -11,7 +11,7 @@
  *     sample = "one 1024-float vector";  # what one sample is (optional)
  *     layers = (
  *       { name = "fc1"; type = "linear"; in = 1024; out = 1024; activation = "relu"; },
- *       { name = "conv1"; params = [9408]; fwd_flops = 2.36e8; act_bytes = 3.2e6; },
+ *       { name = "conv1"; params = [9408]; rows = [64]; fwd_flops = 2.36e8; act_bytes = 3.2e6; },
  *       { name = "blk0"; params = [...]; fwd_flops = 1e9; fwd_ms = 1.2; bwd_ms = 2.5; }
  *     );
  *     measured_batch = 32;               # the batch fwd_ms/bwd_ms were taken at
@@ -19,8 +19,10 @@
  *
  * A "linear" layer derives its tensors (weight out*in, bias out) and FLOPs
  * (2*in*out per sample) so the runtime can build it; any other layer lists
- * them. Parameter order is layer order, then the order of params in a layer,
- * as PyTorch registers them (weight before bias).
+ * them, with `rows`, each tensor's first dimension (shape[0]; default: the
+ * tensor is 1-D), which PowerSGD needs to view a gradient as a matrix.
+ * Parameter order is layer order, then the order of params in a layer, as
+ * PyTorch registers them (weight before bias).
  */
 #ifndef CORE_MODEL_H
 #define CORE_MODEL_H
@@ -54,6 +56,7 @@ typedef struct core_model {
   core_layer *layers;
   int n_tensors;
   int64_t *tensor_elems;   /* [n_tensors] in parameter order */
+  int64_t *tensor_rows;    /* [n_tensors] shape[0]: a gradient viewed as rows x elems/rows (PowerSGD) */
   int *tensor_layer;       /* [n_tensors] */
   int64_t n_params;
   double fwd_flops;        /* per sample, all layers */

@@ -108,7 +108,8 @@ static int list_ckpts(const char *dir, entry **out, int *n) {
     (*n)++;
   }
   closedir(d);
-  qsort(*out, (size_t)*n, sizeof **out, by_step_desc);
+  if (*n > 1) /* qsort's base must not be NULL, even for 0 elements */
+    qsort(*out, (size_t)*n, sizeof **out, by_step_desc);
   return 0;
 }
 
@@ -148,11 +149,16 @@ int rt_ckpt_write(const char *dir, const core_model *m, const rt_ckpt *c, int ke
   if ((rc = core_afile_commit(&a)) != 0)
     return core_err_wrap(rc, "checkpoint '%s' was not written; the previous one is kept", path);
 
-  /* Only now, with the new one durable, drop the oldest. */
+  /* Only now, with the new one durable, drop the oldest: of the
+   * checkpoints up to this one (newer ones would belong to another run,
+   * and are not ours to delete), keep the newest `keep`. */
   entry *es;
   int n;
   if (list_ckpts(dir, &es, &n) == 0) {
-    for (int i = keep; i < n; i++) {
+    int kept = 0;
+    for (int i = 0; i < n; i++) {
+      if (es[i].step > c->step || kept++ < keep)
+        continue;
       char old[4400];
       snprintf(old, sizeof old, "%s/%s", dir, es[i].name);
       unlink(old);
@@ -186,6 +192,13 @@ int rt_ckpt_read(const char *path, const core_model *m, rt_ckpt *c) {
     rc = core_err_set(CORE_ECORRUPT, "%s: header checksum mismatch (corrupt header)", path);
     goto out_close;
   }
+  /* The padding after the header CRC is covered by no checksum: the writer
+   * leaves it zero, so anything else there is damage. */
+  for (int i = H_HCRC + 4; i < RT_CKPT_HEADER_BYTES; i++)
+    if (h[i] != 0) {
+      rc = core_err_set(CORE_ECORRUPT, "%s: header padding byte %d is not zero (corrupt header)", path, i);
+      goto out_close;
+    }
   if (get32(h + H_VERSION) != RT_CKPT_VERSION || get32(h + H_HBYTES) != RT_CKPT_HEADER_BYTES) {
     rc = core_err_set(CORE_ECORRUPT, "%s: version %u, this ddpsim reads version %d", path, get32(h + H_VERSION),
                       RT_CKPT_VERSION);

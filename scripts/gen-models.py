@@ -66,24 +66,28 @@ NAME_MAX = 63             # core_layer.name is char[64]
 class Model:
     def __init__(self, name):
         self.name = name
-        self.layers = []  # (name, [tensor elems], fwd_flops, act_bytes)
+        self.layers = []  # (name, [tensor elems], fwd_flops, act_bytes, [rows])
 
-    def add(self, name, params, fwd_flops, act_elems):
+    def add(self, name, params, fwd_flops, act_elems, rows=None):
+        """rows: each tensor's first dimension, shape[0] (PowerSGD views a
+        gradient as shape[0] x the rest); default: 1-D tensors."""
         assert len(name) <= NAME_MAX, name
         assert all(isinstance(p, int) and p >= 1 for p in params), (name, params)
-        self.layers.append((name, list(params), float(fwd_flops), 4.0 * act_elems))
+        rows = list(params) if rows is None else list(rows)
+        assert len(rows) == len(params) and all(p % r == 0 for p, r in zip(params, rows)), (name, rows)
+        self.layers.append((name, list(params), float(fwd_flops), 4.0 * act_elems, rows))
 
     @property
     def n_params(self):
-        return sum(sum(p) for _, p, _, _ in self.layers)
+        return sum(sum(l[1]) for l in self.layers)
 
     @property
     def n_tensors(self):
-        return sum(len(p) for _, p, _, _ in self.layers)
+        return sum(len(l[1]) for l in self.layers)
 
     @property
     def fwd_flops(self):
-        return sum(f for _, _, f, _ in self.layers)
+        return sum(l[2] for l in self.layers)
 
 
 # ---------------------------------------------------------------- CNNs
@@ -94,7 +98,9 @@ def conv(m, name, cin, cout, k, stride, pad, h, w, bias):
     wo = (w + 2 * pad - k) // stride + 1
     weight = cout * cin * k * k
     macs = weight * ho * wo
-    m.add(name, [weight, cout] if bias else [weight], 2 * macs, cout * ho * wo)
+    # weight [cout, cin, k, k], bias [cout]
+    m.add(name, [weight, cout] if bias else [weight], 2 * macs, cout * ho * wo,
+          rows=[cout, cout] if bias else [cout])
     return ho, wo
 
 
@@ -102,10 +108,12 @@ def bn(m, name, c, h, w):
     m.add(name, [c, c], 0, c * h * w)
 
 
-def linear(m, name, fin, fout, tokens=1, bias=True):
-    """nn.Linear / HF Conv1D applied to `tokens` positions per sample."""
+def linear(m, name, fin, fout, tokens=1, bias=True, conv1d=False):
+    """nn.Linear (weight [out, in]) or HF Conv1D (weight [in, out]) applied to
+    `tokens` positions per sample."""
+    r = fin if conv1d else fout
     m.add(name, [fin * fout, fout] if bias else [fin * fout],
-          2 * fin * fout * tokens, fout * tokens)
+          2 * fin * fout * tokens, fout * tokens, rows=[r, fout] if bias else [r])
 
 
 def resnet(name, blocks, num_classes=1000, size=224):
@@ -168,13 +176,13 @@ def bert(name, layers, d, heads, ffn, vocab=30522, positions=512, types=2, seq=5
          heads_on=True):
     """HF BertForPreTraining (or BertModel when heads_on is False)."""
     m = Model(name)
-    m.add("emb.word", [vocab * d], 0, seq * d)
-    m.add("emb.position", [positions * d], 0, seq * d)
-    m.add("emb.token_type", [types * d], 0, seq * d)
+    m.add("emb.word", [vocab * d], 0, seq * d, rows=[vocab])
+    m.add("emb.position", [positions * d], 0, seq * d, rows=[positions])
+    m.add("emb.token_type", [types * d], 0, seq * d, rows=[types])
     m.add("emb.LayerNorm", [d, d], 0, seq * d)
     for i in range(layers):
         p = "l%d." % i
-        m.add(p + "attn.qkv", [d * d, d] * 3, 3 * 2 * d * d * seq, 3 * seq * d)
+        m.add(p + "attn.qkv", [d * d, d] * 3, 3 * 2 * d * d * seq, 3 * seq * d, rows=[d, d] * 3)
         attn_scores(m, p + "attn.scores", seq, d, heads)
         linear(m, p + "attn.out.dense", d, d, seq)
         m.add(p + "attn.out.LayerNorm", [d, d], 0, seq * d)
@@ -194,17 +202,17 @@ def bert(name, layers, d, heads, ffn, vocab=30522, positions=512, types=2, seq=5
 def gpt2(name, n_layer, d, heads, vocab=50257, positions=1024, seq=1024):
     """HF GPT2LMHeadModel; lm_head.weight is tied to wte, so it adds no tensor."""
     m = Model(name)
-    m.add("wte", [vocab * d], 0, seq * d)
-    m.add("wpe", [positions * d], 0, seq * d)
+    m.add("wte", [vocab * d], 0, seq * d, rows=[vocab])
+    m.add("wpe", [positions * d], 0, seq * d, rows=[positions])
     for i in range(n_layer):
         p = "h%d." % i
         m.add(p + "ln_1", [d, d], 0, seq * d)
-        linear(m, p + "attn.c_attn", d, 3 * d, seq)
+        linear(m, p + "attn.c_attn", d, 3 * d, seq, conv1d=True)
         attn_scores(m, p + "attn.scores", seq, d, heads)
-        linear(m, p + "attn.c_proj", d, d, seq)
+        linear(m, p + "attn.c_proj", d, d, seq, conv1d=True)
         m.add(p + "ln_2", [d, d], 0, seq * d)
-        linear(m, p + "mlp.c_fc", d, 4 * d, seq)
-        linear(m, p + "mlp.c_proj", 4 * d, d, seq)
+        linear(m, p + "mlp.c_fc", d, 4 * d, seq, conv1d=True)
+        linear(m, p + "mlp.c_proj", 4 * d, d, seq, conv1d=True)
     m.add("ln_f", [d, d], 0, seq * d)
     m.add("lm_head", [], 2 * d * vocab * seq, vocab * seq)
     return m
@@ -242,10 +250,12 @@ def render(m, description, source, sample, seq_len=None):
     if seq_len is not None:
         out.append("  seq_len = %d;" % seq_len)
     out.append("  layers = (")
-    for i, (name, params, flops, act) in enumerate(m.layers):
+    for i, (name, params, flops, act, rows) in enumerate(m.layers):
         fields = ['name = "%s";' % name]
         if params:
             fields.append("params = %s;" % fmt_params(params))
+            if rows != params:
+                fields.append("rows = %s;" % fmt_params(rows))
         fields.append("fwd_flops = %s;" % fmt_float(flops))
         fields.append("act_bytes = %s;" % fmt_float(act))
         sep = "," if i + 1 < len(m.layers) else ""

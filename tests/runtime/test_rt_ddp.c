@@ -16,7 +16,10 @@
  *
  * The ranks write what they hold to files in a scratch directory; the
  * parent compares. Every rank runs under rtt's deadline. */
+#define _XOPEN_SOURCE 700
 #include <CUnit/CUnit.h>
+#include <ftw.h>
+#include <sys/stat.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,6 +48,38 @@ enum { BATCH = 4, STEPS = 5, DATASET = 38 };
 #define FIRST_MB (2048.0 / 1048576.0)
 #define CAP_MB (4096.0 / 1048576.0)
 #define DEADLINE_S 90.0
+
+/* ---- scratch directories ---------------------------------------------------
+ * Every directory a test makes is recorded and removed (with whatever is in
+ * it) by the suite's cleanup, which CUnit runs even after a failed _FATAL
+ * assertion has ended a test early. */
+static char scratch[32][512];
+static int n_scratch;
+
+static int scratch_dir(char *buf, size_t len) {
+  if (rtt_mkdtemp(buf, len) != 0)
+    return -1;
+  if (n_scratch < (int)(sizeof scratch / sizeof scratch[0]))
+    snprintf(scratch[n_scratch++], sizeof scratch[0], "%s", buf);
+  return 0;
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+  (void)st;
+  (void)ftw;
+  if (flag == FTW_DP)
+    rmdir(path);
+  else
+    unlink(path);
+  return 0;
+}
+
+static int scratch_cleanup(void) {
+  for (int i = 0; i < n_scratch; i++)
+    nftw(scratch[i], rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+  n_scratch = 0;
+  return 0;
+}
 
 typedef struct ddp_job {
   char dir[512];     /* rendezvous directory and the ranks' output */
@@ -357,7 +392,7 @@ static cmp_stat compare(const float *got, const double *want, const double *mag,
 static void check_training(int world, enum rt_algo algo) {
   ddp_job on, off;
   memset(&on, 0, sizeof on);
-  CU_ASSERT_EQUAL_FATAL(rtt_mkdtemp(on.dir, sizeof on.dir), 0);
+  CU_ASSERT_EQUAL_FATAL(scratch_dir(on.dir, sizeof on.dir), 0);
   CU_ASSERT_EQUAL_FATAL(write_model(on.dir, on.model, sizeof on.model), 0);
   on.algo = algo;
   off = on;
@@ -419,6 +454,15 @@ static void check_training(int world, enum rt_algo algo) {
       }
       free(p);
       free(q);
+      /* and so did the averaged gradients they stepped with */
+      float *g = get_floats(&on, "g", r, s, np), *g0 = get_floats(&on, "g", 0, s, np);
+      missing += !g + !g0;
+      if (g && g0 && memcmp(g, g0, sizeof(float) * (size_t)np) != 0) {
+        fprintf(stderr, "\n  step %d: rank %d's averaged gradient differs from rank 0's\n", s, r);
+        differ_ranks++;
+      }
+      free(g);
+      free(g0);
     }
     free(p0);
     free(q0);
@@ -471,15 +515,27 @@ static void check_training(int world, enum rt_algo algo) {
     worst_pair = r > worst_pair ? r : worst_pair;
     over_pair += !(r <= 1);
   }
-  double gmax = 0;
-  for (int64_t i = 0; i < np; i++)
+  double gmax = 0, e2_ddp = 0, e2_mlp = 0, g2 = 0;
+  for (int64_t i = 0; i < np; i++) {
     gmax = fabs(g[i]) > gmax ? fabs(g[i]) : gmax;
-  fprintf(stderr, "  step-0 gradient (max |g| %.3g): error / bound: mlp %.3g, ddp %.3g, ddp vs mlp %.3g\n",
-          gmax, s_mlp.worst, s_ddp.worst, worst_pair);
+    e2_ddp += (gd[i] - g[i]) * (gd[i] - g[i]);
+    e2_mlp += (u->grads[i] - g[i]) * (u->grads[i] - g[i]);
+    g2 += g[i] * g[i];
+  }
+  double rel_ddp = sqrt(e2_ddp / g2), rel_mlp = sqrt(e2_mlp / g2);
+  fprintf(stderr, "  step-0 gradient (max |g| %.3g): error / bound: mlp %.3g, ddp %.3g, ddp vs mlp %.3g; "
+                  "relative L2 error: mlp %.3g, ddp %.3g\n",
+          gmax, s_mlp.worst, s_ddp.worst, worst_pair, rel_mlp, rel_ddp);
   CU_ASSERT(gmax > 1e-3); /* a gradient worth comparing */
   CU_ASSERT_EQUAL(s_mlp.over, 0);
   CU_ASSERT_EQUAL(s_ddp.over, 0);
   CU_ASSERT_EQUAL(over_pair, 0);
+  /* The bound above is the worst case; rounding errors of independent
+   * terms grow like sqrt(K) u, not K u (Higham, sec. 2.8). With K < 200,
+   * sqrt(K) u < 1e-6: a relative L2 error of 1e-5 leaves a margin of 10,
+   * and still catches a gradient scaled wrong by 1e-4. */
+  CU_ASSERT(rel_ddp <= 1e-5);
+  CU_ASSERT(rel_mlp <= 1e-5);
 
   /* The update: torch.optim.SGD's first step with momentum sets the buffer
    * to the gradient, so p1 = p0 - lr * g exactly as fp32 computes it. */
@@ -513,16 +569,77 @@ static void check_training(int world, enum rt_algo algo) {
 
 static void test_two_ranks(void) { check_training(2, RT_ALGO_DEFAULT); }
 static void test_three_ranks(void) { check_training(3, RT_ALGO_DEFAULT); }
-static void test_three_ranks_ring(void) { check_training(3, RT_ALGO_RING); }
-static void probe(void) {
-  enum rt_algo as[] = {RT_ALGO_RING, RT_ALGO_RING_CHUNKED, RT_ALGO_HALVING_DOUBLING, RT_ALGO_BCUBE};
-  for (int w = 4; w <= 4; w++) for (int i = 0; i < 4; i++) { fprintf(stderr, "\n=== w %d algo %s\n", w, rt_algo_name(as[i])); check_training(w, as[i]); }
+static void test_three_ranks_hd(void) { check_training(3, RT_ALGO_HALVING_DOUBLING); }
+/* With 2 ranks a + b = b + a, so even the whole-buffer ring agrees. */
+static void test_two_ranks_ring(void) { check_training(2, RT_ALGO_RING); }
+
+/* Gloo's AllreduceRing adds in rank-dependent order: with 3 ranks the
+ * replicas would differ in their last bits after one step, so the engine
+ * refuses it, on every rank, at once. */
+static int ring3_rank(int rank, int size, void *arg) {
+  const ddp_job *j = arg;
+  core_model *m = NULL;
+  rt_comm *c = NULL;
+  rt_ddp *d = NULL;
+  int rc;
+  if ((rc = core_model_load(j->model, &m)) != 0)
+    return fail(j, rank, rc, "loading the model");
+  rt_pg_info in;
+  memset(&in, 0, sizeof in);
+  in.rank = rank;
+  in.world_size = size;
+  in.local_rank = rank;
+  in.local_world_size = size;
+  if ((rc = rt_pg_connect(&in, j->dir, "127.0.0.1", 30, j->prefix, &c)) != 0) {
+    fail(j, rank, rc, "connecting");
+  } else {
+    rt_ddp_opts o = {.bucket_cap_mb = CAP_MB, .first_bucket_mb = FIRST_MB, .overlap = 1,
+                     .algo = RT_ALGO_RING, .lr = LR, .momentum = MOMENTUM, .fail_step = -1};
+    rc = rt_ddp_create(m, c, BATCH, &o, SEED0, &d);
+    rtt_report_send(j->report_w, rank, rc, rc ? core_err_msg() : "created");
+    rt_ddp_free(d);
+  }
+  rt_comm_destroy(c);
+  core_model_free(m);
+  return 0;
+}
+
+static void test_ring_refused(void) {
+  ddp_job j;
+  memset(&j, 0, sizeof j);
+  CU_ASSERT_EQUAL_FATAL(scratch_dir(j.dir, sizeof j.dir), 0);
+  CU_ASSERT_EQUAL_FATAL(write_model(j.dir, j.model, sizeof j.model), 0);
+  rtt_prefix(j.prefix, sizeof j.prefix, "ring3");
+  int rp[2];
+  CU_ASSERT_EQUAL_FATAL(rtt_pipe_open(rp), 0);
+  j.report_w = rp[1];
+  rtt_group g;
+  int spawned = rtt_spawn(&g, 0, 3, 3, ring3_rank, &j) == 0;
+  close(rp[1]);
+  CU_ASSERT(spawned);
+  CU_ASSERT(spawned && rtt_wait(&g, DEADLINE_S));
+  for (int i = 0; spawned && i < 3; i++)
+    CU_ASSERT(rtt_ok(&g, i));
+  int got = 0;
+  rtt_report r;
+  while (rtt_report_recv(rp[0], &r, 0.5)) {
+    got++;
+    if (r.code != CORE_EUNSUPPORTED)
+      fprintf(stderr, "\n  rank %d: %d %s\n", r.rank, r.code, r.msg);
+    CU_ASSERT_EQUAL(r.code, CORE_EUNSUPPORTED);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.msg, "ring"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.msg, "halving_doubling"));
+  }
+  CU_ASSERT_EQUAL(got, 3);
+  close(rp[0]);
+  rtt_rmdir(j.dir);
 }
 
 void test_register(void) {
-  CU_pSuite s = CU_add_suite("DDP training", NULL, NULL);
+  CU_pSuite s = CU_add_suite("DDP training", NULL, scratch_cleanup);
   CU_add_test(s, "2 ranks: identical replicas, union gradient, overlap on = off", test_two_ranks);
   CU_add_test(s, "3 ranks: identical replicas, union gradient, overlap on = off", test_three_ranks);
-  CU_add_test(s, "3 ranks, ring allreduce", test_three_ranks_ring);
-  CU_add_test(s, "probe", probe);
+  CU_add_test(s, "3 ranks, halving_doubling allreduce", test_three_ranks_hd);
+  CU_add_test(s, "2 ranks, ring allreduce", test_two_ranks_ring);
+  CU_add_test(s, "3 ranks, ring allreduce: refused (replicas would drift)", test_ring_refused);
 }
