@@ -235,7 +235,7 @@ int core_profile_from_setting(const config_setting_t *root, const char *path, co
   static const char *const top_keys[] = {"profile", NULL};
   static const char *const keys[] = {"format", "name", "provenance", "meta", "device", "host",
                                      "compute", "collectives", "jitter", "storage", "restart",
-                                     "interference", NULL};
+                                     "interference", "hooks", NULL};
   static const char *const meta_keys[] = {"host", "date", "backend", "versions", "nodes",
                                           "ranks_per_node", "link_gbps", NULL};
   static const char *const device_keys[] = {"kind", "name", "memory_GBps", "host_link_GBps", NULL};
@@ -244,6 +244,7 @@ int core_profile_from_setting(const config_setting_t *root, const char *path, co
   static const char *const storage_keys[] = {"write_GBps", "read_GBps", NULL};
   static const char *const restart_keys[] = {"process_start_s", "rendezvous_s", "comm_init_s", NULL};
   static const char *const interf_keys[] = {"compute_slowdown", NULL};
+  static const char *const hook_keys[] = {"cast_GBps", "orth_gflops", NULL};
   char w[4200];
   const config_setting_t *g, *s;
   int rc;
@@ -387,6 +388,13 @@ int core_profile_from_setting(const config_setting_t *root, const char *path, co
     goto fail_free;
   if (s && ((rc = core_cfg_check_keys(s, interf_keys, "interference")) != 0 ||
             (rc = core_cfg_double(s, "compute_slowdown", 1, 1, 1, 100, &p->compute_slowdown)) != 0))
+    goto fail_free;
+
+  if ((rc = core_cfg_group(g, "hooks", 0, &s)) != 0)
+    goto fail_free;
+  if (s && ((rc = core_cfg_check_keys(s, hook_keys, "hooks")) != 0 ||
+            (rc = core_cfg_double(s, "cast_GBps", 0, 0, 1e-6, 1e6, &p->cast_GBps)) != 0 ||
+            (rc = core_cfg_double(s, "orth_gflops", 0, 0, 1e-6, 1e9, &p->orth_gflops)) != 0))
     goto fail_free;
 
   *out = p;
@@ -562,7 +570,22 @@ int core_profile_write(const core_profile *p, const char *path) {
   }
   fputs("  interference = { compute_slowdown = ", f);
   put_num(f, p->compute_slowdown);
-  fputs("; };\n};\n", f);
+  fputs("; };\n", f);
+  if (p->cast_GBps > 0 || p->orth_gflops > 0) {
+    fputs("  hooks = {", f);
+    if (p->cast_GBps > 0) {
+      fputs(" cast_GBps = ", f);
+      put_num(f, p->cast_GBps);
+      fputc(';', f);
+    }
+    if (p->orth_gflops > 0) {
+      fputs(" orth_gflops = ", f);
+      put_num(f, p->orth_gflops);
+      fputc(';', f);
+    }
+    fputs(" };\n", f);
+  }
+  fputs("};\n", f);
   return core_afile_commit(&a);
 }
 

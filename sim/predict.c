@@ -120,6 +120,75 @@ static double optimizer_bytes_per_param(enum sim_optimizer o) {
   }
 }
 
+/* Seconds per byte moved by the hooks' casts: measured (profile hooks),
+ * else the device memory bandwidth. */
+static double cast_s_per_byte(const core_profile *pr) {
+  return 1.0 / ((pr->cast_GBps > 0 ? pr->cast_GBps : pr->memory_GBps) * 1e9);
+}
+
+/* Seconds of a GEMM of `flops` at fp32 (PowerSGD works on fp32 grads). */
+static double gemm_s(const core_profile *pr, double flops) {
+  double rate = core_profile_flops(pr, CORE_PREC_FP32, flops);
+  return rate > 0 ? flops / rate : 0;
+}
+
+/* A bucket's communication hook: its time on the communication stream
+ * (collectives and the hook's own compute there), the compute it adds when
+ * the bucket becomes ready (*pre), bytes put on the wire, and the longest
+ * single collective (for the timeout). Mechanics of PyTorch's hooks
+ * (default_hooks.py, powerSGD_hook.py; reference/cost-models.md). */
+static double hook_time(const sim_scenario *s, const sim_point *p, const sim_topo *t, const core_buckets *bk,
+                        int b, int gb, double *pre, double *wire, double *longest) {
+  const core_profile *pr = s->profile;
+  const core_model *m = p->model;
+  double elems = (double)bk->bucket_elems[b], T = 0;
+  *pre = 0;
+  switch (p->compression.kind) {
+  case SIM_COMPRESS_FP16:
+  case SIM_COMPRESS_BF16: {
+    /* Cast to half (read gb, write 2 bytes an element), allreduce, cast back. */
+    double cast = elems * (gb + 2) * cast_s_per_byte(pr);
+    *pre = cast;
+    *wire = elems * 2;
+    *longest = sim_predict_allreduce(p, t, *wire);
+    return *longest + cast;
+  }
+  case SIM_COMPRESS_POWERSGD: {
+    double r = p->compression.rank, unc = 0, pn = 0, qn = 0, comp = 0, mem = 0;
+    double mem_s = 1.0 / (pr->memory_GBps * 1e9);
+    for (int i = bk->bucket_first[b]; i < bk->bucket_first[b + 1]; i++) {
+      int ti = bk->bucket_tensors[i];
+      double n = (double)m->tensor_rows[ti], el = (double)m->tensor_elems[ti], mm = el / n;
+      if ((n + mm) * r * s->powersgd_min_rate < n * mm) {
+        pn += n * r;
+        qn += mm * r;
+        /* P = M Q, Q = M^T P, M ~ P Q^T: three GEMMs of 2 n m r FLOPs;
+         * Gram-Schmidt on P, 2 n r^2; error feedback adds the last error
+         * and keeps the new one (two passes reading 2, writing 1 element). */
+        comp += 3 * gemm_s(pr, 2 * n * mm * r);
+        double of = 2 * n * r * r;
+        comp += pr->orth_gflops > 0 ? of / (pr->orth_gflops * 1e9) : gemm_s(pr, of);
+        mem += 2 * 3 * el * 4;
+      } else {
+        unc += el;
+        mem += 2 * el * 4; /* into the contiguous buffer and back */
+      }
+    }
+    double a = unc > 0 ? sim_predict_allreduce(p, t, unc * 4) : 0;
+    double bP = pn > 0 ? sim_predict_allreduce(p, t, pn * 4) : 0;
+    double bQ = qn > 0 ? sim_predict_allreduce(p, t, qn * 4) : 0;
+    *wire = (unc + pn + qn) * 4;
+    *longest = a > bP ? (a > bQ ? a : bQ) : (bP > bQ ? bP : bQ);
+    return a + bP + bQ + comp + mem * mem_s;
+  }
+  default:
+    *wire = elems * gb;
+    T = sim_predict_allreduce(p, t, *wire);
+    *longest = T;
+    return T;
+  }
+}
+
 int sim_predict_point(const sim_scenario *s, const sim_point *p, sim_engine *e, core_trace *trace,
                       int trace_ranks, sim_point_result *r) {
   const core_model *m = p->model;
@@ -132,6 +201,7 @@ int sim_predict_point(const sim_scenario *s, const sim_point *p, sim_engine *e, 
   sim_topo topo;
   if ((rc = sim_predict_topo(s, p, &topo)) != 0)
     return rc;
+  r->gbps = p->network->gbps > 0 ? p->network->gbps : p->network->from_profile ? pr->link_gbps : 0;
 
   double *fwd = calloc((size_t)L, sizeof *fwd);
   double *bwd = calloc((size_t)L, sizeof *bwd);
@@ -193,6 +263,7 @@ int sim_predict_point(const sim_scenario *s, const sim_point *p, sim_engine *e, 
   }
   double timeout = sim_scenario_timeout(s, p->backend);
   int worst = -1;
+  double worst_t = 0;
   for (int b = 0; b < bk.n_buckets; b++) {
     int low = L;
     for (int i = bk.bucket_first[b]; i < bk.bucket_first[b + 1]; i++) {
@@ -202,17 +273,22 @@ int sim_predict_point(const sim_scenario *s, const sim_point *p, sim_engine *e, 
     }
     ready[b] = low;
     bytes[b] = (double)bk.bucket_elems[b] * gb;
-    comm[b] = sim_predict_allreduce(p, &topo, bytes[b]);
-    if (comm[b] > timeout && (worst < 0 || comm[b] > comm[worst]))
+    double pre, wire, longest;
+    comm[b] = hook_time(s, p, &topo, &bk, b, gb, &pre, &wire, &longest);
+    copy[low] += pre; /* the hook starts (casting) when the bucket is ready */
+    r->wire_bytes += wire;
+    if (longest > timeout && (worst < 0 || longest > worst_t)) {
       worst = b;
+      worst_t = longest;
+    }
   }
   r->n_buckets = bk.n_buckets;
   if (worst >= 0) {
     snprintf(r->status, sizeof r->status, "timeout");
     snprintf(r->note, sizeof r->note,
              "bucket %d (%.1f MB) allreduce takes %.1f s, past the %s timeout of %.0f s: set ddp.timeout_s above %.0f, lower bucket_cap_mb, or use a faster network",
-             worst, bytes[worst] / 1e6, comm[worst], sim_backend_name(p->backend), timeout,
-             ceil(comm[worst] * 1.5));
+             worst, bytes[worst] / 1e6, worst_t, sim_backend_name(p->backend), timeout,
+             ceil(worst_t * 1.5));
   }
 
   sim_step_cfg c = {

@@ -20,6 +20,8 @@ typedef struct sim_point_result {
   double step_s, compute_s, comm_s, exposed_comm_s, step_sd_s;
   double samples_per_s, scaling_eff;
   double single_step_s;     /* one device, no DDP */
+  double wire_bytes;        /* bytes each rank's collectives reduce per step (after compression) */
+  double gbps;              /* the network's line rate per NIC (measured links: the profile's), 0 if unknown */
   char status[16];          /* "ok" or "timeout" */
   char note[320];
   uint64_t events;

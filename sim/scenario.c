@@ -37,6 +37,34 @@ int sim_precision_grad_bytes(enum sim_precision p) {
   return (p == SIM_PREC_FP16 || p == SIM_PREC_BF16) ? 2 : 4;
 }
 
+int sim_compression_parse(const char *s, sim_compression *out) {
+  out->rank = 0;
+  if (!strcmp(s, "none"))
+    out->kind = SIM_COMPRESS_NONE;
+  else if (!strcmp(s, "fp16"))
+    out->kind = SIM_COMPRESS_FP16;
+  else if (!strcmp(s, "bf16"))
+    out->kind = SIM_COMPRESS_BF16;
+  else {
+    char extra;
+    int r;
+    if (sscanf(s, "powersgd:%d%c", &r, &extra) != 1 || r < 1 || r > 1024)
+      return CORE_EINVAL;
+    out->kind = SIM_COMPRESS_POWERSGD;
+    out->rank = r;
+  }
+  return 0;
+}
+
+const char *sim_compression_name(const sim_compression *c, char *buf, int n) {
+  static const char *const names[] = {"none", "fp16", "bf16", "powersgd"};
+  if (c->kind == SIM_COMPRESS_POWERSGD)
+    snprintf(buf, (size_t)n, "powersgd:%d", c->rank);
+  else
+    snprintf(buf, (size_t)n, "%s", names[c->kind]);
+  return buf;
+}
+
 const char *sim_optimizer_name(enum sim_optimizer o) {
   return (unsigned)o < 3 ? opt_choices[o] : "?";
 }
@@ -62,6 +90,7 @@ void sim_scenario_free(sim_scenario *s) {
   free(s->batch);
   free(s->bucket_cap_mb);
   free(s->overlap);
+  free(s->compression);
   free(s->per_node);
   free(s->nodes);
   free(s->job.spares);
@@ -329,7 +358,8 @@ static int parse(sim_scenario *s) {
   static const char *const train_keys[] = {"batch", "precision", "optimizer", NULL};
   static const char *const cluster_keys[] = {"nodes", "devices_per_node", NULL};
   static const char *const ddp_keys[] = {"backend", "algorithm", "bucket_cap_mb", "first_bucket_mb",
-                                         "overlap", "gradient_as_bucket_view", "timeout_s", NULL};
+                                         "overlap", "gradient_as_bucket_view", "timeout_s", "compression",
+                                         "powersgd_min_rate", NULL};
   static const char *const simk[] = {"steps", "seed", "ranks", "replications", NULL};
   static const char *const out_keys[] = {"csv", NULL};
   char w[4200], path[4096];
@@ -467,10 +497,31 @@ static int parse(sim_scenario *s) {
   strs = NULL;
   if ((rc = core_cfg_double_list(dg, "bucket_cap_mb", 0, 25.0, 1e-3, 1e6, &s->bucket_cap_mb, &s->n[SIM_DIM_BUCKET_CAP])) != 0 ||
       (rc = core_cfg_bool_list(dg, "overlap", 0, 1, &s->overlap, &s->n[SIM_DIM_OVERLAP])) != 0 ||
+      /* PyTorch's PowerSGD default min_compression_rate (powerSGD_hook.py). */
+      (rc = core_cfg_double(dg, "powersgd_min_rate", 0, 2.0, 1e-3, 1e6, &s->powersgd_min_rate)) != 0 ||
       (rc = core_cfg_double(dg, "first_bucket_mb", 0, 1.0, 0, 1e6, &s->first_bucket_mb)) != 0 ||
       (rc = core_cfg_bool(dg, "gradient_as_bucket_view", 0, 0, &s->gradient_as_bucket_view)) != 0 ||
       (rc = core_cfg_double(dg, "timeout_s", 0, 0, 1e-3, 1e7, &s->timeout_s)) != 0)
     return rc;
+
+  if ((rc = core_cfg_string_list(dg, "compression", 0, "none", NULL, &strs, &n)) != 0)
+    return rc;
+  s->compression = malloc(sizeof *s->compression * (size_t)n);
+  if (!s->compression) {
+    free(strs);
+    return core_err_set(CORE_ENOMEM, "out of memory");
+  }
+  for (int i = 0; i < n; i++)
+    if (sim_compression_parse(strs[i], &s->compression[i]) != 0) {
+      const config_setting_t *cs = config_setting_get_member(dg, "compression");
+      rc = core_err_set(CORE_EINVAL, "%s: compression \"%s\" is not one of \"none\", \"fp16\", \"bf16\", \"powersgd:R\" (R a rank from 1 to 1024)",
+                        where(cs ? cs : dg, w), strs[i]);
+      free(strs);
+      return rc;
+    }
+  s->n[SIM_DIM_COMPRESSION] = n;
+  free(strs);
+  strs = NULL;
 
   /* Simulation. */
   if ((rc = core_cfg_group(root, "simulation", 0, &g)) != 0)
@@ -575,6 +626,7 @@ void sim_scenario_point(const sim_scenario *s, long index, sim_point *p) {
   p->batch = (int)s->batch[idx[SIM_DIM_BATCH]];
   p->bucket_cap_mb = s->bucket_cap_mb[idx[SIM_DIM_BUCKET_CAP]];
   p->overlap = s->overlap[idx[SIM_DIM_OVERLAP]];
+  p->compression = s->compression[idx[SIM_DIM_COMPRESSION]];
   p->per_node = (int)s->per_node[idx[SIM_DIM_PER_NODE]];
   p->nodes = (int)s->nodes[idx[SIM_DIM_NODES]];
   p->ckpt_async = s->job.async[idx[SIM_DIM_CKPT_MODE]];

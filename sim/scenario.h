@@ -32,6 +32,18 @@ int sim_precision_grad_bytes(enum sim_precision p);
 enum sim_optimizer { SIM_OPT_SGD = 0, SIM_OPT_SGD_MOMENTUM, SIM_OPT_ADAM };
 const char *sim_optimizer_name(enum sim_optimizer o);
 
+/* DDP communication hooks (reference/cost-models.md, PyTorch's
+ * default_hooks.py and powerSGD_hook.py). */
+enum sim_compress { SIM_COMPRESS_NONE = 0, SIM_COMPRESS_FP16, SIM_COMPRESS_BF16, SIM_COMPRESS_POWERSGD };
+typedef struct sim_compression {
+  enum sim_compress kind;
+  int rank;                /* PowerSGD matrix approximation rank */
+} sim_compression;
+/* "none", "fp16", "bf16", "powersgd:R"; 0 or CORE_EINVAL. */
+int sim_compression_parse(const char *s, sim_compression *out);
+/* The same text back, into buf. */
+const char *sim_compression_name(const sim_compression *c, char *buf, int n);
+
 typedef struct sim_network {
   char name[64];
   int from_profile;        /* use the profile's measured inter-node link (gbps > 0: rescaled to it) */
@@ -48,7 +60,8 @@ typedef struct sim_network {
  * the points of one step-level configuration are consecutive. */
 enum sim_dim {
   SIM_DIM_MODEL = 0, SIM_DIM_NETWORK, SIM_DIM_BACKEND, SIM_DIM_ALGORITHM, SIM_DIM_PRECISION,
-  SIM_DIM_BATCH, SIM_DIM_BUCKET_CAP, SIM_DIM_OVERLAP, SIM_DIM_PER_NODE, SIM_DIM_NODES,
+  SIM_DIM_BATCH, SIM_DIM_BUCKET_CAP, SIM_DIM_OVERLAP, SIM_DIM_COMPRESSION, SIM_DIM_PER_NODE,
+  SIM_DIM_NODES,
   SIM_DIM_CKPT_MODE, SIM_DIM_SPARES, SIM_DIM_CKPT_EVERY, SIM_N_DIMS
 };
 #define SIM_N_STEP_DIMS SIM_DIM_CKPT_MODE
@@ -97,6 +110,8 @@ typedef struct sim_scenario {
   int *overlap;
   long long *per_node;
   long long *nodes;
+  sim_compression *compression;
+  double powersgd_min_rate;    /* PyTorch's min_compression_rate, default 2 */
   double first_bucket_mb;
   int gradient_as_bucket_view;
   double timeout_s;         /* 0: the backend's default */
@@ -118,6 +133,7 @@ typedef struct sim_point {
   int batch;
   double bucket_cap_mb;
   int overlap;
+  sim_compression compression;
   int per_node, nodes;
   int ckpt_async;           /* job level (when the scenario has one) */
   long long spares;

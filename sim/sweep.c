@@ -11,9 +11,9 @@
 #include <unistd.h>
 
 const char *const sim_sweep_columns[] = {
-    "model", "nodes", "gpus_per_node", "gpus", "network", "backend", "algorithm", "precision",
-    "batch", "bucket_cap_mb", "overlap", "buckets", "step_s", "compute_s", "comm_s",
-    "exposed_comm_s", "samples_per_s", "scaling_eff", "step_sd_s", "status"};
+    "model", "nodes", "gpus_per_node", "gpus", "network", "gbps", "backend", "algorithm",
+    "precision", "batch", "bucket_cap_mb", "overlap", "compression", "buckets", "wire_mb", "step_s",
+    "compute_s", "comm_s", "exposed_comm_s", "samples_per_s", "scaling_eff", "step_sd_s", "status"};
 const int sim_sweep_n_columns = (int)(sizeof sim_sweep_columns / sizeof *sim_sweep_columns);
 
 /* Extra columns of scenarios with a job level; each metric of the job
@@ -205,13 +205,17 @@ int sim_sweep_write_csv(const sim_sweep *w, const char *path, int with_header) {
     core_csv_int(&c, p->per_node);
     core_csv_int(&c, (long long)p->nodes * p->per_node);
     core_csv_str(&c, p->network->name);
+    core_csv_num(&c, r->gbps);
     core_csv_str(&c, sim_backend_name(p->backend));
     core_csv_str(&c, p->algorithm < 0 ? "auto" : sim_algo_name((enum sim_algo)p->algorithm));
     core_csv_str(&c, sim_precision_name(p->precision));
     core_csv_int(&c, p->batch);
     core_csv_num(&c, p->bucket_cap_mb);
     core_csv_int(&c, p->overlap);
+    char cname[32];
+    core_csv_str(&c, sim_compression_name(&p->compression, cname, sizeof cname));
     core_csv_int(&c, r->n_buckets);
+    core_csv_num(&c, r->wire_bytes / 1e6);
     core_csv_num(&c, r->step_s);
     core_csv_num(&c, r->compute_s);
     core_csv_num(&c, r->comm_s);
