@@ -1,0 +1,137 @@
+/* Simulated communication hooks (sim/predict.c hook_time): bytes on the
+ * wire and time on the communication stream, from hand-computed shapes and
+ * the ring formula of reference/cost-models.md. */
+#include "sim/predict.h"
+#include "sim/scenario.h"
+
+#include "core/err.h"
+
+#include "testutil.h"
+
+#include <CUnit/CUnit.h>
+#include <math.h>
+#include <stdio.h>
+
+/* mlp.cfg: fc1 1024->2048, fc2 2048->2048, fc3 2048->2048, fc4 2048->1024. */
+static const double W_ROWS[4] = {2048, 2048, 2048, 1024}, W_COLS[4] = {1024, 2048, 2048, 2048};
+static const double BIAS[4] = {2048, 2048, 2048, 1024};
+
+static double n_params(void) {
+  double n = 0;
+  for (int i = 0; i < 4; i++)
+    n += W_ROWS[i] * W_COLS[i] + BIAS[i];
+  return n;
+}
+
+static sim_scenario *load(const char *compression) {
+  char text[2048];
+  snprintf(text, sizeof text,
+           "profile = \"cpu-test.cfg\"; model = \"../../scenarios/models/mlp.cfg\";\n"
+           "training = { batch = 8; };\n"
+           "cluster = { nodes = 2; devices_per_node = 1; };\n"
+           "networks = ( { name = \"n\"; gbps = 1.0; latency_us = 60.0; efficiency = 1.0; } );\n"
+           "ddp = { backend = \"gloo\"; bucket_cap_mb = 10000.0; first_bucket_mb = 0.0; overlap = false;\n"
+           "        gradient_as_bucket_view = true; compression = \"%s\"; };\n"
+           "simulation = { steps = 1; };\n",
+           compression);
+  sim_scenario *s = NULL;
+  if (sim_scenario_load_string(text, TU_DATA("inline-hooks.cfg"), &s) != 0)
+    fprintf(stderr, "\n%s\n", core_err_msg());
+  return s;
+}
+
+static int run(const char *compression, sim_point_result *r) {
+  sim_scenario *s = load(compression);
+  if (!s)
+    return -1;
+  sim_engine *e;
+  sim_engine_new(&e);
+  sim_point p;
+  sim_scenario_point(s, 0, &p);
+  int rc = sim_predict_point(s, &p, e, NULL, 0, r);
+  sim_engine_free(e);
+  sim_scenario_free(s);
+  return rc;
+}
+
+/* Gloo segmented ring on 2 ranks with one flow at 1 Gb/s, 60 us, host
+ * reduction at cpu-test.cfg's 5 GB/s: 2(p-1)a + 2n(p-1)/p b + n(p-1)/p g. */
+static double ring(double n) {
+  double a = 60e-6, b = 8.0 / 1e9, g = 1.0 / 5e9;
+  return 2 * a + n * b + 0.5 * n * g;
+}
+
+static void test_none(void) {
+  sim_point_result r;
+  CU_ASSERT_FATAL(run("none", &r) == 0);
+  CU_ASSERT_DOUBLE_EQUAL(r.wire_bytes, n_params() * 4, 0);
+  CU_ASSERT_DOUBLE_EQUAL(r.comm_s, ring(n_params() * 4), 1e-9 * r.comm_s);
+}
+
+static void test_fp16(void) {
+  /* Half the bytes; the cast back (read 2, write 4 bytes an element at the
+   * profile's 10 GB/s memory bandwidth) stays on the communication stream,
+   * the cast down runs when the bucket is ready. */
+  sim_point_result r;
+  CU_ASSERT_FATAL(run("fp16", &r) == 0);
+  double n = n_params();
+  CU_ASSERT_DOUBLE_EQUAL(r.wire_bytes, n * 2, 0);
+  CU_ASSERT_DOUBLE_EQUAL(r.comm_s, ring(n * 2) + n * 6 / 10e9, 1e-9 * r.comm_s);
+}
+
+static void test_powersgd_bytes(void) {
+  /* Rank 1: every weight is compressed ((n + m) r 2 < n m); biases are 1-D
+   * and go in the uncompressed allreduce. P has n r, Q m r elements. */
+  sim_point_result r;
+  CU_ASSERT_FATAL(run("powersgd:1", &r) == 0);
+  double u = 0, pq = 0;
+  for (int i = 0; i < 4; i++) {
+    u += BIAS[i];
+    pq += W_ROWS[i] + W_COLS[i];
+  }
+  CU_ASSERT_DOUBLE_EQUAL(r.wire_bytes, (u + pq) * 4, 0);
+  /* Three allreduces now, plus compute: more than their sum. */
+  CU_ASSERT(r.comm_s > ring(u * 4) + ring(4 * (W_ROWS[0] + W_ROWS[1] + W_ROWS[2] + W_ROWS[3])) +
+                           ring(4 * (W_COLS[0] + W_COLS[1] + W_COLS[2] + W_COLS[3])));
+  /* Rank 4: P and Q four times larger. */
+  CU_ASSERT_FATAL(run("powersgd:4", &r) == 0);
+  CU_ASSERT_DOUBLE_EQUAL(r.wire_bytes, (u + 4 * pq) * 4, 0);
+}
+
+static void test_powersgd_rule(void) {
+  /* Compressed iff (n + m) r 2 < n m. fc2 and fc3 (2048 x 2048): 4096 x 2r
+   * < 4,194,304, so r <= 511; fc1 and fc4 (2048 x 1024 and 1024 x 2048):
+   * 3072 x 2r < 2,097,152, so r <= 341. Rank 512: nothing is compressed, one
+   * allreduce of everything, no bytes saved. */
+  sim_point_result r;
+  CU_ASSERT_FATAL(run("powersgd:512", &r) == 0);
+  CU_ASSERT_DOUBLE_EQUAL(r.wire_bytes, n_params() * 4, 0);
+  CU_ASSERT_FATAL(run("powersgd:341", &r) == 0);
+  /* 341: every weight compressed, fc1 and fc4 just (3072 x 682 = 2,095,104). */
+  double u = 0, pq = 0;
+  for (int i = 0; i < 4; i++) {
+    u += BIAS[i];
+    pq += (W_ROWS[i] + W_COLS[i]) * 341;
+  }
+  CU_ASSERT_DOUBLE_EQUAL(r.wire_bytes, (u + pq) * 4, 0);
+  CU_ASSERT_FATAL(run("powersgd:342", &r) == 0);
+  /* 342: 3072 x 684 = 2,101,248 >= 2,097,152: fc1 and fc4 stay whole. */
+  u = BIAS[0] + BIAS[1] + BIAS[2] + BIAS[3] + W_ROWS[0] * W_COLS[0] + W_ROWS[3] * W_COLS[3];
+  pq = (W_ROWS[1] + W_COLS[1] + W_ROWS[2] + W_COLS[2]) * 342;
+  CU_ASSERT_DOUBLE_EQUAL(r.wire_bytes, (u + pq) * 4, 0);
+}
+
+static void test_bad_spec(void) {
+  CU_ASSERT(load("zip") == NULL);
+  CU_ASSERT(load("powersgd:0") == NULL);
+  CU_ASSERT(load("powersgd:") == NULL);
+}
+
+void test_register(void) {
+  CU_pSuite s = CU_add_suite("hooks", NULL, NULL);
+  CU_add_test(s, "no compression: the plain ring", test_none);
+  CU_add_test(s, "fp16: half the bytes plus the casts", test_fp16);
+  CU_add_test(s, "PowerSGD: P and Q instead of the weights", test_powersgd_bytes);
+  CU_add_test(s, "PowerSGD: the min_compression_rate rule at its edge", test_powersgd_rule);
+  CU_add_test(s, "bad compression specs are rejected", test_bad_spec);
+}
