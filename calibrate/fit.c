@@ -89,7 +89,14 @@ static double fit_range(const double *x, const double *y, const double *se, int 
     f->alpha_lo = f->alpha_hi = c0;
     f->beta_lo = f->beta_hi = c1;
   }
-  sse = chisq;
+  /* Score the range by every point it holds, rejected ones included: a
+   * split must not win by discarding the points that disagree with it
+   * (around a protocol switch, say). */
+  sse = 0;
+  for (int i = 0; i < n; i++) {
+    double r = y[lo + i] - (c0 + c1 * x[lo + i]);
+    sse += weight(y, se, lo + i) * r * r;
+  }
 out:
   free(w);
   free(xs);

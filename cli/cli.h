@@ -43,10 +43,19 @@ const char *cli_plots_dir(void);
  * `ddpsim plot` and `ddpsim simulate --plot`. */
 int cli_plot_render(const char *kind, const char *csv, const char *out_dir);
 
+/* Run gnuplot on script with `-e vars`; errors say whether gnuplot is missing
+ * or failed (cmd_plot.c). */
+int cli_run_gnuplot(const char *script, const char *vars);
+/* `ddpsim plot fit PROFILE`: the measured points of each collective entry
+ * over its fitted α–β curve, drawn by script (cmd_plot_fit.c). */
+int cli_plot_fit(const char *script, const char *profile, const char *out_dir);
+
 extern const char cli_simulate_help[];
 extern const char cli_plot_help[];
 int cli_cmd_simulate(int argc, char **argv);
 int cli_cmd_plot(int argc, char **argv);
+extern const char cli_import_help[];
+int cli_cmd_import(int argc, char **argv);
 extern const char cli_train_help[];
 extern const char cli_launch_help[];
 int cli_cmd_train(int argc, char **argv);

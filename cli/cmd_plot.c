@@ -15,14 +15,19 @@
 
 const char cli_plot_help[] =
     "Usage: ddpsim plot KIND CSV [-o DIR]\n"
+    "       ddpsim plot fit PROFILE [-o DIR]\n"
     "\n"
     "Draw a plot from a results CSV into DIR (default: the CSV's directory), as\n"
     "PNG and SVG, with gnuplot (found on PATH). KIND is one of:\n"
     "  scaling   throughput and scaling efficiency vs GPUs, one curve per\n"
     "            network and backend, one file per model\n"
     "            (CSV from `ddpsim simulate`)\n"
+    "  fit       calibration fit: for each collective entry of a profile, the\n"
+    "            measured points over the fitted alpha-beta curve, log-log, one\n"
+    "            panel per entry (give a PROFILE instead of a CSV)\n"
     "\n"
-    "Files are named after the CSV: results/x.csv -> DIR/x-MODEL-scaling.png\n";
+    "Files are named after the CSV: results/x.csv -> DIR/x-MODEL-scaling.png;\n"
+    "for fit, after the profile: p/x.cfg -> DIR/x-fit.png\n";
 
 /* Plot kinds: the script and the CSV columns it reads. */
 typedef struct plot_kind {
@@ -33,7 +38,8 @@ typedef struct plot_kind {
 
 static const char *const scaling_cols[] = {"model", "gpus", "network", "backend", "samples_per_s",
                                            "scaling_eff", NULL};
-static const plot_kind kinds[] = {{"scaling", "scaling.gp", scaling_cols}};
+/* columns NULL: the input is a profile, not a CSV (cmd_plot_fit.c). */
+static const plot_kind kinds[] = {{"scaling", "scaling.gp", scaling_cols}, {"fit", "fit.gp", NULL}};
 
 /* Names go into gnuplot string literals and word lists. */
 static int plain_name(const char *s) {
@@ -65,7 +71,7 @@ static int distinct(const core_csv_table *t, int col, char *out, size_t n) {
   return 0;
 }
 
-static int run_gnuplot(const char *script, const char *vars) {
+int cli_run_gnuplot(const char *script, const char *vars) {
   pid_t pid = fork();
   if (pid < 0)
     return core_err_errno(errno, "cannot start gnuplot");
@@ -91,7 +97,12 @@ int cli_plot_render(const char *kind, const char *csv, const char *out_dir) {
     if (!strcmp(kinds[i].name, kind))
       k = &kinds[i];
   if (!k)
-    return core_err_set(CORE_EUSAGE, "no plot kind '%s'; the kinds are: scaling", kind);
+    return core_err_set(CORE_EUSAGE, "no plot kind '%s'; the kinds are: scaling, fit", kind);
+  if (!k->columns) {
+    char fit_script[4096];
+    snprintf(fit_script, sizeof fit_script, "%s/%s", cli_plots_dir(), k->script);
+    return cli_plot_fit(fit_script, csv, out_dir);
+  }
   core_csv_table t;
   int rc = core_csv_read(csv, &t);
   if (rc)
@@ -130,7 +141,7 @@ int cli_plot_render(const char *kind, const char *csv, const char *out_dir) {
     snprintf(vars, sizeof vars,
              "csv='%s'; model='%s'; networks='%s'; backends='%s'; out='%s/%.*s-%s-%s'", csv, m,
              networks, backends, out_dir, stem, base, m, kind);
-    if ((rc = run_gnuplot(script, vars)) != 0)
+    if ((rc = cli_run_gnuplot(script, vars)) != 0)
       goto out_table;
     printf("plotted %s/%.*s-%s-%s.png and .svg\n", out_dir, stem, base, m, kind);
   }

@@ -49,6 +49,18 @@ const char cli_train_help[] =
     "      --overlap on|off     allreduce during backward (default on)\n"
     "      --algorithm A        default (gloo::allreduce, as PyTorch), ring,\n"
     "                           ring_chunked, halving_doubling, bcube\n"
+    "      --compress H         communication hook of every bucket (PyTorch's\n"
+    "                           ddp_comm_hooks): none (default: fp32 allreduce),\n"
+    "                           fp16 or bf16 (cast, allreduce, cast back; bf16\n"
+    "                           needs --algorithm default), powersgd:R (PowerSGD\n"
+    "                           of rank R >= 1 as powerSGD_hook, with error\n"
+    "                           feedback and warm start)\n"
+    "      --powersgd-start N   plain allreduce for steps before N (default 1000,\n"
+    "                           PyTorch's start_powerSGD_iter)\n"
+    "      --powersgd-min-rate X\n"
+    "                           compress an n x m gradient at rank r only when\n"
+    "                           (n + m) r X < n m (default 2, PyTorch's\n"
+    "                           min_compression_rate)\n"
     "Rendezvous:\n"
     "      --rdzv SPEC          DIR or file://DIR (Gloo FileStore) or\n"
     "                           redis://HOST:PORT (default $DDPSIM_RDZV)\n"
@@ -85,6 +97,8 @@ typedef struct train_opts {
   double lr, momentum, bucket_cap_mb, first_bucket_mb, timeout;
   int overlap, shuffle, trace, resume;
   enum rt_algo algo;
+  rt_compress_opts compress;
+  const char *compress_spec;
 } train_opts;
 
 static int parse_double(const char *opt, const char *s, double lo, double hi, double *out) {
@@ -327,7 +341,7 @@ static int run(const train_opts *o) {
                      .overlap = o->overlap, .algo = o->algo, .lr = o->lr, .momentum = o->momentum,
                      .fail_step = (attempt < o->n_fail_steps && o->fail_rank == pg.rank)
                                       ? (int)o->fail_steps[attempt] : -1,
-                     .fail_mark = fail_mark};
+                     .fail_mark = fail_mark, .compress = o->compress};
   if ((rc = rt_ddp_create(m, comm, (int)o->batch, &dop, (uint64_t)o->seed, &ddp)) != 0)
     goto out;
   rt_mlp *net = rt_ddp_mlp(ddp);
@@ -416,6 +430,9 @@ static int run(const train_opts *o) {
   }
 
   double t_run = rt_now(), sum_step = 0;
+  rt_compress_stats hook_total;
+  long vanilla_steps = 0;
+  memset(&hook_total, 0, sizeof hook_total);
   for (long s = start; s < o->steps; s++) {
     if ((rc = rt_data_next(data, (int)o->batch, x, target)) != 0)
       goto out;
@@ -424,6 +441,8 @@ static int run(const train_opts *o) {
     if ((rc = rt_ddp_step(ddp, s, x, target, &sm, tracing ? &trace : NULL, base_us)) != 0)
       goto out;
     sum_step += sm.step_s;
+    rt_compress_stats_add(&hook_total, &sm.compress);
+    vanilla_steps += sm.compress.vanilla > 0;
     fprintf(metrics, "%d,%d,%ld,%.9f,%.9f,%.9f,%.9f,%.9g\n", pg.rank, attempt, s, sm.step_s, sm.compute_s,
             sm.comm_s, sm.exposed_comm_s, sm.loss);
     fflush(metrics);
@@ -462,6 +481,21 @@ static int run(const train_opts *o) {
     long ran = o->steps - start;
     printf("ddpsim train: %d rank(s), steps %ld..%ld, mean step %.4f s, final loss %.6g, rendezvous %.3f s\n",
            pg.world_size, start, o->steps - 1, ran > 0 ? sum_step / (double)ran : 0.0, net->loss, t_rdzv);
+    if (o->compress.kind != RT_COMPRESS_NONE && ran > 0) {
+      /* Rank 0's hook, per step: allreduce payload (fp32 would be
+       * n_params * 4) and the compute it added. */
+      const rt_compress_stats *h = &hook_total;
+      double per = 1.0 / (double)ran;
+      int64_t n_ar = 0;
+      for (int ph = 0; ph < RT_COMPRESS_N_PHASES; ph++)
+        n_ar += h->allreduces[ph];
+      printf("ddpsim train: hook %s: %.0f bytes allreduced a step (fp32: %lld), %.1f allreduces a "
+             "step, hook compute %.3f ms a step (casts %.3f, GEMMs %.3f, QR %.3f, copies %.3f); "
+             "%ld of %ld steps in PowerSGD's vanilla phase\n",
+             o->compress_spec, (double)rt_compress_stats_bytes(h) * per, (long long)net->n_params * 4,
+             (double)n_ar * per, rt_compress_stats_compute_s(h) * per * 1e3, h->cast_s * per * 1e3,
+             h->gemm_s * per * 1e3, h->ortho_s * per * 1e3, h->copy_s * per * 1e3, vanilla_steps, ran);
+    }
   }
 out:
   if (tracing)
@@ -480,7 +514,8 @@ out:
 int cli_cmd_train(int argc, char **argv) {
   enum { O_BATCH = 1000, O_STEPS, O_DATASET, O_SEED, O_LR, O_MOM, O_THREADS, O_CAP, O_FIRST,
          O_OVERLAP, O_ALGO, O_RDZV, O_BIND, O_TIMEOUT, O_TRACE, O_PARAMS, O_CKDIR, O_CKEVERY,
-         O_CKKEEP, O_RESUME, O_FAILSTEP, O_FAILRANK, O_NOSHUF, O_MODEL };
+         O_CKKEEP, O_RESUME, O_FAILSTEP, O_FAILRANK, O_NOSHUF, O_MODEL, O_COMPRESS, O_PSGD_START,
+         O_PSGD_RATE };
   static const struct option opts[] = {
       {"model", required_argument, NULL, O_MODEL}, {"batch", required_argument, NULL, O_BATCH},
       {"steps", required_argument, NULL, O_STEPS}, {"dataset", required_argument, NULL, O_DATASET},
@@ -495,6 +530,9 @@ int cli_cmd_train(int argc, char **argv) {
       {"ckpt-keep", required_argument, NULL, O_CKKEEP}, {"resume", no_argument, NULL, O_RESUME},
       {"fail-at-step", required_argument, NULL, O_FAILSTEP}, {"fail-rank", required_argument, NULL, O_FAILRANK},
       {"no-shuffle", no_argument, NULL, O_NOSHUF}, {"help", no_argument, NULL, 'h'},
+      {"compress", required_argument, NULL, O_COMPRESS},
+      {"powersgd-start", required_argument, NULL, O_PSGD_START},
+      {"powersgd-min-rate", required_argument, NULL, O_PSGD_RATE},
       {NULL, 0, NULL, 0}};
   struct timespec now_rt;
   clock_gettime(CLOCK_REALTIME, &now_rt);
@@ -502,7 +540,9 @@ int cli_cmd_train(int argc, char **argv) {
                   .fail_rank = -1, .lr = 0.01, .momentum = 0.9, .bucket_cap_mb = 25,
                   .first_bucket_mb = 1, .timeout = 30, .overlap = 1, .shuffle = 1, .out = "run",
                   .algo = RT_ALGO_DEFAULT};
-  int c, fail_step_set = 0, fail_rank_set = 0;
+  rt_compress_opts_default(&o.compress);
+  o.compress_spec = "none";
+  int c, fail_step_set = 0, fail_rank_set = 0, psgd_set = 0;
   optind = 1;
   opterr = 0;
   while ((c = getopt_long(argc, argv, ":o:h", opts, NULL)) != -1) {
@@ -549,6 +589,13 @@ int cli_cmd_train(int argc, char **argv) {
       if (rt_algo_parse(optarg, &o.algo) != 0 || o.algo == RT_ALGO_TREE)
         return cli_usage("train", "--algorithm expects default, ring, ring_chunked, halving_doubling or bcube, got '%s'", optarg);
       break;
+    case O_COMPRESS:
+      if (rt_compress_parse(optarg, &o.compress) != 0)
+        return cli_usage("train", "--compress: %s", core_err_msg());
+      o.compress_spec = optarg;
+      break;
+    case O_PSGD_START: bad = cli_parse_long("train", "--powersgd-start", optarg, 0, 1L << 40, &o.compress.start_iter); psgd_set = 1; break;
+    case O_PSGD_RATE: bad = parse_double("--powersgd-min-rate", optarg, 0, 1e9, &o.compress.min_rate); psgd_set = 1; break;
     case O_RDZV: o.rdzv = optarg; break;
     case O_BIND: o.bind = optarg; break;
     case 'o': o.out = optarg; break;
@@ -572,6 +619,11 @@ int cli_cmd_train(int argc, char **argv) {
     return cli_usage("train", "--fail-at-step and --fail-rank go together");
   if (o.resume && !o.ckpt_dir)
     return cli_usage("train", "--resume needs --ckpt-dir DIR");
+  if (psgd_set && o.compress.kind != RT_COMPRESS_POWERSGD)
+    return cli_usage("train", "--powersgd-start and --powersgd-min-rate go with --compress powersgd:R");
+  if (o.compress.kind == RT_COMPRESS_BF16 && o.algo != RT_ALGO_DEFAULT)
+    return cli_usage("train", "--compress bf16 needs --algorithm default: Gloo's %s algorithm has no "
+                              "bf16 arithmetic (use fp16 with it)", rt_algo_name(o.algo));
   int rc = run(&o);
   return rc ? cli_fail("train", rc) : CLI_EXIT_OK;
 }

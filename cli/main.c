@@ -18,6 +18,8 @@ static const cli_cmd commands[] = {
      cli_simulate_help, cli_cmd_simulate},
     {"plot", "draw capacity-planning plots (PNG and SVG) from a results CSV", cli_plot_help,
      cli_cmd_plot},
+    {"import", "build a profile from nccl-tests output, or a measured model from a PyTorch trace",
+     cli_import_help, cli_cmd_import},
 #ifdef DDPSIM_HAVE_RUNTIME
     {"train", "run one rank of real data-parallel training (Gloo on CPUs)", cli_train_help,
      cli_cmd_train},

@@ -18,6 +18,8 @@ struct rt_ddp {
   int *pending;            /* [n_buckets] tensors not yet copied in this step */
   float *momentum;
   int has_momentum;
+  rt_compressor *hook;     /* the communication hook (none = plain allreduce) */
+  rt_compress_stats *hook_st; /* [n_buckets] what it did this step */
 
   /* Communication thread: buckets [0, n_queued) are handed over, in order;
    * it has started [0, n_started) and finished [0, n_done). */
@@ -66,7 +68,8 @@ static void *comm_main(void *arg) {
       raise(SIGKILL);
     }
     double t0 = rt_now();
-    int rc = rt_allreduce(d->comm, d->bucket_buf[b], (size_t)d->bk.bucket_elems[b], RT_FP32, d->o.algo);
+    memset(&d->hook_st[b], 0, sizeof d->hook_st[b]);
+    int rc = rt_compress_bucket(d->hook, d->comm, b, d->bucket_buf[b], step, &d->hook_st[b]);
     double t1 = rt_now();
 
     pthread_mutex_lock(&d->mu);
@@ -105,6 +108,8 @@ void rt_ddp_free(rt_ddp *d) {
   free(d->coll_t0);
   free(d->coll_t1);
   free(d->momentum);
+  free(d->hook_st);
+  rt_compress_free(d->hook);
   core_bucket_free(&d->bk);
   rt_mlp_free(d->net);
   free(d);
@@ -139,8 +144,13 @@ int rt_ddp_create(const core_model *m, rt_comm *comm, int batch, const rt_ddp_op
   d->coll_t0 = calloc((size_t)nb, sizeof *d->coll_t0);
   d->coll_t1 = calloc((size_t)nb, sizeof *d->coll_t1);
   d->momentum = calloc((size_t)m->n_params, sizeof *d->momentum);
-  if (!d->bucket_buf || !d->pending || !d->coll_t0 || !d->coll_t1 || !d->momentum)
+  d->hook_st = calloc((size_t)nb, sizeof *d->hook_st);
+  if (!d->bucket_buf || !d->pending || !d->coll_t0 || !d->coll_t1 || !d->momentum || !d->hook_st)
     goto fail_nomem;
+  rt_compress_opts hook = o->compress;
+  hook.algo = o->algo;
+  if ((rc = rt_compress_create(&hook, m, &d->bk, &d->hook)) != 0)
+    goto fail_free;
   for (int b = 0; b < nb; b++)
     if (!(d->bucket_buf[b] = malloc(sizeof(float) * (size_t)d->bk.bucket_elems[b])))
       goto fail_nomem;
@@ -255,10 +265,12 @@ int rt_ddp_step(rt_ddp *d, long step, const float *x, const float *target, rt_st
     return core_err_set(rc, "step %ld: %s", step, d->fail_msg);
   for (int b = 0; b < nb; b++) {
     m->comm_s += d->coll_t1[b] - d->coll_t0[b];
+    rt_compress_stats_add(&m->compress, &d->hook_st[b]);
     if (tr) {
       char args[96];
       snprintf(name, sizeof name, "allreduce bucket %d", b);
-      snprintf(args, sizeof args, "\"bytes\": %lld, \"bucket\": %d", (long long)bk->bucket_elems[b] * 4, b);
+      snprintf(args, sizeof args, "\"bytes\": %lld, \"bucket\": %d",
+               (long long)rt_compress_stats_bytes(&d->hook_st[b]), b);
       span(tr, rank, name, "comm", CORE_TRACE_TID_COMM, d->coll_t0[b] - t_start, d->coll_t1[b] - t_start,
            base, args);
     }

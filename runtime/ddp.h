@@ -7,7 +7,9 @@
  * order, to a communication thread that allreduces it while the backward pass
  * goes on; after the last bucket the averaged gradients are copied back and
  * SGD steps. With overlap off, buckets are handed over only after backward.
- * At construction rank 0's parameters are broadcast, as DDP does.
+ * At construction rank 0's parameters are broadcast, as DDP does. A
+ * communication hook (runtime/compress.h: fp16, bf16, PowerSGD) can take the
+ * place of the plain allreduce of each bucket, as register_comm_hook does.
  *
  * Each step reports step, compute, communication and exposed communication
  * time (exposed = step - compute, the time the rank was not computing), and
@@ -17,6 +19,7 @@
 #define RUNTIME_DDP_H
 
 #include "runtime/comm.h"
+#include "runtime/compress.h"
 #include "runtime/mlp.h"
 
 #include "core/bucket.h"
@@ -31,12 +34,16 @@ typedef struct rt_ddp_opts {
   double momentum;          /* SGD momentum; 0 = plain SGD */
   int fail_step;            /* SIGKILL this rank mid-allreduce at this step; -1 = never */
   const char *fail_mark;    /* file to write the wall-clock time of the injected death to, or NULL */
+  /* Communication hook for every bucket; zeroed = none (a plain allreduce).
+   * Its allreduces use algo above, whatever compress.algo says. */
+  rt_compress_opts compress;
 } rt_ddp_opts;
 
 typedef struct rt_step_metrics {
   long step;
-  double step_s, compute_s, comm_s, exposed_comm_s;
+  double step_s, compute_s, comm_s, exposed_comm_s; /* comm_s: in the hook, comm thread */
   double loss;
+  rt_compress_stats compress; /* what the hook did this step, all buckets */
 } rt_step_metrics;
 
 typedef struct rt_ddp rt_ddp;

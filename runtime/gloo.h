@@ -7,7 +7,9 @@
  *
  * Allreduce takes every Gloo algorithm (default = gloo::allreduce, as
  * PyTorch's ProcessGroupGloo; ring, ring_chunked, halving_doubling, bcube)
- * on fp32 and fp16; RT_ALGO_TREE and bf16 reductions are CORE_EUNSUPPORTED.
+ * on fp32 and fp16, and bf16 with the default algorithm only (summed in
+ * float, rounded to nearest even, as ProcessGroupGloo); RT_ALGO_TREE, bf16
+ * with another algorithm and bf16 reduce_scatter are CORE_EUNSUPPORTED.
  * Most callers reach this through rt_pg_connect (runtime/pg.h).
  */
 #ifndef RUNTIME_GLOO_H

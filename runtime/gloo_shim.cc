@@ -549,9 +549,53 @@ bool fits_int(size_t count, size_t elsize) {
 
 int unsupported_dtype(const char *op, enum rt_dtype t) {
   return core_err_set(CORE_EUNSUPPORTED, "%s: Gloo 0.5 has no %s arithmetic (gloo/types.h "
-                                         "defines float16 only); reduce in fp32 or fp16, or "
-                                         "use the NCCL backend",
+                                         "defines float16 only) and ddpsim adds it for "
+                                         "allreduce only; reduce in fp32 or fp16, or use the "
+                                         "NCCL backend",
                       op, rt_dtype_name(t));
+}
+
+// ---- bf16 ----------------------------------------------------------------
+// Gloo has no bf16 type; PyTorch's ProcessGroupGloo reduces bf16 with
+// gloo::sum<c10::BFloat16> (torch/csrc/distributed/c10d/ProcessGroupGloo.cpp,
+// GENERATE_ALL_TYPES maps ScalarType::BFloat16 to c10::BFloat16), whose "+"
+// adds the two values as float and rounds the sum back to bf16 with
+// c10::detail::round_to_nearest_even (c10/util/BFloat16.h): NaN becomes
+// 0x7FC0, anything else rounds to nearest, ties to even. The same here, on
+// the raw 16-bit patterns.
+
+float bf16_to_float(uint16_t b) {
+  uint32_t u = static_cast<uint32_t>(b) << 16;
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+uint16_t float_to_bf16(float f) {
+  if (f != f)
+    return UINT16_C(0x7FC0);
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  return static_cast<uint16_t>((u + (((u >> 16) & 1u) + UINT32_C(0x7FFF))) >> 16);
+}
+
+void sum_bf16(void *c_, const void *a_, const void *b_, size_t n) {
+  uint16_t *c = static_cast<uint16_t *>(c_);
+  const uint16_t *a = static_cast<const uint16_t *>(a_);
+  const uint16_t *b = static_cast<const uint16_t *>(b_);
+  for (size_t i = 0; i < n; i++)
+    c[i] = float_to_bf16(bf16_to_float(a[i]) + bf16_to_float(b[i]));
+}
+
+// What ProcessGroupGloo::allreduce runs for a bf16 tensor: gloo::allreduce
+// over unbound buffers with the bf16 sum above.
+void allreduce_bf16(rt_gloo_ctx *c, uint16_t *p, size_t count) {
+  gloo::AllreduceOptions opts(c->ctx);
+  opts.setOutput(p, count);
+  opts.setReduceFunction(gloo::AllreduceOptions::Func(&sum_bf16));
+  opts.setTag(c->tag++);
+  opts.setTimeout(std::chrono::milliseconds(c->timeout_ms));
+  gloo::allreduce(opts);
 }
 
 template <typename T>
@@ -637,9 +681,16 @@ extern "C" int rt_gloo_ctx_allreduce(rt_gloo_ctx *c, void *buf, size_t count, en
     return core_err_set(CORE_EUNSUPPORTED, "allreduce: Gloo has no tree algorithm (tree is "
                                            "NCCL's); use default, ring, ring_chunked, "
                                            "halving_doubling or bcube");
-  if (t != RT_FP32 && t != RT_FP16)
-    return t == RT_BF16 ? unsupported_dtype("allreduce", t)
-                        : core_err_set(CORE_EINVAL, "allreduce: unknown dtype %d", (int)t);
+  if ((unsigned)t > RT_BF16)
+    return core_err_set(CORE_EINVAL, "allreduce: unknown dtype %d", (int)t);
+  // The classic algorithm classes are templates over a type with
+  // arithmetic, which Gloo defines for float and float16 only.
+  if (t == RT_BF16 && a != RT_ALGO_DEFAULT)
+    return core_err_set(CORE_EUNSUPPORTED, "allreduce (%s, bf16): Gloo's classic algorithm "
+                                           "classes have no bf16 arithmetic; bf16 reduces with "
+                                           "the default algorithm (gloo::allreduce with a bf16 "
+                                           "sum, as PyTorch's ProcessGroupGloo), or use fp16",
+                        rt_algo_name(a));
   if (count == 0)
     return 0;
   if (!buf)
@@ -662,8 +713,10 @@ extern "C" int rt_gloo_ctx_allreduce(rt_gloo_ctx *c, void *buf, size_t count, en
       [&] {
         if (t == RT_FP32)
           allreduce_typed(c, static_cast<float *>(buf), count, a);
-        else
+        else if (t == RT_FP16)
           allreduce_typed(c, static_cast<gloo::float16 *>(buf), count, a);
+        else
+          allreduce_bf16(c, static_cast<uint16_t *>(buf), count);
       },
       &what);
   return rc ? op_fail(c, describe("allreduce", a, t, count), rc, what) : 0;

@@ -79,8 +79,11 @@ void rt_gloo_ctx_destroy(rt_gloo_ctx *c);
 
 /* In place, sum. RT_ALGO_DEFAULT is gloo::allreduce (the segmented ring that
  * PyTorch's ProcessGroupGloo runs); RING, RING_CHUNKED, HALVING_DOUBLING and
- * BCUBE are Gloo's classic algorithm classes. fp32 and fp16; bf16 and
- * RT_ALGO_TREE return CORE_EUNSUPPORTED. */
+ * BCUBE are Gloo's classic algorithm classes. fp32 and fp16 with every
+ * algorithm; bf16 with RT_ALGO_DEFAULT only (gloo::allreduce with a sum that
+ * adds in float and rounds to nearest even, as ProcessGroupGloo does with
+ * c10::BFloat16), other algorithms CORE_EUNSUPPORTED; RT_ALGO_TREE
+ * CORE_EUNSUPPORTED. */
 int rt_gloo_ctx_allreduce(rt_gloo_ctx *c, void *buf, size_t count, enum rt_dtype t,
                           enum rt_algo a);
 /* recv holds size * count elements; rank r's send lands at r * count. Any

@@ -1,0 +1,903 @@
+#include "import_nccl.h"
+
+#include "calibrate/fit.h"
+
+#include "core/err.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+/* --- collectives nccl-tests has, and what their tables look like --------- */
+
+/* Every nccl-tests binary we can name. The first four are the collectives a
+ * profile holds; the others are recognized only to say so. The column
+ * signature of each (redop, root, size/count ratio, busbw factor) is in
+ * sig_* below, from src/<collective>.cu: GetCollByteCount, GetBw and the
+ * TimeTest call of RunTest. */
+enum coll { C_AR, C_AG, C_RS, C_BC, C_REDUCE, C_A2A, C_SENDRECV, C_OTHER, N_COLL };
+
+static const struct {
+  const char *binary;
+  enum coll c;
+  const char *prof; /* the profile's op name; NULL: not importable */
+} binaries[] = {
+    /* Superstrings before their substrings (all_reduce_perf before reduce_perf). */
+    {"all_reduce_perf", C_AR, "allreduce"},   {"all_gather_perf", C_AG, "allgather"},
+    {"reduce_scatter_perf", C_RS, "reducescatter"}, {"broadcast_perf", C_BC, "broadcast"},
+    {"alltoallv_perf", C_OTHER, NULL},        {"alltoall_perf", C_A2A, NULL},
+    {"sendrecv_perf", C_SENDRECV, NULL},      {"hypercube_perf", C_OTHER, NULL},
+    {"reduce_perf", C_REDUCE, NULL},          {"gather_perf", C_OTHER, NULL},
+    {"scatter_perf", C_OTHER, NULL},
+};
+enum { N_BINARIES = (int)(sizeof binaries / sizeof *binaries) };
+
+/* Names people give the files without the _perf suffix. */
+static const struct {
+  const char *word;
+  enum coll c;
+} file_words[] = {
+    {"all_reduce", C_AR},     {"allreduce", C_AR},     {"all_gather", C_AG},
+    {"allgather", C_AG},      {"reduce_scatter", C_RS}, {"reducescatter", C_RS},
+    {"broadcast", C_BC},      {"alltoall", C_A2A},
+};
+
+static const char *coll_binary(enum coll c) {
+  for (int i = 0; i < N_BINARIES; i++)
+    if (binaries[i].c == c)
+      return binaries[i].binary;
+  return "?";
+}
+
+#define BIT(c) (1u << (c))
+#define ALL_COLL (BIT(N_COLL) - 1u)
+
+/* Bytes per element of nccl-tests' type names (src/common.cu test_typenames;
+ * "char" and "int" are NCCL 1's). 0: unknown, no ratio check. */
+static int type_size(const char *t) {
+  static const struct {
+    const char *name;
+    int size;
+  } types[] = {{"int8", 1},   {"uint8", 1},   {"char", 1},     {"int32", 4},     {"uint32", 4},
+               {"int", 4},    {"float", 4},   {"int64", 8},    {"uint64", 8},    {"double", 8},
+               {"half", 2},   {"bfloat16", 2}, {"f8e4m3", 1},  {"f8e5m2", 1},    {"fp8_e4m3", 1},
+               {"fp8_e5m2", 1}};
+  for (size_t i = 0; i < sizeof types / sizeof *types; i++)
+    if (!strcmp(t, types[i].name))
+      return types[i].size;
+  return 0;
+}
+
+/* --- small helpers -------------------------------------------------------- */
+
+enum { MAX_TOK = 64 };
+
+/* Split s (modified) at white space; returns the count, or MAX_TOK + 1 when
+ * there are more than MAX_TOK fields. */
+static int split(char *s, char *tok[MAX_TOK]) {
+  int n = 0;
+  char *save = NULL;
+  for (char *t = strtok_r(s, " \t\r\n", &save); t; t = strtok_r(NULL, " \t\r\n", &save)) {
+    if (n == MAX_TOK)
+      return MAX_TOK + 1;
+    tok[n++] = t;
+  }
+  return n;
+}
+
+static int parse_ll(const char *s, long long *v) {
+  char *end;
+  errno = 0;
+  long long x = strtoll(s, &end, 10);
+  if (errno || end == s || *end)
+    return -1;
+  *v = x;
+  return 0;
+}
+
+static int parse_num(const char *s, double *v) {
+  char *end;
+  errno = 0;
+  double x = strtod(s, &end);
+  if (errno || end == s || *end || !isfinite(x))
+    return -1;
+  *v = x;
+  return 0;
+}
+
+/* Does word occur in s with no letter or digit right before or after it? */
+static int has_word(const char *s, const char *word, int nocase) {
+  size_t n = strlen(word);
+  for (const char *p = s; *p; p++) {
+    if ((nocase ? strncasecmp(p, word, n) : strncmp(p, word, n)) != 0)
+      continue;
+    int left = p == s || !isalnum((unsigned char)p[-1]);
+    int right = !isalnum((unsigned char)p[n]);
+    if (left && right)
+      return 1;
+  }
+  return 0;
+}
+
+/* The binary a line names, or -1. */
+static int binary_in(const char *s) {
+  for (int i = 0; i < N_BINARIES; i++)
+    if (has_word(s, binaries[i].binary, 0))
+      return i;
+  return -1;
+}
+
+static const char *base_name(const char *path) {
+  const char *s = strrchr(path, '/');
+  return s ? s + 1 : path;
+}
+
+/* --- parsing one file ------------------------------------------------------ */
+
+typedef struct parser {
+  const char *path;
+  cal_nccl_run *run;
+  /* Which collective: from the "Collective test starting" line, else from a
+   * command line or noise before the table, else from the file name. */
+  int hdr_bin;
+  long hdr_line;
+  int text_bin;
+  long text_line;
+  /* Ranks. */
+  int n_ranks, cap_ranks;
+  long long *rank_id;
+  long *rank_line;
+  char **rank_host;
+  int mixed_groups;
+  long group_line;
+  /* Columns. */
+  long cols_line;
+  int ncols;        /* fields a data row has */
+  int c_size, c_count, c_type, c_redop, c_root;
+  int c_time[2], c_algbw[2], c_busbw[2], c_wrong[2];
+  /* Rows. */
+  long footer_line;
+  long rows, first_row_line;
+  char type[32], redop[32];
+  long long root;
+  long long last_size;
+  long last_size_line;
+  long long ratio_size, ratio_count; /* first row with count > 0 */
+  double best_algbw, best_busbw;     /* out-of-place row of the largest algbw */
+  int cap;
+} parser;
+
+static int add_rank(parser *ps, long long id, const char *host, long line) {
+  if (ps->n_ranks == ps->cap_ranks) {
+    int cap = ps->cap_ranks ? 2 * ps->cap_ranks : 16;
+    long long *ids = realloc(ps->rank_id, sizeof *ids * (size_t)cap);
+    if (ids)
+      ps->rank_id = ids;
+    long *lines = realloc(ps->rank_line, sizeof *lines * (size_t)cap);
+    if (lines)
+      ps->rank_line = lines;
+    char **hosts = realloc(ps->rank_host, sizeof *hosts * (size_t)cap);
+    if (hosts)
+      ps->rank_host = hosts;
+    if (!ids || !lines || !hosts)
+      return core_err_set(CORE_ENOMEM, "out of memory reading %s", ps->path);
+    ps->cap_ranks = cap;
+  }
+  for (int i = 0; i < ps->n_ranks; i++)
+    if (ps->rank_id[i] == id)
+      return core_err_set(CORE_EINVAL, "%s:%ld: rank %lld is listed twice (also on line %ld): the outputs of several runs are mixed, as when nccl-tests built without MPI=1 is started by mpirun (each process then runs alone); build it with MPI=1, or import each run's output on its own",
+                          ps->path, line, id, ps->rank_line[i]);
+  char *h = strdup(host);
+  if (!h)
+    return core_err_set(CORE_ENOMEM, "out of memory reading %s", ps->path);
+  ps->rank_id[ps->n_ranks] = id;
+  ps->rank_line[ps->n_ranks] = line;
+  ps->rank_host[ps->n_ranks] = h;
+  ps->n_ranks++;
+  return 0;
+}
+
+/* "#  Rank %2d Group %2d Pid %6d on %10s device %2d [%04x:%02x:%02x] %s"
+ * (src/util.cu writeDeviceReport; older versions have no Group field). */
+static int rank_line(parser *ps, char **tok, int n, const char *raw, long line) {
+  long long id, group = 0;
+  int on = -1;
+  if (n < 2 || parse_ll(tok[1], &id) != 0 || id < 0)
+    return core_err_set(CORE_EINVAL, "%s:%ld: a '# Rank' line without a rank number; expected '#  Rank N Group G Pid P on HOST device D [BUS] NAME'",
+                        ps->path, line);
+  for (int i = 2; i + 1 < n; i++) {
+    if (!strcmp(tok[i], "Group") && parse_ll(tok[i + 1], &group) != 0)
+      return core_err_set(CORE_EINVAL, "%s:%ld: the group of rank %lld is not a number ('%s')", ps->path, line, id, tok[i + 1]);
+    if (!strcmp(tok[i], "on") && on < 0)
+      on = i + 1;
+  }
+  if (on < 0)
+    return core_err_set(CORE_EINVAL, "%s:%ld: the '# Rank %lld' line names no host ('on HOST'); expected '#  Rank N Group G Pid P on HOST device D [BUS] NAME'",
+                        ps->path, line, id);
+  if (group != 0 && !ps->mixed_groups) {
+    ps->mixed_groups = 1;
+    ps->group_line = line;
+  }
+  if (!ps->run->device[0]) {
+    const char *br = strchr(raw, ']');
+    if (br) {
+      br += strspn(br + 1, " \t") + 1;
+      snprintf(ps->run->device, sizeof ps->run->device, "%.*s", (int)strcspn(br, "\r\n"), br);
+    }
+  }
+  return add_rank(ps, id, tok[on], line);
+}
+
+/* The column header: "#  size  count  type  redop  root  time  algbw  busbw
+ * #wrong  time  algbw  busbw  #wrong" (src/util.cu writeResultHeader), with
+ * optional #bitdiff, per-iteration and timestamp columns. */
+static int column_header(parser *ps, char **tok, int n, long line) {
+  if (ps->cols_line)
+    return core_err_set(CORE_EINVAL, "%s:%ld: a second table header (the first is on line %ld): one file must hold one nccl-tests run; split the file",
+                        ps->path, line, ps->cols_line);
+  ps->cols_line = line;
+  ps->c_size = ps->c_count = ps->c_type = ps->c_redop = ps->c_root = -1;
+  for (int h = 0; h < 2; h++)
+    ps->c_time[h] = ps->c_algbw[h] = ps->c_busbw[h] = ps->c_wrong[h] = -1;
+  int extra = 0;
+  for (int i = 0; i < n; i++) {
+    const char *t = tok[i];
+    int h = ps->c_time[0] >= 0 && ps->c_wrong[0] >= 0; /* out-of-place done: in-place */
+    if (!strcmp(t, "size"))
+      ps->c_size = i;
+    else if (!strcmp(t, "count"))
+      ps->c_count = i;
+    else if (!strcmp(t, "type"))
+      ps->c_type = i;
+    else if (!strcmp(t, "redop"))
+      ps->c_redop = i;
+    else if (!strcmp(t, "root"))
+      ps->c_root = i;
+    else if (!strcmp(t, "cputime"))
+      return core_err_set(CORE_EINVAL, "%s:%ld: the table reports cputime (nccl-tests -C 1), the CPU time to launch, not the collective's duration; rerun without -C",
+                          ps->path, line);
+    else if (!strcmp(t, "time") && ps->c_time[h] < 0)
+      ps->c_time[h] = i;
+    else if (!strcmp(t, "algbw") && ps->c_algbw[h] < 0)
+      ps->c_algbw[h] = i;
+    else if (!strcmp(t, "busbw") && ps->c_busbw[h] < 0)
+      ps->c_busbw[h] = i;
+    else if (!strcmp(t, "#wrong") && ps->c_wrong[h] < 0)
+      ps->c_wrong[h] = i;
+    else if (!strcmp(t, "error"))
+      return core_err_set(CORE_EINVAL, "%s:%ld: this table has an 'error' column instead of '#wrong': output of an old nccl-tests (before the #wrong count), which the importer does not read; rerun with a current nccl-tests",
+                          ps->path, line);
+    else if (!strcmp(t, "timestamp"))
+      extra = 1; /* printed as "%Y-%m-%d %H:%M:%S", two fields */
+  }
+  const char *missing = ps->c_size < 0 ? "size" : ps->c_count < 0 ? "count" : ps->c_type < 0 ? "type"
+                      : ps->c_time[0] < 0 ? "time" : ps->c_algbw[0] < 0 ? "algbw"
+                      : ps->c_busbw[0] < 0 ? "busbw" : ps->c_wrong[0] < 0 ? "#wrong" : NULL;
+  if (missing)
+    return core_err_set(CORE_EINVAL, "%s:%ld: the table header has no '%s' column; expected '#  size  count  type  redop  root  time  algbw  busbw  #wrong  time  algbw  busbw  #wrong'",
+                        ps->path, line, missing);
+  ps->ncols = n + extra;
+  return 0;
+}
+
+/* One data row: "%12li  %12li  %8s  %6s  %6s" then per half
+ * "  %7s  %6s  %6s  %6g" (time, algbw, busbw, #wrong or N/A). */
+static int data_row(parser *ps, char **tok, int n, const char *raw, long line) {
+  cal_nccl_run *r = ps->run;
+  long long size, count;
+  if (parse_ll(tok[0], &size) != 0)
+    return core_err_set(CORE_EINVAL, "%s:%ld: not a data row ('%.60s'): rows start with the size in bytes; if the run failed here, import a complete run",
+                        ps->path, line, raw);
+  if (n != ps->ncols)
+    return core_err_set(CORE_EINVAL, "%s:%ld: a data row with %d fields, but the table header (line %ld) has %d columns; the line is cut short or garbled",
+                        ps->path, line, n > MAX_TOK ? MAX_TOK : n, ps->cols_line, ps->ncols);
+  if (parse_ll(tok[ps->c_size], &size) != 0 || size < 0 || parse_ll(tok[ps->c_count], &count) != 0 || count < 0)
+    return core_err_set(CORE_EINVAL, "%s:%ld: size and count must be whole numbers >= 0 (got '%s' and '%s')",
+                        ps->path, line, tok[ps->c_size], tok[ps->c_count]);
+  const char *redop = ps->c_redop >= 0 ? tok[ps->c_redop] : "";
+  long long root = -1;
+  if (ps->c_root >= 0 && parse_ll(tok[ps->c_root], &root) != 0)
+    return core_err_set(CORE_EINVAL, "%s:%ld: the root '%s' is not a number", ps->path, line, tok[ps->c_root]);
+  if (ps->rows == 0) {
+    snprintf(ps->type, sizeof ps->type, "%s", tok[ps->c_type]);
+    snprintf(ps->redop, sizeof ps->redop, "%s", redop);
+    ps->root = root;
+    ps->first_row_line = line;
+  } else if (strcmp(ps->type, tok[ps->c_type]) != 0 || strcmp(ps->redop, redop) != 0 || ps->root != root) {
+    return core_err_set(CORE_EINVAL, "%s:%ld: type, redop or root changes (%s %s %lld, was %s %s %lld on line %ld): one file must hold one sweep; run nccl-tests with one -d, -o and -r value per output",
+                        ps->path, line, tok[ps->c_type], redop, root, ps->type, ps->redop, ps->root, ps->first_row_line);
+  }
+  double t[2] = {0, 0}, algbw = 0, busbw = 0;
+  for (int h = 0; h < 2; h++) {
+    if (ps->c_time[h] < 0)
+      continue;
+    const char *what = h ? "in-place" : "out-of-place";
+    double a, b, w;
+    if (parse_num(tok[ps->c_time[h]], &t[h]) != 0 || t[h] < 0 || (size > 0 && t[h] <= 0))
+      return core_err_set(CORE_EINVAL, "%s:%ld: the %s time '%s' is not a positive number of microseconds",
+                          ps->path, line, what, tok[ps->c_time[h]]);
+    if ((ps->c_algbw[h] >= 0 && (parse_num(tok[ps->c_algbw[h]], &a) != 0 || a < 0)) ||
+        (ps->c_busbw[h] >= 0 && (parse_num(tok[ps->c_busbw[h]], &b) != 0 || b < 0)))
+      return core_err_set(CORE_EINVAL, "%s:%ld: the %s algbw or busbw ('%s', '%s') is not a number >= 0",
+                          ps->path, line, what, ps->c_algbw[h] >= 0 ? tok[ps->c_algbw[h]] : "",
+                          ps->c_busbw[h] >= 0 ? tok[ps->c_busbw[h]] : "");
+    if (h == 0) {
+      algbw = a;
+      busbw = b;
+    }
+    if (ps->c_wrong[h] >= 0) {
+      const char *s = tok[ps->c_wrong[h]];
+      if (!strcmp(s, "N/A"))
+        r->validated = 0;
+      else if (parse_num(s, &w) != 0 || w < 0)
+        return core_err_set(CORE_EINVAL, "%s:%ld: the %s #wrong '%s' is neither a count nor N/A", ps->path, line, what, s);
+      else if (w > 0)
+        return core_err_set(CORE_EINVAL, "%s:%ld: %s elements were wrong in the %s result at %lld bytes: NCCL returned corrupted data, so the times mean nothing; fix the cluster (driver, NVLink/NIC errors, NCCL version) and measure again",
+                            ps->path, line, s, what, size);
+    }
+  }
+  ps->rows++;
+  if (size == 0) {
+    if (r->n > 0)
+      return core_err_set(CORE_EINVAL, "%s:%ld: size 0 after %lld bytes (line %ld): sizes must ascend; a file with several sweeps (-d all, -o all, or outputs appended) must be split",
+                          ps->path, line, ps->last_size, ps->last_size_line);
+    return 0; /* no data moved: nothing to fit */
+  }
+  if (r->n > 0 && size <= ps->last_size)
+    return core_err_set(CORE_EINVAL, "%s:%ld: size %lld bytes after %lld (line %ld): sizes must ascend; a file with several sweeps (-d all, -o all, or outputs appended) must be split",
+                        ps->path, line, size, ps->last_size, ps->last_size_line);
+  if (r->n == ps->cap) {
+    int cap = ps->cap ? 2 * ps->cap : 32;
+    double *b = realloc(r->bytes, sizeof *b * (size_t)cap);
+    if (b)
+      r->bytes = b;
+    double *tt = realloc(r->time_us, sizeof *tt * (size_t)cap);
+    if (tt)
+      r->time_us = tt;
+    if (!b || !tt)
+      return core_err_set(CORE_ENOMEM, "out of memory reading %s", ps->path);
+    ps->cap = cap;
+  }
+  r->bytes[r->n] = (double)size;
+  r->time_us[r->n] = t[0];
+  r->n++;
+  ps->last_size = size;
+  ps->last_size_line = line;
+  if (count > 0 && ps->ratio_count == 0) {
+    ps->ratio_size = size;
+    ps->ratio_count = count;
+  }
+  if (algbw > ps->best_algbw) {
+    ps->best_algbw = algbw;
+    ps->best_busbw = busbw;
+  }
+  return 0;
+}
+
+static int hash_line(parser *ps, char *body, const char *raw, long line) {
+  char *tok[MAX_TOK];
+  int n = split(body, tok);
+  if (n == 0 || n > MAX_TOK)
+    return 0;
+  cal_nccl_run *r = ps->run;
+  if (n >= 3 && !strcmp(tok[0], "nccl-tests") && !strcmp(tok[1], "version")) {
+    long long lib = 0;
+    for (int i = 2; i < n; i++)
+      if (!strncmp(tok[i], "nccl-library=", 13))
+        parse_ll(tok[i] + 13, &lib);
+    /* NCCL_VERSION(X,Y,Z) = X*10000 + Y*100 + Z since 2.9 (nccl.h). */
+    if (lib >= 20900)
+      snprintf(r->version, sizeof r->version, "nccl-tests %.32s, NCCL %lld.%lld.%lld", tok[2], lib / 10000,
+               lib / 100 % 100, lib % 100);
+    else
+      snprintf(r->version, sizeof r->version, "nccl-tests %.32s", tok[2]);
+    return 0;
+  }
+  if (n >= 4 && !strcmp(tok[0], "Collective") && !strcmp(tok[1], "test") && !strcmp(tok[2], "starting:")) {
+    if (ps->hdr_line)
+      return core_err_set(CORE_EINVAL, "%s:%ld: a second nccl-tests run starts here (the first on line %ld): one file must hold one run; split the file",
+                          ps->path, line, ps->hdr_line);
+    int b = -1;
+    for (int i = 0; i < N_BINARIES; i++)
+      if (!strcmp(tok[3], binaries[i].binary))
+        b = i;
+    if (b < 0 || !binaries[b].prof)
+      return core_err_set(CORE_EINVAL, "%s:%ld: this is the output of %s, not of a collective a profile holds; import the output of all_reduce_perf, all_gather_perf, reduce_scatter_perf or broadcast_perf",
+                          ps->path, line, tok[3]);
+    ps->hdr_bin = b;
+    ps->hdr_line = line;
+    return 0;
+  }
+  if (!strcmp(tok[0], "Rank")) {
+    if (ps->cols_line)
+      return 0; /* not the device list */
+    return rank_line(ps, tok, n, raw, line);
+  }
+  if (!strcmp(tok[0], "size") && n >= 3 && !strcmp(tok[1], "count"))
+    return column_header(ps, tok, n, line);
+  if (n >= 6 && !strcmp(tok[0], "Out") && !strcmp(tok[1], "of") && !strcmp(tok[2], "bounds")) {
+    long long bad;
+    if (parse_ll(tok[5], &bad) == 0 && bad > 0)
+      return core_err_set(CORE_EINVAL, "%s:%ld: nccl-tests found %lld out-of-bounds values (wrong data): the times of a run that corrupts data mean nothing; fix the cluster and measure again",
+                          ps->path, line, bad);
+    ps->footer_line = line;
+  }
+  return 0;
+}
+
+static int parse_line(parser *ps, char *line_buf, long line) {
+  char raw[512];
+  snprintf(raw, sizeof raw, "%.*s", (int)strcspn(line_buf, "\r\n"), line_buf);
+  const char *s = line_buf + strspn(line_buf, " \t");
+  if (*s == '#')
+    return hash_line(ps, (char *)s + 1, raw, line);
+  if (!ps->cols_line || ps->footer_line) {
+    /* Before the table: launcher noise, perhaps the command line. */
+    if (!ps->cols_line && ps->text_bin < 0) {
+      int b = binary_in(s);
+      if (b >= 0) {
+        ps->text_bin = b;
+        ps->text_line = line;
+      }
+    }
+    return 0;
+  }
+  if (strstr(s, "NCCL INFO") || strstr(s, "NCCL WARN"))
+    return 0; /* NCCL_DEBUG output interleaves with the table */
+  char *tok[MAX_TOK];
+  int n = split((char *)s, tok);
+  if (n == 0)
+    return 0;
+  return data_row(ps, tok, n, raw, line);
+}
+
+/* Which collectives the columns allow (a bit set of enum coll). */
+static unsigned column_evidence(const parser *ps, int p, char *why, size_t n) {
+  unsigned set = ALL_COLL;
+  why[0] = '\0';
+  size_t len = 0;
+#define WHY(...) (len += (size_t)snprintf(why + (len < n ? len : n - 1), len < n ? n - len : 1, __VA_ARGS__))
+  if (ps->c_redop >= 0) {
+    if (!strcmp(ps->redop, "none"))
+      set &= BIT(C_AG) | BIT(C_BC) | BIT(C_A2A) | BIT(C_SENDRECV) | BIT(C_OTHER);
+    else
+      set &= BIT(C_AR) | BIT(C_RS) | BIT(C_REDUCE) | BIT(C_OTHER);
+    WHY("redop %s", ps->redop);
+  }
+  if (ps->c_root >= 0) {
+    if (ps->root >= 0)
+      set &= BIT(C_BC) | BIT(C_REDUCE) | BIT(C_OTHER);
+    else
+      set &= ~(BIT(C_BC) | BIT(C_REDUCE));
+    WHY("%sroot %lld", len ? ", " : "", ps->root);
+  }
+  int ts = type_size(ps->type);
+  if (ts > 0 && ps->ratio_count > 0) {
+    if (ps->ratio_size == ps->ratio_count * ts) {
+      set &= BIT(C_AR) | BIT(C_BC) | BIT(C_REDUCE) | BIT(C_SENDRECV) | BIT(C_OTHER);
+      WHY("%ssize = count x %d bytes", len ? ", " : "", ts);
+    } else if (ps->ratio_size == ps->ratio_count * ts * p) {
+      set &= BIT(C_AG) | BIT(C_RS) | BIT(C_A2A) | BIT(C_OTHER);
+      WHY("%ssize = count x %d bytes x %d ranks", len ? ", " : "", ts, p);
+    }
+  }
+  /* busbw = algbw x factor (doc/PERFORMANCE.md): 2(p-1)/p for allreduce,
+   * (p-1)/p for allgather, reduce-scatter and alltoall, 1 otherwise. Two
+   * printed decimals are precise enough from 10 GB/s on. */
+  if (ps->best_algbw >= 10.0) {
+    double f = ps->best_busbw / ps->best_algbw, f_ar = 2.0 * (p - 1) / p, f_ag = (double)(p - 1) / p;
+    unsigned fs = BIT(C_OTHER);
+    if (fabs(f - f_ar) < 0.02 * f_ar)
+      fs |= BIT(C_AR);
+    if (fabs(f - f_ag) < 0.02 * f_ag)
+      fs |= BIT(C_AG) | BIT(C_RS) | BIT(C_A2A);
+    if (fabs(f - 1.0) < 0.02)
+      fs |= BIT(C_BC) | BIT(C_REDUCE) | BIT(C_SENDRECV);
+    set &= fs;
+    WHY("%sbusbw/algbw %.3f", len ? ", " : "", f);
+  }
+#undef WHY
+  return set;
+}
+
+static int finish(parser *ps, long lines) {
+  cal_nccl_run *r = ps->run;
+  const char *path = ps->path;
+  if (!ps->cols_line)
+    return core_err_set(CORE_EINVAL, "%s: no nccl-tests table header ('#  size  count  type  redop  root  time  algbw  busbw  #wrong ...') in its %ld lines; is it the output of an nccl-tests binary?",
+                        path, lines);
+  if (ps->rows == 0)
+    return core_err_set(CORE_EINVAL, "%s:%ld: the table has no data rows; the run stopped before its first size (see its error messages) and must be repeated",
+                        path, ps->cols_line);
+  if (ps->n_ranks == 0)
+    return core_err_set(CORE_EINVAL, "%s: no '#  Rank N Group G Pid P on HOST ...' lines; they give the number of ranks and nodes, so import the whole output (nccl-tests prints them under '# Using devices')",
+                        path);
+  if (ps->mixed_groups)
+    return core_err_set(CORE_EINVAL, "%s:%ld: ranks in several groups (NCCL_TESTS_SPLIT_MASK): each group ran its own communicator; import the output of a run without the split",
+                        path, ps->group_line);
+  int p = ps->n_ranks;
+  if (p < 2)
+    return core_err_set(CORE_EINVAL, "%s:%ld: one rank: a collective over one rank moves no data; run nccl-tests over several GPUs (-g N, or one process per GPU under mpirun)",
+                        path, ps->rank_line[0]);
+  /* Nodes: distinct hosts, each with the same number of ranks. */
+  int nodes = 0, per = -1;
+  for (int i = 0; i < p; i++) {
+    int seen = 0, k = 0;
+    for (int j = 0; j < p; j++) {
+      if (j < i && !strcmp(ps->rank_host[j], ps->rank_host[i]))
+        seen = 1;
+      k += !strcmp(ps->rank_host[j], ps->rank_host[i]);
+    }
+    if (seen)
+      continue;
+    nodes++;
+    if (per < 0)
+      per = k;
+    else if (k != per)
+      return core_err_set(CORE_EINVAL, "%s:%ld: host %s has %d ranks but %s has %d: the profile describes nodes with the same number of ranks each; run nccl-tests with as many GPUs on every node",
+                          path, ps->rank_line[i], ps->rank_host[i], k, ps->rank_host[0], per);
+  }
+  r->ranks = p;
+  r->nodes = nodes;
+  snprintf(r->host, sizeof r->host, "%s", ps->rank_host[0]);
+
+  /* Which collective. */
+  char why[256];
+  unsigned cols = column_evidence(ps, p, why, sizeof why);
+  int named = ps->hdr_bin >= 0 ? ps->hdr_bin : ps->text_bin;
+  char src[160];
+  if (ps->hdr_bin >= 0)
+    snprintf(src, sizeof src, "line %ld ('# Collective test starting')", ps->hdr_line);
+  else if (ps->text_bin >= 0)
+    snprintf(src, sizeof src, "line %ld", ps->text_line);
+  if (named < 0) {
+    const char *b = base_name(path);
+    for (int i = 0; i < N_BINARIES && named < 0; i++)
+      if (has_word(b, binaries[i].binary, 1))
+        named = i;
+    for (size_t w = 0; w < sizeof file_words / sizeof *file_words && named < 0; w++)
+      if (has_word(b, file_words[w].word, 1))
+        for (int i = 0; i < N_BINARIES; i++)
+          if (binaries[i].c == file_words[w].c && named < 0)
+            named = i;
+    if (named >= 0)
+      snprintf(src, sizeof src, "the file name");
+  }
+  if (named >= 0) {
+    if (!binaries[named].prof)
+      return core_err_set(CORE_EINVAL, "%s: %s names %s, not a collective a profile holds; import the output of all_reduce_perf, all_gather_perf, reduce_scatter_perf or broadcast_perf",
+                          path, src, binaries[named].binary);
+    if (!(cols & BIT(binaries[named].c)))
+      return core_err_set(CORE_EINVAL, "%s:%ld: %s says %s, but the columns (%s) do not fit it; check that the file holds the output it is named after",
+                          path, ps->first_row_line, src, binaries[named].binary, why);
+    snprintf(r->binary, sizeof r->binary, "%s", binaries[named].binary);
+    snprintf(r->op, sizeof r->op, "%s", binaries[named].prof);
+    snprintf(r->how, sizeof r->how, "%s from %.120s", r->binary, src);
+  } else {
+    int found = -1, count = 0;
+    for (int c = 0; c < C_OTHER; c++)
+      if (cols & BIT(c)) {
+        found = c;
+        count++;
+      }
+    if (count != 1 || (cols & BIT(C_OTHER) && why[0] == '\0'))
+      return core_err_set(CORE_EINVAL, "%s: cannot tell which collective this is: no '# Collective test starting' line, no *_perf name in the file or its name, and the columns (%s) fit several; name the file after the binary, e.g. all_gather_perf.txt",
+                          path, why[0] ? why : "no redop or root column");
+    const char *bin = coll_binary((enum coll)found);
+    int b = -1;
+    for (int i = 0; i < N_BINARIES; i++)
+      if (binaries[i].c == (enum coll)found && binaries[i].prof)
+        b = i;
+    if (b < 0)
+      return core_err_set(CORE_EINVAL, "%s: the columns (%s) are those of %s, not of a collective a profile holds; import the output of all_reduce_perf, all_gather_perf, reduce_scatter_perf or broadcast_perf",
+                          path, why, bin);
+    snprintf(r->binary, sizeof r->binary, "%s", binaries[b].binary);
+    snprintf(r->op, sizeof r->op, "%s", binaries[b].prof);
+    snprintf(r->how, sizeof r->how, "%s from the columns (%.120s)", r->binary, why);
+  }
+  if (r->n < 2)
+    return core_err_set(CORE_EINVAL, "%s:%ld: only %d size(s) with data; an alpha-beta fit needs a sweep, e.g. nccl-tests -b 8 -e 128M -f 2",
+                        path, ps->cols_line, r->n);
+  return 0;
+}
+
+void cal_nccl_run_free(cal_nccl_run *run) {
+  if (!run)
+    return;
+  free(run->bytes);
+  free(run->time_us);
+  run->bytes = run->time_us = NULL;
+  run->n = 0;
+}
+
+int cal_nccl_parse(const char *path, cal_nccl_run *run) {
+  memset(run, 0, sizeof *run);
+  run->validated = 1;
+  if (strlen(path) >= sizeof run->path)
+    return core_err_set(CORE_EINVAL, "path too long: %.64s...", path);
+  snprintf(run->path, sizeof run->path, "%s", path);
+  parser ps = {.path = path, .run = run, .hdr_bin = -1, .text_bin = -1};
+  int rc = 0;
+  char *buf = NULL;
+  size_t cap = 0;
+  long line = 0;
+  FILE *f = fopen(path, "r");
+  if (!f)
+    return core_err_errno(errno, "cannot open nccl-tests output '%s'", path);
+  for (;;) {
+    errno = 0;
+    ssize_t k = getline(&buf, &cap, f);
+    if (k < 0) {
+      if (ferror(f))
+        rc = core_err_errno(errno ? errno : EIO, "reading '%s'", path);
+      break;
+    }
+    line++;
+    if (memchr(buf, '\0', (size_t)k)) {
+      rc = core_err_set(CORE_EINVAL, "%s:%ld: a NUL byte: this is not a text file; import nccl-tests' text output", path, line);
+      break;
+    }
+    if ((rc = parse_line(&ps, buf, line)) != 0)
+      break;
+  }
+  if (!rc)
+    rc = finish(&ps, line);
+  free(buf);
+  fclose(f);
+  for (int i = 0; i < ps.n_ranks; i++)
+    free(ps.rank_host[i]);
+  free(ps.rank_host);
+  free(ps.rank_id);
+  free(ps.rank_line);
+  if (rc)
+    cal_nccl_run_free(run);
+  return rc;
+}
+
+/* --- assembling the profile ------------------------------------------------ */
+
+/* The fit as a profile entry (the same conversion `ddpsim calibrate` does). */
+static int make_entry(const cal_nccl_run *r, core_prof_coll *c) {
+  cal_fit f[CAL_FIT_MAX_REGIMES];
+  int nf, rc;
+  double *t = malloc(sizeof *t * (size_t)r->n);
+  memset(c, 0, sizeof *c);
+  if (!t)
+    return core_err_set(CORE_ENOMEM, "out of memory fitting %s", r->path);
+  for (int i = 0; i < r->n; i++)
+    t[i] = r->time_us[i] * 1e-6;
+  rc = cal_fit_alpha_beta(r->bytes, t, NULL, r->n, f, &nf);
+  free(t);
+  if (rc)
+    return core_err_wrap(rc, "%s: fitting %s", r->path, r->binary);
+  snprintf(c->backend, sizeof c->backend, "nccl");
+  snprintf(c->op, sizeof c->op, "%s", r->op);
+  snprintf(c->algorithm, sizeof c->algorithm, "ring");
+  snprintf(c->scope, sizeof c->scope, "%s", r->nodes > 1 ? "inter" : "intra");
+  c->ranks = r->ranks;
+  c->nodes = r->nodes;
+  c->fits = calloc((size_t)nf, sizeof *c->fits);
+  c->bytes = malloc(sizeof *c->bytes * (size_t)r->n);
+  c->time_us = malloc(sizeof *c->time_us * (size_t)r->n);
+  if (!c->fits || !c->bytes || !c->time_us) {
+    free(c->fits);
+    free(c->bytes);
+    free(c->time_us);
+    memset(c, 0, sizeof *c);
+    return core_err_set(CORE_ENOMEM, "out of memory fitting %s", r->path);
+  }
+  c->n_fits = nf;
+  for (int i = 0; i < nf; i++) {
+    core_prof_fit *pf = &c->fits[i];
+    pf->min_bytes = f[i].min_bytes;
+    pf->max_bytes = f[i].max_bytes;
+    pf->alpha_us = f[i].alpha_s * 1e6;
+    pf->algbw_GBps = 1.0 / (f[i].beta_s * 1e9);
+    pf->r2 = f[i].r2;
+    pf->has_ci = 1;
+    pf->alpha_us_lo = f[i].alpha_lo * 1e6;
+    pf->alpha_us_hi = f[i].alpha_hi * 1e6;
+    /* Bandwidth is 1/beta: the interval flips, and a slope interval that
+     * reaches zero leaves the upper bandwidth unbounded (capped). */
+    pf->algbw_GBps_lo = f[i].beta_hi > 0 ? 1.0 / (f[i].beta_hi * 1e9) : 0;
+    pf->algbw_GBps_hi = f[i].beta_lo > 0 ? 1.0 / (f[i].beta_lo * 1e9) : 1e9;
+    if (pf->algbw_GBps_hi > 1e9)
+      pf->algbw_GBps_hi = 1e9;
+  }
+  memcpy(c->bytes, r->bytes, sizeof *c->bytes * (size_t)r->n);
+  memcpy(c->time_us, r->time_us, sizeof *c->time_us * (size_t)r->n);
+  c->n_points = r->n;
+  return 0;
+}
+
+static void free_coll(core_prof_coll *c) {
+  free(c->fits);
+  free(c->bytes);
+  free(c->time_us);
+}
+
+static void note(char *notes, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void note(char *notes, size_t n, const char *fmt, ...) {
+  if (!notes || n == 0)
+    return;
+  size_t len = strlen(notes);
+  if (len + 1 >= n)
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(notes + len, n - len, fmt, ap);
+  va_end(ap);
+}
+
+/* "imported from nccl-tests: a, b (+N more); ..." within the field's size. */
+static void provenance(core_profile *p, const char *const *paths, int n, const char *base) {
+  char tail[200];
+  snprintf(tail, sizeof tail, "; algorithm assumed ring (nccl-tests does not report NCCL's choice); the rest from %.60s",
+           base_name(base));
+  size_t room = sizeof p->provenance - strlen(tail) - 16, len;
+  len = (size_t)snprintf(p->provenance, sizeof p->provenance, "imported from nccl-tests:");
+  int i = 0;
+  for (; i < n; i++) {
+    const char *b = base_name(paths[i]);
+    if (len + strlen(b) + 2 > room)
+      break;
+    len += (size_t)snprintf(p->provenance + len, sizeof p->provenance - len, "%s %s", i ? "," : "", b);
+  }
+  if (i < n)
+    len += (size_t)snprintf(p->provenance + len, sizeof p->provenance - len, " +%d more", n - i);
+  snprintf(p->provenance + len, sizeof p->provenance - len, "%s", tail);
+}
+
+int cal_import_nccl(const char *const *paths, int n_paths, const cal_nccl_opts *o, core_profile **out,
+                    char *notes, size_t notes_len) {
+  core_profile *p = NULL;
+  cal_nccl_run *runs = NULL;
+  core_prof_coll *fresh = NULL;
+  int rc = 0, n_fresh = 0;
+  const char *kind = o->device_kind ? o->device_kind : "gpu";
+  *out = NULL;
+  if (notes && notes_len)
+    notes[0] = '\0';
+  if (n_paths < 1)
+    return core_err_set(CORE_EUSAGE, "no nccl-tests output to import; give one file per collective");
+  if (!o->base)
+    return core_err_set(CORE_EUSAGE, "nccl-tests measures collectives only: pass --base PROFILE (e.g. scenarios/profiles/dgx-h100.cfg) for the compute rates, memory and host bandwidth the profile needs as well");
+  if (strcmp(kind, "gpu") != 0 && strcmp(kind, "cpu") != 0)
+    return core_err_set(CORE_EUSAGE, "--device must be gpu or cpu, not '%s'", kind);
+  if ((rc = core_profile_load(o->base, &p)) != 0)
+    return core_err_wrap(rc, "loading the base profile");
+  runs = calloc((size_t)n_paths, sizeof *runs);
+  fresh = calloc((size_t)n_paths, sizeof *fresh);
+  if (!runs || !fresh) {
+    rc = core_err_set(CORE_ENOMEM, "out of memory importing nccl-tests output");
+    goto fail;
+  }
+  for (int i = 0; i < n_paths; i++) {
+    if ((rc = cal_nccl_parse(paths[i], &runs[i])) != 0)
+      goto fail;
+    const cal_nccl_run *r = &runs[i];
+    const char *scope = r->nodes > 1 ? "inter" : "intra";
+    for (int j = 0; j < i; j++)
+      if (!strcmp(runs[j].op, r->op) && (runs[j].nodes > 1) == (r->nodes > 1)) {
+        rc = core_err_set(CORE_EINVAL, "%s: a second %s-node %s (%s already gave one); a profile keeps one entry per collective and scope, so import one of them",
+                          r->path, scope, r->op, runs[j].path);
+        goto fail;
+      }
+    if ((rc = make_entry(r, &fresh[i])) != 0)
+      goto fail;
+    n_fresh++;
+    /* Say where the fitted curve misses a measured size by more than 10%:
+     * usually a knee placed a size or two off a protocol switch. */
+    double worst = 0, worst_bytes = 0;
+    for (int k = 0; k < r->n; k++) {
+      const core_prof_fit *f = core_prof_coll_fit(&fresh[i], r->bytes[k]);
+      double e = fabs(f->alpha_us + r->bytes[k] / (f->algbw_GBps * 1e3) - r->time_us[k]) / r->time_us[k];
+      if (e > worst) {
+        worst = e;
+        worst_bytes = r->bytes[k];
+      }
+    }
+    if (worst > 0.10)
+      note(notes, notes_len, "%s: the fit misses %.0f bytes by %.0f%% (see `ddpsim plot fit`)\n", r->path, worst_bytes,
+           worst * 100);
+    note(notes, notes_len, "%s: %s, %d ranks on %d node(s) -> nccl %s ring %s, %d sizes, %d fit regime(s)%s\n",
+         r->path, r->how, r->ranks, r->nodes, r->op, scope, r->n, fresh[i].n_fits,
+         r->validated ? "" : " (validation was off: #wrong N/A, data not checked)");
+  }
+
+  /* The base's entries that the import replaces go; the rest stay. */
+  for (int i = 0; i < p->n_colls;) {
+    core_prof_coll *c = &p->colls[i];
+    int replaced = 0;
+    for (int j = 0; j < n_fresh && !replaced; j++)
+      replaced = !strcmp(c->backend, "nccl") && !strcmp(c->op, fresh[j].op) &&
+                 !strcmp(c->algorithm, "ring") && !strcmp(c->scope, fresh[j].scope);
+    if (!replaced) {
+      note(notes, notes_len, "kept from %s: %s %s %s %s (%d ranks)\n", o->base, c->backend, c->op,
+           c->algorithm, c->scope, c->ranks);
+      i++;
+      continue;
+    }
+    free_coll(c);
+    memmove(c, c + 1, sizeof *c * (size_t)(p->n_colls - i - 1));
+    p->n_colls--;
+  }
+  core_prof_coll *all = realloc(p->colls, sizeof *all * (size_t)(p->n_colls + n_fresh));
+  if (!all) {
+    rc = core_err_set(CORE_ENOMEM, "out of memory assembling the profile");
+    goto fail;
+  }
+  p->colls = all;
+  memcpy(p->colls + p->n_colls, fresh, sizeof *fresh * (size_t)n_fresh);
+  p->n_colls += n_fresh;
+  n_fresh = 0; /* owned by p now */
+
+  /* Metadata: where the numbers came from. */
+  if (o->name)
+    snprintf(p->name, sizeof p->name, "%s", o->name);
+  provenance(p, paths, n_paths, o->base);
+  const cal_nccl_run *big = &runs[0];
+  time_t newest = 0;
+  int any_inter = 0;
+  for (int i = 0; i < n_paths; i++) {
+    if (runs[i].ranks > big->ranks)
+      big = &runs[i];
+    any_inter |= runs[i].nodes > 1;
+    struct stat st;
+    if (stat(runs[i].path, &st) == 0 && st.st_mtime > newest)
+      newest = st.st_mtime;
+  }
+  snprintf(p->host, sizeof p->host, "%.100s%s", big->host, big->nodes > 1 ? " and other nodes" : "");
+  if (newest) {
+    struct tm tm;
+    gmtime_r(&newest, &tm);
+    strftime(p->date, sizeof p->date, "%Y-%m-%d", &tm); /* nccl-tests prints no date: the file's */
+  }
+  snprintf(p->backend, sizeof p->backend, "nccl");
+  p->versions[0] = '\0';
+  for (int i = 0; i < n_paths && !p->versions[0]; i++)
+    snprintf(p->versions, sizeof p->versions, "%s", runs[i].version);
+  p->nodes = big->nodes;
+  p->ranks_per_node = big->ranks / big->nodes;
+  if (o->link_gbps > 0)
+    p->link_gbps = o->link_gbps;
+  else if (any_inter) {
+    if (p->link_gbps > 0)
+      note(notes, notes_len, "link_gbps: the base's %g Gb/s is not the measured link's; dropped (pass --link-gbps to record it)\n",
+           p->link_gbps);
+    p->link_gbps = 0;
+  }
+  const char *dev = NULL;
+  for (int i = 0; i < n_paths && !dev; i++)
+    if (runs[i].device[0])
+      dev = runs[i].device;
+  if (dev && strcmp(dev, p->device_name) != 0) {
+    note(notes, notes_len, "compute rates, memory and host bandwidth come from %s (device '%s'), the collectives from '%s'\n",
+         o->base, p->device_name, dev);
+    snprintf(p->device_name, sizeof p->device_name, "%s", dev);
+  }
+  if (!strcmp(kind, "gpu") && !(p->host_link_GBps > 0)) {
+    rc = core_err_set(CORE_EINVAL, "%s is a CPU profile without device.host_link_GBps, which a GPU profile needs; pass a GPU base (e.g. scenarios/profiles/dgx-h100.cfg) or --device cpu",
+                      o->base);
+    goto fail;
+  }
+  snprintf(p->device_kind, sizeof p->device_kind, "%s", kind);
+  *out = p;
+  p = NULL;
+fail:
+  for (int i = 0; i < n_fresh; i++)
+    free_coll(&fresh[i]);
+  free(fresh);
+  if (runs)
+    for (int i = 0; i < n_paths; i++)
+      cal_nccl_run_free(&runs[i]);
+  free(runs);
+  core_profile_free(p);
+  return rc;
+}

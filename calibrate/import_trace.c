@@ -1,0 +1,719 @@
+#include "import_trace.h"
+
+#include "core/afile.h"
+#include "core/cfg.h"
+#include "core/err.h"
+#include "core/model.h"
+
+#include <gsl/gsl_sort.h>
+#include <gsl/gsl_statistics_double.h>
+#include <jansson.h>
+#include <libconfig.h>
+#include <zlib.h>
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Names in PyTorch's profiler output (torch/csrc/autograd/engine.cpp names
+ * the backward spans "autograd::engine::evaluate_function: " + node name;
+ * torch/profiler/profiler.py names the step spans "ProfilerStep#N"). */
+#define BWD_PREFIX "autograd::engine::evaluate_function: "
+#define STEP_PREFIX "ProfilerStep#"
+#define EPS_US 1e-3 /* trace times are µs with ns resolution */
+
+enum ev_kind { EV_LIN, EV_BWD, EV_STEP, EV_RELU, EV_ACT };
+
+typedef struct ev {
+  const char *name;
+  double ts, dur;
+  int thread;        /* interned "pid/tid" */
+  enum ev_kind kind;
+  long idx;          /* in traceEvents */
+  const json_t *args;
+  int nested;        /* inside another linear or backward op of its thread */
+} ev;
+
+typedef struct loaded {
+  const char *path;
+  json_t *root;
+  ev *evs;
+  long n, cap;
+  char **threads;
+  int n_threads;
+  int gpu;
+} loaded;
+
+static size_t gz_read(void *buf, size_t len, void *data) {
+  if (len > INT_MAX / 2)
+    len = INT_MAX / 2;
+  int k = gzread((gzFile)data, buf, (unsigned)len);
+  return k < 0 ? (size_t)-1 : (size_t)k;
+}
+
+static int intern_thread(loaded *L, const json_t *e, int *out) {
+  char key[160];
+  const json_t *pid = json_object_get(e, "pid"), *tid = json_object_get(e, "tid");
+  char a[64] = "", b[64] = "";
+  if (json_is_integer(pid))
+    snprintf(a, sizeof a, "%" JSON_INTEGER_FORMAT, json_integer_value(pid));
+  else if (json_is_string(pid))
+    snprintf(a, sizeof a, "%s", json_string_value(pid));
+  if (json_is_integer(tid))
+    snprintf(b, sizeof b, "%" JSON_INTEGER_FORMAT, json_integer_value(tid));
+  else if (json_is_string(tid))
+    snprintf(b, sizeof b, "%s", json_string_value(tid));
+  snprintf(key, sizeof key, "%s/%s", a, b);
+  for (int i = 0; i < L->n_threads; i++)
+    if (!strcmp(L->threads[i], key)) {
+      *out = i;
+      return 0;
+    }
+  char **t = realloc(L->threads, sizeof *t * (size_t)(L->n_threads + 1));
+  if (!t)
+    return core_err_set(CORE_ENOMEM, "out of memory reading %s", L->path);
+  L->threads = t;
+  if (!(t[L->n_threads] = strdup(key)))
+    return core_err_set(CORE_ENOMEM, "out of memory reading %s", L->path);
+  *out = L->n_threads++;
+  return 0;
+}
+
+static int is_linear_op(const char *n) {
+  return !strcmp(n, "aten::linear") || !strcmp(n, "aten::addmm") || !strcmp(n, "aten::mm") ||
+         !strcmp(n, "aten::matmul");
+}
+
+/* The name of a backward node without its version suffix matches base? */
+static int node_is(const char *node, const char *base) {
+  size_t n = strlen(base);
+  if (strncmp(node, base, n) != 0)
+    return 0;
+  return node[n + strspn(node + n, "0123456789")] == '\0';
+}
+
+static int is_linear_backward(const char *node) {
+  return node_is(node, "AddmmBackward") || node_is(node, "MmBackward") || node_is(node, "LinearBackward");
+}
+
+/* A later layer's parameter-gradient work, which ends its backward. */
+static int is_param_grad(const char *node) {
+  return !strcmp(node, "torch::autograd::AccumulateGrad") || node_is(node, "TBackward");
+}
+
+static int load(const char *path, loaded *L) {
+  json_error_t jerr;
+  memset(L, 0, sizeof *L);
+  L->path = path;
+  gzFile g = gzopen(path, "rb");
+  if (!g)
+    return core_err_errno(errno ? errno : ENOMEM, "cannot open trace '%s'", path);
+  L->root = json_load_callback(gz_read, g, 0, &jerr);
+  int gz_err;
+  const char *gz_msg = gzerror(g, &gz_err);
+  char gz_buf[256];
+  snprintf(gz_buf, sizeof gz_buf, "%s", gz_msg ? gz_msg : "");
+  gzclose(g);
+  if (!L->root) {
+    if (gz_err != Z_OK && gz_err != Z_STREAM_END)
+      return core_err_set(CORE_EINVAL, "%s: cannot decompress the trace (%s); it is a damaged .gz file, export it again", path, gz_buf);
+    return core_err_set(CORE_EINVAL, "%s:%d:%d: not valid JSON (%s); a trace cut short is the usual cause: export it again with prof.export_chrome_trace(...)",
+                        path, jerr.line, jerr.column, jerr.text);
+  }
+  const json_t *events = L->root;
+  if (json_is_object(L->root)) {
+    events = json_object_get(L->root, "traceEvents");
+    if (!events)
+      return core_err_set(CORE_EINVAL, "%s: no \"traceEvents\" array at the top level; expected a Chrome trace from torch.profiler (prof.export_chrome_trace(path))",
+                          path);
+  }
+  if (!json_is_array(events))
+    return core_err_set(CORE_EINVAL, "%s: \"traceEvents\" is not an array of events; expected a Chrome trace from torch.profiler (prof.export_chrome_trace(path))",
+                        path);
+  size_t n = json_array_size(events);
+  for (size_t i = 0; i < n; i++) {
+    const json_t *e = json_array_get(events, i);
+    if (!json_is_object(e))
+      return core_err_set(CORE_EINVAL, "%s: traceEvents[%zu] is not an object; the trace is damaged, export it again", path, i);
+    const json_t *ph = json_object_get(e, "ph"), *jn = json_object_get(e, "name"), *jc = json_object_get(e, "cat");
+    if (ph && !json_is_string(ph))
+      return core_err_set(CORE_EINVAL, "%s: traceEvents[%zu]: \"ph\" is not a string", path, i);
+    if (!ph || strcmp(json_string_value(ph), "X") != 0)
+      continue; /* metadata, instant and flow events */
+    if (!json_is_string(jn))
+      return core_err_set(CORE_EINVAL, "%s: traceEvents[%zu]: a complete event (\"ph\": \"X\") without a \"name\" string", path, i);
+    if (jc && !json_is_string(jc))
+      return core_err_set(CORE_EINVAL, "%s: traceEvents[%zu]: \"cat\" is not a string", path, i);
+    const char *name = json_string_value(jn), *cat = jc ? json_string_value(jc) : NULL;
+    enum ev_kind kind;
+    if (cat && (!strcmp(cat, "kernel") || !strncmp(cat, "gpu_", 4))) {
+      L->gpu = 1;
+      continue;
+    }
+    if (cat && !strcmp(cat, "user_annotation")) {
+      if (strncmp(name, STEP_PREFIX, strlen(STEP_PREFIX)) != 0)
+        continue;
+      kind = EV_STEP;
+    } else if (cat && strcmp(cat, "cpu_op") != 0 && strcmp(cat, "Operator") != 0) {
+      continue;
+    } else if (!strncmp(name, BWD_PREFIX, strlen(BWD_PREFIX))) {
+      kind = EV_BWD;
+    } else if (is_linear_op(name)) {
+      kind = EV_LIN;
+    } else if (!strcmp(name, "aten::relu") || !strcmp(name, "aten::relu_")) {
+      kind = EV_RELU;
+    } else if (!strcmp(name, "aten::gelu") || !strcmp(name, "aten::tanh") || !strcmp(name, "aten::sigmoid") ||
+               !strcmp(name, "aten::silu") || !strcmp(name, "aten::leaky_relu")) {
+      kind = EV_ACT;
+    } else {
+      continue;
+    }
+    const json_t *ts = json_object_get(e, "ts"), *dur = json_object_get(e, "dur");
+    if (!json_is_number(ts) || !isfinite(json_number_value(ts)))
+      return core_err_set(CORE_EINVAL, "%s: traceEvents[%zu] (\"%.80s\"): \"ts\" is missing or not a number of microseconds",
+                          path, i, name);
+    if (!json_is_number(dur) || !(json_number_value(dur) >= 0) || !isfinite(json_number_value(dur)))
+      return core_err_set(CORE_EINVAL, "%s: traceEvents[%zu] (\"%.80s\"): \"dur\" is missing or not a number of microseconds >= 0",
+                          path, i, name);
+    if (L->n == L->cap) {
+      long cap = L->cap ? 2 * L->cap : 1024;
+      ev *v = realloc(L->evs, sizeof *v * (size_t)cap);
+      if (!v)
+        return core_err_set(CORE_ENOMEM, "out of memory reading %s", path);
+      L->evs = v;
+      L->cap = cap;
+    }
+    ev *v = &L->evs[L->n];
+    memset(v, 0, sizeof *v);
+    v->name = name;
+    v->ts = json_number_value(ts);
+    v->dur = json_number_value(dur);
+    v->kind = kind;
+    v->idx = (long)i;
+    v->args = json_object_get(e, "args");
+    int rc = intern_thread(L, e, &v->thread);
+    if (rc)
+      return rc;
+    L->n++;
+  }
+  return 0;
+}
+
+static void unload(loaded *L) {
+  for (int i = 0; i < L->n_threads; i++)
+    free(L->threads[i]);
+  free(L->threads);
+  free(L->evs);
+  json_decref(L->root);
+  memset(L, 0, sizeof *L);
+}
+
+static int by_ts(const void *a, const void *b) {
+  const ev *x = *(const ev *const *)a, *y = *(const ev *const *)b;
+  if (x->ts != y->ts)
+    return x->ts < y->ts ? -1 : 1;
+  return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+/* By thread, then start, longer (enclosing) first. */
+static int by_thread_ts(const void *a, const void *b) {
+  const ev *x = *(const ev *const *)a, *y = *(const ev *const *)b;
+  if (x->thread != y->thread)
+    return x->thread < y->thread ? -1 : 1;
+  if (x->ts != y->ts)
+    return x->ts < y->ts ? -1 : 1;
+  if (x->dur != y->dur)
+    return x->dur > y->dur ? -1 : 1;
+  return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+/* Mark linear and backward ops that run inside another one of their thread. */
+static int mark_nested(ev **v, long n, const char *path) {
+  ev **stack = malloc(sizeof *stack * (size_t)(n ? n : 1));
+  if (!stack)
+    return core_err_set(CORE_ENOMEM, "out of memory reading %s", path);
+  qsort(v, (size_t)n, sizeof *v, by_thread_ts);
+  long top = 0;
+  for (long i = 0; i < n; i++) {
+    if (i > 0 && v[i]->thread != v[i - 1]->thread)
+      top = 0;
+    while (top > 0 && stack[top - 1]->ts + stack[top - 1]->dur <= v[i]->ts + EPS_US)
+      top--;
+    v[i]->nested = top > 0 && v[i]->ts + v[i]->dur <= stack[top - 1]->ts + stack[top - 1]->dur + EPS_US;
+    stack[top++] = v[i];
+  }
+  free(stack);
+  return 0;
+}
+
+/* in, out and batch of a forward linear op from its "Input Dims" (record_shapes):
+ * aten::linear [[B, in], [out, in], [out]]; aten::addmm [[out], [B, in], [in, out]];
+ * aten::mm and aten::matmul [[B, in], [in, out]]. */
+static void linear_shape(const ev *e, int *batch, int *in, int *out) {
+  *batch = *in = *out = 0;
+  const json_t *dims = json_is_object(e->args) ? json_object_get(e->args, "Input Dims") : NULL;
+  if (!json_is_array(dims))
+    dims = json_is_object(e->args) ? json_object_get(e->args, "Input dims") : NULL;
+  if (!json_is_array(dims))
+    return;
+  int xi = 0, wi = 1, w_out_first = 1;
+  if (!strcmp(e->name, "aten::addmm"))
+    xi = 1, wi = 2, w_out_first = 0;
+  else if (strcmp(e->name, "aten::linear") != 0)
+    w_out_first = 0;
+  const json_t *x = json_array_get(dims, (size_t)xi), *w = json_array_get(dims, (size_t)wi);
+  if (!json_is_array(x) || !json_is_array(w) || json_array_size(w) != 2 || json_array_size(x) < 2)
+    return;
+  const json_t *w0 = json_array_get(w, 0), *w1 = json_array_get(w, 1), *b = json_array_get(x, 0);
+  if (!json_is_integer(w0) || !json_is_integer(w1) || !json_is_integer(b))
+    return;
+  json_int_t a0 = json_integer_value(w0), a1 = json_integer_value(w1), bb = json_integer_value(b);
+  if (a0 < 1 || a1 < 1 || bb < 1 || a0 > INT_MAX || a1 > INT_MAX || bb > INT_MAX)
+    return;
+  *out = (int)(w_out_first ? a0 : a1);
+  *in = (int)(w_out_first ? a1 : a0);
+  *batch = (int)bb;
+}
+
+/* One step between lo and hi: per-layer times into fwd[], bwd[] (room for
+ * cap layers), the layers' details into t when first. */
+static int analyse_step(const loaded *L, double lo, double hi, const char *what, int first, cal_trace *t,
+                        double **fwd_out, double **bwd_out, int *n_out) {
+  const char *path = L->path;
+  int rc = 0, F = 0;
+  long nl = 0, nb = 0, na = 0;
+  ev **ops = malloc(sizeof *ops * (size_t)(L->n ? L->n : 1));
+  ev **lin = malloc(sizeof *lin * (size_t)(L->n ? L->n : 1));
+  ev **bwd = malloc(sizeof *bwd * (size_t)(L->n ? L->n : 1));
+  ev **act = malloc(sizeof *act * (size_t)(L->n ? L->n : 1));
+  long *lbw = malloc(sizeof *lbw * (size_t)(L->n ? L->n : 1));
+  double *fwd = NULL, *bw = NULL, *c = NULL;
+  *fwd_out = *bwd_out = NULL;
+  if (!ops || !lin || !bwd || !act || !lbw) {
+    rc = core_err_set(CORE_ENOMEM, "out of memory reading %s", path);
+    goto out;
+  }
+  long nops = 0;
+  for (long i = 0; i < L->n; i++) {
+    ev *e = &L->evs[i];
+    if (e->ts < lo - EPS_US || e->ts + e->dur > hi + EPS_US)
+      continue;
+    if (e->kind == EV_LIN || e->kind == EV_BWD)
+      ops[nops++] = e;
+    else if (e->kind == EV_RELU || e->kind == EV_ACT)
+      act[na++] = e;
+  }
+  if ((rc = mark_nested(ops, nops, path)) != 0)
+    goto out;
+  for (long i = 0; i < nops; i++)
+    if (!ops[i]->nested && ops[i]->kind == EV_BWD)
+      bwd[nb++] = ops[i];
+  qsort(bwd, (size_t)nb, sizeof *bwd, by_ts);
+  if (nb == 0) {
+    rc = core_err_set(CORE_EINVAL, "%s: no backward ops (\"" BWD_PREFIX "...\") in %s; profile a whole training step, loss.backward() included",
+                      path, what);
+    goto out;
+  }
+  double b0 = bwd[0]->ts;
+  for (long i = 0; i < nops; i++)
+    if (!ops[i]->nested && ops[i]->kind == EV_LIN && ops[i]->ts < b0)
+      lin[nl++] = ops[i];
+  qsort(lin, (size_t)nl, sizeof *lin, by_ts);
+  long nlb = 0;
+  for (long j = 0; j < nb; j++)
+    if (is_linear_backward(bwd[j]->name + strlen(BWD_PREFIX)))
+      lbw[nlb++] = j;
+  if (nl == 0) {
+    rc = core_err_set(CORE_EINVAL, "%s: no forward linear ops (top-level aten::linear or aten::addmm) before the backward of %s; the importer reads models built of nn.Linear layers",
+                      path, what);
+    goto out;
+  }
+  if (nl != nlb) {
+    rc = core_err_set(CORE_EINVAL, "%s: %s has %ld forward linear ops (the first is traceEvents[%ld]) but %ld linear backward ops (AddmmBackward0/MmBackward0); the trace must hold whole steps of one model: profile forward, loss and backward of each step",
+                      path, what, nl, lin[0]->idx, nlb);
+    goto out;
+  }
+  if (nl > INT_MAX / 2) {
+    rc = core_err_set(CORE_EINVAL, "%s: too many layers", path);
+    goto out;
+  }
+  F = (int)nl;
+  fwd = calloc((size_t)F, sizeof *fwd);
+  bw = calloc((size_t)F, sizeof *bw);
+  c = calloc((size_t)F, sizeof *c);
+  if (!fwd || !bw || !c) {
+    rc = core_err_set(CORE_ENOMEM, "out of memory reading %s", path);
+    goto out;
+  }
+  for (int i = 0; i < F; i++)
+    fwd[i] = (i + 1 < F ? lin[i + 1]->ts : b0) - lin[i]->ts;
+  /* Backward: the k-th linear backward op is layer F-1-k's. */
+  c[F - 1] = b0;
+  for (int l = F - 2; l >= 0; l--) {
+    long k = F - 1 - l, j = lbw[k - 1] + 1;
+    while (j < lbw[k] && is_param_grad(bwd[j]->name + strlen(BWD_PREFIX)))
+      j++;
+    c[l] = bwd[j]->ts;
+  }
+  double end = 0;
+  for (long j = 0; j < nb; j++)
+    if (bwd[j]->ts + bwd[j]->dur > end)
+      end = bwd[j]->ts + bwd[j]->dur;
+  for (int l = 0; l < F; l++)
+    bw[l] = (l == 0 ? end : c[l - 1]) - c[l];
+  for (int l = 0; l < F; l++)
+    if (!(fwd[l] > 0) || !(bw[l] > 0)) {
+      rc = core_err_set(CORE_EINVAL, "%s: traceEvents[%ld]: layer %d of %s gets no %s time: its ops overlap the next layer's; was the step run with several threads issuing ops?",
+                        path, fwd[l] > 0 ? bwd[lbw[F - 1 - l]]->idx : lin[l]->idx, l + 1, what,
+                        fwd[l] > 0 ? "backward" : "forward");
+      goto out;
+    }
+  if (first) {
+    t->layers = calloc((size_t)F, sizeof *t->layers);
+    if (!t->layers) {
+      rc = core_err_set(CORE_ENOMEM, "out of memory reading %s", path);
+      goto out;
+    }
+    t->n_layers = F;
+    for (int i = 0; i < F; i++) {
+      cal_trace_layer *y = &t->layers[i];
+      int b;
+      linear_shape(lin[i], &b, &y->in, &y->out);
+      if (i == 0)
+        t->batch = b;
+      y->fwd_event = lin[i]->idx;
+      y->bwd_event = bwd[lbw[F - 1 - i]]->idx;
+      double next = i + 1 < F ? lin[i + 1]->ts : b0;
+      for (long a = 0; a < na; a++)
+        if (act[a]->ts >= lin[i]->ts && act[a]->ts < next) {
+          if (act[a]->kind == EV_RELU)
+            y->relu = 1;
+          else
+            snprintf(y->other_act, sizeof y->other_act, "%s", act[a]->name);
+        }
+    }
+    t->span_us = end - lin[0]->ts;
+    for (long j = 0; j < nb; j++)
+      if (!strncmp(bwd[j]->name + strlen(BWD_PREFIX), "MseLossBackward", 15))
+        t->loss_mse = 1;
+  }
+  *fwd_out = fwd;
+  *bwd_out = bw;
+  *n_out = F;
+  fwd = bw = NULL;
+out:
+  free(ops);
+  free(lin);
+  free(bwd);
+  free(act);
+  free(lbw);
+  free(fwd);
+  free(bw);
+  free(c);
+  return rc;
+}
+
+void cal_trace_free(cal_trace *t) {
+  if (!t)
+    return;
+  free(t->layers);
+  memset(t, 0, sizeof *t);
+}
+
+static double median(double *v, size_t n) {
+  gsl_sort(v, 1, n);
+  return gsl_stats_median_from_sorted_data(v, 1, n);
+}
+
+int cal_trace_read(const char *path, cal_trace *t) {
+  loaded L;
+  int rc;
+  double *all_f = NULL, *all_b = NULL, *tmp = NULL;
+  ev **steps = NULL;
+  memset(t, 0, sizeof *t);
+  if ((rc = load(path, &L)) != 0)
+    goto out;
+  t->gpu = L.gpu;
+  long ns = 0;
+  steps = malloc(sizeof *steps * (size_t)(L.n ? L.n : 1));
+  if (!steps) {
+    rc = core_err_set(CORE_ENOMEM, "out of memory reading %s", path);
+    goto out;
+  }
+  for (long i = 0; i < L.n; i++)
+    if (L.evs[i].kind == EV_STEP)
+      steps[ns++] = &L.evs[i];
+  qsort(steps, (size_t)ns, sizeof *steps, by_ts);
+  long n_steps = ns ? ns : 1;
+  for (long s = 0; s < n_steps; s++) {
+    char what[96];
+    double lo = -INFINITY, hi = INFINITY;
+    if (ns) {
+      lo = steps[s]->ts;
+      hi = steps[s]->ts + steps[s]->dur;
+      snprintf(what, sizeof what, "step %.40s (traceEvents[%ld])", steps[s]->name, steps[s]->idx);
+    } else {
+      snprintf(what, sizeof what, "the trace (it has no ProfilerStep spans: one step)");
+    }
+    double *f, *b;
+    int F = 0;
+    if ((rc = analyse_step(&L, lo, hi, what, s == 0, t, &f, &b, &F)) != 0)
+      goto out;
+    if (s == 0) {
+      all_f = calloc((size_t)F * (size_t)n_steps, sizeof *all_f);
+      all_b = calloc((size_t)F * (size_t)n_steps, sizeof *all_b);
+      tmp = calloc((size_t)n_steps, sizeof *tmp);
+      if (!all_f || !all_b || !tmp) {
+        free(f);
+        free(b);
+        rc = core_err_set(CORE_ENOMEM, "out of memory reading %s", path);
+        goto out;
+      }
+      if (ns)
+        t->step_us = steps[0]->dur;
+    } else if (F != t->n_layers) {
+      free(f);
+      free(b);
+      rc = core_err_set(CORE_EINVAL, "%s: %s has %d linear layers but the first step has %d; profile steps of one model",
+                        path, what, F, t->n_layers);
+      goto out;
+    }
+    for (int l = 0; l < F; l++) {
+      all_f[(size_t)l * (size_t)n_steps + (size_t)s] = f[l];
+      all_b[(size_t)l * (size_t)n_steps + (size_t)s] = b[l];
+    }
+    free(f);
+    free(b);
+  }
+  t->n_steps = (int)n_steps;
+  for (int l = 0; l < t->n_layers; l++) {
+    memcpy(tmp, all_f + (size_t)l * (size_t)n_steps, sizeof *tmp * (size_t)n_steps);
+    t->layers[l].fwd_us = median(tmp, (size_t)n_steps);
+    memcpy(tmp, all_b + (size_t)l * (size_t)n_steps, sizeof *tmp * (size_t)n_steps);
+    t->layers[l].bwd_us = median(tmp, (size_t)n_steps);
+  }
+out:
+  if (rc)
+    cal_trace_free(t);
+  free(all_f);
+  free(all_b);
+  free(tmp);
+  free(steps);
+  unload(&L);
+  return rc;
+}
+
+/* --- writing the model ----------------------------------------------------- */
+
+static config_setting_t *set_member(config_setting_t *g, const char *key, int type) {
+  if (config_setting_get_member(g, key))
+    config_setting_remove(g, key);
+  return config_setting_add(g, key, type);
+}
+
+static int set_str(config_setting_t *g, const char *key, const char *v) {
+  config_setting_t *s = set_member(g, key, CONFIG_TYPE_STRING);
+  return s && config_setting_set_string(s, v) == CONFIG_TRUE ? 0 : -1;
+}
+
+static int set_int(config_setting_t *g, const char *key, int v) {
+  config_setting_t *s = set_member(g, key, CONFIG_TYPE_INT);
+  return s && config_setting_set_int(s, v) == CONFIG_TRUE ? 0 : -1;
+}
+
+/* Milliseconds, rounded to the nanosecond the trace resolves. */
+static int set_ms(config_setting_t *g, const char *key, double us) {
+  config_setting_t *s = set_member(g, key, CONFIG_TYPE_FLOAT);
+  return s && config_setting_set_float(s, round(us * 1e3) / 1e6) == CONFIG_TRUE ? 0 : -1;
+}
+
+static void note(char *notes, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void note(char *notes, size_t n, const char *fmt, ...) {
+  if (!notes || n == 0)
+    return;
+  size_t len = strlen(notes);
+  if (len + 1 >= n)
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(notes + len, n - len, fmt, ap);
+  va_end(ap);
+}
+
+/* A model name from the output's file name: letters, digits and ._+- only. */
+static void name_from(const char *out, char *name, size_t n) {
+  const char *b = strrchr(out, '/');
+  b = b ? b + 1 : out;
+  size_t len = strlen(b);
+  if (len > 4 && !strcmp(b + len - 4, ".cfg"))
+    len -= 4;
+  size_t k = 0;
+  for (size_t i = 0; i < len && k + 1 < n; i++) {
+    char ch = b[i];
+    int ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+             ch == '.' || ch == '_' || ch == '+' || ch == '-';
+    name[k++] = ok ? ch : '-';
+  }
+  name[k] = '\0';
+  if (!k)
+    snprintf(name, n, "imported");
+}
+
+int cal_import_trace(const char *trace, const cal_trace_opts *o, const char *out, char *notes,
+                     size_t notes_len) {
+  cal_trace t;
+  core_model *bm = NULL, *check = NULL;
+  core_cfg bc;
+  config_t fresh;
+  config_t *cfg = NULL;
+  int rc, have_bc = 0, have_fresh = 0;
+  char src[512], name[64];
+  if (notes && notes_len)
+    notes[0] = '\0';
+  if (o->name && (strlen(o->name) == 0 || strlen(o->name) >= sizeof name ||
+                  strspn(o->name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._+-") != strlen(o->name)))
+    return core_err_set(CORE_EUSAGE, "model name '%s': use 1 to %zu letters, digits and . _ + - (it labels CSV rows and plots)",
+                        o->name, sizeof name - 1);
+  if ((rc = cal_trace_read(trace, &t)) != 0)
+    return rc;
+  int batch = o->batch;
+  if (batch > 0 && t.batch > 0 && batch != t.batch) {
+    rc = core_err_set(CORE_EINVAL, "%s: traceEvents[%ld]: --batch %d, but the first linear layer's input has %d rows; give the batch the trace was taken at",
+                      trace, t.layers[0].fwd_event, batch, t.batch);
+    goto out;
+  }
+  if (batch <= 0)
+    batch = t.batch;
+  if (batch <= 0) {
+    rc = core_err_set(CORE_EUSAGE, "%s: the trace has no shapes (record_shapes=True), so the batch is unknown; pass --batch B",
+                      trace);
+    goto out;
+  }
+  note(notes, notes_len, "%s: %d linear layer(s), %d step(s)%s, batch %d; layers span %.3f ms", trace, t.n_layers,
+       t.n_steps, t.n_steps > 1 ? " (per-layer medians)" : "", batch, t.span_us / 1e3);
+  if (t.step_us > 0)
+    note(notes, notes_len, " of the %.3f ms step (the rest: zero_grad, optimizer)", t.step_us / 1e3);
+  note(notes, notes_len, "\n");
+  if (t.gpu)
+    note(notes, notes_len, "%s holds GPU kernels: the layer times are host-side op times, launch times for asynchronous GPU work unless it ran with CUDA_LAUNCH_BLOCKING=1\n",
+         trace);
+
+  config_setting_t *g, *layers;
+  if (o->base) {
+    if ((rc = core_model_load(o->base, &bm)) != 0) {
+      rc = core_err_wrap(rc, "loading the base model");
+      goto out;
+    }
+    if (bm->n_layers != t.n_layers) {
+      rc = core_err_set(CORE_EINVAL, "%s: %d linear layers (the first forward op is traceEvents[%ld]) but the base %s has %d layers; import against the model the trace was taken of, or without --base",
+                        trace, t.n_layers, t.layers[0].fwd_event, o->base, bm->n_layers);
+      goto out;
+    }
+    for (int i = 0; i < t.n_layers; i++) {
+      const core_layer *L = &bm->layers[i];
+      const cal_trace_layer *y = &t.layers[i];
+      if (L->kind == CORE_LAYER_LINEAR && y->in > 0 && (L->in != y->in || L->out != y->out)) {
+        rc = core_err_set(CORE_EINVAL, "%s: traceEvents[%ld]: linear layer %d takes %d inputs to %d outputs, but layer '%s' of %s is in = %d, out = %d; import against the model the trace was taken of",
+                          trace, y->fwd_event, i + 1, y->in, y->out, L->name, o->base, L->in, L->out);
+        goto out;
+      }
+    }
+    if ((rc = core_cfg_load(&bc, o->base, "model")) != 0)
+      goto out;
+    have_bc = 1;
+    cfg = &bc.cfg;
+    g = config_setting_get_member(config_root_setting(cfg), "model");
+    layers = g ? config_setting_get_member(g, "layers") : NULL;
+    if (!layers) {
+      rc = core_err_set(CORE_EINTERNAL, "%s: no model.layers after a successful load", o->base);
+      goto out;
+    }
+    snprintf(src, sizeof src, "%.280s; per-layer times from the PyTorch profiler trace %.150s at batch %d",
+             bm->source[0] ? bm->source : o->base, trace, batch);
+    snprintf(name, sizeof name, "%s", o->name ? o->name : bm->name);
+    if (o->name && set_str(g, "name", o->name) != 0) {
+      rc = core_err_set(CORE_ENOMEM, "out of memory building the model");
+      goto out;
+    }
+  } else {
+    for (int i = 0; i < t.n_layers; i++)
+      if (t.layers[i].in <= 0) {
+        rc = core_err_set(CORE_EINVAL, "%s: traceEvents[%ld]: the linear op has no shapes (record the trace with record_shapes=True), so the layer cannot be described; pass --base MODEL with the model's layers",
+                          trace, t.layers[i].fwd_event);
+        goto out;
+      }
+    config_init(&fresh);
+    have_fresh = 1;
+    cfg = &fresh;
+    g = config_setting_add(config_root_setting(cfg), "model", CONFIG_TYPE_GROUP);
+    if (o->name)
+      snprintf(name, sizeof name, "%s", o->name);
+    else
+      name_from(out, name, sizeof name);
+    layers = NULL;
+    if (!g || set_str(g, "name", name) != 0 || set_str(g, "loss", t.loss_mse ? "mse" : "none") != 0 ||
+        !(layers = config_setting_add(g, "layers", CONFIG_TYPE_LIST))) {
+      rc = core_err_set(CORE_ENOMEM, "out of memory building the model");
+      goto out;
+    }
+    for (int i = 0; i < t.n_layers; i++) {
+      char ln[32];
+      if (t.layers[i].other_act[0])
+        note(notes, notes_len, "layer fc%d is followed by %s, which a model file cannot name: written as activation \"none\" (its time is in the layer's)\n",
+             i + 1, t.layers[i].other_act);
+      snprintf(ln, sizeof ln, "fc%d", i + 1);
+      config_setting_t *l = config_setting_add(layers, NULL, CONFIG_TYPE_GROUP);
+      if (!l || set_str(l, "name", ln) != 0 || set_str(l, "type", "linear") != 0 ||
+          set_int(l, "in", t.layers[i].in) != 0 || set_int(l, "out", t.layers[i].out) != 0 ||
+          set_str(l, "activation", t.layers[i].relu ? "relu" : "none") != 0) {
+        rc = core_err_set(CORE_ENOMEM, "out of memory building the model");
+        goto out;
+      }
+    }
+    snprintf(src, sizeof src, "layers and per-layer times from the PyTorch profiler trace %.380s at batch %d", trace,
+             batch);
+  }
+  for (int i = 0; i < t.n_layers; i++) {
+    config_setting_t *l = config_setting_get_elem(layers, (unsigned)i);
+    if (!l || set_ms(l, "fwd_ms", t.layers[i].fwd_us) != 0 || set_ms(l, "bwd_ms", t.layers[i].bwd_us) != 0) {
+      rc = core_err_set(CORE_ENOMEM, "out of memory building the model");
+      goto out;
+    }
+  }
+  if (set_str(g, "source", src) != 0 || set_int(g, "measured_batch", batch) != 0) {
+    rc = core_err_set(CORE_ENOMEM, "out of memory building the model");
+    goto out;
+  }
+
+  /* Write, check that the file loads as a model, then put it in place. */
+  core_afile a;
+  if ((rc = core_afile_open(&a, out)) != 0)
+    goto out;
+  fprintf(a.f, "# %s: per-layer times imported by `ddpsim import torch-trace` from %s (batch %d).\n", name, trace,
+          batch);
+  config_write(cfg, a.f);
+  if (fflush(a.f) != 0 || ferror(a.f)) {
+    rc = core_err_errno(errno ? errno : EIO, "writing '%s'", out);
+    core_afile_abort(&a);
+    goto out;
+  }
+  if ((rc = core_model_load(a.tmp, &check)) != 0) {
+    rc = core_err_wrap(CORE_EINTERNAL, "the model written for %s does not load (a bug in ddpsim)", out);
+    core_afile_abort(&a);
+    goto out;
+  }
+  rc = core_afile_commit(&a);
+out:
+  core_model_free(check);
+  core_model_free(bm);
+  if (have_bc)
+    core_cfg_free(&bc);
+  if (have_fresh)
+    config_destroy(&fresh);
+  cal_trace_free(&t);
+  return rc;
+}

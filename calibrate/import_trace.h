@@ -1,0 +1,82 @@
+/*
+ * import_trace — per-layer forward and backward times from a PyTorch
+ * profiler trace, written as a model file with measured times (fwd_ms,
+ * bwd_ms, measured_batch; core/model.h), so the simulator can run a workload
+ * as it really ran instead of from FLOP counts.
+ *
+ * Input: the Chrome trace-event JSON that torch.profiler writes with
+ * export_chrome_trace (or tensorboard_trace_handler; gzip-compressed too),
+ * of training steps on one device: an object whose "traceEvents" array holds
+ * complete events {"ph": "X", "cat": "cpu_op", "name": "aten::linear",
+ * "ts": µs, "dur": µs, "pid", "tid", "args": {"Input Dims": [...]}} — a bare
+ * array of events (the Chrome format's other form) is read too. Record
+ * shapes (record_shapes=True) so the layers' sizes can be checked or derived.
+ *
+ * Mapping, for models built of nn.Linear layers (bench/pytorch/trace_mlp.py
+ * writes such traces):
+ *   - a step is a "ProfilerStep#N" user annotation (each is analysed and the
+ *     per-layer medians taken); without one, the whole trace is one step;
+ *   - forward: the top-level aten::linear ops (aten::addmm / aten::mm /
+ *     aten::matmul when no aten::linear encloses them), in time order, before
+ *     the first backward op; layer i's forward runs from the start of its
+ *     linear to the start of the next one (its activation included), the last
+ *     one's up to the start of backward (the loss included: the model format
+ *     has no loss term);
+ *   - backward: the top-level "autograd::engine::evaluate_function: X" ops,
+ *     in time order; the k-th AddmmBackward0 / MmBackward0 belongs to the
+ *     k-th layer from the end. A layer's backward starts at its activation's
+ *     backward (ReluBackward0, after the later layer's AccumulateGrad and
+ *     TBackward0 ops) and ends where the earlier layer's starts; the last
+ *     layer's starts with the first backward op (the loss's backward), the
+ *     first layer's ends with the last.
+ * So the layer times add up exactly to the span from the first forward linear
+ * to the end of backward; the optimizer step and zero_grad are not layers.
+ * Times are host-side op times: right for CPU training; on GPUs they are
+ * launch times unless the trace was taken with CUDA_LAUNCH_BLOCKING=1.
+ *
+ * With a base model (same layers), the output keeps the base's layers and
+ * adds the times; the layer count must match and linear shapes must agree.
+ * Without one, the layers are built from the trace's shapes (type "linear",
+ * in, out, ReLU when an aten::relu follows). Errors name the file with the
+ * line and column (bad JSON) or the event index (traceEvents[i]).
+ */
+#ifndef CALIBRATE_IMPORT_TRACE_H
+#define CALIBRATE_IMPORT_TRACE_H
+
+#include <stddef.h>
+
+typedef struct cal_trace_layer {
+  double fwd_us, bwd_us;  /* medians over steps */
+  int in, out;            /* from the forward op's shapes; 0 if not recorded */
+  int relu;               /* an aten::relu follows the linear */
+  char other_act[32];     /* another activation op that follows it (aten::gelu, ...), or "" */
+  long fwd_event;         /* index into traceEvents of its (first step's) forward op */
+  long bwd_event;         /* ... and of its linear backward op */
+} cal_trace_layer;
+
+typedef struct cal_trace {
+  int n_layers;
+  cal_trace_layer *layers;
+  int n_steps;            /* ProfilerStep spans analysed (1 without any) */
+  int batch;              /* rows of the first linear's input; 0 if not recorded */
+  double span_us;         /* first step: first forward linear to the end of backward */
+  double step_us;         /* first step: its ProfilerStep span, 0 without one */
+  int loss_mse;           /* an MseLossBackward0 ran */
+  int gpu;                /* the trace holds GPU kernels */
+} cal_trace;
+
+int cal_trace_read(const char *path, cal_trace *t);
+void cal_trace_free(cal_trace *t);
+
+typedef struct cal_trace_opts {
+  const char *base;       /* model file whose layers get the times, or NULL */
+  const char *name;       /* model name when there is no base; NULL: from out's file name */
+  int batch;              /* batch the trace was taken at; 0: from its shapes */
+} cal_trace_opts;
+
+/* Read the trace and write the measured model to out (atomically). notes
+ * (may be NULL) receives lines for the user. */
+int cal_import_trace(const char *trace, const cal_trace_opts *o, const char *out, char *notes,
+                     size_t notes_len);
+
+#endif

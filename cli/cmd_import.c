@@ -1,0 +1,192 @@
+/* ddpsim import: build a profile from nccl-tests output, or a model with
+ * measured per-layer times from a PyTorch profiler trace
+ * (calibrate/import_nccl.h, calibrate/import_trace.h). */
+#include "cli.h"
+
+#include "calibrate/import_nccl.h"
+#include "calibrate/import_trace.h"
+
+#include "core/err.h"
+#include "core/profile.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char cli_import_help[] =
+    "Usage: ddpsim import nccl-tests --base PROFILE [--out PROFILE] [--name NAME]\n"
+    "                                [--link-gbps G] [--device gpu|cpu] FILE...\n"
+    "       ddpsim import torch-trace [--out MODEL] [--batch B] [--base MODEL] [--name NAME]\n"
+    "                                 TRACE.json\n"
+    "\n"
+    "nccl-tests: a profile from the stdout of nccl-tests (all_reduce_perf,\n"
+    "all_gather_perf, reduce_scatter_perf, broadcast_perf), one file per\n"
+    "collective and scope (one node: intra, several: inter). Each becomes an\n"
+    "entry of backend nccl, algorithm ring (nccl-tests does not report which\n"
+    "algorithm NCCL picked; run it with NCCL_ALGO=Ring to make that true), with\n"
+    "alpha-beta fits of the out-of-place times and the raw points. Ranks and\n"
+    "nodes come from the '#  Rank N ... on HOST' lines. nccl-tests measures no\n"
+    "compute, memory or host figures: they come from --base (required), e.g.\n"
+    "scenarios/profiles/dgx-h100.cfg, whose other collective entries are kept.\n"
+    "  --out PROFILE    output (default nccl-tests.cfg)\n"
+    "  --name NAME      profile name (default: the output's file name)\n"
+    "  --link-gbps G    nominal line rate of the inter-node link measured\n"
+    "  --device KIND    gpu (default) or cpu\n"
+    "\n"
+    "torch-trace: a model file with measured fwd_ms/bwd_ms per layer from the\n"
+    "Chrome trace torch.profiler exports (record_shapes=True) of training steps\n"
+    "of a model built of nn.Linear layers (bench/pytorch/trace_mlp.py writes\n"
+    "one). With --base MODEL the output keeps that model's layers and adds the\n"
+    "times (the layer counts must match); without it the layers come from the\n"
+    "trace's shapes.\n"
+    "  --out MODEL      output (default: TRACE's file name with .cfg)\n"
+    "  --batch B        batch the trace was taken at (default: from its shapes)\n"
+    "  --base MODEL     the model the trace was taken of\n"
+    "  --name NAME      model name (default: the base's, or the output's file name)\n"
+    "\n"
+    "Bad input (a malformed table or trace, a row with #wrong > 0) is an error\n"
+    "naming FILE:LINE or the trace event, and nothing is written.\n";
+
+static int parse_double(const char *opt, const char *s, double lo, double hi, double *out) {
+  char *end;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (errno || end == s || *end || !(v >= lo && v <= hi)) {
+    cli_usage("import", "%s expects a number in [%g, %g], got '%s'", opt, lo, hi, s);
+    return CORE_EUSAGE;
+  }
+  *out = v;
+  return 0;
+}
+
+/* The file name of path without directory and extension (".cfg", ".json",
+ * ".json.gz", ".pt.trace"). */
+static void stem_of(const char *path, char *out, size_t n) {
+  const char *b = strrchr(path, '/');
+  b = b ? b + 1 : path;
+  snprintf(out, n, "%s", b);
+  static const char *const exts[] = {".gz", ".json", ".pt.trace", ".trace", ".cfg", NULL};
+  for (const char *const *e = exts; *e; e++) {
+    size_t len = strlen(out), el = strlen(*e);
+    if (len > el && !strcmp(out + len - el, *e))
+      out[len - el] = '\0';
+  }
+}
+
+static int import_nccl(int argc, char **argv) {
+  static const struct option opts[] = {{"out", required_argument, NULL, 'o'},
+                                       {"base", required_argument, NULL, 'b'},
+                                       {"name", required_argument, NULL, 'n'},
+                                       {"link-gbps", required_argument, NULL, 'l'},
+                                       {"device", required_argument, NULL, 'd'},
+                                       {"help", no_argument, NULL, 'h'},
+                                       {NULL, 0, NULL, 0}};
+  cal_nccl_opts o = {.device_kind = "gpu"};
+  const char *out = "nccl-tests.cfg";
+  int c;
+  optind = 1;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, ":o:b:n:l:d:h", opts, NULL)) != -1) {
+    switch (c) {
+    case 'o': out = optarg; break;
+    case 'b': o.base = optarg; break;
+    case 'n': o.name = optarg; break;
+    case 'l':
+      /* The profile's meta.link_gbps range (core/profile.c). */
+      if (parse_double("--link-gbps", optarg, 1e-3, 1e5, &o.link_gbps) != 0)
+        return CLI_EXIT_USAGE;
+      break;
+    case 'd':
+      if (strcmp(optarg, "gpu") != 0 && strcmp(optarg, "cpu") != 0)
+        return cli_usage("import", "--device expects gpu or cpu, got '%s'", optarg);
+      o.device_kind = optarg;
+      break;
+    case 'h': fputs(cli_import_help, stdout); return CLI_EXIT_OK;
+    case ':': return cli_usage("import", "option %s needs a value", argv[optind - 1]);
+    default: return cli_usage("import", "unknown option '%s'", argv[optind - 1]);
+    }
+  }
+  if (optind >= argc)
+    return cli_usage("import", "nccl-tests: give the nccl-tests output files, e.g. ddpsim import nccl-tests --base scenarios/profiles/dgx-h100.cfg all_reduce_perf.txt");
+  if (!o.base)
+    return cli_usage("import", "nccl-tests measures collectives only: pass --base PROFILE (e.g. scenarios/profiles/dgx-h100.cfg) for the compute rates, memory and host bandwidth a profile needs too");
+  char name[128];
+  if (!o.name) {
+    stem_of(out, name, sizeof name);
+    o.name = name;
+  }
+  core_profile *p;
+  char notes[8192];
+  int rc = cal_import_nccl((const char *const *)argv + optind, argc - optind, &o, &p, notes, sizeof notes);
+  if (rc)
+    return cli_fail("import", rc);
+  fputs(notes, stderr);
+  rc = core_profile_write(p, out);
+  core_profile_free(p);
+  if (rc)
+    return cli_fail("import", rc);
+  fprintf(stderr, "import: wrote %s\n", out);
+  return CLI_EXIT_OK;
+}
+
+static int import_trace(int argc, char **argv) {
+  static const struct option opts[] = {{"out", required_argument, NULL, 'o'},
+                                       {"base", required_argument, NULL, 'b'},
+                                       {"batch", required_argument, NULL, 'B'},
+                                       {"name", required_argument, NULL, 'n'},
+                                       {"help", no_argument, NULL, 'h'},
+                                       {NULL, 0, NULL, 0}};
+  cal_trace_opts o = {0};
+  const char *out = NULL;
+  long v;
+  int c;
+  optind = 1;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, ":o:b:B:n:h", opts, NULL)) != -1) {
+    switch (c) {
+    case 'o': out = optarg; break;
+    case 'b': o.base = optarg; break;
+    case 'n': o.name = optarg; break;
+    case 'B':
+      if (cli_parse_long("import", "--batch", optarg, 1, 1000000000L, &v) != 0)
+        return CLI_EXIT_USAGE;
+      o.batch = (int)v;
+      break;
+    case 'h': fputs(cli_import_help, stdout); return CLI_EXIT_OK;
+    case ':': return cli_usage("import", "option %s needs a value", argv[optind - 1]);
+    default: return cli_usage("import", "unknown option '%s'", argv[optind - 1]);
+    }
+  }
+  if (argc - optind != 1)
+    return cli_usage("import", "torch-trace: give one trace, e.g. ddpsim import torch-trace --base scenarios/models/mlp-small.cfg trace.json");
+  const char *trace = argv[optind];
+  char def[4200];
+  if (!out) {
+    char stem[4096];
+    stem_of(trace, stem, sizeof stem);
+    snprintf(def, sizeof def, "%s.cfg", stem);
+    out = def;
+  }
+  char notes[4096];
+  int rc = cal_import_trace(trace, &o, out, notes, sizeof notes);
+  if (rc)
+    return cli_fail("import", rc);
+  fputs(notes, stderr);
+  fprintf(stderr, "import: wrote %s\n", out);
+  return CLI_EXIT_OK;
+}
+
+int cli_cmd_import(int argc, char **argv) {
+  if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+    fputs(cli_import_help, stdout);
+    return CLI_EXIT_OK;
+  }
+  if (argc < 2)
+    return cli_usage("import", "expected what to import: nccl-tests or torch-trace");
+  if (!strcmp(argv[1], "nccl-tests"))
+    return import_nccl(argc - 1, argv + 1);
+  if (!strcmp(argv[1], "torch-trace"))
+    return import_trace(argc - 1, argv + 1);
+  return cli_usage("import", "cannot import '%s'; the kinds are nccl-tests and torch-trace", argv[1]);
+}

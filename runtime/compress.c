@@ -1,0 +1,589 @@
+#include "runtime/compress.h"
+
+#include "runtime/compress_gsl.h"
+
+#include "core/err.h"
+
+#include <cblas.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ---- options ------------------------------------------------------------------- */
+
+static const char *const kind_names[RT_COMPRESS_N_KINDS] = {"none", "fp16", "bf16", "powersgd"};
+static const char *const phase_names[RT_COMPRESS_N_PHASES] = {"bucket", "uncompressed", "P", "Q"};
+
+void rt_compress_opts_default(rt_compress_opts *o) {
+  memset(o, 0, sizeof *o);
+  o->kind = RT_COMPRESS_NONE;
+  o->rank = RT_POWERSGD_DEFAULT_RANK;
+  o->start_iter = RT_POWERSGD_DEFAULT_START;
+  o->min_rate = RT_POWERSGD_DEFAULT_MIN_RATE;
+  o->error_feedback = 1; /* use_error_feedback=True */
+  o->warm_start = 1;     /* warm_start=True */
+  o->seed = RT_POWERSGD_DEFAULT_SEED;
+  o->algo = RT_ALGO_DEFAULT;
+}
+
+const char *rt_compress_kind_name(enum rt_compress_kind k) {
+  return (unsigned)k < RT_COMPRESS_N_KINDS ? kind_names[k] : "unknown";
+}
+
+const char *rt_compress_phase_name(enum rt_compress_phase p) {
+  return (unsigned)p < RT_COMPRESS_N_PHASES ? phase_names[p] : "unknown";
+}
+
+int rt_compress_parse(const char *spec, rt_compress_opts *o) {
+  static const char forms[] = "none, fp16, bf16 or powersgd:R (R a whole number >= 1)";
+  if (!spec || !*spec)
+    return core_err_set(CORE_EINVAL, "empty compression: use %s", forms);
+  for (int k = RT_COMPRESS_NONE; k < RT_COMPRESS_POWERSGD; k++)
+    if (strcmp(spec, kind_names[k]) == 0) {
+      o->kind = (enum rt_compress_kind)k;
+      return 0;
+    }
+  if (strcmp(spec, "powersgd") == 0) {
+    o->kind = RT_COMPRESS_POWERSGD;
+    o->rank = RT_POWERSGD_DEFAULT_RANK;
+    return 0;
+  }
+  if (strncmp(spec, "powersgd:", 9) == 0) {
+    const char *r = spec + 9;
+    char *end;
+    errno = 0;
+    long v = (*r >= '0' && *r <= '9') ? strtol(r, &end, 10) : -1;
+    if (v < 1 || errno || *end || v > 1000000)
+      return core_err_set(CORE_EINVAL, "compression '%s': the PowerSGD rank must be a whole "
+                                       "number in [1, 1000000] (PyTorch's "
+                                       "matrix_approximation_rank; 1 to 4 is usual)",
+                          spec);
+    o->kind = RT_COMPRESS_POWERSGD;
+    o->rank = (int)v;
+    return 0;
+  }
+  return core_err_set(CORE_EINVAL, "unknown compression '%s': use %s", spec, forms);
+}
+
+int rt_compress_should(int64_t n, int64_t m, int rank, double min_rate, int *eff_rank) {
+  /* powerSGD_hook: matrix_approximation_rank = min(n, m, rank), then
+   * _should_compress: compressed_size * min_compression_rate <
+   * uncompressed_size with compressed_size = (n + m) * rank. */
+  int64_t r = rank;
+  if (n < r)
+    r = n;
+  if (m < r)
+    r = m;
+  if (r < 0)
+    r = 0;
+  if (eff_rank)
+    *eff_rank = (int)r;
+  return (double)(n + m) * (double)r * min_rate < (double)n * (double)m;
+}
+
+/* ---- statistics ---------------------------------------------------------------- */
+
+void rt_compress_stats_add(rt_compress_stats *dst, const rt_compress_stats *src) {
+  for (int p = 0; p < RT_COMPRESS_N_PHASES; p++) {
+    dst->bytes[p] += src->bytes[p];
+    dst->allreduces[p] += src->allreduces[p];
+  }
+  dst->buckets += src->buckets;
+  dst->vanilla += src->vanilla;
+  dst->comm_s += src->comm_s;
+  dst->cast_s += src->cast_s;
+  dst->gemm_s += src->gemm_s;
+  dst->ortho_s += src->ortho_s;
+  dst->copy_s += src->copy_s;
+}
+
+int64_t rt_compress_stats_bytes(const rt_compress_stats *s) {
+  int64_t b = 0;
+  for (int p = 0; p < RT_COMPRESS_N_PHASES; p++)
+    b += s->bytes[p];
+  return b;
+}
+
+double rt_compress_stats_compute_s(const rt_compress_stats *s) {
+  return s->cast_s + s->gemm_s + s->ortho_s + s->copy_s;
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* ---- fp16 and bf16, rounded to nearest even as PyTorch's .to() does ------------ */
+
+static uint32_t bits_of(float f) {
+  uint32_t x;
+  memcpy(&x, &f, sizeof x);
+  return x;
+}
+
+static float float_of(uint32_t x) {
+  float f;
+  memcpy(&f, &x, sizeof f);
+  return f;
+}
+
+/* IEEE binary32 -> binary16 as c10::detail::fp16_ieee_from_fp32_value does:
+ * round to nearest even, overflow to infinity, subnormal halves kept, NaN to
+ * a quiet NaN. Few branches, after F. Giesen's float_to_half_fast3_rtne
+ * (public domain): a subnormal half is rounded by the FPU, adding 0.5 so its
+ * bits land in the low mantissa. Checked against a plain bit-by-bit
+ * conversion on all 2^32 inputs. */
+static uint16_t f32_to_f16(float f) {
+  uint32_t x = bits_of(f), sign = x & 0x80000000u, o;
+  x ^= sign;
+  if (x >= (127u + 16u) << 23) { /* |f| >= 65536 (inf after rounding), inf, NaN */
+    o = x > 0x7f800000u ? 0x7e00u : 0x7c00u;
+  } else if (x < 113u << 23) { /* |f| < 2^-14: a subnormal half or zero */
+    o = bits_of(float_of(x) + float_of(126u << 23)) - (126u << 23);
+  } else { /* rebias the exponent, round the 13 dropped bits to nearest even */
+    x += ((uint32_t)(15 - 127) << 23) + 0xfffu + ((x >> 13) & 1u);
+    o = x >> 13;
+  }
+  return (uint16_t)(o | (sign >> 16));
+}
+
+/* binary16 -> binary32, exact (c10::detail::fp16_ieee_to_fp32_value). */
+static float f16_to_f32(uint16_t h) {
+  uint32_t o = (uint32_t)(h & 0x7fffu) << 13, e = o & (0x7c00u << 13);
+  o += (uint32_t)(127 - 15) << 23;
+  if (e == 0x7c00u << 13) /* inf, NaN */
+    o += (uint32_t)(128 - 16) << 23;
+  else if (e == 0) /* zero, subnormal: renormalize through the FPU, exact */
+    o = bits_of(float_of(o + (1u << 23)) - float_of(113u << 23));
+  return float_of(o | (uint32_t)(h & 0x8000u) << 16);
+}
+
+/* c10::detail::round_to_nearest_even (c10/util/BFloat16.h). */
+static uint16_t f32_to_bf16(float f) {
+  if (isnan(f))
+    return 0x7fc0u;
+  uint32_t x = bits_of(f);
+  return (uint16_t)((x + ((x >> 16) & 1u) + 0x7fffu) >> 16);
+}
+
+static float bf16_to_f32(uint16_t b) { return float_of((uint32_t)b << 16); }
+
+/* ---- the compressor ------------------------------------------------------------ */
+
+/* PowerSGD's state of one bucket (PowerSGDState's dictionaries keyed by the
+ * bucket index). */
+typedef struct bucket_state {
+  int n_comp, n_unc;
+  int *comp, *unc;                    /* tensor indices, in bucket order */
+  int64_t unc_elems, p_elems, q_elems;
+  float *q;                           /* all Q of the bucket, kept for warm start */
+  float *err;                         /* error feedback, bucket_elems */
+  int have_q, have_err;
+} bucket_state;
+
+struct rt_compressor {
+  rt_compress_opts o;
+  const core_model *m;
+  const core_buckets *bk;
+  int *tensor_rank;      /* [n_tensors] PowerSGD rank, 0 = uncompressed */
+  int64_t max_bucket;
+  uint16_t *half;        /* fp16/bf16: one bucket's worth */
+  bucket_state *bs;      /* PowerSGD: [n_buckets] */
+  float *p;              /* PowerSGD scratch: all P of a bucket */
+  float *unc;            /* PowerSGD scratch: the uncompressed tensors of a bucket */
+  float *input;          /* PowerSGD scratch: the input after error feedback */
+  double *work;          /* orthogonalization scratch */
+  rt_compress_rng *state_rng, *fill_rng;
+};
+
+const rt_compress_opts *rt_compress_options(const rt_compressor *c) { return &c->o; }
+
+int rt_compress_tensor_rank(const rt_compressor *c, int t) {
+  if (!c || !c->tensor_rank || t < 0 || t >= c->m->n_tensors)
+    return 0;
+  return c->tensor_rank[t];
+}
+
+const float *rt_compress_error(const rt_compressor *c, int b) {
+  if (!c || !c->bs || b < 0 || b >= c->bk->n_buckets || !c->bs[b].have_err)
+    return NULL;
+  return c->bs[b].err;
+}
+
+void rt_compress_free(rt_compressor *c) {
+  if (!c)
+    return;
+  if (c->bs)
+    for (int b = 0; b < c->bk->n_buckets; b++) {
+      free(c->bs[b].comp);
+      free(c->bs[b].unc);
+      free(c->bs[b].q);
+      free(c->bs[b].err);
+    }
+  free(c->bs);
+  free(c->tensor_rank);
+  free(c->half);
+  free(c->p);
+  free(c->unc);
+  free(c->input);
+  free(c->work);
+  rt_compress_rng_free(c->state_rng);
+  rt_compress_rng_free(c->fill_rng);
+  free(c);
+}
+
+static int check_opts(const rt_compress_opts *o) {
+  if ((unsigned)o->kind >= RT_COMPRESS_N_KINDS)
+    return core_err_set(CORE_EINVAL, "unknown compression kind %d", (int)o->kind);
+  if ((unsigned)o->algo >= RT_N_ALGOS)
+    return core_err_set(CORE_EINVAL, "compression: unknown allreduce algorithm %d", (int)o->algo);
+  if (o->kind != RT_COMPRESS_POWERSGD)
+    return 0;
+  if (o->rank < 1)
+    return core_err_set(CORE_EINVAL, "PowerSGD rank %d: it must be at least 1", o->rank);
+  if (o->start_iter < 0)
+    return core_err_set(CORE_EINVAL, "PowerSGD start step %ld: it must be 0 or more",
+                        o->start_iter);
+  if (!(o->min_rate >= 0) || !isfinite(o->min_rate))
+    return core_err_set(CORE_EINVAL, "PowerSGD minimum compression rate %g: it must be a finite "
+                                     "number >= 0 (PyTorch's default is 2)",
+                        o->min_rate);
+  return 0;
+}
+
+/* PowerSGD's per-bucket plan and buffers. */
+static int plan_powersgd(rt_compressor *c) {
+  const core_model *m = c->m;
+  const core_buckets *bk = c->bk;
+  if (!m->tensor_rows)
+    return core_err_set(CORE_EINVAL, "PowerSGD needs the tensor shapes of model %s", m->name);
+  if (!(c->tensor_rank = calloc((size_t)m->n_tensors, sizeof *c->tensor_rank)) ||
+      !(c->bs = calloc((size_t)bk->n_buckets, sizeof *c->bs)))
+    return core_err_set(CORE_ENOMEM, "out of memory planning PowerSGD");
+  for (int t = 0; t < m->n_tensors; t++) {
+    int64_t n = m->tensor_rows[t], el = m->tensor_elems[t];
+    if (n < 1 || el % n != 0 || n > INT_MAX || el / n > INT_MAX)
+      return core_err_set(CORE_EINVAL, "PowerSGD on model %s: tensor %d has %lld elements and "
+                                       "first dimension %lld, not a matrix it can view",
+                          m->name, t, (long long)el, (long long)n);
+    int r;
+    if (rt_compress_should(n, el / n, c->o.rank, c->o.min_rate, &r))
+      c->tensor_rank[t] = r;
+  }
+  int64_t max_p = 0, max_unc = 0;
+  size_t max_work = 0;
+  for (int b = 0; b < bk->n_buckets; b++) {
+    bucket_state *s = &c->bs[b];
+    size_t nt = (size_t)(bk->bucket_first[b + 1] - bk->bucket_first[b]) + 1;
+    if (!(s->comp = malloc(sizeof *s->comp * nt)) || !(s->unc = malloc(sizeof *s->unc * nt)))
+      return core_err_set(CORE_ENOMEM, "out of memory planning PowerSGD");
+    for (int i = bk->bucket_first[b]; i < bk->bucket_first[b + 1]; i++) {
+      int t = bk->bucket_tensors[i], r = c->tensor_rank[t];
+      int64_t n = m->tensor_rows[t], mm = m->tensor_elems[t] / n;
+      if (r) {
+        s->comp[s->n_comp++] = t;
+        s->p_elems += n * r;
+        s->q_elems += mm * r;
+        size_t w1 = rt_compress_ortho_work((int)n, r), w2 = rt_compress_ortho_work((int)mm, r);
+        if (w1 > max_work)
+          max_work = w1;
+        if (w2 > max_work)
+          max_work = w2;
+      } else {
+        s->unc[s->n_unc++] = t;
+        s->unc_elems += m->tensor_elems[t];
+      }
+    }
+    if (s->p_elems > max_p)
+      max_p = s->p_elems;
+    if (s->unc_elems > max_unc)
+      max_unc = s->unc_elems;
+    if ((s->q_elems && !(s->q = malloc(sizeof *s->q * (size_t)s->q_elems))) ||
+        (c->o.error_feedback && bk->bucket_elems[b] &&
+         !(s->err = malloc(sizeof *s->err * (size_t)bk->bucket_elems[b]))))
+      return core_err_set(CORE_ENOMEM, "out of memory for PowerSGD's state of bucket %d "
+                                       "(%lld elements)",
+                          b, (long long)bk->bucket_elems[b]);
+  }
+  if ((max_p && !(c->p = malloc(sizeof *c->p * (size_t)max_p))) ||
+      (max_unc && !(c->unc = malloc(sizeof *c->unc * (size_t)max_unc))) ||
+      (c->o.error_feedback && c->max_bucket &&
+       !(c->input = malloc(sizeof *c->input * (size_t)c->max_bucket))) ||
+      (max_work && !(c->work = malloc(sizeof *c->work * max_work))))
+    return core_err_set(CORE_ENOMEM, "out of memory for PowerSGD's scratch buffers");
+  int rc = rt_compress_rng_create(c->o.seed, &c->state_rng);
+  if (rc == 0)
+    rc = rt_compress_rng_create(0, &c->fill_rng);
+  return rc;
+}
+
+int rt_compress_create(const rt_compress_opts *o, const core_model *m, const core_buckets *bk,
+                       rt_compressor **out) {
+  if (!out)
+    return core_err_set(CORE_EINVAL, "rt_compress_create: no output pointer");
+  *out = NULL;
+  if (!o || !m || !bk)
+    return core_err_set(CORE_EINVAL, "rt_compress_create: needs options, a model and buckets");
+  int rc = check_opts(o);
+  if (rc)
+    return rc;
+  if (bk->n_tensors != m->n_tensors)
+    return core_err_set(CORE_EINVAL, "compression: the buckets hold %d tensors but model %s has %d",
+                        bk->n_tensors, m->name, m->n_tensors);
+  rt_compressor *c = calloc(1, sizeof *c);
+  if (!c)
+    return core_err_set(CORE_ENOMEM, "out of memory creating the %s hook", kind_names[o->kind]);
+  c->o = *o;
+  c->m = m;
+  c->bk = bk;
+  for (int b = 0; b < bk->n_buckets; b++)
+    if (bk->bucket_elems[b] > c->max_bucket)
+      c->max_bucket = bk->bucket_elems[b];
+  if (o->kind == RT_COMPRESS_FP16 || o->kind == RT_COMPRESS_BF16) {
+    if (c->max_bucket && !(c->half = malloc(sizeof *c->half * (size_t)c->max_bucket))) {
+      rc = core_err_set(CORE_ENOMEM, "out of memory for the %s hook's buffer (%lld elements)",
+                        kind_names[o->kind], (long long)c->max_bucket);
+      goto fail_free;
+    }
+  } else if (o->kind == RT_COMPRESS_POWERSGD) {
+    if ((rc = plan_powersgd(c)) != 0)
+      goto fail_free;
+  }
+  *out = c;
+  return 0;
+fail_free:
+  rt_compress_free(c);
+  return rc;
+}
+
+/* ---- the hooks ------------------------------------------------------------------ */
+
+typedef struct call {
+  rt_compressor *c;
+  rt_comm *comm;
+  int b;
+  rt_compress_stats *st;
+} call;
+
+/* One allreduce (sum) of the hook; empty ones are skipped, as they move
+ * nothing. */
+static int reduce(const call *k, void *buf, int64_t n, enum rt_dtype t, enum rt_compress_phase ph) {
+  if (n == 0)
+    return 0;
+  double t0 = now_s();
+  int rc = rt_allreduce(k->comm, buf, (size_t)n, t, k->c->o.algo);
+  k->st->comm_s += now_s() - t0;
+  if (rc) {
+    if (k->c->o.kind == RT_COMPRESS_NONE)
+      return rc; /* the plain allreduce keeps the backend's message */
+    return core_err_wrap(rc, "%s hook, bucket %d, allreduce of %s (%lld %s elements)",
+                         kind_names[k->c->o.kind], k->b, phase_names[ph], (long long)n,
+                         rt_dtype_name(t));
+  }
+  k->st->bytes[ph] += n * (int64_t)rt_dtype_size(t);
+  k->st->allreduces[ph]++;
+  return 0;
+}
+
+/* fp16_compress_hook / bf16_compress_hook. */
+static int half_hook(const call *k, float *buf, int64_t n) {
+  rt_compressor *c = k->c;
+  uint16_t *h = c->half;
+  int bf = c->o.kind == RT_COMPRESS_BF16;
+  double t0 = now_s();
+  if (bf)
+    for (int64_t i = 0; i < n; i++)
+      h[i] = f32_to_bf16(buf[i]);
+  else
+    for (int64_t i = 0; i < n; i++)
+      h[i] = f32_to_f16(buf[i]);
+  k->st->cast_s += now_s() - t0;
+  int rc = reduce(k, h, n, bf ? RT_BF16 : RT_FP16, RT_PHASE_BUCKET);
+  if (rc)
+    return rc;
+  t0 = now_s();
+  if (bf)
+    for (int64_t i = 0; i < n; i++)
+      buf[i] = bf16_to_f32(h[i]);
+  else
+    for (int64_t i = 0; i < n; i++)
+      buf[i] = f16_to_f32(h[i]);
+  k->st->cast_s += now_s() - t0;
+  return 0;
+}
+
+/* Tensor t of the bucket as an n x mm row-major matrix inside buf. */
+static float *tensor_in(const call *k, float *buf, int t, int *n, int *mm) {
+  const core_model *m = k->c->m;
+  *n = (int)m->tensor_rows[t];
+  *mm = (int)(m->tensor_elems[t] / m->tensor_rows[t]);
+  return buf + k->c->bk->tensor_offset[t];
+}
+
+/* powerSGD_hook from start_powerSGD_iter on. */
+static int powersgd_hook(const call *k, float *buf, int64_t n_el) {
+  rt_compressor *c = k->c;
+  bucket_state *s = &c->bs[k->b];
+  const core_model *m = c->m;
+  const core_buckets *bk = c->bk;
+  rt_compress_stats *st = k->st;
+  const int ef = c->o.error_feedback;
+  int rc, n, mm;
+  float *M;
+  double t0 = now_s();
+
+  /* Error feedback: input += error of the last step, and keep the input
+   * to compute the new error from. */
+  if (ef && s->have_err) {
+    for (int64_t i = 0; i < n_el; i++) {
+      float v = buf[i] + s->err[i];
+      buf[i] = v;
+      c->input[i] = v;
+    }
+  } else if (ef) {
+    memcpy(c->input, buf, sizeof *buf * (size_t)n_el);
+  }
+  /* The uncompressed tensors, contiguous for one allreduce. */
+  int64_t o = 0;
+  for (int i = 0; i < s->n_unc; i++) {
+    int t = s->unc[i];
+    memcpy(c->unc + o, buf + bk->tensor_offset[t], sizeof *buf * (size_t)m->tensor_elems[t]);
+    o += m->tensor_elems[t];
+  }
+  st->copy_s += now_s() - t0;
+
+  /* Q: a fresh random orthonormal start in the first compressed step (and
+   * every step without warm start), else last step's Q orthogonalized. */
+  t0 = now_s();
+  if (!c->o.warm_start || !s->have_q) {
+    /* A seed is drawn even for a bucket with nothing to compress, as
+     * PyTorch does, so the sequence does not depend on the shapes. */
+    rt_compress_rng_reseed(c->fill_rng, rt_compress_rng_draw_seed(c->state_rng));
+    rt_compress_rng_normal(c->fill_rng, s->q, (size_t)s->q_elems);
+  }
+  float *q = s->q;
+  for (int i = 0; i < s->n_comp; i++) {
+    int t = s->comp[i], r = c->tensor_rank[t];
+    tensor_in(k, buf, t, &n, &mm);
+    if ((rc = rt_compress_orthogonalize(q, mm, r, c->work)) != 0)
+      return rc;
+    q += (size_t)mm * (size_t)r;
+  }
+  st->ortho_s += now_s() - t0;
+
+  /* P = M Q. */
+  t0 = now_s();
+  float *p = c->p;
+  q = s->q;
+  for (int i = 0; i < s->n_comp; i++) {
+    int t = s->comp[i], r = c->tensor_rank[t];
+    M = tensor_in(k, buf, t, &n, &mm);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, r, mm, 1.0f, M, mm, q, r, 0.0f, p, r);
+    p += (size_t)n * (size_t)r;
+    q += (size_t)mm * (size_t)r;
+  }
+  st->gemm_s += now_s() - t0;
+
+  /* The uncompressed tensors: their sum is their mean (the inputs are
+   * divided by the world size already); back into the bucket. */
+  if ((rc = reduce(k, c->unc, s->unc_elems, RT_FP32, RT_PHASE_UNCOMPRESSED)) != 0)
+    return rc;
+  t0 = now_s();
+  o = 0;
+  for (int i = 0; i < s->n_unc; i++) {
+    int t = s->unc[i];
+    memcpy(buf + bk->tensor_offset[t], c->unc + o, sizeof *buf * (size_t)m->tensor_elems[t]);
+    o += m->tensor_elems[t];
+  }
+  st->copy_s += now_s() - t0;
+
+  /* All P, summed; orthogonalized, so their scale does not matter. */
+  if ((rc = reduce(k, c->p, s->p_elems, RT_FP32, RT_PHASE_P)) != 0)
+    return rc;
+  t0 = now_s();
+  p = c->p;
+  for (int i = 0; i < s->n_comp; i++) {
+    int t = s->comp[i], r = c->tensor_rank[t];
+    tensor_in(k, buf, t, &n, &mm);
+    if ((rc = rt_compress_orthogonalize(p, n, r, c->work)) != 0)
+      return rc;
+    p += (size_t)n * (size_t)r;
+  }
+  st->ortho_s += now_s() - t0;
+
+  /* Q = M^T P, summed: the mean of the ranks' M^T P. */
+  t0 = now_s();
+  p = c->p;
+  q = s->q;
+  for (int i = 0; i < s->n_comp; i++) {
+    int t = s->comp[i], r = c->tensor_rank[t];
+    M = tensor_in(k, buf, t, &n, &mm);
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, mm, r, n, 1.0f, M, mm, p, r, 0.0f, q, r);
+    p += (size_t)n * (size_t)r;
+    q += (size_t)mm * (size_t)r;
+  }
+  st->gemm_s += now_s() - t0;
+  if ((rc = reduce(k, s->q, s->q_elems, RT_FP32, RT_PHASE_Q)) != 0)
+    return rc;
+
+  /* M = P Q^T: the rank-r approximation of the mean. */
+  t0 = now_s();
+  p = c->p;
+  q = s->q;
+  for (int i = 0; i < s->n_comp; i++) {
+    int t = s->comp[i], r = c->tensor_rank[t];
+    M = tensor_in(k, buf, t, &n, &mm);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, mm, r, 1.0f, p, r, q, r, 0.0f, M, mm);
+    p += (size_t)n * (size_t)r;
+    q += (size_t)mm * (size_t)r;
+  }
+  st->gemm_s += now_s() - t0;
+  s->have_q = c->o.warm_start;
+
+  /* The new error, PyTorch's input_tensor_cp - input_tensor in the input's
+   * scale: input - approximation / world. */
+  if (ef) {
+    t0 = now_s();
+    const float w = (float)k->comm->size;
+    for (int64_t i = 0; i < n_el; i++)
+      s->err[i] = c->input[i] - buf[i] / w;
+    s->have_err = 1;
+    st->copy_s += now_s() - t0;
+  }
+  return 0;
+}
+
+int rt_compress_bucket(rt_compressor *c, rt_comm *comm, int b, float *buf, long step,
+                       rt_compress_stats *st) {
+  rt_compress_stats local;
+  if (!st) {
+    memset(&local, 0, sizeof local);
+    st = &local;
+  }
+  if (!c || !comm)
+    return core_err_set(CORE_EINVAL, "rt_compress_bucket: needs a compressor and a communicator");
+  if (b < 0 || b >= c->bk->n_buckets)
+    return core_err_set(CORE_EINVAL, "rt_compress_bucket: bucket %d of %d", b, c->bk->n_buckets);
+  int64_t n = c->bk->bucket_elems[b];
+  if (!buf && n)
+    return core_err_set(CORE_EINVAL, "rt_compress_bucket: no buffer for bucket %d", b);
+  call k = {.c = c, .comm = comm, .b = b, .st = st};
+  st->buckets++;
+  switch (c->o.kind) {
+  case RT_COMPRESS_FP16:
+  case RT_COMPRESS_BF16:
+    return half_hook(&k, buf, n);
+  case RT_COMPRESS_POWERSGD:
+    if (step >= c->o.start_iter)
+      return powersgd_hook(&k, buf, n);
+    /* The vanilla phase: default._allreduce_fut. */
+    st->vanilla++;
+    return reduce(&k, buf, n, RT_FP32, RT_PHASE_BUCKET);
+  default:
+    return reduce(&k, buf, n, RT_FP32, RT_PHASE_BUCKET);
+  }
+}
