@@ -42,6 +42,8 @@ const char *cli_plots_dir(void);
 /* Render one plot kind from a CSV into out_dir (PNG and SVG); used by
  * `ddpsim plot` and `ddpsim simulate --plot`. */
 int cli_plot_render(const char *kind, const char *csv, const char *out_dir);
+/* The plots a `simulate` CSV calls for (scaling, compression, goodput). */
+int cli_plot_auto(const char *csv, const char *out_dir);
 
 /* Run gnuplot on script with `-e vars`; errors say whether gnuplot is missing
  * or failed (cmd_plot.c). */

@@ -6,6 +6,7 @@
 #include "core/err.h"
 
 #include <errno.h>
+#include <math.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,13 @@ const char cli_plot_help[] =
     "  scaling   throughput and scaling efficiency vs GPUs, one curve per\n"
     "            network and backend, one file per model\n"
     "            (CSV from `ddpsim simulate`)\n"
+    "  goodput   goodput vs checkpoint interval with 95% intervals, Young's and\n"
+    "            Daly's optima and the best simulated interval marked, one\n"
+    "            curve per checkpoint mode and spare pool (scenarios with\n"
+    "            failures and checkpoints, e.g. scenarios/node-failure.cfg)\n"
+    "  compression  speedup of each compression over none vs the network's line\n"
+    "            rate, one panel per node count (up to 4), break-even rates\n"
+    "            marked (scenarios sweeping ddp.compression)\n"
     "  fit       calibration fit: for each collective entry of a profile, the\n"
     "            measured points over the fitted alpha-beta curve, log-log, one\n"
     "            panel per entry (give a PROFILE instead of a CSV)\n"
@@ -39,7 +47,13 @@ typedef struct plot_kind {
 static const char *const scaling_cols[] = {"model", "gpus", "network", "backend", "samples_per_s",
                                            "scaling_eff", NULL};
 /* columns NULL: the input is a profile, not a CSV (cmd_plot_fit.c). */
-static const plot_kind kinds[] = {{"scaling", "scaling.gp", scaling_cols}, {"fit", "fit.gp", NULL}};
+static const char *const goodput_cols[] = {"model", "ckpt_mode", "spares", "ckpt_every_s", "goodput",
+                                           "goodput_lo", "goodput_hi", "young_s", "daly_s", "best_every_s", NULL};
+static const char *const compression_cols[] = {"model", "nodes", "gbps", "compression", "step_s", NULL};
+static const plot_kind kinds[] = {{"scaling", "scaling.gp", scaling_cols},
+                                  {"goodput", "goodput.gp", goodput_cols},
+                                  {"compression", "compression.gp", compression_cols},
+                                  {"fit", "fit.gp", NULL}};
 
 /* Names go into gnuplot string literals and word lists. */
 static int plain_name(const char *s) {
@@ -91,13 +105,120 @@ int cli_run_gnuplot(const char *script, const char *vars) {
   return 0;
 }
 
+/* One speedup: a compression at one point against none at the same point. */
+typedef struct speedup {
+  const char *model, *comp;
+  int nodes;
+  double gbps, x;
+} speedup;
+
+static int by_curve(const void *pa, const void *pb) {
+  const speedup *a = pa, *b = pb;
+  int c = strcmp(a->model, b->model);
+  if (!c)
+    c = (a->nodes > b->nodes) - (a->nodes < b->nodes);
+  if (!c)
+    c = strcmp(a->comp, b->comp);
+  if (!c)
+    c = (a->gbps > b->gbps) - (a->gbps < b->gbps);
+  return c;
+}
+
+/* Speedups of each compression over none at the same point, sorted so each
+ * curve's rows are consecutive (gnuplot joins consecutive rows), and the
+ * line rate where a curve falls to 1 (linear in log rate between the two
+ * rates around it), into two CSVs for plots/compression.gp. */
+static int compression_tables(const core_csv_table *t, const char *data, const char *breaks) {
+  static const char *const same[] = {"model", "nodes", "gpus_per_node", "network", "backend", "algorithm",
+                                     "precision", "batch", "bucket_cap_mb", "overlap", NULL};
+  int cc = core_csv_col(t, "compression"), cs = core_csv_col(t, "step_s"), cg = core_csv_col(t, "gbps"),
+      cm = core_csv_col(t, "model"), cn = core_csv_col(t, "nodes");
+  core_afile a, b;
+  speedup *sp = calloc((size_t)t->nrows + 1, sizeof *sp);
+  long n = 0;
+  if (!sp)
+    return core_err_set(CORE_ENOMEM, "out of memory");
+  for (long i = 0; i < t->nrows; i++) {
+    if (!strcmp(t->rows[i][cc], "none"))
+      continue;
+    for (long j = 0; j < t->nrows; j++) {
+      if (strcmp(t->rows[j][cc], "none"))
+        continue;
+      int match = 1;
+      for (const char *const *k = same; *k && match; k++) {
+        int c = core_csv_col(t, *k);
+        match = c < 0 || !strcmp(t->rows[i][c], t->rows[j][c]);
+      }
+      if (match) {
+        sp[n].model = t->rows[i][cm];
+        sp[n].comp = t->rows[i][cc];
+        sp[n].nodes = atoi(t->rows[i][cn]);
+        sp[n].gbps = atof(t->rows[i][cg]);
+        sp[n].x = atof(t->rows[j][cs]) / atof(t->rows[i][cs]);
+        if (sp[n].gbps > 0)
+          n++;
+        break;
+      }
+    }
+  }
+  qsort(sp, (size_t)n, sizeof *sp, by_curve);
+  int rc = core_afile_open(&a, data);
+  if (rc)
+    goto out_free;
+  if ((rc = core_afile_open(&b, breaks)) != 0) {
+    core_afile_abort(&a);
+    goto out_free;
+  }
+  fprintf(a.f, "model,nodes,gbps,compression,speedup\n");
+  fprintf(b.f, "model,nodes,compression,gbps\n");
+  for (long i = 0; i < n; i++) {
+    fprintf(a.f, "%s,%d,%.6g,%s,%.6g\n", sp[i].model, sp[i].nodes, sp[i].gbps, sp[i].comp, sp[i].x);
+    int same_curve = i + 1 < n && !strcmp(sp[i].model, sp[i + 1].model) && sp[i].nodes == sp[i + 1].nodes &&
+                     !strcmp(sp[i].comp, sp[i + 1].comp);
+    if (same_curve && sp[i].x > 1 && sp[i + 1].x <= 1) {
+      double l0 = log(sp[i].gbps), l1 = log(sp[i + 1].gbps), f = (sp[i].x - 1) / (sp[i].x - sp[i + 1].x);
+      fprintf(b.f, "%s,%d,%s,%.6g\n", sp[i].model, sp[i].nodes, sp[i].comp, exp(l0 + f * (l1 - l0)));
+    }
+  }
+  if ((rc = core_afile_commit(&a)) != 0)
+    core_afile_abort(&b);
+  else
+    rc = core_afile_commit(&b);
+out_free:
+  free(sp);
+  return rc;
+}
+
+/* Up to four node counts above one for the compression panels: the
+ * smallest, the largest, and evenly spaced ones between. */
+static void pick_nodes(const char *all, char *out, size_t n) {
+  char copy[4096], *save = NULL;
+  const char *v[256];
+  int k = 0;
+  snprintf(copy, sizeof copy, "%s", all);
+  for (char *x = strtok_r(copy, " ", &save); x && k < 256; x = strtok_r(NULL, " ", &save))
+    if (atoi(x) > 1)
+      v[k++] = x;
+  out[0] = '\0';
+  if (!k) {
+    snprintf(out, n, "%s", all);
+    return;
+  }
+  int want = k < 4 ? k : 4;
+  size_t len = 0;
+  for (int i = 0; i < want; i++) {
+    int idx = want == 1 ? 0 : (int)((double)i * (k - 1) / (want - 1) + 0.5);
+    len += (size_t)snprintf(out + len, n - len, "%s%s", len ? " " : "", v[idx]);
+  }
+}
+
 int cli_plot_render(const char *kind, const char *csv, const char *out_dir) {
   const plot_kind *k = NULL;
   for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++)
     if (!strcmp(kinds[i].name, kind))
       k = &kinds[i];
   if (!k)
-    return core_err_set(CORE_EUSAGE, "no plot kind '%s'; the kinds are: scaling, fit", kind);
+    return core_err_set(CORE_EUSAGE, "no plot kind '%s'; the kinds are: scaling, goodput, compression, fit", kind);
   if (!k->columns) {
     char fit_script[4096];
     snprintf(fit_script, sizeof fit_script, "%s/%s", cli_plots_dir(), k->script);
@@ -107,7 +228,7 @@ int cli_plot_render(const char *kind, const char *csv, const char *out_dir) {
   int rc = core_csv_read(csv, &t);
   if (rc)
     return rc;
-  char script[4096], models[4096], networks[4096], backends[256], vars[16384];
+  char script[4096], models[4096], a[4096], b[4096], vars[16384], data[4400] = "", breaks[4400] = "";
   if ((rc = core_csv_require(&t, k->columns)) != 0)
     goto out_table;
   if (t.nrows == 0) {
@@ -120,34 +241,90 @@ int cli_plot_render(const char *kind, const char *csv, const char *out_dir) {
                       script, strerror(errno));
     goto out_table;
   }
-  if ((rc = distinct(&t, core_csv_col(&t, "model"), models, sizeof models)) != 0 ||
-      (rc = distinct(&t, core_csv_col(&t, "network"), networks, sizeof networks)) != 0 ||
-      (rc = distinct(&t, core_csv_col(&t, "backend"), backends, sizeof backends)) != 0)
+  if (!plain_name(csv) || !plain_name(out_dir)) {
+    rc = core_err_set(CORE_EINVAL, "paths with spaces or quotes cannot be passed to gnuplot: '%s', '%s'", csv, out_dir);
     goto out_table;
-  if ((rc = core_mkdirs(out_dir)) != 0)
+  }
+  if ((rc = distinct(&t, core_csv_col(&t, "model"), models, sizeof models)) != 0 || (rc = core_mkdirs(out_dir)) != 0)
     goto out_table;
   const char *base = strrchr(csv, '/');
   base = base ? base + 1 : csv;
   int stem = (int)strlen(base);
   if (stem > 4 && !strcmp(base + stem - 4, ".csv"))
     stem -= 4;
-  if (!plain_name(csv) || !plain_name(out_dir)) {
-    rc = core_err_set(CORE_EINVAL, "paths with spaces or quotes cannot be passed to gnuplot: '%s', '%s'", csv, out_dir);
-    goto out_table;
+
+  /* What each script is told besides the model and output. */
+  if (!strcmp(kind, "scaling")) {
+    if ((rc = distinct(&t, core_csv_col(&t, "network"), a, sizeof a)) != 0 ||
+        (rc = distinct(&t, core_csv_col(&t, "backend"), b, sizeof b)) != 0)
+      goto out_table;
+  } else if (!strcmp(kind, "goodput")) {
+    if ((rc = distinct(&t, core_csv_col(&t, "ckpt_mode"), a, sizeof a)) != 0 ||
+        (rc = distinct(&t, core_csv_col(&t, "spares"), b, sizeof b)) != 0)
+      goto out_table;
+  } else { /* compression */
+    char nodes[4096], hooks[1024];
+    if ((rc = distinct(&t, core_csv_col(&t, "nodes"), nodes, sizeof nodes)) != 0 ||
+        (rc = distinct(&t, core_csv_col(&t, "compression"), hooks, sizeof hooks)) != 0)
+      goto out_table;
+    pick_nodes(nodes, a, sizeof a);
+    /* Every compression but none. */
+    char *save = NULL;
+    size_t len = 0;
+    b[0] = '\0';
+    for (char *h = strtok_r(hooks, " ", &save); h; h = strtok_r(NULL, " ", &save))
+      if (strcmp(h, "none"))
+        len += (size_t)snprintf(b + len, sizeof b - len, "%s%s", len ? " " : "", h);
+    if (!b[0]) {
+      rc = core_err_set(CORE_EINVAL, "%s: no compression other than none to compare; sweep ddp.compression", csv);
+      goto out_table;
+    }
+    snprintf(data, sizeof data, "%s/.%.*s-speedup.csv", out_dir, stem, base);
+    snprintf(breaks, sizeof breaks, "%s/.%.*s-breakeven.csv", out_dir, stem, base);
+    if ((rc = compression_tables(&t, data, breaks)) != 0)
+      goto out_table;
   }
   /* One gnuplot run per model; the script writes PNG and SVG. */
   char *save = NULL, *m = strtok_r(models, " ", &save);
   for (; m; m = strtok_r(NULL, " ", &save)) {
-    snprintf(vars, sizeof vars,
-             "csv='%s'; model='%s'; networks='%s'; backends='%s'; out='%s/%.*s-%s-%s'", csv, m,
-             networks, backends, out_dir, stem, base, m, kind);
+    if (!strcmp(kind, "scaling"))
+      snprintf(vars, sizeof vars, "csv='%s'; model='%s'; networks='%s'; backends='%s'; out='%s/%.*s-%s-%s'", csv,
+               m, a, b, out_dir, stem, base, m, kind);
+    else if (!strcmp(kind, "goodput"))
+      snprintf(vars, sizeof vars, "csv='%s'; model='%s'; modes='%s'; spares='%s'; out='%s/%.*s-%s-%s'", csv, m,
+               a, b, out_dir, stem, base, m, kind);
+    else
+      snprintf(vars, sizeof vars, "data='%s'; breaks='%s'; model='%s'; nodes='%s'; hooks='%s'; out='%s/%.*s-%s-%s'",
+               data, breaks, m, a, b, out_dir, stem, base, m, kind);
     if ((rc = cli_run_gnuplot(script, vars)) != 0)
       goto out_table;
     printf("plotted %s/%.*s-%s-%s.png and .svg\n", out_dir, stem, base, m, kind);
   }
 out_table:
+  if (data[0])
+    unlink(data);
+  if (breaks[0])
+    unlink(breaks);
   core_csv_table_free(&t);
   return rc;
+}
+
+/* The plots a simulate CSV calls for: failures and checkpoints give the
+ * goodput plot; a compression sweep its trade-off plot; otherwise scaling. */
+int cli_plot_auto(const char *csv, const char *out_dir) {
+  core_csv_table t;
+  int rc = core_csv_read(csv, &t);
+  if (rc)
+    return rc;
+  int job = core_csv_col(&t, "goodput") >= 0, cc = core_csv_col(&t, "compression"), many = 0;
+  for (long i = 1; cc >= 0 && i < t.nrows && !many; i++)
+    many = strcmp(t.rows[i][cc], t.rows[0][cc]) != 0;
+  core_csv_table_free(&t);
+  if (job)
+    return cli_plot_render("goodput", csv, out_dir);
+  if ((rc = cli_plot_render("scaling", csv, out_dir)) != 0)
+    return rc;
+  return many ? cli_plot_render("compression", csv, out_dir) : 0;
 }
 
 int cli_cmd_plot(int argc, char **argv) {

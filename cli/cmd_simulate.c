@@ -25,12 +25,13 @@ const char cli_simulate_help[] =
     "  -o, --out DIR        directory for the CSV (default: results)\n"
     "      --seed N         override simulation.seed (same seed, same bytes)\n"
     "  -j, --jobs N         worker threads (default: one per CPU)\n"
-    "      --shard I/N      run only points with index %% N == I; shard 0 writes\n"
+    "      --shard I/N      run only points with index % N == I; shard 0 writes\n"
     "                       the header, so the shards' CSVs concatenate\n"
     "      --trace FILE     write a Chrome/Perfetto trace-event JSON of one step\n"
     "      --trace-point K  the point to trace (default 0, the first row)\n"
     "      --trace-ranks R  ranks to include in the trace (default 8)\n"
-    "      --plot           also draw the scaling plots into the same directory\n"
+    "      --plot           also draw the plots into the same directory: scaling,\n"
+    "                       compression (when swept), goodput (with failures)\n"
     "  -q, --quiet          no summary table\n"
     "\n"
     "Example:\n"
@@ -121,7 +122,7 @@ int cli_cmd_simulate(int argc, char **argv) {
   sim_sweep_free(&w);
   sim_scenario_free(s);
   if (plot && n_shards == 1) {
-    if ((rc = cli_plot_render("scaling", csv, out_dir)) != 0)
+    if ((rc = cli_plot_auto(csv, out_dir)) != 0)
       return cli_fail("simulate", rc);
   }
   return CLI_EXIT_OK;

@@ -25,7 +25,7 @@ const char cli_validate_help[] =
     "      --point K          the scenario point (row of `simulate`'s CSV; default 0)\n"
     "      --skip N           ignore steps before N (warm-up; default 3)\n"
     "      --tolerance X      exit with status 6 when the step-time error exceeds\n"
-    "                         X (a fraction: 0.05 = 5%%; default: report only)\n"
+    "                         X (a fraction: 0.05 = 5%; default: report only)\n"
     "      --append CSV       also append one row (label, predicted and measured\n"
     "                         metrics, errors) to CSV, for collecting many runs\n"
     "      --label TEXT       the row's label (default: the measured file)\n"

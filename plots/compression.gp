@@ -1,7 +1,7 @@
 # Compression trade-off for one model: speedup of each communication hook over
 # no compression against the network's line rate, one panel per node count,
 # one curve per hook; where a curve crosses 1 (dashed line) compression stops
-# paying off, and the break-even rate is marked with a vertical line.
+# paying off, and the break-even rate is marked with a cross on that line.
 #
 # Run by `ddpsim plot compression CSV`, which derives from a `ddpsim simulate`
 # CSV (scenarios/compression.cfg) the files and variables below:
@@ -37,8 +37,8 @@ do for [fmt in "png svg"] {
            using (sel(word(nodes,k), word(hooks,i)) ? column("gbps") : NaN):(column("speedup")) \
            with linespoints lc i pt (4+i) title word(hooks,i), \
          for [i=1:words(hooks)] breaks \
-           using (sel(word(nodes,k), word(hooks,i)) ? column("gbps") : NaN):(1/64.0):(0):(4096.0) \
-           with vectors nohead lc i dt 3 notitle, \
+           using (sel(word(nodes,k), word(hooks,i)) ? column("gbps") : NaN):(1.0) \
+           with points lc i pt 2 ps 3 lw 2 notitle, \
          1 with lines lc rgb "black" dt 2 notitle
   }
   unset multiplot

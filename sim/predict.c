@@ -154,11 +154,13 @@ static double hook_time(const sim_scenario *s, const sim_point *p, const sim_top
     return *longest + cast;
   }
   case SIM_COMPRESS_POWERSGD: {
-    double r = p->compression.rank, unc = 0, pn = 0, qn = 0, comp = 0, mem = 0;
+    double r_req = p->compression.rank, unc = 0, pn = 0, qn = 0, comp = 0, mem = 0;
     double mem_s = 1.0 / (pr->memory_GBps * 1e9);
     for (int i = bk->bucket_first[b]; i < bk->bucket_first[b + 1]; i++) {
       int ti = bk->bucket_tensors[i];
       double n = (double)m->tensor_rows[ti], el = (double)m->tensor_elems[ti], mm = el / n;
+      /* powerSGD_hook.py: the rank is capped at min(n, m) before the test. */
+      double r = r_req < n ? (r_req < mm ? r_req : mm) : (n < mm ? n : mm);
       if ((n + mm) * r * s->powersgd_min_rate < n * mm) {
         pn += n * r;
         qn += mm * r;
