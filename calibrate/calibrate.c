@@ -1,16 +1,21 @@
 #include "calibrate.h"
 
 #include "calibrate/compute.h"
+#include "calibrate/compute_gpu.h"
 #include "calibrate/fit.h"
 #include "calibrate/jitter.h"
 #include "calibrate/sweep.h"
 
+#include "runtime/compress.h"
 #include "runtime/ddp.h"
 #include "runtime/mlp.h"
 #include "runtime/gloo.h"
+#include "runtime/gpu.h"
+#include "runtime/nccl.h"
 #include "runtime/pg.h"
 
 #include "core/afile.h"
+#include "core/bucket.h"
 #include "core/err.h"
 #include "core/model.h"
 #include "core/profile.h"
@@ -39,6 +44,11 @@ typedef struct run {
   int progress;
   core_profile *prof;   /* rank 0 only */
   double t0;
+  int nccl;                /* --backend nccl: GPUs, NCCL communicators */
+  int device;              /* NCCL: this rank's CUDA device (LOCAL_RANK) */
+  const cal_buf_ops *bufs; /* where collective buffers live: host (Gloo), device (NCCL) */
+  const char *spec;        /* rendezvous store spec */
+  const char *bind;        /* Gloo's listen address (NULL for NCCL) */
 } run;
 
 static void say(const run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -68,7 +78,7 @@ static const char *profile_algo(enum cal_op op, enum rt_algo a) {
   }
 }
 
-static int add_coll(core_profile *p, const char *backend, enum cal_op op, enum rt_algo a, const char *scope,
+static int add_coll(core_profile *p, const char *backend, enum cal_op op, const char *algo, const char *scope,
                     int ranks, int nodes, const cal_point *pts, int n) {
   double *bytes = malloc(sizeof *bytes * (size_t)n), *t = malloc(sizeof *t * (size_t)n),
          *se = malloc(sizeof *se * (size_t)n);
@@ -93,13 +103,13 @@ static int add_coll(core_profile *p, const char *backend, enum cal_op op, enum r
   if (rc) {
     free(bytes);
     free(t);
-    return core_err_wrap(rc, "%s %s %s", scope, cal_op_name(op), profile_algo(op, a));
+    return core_err_wrap(rc, "%s %s %s", scope, cal_op_name(op), algo);
   }
   core_prof_coll *c = &p->colls[p->n_colls];
   memset(c, 0, sizeof *c);
   snprintf(c->backend, sizeof c->backend, "%s", backend);
   snprintf(c->op, sizeof c->op, "%s", cal_op_name(op));
-  snprintf(c->algorithm, sizeof c->algorithm, "%s", profile_algo(op, a));
+  snprintf(c->algorithm, sizeof c->algorithm, "%s", algo);
   snprintf(c->scope, sizeof c->scope, "%s", scope);
   c->ranks = ranks;
   c->nodes = nodes;
@@ -173,7 +183,8 @@ static int sweeps(run *r, rt_comm *g, const char *scope, int nodes) {
       if (rc)
         return rc;
       if (g->rank == 0)
-        rc = add_coll(r->prof, "gloo", (enum cal_op)op, algos[k], scope, g->size, nodes, pts, n);
+        rc = add_coll(r->prof, "gloo", (enum cal_op)op, profile_algo((enum cal_op)op, algos[k]), scope, g->size,
+                      nodes, pts, n);
       free(pts);
       if (rc)
         return rc;
@@ -181,31 +192,107 @@ static int sweeps(run *r, rt_comm *g, const char *scope, int nodes) {
   return 0;
 }
 
-static int sub_group(run *r, const char *spec, const char *bind, const char *prefix, int rank, int size,
-                     rt_comm **out) {
+/* The backend's communicator of rank of size, meeting through st: Gloo on
+ * the run's listen address, or NCCL on this rank's device with the
+ * allreduce algorithm fixed at creation (RT_ALGO_DEFAULT: NCCL's choice). */
+static int connect_group(run *r, rt_store *st, int rank, int size, enum rt_algo algo, rt_comm **out) {
+  if (r->nccl)
+    return rt_nccl_connect_algo(st, rank, size, r->device, r->o->timeout_s, algo, out);
+  return rt_gloo_connect(st, rank, size, r->bind, r->o->timeout_s, out);
+}
+
+static int sub_group_algo(run *r, const char *prefix, int rank, int size, enum rt_algo algo, rt_comm **out) {
   rt_store *st;
-  int rc = rt_pg_open_store(spec, prefix, &st);
+  int rc = rt_pg_open_store(r->spec, prefix, &st);
   if (rc)
     return rc;
-  rc = rt_gloo_connect(st, rank, size, bind, r->o->timeout_s, out);
+  rc = connect_group(r, st, rank, size, algo, out);
   rt_store_close(st);
   return rc;
 }
 
-/* Max over ranks of a few doubles (gathered as raw bytes). */
-static int max_over_ranks(rt_comm *c, double *v, int n) {
-  double *all = malloc(sizeof *all * (size_t)n * (size_t)c->size);
-  if (!all)
-    return core_err_set(CORE_ENOMEM, "out of memory");
-  int rc = rt_allgather(c, v, all, (size_t)n * 2, RT_FP32);
-  if (!rc)
-    for (int r = 0; r < c->size; r++)
-      for (int i = 0; i < n; i++)
-        if (all[(size_t)r * n + i] > v[i])
-          v[i] = all[(size_t)r * n + i];
-  free(all);
-  return rc;
+static int sub_group(run *r, const char *prefix, int rank, int size, rt_comm **out) {
+  return sub_group_algo(r, prefix, rank, size, RT_ALGO_DEFAULT, out);
 }
+
+/* Max over ranks of a few doubles (gathered as raw bytes; through device
+ * staging on NCCL communicators). */
+static int max_over_ranks(const run *r, rt_comm *c, double *v, int n) {
+  return cal_max_over_ranks(c, r->bufs, v, n);
+}
+
+/* NCCL's sweeps of one group (issue: NCCL calibration). Allreduce once per
+ * algorithm, each on a communicator created for it under "<prefix>-ring"
+ * and "<prefix>-tree" (NCCL reads NCCL_ALGO only when a communicator is
+ * created; runtime/nccl.h), recorded as "ring" and "tree"; allgather,
+ * reduce-scatter and broadcast on the group's default communicator,
+ * recorded as "ring" (NCCL runs them on rings). Sizes 8 B to 256 MiB for
+ * every operation (--quick: as the Gloo path, allreduce only, to 32 MiB).
+ * Buffers are device memory (cal_device_bufs). With record 0 the sweeps
+ * only check data and print (a one-rank job: its collectives are local
+ * copies, which no profile entry should describe). */
+static int nccl_sweeps(run *r, rt_comm *g, const char *scope, int nodes, const char *prefix, int record) {
+  const cal_opts *o = r->o;
+  static const struct {
+    enum cal_op op;
+    enum rt_algo algo;
+    const char *name;
+  } plan[] = {{CAL_ALLREDUCE, RT_ALGO_RING, "ring"},
+              {CAL_ALLREDUCE, RT_ALGO_TREE, "tree"},
+              {CAL_ALLGATHER, RT_ALGO_DEFAULT, "ring"},
+              {CAL_REDUCESCATTER, RT_ALGO_DEFAULT, "ring"},
+              {CAL_BROADCAST, RT_ALGO_DEFAULT, "ring"}};
+  cal_sweep_opts so = {.min_bytes = 8, .max_bytes = o->quick ? 32 << 20 : 256 << 20, .factor = 2,
+                       .warmup = 1, .min_iters = o->quick ? 2 : 3, .max_iters = o->quick ? 10 : 20,
+                       .budget_s = o->quick ? 0.01 : 0.05, .progress = r->progress, .bufs = &cal_device_bufs};
+  if (!record) { /* a data check of every operation, briefly */
+    so.max_bytes = 4 << 20;
+    so.min_iters = 2;
+    so.max_iters = 2;
+    so.budget_s = 0;
+  }
+  for (size_t k = 0; k < sizeof plan / sizeof *plan; k++) {
+    if (o->quick && record && plan[k].op != CAL_ALLREDUCE)
+      continue;
+    char label[96];
+    snprintf(label, sizeof label, "%s %s %s", scope, cal_op_name(plan[k].op), plan[k].name);
+    cal_sweep_opts s = so;
+    s.label = label;
+    rt_comm *c = g, *own = NULL;
+    int rc = 0;
+    if (plan[k].algo != RT_ALGO_DEFAULT) {
+      char pre[96];
+      snprintf(pre, sizeof pre, "%s-%s", prefix, plan[k].name);
+      if ((rc = sub_group_algo(r, pre, g->rank, g->size, plan[k].algo, &own)) == 0)
+        c = own;
+    }
+    cal_point *pts = NULL;
+    int n = 0;
+    if (!rc)
+      rc = cal_sweep_run(c, plan[k].op, plan[k].algo, &s, &pts, &n);
+    if (own)
+      rt_comm_finish(own, rc);
+    if (rc == CORE_EUNSUPPORTED) {
+      say(r, "  %s: skipped (%s)", label, core_err_msg());
+      continue;
+    }
+    if (rc)
+      return core_err_wrap(rc, "%s", label);
+    if (record && g->rank == 0)
+      rc = add_coll(r->prof, "nccl", plan[k].op, plan[k].name, scope, g->size, nodes, pts, n);
+    free(pts);
+    if (rc)
+      return rc;
+  }
+  return 0;
+}
+
+/* One group's sweeps with the run's backend; prefix names the group's
+ * store (NCCL creates its per-algorithm communicators beside it). */
+static int group_sweeps(run *r, rt_comm *g, const char *scope, int nodes, const char *prefix) {
+  return r->nccl ? nccl_sweeps(r, g, scope, nodes, prefix, 1) : sweeps(r, g, scope, nodes);
+}
+
 
 static int storage(run *r, double *write_GBps, double *read_GBps) {
   char path[4096];
@@ -326,6 +413,150 @@ static int compute_part(run *r) {
   return 0;
 }
 
+/* The GPU's compute (NCCL path, rank 0 alone, as compute_part): cuBLAS GEMM
+ * rates per precision over square sizes, device memory and host-link
+ * bandwidth, and the host reduction rate (what Gloo would add on this
+ * host). The profile's precisions are runtime/gpu.h's, one to one. */
+static int gpu_compute_part(run *r) {
+  const cal_opts *o = r->o;
+  static const int full[] = {512, 1024, 2048, 4096, 8192}, quick[] = {1024, 4096, 8192};
+  static const struct {
+    enum rt_gpu_math math;
+    enum core_prec prec;
+  } precs[] = {{RT_GPU_FP32, CORE_PREC_FP32}, {RT_GPU_TF32, CORE_PREC_TF32}, {RT_GPU_FP16, CORE_PREC_FP16},
+               {RT_GPU_BF16, CORE_PREC_BF16}};
+  const int *sizes = o->quick ? quick : full;
+  int ns = o->quick ? 3 : 5, rc;
+  /* About 2 TFLOP of GEMMs per measurement (0.5 with --quick): tens of
+   * milliseconds on data-center GPUs, long against CUDA events' resolution. */
+  double target = o->quick ? 0.5e12 : 2e12;
+  say(r, "compute: cuBLAS GEMMs of %d to %d on device %d (%s)", sizes[0], sizes[ns - 1], r->device,
+      r->prof->device_name);
+  for (size_t k = 0; k < sizeof precs / sizeof *precs; k++) {
+    core_prof_rate *rt = &r->prof->rate[precs[k].prec];
+    rt->gemm_flops = malloc(sizeof(double) * (size_t)ns);
+    rt->tflops = malloc(sizeof(double) * (size_t)ns);
+    if (!rt->gemm_flops || !rt->tflops)
+      return core_err_set(CORE_ENOMEM, "out of memory");
+    int m = 0;
+    rc = cal_gpu_gemm_sweep(r->device, precs[k].math, sizes, ns, o->quick ? 1 : 3, target, rt->gemm_flops,
+                            rt->tflops, &m);
+    if (rc == CORE_EUNSUPPORTED) {
+      say(r, "  %s: skipped (%s)", rt_gpu_math_name(precs[k].math), core_err_msg());
+      continue;
+    }
+    if (rc)
+      return rc;
+    rt->n = m;
+    rt->present = m > 0;
+    for (int i = 0; i < m; i++)
+      say(r, "  %-4s %5d^3: %9.2f TFLOP/s", rt_gpu_math_name(precs[k].math), sizes[i], rt->tflops[i]);
+  }
+  double mem, h2d, d2h;
+  size_t bytes = o->quick ? (64u << 20) : (256u << 20);
+  if ((rc = cal_gpu_bandwidths(r->device, bytes, o->quick ? 10 : 20, &mem, &h2d, &d2h)) != 0)
+    return rc;
+  r->prof->memory_GBps = mem / 1e9;
+  /* A staged transfer goes down and back up: the rate that moves the same
+   * bytes both ways in the same time is the harmonic mean of the two. */
+  r->prof->host_link_GBps = 2.0 / (1.0 / h2d + 1.0 / d2h) / 1e9;
+  say(r, "  device memory %.1f GB/s moved; host link %.2f GB/s to the device, %.2f GB/s back", r->prof->memory_GBps,
+      h2d / 1e9, d2h / 1e9);
+  double copy, reduce;
+  if ((rc = cal_memory_bandwidth(o->quick ? (16u << 20) : (64u << 20), &copy, &reduce)) != 0)
+    return rc;
+  r->prof->reduce_GBps = reduce;
+  say(r, "  host reduction %.2f GB/s", reduce);
+  if (o->n_models)
+    say(r, "  per-layer times: skipped on GPUs (the runtime executes models on CPUs; the simulator uses the GEMM rates)");
+  return 0;
+}
+
+/* Hook costs (issue: compression): run the real hooks of the runtime on
+ * the first model's buckets on every rank at once, and keep their compute:
+ * the cast rate of fp16 (bytes read and written per second) and PowerSGD's
+ * orthogonalization rate (2 n r^2 FLOPs per compressed tensor, ranks 1, 2
+ * and 4, after warm-up steps). */
+static int hooks_part(run *r) {
+  core_model *m = NULL;
+  core_buckets bk = {0};
+  float *buf = NULL;
+  rt_compressor *c = NULL;
+  int rc;
+  if (!r->o->n_models)
+    return 0;
+  if ((rc = core_model_load(r->o->models[0], &m)) != 0)
+    return rc;
+  if ((rc = core_bucket_assign(m->tensor_elems, m->n_tensors, sizeof(float), CORE_BUCKET_FIRST_BYTES,
+                               (size_t)(CORE_BUCKET_DEFAULT_CAP_MB * 1048576), CORE_BUCKET_REBUILT, &bk)) != 0)
+    goto out;
+  int64_t maxb = 0;
+  for (int b = 0; b < bk.n_buckets; b++)
+    if (bk.bucket_elems[b] > maxb)
+      maxb = bk.bucket_elems[b];
+  if (!(buf = malloc(sizeof *buf * (size_t)maxb))) {
+    rc = core_err_set(CORE_ENOMEM, "out of memory measuring hooks");
+    goto out;
+  }
+  /* fp16: cast down and back, (4 + 2) x 2 bytes moved per element. */
+  rt_compress_opts o;
+  rt_compress_opts_default(&o);
+  o.kind = RT_COMPRESS_FP16;
+  rt_compress_stats st;
+  memset(&st, 0, sizeof st);
+  if ((rc = rt_compress_create(&o, m, &bk, &c)) != 0)
+    goto out;
+  for (int rep = 0; rep < 3; rep++)
+    for (int b = 0; b < bk.n_buckets; b++) {
+      for (int64_t i = 0; i < bk.bucket_elems[b]; i++)
+        buf[i] = (float)(i % 97) * 1e-3f;
+      if ((rc = rt_compress_bucket(c, r->world, b, buf, rep, rep ? &st : NULL)) != 0)
+        goto out;
+    }
+  rt_compress_free(c);
+  c = NULL;
+  double cast_bytes = 2.0 * 12.0 * (double)m->n_params;
+  double cast_GBps = st.cast_s > 0 ? cast_bytes / st.cast_s / 1e9 : 0;
+  /* PowerSGD: orthogonalization FLOPs over its time, ranks 1, 2, 4. */
+  double of = 0, os = 0;
+  for (int rank = 1; rank <= 4; rank *= 2) {
+    o.kind = RT_COMPRESS_POWERSGD;
+    o.rank = rank;
+    o.start_iter = 0;
+    if ((rc = rt_compress_create(&o, m, &bk, &c)) != 0)
+      goto out;
+    memset(&st, 0, sizeof st);
+    for (int step = 0; step < 3; step++)
+      for (int b = 0; b < bk.n_buckets; b++) {
+        for (int64_t i = 0; i < bk.bucket_elems[b]; i++)
+          buf[i] = (float)((i * 31 + step) % 101) * 1e-3f;
+        if ((rc = rt_compress_bucket(c, r->world, b, buf, step, step ? &st : NULL)) != 0)
+          goto out;
+      }
+    for (int t = 0; t < m->n_tensors; t++) {
+      int rt = rt_compress_tensor_rank(c, t);
+      /* 2 steps measured; each orthogonalizes P (and, warm, Q). */
+      if (rt > 0)
+        of += 2.0 * 2.0 * ((double)m->tensor_rows[t] + (double)m->tensor_elems[t] / m->tensor_rows[t]) * rt * rt;
+    }
+    os += st.ortho_s;
+    rt_compress_free(c);
+    c = NULL;
+  }
+  if (r->pg.rank == 0) {
+    r->prof->cast_GBps = cast_GBps;
+    r->prof->orth_gflops = os > 0 && of > 0 ? of / os / 1e9 : 0;
+    say(r, "  hooks: fp16 casts %.2f GB/s moved, PowerSGD orthogonalization %.3f GFLOP/s", r->prof->cast_GBps,
+        r->prof->orth_gflops);
+  }
+out:
+  rt_compress_free(c);
+  free(buf);
+  core_bucket_free(&bk);
+  core_model_free(m);
+  return rc;
+}
+
 static void cpu_name(char *buf, size_t n) {
   snprintf(buf, n, "cpu");
   FILE *f = fopen("/proc/cpuinfo", "r");
@@ -343,8 +574,67 @@ static void cpu_name(char *buf, size_t n) {
   fclose(f);
 }
 
+/* Whether this process can calibrate NCCL at all: a build with NCCL and a
+ * CUDA device. Asked before anything is written or waited on. */
+static int nccl_usable(void) {
+  int v = 0, n = 0, rc;
+  if ((rc = rt_nccl_version(&v)) != 0 || (rc = rt_gpu_count(&n)) != 0)
+    return core_err_wrap(rc, "--backend nccl");
+  return 0;
+}
+
+/* Jitter samples on every rank at once, gathered on every rank: training
+ * steps of the first model (Gloo), or bursts of the probe GEMM (NCCL). */
+static int jitter_part(run *r, int ns, double *samples) {
+  const cal_opts *o = r->o;
+  double *mine = malloc(sizeof *mine * (size_t)ns);
+  if (!mine)
+    return core_err_set(CORE_ENOMEM, "out of memory for jitter samples");
+  int rc;
+  if (r->nccl) {
+    say(r, "jitter: %d bursts of %d fp32 GEMMs of %d on every rank", ns, CAL_GPU_BURST, CAL_GPU_PROBE_N);
+    rc = cal_gpu_step_samples(r->device, ns, mine);
+  } else {
+    core_model *jm;
+    const char *jpath = o->n_models ? o->models[0] : NULL;
+    if (!jpath) {
+      free(mine);
+      return core_err_set(CORE_EUSAGE, "calibrate needs a model to time (--model)");
+    }
+    if ((rc = core_model_load(jpath, &jm)) != 0) {
+      free(mine);
+      return rc;
+    }
+    say(r, "jitter: %d compute steps of %s on every rank", ns, jm->name);
+    rc = cal_step_samples(jm, o->batch, ns, mine);
+    core_model_free(jm);
+  }
+  if (!rc)
+    rc = cal_allgather_host(r->world, r->bufs, mine, samples, sizeof *mine * (size_t)ns);
+  free(mine);
+  return rc;
+}
+
+/* Interference: GEMMs with and without allreduces in flight. Gloo: CPU
+ * GEMMs against allreduces on the world communicator from a thread; NCCL:
+ * cuBLAS GEMMs against allreduces on a communicator of their own
+ * ("cal-interf"), also from a thread. */
+static int interference_part(run *r, double *slow) {
+  const cal_opts *o = r->o;
+  say(r, "interference: GEMMs while allreduces run");
+  if (!r->nccl)
+    return cal_interference(r->world, o->quick ? (4 << 20) : (16 << 20), o->quick ? 3 : 8, slow);
+  rt_comm *ic = NULL;
+  int rc = sub_group(r, "cal-interf", r->pg.rank, r->pg.world_size, &ic);
+  if (rc)
+    return rc;
+  rc = cal_gpu_interference(ic, r->device, o->quick ? (16 << 20) : (64 << 20), o->quick ? 1.0 : 2.0, slow);
+  rt_comm_finish(ic, rc);
+  return rc;
+}
+
 int cal_run(const cal_opts *o) {
-  run r = {.o = o, .t0 = rt_now()};
+  run r = {.o = o, .t0 = rt_now(), .bufs = &cal_host_bufs};
   struct timespec now_rt;
   clock_gettime(CLOCK_REALTIME, &now_rt);
   double start_rt = (double)now_rt.tv_sec + now_rt.tv_nsec * 1e-9;
@@ -354,11 +644,23 @@ int cal_run(const cal_opts *o) {
   int rc;
   char tmpdir[64] = "";
 
-  if (strcmp(o->backend, "gloo") != 0)
-    return core_err_set(CORE_EUNSUPPORTED, "calibrate --backend %s: this build calibrates Gloo on CPUs; NCCL calibration needs a CUDA build on a machine with GPUs",
-                        o->backend);
+  if (!strcmp(o->backend, "nccl")) {
+    /* No GPU, or no NCCL in this build: say so at once, write nothing. */
+    if ((rc = nccl_usable()) != 0)
+      return rc;
+    r.nccl = 1;
+    r.bufs = &cal_device_bufs;
+  } else if (strcmp(o->backend, "gloo") != 0) {
+    return core_err_set(CORE_EUSAGE, "calibrate --backend %s: expected gloo or nccl", o->backend);
+  }
   if ((rc = rt_pg_from_env(&r.pg)) != 0)
     return rc;
+  if (r.nccl) {
+    /* One device per rank of a node, by LOCAL_RANK (torchrun's rule). */
+    r.device = r.pg.local_rank;
+    if ((rc = rt_gpu_set_device(r.device)) != 0)
+      return core_err_wrap(rc, "rank %d uses CUDA device %d (its LOCAL_RANK)", r.pg.rank, r.device);
+  }
   if (r.pg.rank == 0) {
     /* Find out now, not after minutes of measuring, that the profile
      * cannot be written where asked. */
@@ -385,17 +687,20 @@ int cal_run(const cal_opts *o) {
       return core_err_errno(errno, "cannot create a rendezvous directory");
     spec = tmpdir;
   }
+  r.spec = spec;
   const char *bind = o->bind ? o->bind : getenv("DDPSIM_BIND_ADDR");
   char bindbuf[256];
-  if (!bind) {
+  if (!bind && !r.nccl) { /* NCCL finds its own interfaces (NCCL_SOCKET_IFNAME) */
     if ((rc = rt_pg_default_bind(&r.pg, bindbuf, sizeof bindbuf)) != 0)
       goto out;
     bind = bindbuf;
   }
+  r.bind = bind;
 
   /* Start-up: rendezvous (every rank's key in the store), then the
    * communicator's connections. */
-  say(&r, "calibrate: %d rank(s) on %d node(s) of %d, backend gloo%s", world, nodes, lws, o->quick ? ", quick" : "");
+  say(&r, "calibrate: %d rank(s) on %d node(s) of %d, backend %s%s", world, nodes, lws, r.nccl ? "nccl" : "gloo",
+      o->quick ? ", quick" : "");
   double restart[3] = {0, 0, 0}; /* process start, rendezvous, comm init */
   const char *lt = getenv("DDPSIM_LAUNCH_TIME");
   if (lt)
@@ -417,10 +722,10 @@ int cal_run(const cal_opts *o) {
   }
   restart[1] = rt_now() - t;
   t = rt_now();
-  if ((rc = rt_gloo_connect(st, r.pg.rank, world, bind, o->timeout_s, &r.world)) != 0)
+  if ((rc = connect_group(&r, st, r.pg.rank, world, RT_ALGO_DEFAULT, &r.world)) != 0)
     goto out;
   restart[2] = rt_now() - t;
-  if ((rc = max_over_ranks(r.world, restart, 3)) != 0)
+  if ((rc = max_over_ranks(&r, r.world, restart, 3)) != 0)
     goto out;
 
   if (r.pg.rank == 0) {
@@ -434,18 +739,36 @@ int cal_run(const cal_opts *o) {
     time_t tt = time(NULL);
     struct tm tm;
     gmtime_r(&tt, &tm);
-    snprintf(p->name, sizeof p->name, "%s", host);
-    snprintf(p->provenance, sizeof p->provenance, "measured by ddpsim calibrate%s", o->quick ? " --quick" : "");
+    snprintf(p->name, sizeof p->name, "%s", o->name ? o->name : host);
+    snprintf(p->provenance, sizeof p->provenance, "measured by ddpsim calibrate%s%s", r.nccl ? " --backend nccl" : "",
+             o->quick ? " --quick" : "");
     snprintf(p->host, sizeof p->host, "%s", host);
     strftime(p->date, sizeof p->date, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    snprintf(p->backend, sizeof p->backend, "gloo");
-    snprintf(p->versions, sizeof p->versions, "ddpsim %s; %s; OpenBLAS %.120s", DDPSIM_VERSION, rt_gloo_version(),
-             openblas_get_config());
+    snprintf(p->backend, sizeof p->backend, "%s", r.nccl ? "nccl" : "gloo");
+    if (r.nccl) {
+      int v = 0;
+      char cuda[160] = "CUDA ?";
+      rt_nccl_version(&v);
+      rt_gpu_versions(cuda, sizeof cuda);
+      snprintf(p->versions, sizeof p->versions, "ddpsim %s; NCCL %d.%d.%d; %s", DDPSIM_VERSION, v / 10000,
+               v / 100 % 100, v % 100, cuda);
+    } else {
+      snprintf(p->versions, sizeof p->versions, "ddpsim %s; %s; OpenBLAS %.120s", DDPSIM_VERSION, rt_gloo_version(),
+               openblas_get_config());
+    }
     p->nodes = nodes;
     p->ranks_per_node = lws;
     p->link_gbps = o->link_gbps;
-    snprintf(p->device_kind, sizeof p->device_kind, "cpu");
-    cpu_name(p->device_name, sizeof p->device_name);
+    if (r.nccl) {
+      rt_gpu_info info;
+      snprintf(p->device_kind, sizeof p->device_kind, "gpu");
+      if ((rc = rt_gpu_get_info(r.device, &info)) != 0)
+        goto out;
+      snprintf(p->device_name, sizeof p->device_name, "%.*s", (int)sizeof p->device_name - 1, info.name);
+    } else {
+      snprintf(p->device_kind, sizeof p->device_kind, "cpu");
+      cpu_name(p->device_name, sizeof p->device_name);
+    }
     p->process_start_s = restart[0];
     p->rendezvous_s = restart[1];
     p->comm_init_s = restart[2];
@@ -456,11 +779,11 @@ int cal_run(const cal_opts *o) {
   char prefix[64];
   if (lws > 1) {
     snprintf(prefix, sizeof prefix, "cal-intra-%d", r.pg.node_rank);
-    if ((rc = sub_group(&r, spec, bind, prefix, r.pg.local_rank, lws, &intra)) != 0)
+    if ((rc = sub_group(&r, prefix, r.pg.local_rank, lws, &intra)) != 0)
       goto out;
     if (r.pg.node_rank == 0) {
       say(&r, "collectives inside a node (%d ranks)", lws);
-      if ((rc = sweeps(&r, intra, "intra", 1)) != 0)
+      if ((rc = group_sweeps(&r, intra, "intra", 1, prefix)) != 0)
         goto out;
     }
   }
@@ -468,54 +791,38 @@ int cal_run(const cal_opts *o) {
     goto out;
   if (nodes > 1) {
     snprintf(prefix, sizeof prefix, "cal-inter-%d", r.pg.local_rank);
-    if ((rc = sub_group(&r, spec, bind, prefix, r.pg.node_rank, nodes, &inter)) != 0)
+    if ((rc = sub_group(&r, prefix, r.pg.node_rank, nodes, &inter)) != 0)
       goto out;
     if (r.pg.local_rank == 0) {
       say(&r, "collectives across nodes (%d ranks, one per node)", nodes);
-      if ((rc = sweeps(&r, inter, "inter", nodes)) != 0)
+      if ((rc = group_sweeps(&r, inter, "inter", nodes, prefix)) != 0)
         goto out;
     }
+  }
+  if (r.nccl && world == 1) {
+    say(&r, "one rank: every NCCL operation checked on device buffers, not recorded (a one-rank collective is a local copy)");
+    if ((rc = nccl_sweeps(&r, r.world, "self", 1, "cal-self", 0)) != 0)
+      goto out;
   }
   if ((rc = rt_barrier(r.world)) != 0)
     goto out;
 
   /* Compute, memory and per-layer times: rank 0 alone. */
-  if (r.pg.rank == 0 && (rc = compute_part(&r)) != 0)
+  if (r.pg.rank == 0 && (rc = r.nccl ? gpu_compute_part(&r) : compute_part(&r)) != 0)
     goto out;
   if ((rc = rt_barrier(r.world)) != 0)
     goto out;
 
-  /* Jitter: every rank computes training steps at once, as in training. */
+  /* Jitter: every rank computes at once, as in training. */
   int ns = o->quick ? 10 : 30;
   samples = malloc(sizeof *samples * (size_t)ns * (size_t)world);
   rel = malloc(sizeof *rel * (size_t)ns * (size_t)world);
-  double *mine = malloc(sizeof *mine * (size_t)ns);
-  if (!samples || !rel || !mine) {
-    free(mine);
+  if (!samples || !rel) {
     rc = core_err_set(CORE_ENOMEM, "out of memory for jitter samples");
     goto out;
   }
-  {
-    core_model *jm;
-    const char *jpath = o->n_models ? o->models[0] : NULL;
-    if (!jpath) {
-      free(mine);
-      rc = core_err_set(CORE_EUSAGE, "calibrate needs a model to time (--model)");
-      goto out;
-    }
-    if ((rc = core_model_load(jpath, &jm)) != 0) {
-      free(mine);
-      goto out;
-    }
-    say(&r, "jitter: %d compute steps of %s on every rank", ns, jm->name);
-    rc = cal_step_samples(jm, o->batch, ns, mine);
-    core_model_free(jm);
-    if (!rc)
-      rc = rt_allgather(r.world, mine, samples, (size_t)ns * 2, RT_FP32);
-    free(mine);
-    if (rc)
-      goto out;
-  }
+  if ((rc = jitter_part(&r, ns, samples)) != 0)
+    goto out;
   if (r.pg.rank == 0) {
     cal_jitter j;
     if ((rc = cal_jitter_fit(samples, ns * world, rel, &j)) != 0)
@@ -530,12 +837,18 @@ int cal_run(const cal_opts *o) {
         j.cv, core_jitter_name(j.best), j.loglik[0], j.loglik[1], j.loglik[2]);
   }
 
-  /* Interference: GEMMs with and without allreduces in flight. */
+  if (r.nccl) {
+    say(&r, "communication hooks: skipped (the runtime's hooks run on CPUs)");
+  } else {
+    say(&r, "communication hooks on %s", o->n_models ? o->models[0] : "(no model)");
+    if ((rc = hooks_part(&r)) != 0)
+      goto out;
+  }
+
   double slow[1] = {1.0};
-  say(&r, "interference: GEMMs while allreduces run");
-  if ((rc = cal_interference(r.world, o->quick ? (4 << 20) : (16 << 20), o->quick ? 3 : 8, &slow[0])) != 0)
+  if ((rc = interference_part(&r, &slow[0])) != 0)
     goto out;
-  if ((rc = max_over_ranks(r.world, slow, 1)) != 0)
+  if ((rc = max_over_ranks(&r, r.world, slow, 1)) != 0)
     goto out;
   if (r.pg.rank == 0) {
     r.prof->compute_slowdown = slow[0];

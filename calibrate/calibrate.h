@@ -12,6 +12,7 @@
 
 typedef struct cal_opts {
   const char *out;          /* profile path */
+  const char *name;         /* profile name; NULL: the host name */
   const char *backend;      /* "gloo" | "nccl" */
   int quick;
   double link_gbps;         /* nominal inter-node line rate, recorded in the profile; 0 = unknown */

@@ -1,5 +1,7 @@
 #include "sweep.h"
 
+#include "runtime/gpu.h"
+
 #include "core/err.h"
 
 #include <gsl/gsl_sort.h>
@@ -14,6 +16,9 @@
  * iteration, so no iteration is served by a warm cache line alignment alone
  * (nccl-tests moves its buffers the same way). */
 enum { OFFSETS = 4, OFFSET_STRIDE = 16 };
+
+/* Contributions repeat every PERIOD elements (small integers, see sweep.h). */
+enum { PERIOD = 7 };
 
 const char *cal_op_name(enum cal_op op) {
   static const char *const n[] = {"allreduce", "allgather", "reducescatter", "broadcast"};
@@ -34,13 +39,264 @@ static double now_s(void) {
   return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-/* Small integers: every sum of them is exact in fp32. */
-static float value(int rank, size_t i) { return (float)(rank + 1 + (int)(i % 7)); }
+/* ---- host buffers ---------------------------------------------------------- */
 
-typedef struct bufs {
-  float *send, *recv;
-  size_t send_n, recv_n; /* elements per operation */
-} bufs;
+/* Rank r's element i on the host: small integers, every sum of them is exact
+ * in fp32. */
+static float value(int rank, size_t i) { return (float)(rank + 1 + (int)(i % PERIOD)); }
+
+static float host_want(const cal_data *d, size_t i) {
+  switch (d->kind) {
+  case CAL_DATA_RANK: return value(d->rank, d->first + i);
+  case CAL_DATA_SUM: {
+    double s = 0;
+    for (int r = 0; r < d->ranks; r++)
+      s += value(r, d->first + i);
+    return (float)s;
+  }
+  case CAL_DATA_BLOCKS: return value((int)(i / d->block), i % d->block);
+  default: return d->value;
+  }
+}
+
+static int host_alloc(size_t bytes, void **buf) {
+  *buf = bytes ? malloc(bytes) : NULL;
+  if (!*buf)
+    return core_err_set(bytes ? CORE_ENOMEM : CORE_EINVAL, "%s %zu bytes of host memory",
+                        bytes ? "out of memory allocating" : "cannot allocate", bytes);
+  return 0;
+}
+
+static void host_free(void *buf) { free(buf); }
+
+static int host_fill(void *buf, size_t count, const cal_data *d) {
+  float *f = buf;
+  if (d->kind == CAL_DATA_CONST && d->value == 0.0f) {
+    memset(f, 0, sizeof(float) * count);
+    return 0;
+  }
+  if (d->kind == CAL_DATA_RANK) { /* the sweeps' fill: keep it a plain loop */
+    for (size_t i = 0; i < count; i++)
+      f[i] = value(d->rank, d->first + i);
+    return 0;
+  }
+  for (size_t i = 0; i < count; i++)
+    f[i] = host_want(d, i);
+  return 0;
+}
+
+static int host_check(const void *buf, size_t count, const cal_data *d) {
+  const float *f = buf;
+  for (size_t i = 0; i < count; i++) {
+    float want = host_want(d, i), got = f[i];
+    if (got != want)
+      return core_err_set(CORE_ECORRUPT, "at element %zu (%g, expected %g)", i, got, want);
+  }
+  return 0;
+}
+
+static void *host_offset(void *buf, size_t elems) { return (float *)buf + elems; }
+
+static int host_put(void *buf, const void *src, size_t bytes) {
+  memcpy(buf, src, bytes);
+  return 0;
+}
+
+static int host_get(void *dst, const void *buf, size_t bytes) {
+  memcpy(dst, buf, bytes);
+  return 0;
+}
+
+const cal_buf_ops cal_host_bufs = {
+    .name = "host",
+    .host_visible = 1,
+    .alloc = host_alloc,
+    .free = host_free,
+    .fill = host_fill,
+    .check = host_check,
+    .offset = host_offset,
+    .put = host_put,
+    .get = host_get,
+};
+
+/* ---- device buffers --------------------------------------------------------- */
+
+/* Rank r's element i on the device is (r + 1)(i % 7 + 1): runtime/gpu.h's
+ * pattern with scale r + 1, so the sum over p ranks is the same pattern with
+ * scale p(p + 1)/2. */
+static rt_gpu_pattern device_pattern(const cal_data *d) {
+  rt_gpu_pattern p = {.scale = 1, .period = PERIOD, .offset = 0};
+  switch (d->kind) {
+  case CAL_DATA_RANK:
+    p.scale = d->rank + 1.0;
+    p.offset = d->first;
+    break;
+  case CAL_DATA_SUM:
+    p.scale = d->ranks * (d->ranks + 1.0) / 2.0;
+    p.offset = d->first;
+    break;
+  case CAL_DATA_CONST:
+    p.scale = d->value;
+    p.period = 1;
+    break;
+  default: break; /* BLOCKS: per block, by the callers */
+  }
+  return p;
+}
+
+static int device_alloc(size_t bytes, void **buf) { return rt_gpu_alloc(bytes, buf); }
+
+static void device_free(void *buf) { rt_gpu_free(buf); }
+
+static void *device_offset(void *buf, size_t elems) { return (char *)buf + elems * sizeof(float); }
+
+/* Block b of a BLOCKS buffer of count elements: its start and length. */
+static size_t block_len(const cal_data *d, size_t count, int b) {
+  size_t start = (size_t)b * d->block;
+  if (start >= count)
+    return 0;
+  return count - start < d->block ? count - start : d->block;
+}
+
+static int device_fill(void *buf, size_t count, const cal_data *d) {
+  int rc = 0;
+  if (d->kind == CAL_DATA_CONST && d->value == 0.0f) {
+    rc = rt_gpu_memset(buf, 0, sizeof(float) * count);
+  } else if (d->kind == CAL_DATA_BLOCKS) {
+    for (int b = 0; b < d->ranks && !rc; b++) {
+      cal_data rd = {.kind = CAL_DATA_RANK, .rank = b};
+      rt_gpu_pattern p = device_pattern(&rd);
+      rc = rt_gpu_fill(device_offset(buf, (size_t)b * d->block), block_len(d, count, b), RT_FP32,
+                       &p);
+    }
+  } else {
+    rt_gpu_pattern p = device_pattern(d);
+    rc = rt_gpu_fill(buf, count, RT_FP32, &p);
+  }
+  /* The collectives run on the communicator's own (non-blocking) stream,
+   * which does not wait for the default stream's memset or copies. */
+  return rc ? rc : rt_gpu_sync();
+}
+
+static int device_check(const void *buf, size_t count, const cal_data *d) {
+  if (d->kind != CAL_DATA_BLOCKS) {
+    rt_gpu_pattern p = device_pattern(d);
+    int rc = rt_gpu_check(buf, count, RT_FP32, &p, NULL);
+    return rc == CORE_ECORRUPT ? core_err_wrap(rc, "in device memory") : rc;
+  }
+  for (int b = 0; b < d->ranks; b++) {
+    cal_data rd = {.kind = CAL_DATA_RANK, .rank = b};
+    rt_gpu_pattern p = device_pattern(&rd);
+    const char *start = (const char *)buf + (size_t)b * d->block * sizeof(float);
+    int rc = rt_gpu_check(start, block_len(d, count, b), RT_FP32, &p, NULL);
+    if (rc == CORE_ECORRUPT)
+      return core_err_wrap(rc, "in device memory, block %d of %d (rank %d's)", b, d->ranks, b);
+    if (rc)
+      return rc;
+  }
+  return 0;
+}
+
+static int device_put(void *buf, const void *src, size_t bytes) {
+  int rc = rt_gpu_copy_to_device(buf, src, bytes);
+  /* A copy from pageable memory may return before it lands (CUDA runtime
+   * API, "API synchronization behavior"); the collective must see it. */
+  return rc ? rc : rt_gpu_sync();
+}
+
+static int device_get(void *dst, const void *buf, size_t bytes) {
+  return rt_gpu_copy_to_host(dst, buf, bytes);
+}
+
+const cal_buf_ops cal_device_bufs = {
+    .name = "device",
+    .host_visible = 0,
+    .alloc = device_alloc,
+    .free = device_free,
+    .fill = device_fill,
+    .check = device_check,
+    .offset = device_offset,
+    .put = device_put,
+    .get = device_get,
+};
+
+const cal_buf_ops *cal_bufs_for(const rt_comm *c) {
+  if (c && c->ops && c->ops->name && !strcmp(c->ops->name, "nccl"))
+    return &cal_device_bufs;
+  return &cal_host_bufs;
+}
+
+/* ---- control values ------------------------------------------------------- */
+
+static int ctl_bytes_ok(size_t bytes, const char *fn) {
+  if (bytes % sizeof(float))
+    return core_err_set(CORE_EINVAL, "%s: %zu bytes is not a whole number of fp32 elements", fn,
+                        bytes);
+  return 0;
+}
+
+int cal_allgather_host(rt_comm *c, const cal_buf_ops *b, const void *mine, void *all,
+                       size_t bytes) {
+  int rc = ctl_bytes_ok(bytes, "cal_allgather_host");
+  if (rc || bytes == 0)
+    return rc;
+  size_t n = bytes / sizeof(float);
+  if (b->host_visible)
+    return rt_allgather(c, mine, all, n, RT_FP32);
+  void *s = NULL, *r = NULL;
+  if ((rc = b->alloc(bytes, &s)) != 0 || (rc = b->alloc(bytes * (size_t)c->size, &r)) != 0)
+    goto out;
+  if ((rc = b->put(s, mine, bytes)) != 0 || (rc = rt_allgather(c, s, r, n, RT_FP32)) != 0)
+    goto out;
+  rc = b->get(all, r, bytes * (size_t)c->size);
+out:
+  b->free(s);
+  b->free(r);
+  return rc;
+}
+
+/* Broadcast through stage (a buffer of b of at least bytes) unless b's
+ * buffers are host memory. */
+static int broadcast_via(rt_comm *c, const cal_buf_ops *b, void *stage, void *val, size_t bytes,
+                         int root) {
+  size_t n = bytes / sizeof(float);
+  if (b->host_visible)
+    return rt_broadcast(c, val, n, RT_FP32, root);
+  int rc = b->put(stage, val, bytes);
+  if (!rc)
+    rc = rt_broadcast(c, stage, n, RT_FP32, root);
+  if (!rc)
+    rc = b->get(val, stage, bytes);
+  return rc;
+}
+
+int cal_broadcast_host(rt_comm *c, const cal_buf_ops *b, void *val, size_t bytes, int root) {
+  int rc = ctl_bytes_ok(bytes, "cal_broadcast_host");
+  if (rc || bytes == 0)
+    return rc;
+  void *stage = NULL;
+  if (!b->host_visible && (rc = b->alloc(bytes, &stage)) != 0)
+    return rc;
+  rc = broadcast_via(c, b, stage, val, bytes, root);
+  b->free(stage);
+  return rc;
+}
+
+int cal_max_over_ranks(rt_comm *c, const cal_buf_ops *b, double *v, int n) {
+  double *all = malloc(sizeof *all * (size_t)n * (size_t)c->size);
+  if (!all)
+    return core_err_set(CORE_ENOMEM, "out of memory");
+  int rc = cal_allgather_host(c, b, v, all, sizeof *v * (size_t)n);
+  if (!rc)
+    for (int r = 0; r < c->size; r++)
+      for (int i = 0; i < n; i++)
+        if (all[(size_t)r * n + i] > v[i])
+          v[i] = all[(size_t)r * n + i];
+  free(all);
+  return rc;
+}
+
+/* ---- the loop --------------------------------------------------------------- */
 
 /* Element counts of one operation moving S bytes in nccl-tests' terms. */
 static void counts(enum cal_op op, double bytes, int p, size_t *send_n, size_t *recv_n) {
@@ -54,18 +310,20 @@ static void counts(enum cal_op op, double bytes, int p, size_t *send_n, size_t *
   }
 }
 
-static void fill(enum cal_op op, float *send, float *recv, size_t send_n, size_t recv_n, int rank,
-                 int root) {
-  for (size_t i = 0; i < send_n; i++)
-    send[i] = value(rank, i);
+static int fill(const cal_buf_ops *b, enum cal_op op, void *send, void *recv, size_t send_n,
+                size_t recv_n, int rank, int root) {
+  cal_data d = {.kind = CAL_DATA_RANK, .rank = rank};
   if (op == CAL_BROADCAST && rank != root)
-    for (size_t i = 0; i < send_n; i++)
-      send[i] = -1.0f;
-  if (recv)
-    memset(recv, 0, sizeof(float) * recv_n);
+    d = (cal_data){.kind = CAL_DATA_CONST, .value = -1.0f};
+  int rc = b->fill(send, send_n, &d);
+  if (!rc && recv) {
+    cal_data z = {.kind = CAL_DATA_CONST, .value = 0.0f};
+    rc = b->fill(recv, recv_n, &z);
+  }
+  return rc;
 }
 
-static int run_op(rt_comm *c, enum cal_op op, enum rt_algo algo, float *send, float *recv,
+static int run_op(rt_comm *c, enum cal_op op, enum rt_algo algo, void *send, void *recv,
                   size_t send_n, size_t recv_n, int root) {
   switch (op) {
   case CAL_ALLREDUCE: return rt_allreduce(c, send, send_n, RT_FP32, algo);
@@ -75,53 +333,42 @@ static int run_op(rt_comm *c, enum cal_op op, enum rt_algo algo, float *send, fl
   }
 }
 
-static int check(rt_comm *c, enum cal_op op, const float *send, const float *recv, size_t send_n,
-                 size_t recv_n, int root, double bytes) {
+static int check(rt_comm *c, const cal_buf_ops *b, enum cal_op op, const void *send,
+                 const void *recv, size_t send_n, size_t recv_n, int root, double bytes) {
   int p = c->size;
-  for (size_t i = 0; i < (op == CAL_ALLGATHER || op == CAL_REDUCESCATTER ? recv_n : send_n); i++) {
-    float want, got;
-    switch (op) {
-    case CAL_ALLREDUCE: {
-      double s = 0;
-      for (int r = 0; r < p; r++)
-        s += value(r, i);
-      want = (float)s;
-      got = send[i];
-      break;
-    }
-    case CAL_ALLGATHER: {
-      size_t blk = send_n;
-      want = value((int)(i / blk), i % blk);
-      got = recv[i];
-      break;
-    }
-    case CAL_REDUCESCATTER: {
-      double s = 0;
-      for (int r = 0; r < p; r++)
-        s += value(r, (size_t)c->rank * recv_n + i);
-      want = (float)s;
-      got = recv[i];
-      break;
-    }
-    default:
-      want = value(root, i);
-      got = send[i];
-      break;
-    }
-    if (got != want)
-      return core_err_set(CORE_ECOMM, "%s of %.0f bytes: wrong result on rank %d at element %zu (%g, expected %g); the backend or the network corrupts data",
-                          cal_op_name(op), bytes, c->rank, i, got, want);
+  cal_data d = {.kind = CAL_DATA_SUM, .ranks = p};
+  const void *buf = send;
+  size_t n = send_n;
+  switch (op) {
+  case CAL_ALLREDUCE: break;
+  case CAL_ALLGATHER:
+    d = (cal_data){.kind = CAL_DATA_BLOCKS, .ranks = p, .block = send_n};
+    buf = recv;
+    n = recv_n;
+    break;
+  case CAL_REDUCESCATTER:
+    d.first = (size_t)c->rank * recv_n;
+    buf = recv;
+    n = recv_n;
+    break;
+  default: d = (cal_data){.kind = CAL_DATA_RANK, .rank = root}; break;
   }
-  return 0;
+  int rc = b->check(buf, n, &d);
+  if (rc != CORE_ECORRUPT)
+    return rc;
+  char where[1024];
+  snprintf(where, sizeof where, "%s", core_err_msg());
+  return core_err_set(CORE_ECOMM, "%s of %.0f bytes: wrong result on rank %d %s; the backend or the network corrupts data",
+                      cal_op_name(op), bytes, c->rank, where);
 }
 
 /* The slowest rank's time per iteration: gather everyone's (as raw bytes,
  * two floats per double) and take the max. */
-static int slowest(rt_comm *c, const double *mine, int iters, double *out) {
+static int slowest(rt_comm *c, const cal_buf_ops *b, const double *mine, int iters, double *out) {
   double *all = malloc(sizeof *all * (size_t)iters * (size_t)c->size);
   if (!all)
     return core_err_set(CORE_ENOMEM, "out of memory gathering timings");
-  int rc = rt_allgather(c, mine, all, (size_t)iters * 2, RT_FP32);
+  int rc = cal_allgather_host(c, b, mine, all, sizeof *mine * (size_t)iters);
   if (rc == 0)
     for (int i = 0; i < iters; i++) {
       out[i] = 0;
@@ -133,34 +380,40 @@ static int slowest(rt_comm *c, const double *mine, int iters, double *out) {
   return rc;
 }
 
-static int measure(rt_comm *c, enum cal_op op, enum rt_algo algo, double bytes, int warmup,
-                   int min_iters, int max_iters, double budget_s, cal_point *pt) {
+static int measure(rt_comm *c, const cal_buf_ops *b, enum cal_op op, enum rt_algo algo,
+                   double bytes, int warmup, int min_iters, int max_iters, double budget_s,
+                   cal_point *pt) {
   size_t send_n, recv_n;
   int p = c->size, root = p > 1 ? 1 % p : 0, rc = 0;
+  int has_recv = op == CAL_ALLGATHER || op == CAL_REDUCESCATTER;
   counts(op, bytes, p, &send_n, &recv_n);
-  float *send = malloc(sizeof(float) * (send_n + OFFSETS * OFFSET_STRIDE));
-  float *recv = (op == CAL_ALLGATHER || op == CAL_REDUCESCATTER)
-                    ? malloc(sizeof(float) * (recv_n + OFFSETS * OFFSET_STRIDE))
-                    : NULL;
+  void *send = NULL, *recv = NULL, *ctl = NULL;
   double *t = malloc(sizeof *t * (size_t)max_iters);
   double *tmax = malloc(sizeof *tmax * (size_t)max_iters);
-  if (!send || !t || !tmax || ((op == CAL_ALLGATHER || op == CAL_REDUCESCATTER) && !recv)) {
+  if (!t || !tmax) {
     rc = core_err_set(CORE_ENOMEM, "out of memory for %.0f-byte buffers", bytes);
+    goto out_free;
+  }
+  if ((rc = b->alloc(sizeof(float) * (send_n + OFFSETS * OFFSET_STRIDE), &send)) != 0 ||
+      (has_recv && (rc = b->alloc(sizeof(float) * (recv_n + OFFSETS * OFFSET_STRIDE), &recv)) != 0) ||
+      (!b->host_visible && (rc = b->alloc(sizeof(float), &ctl)) != 0)) {
+    rc = core_err_wrap(rc, "%.0f-byte %s buffers for %s", bytes, b->name, cal_op_name(op));
     goto out_free;
   }
   int iters = 0;
   double spent = 0;
   for (int it = -warmup; it < max_iters; it++) {
     size_t off = (size_t)((it + warmup) % OFFSETS) * OFFSET_STRIDE;
-    float *s = send + off, *r = recv ? recv + off : NULL;
-    fill(op, s, r, send_n, recv_n, c->rank, root);
+    void *s = b->offset(send, off), *r = recv ? b->offset(recv, off) : NULL;
+    if ((rc = fill(b, op, s, r, send_n, recv_n, c->rank, root)) != 0)
+      goto out_free;
     if ((rc = rt_barrier(c)) != 0)
       goto out_free;
     double t0 = now_s();
     if ((rc = run_op(c, op, algo, s, r, send_n, recv_n, root)) != 0)
       goto out_free;
     double dt = now_s() - t0;
-    if ((rc = check(c, op, s, r, send_n, recv_n, root, bytes)) != 0)
+    if ((rc = check(c, b, op, s, r, send_n, recv_n, root, bytes)) != 0)
       goto out_free;
     if (it < 0)
       continue;
@@ -169,12 +422,12 @@ static int measure(rt_comm *c, enum cal_op op, enum rt_algo algo, double bytes, 
     /* Every rank must agree on when to stop: decide on rank 0's clock,
      * shared by a broadcast of one float. */
     float stop = (iters >= min_iters && spent >= budget_s) ? 1.0f : 0.0f;
-    if ((rc = rt_broadcast(c, &stop, 1, RT_FP32, 0)) != 0)
+    if ((rc = broadcast_via(c, b, ctl, &stop, sizeof stop, 0)) != 0)
       goto out_free;
     if (stop != 0.0f)
       break;
   }
-  if ((rc = slowest(c, t, iters, tmax)) != 0)
+  if ((rc = slowest(c, b, t, iters, tmax)) != 0)
     goto out_free;
   gsl_sort(tmax, 1, (size_t)iters);
   /* nccl-tests' S: allgather counts its whole output, the others their input. */
@@ -195,8 +448,9 @@ static int measure(rt_comm *c, enum cal_op op, enum rt_algo algo, double bytes, 
   pt->algbw_GBps = pt->bytes / pt->t_p50_s / 1e9;
   pt->busbw_GBps = pt->algbw_GBps * cal_busbw_factor(op, p);
 out_free:
-  free(send);
-  free(recv);
+  b->free(send);
+  b->free(recv);
+  b->free(ctl);
   free(t);
   free(tmax);
   return rc;
@@ -204,22 +458,23 @@ out_free:
 
 int cal_sweep_one(rt_comm *c, enum cal_op op, enum rt_algo algo, double bytes, int warmup,
                   int iters, cal_point *pt) {
-  return measure(c, op, algo, bytes, warmup, iters, iters, 0, pt);
+  return measure(c, cal_bufs_for(c), op, algo, bytes, warmup, iters, iters, 0, pt);
 }
 
 int cal_sweep_run(rt_comm *c, enum cal_op op, enum rt_algo algo, const cal_sweep_opts *o,
                   cal_point **points, int *n) {
+  const cal_buf_ops *b = o->bufs ? o->bufs : cal_bufs_for(c);
   double f = o->factor > 1 ? o->factor : 2;
   int cap = 0;
-  for (double b = o->min_bytes; b <= o->max_bytes * 1.0000001; b *= f)
+  for (double by = o->min_bytes; by <= o->max_bytes * 1.0000001; by *= f)
     cap++;
   *points = calloc((size_t)(cap ? cap : 1), sizeof **points);
   *n = 0;
   if (!*points)
     return core_err_set(CORE_ENOMEM, "out of memory for %d sweep points", cap);
   int k = 0;
-  for (double b = o->min_bytes; k < cap; b *= f, k++) {
-    int rc = measure(c, op, algo, b, o->warmup, o->min_iters > 0 ? o->min_iters : 3,
+  for (double by = o->min_bytes; k < cap; by *= f, k++) {
+    int rc = measure(c, b, op, algo, by, o->warmup, o->min_iters > 0 ? o->min_iters : 3,
                      o->max_iters > 0 ? o->max_iters : 20, o->budget_s, &(*points)[k]);
     if (rc) {
       free(*points);

@@ -37,6 +37,10 @@ const char cli_launch_help[] =
     "      --cpu-quota C        limit each rank to C CPUs (cgroup cpu quota, root):\n"
     "                           the same per-rank compute rate whatever the rank\n"
     "                           count, for calibration and validation runs\n"
+    "      --fail-mtbf S        inject failures: SIGKILL a random rank after an\n"
+    "                           exponential time of mean S seconds, in each attempt\n"
+    "                           that has a restart left (measures recovery)\n"
+    "      --fail-seed N        seed of those draws (default 1)\n"
     "  -q, --quiet              no progress messages\n"
     "\n"
     "Exit status: 0 when every rank of the last attempt succeeded; 4 when a rank\n"
@@ -59,15 +63,17 @@ static int rm_rf(const char *dir) {
 }
 
 int cli_cmd_launch(int argc, char **argv) {
-  enum { O_NPROC = 1000, O_HOSTS, O_RESTARTS, O_GRACE, O_RDZV, O_PORT, O_QUOTA };
+  enum { O_NPROC = 1000, O_HOSTS, O_RESTARTS, O_GRACE, O_RDZV, O_PORT, O_QUOTA, O_MTBF, O_FSEED };
   static const struct option opts[] = {
       {"nproc", required_argument, NULL, O_NPROC}, {"hosts", required_argument, NULL, O_HOSTS},
       {"max-restarts", required_argument, NULL, O_RESTARTS}, {"grace", required_argument, NULL, O_GRACE},
       {"rdzv-dir", required_argument, NULL, O_RDZV}, {"master-port", required_argument, NULL, O_PORT},
-      {"cpu-quota", required_argument, NULL, O_QUOTA},
+      {"cpu-quota", required_argument, NULL, O_QUOTA}, {"fail-mtbf", required_argument, NULL, O_MTBF},
+      {"fail-seed", required_argument, NULL, O_FSEED},
       {"quiet", no_argument, NULL, 'q'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
   long nproc = 0, restarts = 0, port = 29500;
-  double grace = 5, quota = 0;
+  double grace = 5, quota = 0, mtbf = 0;
+  long fseed = 1;
   char *hosts_arg = NULL;
   const char *rdzv = NULL;
   int quiet = 0, c;
@@ -102,6 +108,17 @@ int cli_cmd_launch(int argc, char **argv) {
         return cli_usage("launch", "--cpu-quota expects a number of CPUs in (0, 1024], got '%s'", optarg);
       break;
     }
+    case O_MTBF: {
+      char *end;
+      mtbf = strtod(optarg, &end);
+      if (end == optarg || *end || !(mtbf > 0 && mtbf <= 1e9))
+        return cli_usage("launch", "--fail-mtbf expects a mean time in seconds > 0, got '%s'", optarg);
+      break;
+    }
+    case O_FSEED:
+      if (cli_parse_long("launch", "--fail-seed", optarg, 0, 0x7fffffffL, &fseed))
+        return CLI_EXIT_USAGE;
+      break;
     case O_HOSTS: hosts_arg = optarg; break;
     case O_RDZV: rdzv = optarg; break;
     case 'q': quiet = 1; break;
@@ -156,7 +173,7 @@ int cli_cmd_launch(int argc, char **argv) {
   rt_launch_opts o = {.nproc = (int)nproc, .hosts = n_hosts ? hosts : NULL, .n_hosts = n_hosts,
                       .max_restarts = (int)restarts, .grace_s = grace, .rdzv_dir = rdzv,
                       .master_port = (int)port, .argv = argv + optind, .quiet = quiet,
-                      .cpu_quota = quota};
+                      .cpu_quota = quota, .fail_mtbf_s = mtbf, .fail_seed = (unsigned long)fseed};
   rt_launch_result res;
   int rc = rt_launch_run(&o, &res);
   if (tmp[0])

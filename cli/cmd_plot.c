@@ -254,10 +254,20 @@ int cli_plot_render(const char *kind, const char *csv, const char *out_dir) {
     stem -= 4;
 
   /* What each script is told besides the model and output. */
+  char comp[64] = "";
   if (!strcmp(kind, "scaling")) {
     if ((rc = distinct(&t, core_csv_col(&t, "network"), a, sizeof a)) != 0 ||
         (rc = distinct(&t, core_csv_col(&t, "backend"), b, sizeof b)) != 0)
       goto out_table;
+    /* A compression sweep has its own plot: scaling draws the baseline
+     * (none, or the first compression of the CSV). */
+    int cc = core_csv_col(&t, "compression");
+    if (cc >= 0) {
+      snprintf(comp, sizeof comp, "%s", t.rows[0][cc]);
+      for (long i = 0; i < t.nrows; i++)
+        if (!strcmp(t.rows[i][cc], "none"))
+          snprintf(comp, sizeof comp, "none");
+    }
   } else if (!strcmp(kind, "goodput")) {
     if ((rc = distinct(&t, core_csv_col(&t, "ckpt_mode"), a, sizeof a)) != 0 ||
         (rc = distinct(&t, core_csv_col(&t, "spares"), b, sizeof b)) != 0)
@@ -288,8 +298,8 @@ int cli_plot_render(const char *kind, const char *csv, const char *out_dir) {
   char *save = NULL, *m = strtok_r(models, " ", &save);
   for (; m; m = strtok_r(NULL, " ", &save)) {
     if (!strcmp(kind, "scaling"))
-      snprintf(vars, sizeof vars, "csv='%s'; model='%s'; networks='%s'; backends='%s'; out='%s/%.*s-%s-%s'", csv,
-               m, a, b, out_dir, stem, base, m, kind);
+      snprintf(vars, sizeof vars, "csv='%s'; model='%s'; networks='%s'; backends='%s'; comp='%s'; out='%s/%.*s-%s-%s'",
+               csv, m, a, b, comp, out_dir, stem, base, m, kind);
     else if (!strcmp(kind, "goodput"))
       snprintf(vars, sizeof vars, "csv='%s'; model='%s'; modes='%s'; spares='%s'; out='%s/%.*s-%s-%s'", csv, m,
                a, b, out_dir, stem, base, m, kind);

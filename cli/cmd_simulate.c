@@ -23,6 +23,8 @@ const char cli_simulate_help[] =
     "\n"
     "Options:\n"
     "  -o, --out DIR        directory for the CSV (default: results)\n"
+    "      --profile FILE   use this profile instead of the scenario's (e.g. one\n"
+    "                       `ddpsim calibrate` made of your machines)\n"
     "      --seed N         override simulation.seed (same seed, same bytes)\n"
     "  -j, --jobs N         worker threads (default: one per CPU)\n"
     "      --shard I/N      run only points with index % N == I; shard 0 writes\n"
@@ -44,8 +46,9 @@ int cli_cmd_simulate(int argc, char **argv) {
       {"trace", required_argument, NULL, 't'}, {"trace-point", required_argument, NULL, 'P'},
       {"trace-ranks", required_argument, NULL, 'R'}, {"plot", no_argument, NULL, 'p'},
       {"quiet", no_argument, NULL, 'q'},       {"help", no_argument, NULL, 'h'},
+      {"profile", required_argument, NULL, 'F'},
       {NULL, 0, NULL, 0}};
-  const char *out_dir = "results", *trace = NULL;
+  const char *out_dir = "results", *trace = NULL, *profile = NULL;
   long seed = -1, jobs = 0, trace_point = 0, trace_ranks = 8;
   int shard = 0, n_shards = 1, plot = 0, quiet = 0, c, rc;
   optind = 1;
@@ -78,6 +81,7 @@ int cli_cmd_simulate(int argc, char **argv) {
         return CLI_EXIT_USAGE;
       break;
     case 'p': plot = 1; break;
+    case 'F': profile = optarg; break;
     case 'q': quiet = 1; break;
     case 'h': fputs(cli_simulate_help, stdout); return CLI_EXIT_OK;
     case ':': return cli_usage("simulate", "option %s needs a value", argv[optind - 1]);
@@ -89,7 +93,7 @@ int cli_cmd_simulate(int argc, char **argv) {
                      argc - optind);
 
   sim_scenario *s;
-  if ((rc = sim_scenario_load(argv[optind], &s)) != 0)
+  if ((rc = sim_scenario_load_with(argv[optind], profile, &s)) != 0)
     return cli_fail("simulate", rc);
   if (seed >= 0)
     s->seed = (uint64_t)seed;

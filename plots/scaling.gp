@@ -6,6 +6,7 @@
 #   model     the model to draw (one file per model)
 #   networks  space-separated network names, in CSV order
 #   backends  space-separated backend names
+#   comp      the compression to draw ("none" when the study sweeps it; "" for all)
 #   out       output path without extension; writes out.png and out.svg
 set datafile separator ","
 set datafile columnheaders
@@ -15,7 +16,8 @@ set logscale x 2
 set xlabel "GPUs"
 set pointsize 0.8
 
-sel(net, be) = (strcol("model") eq model && strcol("network") eq net && strcol("backend") eq be)
+sel(net, be) = (strcol("model") eq model && strcol("network") eq net && strcol("backend") eq be && \
+               (comp eq "" || strcol("compression") eq comp))
 
 do for [fmt in "png svg"] {
   if (fmt eq "png") {
@@ -24,7 +26,8 @@ do for [fmt in "png svg"] {
     set terminal svg size 1500,620 dynamic font ",10"
   }
   set output out.".".fmt
-  set multiplot layout 1,2 title sprintf("%s: data-parallel scaling (points that time out are left out)", model)
+  set multiplot layout 1,2 title sprintf("%s: data-parallel scaling%s (points that time out are left out)", model, \
+      comp eq "" ? "" : sprintf(", compression %s", comp))
 
   set ylabel "throughput (samples/s)"
   set logscale y

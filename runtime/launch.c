@@ -5,7 +5,10 @@
 #include "core/err.h"
 
 #include <arpa/inet.h>
+#include <gsl/gsl_randist.h>
+#include <gsl/gsl_rng.h>
 #include <errno.h>
+#include <math.h>
 #include <fcntl.h>
 #include <ifaddrs.h>
 #include <netinet/in.h>
@@ -319,6 +322,12 @@ int rt_launch_run(const rt_launch_opts *o, rt_launch_result *res) {
   sigaction(SIGTERM, &sa, &old_term);
   got_signal = 0;
   int rc = 0;
+  gsl_rng *rng = NULL;
+  if (o->fail_mtbf_s > 0) {
+    rng = gsl_rng_alloc(gsl_rng_mt19937);
+    if (rng)
+      gsl_rng_set(rng, o->fail_seed);
+  }
   char (*addr)[64] = calloc((size_t)(o->n_hosts ? o->n_hosts : 1), sizeof *addr);
   if (!addr || (o->n_hosts && (rc = host_addrs(o, addr)) != 0)) {
     if (!addr)
@@ -344,7 +353,22 @@ int rt_launch_run(const rt_launch_opts *o, rt_launch_result *res) {
       break;
     }
     int first_bad = -1, running = o->nproc;
+    /* Random failure injection: this attempt's victim and moment. */
+    double kill_at = INFINITY;
+    int victim = -1;
+    if (o->fail_mtbf_s > 0 && attempt < o->max_restarts && rng) {
+      kill_at = now_s() + gsl_ran_exponential(rng, o->fail_mtbf_s);
+      victim = (int)gsl_rng_uniform_int(rng, (unsigned long)o->nproc);
+    }
     while (running > 0) {
+      if (victim >= 0 && now_s() >= kill_at) {
+        if (!ch[victim].done) {
+          if (!o->quiet)
+            fprintf(stderr, "ddpsim launch: injected failure: SIGKILL to rank %d\n", victim);
+          kill(-ch[victim].pid, SIGKILL);
+        }
+        victim = -1;
+      }
       if (got_signal) {
         int sig = got_signal;
         if (!o->quiet)
@@ -355,11 +379,22 @@ int rt_launch_run(const rt_launch_opts *o, rt_launch_result *res) {
         res->exit_code = 128 + sig;
         goto out;
       }
-      int r = reap(ch, o->nproc, 0);
-      if (r < 0) {
-        if (errno == EINTR)
+      int r;
+      if (victim >= 0) {
+        /* Wait in short slices until the injected failure is due. */
+        r = reap(ch, o->nproc, WNOHANG);
+        if (r < 0) {
+          struct timespec ts = {0, 5 * 1000 * 1000};
+          nanosleep(&ts, NULL);
           continue;
-        break;
+        }
+      } else {
+        r = reap(ch, o->nproc, 0);
+        if (r < 0) {
+          if (errno == EINTR)
+            continue;
+          break;
+        }
       }
       running--;
       if (failed(ch[r].status)) {
@@ -412,6 +447,7 @@ int rt_launch_run(const rt_launch_opts *o, rt_launch_result *res) {
   }
 out:
   remove_cgroups(o);
+  gsl_rng_free(rng);
   free(addr);
   sigaction(SIGINT, &old_int, NULL);
   sigaction(SIGTERM, &old_term, NULL);

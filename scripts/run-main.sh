@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# The main job: set up, build, and run the shipped what-if study on the
-# shipped profile, writing results/ (CSV, trace, plots).
+# The main job: set up and build; calibrate this machine (two ranks over
+# loopback, Gloo); run the what-if study of a cluster of such machines on
+# that profile; run the shipped GPU studies on their datasheet-derived
+# profiles; draw every plot. Everything lands in RESULTS_DIR (default results/).
 #
 #   bash scripts/run-main.sh [RESULTS_DIR]
 set -euo pipefail
@@ -8,4 +10,18 @@ cd "$(dirname "$0")/.."
 OUT=${1:-results}
 bash scripts/setup.sh build
 mkdir -p "$OUT"
-./build/ddpsim simulate scenarios/gigabit-vs-ib.cfg -o "$OUT" --trace "$OUT/gigabit-vs-ib-trace.json" --plot
+DD=./build/ddpsim
+
+echo "== 1. calibrating this machine (2 ranks on loopback, --quick)"
+"$DD" launch --nproc 2 -- "$DD" calibrate --quick --out "$OUT/this-machine.cfg" --scratch "$OUT" \
+  --model scenarios/models/mlp.cfg
+"$DD" plot fit "$OUT/this-machine.cfg" -o "$OUT"
+
+echo "== 2. a cluster of machines like this one, on that profile"
+"$DD" simulate scenarios/this-machine.cfg --profile "$OUT/this-machine.cfg" -o "$OUT" --plot
+
+echo "== 3. the shipped studies on datasheet-derived GPU profiles"
+"$DD" simulate scenarios/gigabit-vs-ib.cfg -o "$OUT" --trace "$OUT/gigabit-vs-ib-trace.json" --plot
+"$DD" simulate scenarios/compression.cfg -o "$OUT" -q --plot
+"$DD" simulate scenarios/node-failure.cfg -o "$OUT" --plot
+echo "results, plots and traces are in $OUT/"

@@ -126,10 +126,15 @@ static double cast_s_per_byte(const core_profile *pr) {
   return 1.0 / ((pr->cast_GBps > 0 ? pr->cast_GBps : pr->memory_GBps) * 1e9);
 }
 
-/* Seconds of a GEMM of `flops` at fp32 (PowerSGD works on fp32 grads). */
-static double gemm_s(const core_profile *pr, double flops) {
+/* Seconds of an fp32 GEMM (PowerSGD works on fp32 gradients) of `flops`
+ * that must read `bytes`: the roofline, the slower of compute at the
+ * profile's GEMM rate and memory traffic at its memory bandwidth. PowerSGD's
+ * rank-r products are thin (r of 1 to 4 columns), so they read the whole
+ * gradient for few FLOPs and memory bounds them. */
+static double gemm_s(const core_profile *pr, double flops, double bytes) {
   double rate = core_profile_flops(pr, CORE_PREC_FP32, flops);
-  return rate > 0 ? flops / rate : 0;
+  double c = rate > 0 ? flops / rate : 0, m = bytes / (pr->memory_GBps * 1e9);
+  return c > m ? c : m;
 }
 
 /* A bucket's communication hook: its time on the communication stream
@@ -165,11 +170,15 @@ static double hook_time(const sim_scenario *s, const sim_point *p, const sim_top
         pn += n * r;
         qn += mm * r;
         /* P = M Q, Q = M^T P, M ~ P Q^T: three GEMMs of 2 n m r FLOPs;
-         * Gram-Schmidt on P, 2 n r^2; error feedback adds the last error
-         * and keeps the new one (two passes reading 2, writing 1 element). */
-        comp += 3 * gemm_s(pr, 2 * n * mm * r);
-        double of = 2 * n * r * r;
-        comp += pr->orth_gflops > 0 ? of / (pr->orth_gflops * 1e9) : gemm_s(pr, of);
+         * orthogonalizing P and the warm-started Q, 2 (n + m) r^2 (the
+         * runtime's hook, whose rate calibration measures); error feedback
+         * adds the last error and keeps the new one (two passes reading 2,
+         * writing 1 element). */
+        /* Each product reads the n x m gradient (or writes it, for the
+         * reconstruction) and the thin factors. */
+        comp += 3 * gemm_s(pr, 2 * n * mm * r, 4 * (n * mm + (n + mm) * r));
+        double of = 2 * (n + mm) * r * r;
+        comp += pr->orth_gflops > 0 ? of / (pr->orth_gflops * 1e9) : gemm_s(pr, of, 4 * (n + mm) * r);
         mem += 2 * 3 * el * 4;
       } else {
         unc += el;

@@ -390,10 +390,18 @@ static int parse(sim_scenario *s) {
   if ((rc = core_cfg_string(root, "profile", 1, NULL, NULL, &str)) != 0)
     return rc;
   set = config_setting_get_member(root, "profile");
-  if ((rc = core_cfg_path(set, str, s->profile_path, sizeof s->profile_path)) != 0)
-    return rc;
-  if ((rc = core_profile_load(s->profile_path, &s->profile)) != 0)
-    return core_err_wrap(rc, "%s: profile \"%s\"", where(set, w), str);
+  if (s->profile_override[0]) {
+    /* Another profile for the same study (simulate --profile): checked
+     * against the scenario exactly as its own would be. */
+    snprintf(s->profile_path, sizeof s->profile_path, "%s", s->profile_override);
+    if ((rc = core_profile_load(s->profile_path, &s->profile)) != 0)
+      return core_err_wrap(rc, "--profile");
+  } else {
+    if ((rc = core_cfg_path(set, str, s->profile_path, sizeof s->profile_path)) != 0)
+      return rc;
+    if ((rc = core_profile_load(s->profile_path, &s->profile)) != 0)
+      return core_err_wrap(rc, "%s: profile \"%s\"", where(set, w), str);
+  }
 
   /* Models. */
   if ((rc = core_cfg_string_list(root, "model", 1, NULL, NULL, &strs, &n)) != 0)
@@ -586,11 +594,17 @@ static int finish_load(sim_scenario *s, int rc, sim_scenario **out) {
 }
 
 int sim_scenario_load(const char *path, sim_scenario **out) {
+  return sim_scenario_load_with(path, NULL, out);
+}
+
+int sim_scenario_load_with(const char *path, const char *profile, sim_scenario **out) {
   *out = NULL;
   sim_scenario *s = calloc(1, sizeof *s);
   if (!s)
     return core_err_set(CORE_ENOMEM, "out of memory loading scenario %s", path);
   snprintf(s->path, sizeof s->path, "%s", path);
+  if (profile)
+    snprintf(s->profile_override, sizeof s->profile_override, "%s", profile);
   return finish_load(s, core_cfg_load(&s->cfg, path, "scenario"), out);
 }
 

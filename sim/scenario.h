@@ -96,6 +96,7 @@ typedef struct sim_scenario {
   char name[128];
   char description[512];
   char profile_path[4096];
+  char profile_override[4096];  /* used instead of the file's profile when set */
   core_profile *profile;
   int n_models;
   core_model **models;
@@ -142,6 +143,9 @@ typedef struct sim_point {
 } sim_point;
 
 int sim_scenario_load(const char *path, sim_scenario **out);
+/* The same with another profile instead of the scenario's own (the file's
+ * profile key is still required; paths in it resolve as usual). */
+int sim_scenario_load_with(const char *path, const char *profile, sim_scenario **out);
 /* Parse text as if it were the file `name` (tests, fuzzing). Relative paths
  * resolve against name's directory. */
 int sim_scenario_load_string(const char *text, const char *name, sim_scenario **out);

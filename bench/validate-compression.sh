@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# Compression, predicted vs measured (issue 6): 2 testbed hosts, one rank
+# each, calibrated once at 1gbit and once unshaped (the hooks' compute
+# costs are measured too); real runs of the MLP with each communication
+# hook (none, fp16, bf16, PowerSGD rank 1 and 4, steady state from step 0)
+# at 1gbit and unshaped, against the simulator's predictions: step-time MAPE.
+# Then PowerSGD rank 1 vs none at 2, 4 and 8 gbit as well: the line rate where
+# PowerSGD stops paying off, measured (between the rates run) and predicted
+# (the simulator swept finely over rates from the 1gbit profile). Needs root.
+#
+#   bash bench/validate-compression.sh [BUILD_DIR] [OUT_DIR]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${1:-build}
+OUT=${2:-$(mktemp -d)}
+NAME=valcp
+STEPS=12
+MODEL=mlp
+DD=$(realpath "$BUILD/ddpsim")
+mkdir -p "$OUT"
+OUT=$(realpath "$OUT")
+trap 'bash scripts/testbed.sh down --name $NAME >/dev/null 2>&1 || true' EXIT
+HOSTS=$NAME-h1,$NAME-h2
+
+up() { bash scripts/testbed.sh up 2 --rate "$1" --name $NAME >/dev/null 2>&1; }
+calibrate() { # rate label
+  up "$1"
+  "$DD" launch -q --nproc 2 --hosts $HOSTS -- "$DD" calibrate --quick $2 --model scenarios/models/$MODEL.cfg \
+    --out "$OUT/profile-$1.cfg" --scratch "$OUT" --progress off
+}
+echo "== calibrating at 1gbit and unshaped"
+calibrate 1gbit "--link-gbps 1"
+calibrate none ""
+
+train() { # rate hook -> steps.csv in $OUT/runs/RATE-HOOK
+  local run="$OUT/runs/$1-${2/:/}"
+  "$DD" launch -q --nproc 2 --hosts $HOSTS -- "$DD" train --model scenarios/models/$MODEL.cfg --steps $STEPS \
+    --compress "$2" --powersgd-start 0 -o "$run" >/dev/null
+  echo "$run"
+}
+predict_cfg() { # file profile network-group hook
+  cat > "$1" <<CFG
+profile = "$2";
+model = "$(dirname "$2")/$(basename "$2" .cfg).$MODEL.cfg";
+training = { batch = 32; precision = "fp32"; optimizer = "sgd_momentum"; };
+cluster = { nodes = 2; devices_per_node = 1; };
+networks = ( $3 );
+ddp = { backend = "gloo"; bucket_cap_mb = 25.0; compression = $4; };
+simulation = { steps = 20; ranks = "every"; };
+CFG
+}
+RESULTS="$OUT/validation-compression.csv"
+rm -f "$RESULTS"
+for rate in 1gbit none; do
+  up "$rate"
+  for hook in none fp16 bf16 powersgd:1 powersgd:4; do
+    run=$(train "$rate" "$hook")
+    predict_cfg "$run/predict.cfg" "$OUT/profile-$rate.cfg" "{ name = \"tb-$rate\"; from_profile = true; }" "\"$hook\""
+    "$DD" validate "$run/predict.cfg" --measured "$run/steps.csv" --skip 3 --append "$RESULTS" \
+      --label "$rate-$hook" | grep "^step_s" | sed "s/^step_s/$rate-$hook/"
+  done
+done
+python3 - "$RESULTS" <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+errs = [abs(float(r["err_step"])) for r in rows]
+w = max(range(len(rows)), key=lambda i: errs[i])
+print(f"\n{len(rows)} runs with hooks: step-time MAPE {100*sum(errs)/len(errs):.2f}%, worst {100*errs[w]:.2f}% ({rows[w]['label']})")
+PY
+
+echo "== break-even of PowerSGD rank 1 vs none"
+MEAS="$OUT/break-even-measured.csv"
+echo "gbps,none_s,powersgd_s" > "$MEAS"
+step_of() { python3 -c "import csv,sys; r=[float(x['step_s']) for x in csv.DictReader(open(sys.argv[1])) if int(x['step'])>=3]; print(sum(r)/len(r))" "$1/steps.csv"; }
+for g in 1 2 4 8; do
+  up "${g}gbit"
+  a=$(train "${g}gbit" none)
+  b=$(train "${g}gbit" powersgd:1)
+  echo "$g,$(step_of "$a"),$(step_of "$b")" >> "$MEAS"
+done
+predict_cfg "$OUT/break-even.cfg" "$OUT/profile-1gbit.cfg" \
+  "$(for g in 0.5 0.75 1 1.5 2 3 4 5 6 8 10 12 16 20 24 32; do printf '{ name = "r%s"; from_profile = true; gbps = %s; },' "${g/./_}" "$g"; done | sed 's/,$//')" \
+  '["none", "powersgd:1"]'
+"$DD" simulate "$OUT/break-even.cfg" -o "$OUT/pred" -q
+python3 - "$MEAS" "$OUT/pred/break-even.csv" <<'PY'
+import csv, math, sys
+def crossing(points):
+    """Line rate where the speedup (none / powersgd) falls through 1, linear in log rate."""
+    points.sort()
+    for (g0, s0), (g1, s1) in zip(points, points[1:]):
+        if s0 > 1 >= s1:
+            f = (s0 - 1) / (s0 - s1)
+            return math.exp(math.log(g0) + f * (math.log(g1) - math.log(g0)))
+    return None
+meas = [(float(r["gbps"]), float(r["none_s"]) / float(r["powersgd_s"])) for r in csv.DictReader(open(sys.argv[1]))]
+pred = {}
+for r in csv.DictReader(open(sys.argv[2])):
+    pred.setdefault(float(r["gbps"]), {})[r["compression"]] = float(r["step_s"])
+pp = [(g, v["none"] / v["powersgd:1"]) for g, v in pred.items()]
+print("measured speedup of PowerSGD:1 over none:", ", ".join(f"{g:g} Gb/s {s:.2f}" for g, s in sorted(meas)))
+print("predicted:                               ", ", ".join(f"{g:g} Gb/s {s:.2f}" for g, s in sorted(pp) if g in dict(meas)))
+m, p = crossing(list(meas)), crossing(pp)
+fmt = lambda x: "beyond the rates run" if x is None else f"{x:.2f} Gb/s"
+print(f"break-even: measured {fmt(m)}, predicted {fmt(p)}")
+PY

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Validation against PyTorch DDP (issue 4): the network calibrated once by
+# `ddpsim calibrate` on 2 testbed hosts at 1gbit, per-layer times imported
+# from a PyTorch profiler trace of one process (`ddpsim import torch-trace`),
+# and predictions checked against real PyTorch DDP runs (Gloo, CPU, one
+# thread per rank) on 2 and 3 hosts, bucket caps 1 and 25 MiB, two MLP
+# sizes. Prints each run's step-time error, MAPE and worst case. PyTorch's
+# DDP always overlaps, so overlap off is not in this grid. Needs root;
+# installs PyTorch into bench/.venv on first use.
+#
+#   bash bench/validate-pytorch.sh [BUILD_DIR] [OUT_DIR]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${1:-build}
+OUT=${2:-$(mktemp -d)}
+NAME=valpt
+STEPS=12
+DD=$(realpath "$BUILD/ddpsim")
+PY=$(bash bench/pytorch/setup.sh)
+mkdir -p "$OUT"
+OUT=$(realpath "$OUT")
+trap 'bash scripts/testbed.sh down --name $NAME >/dev/null 2>&1 || true' EXIT
+bash scripts/testbed.sh up 3 --rate 1gbit --name $NAME >/dev/null 2>&1
+
+echo "== calibrating the network on 2 hosts at 1gbit"
+"$DD" launch -q --nproc 2 --hosts $NAME-h1,$NAME-h2 -- "$DD" calibrate --quick --link-gbps 1 \
+  --out "$OUT/profile.cfg" --scratch "$OUT" --progress off
+for model in mlp mlp-small; do
+  echo "== per-layer times of $model from a PyTorch profiler trace"
+  "$PY" bench/pytorch/trace_mlp.py --model scenarios/models/$model.cfg --batch 32 --ddp \
+    --out "$OUT/$model-trace.json" >/dev/null 2>&1
+  "$DD" import torch-trace --base scenarios/models/$model.cfg --batch 32 \
+    --out "$OUT/$model-torch.cfg" "$OUT/$model-trace.json" >/dev/null
+done
+
+RESULTS="$OUT/validation-pytorch.csv"
+rm -f "$RESULTS"
+for nodes in 2 3; do
+  hosts=$(seq -s, -f "$NAME-h%g" 1 "$nodes")
+  for model in mlp mlp-small; do
+    for cap in 1 25; do
+      tag="1gbit-${nodes}x1-$model-cap$cap-pytorch"
+      run="$OUT/runs/$tag"
+      mkdir -p "$run"
+      "$DD" launch -q --nproc "$nodes" --hosts "$hosts" -- sh -c "exec '$PY' bench/pytorch/ddp_mlp.py \
+          --model scenarios/models/$model.cfg --steps $STEPS --batch 32 --bucket-cap-mb $cap \
+          --out \"$run/rank-\$RANK.csv\""
+      { head -1 "$run/rank-0.csv"; tail -q -n +2 "$run"/rank-*.csv; } > "$run/steps.csv"
+      cat > "$run/predict.cfg" <<CFG
+name = "$tag";
+profile = "$OUT/profile.cfg";
+model = "$OUT/$model-torch.cfg";
+training = { batch = 32; precision = "fp32"; optimizer = "sgd_momentum"; };
+cluster = { nodes = $nodes; devices_per_node = 1; };
+networks = ( { name = "testbed-1gbit"; from_profile = true; } );
+ddp = { backend = "gloo"; bucket_cap_mb = $cap.0; overlap = true; };
+simulation = { steps = 20; ranks = "every"; };
+CFG
+      "$DD" validate "$run/predict.cfg" --measured "$run/steps.csv" --skip 3 --append "$RESULTS" \
+        --label "$tag" | grep "^step_s" | sed "s/^step_s/$tag/"
+    done
+  done
+done
+python3 - "$RESULTS" <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+errs = [abs(float(r["err_step"])) for r in rows]
+w = max(range(len(rows)), key=lambda i: errs[i])
+print(f"\n{len(rows)} PyTorch runs: step-time MAPE {100*sum(errs)/len(errs):.2f}%, worst {100*errs[w]:.2f}% ({rows[w]['label']})")
+PY
