@@ -370,109 +370,88 @@ static const config_setting_t *sweep_elem(const config_setting_t *s, int i) {
   return config_setting_is_array(s) ? config_setting_get_elem(s, (unsigned)i) : s;
 }
 
-int core_cfg_double_list(const config_setting_t *g, const char *key, int required, double def,
-                         double lo, double hi, double **vals, int *n) {
+/* One element type of a sweepable key: how to read one value into slot. */
+typedef struct elem_type {
+  const char *expect;
+  size_t size;
+  int (*read)(const config_setting_t *s, const void *arg, void *slot);
+} elem_type;
+
+/* Read a scalar or a non-empty array of elem_type values into a malloc'd
+ * array; a missing optional key gives the one default value *def. */
+static int read_list(const config_setting_t *g, const char *key, int required, const elem_type *et,
+                     const void *arg, const void *def, void **vals, int *n) {
   const config_setting_t *s;
   *vals = NULL;
   *n = 0;
-  int rc = sweep_elems(g, key, required, "a number or an array of numbers", &s, n);
+  int rc = sweep_elems(g, key, required, et->expect, &s, n);
   if (rc)
     return rc;
-  *vals = malloc(sizeof **vals * (size_t)(s ? *n : 1));
-  if (!*vals)
+  char *v = malloc(et->size * (size_t)(s ? *n : 1));
+  if (!v)
     return core_err_set(CORE_ENOMEM, "out of memory reading '%s'", key);
   if (!s) {
-    (*vals)[0] = def;
+    memcpy(v, def, et->size);
     *n = 1;
-    return 0;
+  } else {
+    for (int i = 0; i < *n; i++)
+      if ((rc = et->read(sweep_elem(s, i), arg, v + et->size * (size_t)i)) != 0) {
+        free(v);
+        return rc;
+      }
   }
-  for (int i = 0; i < *n; i++)
-    if ((rc = scalar_double(sweep_elem(s, i), lo, hi, &(*vals)[i])) != 0)
-      goto fail_free;
+  *vals = v;
   return 0;
-fail_free:
-  free(*vals);
-  *vals = NULL;
-  return rc;
+}
+
+typedef struct drange {
+  double lo, hi;
+} drange;
+typedef struct irange {
+  long long lo, hi;
+} irange;
+
+static int read_double(const config_setting_t *s, const void *a, void *slot) {
+  const drange *r = a;
+  return scalar_double(s, r->lo, r->hi, slot);
+}
+static int read_int(const config_setting_t *s, const void *a, void *slot) {
+  const irange *r = a;
+  return scalar_int(s, r->lo, r->hi, slot);
+}
+static int read_bool(const config_setting_t *s, const void *a, void *slot) {
+  (void)a;
+  return scalar_bool(s, slot);
+}
+static int read_string(const config_setting_t *s, const void *a, void *slot) {
+  return scalar_string(s, a, 1, slot);
+}
+
+int core_cfg_double_list(const config_setting_t *g, const char *key, int required, double def,
+                         double lo, double hi, double **vals, int *n) {
+  static const elem_type t = {"a number or an array of numbers", sizeof(double), read_double};
+  drange r = {lo, hi};
+  return read_list(g, key, required, &t, &r, &def, (void **)vals, n);
 }
 
 int core_cfg_int_list(const config_setting_t *g, const char *key, int required, long long def,
                       long long lo, long long hi, long long **vals, int *n) {
-  const config_setting_t *s;
-  *vals = NULL;
-  *n = 0;
-  int rc = sweep_elems(g, key, required, "an integer or an array of integers", &s, n);
-  if (rc)
-    return rc;
-  *vals = malloc(sizeof **vals * (size_t)(s ? *n : 1));
-  if (!*vals)
-    return core_err_set(CORE_ENOMEM, "out of memory reading '%s'", key);
-  if (!s) {
-    (*vals)[0] = def;
-    *n = 1;
-    return 0;
-  }
-  for (int i = 0; i < *n; i++)
-    if ((rc = scalar_int(sweep_elem(s, i), lo, hi, &(*vals)[i])) != 0)
-      goto fail_free;
-  return 0;
-fail_free:
-  free(*vals);
-  *vals = NULL;
-  return rc;
+  static const elem_type t = {"an integer or an array of integers", sizeof(long long), read_int};
+  irange r = {lo, hi};
+  return read_list(g, key, required, &t, &r, &def, (void **)vals, n);
 }
 
 int core_cfg_bool_list(const config_setting_t *g, const char *key, int required, int def,
                        int **vals, int *n) {
-  const config_setting_t *s;
-  *vals = NULL;
-  *n = 0;
-  int rc = sweep_elems(g, key, required, "true, false or an array of them", &s, n);
-  if (rc)
-    return rc;
-  *vals = malloc(sizeof **vals * (size_t)(s ? *n : 1));
-  if (!*vals)
-    return core_err_set(CORE_ENOMEM, "out of memory reading '%s'", key);
-  if (!s) {
-    (*vals)[0] = def;
-    *n = 1;
-    return 0;
-  }
-  for (int i = 0; i < *n; i++)
-    if ((rc = scalar_bool(sweep_elem(s, i), &(*vals)[i])) != 0)
-      goto fail_free;
-  return 0;
-fail_free:
-  free(*vals);
-  *vals = NULL;
-  return rc;
+  static const elem_type t = {"true, false or an array of them", sizeof(int), read_bool};
+  return read_list(g, key, required, &t, NULL, &def, (void **)vals, n);
 }
 
 int core_cfg_string_list(const config_setting_t *g, const char *key, int required,
                          const char *def, const char *const choices[], const char ***vals,
                          int *n) {
-  const config_setting_t *s;
-  *vals = NULL;
-  *n = 0;
-  int rc = sweep_elems(g, key, required, "a text or an array of texts", &s, n);
-  if (rc)
-    return rc;
-  *vals = malloc(sizeof **vals * (size_t)(s ? *n : 1));
-  if (!*vals)
-    return core_err_set(CORE_ENOMEM, "out of memory reading '%s'", key);
-  if (!s) {
-    (*vals)[0] = def;
-    *n = 1;
-    return 0;
-  }
-  for (int i = 0; i < *n; i++)
-    if ((rc = scalar_string(sweep_elem(s, i), choices, 1, &(*vals)[i])) != 0)
-      goto fail_free;
-  return 0;
-fail_free:
-  free(*vals);
-  *vals = NULL;
-  return rc;
+  static const elem_type t = {"a text or an array of texts", sizeof(const char *), read_string};
+  return read_list(g, key, required, &t, choices, &def, (void **)vals, n);
 }
 
 int core_cfg_path(const config_setting_t *s, const char *rel, char *out, size_t n) {
