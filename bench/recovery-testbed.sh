@@ -37,7 +37,7 @@ run() { # label, extra train args...
   "$DD" launch -q --nproc 2 --hosts $HOSTS --max-restarts 3 -- "$DD" train --model scenarios/models/mlp.cfg \
     --steps $STEPS --ckpt-dir "$OUT/$label/ckpt" --ckpt-every $EVERY -o "$OUT/$label" "$@" >/dev/null
   t1=$(date +%s.%N)
-  echo "$t1 - $t0" | bc
+  python3 -c "print($t1 - $t0)"
 }
 echo "== training $STEPS steps without failures, then with failures at steps $FAILS"
 WALL_A=$(run clean)

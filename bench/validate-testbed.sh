@@ -33,7 +33,7 @@ CAL=(--link-gbps 1 --model scenarios/models/mlp.cfg --model scenarios/models/mlp
 [ "$QUICK" = --quick ] && CAL+=(--quick)
 t0=$(date +%s.%N)
 "$DD" launch -q --nproc 4 --hosts $NAME-h1,$NAME-h2 --cpu-quota $QUOTA -- "$DD" calibrate "${CAL[@]}"
-echo "   calibration wall time: $(echo "$(date +%s.%N) - $t0" | bc) s"
+echo "   calibration wall time: $(python3 -c "print(round($(date +%s.%N) - $t0, 1))") s"
 
 if [ "$QUICK" = --quick ]; then
   RATES=(1gbit); SHAPES=("2 1"); MODELS=(mlp-small); CAPS=(25); OVERLAPS=(on off)
