@@ -615,15 +615,18 @@ static int jitter_part(run *r, int ns, double *samples) {
   return rc;
 }
 
-/* Interference: GEMMs with and without allreduces in flight. Gloo: CPU
- * GEMMs against allreduces on the world communicator from a thread; NCCL:
- * cuBLAS GEMMs against allreduces on a communicator of their own
- * ("cal-interf"), also from a thread. */
+/* Interference: slow[0] is how much slower GEMMs run beside allreduces,
+ * slow[1] how much slower allreduces run beside GEMMs. Gloo: CPU GEMMs
+ * against allreduces on the world communicator from a thread; on CPUs both
+ * sides share cores, so both are measured. NCCL: cuBLAS GEMMs against
+ * allreduces on a communicator of their own ("cal-interf"), also from a
+ * thread; only the compute side is measured there, slow[1] stays 1. */
 static int interference_part(run *r, double *slow) {
   const cal_opts *o = r->o;
   say(r, "interference: GEMMs while allreduces run");
   if (!r->nccl)
-    return cal_interference(r->world, o->quick ? (4 << 20) : (16 << 20), o->quick ? 3 : 8, slow);
+    return cal_interference(r->world, o->quick ? (4 << 20) : (16 << 20), o->quick ? 3 : 8, &slow[0],
+                            &slow[1]);
   rt_comm *ic = NULL;
   int rc = sub_group(r, "cal-interf", r->pg.rank, r->pg.world_size, &ic);
   if (rc)
@@ -845,14 +848,16 @@ int cal_run(const cal_opts *o) {
       goto out;
   }
 
-  double slow[1] = {1.0};
-  if ((rc = interference_part(&r, &slow[0])) != 0)
+  double slow[2] = {1.0, 1.0};
+  if ((rc = interference_part(&r, slow)) != 0)
     goto out;
-  if ((rc = max_over_ranks(&r, r.world, slow, 1)) != 0)
+  if ((rc = max_over_ranks(&r, r.world, slow, 2)) != 0)
     goto out;
   if (r.pg.rank == 0) {
     r.prof->compute_slowdown = slow[0];
-    say(&r, "  compute slowdown under communication: %.3f", slow[0]);
+    r.prof->comm_slowdown = slow[1];
+    say(&r, "  compute slowdown under communication %.3f, communication slowdown under compute %.3f",
+        slow[0], slow[1]);
     say(&r, "checkpoint I/O in %s", o->scratch_dir);
     if ((rc = storage(&r, &r.prof->write_GBps, &r.prof->read_GBps)) != 0)
       goto out;

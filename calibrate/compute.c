@@ -189,15 +189,19 @@ typedef struct bg {
   float *buf;
   size_t n;
   int count, rc;
+  double *t;       /* [count] duration of each allreduce */
   atomic_int done;
   char msg[1024];
 } bg;
 
 static void *bg_main(void *arg) {
   bg *g = arg;
-  for (int i = 0; i < g->count && !g->rc; i++)
+  for (int i = 0; i < g->count && !g->rc; i++) {
+    double t0 = rt_now();
     if ((g->rc = rt_allreduce(g->comm, g->buf, g->n, RT_FP32, RT_ALGO_DEFAULT)) != 0)
       snprintf(g->msg, sizeof g->msg, "%s", core_err_msg());
+    g->t[i] = rt_now() - t0;
+  }
   atomic_store(&g->done, 1);
   return NULL;
 }
@@ -214,21 +218,32 @@ static double gemm_rate(int s, const float *a, const float *b, float *c, double 
   return k / dt;
 }
 
-int cal_interference(rt_comm *comm, double bytes, int allreduces, double *slowdown) {
+int cal_interference(rt_comm *comm, double bytes, int allreduces, double *compute_slowdown,
+                     double *comm_slowdown) {
   enum { S = 256 }; /* a GEMM of ~1 ms on one core: many fit in a collective */
   float *a = malloc(sizeof(float) * S * S), *b = malloc(sizeof(float) * S * S), *c = malloc(sizeof(float) * S * S);
   bg g = {.comm = comm, .n = (size_t)(bytes / sizeof(float)), .count = allreduces};
   g.buf = calloc(g.n, sizeof(float));
+  g.t = calloc((size_t)allreduces, sizeof *g.t);
+  double *alone_t = calloc((size_t)allreduces, sizeof *alone_t);
   int rc = 0;
-  if (!a || !b || !c || !g.buf) {
+  if (!a || !b || !c || !g.buf || !g.t || !alone_t) {
     rc = core_err_set(CORE_ENOMEM, "out of memory measuring interference");
     goto out;
   }
   for (int i = 0; i < S * S; i++)
     a[i] = b[i] = (float)(i % 5) * 0.1f;
+  /* Each alone first: GEMMs with nothing else running, allreduces with no
+   * GEMM; then both at once, GEMMs here and allreduces on a thread. */
   double alone = gemm_rate(S, a, b, c, 1.0, NULL);
   if ((rc = rt_barrier(comm)) != 0)
     goto out;
+  for (int i = 0; i < allreduces; i++) {
+    double t0 = rt_now();
+    if ((rc = rt_allreduce(comm, g.buf, g.n, RT_FP32, RT_ALGO_DEFAULT)) != 0)
+      goto out;
+    alone_t[i] = rt_now() - t0;
+  }
   pthread_t th;
   if (pthread_create(&th, NULL, bg_main, &g) != 0) {
     rc = core_err_set(CORE_EIO, "cannot start a communication thread");
@@ -240,11 +255,15 @@ int cal_interference(rt_comm *comm, double bytes, int allreduces, double *slowdo
     rc = core_err_set(g.rc, "%s", g.msg);
     goto out;
   }
-  *slowdown = with > 0 && alone > with ? alone / with : 1.0;
+  *compute_slowdown = with > 0 && alone > with ? alone / with : 1.0;
+  double ca = median(alone_t, allreduces), cw = median(g.t, allreduces);
+  *comm_slowdown = ca > 0 && cw > ca ? cw / ca : 1.0;
 out:
   free(a);
   free(b);
   free(c);
   free(g.buf);
+  free(g.t);
+  free(alone_t);
   return rc;
 }

@@ -32,8 +32,10 @@ int cal_layer_times(const core_model *m, int batch, int iters, double *fwd_s, do
  * times: step seconds into samples (step-time jitter without the network). */
 int cal_step_samples(const core_model *m, int batch, int n, double *samples);
 
-/* GEMM throughput alone and with allreduces of `bytes` running on another
- * thread over comm (every rank calls it together): the slowdown factor >= 1. */
-int cal_interference(rt_comm *comm, double bytes, int allreduces, double *slowdown);
+/* GEMMs and allreduces of `bytes` over comm, each alone and then at once
+ * (GEMMs here, allreduces on another thread; every rank calls it together):
+ * how much slower each runs beside the other, factors >= 1. */
+int cal_interference(rt_comm *comm, double bytes, int allreduces, double *compute_slowdown,
+                     double *comm_slowdown);
 
 #endif

@@ -41,6 +41,7 @@ core_profile *core_profile_new(void) {
     return NULL;
   p->format = 1;
   p->compute_slowdown = 1.0;
+  p->comm_slowdown = 1.0;
   return p;
 }
 
@@ -243,7 +244,7 @@ int core_profile_from_setting(const config_setting_t *root, const char *path, co
   static const char *const jitter_keys[] = {"distribution", "params", "samples", NULL};
   static const char *const storage_keys[] = {"write_GBps", "read_GBps", NULL};
   static const char *const restart_keys[] = {"process_start_s", "rendezvous_s", "comm_init_s", NULL};
-  static const char *const interf_keys[] = {"compute_slowdown", NULL};
+  static const char *const interf_keys[] = {"compute_slowdown", "comm_slowdown", NULL};
   static const char *const hook_keys[] = {"cast_GBps", "orth_gflops", NULL};
   char w[4200];
   const config_setting_t *g, *s;
@@ -387,7 +388,8 @@ int core_profile_from_setting(const config_setting_t *root, const char *path, co
   if ((rc = core_cfg_group(g, "interference", 0, &s)) != 0)
     goto fail_free;
   if (s && ((rc = core_cfg_check_keys(s, interf_keys, "interference")) != 0 ||
-            (rc = core_cfg_double(s, "compute_slowdown", 1, 1, 1, 100, &p->compute_slowdown)) != 0))
+            (rc = core_cfg_double(s, "compute_slowdown", 1, 1, 1, 100, &p->compute_slowdown)) != 0 ||
+            (rc = core_cfg_double(s, "comm_slowdown", 0, 1, 1, 100, &p->comm_slowdown)) != 0))
     goto fail_free;
 
   if ((rc = core_cfg_group(g, "hooks", 0, &s)) != 0)
@@ -570,6 +572,10 @@ int core_profile_write(const core_profile *p, const char *path) {
   }
   fputs("  interference = { compute_slowdown = ", f);
   put_num(f, p->compute_slowdown);
+  if (p->comm_slowdown != 1.0) {
+    fputs("; comm_slowdown = ", f);
+    put_num(f, p->comm_slowdown);
+  }
   fputs("; };\n", f);
   if (p->cast_GBps > 0 || p->orth_gflops > 0) {
     fputs("  hooks = {", f);

@@ -306,7 +306,8 @@ int sim_predict_point(const sim_scenario *s, const sim_point *p, sim_engine *e, 
       .n_layers = L, .fwd_s = fwd, .bwd_s = bwd, .copy_s = copy, .layer_names = names,
       .n_buckets = bk.n_buckets, .bucket_ready_layer = ready, .bucket_comm_s = comm,
       .bucket_bytes = bytes, .finalize_s = finalize, .optimizer_s = opt, .overlap = p->overlap,
-      .compute_slowdown = pr->compute_slowdown, .world = p->nodes * p->per_node,
+      .compute_slowdown = pr->compute_slowdown, .comm_slowdown = pr->comm_slowdown,
+      .world = p->nodes * p->per_node,
       .every_rank = s->every_rank, .jitter = pr->jitter, .steps = s->steps,
       .seed = sim_predict_seed(s->seed, p->index), .trace_ranks = trace_ranks};
   c.jitter_params[0] = pr->jitter_params[0];

@@ -40,6 +40,10 @@ typedef struct stepsim {
   coll_st *colls;
   int next_coll;          /* first collective not yet started */
   int comm_active;
+  int computing;          /* ranks with a compute task in flight */
+  sim_time coll_t0;       /* running collective: when its work left was last updated */
+  double coll_left_ns;    /* its work left at full speed */
+  sim_event_id coll_ev;
   sim_time last_done;
   int *stop_after;        /* [n_layers] 1 if a backward task must end after this layer */
   core_trace *trace;      /* only during the first step */
@@ -80,6 +84,9 @@ static double draw_max(const sim_step_cfg *c, gsl_rng *rng, int n) {
 }
 
 static double rate(const stepsim *s) { return s->comm_active ? 1.0 / s->c->compute_slowdown : 1.0; }
+/* A collective is slowed while any rank computes: its ring is as fast as
+ * its slowest member, and computing ranks lend it less CPU (or SMs). */
+static double comm_rate(const stepsim *s) { return s->computing > 0 ? 1.0 / s->c->comm_slowdown : 1.0; }
 
 static void task_done(sim_engine *e, void *ctx, uint64_t arg);
 
@@ -127,6 +134,16 @@ static void rate_changed(stepsim *s, double old_rate) {
 
 static void coll_done(sim_engine *e, void *ctx, uint64_t b);
 
+static void coll_schedule(stepsim *s, int b, double work_ns) {
+  sim_time now = sim_engine_now(s->e);
+  s->coll_t0 = now;
+  s->coll_left_ns = work_ns;
+  int rc = sim_engine_push(s->e, now + (sim_time)llround(work_ns / comm_rate(s)), coll_done, s, (uint64_t)b,
+                           &s->coll_ev);
+  if (rc)
+    fail(s, rc);
+}
+
 static void coll_start(stepsim *s, int b) {
   const sim_step_cfg *c = s->c;
   sim_time now = sim_engine_now(s->e);
@@ -135,10 +152,21 @@ static void coll_start(stepsim *s, int b) {
   double old = rate(s);
   s->comm_active = 1;
   rate_changed(s, old);
-  int rc = sim_engine_push(s->e, now + (sim_time)llround(c->bucket_comm_s[b] * 1e9), coll_done, s,
-                           (uint64_t)b, NULL);
-  if (rc)
-    fail(s, rc);
+  coll_schedule(s, b, c->bucket_comm_s[b] * 1e9);
+}
+
+/* A rank stopped computing (or all of them did): the running collective
+ * may speed up. */
+static void computing_changed(stepsim *s, double old_rate) {
+  if (s->c->comm_slowdown == 1.0 || !s->comm_active || comm_rate(s) == old_rate)
+    return;
+  sim_time now = sim_engine_now(s->e);
+  double left = s->coll_left_ns - (double)(now - s->coll_t0) * old_rate;
+  if (sim_engine_cancel(s->e, s->coll_ev) != 0) {
+    fail(s, core_err_set(CORE_EINTERNAL, "the running collective's event was not pending"));
+    return;
+  }
+  coll_schedule(s, s->next_coll - 1, left > 0 ? left : 0);
 }
 
 static void arrive(stepsim *s, int b) {
@@ -247,8 +275,11 @@ static void task_done(sim_engine *e, void *ctx, uint64_t arg) {
   }
   k->bwd_low = k->task_last;
   if (k->bwd_low == 0) {
+    double old = comm_rate(s);
     k->phase = PH_WAIT;
     k->bwd_done_t = now;
+    s->computing--;
+    computing_changed(s, old);
   } else {
     k->layer = k->task_last - 1;
     int low;
@@ -263,8 +294,8 @@ int sim_step_run(const sim_step_cfg *c, sim_engine *e, sim_step_result *res, cor
   memset(res, 0, sizeof *res);
   if (c->n_layers <= 0 || c->n_buckets <= 0 || c->world <= 0 || c->steps <= 0)
     return core_err_set(CORE_EINVAL, "step simulation needs layers, buckets, ranks and steps");
-  if (c->compute_slowdown < 1.0)
-    return core_err_set(CORE_EINVAL, "compute_slowdown must be >= 1");
+  if (c->compute_slowdown < 1.0 || c->comm_slowdown < 1.0)
+    return core_err_set(CORE_EINVAL, "compute_slowdown and comm_slowdown must be >= 1");
   stepsim s = {0};
   s.c = c;
   s.e = e;
@@ -304,6 +335,7 @@ int sim_step_run(const sim_step_cfg *c, sim_engine *e, sim_step_result *res, cor
     memset(s.colls, 0, sizeof *s.colls * (size_t)c->n_buckets);
     s.next_coll = 0;
     s.comm_active = 0;
+    s.computing = s.R;
     s.last_done = 0;
     s.trace = step == 0 ? trace : NULL;
     s.trace_ranks = c->trace_ranks;

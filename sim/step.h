@@ -18,7 +18,8 @@
  * (the same distribution of step times, at world-times the cost).
  *
  * Interference: compute that runs while a collective is executing takes
- * compute_slowdown times longer (measured by calibration).
+ * compute_slowdown times longer, and a collective that runs while ranks
+ * compute takes comm_slowdown times longer (both measured by calibration).
  */
 #ifndef SIM_STEP_H
 #define SIM_STEP_H
@@ -44,6 +45,7 @@ typedef struct sim_step_cfg {
   double optimizer_s;
   int overlap;
   double compute_slowdown;        /* >= 1 */
+  double comm_slowdown;           /* >= 1: a collective while any rank computes */
   int world;
   int every_rank;
   enum core_jitter_dist jitter;

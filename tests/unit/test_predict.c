@@ -805,7 +805,8 @@ static void test_step_by_hand(void) {
   const int ready[2] = {1, 0};
   sim_step_cfg c = {.n_layers = 2, .fwd_s = fwd, .bwd_s = bwd, .n_buckets = 2,
                     .bucket_ready_layer = ready, .bucket_comm_s = comm, .optimizer_s = 2e-3,
-                    .overlap = 1, .compute_slowdown = 1.0, .world = 4, .steps = 3, .seed = 1};
+                    .overlap = 1, .compute_slowdown = 1.0, .comm_slowdown = 1.0, .world = 4,
+                    .steps = 3, .seed = 1};
   sim_engine *e;
   CU_ASSERT_FATAL(sim_engine_new(&e) == 0);
   sim_step_result r;
@@ -827,10 +828,31 @@ static void test_step_by_hand(void) {
   c.compute_slowdown = 2.0;
   CU_ASSERT_FATAL(sim_step_run(&c, e, &r, NULL) == 0);
   CU_ASSERT(fabs(r.step_s - 15.5e-3) < 1e-12);
+  /* Communication slowed 2x while a rank computes: bucket 0 does 1.5 ms of
+   * its 5 ms during layer 0's backward (7..10), the other 3.5 ms at full
+   * speed, done at 13.5; bucket 1 13.5..14.5, optimizer 14.5..16.5. */
+  c.compute_slowdown = 1.0;
+  c.comm_slowdown = 2.0;
+  CU_ASSERT_FATAL(sim_step_run(&c, e, &r, NULL) == 0);
+  CU_ASSERT(fabs(r.step_s - 16.5e-3) < 1e-12);
+  /* Both: layer 0's 3 ms backward and bucket 0 each run at half speed from
+   * 7; the backward ends at 13 with bucket 0 3 ms in, whose last 2 ms end
+   * at 15; bucket 1 15..16, optimizer 16..18. */
+  c.compute_slowdown = 2.0;
+  CU_ASSERT_FATAL(sim_step_run(&c, e, &r, NULL) == 0);
+  CU_ASSERT(fabs(r.step_s - 18e-3) < 1e-12);
+  /* Overlap off: nothing runs beside anything, so no slowdown applies. */
+  c.overlap = 0;
+  CU_ASSERT_FATAL(sim_step_run(&c, e, &r, NULL) == 0);
+  CU_ASSERT(fabs(r.step_s - 18e-3) < 1e-12);
+  c.overlap = 1;
   /* Bad configurations are refused. */
   c.compute_slowdown = 0.5;
   CU_ASSERT(sim_step_run(&c, e, &r, NULL) == CORE_EINVAL);
   c.compute_slowdown = 1.0;
+  c.comm_slowdown = 0.9;
+  CU_ASSERT(sim_step_run(&c, e, &r, NULL) == CORE_EINVAL);
+  c.comm_slowdown = 1.0;
   c.steps = 0;
   CU_ASSERT(sim_step_run(&c, e, &r, NULL) == CORE_EINVAL);
   sim_engine_free(e);
