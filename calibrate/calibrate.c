@@ -258,6 +258,7 @@ static int nccl_sweeps(run *r, rt_comm *g, const char *scope, int nodes, const c
     snprintf(label, sizeof label, "%s %s %s", scope, cal_op_name(plan[k].op), plan[k].name);
     cal_sweep_opts s = so;
     s.label = label;
+    s.control = g; /* the stop flag and timings never use an algorithm-bound communicator */
     rt_comm *c = g, *own = NULL;
     int rc = 0;
     if (plan[k].algo != RT_ALGO_DEFAULT) {
@@ -620,7 +621,8 @@ static int jitter_part(run *r, int ns, double *samples) {
  * against allreduces on the world communicator from a thread; on CPUs both
  * sides share cores, so both are measured. NCCL: cuBLAS GEMMs against
  * allreduces on a communicator of their own ("cal-interf"), also from a
- * thread; only the compute side is measured there, slow[1] stays 1. */
+ * thread; both sides too (NCCL kernels and GEMMs share SMs and memory
+ * bandwidth). */
 static int interference_part(run *r, double *slow) {
   const cal_opts *o = r->o;
   say(r, "interference: GEMMs while allreduces run");
@@ -631,7 +633,8 @@ static int interference_part(run *r, double *slow) {
   int rc = sub_group(r, "cal-interf", r->pg.rank, r->pg.world_size, &ic);
   if (rc)
     return rc;
-  rc = cal_gpu_interference(ic, r->device, o->quick ? (16 << 20) : (64 << 20), o->quick ? 1.0 : 2.0, slow);
+  rc = cal_gpu_interference(ic, r->device, o->quick ? (16 << 20) : (64 << 20), o->quick ? 1.0 : 2.0, &slow[0],
+                            &slow[1]);
   rt_comm_finish(ic, rc);
   return rc;
 }

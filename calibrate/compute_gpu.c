@@ -88,6 +88,9 @@ typedef struct bg {
   size_t n;
   long count;
   int rc;
+  double *t;          /* [count] durations of allreduces that ran beside GEMMs */
+  long nt;
+  atomic_int gemms;   /* the main thread is measuring GEMMs */
   atomic_int done;
   char msg[1024];
 } bg;
@@ -95,9 +98,15 @@ typedef struct bg {
 static void *bg_main(void *arg) {
   bg *g = arg;
   /* The NCCL backend makes its device current for this thread itself. */
-  for (long i = 0; i < g->count && !g->rc; i++)
+  for (long i = 0; i < g->count && !g->rc; i++) {
+    int beside = atomic_load(&g->gemms);
+    double t0 = rt_now();
     if ((g->rc = rt_allreduce(g->comm, g->buf, g->n, RT_FP32, RT_ALGO_DEFAULT)) != 0)
       snprintf(g->msg, sizeof g->msg, "%s", core_err_msg());
+    double dt = rt_now() - t0;
+    if (beside && atomic_load(&g->gemms))
+      g->t[g->nt++] = dt;
+  }
   atomic_store(&g->done, 1);
   return NULL;
 }
@@ -119,10 +128,10 @@ static int probe(int device, double *rate, double *wall) {
  * flight (the backend waits for each before the next), so the peers'
  * matching operations are never held back by this rank's synchronization. */
 int cal_gpu_interference(rt_comm *comm, int device, double bytes, double min_s,
-                         double *slowdown) {
-  enum { ALONE = 3, MAX_WITH = 256 };
+                         double *compute_slowdown, double *comm_slowdown) {
+  enum { ALONE = 3, ALONE_AR = 5, MAX_WITH = 256 };
   bg g = {.comm = comm, .n = (size_t)(bytes / sizeof(float))};
-  double alone[ALONE], with[MAX_WITH], wall = 0, w;
+  double alone[ALONE], alone_ar[ALONE_AR], with[MAX_WITH], wall = 0, w;
   int rc;
   if (g.n < 1)
     g.n = 1;
@@ -131,7 +140,8 @@ int cal_gpu_interference(rt_comm *comm, int device, double bytes, double min_s,
   if ((rc = rt_gpu_alloc(g.n * sizeof(float), &g.buf)) != 0 ||
       (rc = rt_gpu_memset(g.buf, 0, g.n * sizeof(float))) != 0 || (rc = rt_gpu_sync()) != 0)
     goto out;
-  /* Alone: the median of a few measurements, and the longest wall time. */
+  /* GEMMs alone: the median of a few measurements, and the longest wall
+   * time. */
   for (int i = 0; i < ALONE; i++) {
     if ((rc = probe(device, &alone[i], &w)) != 0)
       goto out;
@@ -139,23 +149,33 @@ int cal_gpu_interference(rt_comm *comm, int device, double bytes, double min_s,
       wall = w;
   }
   double rate_alone = median(alone, ALONE);
-  /* How long one allreduce takes (after a warm-up that sets up NCCL's
-   * connections), so that every rank runs the same number of them. */
+  /* Allreduces alone (after a warm-up that sets up NCCL's connections):
+   * their median, and their mean so that every rank runs the same number
+   * of them beside the GEMMs. */
   if ((rc = rt_allreduce(comm, g.buf, g.n, RT_FP32, RT_ALGO_DEFAULT)) != 0 || (rc = rt_barrier(comm)) != 0)
     goto out;
-  double t0 = rt_now();
-  for (int i = 0; i < 3 && !rc; i++)
-    rc = rt_allreduce(comm, g.buf, g.n, RT_FP32, RT_ALGO_DEFAULT);
-  if (rc)
-    goto out;
-  double agreed[2] = {(rt_now() - t0) / 3, wall};
+  for (int i = 0; i < ALONE_AR; i++) {
+    double t0 = rt_now();
+    if ((rc = rt_allreduce(comm, g.buf, g.n, RT_FP32, RT_ALGO_DEFAULT)) != 0)
+      goto out;
+    alone_ar[i] = rt_now() - t0;
+  }
+  double agreed[2] = {gsl_stats_mean(alone_ar, 1, ALONE_AR), wall};
+  double ar_alone = median(alone_ar, ALONE_AR);
   if ((rc = cal_max_over_ranks(comm, cal_bufs_for(comm), agreed, 2)) != 0)
     goto out;
+  /* At least 10 us per allreduce: about the least an NCCL call and the
+   * backend's wait for it take (a one-rank allreduce in place is no work). */
   double span = fmax(min_s, 3 * agreed[1]);
-  double count = ceil(span / fmax(agreed[0], 1e-6));
+  double count = ceil(span / fmax(agreed[0], 1e-5));
   g.count = count < 3 ? 3 : count > 1e6 ? 1000000 : (long)count;
+  if (!(g.t = malloc(sizeof *g.t * (size_t)g.count))) {
+    rc = core_err_set(CORE_ENOMEM, "out of memory for %ld allreduce times", g.count);
+    goto out;
+  }
   if ((rc = rt_barrier(comm)) != 0)
     goto out;
+  atomic_store(&g.gemms, 1);
   pthread_t th;
   if (pthread_create(&th, NULL, bg_main, &g) != 0) {
     rc = core_err_set(CORE_EIO, "cannot start a communication thread");
@@ -170,6 +190,7 @@ int cal_gpu_interference(rt_comm *comm, int device, double bytes, double min_s,
     if (!atomic_load(&g.done))
       with[k++] = last; /* ended while the allreduces still ran */
   }
+  atomic_store(&g.gemms, 0);
   pthread_join(th, NULL);
   if (rc)
     goto out;
@@ -180,9 +201,12 @@ int cal_gpu_interference(rt_comm *comm, int device, double bytes, double min_s,
   if (k == 0 && seen)
     with[k++] = last;
   double rate_with = k ? gsl_stats_mean(with, 1, (size_t)k) : rate_alone;
-  *slowdown = rate_with > 0 && rate_alone > rate_with ? rate_alone / rate_with : 1.0;
+  *compute_slowdown = rate_with > 0 && rate_alone > rate_with ? rate_alone / rate_with : 1.0;
+  double ar_with = g.nt ? median(g.t, (int)g.nt) : ar_alone;
+  *comm_slowdown = ar_alone > 0 && ar_with > ar_alone ? ar_with / ar_alone : 1.0;
   rc = rt_barrier(comm);
 out:
+  free(g.t);
   rt_gpu_free(g.buf);
   return rc;
 }

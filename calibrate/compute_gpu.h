@@ -6,7 +6,8 @@
  * host-device copy bandwidth; step-time jitter samples drawn from repeated
  * bursts of one fixed GEMM; and how much slower GEMMs run while NCCL
  * allreduces are in flight on another host thread, over a communicator of
- * their own (NCCL kernels take SMs and memory bandwidth from compute).
+ * their own, and how much slower those allreduces run beside the GEMMs
+ * (NCCL kernels and GEMMs share SMs and memory bandwidth).
  *
  * The GPU counterpart of calibrate/compute.h, used by `ddpsim calibrate
  * --backend nccl`. Per-layer times of models are not measured here: the
@@ -55,12 +56,16 @@ int cal_gpu_step_samples(int device, int n, double *samples);
 
 /* The GEMM rate of device alone, then while comm (an NCCL communicator used
  * by nothing else meanwhile) runs allreduces of `bytes` back to back on
- * another thread: slowdown = alone / with, at least 1. Collective: every
- * rank of comm calls it together. The number of allreduces is agreed from
- * the slowest rank's probe times so that the background lasts at least
- * min_s and 3 GEMM measurements; only measurements that ended while it
- * still ran count (the first one if none did). */
+ * another thread: compute_slowdown = alone / with, at least 1; and the
+ * allreduces' median time beside the GEMMs over their median alone:
+ * comm_slowdown, at least 1 (a lower bound: "beside" includes the moments
+ * each GEMM measurement spends allocating and filling its matrices).
+ * Collective: every rank of comm calls it together. The number of
+ * allreduces is agreed from the slowest rank's probe times so that the
+ * background lasts at least min_s and 3 GEMM measurements; only GEMM
+ * measurements that ended while it still ran count (the first one if none
+ * did). */
 int cal_gpu_interference(rt_comm *comm, int device, double bytes, double min_s,
-                         double *slowdown);
+                         double *compute_slowdown, double *comm_slowdown);
 
 #endif

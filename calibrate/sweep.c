@@ -380,9 +380,9 @@ static int slowest(rt_comm *c, const cal_buf_ops *b, const double *mine, int ite
   return rc;
 }
 
-static int measure(rt_comm *c, const cal_buf_ops *b, enum cal_op op, enum rt_algo algo,
-                   double bytes, int warmup, int min_iters, int max_iters, double budget_s,
-                   cal_point *pt) {
+static int measure(rt_comm *c, rt_comm *ctl_comm, const cal_buf_ops *b, enum cal_op op,
+                   enum rt_algo algo, double bytes, int warmup, int min_iters, int max_iters,
+                   double budget_s, cal_point *pt) {
   size_t send_n, recv_n;
   int p = c->size, root = p > 1 ? 1 % p : 0, rc = 0;
   int has_recv = op == CAL_ALLGATHER || op == CAL_REDUCESCATTER;
@@ -422,12 +422,12 @@ static int measure(rt_comm *c, const cal_buf_ops *b, enum cal_op op, enum rt_alg
     /* Every rank must agree on when to stop: decide on rank 0's clock,
      * shared by a broadcast of one float. */
     float stop = (iters >= min_iters && spent >= budget_s) ? 1.0f : 0.0f;
-    if ((rc = broadcast_via(c, b, ctl, &stop, sizeof stop, 0)) != 0)
+    if ((rc = broadcast_via(ctl_comm, b, ctl, &stop, sizeof stop, 0)) != 0)
       goto out_free;
     if (stop != 0.0f)
       break;
   }
-  if ((rc = slowest(c, b, t, iters, tmax)) != 0)
+  if ((rc = slowest(ctl_comm, b, t, iters, tmax)) != 0)
     goto out_free;
   gsl_sort(tmax, 1, (size_t)iters);
   /* nccl-tests' S: allgather counts its whole output, the others their input. */
@@ -458,12 +458,18 @@ out_free:
 
 int cal_sweep_one(rt_comm *c, enum cal_op op, enum rt_algo algo, double bytes, int warmup,
                   int iters, cal_point *pt) {
-  return measure(c, cal_bufs_for(c), op, algo, bytes, warmup, iters, iters, 0, pt);
+  return measure(c, c, cal_bufs_for(c), op, algo, bytes, warmup, iters, iters, 0, pt);
 }
 
 int cal_sweep_run(rt_comm *c, enum cal_op op, enum rt_algo algo, const cal_sweep_opts *o,
                   cal_point **points, int *n) {
   const cal_buf_ops *b = o->bufs ? o->bufs : cal_bufs_for(c);
+  rt_comm *ctl = o->control ? o->control : c;
+  *points = NULL;
+  *n = 0;
+  if (ctl->rank != c->rank || ctl->size != c->size)
+    return core_err_set(CORE_EINVAL, "cal_sweep_run: the control communicator is rank %d of %d, the measured one rank %d of %d",
+                        ctl->rank, ctl->size, c->rank, c->size);
   double f = o->factor > 1 ? o->factor : 2;
   int cap = 0;
   for (double by = o->min_bytes; by <= o->max_bytes * 1.0000001; by *= f)
@@ -474,7 +480,7 @@ int cal_sweep_run(rt_comm *c, enum cal_op op, enum rt_algo algo, const cal_sweep
     return core_err_set(CORE_ENOMEM, "out of memory for %d sweep points", cap);
   int k = 0;
   for (double by = o->min_bytes; k < cap; by *= f, k++) {
-    int rc = measure(c, b, op, algo, by, o->warmup, o->min_iters > 0 ? o->min_iters : 3,
+    int rc = measure(c, ctl, b, op, algo, by, o->warmup, o->min_iters > 0 ? o->min_iters : 3,
                      o->max_iters > 0 ? o->max_iters : 20, o->budget_s, &(*points)[k]);
     if (rc) {
       free(*points);

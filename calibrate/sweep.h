@@ -24,7 +24,8 @@
  *
  * Control values (rank 0's decision to stop adding iterations, and every
  * rank's per-iteration times for the slowest-rank maximum) travel over the
- * measured communicator itself, outside the timed region: host tables pass
+ * measured communicator itself, or over a control communicator of the same
+ * ranks (cal_sweep_opts.control), outside the timed region: host tables pass
  * the caller's memory straight to the collective (the Gloo path exactly as
  * before); device tables stage them through a small device buffer (an NCCL
  * communicator only takes device pointers). Times are host clock readings
@@ -125,6 +126,12 @@ typedef struct cal_sweep_opts {
   int progress;                 /* print progress to stderr */
   const char *label;            /* for progress lines */
   const cal_buf_ops *bufs;      /* NULL: cal_bufs_for(c) */
+  /* Control values over this communicator instead of the measured one
+   * (NULL: the measured one): the same ranks in the same order, buffers of
+   * the same table. For NCCL communicators created for one allreduce
+   * algorithm: before NCCL 2.24, NCCL_ALGO bound every collective of such a
+   * communicator, and broadcast and allgather have no tree (runtime/nccl.h). */
+  rt_comm *control;
 } cal_sweep_opts;
 
 /* Run one operation over a range of sizes. *points is malloc'd. On a data

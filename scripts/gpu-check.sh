@@ -18,11 +18,17 @@
 #    processes through a store, hang detection), then its "figures" suite:
 #    cuBLAS GEMM TFLOP/s per precision at 1024/4096/8192, device and
 #    host-device bandwidth, NCCL one-GPU allreduce times.
+# 4. Last, with the full build: `ddpsim launch --nproc 1 -- ddpsim calibrate
+#    --backend nccl --quick --out $OUT/gpu-profile.cfg` (every NCCL operation
+#    checked on device buffers, cuBLAS GEMM rates per precision, bandwidths,
+#    jitter, interference) and prints the profile's compute rates and fits.
 #
 # Logs go to $OUT/gpu-check (or <build>/logs); the build directory is
 # $GPU_CHECK_BUILD (default build-gpu). GPU_CHECK_FALLBACK=1 forces the
-# direct build. Everything is bounded by timeouts (about 8 minutes in all);
-# the exit status is 0 only when the tests passed.
+# direct build. Everything is bounded by timeouts (about 9 minutes in all;
+# the calibration is about a minute on one GPU, at most 180 s); the exit
+# status is 0 only when the tests passed (and, with the full build, the
+# calibration wrote its profile).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 ROOT=$PWD
@@ -378,5 +384,34 @@ sed -n '/device 0:/,/^Run Summary\|tests run/p' "$LOG/figures.log" | grep -v "Ru
   | sed 's/^/  /' | tee -a "$SUMMARY"
 [ $FRC = 0 ] || say "figures run ended with exit $FRC (124 = timeout); see $LOG/figures.log"
 
+# ---- 4. calibrate --backend nccl on this GPU --------------------------------------
+CRC=0
+if [ -x "$BUILD/ddpsim" ] && [ "$TEST" = "$BUILD/tests/runtime/test_rt_nccl" ]; then
+  PROFILE=${OUT:+$OUT/gpu-profile.cfg}
+  PROFILE=${PROFILE:-$LOG/gpu-profile.cfg}
+  say "calibrate --backend nccl --quick on one GPU (log: $LOG/calibrate.log)"
+  timeout 180 "$BUILD/ddpsim" launch --nproc 1 -- "$BUILD/ddpsim" calibrate --backend nccl --quick \
+    --progress on --out "$PROFILE" > "$LOG/calibrate.log" 2>&1
+  CRC=$?
+  # Progress lines (sweep lines rewrite themselves with \r: keep their last).
+  tr '\r' '\n' < "$LOG/calibrate.log" | grep -E "^\[|error|skipped|wrote" | head -n 60 \
+    | sed 's/^/  /' | tee -a "$SUMMARY"
+  if [ $CRC = 0 ] && [ -s "$PROFILE" ]; then
+    say "profile $PROFILE: device, compute rates (TFLOP/s per GEMM of gemm_flops), fits"
+    {
+      sed -n '/^  device = /p; /^  host = /p' "$PROFILE"
+      sed -n '/^  compute = (/,/^  );/p' "$PROFILE"
+      sed -n '/^  collectives = (/,/^  );/p' "$PROFILE" | grep -E "backend = |min_bytes = "
+      sed -n '/^  jitter = /p; /^  interference = /p; /^  restart = /p' "$PROFILE"
+    } | sed 's/^/  /' | tee -a "$SUMMARY"
+  else
+    say "calibrate FAILED (exit $CRC; 124 = timeout); see $LOG/calibrate.log"
+    tail -n 15 "$LOG/calibrate.log" | sed 's/^/  /' | tee -a "$SUMMARY"
+  fi
+else
+  say "calibrate --backend nccl skipped: it needs the full build's ddpsim"
+fi
+
 say "done in $(( $(date +%s) - T0 )) s; summary in $SUMMARY"
+[ $TRC = 0 ] && [ $CRC != 0 ] && exit 4
 exit $TRC
