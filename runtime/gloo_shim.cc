@@ -41,7 +41,6 @@ extern "C" {
 #include <gloo/common/error.h>
 #include <gloo/common/logging.h>
 #include <gloo/config.h>
-#include <gloo/reduce_scatter.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/file_store.h>
 #include <gloo/rendezvous/prefix_store.h>
@@ -633,16 +632,18 @@ void allreduce_typed(rt_gloo_ctx *c, T *p, size_t count, enum rt_algo a) {
   }
 }
 
+// What ProcessGroupGloo's reduce_scatter_tensor runs: an allreduce of the
+// whole input, then this rank's chunk (pytorch/pytorch#118911), twice the
+// bytes of a true reduce-scatter. Gloo's own ReduceScatterHalvingDoubling is
+// not used: it returned wrong sums from 128 KiB up on 2 ranks over loopback
+// here (compare pytorch/gloo#303), and PyTorch does not run it either.
 template <typename T>
 void reduce_scatter_typed(rt_gloo_ctx *c, const T *send, T *recv, size_t recvcount) {
   const size_t total = recvcount * static_cast<size_t>(c->size);
-  // The algorithm works in place and leaves this rank's block at the front,
-  // so it runs on a scratch copy to keep send intact.
   std::vector<T> scratch(send, send + total);
-  const std::vector<T *> ptrs{scratch.data()};
-  const std::vector<int> elems(c->size, static_cast<int>(recvcount));
-  gloo::ReduceScatterHalvingDoubling<T>(c->ctx, ptrs, static_cast<int>(total), elems).run();
-  std::copy(scratch.begin(), scratch.begin() + static_cast<std::ptrdiff_t>(recvcount), recv);
+  allreduce_typed(c, scratch.data(), total, RT_ALGO_DEFAULT);
+  const auto first = scratch.begin() + static_cast<std::ptrdiff_t>(recvcount * static_cast<size_t>(c->rank));
+  std::copy(first, first + static_cast<std::ptrdiff_t>(recvcount), recv);
 }
 
 template <typename T>
@@ -775,8 +776,8 @@ extern "C" int rt_gloo_ctx_reduce_scatter(rt_gloo_ctx *c, const void *send, void
   if (recvcount > SIZE_MAX / (size_t)c->size ||
       !fits_int(recvcount * (size_t)c->size, rt_dtype_size(t)))
     return core_err_set(CORE_EINVAL, "reduce_scatter: %zu elements per rank on %d ranks exceed "
-                                     "what Gloo's ReduceScatterHalvingDoubling addresses "
-                                     "(2 GiB); split the buffer",
+                                     "what one Gloo allreduce addresses (2 GiB); split "
+                                     "the buffer",
                         recvcount, c->size);
   std::string what;
   rc = guarded(
