@@ -18,51 +18,10 @@ bin=${1:?usage: test_compress.sh DDPSIM_BINARY SOURCE_DIR}
 src=${2:?source dir}
 model="$src/scenarios/models/mlp-small.cfg"   # 2,099,712 parameters
 fp32_bytes=$((2099712 * 4))
-failures=0
-checks=0
-work=""
-
-cleanup() {
-  local rc=$?
-  # Any rank still alive (only after a failed check) was started with our
-  # work directory on its command line; end exactly those.
-  if [ -n "$work" ]; then
-    local p
-    for p in $(pgrep -f -- "$work" 2>/dev/null); do
-      [ "$p" != "$$" ] && kill -KILL "$p" 2>/dev/null
-    done
-    rm -rf "$work"
-  fi
-  exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-work=$(mktemp -d "${TMPDIR:-/tmp}/test_compress.XXXXXX")
-
-fail() {
-  echo "FAIL: $*" >&2
-  failures=$((failures + 1))
-}
-check() { # DESCRIPTION COMMAND...
-  checks=$((checks + 1))
-  local what=$1
-  shift
-  "$@" || fail "$what"
-}
-
-# run NAME CMD...: a ddpsim command under a watchdog (120 s), output in
-# $work/NAME.{out,err}, exit status in $status.
-run() {
-  local name=$1
-  shift
-  timeout -s KILL 120 "$bin" "$@" >"$work/$name.out" 2>"$work/$name.err"
-  status=$?
-  if [ "$status" -ne 0 ] && [ "$status" -ne 2 ]; then
-    echo "--- $name exited $status; stderr:" >&2
-    head -c 2000 "$work/$name.err" >&2
-  fi
-}
+. "$src/tests/integration/lib.sh"
+it_begin test_compress
+it_watchdog=120
+it_quiet=" 0 2 "
 
 N=6
 # ---- 1. each hook under the launcher -------------------------------------------
@@ -108,5 +67,4 @@ bad rate_neg "powersgd-min-rate" --compress powersgd:1 --powersgd-min-rate -1
 bad bf16_ring "bf16 needs --algorithm default" --compress bf16 --algorithm ring
 check "bad input wrote no metrics" [ ! -e "$work/bad/steps.csv" ]
 
-echo "test_compress: $checks checks, $failures failed"
-[ "$failures" -eq 0 ]
+it_end

@@ -33,36 +33,8 @@ model="$src/tests/data/runtime/mlp-tiny.cfg"
 TIMEOUT=3
 GRACE=2
 SLACK=5
-failures=0
-checks=0
-work=""
-
-cleanup() {
-  local rc=$?
-  if [ -n "$work" ]; then
-    local p
-    for p in $(pgrep -f -- "$work" 2>/dev/null); do
-      [ "$p" != "$$" ] && kill -CONT "$p" 2>/dev/null && kill -KILL "$p" 2>/dev/null
-    done
-    rm -rf "$work"
-  fi
-  exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-work=$(mktemp -d "${TMPDIR:-/tmp}/test_faults.XXXXXX")
-
-fail() {
-  echo "FAIL: $*" >&2
-  failures=$((failures + 1))
-}
-check() { # DESCRIPTION COMMAND...
-  checks=$((checks + 1))
-  local what=$1
-  shift
-  "$@" || { fail "$what"; return 1; }
-}
+. "$src/tests/integration/lib.sh"
+it_begin test_faults
 le() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a <= b) }'; }   # a <= b, as reals
 
 # ---- the watcher ---------------------------------------------------------------
@@ -343,5 +315,4 @@ check "launchresnet: one attempt only (no restart)" [ "$(ls "$work/launchresnet/
 check "launchresnet: no restart announced" [ -z "$(grep -F "restarting the group" "$work/launchresnet.err")" ]
 check "launchresnet: the rank's message names the layer" err_has launchresnet "is not type = \"linear\""
 
-echo "test_faults: $checks checks, $failures failed"
-[ "$failures" -eq 0 ]
+it_end

@@ -21,51 +21,8 @@ bin=${1:?usage: test_train.sh DDPSIM_BINARY SOURCE_DIR}
 src=${2:?source dir}
 model="$src/tests/data/runtime/mlp-tiny.cfg"   # 28,960 parameters
 n_params=28960
-failures=0
-checks=0
-work=""
-
-cleanup() {
-  local rc=$?
-  # Any rank still alive (only after a failed check) was started with our
-  # work directory on its command line; end exactly those.
-  if [ -n "$work" ]; then
-    local p
-    for p in $(pgrep -f -- "$work" 2>/dev/null); do
-      [ "$p" != "$$" ] && kill -KILL "$p" 2>/dev/null
-    done
-    rm -rf "$work"
-  fi
-  exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-work=$(mktemp -d "${TMPDIR:-/tmp}/test_train.XXXXXX")
-
-fail() {
-  echo "FAIL: $*" >&2
-  failures=$((failures + 1))
-}
-check() { # DESCRIPTION COMMAND...
-  checks=$((checks + 1))
-  local what=$1
-  shift
-  "$@" || fail "$what"
-}
-
-# run NAME CMD...: run a ddpsim command under a watchdog (60 s), keeping its
-# output in $work/NAME.{out,err} and its exit status in $status.
-run() {
-  local name=$1
-  shift
-  timeout -s KILL 60 "$bin" "$@" >"$work/$name.out" 2>"$work/$name.err"
-  status=$?
-  if [ "$status" -ne 0 ]; then
-    echo "--- $name exited $status; stderr:" >&2
-    head -c 2000 "$work/$name.err" >&2
-  fi
-}
+. "$src/tests/integration/lib.sh"
+it_begin test_train
 
 common=(--model "$model" --batch 8 --timeout 20 --bucket-cap-mb 0.03 --first-bucket-mb 0.01)
 
@@ -174,5 +131,4 @@ resume_case single1
 # fresh rendezvous directory (a FileStore key can be set only once).
 resume_case launch2 launch --nproc 2 --rdzv-dir "$work/rdzv3" -- ddpsim
 
-echo "test_train: $checks checks, $failures failed"
-[ "$failures" -eq 0 ]
+it_end

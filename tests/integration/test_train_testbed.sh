@@ -29,9 +29,6 @@ NAME=rttrn
 RATE_BITS=1000000000
 model="$src/scenarios/models/mlp.cfg"
 N=4
-failures=0
-checks=0
-work=""
 sampler=""
 
 if [ "$(id -u)" -ne 0 ]; then
@@ -45,35 +42,10 @@ for t in ip tc python3 ss; do
   fi
 done
 
-cleanup() {
-  local rc=$?
-  set +e
-  [ -n "$sampler" ] && kill "$sampler" 2>/dev/null && wait "$sampler" 2>/dev/null
-  if [ -n "$work" ]; then
-    local p
-    for p in $(pgrep -f -- "$work" 2>/dev/null); do
-      [ "$p" != "$$" ] && kill -KILL "$p" 2>/dev/null
-    done
-  fi
-  bash "$TB" down --name "$NAME" >/dev/null 2>&1
-  [ -n "$work" ] && rm -rf "$work"
-  exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-work=$(mktemp -d "${TMPDIR:-/tmp}/test_train_testbed.XXXXXX")
-
-fail() {
-  echo "FAIL: $*" >&2
-  failures=$((failures + 1))
-}
-check() { # DESCRIPTION COMMAND...
-  checks=$((checks + 1))
-  local what=$1
-  shift
-  "$@" || { fail "$what"; return 1; }
-}
+. "$src/tests/integration/lib.sh"
+it_begin test_train_testbed
+it_on_exit '[ -n "$sampler" ] && kill "$sampler" 2>/dev/null && wait "$sampler" 2>/dev/null
+bash "$TB" down --name "$NAME" >/dev/null 2>&1'
 
 bash "$TB" down --name "$NAME" >/dev/null 2>&1   # a leftover of a killed run
 if ! bash "$TB" up 2 --rate 1gbit --name "$NAME" >"$work/up.log" 2>&1; then
@@ -144,5 +116,4 @@ checks=$((checks + 1))
 bash "$TB" down --name "$NAME" >/dev/null 2>&1
 check "testbed down" [ -z "$(ip netns list 2>/dev/null | grep -E "^$NAME-h[0-9]+( |\$)")" ]
 
-echo "test_train_testbed: $checks checks, $failures failed"
-[ "$failures" -eq 0 ]
+it_end
