@@ -33,9 +33,10 @@ calibrate 1gbit "--link-gbps 1"
 calibrate none ""
 
 train() { # rate hook -> steps.csv in $OUT/runs/RATE-HOOK
-  local run="$OUT/runs/$1-${2/:/}"
+  local run="$OUT/runs/$1-${2/:/}" psgd=()
+  [[ $2 == powersgd:* ]] && psgd=(--powersgd-start 0)
   "$DD" launch -q --nproc 2 --hosts $HOSTS -- "$DD" train --model scenarios/models/$MODEL.cfg --steps $STEPS \
-    --compress "$2" --powersgd-start 0 -o "$run" >/dev/null
+    --compress "$2" "${psgd[@]}" -o "$run" >/dev/null
   echo "$run"
 }
 predict_cfg() { # file profile network-group hook
