@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 BUILD=${1:-build}
 OUT=${2:-$(mktemp -d)}
 NAME=valcp
-STEPS=12
+STEPS=20
 MODEL=mlp
 DD=$(realpath "$BUILD/ddpsim")
 mkdir -p "$OUT"

@@ -481,7 +481,8 @@ static int gpu_compute_part(run *r) {
 static int hooks_part(run *r) {
   core_model *m = NULL;
   core_buckets bk = {0};
-  float *buf = NULL;
+  float *buf = NULL, *grad = NULL;
+  int64_t n_grad = 0;
   rt_compressor *c = NULL;
   int rc;
   if (!r->o->n_models)
@@ -507,10 +508,14 @@ static int hooks_part(run *r) {
   memset(&st, 0, sizeof st);
   if ((rc = rt_compress_create(&o, m, &bk, &c)) != 0)
     goto out;
+  /* Casts on the model's own gradient (divided by the world size, as DDP
+   * divides it): converting small values is slower than typical ones. */
+  if ((rc = cal_model_gradient(m, r->o->batch, &grad, &n_grad)) != 0)
+    goto out;
   for (int rep = 0; rep < 3; rep++)
     for (int b = 0; b < bk.n_buckets; b++) {
       for (int64_t i = 0; i < bk.bucket_elems[b]; i++)
-        buf[i] = (float)(i % 97) * 1e-3f;
+        buf[i] = grad[i % n_grad] / (float)r->pg.world_size;
       if ((rc = rt_compress_bucket(c, r->world, b, buf, rep, rep ? &st : NULL)) != 0)
         goto out;
     }
@@ -518,8 +523,10 @@ static int hooks_part(run *r) {
   c = NULL;
   double cast_bytes = 2.0 * 12.0 * (double)m->n_params;
   double cast_GBps = st.cast_s > 0 ? cast_bytes / st.cast_s / 1e9 : 0;
-  /* PowerSGD: orthogonalization FLOPs over its time, ranks 1, 2, 4. */
-  double of = 0, os = 0;
+  /* PowerSGD, ranks 1, 2, 4: orthogonalization FLOPs over its time; the
+   * GEMMs' operand bytes and the passes' bytes, counted as sim/predict.c
+   * counts them, over their times. */
+  double of = 0, os = 0, gbytes = 0, gs = 0, pbytes = 0, ps = 0;
   for (int rank = 1; rank <= 4; rank *= 2) {
     o.kind = RT_COMPRESS_POWERSGD;
     o.rank = rank;
@@ -536,23 +543,47 @@ static int hooks_part(run *r) {
       }
     for (int t = 0; t < m->n_tensors; t++) {
       int rt = rt_compress_tensor_rank(c, t);
+      double n = (double)m->tensor_rows[t], el = (double)m->tensor_elems[t], mm = el / n;
       /* 2 steps measured; each orthogonalizes P (and, warm, Q). */
-      if (rt > 0)
-        of += 2.0 * 2.0 * ((double)m->tensor_rows[t] + (double)m->tensor_elems[t] / m->tensor_rows[t]) * rt * rt;
+      if (rt > 0) {
+        of += 2.0 * 2.0 * (n + mm) * rt * rt;
+        gbytes += 2.0 * 3.0 * 4.0 * (el + (n + mm) * rt);
+        pbytes += 2.0 * 2.0 * 3.0 * 4.0 * el;
+      } else {
+        pbytes += 2.0 * 2.0 * 4.0 * el;
+      }
     }
     os += st.ortho_s;
+    gs += st.gemm_s;
+    ps += st.copy_s;
     rt_compress_free(c);
     c = NULL;
   }
+  /* The sums inside Gloo's allreduces, per type, on this model's gradient
+   * divided by the world size as DDP divides it: Gloo sums fp16 through
+   * conversions that are slow for subnormal halves, which small gradients
+   * become, so fp16 halves the bytes but not the time. */
+  double sum[3];
+  if ((rc = cal_sum_rates(grad, n_grad, 1.0 / r->pg.world_size, r->o->quick ? (4 << 20) : (16 << 20), sum)) != 0)
+    goto out;
   if (r->pg.rank == 0) {
     r->prof->cast_GBps = cast_GBps;
     r->prof->orth_gflops = os > 0 && of > 0 ? of / os / 1e9 : 0;
+    r->prof->psgd_gemm_GBps = gs > 0 && gbytes > 0 ? gbytes / gs / 1e9 : 0;
+    r->prof->psgd_pass_GBps = ps > 0 && pbytes > 0 ? pbytes / ps / 1e9 : 0;
+    r->prof->sum_fp32_GBps = sum[0];
+    r->prof->sum_fp16_GBps = sum[1];
+    r->prof->sum_bf16_GBps = sum[2];
     say(r, "  hooks: fp16 casts %.2f GB/s moved, PowerSGD orthogonalization %.3f GFLOP/s", r->prof->cast_GBps,
         r->prof->orth_gflops);
+    say(r, "  PowerSGD GEMMs %.2f GB/s streamed, its passes %.2f GB/s moved", r->prof->psgd_gemm_GBps,
+        r->prof->psgd_pass_GBps);
+    say(r, "  Gloo sums: fp32 %.2f, fp16 %.2f, bf16 %.2f GB/s", sum[0], sum[1], sum[2]);
   }
 out:
   rt_compress_free(c);
   free(buf);
+  free(grad);
   core_bucket_free(&bk);
   core_model_free(m);
   return rc;

@@ -1,6 +1,9 @@
 #include "compute.h"
 
+#include "runtime/compress.h"
+#include "runtime/data.h"
 #include "runtime/ddp.h"
+#include "runtime/gloo_shim.h"
 #include "runtime/mlp.h"
 
 #include "core/err.h"
@@ -54,6 +57,85 @@ int cal_gemm_sweep(const int *sizes, int n, double budget_s, double *flops, doub
     free(c);
   }
   return 0;
+}
+
+int cal_model_gradient(const core_model *m, int batch, float **grad, int64_t *n) {
+  rt_mlp *net = NULL;
+  rt_data *d = NULL;
+  float *target = NULL;
+  *grad = NULL;
+  int L = m->n_layers, rc;
+  if ((rc = rt_mlp_create(m, batch, 1, &net)) != 0)
+    return rc;
+  /* The data and seed ddpsim train starts from (cli/cmd_train.c defaults). */
+  if ((rc = rt_data_create(65536, m->layers[0].in, m->layers[L - 1].out, 1, 0, 1, 1, &d)) != 0)
+    goto out;
+  target = malloc(sizeof *target * (size_t)batch * (size_t)m->layers[L - 1].out);
+  *grad = malloc(sizeof **grad * (size_t)net->n_params);
+  if (!target || !*grad) {
+    rc = core_err_set(CORE_ENOMEM, "out of memory for a gradient of %s", m->name);
+    goto out;
+  }
+  if ((rc = rt_data_next(d, batch, net->act[0], target)) != 0)
+    goto out;
+  for (int l = 0; l < L; l++)
+    rt_mlp_forward_layer(net, l);
+  rt_mlp_loss(net, target);
+  for (int l = L - 1; l >= 0; l--)
+    rt_mlp_backward_layer(net, l);
+  memcpy(*grad, net->grads, sizeof **grad * (size_t)net->n_params);
+  *n = net->n_params;
+out:
+  if (rc) {
+    free(*grad);
+    *grad = NULL;
+  }
+  free(target);
+  rt_data_free(d);
+  rt_mlp_free(net);
+  return rc;
+}
+
+int cal_sum_rates(const float *vals, int64_t n_vals, double scale, size_t bytes, double GBps[3]) {
+  static const enum rt_dtype types[3] = {RT_FP32, RT_FP16, RT_BF16};
+  size_t n = bytes / 2; /* values enough for the 2-byte types */
+  float *f = malloc(sizeof *f * n);
+  void *a = malloc(bytes), *out = malloc(bytes);
+  int rc = 0;
+  if (!f || !a || !out) {
+    rc = core_err_set(CORE_ENOMEM, "out of memory for %zu-byte buffers", bytes);
+    goto out;
+  }
+  for (size_t i = 0; i < n; i++)
+    f[i] = n_vals > 0 ? (float)(vals[i % (size_t)n_vals] * scale) : 0.0f;
+  for (int k = 0; k < 3; k++) {
+    size_t ne = bytes / rt_dtype_size(types[k]);
+    if (types[k] == RT_FP32)
+      memcpy(a, f, bytes);
+    else if ((rc = rt_compress_to_half(types[k], f, a, (int64_t)ne)) != 0)
+      goto out;
+    double t[5];
+    for (int it = -1; it < 5; it++) {
+      int reps = 0;
+      double t0 = rt_now(), t1;
+      do {
+        /* out = a + a: the operands stay what they were, so every pass sees
+         * the same values (and the same share of subnormal halves, which
+         * Gloo's fp16 sum converts slowly). */
+        if ((rc = rt_gloo_sum(types[k], out, a, a, ne)) != 0)
+          goto out;
+        reps++;
+      } while ((t1 = rt_now()) - t0 < 0.04);
+      if (it >= 0)
+        t[it] = (t1 - t0) / reps;
+    }
+    GBps[k] = (double)(ne * rt_dtype_size(types[k])) / median(t, 5) / 1e9;
+  }
+out:
+  free(f);
+  free(a);
+  free(out);
+  return rc;
 }
 
 int cal_memory_bandwidth(size_t bytes, double *copy_GBps, double *reduce_GBps) {

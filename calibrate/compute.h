@@ -22,6 +22,13 @@ int cal_gemm_sweep(const int *sizes, int n, double budget_s, double *flops, doub
 /* Bytes moved per second by dst = s * src (read + write), and bytes of
  * result per second by a += b, over buffers of `bytes`. */
 int cal_memory_bandwidth(size_t bytes, double *copy_GBps, double *reduce_GBps);
+/* The gradient of one training step of m (an MLP the runtime trains) at
+ * batch, from ddpsim train's data and seed: *grad (malloc'd) of *n values. */
+int cal_model_gradient(const core_model *m, int batch, float **grad, int64_t *n);
+/* The backend's host sums (runtime/gloo_shim.h rt_gloo_sum) for fp32, fp16
+ * and bf16 over `bytes` of each, on vals x scale (cycled; zeros when n_vals
+ * is 0): bytes of output per second, sustained. */
+int cal_sum_rates(const float *vals, int64_t n_vals, double scale, size_t bytes, double GBps[3]);
 
 /* Median per-layer forward and backward seconds of model m at a batch size,
  * as runtime/mlp executes them (backward without the bucket copy, which the

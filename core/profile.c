@@ -245,7 +245,8 @@ int core_profile_from_setting(const config_setting_t *root, const char *path, co
   static const char *const storage_keys[] = {"write_GBps", "read_GBps", NULL};
   static const char *const restart_keys[] = {"process_start_s", "rendezvous_s", "comm_init_s", NULL};
   static const char *const interf_keys[] = {"compute_slowdown", "comm_slowdown", NULL};
-  static const char *const hook_keys[] = {"cast_GBps", "orth_gflops", NULL};
+  static const char *const hook_keys[] = {"cast_GBps", "orth_gflops", "sum_fp32_GBps", "sum_fp16_GBps",
+                                          "sum_bf16_GBps", "psgd_gemm_GBps", "psgd_pass_GBps", NULL};
   char w[4200];
   const config_setting_t *g, *s;
   int rc;
@@ -396,7 +397,12 @@ int core_profile_from_setting(const config_setting_t *root, const char *path, co
     goto fail_free;
   if (s && ((rc = core_cfg_check_keys(s, hook_keys, "hooks")) != 0 ||
             (rc = core_cfg_double(s, "cast_GBps", 0, 0, 1e-6, 1e6, &p->cast_GBps)) != 0 ||
-            (rc = core_cfg_double(s, "orth_gflops", 0, 0, 1e-6, 1e9, &p->orth_gflops)) != 0))
+            (rc = core_cfg_double(s, "orth_gflops", 0, 0, 1e-6, 1e9, &p->orth_gflops)) != 0 ||
+            (rc = core_cfg_double(s, "sum_fp32_GBps", 0, 0, 1e-6, 1e6, &p->sum_fp32_GBps)) != 0 ||
+            (rc = core_cfg_double(s, "sum_fp16_GBps", 0, 0, 1e-6, 1e6, &p->sum_fp16_GBps)) != 0 ||
+            (rc = core_cfg_double(s, "sum_bf16_GBps", 0, 0, 1e-6, 1e6, &p->sum_bf16_GBps)) != 0 ||
+            (rc = core_cfg_double(s, "psgd_gemm_GBps", 0, 0, 1e-6, 1e6, &p->psgd_gemm_GBps)) != 0 ||
+            (rc = core_cfg_double(s, "psgd_pass_GBps", 0, 0, 1e-6, 1e6, &p->psgd_pass_GBps)) != 0))
     goto fail_free;
 
   *out = p;
@@ -577,20 +583,23 @@ int core_profile_write(const core_profile *p, const char *path) {
     put_num(f, p->comm_slowdown);
   }
   fputs("; };\n", f);
-  if (p->cast_GBps > 0 || p->orth_gflops > 0) {
-    fputs("  hooks = {", f);
-    if (p->cast_GBps > 0) {
-      fputs(" cast_GBps = ", f);
-      put_num(f, p->cast_GBps);
-      fputc(';', f);
-    }
-    if (p->orth_gflops > 0) {
-      fputs(" orth_gflops = ", f);
-      put_num(f, p->orth_gflops);
-      fputc(';', f);
-    }
-    fputs(" };\n", f);
+  const struct {
+    const char *key;
+    double v;
+  } hooks[] = {{"cast_GBps", p->cast_GBps},         {"orth_gflops", p->orth_gflops},
+               {"sum_fp32_GBps", p->sum_fp32_GBps}, {"sum_fp16_GBps", p->sum_fp16_GBps},
+               {"sum_bf16_GBps", p->sum_bf16_GBps}, {"psgd_gemm_GBps", p->psgd_gemm_GBps},
+               {"psgd_pass_GBps", p->psgd_pass_GBps}};
+  int any = 0;
+  for (size_t i = 0; i < sizeof hooks / sizeof *hooks; i++) {
+    if (hooks[i].v <= 0)
+      continue;
+    fprintf(f, "%s %s = ", any++ ? "" : "  hooks = {", hooks[i].key);
+    put_num(f, hooks[i].v);
+    fputc(';', f);
   }
+  if (any)
+    fputs(" };\n", f);
   fputs("};\n", f);
   return core_afile_commit(&a);
 }

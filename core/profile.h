@@ -23,7 +23,9 @@
  *     storage = { write_GBps = 2.0; read_GBps = 4.0; };
  *     restart = { process_start_s = 5.0; rendezvous_s = 1.0; comm_init_s = 2.0; };
  *     interference = { compute_slowdown = 1.0; comm_slowdown = 1.0; };
- *     hooks = { cast_GBps = 8.0; orth_gflops = 2.0; };
+ *     hooks = { cast_GBps = 8.0; orth_gflops = 2.0;
+ *               sum_fp32_GBps = 4.0; sum_fp16_GBps = 0.5; sum_bf16_GBps = 2.0;
+ *               psgd_gemm_GBps = 5.0; psgd_pass_GBps = 5.0; };
  *   };
  *
  * A fit says T(S) = alpha + S / algbw for message sizes S in [min_bytes,
@@ -100,6 +102,13 @@ typedef struct core_profile {
   double comm_slowdown;   /* collectives running while ranks compute take this factor longer */
   double cast_GBps;       /* hooks: fp32 <-> fp16/bf16 casts, bytes moved per second; 0 = unknown */
   double orth_gflops;     /* hooks: PowerSGD orthogonalization rate; 0 = unknown */
+  /* hooks: the backend's host sum (Gloo's, for fp32, fp16, bf16), bytes of
+   * output per second; 0 = unknown. */
+  double sum_fp32_GBps, sum_fp16_GBps, sum_bf16_GBps;
+  /* hooks: PowerSGD's rank-r GEMMs, bytes of their operands streamed per
+   * second, and its error-feedback and gather passes, bytes moved per
+   * second (as sim/predict.c counts them); 0 = unknown. */
+  double psgd_gemm_GBps, psgd_pass_GBps;
 } core_profile;
 
 int core_profile_load(const char *path, core_profile **out);

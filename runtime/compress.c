@@ -172,6 +172,14 @@ static uint16_t f32_to_bf16(float f) {
 
 static float bf16_to_f32(uint16_t b) { return float_of((uint32_t)b << 16); }
 
+int rt_compress_to_half(enum rt_dtype t, const float *in, uint16_t *out, int64_t n) {
+  if (t != RT_FP16 && t != RT_BF16)
+    return core_err_set(CORE_EINVAL, "rt_compress_to_half: %s is not a half-precision type", rt_dtype_name(t));
+  for (int64_t i = 0; i < n; i++)
+    out[i] = t == RT_BF16 ? f32_to_bf16(in[i]) : f32_to_f16(in[i]);
+  return 0;
+}
+
 /* ---- the compressor ------------------------------------------------------------ */
 
 /* PowerSGD's state of one bucket (PowerSGDState's dictionaries keyed by the

@@ -159,6 +159,10 @@ const rt_compress_opts *rt_compress_options(const rt_compressor *c);
 /* Rank PowerSGD uses for tensor t, 0 when t is allreduced uncompressed (or
  * the hook is not PowerSGD). */
 int rt_compress_tensor_rank(const rt_compressor *c, int t);
+
+/* fp32 to fp16 or bf16 (t), element by element as the hooks cast: for
+ * calibration, to time the backend's half-precision sums on real values. */
+int rt_compress_to_half(enum rt_dtype t, const float *in, uint16_t *out, int64_t n);
 /* Bucket b's error-feedback buffer (bucket_elems[b] floats, in the input's
  * scale), or NULL before its first PowerSGD step or without error
  * feedback. */

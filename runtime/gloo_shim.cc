@@ -839,6 +839,15 @@ extern "C" int rt_gloo_ctx_barrier(rt_gloo_ctx *c) {
   return rc ? op_fail(c, "barrier", rc, what) : 0;
 }
 
+extern "C" int rt_gloo_sum(enum rt_dtype t, void *out, const void *a, const void *b, size_t n) {
+  switch (t) {
+  case RT_FP32: gloo::sum<float>(out, a, b, n); return 0;
+  case RT_FP16: gloo::sum<gloo::float16>(out, a, b, n); return 0;
+  case RT_BF16: sum_bf16(out, a, b, n); return 0;
+  default: return core_err_set(CORE_EINVAL, "sum: unknown dtype %d", (int)t);
+  }
+}
+
 extern "C" const char *rt_gloo_version(void) {
 #define RT_STR2(x) #x
 #define RT_STR(x) RT_STR2(x)

@@ -47,6 +47,10 @@ const char *rt_store_describe(const rt_store *s);
 /* "Gloo MAJOR.MINOR.PATCH" of the headers this was built with. */
 const char *rt_gloo_version(void);
 
+/* out[i] = a[i] + b[i] for n elements with the very sum the allreduces use
+ * (Gloo's for fp32 and fp16, ours for bf16), for calibration to time. */
+int rt_gloo_sum(enum rt_dtype t, void *out, const void *a, const void *b, size_t n);
+
 /* Values are raw bytes, at least one (FileStore cannot hand back an empty
  * value). Setting a key twice is CORE_EINVAL (a reused prefix). */
 int rt_store_set(rt_store *s, const char *key, const void *val, size_t len);

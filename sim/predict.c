@@ -137,11 +137,33 @@ static double gemm_s(const core_profile *pr, double flops, double bytes) {
   return c > m ? c : m;
 }
 
+/* Extra seconds a Gloo allreduce of `wire` bytes of half-precision
+ * elements takes for its host reduction beyond what the fp32 link model
+ * holds: each rank reduces (p-1)/p of the bytes (the ring's reduce-scatter),
+ * at the rate of Gloo's sum for that type rather than fp32's. Gloo sums
+ * fp16 through float conversions element by element, far slower than fp32
+ * on CPUs; NCCL reduces on the device, where halves are native. Needs the
+ * sum rates calibration measures (profile hooks); 0 without them. */
+static double half_reduce_extra_s(const core_profile *pr, const sim_point *p, enum sim_compress k,
+                                  double wire) {
+  double h = k == SIM_COMPRESS_FP16 ? pr->sum_fp16_GBps : pr->sum_bf16_GBps;
+  int world = p->nodes * p->per_node;
+  if (p->backend != SIM_BACKEND_GLOO || world < 2 || h <= 0 || pr->sum_fp32_GBps <= 0)
+    return 0;
+  double extra = 1.0 / (h * 1e9) - 1.0 / (pr->sum_fp32_GBps * 1e9);
+  return extra > 0 ? wire * (world - 1) / world * extra : 0;
+}
+
 /* A bucket's communication hook: its time on the communication stream
- * (collectives and the hook's own compute there), the compute it adds when
+ * (collectives and the work that waits for them), the compute it adds when
  * the bucket becomes ready (*pre), bytes put on the wire, and the longest
  * single collective (for the timeout). Mechanics of PyTorch's hooks
- * (default_hooks.py, powerSGD_hook.py; reference/cost-models.md). */
+ * (default_hooks.py, powerSGD_hook.py; reference/cost-models.md). A hook's
+ * kernels run on the compute stream in PyTorch (the hook is called from the
+ * autograd thread, its GPU work goes to the current stream), and on CPUs
+ * they take the same cores as backward; so its compute is charged to the
+ * compute path, except what must follow the last collective (the cast
+ * back, PowerSGD's reconstruction), which stays after it. */
 static double hook_time(const sim_scenario *s, const sim_point *p, const sim_topo *t, const core_buckets *bk,
                         int b, int gb, double *pre, double *wire, double *longest) {
   const core_profile *pr = s->profile;
@@ -155,12 +177,14 @@ static double hook_time(const sim_scenario *s, const sim_point *p, const sim_top
     double cast = elems * (gb + 2) * cast_s_per_byte(pr);
     *pre = cast;
     *wire = elems * 2;
-    *longest = sim_predict_allreduce(p, t, *wire);
+    *longest = sim_predict_allreduce(p, t, *wire) + half_reduce_extra_s(pr, p, p->compression.kind, *wire);
     return *longest + cast;
   }
   case SIM_COMPRESS_POWERSGD: {
-    double r_req = p->compression.rank, unc = 0, pn = 0, qn = 0, comp = 0, mem = 0;
-    double mem_s = 1.0 / (pr->memory_GBps * 1e9);
+    double r_req = p->compression.rank, unc = 0, pn = 0, qn = 0, before = 0, after = 0, mem = 0;
+    /* Measured rates of the runtime's hook where calibration has them, else
+     * the roofline from the device's GEMM rate and memory bandwidth. */
+    double mem_s = 1.0 / ((pr->psgd_pass_GBps > 0 ? pr->psgd_pass_GBps : pr->memory_GBps) * 1e9);
     for (int i = bk->bucket_first[b]; i < bk->bucket_first[b + 1]; i++) {
       int ti = bk->bucket_tensors[i];
       double n = (double)m->tensor_rows[ti], el = (double)m->tensor_elems[ti], mm = el / n;
@@ -169,20 +193,23 @@ static double hook_time(const sim_scenario *s, const sim_point *p, const sim_top
       if ((n + mm) * r * s->powersgd_min_rate < n * mm) {
         pn += n * r;
         qn += mm * r;
-        /* P = M Q, Q = M^T P, M ~ P Q^T: three GEMMs of 2 n m r FLOPs;
-         * orthogonalizing P and the warm-started Q, 2 (n + m) r^2 (the
-         * runtime's hook, whose rate calibration measures); error feedback
-         * adds the last error and keeps the new one (two passes reading 2,
-         * writing 1 element). */
-        /* Each product reads the n x m gradient (or writes it, for the
-         * reconstruction) and the thin factors. */
-        comp += 3 * gemm_s(pr, 2 * n * mm * r, 4 * (n * mm + (n + mm) * r));
+        /* P = M Q, Q = M^T P, M ~ P Q^T: three GEMMs of 2 n m r FLOPs, each
+         * reading the n x m gradient (or writing it, for the
+         * reconstruction) and the thin factors; orthogonalizing P and the
+         * warm-started Q, 2 (n + m) r^2 (the runtime's hook, whose rate
+         * calibration measures); error feedback adds the last error before
+         * and keeps the new one after (a pass reading 2 and writing 1
+         * element each). The reconstruction and keeping the error follow
+         * the Q allreduce; the rest is charged before the P allreduce. */
+        double gbytes = 4 * (n * mm + (n + mm) * r);
+        double g = pr->psgd_gemm_GBps > 0 ? gbytes / (pr->psgd_gemm_GBps * 1e9) : gemm_s(pr, 2 * n * mm * r, gbytes);
         double of = 2 * (n + mm) * r * r;
-        comp += pr->orth_gflops > 0 ? of / (pr->orth_gflops * 1e9) : gemm_s(pr, of, 4 * (n + mm) * r);
-        mem += 2 * 3 * el * 4;
+        before += 2 * g + (pr->orth_gflops > 0 ? of / (pr->orth_gflops * 1e9) : gemm_s(pr, of, 4 * (n + mm) * r));
+        after += g;
+        mem += 3 * el * 4;
       } else {
         unc += el;
-        mem += 2 * el * 4; /* into the contiguous buffer and back */
+        mem += el * 4; /* into the contiguous buffer (and out again, after) */
       }
     }
     double a = unc > 0 ? sim_predict_allreduce(p, t, unc * 4) : 0;
@@ -190,7 +217,8 @@ static double hook_time(const sim_scenario *s, const sim_point *p, const sim_top
     double bQ = qn > 0 ? sim_predict_allreduce(p, t, qn * 4) : 0;
     *wire = (unc + pn + qn) * 4;
     *longest = a > bP ? (a > bQ ? a : bQ) : (bP > bQ ? bP : bQ);
-    return a + bP + bQ + comp + mem * mem_s;
+    *pre = before + mem * mem_s;
+    return a + bP + bQ + after + mem * mem_s;
   }
   default:
     *wire = elems * gb;

@@ -23,25 +23,27 @@ static double n_params(void) {
   return n;
 }
 
-static sim_scenario *load(const char *compression) {
+static sim_scenario *load_on(const char *profile, const char *compression) {
   char text[2048];
   snprintf(text, sizeof text,
-           "profile = \"cpu-test.cfg\"; model = \"../../scenarios/models/mlp.cfg\";\n"
+           "profile = \"%s\"; model = \"../../scenarios/models/mlp.cfg\";\n"
            "training = { batch = 8; };\n"
            "cluster = { nodes = 2; devices_per_node = 1; };\n"
            "networks = ( { name = \"n\"; gbps = 1.0; latency_us = 60.0; efficiency = 1.0; } );\n"
            "ddp = { backend = \"gloo\"; bucket_cap_mb = 10000.0; first_bucket_mb = 0.0; overlap = false;\n"
            "        gradient_as_bucket_view = true; compression = \"%s\"; };\n"
            "simulation = { steps = 1; };\n",
-           compression);
+           profile, compression);
   sim_scenario *s = NULL;
   if (sim_scenario_load_string(text, TU_DATA("inline-hooks.cfg"), &s) != 0)
     fprintf(stderr, "\n%s\n", core_err_msg());
   return s;
 }
 
-static int run(const char *compression, sim_point_result *r) {
-  sim_scenario *s = load(compression);
+static sim_scenario *load(const char *compression) { return load_on("cpu-test.cfg", compression); }
+
+static int run_on(const char *profile, const char *compression, sim_point_result *r) {
+  sim_scenario *s = load_on(profile, compression);
   if (!s)
     return -1;
   sim_engine *e;
@@ -53,6 +55,8 @@ static int run(const char *compression, sim_point_result *r) {
   sim_scenario_free(s);
   return rc;
 }
+
+static int run(const char *compression, sim_point_result *r) { return run_on("cpu-test.cfg", compression, r); }
 
 /* Gloo segmented ring on 2 ranks with one flow at 1 Gb/s, 60 us, host
  * reduction at cpu-test.cfg's 5 GB/s: 2(p-1)a + 2n(p-1)/p b + n(p-1)/p g. */
@@ -121,6 +125,42 @@ static void test_powersgd_rule(void) {
   CU_ASSERT_DOUBLE_EQUAL(r.wire_bytes, (u + pq) * 4, 0);
 }
 
+/* With measured hook rates (cpu-hooks-test.cfg): Gloo sums fp16 at 0.5 GB/s
+ * against fp32's 4, so each rank's reduction of half the bytes (2 ranks)
+ * costs that much more than the fp32 link model holds; the casts move at
+ * the measured 8 GB/s. */
+static void test_fp16_measured(void) {
+  sim_point_result r;
+  CU_ASSERT_FATAL(run_on("cpu-hooks-test.cfg", "fp16", &r) == 0);
+  double n = n_params(), w = n * 2;
+  double extra = w * 0.5 * (1 / 0.5e9 - 1 / 4e9);
+  CU_ASSERT_DOUBLE_EQUAL(r.comm_s, ring(w) + extra + n * 6 / 8e9, 1e-9 * r.comm_s);
+  /* bf16 at 2 GB/s: a smaller extra. */
+  CU_ASSERT_FATAL(run_on("cpu-hooks-test.cfg", "bf16", &r) == 0);
+  CU_ASSERT_DOUBLE_EQUAL(r.comm_s, ring(w) + w * 0.5 * (1 / 2e9 - 1 / 4e9) + n * 6 / 8e9, 1e-9 * r.comm_s);
+}
+
+/* PowerSGD's compute on the compute path: with overlap off and one bucket a
+ * step is compute, then the hook's communication; the step minus its
+ * communication grows over no compression's by exactly what is charged
+ * before the P allreduce: per weight two rank-1 GEMMs streaming
+ * 4 (n m + n + m) bytes at the measured 2 GB/s, orthogonalization of
+ * 2 (n + m) FLOPs at 1 GFLOP/s and an error-feedback pass of 12 bytes an
+ * element at 4 GB/s; per bias its copy into the uncompressed buffer, 4
+ * bytes an element. */
+static void test_powersgd_compute_path(void) {
+  sim_point_result none, ps;
+  CU_ASSERT_FATAL(run_on("cpu-hooks-test.cfg", "none", &none) == 0);
+  CU_ASSERT_FATAL(run_on("cpu-hooks-test.cfg", "powersgd:1", &ps) == 0);
+  double pre = 0;
+  for (int i = 0; i < 4; i++) {
+    double n = W_ROWS[i], m = W_COLS[i];
+    pre += 2 * 4 * (n * m + n + m) / 2e9 + 2 * (n + m) / 1e9 + 12 * n * m / 4e9 + 4 * BIAS[i] / 4e9;
+  }
+  double grew = (ps.step_s - ps.comm_s) - (none.step_s - none.comm_s);
+  CU_ASSERT_DOUBLE_EQUAL(grew, pre, 1e-6 * pre);
+}
+
 static void test_bad_spec(void) {
   CU_ASSERT(load("zip") == NULL);
   CU_ASSERT(load("powersgd:0") == NULL);
@@ -133,5 +173,7 @@ void test_register(void) {
   CU_add_test(s, "fp16: half the bytes plus the casts", test_fp16);
   CU_add_test(s, "PowerSGD: P and Q instead of the weights", test_powersgd_bytes);
   CU_add_test(s, "PowerSGD: the min_compression_rate rule at its edge", test_powersgd_rule);
+  CU_add_test(s, "fp16/bf16: Gloo's measured half-precision sums", test_fp16_measured);
+  CU_add_test(s, "PowerSGD: its compute on the compute path", test_powersgd_compute_path);
   CU_add_test(s, "bad compression specs are rejected", test_bad_spec);
 }
