@@ -120,23 +120,8 @@ static int add_coll(core_profile *p, const char *backend, enum cal_op op, const 
     return core_err_set(CORE_ENOMEM, "out of memory assembling the profile");
   }
   c->n_fits = nf;
-  for (int i = 0; i < nf; i++) {
-    core_prof_fit *pf = &c->fits[i];
-    pf->min_bytes = f[i].min_bytes;
-    pf->max_bytes = f[i].max_bytes;
-    pf->alpha_us = f[i].alpha_s * 1e6;
-    pf->algbw_GBps = 1.0 / (f[i].beta_s * 1e9);
-    pf->r2 = f[i].r2;
-    pf->has_ci = 1;
-    pf->alpha_us_lo = f[i].alpha_lo * 1e6;
-    pf->alpha_us_hi = f[i].alpha_hi * 1e6;
-    /* Bandwidth is 1/beta: the interval flips, and a slope interval that
-     * reaches zero leaves the upper bandwidth unbounded (capped). */
-    pf->algbw_GBps_lo = f[i].beta_hi > 0 ? 1.0 / (f[i].beta_hi * 1e9) : 0;
-    pf->algbw_GBps_hi = f[i].beta_lo > 0 ? 1.0 / (f[i].beta_lo * 1e9) : 1e9;
-    if (pf->algbw_GBps_hi > 1e9)
-      pf->algbw_GBps_hi = 1e9;
-  }
+  for (int i = 0; i < nf; i++)
+    cal_fit_to_profile(&f[i], &c->fits[i]);
   for (int i = 0; i < n; i++)
     t[i] *= 1e6;
   c->bytes = bytes;

@@ -182,3 +182,18 @@ int cal_fit_alpha_beta(const double *bytes, const double *t, const double *se, i
   }
   return 0;
 }
+
+void cal_fit_to_profile(const cal_fit *f, core_prof_fit *pf) {
+  pf->min_bytes = f->min_bytes;
+  pf->max_bytes = f->max_bytes;
+  pf->alpha_us = f->alpha_s * 1e6;
+  pf->algbw_GBps = 1.0 / (f->beta_s * 1e9);
+  pf->r2 = f->r2;
+  pf->has_ci = 1;
+  pf->alpha_us_lo = f->alpha_lo * 1e6;
+  pf->alpha_us_hi = f->alpha_hi * 1e6;
+  pf->algbw_GBps_lo = f->beta_hi > 0 ? 1.0 / (f->beta_hi * 1e9) : 0;
+  pf->algbw_GBps_hi = f->beta_lo > 0 ? 1.0 / (f->beta_lo * 1e9) : 1e9;
+  if (pf->algbw_GBps_hi > 1e9)
+    pf->algbw_GBps_hi = 1e9;
+}

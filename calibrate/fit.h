@@ -15,6 +15,8 @@
 #ifndef CALIBRATE_FIT_H
 #define CALIBRATE_FIT_H
 
+#include "core/profile.h"
+
 typedef struct cal_fit {
   double min_bytes, max_bytes;   /* the regime covers [min, max) */
   double alpha_s, beta_s;        /* T = alpha + beta * S */
@@ -30,5 +32,10 @@ enum { CAL_FIT_MAX_REGIMES = 3 };
  * CAL_FIT_MAX_REGIMES. */
 int cal_fit_alpha_beta(const double *bytes, const double *t, const double *se, int n, cal_fit *fits,
                        int *n_fits);
+
+/* A fit as a profile keeps it: alpha in us, bandwidth 1/beta in GB/s, and
+ * the intervals (bandwidth's flipped; unbounded above when beta's reaches
+ * zero, capped). */
+void cal_fit_to_profile(const cal_fit *f, core_prof_fit *pf);
 
 #endif
