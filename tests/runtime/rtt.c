@@ -1,7 +1,9 @@
+#define _XOPEN_SOURCE 700 /* nftw */
 #include "rtt.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>
+#include <ftw.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -180,6 +182,34 @@ int rtt_mkdtemp(char *buf, size_t len) {
   const char *tmp = getenv("TMPDIR");
   snprintf(buf, len, "%s/ddpsim-rt-XXXXXX", tmp && *tmp ? tmp : "/tmp");
   return mkdtemp(buf) ? 0 : -1;
+}
+
+static char scratch[32][512];
+static int n_scratch;
+
+int rtt_scratch_dir(char *buf, size_t len) {
+  if (rtt_mkdtemp(buf, len) != 0)
+    return -1;
+  if (n_scratch < (int)(sizeof scratch / sizeof scratch[0]))
+    snprintf(scratch[n_scratch++], sizeof scratch[0], "%s", buf);
+  return 0;
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+  (void)st;
+  (void)ftw;
+  if (flag == FTW_DP)
+    rmdir(path);
+  else
+    unlink(path);
+  return 0;
+}
+
+int rtt_scratch_cleanup(void) {
+  for (int i = 0; i < n_scratch; i++)
+    nftw(scratch[i], rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+  n_scratch = 0;
+  return 0;
 }
 
 void rtt_rmdir(const char *dir) {

@@ -65,6 +65,12 @@ double rtt_now(void);
  * rtt_rmdir (the stores write flat directories). */
 int rtt_mkdtemp(char *buf, size_t len);
 void rtt_rmdir(const char *dir);
+/* A fresh directory like rtt_mkdtemp's, recorded so that
+ * rtt_scratch_cleanup (a suite's cleanup, which CUnit runs even after a
+ * failed _FATAL assertion ended a test early) removes it with everything
+ * under it. */
+int rtt_scratch_dir(char *buf, size_t len);
+int rtt_scratch_cleanup(void);
 /* A prefix no earlier test used: test name, pid and a counter. */
 void rtt_prefix(char *buf, size_t len, const char *name);
 

@@ -12,7 +12,6 @@
  * explicitly. It needs root; without root it is skipped with a note. */
 #define _GNU_SOURCE
 #include <CUnit/CUnit.h>
-#include <ftw.h>
 #include <sys/stat.h>
 #include <dirent.h>
 #include <errno.h>
@@ -30,38 +29,6 @@
 #include "core/model.h"
 #include "runtime/ckpt.h"
 #include "rtt.h"
-
-/* ---- scratch directories ---------------------------------------------------
- * Every directory a test makes is recorded and removed (with whatever is in
- * it) by the suite's cleanup, which CUnit runs even after a failed _FATAL
- * assertion has ended a test early. */
-static char scratch[32][512];
-static int n_scratch;
-
-static int scratch_dir(char *buf, size_t len) {
-  if (rtt_mkdtemp(buf, len) != 0)
-    return -1;
-  if (n_scratch < (int)(sizeof scratch / sizeof scratch[0]))
-    snprintf(scratch[n_scratch++], sizeof scratch[0], "%s", buf);
-  return 0;
-}
-
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
-  (void)st;
-  (void)ftw;
-  if (flag == FTW_DP)
-    rmdir(path);
-  else
-    unlink(path);
-  return 0;
-}
-
-static int scratch_cleanup(void) {
-  for (int i = 0; i < n_scratch; i++)
-    nftw(scratch[i], rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-  n_scratch = 0;
-  return 0;
-}
 
 /* ---- helpers ------------------------------------------------------------ */
 
@@ -237,7 +204,7 @@ static const int OTHER[] = {4, 3, 3};
 
 static void test_round_trip(void) {
   char dir[512], path[700];
-  CU_ASSERT_EQUAL_FATAL(scratch_dir(dir, sizeof dir), 0);
+  CU_ASSERT_EQUAL_FATAL(rtt_scratch_dir(dir, sizeof dir), 0);
   core_model *m = make_model(dir, "small", SMALL, 2);
   CU_ASSERT_PTR_NOT_NULL_FATAL(m);
   CU_ASSERT_EQUAL(m->n_params, 23);
@@ -336,7 +303,7 @@ typedef struct reject_env {
 
 static int reject_setup(reject_env *e, const int *widths) {
   memset(e, 0, sizeof *e);
-  if (scratch_dir(e->dir, sizeof e->dir) != 0)
+  if (rtt_scratch_dir(e->dir, sizeof e->dir) != 0)
     return -1;
   e->m = make_model(e->dir, "small", widths, 2);
   if (!e->m || state_alloc(&e->good, e->m->n_params) || state_alloc(&e->scratch, e->m->n_params))
@@ -559,7 +526,7 @@ static void test_consistent_lies(void) {
 
 static void test_other_shape(void) {
   char dir[512];
-  CU_ASSERT_EQUAL_FATAL(scratch_dir(dir, sizeof dir), 0);
+  CU_ASSERT_EQUAL_FATAL(rtt_scratch_dir(dir, sizeof dir), 0);
   core_model *a = make_model(dir, "a", SMALL, 2), *same = make_model(dir, "same", SAME_COUNT, 2),
              *other = make_model(dir, "other", OTHER, 2);
   CU_ASSERT_PTR_NOT_NULL_FATAL(a);
@@ -631,7 +598,7 @@ static void expected(const char *ckpts, char *out, size_t n) {
 
 static void test_keep(void) {
   char dir[512], names[2048], want[2048], path[700];
-  CU_ASSERT_EQUAL_FATAL(scratch_dir(dir, sizeof dir), 0);
+  CU_ASSERT_EQUAL_FATAL(rtt_scratch_dir(dir, sizeof dir), 0);
   core_model *m = make_model(dir, "small", SMALL, 2);
   CU_ASSERT_PTR_NOT_NULL_FATAL(m);
   /* Files that are not checkpoints stay, whatever keep says (among them
@@ -796,7 +763,7 @@ static void test_disk_full(void) {
   }
   full_job j;
   memset(&j, 0, sizeof j);
-  CU_ASSERT_EQUAL_FATAL(scratch_dir(j.mnt, sizeof j.mnt), 0);
+  CU_ASSERT_EQUAL_FATAL(rtt_scratch_dir(j.mnt, sizeof j.mnt), 0);
   int rp[2];
   CU_ASSERT_EQUAL_FATAL(rtt_pipe_open(rp), 0);
   j.report_w = rp[1];
@@ -834,14 +801,14 @@ static void test_disk_full(void) {
 }
 
 void test_register(void) {
-  CU_pSuite s = CU_add_suite("checkpoint format", NULL, scratch_cleanup);
+  CU_pSuite s = CU_add_suite("checkpoint format", NULL, rtt_scratch_cleanup);
   CU_add_test(s, "round trip is bit-exact; documented layout", test_round_trip);
-  s = CU_add_suite("checkpoint rejection", NULL, scratch_cleanup);
+  s = CU_add_suite("checkpoint rejection", NULL, rtt_scratch_cleanup);
   CU_add_test(s, "truncated at every byte, then fallback", test_truncated_everywhere);
   CU_add_test(s, "every byte changed, and random damage", test_byte_flips);
   CU_add_test(s, "consistent checksums, inconsistent fields", test_consistent_lies);
   CU_add_test(s, "another model shape", test_other_shape);
-  s = CU_add_suite("checkpoint files", NULL, scratch_cleanup);
+  s = CU_add_suite("checkpoint files", NULL, rtt_scratch_cleanup);
   CU_add_test(s, "keep removes only older checkpoints", test_keep);
   CU_add_test(s, "full disk: clear error, previous one intact", test_disk_full);
 }

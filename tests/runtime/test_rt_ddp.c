@@ -18,7 +18,6 @@
  * parent compares. Every rank runs under rtt's deadline. */
 #define _XOPEN_SOURCE 700
 #include <CUnit/CUnit.h>
-#include <ftw.h>
 #include <sys/stat.h>
 #include <math.h>
 #include <stdio.h>
@@ -48,38 +47,6 @@ enum { BATCH = 4, STEPS = 5, DATASET = 38 };
 #define FIRST_MB (2048.0 / 1048576.0)
 #define CAP_MB (4096.0 / 1048576.0)
 #define DEADLINE_S 90.0
-
-/* ---- scratch directories ---------------------------------------------------
- * Every directory a test makes is recorded and removed (with whatever is in
- * it) by the suite's cleanup, which CUnit runs even after a failed _FATAL
- * assertion has ended a test early. */
-static char scratch[32][512];
-static int n_scratch;
-
-static int scratch_dir(char *buf, size_t len) {
-  if (rtt_mkdtemp(buf, len) != 0)
-    return -1;
-  if (n_scratch < (int)(sizeof scratch / sizeof scratch[0]))
-    snprintf(scratch[n_scratch++], sizeof scratch[0], "%s", buf);
-  return 0;
-}
-
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
-  (void)st;
-  (void)ftw;
-  if (flag == FTW_DP)
-    rmdir(path);
-  else
-    unlink(path);
-  return 0;
-}
-
-static int scratch_cleanup(void) {
-  for (int i = 0; i < n_scratch; i++)
-    nftw(scratch[i], rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-  n_scratch = 0;
-  return 0;
-}
 
 typedef struct ddp_job {
   char dir[512];     /* rendezvous directory and the ranks' output */
@@ -392,7 +359,7 @@ static cmp_stat compare(const float *got, const double *want, const double *mag,
 static void check_training(int world, enum rt_algo algo) {
   ddp_job on, off;
   memset(&on, 0, sizeof on);
-  CU_ASSERT_EQUAL_FATAL(scratch_dir(on.dir, sizeof on.dir), 0);
+  CU_ASSERT_EQUAL_FATAL(rtt_scratch_dir(on.dir, sizeof on.dir), 0);
   CU_ASSERT_EQUAL_FATAL(write_model(on.dir, on.model, sizeof on.model), 0);
   on.algo = algo;
   off = on;
@@ -607,7 +574,7 @@ static int ring3_rank(int rank, int size, void *arg) {
 static void test_ring_refused(void) {
   ddp_job j;
   memset(&j, 0, sizeof j);
-  CU_ASSERT_EQUAL_FATAL(scratch_dir(j.dir, sizeof j.dir), 0);
+  CU_ASSERT_EQUAL_FATAL(rtt_scratch_dir(j.dir, sizeof j.dir), 0);
   CU_ASSERT_EQUAL_FATAL(write_model(j.dir, j.model, sizeof j.model), 0);
   rtt_prefix(j.prefix, sizeof j.prefix, "ring3");
   int rp[2];
@@ -636,7 +603,7 @@ static void test_ring_refused(void) {
 }
 
 void test_register(void) {
-  CU_pSuite s = CU_add_suite("DDP training", NULL, scratch_cleanup);
+  CU_pSuite s = CU_add_suite("DDP training", NULL, rtt_scratch_cleanup);
   CU_add_test(s, "2 ranks: identical replicas, union gradient, overlap on = off", test_two_ranks);
   CU_add_test(s, "3 ranks: identical replicas, union gradient, overlap on = off", test_three_ranks);
   CU_add_test(s, "3 ranks, halving_doubling allreduce", test_three_ranks_hd);
