@@ -182,8 +182,10 @@ int rt_compress_to_half(enum rt_dtype t, const float *in, uint16_t *out, int64_t
 
 /* ---- the compressor ------------------------------------------------------------ */
 
-/* PowerSGD's state of one bucket (PowerSGDState's dictionaries keyed by the
- * bucket index). */
+/* One bucket's state: PowerSGD's (PowerSGDState's dictionaries keyed by the
+ * bucket index) and the buffers that carry a bucket from its prepare (on
+ * the compute thread) to its finish (on the communication thread), one set
+ * per bucket so that the two threads never share one. */
 typedef struct bucket_state {
   int n_comp, n_unc;
   int *comp, *unc;                    /* tensor indices, in bucket order */
@@ -191,6 +193,11 @@ typedef struct bucket_state {
   float *q;                           /* all Q of the bucket, kept for warm start */
   float *err;                         /* error feedback, bucket_elems */
   int have_q, have_err;
+  uint16_t *half;                     /* fp16/bf16: the bucket cast down */
+  float *p;                           /* PowerSGD: all P of the bucket */
+  float *unc_buf;                     /* PowerSGD: its uncompressed tensors, together */
+  float *input;                       /* PowerSGD: the input after error feedback */
+  long prepared;                      /* step prepared and not yet finished, else -1 */
 } bucket_state;
 
 struct rt_compressor {
@@ -199,12 +206,8 @@ struct rt_compressor {
   const core_buckets *bk;
   int *tensor_rank;      /* [n_tensors] PowerSGD rank, 0 = uncompressed */
   int64_t max_bucket;
-  uint16_t *half;        /* fp16/bf16: one bucket's worth */
-  bucket_state *bs;      /* PowerSGD: [n_buckets] */
-  float *p;              /* PowerSGD scratch: all P of a bucket */
-  float *unc;            /* PowerSGD scratch: the uncompressed tensors of a bucket */
-  float *input;          /* PowerSGD scratch: the input after error feedback */
-  double *work;          /* orthogonalization scratch */
+  bucket_state *bs;      /* [n_buckets] */
+  double *work[2];       /* orthogonalization scratch: prepare's, finish's */
   rt_compress_rng *state_rng, *fill_rng;
 };
 
@@ -231,14 +234,15 @@ void rt_compress_free(rt_compressor *c) {
       free(c->bs[b].unc);
       free(c->bs[b].q);
       free(c->bs[b].err);
+      free(c->bs[b].half);
+      free(c->bs[b].p);
+      free(c->bs[b].unc_buf);
+      free(c->bs[b].input);
     }
   free(c->bs);
   free(c->tensor_rank);
-  free(c->half);
-  free(c->p);
-  free(c->unc);
-  free(c->input);
-  free(c->work);
+  free(c->work[0]);
+  free(c->work[1]);
   rt_compress_rng_free(c->state_rng);
   rt_compress_rng_free(c->fill_rng);
   free(c);
@@ -269,8 +273,7 @@ static int plan_powersgd(rt_compressor *c) {
   const core_buckets *bk = c->bk;
   if (!m->tensor_rows)
     return core_err_set(CORE_EINVAL, "PowerSGD needs the tensor shapes of model %s", m->name);
-  if (!(c->tensor_rank = calloc((size_t)m->n_tensors, sizeof *c->tensor_rank)) ||
-      !(c->bs = calloc((size_t)bk->n_buckets, sizeof *c->bs)))
+  if (!(c->tensor_rank = calloc((size_t)m->n_tensors, sizeof *c->tensor_rank)))
     return core_err_set(CORE_ENOMEM, "out of memory planning PowerSGD");
   for (int t = 0; t < m->n_tensors; t++) {
     int64_t n = m->tensor_rows[t], el = m->tensor_elems[t];
@@ -282,7 +285,6 @@ static int plan_powersgd(rt_compressor *c) {
     if (rt_compress_should(n, el / n, c->o.rank, c->o.min_rate, &r))
       c->tensor_rank[t] = r;
   }
-  int64_t max_p = 0, max_unc = 0;
   size_t max_work = 0;
   for (int b = 0; b < bk->n_buckets; b++) {
     bucket_state *s = &c->bs[b];
@@ -306,22 +308,18 @@ static int plan_powersgd(rt_compressor *c) {
         s->unc_elems += m->tensor_elems[t];
       }
     }
-    if (s->p_elems > max_p)
-      max_p = s->p_elems;
-    if (s->unc_elems > max_unc)
-      max_unc = s->unc_elems;
+    size_t el = (size_t)bk->bucket_elems[b];
+    int ef = c->o.error_feedback && el;
     if ((s->q_elems && !(s->q = malloc(sizeof *s->q * (size_t)s->q_elems))) ||
-        (c->o.error_feedback && bk->bucket_elems[b] &&
-         !(s->err = malloc(sizeof *s->err * (size_t)bk->bucket_elems[b]))))
+        (s->p_elems && !(s->p = malloc(sizeof *s->p * (size_t)s->p_elems))) ||
+        (s->unc_elems && !(s->unc_buf = malloc(sizeof *s->unc_buf * (size_t)s->unc_elems))) ||
+        (ef && !(s->err = malloc(sizeof *s->err * el))) || (ef && !(s->input = malloc(sizeof *s->input * el))))
       return core_err_set(CORE_ENOMEM, "out of memory for PowerSGD's state of bucket %d "
                                        "(%lld elements)",
                           b, (long long)bk->bucket_elems[b]);
   }
-  if ((max_p && !(c->p = malloc(sizeof *c->p * (size_t)max_p))) ||
-      (max_unc && !(c->unc = malloc(sizeof *c->unc * (size_t)max_unc))) ||
-      (c->o.error_feedback && c->max_bucket &&
-       !(c->input = malloc(sizeof *c->input * (size_t)c->max_bucket))) ||
-      (max_work && !(c->work = malloc(sizeof *c->work * max_work))))
+  if (max_work && (!(c->work[0] = malloc(sizeof *c->work[0] * max_work)) ||
+                   !(c->work[1] = malloc(sizeof *c->work[1] * max_work))))
     return core_err_set(CORE_ENOMEM, "out of memory for PowerSGD's scratch buffers");
   int rc = rt_compress_rng_create(c->o.seed, &c->state_rng);
   if (rc == 0)
@@ -351,12 +349,19 @@ int rt_compress_create(const rt_compress_opts *o, const core_model *m, const cor
   for (int b = 0; b < bk->n_buckets; b++)
     if (bk->bucket_elems[b] > c->max_bucket)
       c->max_bucket = bk->bucket_elems[b];
+  if (!(c->bs = calloc((size_t)bk->n_buckets, sizeof *c->bs))) {
+    rc = core_err_set(CORE_ENOMEM, "out of memory creating the %s hook", kind_names[o->kind]);
+    goto fail_free;
+  }
+  for (int b = 0; b < bk->n_buckets; b++)
+    c->bs[b].prepared = -1;
   if (o->kind == RT_COMPRESS_FP16 || o->kind == RT_COMPRESS_BF16) {
-    if (c->max_bucket && !(c->half = malloc(sizeof *c->half * (size_t)c->max_bucket))) {
-      rc = core_err_set(CORE_ENOMEM, "out of memory for the %s hook's buffer (%lld elements)",
-                        kind_names[o->kind], (long long)c->max_bucket);
-      goto fail_free;
-    }
+    for (int b = 0; b < bk->n_buckets; b++)
+      if (bk->bucket_elems[b] && !(c->bs[b].half = malloc(sizeof *c->bs[b].half * (size_t)bk->bucket_elems[b]))) {
+        rc = core_err_set(CORE_ENOMEM, "out of memory for the %s hook's buffer of bucket %d (%lld elements)",
+                          kind_names[o->kind], b, (long long)bk->bucket_elems[b]);
+        goto fail_free;
+      }
   } else if (o->kind == RT_COMPRESS_POWERSGD) {
     if ((rc = plan_powersgd(c)) != 0)
       goto fail_free;
@@ -397,23 +402,27 @@ static int reduce(const call *k, void *buf, int64_t n, enum rt_dtype t, enum rt_
   return 0;
 }
 
-/* fp16_compress_hook / bf16_compress_hook. */
-static int half_hook(const call *k, float *buf, int64_t n) {
-  rt_compressor *c = k->c;
-  uint16_t *h = c->half;
-  int bf = c->o.kind == RT_COMPRESS_BF16;
+/* fp16_compress_hook / bf16_compress_hook: the cast down in the hook's
+ * body, the cast back in its future's callback. */
+static void half_prepare(const call *k, const float *buf, int64_t n) {
+  uint16_t *h = k->c->bs[k->b].half;
   double t0 = now_s();
-  if (bf)
+  if (k->c->o.kind == RT_COMPRESS_BF16)
     for (int64_t i = 0; i < n; i++)
       h[i] = f32_to_bf16(buf[i]);
   else
     for (int64_t i = 0; i < n; i++)
       h[i] = f32_to_f16(buf[i]);
   k->st->cast_s += now_s() - t0;
+}
+
+static int half_finish(const call *k, float *buf, int64_t n) {
+  uint16_t *h = k->c->bs[k->b].half;
+  int bf = k->c->o.kind == RT_COMPRESS_BF16;
   int rc = reduce(k, h, n, bf ? RT_BF16 : RT_FP16, RT_PHASE_BUCKET);
   if (rc)
     return rc;
-  t0 = now_s();
+  double t0 = now_s();
   if (bf)
     for (int64_t i = 0; i < n; i++)
       buf[i] = bf16_to_f32(h[i]);
@@ -432,34 +441,36 @@ static float *tensor_in(const call *k, float *buf, int t, int *n, int *mm) {
   return buf + k->c->bk->tensor_offset[t];
 }
 
-/* powerSGD_hook from start_powerSGD_iter on. */
-static int powersgd_hook(const call *k, float *buf, int64_t n_el) {
+/* powerSGD_hook from start_powerSGD_iter on, the part in the hook's body
+ * (before its first allreduce is waited for): error feedback, the
+ * uncompressed tensors gathered, Q initialized or orthogonalized, P = M Q. */
+static int powersgd_prepare(const call *k, float *buf, int64_t n_el) {
   rt_compressor *c = k->c;
   bucket_state *s = &c->bs[k->b];
   const core_model *m = c->m;
   const core_buckets *bk = c->bk;
   rt_compress_stats *st = k->st;
   const int ef = c->o.error_feedback;
-  int rc, n, mm;
+  int n, mm, rc;
   float *M;
-  double t0 = now_s();
 
-  /* Error feedback: input += error of the last step, and keep the input
+  /* Error feedback: the input becomes gradient + last error; keep a copy
    * to compute the new error from. */
+  double t0 = now_s();
   if (ef && s->have_err) {
     for (int64_t i = 0; i < n_el; i++) {
       float v = buf[i] + s->err[i];
       buf[i] = v;
-      c->input[i] = v;
+      s->input[i] = v;
     }
   } else if (ef) {
-    memcpy(c->input, buf, sizeof *buf * (size_t)n_el);
+    memcpy(s->input, buf, sizeof *buf * (size_t)n_el);
   }
   /* The uncompressed tensors, contiguous for one allreduce. */
   int64_t o = 0;
   for (int i = 0; i < s->n_unc; i++) {
     int t = s->unc[i];
-    memcpy(c->unc + o, buf + bk->tensor_offset[t], sizeof *buf * (size_t)m->tensor_elems[t]);
+    memcpy(s->unc_buf + o, buf + bk->tensor_offset[t], sizeof *buf * (size_t)m->tensor_elems[t]);
     o += m->tensor_elems[t];
   }
   st->copy_s += now_s() - t0;
@@ -477,7 +488,7 @@ static int powersgd_hook(const call *k, float *buf, int64_t n_el) {
   for (int i = 0; i < s->n_comp; i++) {
     int t = s->comp[i], r = c->tensor_rank[t];
     tensor_in(k, buf, t, &n, &mm);
-    if ((rc = rt_compress_orthogonalize(q, mm, r, c->work)) != 0)
+    if ((rc = rt_compress_orthogonalize(q, mm, r, c->work[0])) != 0)
       return rc;
     q += (size_t)mm * (size_t)r;
   }
@@ -485,7 +496,7 @@ static int powersgd_hook(const call *k, float *buf, int64_t n_el) {
 
   /* P = M Q. */
   t0 = now_s();
-  float *p = c->p;
+  float *p = s->p;
   q = s->q;
   for (int i = 0; i < s->n_comp; i++) {
     int t = s->comp[i], r = c->tensor_rank[t];
@@ -495,29 +506,42 @@ static int powersgd_hook(const call *k, float *buf, int64_t n_el) {
     q += (size_t)mm * (size_t)r;
   }
   st->gemm_s += now_s() - t0;
+  return 0;
+}
+
+/* The rest, in the futures' callbacks: the allreduces, P orthogonalized,
+ * Q = M^T P, M = P Q^T and the new error. */
+static int powersgd_finish(const call *k, float *buf, int64_t n_el) {
+  rt_compressor *c = k->c;
+  bucket_state *s = &c->bs[k->b];
+  const core_model *m = c->m;
+  const core_buckets *bk = c->bk;
+  rt_compress_stats *st = k->st;
+  int n, mm, rc;
+  float *M;
 
   /* The uncompressed tensors: their sum is their mean (the inputs are
    * divided by the world size already); back into the bucket. */
-  if ((rc = reduce(k, c->unc, s->unc_elems, RT_FP32, RT_PHASE_UNCOMPRESSED)) != 0)
+  if ((rc = reduce(k, s->unc_buf, s->unc_elems, RT_FP32, RT_PHASE_UNCOMPRESSED)) != 0)
     return rc;
-  t0 = now_s();
-  o = 0;
+  double t0 = now_s();
+  int64_t o = 0;
   for (int i = 0; i < s->n_unc; i++) {
     int t = s->unc[i];
-    memcpy(buf + bk->tensor_offset[t], c->unc + o, sizeof *buf * (size_t)m->tensor_elems[t]);
+    memcpy(buf + bk->tensor_offset[t], s->unc_buf + o, sizeof *buf * (size_t)m->tensor_elems[t]);
     o += m->tensor_elems[t];
   }
   st->copy_s += now_s() - t0;
 
   /* All P, summed; orthogonalized, so their scale does not matter. */
-  if ((rc = reduce(k, c->p, s->p_elems, RT_FP32, RT_PHASE_P)) != 0)
+  if ((rc = reduce(k, s->p, s->p_elems, RT_FP32, RT_PHASE_P)) != 0)
     return rc;
   t0 = now_s();
-  p = c->p;
+  float *p = s->p;
   for (int i = 0; i < s->n_comp; i++) {
     int t = s->comp[i], r = c->tensor_rank[t];
     tensor_in(k, buf, t, &n, &mm);
-    if ((rc = rt_compress_orthogonalize(p, n, r, c->work)) != 0)
+    if ((rc = rt_compress_orthogonalize(p, n, r, c->work[1])) != 0)
       return rc;
     p += (size_t)n * (size_t)r;
   }
@@ -525,8 +549,8 @@ static int powersgd_hook(const call *k, float *buf, int64_t n_el) {
 
   /* Q = M^T P, summed: the mean of the ranks' M^T P. */
   t0 = now_s();
-  p = c->p;
-  q = s->q;
+  p = s->p;
+  float *q = s->q;
   for (int i = 0; i < s->n_comp; i++) {
     int t = s->comp[i], r = c->tensor_rank[t];
     M = tensor_in(k, buf, t, &n, &mm);
@@ -540,7 +564,7 @@ static int powersgd_hook(const call *k, float *buf, int64_t n_el) {
 
   /* M = P Q^T: the rank-r approximation of the mean. */
   t0 = now_s();
-  p = c->p;
+  p = s->p;
   q = s->q;
   for (int i = 0; i < s->n_comp; i++) {
     int t = s->comp[i], r = c->tensor_rank[t];
@@ -554,15 +578,89 @@ static int powersgd_hook(const call *k, float *buf, int64_t n_el) {
 
   /* The new error, PyTorch's input_tensor_cp - input_tensor in the input's
    * scale: input - approximation / world. */
-  if (ef) {
+  if (c->o.error_feedback) {
     t0 = now_s();
     const float w = (float)k->comm->size;
     for (int64_t i = 0; i < n_el; i++)
-      s->err[i] = c->input[i] - buf[i] / w;
+      s->err[i] = s->input[i] - buf[i] / w;
     s->have_err = 1;
     st->copy_s += now_s() - t0;
   }
   return 0;
+}
+
+static int check_call(const rt_compressor *c, const char *fn, int b, const float *buf) {
+  if (!c)
+    return core_err_set(CORE_EINVAL, "%s: needs a compressor", fn);
+  if (b < 0 || b >= c->bk->n_buckets)
+    return core_err_set(CORE_EINVAL, "%s: bucket %d of %d", fn, b, c->bk->n_buckets);
+  if (!buf && c->bk->bucket_elems[b])
+    return core_err_set(CORE_EINVAL, "%s: no buffer for bucket %d", fn, b);
+  return 0;
+}
+
+int rt_compress_prepare(rt_compressor *c, int b, float *buf, long step, rt_compress_stats *st) {
+  rt_compress_stats local;
+  if (!st) {
+    memset(&local, 0, sizeof local);
+    st = &local;
+  }
+  int rc = check_call(c, "rt_compress_prepare", b, buf);
+  if (rc)
+    return rc;
+  bucket_state *s = &c->bs[b];
+  if (s->prepared >= 0)
+    return core_err_set(CORE_EINVAL, "rt_compress_prepare: bucket %d was prepared for step %ld and not finished",
+                        b, s->prepared);
+  int64_t n = c->bk->bucket_elems[b];
+  call k = {.c = c, .b = b, .st = st};
+  switch (c->o.kind) {
+  case RT_COMPRESS_FP16:
+  case RT_COMPRESS_BF16:
+    half_prepare(&k, buf, n);
+    break;
+  case RT_COMPRESS_POWERSGD:
+    if (step >= c->o.start_iter && (rc = powersgd_prepare(&k, buf, n)) != 0)
+      return rc;
+    break;
+  default:
+    break;
+  }
+  s->prepared = step;
+  return 0;
+}
+
+int rt_compress_finish(rt_compressor *c, rt_comm *comm, int b, float *buf, long step, rt_compress_stats *st) {
+  rt_compress_stats local;
+  if (!st) {
+    memset(&local, 0, sizeof local);
+    st = &local;
+  }
+  int rc = check_call(c, "rt_compress_finish", b, buf);
+  if (rc)
+    return rc;
+  if (!comm)
+    return core_err_set(CORE_EINVAL, "rt_compress_finish: needs a communicator");
+  bucket_state *s = &c->bs[b];
+  if (s->prepared != step)
+    return core_err_set(CORE_EINVAL, "rt_compress_finish: bucket %d was not prepared for step %ld", b, step);
+  s->prepared = -1;
+  int64_t n = c->bk->bucket_elems[b];
+  call k = {.c = c, .comm = comm, .b = b, .st = st};
+  st->buckets++;
+  switch (c->o.kind) {
+  case RT_COMPRESS_FP16:
+  case RT_COMPRESS_BF16:
+    return half_finish(&k, buf, n);
+  case RT_COMPRESS_POWERSGD:
+    if (step >= c->o.start_iter)
+      return powersgd_finish(&k, buf, n);
+    /* The vanilla phase: default._allreduce_fut. */
+    st->vanilla++;
+    return reduce(&k, buf, n, RT_FP32, RT_PHASE_BUCKET);
+  default:
+    return reduce(&k, buf, n, RT_FP32, RT_PHASE_BUCKET);
+  }
 }
 
 int rt_compress_bucket(rt_compressor *c, rt_comm *comm, int b, float *buf, long step,
@@ -572,26 +670,8 @@ int rt_compress_bucket(rt_compressor *c, rt_comm *comm, int b, float *buf, long 
     memset(&local, 0, sizeof local);
     st = &local;
   }
-  if (!c || !comm)
+  if (!comm)
     return core_err_set(CORE_EINVAL, "rt_compress_bucket: needs a compressor and a communicator");
-  if (b < 0 || b >= c->bk->n_buckets)
-    return core_err_set(CORE_EINVAL, "rt_compress_bucket: bucket %d of %d", b, c->bk->n_buckets);
-  int64_t n = c->bk->bucket_elems[b];
-  if (!buf && n)
-    return core_err_set(CORE_EINVAL, "rt_compress_bucket: no buffer for bucket %d", b);
-  call k = {.c = c, .comm = comm, .b = b, .st = st};
-  st->buckets++;
-  switch (c->o.kind) {
-  case RT_COMPRESS_FP16:
-  case RT_COMPRESS_BF16:
-    return half_hook(&k, buf, n);
-  case RT_COMPRESS_POWERSGD:
-    if (step >= c->o.start_iter)
-      return powersgd_hook(&k, buf, n);
-    /* The vanilla phase: default._allreduce_fut. */
-    st->vanilla++;
-    return reduce(&k, buf, n, RT_FP32, RT_PHASE_BUCKET);
-  default:
-    return reduce(&k, buf, n, RT_FP32, RT_PHASE_BUCKET);
-  }
+  int rc = rt_compress_prepare(c, b, buf, step, st);
+  return rc ? rc : rt_compress_finish(c, comm, b, buf, step, st);
 }

@@ -42,9 +42,9 @@
  * not see; unlike Gram-Schmidt with orthogonalization_epsilon 0 it gives an
  * orthonormal basis (no NaN) for an all-zero or rank-deficient P.
  *
- * rt_compress_bucket is called for buckets in order on one thread (the DDP
- * engine's communication thread); a compressor is not shared between
- * threads. Errors are 0 or negative core_err codes with a message.
+ * Buckets are prepared in order on one thread and finished in order on one
+ * thread (see rt_compress_bucket). Errors are 0 or negative core_err codes
+ * with a message.
  */
 #ifndef RUNTIME_COMPRESS_H
 #define RUNTIME_COMPRESS_H
@@ -149,9 +149,20 @@ void rt_compress_free(rt_compressor *c);
  * the training step (PowerSGD compresses from step start_iter on). Every
  * rank must call it for the same buckets and steps in the same order. st
  * may be NULL. On a communication failure the bucket and the compressor's
- * state for it are undefined. */
+ * state for it are undefined.
+ *
+ * rt_compress_bucket is rt_compress_prepare then rt_compress_finish. The
+ * DDP engine splits them as PyTorch does: the hook's body runs on the
+ * autograd thread when the bucket is ready (prepare: the cast down;
+ * PowerSGD's error feedback, gathering, Q and P = M Q), its futures'
+ * callbacks on the process group's thread (finish: the allreduces and all
+ * that follows them). Prepare and finish of one bucket alternate, and may
+ * run on two threads, each in bucket order, while other buckets are in the
+ * other stage: each bucket has buffers of its own. */
 int rt_compress_bucket(rt_compressor *c, rt_comm *comm, int b, float *buf, long step,
                        rt_compress_stats *st);
+int rt_compress_prepare(rt_compressor *c, int b, float *buf, long step, rt_compress_stats *st);
+int rt_compress_finish(rt_compressor *c, rt_comm *comm, int b, float *buf, long step, rt_compress_stats *st);
 
 /* ---- introspection (tests, reports) ------------------------------------ */
 

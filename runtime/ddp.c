@@ -68,8 +68,7 @@ static void *comm_main(void *arg) {
       raise(SIGKILL);
     }
     double t0 = rt_now();
-    memset(&d->hook_st[b], 0, sizeof d->hook_st[b]);
-    int rc = rt_compress_bucket(d->hook, d->comm, b, d->bucket_buf[b], step, &d->hook_st[b]);
+    int rc = rt_compress_finish(d->hook, d->comm, b, d->bucket_buf[b], step, &d->hook_st[b]);
     double t1 = rt_now();
 
     pthread_mutex_lock(&d->mu);
@@ -181,6 +180,30 @@ float *rt_ddp_momentum(rt_ddp *d) { return d->momentum; }
 int rt_ddp_has_momentum(const rt_ddp *d) { return d->has_momentum; }
 void rt_ddp_set_has_momentum(rt_ddp *d, int has) { d->has_momentum = has; }
 
+/* Buckets [from, upto) are ready: the hook's body runs for each here, on
+ * the compute thread, as PyTorch's reducer calls the hook from the autograd
+ * thread (its compute, e.g. a cast or PowerSGD's P = M Q, holds up
+ * backward); what follows its allreduces runs on the communication thread. */
+static int prepare(rt_ddp *d, long step, int from, int upto, double *compute, core_trace *tr,
+                   double t_start, double base) {
+  for (int b = from; b < upto; b++) {
+    double t0 = rt_now();
+    memset(&d->hook_st[b], 0, sizeof d->hook_st[b]);
+    int rc = rt_compress_prepare(d->hook, b, d->bucket_buf[b], step, &d->hook_st[b]);
+    if (rc)
+      return core_err_wrap(rc, "step %ld: preparing bucket %d", step, b);
+    double t1 = rt_now();
+    *compute += t1 - t0;
+    if (tr && d->o.compress.kind != RT_COMPRESS_NONE) {
+      char name[64];
+      snprintf(name, sizeof name, "hook bucket %d", b);
+      core_trace_span(tr, name, "hook", d->comm->rank, CORE_TRACE_TID_COMPUTE, base + (t0 - t_start) * 1e6,
+                      (t1 - t0) * 1e6, NULL);
+    }
+  }
+  return 0;
+}
+
 static void hand_over(rt_ddp *d, int upto) {
   pthread_mutex_lock(&d->mu);
   if (upto > d->n_queued) {
@@ -201,7 +224,7 @@ int rt_ddp_step(rt_ddp *d, long step, const float *x, const float *target, rt_st
   rt_mlp *n = d->net;
   const core_model *mo = n->model;
   const core_buckets *bk = &d->bk;
-  int nb = bk->n_buckets, rank = d->comm->rank;
+  int nb = bk->n_buckets, rank = d->comm->rank, rc;
   float inv_world = 1.0f / (float)d->comm->size;
   double compute = 0, t, t_start = rt_now();
   char name[96];
@@ -248,8 +271,11 @@ int rt_ddp_step(rt_ddp *d, long step, const float *x, const float *target, rt_st
     compute += t1 - t;
     snprintf(name, sizeof name, "%s backward", L->name);
     span(tr, rank, name, "backward", CORE_TRACE_TID_COMPUTE, t - t_start, t1 - t_start, base, NULL);
+    int ready = next;
     while (next < nb && d->pending[next] == 0)
       next++;
+    if ((rc = prepare(d, step, ready, next, &compute, tr, t_start, base)) != 0)
+      goto fail;
     if (d->o.overlap)
       hand_over(d, next);
   }
@@ -259,7 +285,8 @@ int rt_ddp_step(rt_ddp *d, long step, const float *x, const float *target, rt_st
   pthread_mutex_lock(&d->mu);
   while (d->n_done < nb && !d->failed)
     pthread_cond_wait(&d->cv, &d->mu);
-  int failed = d->failed, rc = d->fail_rc;
+  int failed = d->failed;
+  rc = d->fail_rc;
   pthread_mutex_unlock(&d->mu);
   if (failed)
     return core_err_set(rc, "step %ld: %s", step, d->fail_msg);
@@ -309,4 +336,13 @@ int rt_ddp_step(rt_ddp *d, long step, const float *x, const float *target, rt_st
   m->compute_s = compute;
   m->exposed_comm_s = m->step_s - compute;
   return 0;
+fail:
+  /* The buckets handed over may be in flight: let the communication thread
+   * finish them (or fail) before the caller tears anything down. */
+  hand_over(d, next);
+  pthread_mutex_lock(&d->mu);
+  while (d->n_done < next && !d->failed)
+    pthread_cond_wait(&d->cv, &d->mu);
+  pthread_mutex_unlock(&d->mu);
+  return rc;
 }

@@ -9,7 +9,10 @@
  * SGD steps. With overlap off, buckets are handed over only after backward.
  * At construction rank 0's parameters are broadcast, as DDP does. A
  * communication hook (runtime/compress.h: fp16, bf16, PowerSGD) can take the
- * place of the plain allreduce of each bucket, as register_comm_hook does.
+ * place of the plain allreduce of each bucket, as register_comm_hook does;
+ * its body runs on the compute thread when the bucket is ready (PyTorch
+ * calls the hook from the autograd thread) and counts as compute, the
+ * allreduces and their callbacks' work on the communication thread.
  *
  * Each step reports step, compute, communication and exposed communication
  * time (exposed = step - compute, the time the rank was not computing), and
@@ -41,7 +44,7 @@ typedef struct rt_ddp_opts {
 
 typedef struct rt_step_metrics {
   long step;
-  double step_s, compute_s, comm_s, exposed_comm_s; /* comm_s: in the hook, comm thread */
+  double step_s, compute_s, comm_s, exposed_comm_s; /* comm_s: the hooks' finish, comm thread */
   double loss;
   rt_compress_stats compress; /* what the hook did this step, all buckets */
 } rt_step_metrics;

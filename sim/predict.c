@@ -160,10 +160,11 @@ static double half_reduce_extra_s(const core_profile *pr, const sim_point *p, en
  * single collective (for the timeout). Mechanics of PyTorch's hooks
  * (default_hooks.py, powerSGD_hook.py; reference/cost-models.md). A hook's
  * kernels run on the compute stream in PyTorch (the hook is called from the
- * autograd thread, its GPU work goes to the current stream), and on CPUs
- * they take the same cores as backward; so its compute is charged to the
- * compute path, except what must follow the last collective (the cast
- * back, PowerSGD's reconstruction), which stays after it. */
+ * autograd thread, its GPU work goes to the current stream, and on CPUs it
+ * takes the autograd thread itself); so the hook body's compute is charged
+ * to the compute path, and what its futures' callbacks run after each
+ * collective (the cast back; PowerSGD's orthogonalization of P, Q = M^T P,
+ * the reconstruction and the new error) to the communication stream. */
 static double hook_time(const sim_scenario *s, const sim_point *p, const sim_topo *t, const core_buckets *bk,
                         int b, int gb, double *pre, double *wire, double *longest) {
   const core_profile *pr = s->profile;
@@ -195,17 +196,18 @@ static double hook_time(const sim_scenario *s, const sim_point *p, const sim_top
         qn += mm * r;
         /* P = M Q, Q = M^T P, M ~ P Q^T: three GEMMs of 2 n m r FLOPs, each
          * reading the n x m gradient (or writing it, for the
-         * reconstruction) and the thin factors; orthogonalizing P and the
-         * warm-started Q, 2 (n + m) r^2 (the runtime's hook, whose rate
-         * calibration measures); error feedback adds the last error before
-         * and keeps the new one after (a pass reading 2 and writing 1
-         * element each). The reconstruction and keeping the error follow
-         * the Q allreduce; the rest is charged before the P allreduce. */
+         * reconstruction) and the thin factors; orthogonalizing the
+         * warm-started Q and P, 2 m r^2 and 2 n r^2 (the runtime's QR,
+         * whose rate calibration measures); error feedback adds the last
+         * error and keeps the new one (a pass reading 2 and writing 1
+         * element each). As powerSGD_hook.py runs them: error feedback, Q
+         * and P = M Q in the hook's body; the rest in the callbacks of the
+         * allreduces. */
         double gbytes = 4 * (n * mm + (n + mm) * r);
         double g = pr->psgd_gemm_GBps > 0 ? gbytes / (pr->psgd_gemm_GBps * 1e9) : gemm_s(pr, 2 * n * mm * r, gbytes);
-        double of = 2 * (n + mm) * r * r;
-        before += 2 * g + (pr->orth_gflops > 0 ? of / (pr->orth_gflops * 1e9) : gemm_s(pr, of, 4 * (n + mm) * r));
-        after += g;
+        double oq = 2 * mm * r * r, op = 2 * n * r * r;
+        before += g + (pr->orth_gflops > 0 ? oq / (pr->orth_gflops * 1e9) : gemm_s(pr, oq, 4 * mm * r));
+        after += 2 * g + (pr->orth_gflops > 0 ? op / (pr->orth_gflops * 1e9) : gemm_s(pr, op, 4 * n * r));
         mem += 3 * el * 4;
       } else {
         unc += el;

@@ -777,6 +777,70 @@ static void test_powersgd_vanilla_phase(void) {
   run_job(3, vanilla_body, 0, "vanilla");
 }
 
+/* ---- prepare and finish apart ------------------------------------------------------- */
+
+/* The DDP engine prepares buckets on its compute thread while others are
+ * being finished on its communication thread: every bucket prepared before
+ * any is finished must give bit for bit what the whole hook gives, step
+ * after step (PowerSGD's warm start and error feedback carried along), and
+ * the stages must alternate. */
+static int split_body(rt_comm *c, int rank, int size, const job *j) {
+  (void)j;
+  static const char *const specs[] = {"powersgd:2", "fp16", "bf16"};
+  tmodel t;
+  CHECK_OK(tmodel_init(&t, 4, EF_ROWS, EF_COLS, 256, 4096));
+  const int64_t np = t.m.n_params;
+  float *whole = malloc(sizeof *whole * (size_t)np), *apart = malloc(sizeof *apart * (size_t)np);
+  float **bufs = calloc((size_t)t.bk.n_buckets, sizeof *bufs);
+  if (!whole || !apart || !bufs)
+    return 4;
+  for (int b = 0; b < t.bk.n_buckets; b++)
+    if (!(bufs[b] = malloc(sizeof **bufs * (size_t)t.bk.bucket_elems[b])))
+      return 4;
+  for (int k = 0; k < 3; k++) {
+    rt_compress_opts o;
+    rt_compress_opts_default(&o);
+    CHECK_OK(rt_compress_parse(specs[k], &o));
+    o.start_iter = 1;
+    rt_compressor *h1 = NULL, *h2 = NULL;
+    CHECK_OK(rt_compress_create(&o, &t.m, &t.bk, &h1));
+    CHECK_OK(rt_compress_create(&o, &t.m, &t.bk, &h2));
+    for (long s = 0; s < 4; s++) {
+      gradients(rank, size, s, 17, NULL, 1.0, whole, np);
+      memcpy(apart, whole, sizeof *whole * (size_t)np);
+      CHECK_OK(hook_all(h1, c, &t, whole, s, NULL));
+      for (int b = 0; b < t.bk.n_buckets; b++) {
+        pack(&t, b, apart, bufs[b]);
+        CHECK_OK(rt_compress_prepare(h2, b, bufs[b], s, NULL));
+      }
+      for (int b = 0; b < t.bk.n_buckets; b++) {
+        CHECK_OK(rt_compress_finish(h2, c, b, bufs[b], s, NULL));
+        unpack(&t, b, bufs[b], apart);
+      }
+      CHECK(memcmp(whole, apart, sizeof *whole * (size_t)np) == 0,
+            "%s step %ld: prepared apart differs from the whole hook", specs[k], s);
+    }
+    /* Out of turn: a finish without its prepare, a second prepare. */
+    CHECK(rt_compress_finish(h2, c, 0, bufs[0], 4, NULL) == CORE_EINVAL, "%s: finish without prepare",
+          specs[k]);
+    CHECK_OK(rt_compress_prepare(h2, 0, bufs[0], 4, NULL));
+    CHECK(rt_compress_prepare(h2, 0, bufs[0], 4, NULL) == CORE_EINVAL, "%s: prepared twice", specs[k]);
+    CHECK(rt_compress_finish(h2, c, 0, bufs[0], 5, NULL) == CORE_EINVAL, "%s: finish of another step",
+          specs[k]);
+    rt_compress_free(h1);
+    rt_compress_free(h2);
+  }
+  for (int b = 0; b < t.bk.n_buckets; b++)
+    free(bufs[b]);
+  free(bufs);
+  free(whole);
+  free(apart);
+  core_bucket_free(&t.bk);
+  return 0;
+}
+
+static void test_split(void) { run_job(2, split_body, 0, "split"); }
+
 /* ---- through the DDP engine --------------------------------------------------------------- */
 
 /* The model of test_rt_ddp: 24 -> 40 -> 32 -> 16 (ReLU, ReLU, none). */
@@ -868,5 +932,6 @@ void test_register(void) {
   CU_add_test(s, "PowerSGD at full rank is the mean", test_powersgd_full_rank);
   CU_add_test(s, "PowerSGD error feedback keeps the gap bounded", test_powersgd_error_feedback);
   CU_add_test(s, "PowerSGD vanilla phase is a plain allreduce", test_powersgd_vanilla_phase);
+  CU_add_test(s, "prepare and finish apart equal the whole hook", test_split);
   CU_add_test(s, "DDP with hooks keeps ranks identical", test_ddp_identical);
 }
