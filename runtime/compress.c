@@ -340,6 +340,8 @@ int rt_compress_create(const rt_compress_opts *o, const core_model *m, const cor
   if (bk->n_tensors != m->n_tensors)
     return core_err_set(CORE_EINVAL, "compression: the buckets hold %d tensors but model %s has %d",
                         bk->n_tensors, m->name, m->n_tensors);
+  if (bk->n_buckets <= 0)
+    return core_err_set(CORE_EINVAL, "compression: model %s has no gradient buckets", m->name);
   rt_compressor *c = calloc(1, sizeof *c);
   if (!c)
     return core_err_set(CORE_ENOMEM, "out of memory creating the %s hook", kind_names[o->kind]);

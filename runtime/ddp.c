@@ -337,11 +337,10 @@ int rt_ddp_step(rt_ddp *d, long step, const float *x, const float *target, rt_st
   m->exposed_comm_s = m->step_s - compute;
   return 0;
 fail:
-  /* The buckets handed over may be in flight: let the communication thread
-   * finish them (or fail) before the caller tears anything down. */
-  hand_over(d, next);
+  /* The buckets already handed over may be in flight: let the communication
+   * thread finish them (or fail) before the caller tears anything down. */
   pthread_mutex_lock(&d->mu);
-  while (d->n_done < next && !d->failed)
+  while (d->n_done < d->n_queued && !d->failed)
     pthread_cond_wait(&d->cv, &d->mu);
   pthread_mutex_unlock(&d->mu);
   return rc;
