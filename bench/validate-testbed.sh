@@ -29,7 +29,7 @@ trap 'bash scripts/testbed.sh down --name $NAME >/dev/null 2>&1 || true' EXIT
 bash scripts/testbed.sh up 3 --rate 1gbit --name $NAME >/dev/null 2>&1
 echo "== calibrating on 2 hosts x 2 ranks at 1gbit (cpu quota $QUOTA per rank)"
 CAL=(--link-gbps 1 --model scenarios/models/mlp.cfg --model scenarios/models/mlp-small.cfg
-     --out "$OUT/profile.cfg" --progress off)
+     --out "$OUT/profile.cfg" --scratch "$OUT" --progress off)
 [ "$QUICK" = --quick ] && CAL+=(--quick)
 t0=$(date +%s.%N)
 "$DD" launch -q --nproc 4 --hosts $NAME-h1,$NAME-h2 --cpu-quota $QUOTA -- "$DD" calibrate "${CAL[@]}"

@@ -20,6 +20,11 @@ cat "$W/log"
 grep -q "link_gbps = 1.0" "$W/profile.cfg" || fail "the profile does not record the link rate"
 grep -q 'scope = "inter"' "$W/profile.cfg" || fail "the profile has no inter-node collective"
 [ -f "$W/profile.mlp-small.cfg" ] || fail "no measured model file beside the profile"
+# Checkpoint I/O is measured through the checkpoint writer in the scratch
+# directory, and nothing of it may stay there.
+grep -Eq 'storage = \{ write_GBps = [0-9.e+-]+; read_GBps = [0-9.e+-]+; \}' "$W/profile.cfg" ||
+  fail "the profile has no checkpoint write and read bandwidth"
+! ls "$W" | grep -q '^ddpsim-calibrate' || fail "calibration left files in its scratch directory: $(ls "$W")"
 python3 - "$W/validation.csv" <<'PY' || fail "a prediction is off by more than 35%"
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
