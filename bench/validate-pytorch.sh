@@ -27,7 +27,7 @@ echo "== calibrating the network on 2 hosts at 1gbit"
   --out "$OUT/profile.cfg" --scratch "$OUT" --progress off
 for model in mlp mlp-small; do
   echo "== per-layer times of $model from a PyTorch profiler trace"
-  "$PY" bench/pytorch/trace_mlp.py --model scenarios/models/$model.cfg --batch 32 --ddp \
+  "$PY" bench/pytorch/trace_mlp.py --model scenarios/models/$model.cfg --batch 32 --ddp --steps 5 \
     --out "$OUT/$model-trace.json" >/dev/null 2>&1
   "$DD" import torch-trace --base scenarios/models/$model.cfg --batch 32 \
     --out "$OUT/$model-torch.cfg" "$OUT/$model-trace.json" >/dev/null
