@@ -67,7 +67,7 @@ static void say(const run *r, const char *fmt, ...) {
 /* Gloo and the profile name the same algorithms differently. */
 static const char *profile_algo(enum cal_op op, enum rt_algo a) {
   if (op == CAL_REDUCESCATTER)
-    return "halving_doubling"; /* Gloo's ReduceScatterHalvingDoubling */
+    return "segmented_ring"; /* gloo::allreduce, then this rank's chunk, as ProcessGroupGloo */
   if (op != CAL_ALLREDUCE)
     return "ring";
   switch (a) {

@@ -179,7 +179,11 @@ double sim_coll_time(enum sim_backend b, enum sim_op op, enum sim_algo a, const 
     default: T = 2.0 * (p - 1) * am + 2.0 * S * f * bm + S * f * g; break;
     }
     break;
-  case SIM_OP_REDUCESCATTER: T = (p - 1) * am + S * f * (bm + g); break;
+  case SIM_OP_REDUCESCATTER:
+    /* As ProcessGroupGloo and the runtime run it: gloo::allreduce of the
+     * whole input, then the rank's chunk (pytorch/pytorch#118911). */
+    T = 2.0 * (p - 1) * am + 2.0 * S * f * bm + S * f * g;
+    break;
   case SIM_OP_ALLGATHER: T = (p - 1) * am + S * f * bm; break;
   default: /* broadcast_one_to_all: the root's link carries p-1 copies */
     T = (p - 1) * (am + S * bm);
@@ -194,6 +198,11 @@ int sim_coll_coeffs(enum sim_backend bk, enum sim_op op, enum sim_algo a, int p,
   if (p < 2)
     return core_err_set(CORE_EINVAL, "a collective fit needs at least 2 ranks");
   double f = (double)(p - 1) / p;
+  if (op == SIM_OP_REDUCESCATTER && bk == SIM_BACKEND_GLOO) { /* an allreduce, see sim_coll_time */
+    *ca = 2.0 * (p - 1);
+    *cb = 2.0 * f;
+    return 0;
+  }
   if (op == SIM_OP_ALLGATHER || op == SIM_OP_REDUCESCATTER) {
     *ca = p - 1;
     *cb = f;

@@ -361,10 +361,13 @@ static void test_coll_time_mpi_table(void) {
     /* Segmented ring: reduce-scatter ring then allgather ring. */
     CU_ASSERT(rel_err(sim_coll_time(SIM_BACKEND_GLOO, SIM_OP_ALLREDUCE, SIM_ALGO_SEGMENTED_RING, &t, n),
                       ring_cost(p, a, b, g, n)) < 1e-12);
-    /* Allgather ring and reduce-scatter ring. */
+    /* Allgather ring; reduce-scatter as ProcessGroupGloo runs it, an
+     * allreduce of the whole input (the NCCL ring below is the true one). */
     CU_ASSERT(rel_err(sim_coll_time(SIM_BACKEND_GLOO, SIM_OP_ALLGATHER, SIM_ALGO_SEGMENTED_RING, &t, n),
                       (p - 1) * a + n * f * b) < 1e-12);
     CU_ASSERT(rel_err(sim_coll_time(SIM_BACKEND_GLOO, SIM_OP_REDUCESCATTER, SIM_ALGO_SEGMENTED_RING, &t, n),
+                      ring_cost(p, a, b, g, n)) < 1e-12);
+    CU_ASSERT(rel_err(sim_coll_time(SIM_BACKEND_NCCL, SIM_OP_REDUCESCATTER, SIM_ALGO_RING, &t, n),
                       (p - 1) * a + n * f * (b + g)) < 1e-12);
     /* NCCL ring, allreduce and allgather (pipelined, same closed forms). */
     CU_ASSERT(rel_err(sim_coll_time(SIM_BACKEND_NCCL, SIM_OP_ALLREDUCE, SIM_ALGO_RING, &t, n),
@@ -416,6 +419,9 @@ static void test_coll_coeffs(void) {
     CU_ASSERT(ca == p - 1 && rel_err(cb, (double)(p - 1) / p) < 1e-15);
     CU_ASSERT(sim_coll_coeffs(SIM_BACKEND_NCCL, SIM_OP_BROADCAST, SIM_ALGO_RING, p, &ca, &cb) == 0);
     CU_ASSERT(cb == 1.0);
+    /* Gloo's reduce-scatter is an allreduce of the whole input. */
+    CU_ASSERT(sim_coll_coeffs(SIM_BACKEND_GLOO, SIM_OP_REDUCESCATTER, SIM_ALGO_SEGMENTED_RING, p, &ca, &cb) == 0);
+    CU_ASSERT(ca == 2.0 * (p - 1) && rel_err(cb, 2.0 * (p - 1) / p) < 1e-15);
   }
   CU_ASSERT(sim_coll_coeffs(SIM_BACKEND_NCCL, SIM_OP_ALLREDUCE, SIM_ALGO_RING, 1, &ca, &cb) == CORE_EINVAL);
   CU_ASSERT(sim_coll_coeffs(SIM_BACKEND_NCCL, SIM_OP_ALLREDUCE, SIM_ALGO_HIERARCHICAL, 8, &ca, &cb) == CORE_EINVAL);
