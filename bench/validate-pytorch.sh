@@ -4,9 +4,12 @@
 # from a PyTorch profiler trace of one process (`ddpsim import torch-trace`),
 # and predictions checked against real PyTorch DDP runs (Gloo, CPU, one
 # thread per rank) on 2 and 3 hosts, bucket caps 1 and 25 MiB, two MLP
-# sizes. Prints each run's step-time error, MAPE and worst case. PyTorch's
-# DDP always overlaps, so overlap off is not in this grid. Needs root;
-# installs PyTorch into bench/.venv on first use.
+# sizes. Every process runs with the same CPU quota — calibration, the traced
+# process and the PyTorch ranks — as in bench/validate-testbed.sh, so ranks
+# sharing this machine's cores see the same compute rate whatever the shape.
+# Prints each run's step-time error, MAPE and worst case. PyTorch's DDP
+# always overlaps, so overlap off is not in this grid. Needs root; installs
+# PyTorch into bench/.venv on first use.
 #
 #   bash bench/validate-pytorch.sh [BUILD_DIR] [OUT_DIR]
 set -euo pipefail
@@ -15,6 +18,7 @@ BUILD=${1:-build}
 OUT=${2:-$(mktemp -d)}
 NAME=valpt
 STEPS=12
+QUOTA=0.5
 DD=$(realpath "$BUILD/ddpsim")
 PY=$(bash bench/pytorch/setup.sh)
 mkdir -p "$OUT"
@@ -23,11 +27,12 @@ trap 'bash scripts/testbed.sh down --name $NAME >/dev/null 2>&1 || true' EXIT
 bash scripts/testbed.sh up 3 --rate 1gbit --name $NAME >/dev/null 2>&1
 
 echo "== calibrating the network on 2 hosts at 1gbit"
-"$DD" launch -q --nproc 2 --hosts $NAME-h1,$NAME-h2 -- "$DD" calibrate --quick --link-gbps 1 \
+"$DD" launch -q --nproc 2 --hosts $NAME-h1,$NAME-h2 --cpu-quota $QUOTA -- "$DD" calibrate --quick --link-gbps 1 \
   --out "$OUT/profile.cfg" --scratch "$OUT" --progress off
 for model in mlp mlp-small; do
   echo "== per-layer times of $model from a PyTorch profiler trace"
-  "$PY" bench/pytorch/trace_mlp.py --model scenarios/models/$model.cfg --batch 32 --ddp --steps 5 \
+  "$DD" launch -q --nproc 1 --cpu-quota $QUOTA -- \
+    "$PY" bench/pytorch/trace_mlp.py --model scenarios/models/$model.cfg --batch 32 --ddp --steps 5 \
     --out "$OUT/$model-trace.json" >/dev/null 2>&1
   "$DD" import torch-trace --base scenarios/models/$model.cfg --batch 32 \
     --out "$OUT/$model-torch.cfg" "$OUT/$model-trace.json" >/dev/null
@@ -42,7 +47,7 @@ for nodes in 2 3; do
       tag="1gbit-${nodes}x1-$model-cap$cap-pytorch"
       run="$OUT/runs/$tag"
       mkdir -p "$run"
-      "$DD" launch -q --nproc "$nodes" --hosts "$hosts" -- sh -c "exec '$PY' bench/pytorch/ddp_mlp.py \
+      "$DD" launch -q --nproc "$nodes" --hosts "$hosts" --cpu-quota $QUOTA -- sh -c "exec '$PY' bench/pytorch/ddp_mlp.py \
           --model scenarios/models/$model.cfg --steps $STEPS --batch 32 --bucket-cap-mb $cap \
           --out \"$run/rank-\$RANK.csv\""
       { head -1 "$run/rank-0.csv"; tail -q -n +2 "$run"/rank-*.csv; } > "$run/steps.csv"
