@@ -882,16 +882,22 @@ int cal_run(const cal_opts *o) {
       goto out;
   }
 
-  double slow[2] = {1.0, 1.0};
+  double slow[3] = {1.0, 1.0, 1.0};
   if ((rc = interference_part(&r, slow)) != 0)
     goto out;
-  if ((rc = max_over_ranks(&r, r.world, slow, 2)) != 0)
+  if (!r.nccl) { /* the runtime's hooks run on CPUs only */
+    say(&r, "interference: GEMMs beside GEMMs on a second thread");
+    if ((rc = rt_barrier(r.world)) != 0 || (rc = cal_cpu_interference(o->quick ? 0.2 : 0.5, &slow[2])) != 0)
+      goto out;
+  }
+  if ((rc = max_over_ranks(&r, r.world, slow, 3)) != 0)
     goto out;
   if (r.pg.rank == 0) {
     r.prof->compute_slowdown = slow[0];
     r.prof->comm_slowdown = slow[1];
-    say(&r, "  compute slowdown under communication %.3f, communication slowdown under compute %.3f",
-        slow[0], slow[1]);
+    r.prof->cpu_slowdown = slow[2];
+    say(&r, "  compute slowdown under communication %.3f, communication slowdown under compute %.3f, "
+        "CPU work beside CPU work %.3f", slow[0], slow[1], slow[2]);
     say(&r, "checkpoint I/O through the checkpoint writer and reader in %s", o->scratch_dir);
     if ((rc = storage(&r, &r.prof->write_GBps, &r.prof->read_GBps)) != 0)
       goto out;

@@ -300,6 +300,50 @@ static double gemm_rate(int s, const float *a, const float *b, float *c, double 
   return k / dt;
 }
 
+typedef struct gemm_bg {
+  const float *a, *b;
+  float *c;
+  atomic_int *stop;
+} gemm_bg;
+
+static void *gemm_bg_main(void *arg) {
+  gemm_bg *g = arg;
+  gemm_rate(256, g->a, g->b, g->c, 0, g->stop);
+  return NULL;
+}
+
+int cal_cpu_interference(double secs, double *cpu_slowdown) {
+  enum { S = 256 };
+  *cpu_slowdown = 1.0;
+  float *a = malloc(sizeof(float) * S * S), *b = malloc(sizeof(float) * S * S), *c = malloc(sizeof(float) * S * S),
+        *c2 = malloc(sizeof(float) * S * S);
+  int rc = 0;
+  if (!a || !b || !c || !c2) {
+    rc = core_err_set(CORE_ENOMEM, "out of memory measuring CPU interference");
+    goto out;
+  }
+  for (int i = 0; i < S * S; i++)
+    a[i] = b[i] = (float)(i % 7) * 0.1f;
+  double alone = gemm_rate(S, a, b, c, secs, NULL);
+  atomic_int stop = 0;
+  gemm_bg g = {.a = a, .b = b, .c = c2, .stop = &stop};
+  pthread_t th;
+  if (pthread_create(&th, NULL, gemm_bg_main, &g) != 0) {
+    rc = core_err_set(CORE_EIO, "cannot start a second compute thread");
+    goto out;
+  }
+  double with = gemm_rate(S, a, b, c, secs, NULL);
+  atomic_store(&stop, 1);
+  pthread_join(th, NULL);
+  *cpu_slowdown = with > 0 && alone > with ? alone / with : 1.0;
+out:
+  free(a);
+  free(b);
+  free(c);
+  free(c2);
+  return rc;
+}
+
 int cal_interference(rt_comm *comm, double bytes, int allreduces, double *compute_slowdown,
                      double *comm_slowdown) {
   enum { S = 256 }; /* a GEMM of ~1 ms on one core: many fit in a collective */

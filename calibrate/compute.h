@@ -45,4 +45,11 @@ int cal_step_samples(const core_model *m, int batch, int n, double *samples);
 int cal_interference(rt_comm *comm, double bytes, int allreduces, double *compute_slowdown,
                      double *comm_slowdown);
 
+/* GEMMs on this thread for secs seconds alone, then as long again with a
+ * second thread of this process running GEMMs too: how much slower the
+ * first runs (>= 1). On CPUs a hook's callbacks on the communication thread
+ * are such a second thread beside backward; with a core per rank they share
+ * it. Every rank calls it together, so ranks sharing cores count too. */
+int cal_cpu_interference(double secs, double *cpu_slowdown);
+
 #endif

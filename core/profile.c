@@ -42,6 +42,7 @@ core_profile *core_profile_new(void) {
   p->format = 1;
   p->compute_slowdown = 1.0;
   p->comm_slowdown = 1.0;
+  p->cpu_slowdown = 1.0;
   return p;
 }
 
@@ -244,7 +245,7 @@ int core_profile_from_setting(const config_setting_t *root, const char *path, co
   static const char *const jitter_keys[] = {"distribution", "params", "samples", NULL};
   static const char *const storage_keys[] = {"write_GBps", "read_GBps", NULL};
   static const char *const restart_keys[] = {"process_start_s", "rendezvous_s", "comm_init_s", NULL};
-  static const char *const interf_keys[] = {"compute_slowdown", "comm_slowdown", NULL};
+  static const char *const interf_keys[] = {"compute_slowdown", "comm_slowdown", "cpu_slowdown", NULL};
   static const char *const hook_keys[] = {"cast_GBps", "orth_gflops", "sum_fp32_GBps", "sum_fp16_GBps",
                                           "sum_bf16_GBps", "psgd_gemm_GBps", "psgd_pass_GBps", NULL};
   char w[4200];
@@ -390,7 +391,8 @@ int core_profile_from_setting(const config_setting_t *root, const char *path, co
     goto fail_free;
   if (s && ((rc = core_cfg_check_keys(s, interf_keys, "interference")) != 0 ||
             (rc = core_cfg_double(s, "compute_slowdown", 1, 1, 1, 100, &p->compute_slowdown)) != 0 ||
-            (rc = core_cfg_double(s, "comm_slowdown", 0, 1, 1, 100, &p->comm_slowdown)) != 0))
+            (rc = core_cfg_double(s, "comm_slowdown", 0, 1, 1, 100, &p->comm_slowdown)) != 0 ||
+            (rc = core_cfg_double(s, "cpu_slowdown", 0, 1, 1, 100, &p->cpu_slowdown)) != 0))
     goto fail_free;
 
   if ((rc = core_cfg_group(g, "hooks", 0, &s)) != 0)
@@ -581,6 +583,10 @@ int core_profile_write(const core_profile *p, const char *path) {
   if (p->comm_slowdown != 1.0) {
     fputs("; comm_slowdown = ", f);
     put_num(f, p->comm_slowdown);
+  }
+  if (p->cpu_slowdown != 1.0) {
+    fputs("; cpu_slowdown = ", f);
+    put_num(f, p->cpu_slowdown);
   }
   fputs("; };\n", f);
   const struct {

@@ -166,17 +166,20 @@ static double half_reduce_extra_s(const core_profile *pr, const sim_point *p, en
  * collective (the cast back; PowerSGD's orthogonalization of P, Q = M^T P,
  * the reconstruction and the new error) to the communication stream. */
 static double hook_time(const sim_scenario *s, const sim_point *p, const sim_topo *t, const core_buckets *bk,
-                        int b, int gb, double *pre, double *wire, double *longest) {
+                        int b, int gb, double *pre, double *cpu, double *wire, double *longest) {
   const core_profile *pr = s->profile;
   const core_model *m = p->model;
   double elems = (double)bk->bucket_elems[b], T = 0;
   *pre = 0;
+  *cpu = 0; /* of the returned time, the callbacks' CPU work (on CPUs; a GPU's hooks run on streams) */
+  int host = strcmp(pr->device_kind, "gpu") != 0;
   switch (p->compression.kind) {
   case SIM_COMPRESS_FP16:
   case SIM_COMPRESS_BF16: {
     /* Cast to half (read gb, write 2 bytes an element), allreduce, cast back. */
     double cast = elems * (gb + 2) * cast_s_per_byte(pr);
     *pre = cast;
+    *cpu = host ? cast : 0;
     *wire = elems * 2;
     *longest = sim_predict_allreduce(p, t, *wire) + half_reduce_extra_s(pr, p, p->compression.kind, *wire);
     return *longest + cast;
@@ -220,6 +223,7 @@ static double hook_time(const sim_scenario *s, const sim_point *p, const sim_top
     *wire = (unc + pn + qn) * 4;
     *longest = a > bP ? (a > bQ ? a : bQ) : (bP > bQ ? bP : bQ);
     *pre = before + mem * mem_s;
+    *cpu = host ? after + mem * mem_s : 0;
     return a + bP + bQ + after + mem * mem_s;
   }
   default:
@@ -250,7 +254,7 @@ int sim_predict_point(const sim_scenario *s, const sim_point *p, sim_engine *e, 
   const char **names = calloc((size_t)L, sizeof *names);
   core_buckets bk = {0};
   int *ready = NULL;
-  double *comm = NULL, *bytes = NULL;
+  double *comm = NULL, *bytes = NULL, *cpu_frac = NULL;
   if (!fwd || !bwd || !copy || !names) {
     rc = core_err_set(CORE_ENOMEM, "out of memory predicting point %ld", p->index);
     goto out_free;
@@ -298,7 +302,8 @@ int sim_predict_point(const sim_scenario *s, const sim_point *p, sim_engine *e, 
   ready = malloc(sizeof *ready * (size_t)bk.n_buckets);
   comm = malloc(sizeof *comm * (size_t)bk.n_buckets);
   bytes = malloc(sizeof *bytes * (size_t)bk.n_buckets);
-  if (!ready || !comm || !bytes) {
+  cpu_frac = malloc(sizeof *cpu_frac * (size_t)bk.n_buckets);
+  if (!ready || !comm || !bytes || !cpu_frac) {
     rc = core_err_set(CORE_ENOMEM, "out of memory predicting point %ld", p->index);
     goto out_free;
   }
@@ -314,8 +319,9 @@ int sim_predict_point(const sim_scenario *s, const sim_point *p, sim_engine *e, 
     }
     ready[b] = low;
     bytes[b] = (double)bk.bucket_elems[b] * gb;
-    double pre, wire, longest;
-    comm[b] = hook_time(s, p, &topo, &bk, b, gb, &pre, &wire, &longest);
+    double pre, cpu, wire, longest;
+    comm[b] = hook_time(s, p, &topo, &bk, b, gb, &pre, &cpu, &wire, &longest);
+    cpu_frac[b] = comm[b] > 0 && cpu > 0 ? (cpu < comm[b] ? cpu / comm[b] : 1.0) : 0.0;
     copy[low] += pre; /* the hook starts (casting) when the bucket is ready */
     r->wire_bytes += wire;
     if (longest > timeout && (worst < 0 || longest > worst_t)) {
@@ -335,8 +341,9 @@ int sim_predict_point(const sim_scenario *s, const sim_point *p, sim_engine *e, 
   sim_step_cfg c = {
       .n_layers = L, .fwd_s = fwd, .bwd_s = bwd, .copy_s = copy, .layer_names = names,
       .n_buckets = bk.n_buckets, .bucket_ready_layer = ready, .bucket_comm_s = comm,
-      .bucket_bytes = bytes, .finalize_s = finalize, .optimizer_s = opt, .overlap = p->overlap,
-      .compute_slowdown = pr->compute_slowdown, .comm_slowdown = pr->comm_slowdown,
+      .bucket_bytes = bytes, .bucket_cpu_frac = cpu_frac, .finalize_s = finalize, .optimizer_s = opt,
+      .overlap = p->overlap, .compute_slowdown = pr->compute_slowdown, .comm_slowdown = pr->comm_slowdown,
+      .cpu_slowdown = pr->cpu_slowdown,
       .world = p->nodes * p->per_node,
       .every_rank = s->every_rank, .jitter = pr->jitter, .steps = s->steps,
       .seed = sim_predict_seed(s->seed, p->index), .trace_ranks = trace_ranks};
@@ -367,6 +374,7 @@ out_free:
   free(ready);
   free(comm);
   free(bytes);
+  free(cpu_frac);
   core_bucket_free(&bk);
   return rc;
 }

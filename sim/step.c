@@ -83,10 +83,25 @@ static double draw_max(const sim_step_cfg *c, gsl_rng *rng, int n) {
   return m > 0.01 ? m : 0.01; /* a normal fit's far left tail would go negative */
 }
 
-static double rate(const stepsim *s) { return s->comm_active ? 1.0 / s->c->compute_slowdown : 1.0; }
+/* The running collective's share of CPU work (step.h). */
+static double cpu_frac(const stepsim *s) {
+  return s->comm_active && s->c->bucket_cpu_frac ? s->c->bucket_cpu_frac[s->next_coll - 1] : 0.0;
+}
+static double cpu_sd(const stepsim *s) { return s->c->cpu_slowdown > 1.0 ? s->c->cpu_slowdown : 1.0; }
+static double rate(const stepsim *s) {
+  if (!s->comm_active)
+    return 1.0;
+  double f = cpu_frac(s);
+  return 1.0 / ((1.0 - f) * s->c->compute_slowdown + f * cpu_sd(s));
+}
 /* A collective is slowed while any rank computes: its ring is as fast as
  * its slowest member, and computing ranks lend it less CPU (or SMs). */
-static double comm_rate(const stepsim *s) { return s->computing > 0 ? 1.0 / s->c->comm_slowdown : 1.0; }
+static double comm_rate(const stepsim *s) {
+  if (s->computing <= 0)
+    return 1.0;
+  double f = cpu_frac(s);
+  return 1.0 / ((1.0 - f) * s->c->comm_slowdown + f * cpu_sd(s));
+}
 
 static void task_done(sim_engine *e, void *ctx, uint64_t arg);
 
@@ -115,7 +130,7 @@ static void start_task(stepsim *s, int r, double work_ns) {
 
 /* A collective started or ended: compute in flight changes speed. */
 static void rate_changed(stepsim *s, double old_rate) {
-  if (s->c->compute_slowdown == 1.0)
+  if (rate(s) == old_rate)
     return;
   sim_time now = sim_engine_now(s->e);
   for (int r = 0; r < s->R; r++) {
@@ -158,7 +173,7 @@ static void coll_start(stepsim *s, int b) {
 /* A rank stopped computing (or all of them did): the running collective
  * may speed up. */
 static void computing_changed(stepsim *s, double old_rate) {
-  if (s->c->comm_slowdown == 1.0 || !s->comm_active || comm_rate(s) == old_rate)
+  if (!s->comm_active || comm_rate(s) == old_rate)
     return;
   sim_time now = sim_engine_now(s->e);
   double left = s->coll_left_ns - (double)(now - s->coll_t0) * old_rate;
@@ -294,8 +309,12 @@ int sim_step_run(const sim_step_cfg *c, sim_engine *e, sim_step_result *res, cor
   memset(res, 0, sizeof *res);
   if (c->n_layers <= 0 || c->n_buckets <= 0 || c->world <= 0 || c->steps <= 0)
     return core_err_set(CORE_EINVAL, "step simulation needs layers, buckets, ranks and steps");
-  if (c->compute_slowdown < 1.0 || c->comm_slowdown < 1.0)
-    return core_err_set(CORE_EINVAL, "compute_slowdown and comm_slowdown must be >= 1");
+  if (c->compute_slowdown < 1.0 || c->comm_slowdown < 1.0 || (c->cpu_slowdown != 0.0 && c->cpu_slowdown < 1.0))
+    return core_err_set(CORE_EINVAL, "compute_slowdown, comm_slowdown and cpu_slowdown must be >= 1");
+  for (int b = 0; c->bucket_cpu_frac && b < c->n_buckets; b++)
+    if (!(c->bucket_cpu_frac[b] >= 0.0 && c->bucket_cpu_frac[b] <= 1.0))
+      return core_err_set(CORE_EINVAL, "bucket %d's CPU share of its communication is %g, not in [0, 1]", b,
+                          c->bucket_cpu_frac[b]);
   stepsim s = {0};
   s.c = c;
   s.e = e;

@@ -20,6 +20,12 @@
  * Interference: compute that runs while a collective is executing takes
  * compute_slowdown times longer, and a collective that runs while ranks
  * compute takes comm_slowdown times longer (both measured by calibration).
+ * A bucket's communication-stream work may be partly CPU work (a hook's
+ * callbacks: casts back, PowerSGD's GEMMs and passes); for that share,
+ * bucket_cpu_frac, both it and the compute beside it take cpu_slowdown
+ * times longer instead, as two CPU-bound threads of a rank share its cores.
+ * The factors blend by that share: (1 - f) x the network factor + f x
+ * cpu_slowdown.
  */
 #ifndef SIM_STEP_H
 #define SIM_STEP_H
@@ -41,11 +47,14 @@ typedef struct sim_step_cfg {
   const int *bucket_ready_layer;  /* [n_buckets] lowest layer index holding one of its tensors */
   const double *bucket_comm_s;    /* [n_buckets] collective time */
   const double *bucket_bytes;     /* [n_buckets] for the trace */
+  const double *bucket_cpu_frac;  /* [n_buckets] share of bucket_comm_s that is CPU work; NULL = none */
   double finalize_s;              /* after the last allreduce: copy-out of averaged grads */
   double optimizer_s;
   int overlap;
   double compute_slowdown;        /* >= 1 */
   double comm_slowdown;           /* >= 1: a collective while any rank computes */
+  double cpu_slowdown;            /* >= 1: CPU work on the communication stream beside compute;
+                                   * 0 is taken as 1 */
   int world;
   int every_rank;
   enum core_jitter_dist jitter;

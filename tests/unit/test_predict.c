@@ -852,6 +852,27 @@ static void test_step_by_hand(void) {
   CU_ASSERT_FATAL(sim_step_run(&c, e, &r, NULL) == 0);
   CU_ASSERT(fabs(r.step_s - 18e-3) < 1e-12);
   c.overlap = 1;
+  /* CPU work on the communication stream: half of each bucket's time, with
+   * cpu_slowdown 3 and the network factors 1, blends to 0.5 x 1 + 0.5 x 3
+   * = 2 for bucket 0 and the backward beside it: the case above, 18 ms. */
+  const double half[2] = {0.5, 0.5}, none[2] = {0.0, 0.0}, bad[2] = {0.5, 1.5};
+  c.compute_slowdown = 1.0;
+  c.comm_slowdown = 1.0;
+  c.cpu_slowdown = 3.0;
+  c.bucket_cpu_frac = half;
+  CU_ASSERT_FATAL(sim_step_run(&c, e, &r, NULL) == 0);
+  CU_ASSERT(fabs(r.step_s - 18e-3) < 1e-12);
+  /* No CPU share: no slowdown at all, the 15 ms of the first case. */
+  c.bucket_cpu_frac = none;
+  CU_ASSERT_FATAL(sim_step_run(&c, e, &r, NULL) == 0);
+  CU_ASSERT(fabs(r.step_s - 15e-3) < 1e-12);
+  c.bucket_cpu_frac = bad;
+  CU_ASSERT(sim_step_run(&c, e, &r, NULL) == CORE_EINVAL);
+  c.bucket_cpu_frac = half;
+  c.cpu_slowdown = 0.5;
+  CU_ASSERT(sim_step_run(&c, e, &r, NULL) == CORE_EINVAL);
+  c.cpu_slowdown = 1.0;
+  c.bucket_cpu_frac = NULL;
   /* Bad configurations are refused. */
   c.compute_slowdown = 0.5;
   CU_ASSERT(sim_step_run(&c, e, &r, NULL) == CORE_EINVAL);
