@@ -19,6 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
+int rtt_fails;
+
 /* ---- children -------------------------------------------------------- */
 
 int rtt_spawn(rtt_group *g, int first, int n, int size, rtt_rank_fn fn, void *arg) {

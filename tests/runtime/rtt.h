@@ -12,6 +12,7 @@
 #define TESTS_RUNTIME_RTT_H
 
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 enum { RTT_MAX_RANKS = 8 };
@@ -40,6 +41,24 @@ const char *rtt_describe(const rtt_group *g, int i, char *buf, size_t len);
 /* Spawn size ranks and wait; returns 1 when every rank exited 0 in time,
  * printing which did not otherwise. */
 int rtt_run(int size, rtt_rank_fn fn, void *arg, double deadline_s);
+
+/* ---- checks inside ranks ---------------------------------------------- */
+
+/* A rank is a forked child, so CUnit's asserts would not reach the parent:
+ * a rank checks with RTT_CHECK, which prints the first 20 failures and
+ * counts them in rtt_fails (reset it when the rank starts), and its body
+ * returns a nonzero exit status when any failed. */
+extern int rtt_fails;
+#define RTT_CHECK(cond, ...)                                                                   \
+  do {                                                                                         \
+    if (!(cond)) {                                                                             \
+      if (rtt_fails++ < 20) {                                                                  \
+        fprintf(stderr, "rank check failed at %s:%d: ", __FILE__, __LINE__);                  \
+        fprintf(stderr, __VA_ARGS__);                                                          \
+        fputc('\n', stderr);                                                                   \
+      }                                                                                        \
+    }                                                                                          \
+  } while (0)
 
 /* ---- reports from ranks ---------------------------------------------- */
 

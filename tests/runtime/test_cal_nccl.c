@@ -46,18 +46,6 @@
 /* One GPU, --quick (sweeps to 32 MiB, GEMMs, jitter, interference). */
 #define GPU_RUN_DEADLINE_S 300.0
 
-static int fails;
-
-#define CHECK(cond, ...)                                                                       \
-  do {                                                                                         \
-    if (!(cond)) {                                                                             \
-      if (fails++ < 20) {                                                                      \
-        fprintf(stderr, "check failed at %s:%d: ", __FILE__, __LINE__);                       \
-        fprintf(stderr, __VA_ARGS__);                                                          \
-        fputc('\n', stderr);                                                                   \
-      }                                                                                        \
-    }                                                                                          \
-  } while (0)
 
 /* The loop's values before the buffer tables existed (calibrate/sweep.c). */
 static float legacy_value(int rank, size_t i) { return (float)(rank + 1 + (int)(i % 7)); }
@@ -200,13 +188,13 @@ static int rank_main(int rank, int size, void *arg) {
     fprintf(stderr, "rank %d: connect: %s\n", rank, core_err_msg());
     return 2;
   }
-  fails = 0;
+  rtt_fails = 0;
   int body = j->body(c, rank, size);
-  if (body || fails)
+  if (body || rtt_fails)
     rt_comm_abort(c);
   else
     rt_comm_destroy(c);
-  return body ? body : (fails ? 3 : 0);
+  return body ? body : (rtt_fails ? 3 : 0);
 }
 
 static void run_job(int size, int (*body)(rt_comm *, int, int)) {
@@ -234,28 +222,28 @@ static void check_points(enum cal_op op, const cal_sweep_opts *o, const cal_poin
   int want = 0;
   for (double b = o->min_bytes; b <= o->max_bytes * 1.0000001; b *= o->factor)
     want++;
-  CHECK(n == want, "%s %s: %d points, expected %d", what, cal_op_name(op), n, want);
+  RTT_CHECK(n == want, "%s %s: %d points, expected %d", what, cal_op_name(op), n, want);
   double b = o->min_bytes;
   for (int k = 0; k < n && k < want; k++, b *= o->factor) {
     const cal_point *t = &pts[k];
-    CHECK(t->bytes == legacy_bytes(op, b, p), "%s %s point %d: %g bytes, expected %g", what,
+    RTT_CHECK(t->bytes == legacy_bytes(op, b, p), "%s %s point %d: %g bytes, expected %g", what,
           cal_op_name(op), k, t->bytes, legacy_bytes(op, b, p));
-    CHECK(t->iters >= o->min_iters && t->iters <= o->max_iters, "%s %s point %d: %d iterations",
+    RTT_CHECK(t->iters >= o->min_iters && t->iters <= o->max_iters, "%s %s point %d: %d iterations",
           what, cal_op_name(op), k, t->iters);
-    CHECK(t->t_min_s > 0 && t->t_min_s <= t->t_p50_s && t->t_p50_s <= t->t_max_s,
+    RTT_CHECK(t->t_min_s > 0 && t->t_min_s <= t->t_p50_s && t->t_p50_s <= t->t_max_s,
           "%s %s point %d: times %g %g %g", what, cal_op_name(op), k, t->t_min_s, t->t_p50_s,
           t->t_max_s);
-    CHECK(t->t_se_s >= 0, "%s: negative standard error", what);
-    CHECK(fabs(t->algbw_GBps - t->bytes / t->t_p50_s / 1e9) <= 1e-9 * t->algbw_GBps,
+    RTT_CHECK(t->t_se_s >= 0, "%s: negative standard error", what);
+    RTT_CHECK(fabs(t->algbw_GBps - t->bytes / t->t_p50_s / 1e9) <= 1e-9 * t->algbw_GBps,
           "%s: algbw is not S / t", what);
-    CHECK(fabs(t->busbw_GBps - t->algbw_GBps * cal_busbw_factor(op, p)) <= 1e-9 * t->algbw_GBps,
+    RTT_CHECK(fabs(t->busbw_GBps - t->algbw_GBps * cal_busbw_factor(op, p)) <= 1e-9 * t->algbw_GBps,
           "%s: busbw is not algbw times nccl-tests' factor", what);
   }
 }
 
 static int sweep_body(rt_comm *c, int rank, int size) {
   (void)rank;
-  CHECK(cal_bufs_for(c) == &cal_host_bufs, "Gloo got the %s table", cal_bufs_for(c)->name);
+  RTT_CHECK(cal_bufs_for(c) == &cal_host_bufs, "Gloo got the %s table", cal_bufs_for(c)->name);
   /* To 1 MiB: past 128 KiB, where Gloo's own reduce-scatter went wrong
    * (runtime/gloo_shim.cc no longer uses it). */
   cal_sweep_opts o = {.min_bytes = 8, .max_bytes = 1 << 20, .factor = 2, .warmup = 1,
@@ -267,7 +255,7 @@ static int sweep_body(rt_comm *c, int rank, int size) {
       cal_point *pts = NULL;
       int n = 0;
       int rc = cal_sweep_run(c, (enum cal_op)op, RT_ALGO_DEFAULT, &s, &pts, &n);
-      CHECK(rc == 0, "%s sweep (%s table): %s", cal_op_name((enum cal_op)op),
+      RTT_CHECK(rc == 0, "%s sweep (%s table): %s", cal_op_name((enum cal_op)op),
             named ? "named host" : "backend's", core_err_msg());
       if (rc == 0)
         check_points((enum cal_op)op, &s, pts, n, size, named ? "named host table" : "backend's table");
@@ -279,7 +267,7 @@ static int sweep_body(rt_comm *c, int rank, int size) {
   /* The benchmark's entry point: the same loop, one size. */
   cal_point pt;
   int rc = cal_sweep_one(c, CAL_ALLREDUCE, RT_ALGO_RING, 4096, 1, 3, &pt);
-  CHECK(rc == 0 && pt.iters == 3 && pt.bytes == 4096, "cal_sweep_one: rc %d, %d iterations, %g bytes",
+  RTT_CHECK(rc == 0 && pt.iters == 3 && pt.bytes == 4096, "cal_sweep_one: rc %d, %d iterations, %g bytes",
         rc, pt.iters, pt.bytes);
 
   /* Data, by hand, through the table: an allreduce of every rank's
@@ -289,9 +277,9 @@ static int sweep_body(rt_comm *c, int rank, int size) {
   if (cal_host_bufs.alloc(sizeof(float) * N, (void **)&b) != 0)
     return 5;
   cal_data mine = {.kind = CAL_DATA_RANK, .rank = c->rank}, sum = {.kind = CAL_DATA_SUM, .ranks = size};
-  CHECK(cal_host_bufs.fill(b, N, &mine) == 0, "fill");
-  CHECK(rt_allreduce(c, b, N, RT_FP32, RT_ALGO_DEFAULT) == 0, "allreduce: %s", core_err_msg());
-  CHECK(cal_host_bufs.check(b, N, &sum) == 0, "sum check: %s", core_err_msg());
+  RTT_CHECK(cal_host_bufs.fill(b, N, &mine) == 0, "fill");
+  RTT_CHECK(rt_allreduce(c, b, N, RT_FP32, RT_ALGO_DEFAULT) == 0, "allreduce: %s", core_err_msg());
+  RTT_CHECK(cal_host_bufs.check(b, N, &sum) == 0, "sum check: %s", core_err_msg());
   int same = 1;
   for (size_t i = 0; i < N; i++) {
     double s = 0;
@@ -299,7 +287,7 @@ static int sweep_body(rt_comm *c, int rank, int size) {
       s += legacy_value(r, i);
     same &= b[i] == (float)s;
   }
-  CHECK(same, "the allreduced buffer differs from the legacy sum");
+  RTT_CHECK(same, "the allreduced buffer differs from the legacy sum");
   cal_host_bufs.free(b);
   return 0;
 }
@@ -364,15 +352,15 @@ static int control_comm_body(rt_comm *c, int rank, int size) {
   cal_point *pts = NULL;
   int n = 0;
   int rc = cal_sweep_run(&m, CAL_ALLREDUCE, RT_ALGO_DEFAULT, &o, &pts, &n);
-  CHECK(rc == 0 && n == 8, "sweep with a control communicator: %d (%s), %d points", rc, core_err_msg(), n);
+  RTT_CHECK(rc == 0 && n == 8, "sweep with a control communicator: %d (%s), %d points", rc, core_err_msg(), n);
   if (rc == 0)
     check_points(CAL_ALLREDUCE, &o, pts, n, size, "control communicator");
   free(pts);
-  CHECK(mc.broadcast == 0 && mc.allgather == 0, "the measured communicator carried %d broadcasts, %d allgathers",
+  RTT_CHECK(mc.broadcast == 0 && mc.allgather == 0, "the measured communicator carried %d broadcasts, %d allgathers",
         mc.broadcast, mc.allgather);
-  CHECK(mc.barrier > 0 && mc.allreduce > 0, "the measured communicator ran %d barriers, %d allreduces", mc.barrier,
+  RTT_CHECK(mc.barrier > 0 && mc.allreduce > 0, "the measured communicator ran %d barriers, %d allreduces", mc.barrier,
         mc.allreduce);
-  CHECK(cc.broadcast > 0 && cc.allgather == 8 && cc.allreduce == 0 && cc.barrier == 0,
+  RTT_CHECK(cc.broadcast > 0 && cc.allgather == 8 && cc.allreduce == 0 && cc.barrier == 0,
         "the control communicator carried %d broadcasts, %d allgathers, %d allreduces, %d barriers",
         cc.broadcast, cc.allgather, cc.allreduce, cc.barrier);
   /* A control communicator of other ranks is refused before any collective. */
@@ -380,7 +368,7 @@ static int control_comm_body(rt_comm *c, int rank, int size) {
   wrong.rank = (k.rank + 1) % size;
   rc = cal_sweep_run(&m, CAL_ALLREDUCE, RT_ALGO_DEFAULT, &(cal_sweep_opts){.min_bytes = 8, .max_bytes = 8, .factor = 2, .control = &wrong},
                      &pts, &n);
-  CHECK(rc == CORE_EINVAL && pts == NULL && n == 0, "a mismatched control communicator gave %d", rc);
+  RTT_CHECK(rc == CORE_EINVAL && pts == NULL && n == 0, "a mismatched control communicator gave %d", rc);
   rt_comm_destroy(c2);
   return 0;
 }
@@ -425,7 +413,7 @@ static const rt_comm_ops spoiling = {.name = "gloo-spoiling",
 
 static int corrupt_body(rt_comm *c, int rank, int size) {
   rt_comm w = {.ops = &spoiling, .rank = c->rank, .size = c->size, .timeout_s = c->timeout_s, .impl = c};
-  CHECK(cal_bufs_for(&w) == &cal_host_bufs, "a Gloo wrapper got the device table");
+  RTT_CHECK(cal_bufs_for(&w) == &cal_host_bufs, "a Gloo wrapper got the device table");
   cal_sweep_opts o = {.min_bytes = 64, .max_bytes = 64, .factor = 2, .warmup = 0, .min_iters = 1,
                       .max_iters = 1};
   cal_point *pts = NULL;
@@ -434,15 +422,15 @@ static int corrupt_body(rt_comm *c, int rank, int size) {
   char want[256];
   snprintf(want, sizeof want, "allreduce of 64 bytes: wrong result on rank %d at element 15 (%g, expected %g); the backend or the network corrupts data",
            rank, (double)(size * (size + 1) / 2 + size * 1) + 1.0, (double)(size * (size + 1) / 2 + size * 1));
-  CHECK(rc == CORE_ECOMM, "a corrupted allreduce gave %d", rc);
-  CHECK(strstr(core_err_msg(), want) != NULL, "message '%s' lacks '%s'", core_err_msg(), want);
-  CHECK(pts == NULL && n == 0, "a failed sweep left points");
+  RTT_CHECK(rc == CORE_ECOMM, "a corrupted allreduce gave %d", rc);
+  RTT_CHECK(strstr(core_err_msg(), want) != NULL, "message '%s' lacks '%s'", core_err_msg(), want);
+  RTT_CHECK(pts == NULL && n == 0, "a failed sweep left points");
   /* An allgather's block of the last rank. */
   rc = cal_sweep_run(&w, CAL_ALLGATHER, RT_ALGO_DEFAULT, &o, &pts, &n);
-  CHECK(rc == CORE_ECOMM && strstr(core_err_msg(), "allgather of 64 bytes: wrong result on rank"),
+  RTT_CHECK(rc == CORE_ECOMM && strstr(core_err_msg(), "allgather of 64 bytes: wrong result on rank"),
         "a corrupted allgather gave %d: %s", rc, core_err_msg());
   /* The wrapped communicator itself is still healthy. */
-  CHECK(rt_barrier(c) == 0, "barrier after the failures: %s", core_err_msg());
+  RTT_CHECK(rt_barrier(c) == 0, "barrier after the failures: %s", core_err_msg());
   return 0;
 }
 
@@ -451,17 +439,17 @@ static void test_corruption(void) { run_job(2, corrupt_body); }
 static int control_body(rt_comm *c, int rank, int size) {
   const cal_buf_ops *h = &cal_host_bufs;
   double mine[3] = {rank + 0.5, -rank, 1e300 * (rank + 1)}, all[3 * RTT_MAX_RANKS];
-  CHECK(cal_allgather_host(c, h, mine, all, sizeof mine) == 0, "allgather: %s", core_err_msg());
+  RTT_CHECK(cal_allgather_host(c, h, mine, all, sizeof mine) == 0, "allgather: %s", core_err_msg());
   for (int r = 0; r < size; r++)
-    CHECK(all[3 * r] == r + 0.5 && all[3 * r + 1] == -r && all[3 * r + 2] == 1e300 * (r + 1),
+    RTT_CHECK(all[3 * r] == r + 0.5 && all[3 * r + 1] == -r && all[3 * r + 2] == 1e300 * (r + 1),
           "rank %d's doubles arrived changed", r);
   double v[2] = {rank == 1 ? 7.0 : 1.0, -(double)rank};
-  CHECK(cal_max_over_ranks(c, h, v, 2) == 0 && v[0] == 7.0 && v[1] == 0.0, "max over ranks: %g %g", v[0], v[1]);
+  RTT_CHECK(cal_max_over_ranks(c, h, v, 2) == 0 && v[0] == 7.0 && v[1] == 0.0, "max over ranks: %g %g", v[0], v[1]);
   float stop = rank == 0 ? 1.0f : 0.0f;
-  CHECK(cal_broadcast_host(c, h, &stop, sizeof stop, 0) == 0 && stop == 1.0f, "broadcast");
+  RTT_CHECK(cal_broadcast_host(c, h, &stop, sizeof stop, 0) == 0 && stop == 1.0f, "broadcast");
   char odd[6] = "abcde";
-  CHECK(cal_allgather_host(c, h, odd, all, 5) == CORE_EINVAL, "5 bytes are not fp32 elements");
-  CHECK(cal_broadcast_host(c, h, odd, 6, 0) == CORE_EINVAL, "6 bytes are not fp32 elements");
+  RTT_CHECK(cal_allgather_host(c, h, odd, all, 5) == CORE_EINVAL, "5 bytes are not fp32 elements");
+  RTT_CHECK(cal_broadcast_host(c, h, odd, 6, 0) == CORE_EINVAL, "6 bytes are not fp32 elements");
   return 0;
 }
 
@@ -473,7 +461,7 @@ static int device_body(rt_comm *c, int rank, int size) {
   (void)rank, (void)size;
   void *p = NULL;
   int rc = cal_device_bufs.alloc(4096, &p);
-  CHECK(rc == CORE_EUNSUPPORTED && p == NULL && strstr(core_err_msg(), "CUDA"),
+  RTT_CHECK(rc == CORE_EUNSUPPORTED && p == NULL && strstr(core_err_msg(), "CUDA"),
         "device alloc without a device: %d (%s)", rc, core_err_msg());
   cal_device_bufs.free(NULL);
   cal_sweep_opts o = {.min_bytes = 8, .max_bytes = 1024, .factor = 2, .warmup = 1, .min_iters = 1,
@@ -482,14 +470,14 @@ static int device_body(rt_comm *c, int rank, int size) {
   int n = -1;
   double t0 = rtt_now();
   rc = cal_sweep_run(c, CAL_ALLREDUCE, RT_ALGO_DEFAULT, &o, &pts, &n);
-  CHECK(rc == CORE_EUNSUPPORTED && pts == NULL && n == 0, "device sweep without a device: %d (%s)", rc,
+  RTT_CHECK(rc == CORE_EUNSUPPORTED && pts == NULL && n == 0, "device sweep without a device: %d (%s)", rc,
         core_err_msg());
-  CHECK(strstr(core_err_msg(), "device buffers") != NULL, "message '%s' does not name the buffers",
+  RTT_CHECK(strstr(core_err_msg(), "device buffers") != NULL, "message '%s' does not name the buffers",
         core_err_msg());
-  CHECK(rtt_now() - t0 < OP_TIMEOUT_S / 2, "the failure took %.1f s", rtt_now() - t0);
+  RTT_CHECK(rtt_now() - t0 < OP_TIMEOUT_S / 2, "the failure took %.1f s", rtt_now() - t0);
   double v = 1;
-  CHECK(cal_max_over_ranks(c, &cal_device_bufs, &v, 1) == CORE_EUNSUPPORTED, "staged max without a device");
-  CHECK(rt_barrier(c) == 0, "the communicator is still healthy: %s", core_err_msg());
+  RTT_CHECK(cal_max_over_ranks(c, &cal_device_bufs, &v, 1) == CORE_EUNSUPPORTED, "staged max without a device");
+  RTT_CHECK(rt_barrier(c) == 0, "the communicator is still healthy: %s", core_err_msg());
   return 0;
 }
 

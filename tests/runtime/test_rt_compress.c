@@ -21,7 +21,7 @@
  *  - training through rt_ddp with powersgd:2 (and fp16, bf16) leaves the
  *    ranks' parameters bitwise identical after every step.
  *
- * Ranks check their own results (CHECK prints what failed) and report
+ * Ranks check their own results (RTT_CHECK prints what failed) and report
  * through their exit status; every rank runs under rtt's deadline. */
 #include <CUnit/CUnit.h>
 #include <gsl/gsl_randist.h>
@@ -51,22 +51,10 @@
 #define U16 0x1p-11 /* of fp16 */
 #define UBF 0x1p-8  /* of bf16 */
 
-static int fails;
-
-#define CHECK(cond, ...)                                                                       \
-  do {                                                                                         \
-    if (!(cond)) {                                                                             \
-      if (fails++ < 20) {                                                                      \
-        fprintf(stderr, "rank check failed at %s:%d: ", __FILE__, __LINE__);                  \
-        fprintf(stderr, __VA_ARGS__);                                                          \
-        fputc('\n', stderr);                                                                   \
-      }                                                                                        \
-    }                                                                                          \
-  } while (0)
 #define CHECK_OK(expr)                                                                         \
   do {                                                                                         \
     int rc_ = (expr);                                                                          \
-    CHECK(rc_ == 0, "%s: %d %s", #expr, rc_, core_err_msg());                                  \
+    RTT_CHECK(rc_ == 0, "%s: %d %s", #expr, rc_, core_err_msg());                                  \
     if (rc_)                                                                                   \
       return 5;                                                                                \
   } while (0)
@@ -95,10 +83,10 @@ static int rank_main(int rank, int size, void *arg) {
     fprintf(stderr, "rank %d: connect: %s\n", rank, core_err_msg());
     return 2;
   }
-  fails = 0;
+  rtt_fails = 0;
   int body = j->body(c, rank, size, j);
   rt_comm_finish(c, body);
-  return body ? body : (fails ? 3 : 0);
+  return body ? body : (rtt_fails ? 3 : 0);
 }
 
 static void run_job(int size, int (*body)(rt_comm *, int, int, const job *), int param,
@@ -342,11 +330,11 @@ static int bf16_body(rt_comm *c, int rank, int size, const job *j) {
   int bad = 0;
   for (int i = 0; i < N; i++)
     bad += h[i] != bf16_bits(want[i % 3]);
-  CHECK(bad == 0, "bf16 sums: %d wrong, [0..2] = %04x %04x %04x", bad, h[0], h[1], h[2]);
+  RTT_CHECK(bad == 0, "bf16 sums: %d wrong, [0..2] = %04x %04x %04x", bad, h[0], h[1], h[2]);
   /* Only the default algorithm has bf16 arithmetic. */
-  CHECK(rt_allreduce(c, h, N, RT_BF16, RT_ALGO_HALVING_DOUBLING) == CORE_EUNSUPPORTED,
+  RTT_CHECK(rt_allreduce(c, h, N, RT_BF16, RT_ALGO_HALVING_DOUBLING) == CORE_EUNSUPPORTED,
         "bf16 halving_doubling accepted");
-  CHECK(strstr(core_err_msg(), "default") != NULL, "message: %s", core_err_msg());
+  RTT_CHECK(strstr(core_err_msg(), "default") != NULL, "message: %s", core_err_msg());
   free(h);
   return 0;
 }
@@ -416,13 +404,13 @@ static int half_body(rt_comm *c, int rank, int size, const job *j) {
     over += !(e <= b);
     differ += (double)mine[i] != (double)(float)sum[i];
   }
-  CHECK(over == 0, "%s hook: %d of %d elements beyond the bound (worst %.3g x bound)",
+  RTT_CHECK(over == 0, "%s hook: %d of %d elements beyond the bound (worst %.3g x bound)",
         bf ? "bf16" : "fp16", over, N, worst);
   /* The cast did happen: most results are not the fp32 sum. */
-  CHECK(differ > N / 2, "%s hook: only %d of %d results differ from the fp32 sum",
+  RTT_CHECK(differ > N / 2, "%s hook: only %d of %d results differ from the fp32 sum",
         bf ? "bf16" : "fp16", differ, N);
-  CHECK(same_everywhere(c, mine, N), "%s hook: ranks differ", bf ? "bf16" : "fp16");
-  CHECK(st.bytes[RT_PHASE_BUCKET] == 2 * N && st.allreduces[RT_PHASE_BUCKET] == 1 &&
+  RTT_CHECK(same_everywhere(c, mine, N), "%s hook: ranks differ", bf ? "bf16" : "fp16");
+  RTT_CHECK(st.bytes[RT_PHASE_BUCKET] == 2 * N && st.allreduces[RT_PHASE_BUCKET] == 1 &&
             rt_compress_stats_bytes(&st) == 2 * N && st.buckets == 1 && st.cast_s > 0 &&
             st.comm_s > 0,
         "stats: %lld bytes, %lld allreduces, cast %g s", (long long)st.bytes[0],
@@ -492,7 +480,7 @@ static int full_rank_body(rt_comm *c, int rank, int size, const job *j) {
   const int *want = j->param ? want0 : want09;
   int64_t p_el = 0, q_el = 0, unc_el = 0;
   for (int i = 0; i < 4; i++) {
-    CHECK(rt_compress_tensor_rank(h, i) == want[i], "tensor %d: rank %d, want %d", i,
+    RTT_CHECK(rt_compress_tensor_rank(h, i) == want[i], "tensor %d: rank %d, want %d", i,
           rt_compress_tensor_rank(h, i), want[i]);
     p_el += FR_ROWS[i] * want[i];
     q_el += FR_COLS[i] * want[i];
@@ -533,7 +521,7 @@ static int full_rank_body(rt_comm *c, int rank, int size, const job *j) {
       double b = want[ti]
                      ? full_rank_bound((int)FR_ROWS[ti], want[ti], size, norm_a[ti], sum_norm[ti])
                      : 2 * (size - 1) * U32 * sum_norm[ti]; /* a plain fp32 sum of W terms */
-      CHECK(sqrt(d2) <= b + prev_bound[ti],
+      RTT_CHECK(sqrt(d2) <= b + prev_bound[ti],
             "step %ld tensor %d (rank %d): |result - mean| = %.3g > bound %.3g", s, ti, want[ti],
             sqrt(d2), b + prev_bound[ti]);
       if (rank == 0 && s == 2 && ti == 0)
@@ -542,20 +530,20 @@ static int full_rank_body(rt_comm *c, int rank, int size, const job *j) {
       prev_bound[ti] = b;
     }
     /* One allreduce each of the uncompressed tensors, all P, all Q. */
-    CHECK(st.vanilla == 0 && st.bytes[RT_PHASE_BUCKET] == 0, "vanilla phase at step %ld", s);
-    CHECK(st.bytes[RT_PHASE_P] == 4 * p_el && st.bytes[RT_PHASE_Q] == 4 * q_el &&
+    RTT_CHECK(st.vanilla == 0 && st.bytes[RT_PHASE_BUCKET] == 0, "vanilla phase at step %ld", s);
+    RTT_CHECK(st.bytes[RT_PHASE_P] == 4 * p_el && st.bytes[RT_PHASE_Q] == 4 * q_el &&
               st.bytes[RT_PHASE_UNCOMPRESSED] == 4 * unc_el,
           "bytes P %lld (want %lld), Q %lld (want %lld), uncompressed %lld (want %lld)",
           (long long)st.bytes[RT_PHASE_P], (long long)(4 * p_el), (long long)st.bytes[RT_PHASE_Q],
           (long long)(4 * q_el), (long long)st.bytes[RT_PHASE_UNCOMPRESSED],
           (long long)(4 * unc_el));
-    CHECK(st.allreduces[RT_PHASE_P] == 1 && st.allreduces[RT_PHASE_Q] == 1 &&
+    RTT_CHECK(st.allreduces[RT_PHASE_P] == 1 && st.allreduces[RT_PHASE_Q] == 1 &&
               st.allreduces[RT_PHASE_UNCOMPRESSED] == (unc_el ? 1 : 0),
           "allreduces: %lld uncompressed, %lld P, %lld Q",
           (long long)st.allreduces[RT_PHASE_UNCOMPRESSED], (long long)st.allreduces[RT_PHASE_P],
           (long long)st.allreduces[RT_PHASE_Q]);
-    CHECK(st.gemm_s > 0 && st.ortho_s > 0, "no compute recorded");
-    CHECK(same_everywhere(c, mine, (size_t)np), "step %ld: ranks differ", s);
+    RTT_CHECK(st.gemm_s > 0 && st.ortho_s > 0, "no compute recorded");
+    RTT_CHECK(same_everywhere(c, mine, (size_t)np), "step %ld: ranks differ", s);
   }
   free(g);
   free(mine);
@@ -587,7 +575,7 @@ enum { EF_STEPS = 100 };
 static int ef_run(rt_comm *c, int rank, int size, int ef, double *gap_norm, double *g_norm) {
   tmodel t;
   CHECK_OK(tmodel_init(&t, 4, EF_ROWS, EF_COLS, 256, 4096));
-  CHECK(t.bk.n_buckets == 2, "%d buckets", t.bk.n_buckets);
+  RTT_CHECK(t.bk.n_buckets == 2, "%d buckets", t.bk.n_buckets);
   rt_compress_opts o;
   rt_compress_opts_default(&o);
   o.kind = RT_COMPRESS_POWERSGD;
@@ -595,7 +583,7 @@ static int ef_run(rt_comm *c, int rank, int size, int ef, double *gap_norm, doub
   o.error_feedback = ef;
   rt_compressor *h = NULL;
   CHECK_OK(rt_compress_create(&o, &t.m, &t.bk, &h));
-  CHECK(rt_compress_tensor_rank(h, 0) == 1 && rt_compress_tensor_rank(h, 1) == 0 &&
+  RTT_CHECK(rt_compress_tensor_rank(h, 0) == 1 && rt_compress_tensor_rank(h, 1) == 0 &&
             rt_compress_tensor_rank(h, 2) == 1 && rt_compress_tensor_rank(h, 3) == 0,
         "compression decision");
   const int64_t np = t.m.n_params;
@@ -634,14 +622,14 @@ static int ef_run(rt_comm *c, int rank, int size, int ef, double *gap_norm, doub
     if (sqrt(sc) > scale)
       scale = sqrt(sc);
     if (!ef) {
-      CHECK(rt_compress_error(h, 0) == NULL && rt_compress_error(h, 1) == NULL,
+      RTT_CHECK(rt_compress_error(h, 0) == NULL && rt_compress_error(h, 1) == NULL,
             "error buffers without error feedback");
       continue;
     }
     /* Sum over ranks of the error buffers (parameter layout). */
     for (int b = 0; b < t.bk.n_buckets; b++) {
       const float *e = rt_compress_error(h, b);
-      CHECK(e != NULL, "no error buffer for bucket %d at step %ld", b, s);
+      RTT_CHECK(e != NULL, "no error buffer for bucket %d at step %ld", b, s);
       if (!e)
         return 6;
       unpack(&t, b, e, errsum);
@@ -655,7 +643,7 @@ static int ef_run(rt_comm *c, int rank, int size, int ef, double *gap_norm, doub
      * W, and this allreduce) adds at most a few u per element and step:
      * 4 (s + 1) W u times the largest input + output norm. */
     double tol = 4.0 * (double)(s + 1) * size * U32 * scale;
-    CHECK(sqrt(d2) <= tol, "step %ld: |gap - sum of errors| = %.3g > %.3g (|gap| %.3g)", s,
+    RTT_CHECK(sqrt(d2) <= tol, "step %ld: |gap - sum of errors| = %.3g > %.3g (|gap| %.3g)", s,
           sqrt(d2), tol, gap_norm[s]);
   }
   free(base);
@@ -694,14 +682,14 @@ static int ef_body(rt_comm *c, int rank, int size, const job *j) {
     mid = with[s] > mid ? with[s] : mid;
   for (int s = 50; s < EF_STEPS; s++)
     late = with[s] > late ? with[s] : late;
-  CHECK(late <= 1.5 * mid, "with error feedback the gap grew: steps 20-49 max %.3g, 50-99 max "
+  RTT_CHECK(late <= 1.5 * mid, "with error feedback the gap grew: steps 20-49 max %.3g, 50-99 max "
         "%.3g", mid, late);
-  CHECK(late <= 2 * 16 * gn, "with error feedback the gap %.3g exceeds 2 k |G| = %.3g", late,
+  RTT_CHECK(late <= 2 * 16 * gn, "with error feedback the gap %.3g exceeds 2 k |G| = %.3g", late,
         32 * gn);
-  CHECK(without[EF_STEPS - 1] >= 1.8 * without[49],
+  RTT_CHECK(without[EF_STEPS - 1] >= 1.8 * without[49],
         "without error feedback the gap did not grow: step 50 %.3g, step 100 %.3g", without[49],
         without[EF_STEPS - 1]);
-  CHECK(without[EF_STEPS - 1] >= 5 * late, "without error feedback the gap (%.3g) is not well "
+  RTT_CHECK(without[EF_STEPS - 1] >= 5 * late, "without error feedback the gap (%.3g) is not well "
         "above the one with it (%.3g)", without[EF_STEPS - 1], late);
   if (rank == 0)
     fprintf(stderr, " [|gap| with EF: step 50 %.3g, 100 %.3g; without: %.3g, %.3g; |G| %.3g]",
@@ -749,20 +737,20 @@ static int vanilla_body(rt_comm *c, int rank, int size, const job *j) {
     }
     int same = memcmp(mine, plain, sizeof *mine * (size_t)np) == 0;
     if (s < 3) {
-      CHECK(same, "step %ld (before start 3): not the plain allreduce", s);
-      CHECK(st.vanilla == t.bk.n_buckets && st.allreduces[RT_PHASE_BUCKET] == t.bk.n_buckets &&
+      RTT_CHECK(same, "step %ld (before start 3): not the plain allreduce", s);
+      RTT_CHECK(st.vanilla == t.bk.n_buckets && st.allreduces[RT_PHASE_BUCKET] == t.bk.n_buckets &&
                 st.bytes[RT_PHASE_BUCKET] == 4 * np && st.bytes[RT_PHASE_P] == 0 &&
                 st.bytes[RT_PHASE_Q] == 0,
             "step %ld stats: vanilla %lld, bucket allreduces %lld", s, (long long)st.vanilla,
             (long long)st.allreduces[RT_PHASE_BUCKET]);
-      CHECK(rt_compress_error(h, 0) == NULL, "an error buffer before PowerSGD starts");
+      RTT_CHECK(rt_compress_error(h, 0) == NULL, "an error buffer before PowerSGD starts");
     } else {
-      CHECK(!same, "step %ld (from start 3 on): still the plain allreduce", s);
-      CHECK(st.vanilla == 0 && st.allreduces[RT_PHASE_P] == t.bk.n_buckets &&
+      RTT_CHECK(!same, "step %ld (from start 3 on): still the plain allreduce", s);
+      RTT_CHECK(st.vanilla == 0 && st.allreduces[RT_PHASE_P] == t.bk.n_buckets &&
                 st.allreduces[RT_PHASE_Q] == t.bk.n_buckets && st.bytes[RT_PHASE_BUCKET] == 0,
             "step %ld stats: vanilla %lld, P allreduces %lld", s, (long long)st.vanilla,
             (long long)st.allreduces[RT_PHASE_P]);
-      CHECK(rt_compress_error(h, 0) != NULL, "no error buffer once PowerSGD runs");
+      RTT_CHECK(rt_compress_error(h, 0) != NULL, "no error buffer once PowerSGD runs");
     }
   }
   free(mine);
@@ -817,15 +805,15 @@ static int split_body(rt_comm *c, int rank, int size, const job *j) {
         CHECK_OK(rt_compress_finish(h2, c, b, bufs[b], s, NULL));
         unpack(&t, b, bufs[b], apart);
       }
-      CHECK(memcmp(whole, apart, sizeof *whole * (size_t)np) == 0,
+      RTT_CHECK(memcmp(whole, apart, sizeof *whole * (size_t)np) == 0,
             "%s step %ld: prepared apart differs from the whole hook", specs[k], s);
     }
     /* Out of turn: a finish without its prepare, a second prepare. */
-    CHECK(rt_compress_finish(h2, c, 0, bufs[0], 4, NULL) == CORE_EINVAL, "%s: finish without prepare",
+    RTT_CHECK(rt_compress_finish(h2, c, 0, bufs[0], 4, NULL) == CORE_EINVAL, "%s: finish without prepare",
           specs[k]);
     CHECK_OK(rt_compress_prepare(h2, 0, bufs[0], 4, NULL));
-    CHECK(rt_compress_prepare(h2, 0, bufs[0], 4, NULL) == CORE_EINVAL, "%s: prepared twice", specs[k]);
-    CHECK(rt_compress_finish(h2, c, 0, bufs[0], 5, NULL) == CORE_EINVAL, "%s: finish of another step",
+    RTT_CHECK(rt_compress_prepare(h2, 0, bufs[0], 4, NULL) == CORE_EINVAL, "%s: prepared twice", specs[k]);
+    RTT_CHECK(rt_compress_finish(h2, c, 0, bufs[0], 5, NULL) == CORE_EINVAL, "%s: finish of another step",
           specs[k]);
     rt_compress_free(h1);
     rt_compress_free(h2);
@@ -868,7 +856,7 @@ static int ddp_body(rt_comm *c, int rank, int size, const job *j) {
   char path[700];
   snprintf(path, sizeof path, "%s/model.cfg", j->dir);
   if (rank == 0)
-    CHECK(write_model(j->dir, path, sizeof path) == 0, "writing the model");
+    RTT_CHECK(write_model(j->dir, path, sizeof path) == 0, "writing the model");
   CHECK_OK(rt_barrier(c)); /* the others read it once rank 0 has written it */
   core_model *m = NULL;
   CHECK_OK(core_model_load(path, &m));
@@ -881,7 +869,7 @@ static int ddp_body(rt_comm *c, int rank, int size, const job *j) {
   rt_ddp *d = NULL;
   CHECK_OK(rt_ddp_create(m, c, DDP_BATCH, &o, 100 + (uint64_t)rank, &d));
   int nb = rt_ddp_buckets(d)->n_buckets;
-  CHECK(nb >= 3, "%d buckets", nb);
+  RTT_CHECK(nb >= 3, "%d buckets", nb);
   rt_data *data = NULL;
   CHECK_OK(rt_data_create(64, DDP_WIDTH[0], DDP_WIDTH[3], 7, rank, size, 1, &data));
   rt_mlp *net = rt_ddp_mlp(d);
@@ -891,22 +879,22 @@ static int ddp_body(rt_comm *c, int rank, int size, const job *j) {
     rt_step_metrics sm;
     CHECK_OK(rt_data_next(data, DDP_BATCH, x, tg));
     CHECK_OK(rt_ddp_step(d, s, x, tg, &sm, NULL, 0));
-    CHECK(isfinite(sm.loss) && sm.comm_s > 0, "step %ld: loss %g comm %g", s, sm.loss, sm.comm_s);
-    CHECK(sm.compress.buckets == nb, "step %ld: the hook ran %lld times for %d buckets", s,
+    RTT_CHECK(isfinite(sm.loss) && sm.comm_s > 0, "step %ld: loss %g comm %g", s, sm.loss, sm.comm_s);
+    RTT_CHECK(sm.compress.buckets == nb, "step %ld: the hook ran %lld times for %d buckets", s,
           (long long)sm.compress.buckets, nb);
     if (psgd && s < DDP_START)
-      CHECK(sm.compress.vanilla == nb && sm.compress.allreduces[RT_PHASE_P] == 0,
+      RTT_CHECK(sm.compress.vanilla == nb && sm.compress.allreduces[RT_PHASE_P] == 0,
             "step %ld: not the vanilla phase", s);
     else if (psgd)
-      CHECK(sm.compress.vanilla == 0 && sm.compress.allreduces[RT_PHASE_P] > 0 &&
+      RTT_CHECK(sm.compress.vanilla == 0 && sm.compress.allreduces[RT_PHASE_P] > 0 &&
                 rt_compress_stats_bytes(&sm.compress) < 4 * m->n_params,
             "step %ld: PowerSGD did not run (%lld bytes of %lld)", s,
             (long long)rt_compress_stats_bytes(&sm.compress), (long long)(4 * m->n_params));
     else
-      CHECK(rt_compress_stats_bytes(&sm.compress) == 2 * m->n_params,
+      RTT_CHECK(rt_compress_stats_bytes(&sm.compress) == 2 * m->n_params,
             "step %ld: %lld bytes, want %lld", s, (long long)rt_compress_stats_bytes(&sm.compress),
             (long long)(2 * m->n_params));
-    CHECK(same_everywhere(c, net->params, (size_t)net->n_params),
+    RTT_CHECK(same_everywhere(c, net->params, (size_t)net->n_params),
           "%s: parameters differ across ranks after step %ld", spec, s);
   }
   rt_data_free(data);

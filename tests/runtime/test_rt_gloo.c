@@ -28,18 +28,6 @@ typedef struct job {
   int64_t t0_ns;
 } job;
 
-static int fails;
-
-#define CHECK(cond, ...)                                                                       \
-  do {                                                                                         \
-    if (!(cond)) {                                                                             \
-      if (fails++ < 20) {                                                                      \
-        fprintf(stderr, "rank check failed at %s:%d: ", __FILE__, __LINE__);                  \
-        fprintf(stderr, __VA_ARGS__);                                                          \
-        fputc('\n', stderr);                                                                   \
-      }                                                                                        \
-    }                                                                                          \
-  } while (0)
 
 /* Each rank: connect through the process group, run the body, disconnect. */
 static int rank_main(int rank, int size, void *arg) {
@@ -56,12 +44,12 @@ static int rank_main(int rank, int size, void *arg) {
     fprintf(stderr, "rank %d: connect: %s\n", rank, core_err_msg());
     return 2;
   }
-  fails = 0;
-  CHECK(strcmp(c->ops->name, "gloo") == 0, "backend name %s", c->ops->name);
-  CHECK(c->rank == rank && c->size == size, "comm says rank %d of %d", c->rank, c->size);
+  rtt_fails = 0;
+  RTT_CHECK(strcmp(c->ops->name, "gloo") == 0, "backend name %s", c->ops->name);
+  RTT_CHECK(c->rank == rank && c->size == size, "comm says rank %d of %d", c->rank, c->size);
   int body = j->body(c, rank, size, j);
   rt_comm_destroy(c);
-  return body ? body : (fails ? 3 : 0);
+  return body ? body : (rtt_fails ? 3 : 0);
 }
 
 static void run_job(int size, int (*body)(rt_comm *, int, int, const job *)) {
@@ -132,13 +120,13 @@ static int allreduce_body(rt_comm *c, int rank, int size, const job *j) {
         if (a == RT_ALGO_BCUBE && size > 1 && size % 2 != 0) {
           /* Gloo's AllreduceBcube needs a world size divisible by its base
            * (2) and returns wrong sums otherwise: refused. */
-          CHECK(rc == CORE_EUNSUPPORTED, "bcube on %d ranks gave %d: %s", size, rc,
+          RTT_CHECK(rc == CORE_EUNSUPPORTED, "bcube on %d ranks gave %d: %s", size, rc,
                 core_err_msg());
-          CHECK(strstr(core_err_msg(), "bcube") != NULL, "message: %s", core_err_msg());
+          RTT_CHECK(strstr(core_err_msg(), "bcube") != NULL, "message: %s", core_err_msg());
           free(b);
           continue;
         }
-        CHECK(rc == 0, "allreduce %s %s n=%zu: %s", an, tn, n, core_err_msg());
+        RTT_CHECK(rc == 0, "allreduce %s %s n=%zu: %s", an, tn, n, core_err_msg());
         if (rc) {
           free(b);
           return 5; /* the communicator is unusable now */
@@ -150,9 +138,9 @@ static int allreduce_body(rt_comm *c, int rank, int size, const job *j) {
               first = i;
           }
         }
-        CHECK(bad == 0, "allreduce %s %s n=%zu: %zu wrong, first [%zu] = %g, want %d", an, tn,
+        RTT_CHECK(bad == 0, "allreduce %s %s n=%zu: %zu wrong, first [%zu] = %g, want %d", an, tn,
               n, bad, first, get(b, (enum rt_dtype)t, first), s * (int)(first % 13 + 1));
-        CHECK(guard_intact(b, n, (enum rt_dtype)t), "allreduce %s %s n=%zu wrote past the end",
+        RTT_CHECK(guard_intact(b, n, (enum rt_dtype)t), "allreduce %s %s n=%zu wrote past the end",
               an, tn, n);
         free(b);
       }
@@ -161,17 +149,17 @@ static int allreduce_body(rt_comm *c, int rank, int size, const job *j) {
   /* count 0 is a no-op; unsupported requests fail the same on every rank
    * without communicating, and leave the communicator usable. */
   float x = (float)(rank + 1);
-  CHECK(rt_allreduce(c, &x, 0, RT_FP32, RT_ALGO_RING) == 0, "count 0: %s", core_err_msg());
-  CHECK(rt_allreduce(c, &x, 1, RT_FP32, RT_ALGO_TREE) == CORE_EUNSUPPORTED, "tree accepted");
-  CHECK(strstr(core_err_msg(), "tree") && strstr(core_err_msg(), "NCCL"), "tree msg: %s",
+  RTT_CHECK(rt_allreduce(c, &x, 0, RT_FP32, RT_ALGO_RING) == 0, "count 0: %s", core_err_msg());
+  RTT_CHECK(rt_allreduce(c, &x, 1, RT_FP32, RT_ALGO_TREE) == CORE_EUNSUPPORTED, "tree accepted");
+  RTT_CHECK(strstr(core_err_msg(), "tree") && strstr(core_err_msg(), "NCCL"), "tree msg: %s",
         core_err_msg());
   uint16_t h = 0;
   /* bf16 reduces with the default algorithm only (test_rt_compress checks its sums). */
-  CHECK(rt_allreduce(c, &h, 1, RT_BF16, RT_ALGO_RING) == CORE_EUNSUPPORTED, "bf16 ring accepted");
-  CHECK(strstr(core_err_msg(), "bf16") != NULL, "bf16 msg: %s", core_err_msg());
-  CHECK(rt_allreduce(c, &x, 1, RT_FP32, RT_ALGO_DEFAULT) == 0, "after rejects: %s",
+  RTT_CHECK(rt_allreduce(c, &h, 1, RT_BF16, RT_ALGO_RING) == CORE_EUNSUPPORTED, "bf16 ring accepted");
+  RTT_CHECK(strstr(core_err_msg(), "bf16") != NULL, "bf16 msg: %s", core_err_msg());
+  RTT_CHECK(rt_allreduce(c, &x, 1, RT_FP32, RT_ALGO_DEFAULT) == 0, "after rejects: %s",
         core_err_msg());
-  CHECK(x == (float)s, "after rejects: %g", x);
+  RTT_CHECK(x == (float)s, "after rejects: %g", x);
   return 0;
 }
 
@@ -190,31 +178,31 @@ static int allgather_body(rt_comm *c, int rank, int size, const job *j) {
       for (size_t i = 0; i < n; i++)
         put(send, (enum rt_dtype)t, i, rank * 100 + (int)(i % 100));
       int rc = rt_allgather(c, send, recv, n, (enum rt_dtype)t);
-      CHECK(rc == 0, "allgather %s n=%zu: %s", rt_dtype_name((enum rt_dtype)t), n,
+      RTT_CHECK(rc == 0, "allgather %s n=%zu: %s", rt_dtype_name((enum rt_dtype)t), n,
             core_err_msg());
       if (rc)
         return 5;
       for (int r = 0; r < size; r++)
         for (size_t i = 0; i < n; i++) {
           double got = get(recv, (enum rt_dtype)t, (size_t)r * n + i);
-          CHECK(got == r * 100 + (int)(i % 100), "allgather %s n=%zu: [%d][%zu] = %g",
+          RTT_CHECK(got == r * 100 + (int)(i % 100), "allgather %s n=%zu: [%d][%zu] = %g",
                 rt_dtype_name((enum rt_dtype)t), n, r, i, got);
         }
-      CHECK(guard_intact(recv, total, (enum rt_dtype)t), "allgather wrote past the end");
+      RTT_CHECK(guard_intact(recv, total, (enum rt_dtype)t), "allgather wrote past the end");
 
       /* In place: send is this rank's block of recv. */
       size_t es = rt_dtype_size((enum rt_dtype)t);
       memset(recv, 0, total * es);
       memcpy((char *)recv + (size_t)rank * n * es, send, n * es);
       rc = rt_allgather(c, (char *)recv + (size_t)rank * n * es, recv, n, (enum rt_dtype)t);
-      CHECK(rc == 0, "in-place allgather %s n=%zu: %s", rt_dtype_name((enum rt_dtype)t), n,
+      RTT_CHECK(rc == 0, "in-place allgather %s n=%zu: %s", rt_dtype_name((enum rt_dtype)t), n,
             core_err_msg());
       if (rc)
         return 5;
       for (int r = 0; r < size; r++)
         for (size_t i = 0; i < n; i++) {
           double got = get(recv, (enum rt_dtype)t, (size_t)r * n + i);
-          CHECK(got == r * 100 + (int)(i % 100), "in-place allgather %s n=%zu: [%d][%zu] = %g",
+          RTT_CHECK(got == r * 100 + (int)(i % 100), "in-place allgather %s n=%zu: [%d][%zu] = %g",
                 rt_dtype_name((enum rt_dtype)t), n, r, i, got);
         }
       free(send);
@@ -241,25 +229,25 @@ static int reduce_scatter_body(rt_comm *c, int rank, int size, const job *j) {
         for (size_t i = 0; i < n; i++)
           put(send, (enum rt_dtype)t, (size_t)b * n + i, (rank + 1) * (b + 1) + (int)(i % 5));
       int rc = rt_reduce_scatter(c, send, recv, n, (enum rt_dtype)t);
-      CHECK(rc == 0, "reduce_scatter %s n=%zu: %s", rt_dtype_name((enum rt_dtype)t), n,
+      RTT_CHECK(rc == 0, "reduce_scatter %s n=%zu: %s", rt_dtype_name((enum rt_dtype)t), n,
             core_err_msg());
       if (rc)
         return 5;
       for (size_t i = 0; i < n; i++) {
         double got = get(recv, (enum rt_dtype)t, i);
         double want = s * (rank + 1) + size * (int)(i % 5);
-        CHECK(got == want, "reduce_scatter %s n=%zu: [%zu] = %g, want %g",
+        RTT_CHECK(got == want, "reduce_scatter %s n=%zu: [%zu] = %g, want %g",
               rt_dtype_name((enum rt_dtype)t), n, i, got, want);
       }
       /* send is input only. */
-      CHECK(get(send, (enum rt_dtype)t, 0) == rank + 1, "reduce_scatter changed send");
-      CHECK(guard_intact(recv, n, (enum rt_dtype)t), "reduce_scatter wrote past the end");
+      RTT_CHECK(get(send, (enum rt_dtype)t, 0) == rank + 1, "reduce_scatter changed send");
+      RTT_CHECK(guard_intact(recv, n, (enum rt_dtype)t), "reduce_scatter wrote past the end");
       free(send);
       free(recv);
     }
   }
   uint16_t h[RTT_MAX_RANKS] = {0};
-  CHECK(rt_reduce_scatter(c, h, h, 1, RT_BF16) == CORE_EUNSUPPORTED, "bf16 reduce_scatter");
+  RTT_CHECK(rt_reduce_scatter(c, h, h, 1, RT_BF16) == CORE_EUNSUPPORTED, "bf16 reduce_scatter");
   return 0;
 }
 
@@ -278,23 +266,23 @@ static int broadcast_body(rt_comm *c, int rank, int size, const job *j) {
         for (size_t i = 0; i < n; i++)
           put(b, (enum rt_dtype)t, i, rank == root ? root * 10 + (int)(i % 50) : -1);
         int rc = rt_broadcast(c, b, n, (enum rt_dtype)t, root);
-        CHECK(rc == 0, "broadcast from %d %s n=%zu: %s", root, rt_dtype_name((enum rt_dtype)t),
+        RTT_CHECK(rc == 0, "broadcast from %d %s n=%zu: %s", root, rt_dtype_name((enum rt_dtype)t),
               n, core_err_msg());
         if (rc)
           return 5;
         for (size_t i = 0; i < n; i++) {
           double got = get(b, (enum rt_dtype)t, i);
-          CHECK(got == root * 10 + (int)(i % 50), "broadcast from %d: [%zu] = %g", root, i,
+          RTT_CHECK(got == root * 10 + (int)(i % 50), "broadcast from %d: [%zu] = %g", root, i,
                 got);
         }
-        CHECK(guard_intact(b, n, (enum rt_dtype)t), "broadcast wrote past the end");
+        RTT_CHECK(guard_intact(b, n, (enum rt_dtype)t), "broadcast wrote past the end");
         free(b);
       }
     }
   }
   float x = 0;
-  CHECK(rt_broadcast(c, &x, 1, RT_FP32, size) == CORE_EINVAL, "root %d accepted", size);
-  CHECK(rt_broadcast(c, &x, 1, RT_FP32, -1) == CORE_EINVAL, "root -1 accepted");
+  RTT_CHECK(rt_broadcast(c, &x, 1, RT_FP32, size) == CORE_EINVAL, "root %d accepted", size);
+  RTT_CHECK(rt_broadcast(c, &x, 1, RT_FP32, -1) == CORE_EINVAL, "root -1 accepted");
   return 0;
 }
 
@@ -303,17 +291,17 @@ static int broadcast_body(rt_comm *c, int rank, int size, const job *j) {
 static int barrier_body(rt_comm *c, int rank, int size, const job *j) {
   (void)j;
   int rc = rt_barrier(c);
-  CHECK(rc == 0, "first barrier: %s", core_err_msg());
+  RTT_CHECK(rc == 0, "first barrier: %s", core_err_msg());
   if (rc)
     return 5;
   int64_t t1 = rtt_now_ns();
   struct timespec ts = {0, (long)rank * BARRIER_STEP_MS * 1000000L};
   nanosleep(&ts, NULL);
   rc = rt_barrier(c);
-  CHECK(rc == 0, "second barrier: %s", core_err_msg());
+  RTT_CHECK(rc == 0, "second barrier: %s", core_err_msg());
   double waited_ms = (double)(rtt_now_ns() - t1) / 1e6;
   /* Ranks leave the first barrier a little apart; allow 50 ms of that. */
-  CHECK(waited_ms >= (size - 1) * BARRIER_STEP_MS - 50, "rank %d left the barrier after %.0f "
+  RTT_CHECK(waited_ms >= (size - 1) * BARRIER_STEP_MS - 50, "rank %d left the barrier after %.0f "
         "ms, before the last rank (%d ms late) arrived", rank, waited_ms,
         (size - 1) * BARRIER_STEP_MS);
   return 0;

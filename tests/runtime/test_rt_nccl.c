@@ -209,23 +209,11 @@ static void test_no_gpu_nccl(void) {
 
 /* ---- checks inside GPU children ----------------------------------------------- */
 
-static int fails;
-
-#define CHECK(cond, ...)                                                                       \
-  do {                                                                                         \
-    if (!(cond)) {                                                                             \
-      if (fails++ < 20) {                                                                      \
-        fprintf(stderr, "check failed at %s:%d: ", __FILE__, __LINE__);                        \
-        fprintf(stderr, __VA_ARGS__);                                                          \
-        fputc('\n', stderr);                                                                   \
-      }                                                                                        \
-    }                                                                                          \
-  } while (0)
 
 #define CHECK_OK(call)                                                                         \
   do {                                                                                         \
     int rc_ = (call);                                                                          \
-    CHECK(rc_ == 0, "%s gave %d: %s", #call, rc_, core_err_msg());                             \
+    RTT_CHECK(rc_ == 0, "%s gave %d: %s", #call, rc_, core_err_msg());                             \
   } while (0)
 
 typedef struct job {
@@ -260,7 +248,7 @@ static void *alloc_guarded(size_t n, enum rt_dtype t) {
   void *d = NULL;
   size_t es = rt_dtype_size(t);
   if (rt_gpu_alloc((n + GUARD) * es, &d) != 0) {
-    CHECK(0, "rt_gpu_alloc: %s", core_err_msg());
+    RTT_CHECK(0, "rt_gpu_alloc: %s", core_err_msg());
     return NULL;
   }
   CHECK_OK(rt_gpu_fill((char *)d + n * es, GUARD, t, &guard_pat));
@@ -274,9 +262,9 @@ static int guard_intact(const void *d, size_t n, enum rt_dtype t) {
 static void check_data(const void *d, size_t n, enum rt_dtype t, const rt_gpu_pattern *p,
                        const char *what, int rank) {
   int rc = rt_gpu_check(d, n, t, p, NULL);
-  CHECK(rc == 0, "rank %d: %s (%s, %zu elements): %s", rank, what, rt_dtype_name(t), n,
+  RTT_CHECK(rc == 0, "rank %d: %s (%s, %zu elements): %s", rank, what, rt_dtype_name(t), n,
         core_err_msg());
-  CHECK(guard_intact(d, n, t), "rank %d: %s (%s, %zu elements) wrote past its buffer", rank,
+  RTT_CHECK(guard_intact(d, n, t), "rank %d: %s (%s, %zu elements) wrote past its buffer", rank,
         what, rt_dtype_name(t), n);
 }
 
@@ -309,12 +297,12 @@ static void coll_checks(rt_comm *c, int rank, int size) {
         CHECK_OK(rt_allgather(c, send, recv, n, t));
         for (int r = 0; r < size; r++) {
           rt_gpu_pattern theirs = {r + 1, 13, 0};
-          CHECK(rt_gpu_check((char *)recv + (size_t)r * n * es, n, t, &theirs, NULL) == 0,
+          RTT_CHECK(rt_gpu_check((char *)recv + (size_t)r * n * es, n, t, &theirs, NULL) == 0,
                 "rank %d: allgather block %d (%s, %zu): %s", rank, r, rt_dtype_name(t), n,
                 core_err_msg());
         }
-        CHECK(guard_intact(recv, n * (size_t)size, t), "allgather wrote past its buffer");
-        CHECK(guard_intact(send, n, t), "allgather wrote past its send buffer");
+        RTT_CHECK(guard_intact(recv, n * (size_t)size, t), "allgather wrote past its buffer");
+        RTT_CHECK(guard_intact(send, n, t), "allgather wrote past its send buffer");
       }
       rt_gpu_free(send);
       rt_gpu_free(recv);
@@ -353,7 +341,7 @@ static rt_store *open_store(const job *j, const char *suffix) {
   snprintf(prefix, sizeof prefix, "%s%s", j->prefix, suffix);
   rt_store *s = NULL;
   int rc = rt_store_open_file(j->dir, prefix, &s);
-  CHECK(rc == 0, "rt_store_open_file: %s", core_err_msg());
+  RTT_CHECK(rc == 0, "rt_store_open_file: %s", core_err_msg());
   return s;
 }
 
@@ -361,13 +349,13 @@ static rt_store *open_store(const job *j, const char *suffix) {
 
 static int gpu_basics_child(int rank, int size, void *arg) {
   (void)rank, (void)size, (void)arg;
-  fails = 0;
+  rtt_fails = 0;
   int n = 0;
   CHECK_OK(rt_gpu_count(&n));
-  CHECK(n > 0, "%d devices", n);
+  RTT_CHECK(n > 0, "%d devices", n);
   rt_gpu_info info;
   CHECK_OK(rt_gpu_get_info(0, &info));
-  CHECK(info.name[0] && info.total_mem > 0 && info.free_mem <= info.total_mem &&
+  RTT_CHECK(info.name[0] && info.total_mem > 0 && info.free_mem <= info.total_mem &&
             info.cc_major >= 3 && info.sm_count > 0,
         "device info: %s cc %d.%d, %d SMs, %zu of %zu bytes free", info.name, info.cc_major,
         info.cc_minor, info.sm_count, info.free_mem, info.total_mem);
@@ -376,9 +364,9 @@ static int gpu_basics_child(int rank, int size, void *arg) {
   printf("  device 0: %s (%s), cc %d.%d, %d SMs, %.1f GiB (%.1f free); %s\n", info.name,
          info.pci_bus_id, info.cc_major, info.cc_minor, info.sm_count,
          (double)info.total_mem / (1 << 30), (double)info.free_mem / (1 << 30), v);
-  CHECK(rt_gpu_get_info(n, &info) == CORE_EINVAL, "device %d out of range: %s", n,
+  RTT_CHECK(rt_gpu_get_info(n, &info) == CORE_EINVAL, "device %d out of range: %s", n,
         core_err_msg());
-  CHECK(rt_gpu_set_device(-1) == CORE_EINVAL, "device -1: %s", core_err_msg());
+  RTT_CHECK(rt_gpu_set_device(-1) == CORE_EINVAL, "device -1: %s", core_err_msg());
   CHECK_OK(rt_gpu_set_device(0));
 
   for (int ti = 0; ti < N_DTYPES; ti++) {
@@ -388,7 +376,7 @@ static int gpu_basics_child(int rank, int size, void *arg) {
     size_t cnt = (size_t)(20 << 20) / es + 5;
     void *d = NULL, *d2 = NULL;
     if (rt_gpu_alloc(cnt * es, &d) || rt_gpu_alloc(cnt * es, &d2)) {
-      CHECK(0, "rt_gpu_alloc: %s", core_err_msg());
+      RTT_CHECK(0, "rt_gpu_alloc: %s", core_err_msg());
       rt_gpu_free(d);
       break;
     }
@@ -396,7 +384,7 @@ static int gpu_basics_child(int rank, int size, void *arg) {
     size_t nbad = 99;
     CHECK_OK(rt_gpu_fill(d, cnt, t, &p));
     CHECK_OK(rt_gpu_check(d, cnt, t, &p, &nbad));
-    CHECK(nbad == 0, "%zu bad", nbad);
+    RTT_CHECK(nbad == 0, "%zu bad", nbad);
     CHECK_OK(rt_gpu_copy_on_device(d2, d, cnt * es));
     CHECK_OK(rt_gpu_check(d2, cnt, t, &p, NULL));
 
@@ -407,21 +395,21 @@ static int gpu_basics_child(int rank, int size, void *arg) {
     int rc = rt_gpu_check(d, cnt, t, &p, &nbad);
     char idx[32];
     snprintf(idx, sizeof idx, "element %zu ", at);
-    CHECK(rc == CORE_ECORRUPT && nbad == 1 && strstr(core_err_msg(), idx),
+    RTT_CHECK(rc == CORE_ECORRUPT && nbad == 1 && strstr(core_err_msg(), idx),
           "%s: corrupted element %zu: rc %d, %zu bad: %s", rt_dtype_name(t), at, rc, nbad,
           core_err_msg());
     unsigned char back[4] = {1, 1, 1, 1};
     CHECK_OK(rt_gpu_copy_to_host(back, (char *)d + at * es, es));
-    CHECK(memcmp(back, one, es) == 0, "copy back differs");
+    RTT_CHECK(memcmp(back, one, es) == 0, "copy back differs");
 
     CHECK_OK(rt_gpu_memset(d, 0, cnt * es));
     rc = rt_gpu_check(d, cnt, t, &p, &nbad);
-    CHECK(rc == CORE_ECORRUPT && nbad == cnt, "zeroed: rc %d, %zu of %zu bad", rc, nbad, cnt);
+    RTT_CHECK(rc == CORE_ECORRUPT && nbad == cnt, "zeroed: rc %d, %zu of %zu bad", rc, nbad, cnt);
     rt_gpu_free(d);
     rt_gpu_free(d2);
   }
   rt_gpu_pattern bad = {1, 0, 0};
-  CHECK(rt_gpu_fill(NULL, 0, RT_FP32, &bad) == CORE_EINVAL, "period 0 accepted");
+  RTT_CHECK(rt_gpu_fill(NULL, 0, RT_FP32, &bad) == CORE_EINVAL, "period 0 accepted");
   CHECK_OK(rt_gpu_sync());
 
   for (int m = 0; m < RT_GPU_N_MATH; m++) {
@@ -432,20 +420,20 @@ static int gpu_basics_child(int rank, int size, void *arg) {
              info.cc_major, info.cc_minor);
       continue;
     }
-    CHECK(rc == 0 && f > 0, "GEMM %s: rc %d, %g FLOP/s: %s",
+    RTT_CHECK(rc == 0 && f > 0, "GEMM %s: rc %d, %g FLOP/s: %s",
           rt_gpu_math_name((enum rt_gpu_math)m), rc, f, core_err_msg());
     printf("  GEMM %s 1024^3: %.1f TFLOP/s\n", rt_gpu_math_name((enum rt_gpu_math)m), f / 1e12);
   }
   double f = 1;
-  CHECK(rt_gpu_gemm_rate(0, RT_GPU_FP32, 0, 8, 8, 1, 1, &f) == CORE_EINVAL && f == 0,
+  RTT_CHECK(rt_gpu_gemm_rate(0, RT_GPU_FP32, 0, 8, 8, 1, 1, &f) == CORE_EINVAL && f == 0,
         "empty GEMM accepted");
   double bw = 0, h2d = 0, d2h = 0;
   CHECK_OK(rt_gpu_dtod_bandwidth(0, 64 << 20, 2, 10, &bw));
   CHECK_OK(rt_gpu_host_bandwidth(0, 64 << 20, 2, 10, &h2d, &d2h));
-  CHECK(bw > 0 && h2d > 0 && d2h > 0, "bandwidths %g %g %g", bw, h2d, d2h);
+  RTT_CHECK(bw > 0 && h2d > 0 && d2h > 0, "bandwidths %g %g %g", bw, h2d, d2h);
   printf("  device memory %.0f GB/s, host to device %.1f GB/s, device to host %.1f GB/s\n",
          bw / 1e9, h2d / 1e9, d2h / 1e9);
-  return fails ? 3 : 0;
+  return rtt_fails ? 3 : 0;
 }
 
 static void test_gpu_basics(void) {
@@ -458,7 +446,7 @@ static void test_gpu_basics(void) {
 static int nccl_one_child(int rank, int size, void *arg) {
   (void)rank, (void)size;
   const job *j = arg;
-  fails = 0;
+  rtt_fails = 0;
   const char *algo_before = getenv("NCCL_ALGO");
   char before[256];
   snprintf(before, sizeof before, "%s", algo_before ? algo_before : "(unset)");
@@ -466,30 +454,30 @@ static int nccl_one_child(int rank, int size, void *arg) {
   rt_store *s = open_store(j, "-default");
   rt_comm *c = NULL;
   int rc = s ? rt_nccl_connect(s, 0, 1, 0, OP_TIMEOUT_S, &c) : -1;
-  CHECK(rc == 0, "connect: %s", core_err_msg());
+  RTT_CHECK(rc == 0, "connect: %s", core_err_msg());
   if (rc == 0) {
-    CHECK(strcmp(c->ops->name, "nccl") == 0 && c->rank == 0 && c->size == 1,
+    RTT_CHECK(strcmp(c->ops->name, "nccl") == 0 && c->rank == 0 && c->size == 1,
           "comm is %s rank %d of %d", c->ops->name, c->rank, c->size);
-    CHECK(rt_nccl_stream(c) != NULL, "no stream");
+    RTT_CHECK(rt_nccl_stream(c) != NULL, "no stream");
     coll_checks(c, 0, 1);
     void *d = alloc_guarded(16, RT_FP32);
     rc = rt_allreduce(c, d, 16, RT_FP32, RT_ALGO_RING);
-    CHECK(rc == CORE_EUNSUPPORTED && strstr(core_err_msg(), "rt_nccl_connect_algo"),
+    RTT_CHECK(rc == CORE_EUNSUPPORTED && strstr(core_err_msg(), "rt_nccl_connect_algo"),
           "ring on a default communicator: %d: %s", rc, core_err_msg());
     rc = rt_allreduce(c, d, 16, RT_FP32, RT_ALGO_HALVING_DOUBLING);
-    CHECK(rc == CORE_EUNSUPPORTED && strstr(core_err_msg(), "Gloo"),
+    RTT_CHECK(rc == CORE_EUNSUPPORTED && strstr(core_err_msg(), "Gloo"),
           "halving_doubling: %d: %s", rc, core_err_msg());
     /* Rejections are local: the communicator still works. */
     CHECK_OK(rt_allreduce(c, d, 16, RT_FP32, RT_ALGO_DEFAULT));
     CHECK_OK(rt_allreduce(c, d, 0, RT_FP16, RT_ALGO_DEFAULT));
-    CHECK(rt_broadcast(c, d, 16, RT_FP32, 1) == CORE_EINVAL, "root 1 of 1 accepted");
+    RTT_CHECK(rt_broadcast(c, d, 16, RT_FP32, 1) == CORE_EINVAL, "root 1 of 1 accepted");
     rt_gpu_free(d);
     rt_comm_destroy(c);
   }
   /* The same prefix cannot serve a second communicator. */
   c = NULL;
   rc = s ? rt_nccl_connect(s, 0, 1, 0, OP_TIMEOUT_S, &c) : -1;
-  CHECK(rc == CORE_EINVAL && strstr(core_err_msg(), "prefix") && !c,
+  RTT_CHECK(rc == CORE_EINVAL && strstr(core_err_msg(), "prefix") && !c,
         "reused prefix: %d: %s", rc, core_err_msg());
   rt_store_close(s);
 
@@ -498,11 +486,11 @@ static int nccl_one_child(int rank, int size, void *arg) {
   c = NULL;
   rc = s ? rt_nccl_connect(s, 0, 1, 0, OP_TIMEOUT_S, &c) : -1;
   rt_store_close(s);
-  CHECK(rc == 0, "connect: %s", core_err_msg());
+  RTT_CHECK(rc == 0, "connect: %s", core_err_msg());
   if (rc == 0) {
     double t0 = rtt_now();
     rt_comm_abort(c);
-    CHECK(rtt_now() - t0 < QUICK_S, "abort took %.1f s", rtt_now() - t0);
+    RTT_CHECK(rtt_now() - t0 < QUICK_S, "abort took %.1f s", rtt_now() - t0);
   }
 
   static const enum rt_algo forced[] = {RT_ALGO_RING, RT_ALGO_TREE};
@@ -511,9 +499,9 @@ static int nccl_one_child(int rank, int size, void *arg) {
     c = NULL;
     rc = s ? rt_nccl_connect_algo(s, 0, 1, 0, OP_TIMEOUT_S, forced[i], &c) : -1;
     rt_store_close(s);
-    CHECK(rc == 0, "connect with %s: %s", rt_algo_name(forced[i]), core_err_msg());
+    RTT_CHECK(rc == 0, "connect with %s: %s", rt_algo_name(forced[i]), core_err_msg());
     const char *after = getenv("NCCL_ALGO");
-    CHECK(strcmp(before, after ? after : "(unset)") == 0, "NCCL_ALGO left as %s, was %s",
+    RTT_CHECK(strcmp(before, after ? after : "(unset)") == 0, "NCCL_ALGO left as %s, was %s",
           after ? after : "(unset)", before);
     if (rc)
       continue;
@@ -524,12 +512,12 @@ static int nccl_one_child(int rank, int size, void *arg) {
     CHECK_OK(rt_allreduce(c, d, 1000, RT_BF16, RT_ALGO_DEFAULT));
     check_data(d, 1000, RT_BF16, &p, rt_algo_name(forced[i]), 0);
     rc = rt_allreduce(c, d, 1000, RT_BF16, forced[1 - i]);
-    CHECK(rc == CORE_EUNSUPPORTED, "%s on a %s communicator: %d",
+    RTT_CHECK(rc == CORE_EUNSUPPORTED, "%s on a %s communicator: %d",
           rt_algo_name(forced[1 - i]), rt_algo_name(forced[i]), rc);
     rt_gpu_free(d);
     rt_comm_destroy(c);
   }
-  return fails ? 3 : 0;
+  return rtt_fails ? 3 : 0;
 }
 
 static void test_nccl_one_rank(void) {
@@ -541,7 +529,7 @@ static void test_nccl_one_rank(void) {
 
 static int nccl_two_child(int rank, int size, void *arg) {
   const job *j = arg;
-  fails = 0;
+  rtt_fails = 0;
   int n = 0;
   CHECK_OK(rt_gpu_count(&n));
   int device = n >= 2 ? rank : 0;
@@ -555,19 +543,19 @@ static int nccl_two_child(int rank, int size, void *arg) {
   double took = rtt_now() - t0;
   rt_store_close(s);
   if (n >= 2) {
-    CHECK(rc == 0, "rank %d: connect: %s", rank, core_err_msg());
+    RTT_CHECK(rc == 0, "rank %d: connect: %s", rank, core_err_msg());
   } else if (rc != 0) {
     /* One GPU: NCCL refuses two ranks on one device ("Duplicate GPU
      * detected") or hangs. The id went through the store and NCCL's
      * bootstrap ran; either way the end must be a clean error in bounded
      * time (a hang is the timeout path). */
-    CHECK(rc == CORE_ECOMM || rc == CORE_EPEER || rc == CORE_ETIMEDOUT,
+    RTT_CHECK(rc == CORE_ECOMM || rc == CORE_EPEER || rc == CORE_ETIMEDOUT,
           "rank %d: connect gave %d: %s", rank, rc, core_err_msg());
-    CHECK(strstr(core_err_msg(), "NCCL") != NULL, "message: %s", core_err_msg());
-    CHECK(took < timeout + 30.0, "took %.1f s", took);
+    RTT_CHECK(strstr(core_err_msg(), "NCCL") != NULL, "message: %s", core_err_msg());
+    RTT_CHECK(took < timeout + 30.0, "took %.1f s", took);
     printf("  rank %d: two ranks on one GPU refused in %.1f s (%s): %.200s\n", rank, took,
            core_err_name(rc), core_err_msg());
-    return fails ? 3 : 0;
+    return rtt_fails ? 3 : 0;
   }
   if (rc == 0) {
     if (n < 2)
@@ -575,7 +563,7 @@ static int nccl_two_child(int rank, int size, void *arg) {
     coll_checks(c, rank, size);
     rt_comm_destroy(c);
   }
-  return fails ? 3 : 0;
+  return rtt_fails ? 3 : 0;
 }
 
 static void test_nccl_two_processes(void) {
@@ -588,7 +576,7 @@ static void test_nccl_two_processes(void) {
 static int init_timeout_child(int rank, int size, void *arg) {
   (void)rank, (void)size;
   const job *j = arg;
-  fails = 0;
+  rtt_fails = 0;
   /* Rank 0 of 2 alone: the id is published, nobody joins, creation never
    * completes. */
   rt_store *s = open_store(j, "-r0");
@@ -597,11 +585,11 @@ static int init_timeout_child(int rank, int size, void *arg) {
   int rc = s ? rt_nccl_connect(s, 0, 2, 0, 3.0, &c) : -1;
   double took = rtt_now() - t0;
   rt_store_close(s);
-  CHECK(rc == CORE_ETIMEDOUT && !c, "rank 0 alone: %d: %s", rc, core_err_msg());
+  RTT_CHECK(rc == CORE_ETIMEDOUT && !c, "rank 0 alone: %d: %s", rc, core_err_msg());
   const char *m = core_err_msg();
-  CHECK(strstr(m, "communicator creation") && strstr(m, "rank 0 of 2") && strstr(m, "3 s"),
+  RTT_CHECK(strstr(m, "communicator creation") && strstr(m, "rank 0 of 2") && strstr(m, "3 s"),
         "message: %s", m);
-  CHECK(took >= 2.9 && took < 3.0 + 30.0, "took %.1f s for a 3 s timeout", took);
+  RTT_CHECK(took >= 2.9 && took < 3.0 + 30.0, "took %.1f s for a 3 s timeout", took);
   printf("  creation alone: CORE_ETIMEDOUT after %.1f s (timeout 3 s)\n", took);
 
   /* Rank 1 of 2 alone: rank 0's id never comes. */
@@ -610,10 +598,10 @@ static int init_timeout_child(int rank, int size, void *arg) {
   rc = s ? rt_nccl_connect(s, 1, 2, 0, 1.0, &c) : -1;
   took = rtt_now() - t0;
   rt_store_close(s);
-  CHECK(rc == CORE_ETIMEDOUT && strstr(core_err_msg(), "unique id"), "rank 1 alone: %d: %s",
+  RTT_CHECK(rc == CORE_ETIMEDOUT && strstr(core_err_msg(), "unique id"), "rank 1 alone: %d: %s",
         rc, core_err_msg());
-  CHECK(took >= 0.9 && took < 1.0 + 10.0, "took %.1f s for a 1 s timeout", took);
-  return fails ? 3 : 0;
+  RTT_CHECK(took >= 0.9 && took < 1.0 + 10.0, "took %.1f s for a 1 s timeout", took);
+  return rtt_fails ? 3 : 0;
 }
 
 static void test_init_timeout(void) {
@@ -633,39 +621,39 @@ static void CUDART_CB stall_stream(void *arg) {
 static int hung_collective_child(int rank, int size, void *arg) {
   (void)rank, (void)size;
   const job *j = arg;
-  fails = 0;
+  rtt_fails = 0;
 #ifdef DDPSIM_HAVE_NCCL
   rt_store *s = open_store(j, "");
   rt_comm *c = NULL;
   int rc = s ? rt_nccl_connect(s, 0, 1, 0, 1.0, &c) : -1;
   rt_store_close(s);
-  CHECK(rc == 0, "connect: %s", core_err_msg());
+  RTT_CHECK(rc == 0, "connect: %s", core_err_msg());
   if (rc)
     return 3;
   void *d = alloc_guarded(1024, RT_FP32);
   cudaError_t e = cudaLaunchHostFunc((cudaStream_t)rt_nccl_stream(c), stall_stream, NULL);
-  CHECK(e == cudaSuccess, "cudaLaunchHostFunc: %s", cudaGetErrorString(e));
+  RTT_CHECK(e == cudaSuccess, "cudaLaunchHostFunc: %s", cudaGetErrorString(e));
   double t0 = rtt_now();
   rc = rt_allreduce(c, d, 1024, RT_FP32, RT_ALGO_DEFAULT);
   double took = rtt_now() - t0;
   const char *m = core_err_msg();
-  CHECK(rc == CORE_ETIMEDOUT && strstr(m, "allreduce") && strstr(m, "rank 0 of 1") &&
+  RTT_CHECK(rc == CORE_ETIMEDOUT && strstr(m, "allreduce") && strstr(m, "rank 0 of 1") &&
             strstr(m, "1 s") && strstr(m, "aborted"),
         "stalled allreduce: %d: %s", rc, m);
-  CHECK(took >= 0.9 && took < 1.0 + 20.0, "took %.1f s for a 1 s timeout", took);
+  RTT_CHECK(took >= 0.9 && took < 1.0 + 20.0, "took %.1f s for a 1 s timeout", took);
   printf("  stalled allreduce: CORE_ETIMEDOUT after %.1f s (timeout 1 s)\n", took);
   /* Every later call gives the first failure. */
   rc = rt_barrier(c);
-  CHECK(rc == CORE_ETIMEDOUT && strstr(core_err_msg(), "earlier failure"), "after: %d: %s",
+  RTT_CHECK(rc == CORE_ETIMEDOUT && strstr(core_err_msg(), "earlier failure"), "after: %d: %s",
         rc, core_err_msg());
   t0 = rtt_now();
   rt_comm_destroy(c);
-  CHECK(rtt_now() - t0 < 20.0, "destroy after a failure took %.1f s", rtt_now() - t0);
+  RTT_CHECK(rtt_now() - t0 < 20.0, "destroy after a failure took %.1f s", rtt_now() - t0);
   rt_gpu_free(d);
 #else
   (void)j;
 #endif
-  return fails ? 3 : 0;
+  return rtt_fails ? 3 : 0;
 }
 
 static void test_hung_collective(void) {
@@ -677,12 +665,12 @@ static void test_hung_collective(void) {
  * collective; rank 0 times out. */
 static int absent_peer_child(int rank, int size, void *arg) {
   const job *j = arg;
-  fails = 0;
+  rtt_fails = 0;
   rt_store *s = open_store(j, "");
   rt_comm *c = NULL;
   int rc = s ? rt_nccl_connect(s, rank, size, rank, 2.0, &c) : -1;
   rt_store_close(s);
-  CHECK(rc == 0, "rank %d: connect: %s", rank, core_err_msg());
+  RTT_CHECK(rc == 0, "rank %d: connect: %s", rank, core_err_msg());
   if (rc)
     return 3;
   void *d = alloc_guarded(1 << 20, RT_FP32);
@@ -690,15 +678,15 @@ static int absent_peer_child(int rank, int size, void *arg) {
     double t0 = rtt_now();
     rc = rt_allreduce(c, d, 1 << 20, RT_FP32, RT_ALGO_DEFAULT);
     double took = rtt_now() - t0;
-    CHECK(rc == CORE_ETIMEDOUT || rc == CORE_EPEER, "rank 0: %d: %s", rc, core_err_msg());
-    CHECK(took < 2.0 + 20.0, "took %.1f s", took);
+    RTT_CHECK(rc == CORE_ETIMEDOUT || rc == CORE_EPEER, "rank 0: %d: %s", rc, core_err_msg());
+    RTT_CHECK(took < 2.0 + 20.0, "took %.1f s", took);
   } else {
     struct timespec ts = {5, 0};
     nanosleep(&ts, NULL);
   }
   rt_comm_destroy(c);
   rt_gpu_free(d);
-  return fails ? 3 : 0;
+  return rtt_fails ? 3 : 0;
 }
 
 static void test_absent_peer(void) {
@@ -713,7 +701,7 @@ static void test_absent_peer(void) {
 static int figures_child(int rank, int size, void *arg) {
   (void)rank, (void)size;
   const job *j = arg;
-  fails = 0;
+  rtt_fails = 0;
   rt_gpu_info info;
   CHECK_OK(rt_gpu_get_info(0, &info));
   printf("\n  device 0: %s, cc %d.%d, %d SMs, %.0f GiB\n", info.name, info.cc_major,
@@ -740,13 +728,13 @@ static int figures_child(int rank, int size, void *arg) {
 
   if (!NCCL_BUILT) {
     printf("  NCCL backend not built: no allreduce figures\n");
-    return fails ? 3 : 0;
+    return rtt_fails ? 3 : 0;
   }
   rt_store *s = open_store(j, "");
   rt_comm *c = NULL;
   int rc = s ? rt_nccl_connect(s, 0, 1, 0, OP_TIMEOUT_S, &c) : -1;
   rt_store_close(s);
-  CHECK(rc == 0, "connect: %s", core_err_msg());
+  RTT_CHECK(rc == 0, "connect: %s", core_err_msg());
   if (rc)
     return 3;
   int ver = 0;
@@ -773,7 +761,7 @@ static int figures_child(int rank, int size, void *arg) {
   }
   rt_gpu_free(d);
   rt_comm_destroy(c);
-  return fails ? 3 : 0;
+  return rtt_fails ? 3 : 0;
 }
 
 static void test_figures(void) {
