@@ -65,13 +65,7 @@ for rate in 1gbit none; do
       --label "$rate-$hook" | grep "^step_s" | sed "s/^step_s/$rate-$hook/"
   done
 done
-python3 - "$RESULTS" <<'PY'
-import csv, sys
-rows = list(csv.DictReader(open(sys.argv[1])))
-errs = [abs(float(r["err_step"])) for r in rows]
-w = max(range(len(rows)), key=lambda i: errs[i])
-print(f"\n{len(rows)} runs with hooks: step-time MAPE {100*sum(errs)/len(errs):.2f}%, worst {100*errs[w]:.2f}% ({rows[w]['label']})")
-PY
+python3 bench/mape.py "$RESULTS" "runs with hooks"
 
 echo "== break-even of PowerSGD rank 1 vs none"
 # Every host shares this machine's cores, so a shaped link does not always

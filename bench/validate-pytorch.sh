@@ -66,10 +66,4 @@ CFG
     done
   done
 done
-python3 - "$RESULTS" <<'PY'
-import csv, sys
-rows = list(csv.DictReader(open(sys.argv[1])))
-errs = [abs(float(r["err_step"])) for r in rows]
-w = max(range(len(rows)), key=lambda i: errs[i])
-print(f"\n{len(rows)} PyTorch runs: step-time MAPE {100*sum(errs)/len(errs):.2f}%, worst {100*errs[w]:.2f}% ({rows[w]['label']})")
-PY
+python3 bench/mape.py "$RESULTS" "PyTorch runs"

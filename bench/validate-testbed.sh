@@ -74,17 +74,5 @@ CFG
     done
   done
 done
-python3 - "$RESULTS" <<'PY'
-import csv, sys
-rows = list(csv.DictReader(open(sys.argv[1])))
-errs = [abs(float(r["err_step"])) for r in rows]
-worst = max(range(len(rows)), key=lambda i: errs[i])
-print(f"\n{len(rows)} runs: step-time MAPE {100*sum(errs)/len(errs):.2f}%, "
-      f"worst {100*errs[worst]:.2f}% ({rows[worst]['label']})")
-for key in ("network", "nodes", "gpus_per_node", "model", "bucket_cap_mb", "overlap"):
-    groups = {}
-    for r, e in zip(rows, errs):
-        groups.setdefault(r[key], []).append(e)
-    print(f"  by {key:<14} " + "  ".join(f"{k}: {100*sum(v)/len(v):.1f}%" for k, v in groups.items()))
-PY
+python3 bench/mape.py "$RESULTS" "runs" network nodes gpus_per_node model bucket_cap_mb overlap
 echo "results: $RESULTS"
