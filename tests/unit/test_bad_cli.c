@@ -27,28 +27,8 @@ static char scratch[4096];
 
 static int suite_init(void) { return tu_mkdtemp(scratch, sizeof scratch, "badcli"); }
 
-static void rm_tree(const char *dir) {
-  DIR *d = opendir(dir);
-  if (d) {
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL) {
-      if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-        continue;
-      char p[8192];
-      snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
-      struct stat st;
-      if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode))
-        rm_tree(p);
-      else
-        unlink(p);
-    }
-    closedir(d);
-  }
-  rmdir(dir);
-}
-
 static int suite_clean(void) {
-  rm_tree(scratch);
+  tu_rmdir(scratch);
   return 0;
 }
 

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 char *tu_read_file(const char *path, size_t *len) {
@@ -62,7 +63,11 @@ void tu_rmdir(const char *dir) {
         continue;
       char p[8192];
       snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
-      unlink(p);
+      struct stat st;
+      if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode))
+        tu_rmdir(p);
+      else
+        unlink(p);
     }
     closedir(d);
   }

@@ -14,7 +14,7 @@ char *tu_read_file(const char *path, size_t *len);
 int tu_write_file(const char *path, const char *text);
 /* A fresh scratch directory under the build tree; 0 on success. */
 int tu_mkdtemp(char *out, size_t n, const char *tag);
-/* rm -r of a scratch directory made by tu_mkdtemp (one level of files). */
+/* rm -r of a scratch directory made by tu_mkdtemp, subdirectories included. */
 void tu_rmdir(const char *dir);
 
 #endif
