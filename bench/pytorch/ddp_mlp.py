@@ -37,6 +37,16 @@ def layers_of(model_file):
     return out
 
 
+def mlp_of(model_file):
+    """The model as nn.Linear layers, with ReLU where the model file says so."""
+    mods = []
+    for i, o, relu in layers_of(model_file):
+        mods.append(nn.Linear(i, o))
+        if relu:
+            mods.append(nn.ReLU())
+    return nn.Sequential(*mods)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", required=True)
@@ -54,12 +64,7 @@ def main():
     os.environ.setdefault("GLOO_SOCKET_IFNAME", "eth0" if os.path.exists("/sys/class/net/eth0") else "lo")
     dist.init_process_group("gloo", init_method=f"file://{rdzv}/torch-store", rank=rank, world_size=world)
 
-    mods = []
-    for i, o, relu in layers_of(a.model):
-        mods.append(nn.Linear(i, o))
-        if relu:
-            mods.append(nn.ReLU())
-    net = nn.Sequential(*mods)
+    net = mlp_of(a.model)
     model = DDP(net, bucket_cap_mb=a.bucket_cap_mb)
     opt = torch.optim.SGD(model.parameters(), lr=a.lr, momentum=a.momentum)
 

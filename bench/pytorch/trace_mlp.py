@@ -29,7 +29,7 @@ import torch.nn as nn
 from torch.profiler import ProfilerActivity, profile, schedule
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ddp_mlp import layers_of  # noqa: E402  (the same model as the DDP benchmark)
+from ddp_mlp import mlp_of  # noqa: E402  (the same model as the DDP benchmark)
 
 
 def main():
@@ -45,12 +45,7 @@ def main():
 
     torch.set_num_threads(1)  # one thread, as `ddpsim train` runs a rank
     torch.manual_seed(a.seed)
-    mods = []
-    for i, o, relu in layers_of(a.model):
-        mods.append(nn.Linear(i, o))
-        if relu:
-            mods.append(nn.ReLU())
-    net = nn.Sequential(*mods)
+    net = mlp_of(a.model)
     model = net
     store_dir = None
     if a.ddp:
