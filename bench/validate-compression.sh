@@ -9,7 +9,11 @@
 # measured (between the rates run) and predicted (the simulator swept finely
 # over rates from the 1gbit profile). Needs root.
 #
-#   bash bench/validate-compression.sh [BUILD_DIR] [OUT_DIR]
+#   [REPEATS=N] bash bench/validate-compression.sh [BUILD_DIR] [OUT_DIR]
+#
+# Every run is repeated REPEATS times (default 3), in separate rounds, and
+# the median taken: the hooks' runs for the MAPE (bench/mape.py), and none /
+# PowerSGD at each rate of the break-even.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}
@@ -17,6 +21,7 @@ OUT=${2:-$(mktemp -d)}
 NAME=valcp
 STEPS=20
 MODEL=mlp
+REPEATS=${REPEATS:-3}
 DD=$(realpath "$BUILD/ddpsim")
 mkdir -p "$OUT"
 OUT=$(realpath "$OUT")
@@ -36,8 +41,8 @@ echo "== calibrating at 1gbit and unshaped"
 calibrate 1gbit "--link-gbps 1"
 calibrate none ""
 
-train() { # rate hook -> steps.csv in $OUT/runs/RATE-HOOK
-  local run="$OUT/runs/$1-${2/:/}" psgd=()
+train() { # rate hook [suffix] -> steps.csv in $OUT/runs/RATE-HOOK[SUFFIX]
+  local run="$OUT/runs/$1-${2/:/}${3:-}" psgd=()
   [[ $2 == powersgd:* ]] && psgd=(--powersgd-start 0)
   "$DD" launch -q --nproc 2 --hosts $HOSTS -- "$DD" train --model scenarios/models/$MODEL.cfg --steps $STEPS \
     --compress "$2" "${psgd[@]}" -o "$run" >/dev/null
@@ -56,13 +61,16 @@ CFG
 }
 RESULTS="$OUT/validation-compression.csv"
 rm -f "$RESULTS"
-for rate in 1gbit none; do
-  up "$rate"
-  for hook in none fp16 bf16 powersgd:1 powersgd:4; do
-    run=$(train "$rate" "$hook")
-    predict_cfg "$run/predict.cfg" "$OUT/profile-$rate.cfg" "{ name = \"tb-$rate\"; from_profile = true; }" "\"$hook\""
-    "$DD" validate "$run/predict.cfg" --measured "$run/steps.csv" --skip 3 --append "$RESULTS" \
-      --label "$rate-$hook" | grep "^step_s" | sed "s/^step_s/$rate-$hook/"
+for rep in $(seq "$REPEATS"); do
+  suffix=""; [ "$REPEATS" -gt 1 ] && suffix="-r$rep"
+  for rate in 1gbit none; do
+    up "$rate"
+    for hook in none fp16 bf16 powersgd:1 powersgd:4; do
+      run=$(train "$rate" "$hook" "$suffix")
+      predict_cfg "$run/predict.cfg" "$OUT/profile-$rate.cfg" "{ name = \"tb-$rate\"; from_profile = true; }" "\"$hook\""
+      "$DD" validate "$run/predict.cfg" --measured "$run/steps.csv" --skip 3 --append "$RESULTS" \
+        --label "$rate-$hook$suffix" | grep "^step_s" | sed "s/^step_s/$rate-$hook$suffix/"
+    done
   done
 done
 python3 bench/mape.py "$RESULTS" "runs with hooks"
@@ -76,14 +84,21 @@ echo "== break-even of PowerSGD rank 1 vs none"
 # one more point on the same axis.
 MEAS="$OUT/break-even-measured.csv"
 echo "shaping,busbw_GBps,none_s,powersgd_s" > "$MEAS"
-step_of() { python3 -c "import csv,sys; r=[float(x['step_s']) for x in csv.DictReader(open(sys.argv[1])) if int(x['step'])>=3]; print(sum(r)/len(r))" "$1/steps.csv"; }
+# The mean step (from step 3 on) of each run given, then the median of those.
+step_of() { python3 -c "
+import csv, statistics, sys
+runs = [[float(x['step_s']) for x in csv.DictReader(open(d + '/steps.csv')) if int(x['step']) >= 3] for d in sys.argv[1:]]
+print(statistics.median(sum(r) / len(r) for r in runs))" "$@"; }
 for rate in 1gbit 2gbit 4gbit 8gbit none; do
   up "$rate"
   bw=$("$DD" launch -q --nproc 2 --hosts $HOSTS -- "$(realpath "$BUILD/bench/bench_allreduce")" --mib 64 |
        awk '$1 == "default" { print $3 }')
-  a=$(train "$rate" none)
-  b=$(train "$rate" powersgd:1)
-  echo "$rate,$bw,$(step_of "$a"),$(step_of "$b")" >> "$MEAS"
+  a=() b=()
+  for rep in $(seq "$REPEATS"); do
+    a+=("$(train "$rate" none "-be$rep")")
+    b+=("$(train "$rate" powersgd:1 "-be$rep")")
+  done
+  echo "$rate,$bw,$(step_of "${a[@]}"),$(step_of "${b[@]}")" >> "$MEAS"
 done
 predict_cfg "$OUT/break-even.cfg" "$OUT/profile-1gbit.cfg" \
   "$(for g in 0.5 0.75 1 1.5 2 3 4 5 6 7 8 10 12 16 20 24 32; do printf '{ name = "r%s"; from_profile = true; gbps = %s; },' "${g/./_}" "$g"; done | sed 's/,$//')" \

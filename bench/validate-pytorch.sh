@@ -11,7 +11,10 @@
 # always overlaps, so overlap off is not in this grid. Needs root; installs
 # PyTorch into bench/.venv on first use.
 #
-#   bash bench/validate-pytorch.sh [BUILD_DIR] [OUT_DIR]
+#   [REPEATS=N] bash bench/validate-pytorch.sh [BUILD_DIR] [OUT_DIR]
+#
+# Every point is run REPEATS times (default 3) in separate rounds; each
+# point's measured step time is the median of its runs (bench/mape.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}
@@ -19,6 +22,7 @@ OUT=${2:-$(mktemp -d)}
 NAME=valpt
 STEPS=12
 QUOTA=0.5
+REPEATS=${REPEATS:-3}
 DD=$(realpath "$BUILD/ddpsim")
 PY=$(bash bench/pytorch/setup.sh)
 mkdir -p "$OUT"
@@ -27,7 +31,7 @@ trap 'bash scripts/testbed.sh down --name $NAME >/dev/null 2>&1 || true' EXIT
 bash scripts/testbed.sh up 3 --rate 1gbit --name $NAME >/dev/null 2>&1
 
 echo "== calibrating the network on 2 hosts at 1gbit"
-"$DD" launch -q --nproc 2 --hosts $NAME-h1,$NAME-h2 --cpu-quota $QUOTA -- "$DD" calibrate --quick --link-gbps 1 \
+"$DD" launch -q --nproc 2 --hosts $NAME-h1,$NAME-h2 --cpu-quota $QUOTA -- "$DD" calibrate --link-gbps 1 \
   --out "$OUT/profile.cfg" --scratch "$OUT" --progress off
 for model in mlp mlp-small; do
   echo "== per-layer times of $model from a PyTorch profiler trace"
@@ -40,18 +44,20 @@ done
 
 RESULTS="$OUT/validation-pytorch.csv"
 rm -f "$RESULTS"
-for nodes in 2 3; do
-  hosts=$(seq -s, -f "$NAME-h%g" 1 "$nodes")
-  for model in mlp mlp-small; do
-    for cap in 1 25; do
-      tag="1gbit-${nodes}x1-$model-cap$cap-pytorch"
-      run="$OUT/runs/$tag"
-      mkdir -p "$run"
-      "$DD" launch -q --nproc "$nodes" --hosts "$hosts" --cpu-quota $QUOTA -- sh -c "exec '$PY' bench/pytorch/ddp_mlp.py \
-          --model scenarios/models/$model.cfg --steps $STEPS --batch 32 --bucket-cap-mb $cap \
-          --out \"$run/rank-\$RANK.csv\""
-      { head -1 "$run/rank-0.csv"; tail -q -n +2 "$run"/rank-*.csv; } > "$run/steps.csv"
-      cat > "$run/predict.cfg" <<CFG
+for rep in $(seq "$REPEATS"); do
+  suffix=""; [ "$REPEATS" -gt 1 ] && suffix="-r$rep"
+  for nodes in 2 3; do
+    hosts=$(seq -s, -f "$NAME-h%g" 1 "$nodes")
+    for model in mlp mlp-small; do
+      for cap in 1 25; do
+        tag="1gbit-${nodes}x1-$model-cap$cap-pytorch$suffix"
+        run="$OUT/runs/$tag"
+        mkdir -p "$run"
+        "$DD" launch -q --nproc "$nodes" --hosts "$hosts" --cpu-quota $QUOTA -- sh -c "exec '$PY' bench/pytorch/ddp_mlp.py \
+            --model scenarios/models/$model.cfg --steps $STEPS --batch 32 --bucket-cap-mb $cap \
+            --out \"$run/rank-\$RANK.csv\""
+        { head -1 "$run/rank-0.csv"; tail -q -n +2 "$run"/rank-*.csv; } > "$run/steps.csv"
+        cat > "$run/predict.cfg" <<CFG
 name = "$tag";
 profile = "$OUT/profile.cfg";
 model = "$OUT/$model-torch.cfg";
@@ -61,8 +67,9 @@ networks = ( { name = "testbed-1gbit"; from_profile = true; } );
 ddp = { backend = "gloo"; bucket_cap_mb = $cap.0; overlap = true; };
 simulation = { steps = 20; ranks = "every"; };
 CFG
-      "$DD" validate "$run/predict.cfg" --measured "$run/steps.csv" --skip 3 --append "$RESULTS" \
-        --label "$tag" | grep "^step_s" | sed "s/^step_s/$tag/"
+        "$DD" validate "$run/predict.cfg" --measured "$run/steps.csv" --skip 3 --append "$RESULTS" \
+          --label "$tag" | grep "^step_s" | sed "s/^step_s/$tag/"
+      done
     done
   done
 done

@@ -9,10 +9,15 @@
 # the mean absolute percentage error (MAPE) and the worst case
 # (goal: MAPE <= 5%, worst <= 10%). Needs root.
 #
-#   bash bench/validate-testbed.sh [BUILD_DIR] [OUT_DIR] [--quick]
+#   [REPEATS=N] bash bench/validate-testbed.sh [BUILD_DIR] [OUT_DIR] [--quick]
 #
-# --quick: 1gbit only, 2 hosts x 1, the small MLP, 25 MiB, overlap on/off
-# (what the integration test runs).
+# Every point is run REPEATS times (default 3), in separate rounds over the
+# whole grid so that a slow spell of the machine does not hit all runs of
+# one point; each point's measured step time is the median of its runs
+# (bench/mape.py prints the single-run figures too).
+#
+# --quick: 1gbit only, 2 hosts x 1, the small MLP, 25 MiB, overlap on/off,
+# one repetition (what the integration test runs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}
@@ -21,6 +26,8 @@ QUICK=${3:-}
 NAME=valtb
 QUOTA=0.5
 STEPS=12
+REPEATS=${REPEATS:-3}
+[ "$QUICK" = --quick ] && REPEATS=1
 DD=$(realpath "$BUILD/ddpsim")
 mkdir -p "$OUT"
 OUT=$(realpath "$OUT")
@@ -42,22 +49,24 @@ else
 fi
 RESULTS="$OUT/validation.csv"
 rm -f "$RESULTS"
-for rate in "${RATES[@]}"; do
-  gbps=$(python3 -c "r='$rate'; print(float(r[:-4])/1000 if r.endswith('mbit') else float(r[:-4]))")
-  bash scripts/testbed.sh up 3 --rate "$rate" --name $NAME >/dev/null 2>&1
-  for shape in "${SHAPES[@]}"; do
-    set -- $shape
-    nodes=$1 per=$2
-    hosts=$(seq -s, -f "$NAME-h%g" 1 "$nodes")
-    for model in "${MODELS[@]}"; do
-      for cap in "${CAPS[@]}"; do
-        for ov in "${OVERLAPS[@]}"; do
-          tag="$rate-${nodes}x$per-$model-cap$cap-$ov"
-          run="$OUT/runs/$tag"
-          "$DD" launch -q --nproc $((nodes * per)) --hosts "$hosts" --cpu-quota $QUOTA -- \
-            "$DD" train --model "scenarios/models/$model.cfg" --steps $STEPS --bucket-cap-mb "$cap" \
-            --overlap "$ov" --momentum 0.9 -o "$run" >/dev/null
-          cat > "$run/predict.cfg" <<CFG
+for rep in $(seq "$REPEATS"); do
+  suffix=""; [ "$REPEATS" -gt 1 ] && suffix="-r$rep"
+  for rate in "${RATES[@]}"; do
+    gbps=$(python3 -c "r='$rate'; print(float(r[:-4])/1000 if r.endswith('mbit') else float(r[:-4]))")
+    bash scripts/testbed.sh up 3 --rate "$rate" --name $NAME >/dev/null 2>&1
+    for shape in "${SHAPES[@]}"; do
+      set -- $shape
+      nodes=$1 per=$2
+      hosts=$(seq -s, -f "$NAME-h%g" 1 "$nodes")
+      for model in "${MODELS[@]}"; do
+        for cap in "${CAPS[@]}"; do
+          for ov in "${OVERLAPS[@]}"; do
+            tag="$rate-${nodes}x$per-$model-cap$cap-$ov$suffix"
+            run="$OUT/runs/$tag"
+            "$DD" launch -q --nproc $((nodes * per)) --hosts "$hosts" --cpu-quota $QUOTA -- \
+              "$DD" train --model "scenarios/models/$model.cfg" --steps $STEPS --bucket-cap-mb "$cap" \
+              --overlap "$ov" --momentum 0.9 -o "$run" >/dev/null
+            cat > "$run/predict.cfg" <<CFG
 name = "$tag";
 profile = "$OUT/profile.cfg";
 model = "$OUT/profile.$model.cfg";
@@ -67,8 +76,9 @@ networks = ( { name = "testbed-$rate"; from_profile = true; gbps = $gbps; } );
 ddp = { backend = "gloo"; bucket_cap_mb = $cap.0; overlap = $([ $ov = on ] && echo true || echo false); };
 simulation = { steps = 20; ranks = "every"; };
 CFG
-          "$DD" validate "$run/predict.cfg" --measured "$run/steps.csv" --skip 3 \
-            --append "$RESULTS" --label "$tag" | grep "^step_s" | sed "s/^step_s/$tag/"
+            "$DD" validate "$run/predict.cfg" --measured "$run/steps.csv" --skip 3 \
+              --append "$RESULTS" --label "$tag" | grep "^step_s" | sed "s/^step_s/$tag/"
+          done
         done
       done
     done
