@@ -35,11 +35,26 @@ int cal_validate(const sim_scenario *s, long point, const char *measured_csv, lo
       c_c = core_csv_col(&t, "compute_s"), c_m = core_csv_col(&t, "comm_s"), c_e = core_csv_col(&t, "exposed_comm_s");
   double sum[4] = {0, 0, 0, 0};
   int max_rank = -1;
+  /* comm_s may be empty in every row: PyTorch's built-in allreduce cannot be
+   * timed per bucket without a hook that slows the step. Empty in some rows
+   * only is a broken file. */
+  long first_empty = -1, first_comm = -1;
   for (long i = 0; i < t.nrows; i++) {
-    double step, rank, x[4];
+    double step, rank, x[4] = {0, 0, 0, 0};
+    int no_comm = t.rows[i][c_m][0] == '\0';
+    if (no_comm && first_empty < 0)
+      first_empty = i;
+    if (!no_comm && first_comm < 0)
+      first_comm = i;
+    if (first_empty >= 0 && first_comm >= 0) {
+      rc = core_err_set(CORE_EINVAL,
+                        "%s:%ld: column 'comm_s' is empty, but line %ld has a number there; leave it empty in every row (not measured) or in none",
+                        t.path, (no_comm ? i : first_empty) + 2, (no_comm ? first_comm : i) + 2);
+      goto out;
+    }
     if ((rc = number(&t, i, c_step, &step)) != 0 || (rc = number(&t, i, c_rank, &rank)) != 0 ||
         (rc = number(&t, i, c_s, &x[0])) != 0 || (rc = number(&t, i, c_c, &x[1])) != 0 ||
-        (rc = number(&t, i, c_e, &x[2])) != 0 || (rc = number(&t, i, c_m, &x[3])) != 0)
+        (rc = number(&t, i, c_e, &x[2])) != 0 || (!no_comm && (rc = number(&t, i, c_m, &x[3])) != 0))
       goto out;
     if (step < skip)
       continue;
@@ -72,7 +87,7 @@ int cal_validate(const sim_scenario *s, long point, const char *measured_csv, lo
   if (rc)
     goto out;
   double n = (double)v->steps_used;
-  double meas[CAL_N_METRICS] = {sum[0] / n, sum[1] / n, sum[2] / n, sum[3] / n, 0};
+  double meas[CAL_N_METRICS] = {sum[0] / n, sum[1] / n, sum[2] / n, first_empty >= 0 ? NAN : sum[3] / n, 0};
   meas[CAL_M_THROUGHPUT] = (double)world * p.batch / meas[CAL_M_STEP];
   double pred[CAL_N_METRICS] = {v->pred.step_s, v->pred.compute_s, v->pred.exposed_comm_s, v->pred.comm_s,
                                 v->pred.samples_per_s};
@@ -82,7 +97,7 @@ int cal_validate(const sim_scenario *s, long point, const char *measured_csv, lo
     v->m[k].name = names[k];
     v->m[k].predicted = pred[k];
     v->m[k].measured = meas[k];
-    v->m[k].rel_err = meas[k] != 0 ? (pred[k] - meas[k]) / meas[k] : NAN;
+    v->m[k].rel_err = meas[k] != 0 && isfinite(meas[k]) ? (pred[k] - meas[k]) / meas[k] : NAN;
   }
 out:
   core_csv_table_free(&t);

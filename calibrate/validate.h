@@ -4,7 +4,9 @@
  * steps.csv of `ddpsim train`, or the same columns from PyTorch), giving the
  * relative error of step time, compute, exposed communication and
  * throughput. Warm-up steps are skipped; means are over every rank's
- * remaining steps.
+ * remaining steps. Communication time is compared when the run measured it:
+ * its comm_s column may be left empty in every row (PyTorch's built-in
+ * allreduce has no per-bucket timing without a hook that slows the step).
  */
 #ifndef CALIBRATE_VALIDATE_H
 #define CALIBRATE_VALIDATE_H
@@ -14,7 +16,7 @@
 
 typedef struct cal_metric {
   const char *name;
-  double predicted, measured;
+  double predicted, measured;   /* measured NaN: not in the run's file (comm_s left empty) */
   double rel_err;   /* (predicted - measured) / measured */
 } cal_metric;
 

@@ -16,7 +16,8 @@ const char cli_validate_help[] =
     "\n"
     "Simulate one point of SCENARIO and compare it with a measured run's\n"
     "per-step metrics (the steps.csv of `ddpsim train`, or the same columns\n"
-    "from PyTorch: rank, step, step_s, compute_s, comm_s, exposed_comm_s).\n"
+    "from PyTorch: rank, step, step_s, compute_s, comm_s, exposed_comm_s; comm_s\n"
+    "may be empty in every row when communication was not timed).\n"
     "Prints predicted and measured step time, compute, exposed communication,\n"
     "communication and throughput with the relative error of each.\n"
     "\n"
@@ -89,9 +90,13 @@ int cli_cmd_validate(int argc, char **argv) {
          p->model->name, p->nodes, p->per_node, p->network->name, p->bucket_cap_mb, p->overlap ? "on" : "off");
   printf("measured: %s, %ld steps of %d ranks from step %ld\n\n", measured, v.steps_used, v.ranks_seen, skip);
   printf("%-16s %14s %14s %9s\n", "metric", "predicted", "measured", "error");
-  for (int k = 0; k < CAL_N_METRICS; k++)
-    printf("%-16s %14.6g %14.6g %+8.2f%%\n", v.m[k].name, v.m[k].predicted, v.m[k].measured,
-           v.m[k].rel_err * 100);
+  for (int k = 0; k < CAL_N_METRICS; k++) {
+    if (isnan(v.m[k].measured))
+      printf("%-16s %14.6g %14s %9s\n", v.m[k].name, v.m[k].predicted, "not measured", "-");
+    else
+      printf("%-16s %14.6g %14.6g %+8.2f%%\n", v.m[k].name, v.m[k].predicted, v.m[k].measured,
+             v.m[k].rel_err * 100);
+  }
   int code = CLI_EXIT_OK;
   double err = fabs(v.m[CAL_M_STEP].rel_err);
   if (tol >= 0) {

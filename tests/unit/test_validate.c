@@ -1,0 +1,140 @@
+/* `ddpsim validate`'s comparison (calibrate/validate.h): a scenario point
+ * simulated against a measured run's per-step CSV. The measured figures must
+ * be the means over every rank's steps from --skip on; a run that did not time
+ * communication (comm_s empty in every row, as bench/pytorch/ddp_mlp.py writes
+ * without --time-comm) is compared on everything else; broken files name the
+ * file, the line and what to do. */
+#include "calibrate/validate.h"
+
+#include "sim/scenario.h"
+
+#include "core/err.h"
+
+#include "testutil.h"
+
+#include <CUnit/CUnit.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static char scratch[4096];
+static sim_scenario *scen;
+
+static const char scenario_text[] =
+    "profile = \"" TU_SRC("scenarios/profiles/example-2core.cfg") "\";\n"
+    "model = \"" TU_SRC("scenarios/models/mlp-small.cfg") "\";\n"
+    "training = { batch = 32; precision = \"fp32\"; optimizer = \"sgd_momentum\"; };\n"
+    "cluster = { nodes = 1; devices_per_node = 2; };\n"
+    "networks = ( { name = \"1GbE\"; gbps = 1.0; latency_us = 14.0; } );\n"
+    "ddp = { backend = \"gloo\"; bucket_cap_mb = 25.0; overlap = true; };\n"
+    "simulation = { steps = 20; ranks = \"every\"; };\n";
+
+static int suite_init(void) {
+  if (tu_mkdtemp(scratch, sizeof scratch, "validate"))
+    return -1;
+  char path[4200];
+  snprintf(path, sizeof path, "%s/point.cfg", scratch);
+  if (tu_write_file(path, scenario_text))
+    return -1;
+  return sim_scenario_load(path, &scen) ? -1 : 0;
+}
+
+static int suite_clean(void) {
+  sim_scenario_free(scen);
+  tu_rmdir(scratch);
+  return 0;
+}
+
+/* Write text as scratch/NAME and validate point 0 against it. */
+static int validate_text(const char *name, const char *text, long skip, cal_validation *v) {
+  char path[4200];
+  snprintf(path, sizeof path, "%s/%s", scratch, name);
+  CU_ASSERT_FATAL(tu_write_file(path, text) == 0);
+  core_err_clear();
+  return cal_validate(scen, 0, path, skip, v);
+}
+
+#define HEADER "rank,attempt,step,step_s,compute_s,comm_s,exposed_comm_s\n"
+
+/* Steps 0 and 1 are warm-up with outlandish values: skipping them must leave
+ * the means of steps 2-4 of both ranks. */
+static const char two_ranks[] = HEADER
+    "0,0,0,9.0,9.0,9.0,9.0\n"
+    "0,0,1,9.0,9.0,9.0,9.0\n"
+    "0,0,2,0.10,0.04,0.08,0.06\n"
+    "0,0,3,0.12,0.05,0.09,0.07\n"
+    "0,0,4,0.11,0.04,0.10,0.07\n"
+    "1,0,0,9.0,9.0,9.0,9.0\n"
+    "1,0,1,9.0,9.0,9.0,9.0\n"
+    "1,0,2,0.13,0.06,0.08,0.07\n"
+    "1,0,3,0.10,0.05,0.07,0.05\n"
+    "1,0,4,0.14,0.06,0.12,0.08\n";
+
+static void test_means_after_skip(void) {
+  cal_validation v;
+  CU_ASSERT_EQUAL_FATAL(validate_text("two.csv", two_ranks, 2, &v), 0);
+  CU_ASSERT_EQUAL(v.steps_used, 6);
+  CU_ASSERT_EQUAL(v.ranks_seen, 2);
+  CU_ASSERT_DOUBLE_EQUAL(v.m[CAL_M_STEP].measured, 0.70 / 6, 1e-12);
+  CU_ASSERT_DOUBLE_EQUAL(v.m[CAL_M_COMPUTE].measured, 0.30 / 6, 1e-12);
+  CU_ASSERT_DOUBLE_EQUAL(v.m[CAL_M_COMM].measured, 0.54 / 6, 1e-12);
+  CU_ASSERT_DOUBLE_EQUAL(v.m[CAL_M_EXPOSED].measured, 0.40 / 6, 1e-12);
+  /* Throughput: 2 ranks x batch 32 per mean step. */
+  CU_ASSERT_DOUBLE_EQUAL(v.m[CAL_M_THROUGHPUT].measured, 64 / (0.70 / 6), 1e-9);
+  CU_ASSERT(v.m[CAL_M_STEP].predicted > 0);
+  CU_ASSERT_DOUBLE_EQUAL(v.m[CAL_M_STEP].predicted, v.pred.step_s, 0);
+  for (int k = 0; k < CAL_N_METRICS; k++)
+    CU_ASSERT_DOUBLE_EQUAL(v.m[k].rel_err, (v.m[k].predicted - v.m[k].measured) / v.m[k].measured, 1e-12);
+}
+
+/* PyTorch's built-in allreduce, not timed: comm_s empty in every row. The
+ * other metrics are compared as usual; communication is "not measured". */
+static void test_comm_not_measured(void) {
+  static const char text[] = HEADER
+      "0,0,0,0.10,0.04,,0.06\n"
+      "0,0,1,0.12,0.05,,0.07\n"
+      "1,0,0,0.13,0.06,,0.07\n"
+      "1,0,1,0.10,0.05,,0.05\n";
+  cal_validation v;
+  CU_ASSERT_EQUAL_FATAL(validate_text("nocomm.csv", text, 0, &v), 0);
+  CU_ASSERT(isnan(v.m[CAL_M_COMM].measured));
+  CU_ASSERT(isnan(v.m[CAL_M_COMM].rel_err));
+  CU_ASSERT_DOUBLE_EQUAL(v.m[CAL_M_STEP].measured, 0.45 / 4, 1e-12);
+  CU_ASSERT_DOUBLE_EQUAL(v.m[CAL_M_EXPOSED].measured, 0.25 / 4, 1e-12);
+  CU_ASSERT(isfinite(v.m[CAL_M_STEP].rel_err));
+}
+
+static void expect_error(const char *name, const char *text, long skip, const char *want1, const char *want2) {
+  cal_validation v;
+  CU_ASSERT_EQUAL(validate_text(name, text, skip, &v), CORE_EINVAL);
+  const char *msg = core_err_msg();
+  CU_ASSERT_PTR_NOT_NULL_FATAL(strstr(msg, want1));
+  if (!strstr(msg, want1) || (want2 && !strstr(msg, want2)))
+    fprintf(stderr, "\nmessage: %s\n", msg);
+  if (want2)
+    CU_ASSERT_PTR_NOT_NULL(strstr(msg, want2));
+}
+
+static void test_broken_files(void) {
+  /* comm_s timed in some rows only. */
+  expect_error("mixed.csv", HEADER "0,0,0,0.10,0.04,0.08,0.06\n1,0,0,0.13,0.06,,0.07\n", 0,
+               "mixed.csv:3: column 'comm_s' is empty, but line 2 has a number there",
+               "in every row (not measured) or in none");
+  expect_error("mixed2.csv", HEADER "0,0,0,0.10,0.04,,0.06\n1,0,0,0.13,0.06,0.08,0.07\n", 0,
+               "mixed2.csv:2: column 'comm_s' is empty, but line 3 has a number there", NULL);
+  expect_error("word.csv", HEADER "0,0,0,0.10,0.04,0.08,0.06\n1,0,0,fast,0.06,0.08,0.07\n", 0,
+               "word.csv:3: column 'step_s' holds 'fast', not a number", NULL);
+  /* An empty step time is not "not measured". */
+  expect_error("empty-step.csv", HEADER "0,0,0,,0.04,0.08,0.06\n1,0,0,0.1,0.06,0.08,0.07\n", 0,
+               "empty-step.csv:2: column 'step_s'", NULL);
+  expect_error("shape.csv", HEADER "0,0,0,0.1,0.04,0.08,0.06\n1,0,0,0.1,0.04,0.08,0.06\n2,0,0,0.1,0.04,0.08,0.06\n",
+               0, "holds ranks 0 to 2, but point 0 of", "compare runs of the same shape");
+  expect_error("short.csv", two_ranks, 5, "no step at or after step 5", "lower --skip");
+}
+
+void test_register(void) {
+  CU_pSuite s = CU_add_suite("validate", suite_init, suite_clean);
+  CU_add_test(s, "means of every rank's steps after --skip", test_means_after_skip);
+  CU_add_test(s, "comm_s empty in every row: not measured", test_comm_not_measured);
+  CU_add_test(s, "broken measured files: file, line, what to do", test_broken_files);
+}
