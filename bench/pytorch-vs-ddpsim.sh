@@ -2,8 +2,11 @@
 # ddpsim's runtime vs PyTorch DDP (Gloo backend, CPU), the same MLP, batch,
 # bucket cap and optimizer, on 2 testbed hosts at 1gbit, one rank each, one
 # BLAS thread each. Prints both per-step breakdowns and the ratio of mean step
-# times (issue 3 goal: ddpsim / PyTorch <= 1.0). Needs root; installs PyTorch
-# into bench/.venv on first use (bench/pytorch/setup.sh).
+# times (issue 3 goal: ddpsim / PyTorch <= 1.0). PyTorch runs twice: as users
+# run it (its built-in allreduce, which cannot be timed per bucket), and with
+# a Python hook that times each bucket's allreduce (pytorch-ddp-timed; the
+# hook slows the step). Needs root; installs PyTorch into bench/.venv on
+# first use (bench/pytorch/setup.sh).
 #
 #   bash bench/pytorch-vs-ddpsim.sh [BUILD_DIR] [STEPS] [MODEL]
 set -euo pipefail
@@ -20,9 +23,15 @@ HOSTS=$NAME-h1,$NAME-h2
 "$BUILD/ddpsim" launch -q --nproc 2 --hosts $HOSTS -- \
   "$BUILD/ddpsim" train --model "$MODEL" --steps "$STEPS" --batch 32 --bucket-cap-mb 25 \
   --lr 0.01 --momentum 0.9 --threads 1 -o "$OUT/ddpsim" >/dev/null
-mkdir -p "$OUT/torch"
-"$BUILD/ddpsim" launch -q --nproc 2 --hosts $HOSTS -- \
-  sh -c "exec '$PY' bench/pytorch/ddp_mlp.py --model '$MODEL' --steps $STEPS --batch 32 --bucket-cap-mb 25 \
-         --lr 0.01 --momentum 0.9 --out \"$OUT/torch/rank-\$RANK.csv\""
-{ head -1 "$OUT/torch/rank-0.csv"; tail -q -n +2 "$OUT"/torch/rank-*.csv; } > "$OUT/torch/steps.csv"
-python3 bench/steps_summary.py --skip 3 "pytorch-ddp=$OUT/torch/steps.csv" "ddpsim-runtime=$OUT/ddpsim/steps.csv"
+torch_run() { # DIR [ddp_mlp.py options]
+  local dir=$1; shift
+  mkdir -p "$dir"
+  "$BUILD/ddpsim" launch -q --nproc 2 --hosts $HOSTS -- \
+    sh -c "exec '$PY' bench/pytorch/ddp_mlp.py --model '$MODEL' --steps $STEPS --batch 32 --bucket-cap-mb 25 \
+           --lr 0.01 --momentum 0.9 $* --out \"$dir/rank-\$RANK.csv\""
+  { head -1 "$dir/rank-0.csv"; tail -q -n +2 "$dir"/rank-*.csv; } > "$dir/steps.csv"
+}
+torch_run "$OUT/torch"
+torch_run "$OUT/torch-timed" --time-comm
+python3 bench/steps_summary.py --skip 3 "pytorch-ddp=$OUT/torch/steps.csv" "ddpsim-runtime=$OUT/ddpsim/steps.csv" \
+  "pytorch-ddp-timed=$OUT/torch-timed/steps.csv"
