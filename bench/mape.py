@@ -2,7 +2,7 @@
 writes): mean absolute percentage error, the worst run, and optionally the
 MAPE grouped by columns. Shared by the bench/validate-*.sh scripts.
 
-  python3 bench/mape.py RESULTS.csv WHAT [COLUMN ...]
+  python3 bench/mape.py [--steal STEAL.csv] RESULTS.csv WHAT [COLUMN ...]
 
 Repeated runs of one point carry labels LABEL-rK (K = 1, 2, ...). Then each
 point's measured step time is the median of its repetitions (the prediction
@@ -11,6 +11,10 @@ cores, one run can be slowed by whatever else the machine did meanwhile, and
 the median of repetitions taken in separate rounds is what a quiet machine
 would show. The figures of single runs are printed too, with the spread of
 each point's repetitions, so that noise and model error can be told apart.
+
+--steal names a CSV (label,steal) of the share of CPU time the hypervisor
+took from this machine during each run (bench/steal.sh); its spread is
+printed, and the error of the runs that lost under 5% beside that of all.
 """
 import csv
 import re
@@ -32,8 +36,31 @@ def by_columns(rows, errs, by):
         print(f"  by {key:<14} " + "  ".join(f"{k}: {100 * sum(v) / len(v):.1f}%" for k, v in groups.items()))
 
 
+STEAL_QUIET = 0.05  # a run that lost less than this share of its CPU time
+
+
+def steal_report(path, rows):
+    steal = {r["label"]: float(r["steal"]) for r in csv.DictReader(open(path))}
+    known = [(steal[r["label"]], r) for r in rows if r["label"] in steal]
+    if not known:
+        return
+    v = sorted(s for s, _ in known)
+    worst = max(known, key=lambda k: k[0])
+    print(f"  CPU time stolen by the hypervisor during a run: median {100 * statistics.median(v):.1f}%, "
+          f"largest {100 * worst[0]:.1f}% ({worst[1]['label']})")
+    quiet = [r for s, r in known if s < STEAL_QUIET]
+    if quiet:
+        errs = [abs(float(r["err_step"])) for r in quiet]
+        print(f"  runs that lost under {100 * STEAL_QUIET:.0f}%: " +
+              summary("runs", [r["label"] for r in quiet], errs))
+
+
 def main():
-    path, what, by = sys.argv[1], sys.argv[2], sys.argv[3:]
+    args = sys.argv[1:]
+    steal = None
+    if args[:1] == ["--steal"]:
+        steal, args = args[1], args[2:]
+    path, what, by = args[0], args[1], args[2:]
     rows = list(csv.DictReader(open(path)))
     points = {}
     for r in rows:
@@ -42,6 +69,8 @@ def main():
         errs = [abs(float(r["err_step"])) for r in rows]
         print("\n" + summary(what, [r["label"] for r in rows], errs))
         by_columns(rows, errs, by)
+        if steal:
+            steal_report(steal, rows)
         return
     reps = sorted({len(v) for v in points.values()})
     labels, errs, firsts, spreads = [], [], [], []
@@ -61,6 +90,8 @@ def main():
     print(f"  spread of a point's repetitions (slowest / fastest - 1): median "
           f"{100 * statistics.median(spreads):.1f}%, largest {100 * max(spreads):.1f}% "
           f"({labels[max(range(len(spreads)), key=lambda i: spreads[i])]})")
+    if steal:
+        steal_report(steal, rows)
 
 
 if __name__ == "__main__":

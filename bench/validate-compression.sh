@@ -23,6 +23,7 @@ STEPS=20
 MODEL=mlp
 REPEATS=${REPEATS:-3}
 DD=$(realpath "$BUILD/ddpsim")
+source bench/steal.sh
 mkdir -p "$OUT"
 OUT=$(realpath "$OUT")
 trap 'bash scripts/testbed.sh down --name $NAME >/dev/null 2>&1 || true' EXIT
@@ -34,18 +35,25 @@ up() { bash scripts/testbed.sh up 2 --rate "$1" --name $NAME >/dev/null 2>&1; }
 # from one run of this benchmark to the next.
 calibrate() { # rate label
   up "$1"
+  local s0
+  s0=$(steal_snap)
   "$DD" launch -q --nproc 2 --hosts $HOSTS -- "$DD" calibrate $2 --model scenarios/models/$MODEL.cfg \
     --out "$OUT/profile-$1.cfg" --scratch "$OUT" --progress off
+  echo "   $1: CPU time stolen by the hypervisor during calibration: $(steal_frac "$s0")"
 }
+STEAL="$OUT/steal.csv"
+echo "label,steal" > "$STEAL"
 echo "== calibrating at 1gbit and unshaped"
 calibrate 1gbit "--link-gbps 1"
 calibrate none ""
 
 train() { # rate hook [suffix] -> steps.csv in $OUT/runs/RATE-HOOK[SUFFIX]
-  local run="$OUT/runs/$1-${2/:/}${3:-}" psgd=()
+  local run="$OUT/runs/$1-${2/:/}${3:-}" psgd=() s0
   [[ $2 == powersgd:* ]] && psgd=(--powersgd-start 0)
+  s0=$(steal_snap)
   "$DD" launch -q --nproc 2 --hosts $HOSTS -- "$DD" train --model scenarios/models/$MODEL.cfg --steps $STEPS \
     --compress "$2" "${psgd[@]}" -o "$run" >/dev/null
+  echo "$1-$2${3:-},$(steal_frac "$s0")" >> "$STEAL"
   echo "$run"
 }
 predict_cfg() { # file profile network-group hook
@@ -73,7 +81,7 @@ for rep in $(seq "$REPEATS"); do
     done
   done
 done
-python3 bench/mape.py "$RESULTS" "runs with hooks"
+python3 bench/mape.py --steal "$STEAL" "$RESULTS" "runs with hooks"
 
 echo "== break-even of PowerSGD rank 1 vs none"
 # Every host shares this machine's cores, so a shaped link does not always

@@ -25,14 +25,17 @@ QUOTA=0.5
 REPEATS=${REPEATS:-3}
 DD=$(realpath "$BUILD/ddpsim")
 PY=$(bash bench/pytorch/setup.sh)
+source bench/steal.sh
 mkdir -p "$OUT"
 OUT=$(realpath "$OUT")
 trap 'bash scripts/testbed.sh down --name $NAME >/dev/null 2>&1 || true' EXIT
 bash scripts/testbed.sh up 3 --rate 1gbit --name $NAME >/dev/null 2>&1
 
 echo "== calibrating the network on 2 hosts at 1gbit"
+s0=$(steal_snap)
 "$DD" launch -q --nproc 2 --hosts $NAME-h1,$NAME-h2 --cpu-quota $QUOTA -- "$DD" calibrate --link-gbps 1 \
   --out "$OUT/profile.cfg" --scratch "$OUT" --progress off
+echo "   CPU time stolen by the hypervisor meanwhile: $(steal_frac "$s0")"
 for model in mlp mlp-small; do
   echo "== per-layer times of $model from a PyTorch profiler trace"
   "$DD" launch -q --nproc 1 --cpu-quota $QUOTA -- \
@@ -43,7 +46,9 @@ for model in mlp mlp-small; do
 done
 
 RESULTS="$OUT/validation-pytorch.csv"
+STEAL="$OUT/steal.csv"
 rm -f "$RESULTS"
+echo "label,steal" > "$STEAL"
 for rep in $(seq "$REPEATS"); do
   suffix=""; [ "$REPEATS" -gt 1 ] && suffix="-r$rep"
   for nodes in 2 3; do
@@ -53,9 +58,11 @@ for rep in $(seq "$REPEATS"); do
         tag="1gbit-${nodes}x1-$model-cap$cap-pytorch$suffix"
         run="$OUT/runs/$tag"
         mkdir -p "$run"
+        s0=$(steal_snap)
         "$DD" launch -q --nproc "$nodes" --hosts "$hosts" --cpu-quota $QUOTA -- sh -c "exec '$PY' bench/pytorch/ddp_mlp.py \
             --model scenarios/models/$model.cfg --steps $STEPS --batch 32 --bucket-cap-mb $cap \
             --out \"$run/rank-\$RANK.csv\""
+        echo "$tag,$(steal_frac "$s0")" >> "$STEAL"
         { head -1 "$run/rank-0.csv"; tail -q -n +2 "$run"/rank-*.csv; } > "$run/steps.csv"
         cat > "$run/predict.cfg" <<CFG
 name = "$tag";
@@ -73,4 +80,4 @@ CFG
     done
   done
 done
-python3 bench/mape.py "$RESULTS" "PyTorch runs"
+python3 bench/mape.py --steal "$STEAL" "$RESULTS" "PyTorch runs"

@@ -29,6 +29,7 @@ STEPS=12
 REPEATS=${REPEATS:-3}
 [ "$QUICK" = --quick ] && REPEATS=1
 DD=$(realpath "$BUILD/ddpsim")
+source bench/steal.sh
 mkdir -p "$OUT"
 OUT=$(realpath "$OUT")
 trap 'bash scripts/testbed.sh down --name $NAME >/dev/null 2>&1 || true' EXIT
@@ -39,8 +40,10 @@ CAL=(--link-gbps 1 --model scenarios/models/mlp.cfg --model scenarios/models/mlp
      --out "$OUT/profile.cfg" --scratch "$OUT" --progress off)
 [ "$QUICK" = --quick ] && CAL+=(--quick)
 t0=$(date +%s.%N)
+s0=$(steal_snap)
 "$DD" launch -q --nproc 4 --hosts $NAME-h1,$NAME-h2 --cpu-quota $QUOTA -- "$DD" calibrate "${CAL[@]}"
-echo "   calibration wall time: $(python3 -c "print(round($(date +%s.%N) - $t0, 1))") s"
+echo "   calibration wall time: $(python3 -c "print(round($(date +%s.%N) - $t0, 1))") s;" \
+  "CPU time stolen by the hypervisor meanwhile: $(steal_frac "$s0")"
 
 if [ "$QUICK" = --quick ]; then
   RATES=(1gbit); SHAPES=("2 1"); MODELS=(mlp-small); CAPS=(25); OVERLAPS=(on off)
@@ -48,7 +51,9 @@ else
   RATES=(500mbit 1gbit 2gbit); SHAPES=("2 1" "3 1" "2 2"); MODELS=(mlp mlp-small); CAPS=(1 25); OVERLAPS=(on off)
 fi
 RESULTS="$OUT/validation.csv"
+STEAL="$OUT/steal.csv"
 rm -f "$RESULTS"
+echo "label,steal" > "$STEAL"
 for rep in $(seq "$REPEATS"); do
   suffix=""; [ "$REPEATS" -gt 1 ] && suffix="-r$rep"
   for rate in "${RATES[@]}"; do
@@ -63,9 +68,11 @@ for rep in $(seq "$REPEATS"); do
           for ov in "${OVERLAPS[@]}"; do
             tag="$rate-${nodes}x$per-$model-cap$cap-$ov$suffix"
             run="$OUT/runs/$tag"
+            s0=$(steal_snap)
             "$DD" launch -q --nproc $((nodes * per)) --hosts "$hosts" --cpu-quota $QUOTA -- \
               "$DD" train --model "scenarios/models/$model.cfg" --steps $STEPS --bucket-cap-mb "$cap" \
               --overlap "$ov" --momentum 0.9 -o "$run" >/dev/null
+            echo "$tag,$(steal_frac "$s0")" >> "$STEAL"
             cat > "$run/predict.cfg" <<CFG
 name = "$tag";
 profile = "$OUT/profile.cfg";
@@ -84,5 +91,5 @@ CFG
     done
   done
 done
-python3 bench/mape.py "$RESULTS" "runs" network nodes gpus_per_node model bucket_cap_mb overlap
+python3 bench/mape.py --steal "$STEAL" "$RESULTS" "runs" network nodes gpus_per_node model bucket_cap_mb overlap
 echo "results: $RESULTS"
