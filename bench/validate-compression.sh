@@ -36,6 +36,7 @@ up() { bash scripts/testbed.sh up 2 --rate "$1" --name $NAME >/dev/null 2>&1; }
 calibrate() { # rate label
   up "$1"
   local s0
+  steal_wait
   s0=$(steal_snap)
   "$DD" launch -q --nproc 2 --hosts $HOSTS -- "$DD" calibrate $2 --model scenarios/models/$MODEL.cfg \
     --out "$OUT/profile-$1.cfg" --scratch "$OUT" --progress off
@@ -50,6 +51,7 @@ calibrate none ""
 train() { # rate hook [suffix] -> steps.csv in $OUT/runs/RATE-HOOK[SUFFIX]
   local run="$OUT/runs/$1-${2/:/}${3:-}" psgd=() s0
   [[ $2 == powersgd:* ]] && psgd=(--powersgd-start 0)
+  steal_wait
   s0=$(steal_snap)
   "$DD" launch -q --nproc 2 --hosts $HOSTS -- "$DD" train --model scenarios/models/$MODEL.cfg --steps $STEPS \
     --compress "$2" "${psgd[@]}" -o "$run" >/dev/null
@@ -99,6 +101,7 @@ runs = [[float(x['step_s']) for x in csv.DictReader(open(d + '/steps.csv')) if i
 print(statistics.median(sum(r) / len(r) for r in runs))" "$@"; }
 for rate in 1gbit 2gbit 4gbit 8gbit none; do
   up "$rate"
+  steal_wait
   bw=$("$DD" launch -q --nproc 2 --hosts $HOSTS -- "$(realpath "$BUILD/bench/bench_allreduce")" --mib 64 |
        awk '$1 == "default" { print $3 }')
   a=() b=()

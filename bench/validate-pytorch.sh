@@ -32,15 +32,19 @@ trap 'bash scripts/testbed.sh down --name $NAME >/dev/null 2>&1 || true' EXIT
 bash scripts/testbed.sh up 3 --rate 1gbit --name $NAME >/dev/null 2>&1
 
 echo "== calibrating the network on 2 hosts at 1gbit"
+steal_wait
 s0=$(steal_snap)
 "$DD" launch -q --nproc 2 --hosts $NAME-h1,$NAME-h2 --cpu-quota $QUOTA -- "$DD" calibrate --link-gbps 1 \
   --out "$OUT/profile.cfg" --scratch "$OUT" --progress off
 echo "   CPU time stolen by the hypervisor meanwhile: $(steal_frac "$s0")"
 for model in mlp mlp-small; do
   echo "== per-layer times of $model from a PyTorch profiler trace"
+  steal_wait
+  s0=$(steal_snap)
   "$DD" launch -q --nproc 1 --cpu-quota $QUOTA -- \
     "$PY" bench/pytorch/trace_mlp.py --model scenarios/models/$model.cfg --batch 32 --ddp --steps 5 \
     --out "$OUT/$model-trace.json" >/dev/null 2>&1
+  echo "   CPU time stolen by the hypervisor meanwhile: $(steal_frac "$s0")"
   "$DD" import torch-trace --base scenarios/models/$model.cfg --batch 32 \
     --out "$OUT/$model-torch.cfg" "$OUT/$model-trace.json" >/dev/null
 done
@@ -58,6 +62,7 @@ for rep in $(seq "$REPEATS"); do
         tag="1gbit-${nodes}x1-$model-cap$cap-pytorch$suffix"
         run="$OUT/runs/$tag"
         mkdir -p "$run"
+        steal_wait
         s0=$(steal_snap)
         "$DD" launch -q --nproc "$nodes" --hosts "$hosts" --cpu-quota $QUOTA -- sh -c "exec '$PY' bench/pytorch/ddp_mlp.py \
             --model scenarios/models/$model.cfg --steps $STEPS --batch 32 --bucket-cap-mb $cap \

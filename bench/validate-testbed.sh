@@ -40,6 +40,7 @@ CAL=(--link-gbps 1 --model scenarios/models/mlp.cfg --model scenarios/models/mlp
      --out "$OUT/profile.cfg" --scratch "$OUT" --progress off)
 [ "$QUICK" = --quick ] && CAL+=(--quick)
 t0=$(date +%s.%N)
+steal_wait
 s0=$(steal_snap)
 "$DD" launch -q --nproc 4 --hosts $NAME-h1,$NAME-h2 --cpu-quota $QUOTA -- "$DD" calibrate "${CAL[@]}"
 echo "   calibration wall time: $(python3 -c "print(round($(date +%s.%N) - $t0, 1))") s;" \
@@ -68,6 +69,7 @@ for rep in $(seq "$REPEATS"); do
           for ov in "${OVERLAPS[@]}"; do
             tag="$rate-${nodes}x$per-$model-cap$cap-$ov$suffix"
             run="$OUT/runs/$tag"
+            steal_wait
             s0=$(steal_snap)
             "$DD" launch -q --nproc $((nodes * per)) --hosts "$hosts" --cpu-quota $QUOTA -- \
               "$DD" train --model "scenarios/models/$model.cfg" --steps $STEPS --bucket-cap-mb "$cap" \
