@@ -37,12 +37,15 @@ s0=$(steal_snap)
 "$DD" launch -q --nproc 2 --hosts $NAME-h1,$NAME-h2 --cpu-quota $QUOTA -- "$DD" calibrate --link-gbps 1 \
   --out "$OUT/profile.cfg" --scratch "$OUT" --progress off
 echo "   CPU time stolen by the hypervisor meanwhile: $(steal_frac "$s0")"
+# Medians over 15 profiled steps: under the CPU quota a layer of a few
+# milliseconds is stretched by whichever throttled periods it meets, and with
+# 5 steps the small MLP's layer times moved by a third between runs.
 for model in mlp mlp-small; do
   echo "== per-layer times of $model from a PyTorch profiler trace"
   steal_wait
   s0=$(steal_snap)
   "$DD" launch -q --nproc 1 --cpu-quota $QUOTA -- \
-    "$PY" bench/pytorch/trace_mlp.py --model scenarios/models/$model.cfg --batch 32 --ddp --steps 5 \
+    "$PY" bench/pytorch/trace_mlp.py --model scenarios/models/$model.cfg --batch 32 --ddp --steps 15 \
     --out "$OUT/$model-trace.json" >/dev/null 2>&1
   echo "   CPU time stolen by the hypervisor meanwhile: $(steal_frac "$s0")"
   "$DD" import torch-trace --base scenarios/models/$model.cfg --batch 32 \
