@@ -38,6 +38,12 @@ double rt_now(void) {
   return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+__attribute__((noinline)) void rt_scale_copy(float *restrict dst, const float *restrict src, int64_t n,
+                                             float scale) {
+  for (int64_t i = 0; i < n; i++)
+    dst[i] = src[i] * scale;
+}
+
 static void *comm_main(void *arg) {
   rt_ddp *d = arg;
   pthread_mutex_lock(&d->mu);
@@ -262,9 +268,7 @@ int rt_ddp_step(rt_ddp *d, long step, const float *x, const float *target, rt_st
     for (int k = 0; k < L->n_tensors; k++) {
       int ti = L->first_tensor + k, b = bk->tensor_bucket[ti];
       const float *g = n->grads + n->offset[ti];
-      float *dst = d->bucket_buf[b] + bk->tensor_offset[ti];
-      for (int64_t i = 0; i < mo->tensor_elems[ti]; i++)
-        dst[i] = g[i] * inv_world;
+      rt_scale_copy(d->bucket_buf[b] + bk->tensor_offset[ti], g, mo->tensor_elems[ti], inv_world);
       d->pending[b]--;
     }
     double t1 = rt_now();
