@@ -19,8 +19,9 @@
  * (median of iterations after one warm-up, at least `budget_s` per size). */
 int cal_gemm_sweep(const int *sizes, int n, double budget_s, double *flops, double *tflops);
 
-/* Bytes moved per second by dst = s * src (read + write), and bytes of
- * result per second by a += b, over buffers of `bytes`. */
+/* Bytes moved per second by dst = s * src (read + write; the DDP engine's
+ * own rt_scale_copy), and bytes of result per second by a += b, over
+ * buffers of `bytes`. */
 int cal_memory_bandwidth(size_t bytes, double *copy_GBps, double *reduce_GBps);
 /* The gradient of one training step of m (an MLP the runtime trains) at
  * batch, from ddpsim train's data and seed: *grad (malloc'd) of *n values. */
