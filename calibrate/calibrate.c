@@ -654,12 +654,15 @@ static int jitter_part(run *r, int ns, double *samples) {
  * allreduces on a communicator of their own ("cal-interf"), also from a
  * thread; both sides too (NCCL kernels and GEMMs share SMs and memory
  * bandwidth). */
+#define INTERF_BYTES(o) ((o)->quick ? (4 << 20) : (16 << 20))
+
+/* slow: compute and communication slowdowns, and on CPUs the allreduce's
+ * time alone in slow[3] (0 with NCCL). */
 static int interference_part(run *r, double *slow) {
   const cal_opts *o = r->o;
   say(r, "interference: GEMMs while allreduces run");
   if (!r->nccl)
-    return cal_interference(r->world, o->quick ? (4 << 20) : (16 << 20), o->quick ? 3 : 8, &slow[0],
-                            &slow[1]);
+    return cal_interference(r->world, INTERF_BYTES(o), o->quick ? 3 : 8, &slow[0], &slow[1], &slow[3]);
   rt_comm *ic = NULL;
   int rc = sub_group(r, "cal-interf", r->pg.rank, r->pg.world_size, &ic);
   if (rc)
@@ -882,7 +885,7 @@ int cal_run(const cal_opts *o) {
       goto out;
   }
 
-  double slow[3] = {1.0, 1.0, 1.0};
+  double slow[4] = {1.0, 1.0, 1.0, 0.0};
   if ((rc = interference_part(&r, slow)) != 0)
     goto out;
   if (!r.nccl) { /* the runtime's hooks run on CPUs only */
@@ -890,7 +893,7 @@ int cal_run(const cal_opts *o) {
     if ((rc = rt_barrier(r.world)) != 0 || (rc = cal_cpu_interference(o->quick ? 0.2 : 0.5, &slow[2])) != 0)
       goto out;
   }
-  if ((rc = max_over_ranks(&r, r.world, slow, 3)) != 0)
+  if ((rc = max_over_ranks(&r, r.world, slow, 4)) != 0)
     goto out;
   if (r.pg.rank == 0) {
     r.prof->compute_slowdown = slow[0];
@@ -898,6 +901,13 @@ int cal_run(const cal_opts *o) {
     r.prof->cpu_slowdown = slow[2];
     say(&r, "  compute slowdown under communication %.3f, communication slowdown under compute %.3f, "
         "CPU work beside CPU work %.3f", slow[0], slow[1], slow[2]);
+    if (slow[3] > 0) {
+      /* The slowest rank's allreduce, as bus bandwidth (nccl-tests' factor
+       * 2(n-1)/n), the rate at which the simulator holds the two factors. */
+      int n = r.pg.world_size;
+      r.prof->interf_busbw_GBps = INTERF_BYTES(o) * 2.0 * (n - 1) / n / slow[3] / 1e9;
+      say(&r, "  measured with allreduces at %.3f GB/s of bus bandwidth", r.prof->interf_busbw_GBps);
+    }
     say(&r, "checkpoint I/O through the checkpoint writer and reader in %s", o->scratch_dir);
     if ((rc = storage(&r, &r.prof->write_GBps, &r.prof->read_GBps)) != 0)
       goto out;

@@ -343,7 +343,7 @@ out:
 }
 
 int cal_interference(rt_comm *comm, double bytes, int allreduces, double *compute_slowdown,
-                     double *comm_slowdown) {
+                     double *comm_slowdown, double *alone_s) {
   enum { S = 256 }; /* a GEMM of ~1 ms on one core: many fit in a collective */
   float *a = malloc(sizeof(float) * S * S), *b = malloc(sizeof(float) * S * S), *c = malloc(sizeof(float) * S * S);
   bg g = {.comm = comm, .n = (size_t)(bytes / sizeof(float)), .count = allreduces};
@@ -382,6 +382,7 @@ int cal_interference(rt_comm *comm, double bytes, int allreduces, double *comput
   *compute_slowdown = with > 0 && alone > with ? alone / with : 1.0;
   double ca = median(alone_t, allreduces), cw = median(g.t, allreduces);
   *comm_slowdown = ca > 0 && cw > ca ? cw / ca : 1.0;
+  *alone_s = ca;
 out:
   free(a);
   free(b);

@@ -42,9 +42,10 @@ int cal_step_samples(const core_model *m, int batch, int n, double *samples);
 
 /* GEMMs and allreduces of `bytes` over comm, each alone and then at once
  * (GEMMs here, allreduces on another thread; every rank calls it together):
- * how much slower each runs beside the other, factors >= 1. */
+ * how much slower each runs beside the other, factors >= 1, and the median
+ * time of an allreduce alone (the rate the factors belong to). */
 int cal_interference(rt_comm *comm, double bytes, int allreduces, double *compute_slowdown,
-                     double *comm_slowdown);
+                     double *comm_slowdown, double *alone_s);
 
 /* GEMMs on this thread for secs seconds alone, then as long again with a
  * second thread of this process running GEMMs too: how much slower the

@@ -245,7 +245,8 @@ int core_profile_from_setting(const config_setting_t *root, const char *path, co
   static const char *const jitter_keys[] = {"distribution", "params", "samples", NULL};
   static const char *const storage_keys[] = {"write_GBps", "read_GBps", NULL};
   static const char *const restart_keys[] = {"process_start_s", "rendezvous_s", "comm_init_s", NULL};
-  static const char *const interf_keys[] = {"compute_slowdown", "comm_slowdown", "cpu_slowdown", NULL};
+  static const char *const interf_keys[] = {"compute_slowdown", "comm_slowdown", "cpu_slowdown", "busbw_GBps",
+                                            NULL};
   static const char *const hook_keys[] = {"cast_GBps", "orth_gflops", "sum_fp32_GBps", "sum_fp16_GBps",
                                           "sum_bf16_GBps", "psgd_gemm_GBps", "psgd_pass_GBps", NULL};
   char w[4200];
@@ -392,7 +393,8 @@ int core_profile_from_setting(const config_setting_t *root, const char *path, co
   if (s && ((rc = core_cfg_check_keys(s, interf_keys, "interference")) != 0 ||
             (rc = core_cfg_double(s, "compute_slowdown", 1, 1, 1, 100, &p->compute_slowdown)) != 0 ||
             (rc = core_cfg_double(s, "comm_slowdown", 0, 1, 1, 100, &p->comm_slowdown)) != 0 ||
-            (rc = core_cfg_double(s, "cpu_slowdown", 0, 1, 1, 100, &p->cpu_slowdown)) != 0))
+            (rc = core_cfg_double(s, "cpu_slowdown", 0, 1, 1, 100, &p->cpu_slowdown)) != 0 ||
+            (rc = core_cfg_double(s, "busbw_GBps", 0, 0, 1e-9, 1e6, &p->interf_busbw_GBps)) != 0))
     goto fail_free;
 
   if ((rc = core_cfg_group(g, "hooks", 0, &s)) != 0)
@@ -587,6 +589,10 @@ int core_profile_write(const core_profile *p, const char *path) {
   if (p->cpu_slowdown != 1.0) {
     fputs("; cpu_slowdown = ", f);
     put_num(f, p->cpu_slowdown);
+  }
+  if (p->interf_busbw_GBps > 0) {
+    fputs("; busbw_GBps = ", f);
+    put_num(f, p->interf_busbw_GBps);
   }
   fputs("; };\n", f);
   const struct {

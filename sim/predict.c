@@ -254,7 +254,8 @@ int sim_predict_point(const sim_scenario *s, const sim_point *p, sim_engine *e, 
   const char **names = calloc((size_t)L, sizeof *names);
   core_buckets bk = {0};
   int *ready = NULL;
-  double *comm = NULL, *bytes = NULL, *cpu_frac = NULL;
+  double *comm = NULL, *bytes = NULL, *cpu_frac = NULL, *csd = NULL, *msd = NULL;
+  int world = p->nodes * p->per_node;
   if (!fwd || !bwd || !copy || !names) {
     rc = core_err_set(CORE_ENOMEM, "out of memory predicting point %ld", p->index);
     goto out_free;
@@ -303,6 +304,17 @@ int sim_predict_point(const sim_scenario *s, const sim_point *p, sim_engine *e, 
   comm = malloc(sizeof *comm * (size_t)bk.n_buckets);
   bytes = malloc(sizeof *bytes * (size_t)bk.n_buckets);
   cpu_frac = malloc(sizeof *cpu_frac * (size_t)bk.n_buckets);
+  /* Factors that follow the byte rate where calibration recorded the rate
+   * they were measured at, on CPUs (a GPU's collectives take SMs, not the
+   * host's CPU, from compute). */
+  if (pr->interf_busbw_GBps > 0 && strcmp(pr->device_kind, "gpu") != 0) {
+    csd = malloc(sizeof *csd * (size_t)bk.n_buckets);
+    msd = malloc(sizeof *msd * (size_t)bk.n_buckets);
+    if (!csd || !msd) {
+      rc = core_err_set(CORE_ENOMEM, "out of memory predicting point %ld", p->index);
+      goto out_free;
+    }
+  }
   if (!ready || !comm || !bytes || !cpu_frac) {
     rc = core_err_set(CORE_ENOMEM, "out of memory predicting point %ld", p->index);
     goto out_free;
@@ -322,6 +334,14 @@ int sim_predict_point(const sim_scenario *s, const sim_point *p, sim_engine *e, 
     double pre, cpu, wire, longest;
     comm[b] = hook_time(s, p, &topo, &bk, b, gb, &pre, &cpu, &wire, &longest);
     cpu_frac[b] = comm[b] > 0 && cpu > 0 ? (cpu < comm[b] ? cpu / comm[b] : 1.0) : 0.0;
+    if (csd) {
+      /* The bucket's bus bandwidth over its time on the network, against the
+       * calibration's (step.h: CPU per byte). */
+      double net = comm[b] - cpu, k = 0;
+      if (net > 0 && world > 1)
+        k = wire * 2.0 * (world - 1) / world / net / (pr->interf_busbw_GBps * 1e9);
+      sim_step_scale_interference(pr->compute_slowdown, pr->comm_slowdown, k, &csd[b], &msd[b]);
+    }
     copy[low] += pre; /* the hook starts (casting) when the bucket is ready */
     r->wire_bytes += wire;
     if (longest > timeout && (worst < 0 || longest > worst_t)) {
@@ -343,8 +363,8 @@ int sim_predict_point(const sim_scenario *s, const sim_point *p, sim_engine *e, 
       .n_buckets = bk.n_buckets, .bucket_ready_layer = ready, .bucket_comm_s = comm,
       .bucket_bytes = bytes, .bucket_cpu_frac = cpu_frac, .finalize_s = finalize, .optimizer_s = opt,
       .overlap = p->overlap, .compute_slowdown = pr->compute_slowdown, .comm_slowdown = pr->comm_slowdown,
-      .cpu_slowdown = pr->cpu_slowdown,
-      .world = p->nodes * p->per_node,
+      .cpu_slowdown = pr->cpu_slowdown, .bucket_compute_slowdown = csd, .bucket_comm_slowdown = msd,
+      .world = world,
       .every_rank = s->every_rank, .jitter = pr->jitter, .steps = s->steps,
       .seed = sim_predict_seed(s->seed, p->index), .trace_ranks = trace_ranks};
   c.jitter_params[0] = pr->jitter_params[0];
@@ -356,7 +376,6 @@ int sim_predict_point(const sim_scenario *s, const sim_point *p, sim_engine *e, 
   double single = opt;
   for (int l = 0; l < L; l++)
     single += fwd[l] + bwd[l];
-  int world = p->nodes * p->per_node;
   r->step_s = sr.step_s;
   r->compute_s = sr.compute_s;
   r->comm_s = sr.comm_s;
@@ -375,6 +394,8 @@ out_free:
   free(comm);
   free(bytes);
   free(cpu_frac);
+  free(csd);
+  free(msd);
   core_bucket_free(&bk);
   return rc;
 }

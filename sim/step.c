@@ -92,7 +92,9 @@ static double rate(const stepsim *s) {
   if (!s->comm_active)
     return 1.0;
   double f = cpu_frac(s);
-  return 1.0 / ((1.0 - f) * s->c->compute_slowdown + f * cpu_sd(s));
+  const double *per = s->c->bucket_compute_slowdown;
+  double net = per ? per[s->next_coll - 1] : s->c->compute_slowdown;
+  return 1.0 / ((1.0 - f) * net + f * cpu_sd(s));
 }
 /* A collective is slowed while any rank computes: its ring is as fast as
  * its slowest member, and computing ranks lend it less CPU (or SMs). */
@@ -100,7 +102,27 @@ static double comm_rate(const stepsim *s) {
   if (s->computing <= 0)
     return 1.0;
   double f = cpu_frac(s);
-  return 1.0 / ((1.0 - f) * s->c->comm_slowdown + f * cpu_sd(s));
+  const double *per = s->c->bucket_comm_slowdown;
+  double net = per ? per[s->next_coll - 1] : s->c->comm_slowdown;
+  return 1.0 / ((1.0 - f) * net + f * cpu_sd(s));
+}
+
+void sim_step_scale_interference(double compute_sd, double comm_sd, double k, double *sc, double *sm) {
+  double u = compute_sd > 1.0 ? 1.0 - 1.0 / compute_sd : 0.0;
+  if (!(k > 0)) {
+    *sc = 1.0;
+    *sm = 1.0;
+    return;
+  }
+  if (u <= 0) { /* no CPU demand was seen: nothing to scale */
+    *sc = compute_sd;
+    *sm = comm_sd;
+    return;
+  }
+  double share = u > 0.5 ? u : 0.5, need = k * u;
+  *sc = 1.0 / (1.0 - (need < share ? need : share));
+  double kk = k < share / u ? k : share / u;
+  *sm = (1.0 + (comm_sd - 1.0) * kk) * (need > share ? need / share : 1.0);
 }
 
 static void task_done(sim_engine *e, void *ctx, uint64_t arg);
@@ -315,6 +337,10 @@ int sim_step_run(const sim_step_cfg *c, sim_engine *e, sim_step_result *res, cor
     if (!(c->bucket_cpu_frac[b] >= 0.0 && c->bucket_cpu_frac[b] <= 1.0))
       return core_err_set(CORE_EINVAL, "bucket %d's CPU share of its communication is %g, not in [0, 1]", b,
                           c->bucket_cpu_frac[b]);
+  for (int b = 0; b < c->n_buckets; b++)
+    if ((c->bucket_compute_slowdown && !(c->bucket_compute_slowdown[b] >= 1.0)) ||
+        (c->bucket_comm_slowdown && !(c->bucket_comm_slowdown[b] >= 1.0)))
+      return core_err_set(CORE_EINVAL, "bucket %d's interference factors must be >= 1", b);
   stepsim s = {0};
   s.c = c;
   s.e = e;

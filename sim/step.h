@@ -26,6 +26,14 @@
  * times longer instead, as two CPU-bound threads of a rank share its cores.
  * The factors blend by that share: (1 - f) x the network factor + f x
  * cpu_slowdown.
+ *
+ * On CPUs the network factors depend on how fast the collective moves bytes:
+ * the communication thread's CPU time is spent per byte (copies, the TCP
+ * stack, the reduction), so at k times the bus bandwidth at which the factors
+ * were calibrated it needs k times the CPU per second, and takes that from
+ * the compute thread of its rank. sim_step_scale_interference derives a
+ * bucket's factors from the calibrated ones and k; the per-bucket arrays carry
+ * them into the step.
  */
 #ifndef SIM_STEP_H
 #define SIM_STEP_H
@@ -55,6 +63,10 @@ typedef struct sim_step_cfg {
   double comm_slowdown;           /* >= 1: a collective while any rank computes */
   double cpu_slowdown;            /* >= 1: CPU work on the communication stream beside compute;
                                    * 0 is taken as 1 */
+  /* [n_buckets] the network factors for each bucket's collective, in place
+   * of compute_slowdown and comm_slowdown; NULL = those for every bucket. */
+  const double *bucket_compute_slowdown;
+  const double *bucket_comm_slowdown;
   int world;
   int every_rank;
   enum core_jitter_dist jitter;
@@ -75,6 +87,18 @@ typedef struct sim_step_result {
 double sim_jitter_mean(enum core_jitter_dist d, const double params[2]);
 /* Quantile of the maximum of n draws for upper-tail probability q = 1 - U^(1/n). */
 double sim_jitter_upper_quantile(enum core_jitter_dist d, const double params[2], double q);
+
+/* Interference factors at k times the bus bandwidth at which compute_sd and
+ * comm_sd were measured. The communication took u = 1 - 1/compute_sd of its
+ * rank's CPU from compute there, and takes k u at k times the rate, up to a
+ * fair share of the CPU: max(1/2, u), as two runnable threads of one rank
+ * share its CPU equally (Linux CFS). Compute keeps the rest: *sc =
+ * 1 / (1 - min(k u, share)). The collective's slowdown beside compute comes
+ * from waiting for the CPU at each wake-up, a delay per byte, so its excess
+ * grows with the rate: 1 + (comm_sd - 1) min(k, share / u); and where the
+ * communication needs more CPU than its share it runs at share / (k u) of its
+ * speed on top. k = 1 returns the calibrated factors. */
+void sim_step_scale_interference(double compute_sd, double comm_sd, double k, double *sc, double *sm);
 
 /* e is reused between calls (reset inside). trace may be NULL. */
 int sim_step_run(const sim_step_cfg *c, sim_engine *e, sim_step_result *r, core_trace *trace);

@@ -739,6 +739,111 @@ static void test_compute_slowdown(void) {
   sim_scenario_free(slow);
 }
 
+/* The interference factors at k times the calibrated rate (step.h): the
+ * calibrated ones at k = 1; none at k = 0; the communication's CPU share
+ * u = 1 - 1/compute_sd grows as k u up to a fair share, max(1/2, u). */
+static void test_scale_interference(void) {
+  double sc, sm;
+  const double cases[][2] = {{1.77, 1.22}, {2.5, 1.1}, {1.0, 1.3}, {1.2, 1.0}};
+  for (int i = 0; i < 4; i++) {
+    sim_step_scale_interference(cases[i][0], cases[i][1], 1.0, &sc, &sm);
+    CU_ASSERT(rel_err(sc, cases[i][0]) < 1e-12);
+    CU_ASSERT(rel_err(sm, cases[i][1]) < 1e-12);
+    sim_step_scale_interference(cases[i][0], cases[i][1], 0.0, &sc, &sm);
+    CU_ASSERT(sc == 1.0 && sm == 1.0);
+    /* Never lower at a higher rate. */
+    double last_c = 1.0, last_m = 1.0;
+    for (double k = 0.01; k < 20; k *= 1.1) {
+      sim_step_scale_interference(cases[i][0], cases[i][1], k, &sc, &sm);
+      CU_ASSERT(sc >= last_c - 1e-12 && sm >= last_m - 1e-12 && sc >= 1.0 && sm >= 1.0);
+      last_c = sc;
+      last_m = sm;
+    }
+  }
+  /* Compute 1.77 x slower at the calibrated rate: the communication took
+   * u = 0.435 of the CPU. At half the rate it takes half that; at twice the
+   * rate it needs 0.87, gets its fair half, and runs at 0.5 / 0.87 of its
+   * speed on top of waiting at each wake-up (0.22 x the share's k). */
+  double u = 1.0 - 1.0 / 1.77;
+  sim_step_scale_interference(1.77, 1.22, 0.5, &sc, &sm);
+  CU_ASSERT(rel_err(sc, 1.0 / (1.0 - 0.5 * u)) < 1e-12);
+  CU_ASSERT(rel_err(sm, 1.11) < 1e-12);
+  sim_step_scale_interference(1.77, 1.22, 2.0, &sc, &sm);
+  CU_ASSERT(rel_err(sc, 2.0) < 1e-12);
+  CU_ASSERT(rel_err(sm, (1.0 + 0.22 * 0.5 / u) * (2.0 * u / 0.5)) < 1e-12);
+  /* No compute slowdown measured: no CPU demand to scale. */
+  sim_step_scale_interference(1.0, 1.3, 5.0, &sc, &sm);
+  CU_ASSERT(sc == 1.0 && sm == 1.3);
+}
+
+/* base with other interference factors, and busbw_GBps recorded or not. */
+static int interference_variant(const char *base, const char *name, double csd, double msd, double busbw,
+                                char *out, size_t n) {
+  core_profile *p;
+  if (core_profile_load(base, &p) != 0)
+    return -1;
+  p->compute_slowdown = csd;
+  p->comm_slowdown = msd;
+  p->interf_busbw_GBps = busbw;
+  snprintf(out, n, "%s/%s.cfg", scratch, name);
+  int rc = core_profile_write(p, out);
+  core_profile_free(p);
+  return rc;
+}
+
+/* Where the profile records the rate its factors were measured at, a CPU
+ * profile's factors follow each bucket's rate: measured at an unreachably
+ * high rate they vanish (the step of a profile without interference);
+ * measured at a crawl every bucket needs more CPU than its share and the
+ * step is at least as slow as with fixed factors, slower where backward
+ * overlaps communication. A GPU profile keeps its factors at every rate. */
+static void test_interference_follows_rate(void) {
+  char fixed[4200], fast[4200], crawl[4200];
+  CU_ASSERT_FATAL(interference_variant(TU_DATA("cpu-test.cfg"), "if-fixed", 1.77, 1.22, 0, fixed, sizeof fixed) == 0);
+  CU_ASSERT_FATAL(interference_variant(TU_DATA("cpu-test.cfg"), "if-fast", 1.77, 1.22, 1e6, fast, sizeof fast) == 0);
+  CU_ASSERT_FATAL(interference_variant(TU_DATA("cpu-test.cfg"), "if-crawl", 1.77, 1.22, 1e-6, crawl, sizeof crawl) == 0);
+  sim_scenario *none = load(SLOWDOWN_SCENARIO, TU_DATA("cpu-test.cfg"));
+  sim_scenario *f = load(SLOWDOWN_SCENARIO, fixed), *h = load(SLOWDOWN_SCENARIO, fast),
+               *c = load(SLOWDOWN_SCENARIO, crawl);
+  CU_ASSERT_FATAL(none && f && h && c);
+  CU_ASSERT_EQUAL(h->profile->interf_busbw_GBps, 1e6);
+  int slower = 0, slowed_by_fixed = 0;
+  for (long i = 0; i < sim_scenario_points(f); i++) {
+    sim_point_result rn, rf, rh, rc;
+    CU_ASSERT_FATAL(run_point(none, i, &rn) == 0 && run_point(f, i, &rf) == 0);
+    CU_ASSERT_FATAL(run_point(h, i, &rh) == 0 && run_point(c, i, &rc) == 0);
+    CU_ASSERT(rel_err(rh.step_s, rn.step_s) < 1e-6);
+    CU_ASSERT(rc.step_s >= rf.step_s - 1e-9);
+    CU_ASSERT(rc.comm_s == rf.comm_s);
+    if (!rf.pt.overlap) { /* nothing runs beside anything */
+      CU_ASSERT_EQUAL(rc.step_s, rn.step_s);
+      CU_ASSERT_EQUAL(rh.step_s, rn.step_s);
+    }
+    slower += rc.step_s > rf.step_s * 1.001;
+    slowed_by_fixed += rf.step_s > rn.step_s * 1.001;
+  }
+  CU_ASSERT(slowed_by_fixed > 0); /* else "vanish" above would say nothing */
+  CU_ASSERT(slower > 0);
+  sim_scenario_free(none);
+  sim_scenario_free(f);
+  sim_scenario_free(h);
+  sim_scenario_free(c);
+
+  char gfixed[4200], gfast[4200];
+  CU_ASSERT_FATAL(interference_variant(TU_DATA("gpu-test.cfg"), "if-gfixed", 1.3, 1.2, 0, gfixed, sizeof gfixed) == 0);
+  CU_ASSERT_FATAL(interference_variant(TU_DATA("gpu-test.cfg"), "if-gfast", 1.3, 1.2, 1e6, gfast, sizeof gfast) == 0);
+  f = load(SLOWDOWN_SCENARIO, gfixed);
+  h = load(SLOWDOWN_SCENARIO, gfast);
+  CU_ASSERT_FATAL(f && h);
+  for (long i = 0; i < sim_scenario_points(f); i++) {
+    sim_point_result rf, rh;
+    CU_ASSERT_FATAL(run_point(f, i, &rf) == 0 && run_point(h, i, &rh) == 0);
+    CU_ASSERT_EQUAL(rh.step_s, rf.step_s);
+  }
+  sim_scenario_free(f);
+  sim_scenario_free(h);
+}
+
 /* A bucket whose allreduce outlasts the timeout fails the point: status
  * "timeout" and a note naming the setting (ddp.timeout_s) and a value that
  * would avoid it. Defaults: Gloo 30 s, NCCL 10 min (reference; torch's
@@ -926,5 +1031,7 @@ void test_register(void) {
   CU_add_test(s, "stragglers: shifted exponential, H_N", test_stragglers_shifted_exponential);
   CU_add_test(s, "representative vs every rank, lognormal", test_representative_vs_every_lognormal);
   CU_add_test(s, "compute slowdown", test_compute_slowdown);
+  CU_add_test(s, "interference factors at another rate", test_scale_interference);
+  CU_add_test(s, "interference follows each bucket's rate", test_interference_follows_rate);
   CU_add_test(s, "timeout status and note", test_timeout);
 }

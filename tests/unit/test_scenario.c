@@ -113,6 +113,9 @@ static int profiles_equal(const core_profile *a, const core_profile *b) {
   NUM(rendezvous_s);
   NUM(comm_init_s);
   NUM(compute_slowdown);
+  NUM(comm_slowdown);
+  NUM(cpu_slowdown);
+  NUM(interf_busbw_GBps);
   return 1;
 #undef DIFF
 #undef STR
@@ -207,7 +210,7 @@ static const char maximal_profile[] =
     "  jitter = { distribution = \"shifted_exponential\"; params = [0.0, 1e-6]; samples = [0.0, 1.0, 0.1, 1e6]; };\n"
     "  storage = { write_GBps = 1e-6; read_GBps = 1e6; };\n"
     "  restart = { process_start_s = 0.0; rendezvous_s = 0.0; comm_init_s = 1e-9; };\n"
-    "  interference = { compute_slowdown = 100.0; };\n"
+    "  interference = { compute_slowdown = 100.0; comm_slowdown = 1.5; busbw_GBps = 0.117; };\n"
     "};\n";
 
 static void test_round_trip_maximal(void) {
@@ -232,6 +235,8 @@ static void test_round_trip_maximal(void) {
   CU_ASSERT_EQUAL(p->jitter, CORE_JITTER_SHIFTED_EXP);
   CU_ASSERT_EQUAL(p->n_jitter_samples, 4);
   CU_ASSERT_EQUAL(p->compute_slowdown, 100.0);
+  CU_ASSERT_EQUAL(p->comm_slowdown, 1.5);
+  CU_ASSERT_EQUAL(p->interf_busbw_GBps, 0.117);
   core_profile_free(p);
   round_trip(path);
 
@@ -250,6 +255,7 @@ static void test_round_trip_maximal(void) {
   CU_ASSERT_EQUAL(p->ranks_per_node, 1);
   CU_ASSERT_EQUAL(p->host_link_GBps, 0.0);
   CU_ASSERT_EQUAL(p->compute_slowdown, 1.0); /* no interference measured: none */
+  CU_ASSERT_EQUAL(p->interf_busbw_GBps, 0.0); /* and the factors hold at every rate */
   CU_ASSERT_EQUAL(p->jitter, CORE_JITTER_NONE);
   CU_ASSERT_EQUAL(p->n_jitter_samples, 2);
   CU_ASSERT_EQUAL(p->write_GBps, 0.0);
