@@ -656,13 +656,13 @@ static int jitter_part(run *r, int ns, double *samples) {
  * bandwidth). */
 #define INTERF_BYTES(o) ((o)->quick ? (4 << 20) : (16 << 20))
 
-/* slow: compute and communication slowdowns, and on CPUs the allreduce's
- * time alone in slow[3] (0 with NCCL). */
+/* slow: compute and communication slowdowns; on CPUs the allreduce's time
+ * alone in slow[3] and the CPUs it kept busy in slow[4] (0 with NCCL). */
 static int interference_part(run *r, double *slow) {
   const cal_opts *o = r->o;
   say(r, "interference: GEMMs while allreduces run");
   if (!r->nccl)
-    return cal_interference(r->world, INTERF_BYTES(o), o->quick ? 3 : 8, &slow[0], &slow[1], &slow[3]);
+    return cal_interference(r->world, INTERF_BYTES(o), o->quick ? 3 : 8, &slow[0], &slow[1], &slow[3], &slow[4]);
   rt_comm *ic = NULL;
   int rc = sub_group(r, "cal-interf", r->pg.rank, r->pg.world_size, &ic);
   if (rc)
@@ -885,7 +885,7 @@ int cal_run(const cal_opts *o) {
       goto out;
   }
 
-  double slow[4] = {1.0, 1.0, 1.0, 0.0};
+  double slow[6] = {1.0, 1.0, 1.0, 0.0, 0.0, 0.0};
   if ((rc = interference_part(&r, slow)) != 0)
     goto out;
   if (!r.nccl) { /* the runtime's hooks run on CPUs only */
@@ -893,7 +893,9 @@ int cal_run(const cal_opts *o) {
     if ((rc = rt_barrier(r.world)) != 0 || (rc = cal_cpu_interference(o->quick ? 0.2 : 0.5, &slow[2])) != 0)
       goto out;
   }
-  if ((rc = max_over_ranks(&r, r.world, slow, 4)) != 0)
+  /* The fewest CPUs any rank may use (negated for the maximum). */
+  slow[5] = r.nccl ? 0.0 : -cal_rank_cpus(r.pg.local_world_size);
+  if ((rc = max_over_ranks(&r, r.world, slow, 6)) != 0)
     goto out;
   if (r.pg.rank == 0) {
     r.prof->compute_slowdown = slow[0];
@@ -901,12 +903,17 @@ int cal_run(const cal_opts *o) {
     r.prof->cpu_slowdown = slow[2];
     say(&r, "  compute slowdown under communication %.3f, communication slowdown under compute %.3f, "
         "CPU work beside CPU work %.3f", slow[0], slow[1], slow[2]);
-    if (slow[3] > 0) {
+    if (slow[3] > 0 && slow[4] > 0 && slow[5] < 0 && r.pg.world_size > 1) {
       /* The slowest rank's allreduce, as bus bandwidth (nccl-tests' factor
-       * 2(n-1)/n), the rate at which the simulator holds the two factors. */
+       * 2(n-1)/n): the rate at which the two factors hold, and the CPUs the
+       * busiest rank's communication took at that rate, out of the CPUs a
+       * rank may use (sim/step.h scales the factors with them). */
       int n = r.pg.world_size;
       r.prof->interf_busbw_GBps = INTERF_BYTES(o) * 2.0 * (n - 1) / n / slow[3] / 1e9;
-      say(&r, "  measured with allreduces at %.3f GB/s of bus bandwidth", r.prof->interf_busbw_GBps);
+      r.prof->interf_comm_cpus = slow[4];
+      r.prof->interf_rank_cpus = -slow[5];
+      say(&r, "  measured with allreduces at %.3f GB/s of bus bandwidth, which kept %.2f CPUs busy of the %.2f "
+          "a rank may use", r.prof->interf_busbw_GBps, slow[4], -slow[5]);
     }
     say(&r, "checkpoint I/O through the checkpoint writer and reader in %s", o->scratch_dir);
     if ((rc = storage(&r, &r.prof->write_GBps, &r.prof->read_GBps)) != 0)

@@ -1,3 +1,5 @@
+/* sched_getaffinity and CPU_COUNT: the CPUs a rank may use. */
+#define _GNU_SOURCE
 #include "compute.h"
 
 #include "runtime/compress.h"
@@ -12,9 +14,12 @@
 #include <gsl/gsl_sort_double.h>
 #include <gsl/gsl_statistics_double.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* Median (sorts v in place). */
 static double median(double *v, int n) {
@@ -342,8 +347,79 @@ out:
   return rc;
 }
 
+static double process_cpu_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Quota / period in CPUs from a cgroup directory; 0 = no limit there. */
+static double cgroup_quota(const char *dir, int v2) {
+  char f[4300], line[128];
+  double q = 0, per = 0;
+  if (v2) {
+    snprintf(f, sizeof f, "%s/cpu.max", dir);
+    FILE *fp = fopen(f, "r");
+    if (!fp)
+      return 0;
+    if (fgets(line, sizeof line, fp) && strncmp(line, "max", 3) != 0)
+      sscanf(line, "%lf %lf", &q, &per);
+    fclose(fp);
+  } else {
+    snprintf(f, sizeof f, "%s/cpu.cfs_quota_us", dir);
+    FILE *fp = fopen(f, "r");
+    if (!fp)
+      return 0;
+    if (fscanf(fp, "%lf", &q) != 1)
+      q = 0;
+    fclose(fp);
+    snprintf(f, sizeof f, "%s/cpu.cfs_period_us", dir);
+    if ((fp = fopen(f, "r")) != NULL) {
+      if (fscanf(fp, "%lf", &per) != 1)
+        per = 0;
+      fclose(fp);
+    }
+  }
+  return q > 0 && per > 0 ? q / per : 0;
+}
+
+double cal_rank_cpus(int local_world_size) {
+  cpu_set_t set;
+  double cpus = 1;
+  if (sched_getaffinity(0, sizeof set, &set) == 0)
+    cpus = CPU_COUNT(&set);
+  if (local_world_size > 1)
+    cpus /= local_world_size;
+  /* cgroup v2: "0::/path"; v1: "N:...cpu...:/path". */
+  FILE *fp = fopen("/proc/self/cgroup", "r");
+  if (!fp)
+    return cpus;
+  char line[4096], dir[4200];
+  while (fgets(line, sizeof line, fp)) {
+    line[strcspn(line, "\n")] = 0;
+    char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+    if (!c2)
+      continue;
+    int v2 = c1[1] == ':';
+    if (!v2 && !strstr(c1, "cpu,") && !strstr(c1, ",cpu:") && strncmp(c1, ":cpu:", 5) != 0)
+      continue;
+    for (char *path = c2 + 1;;) {
+      snprintf(dir, sizeof dir, v2 ? "/sys/fs/cgroup%s" : "/sys/fs/cgroup/cpu%s", path);
+      double q = cgroup_quota(dir, v2);
+      if (q > 0 && q < cpus)
+        cpus = q;
+      char *slash = strrchr(path, '/');
+      if (!slash || slash == path)
+        break;
+      *slash = 0;
+    }
+  }
+  fclose(fp);
+  return cpus;
+}
+
 int cal_interference(rt_comm *comm, double bytes, int allreduces, double *compute_slowdown,
-                     double *comm_slowdown, double *alone_s) {
+                     double *comm_slowdown, double *alone_s, double *comm_cpus) {
   enum { S = 256 }; /* a GEMM of ~1 ms on one core: many fit in a collective */
   float *a = malloc(sizeof(float) * S * S), *b = malloc(sizeof(float) * S * S), *c = malloc(sizeof(float) * S * S);
   bg g = {.comm = comm, .n = (size_t)(bytes / sizeof(float)), .count = allreduces};
@@ -362,12 +438,14 @@ int cal_interference(rt_comm *comm, double bytes, int allreduces, double *comput
   double alone = gemm_rate(S, a, b, c, 1.0, NULL);
   if ((rc = rt_barrier(comm)) != 0)
     goto out;
+  double w0 = rt_now(), c0 = process_cpu_s();
   for (int i = 0; i < allreduces; i++) {
     double t0 = rt_now();
     if ((rc = rt_allreduce(comm, g.buf, g.n, RT_FP32, RT_ALGO_DEFAULT)) != 0)
       goto out;
     alone_t[i] = rt_now() - t0;
   }
+  double busy = (process_cpu_s() - c0) / (rt_now() - w0);
   pthread_t th;
   if (pthread_create(&th, NULL, bg_main, &g) != 0) {
     rc = core_err_set(CORE_EIO, "cannot start a communication thread");
@@ -383,6 +461,7 @@ int cal_interference(rt_comm *comm, double bytes, int allreduces, double *comput
   double ca = median(alone_t, allreduces), cw = median(g.t, allreduces);
   *comm_slowdown = ca > 0 && cw > ca ? cw / ca : 1.0;
   *alone_s = ca;
+  *comm_cpus = busy;
 out:
   free(a);
   free(b);

@@ -42,10 +42,17 @@ int cal_step_samples(const core_model *m, int batch, int n, double *samples);
 
 /* GEMMs and allreduces of `bytes` over comm, each alone and then at once
  * (GEMMs here, allreduces on another thread; every rank calls it together):
- * how much slower each runs beside the other, factors >= 1, and the median
- * time of an allreduce alone (the rate the factors belong to). */
+ * how much slower each runs beside the other, factors >= 1; the median time
+ * of an allreduce alone (the rate the factors belong to), and the CPUs this
+ * process kept busy meanwhile (CPU seconds of all its threads, user and
+ * system, per second). */
 int cal_interference(rt_comm *comm, double bytes, int allreduces, double *compute_slowdown,
-                     double *comm_slowdown, double *alone_s);
+                     double *comm_slowdown, double *alone_s, double *comm_cpus);
+
+/* The CPUs one rank may use: its CPU affinity shared among the
+ * local_world_size ranks of its host, or less where its cgroup (v2 cpu.max,
+ * v1 cpu.cfs_quota_us, this one's or an ancestor's) caps it. */
+double cal_rank_cpus(int local_world_size);
 
 /* GEMMs on this thread for secs seconds alone, then as long again with a
  * second thread of this process running GEMMs too: how much slower the

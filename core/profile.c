@@ -246,7 +246,7 @@ int core_profile_from_setting(const config_setting_t *root, const char *path, co
   static const char *const storage_keys[] = {"write_GBps", "read_GBps", NULL};
   static const char *const restart_keys[] = {"process_start_s", "rendezvous_s", "comm_init_s", NULL};
   static const char *const interf_keys[] = {"compute_slowdown", "comm_slowdown", "cpu_slowdown", "busbw_GBps",
-                                            NULL};
+                                            "comm_cpus", "rank_cpus", NULL};
   static const char *const hook_keys[] = {"cast_GBps", "orth_gflops", "sum_fp32_GBps", "sum_fp16_GBps",
                                           "sum_bf16_GBps", "psgd_gemm_GBps", "psgd_pass_GBps", NULL};
   char w[4200];
@@ -394,8 +394,17 @@ int core_profile_from_setting(const config_setting_t *root, const char *path, co
             (rc = core_cfg_double(s, "compute_slowdown", 1, 1, 1, 100, &p->compute_slowdown)) != 0 ||
             (rc = core_cfg_double(s, "comm_slowdown", 0, 1, 1, 100, &p->comm_slowdown)) != 0 ||
             (rc = core_cfg_double(s, "cpu_slowdown", 0, 1, 1, 100, &p->cpu_slowdown)) != 0 ||
-            (rc = core_cfg_double(s, "busbw_GBps", 0, 0, 1e-9, 1e6, &p->interf_busbw_GBps)) != 0))
+            (rc = core_cfg_double(s, "busbw_GBps", 0, 0, 1e-9, 1e6, &p->interf_busbw_GBps)) != 0 ||
+            (rc = core_cfg_double(s, "comm_cpus", 0, 0, 1e-6, 1e6, &p->interf_comm_cpus)) != 0 ||
+            (rc = core_cfg_double(s, "rank_cpus", 0, 0, 1e-3, 1e6, &p->interf_rank_cpus)) != 0))
     goto fail_free;
+  if ((p->interf_busbw_GBps > 0) != (p->interf_comm_cpus > 0) ||
+      (p->interf_busbw_GBps > 0) != (p->interf_rank_cpus > 0)) {
+    rc = core_err_set(CORE_EINVAL, "%s: interference: busbw_GBps, comm_cpus and rank_cpus go together (the rate "
+                      "the factors were measured at, the CPUs it took and those a rank has): give all three or none",
+                      core_cfg_where(s, w, sizeof w));
+    goto fail_free;
+  }
 
   if ((rc = core_cfg_group(g, "hooks", 0, &s)) != 0)
     goto fail_free;
@@ -593,6 +602,10 @@ int core_profile_write(const core_profile *p, const char *path) {
   if (p->interf_busbw_GBps > 0) {
     fputs("; busbw_GBps = ", f);
     put_num(f, p->interf_busbw_GBps);
+    fputs("; comm_cpus = ", f);
+    put_num(f, p->interf_comm_cpus);
+    fputs("; rank_cpus = ", f);
+    put_num(f, p->interf_rank_cpus);
   }
   fputs("; };\n", f);
   const struct {

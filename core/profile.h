@@ -23,7 +23,7 @@
  *     storage = { write_GBps = 2.0; read_GBps = 4.0; };
  *     restart = { process_start_s = 5.0; rendezvous_s = 1.0; comm_init_s = 2.0; };
  *     interference = { compute_slowdown = 1.0; comm_slowdown = 1.0; cpu_slowdown = 1.0;
- *                      busbw_GBps = 0.12; };
+ *                      busbw_GBps = 0.12; comm_cpus = 0.1; rank_cpus = 0.5; };
  *     hooks = { cast_GBps = 8.0; orth_gflops = 2.0;
  *               sum_fp32_GBps = 4.0; sum_fp16_GBps = 0.5; sum_bf16_GBps = 2.0;
  *               psgd_gemm_GBps = 5.0; psgd_pass_GBps = 5.0; };
@@ -103,12 +103,13 @@ typedef struct core_profile {
   double comm_slowdown;   /* collectives running while ranks compute take this factor longer */
   double cpu_slowdown;    /* two CPU-bound threads of one rank (a hook's callbacks beside backward) each
                            * take this factor longer than one alone */
-  /* Bus bandwidth of the allreduces alone while compute_slowdown and
-   * comm_slowdown were measured; 0 = not recorded. Where it is recorded the
-   * two factors hold at that rate and the simulator scales them with the
-   * communication's byte rate (sim/step.h); where not, they hold at every
-   * rate. */
-  double interf_busbw_GBps;
+  /* Where compute_slowdown and comm_slowdown were measured: the bus
+   * bandwidth of the allreduces alone, the CPUs they kept busy, and the CPUs
+   * a rank may use (its cgroup quota, or its share of the host's CPUs). All
+   * three or none (0). Where recorded, the simulator scales the two factors
+   * with each collective's CPU demand at its own rate (sim/step.h); where
+   * not, they hold at every rate. */
+  double interf_busbw_GBps, interf_comm_cpus, interf_rank_cpus;
   double cast_GBps;       /* hooks: fp32 <-> fp16/bf16 casts, bytes moved per second; 0 = unknown */
   double orth_gflops;     /* hooks: PowerSGD orthogonalization rate; 0 = unknown */
   /* hooks: the backend's host sum (Gloo's, for fp32, fp16, bf16), bytes of

@@ -340,7 +340,8 @@ int sim_predict_point(const sim_scenario *s, const sim_point *p, sim_engine *e, 
       double net = comm[b] - cpu, k = 0;
       if (net > 0 && world > 1)
         k = wire * 2.0 * (world - 1) / world / net / (pr->interf_busbw_GBps * 1e9);
-      sim_step_scale_interference(pr->compute_slowdown, pr->comm_slowdown, k, &csd[b], &msd[b]);
+      sim_step_scale_interference(pr->compute_slowdown, pr->comm_slowdown, k, pr->interf_comm_cpus,
+                                  pr->interf_rank_cpus, &csd[b], &msd[b]);
     }
     copy[low] += pre; /* the hook starts (casting) when the bucket is ready */
     r->wire_bytes += wire;

@@ -107,22 +107,38 @@ static double comm_rate(const stepsim *s) {
   return 1.0 / ((1.0 - f) * net + f * cpu_sd(s));
 }
 
-void sim_step_scale_interference(double compute_sd, double comm_sd, double k, double *sc, double *sm) {
-  double u = compute_sd > 1.0 ? 1.0 - 1.0 / compute_sd : 0.0;
-  if (!(k > 0)) {
-    *sc = 1.0;
-    *sm = 1.0;
-    return;
-  }
-  if (u <= 0) { /* no CPU demand was seen: nothing to scale */
+/* CPUs a rank's communication gets when it asks for d beside one compute
+ * thread, of the a the rank may use: all it asks while both fit; else CFS
+ * shares the CPUs between the two runnable threads, the communication
+ * keeping at least what compute leaves and at most what it asks. */
+static double comm_grant(double d, double a) {
+  double m = a < 1.0 ? a : 1.0;
+  if (m + d <= a)
+    return d;
+  double fair = a - m > a / 2 ? a - m : a / 2;
+  return d < fair ? d : fair;
+}
+/* Compute's slowdown from CPU time alone, and the communication's. */
+static double cpu_compute_sd(double d, double a) {
+  double m = a < 1.0 ? a : 1.0, left = a - comm_grant(d, a);
+  return m / (left < m ? left : m);
+}
+static double cpu_comm_sd(double d, double a) { return d > 0 ? d / comm_grant(d, a) : 1.0; }
+
+void sim_step_scale_interference(double compute_sd, double comm_sd, double k, double comm_cpus, double rank_cpus,
+                                 double *sc, double *sm) {
+  if (!(k >= 0) || !(comm_cpus > 0) || !(rank_cpus > 0)) {
     *sc = compute_sd;
     *sm = comm_sd;
     return;
   }
-  double share = u > 0.5 ? u : 0.5, need = k * u;
-  *sc = 1.0 / (1.0 - (need < share ? need : share));
-  double kk = k < share / u ? k : share / u;
-  *sm = (1.0 + (comm_sd - 1.0) * kk) * (need > share ? need / share : 1.0);
+  double d1 = comm_cpus, dk = k * comm_cpus;
+  *sc = compute_sd * cpu_compute_sd(dk, rank_cpus) / cpu_compute_sd(d1, rank_cpus);
+  *sm = comm_sd * cpu_comm_sd(dk, rank_cpus) / cpu_comm_sd(d1, rank_cpus);
+  if (*sc < 1.0)
+    *sc = 1.0;
+  if (*sm < 1.0)
+    *sm = 1.0;
 }
 
 static void task_done(sim_engine *e, void *ctx, uint64_t arg);

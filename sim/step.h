@@ -28,12 +28,12 @@
  * cpu_slowdown.
  *
  * On CPUs the network factors depend on how fast the collective moves bytes:
- * the communication thread's CPU time is spent per byte (copies, the TCP
- * stack, the reduction), so at k times the bus bandwidth at which the factors
- * were calibrated it needs k times the CPU per second, and takes that from
- * the compute thread of its rank. sim_step_scale_interference derives a
- * bucket's factors from the calibrated ones and k; the per-bucket arrays carry
- * them into the step.
+ * the communication's CPU time is spent per byte (copies, the TCP stack, the
+ * reduction), so at k times the bus bandwidth at which the factors were
+ * calibrated it needs k times the CPUs, which it takes from the compute
+ * thread of its rank once the rank's CPUs run out.
+ * sim_step_scale_interference derives a bucket's factors from the calibrated
+ * ones and k; the per-bucket arrays carry them into the step.
  */
 #ifndef SIM_STEP_H
 #define SIM_STEP_H
@@ -89,16 +89,19 @@ double sim_jitter_mean(enum core_jitter_dist d, const double params[2]);
 double sim_jitter_upper_quantile(enum core_jitter_dist d, const double params[2], double q);
 
 /* Interference factors at k times the bus bandwidth at which compute_sd and
- * comm_sd were measured. The communication took u = 1 - 1/compute_sd of its
- * rank's CPU from compute there, and takes k u at k times the rate, up to a
- * fair share of the CPU: max(1/2, u), as two runnable threads of one rank
- * share its CPU equally (Linux CFS). Compute keeps the rest: *sc =
- * 1 / (1 - min(k u, share)). The collective's slowdown beside compute comes
- * from waiting for the CPU at each wake-up, a delay per byte, so its excess
- * grows with the rate: 1 + (comm_sd - 1) min(k, share / u); and where the
- * communication needs more CPU than its share it runs at share / (k u) of its
- * speed on top. k = 1 returns the calibrated factors. */
-void sim_step_scale_interference(double compute_sd, double comm_sd, double k, double *sc, double *sm);
+ * comm_sd were measured, where that communication kept comm_cpus CPUs busy
+ * and a rank may use rank_cpus (its quota, or its share of its host). At k
+ * times the rate the communication asks for k x comm_cpus. While it and one
+ * compute thread fit in rank_cpus, CPU time costs neither anything; beyond,
+ * the two runnable threads share the rank's CPUs (Linux CFS), compute keeps
+ * what the communication leaves, and the communication, short of what it
+ * asks, slows by asked / granted. Each calibrated factor is scaled by the
+ * ratio of that CPU slowdown at k to the one at the calibrated rate: what
+ * the factors hold beyond CPU time (caches, memory bandwidth, waking up)
+ * stays as measured. k = 1 returns the calibrated factors; nothing to scale
+ * (comm_cpus or rank_cpus 0) returns them too; results are at least 1. */
+void sim_step_scale_interference(double compute_sd, double comm_sd, double k, double comm_cpus, double rank_cpus,
+                                 double *sc, double *sm);
 
 /* e is reused between calls (reset inside). trace may be NULL. */
 int sim_step_run(const sim_step_cfg *c, sim_engine *e, sim_step_result *r, core_trace *trace);

@@ -739,52 +739,62 @@ static void test_compute_slowdown(void) {
   sim_scenario_free(slow);
 }
 
-/* The interference factors at k times the calibrated rate (step.h): the
- * calibrated ones at k = 1; none at k = 0; the communication's CPU share
- * u = 1 - 1/compute_sd grows as k u up to a fair share, max(1/2, u). */
+/* The interference factors at k times the calibrated rate (step.h). */
 static void test_scale_interference(void) {
   double sc, sm;
-  const double cases[][2] = {{1.77, 1.22}, {2.5, 1.1}, {1.0, 1.3}, {1.2, 1.0}};
+  /* compute_sd, comm_sd, CPUs the communication took, CPUs a rank has. */
+  const double cases[][4] = {{1.77, 1.22, 0.2, 0.5}, {2.5, 1.1, 0.9, 1.0}, {1.42, 1.0, 0.1, 2.0}, {1.2, 1.3, 3.0, 2.0}};
   for (int i = 0; i < 4; i++) {
-    sim_step_scale_interference(cases[i][0], cases[i][1], 1.0, &sc, &sm);
-    CU_ASSERT(rel_err(sc, cases[i][0]) < 1e-12);
-    CU_ASSERT(rel_err(sm, cases[i][1]) < 1e-12);
-    sim_step_scale_interference(cases[i][0], cases[i][1], 0.0, &sc, &sm);
-    CU_ASSERT(sc == 1.0 && sm == 1.0);
-    /* Never lower at a higher rate. */
+    const double *c = cases[i];
+    sim_step_scale_interference(c[0], c[1], 1.0, c[2], c[3], &sc, &sm);
+    CU_ASSERT(rel_err(sc, c[0]) < 1e-12);
+    CU_ASSERT(rel_err(sm, c[1]) < 1e-12);
+    /* Nothing recorded to scale by: the calibrated factors at any rate. */
+    sim_step_scale_interference(c[0], c[1], 7.0, 0.0, c[3], &sc, &sm);
+    CU_ASSERT(sc == c[0] && sm == c[1]);
+    /* Never lower at a higher rate, never below 1. */
     double last_c = 1.0, last_m = 1.0;
-    for (double k = 0.01; k < 20; k *= 1.1) {
-      sim_step_scale_interference(cases[i][0], cases[i][1], k, &sc, &sm);
+    for (double k = 0.0; k < 50; k = k * 1.2 + 0.01) {
+      sim_step_scale_interference(c[0], c[1], k, c[2], c[3], &sc, &sm);
       CU_ASSERT(sc >= last_c - 1e-12 && sm >= last_m - 1e-12 && sc >= 1.0 && sm >= 1.0);
       last_c = sc;
       last_m = sm;
     }
   }
-  /* Compute 1.77 x slower at the calibrated rate: the communication took
-   * u = 0.435 of the CPU. At half the rate it takes half that; at twice the
-   * rate it needs 0.87, gets its fair half, and runs at 0.5 / 0.87 of its
-   * speed on top of waiting at each wake-up (0.22 x the share's k). */
-  double u = 1.0 - 1.0 / 1.77;
-  sim_step_scale_interference(1.77, 1.22, 0.5, &sc, &sm);
-  CU_ASSERT(rel_err(sc, 1.0 / (1.0 - 0.5 * u)) < 1e-12);
-  CU_ASSERT(rel_err(sm, 1.11) < 1e-12);
-  sim_step_scale_interference(1.77, 1.22, 2.0, &sc, &sm);
-  CU_ASSERT(rel_err(sc, 2.0) < 1e-12);
-  CU_ASSERT(rel_err(sm, (1.0 + 0.22 * 0.5 / u) * (2.0 * u / 0.5)) < 1e-12);
-  /* No compute slowdown measured: no CPU demand to scale. */
-  sim_step_scale_interference(1.0, 1.3, 5.0, &sc, &sm);
-  CU_ASSERT(sc == 1.0 && sm == 1.3);
+  /* Half a CPU per rank (a quota), the communication took 0.2 of it: compute
+   * kept 0.3, 1.67 x slower from CPU time alone. At twice the rate the
+   * communication asks for 0.4, gets its fair 0.25, compute 0.25 (2 x): the
+   * factors scale by 2 / 1.67 and 0.4 / 0.25. At half the rate it gets its
+   * 0.1, compute 0.4 (1.25 x), and the collective is not short of CPU. */
+  sim_step_scale_interference(1.77, 1.22, 2.0, 0.2, 0.5, &sc, &sm);
+  CU_ASSERT(rel_err(sc, 1.77 * 2.0 / (0.5 / 0.3)) < 1e-12);
+  CU_ASSERT(rel_err(sm, 1.22 * 0.4 / 0.25) < 1e-12);
+  sim_step_scale_interference(1.77, 1.22, 0.5, 0.2, 0.5, &sc, &sm);
+  CU_ASSERT(rel_err(sc, 1.77 * 1.25 / (0.5 / 0.3)) < 1e-12);
+  CU_ASSERT(rel_err(sm, 1.22) < 1e-12);
+  /* Two CPUs a rank, 0.1 taken: room for compute and up to a CPU of
+   * communication, so the factors hold up to 10 x the rate; at 20 x the
+   * communication asks for 2, compute keeps its CPU and the collective
+   * gets the other: 2 x slower. */
+  sim_step_scale_interference(1.42, 1.05, 9.5, 0.1, 2.0, &sc, &sm);
+  CU_ASSERT(sc == 1.42 && sm == 1.05);
+  sim_step_scale_interference(1.42, 1.05, 20.0, 0.1, 2.0, &sc, &sm);
+  CU_ASSERT(rel_err(sc, 1.42) < 1e-12);
+  CU_ASSERT(rel_err(sm, 1.05 * 2.0) < 1e-12);
 }
 
-/* base with other interference factors, and busbw_GBps recorded or not. */
+/* base with other interference factors and, where busbw > 0, the rate,
+ * CPUs taken and CPUs a rank has, where they were measured. */
 static int interference_variant(const char *base, const char *name, double csd, double msd, double busbw,
-                                char *out, size_t n) {
+                                double comm_cpus, double rank_cpus, char *out, size_t n) {
   core_profile *p;
   if (core_profile_load(base, &p) != 0)
     return -1;
   p->compute_slowdown = csd;
   p->comm_slowdown = msd;
   p->interf_busbw_GBps = busbw;
+  p->interf_comm_cpus = comm_cpus;
+  p->interf_rank_cpus = rank_cpus;
   snprintf(out, n, "%s/%s.cfg", scratch, name);
   int rc = core_profile_write(p, out);
   core_profile_free(p);
@@ -792,56 +802,67 @@ static int interference_variant(const char *base, const char *name, double csd, 
 }
 
 /* Where the profile records the rate its factors were measured at, a CPU
- * profile's factors follow each bucket's rate: measured at an unreachably
- * high rate they vanish (the step of a profile without interference);
- * measured at a crawl every bucket needs more CPU than its share and the
- * step is at least as slow as with fixed factors, slower where backward
- * overlaps communication. A GPU profile keeps its factors at every rate. */
+ * profile's factors follow each bucket's CPU demand at its own rate. Half a
+ * CPU per rank, 0.2 of it taken: measured at a crawl, every bucket asks for
+ * more than its share and the step is at least as slow as with fixed
+ * factors, slower where backward overlaps communication; measured at an
+ * unreachably high rate, the buckets take no CPU and the steps lie between
+ * no interference and fixed factors. With CPUs to spare (8 a rank) the
+ * factors hold. A GPU profile keeps its factors at every rate. */
 static void test_interference_follows_rate(void) {
-  char fixed[4200], fast[4200], crawl[4200];
-  CU_ASSERT_FATAL(interference_variant(TU_DATA("cpu-test.cfg"), "if-fixed", 1.77, 1.22, 0, fixed, sizeof fixed) == 0);
-  CU_ASSERT_FATAL(interference_variant(TU_DATA("cpu-test.cfg"), "if-fast", 1.77, 1.22, 1e6, fast, sizeof fast) == 0);
-  CU_ASSERT_FATAL(interference_variant(TU_DATA("cpu-test.cfg"), "if-crawl", 1.77, 1.22, 1e-6, crawl, sizeof crawl) == 0);
-  sim_scenario *none = load(SLOWDOWN_SCENARIO, TU_DATA("cpu-test.cfg"));
+  char fixed[4200], fast[4200], crawl[4200], roomy[4200];
+  const char *cpu = TU_DATA("cpu-test.cfg");
+  CU_ASSERT_FATAL(interference_variant(cpu, "if-fixed", 1.77, 1.22, 0, 0, 0, fixed, sizeof fixed) == 0);
+  CU_ASSERT_FATAL(interference_variant(cpu, "if-fast", 1.77, 1.22, 1e6, 0.2, 0.5, fast, sizeof fast) == 0);
+  CU_ASSERT_FATAL(interference_variant(cpu, "if-crawl", 1.77, 1.22, 1e-6, 0.2, 0.5, crawl, sizeof crawl) == 0);
+  CU_ASSERT_FATAL(interference_variant(cpu, "if-roomy", 1.77, 1.22, 1e6, 0.2, 8.0, roomy, sizeof roomy) == 0);
+  sim_scenario *none = load(SLOWDOWN_SCENARIO, cpu);
   sim_scenario *f = load(SLOWDOWN_SCENARIO, fixed), *h = load(SLOWDOWN_SCENARIO, fast),
-               *c = load(SLOWDOWN_SCENARIO, crawl);
-  CU_ASSERT_FATAL(none && f && h && c);
+               *c = load(SLOWDOWN_SCENARIO, crawl), *m = load(SLOWDOWN_SCENARIO, roomy);
+  CU_ASSERT_FATAL(none && f && h && c && m);
   CU_ASSERT_EQUAL(h->profile->interf_busbw_GBps, 1e6);
-  int slower = 0, slowed_by_fixed = 0;
+  CU_ASSERT_EQUAL(h->profile->interf_comm_cpus, 0.2);
+  CU_ASSERT_EQUAL(h->profile->interf_rank_cpus, 0.5);
+  int slower = 0, faster = 0, slowed_by_fixed = 0;
   for (long i = 0; i < sim_scenario_points(f); i++) {
-    sim_point_result rn, rf, rh, rc;
+    sim_point_result rn, rf, rh, rc, rm;
     CU_ASSERT_FATAL(run_point(none, i, &rn) == 0 && run_point(f, i, &rf) == 0);
-    CU_ASSERT_FATAL(run_point(h, i, &rh) == 0 && run_point(c, i, &rc) == 0);
-    CU_ASSERT(rel_err(rh.step_s, rn.step_s) < 1e-6);
+    CU_ASSERT_FATAL(run_point(h, i, &rh) == 0 && run_point(c, i, &rc) == 0 && run_point(m, i, &rm) == 0);
     CU_ASSERT(rc.step_s >= rf.step_s - 1e-9);
+    CU_ASSERT(rh.step_s <= rf.step_s + 1e-9 && rh.step_s >= rn.step_s - 1e-9);
+    CU_ASSERT_EQUAL(rm.step_s, rf.step_s);
     CU_ASSERT(rc.comm_s == rf.comm_s);
     if (!rf.pt.overlap) { /* nothing runs beside anything */
       CU_ASSERT_EQUAL(rc.step_s, rn.step_s);
       CU_ASSERT_EQUAL(rh.step_s, rn.step_s);
     }
     slower += rc.step_s > rf.step_s * 1.001;
+    faster += rh.step_s < rf.step_s * 0.999;
     slowed_by_fixed += rf.step_s > rn.step_s * 1.001;
   }
-  CU_ASSERT(slowed_by_fixed > 0); /* else "vanish" above would say nothing */
+  CU_ASSERT(slowed_by_fixed > 0); /* else the comparisons above say nothing */
   CU_ASSERT(slower > 0);
+  CU_ASSERT(faster > 0);
   sim_scenario_free(none);
   sim_scenario_free(f);
   sim_scenario_free(h);
   sim_scenario_free(c);
+  sim_scenario_free(m);
 
-  char gfixed[4200], gfast[4200];
-  CU_ASSERT_FATAL(interference_variant(TU_DATA("gpu-test.cfg"), "if-gfixed", 1.3, 1.2, 0, gfixed, sizeof gfixed) == 0);
-  CU_ASSERT_FATAL(interference_variant(TU_DATA("gpu-test.cfg"), "if-gfast", 1.3, 1.2, 1e6, gfast, sizeof gfast) == 0);
+  char gfixed[4200], gcrawl[4200];
+  const char *gpu = TU_DATA("gpu-test.cfg");
+  CU_ASSERT_FATAL(interference_variant(gpu, "if-gfixed", 1.3, 1.2, 0, 0, 0, gfixed, sizeof gfixed) == 0);
+  CU_ASSERT_FATAL(interference_variant(gpu, "if-gcrawl", 1.3, 1.2, 1e-6, 0.2, 0.5, gcrawl, sizeof gcrawl) == 0);
   f = load(SLOWDOWN_SCENARIO, gfixed);
-  h = load(SLOWDOWN_SCENARIO, gfast);
-  CU_ASSERT_FATAL(f && h);
+  c = load(SLOWDOWN_SCENARIO, gcrawl);
+  CU_ASSERT_FATAL(f && c);
   for (long i = 0; i < sim_scenario_points(f); i++) {
-    sim_point_result rf, rh;
-    CU_ASSERT_FATAL(run_point(f, i, &rf) == 0 && run_point(h, i, &rh) == 0);
-    CU_ASSERT_EQUAL(rh.step_s, rf.step_s);
+    sim_point_result rf, rc;
+    CU_ASSERT_FATAL(run_point(f, i, &rf) == 0 && run_point(c, i, &rc) == 0);
+    CU_ASSERT_EQUAL(rc.step_s, rf.step_s);
   }
   sim_scenario_free(f);
-  sim_scenario_free(h);
+  sim_scenario_free(c);
 }
 
 /* A bucket whose allreduce outlasts the timeout fails the point: status

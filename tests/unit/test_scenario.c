@@ -116,6 +116,8 @@ static int profiles_equal(const core_profile *a, const core_profile *b) {
   NUM(comm_slowdown);
   NUM(cpu_slowdown);
   NUM(interf_busbw_GBps);
+  NUM(interf_comm_cpus);
+  NUM(interf_rank_cpus);
   return 1;
 #undef DIFF
 #undef STR
@@ -210,7 +212,8 @@ static const char maximal_profile[] =
     "  jitter = { distribution = \"shifted_exponential\"; params = [0.0, 1e-6]; samples = [0.0, 1.0, 0.1, 1e6]; };\n"
     "  storage = { write_GBps = 1e-6; read_GBps = 1e6; };\n"
     "  restart = { process_start_s = 0.0; rendezvous_s = 0.0; comm_init_s = 1e-9; };\n"
-    "  interference = { compute_slowdown = 100.0; comm_slowdown = 1.5; busbw_GBps = 0.117; };\n"
+    "  interference = { compute_slowdown = 100.0; comm_slowdown = 1.5; busbw_GBps = 0.117;\n"
+    "                   comm_cpus = 0.21; rank_cpus = 0.5; };\n"
     "};\n";
 
 static void test_round_trip_maximal(void) {
@@ -237,6 +240,8 @@ static void test_round_trip_maximal(void) {
   CU_ASSERT_EQUAL(p->compute_slowdown, 100.0);
   CU_ASSERT_EQUAL(p->comm_slowdown, 1.5);
   CU_ASSERT_EQUAL(p->interf_busbw_GBps, 0.117);
+  CU_ASSERT_EQUAL(p->interf_comm_cpus, 0.21);
+  CU_ASSERT_EQUAL(p->interf_rank_cpus, 0.5);
   core_profile_free(p);
   round_trip(path);
 
