@@ -99,7 +99,7 @@ static double rate(const stepsim *s) {
 /* A collective is slowed while any rank computes: its ring is as fast as
  * its slowest member, and computing ranks lend it less CPU (or SMs). */
 static double comm_rate(const stepsim *s) {
-  if (s->computing <= 0)
+  if (!s->comm_active || s->computing <= 0)
     return 1.0;
   double f = cpu_frac(s);
   const double *per = s->c->bucket_comm_slowdown;
