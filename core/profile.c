@@ -459,6 +459,12 @@ static void put_num(FILE *f, double v) {
   fputs(buf, f);
 }
 
+/* "; key = v" after a group's first setting. */
+static void put_field(FILE *f, const char *key, double v) {
+  fprintf(f, "; %s = ", key);
+  put_num(f, v);
+}
+
 static void put_array(FILE *f, const double *v, int n) {
   fputc('[', f);
   for (int i = 0; i < n; i++) {
@@ -499,11 +505,9 @@ int core_profile_write(const core_profile *p, const char *path) {
   put_str(f, p->device_kind);
   fputs("; name = ", f);
   put_str(f, p->device_name);
-  fputs("; memory_GBps = ", f);
-  put_num(f, p->memory_GBps);
+  put_field(f, "memory_GBps", p->memory_GBps);
   if (p->host_link_GBps > 0) {
-    fputs("; host_link_GBps = ", f);
-    put_num(f, p->host_link_GBps);
+    put_field(f, "host_link_GBps", p->host_link_GBps);
   }
   fputs("; };\n  host = { reduce_GBps = ", f);
   put_num(f, p->reduce_GBps);
@@ -529,12 +533,9 @@ int core_profile_write(const core_profile *p, const char *path) {
       const core_prof_fit *t = &c->fits[j];
       fprintf(f, "%s\n        { min_bytes = ", j ? "," : "");
       put_num(f, t->min_bytes);
-      fputs("; max_bytes = ", f);
-      put_num(f, t->max_bytes);
-      fputs("; alpha_us = ", f);
-      put_num(f, t->alpha_us);
-      fputs("; algbw_GBps = ", f);
-      put_num(f, t->algbw_GBps);
+      put_field(f, "max_bytes", t->max_bytes);
+      put_field(f, "alpha_us", t->alpha_us);
+      put_field(f, "algbw_GBps", t->algbw_GBps);
       if (!isnan(t->r2)) {
         fputs("; r2 = ", f);
         put_num(f, t->r2);
@@ -576,36 +577,28 @@ int core_profile_write(const core_profile *p, const char *path) {
   if (p->write_GBps > 0) {
     fputs("  storage = { write_GBps = ", f);
     put_num(f, p->write_GBps);
-    fputs("; read_GBps = ", f);
-    put_num(f, p->read_GBps);
+    put_field(f, "read_GBps", p->read_GBps);
     fputs("; };\n", f);
   }
   if (p->process_start_s > 0 || p->rendezvous_s > 0 || p->comm_init_s > 0) {
     fputs("  restart = { process_start_s = ", f);
     put_num(f, p->process_start_s);
-    fputs("; rendezvous_s = ", f);
-    put_num(f, p->rendezvous_s);
-    fputs("; comm_init_s = ", f);
-    put_num(f, p->comm_init_s);
+    put_field(f, "rendezvous_s", p->rendezvous_s);
+    put_field(f, "comm_init_s", p->comm_init_s);
     fputs("; };\n", f);
   }
   fputs("  interference = { compute_slowdown = ", f);
   put_num(f, p->compute_slowdown);
   if (p->comm_slowdown != 1.0) {
-    fputs("; comm_slowdown = ", f);
-    put_num(f, p->comm_slowdown);
+    put_field(f, "comm_slowdown", p->comm_slowdown);
   }
   if (p->cpu_slowdown != 1.0) {
-    fputs("; cpu_slowdown = ", f);
-    put_num(f, p->cpu_slowdown);
+    put_field(f, "cpu_slowdown", p->cpu_slowdown);
   }
   if (p->interf_busbw_GBps > 0) {
-    fputs("; busbw_GBps = ", f);
-    put_num(f, p->interf_busbw_GBps);
-    fputs("; comm_cpus = ", f);
-    put_num(f, p->interf_comm_cpus);
-    fputs("; rank_cpus = ", f);
-    put_num(f, p->interf_rank_cpus);
+    put_field(f, "busbw_GBps", p->interf_busbw_GBps);
+    put_field(f, "comm_cpus", p->interf_comm_cpus);
+    put_field(f, "rank_cpus", p->interf_rank_cpus);
   }
   fputs("; };\n", f);
   const struct {
