@@ -80,9 +80,14 @@ static void set_env_int(const char *k, long v) {
 }
 
 /* cgroup of one rank with a CPU quota over a short period, so a throttled
- * rank stalls for about a millisecond, far less than a collective; the
- * kernel takes periods and quotas of 1 ms at least (sched-bwc.rst). */
-enum { QUOTA_MIN_US = 1000 };
+ * rank stalls briefly, but a quota of at least one bandwidth slice: the
+ * kernel hands quota to each CPU's run queue in slices of
+ * sched_cfs_bandwidth_slice_us (5 ms by default, sched-bwc.rst), and with a
+ * smaller quota the rank got less than it was given, by a varying amount:
+ * a busy loop under 0.5 CPU over a 2 ms period ran 0.38-0.44 of the time on
+ * this project's 2-vCPU test machine, and the per-layer times of repeated
+ * calibrations ranged over 40%; from a 4 ms period on it ran 0.50. */
+enum { QUOTA_MIN_US = 5000, PERIOD_MIN_US = 10000, PERIOD_MAX_US = 1000000 };
 
 static int write_file(const char *path, const char *text) {
   int fd = open(path, O_WRONLY | O_CLOEXEC);
@@ -105,10 +110,14 @@ static int enter_cgroup(int rank, double quota, pid_t launcher) {
            (int)launcher, rank);
   if (mkdir(dir, 0755) != 0 && errno != EEXIST)
     goto fail;
-  long period = QUOTA_MIN_US, q = (long)(quota * period + 0.5);
+  long period = PERIOD_MIN_US, q = (long)(quota * period + 0.5);
   if (q < QUOTA_MIN_US) {
     period = (long)(QUOTA_MIN_US / quota + 0.5);
-    q = QUOTA_MIN_US;
+    if (period > PERIOD_MAX_US) /* the kernel's largest period: the quota may be under a slice */
+      period = PERIOD_MAX_US;
+    q = (long)(quota * period + 0.5);
+    if (q < 1000) /* the kernel's smallest quota (sched-bwc.rst) */
+      q = 1000;
   }
   if (v2) {
     snprintf(f, sizeof f, "%s/cpu.max", dir);
