@@ -392,7 +392,10 @@ static int compute_part(run *r) {
     return rc;
   r->prof->memory_GBps = copy;
   r->prof->reduce_GBps = reduce;
-  say(r, "  memory: gradient copy %.2f GB/s moved, host reduction %.2f GB/s", copy, reduce);
+  if ((rc = cal_update_bandwidth(o->quick ? (16u << 20) : (64u << 20), &r->prof->update_GBps)) != 0)
+    return rc;
+  say(r, "  memory: gradient copy %.2f GB/s moved, optimizer step %.2f GB/s, host reduction %.2f GB/s", copy,
+      r->prof->update_GBps, reduce);
   for (int k = 0; k < o->n_models; k++) {
     core_model *m;
     if ((rc = core_model_load(o->models[k], &m)) != 0)
@@ -401,7 +404,7 @@ static int compute_part(run *r) {
     if (!fwd || !bwd)
       rc = core_err_set(CORE_ENOMEM, "out of memory");
     else if ((rc = core_model_check_runnable(m)) == 0 &&
-             (rc = cal_layer_times(m, o->batch, o->quick ? 5 : 15, fwd, bwd)) == 0) {
+             (rc = cal_layer_times(m, o->batch, o->quick ? 5 : 15, o->quick ? 0.3 : 1.5, fwd, bwd)) == 0) {
       say(r, "  %s: per-layer times at batch %d", m->name, o->batch);
       rc = write_measured_model(r, m, fwd, bwd);
     }

@@ -184,61 +184,91 @@ int cal_memory_bandwidth(size_t bytes, double *copy_GBps, double *reduce_GBps) {
   return 0;
 }
 
-/* Mean seconds of one call of fn over enough back-to-back calls to last
- * min_s: short calls timed alone see timer resolution and, under a CPU
- * quota, whether they met a throttled period; a run of them sees the rate
- * the rank sustains, which is what training gets. */
-typedef void (*layer_fn)(rt_mlp *n, int l);
-
-static double mean_call(rt_mlp *n, layer_fn fn, int l, double min_s) {
-  int cur = n->cur, k = 0;
-  double t0 = rt_now(), dt;
-  do {
-    n->cur = cur; /* backward flips the gradient buffers: same input every call */
-    fn(n, l);
-    k++;
-    dt = rt_now() - t0;
-  } while (dt < min_s);
-  n->cur = cur;
-  return dt / k;
+int cal_update_bandwidth(size_t bytes, double *GBps) {
+  size_t n = bytes / sizeof(float);
+  float *bucket = malloc(bytes), *g = malloc(bytes), *p = malloc(bytes), *buf = malloc(bytes);
+  int rc = 0;
+  if (!bucket || !g || !p || !buf) {
+    rc = core_err_set(CORE_ENOMEM, "out of memory for four %zu-byte buffers", bytes);
+    goto out;
+  }
+  for (size_t i = 0; i < n; i++) {
+    bucket[i] = (float)(i & 1023) * 1e-3f;
+    p[i] = buf[i] = 0;
+  }
+  double t[8];
+  /* Each sample is as many steps as last 40 ms, as in cal_memory_bandwidth. */
+  for (int it = -1; it < 8; it++) {
+    int k = 0;
+    double t0 = rt_now(), t1;
+    do {
+      memcpy(g, bucket, n * sizeof(float));
+      rt_sgd_update(p, buf, g, (int64_t)n, 1e-6f, 0.9f);
+      k++;
+    } while ((t1 = rt_now()) - t0 < 0.04);
+    if (it >= 0)
+      t[it] = (t1 - t0) / k;
+  }
+  *GBps = 28.0 * (double)n / median(t, 8) / 1e9;
+out:
+  free(bucket);
+  free(g);
+  free(p);
+  free(buf);
+  return rc;
 }
 
-int cal_layer_times(const core_model *m, int batch, int iters, double *fwd_s, double *bwd_s) {
+/* Each layer is timed where training runs it, once per pass in a whole
+ * forward and backward, not in a loop of its own: a layer called over and
+ * over keeps its weights and activations in cache, which a pass through
+ * the whole model (50 MB of weights for the reference MLP) does not. Each
+ * layer's time is its mean
+ * over the passes, not the median: under a CPU quota a call shorter than
+ * the quota period is throttled in some passes only, and the mean charges
+ * each layer its share of the throttling, as training sees it. */
+int cal_layer_times(const core_model *m, int batch, int iters, double min_s, double *fwd_s, double *bwd_s) {
   rt_mlp *net;
   int rc = rt_mlp_create(m, batch, 1, &net);
   if (rc)
     return rc;
   int L = m->n_layers, out = m->layers[L - 1].out;
   float *target = calloc((size_t)batch * (size_t)out, sizeof *target);
-  double *tf = malloc(sizeof *tf * (size_t)L * (size_t)iters), *tb = malloc(sizeof *tb * (size_t)L * (size_t)iters);
-  if (!target || !tf || !tb) {
+  if (!target) {
     rc = core_err_set(CORE_ENOMEM, "out of memory timing layers of %s", m->name);
     goto out;
   }
   for (size_t i = 0; i < (size_t)batch * (size_t)m->layers[0].in; i++)
     net->act[0][i] = (float)((i * 2654435761u) % 1000) / 1000.0f - 0.5f;
-  /* A first pass sets every activation and gradient buffer (and warms up). */
   for (int l = 0; l < L; l++)
-    rt_mlp_forward_layer(net, l);
-  rt_mlp_loss(net, target);
-  for (int it = 0; it < iters; it++) {
-    for (int l = 0; l < L; l++)
-      tf[(size_t)l * iters + it] = mean_call(net, rt_mlp_forward_layer, l, 0.02);
+    fwd_s[l] = bwd_s[l] = 0;
+  int passes = 0;
+  double t_start = 0;
+  /* Pass -1 sets every activation and gradient buffer (and warms up). */
+  for (int it = -1; it < iters || rt_now() - t_start < min_s; it++) {
+    if (it == 0)
+      t_start = rt_now();
+    for (int l = 0; l < L; l++) {
+      double t0 = rt_now();
+      rt_mlp_forward_layer(net, l);
+      if (it >= 0)
+        fwd_s[l] += rt_now() - t0;
+    }
     rt_mlp_loss(net, target);
     for (int l = L - 1; l >= 0; l--) {
-      tb[(size_t)l * iters + it] = mean_call(net, rt_mlp_backward_layer, l, 0.02);
-      if (l > 0)
-        net->cur = 1 - net->cur; /* as one real backward call leaves it */
+      double t0 = rt_now();
+      rt_mlp_backward_layer(net, l);
+      if (it >= 0)
+        bwd_s[l] += rt_now() - t0;
     }
+    if (it >= 0)
+      passes++;
   }
   for (int l = 0; l < L; l++) {
-    fwd_s[l] = median(tf + (size_t)l * iters, iters);
-    bwd_s[l] = median(tb + (size_t)l * iters, iters);
+    fwd_s[l] /= passes;
+    bwd_s[l] /= passes;
   }
 out:
   free(target);
-  free(tf);
-  free(tb);
   rt_mlp_free(net);
   return rc;
 }

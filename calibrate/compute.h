@@ -23,6 +23,11 @@ int cal_gemm_sweep(const int *sizes, int n, double budget_s, double *flops, doub
  * own rt_scale_copy), and bytes of result per second by a += b, over
  * buffers of `bytes`. */
 int cal_memory_bandwidth(size_t bytes, double *copy_GBps, double *reduce_GBps);
+
+/* Bytes moved per second by the DDP engine's optimizer step over `bytes` of
+ * parameters: the averaged gradients copied out of their bucket (memcpy, 8
+ * bytes a parameter), then rt_sgd_update with momentum (20 bytes). */
+int cal_update_bandwidth(size_t bytes, double *GBps);
 /* The gradient of one training step of m (an MLP the runtime trains) at
  * batch, from ddpsim train's data and seed: *grad (malloc'd) of *n values. */
 int cal_model_gradient(const core_model *m, int batch, float **grad, int64_t *n);
@@ -31,10 +36,11 @@ int cal_model_gradient(const core_model *m, int batch, float **grad, int64_t *n)
  * is 0): bytes of output per second, sustained. */
 int cal_sum_rates(const float *vals, int64_t n_vals, double scale, size_t bytes, double GBps[3]);
 
-/* Median per-layer forward and backward seconds of model m at a batch size,
- * as runtime/mlp executes them (backward without the bucket copy, which the
- * simulator adds from the copy bandwidth). */
-int cal_layer_times(const core_model *m, int batch, int iters, double *fwd_s, double *bwd_s);
+/* Mean per-layer forward and backward seconds of model m at a batch size,
+ * as runtime/mlp executes them in a training step (backward without the
+ * bucket copy, which the simulator adds from the copy bandwidth), over at
+ * least `iters` whole passes lasting at least min_s. */
+int cal_layer_times(const core_model *m, int batch, int iters, double min_s, double *fwd_s, double *bwd_s);
 
 /* One training step's compute of model m (forward, loss, backward) `n`
  * times: step seconds into samples (step-time jitter without the network). */

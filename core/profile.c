@@ -240,7 +240,7 @@ int core_profile_from_setting(const config_setting_t *root, const char *path, co
                                      "interference", "hooks", NULL};
   static const char *const meta_keys[] = {"host", "date", "backend", "versions", "nodes",
                                           "ranks_per_node", "link_gbps", NULL};
-  static const char *const device_keys[] = {"kind", "name", "memory_GBps", "host_link_GBps", NULL};
+  static const char *const device_keys[] = {"kind", "name", "memory_GBps", "update_GBps", "host_link_GBps", NULL};
   static const char *const host_keys[] = {"reduce_GBps", NULL};
   static const char *const jitter_keys[] = {"distribution", "params", "samples", NULL};
   static const char *const storage_keys[] = {"write_GBps", "read_GBps", NULL};
@@ -291,6 +291,7 @@ int core_profile_from_setting(const config_setting_t *root, const char *path, co
       (rc = copy_string(s, "kind", 1, NULL, kind_choices, p->device_kind, sizeof p->device_kind)) != 0 ||
       (rc = copy_string(s, "name", 0, "", NULL, p->device_name, sizeof p->device_name)) != 0 ||
       (rc = core_cfg_double(s, "memory_GBps", 1, 0, 1e-3, 1e6, &p->memory_GBps)) != 0 ||
+      (rc = core_cfg_double(s, "update_GBps", 0, 0, 1e-3, 1e6, &p->update_GBps)) != 0 ||
       (rc = core_cfg_double(s, "host_link_GBps", strcmp(p->device_kind, "gpu") == 0, 0, 1e-3, 1e6,
                             &p->host_link_GBps)) != 0)
     goto fail_free;
@@ -506,6 +507,8 @@ int core_profile_write(const core_profile *p, const char *path) {
   fputs("; name = ", f);
   put_str(f, p->device_name);
   put_field(f, "memory_GBps", p->memory_GBps);
+  if (p->update_GBps > 0)
+    put_field(f, "update_GBps", p->update_GBps);
   if (p->host_link_GBps > 0) {
     put_field(f, "host_link_GBps", p->host_link_GBps);
   }

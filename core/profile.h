@@ -88,6 +88,7 @@ typedef struct core_profile {
   char device_kind[8];  /* gpu | cpu */
   char device_name[128];
   double memory_GBps;     /* device memory bandwidth (optimizer, copies) */
+  double update_GBps;     /* the runtime's optimizer step on CPUs, bytes moved per second; 0 = memory_GBps */
   double host_link_GBps;  /* device<->host copies; Gloo stages GPU tensors through it */
   double reduce_GBps;     /* host reduction of two buffers, bytes of output per second */
   core_prof_rate rate[CORE_N_PREC];

@@ -44,6 +44,20 @@ __attribute__((noinline)) void rt_scale_copy(float *restrict dst, const float *r
     dst[i] = src[i] * scale;
 }
 
+__attribute__((noinline)) void rt_sgd_update(float *restrict p, float *restrict buf, const float *restrict g,
+                                             int64_t n, float lr, float keep) {
+  if (!buf) {
+    for (int64_t i = 0; i < n; i++)
+      p[i] -= lr * g[i];
+    return;
+  }
+  for (int64_t i = 0; i < n; i++) {
+    float b = keep * buf[i] + g[i];
+    buf[i] = b;
+    p[i] -= lr * b;
+  }
+}
+
 static void *comm_main(void *arg) {
   rt_ddp *d = arg;
   pthread_mutex_lock(&d->mu);
@@ -315,23 +329,11 @@ int rt_ddp_step(rt_ddp *d, long step, const float *x, const float *target, rt_st
     memcpy(n->grads + n->offset[ti], d->bucket_buf[b] + bk->tensor_offset[ti],
            sizeof(float) * (size_t)mo->tensor_elems[ti]);
   }
-  float lr = (float)d->o.lr, mu = (float)d->o.momentum;
-  float *p = n->params, *g = n->grads, *buf = d->momentum;
-  int64_t np = n->n_params;
-  if (mu != 0.0f) {
-    /* One fused pass (read p, g, buf; write buf, p: 20 bytes a parameter,
-     * what the simulator charges for sgd_momentum). */
-    float keep = d->has_momentum ? mu : 0.0f;
-    for (int64_t i = 0; i < np; i++) {
-      float b = keep * buf[i] + g[i];
-      buf[i] = b;
-      p[i] -= lr * b;
-    }
+  float mu = (float)d->o.momentum;
+  rt_sgd_update(n->params, mu != 0.0f ? d->momentum : NULL, n->grads, n->n_params, (float)d->o.lr,
+                d->has_momentum ? mu : 0.0f);
+  if (mu != 0.0f)
     d->has_momentum = 1;
-  } else {
-    for (int64_t i = 0; i < np; i++)
-      p[i] -= lr * g[i];
-  }
   double t_end = rt_now();
   compute += t_end - t;
   span(tr, rank, "optimizer step", "optimizer", CORE_TRACE_TID_COMPUTE, t - t_start, t_end - t_start, base, NULL);

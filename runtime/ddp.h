@@ -79,4 +79,12 @@ double rt_now(void);
  * instructions training runs, not a copy of their source. */
 void rt_scale_copy(float *restrict dst, const float *restrict src, int64_t n, float scale);
 
+/* The optimizer's update after the allreduces, as torch.optim.SGD: with a
+ * momentum buffer buf, buf = keep * buf + g and p -= lr * buf in one fused
+ * pass (read p, g, buf; write buf, p: 20 bytes a parameter; keep = 0 on the
+ * first step, where the buffer starts as the gradient); with buf NULL,
+ * p -= lr * g. Out of line and timed by calibrate, as rt_scale_copy. */
+void rt_sgd_update(float *restrict p, float *restrict buf, const float *restrict g, int64_t n, float lr,
+                   float keep);
+
 #endif

@@ -739,6 +739,44 @@ static void test_compute_slowdown(void) {
   sim_scenario_free(slow);
 }
 
+/* With device.update_GBps the copy out of the buckets and the optimizer's
+ * update (8 + 20 bytes a parameter for SGD with momentum) run at that rate,
+ * and nothing else changes; without it, at memory_GBps. */
+static void test_update_rate(void) {
+  core_profile *p;
+  char prof[4200];
+  CU_ASSERT_FATAL(core_profile_load(TU_DATA("cpu-test.cfg"), &p) == 0);
+  CU_ASSERT_EQUAL(p->update_GBps, 0.0);
+  double mem = p->memory_GBps, upd = 4.0 * mem;
+  p->update_GBps = upd;
+  snprintf(prof, sizeof prof, "%s/update.cfg", scratch);
+  CU_ASSERT_FATAL(core_profile_write(p, prof) == 0);
+  core_profile_free(p);
+#define UPDATE_SCENARIO                                                                            \
+  "profile = \"%s\"; model = \"../../scenarios/models/mlp.cfg\";\n"                                  \
+  "training = { batch = 32; optimizer = \"sgd_momentum\"; };\n"                                       \
+  "cluster = { nodes = [1, 2]; devices_per_node = 1; };\n"                                            \
+  "networks = ( { name = \"1GbE\"; gbps = 1.0; latency_us = 30.0; } );\n"                              \
+  "ddp = { overlap = [true, false]; bucket_cap_mb = 5.0; };\n"                                        \
+  "simulation = { steps = 2; };\n"
+  sim_scenario *base = load(UPDATE_SCENARIO, TU_DATA("cpu-test.cfg"));
+  sim_scenario *fast = load(UPDATE_SCENARIO, prof);
+  CU_ASSERT_FATAL(base && fast);
+  CU_ASSERT_EQUAL(fast->profile->update_GBps, upd);
+  for (long i = 0; i < sim_scenario_points(base); i++) {
+    sim_point_result rb, rf;
+    CU_ASSERT_FATAL(run_point(base, i, &rb) == 0);
+    CU_ASSERT_FATAL(run_point(fast, i, &rf) == 0);
+    /* Both run after the last allreduce: the step shortens by as much. */
+    double want = (double)rb.pt.model->n_params * 28.0 * (1.0 / mem - 1.0 / upd) / 1e9;
+    CU_ASSERT(fabs((rb.compute_s - rf.compute_s) - want) < 1e-8);
+    CU_ASSERT(fabs((rb.step_s - rf.step_s) - want) < 1e-8);
+    CU_ASSERT(fabs(rb.comm_s - rf.comm_s) < 1e-9);
+  }
+  sim_scenario_free(base);
+  sim_scenario_free(fast);
+}
+
 /* The interference factors at k times the calibrated rate (step.h). */
 static void test_scale_interference(void) {
   double sc, sm;
@@ -1052,6 +1090,7 @@ void test_register(void) {
   CU_add_test(s, "stragglers: shifted exponential, H_N", test_stragglers_shifted_exponential);
   CU_add_test(s, "representative vs every rank, lognormal", test_representative_vs_every_lognormal);
   CU_add_test(s, "compute slowdown", test_compute_slowdown);
+  CU_add_test(s, "optimizer step at update_GBps", test_update_rate);
   CU_add_test(s, "interference factors at another rate", test_scale_interference);
   CU_add_test(s, "interference follows each bucket's rate", test_interference_follows_rate);
   CU_add_test(s, "timeout status and note", test_timeout);

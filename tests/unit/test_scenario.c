@@ -66,6 +66,7 @@ static int profiles_equal(const core_profile *a, const core_profile *b) {
   STR(device_kind);
   STR(device_name);
   NUM(memory_GBps);
+  NUM(update_GBps);
   NUM(host_link_GBps);
   NUM(reduce_GBps);
   for (int i = 0; i < CORE_N_PREC; i++) {
@@ -192,7 +193,7 @@ static const char maximal_profile[] =
     "  name = \"max \\\"quoted\\\" \\\\ back\\tslash\";\n"
     "  provenance = \"line one\\nline two\";\n"
     "  meta = { host = \"h\"; date = \"2026-12-02\"; backend = \"gloo\"; versions = \"gloo 0.0 / libconfig 1.7\"; nodes = 3; ranks_per_node = 5; };\n"
-    "  device = { kind = \"gpu\"; name = \"\"; memory_GBps = 0.1; host_link_GBps = 3.0000000000000004; };\n"
+    "  device = { kind = \"gpu\"; name = \"\"; memory_GBps = 0.1; update_GBps = 7e-3; host_link_GBps = 3.0000000000000004; };\n"
     "  host = { reduce_GBps = 1e-3; };\n"
     "  compute = (\n"
     "    { precision = \"bf16\"; gemm_flops = [1.0, 1e3, 123456789.123, 1e30]; tflops = [1e-9, 0.1, 0.30000000000000004, 1e9]; },\n"
