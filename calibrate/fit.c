@@ -31,7 +31,7 @@ static double fit_range(const double *x, const double *y, const double *se, int 
   for (int i = 0; i < n; i++)
     keep[i] = 1;
   double c0 = 0, c1 = 0, cov00 = 0, cov01 = 0, cov11 = 0, chisq = 0;
-  int m = 0;
+  int m = 0, origin = 0;
   for (int round = 0; round < 3; round++) {
     m = 0;
     for (int i = 0; i < n; i++)
@@ -44,6 +44,17 @@ static double fit_range(const double *x, const double *y, const double *se, int 
     if (m < 2)
       goto out;
     gsl_fit_wlinear(xs, 1, w, 1, ys, 1, (size_t)m, &c0, &c1, &cov00, &cov01, &cov11, &chisq);
+    origin = c0 < 0;
+    if (origin) {
+      /* No collective takes negative time at size zero: the least-squares
+       * fit with alpha >= 0 is then the one through the origin. Clamping
+       * alpha after the free fit would keep its steeper slope and put the
+       * whole regime above its points (a shaper's token bucket makes
+       * megabyte sizes faster than the line: the free intercept goes
+       * negative). */
+      gsl_fit_wmul(xs, 1, w, 1, ys, 1, (size_t)m, &c1, &cov11, &chisq);
+      c0 = cov00 = cov01 = 0;
+    }
     /* Robust scale of the relative residuals of every point. */
     for (int i = 0; i < n; i++)
       res[i] = fabs((y[lo + i] - (c0 + c1 * x[lo + i])) / y[lo + i]);
@@ -78,8 +89,9 @@ static double fit_range(const double *x, const double *y, const double *se, int 
   f->r2 = stot > 0 ? 1.0 - chisq / stot : 1.0;
   /* The weights are relative, not inverse variances: scale the covariance
    * by the residual variance (chisq / dof). */
-  if (m > 2) {
-    double scale = chisq / (m - 2), tq = gsl_cdf_tdist_Pinv(0.975, m - 2);
+  int dof = m - (origin ? 1 : 2);
+  if (dof > 0 && m > 2) {
+    double scale = chisq / dof, tq = gsl_cdf_tdist_Pinv(0.975, dof);
     double ha = tq * sqrt(cov00 * scale), hb = tq * sqrt(cov11 * scale);
     f->alpha_lo = c0 - ha;
     f->alpha_hi = c0 + ha;
@@ -172,10 +184,6 @@ int cal_fit_alpha_beta(const double *bytes, const double *t, const double *se, i
   }
   *n_fits = best_n;
   for (int i = 0; i < *n_fits; i++) {
-    /* A negative intercept is a fitting artefact of the bandwidth regime;
-     * a collective cannot take less than no time. */
-    if (fits[i].alpha_s < 0)
-      fits[i].alpha_s = 0;
     if (!(fits[i].beta_s > 0))
       return core_err_set(CORE_EINVAL, "the fitted bandwidth of sizes %g..%g bytes is not positive (times do not grow with size); measure larger sizes or more iterations",
                           fits[i].min_bytes, fits[i].max_bytes);

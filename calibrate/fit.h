@@ -5,7 +5,9 @@
  * iterations scattered counts less), floored at 0.5% of its time; without
  * it, 1/T², relative error. Points more than three robust
  * standard deviations off (median absolute deviation of relative residuals)
- * are dropped and the fit repeated. The size range is split into up to three
+ * are dropped and the fit repeated. Alpha is held at zero or above: where
+ * the free fit's intercept is negative, the fit is the one through the
+ * origin (gsl_fit_wmul). The size range is split into up to three
  * regimes — latency-bound small messages, bandwidth-bound large ones, and in
  * between whatever a protocol switch or a shaper's token bucket makes — when
  * the split lowers the Bayesian information criterion clearly; the knees are

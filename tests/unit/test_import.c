@@ -16,6 +16,7 @@
  * to the span from the first forward linear to the end of backward, computed
  * here independently from the JSON; broken traces must be rejected with the
  * file and the line/column or event index, and nothing written. */
+#include "calibrate/fit.h"
 #include "calibrate/import_nccl.h"
 #include "calibrate/import_trace.h"
 
@@ -917,6 +918,41 @@ static void test_plot_fit(void) {
   CU_ASSERT(n_entries(dir) <= 0);
 }
 
+/* Times below the line by a fixed amount (a token bucket's burst sent at
+ * once, then the line rate): the free fit's intercept is negative. The fit
+ * holds alpha at zero and still runs through the points, some above it and
+ * some below, not above them all as a clamped intercept would leave it. */
+static void test_fit_alpha_nonnegative(void) {
+  double bytes[5], t[5];
+  const double rate = 125e6, burst_s = 2e-3; /* 1 Gb/s; 2 ms of it free */
+  for (int i = 0; i < 5; i++) {
+    bytes[i] = 1048576.0 * (1 << i);
+    t[i] = bytes[i] / rate - burst_s;
+  }
+  cal_fit f[CAL_FIT_MAX_REGIMES];
+  int nf = 0;
+  CU_ASSERT_FATAL(cal_fit_alpha_beta(bytes, t, NULL, 5, f, &nf) == 0);
+  CU_ASSERT_EQUAL_FATAL(nf, 1);
+  CU_ASSERT_EQUAL(f[0].alpha_s, 0.0);
+  CU_ASSERT(f[0].alpha_lo == 0.0 && f[0].alpha_hi == 0.0);
+  int above = 0, below = 0;
+  for (int i = 0; i < 5; i++) {
+    double fit = f[0].alpha_s + f[0].beta_s * bytes[i];
+    above += fit > t[i];
+    below += fit < t[i];
+  }
+  CU_ASSERT(above > 0 && below > 0);
+  /* Faster than the line: the burst is worth bytes the line never sends. */
+  CU_ASSERT(f[0].beta_s < 1.0 / rate);
+  CU_ASSERT(f[0].beta_lo < f[0].beta_s && f[0].beta_s < f[0].beta_hi);
+  /* A regime with a positive intercept keeps its free fit. */
+  for (int i = 0; i < 5; i++)
+    t[i] = 50e-6 + bytes[i] / rate;
+  CU_ASSERT_FATAL(cal_fit_alpha_beta(bytes, t, NULL, 5, f, &nf) == 0);
+  CU_ASSERT(fabs(f[0].alpha_s - 50e-6) < 1e-9);
+  CU_ASSERT(fabs(f[0].beta_s * rate - 1.0) < 1e-9);
+}
+
 void test_register(void) {
   CU_pSuite nccl = CU_add_suite("import_nccl", suite_init, suite_clean);
   CU_add_test(nccl, "the samples parse: collective, ranks, nodes, rows", test_nccl_parse_samples);
@@ -935,6 +971,8 @@ void test_register(void) {
   CU_add_test(tr, "two steps (medians) from a gzip'd trace", test_trace_two_steps_and_gzip);
   CU_add_test(tr, "broken traces: file:line:column or event index, nothing written", test_trace_errors);
   CU_add_test(tr, "the command: exit codes, nothing written on errors", test_trace_cli);
+  CU_pSuite fit = CU_add_suite("fit", NULL, NULL);
+  CU_add_test(fit, "alpha held at zero or above, the fit still through the points", test_fit_alpha_nonnegative);
   CU_pSuite pl = CU_add_suite("plot_fit", suite_init, suite_clean);
   CU_add_test(pl, "plot fit renders PNG and SVG and removes its CSV", test_plot_fit);
 }
