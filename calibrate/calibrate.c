@@ -392,7 +392,13 @@ static int compute_part(run *r) {
     return rc;
   r->prof->memory_GBps = copy;
   r->prof->reduce_GBps = reduce;
-  if ((rc = cal_update_bandwidth(o->quick ? (16u << 20) : (64u << 20), &r->prof->update_GBps)) != 0)
+  /* Not a power of two: four 64 MiB buffers slowed the update to 10-14
+   * GB/s against 22-27 GB/s at 50 MiB or 48 MiB + 20 KiB, measured in
+   * turns in one process on the 2-vCPU test machine (the same addresses
+   * modulo a large power of two contend for cache sets); a model's own
+   * parameter arrays seldom line up so. */
+  size_t upd_bytes = (o->quick ? (12u << 20) : (48u << 20)) + 20480;
+  if ((rc = cal_update_bandwidth(upd_bytes, &r->prof->update_GBps)) != 0)
     return rc;
   say(r, "  memory: gradient copy %.2f GB/s moved, optimizer step %.2f GB/s, host reduction %.2f GB/s", copy,
       r->prof->update_GBps, reduce);
