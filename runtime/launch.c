@@ -79,15 +79,17 @@ static void set_env_int(const char *k, long v) {
   setenv(k, b, 1);
 }
 
-/* cgroup of one rank with a CPU quota over a short period, so a throttled
- * rank stalls briefly, but a quota of at least one bandwidth slice: the
- * kernel hands quota to each CPU's run queue in slices of
- * sched_cfs_bandwidth_slice_us (5 ms by default, sched-bwc.rst), and with a
- * smaller quota the rank got less than it was given, by a varying amount:
- * a busy loop under 0.5 CPU over a 2 ms period ran 0.38-0.44 of the time on
- * this project's 2-vCPU test machine, and the per-layer times of repeated
- * calibrations ranged over 40%; from a 4 ms period on it ran 0.50. */
-enum { QUOTA_MIN_US = 5000, PERIOD_MIN_US = 10000, PERIOD_MAX_US = 1000000 };
+/* cgroup of one rank with a CPU quota of 1.25 ms a period (a period of
+ * 2.5 ms at 0.5 CPU). The kernel checks the quota at its tick (4 ms at
+ * HZ=250), and both other choices skewed the rate a rank got, measured on
+ * this project's 2-vCPU test machine with a job of 8.3 ms of CPU under 0.5
+ * CPU (16.6 ms is exact): over a 2 ms period jobs run back to back took
+ * 18-21 ms (a busy loop ran 0.38-0.44 of the time); from a 3 ms period on, a
+ * job after an idle spell ran nearly unthrottled (9-11 ms at 4 to 10 ms),
+ * so a short compute phase between collectives ran up to twice the
+ * calibrated rate. At 2.5 ms: 15.4-16.6 ms after idle, 16.1-18.3 back to
+ * back. The kernel takes quotas and periods of 1 ms to 1 s (sched-bwc.rst). */
+enum { QUOTA_US = 1250, PERIOD_MIN_US = 1000, PERIOD_MAX_US = 1000000 };
 
 static int write_file(const char *path, const char *text) {
   int fd = open(path, O_WRONLY | O_CLOEXEC);
@@ -110,15 +112,14 @@ static int enter_cgroup(int rank, double quota, pid_t launcher) {
            (int)launcher, rank);
   if (mkdir(dir, 0755) != 0 && errno != EEXIST)
     goto fail;
-  long period = PERIOD_MIN_US, q = (long)(quota * period + 0.5);
-  if (q < QUOTA_MIN_US) {
-    period = (long)(QUOTA_MIN_US / quota + 0.5);
-    if (period > PERIOD_MAX_US) /* the kernel's largest period: the quota may be under a slice */
-      period = PERIOD_MAX_US;
-    q = (long)(quota * period + 0.5);
-    if (q < 1000) /* the kernel's smallest quota (sched-bwc.rst) */
-      q = 1000;
-  }
+  long period = (long)(QUOTA_US / quota + 0.5);
+  if (period < PERIOD_MIN_US)
+    period = PERIOD_MIN_US;
+  if (period > PERIOD_MAX_US)
+    period = PERIOD_MAX_US;
+  long q = (long)(quota * period + 0.5);
+  if (q < 1000) /* the kernel's smallest quota */
+    q = 1000;
   if (v2) {
     snprintf(f, sizeof f, "%s/cpu.max", dir);
     snprintf(v, sizeof v, "%ld %ld", q, period);
