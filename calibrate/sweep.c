@@ -17,6 +17,19 @@
  * (nccl-tests moves its buffers the same way). */
 enum { OFFSETS = 4, OFFSET_STRIDE = 16 };
 
+/* Each timed operation of up to DRAIN_MAX_BYTES follows an untimed one of
+ * its size on scratch buffers, back to back, as nccl-tests' iterations
+ * follow each other and DDP's buckets do. Without it the link idles for
+ * the fill, check and barrier of every iteration, and a burst allowance
+ * refills meanwhile: the testbed's token bucket holds 5 ms of its rate
+ * (scripts/testbed.sh), and a lone 1 MiB allreduce at 1gbit took 6.4 ms
+ * against 8.4 ms on the line, a fit of such sizes 1.8x the line rate, and
+ * the small MLP's 1 MiB buckets, each sent right after the one before, were
+ * predicted 20-30% too fast on 3 hosts. Above 16 MiB a refill is a few
+ * percent of an operation at 1gbit, and doubling the largest ones would add
+ * a minute to a calibration. */
+enum { DRAIN_MAX_BYTES = 16 << 20 };
+
 /* Contributions repeat every PERIOD elements (small integers, see sweep.h). */
 enum { PERIOD = 7 };
 
@@ -387,7 +400,8 @@ static int measure(rt_comm *c, rt_comm *ctl_comm, const cal_buf_ops *b, enum cal
   int p = c->size, root = p > 1 ? 1 % p : 0, rc = 0;
   int has_recv = op == CAL_ALLGATHER || op == CAL_REDUCESCATTER;
   counts(op, bytes, p, &send_n, &recv_n);
-  void *send = NULL, *recv = NULL, *ctl = NULL;
+  void *send = NULL, *recv = NULL, *ctl = NULL, *dsend = NULL, *drecv = NULL;
+  int drain = p > 1 && bytes <= DRAIN_MAX_BYTES;
   double *t = malloc(sizeof *t * (size_t)max_iters);
   double *tmax = malloc(sizeof *tmax * (size_t)max_iters);
   if (!t || !tmax) {
@@ -396,7 +410,9 @@ static int measure(rt_comm *c, rt_comm *ctl_comm, const cal_buf_ops *b, enum cal
   }
   if ((rc = b->alloc(sizeof(float) * (send_n + OFFSETS * OFFSET_STRIDE), &send)) != 0 ||
       (has_recv && (rc = b->alloc(sizeof(float) * (recv_n + OFFSETS * OFFSET_STRIDE), &recv)) != 0) ||
-      (!b->host_visible && (rc = b->alloc(sizeof(float), &ctl)) != 0)) {
+      (!b->host_visible && (rc = b->alloc(sizeof(float), &ctl)) != 0) ||
+      (drain && (rc = b->alloc(sizeof(float) * send_n, &dsend)) != 0) ||
+      (drain && has_recv && (rc = b->alloc(sizeof(float) * recv_n, &drecv)) != 0)) {
     rc = core_err_wrap(rc, "%.0f-byte %s buffers for %s", bytes, b->name, cal_op_name(op));
     goto out_free;
   }
@@ -405,9 +421,12 @@ static int measure(rt_comm *c, rt_comm *ctl_comm, const cal_buf_ops *b, enum cal
   for (int it = -warmup; it < max_iters; it++) {
     size_t off = (size_t)((it + warmup) % OFFSETS) * OFFSET_STRIDE;
     void *s = b->offset(send, off), *r = recv ? b->offset(recv, off) : NULL;
-    if ((rc = fill(b, op, s, r, send_n, recv_n, c->rank, root)) != 0)
+    if ((rc = fill(b, op, s, r, send_n, recv_n, c->rank, root)) != 0 ||
+        (drain && (rc = fill(b, op, dsend, drecv, send_n, recv_n, c->rank, root)) != 0))
       goto out_free;
     if ((rc = rt_barrier(c)) != 0)
+      goto out_free;
+    if (drain && (rc = run_op(c, op, algo, dsend, drecv, send_n, recv_n, root)) != 0)
       goto out_free;
     double t0 = now_s();
     if ((rc = run_op(c, op, algo, s, r, send_n, recv_n, root)) != 0)
@@ -451,6 +470,8 @@ out_free:
   b->free(send);
   b->free(recv);
   b->free(ctl);
+  b->free(dsend);
+  b->free(drecv);
   free(t);
   free(tmax);
   return rc;

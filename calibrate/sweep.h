@@ -2,8 +2,10 @@
  * sweep — collective benchmarks in the style of nccl-tests: one small table
  * of operations (allreduce, allgather, reduce-scatter, broadcast), one shared
  * timing loop with warm-up, buffers whose start moves every iteration, data
- * refilled before and checked after every timed run on every rank, and times
- * taken per iteration as the slowest rank's. Reports min, median and max
+ * refilled before and checked after every timed run on every rank, each
+ * timed run of up to 16 MiB right after an untimed one on scratch buffers
+ * (so a shaper's burst allowance is spent, as between DDP's buckets), and
+ * times taken per iteration as the slowest rank's. Reports min, median and max
  * time per size, algorithm bandwidth S/t and bus bandwidth with nccl-tests'
  * factors (reference/cost-models.md): allreduce 2(p-1)/p, reduce-scatter and
  * allgather (p-1)/p, broadcast 1. Sizes S are counted as nccl-tests counts
