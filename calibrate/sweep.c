@@ -27,8 +27,13 @@ enum { OFFSETS = 4, OFFSET_STRIDE = 16 };
  * the small MLP's 1 MiB buckets, each sent right after the one before, were
  * predicted 20-30% too fast on 3 hosts. Above 16 MiB a refill is a few
  * percent of an operation at 1gbit, and doubling the largest ones would add
- * a minute to a calibration. */
-enum { DRAIN_MAX_BYTES = 16 << 20 };
+ * a minute to a calibration. Below 256 KiB operations are latency-bound and
+ * a burst changes little; drained there too, one calibration at 1gbit got a
+ * fit of one regime for every size (alpha 224 us, where 1-64 KiB took
+ * 430-470 us), which put PowerSGD's allreduces of a few KiB at half their
+ * time. Undrained, the next calibration gave those sizes a regime of their
+ * own (alpha 561 us). */
+enum { DRAIN_MIN_BYTES = 256 << 10, DRAIN_MAX_BYTES = 16 << 20 };
 
 /* Contributions repeat every PERIOD elements (small integers, see sweep.h). */
 enum { PERIOD = 7 };
@@ -401,7 +406,7 @@ static int measure(rt_comm *c, rt_comm *ctl_comm, const cal_buf_ops *b, enum cal
   int has_recv = op == CAL_ALLGATHER || op == CAL_REDUCESCATTER;
   counts(op, bytes, p, &send_n, &recv_n);
   void *send = NULL, *recv = NULL, *ctl = NULL, *dsend = NULL, *drecv = NULL;
-  int drain = p > 1 && bytes <= DRAIN_MAX_BYTES;
+  int drain = p > 1 && bytes >= DRAIN_MIN_BYTES && bytes <= DRAIN_MAX_BYTES;
   double *t = malloc(sizeof *t * (size_t)max_iters);
   double *tmax = malloc(sizeof *tmax * (size_t)max_iters);
   if (!t || !tmax) {

@@ -3,7 +3,7 @@
  * of operations (allreduce, allgather, reduce-scatter, broadcast), one shared
  * timing loop with warm-up, buffers whose start moves every iteration, data
  * refilled before and checked after every timed run on every rank, each
- * timed run of up to 16 MiB right after an untimed one on scratch buffers
+ * timed run of 256 KiB to 16 MiB right after an untimed one on scratch buffers
  * (so a shaper's burst allowance is spent, as between DDP's buckets), and
  * times taken per iteration as the slowest rank's. Reports min, median and max
  * time per size, algorithm bandwidth S/t and bus bandwidth with nccl-tests'
