@@ -120,10 +120,12 @@ static double optimizer_bytes_per_param(enum sim_optimizer o) {
   }
 }
 
-/* Seconds per byte moved by the hooks' casts: measured (profile hooks),
- * else the device memory bandwidth. */
-static double cast_s_per_byte(const core_profile *pr) {
-  return 1.0 / ((pr->cast_GBps > 0 ? pr->cast_GBps : pr->memory_GBps) * 1e9);
+/* Seconds per byte moved by the hooks' casts to and from k: measured
+ * (profile hooks; bf16's own rate where calibrated, as it only keeps a
+ * float's top half), else the device memory bandwidth. */
+static double cast_s_per_byte(const core_profile *pr, enum sim_compress k) {
+  double r = k == SIM_COMPRESS_BF16 && pr->cast_bf16_GBps > 0 ? pr->cast_bf16_GBps : pr->cast_GBps;
+  return 1.0 / ((r > 0 ? r : pr->memory_GBps) * 1e9);
 }
 
 /* Seconds of an fp32 GEMM (PowerSGD works on fp32 gradients) of `flops`
@@ -177,11 +179,15 @@ static double hook_time(const sim_scenario *s, const sim_point *p, const sim_top
   case SIM_COMPRESS_FP16:
   case SIM_COMPRESS_BF16: {
     /* Cast to half (read gb, write 2 bytes an element), allreduce, cast back. */
-    double cast = elems * (gb + 2) * cast_s_per_byte(pr);
+    double cast = elems * (gb + 2) * cast_s_per_byte(pr, p->compression.kind);
+    double sum = half_reduce_extra_s(pr, p, p->compression.kind, elems * 2);
     *pre = cast;
-    *cpu = host ? cast : 0;
+    /* Gloo's half-precision sum is CPU work on the communication thread,
+     * not time on the wire: it contends with backward for the rank's CPUs
+     * as the cast back does. */
+    *cpu = host ? cast + sum : 0;
     *wire = elems * 2;
-    *longest = sim_predict_allreduce(p, t, *wire) + half_reduce_extra_s(pr, p, p->compression.kind, *wire);
+    *longest = sim_predict_allreduce(p, t, *wire) + sum;
     return *longest + cast;
   }
   case SIM_COMPRESS_POWERSGD: {
