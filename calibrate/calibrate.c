@@ -484,7 +484,7 @@ static int gpu_compute_part(run *r) {
 
 /* Hook costs (issue: compression): run the real hooks of the runtime on
  * the first model's buckets on every rank at once, and keep their compute:
- * the cast rate of fp16 (bytes read and written per second) and PowerSGD's
+ * the cast rates of fp16 and bf16 (bytes read and written per second), PowerSGD's
  * orthogonalization rate (2 n r^2 FLOPs per compressed tensor, ranks 1, 2
  * and 4, after warm-up steps). */
 static int hooks_part(run *r) {
@@ -509,29 +509,33 @@ static int hooks_part(run *r) {
     rc = core_err_set(CORE_ENOMEM, "out of memory measuring hooks");
     goto out;
   }
-  /* fp16: cast down and back, (4 + 2) x 2 bytes moved per element. */
+  /* fp16 and bf16: cast down and back, (4 + 2) x 2 bytes moved per element.
+   * Timed apart: bf16 keeps the top half of a float, where fp16 rebiases
+   * and rounds, and converts subnormal halves through the FPU. */
   rt_compress_opts o;
   rt_compress_opts_default(&o);
-  o.kind = RT_COMPRESS_FP16;
   rt_compress_stats st;
-  memset(&st, 0, sizeof st);
-  if ((rc = rt_compress_create(&o, m, &bk, &c)) != 0)
-    goto out;
   /* Casts on the model's own gradient (divided by the world size, as DDP
    * divides it): converting small values is slower than typical ones. */
   if ((rc = cal_model_gradient(m, r->o->batch, &grad, &n_grad)) != 0)
     goto out;
-  for (int rep = 0; rep < 3; rep++)
-    for (int b = 0; b < bk.n_buckets; b++) {
-      for (int64_t i = 0; i < bk.bucket_elems[b]; i++)
-        buf[i] = grad[i % n_grad] / (float)r->pg.world_size;
-      if ((rc = rt_compress_bucket(c, r->world, b, buf, rep, rep ? &st : NULL)) != 0)
-        goto out;
-    }
-  rt_compress_free(c);
-  c = NULL;
-  double cast_bytes = 2.0 * 12.0 * (double)m->n_params;
-  double cast_GBps = st.cast_s > 0 ? cast_bytes / st.cast_s / 1e9 : 0;
+  double cast_GBps[2];
+  for (int k = 0; k < 2; k++) {
+    o.kind = k ? RT_COMPRESS_BF16 : RT_COMPRESS_FP16;
+    memset(&st, 0, sizeof st);
+    if ((rc = rt_compress_create(&o, m, &bk, &c)) != 0)
+      goto out;
+    for (int rep = 0; rep < 3; rep++)
+      for (int b = 0; b < bk.n_buckets; b++) {
+        for (int64_t i = 0; i < bk.bucket_elems[b]; i++)
+          buf[i] = grad[i % n_grad] / (float)r->pg.world_size;
+        if ((rc = rt_compress_bucket(c, r->world, b, buf, rep, rep ? &st : NULL)) != 0)
+          goto out;
+      }
+    rt_compress_free(c);
+    c = NULL;
+    cast_GBps[k] = st.cast_s > 0 ? 2.0 * 12.0 * (double)m->n_params / st.cast_s / 1e9 : 0;
+  }
   /* PowerSGD, ranks 1, 2, 4: orthogonalization FLOPs over its time; the
    * GEMMs' operand bytes and the passes' bytes, counted as sim/predict.c
    * counts them, over their times. */
@@ -576,15 +580,16 @@ static int hooks_part(run *r) {
   if ((rc = cal_sum_rates(grad, n_grad, 1.0 / r->pg.world_size, r->o->quick ? (4 << 20) : (16 << 20), sum)) != 0)
     goto out;
   if (r->pg.rank == 0) {
-    r->prof->cast_GBps = cast_GBps;
+    r->prof->cast_GBps = cast_GBps[0];
+    r->prof->cast_bf16_GBps = cast_GBps[1];
     r->prof->orth_gflops = os > 0 && of > 0 ? of / os / 1e9 : 0;
     r->prof->psgd_gemm_GBps = gs > 0 && gbytes > 0 ? gbytes / gs / 1e9 : 0;
     r->prof->psgd_pass_GBps = ps > 0 && pbytes > 0 ? pbytes / ps / 1e9 : 0;
     r->prof->sum_fp32_GBps = sum[0];
     r->prof->sum_fp16_GBps = sum[1];
     r->prof->sum_bf16_GBps = sum[2];
-    say(r, "  hooks: fp16 casts %.2f GB/s moved, PowerSGD orthogonalization %.3f GFLOP/s", r->prof->cast_GBps,
-        r->prof->orth_gflops);
+    say(r, "  hooks: casts %.2f GB/s moved for fp16, %.2f for bf16; PowerSGD orthogonalization %.3f GFLOP/s",
+        r->prof->cast_GBps, r->prof->cast_bf16_GBps, r->prof->orth_gflops);
     say(r, "  PowerSGD GEMMs %.2f GB/s streamed, its passes %.2f GB/s moved", r->prof->psgd_gemm_GBps,
         r->prof->psgd_pass_GBps);
     say(r, "  Gloo sums: fp32 %.2f, fp16 %.2f, bf16 %.2f GB/s", sum[0], sum[1], sum[2]);

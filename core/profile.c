@@ -247,8 +247,9 @@ int core_profile_from_setting(const config_setting_t *root, const char *path, co
   static const char *const restart_keys[] = {"process_start_s", "rendezvous_s", "comm_init_s", NULL};
   static const char *const interf_keys[] = {"compute_slowdown", "comm_slowdown", "cpu_slowdown", "busbw_GBps",
                                             "comm_cpus", "rank_cpus", NULL};
-  static const char *const hook_keys[] = {"cast_GBps", "orth_gflops", "sum_fp32_GBps", "sum_fp16_GBps",
-                                          "sum_bf16_GBps", "psgd_gemm_GBps", "psgd_pass_GBps", NULL};
+  static const char *const hook_keys[] = {"cast_GBps", "cast_bf16_GBps", "orth_gflops", "sum_fp32_GBps",
+                                          "sum_fp16_GBps", "sum_bf16_GBps", "psgd_gemm_GBps", "psgd_pass_GBps",
+                                          NULL};
   char w[4200];
   const config_setting_t *g, *s;
   int rc;
@@ -411,6 +412,7 @@ int core_profile_from_setting(const config_setting_t *root, const char *path, co
     goto fail_free;
   if (s && ((rc = core_cfg_check_keys(s, hook_keys, "hooks")) != 0 ||
             (rc = core_cfg_double(s, "cast_GBps", 0, 0, 1e-6, 1e6, &p->cast_GBps)) != 0 ||
+            (rc = core_cfg_double(s, "cast_bf16_GBps", 0, 0, 1e-6, 1e6, &p->cast_bf16_GBps)) != 0 ||
             (rc = core_cfg_double(s, "orth_gflops", 0, 0, 1e-6, 1e9, &p->orth_gflops)) != 0 ||
             (rc = core_cfg_double(s, "sum_fp32_GBps", 0, 0, 1e-6, 1e6, &p->sum_fp32_GBps)) != 0 ||
             (rc = core_cfg_double(s, "sum_fp16_GBps", 0, 0, 1e-6, 1e6, &p->sum_fp16_GBps)) != 0 ||
@@ -607,7 +609,8 @@ int core_profile_write(const core_profile *p, const char *path) {
   const struct {
     const char *key;
     double v;
-  } hooks[] = {{"cast_GBps", p->cast_GBps},         {"orth_gflops", p->orth_gflops},
+  } hooks[] = {{"cast_GBps", p->cast_GBps},         {"cast_bf16_GBps", p->cast_bf16_GBps},
+               {"orth_gflops", p->orth_gflops},
                {"sum_fp32_GBps", p->sum_fp32_GBps}, {"sum_fp16_GBps", p->sum_fp16_GBps},
                {"sum_bf16_GBps", p->sum_bf16_GBps}, {"psgd_gemm_GBps", p->psgd_gemm_GBps},
                {"psgd_pass_GBps", p->psgd_pass_GBps}};

@@ -24,7 +24,7 @@
  *     restart = { process_start_s = 5.0; rendezvous_s = 1.0; comm_init_s = 2.0; };
  *     interference = { compute_slowdown = 1.0; comm_slowdown = 1.0; cpu_slowdown = 1.0;
  *                      busbw_GBps = 0.12; comm_cpus = 0.1; rank_cpus = 0.5; };
- *     hooks = { cast_GBps = 8.0; orth_gflops = 2.0;
+ *     hooks = { cast_GBps = 8.0; cast_bf16_GBps = 12.0; orth_gflops = 2.0;
  *               sum_fp32_GBps = 4.0; sum_fp16_GBps = 0.5; sum_bf16_GBps = 2.0;
  *               psgd_gemm_GBps = 5.0; psgd_pass_GBps = 5.0; };
  *   };
@@ -111,7 +111,8 @@ typedef struct core_profile {
    * with each collective's CPU demand at its own rate (sim/step.h); where
    * not, they hold at every rate. */
   double interf_busbw_GBps, interf_comm_cpus, interf_rank_cpus;
-  double cast_GBps;       /* hooks: fp32 <-> fp16/bf16 casts, bytes moved per second; 0 = unknown */
+  double cast_GBps;       /* hooks: fp32 <-> fp16 casts (and bf16's without cast_bf16_GBps), bytes moved per second; 0 = unknown */
+  double cast_bf16_GBps;  /* hooks: fp32 <-> bf16 casts; 0 = as cast_GBps */
   double orth_gflops;     /* hooks: PowerSGD orthogonalization rate; 0 = unknown */
   /* hooks: the backend's host sum (Gloo's, for fp32, fp16, bf16), bytes of
    * output per second; 0 = unknown. */

@@ -23,35 +23,46 @@ static double n_params(void) {
   return n;
 }
 
-static sim_scenario *load_on(const char *profile, const char *compression) {
+/* One bucket, overlap off, batch 8 (the closed forms below); or 10 MB
+ * buckets with overlap on and batch 64, backward long enough to overlap. */
+static sim_scenario *load_with(const char *profile, const char *compression, int overlap) {
   char text[2048];
   snprintf(text, sizeof text,
            "profile = \"%s\"; model = \"../../scenarios/models/mlp.cfg\";\n"
-           "training = { batch = 8; };\n"
+           "training = { batch = %d; };\n"
            "cluster = { nodes = 2; devices_per_node = 1; };\n"
            "networks = ( { name = \"n\"; gbps = 1.0; latency_us = 60.0; efficiency = 1.0; } );\n"
-           "ddp = { backend = \"gloo\"; bucket_cap_mb = 10000.0; first_bucket_mb = 0.0; overlap = false;\n"
+           "ddp = { backend = \"gloo\"; bucket_cap_mb = %s; first_bucket_mb = 0.0; overlap = %s;\n"
            "        gradient_as_bucket_view = true; compression = \"%s\"; };\n"
            "simulation = { steps = 1; };\n",
-           profile, compression);
+           profile, overlap ? 64 : 8, overlap ? "10.0" : "10000.0", overlap ? "true" : "false", compression);
   sim_scenario *s = NULL;
   if (sim_scenario_load_string(text, TU_DATA("inline-hooks.cfg"), &s) != 0)
     fprintf(stderr, "\n%s\n", core_err_msg());
   return s;
 }
 
+static sim_scenario *load_on(const char *profile, const char *compression) {
+  return load_with(profile, compression, 0);
+}
+
 static sim_scenario *load(const char *compression) { return load_on("cpu-test.cfg", compression); }
 
-static int run_on(const char *profile, const char *compression, sim_point_result *r) {
-  sim_scenario *s = load_on(profile, compression);
-  if (!s)
-    return -1;
+static int run_scenario(sim_scenario *s, sim_point_result *r) {
   sim_engine *e;
   sim_engine_new(&e);
   sim_point p;
   sim_scenario_point(s, 0, &p);
   int rc = sim_predict_point(s, &p, e, NULL, 0, r);
   sim_engine_free(e);
+  return rc;
+}
+
+static int run_on(const char *profile, const char *compression, sim_point_result *r) {
+  sim_scenario *s = load_on(profile, compression);
+  if (!s)
+    return -1;
+  int rc = run_scenario(s, r);
   sim_scenario_free(s);
   return rc;
 }
@@ -135,9 +146,32 @@ static void test_fp16_measured(void) {
   double n = n_params(), w = n * 2;
   double extra = w * 0.5 * (1 / 0.5e9 - 1 / 4e9);
   CU_ASSERT_DOUBLE_EQUAL(r.comm_s, ring(w) + extra + n * 6 / 8e9, 1e-9 * r.comm_s);
-  /* bf16 at 2 GB/s: a smaller extra. */
+  /* bf16 sums at 2 GB/s, a smaller extra, and casts at its own 16 GB/s. */
   CU_ASSERT_FATAL(run_on("cpu-hooks-test.cfg", "bf16", &r) == 0);
-  CU_ASSERT_DOUBLE_EQUAL(r.comm_s, ring(w) + w * 0.5 * (1 / 2e9 - 1 / 4e9) + n * 6 / 8e9, 1e-9 * r.comm_s);
+  CU_ASSERT_DOUBLE_EQUAL(r.comm_s, ring(w) + w * 0.5 * (1 / 2e9 - 1 / 4e9) + n * 6 / 16e9, 1e-9 * r.comm_s);
+}
+
+/* Gloo's half-precision sum is CPU work on the communication thread: with
+ * overlap on, the casts made free and the CPU slowdown of compute beside
+ * CPU-bound communication raised from 1 to 3, an fp16 step lengthens (the
+ * sum contends with backward), while a step without compression, whose
+ * collectives do no CPU work of the hook's, stays the same. */
+static void test_half_sum_contends(void) {
+  double step[2][2];
+  const char *kinds[2] = {"none", "fp16"};
+  for (int k = 0; k < 2; k++)
+    for (int c = 0; c < 2; c++) {
+      sim_scenario *s = load_with("cpu-hooks-test.cfg", kinds[k], 1);
+      CU_ASSERT_FATAL(s != NULL);
+      s->profile->cast_GBps = 1e6;
+      s->profile->cpu_slowdown = c ? 3.0 : 1.0;
+      sim_point_result r;
+      CU_ASSERT_FATAL(run_scenario(s, &r) == 0);
+      step[k][c] = r.step_s;
+      sim_scenario_free(s);
+    }
+  CU_ASSERT_DOUBLE_EQUAL(step[0][1], step[0][0], 1e-12 * step[0][0]);
+  CU_ASSERT(step[1][1] > step[1][0] * 1.01);
 }
 
 /* PowerSGD's hook body on the compute path: with overlap off and one bucket
@@ -173,6 +207,7 @@ void test_register(void) {
   CU_add_test(s, "PowerSGD: P and Q instead of the weights", test_powersgd_bytes);
   CU_add_test(s, "PowerSGD: the min_compression_rate rule at its edge", test_powersgd_rule);
   CU_add_test(s, "fp16/bf16: Gloo's measured half-precision sums", test_fp16_measured);
+  CU_add_test(s, "fp16: Gloo's half sum contends with backward for CPUs", test_half_sum_contends);
   CU_add_test(s, "PowerSGD: its compute on the compute path", test_powersgd_compute_path);
   CU_add_test(s, "bad compression specs are rejected", test_bad_spec);
 }

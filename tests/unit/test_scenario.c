@@ -119,6 +119,14 @@ static int profiles_equal(const core_profile *a, const core_profile *b) {
   NUM(interf_busbw_GBps);
   NUM(interf_comm_cpus);
   NUM(interf_rank_cpus);
+  NUM(cast_GBps);
+  NUM(cast_bf16_GBps);
+  NUM(orth_gflops);
+  NUM(sum_fp32_GBps);
+  NUM(sum_fp16_GBps);
+  NUM(sum_bf16_GBps);
+  NUM(psgd_gemm_GBps);
+  NUM(psgd_pass_GBps);
   return 1;
 #undef DIFF
 #undef STR
@@ -215,6 +223,8 @@ static const char maximal_profile[] =
     "  restart = { process_start_s = 0.0; rendezvous_s = 0.0; comm_init_s = 1e-9; };\n"
     "  interference = { compute_slowdown = 100.0; comm_slowdown = 1.5; busbw_GBps = 0.117;\n"
     "                   comm_cpus = 0.21; rank_cpus = 0.5; };\n"
+    "  hooks = { cast_GBps = 0.30000000000000004; cast_bf16_GBps = 1e6; orth_gflops = 1e-6; sum_fp32_GBps = 4.0;\n"
+    "            sum_fp16_GBps = 0.068757459122181147; sum_bf16_GBps = 2.0; psgd_gemm_GBps = 3.5; psgd_pass_GBps = 6.0; };\n"
     "};\n";
 
 static void test_round_trip_maximal(void) {
@@ -243,6 +253,8 @@ static void test_round_trip_maximal(void) {
   CU_ASSERT_EQUAL(p->interf_busbw_GBps, 0.117);
   CU_ASSERT_EQUAL(p->interf_comm_cpus, 0.21);
   CU_ASSERT_EQUAL(p->interf_rank_cpus, 0.5);
+  CU_ASSERT_EQUAL(p->cast_bf16_GBps, 1e6);
+  CU_ASSERT_EQUAL(p->sum_fp16_GBps, 0.068757459122181147);
   core_profile_free(p);
   round_trip(path);
 
