@@ -25,8 +25,18 @@
 #define BWD_PREFIX "autograd::engine::evaluate_function: "
 #define STEP_PREFIX "ProfilerStep#"
 #define EPS_US 1e-3 /* trace times are µs with ns resolution */
+/* DDP's reducer copies each gradient into its bucket from a post-hook of the
+ * parameter's AccumulateGrad node, so the copy runs inside that node's
+ * evaluate_function span: as this op (dividing by the world size while
+ * copying) without a comm hook, as a bare aten::copy_ with one
+ * (torch/csrc/distributed/c10d/reducer.cpp, mark_variable_ready_dense). */
+#define BUCKET_COPY_OP "torch::distributed::reducer::mul_out"
+#define ACCUM_NODE "torch::autograd::AccumulateGrad"
+/* Steps whose layer spans differ by more than this factor were not taken on
+ * a steady machine (a throttled or shared CPU); said in the notes. */
+#define UNSTEADY_RATIO 1.25
 
-enum ev_kind { EV_LIN, EV_BWD, EV_STEP, EV_RELU, EV_ACT };
+enum ev_kind { EV_LIN, EV_BWD, EV_STEP, EV_RELU, EV_ACT, EV_BCOPY, EV_COPY, EV_ACCUM };
 
 typedef struct ev {
   const char *name;
@@ -166,6 +176,12 @@ static int load(const char *path, loaded *L) {
       kind = EV_LIN;
     } else if (!strcmp(name, "aten::relu") || !strcmp(name, "aten::relu_")) {
       kind = EV_RELU;
+    } else if (!strcmp(name, BUCKET_COPY_OP)) {
+      kind = EV_BCOPY;
+    } else if (!strcmp(name, "aten::copy_")) {
+      kind = EV_COPY;
+    } else if (!strcmp(name, ACCUM_NODE)) {
+      kind = EV_ACCUM;
     } else if (!strcmp(name, "aten::gelu") || !strcmp(name, "aten::tanh") || !strcmp(name, "aten::sigmoid") ||
                !strcmp(name, "aten::silu") || !strcmp(name, "aten::leaky_relu")) {
       kind = EV_ACT;
@@ -281,19 +297,58 @@ static void linear_shape(const ev *e, int *batch, int *in, int *out) {
 
 /* One step between lo and hi: per-layer times into fwd[], bwd[] (room for
  * cap layers), the layers' details into t when first. */
+static int inside(const ev *in, const ev *out) {
+  return in->thread == out->thread && in->ts >= out->ts - EPS_US && in->ts + in->dur <= out->ts + out->dur + EPS_US;
+}
+
+/* DDP's copies of gradients into buckets among the candidates cp[0..ncp)
+ * (sorted by start): those inside the evaluate_function span of an
+ * AccumulateGrad node (bwd[0..nb)) but outside the node's own op (acc[]),
+ * which accumulates into .grad, and not inside a copy already counted. Each
+ * one's time comes off the backward of the layer whose span holds it
+ * (layer l spans c[l] to c[l-1], layer 0 up to end); the total into *sum. */
+static void take_out_bucket_copies(ev **cp, long ncp, ev **acc, long nacc, ev **bwd, long nb, const double *c,
+                                   double end, int F, double *bw, double *sum) {
+  const ev *last = NULL;
+  *sum = 0;
+  for (long i = 0; i < ncp; i++) {
+    const ev *e = cp[i];
+    if (last && inside(e, last))
+      continue;
+    int in_node = 0, in_accum = 0;
+    for (long j = 0; j < nb && !in_node; j++)
+      in_node = !strcmp(bwd[j]->name + strlen(BWD_PREFIX), ACCUM_NODE) && inside(e, bwd[j]);
+    for (long j = 0; j < nacc && !in_accum; j++)
+      in_accum = inside(e, acc[j]);
+    if (!in_node || in_accum)
+      continue;
+    for (int l = 0; l < F; l++)
+      if (e->ts >= c[l] && e->ts < (l == 0 ? end : c[l - 1])) {
+        bw[l] -= e->dur;
+        *sum += e->dur;
+        break;
+      }
+    last = e;
+  }
+}
+
 static int analyse_step(const loaded *L, double lo, double hi, const char *what, int first, cal_trace *t,
-                        double **fwd_out, double **bwd_out, int *n_out) {
+                        double **fwd_out, double **bwd_out, int *n_out, double *copy_us) {
   const char *path = L->path;
   int rc = 0, F = 0;
-  long nl = 0, nb = 0, na = 0;
-  ev **ops = malloc(sizeof *ops * (size_t)(L->n ? L->n : 1));
-  ev **lin = malloc(sizeof *lin * (size_t)(L->n ? L->n : 1));
-  ev **bwd = malloc(sizeof *bwd * (size_t)(L->n ? L->n : 1));
-  ev **act = malloc(sizeof *act * (size_t)(L->n ? L->n : 1));
-  long *lbw = malloc(sizeof *lbw * (size_t)(L->n ? L->n : 1));
+  long nl = 0, nb = 0, na = 0, ncp = 0, nacc = 0;
+  size_t room = (size_t)(L->n ? L->n : 1);
+  ev **ops = malloc(sizeof *ops * room);
+  ev **lin = malloc(sizeof *lin * room);
+  ev **bwd = malloc(sizeof *bwd * room);
+  ev **act = malloc(sizeof *act * room);
+  ev **cp = malloc(sizeof *cp * room);
+  ev **acc = malloc(sizeof *acc * room);
+  long *lbw = malloc(sizeof *lbw * room);
   double *fwd = NULL, *bw = NULL, *c = NULL;
   *fwd_out = *bwd_out = NULL;
-  if (!ops || !lin || !bwd || !act || !lbw) {
+  *copy_us = 0;
+  if (!ops || !lin || !bwd || !act || !cp || !acc || !lbw) {
     rc = core_err_set(CORE_ENOMEM, "out of memory reading %s", path);
     goto out;
   }
@@ -306,6 +361,10 @@ static int analyse_step(const loaded *L, double lo, double hi, const char *what,
       ops[nops++] = e;
     else if (e->kind == EV_RELU || e->kind == EV_ACT)
       act[na++] = e;
+    else if (e->kind == EV_BCOPY || e->kind == EV_COPY)
+      cp[ncp++] = e;
+    else if (e->kind == EV_ACCUM)
+      acc[nacc++] = e;
   }
   if ((rc = mark_nested(ops, nops, path)) != 0)
     goto out;
@@ -365,6 +424,11 @@ static int analyse_step(const loaded *L, double lo, double hi, const char *what,
       end = bwd[j]->ts + bwd[j]->dur;
   for (int l = 0; l < F; l++)
     bw[l] = (l == 0 ? end : c[l - 1]) - c[l];
+  /* The simulator adds the bucket copy from the profile's memory bandwidth
+   * (sim/predict.c), so a trace of a DDP job must not carry it in the layers
+   * too: a layer's time is its own computation. */
+  qsort(cp, (size_t)ncp, sizeof *cp, by_thread_ts);
+  take_out_bucket_copies(cp, ncp, acc, nacc, bwd, nb, c, end, F, bw, copy_us);
   for (int l = 0; l < F; l++)
     if (!(fwd[l] > 0) || !(bw[l] > 0)) {
       rc = core_err_set(CORE_EINVAL, "%s: traceEvents[%ld]: layer %d of %s gets no %s time: its ops overlap the next layer's; was the step run with several threads issuing ops?",
@@ -410,6 +474,8 @@ out:
   free(lin);
   free(bwd);
   free(act);
+  free(cp);
+  free(acc);
   free(lbw);
   free(fwd);
   free(bw);
@@ -432,7 +498,7 @@ static double median(double *v, size_t n) {
 int cal_trace_read(const char *path, cal_trace *t) {
   loaded L;
   int rc;
-  double *all_f = NULL, *all_b = NULL, *tmp = NULL;
+  double *all_f = NULL, *all_b = NULL, *tmp = NULL, *copies = NULL, *spans = NULL;
   ev **steps = NULL;
   memset(t, 0, sizeof *t);
   if ((rc = load(path, &L)) != 0)
@@ -459,15 +525,17 @@ int cal_trace_read(const char *path, cal_trace *t) {
     } else {
       snprintf(what, sizeof what, "the trace (it has no ProfilerStep spans: one step)");
     }
-    double *f, *b;
+    double *f, *b, copy_us;
     int F = 0;
-    if ((rc = analyse_step(&L, lo, hi, what, s == 0, t, &f, &b, &F)) != 0)
+    if ((rc = analyse_step(&L, lo, hi, what, s == 0, t, &f, &b, &F, &copy_us)) != 0)
       goto out;
     if (s == 0) {
       all_f = calloc((size_t)F * (size_t)n_steps, sizeof *all_f);
       all_b = calloc((size_t)F * (size_t)n_steps, sizeof *all_b);
       tmp = calloc((size_t)n_steps, sizeof *tmp);
-      if (!all_f || !all_b || !tmp) {
+      copies = calloc((size_t)n_steps, sizeof *copies);
+      spans = calloc((size_t)n_steps, sizeof *spans);
+      if (!all_f || !all_b || !tmp || !copies || !spans) {
         free(f);
         free(b);
         rc = core_err_set(CORE_ENOMEM, "out of memory reading %s", path);
@@ -482,9 +550,11 @@ int cal_trace_read(const char *path, cal_trace *t) {
                         path, what, F, t->n_layers);
       goto out;
     }
+    copies[s] = copy_us;
     for (int l = 0; l < F; l++) {
       all_f[(size_t)l * (size_t)n_steps + (size_t)s] = f[l];
       all_b[(size_t)l * (size_t)n_steps + (size_t)s] = b[l];
+      spans[s] += f[l] + b[l];
     }
     free(f);
     free(b);
@@ -496,12 +566,18 @@ int cal_trace_read(const char *path, cal_trace *t) {
     memcpy(tmp, all_b + (size_t)l * (size_t)n_steps, sizeof *tmp * (size_t)n_steps);
     t->layers[l].bwd_us = median(tmp, (size_t)n_steps);
   }
+  t->bucket_copy_us = median(copies, (size_t)n_steps);
+  t->layers_min_us = gsl_stats_min(spans, 1, (size_t)n_steps);
+  t->layers_max_us = gsl_stats_max(spans, 1, (size_t)n_steps);
+  t->layers_median_us = median(spans, (size_t)n_steps);
 out:
   if (rc)
     cal_trace_free(t);
   free(all_f);
   free(all_b);
   free(tmp);
+  free(copies);
+  free(spans);
   free(steps);
   unload(&L);
   return rc;
@@ -598,6 +674,12 @@ int cal_import_trace(const char *trace, const cal_trace_opts *o, const char *out
   if (t.step_us > 0)
     note(notes, notes_len, " of the %.3f ms step (the rest: zero_grad, optimizer)", t.step_us / 1e3);
   note(notes, notes_len, "\n");
+  if (t.bucket_copy_us > 0)
+    note(notes, notes_len, "DDP's copy of the gradients into its buckets (%.3f ms a step) is taken out of the layers' backward times: the simulator adds it from the profile's memory bandwidth\n",
+         t.bucket_copy_us / 1e3);
+  if (t.n_steps > 1 && t.layers_max_us > UNSTEADY_RATIO * t.layers_min_us)
+    note(notes, notes_len, "warning: the layers took %.3f to %.3f ms from step to step (median %.3f): the machine was not steady while profiled (a throttled, shared or frequency-scaling CPU); the medians are written, but profile again on a quiet machine for times to predict from\n",
+         t.layers_min_us / 1e3, t.layers_max_us / 1e3, t.layers_median_us / 1e3);
   if (t.gpu)
     note(notes, notes_len, "%s holds GPU kernels: the layer times are host-side op times, launch times for asynchronous GPU work unless it ran with CUDA_LAUNCH_BLOCKING=1\n",
          trace);

@@ -31,6 +31,12 @@
  *     first layer's ends with the last.
  * So the layer times add up exactly to the span from the first forward linear
  * to the end of backward; the optimizer step and zero_grad are not layers.
+ * One thing in that span is taken out: a trace of a DDP model holds DDP's
+ * copies of the gradients into its buckets (reducer::mul_out, or aten::copy_
+ * with a comm hook, run from a post-hook inside each parameter's
+ * AccumulateGrad span), which the simulator adds on its own from the
+ * profile; each comes off the backward of the layer it falls in, so layers
+ * plus copies add up to the span.
  * Times are host-side op times: right for CPU training; on GPUs they are
  * launch times unless the trace was taken with CUDA_LAUNCH_BLOCKING=1.
  *
@@ -60,6 +66,8 @@ typedef struct cal_trace {
   int n_steps;            /* ProfilerStep spans analysed (1 without any) */
   int batch;              /* rows of the first linear's input; 0 if not recorded */
   double span_us;         /* first step: first forward linear to the end of backward */
+  double bucket_copy_us;  /* median over steps: DDP's gradient copies into buckets, out of the layers */
+  double layers_min_us, layers_median_us, layers_max_us; /* the layers' time in a step, over steps */
   double step_us;         /* first step: its ProfilerStep span, 0 without one */
   int loss_mse;           /* an MseLossBackward0 ran */
   int gpu;                /* the trace holds GPU kernels */

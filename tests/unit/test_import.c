@@ -12,9 +12,10 @@
  *
  * torch-trace: tests/data/torch-trace/mlp-small-b32.json is a real trace,
  * written by bench/pytorch/trace_mlp.py --ddp for scenarios/models/mlp-small.cfg
- * at batch 32 (torch 2.15, CPU). The layer times must be positive and add up
- * to the span from the first forward linear to the end of backward, computed
- * here independently from the JSON; broken traces must be rejected with the
+ * at batch 32 (torch 2.15, CPU). The layer times must be positive and, with
+ * DDP's copies of gradients into buckets (taken out of them), add up to the
+ * span from the first forward linear to the end of backward, computed here
+ * independently from the JSON; broken traces must be rejected with the
  * file and the line/column or event index, and nothing written. */
 #include "calibrate/fit.h"
 #include "calibrate/import_nccl.h"
@@ -480,15 +481,16 @@ static void test_nccl_cli(void) {
 
 /* --- torch-trace ------------------------------------------------------------ */
 
-/* The span the layers must add up to, from the JSON directly: the first
- * aten::linear to the end of the last backward op, inside the step. */
-static int trace_span(const char *path, double *span_us, double *step_us) {
+/* The span the layers and DDP's bucket copies must add up to, from the JSON
+ * directly: the first aten::linear to the end of the last backward op,
+ * inside the step; and the bucket copies' time in it (copy_op's events). */
+static int trace_span(const char *path, const char *copy_op, double *span_us, double *step_us, double *copy_us) {
   json_error_t je;
   json_t *root = json_load_file(path, 0, &je);
   if (!root)
     return -1;
   const json_t *ev = json_object_get(root, "traceEvents");
-  double lo = INFINITY, hi = -INFINITY, s0 = 0, s1 = 0;
+  double lo = INFINITY, hi = -INFINITY, s0 = 0, s1 = 0, cp = 0;
   size_t i;
   const json_t *e;
   json_array_foreach(ev, i, e) {
@@ -507,10 +509,13 @@ static int trace_span(const char *path, double *span_us, double *step_us) {
       lo = ts;
     if (!strncmp(name, "autograd::engine::evaluate_function: ", 37) && ts + dur > hi)
       hi = ts + dur;
+    if (!strcmp(name, copy_op))
+      cp += dur;
   }
   json_decref(root);
   *span_us = hi - lo;
   *step_us = s1 - s0;
+  *copy_us = cp;
   return 0;
 }
 
@@ -535,15 +540,21 @@ static void test_trace_read_real(void) {
     CU_ASSERT(t.layers[i].bwd_us > 0);
     sum += t.layers[i].fwd_us + t.layers[i].bwd_us;
   }
-  double span = 0, step = 0;
-  CU_ASSERT_FATAL(trace_span(TRACE, &span, &step) == 0);
-  CU_ASSERT(rel_err(sum, span) < 1e-9);
+  double span = 0, step = 0, copy = 0;
+  CU_ASSERT_FATAL(trace_span(TRACE, "torch::distributed::reducer::mul_out", &span, &step, &copy) == 0);
+  /* DDP's copies into buckets are out of the layers, and nothing else is. */
+  CU_ASSERT(copy > 0);
+  CU_ASSERT(rel_err(t.bucket_copy_us, copy) < 1e-9);
+  CU_ASSERT(rel_err(sum + t.bucket_copy_us, span) < 1e-9);
   CU_ASSERT(rel_err(t.span_us, span) < 1e-9);
   CU_ASSERT(rel_err(t.step_us, step) < 1e-6); /* ts + dur - ts: ts is ~1e12 us */
   /* The layers are most of the step: the rest is zero_grad and the
    * optimizer, which are no layer's. */
   CU_ASSERT(sum < step);
   CU_ASSERT(sum > 0.5 * step);
+  /* One step: nothing to call unsteady. */
+  CU_ASSERT(t.layers_min_us == t.layers_max_us);
+  CU_ASSERT(rel_err(t.layers_median_us, sum) < 1e-9);
   /* fc2 (1024 x 1024) does the most work, forward and backward. */
   CU_ASSERT(t.layers[1].bwd_us > t.layers[0].bwd_us && t.layers[1].bwd_us > t.layers[2].bwd_us);
   cal_trace_free(&t);
@@ -558,6 +569,8 @@ static void test_trace_import_base(void) {
     fprintf(stderr, "\n%s\n", core_err_msg());
   CU_ASSERT_FATAL(rc == 0);
   CU_ASSERT(strstr(notes, "3 linear layer(s)") != NULL);
+  CU_ASSERT(strstr(notes, "copy of the gradients into its buckets") != NULL);
+  CU_ASSERT(strstr(notes, "not steady") == NULL);
   core_model *m = NULL, *base = NULL;
   CU_ASSERT_FATAL(core_model_load(out, &m) == 0);
   CU_ASSERT_FATAL(core_model_load(MLP_SMALL, &base) == 0);
@@ -653,33 +666,58 @@ static void test_trace_model_in_scenario(void) {
   sim_scenario_free(s);
 }
 
-/* Two steps (the trace's step copied after itself): both analysed, medians. */
-static void test_trace_two_steps_and_gzip(void) {
+/* The real trace followed by copies of itself, a second apart, the k-th
+ * slowed down time_scale[k] times (every event's offset from the trace's
+ * start and its duration); gzip'd into the scratch directory as name. */
+static const char *repeated_trace(const char *name, const double *time_scale, int copies) {
   json_error_t je;
   json_t *root = json_load_file(TRACE, 0, &je);
-  CU_ASSERT_FATAL(root != NULL);
+  if (!root)
+    return NULL;
   json_t *ev = json_object_get(root, "traceEvents");
   size_t n = json_array_size(ev);
-  double shift = 1e6; /* one second later */
+  double t0 = INFINITY;
   for (size_t i = 0; i < n; i++) {
-    json_t *c = json_deep_copy(json_array_get(ev, i));
-    json_t *ts = json_object_get(c, "ts");
-    if (json_is_number(ts))
-      json_object_set_new(c, "ts", json_real(json_number_value(ts) + shift));
-    const char *name = json_string_value(json_object_get(c, "name"));
-    if (name && !strncmp(name, "ProfilerStep#", 13))
-      json_object_set_new(c, "name", json_string("ProfilerStep#2"));
-    json_array_append_new(ev, c);
+    json_t *ts = json_object_get(json_array_get(ev, i), "ts");
+    if (json_is_number(ts) && json_number_value(ts) < t0)
+      t0 = json_number_value(ts);
+  }
+  for (int k = 0; k < copies; k++) {
+    double shift = 1e6 * (k + 1); /* a second later each */
+    for (size_t i = 0; i < n; i++) {
+      json_t *c = json_deep_copy(json_array_get(ev, i));
+      json_t *ts = json_object_get(c, "ts"), *dur = json_object_get(c, "dur");
+      if (json_is_number(ts))
+        json_object_set_new(c, "ts", json_real(t0 + shift + (json_number_value(ts) - t0) * time_scale[k]));
+      if (json_is_number(dur))
+        json_object_set_new(c, "dur", json_real(json_number_value(dur) * time_scale[k]));
+      const char *nm = json_string_value(json_object_get(c, "name"));
+      if (nm && !strncmp(nm, "ProfilerStep#", 13)) {
+        char step[32];
+        snprintf(step, sizeof step, "ProfilerStep#%d", k + 2);
+        json_object_set_new(c, "name", json_string(step));
+      }
+      json_array_append_new(ev, c);
+    }
   }
   char *text = json_dumps(root, JSON_COMPACT);
   json_decref(root);
-  CU_ASSERT_FATAL(text != NULL);
-  const char *gz = in_scratch("two-steps.json.gz");
+  if (!text)
+    return NULL;
+  const char *gz = in_scratch(name);
   gzFile g = gzopen(gz, "wb");
-  CU_ASSERT_FATAL(g != NULL);
-  CU_ASSERT(gzwrite(g, text, (unsigned)strlen(text)) == (int)strlen(text));
-  CU_ASSERT(gzclose(g) == Z_OK);
+  int ok = g && gzwrite(g, text, (unsigned)strlen(text)) == (int)strlen(text);
+  if (g && gzclose(g) != Z_OK)
+    ok = 0;
   free(text);
+  return ok ? gz : NULL;
+}
+
+/* Two steps (the trace's step copied after itself): both analysed, medians. */
+static void test_trace_two_steps_and_gzip(void) {
+  static const double same[] = {1.0};
+  const char *gz = repeated_trace("two-steps.json.gz", same, 1);
+  CU_ASSERT_FATAL(gz != NULL);
   cal_trace one, two;
   CU_ASSERT_FATAL(cal_trace_read(TRACE, &one) == 0);
   int rc = cal_trace_read(gz, &two);
@@ -692,8 +730,71 @@ static void test_trace_two_steps_and_gzip(void) {
     CU_ASSERT(rel_err(two.layers[i].fwd_us, one.layers[i].fwd_us) < 1e-6);
     CU_ASSERT(rel_err(two.layers[i].bwd_us, one.layers[i].bwd_us) < 1e-6);
   }
+  CU_ASSERT(rel_err(two.bucket_copy_us, one.bucket_copy_us) < 1e-6);
+  CU_ASSERT(rel_err(two.layers_max_us, two.layers_min_us) < 1e-6);
   cal_trace_free(&one);
   cal_trace_free(&two);
+}
+
+/* Steps at 1x, 2x and 2x the real one's times: the medians are the slow
+ * mode's, the spread is reported, and the notes say the machine was not
+ * steady. */
+static void test_trace_unsteady(void) {
+  static const double slow[] = {2.0, 2.0};
+  const char *gz = repeated_trace("unsteady.json.gz", slow, 2);
+  CU_ASSERT_FATAL(gz != NULL);
+  cal_trace one, three;
+  CU_ASSERT_FATAL(cal_trace_read(TRACE, &one) == 0);
+  int rc = cal_trace_read(gz, &three);
+  if (rc)
+    fprintf(stderr, "\n%s\n", core_err_msg());
+  CU_ASSERT_FATAL(rc == 0);
+  CU_ASSERT_EQUAL(three.n_steps, 3);
+  for (int i = 0; i < one.n_layers; i++) {
+    CU_ASSERT(rel_err(three.layers[i].fwd_us, 2 * one.layers[i].fwd_us) < 1e-6);
+    CU_ASSERT(rel_err(three.layers[i].bwd_us, 2 * one.layers[i].bwd_us) < 1e-6);
+  }
+  CU_ASSERT(rel_err(three.layers_max_us, 2 * three.layers_min_us) < 1e-6);
+  CU_ASSERT(rel_err(three.layers_median_us, three.layers_max_us) < 1e-6);
+  char notes[2048];
+  cal_trace_opts o = {.base = MLP_SMALL};
+  CU_ASSERT_FATAL(cal_import_trace(gz, &o, in_scratch("unsteady.cfg"), notes, sizeof notes) == 0);
+  CU_ASSERT(strstr(notes, "not steady") != NULL);
+  cal_trace_free(&one);
+  cal_trace_free(&three);
+}
+
+/* With a comm hook DDP copies into buckets with a bare aten::copy_ (no
+ * reducer::mul_out span): the same copies come out of the layers. */
+static void edit_hook_copy(json_t *root, long *idx) {
+  json_t *ev = json_object_get(root, "traceEvents");
+  for (size_t i = 0; i < json_array_size(ev); i++) {
+    json_t *e = json_array_get(ev, i);
+    const char *n = json_string_value(json_object_get(e, "name"));
+    if (n && !strcmp(n, "torch::distributed::reducer::mul_out"))
+      json_object_set_new(e, "name", json_string("aten::copy_"));
+  }
+  *idx = -1;
+}
+
+static const char *edited_trace(const char *name, void (*edit)(json_t *root, long *idx), long *idx);
+
+static void test_trace_hook_copy(void) {
+  long idx;
+  const char *p = edited_trace("hook-copy.json", edit_hook_copy, &idx);
+  CU_ASSERT_FATAL(p != NULL);
+  cal_trace one, hook;
+  CU_ASSERT_FATAL(cal_trace_read(TRACE, &one) == 0);
+  int rc = cal_trace_read(p, &hook);
+  if (rc)
+    fprintf(stderr, "\n%s\n", core_err_msg());
+  CU_ASSERT_FATAL(rc == 0);
+  CU_ASSERT(one.bucket_copy_us > 0);
+  CU_ASSERT(rel_err(hook.bucket_copy_us, one.bucket_copy_us) < 1e-9);
+  for (int i = 0; i < one.n_layers; i++)
+    CU_ASSERT(rel_err(hook.layers[i].bwd_us, one.layers[i].bwd_us) < 1e-9);
+  cal_trace_free(&one);
+  cal_trace_free(&hook);
 }
 
 /* Write the real trace with one change made by edit(); returns its path. */
@@ -969,6 +1070,8 @@ void test_register(void) {
   CU_add_test(tr, "without a base: layers from the shapes", test_trace_import_no_base);
   CU_add_test(tr, "the measured model drives a scenario", test_trace_model_in_scenario);
   CU_add_test(tr, "two steps (medians) from a gzip'd trace", test_trace_two_steps_and_gzip);
+  CU_add_test(tr, "unsteady steps: the medians, and a warning", test_trace_unsteady);
+  CU_add_test(tr, "a comm hook's bucket copies (aten::copy_) come out too", test_trace_hook_copy);
   CU_add_test(tr, "broken traces: file:line:column or event index, nothing written", test_trace_errors);
   CU_add_test(tr, "the command: exit codes, nothing written on errors", test_trace_cli);
   CU_pSuite fit = CU_add_suite("fit", NULL, NULL);
