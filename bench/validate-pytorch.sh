@@ -37,19 +37,25 @@ s0=$(steal_snap)
 "$DD" launch -q --nproc 2 --hosts $NAME-h1,$NAME-h2 --cpu-quota $QUOTA -- "$DD" calibrate --link-gbps 1 \
   --out "$OUT/profile.cfg" --scratch "$OUT" --progress off
 echo "   CPU time stolen by the hypervisor meanwhile: $(steal_frac "$s0")"
-# Medians over 15 profiled steps: under the CPU quota a layer of a few
-# milliseconds is stretched by whichever throttled periods it meets, and with
-# 5 steps the small MLP's layer times moved by a third between runs.
+# Medians over 40 profiled steps, in 8 profiling cycles of 5 (one trace file
+# each, imported together): under the CPU quota a layer of a few
+# milliseconds is stretched by whichever throttled periods it meets, and
+# with 5 steps the small MLP's layer times moved by a third between runs;
+# but one profiler session of 15 or 40 steps slows the steps after its
+# fifth down by about 2.3 times (trace_mlp.py), which put the MLP's layers
+# at 0.27-0.35 s a step where the DDP ranks computed a whole step in 0.15-0.2.
+# The importer warns when the steps disagree by more than a quarter.
 for model in mlp mlp-small; do
   echo "== per-layer times of $model from a PyTorch profiler trace"
+  rm -f "$OUT/$model-trace"-*.json
   steal_wait
   s0=$(steal_snap)
   "$DD" launch -q --nproc 1 --cpu-quota $QUOTA -- \
-    "$PY" bench/pytorch/trace_mlp.py --model scenarios/models/$model.cfg --batch 32 --ddp --steps 15 \
+    "$PY" bench/pytorch/trace_mlp.py --model scenarios/models/$model.cfg --batch 32 --ddp --steps 40 --cycle 5 \
     --out "$OUT/$model-trace.json" >/dev/null 2>&1
   echo "   CPU time stolen by the hypervisor meanwhile: $(steal_frac "$s0")"
   "$DD" import torch-trace --base scenarios/models/$model.cfg --batch 32 \
-    --out "$OUT/$model-torch.cfg" "$OUT/$model-trace.json" >/dev/null
+    --out "$OUT/$model-torch.cfg" "$OUT/$model-trace"-*.json 2>&1 >/dev/null | sed 's/^/   /'
 done
 
 RESULTS="$OUT/validation-pytorch.csv"

