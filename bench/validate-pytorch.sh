@@ -78,6 +78,11 @@ for rep in $(seq "$REPEATS"); do
             --out \"$run/rank-\$RANK.csv\""
         echo "$tag,$(steal_frac "$s0")" >> "$STEAL"
         { head -1 "$run/rank-0.csv"; tail -q -n +2 "$run"/rank-*.csv; } > "$run/steps.csv"
+        # ddp_mlp.py passes bucket_cap_mb to DDP, and PyTorch then gives the
+        # first bucket that cap too: its 1 MiB first bucket is only for a
+        # bucket_cap_mb left at its default (torch 2.15,
+        # torch/nn/parallel/distributed.py, BucketCapacityConfig). A profiled
+        # step at cap 25 launched two allreduces, not three.
         cat > "$run/predict.cfg" <<CFG
 name = "$tag";
 profile = "$OUT/profile.cfg";
@@ -85,7 +90,7 @@ model = "$OUT/$model-torch.cfg";
 training = { batch = 32; precision = "fp32"; optimizer = "sgd_momentum"; };
 cluster = { nodes = $nodes; devices_per_node = 1; };
 networks = ( { name = "testbed-1gbit"; from_profile = true; } );
-ddp = { backend = "gloo"; bucket_cap_mb = $cap.0; overlap = true; };
+ddp = { backend = "gloo"; bucket_cap_mb = $cap.0; first_bucket_mb = $cap.0; overlap = true; };
 simulation = { steps = 20; ranks = "every"; };
 CFG
         "$DD" validate "$run/predict.cfg" --measured "$run/steps.csv" --skip 3 --append "$RESULTS" \

@@ -8,7 +8,9 @@
  * bucket_cap_mb = 25). Tensors are visited in order and added to the open
  * bucket; the bucket closes as soon as its size reaches the current limit, so
  * it can overshoot by one tensor. The first bucket's limit is first_cap, every
- * later one cap.
+ * later one cap. PyTorch's first cap is 1 MiB only while bucket_cap_mb is left
+ * at its default; passing bucket_cap_mb gives the first bucket that cap too
+ * (torch 2.15, torch/nn/parallel/distributed.py, BucketCapacityConfig).
  *
  * Two orders exist in PyTorch. In the first iteration DDP builds buckets in
  * parameter order and hands them over reversed (CORE_BUCKET_FIRST_ITER). After

@@ -74,6 +74,9 @@ def main():
     dist.init_process_group("gloo", init_method=f"file://{rdzv}/torch-store", rank=rank, world_size=world)
 
     net = mlp_of(a.model)
+    # Passing bucket_cap_mb makes it the first bucket's cap too: PyTorch's
+    # 1 MiB first bucket is only for the default (torch 2.15,
+    # torch/nn/parallel/distributed.py); predictions set first_bucket_mb.
     model = DDP(net, bucket_cap_mb=a.bucket_cap_mb)
     opt = torch.optim.SGD(model.parameters(), lr=a.lr, momentum=a.momentum)
 
