@@ -295,8 +295,6 @@ static void linear_shape(const ev *e, int *batch, int *in, int *out) {
   *batch = (int)bb;
 }
 
-/* One step between lo and hi: per-layer times into fwd[], bwd[] (room for
- * cap layers), the layers' details into t when first. */
 static int inside(const ev *in, const ev *out) {
   return in->thread == out->thread && in->ts >= out->ts - EPS_US && in->ts + in->dur <= out->ts + out->dur + EPS_US;
 }
@@ -332,6 +330,9 @@ static void take_out_bucket_copies(ev **cp, long ncp, ev **acc, long nacc, ev **
   }
 }
 
+/* One step between lo and hi: per-layer times into fwd[], bwd[] (room for
+ * cap layers), the layers' details into t when first; DDP's
+ * bucket copies' time (taken out of bwd[]) into *copy_us. */
 static int analyse_step(const loaded *L, double lo, double hi, const char *what, int first, cal_trace *t,
                         double **fwd_out, double **bwd_out, int *n_out, double *copy_us) {
   const char *path = L->path;
@@ -502,22 +503,20 @@ typedef struct steps_acc {
   long n, cap;
 } steps_acc;
 
+/* *p resized to n doubles; unchanged when that fails. */
+static int grow(double **p, size_t n) {
+  double *q = realloc(*p, sizeof *q * n);
+  if (!q)
+    return -1;
+  *p = q;
+  return 0;
+}
+
 static int acc_push(steps_acc *A, int F, const double *f, const double *b, double copy_us, const char *path) {
   if (A->n == A->cap) {
     long cap = A->cap ? 2 * A->cap : 16;
-    double *nf = realloc(A->f, sizeof *nf * (size_t)cap * (size_t)F);
-    if (nf)
-      A->f = nf;
-    double *nb = realloc(A->b, sizeof *nb * (size_t)cap * (size_t)F);
-    if (nb)
-      A->b = nb;
-    double *nc = realloc(A->copy, sizeof *nc * (size_t)cap);
-    if (nc)
-      A->copy = nc;
-    double *ns = realloc(A->span, sizeof *ns * (size_t)cap);
-    if (ns)
-      A->span = ns;
-    if (!nf || !nb || !nc || !ns)
+    if (grow(&A->f, (size_t)cap * (size_t)F) || grow(&A->b, (size_t)cap * (size_t)F) ||
+        grow(&A->copy, (size_t)cap) || grow(&A->span, (size_t)cap))
       return core_err_set(CORE_ENOMEM, "out of memory reading %s", path);
     A->cap = cap;
   }
