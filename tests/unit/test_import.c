@@ -713,17 +713,24 @@ static const char *repeated_trace(const char *name, const double *time_scale, in
   return ok ? gz : NULL;
 }
 
+/* The real trace into *one and path into *other; the error on stderr when
+ * path does not read. */
+static int read_beside_real(const char *path, cal_trace *one, cal_trace *other) {
+  int rc = cal_trace_read(TRACE, one);
+  if (rc == 0 && (rc = cal_trace_read(path, other)) != 0)
+    cal_trace_free(one);
+  if (rc)
+    fprintf(stderr, "\n%s\n", core_err_msg());
+  return rc;
+}
+
 /* Two steps (the trace's step copied after itself): both analysed, medians. */
 static void test_trace_two_steps_and_gzip(void) {
   static const double same[] = {1.0};
   const char *gz = repeated_trace("two-steps.json.gz", same, 1);
   CU_ASSERT_FATAL(gz != NULL);
   cal_trace one, two;
-  CU_ASSERT_FATAL(cal_trace_read(TRACE, &one) == 0);
-  int rc = cal_trace_read(gz, &two);
-  if (rc)
-    fprintf(stderr, "\n%s\n", core_err_msg());
-  CU_ASSERT_FATAL(rc == 0);
+  CU_ASSERT_FATAL(read_beside_real(gz, &one, &two) == 0);
   CU_ASSERT_EQUAL(two.n_steps, 2);
   CU_ASSERT_EQUAL(two.n_layers, one.n_layers);
   for (int i = 0; i < one.n_layers; i++) {
@@ -744,11 +751,7 @@ static void test_trace_unsteady(void) {
   const char *gz = repeated_trace("unsteady.json.gz", slow, 2);
   CU_ASSERT_FATAL(gz != NULL);
   cal_trace one, three;
-  CU_ASSERT_FATAL(cal_trace_read(TRACE, &one) == 0);
-  int rc = cal_trace_read(gz, &three);
-  if (rc)
-    fprintf(stderr, "\n%s\n", core_err_msg());
-  CU_ASSERT_FATAL(rc == 0);
+  CU_ASSERT_FATAL(read_beside_real(gz, &one, &three) == 0);
   CU_ASSERT_EQUAL(three.n_steps, 3);
   for (int i = 0; i < one.n_layers; i++) {
     CU_ASSERT(rel_err(three.layers[i].fwd_us, 2 * one.layers[i].fwd_us) < 1e-6);
@@ -827,11 +830,7 @@ static void test_trace_hook_copy(void) {
   const char *p = edited_trace("hook-copy.json", edit_hook_copy, &idx);
   CU_ASSERT_FATAL(p != NULL);
   cal_trace one, hook;
-  CU_ASSERT_FATAL(cal_trace_read(TRACE, &one) == 0);
-  int rc = cal_trace_read(p, &hook);
-  if (rc)
-    fprintf(stderr, "\n%s\n", core_err_msg());
-  CU_ASSERT_FATAL(rc == 0);
+  CU_ASSERT_FATAL(read_beside_real(p, &one, &hook) == 0);
   CU_ASSERT(one.bucket_copy_us > 0);
   CU_ASSERT(rel_err(hook.bucket_copy_us, one.bucket_copy_us) < 1e-9);
   for (int i = 0; i < one.n_layers; i++)
