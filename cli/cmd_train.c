@@ -490,10 +490,10 @@ static int run(const train_opts *o) {
       for (int ph = 0; ph < RT_COMPRESS_N_PHASES; ph++)
         n_ar += h->allreduces[ph];
       printf("ddpsim train: hook %s: %.0f bytes allreduced a step (fp32: %lld), %.1f allreduces a "
-             "step, hook compute %.3f ms a step (casts %.3f, GEMMs %.3f, QR %.3f, copies %.3f); "
-             "%ld of %ld steps in PowerSGD's vanilla phase\n",
+             "step taking %.3f ms, hook compute %.3f ms a step (casts %.3f, GEMMs %.3f, QR %.3f, "
+             "copies %.3f); %ld of %ld steps in PowerSGD's vanilla phase\n",
              o->compress_spec, (double)rt_compress_stats_bytes(h) * per, (long long)net->n_params * 4,
-             (double)n_ar * per, rt_compress_stats_compute_s(h) * per * 1e3, h->cast_s * per * 1e3,
+             (double)n_ar * per, h->comm_s * per * 1e3, rt_compress_stats_compute_s(h) * per * 1e3, h->cast_s * per * 1e3,
              h->gemm_s * per * 1e3, h->ortho_s * per * 1e3, h->copy_s * per * 1e3, vanilla_steps, ran);
     }
   }
