@@ -538,8 +538,11 @@ static int hooks_part(run *r) {
   }
   /* PowerSGD, ranks 1, 2, 4: orthogonalization FLOPs over its time; the
    * GEMMs' operand bytes and the passes' bytes, counted as sim/predict.c
-   * counts them, over their times. */
-  double of = 0, os = 0, gbytes = 0, gs = 0, pbytes = 0, ps = 0;
+   * counts them, over their times; and its allreduces' mean time and size,
+   * set against the same size back to back below. The first step (a random
+   * Q, nothing to warm-start from) is not measured. */
+  const int psgd_steps = r->o->quick ? 3 : 6;
+  double of = 0, os = 0, gbytes = 0, gs = 0, pbytes = 0, ps = 0, ar_s = 0, ar_bytes = 0, ar_n = 0;
   for (int rank = 1; rank <= 4; rank *= 2) {
     o.kind = RT_COMPRESS_POWERSGD;
     o.rank = rank;
@@ -547,7 +550,7 @@ static int hooks_part(run *r) {
     if ((rc = rt_compress_create(&o, m, &bk, &c)) != 0)
       goto out;
     memset(&st, 0, sizeof st);
-    for (int step = 0; step < 3; step++)
+    for (int step = 0; step < psgd_steps; step++)
       for (int b = 0; b < bk.n_buckets; b++) {
         for (int64_t i = 0; i < bk.bucket_elems[b]; i++)
           buf[i] = (float)((i * 31 + step) % 101) * 1e-3f;
@@ -557,20 +560,48 @@ static int hooks_part(run *r) {
     for (int t = 0; t < m->n_tensors; t++) {
       int rt = rt_compress_tensor_rank(c, t);
       double n = (double)m->tensor_rows[t], el = (double)m->tensor_elems[t], mm = el / n;
-      /* 2 steps measured; each orthogonalizes P (and, warm, Q). */
+      /* Each measured step orthogonalizes P (and, warm, Q). */
+      double k = psgd_steps - 1;
       if (rt > 0) {
-        of += 2.0 * 2.0 * (n + mm) * rt * rt;
-        gbytes += 2.0 * 3.0 * 4.0 * (el + (n + mm) * rt);
-        pbytes += 2.0 * 2.0 * 3.0 * 4.0 * el;
+        of += k * 2.0 * (n + mm) * rt * rt;
+        gbytes += k * 3.0 * 4.0 * (el + (n + mm) * rt);
+        pbytes += k * 2.0 * 3.0 * 4.0 * el;
       } else {
-        pbytes += 2.0 * 2.0 * 4.0 * el;
+        pbytes += k * 2.0 * 4.0 * el;
       }
     }
     os += st.ortho_s;
     gs += st.gemm_s;
     ps += st.copy_s;
+    ar_s += st.comm_s;
+    for (int ph = 0; ph < RT_COMPRESS_N_PHASES; ph++) {
+      ar_n += (double)st.allreduces[ph];
+      ar_bytes += (double)st.bytes[ph];
+    }
     rt_compress_free(c);
     c = NULL;
+  }
+  /* PowerSGD's allreduces move a few kilobytes each between GEMMs and
+   * passes over the gradient. Measured on this project's 2-vCPU VM with
+   * `ddpsim train --compress powersgd:1` on two unshaped testbed hosts, its
+   * nine 4-16 KB allreduces took 23-31 ms a step, where back to back the
+   * same sizes take 0.3-0.4 ms each: a small allreduce right after a
+   * CPU-bound stretch often waits about a scheduler tick (4 ms) for its
+   * threads, and for the peer that is slower through the same GEMMs. What
+   * they take beyond the back-to-back median (the sweep's regime, which the
+   * fits describe), averaged over ranks as the step sees both, is the
+   * hook's synchronization cost. */
+  double sync_us = 0;
+  if (ar_n > 0) {
+    cal_point bb;
+    if ((rc = cal_sweep_one(r->world, CAL_ALLREDUCE, RT_ALGO_DEFAULT, ar_bytes / ar_n, 2, 15, &bb)) != 0)
+      goto out;
+    float v = (float)((ar_s / ar_n - bb.t_p50_s) * 1e6);
+    if ((rc = rt_allreduce(r->world, &v, 1, RT_FP32, RT_ALGO_DEFAULT)) != 0)
+      goto out;
+    sync_us = v / r->pg.world_size;
+    say(r, "  PowerSGD's allreduces: %.0f us each between its work, %.0f us back to back (%.0f bytes)",
+        ar_s / ar_n * 1e6, bb.t_p50_s * 1e6, ar_bytes / ar_n);
   }
   /* The sums inside Gloo's allreduces, per type, on this model's gradient
    * divided by the world size as DDP divides it: Gloo sums fp16 through
@@ -585,13 +616,14 @@ static int hooks_part(run *r) {
     r->prof->orth_gflops = os > 0 && of > 0 ? of / os / 1e9 : 0;
     r->prof->psgd_gemm_GBps = gs > 0 && gbytes > 0 ? gbytes / gs / 1e9 : 0;
     r->prof->psgd_pass_GBps = ps > 0 && pbytes > 0 ? pbytes / ps / 1e9 : 0;
+    r->prof->psgd_sync_us = sync_us > 0 ? sync_us : 0;
     r->prof->sum_fp32_GBps = sum[0];
     r->prof->sum_fp16_GBps = sum[1];
     r->prof->sum_bf16_GBps = sum[2];
     say(r, "  hooks: casts %.2f GB/s moved for fp16, %.2f for bf16; PowerSGD orthogonalization %.3f GFLOP/s",
         r->prof->cast_GBps, r->prof->cast_bf16_GBps, r->prof->orth_gflops);
-    say(r, "  PowerSGD GEMMs %.2f GB/s streamed, its passes %.2f GB/s moved", r->prof->psgd_gemm_GBps,
-        r->prof->psgd_pass_GBps);
+    say(r, "  PowerSGD GEMMs %.2f GB/s streamed, its passes %.2f GB/s moved, %.0f us more per allreduce",
+        r->prof->psgd_gemm_GBps, r->prof->psgd_pass_GBps, r->prof->psgd_sync_us);
     say(r, "  Gloo sums: fp32 %.2f, fp16 %.2f, bf16 %.2f GB/s", sum[0], sum[1], sum[2]);
   }
 out:

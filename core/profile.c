@@ -249,7 +249,7 @@ int core_profile_from_setting(const config_setting_t *root, const char *path, co
                                             "comm_cpus", "rank_cpus", NULL};
   static const char *const hook_keys[] = {"cast_GBps", "cast_bf16_GBps", "orth_gflops", "sum_fp32_GBps",
                                           "sum_fp16_GBps", "sum_bf16_GBps", "psgd_gemm_GBps", "psgd_pass_GBps",
-                                          NULL};
+                                          "psgd_sync_us", NULL};
   char w[4200];
   const config_setting_t *g, *s;
   int rc;
@@ -418,7 +418,8 @@ int core_profile_from_setting(const config_setting_t *root, const char *path, co
             (rc = core_cfg_double(s, "sum_fp16_GBps", 0, 0, 1e-6, 1e6, &p->sum_fp16_GBps)) != 0 ||
             (rc = core_cfg_double(s, "sum_bf16_GBps", 0, 0, 1e-6, 1e6, &p->sum_bf16_GBps)) != 0 ||
             (rc = core_cfg_double(s, "psgd_gemm_GBps", 0, 0, 1e-6, 1e6, &p->psgd_gemm_GBps)) != 0 ||
-            (rc = core_cfg_double(s, "psgd_pass_GBps", 0, 0, 1e-6, 1e6, &p->psgd_pass_GBps)) != 0))
+            (rc = core_cfg_double(s, "psgd_pass_GBps", 0, 0, 1e-6, 1e6, &p->psgd_pass_GBps)) != 0 ||
+            (rc = core_cfg_double(s, "psgd_sync_us", 0, 0, 0, 1e7, &p->psgd_sync_us)) != 0))
     goto fail_free;
 
   *out = p;
@@ -613,7 +614,7 @@ int core_profile_write(const core_profile *p, const char *path) {
                {"orth_gflops", p->orth_gflops},
                {"sum_fp32_GBps", p->sum_fp32_GBps}, {"sum_fp16_GBps", p->sum_fp16_GBps},
                {"sum_bf16_GBps", p->sum_bf16_GBps}, {"psgd_gemm_GBps", p->psgd_gemm_GBps},
-               {"psgd_pass_GBps", p->psgd_pass_GBps}};
+               {"psgd_pass_GBps", p->psgd_pass_GBps}, {"psgd_sync_us", p->psgd_sync_us}};
   int any = 0;
   for (size_t i = 0; i < sizeof hooks / sizeof *hooks; i++) {
     if (hooks[i].v <= 0)

@@ -26,7 +26,8 @@
  *                      busbw_GBps = 0.12; comm_cpus = 0.1; rank_cpus = 0.5; };
  *     hooks = { cast_GBps = 8.0; cast_bf16_GBps = 12.0; orth_gflops = 2.0;
  *               sum_fp32_GBps = 4.0; sum_fp16_GBps = 0.5; sum_bf16_GBps = 2.0;
- *               psgd_gemm_GBps = 5.0; psgd_pass_GBps = 5.0; };
+ *               psgd_gemm_GBps = 5.0; psgd_pass_GBps = 5.0;
+ *               psgd_sync_us = 2000.0; };
  *   };
  *
  * A fit says T(S) = alpha + S / algbw for message sizes S in [min_bytes,
@@ -121,6 +122,12 @@ typedef struct core_profile {
    * second, and its error-feedback and gather passes, bytes moved per
    * second (as sim/predict.c counts them); 0 = unknown. */
   double psgd_gemm_GBps, psgd_pass_GBps;
+  /* hooks: how much longer each of PowerSGD's small allreduces takes between
+   * the hook's CPU work than the same allreduce back to back (the sweep's
+   * regime), in microseconds: the threads that move its few kilobytes wake
+   * up on a host whose CPUs were just busy, and wait for the peer that is
+   * slower through the same work; 0 = unknown or none. */
+  double psgd_sync_us;
 } core_profile;
 
 int core_profile_load(const char *path, core_profile **out);

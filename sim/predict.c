@@ -168,12 +168,13 @@ static double half_reduce_extra_s(const core_profile *pr, const sim_point *p, en
  * collective (the cast back; PowerSGD's orthogonalization of P, Q = M^T P,
  * the reconstruction and the new error) to the communication stream. */
 static double hook_time(const sim_scenario *s, const sim_point *p, const sim_topo *t, const core_buckets *bk,
-                        int b, int gb, double *pre, double *cpu, double *wire, double *longest) {
+                        int b, int gb, double *pre, double *cpu, double *idle, double *wire, double *longest) {
   const core_profile *pr = s->profile;
   const core_model *m = p->model;
   double elems = (double)bk->bucket_elems[b], T = 0;
   *pre = 0;
   *cpu = 0; /* of the returned time, the callbacks' CPU work (on CPUs; a GPU's hooks run on streams) */
+  *idle = 0; /* and waiting on idle CPUs */
   int host = strcmp(pr->device_kind, "gpu") != 0;
   switch (p->compression.kind) {
   case SIM_COMPRESS_FP16:
@@ -223,9 +224,15 @@ static double hook_time(const sim_scenario *s, const sim_point *p, const sim_top
         mem += el * 4; /* into the contiguous buffer (and out again, after) */
       }
     }
-    double a = unc > 0 ? sim_predict_allreduce(p, t, unc * 4) : 0;
-    double bP = pn > 0 ? sim_predict_allreduce(p, t, pn * 4) : 0;
-    double bQ = qn > 0 ? sim_predict_allreduce(p, t, qn * 4) : 0;
+    /* Each allreduce that comes between the hook's CPU work waits longer
+     * than the sweep's back-to-back ones (profile hooks.psgd_sync_us, where
+     * calibration measured it: thread wake-ups and the slower peer on a
+     * host whose CPUs run the hook). */
+    double sync = host ? pr->psgd_sync_us * 1e-6 : 0;
+    double a = unc > 0 ? sim_predict_allreduce(p, t, unc * 4) + sync : 0;
+    double bP = pn > 0 ? sim_predict_allreduce(p, t, pn * 4) + sync : 0;
+    double bQ = qn > 0 ? sim_predict_allreduce(p, t, qn * 4) + sync : 0;
+    *idle = sync * ((unc > 0) + (pn > 0) + (qn > 0));
     *wire = (unc + pn + qn) * 4;
     *longest = a > bP ? (a > bQ ? a : bQ) : (bP > bQ ? bP : bQ);
     *pre = before + mem * mem_s;
@@ -260,7 +267,7 @@ int sim_predict_point(const sim_scenario *s, const sim_point *p, sim_engine *e, 
   const char **names = calloc((size_t)L, sizeof *names);
   core_buckets bk = {0};
   int *ready = NULL;
-  double *comm = NULL, *bytes = NULL, *cpu_frac = NULL, *csd = NULL, *msd = NULL;
+  double *comm = NULL, *bytes = NULL, *cpu_frac = NULL, *idle_frac = NULL, *csd = NULL, *msd = NULL;
   int world = p->nodes * p->per_node;
   if (!fwd || !bwd || !copy || !names) {
     rc = core_err_set(CORE_ENOMEM, "out of memory predicting point %ld", p->index);
@@ -316,6 +323,7 @@ int sim_predict_point(const sim_scenario *s, const sim_point *p, sim_engine *e, 
   comm = malloc(sizeof *comm * (size_t)bk.n_buckets);
   bytes = malloc(sizeof *bytes * (size_t)bk.n_buckets);
   cpu_frac = malloc(sizeof *cpu_frac * (size_t)bk.n_buckets);
+  idle_frac = malloc(sizeof *idle_frac * (size_t)bk.n_buckets);
   /* Factors that follow the byte rate where calibration recorded the rate
    * they were measured at, on CPUs (a GPU's collectives take SMs, not the
    * host's CPU, from compute). */
@@ -327,7 +335,7 @@ int sim_predict_point(const sim_scenario *s, const sim_point *p, sim_engine *e, 
       goto out_free;
     }
   }
-  if (!ready || !comm || !bytes || !cpu_frac) {
+  if (!ready || !comm || !bytes || !cpu_frac || !idle_frac) {
     rc = core_err_set(CORE_ENOMEM, "out of memory predicting point %ld", p->index);
     goto out_free;
   }
@@ -343,13 +351,14 @@ int sim_predict_point(const sim_scenario *s, const sim_point *p, sim_engine *e, 
     }
     ready[b] = low;
     bytes[b] = (double)bk.bucket_elems[b] * gb;
-    double pre, cpu, wire, longest;
-    comm[b] = hook_time(s, p, &topo, &bk, b, gb, &pre, &cpu, &wire, &longest);
+    double pre, cpu, idle, wire, longest;
+    comm[b] = hook_time(s, p, &topo, &bk, b, gb, &pre, &cpu, &idle, &wire, &longest);
     cpu_frac[b] = comm[b] > 0 && cpu > 0 ? (cpu < comm[b] ? cpu / comm[b] : 1.0) : 0.0;
+    idle_frac[b] = comm[b] > 0 && idle > 0 ? fmin(idle / comm[b], 1.0 - cpu_frac[b]) : 0.0;
     if (csd) {
       /* The bucket's bus bandwidth over its time on the network, against the
        * calibration's (step.h: CPU per byte). */
-      double net = comm[b] - cpu, k = 0;
+      double net = comm[b] - cpu - idle, k = 0;
       if (net > 0 && world > 1)
         k = wire * 2.0 * (world - 1) / world / net / (pr->interf_busbw_GBps * 1e9);
       sim_step_scale_interference(pr->compute_slowdown, pr->comm_slowdown, k, pr->interf_comm_cpus,
@@ -374,7 +383,8 @@ int sim_predict_point(const sim_scenario *s, const sim_point *p, sim_engine *e, 
   sim_step_cfg c = {
       .n_layers = L, .fwd_s = fwd, .bwd_s = bwd, .copy_s = copy, .layer_names = names,
       .n_buckets = bk.n_buckets, .bucket_ready_layer = ready, .bucket_comm_s = comm,
-      .bucket_bytes = bytes, .bucket_cpu_frac = cpu_frac, .finalize_s = finalize, .optimizer_s = opt,
+      .bucket_bytes = bytes, .bucket_cpu_frac = cpu_frac,
+      .bucket_idle_frac = idle_frac, .finalize_s = finalize, .optimizer_s = opt,
       .overlap = p->overlap, .compute_slowdown = pr->compute_slowdown, .comm_slowdown = pr->comm_slowdown,
       .cpu_slowdown = pr->cpu_slowdown, .bucket_compute_slowdown = csd, .bucket_comm_slowdown = msd,
       .world = world,
@@ -407,6 +417,7 @@ out_free:
   free(comm);
   free(bytes);
   free(cpu_frac);
+  free(idle_frac);
   free(csd);
   free(msd);
   core_bucket_free(&bk);

@@ -83,28 +83,31 @@ static double draw_max(const sim_step_cfg *c, gsl_rng *rng, int n) {
   return m > 0.01 ? m : 0.01; /* a normal fit's far left tail would go negative */
 }
 
-/* The running collective's share of CPU work (step.h). */
+/* The running collective's shares of CPU work and of idle waiting (step.h). */
 static double cpu_frac(const stepsim *s) {
   return s->comm_active && s->c->bucket_cpu_frac ? s->c->bucket_cpu_frac[s->next_coll - 1] : 0.0;
+}
+static double idle_frac(const stepsim *s) {
+  return s->comm_active && s->c->bucket_idle_frac ? s->c->bucket_idle_frac[s->next_coll - 1] : 0.0;
 }
 static double cpu_sd(const stepsim *s) { return s->c->cpu_slowdown > 1.0 ? s->c->cpu_slowdown : 1.0; }
 static double rate(const stepsim *s) {
   if (!s->comm_active)
     return 1.0;
-  double f = cpu_frac(s);
+  double f = cpu_frac(s), g = idle_frac(s);
   const double *per = s->c->bucket_compute_slowdown;
   double net = per ? per[s->next_coll - 1] : s->c->compute_slowdown;
-  return 1.0 / ((1.0 - f) * net + f * cpu_sd(s));
+  return 1.0 / ((1.0 - f - g) * net + f * cpu_sd(s) + g);
 }
 /* A collective is slowed while any rank computes: its ring is as fast as
  * its slowest member, and computing ranks lend it less CPU (or SMs). */
 static double comm_rate(const stepsim *s) {
   if (!s->comm_active || s->computing <= 0)
     return 1.0;
-  double f = cpu_frac(s);
+  double f = cpu_frac(s), g = idle_frac(s);
   const double *per = s->c->bucket_comm_slowdown;
   double net = per ? per[s->next_coll - 1] : s->c->comm_slowdown;
-  return 1.0 / ((1.0 - f) * net + f * cpu_sd(s));
+  return 1.0 / ((1.0 - f - g) * net + f * cpu_sd(s) + g);
 }
 
 /* CPUs a rank's communication gets when it asks for d beside one compute
@@ -353,6 +356,12 @@ int sim_step_run(const sim_step_cfg *c, sim_engine *e, sim_step_result *res, cor
     if (!(c->bucket_cpu_frac[b] >= 0.0 && c->bucket_cpu_frac[b] <= 1.0))
       return core_err_set(CORE_EINVAL, "bucket %d's CPU share of its communication is %g, not in [0, 1]", b,
                           c->bucket_cpu_frac[b]);
+  for (int b = 0; c->bucket_idle_frac && b < c->n_buckets; b++) {
+    double f = c->bucket_cpu_frac ? c->bucket_cpu_frac[b] : 0.0, g = c->bucket_idle_frac[b];
+    if (!(g >= 0.0 && f + g <= 1.0 + 1e-12))
+      return core_err_set(CORE_EINVAL, "bucket %d's idle share of its communication is %g (CPU share %g): "
+                          "each in [0, 1], together at most 1", b, g, f);
+  }
   for (int b = 0; b < c->n_buckets; b++)
     if ((c->bucket_compute_slowdown && !(c->bucket_compute_slowdown[b] >= 1.0)) ||
         (c->bucket_comm_slowdown && !(c->bucket_comm_slowdown[b] >= 1.0)))

@@ -24,8 +24,10 @@
  * callbacks: casts back, PowerSGD's GEMMs and passes); for that share,
  * bucket_cpu_frac, both it and the compute beside it take cpu_slowdown
  * times longer instead, as two CPU-bound threads of a rank share its cores.
- * The factors blend by that share: (1 - f) x the network factor + f x
- * cpu_slowdown.
+ * Another share, bucket_idle_frac, is waiting with the CPUs idle (a hook's
+ * small allreduces waking up between its CPU work): neither side slows the
+ * other there. The factors blend by those shares: (1 - f - g) x the network
+ * factor + f x cpu_slowdown + g.
  *
  * On CPUs the network factors depend on how fast the collective moves bytes:
  * the communication's CPU time is spent per byte (copies, the TCP stack, the
@@ -56,6 +58,7 @@ typedef struct sim_step_cfg {
   const double *bucket_comm_s;    /* [n_buckets] collective time */
   const double *bucket_bytes;     /* [n_buckets] for the trace */
   const double *bucket_cpu_frac;  /* [n_buckets] share of bucket_comm_s that is CPU work; NULL = none */
+  const double *bucket_idle_frac; /* [n_buckets] share that is waiting on idle CPUs; NULL = none */
   double finalize_s;              /* after the last allreduce: copy-out of averaged grads */
   double optimizer_s;
   int overlap;

@@ -194,6 +194,53 @@ static void test_powersgd_compute_path(void) {
   CU_ASSERT_DOUBLE_EQUAL(grew, pre, 1e-6 * pre);
 }
 
+/* PowerSGD's allreduces between its CPU work wait longer than back to back
+ * (profile hooks.psgd_sync_us): with one bucket and overlap off, each of
+ * its three allreduces (the biases together, all P, all Q) takes that much
+ * longer, and nothing else changes. */
+static void test_powersgd_sync(void) {
+  sim_point_result r[2];
+  for (int k = 0; k < 2; k++) {
+    sim_scenario *s = load_on("cpu-hooks-test.cfg", "powersgd:1");
+    CU_ASSERT_FATAL(s != NULL);
+    s->profile->psgd_sync_us = k ? 2000.0 : 0.0;
+    CU_ASSERT_FATAL(run_scenario(s, &r[k]) == 0);
+    sim_scenario_free(s);
+  }
+  CU_ASSERT_DOUBLE_EQUAL(r[1].comm_s - r[0].comm_s, 3 * 2e-3, 1e-9);
+  CU_ASSERT_DOUBLE_EQUAL(r[1].step_s - r[0].step_s, 3 * 2e-3, 1e-9);
+  CU_ASSERT_DOUBLE_EQUAL(r[1].compute_s, r[0].compute_s, 1e-12);
+  CU_ASSERT_DOUBLE_EQUAL(r[1].wire_bytes, r[0].wire_bytes, 0);
+}
+
+/* While the hook's allreduces wait on idle CPUs, backward beside them runs
+ * at full speed: with overlap on, compute slowed twofold beside the
+ * network's work and the hook's own work made free, a wait that dwarfs the
+ * network time leaves compute as it is without any slowdown (within 1%),
+ * where the same time spent on the network slows it by over a fifth (the
+ * backward that overlaps the collectives, at half speed). */
+static void test_powersgd_sync_idle(void) {
+  double comp[3];
+  const double sd[3] = {1.0, 2.0, 2.0};
+  const double sync[3] = {0.5e6, 0.5e6, 0.0};
+  for (int k = 0; k < 3; k++) {
+    sim_scenario *s = load_with("cpu-hooks-test.cfg", "powersgd:1", 1);
+    CU_ASSERT_FATAL(s != NULL);
+    s->profile->psgd_gemm_GBps = s->profile->psgd_pass_GBps = s->profile->orth_gflops = 1e9;
+    s->profile->compute_slowdown = sd[k];
+    s->profile->psgd_sync_us = sync[k];
+    /* Without waits, make the network time as long as those waits. */
+    if (k == 2)
+      s->networks[0].gbps = 1e-5;
+    sim_point_result r;
+    CU_ASSERT_FATAL(run_scenario(s, &r) == 0);
+    comp[k] = r.compute_s;
+    sim_scenario_free(s);
+  }
+  CU_ASSERT_DOUBLE_EQUAL(comp[1], comp[0], 0.01 * comp[0]);
+  CU_ASSERT(comp[2] > 1.2 * comp[0]);
+}
+
 static void test_bad_spec(void) {
   CU_ASSERT(load("zip") == NULL);
   CU_ASSERT(load("powersgd:0") == NULL);
@@ -209,5 +256,7 @@ void test_register(void) {
   CU_add_test(s, "fp16/bf16: Gloo's measured half-precision sums", test_fp16_measured);
   CU_add_test(s, "fp16: Gloo's half sum contends with backward for CPUs", test_half_sum_contends);
   CU_add_test(s, "PowerSGD: its compute on the compute path", test_powersgd_compute_path);
+  CU_add_test(s, "PowerSGD: its allreduces' wait between CPU work", test_powersgd_sync);
+  CU_add_test(s, "PowerSGD: backward runs at full speed beside that wait", test_powersgd_sync_idle);
   CU_add_test(s, "bad compression specs are rejected", test_bad_spec);
 }

@@ -127,6 +127,7 @@ static int profiles_equal(const core_profile *a, const core_profile *b) {
   NUM(sum_bf16_GBps);
   NUM(psgd_gemm_GBps);
   NUM(psgd_pass_GBps);
+  NUM(psgd_sync_us);
   return 1;
 #undef DIFF
 #undef STR
@@ -224,7 +225,8 @@ static const char maximal_profile[] =
     "  interference = { compute_slowdown = 100.0; comm_slowdown = 1.5; busbw_GBps = 0.117;\n"
     "                   comm_cpus = 0.21; rank_cpus = 0.5; };\n"
     "  hooks = { cast_GBps = 0.30000000000000004; cast_bf16_GBps = 1e6; orth_gflops = 1e-6; sum_fp32_GBps = 4.0;\n"
-    "            sum_fp16_GBps = 0.068757459122181147; sum_bf16_GBps = 2.0; psgd_gemm_GBps = 3.5; psgd_pass_GBps = 6.0; };\n"
+    "            sum_fp16_GBps = 0.068757459122181147; sum_bf16_GBps = 2.0; psgd_gemm_GBps = 3.5; psgd_pass_GBps = 6.0;\n"
+    "            psgd_sync_us = 3101.36669921875; };\n"
     "};\n";
 
 static void test_round_trip_maximal(void) {
