@@ -9,7 +9,12 @@
 # measured (between the rates run) and predicted (the simulator swept finely
 # over rates from the 1gbit profile). Needs root.
 #
-#   [REPEATS=N] bash bench/validate-compression.sh [BUILD_DIR] [OUT_DIR]
+#   [REPEATS=N] [CPU_QUOTA=C] bash bench/validate-compression.sh [BUILD_DIR] [OUT_DIR]
+#
+# CPU_QUOTA caps every rank at C CPUs (launch --cpu-quota) in calibration
+# and in every run: the two test hosts share this machine's cores, which a
+# rank's cgroup otherwise does not show (the profile would say each rank
+# has all of them).
 #
 # Every run is repeated REPEATS times (default 3), in separate rounds, and
 # the median taken: the hooks' runs for the MAPE (bench/mape.py), and none /
@@ -23,6 +28,7 @@ STEPS=20
 MODEL=mlp
 REPEATS=${REPEATS:-3}
 DD=$(realpath "$BUILD/ddpsim")
+QUOTA=(); [ -n "${CPU_QUOTA:-}" ] && QUOTA=(--cpu-quota "$CPU_QUOTA")
 source bench/steal.sh
 mkdir -p "$OUT"
 OUT=$(realpath "$OUT")
@@ -38,7 +44,7 @@ calibrate() { # rate label
   local s0
   steal_wait
   s0=$(steal_snap)
-  "$DD" launch -q --nproc 2 --hosts $HOSTS -- "$DD" calibrate $2 --model scenarios/models/$MODEL.cfg \
+  "$DD" launch -q --nproc 2 --hosts $HOSTS "${QUOTA[@]}" -- "$DD" calibrate $2 --model scenarios/models/$MODEL.cfg \
     --out "$OUT/profile-$1.cfg" --scratch "$OUT" --progress off
   echo "   $1: CPU time stolen by the hypervisor during calibration: $(steal_frac "$s0")"
 }
@@ -53,7 +59,7 @@ train() { # rate hook [suffix] -> steps.csv in $OUT/runs/RATE-HOOK[SUFFIX]
   [[ $2 == powersgd:* ]] && psgd=(--powersgd-start 0)
   steal_wait
   s0=$(steal_snap)
-  "$DD" launch -q --nproc 2 --hosts $HOSTS -- "$DD" train --model scenarios/models/$MODEL.cfg --steps $STEPS \
+  "$DD" launch -q --nproc 2 --hosts $HOSTS "${QUOTA[@]}" -- "$DD" train --model scenarios/models/$MODEL.cfg --steps $STEPS \
     --compress "$2" "${psgd[@]}" -o "$run" >/dev/null
   echo "$1-$2${3:-},$(steal_frac "$s0")" >> "$STEAL"
   echo "$run"
@@ -102,7 +108,7 @@ print(statistics.median(sum(r) / len(r) for r in runs))" "$@"; }
 for rate in 1gbit 2gbit 4gbit 8gbit none; do
   up "$rate"
   steal_wait
-  bw=$("$DD" launch -q --nproc 2 --hosts $HOSTS -- "$(realpath "$BUILD/bench/bench_allreduce")" --mib 64 |
+  bw=$("$DD" launch -q --nproc 2 --hosts $HOSTS "${QUOTA[@]}" -- "$(realpath "$BUILD/bench/bench_allreduce")" --mib 64 |
        awk '$1 == "default" { print $3 }')
   a=() b=()
   for rep in $(seq "$REPEATS"); do
