@@ -91,23 +91,25 @@ static double idle_frac(const stepsim *s) {
   return s->comm_active && s->c->bucket_idle_frac ? s->c->bucket_idle_frac[s->next_coll - 1] : 0.0;
 }
 static double cpu_sd(const stepsim *s) { return s->c->cpu_slowdown > 1.0 ? s->c->cpu_slowdown : 1.0; }
+/* The rate beside the running collective, its network share slowed by
+ * `net`, its CPU share by cpu_slowdown, its idle share not at all. */
+static double blend(const stepsim *s, double net) {
+  double f = cpu_frac(s), g = idle_frac(s);
+  return 1.0 / ((1.0 - f - g) * net + f * cpu_sd(s) + g);
+}
 static double rate(const stepsim *s) {
   if (!s->comm_active)
     return 1.0;
-  double f = cpu_frac(s), g = idle_frac(s);
   const double *per = s->c->bucket_compute_slowdown;
-  double net = per ? per[s->next_coll - 1] : s->c->compute_slowdown;
-  return 1.0 / ((1.0 - f - g) * net + f * cpu_sd(s) + g);
+  return blend(s, per ? per[s->next_coll - 1] : s->c->compute_slowdown);
 }
 /* A collective is slowed while any rank computes: its ring is as fast as
  * its slowest member, and computing ranks lend it less CPU (or SMs). */
 static double comm_rate(const stepsim *s) {
   if (!s->comm_active || s->computing <= 0)
     return 1.0;
-  double f = cpu_frac(s), g = idle_frac(s);
   const double *per = s->c->bucket_comm_slowdown;
-  double net = per ? per[s->next_coll - 1] : s->c->comm_slowdown;
-  return 1.0 / ((1.0 - f - g) * net + f * cpu_sd(s) + g);
+  return blend(s, per ? per[s->next_coll - 1] : s->c->comm_slowdown);
 }
 
 /* CPUs a rank's communication gets when it asks for d beside one compute
