@@ -23,6 +23,19 @@
 #    checked on device buffers, cuBLAS GEMM rates per precision, bandwidths,
 #    jitter, interference) and prints the profile's compute rates and fits.
 #
+# A lent machine may hold the CUDA Toolkit but none of the Debian packages
+# (Gloo, libconfig, GSL, OpenBLAS, CUnit). Then build here and carry the
+# binaries with the libraries they need:
+#
+#   bash scripts/gpu-check.sh --bundle gpu-bundle      # here: build + copy
+#   GPU_CHECK_PREBUILT=gpu-bundle bash scripts/gpu-check.sh   # there
+#
+# The bundle holds bin/ddpsim, bin/test_rt_nccl and lib/ (every library they
+# load except glibc's, the compiler's runtime and CUDA's: cudart, cuBLAS and
+# NCCL are the lent machine's own). If a bundled binary cannot load there,
+# the script falls back to the builds below. NCCL is also looked for in the
+# nvidia-nccl wheel of the machine's python3.
+#
 # Logs go to $OUT/gpu-check (or <build>/logs); the build directory is
 # $GPU_CHECK_BUILD (default build-gpu). GPU_CHECK_FALLBACK=1 forces the
 # direct build. Everything is bounded by timeouts (about 9 minutes in all;
@@ -34,6 +47,25 @@ cd "$(dirname "$0")/.." || exit 2
 ROOT=$PWD
 BUILD=${GPU_CHECK_BUILD:-$ROOT/build-gpu}
 case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
+
+if [ "${1:-}" = --bundle ]; then
+  DEST=${2:?usage: gpu-check.sh --bundle DIR}
+  cmake -S "$ROOT" -B "$BUILD" -DDDPSIM_WITH_CUDA=ON -DCMAKE_BUILD_TYPE=Release > /dev/null &&
+    cmake --build "$BUILD" -j"$(nproc)" --target ddpsim test_rt_nccl > /dev/null || {
+    echo "gpu-check --bundle: the CUDA build in $BUILD failed; run its cmake by hand to see why" >&2
+    exit 3
+  }
+  rm -rf "$DEST" && mkdir -p "$DEST/bin" "$DEST/lib" || exit 3
+  cp "$BUILD/ddpsim" "$BUILD/tests/runtime/test_rt_nccl" "$DEST/bin/" || exit 3
+  # Everything the binaries load except what every Linux with CUDA has.
+  ldd "$DEST/bin/ddpsim" "$DEST/bin/test_rt_nccl" | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}' |
+    grep -vE '^(libc|libm|libdl|libpthread|librt|libstdc\+\+|libgcc_s|libz|libcudart|libcublas|libcublasLt|libnccl)\.so' |
+    sort -u | while read -r name path; do cp -L "$path" "$DEST/lib/$name" || exit 3; done || exit 3
+  echo "gpu-check --bundle: $DEST ($(du -sh "$DEST" | cut -f1)): $(ls "$DEST/lib" | tr '\n' ' ')"
+  exit 0
+fi
+PREBUILT=${GPU_CHECK_PREBUILT:-}
+[ -n "$PREBUILT" ] && case $PREBUILT in /*) ;; *) PREBUILT=$ROOT/$PREBUILT ;; esac
 LOG=${OUT:+$OUT/gpu-check}
 LOG=${LOG:-$BUILD/logs}
 mkdir -p "$BUILD" "$LOG"
@@ -76,6 +108,14 @@ CUBLAS_DIR=$(find_in libcublas.so "${LIBDIRS[@]}") || CUBLAS_DIR=
 NCCL_INC=$(find_in nccl.h "${INCDIRS[@]}") || NCCL_INC=
 NCCL_DIR=$(find_in libnccl.so "${LIBDIRS[@]}") || NCCL_DIR=
 [ -z "$NCCL_DIR" ] && { NCCL_DIR=$(find_in libnccl.so.2 "${LIBDIRS[@]}") || NCCL_DIR=; }
+if [ -z "$NCCL_INC" ] || [ -z "$NCCL_DIR" ]; then
+  # Images built around PyTorch carry NCCL in the nvidia-nccl wheel.
+  WHEEL=$(python3 -c 'import importlib.util as u; s = u.find_spec("nvidia.nccl"); print(list(s.submodule_search_locations)[0])' 2>/dev/null) || WHEEL=
+  if [ -n "$WHEEL" ] && [ -e "$WHEEL/include/nccl.h" ]; then
+    NCCL_INC=$WHEEL/include
+    NCCL_DIR=$(find_in libnccl.so "$WHEEL/lib") || NCCL_DIR=$(find_in libnccl.so.2 "$WHEEL/lib") || NCCL_DIR=
+  fi
+fi
 
 report() { # report WHAT VALUE-OR-EMPTY HINT
   if [ -n "$2" ]; then printf '  %-22s %s\n' "$1" "$2"; else printf '  %-22s MISSING (%s)\n' "$1" "$3"; fi
@@ -121,7 +161,19 @@ fi
 
 # ---- 2. build --------------------------------------------------------------------
 TEST=
-if [ $FULL = 1 ]; then
+DDPSIM=$BUILD/ddpsim
+if [ -n "$PREBUILT" ]; then
+  export LD_LIBRARY_PATH=$PREBUILT/lib${NCCL_DIR:+:$NCCL_DIR}:$CUBLAS_DIR:$CUDART_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  MISSING=$(ldd "$PREBUILT/bin/ddpsim" "$PREBUILT/bin/test_rt_nccl" 2>&1 | grep -E "not found|No such file")
+  if [ -z "$MISSING" ]; then
+    TEST=$PREBUILT/bin/test_rt_nccl DDPSIM=$PREBUILT/bin/ddpsim FULL=2
+    say "prebuilt binaries from $PREBUILT (LD_LIBRARY_PATH=$LD_LIBRARY_PATH)"
+  else
+    say "prebuilt binaries in $PREBUILT cannot load here; building instead:"
+    echo "$MISSING" | sed 's/^/  /' | tee -a "$SUMMARY"
+  fi
+fi
+if [ -z "$TEST" ] && [ $FULL = 1 ]; then
   say "full build in $BUILD (cmake, DDPSIM_WITH_CUDA=ON, -j$JOBS)"
   NCCL_ARGS=()
   [ -n "$NCCL_INC" ] && NCCL_ARGS+=("-DNCCL_INCLUDE_DIR=$NCCL_INC")
@@ -386,11 +438,11 @@ sed -n '/device 0:/,/^Run Summary\|tests run/p' "$LOG/figures.log" | grep -v "Ru
 
 # ---- 4. calibrate --backend nccl on this GPU --------------------------------------
 CRC=0
-if [ -x "$BUILD/ddpsim" ] && [ "$TEST" = "$BUILD/tests/runtime/test_rt_nccl" ]; then
+if [ -x "$DDPSIM" ] && { [ "$FULL" = 2 ] || [ "$TEST" = "$BUILD/tests/runtime/test_rt_nccl" ]; }; then
   PROFILE=${OUT:+$OUT/gpu-profile.cfg}
   PROFILE=${PROFILE:-$LOG/gpu-profile.cfg}
   say "calibrate --backend nccl --quick on one GPU (log: $LOG/calibrate.log)"
-  timeout 180 "$BUILD/ddpsim" launch --nproc 1 -- "$BUILD/ddpsim" calibrate --backend nccl --quick \
+  timeout 180 "$DDPSIM" launch --nproc 1 -- "$DDPSIM" calibrate --backend nccl --quick \
     --progress on --out "$PROFILE" > "$LOG/calibrate.log" 2>&1
   CRC=$?
   # Progress lines (sweep lines rewrite themselves with \r: keep their last).
