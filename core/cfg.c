@@ -200,19 +200,29 @@ int core_cfg_group(const config_setting_t *parent, const char *key, int required
   return 0;
 }
 
-int core_cfg_list(const config_setting_t *parent, const char *key, int required,
-                  const config_setting_t **out) {
+static int list_of_groups(const config_setting_t *parent, const char *key, int required,
+                          int allow_empty, const config_setting_t **out) {
   int rc = child(parent, key, required, "a list of groups: key = ( { ... }, { ... } );", out);
   if (rc || !*out)
     return rc;
   if (!config_setting_is_list(*out))
     return wrong(*out, "a list of groups in ( ) parentheses: key = ( { ... }, { ... } );");
-  if (config_setting_length(*out) == 0)
+  if (!allow_empty && config_setting_length(*out) == 0)
     return wrong(*out, "at least one group in the list; an empty list sweeps nothing");
   for (int i = 0; i < config_setting_length(*out); i++)
     if (!config_setting_is_group(config_setting_get_elem(*out, (unsigned)i)))
       return wrong(config_setting_get_elem(*out, (unsigned)i), "each element of the list to be a group in { } braces");
   return 0;
+}
+
+int core_cfg_list(const config_setting_t *parent, const char *key, int required,
+                  const config_setting_t **out) {
+  return list_of_groups(parent, key, required, 0, out);
+}
+
+int core_cfg_list_or_empty(const config_setting_t *parent, const char *key, int required,
+                           const config_setting_t **out) {
+  return list_of_groups(parent, key, required, 1, out);
 }
 
 /* One scalar element (a setting or an array element) as a number. */

@@ -43,6 +43,10 @@ int core_cfg_group(const config_setting_t *parent, const char *key, int required
 /* A child list of groups: ( {...}, {...} ). */
 int core_cfg_list(const config_setting_t *parent, const char *key, int required,
                   const config_setting_t **out);
+/* The same, where an empty list ( ) is a value: a profile calibrated on one
+ * rank measured no collective. */
+int core_cfg_list_or_empty(const config_setting_t *parent, const char *key, int required,
+                           const config_setting_t **out);
 
 int core_cfg_double(const config_setting_t *g, const char *key, int required, double def,
                     double lo, double hi, double *out);

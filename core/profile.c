@@ -307,11 +307,11 @@ int core_profile_from_setting(const config_setting_t *root, const char *path, co
     if ((rc = parse_rate(config_setting_get_elem(s, (unsigned)i), p)) != 0)
       goto fail_free;
 
-  if ((rc = core_cfg_list(g, "collectives", 1, &s)) != 0)
+  if ((rc = core_cfg_list_or_empty(g, "collectives", 1, &s)) != 0)
     goto fail_free;
   p->n_colls = config_setting_length(s);
   p->colls = calloc((size_t)p->n_colls, sizeof *p->colls);
-  if (!p->colls) {
+  if (!p->colls && p->n_colls) {
     rc = core_err_set(CORE_ENOMEM, "out of memory loading profile %s", path);
     goto fail_free;
   }
