@@ -43,7 +43,8 @@ typedef struct core_layer {
   int n_tensors;
   double fwd_flops;        /* per sample */
   double bwd_flops;        /* per sample; default 2 x forward (1 x for the first layer) */
-  double act_bytes;        /* activation bytes per sample (informational) */
+  double act_bytes;        /* output activation bytes per sample at fp32's 4 bytes an element;
+                              the simulator charges the elementwise work on it (sim/predict.h) */
   double fwd_s, bwd_s;     /* measured at model.measured_batch; < 0 when not measured */
 } core_layer;
 

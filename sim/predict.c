@@ -297,6 +297,12 @@ int sim_predict_point(const sim_scenario *s, const sim_point *p, sim_engine *e, 
       /* Backward is two GEMMs the size of the forward one (input and weight
        * gradients), so its rate is that of half its FLOPs. */
       bwd[l] = bf > 0 ? bf / core_profile_flops(pr, cp, bf / 2) : 0;
+      /* The elementwise work on the layer's output that no FLOP count holds
+       * (normalization, activation, dropout, residual adds, their
+       * backwards) streams the activation through memory. */
+      double act_s = ly->act_bytes * p->batch / mem_Bps;
+      fwd[l] += SIM_ELEMENTWISE_FWD_PASSES * act_s;
+      bwd[l] += SIM_ELEMENTWISE_BWD_PASSES * act_s;
     }
     if (!s->gradient_as_bucket_view) {
       /* The autograd hook copies each gradient into its bucket: one read and

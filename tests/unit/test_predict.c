@@ -556,6 +556,44 @@ static int suite_clean(void) {
   return 0;
 }
 
+/* Elementwise work: each layer's activation (act_bytes a sample) streams
+ * through memory SIM_ELEMENTWISE_FWD_PASSES times in forward and
+ * SIM_ELEMENTWISE_BWD_PASSES in backward at the profile's memory bandwidth,
+ * a zero-FLOP layer (a normalization) included, at any precision (the
+ * bytes are fp32's); a measured model's times already hold it. */
+static void test_elementwise_traffic(void) {
+  char model[4200];
+  snprintf(model, sizeof model, "%s/act-test.cfg", scratch);
+  const double A = 3e7, N = 1e7; /* bytes a sample: a GEMM layer's output, a norm's */
+  char text[1024];
+  snprintf(text, sizeof text,
+           "model = { name = \"act-test\"; source = \"test fixture\"; layers = (\n"
+           "  { name = \"a\"; params = [60000000]; fwd_flops = 1e8; act_bytes = %.17g; },\n"
+           "  { name = \"norm\"; params = [1024, 1024]; fwd_flops = 0.0; act_bytes = %.17g; },\n"
+           "  { name = \"b\"; params = [40000000]; fwd_flops = 1e8; } ); };\n",
+           A, N);
+  CU_ASSERT_FATAL(tu_write_file(model, text) == 0);
+  sim_point_result with, without;
+  for (int k = 0; k < 2; k++) {
+    sim_scenario *s = load("profile = \"gpu-test.cfg\"; model = [\"big-test.cfg\", \"%s\"];\n"
+                           "training = { batch = 8; precision = \"%s\"; };\n"
+                           "cluster = { nodes = 1; devices_per_node = 1; };\n"
+                           "networks = ( { name = \"n\"; gbps = 1.0; latency_us = 10.0; } );\n"
+                           "ddp = { backend = \"nccl\"; gradient_as_bucket_view = true; };\n",
+                           model, k ? "bf16" : "fp32");
+    CU_ASSERT_FATAL(s != NULL);
+    /* Points: big-test (act_bytes 0: no elementwise term), then act-test;
+     * the same FLOPs and parameters, one more parameter tensor pair. */
+    CU_ASSERT_FATAL(run_point(s, 0, &without) == 0 && run_point(s, 1, &with) == 0);
+    double passes = SIM_ELEMENTWISE_FWD_PASSES + SIM_ELEMENTWISE_BWD_PASSES;
+    double extra_params = 2048.0 * 12.0 / GPU_MEM_BPS; /* the norm's weights in SGD */
+    double want = passes * (A + N) * 8 / GPU_MEM_BPS + extra_params;
+    CU_ASSERT(rel_err(with.single_step_s - without.single_step_s, want) < 1e-9);
+    CU_ASSERT(want > 0.2 * without.single_step_s); /* large enough to matter */
+    sim_scenario_free(s);
+  }
+}
+
 #define JITTER_SCENARIO                                                                            \
   "profile = \"%s\"; model = \"../../scenarios/models/%s.cfg\";\n"                                  \
   "training = { batch = 32; };\n"                                                                  \
@@ -1084,6 +1122,7 @@ void test_register(void) {
   CU_add_test(s, "step by hand", test_step_by_hand);
   CU_add_test(s, "jitter functions", test_jitter_functions);
   CU_add_test(s, "single device", test_single_device);
+  CU_add_test(s, "elementwise traffic of the activations", test_elementwise_traffic);
   CU_add_test(s, "overlap never slower", test_overlap);
   CU_add_test(s, "representative = every rank without jitter", test_representative_equals_every_rank);
   CU_add_test(s, "stragglers: normal, E[max] from the reference", test_stragglers_normal);
