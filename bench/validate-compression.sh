@@ -9,14 +9,12 @@
 # measured (between the rates run) and predicted (the simulator swept finely
 # over rates from the 1gbit profile). Needs root.
 #
-#   [REPEATS=N] [CPU_QUOTA=C] [PIN=1] bash bench/validate-compression.sh [BUILD_DIR] [OUT_DIR]
+#   [REPEATS=N] [CPU_QUOTA=C] bash bench/validate-compression.sh [BUILD_DIR] [OUT_DIR]
 #
 # CPU_QUOTA caps every rank at C CPUs (launch --cpu-quota) in calibration
 # and in every run: the two test hosts share this machine's cores, which a
 # rank's cgroup otherwise does not show (the profile would say each rank
-# has all of them). PIN=1 binds each rank to one CPU of its own (launch
-# --pin), in calibration and in every run, so the two hosts stop taking
-# turns on both cores.
+# has all of them).
 #
 # Every run is repeated REPEATS times (default 3), in separate rounds, and
 # the median taken: the hooks' runs for the MAPE (bench/mape.py), and none /
@@ -31,7 +29,6 @@ MODEL=mlp
 REPEATS=${REPEATS:-3}
 DD=$(realpath "$BUILD/ddpsim")
 QUOTA=(); [ -n "${CPU_QUOTA:-}" ] && QUOTA=(--cpu-quota "$CPU_QUOTA")
-[ "${PIN:-0}" = 1 ] && QUOTA+=(--pin)
 source bench/steal.sh
 mkdir -p "$OUT"
 OUT=$(realpath "$OUT")

@@ -38,9 +38,6 @@ const char cli_launch_help[] =
     "                           the same per-rank compute rate whatever the rank\n"
     "                           count, for calibration and validation runs; the\n"
     "                           quota is 1.25 ms a period (2.5 ms at C = 0.5)\n"
-    "      --pin                bind rank r to one CPU, the (r mod n)-th of the n the\n"
-    "                           launcher may use: test hosts sharing this machine's\n"
-    "                           cores each keep their own, as separate machines would\n"
     "      --fail-mtbf S        inject failures: SIGKILL a random rank after an\n"
     "                           exponential time of mean S seconds, in each attempt\n"
     "                           that has a restart left (measures recovery)\n"
@@ -67,20 +64,20 @@ static int rm_rf(const char *dir) {
 }
 
 int cli_cmd_launch(int argc, char **argv) {
-  enum { O_NPROC = 1000, O_HOSTS, O_RESTARTS, O_GRACE, O_RDZV, O_PORT, O_QUOTA, O_MTBF, O_FSEED, O_PIN };
+  enum { O_NPROC = 1000, O_HOSTS, O_RESTARTS, O_GRACE, O_RDZV, O_PORT, O_QUOTA, O_MTBF, O_FSEED };
   static const struct option opts[] = {
       {"nproc", required_argument, NULL, O_NPROC}, {"hosts", required_argument, NULL, O_HOSTS},
       {"max-restarts", required_argument, NULL, O_RESTARTS}, {"grace", required_argument, NULL, O_GRACE},
       {"rdzv-dir", required_argument, NULL, O_RDZV}, {"master-port", required_argument, NULL, O_PORT},
       {"cpu-quota", required_argument, NULL, O_QUOTA}, {"fail-mtbf", required_argument, NULL, O_MTBF},
-      {"fail-seed", required_argument, NULL, O_FSEED}, {"pin", no_argument, NULL, O_PIN},
+      {"fail-seed", required_argument, NULL, O_FSEED},
       {"quiet", no_argument, NULL, 'q'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
   long nproc = 0, restarts = 0, port = 29500;
   double grace = 5, quota = 0, mtbf = 0;
   long fseed = 1;
   char *hosts_arg = NULL;
   const char *rdzv = NULL;
-  int quiet = 0, pin = 0, c;
+  int quiet = 0, c;
   optind = 1;
   opterr = 0;
   /* '+': stop at the first non-option, so COMMAND's options stay its own. */
@@ -126,7 +123,6 @@ int cli_cmd_launch(int argc, char **argv) {
     case O_HOSTS: hosts_arg = optarg; break;
     case O_RDZV: rdzv = optarg; break;
     case 'q': quiet = 1; break;
-    case O_PIN: pin = 1; break;
     case 'h': fputs(cli_launch_help, stdout); return CLI_EXIT_OK;
     case ':': return cli_usage("launch", "option %s needs a value", argv[optind - 1]);
     default: return cli_usage("launch", "unknown option '%s'", argv[optind - 1]);
@@ -178,7 +174,7 @@ int cli_cmd_launch(int argc, char **argv) {
   rt_launch_opts o = {.nproc = (int)nproc, .hosts = n_hosts ? hosts : NULL, .n_hosts = n_hosts,
                       .max_restarts = (int)restarts, .grace_s = grace, .rdzv_dir = rdzv,
                       .master_port = (int)port, .argv = argv + optind, .quiet = quiet,
-                      .cpu_quota = quota, .pin = pin, .fail_mtbf_s = mtbf, .fail_seed = (unsigned long)fseed};
+                      .cpu_quota = quota, .fail_mtbf_s = mtbf, .fail_seed = (unsigned long)fseed};
   rt_launch_result res;
   int rc = rt_launch_run(&o, &res);
   if (tmp[0])

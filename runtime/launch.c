@@ -210,27 +210,6 @@ static double realtime(void) {
   return (double)rt.tv_sec + rt.tv_nsec * 1e-9;
 }
 
-/* Bind the calling process (rank r) to one CPU of those it may run on: the
- * (r mod n)-th. Test hosts that share a machine's cores then each keep
- * their own, as separate machines would, instead of taking turns on all of
- * them at the scheduler's whim. */
-static int pin_rank(int r) {
-  cpu_set_t allowed, one;
-  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0)
-    return core_err_errno(errno, "rank %d: reading its CPU affinity", r);
-  int n = CPU_COUNT(&allowed), k = r % n;
-  for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
-    if (!CPU_ISSET(cpu, &allowed) || k-- > 0)
-      continue;
-    CPU_ZERO(&one);
-    CPU_SET(cpu, &one);
-    if (sched_setaffinity(0, sizeof one, &one) != 0)
-      return core_err_errno(errno, "rank %d: binding to CPU %d", r, cpu);
-    return 0;
-  }
-  return core_err_set(CORE_EINVAL, "rank %d: no CPU to bind to", r);
-}
-
 /* Start one attempt's ranks. */
 static int start_group(const rt_launch_opts *o, int attempt, const char *rdzv, char (*addr)[64],
                        child *ch) {
@@ -254,10 +233,6 @@ static int start_group(const rt_launch_opts *o, int attempt, const char *rdzv, c
         _exit(3);
       if (o->cpu_quota > 0 && enter_cgroup(r, o->cpu_quota, launcher) != 0)
         _exit(3);
-      if (o->pin && pin_rank(r) != 0) {
-        fprintf(stderr, "ddpsim launch: error: %s; run without --pin\n", core_err_msg());
-        _exit(3);
-      }
       setenv("DDPSIM_LAUNCH_TIME", launch_time, 1);
       if (attempt > 0) {
         setenv("DDPSIM_FAIL_TIME", fail_time, 1);

@@ -31,7 +31,6 @@ typedef struct rt_launch_opts {
   char **argv;          /* command to run, NULL-terminated */
   int quiet;
   double cpu_quota;     /* CPUs each rank may use (cgroup cpu quota); 0 = no limit */
-  int pin;              /* bind rank r to the (r mod n)-th of the launcher's n CPUs */
   double fail_mtbf_s;   /* > 0: SIGKILL a random rank after an exponential time of this
                          * mean, in every attempt but the last one --max-restarts allows */
   unsigned long fail_seed;

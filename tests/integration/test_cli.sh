@@ -234,24 +234,6 @@ fi
 
 # --- no temp files left behind ------------------------------------------------------
 checks=$((checks + 1))
-# --- launch --pin: each rank on one CPU, its own while there are enough ------------
-ncpu=$(nproc)
-run pin launch -q --nproc 2 --pin --rdzv-dir "$work" -- sh -c 'echo "rank $RANK $(grep Cpus_allowed_list /proc/self/status | cut -f2)"'
-expect_status pin 0
-checks=$((checks + 1))
-pins=$(sort "$work/pin.out" | awk '{print $3}' | tr '\n' ' ')
-if [ "$ncpu" -ge 2 ]; then
-  # taskset-style lists: one CPU each means no '-' or ','; two ranks, two CPUs.
-  [ "$(sort "$work/pin.out" | awk '$3 !~ /[-,]/ {print $3}' | sort -u | wc -l)" = 2 ] ||
-    fail "pin: expected two ranks on two different single CPUs, got: $pins"
-else
-  [ "$(awk '$3 !~ /[-,]/' "$work/pin.out" | wc -l)" = 2 ] || fail "pin: expected one CPU each, got: $pins"
-fi
-run nopin launch -q --nproc 2 --rdzv-dir "$work" -- sh -c 'grep Cpus_allowed_list /proc/self/status | cut -f2'
-checks=$((checks + 1))
-[ "$(sort -u "$work/nopin.out")" = "$(grep Cpus_allowed_list /proc/self/status | cut -f2)" ] ||
-  fail "nopin: without --pin the ranks keep the launcher's CPUs, got: $(tr '\n' ' ' < "$work/nopin.out")"
-
 left=$(find "$work" -name '*.tmp.*' | head -n 3)
 [ -z "$left" ] || fail "temp files left behind: $left"
 
