@@ -318,7 +318,7 @@ static int data_row(parser *ps, char **tok, int n, const char *raw, long line) {
     if (ps->c_time[h] < 0)
       continue;
     const char *what = h ? "in-place" : "out-of-place";
-    double a, b, w;
+    double a = 0, b = 0, w;
     if (parse_num(tok[ps->c_time[h]], &t[h]) != 0 || t[h] < 0 || (size > 0 && t[h] <= 0))
       return core_err_set(CORE_EINVAL, "%s:%ld: the %s time '%s' is not a positive number of microseconds",
                           ps->path, line, what, tok[ps->c_time[h]]);

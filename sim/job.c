@@ -221,7 +221,9 @@ int sim_job_run(const sim_job_params *p, sim_engine *e, sim_job_result *r) {
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
     gsl_rng_set(j.rng, (unsigned long)(z ^ (z >> 31)));
-    double m[SIM_JOB_N_METRICS];
+    /* Zeroed: GCC's -O2 -Wmaybe-uninitialized cannot see that replicate
+     * fills every metric when it returns 0. */
+    double m[SIM_JOB_N_METRICS] = {0};
     rc = replicate(&j, m);
     if (rc < 0)
       goto out;
