@@ -48,45 +48,9 @@ ROOT=$PWD
 BUILD=${GPU_CHECK_BUILD:-$ROOT/build-gpu}
 case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
 
-if [ "${1:-}" = --bundle ]; then
-  DEST=${2:?usage: gpu-check.sh --bundle DIR}
-  cmake -S "$ROOT" -B "$BUILD" -DDDPSIM_WITH_CUDA=ON -DCMAKE_BUILD_TYPE=Release > /dev/null &&
-    cmake --build "$BUILD" -j"$(nproc)" --target ddpsim test_rt_nccl > /dev/null || {
-    echo "gpu-check --bundle: the CUDA build in $BUILD failed; run its cmake by hand to see why" >&2
-    exit 3
-  }
-  rm -rf "$DEST" && mkdir -p "$DEST/bin" "$DEST/lib" || exit 3
-  cp "$BUILD/ddpsim" "$BUILD/tests/runtime/test_rt_nccl" "$DEST/bin/" || exit 3
-  # Everything the binaries load except what every Linux with CUDA has.
-  ldd "$DEST/bin/ddpsim" "$DEST/bin/test_rt_nccl" | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}' |
-    grep -vE '^(libc|libm|libdl|libpthread|librt|libstdc\+\+|libgcc_s|libz|libcudart|libcublas|libcublasLt|libnccl)\.so' |
-    sort -u | while read -r name path; do cp -L "$path" "$DEST/lib/$name" || exit 3; done || exit 3
-  echo "gpu-check --bundle: $DEST ($(du -sh "$DEST" | cut -f1)): $(ls "$DEST/lib" | tr '\n' ' ')"
-  exit 0
-fi
-PREBUILT=${GPU_CHECK_PREBUILT:-}
-[ -n "$PREBUILT" ] && case $PREBUILT in /*) ;; *) PREBUILT=$ROOT/$PREBUILT ;; esac
-LOG=${OUT:+$OUT/gpu-check}
-LOG=${LOG:-$BUILD/logs}
-mkdir -p "$BUILD" "$LOG"
-JOBS=$(nproc 2>/dev/null || echo 4)
-T0=$(date +%s)
-SUMMARY=$LOG/summary.txt
-: > "$SUMMARY"
-
-say() { echo "[gpu-check +$(( $(date +%s) - T0 ))s] $*" | tee -a "$SUMMARY"; }
 have() { command -v "$1" > /dev/null 2>&1; }
 
-# ---- 1. the machine and what is installed --------------------------------------
-say "host $(hostname), $JOBS CPUs, logs in $LOG"
-if have nvidia-smi; then
-  nvidia-smi > "$LOG/nvidia-smi.txt" 2>&1
-  nvidia-smi --query-gpu=index,name,memory.total,driver_version,compute_cap \
-    --format=csv,noheader 2>&1 | sed 's/^/  GPU /' | tee -a "$SUMMARY"
-else
-  say "nvidia-smi not found (no driver utilities on PATH)"
-fi
-
+# ---- where CUDA and NCCL are ------------------------------------------------------
 CUDA_HOME=${CUDA_HOME:-}
 if [ -z "$CUDA_HOME" ]; then
   if have nvcc; then CUDA_HOME=$(dirname "$(dirname "$(command -v nvcc)")")
@@ -108,13 +72,82 @@ CUBLAS_DIR=$(find_in libcublas.so "${LIBDIRS[@]}") || CUBLAS_DIR=
 NCCL_INC=$(find_in nccl.h "${INCDIRS[@]}") || NCCL_INC=
 NCCL_DIR=$(find_in libnccl.so "${LIBDIRS[@]}") || NCCL_DIR=
 [ -z "$NCCL_DIR" ] && { NCCL_DIR=$(find_in libnccl.so.2 "${LIBDIRS[@]}") || NCCL_DIR=; }
+# Images built around PyTorch carry CUDA's libraries and NCCL in the
+# nvidia-* wheels of their python3 (libraries only, some without headers).
+wheel_lib() { # wheel_lib MODULE LIB: the wheel's lib folder when it holds LIB.so*
+  local w
+  w=$(python3 -c "import importlib.util as u; s = u.find_spec('nvidia.$1'); print(list(s.submodule_search_locations)[0])" 2>/dev/null) || return 1
+  compgen -G "$w/lib/$2.so*" > /dev/null && echo "$w/lib"
+}
+[ -z "$CUDART_DIR" ] && { CUDART_DIR=$(wheel_lib cuda_runtime libcudart) || CUDART_DIR=; }
+[ -z "$CUBLAS_DIR" ] && { CUBLAS_DIR=$(wheel_lib cublas libcublas) || CUBLAS_DIR=; }
 if [ -z "$NCCL_INC" ] || [ -z "$NCCL_DIR" ]; then
-  # Images built around PyTorch carry NCCL in the nvidia-nccl wheel.
-  WHEEL=$(python3 -c 'import importlib.util as u; s = u.find_spec("nvidia.nccl"); print(list(s.submodule_search_locations)[0])' 2>/dev/null) || WHEEL=
-  if [ -n "$WHEEL" ] && [ -e "$WHEEL/include/nccl.h" ]; then
-    NCCL_INC=$WHEEL/include
-    NCCL_DIR=$(find_in libnccl.so "$WHEEL/lib") || NCCL_DIR=$(find_in libnccl.so.2 "$WHEEL/lib") || NCCL_DIR=
+  if NCCL_DIR=$(wheel_lib nccl libnccl); then
+    NCCL_INC=$(find_in nccl.h "$NCCL_DIR/../include") || NCCL_INC=
+  else
+    NCCL_DIR=
   fi
+fi
+
+
+# ---- --bundle: build here, pack the binaries with their libraries ---------------
+if [ "${1:-}" = --bundle ]; then
+  DEST=${2:?usage: gpu-check.sh --bundle DIR}
+  if [ -e "$DEST" ] && [ ! -e "$DEST/.gpu-check-bundle" ]; then
+    echo "gpu-check --bundle: $DEST exists and is no bundle; name a new folder (or an old bundle to replace)" >&2
+    exit 2
+  fi
+  NCCL_ARGS=()
+  [ -n "$NCCL_INC" ] && NCCL_ARGS+=("-DNCCL_INCLUDE_DIR=$NCCL_INC")
+  if [ -e "$NCCL_DIR/libnccl.so" ]; then NCCL_ARGS+=("-DNCCL_LIBRARY=$NCCL_DIR/libnccl.so")
+  elif [ -n "$NCCL_DIR" ]; then NCCL_ARGS+=("-DNCCL_LIBRARY=$NCCL_DIR/libnccl.so.2"); fi
+  mkdir -p "$BUILD"
+  if ! { cmake -S "$ROOT" -B "$BUILD" -DDDPSIM_WITH_CUDA=ON -DCMAKE_BUILD_TYPE=Release \
+           -DCUDAToolkit_ROOT="$CUDA_HOME" "${NCCL_ARGS[@]}" &&
+         cmake --build "$BUILD" -j"$(nproc)" --target ddpsim test_rt_nccl; } > "$BUILD/bundle.log" 2>&1; then
+    echo "gpu-check --bundle: the CUDA build in $BUILD failed (CUDA Toolkit and NCCL are needed here); the end of $BUILD/bundle.log:" >&2
+    tail -n 20 "$BUILD/bundle.log" >&2
+    exit 3
+  fi
+  rm -rf "$DEST" && mkdir -p "$DEST/bin" "$DEST/lib" && touch "$DEST/.gpu-check-bundle" &&
+    cp "$BUILD/ddpsim" "$BUILD/tests/runtime/test_rt_nccl" "$DEST/bin/" || exit 3
+  # Every library the binaries load but glibc's, the compiler runtime's,
+  # zlib and CUDA's (cudart, cuBLAS and NCCL are the GPU machine's own). Built
+  # on Debian 12, so the GPU machine needs glibc 2.34 and libstdc++ of GCC 12
+  # (GLIBCXX_3.4.29) or newer.
+  if ! LIBS=$(ldd "$DEST/bin/ddpsim" "$DEST/bin/test_rt_nccl"); then
+    echo "gpu-check --bundle: ldd could not list the binaries' libraries" >&2
+    exit 3
+  fi
+  echo "$LIBS" | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}' | sort -u |
+    { grep -vE '^(libc|libm|libdl|libpthread|librt|libstdc\+\+|libgcc_s|libz|libcudart|libcublas|libcublasLt|libnccl)\.so' || true; } |
+    while read -r name path; do
+      cp -L "$path" "$DEST/lib/$name" || { echo "gpu-check --bundle: cannot copy $path" >&2; exit 3; }
+    done || exit 3
+  echo "gpu-check --bundle: $DEST ($(du -sh "$DEST" | cut -f1)): $(ls "$DEST/lib" | tr '\n' ' ')"
+  exit 0
+fi
+
+PREBUILT=${GPU_CHECK_PREBUILT:-}
+[ -n "$PREBUILT" ] && case $PREBUILT in /*) ;; *) PREBUILT=$ROOT/$PREBUILT ;; esac
+LOG=${OUT:+$OUT/gpu-check}
+LOG=${LOG:-$BUILD/logs}
+mkdir -p "$BUILD" "$LOG"
+JOBS=$(nproc 2>/dev/null || echo 4)
+T0=$(date +%s)
+SUMMARY=$LOG/summary.txt
+: > "$SUMMARY"
+
+say() { echo "[gpu-check +$(( $(date +%s) - T0 ))s] $*" | tee -a "$SUMMARY"; }
+
+# ---- 1. the machine and what is installed --------------------------------------
+say "host $(hostname), $JOBS CPUs, logs in $LOG"
+if have nvidia-smi; then
+  nvidia-smi > "$LOG/nvidia-smi.txt" 2>&1
+  nvidia-smi --query-gpu=index,name,memory.total,driver_version,compute_cap \
+    --format=csv,noheader 2>&1 | sed 's/^/  GPU /' | tee -a "$SUMMARY"
+else
+  say "nvidia-smi not found (no driver utilities on PATH)"
 fi
 
 report() { # report WHAT VALUE-OR-EMPTY HINT
@@ -151,7 +184,9 @@ done
 } | tee -a "$SUMMARY"
 [ "${GPU_CHECK_FALLBACK:-0}" = 1 ] && FULL=0
 
-if [ -z "$CUDA_INC" ] || [ -z "$CUDART_DIR" ] || [ -z "$CUBLAS_DIR" ] || [ -z "$CUBLAS_INC" ]; then
+if [ -n "$PREBUILT" ] && [ -n "$CUDART_DIR" ] && [ -n "$CUBLAS_DIR" ]; then
+  : # the bundle's binaries need CUDA's libraries, not its headers
+elif [ -z "$CUDA_INC" ] || [ -z "$CUDART_DIR" ] || [ -z "$CUBLAS_DIR" ] || [ -z "$CUBLAS_INC" ]; then
   say "FAIL: the CUDA Toolkit (headers, cudart, cuBLAS) is missing: nothing GPU can be built here"
   exit 2
 fi
@@ -163,9 +198,11 @@ fi
 TEST=
 DDPSIM=$BUILD/ddpsim
 if [ -n "$PREBUILT" ]; then
-  export LD_LIBRARY_PATH=$PREBUILT/lib${NCCL_DIR:+:$NCCL_DIR}:$CUBLAS_DIR:$CUDART_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-  MISSING=$(ldd "$PREBUILT/bin/ddpsim" "$PREBUILT/bin/test_rt_nccl" 2>&1 | grep -E "not found|No such file")
+  LIBPATH=$PREBUILT/lib${NCCL_DIR:+:$NCCL_DIR}:$CUBLAS_DIR:$CUDART_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  MISSING=$(LD_LIBRARY_PATH=$LIBPATH ldd "$PREBUILT/bin/ddpsim" "$PREBUILT/bin/test_rt_nccl" 2>&1 |
+    grep -E "not found|No such file")
   if [ -z "$MISSING" ]; then
+    export LD_LIBRARY_PATH=$LIBPATH
     TEST=$PREBUILT/bin/test_rt_nccl DDPSIM=$PREBUILT/bin/ddpsim FULL=2
     say "prebuilt binaries from $PREBUILT (LD_LIBRARY_PATH=$LD_LIBRARY_PATH)"
   else
