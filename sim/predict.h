@@ -41,8 +41,10 @@ typedef struct sim_point_result {
  * fp32, 23.7 ms a step of ResNet-50 at batch 128 (channels_last) and 22.6 ms
  * of BERT-large at 16 x 512 tokens, 7.3 passes of their activations each;
  * bf16 made 6.0 and 8.3 (autocast keeps normalization, softmax and the loss
- * in fp32, so the bytes stay near fp32's). Forward's share, 35-42% in the two
- * models, splits the 7.3. */
+ * in fp32, so the bytes stay near fp32's). Forward's share splits the 7.3:
+ * 34-51% of ResNet-50's and 30-42% of BERT-large's, the ranges as add_,
+ * fill_ and copy_ (either pass) count as one or the other, bias gradients'
+ * sums as backward; 2.8 is 38%. */
 #define SIM_ELEMENTWISE_FWD_PASSES 2.8
 #define SIM_ELEMENTWISE_BWD_PASSES 4.5
 

@@ -139,6 +139,8 @@ def main():
     ap.add_argument("--precisions", default="fp32,tf32,bf16")
     ap.add_argument("--layouts", default="nchw,channels_last", help="ResNet-50's memory formats")
     a = ap.parse_args()
+    if a.steps < 2 or a.warmup < 0:
+        sys.exit("gpu_step.py: --steps needs at least 2 (for the percentiles) and --warmup 0 or more")
     if not torch.cuda.is_available():
         sys.exit("gpu_step.py: no CUDA device; this benchmark needs a GPU")
     torch.backends.cudnn.benchmark = True

@@ -556,14 +556,25 @@ static int suite_clean(void) {
   return 0;
 }
 
+/* Duration (µs) of the first trace span NAME of category CAT, or -1. */
+static double span_dur(const char *json, const char *name, const char *cat) {
+  char key[256];
+  snprintf(key, sizeof key, "\"name\":\"%s\",\"cat\":\"%s\"", name, cat);
+  const char *e = strstr(json, key);
+  const char *d = e ? strstr(e, "\"dur\":") : NULL;
+  return d ? strtod(d + 6, NULL) : -1.0;
+}
+
 /* Elementwise work: each layer's activation (act_bytes a sample) streams
  * through memory SIM_ELEMENTWISE_FWD_PASSES times in forward and
  * SIM_ELEMENTWISE_BWD_PASSES in backward at the profile's memory bandwidth,
  * a zero-FLOP layer (a normalization) included, at any precision (the
  * bytes are fp32's); a measured model's times already hold it. */
 static void test_elementwise_traffic(void) {
-  char model[4200];
+  char model[4200], measured[4200], trace_path[4200];
   snprintf(model, sizeof model, "%s/act-test.cfg", scratch);
+  snprintf(measured, sizeof measured, "%s/act-measured.cfg", scratch);
+  snprintf(trace_path, sizeof trace_path, "%s/act-trace.json", scratch);
   const double A = 3e7, N = 1e7; /* bytes a sample: a GEMM layer's output, a norm's */
   char text[1024];
   snprintf(text, sizeof text,
@@ -573,23 +584,54 @@ static void test_elementwise_traffic(void) {
            "  { name = \"b\"; params = [40000000]; fwd_flops = 1e8; } ); };\n",
            A, N);
   CU_ASSERT_FATAL(tu_write_file(model, text) == 0);
-  sim_point_result with, without;
+  /* The same layers with measured times at batch 8: nothing is added. */
+  CU_ASSERT_FATAL(tu_write_file(measured,
+                                "model = { name = \"act-measured\"; source = \"test fixture\"; measured_batch = 8; layers = (\n"
+                                "  { name = \"a\"; params = [60000000]; fwd_flops = 1e8; fwd_ms = 1.0; bwd_ms = 2.0; act_bytes = 3e7; },\n"
+                                "  { name = \"norm\"; params = [1024, 1024]; fwd_flops = 0.0; fwd_ms = 0.5; bwd_ms = 0.25; act_bytes = 1e7; },\n"
+                                "  { name = \"b\"; params = [40000000]; fwd_flops = 1e8; fwd_ms = 1.0; bwd_ms = 2.0; } ); };\n") == 0);
+  const double passes = SIM_ELEMENTWISE_FWD_PASSES + SIM_ELEMENTWISE_BWD_PASSES;
+  const double opt = (1e8 + 2048.0) * 12.0 / GPU_MEM_BPS; /* SGD: 12 bytes a parameter */
   for (int k = 0; k < 2; k++) {
-    sim_scenario *s = load("profile = \"gpu-test.cfg\"; model = [\"big-test.cfg\", \"%s\"];\n"
+    sim_scenario *s = load("profile = \"gpu-test.cfg\"; model = [\"big-test.cfg\", \"%s\", \"%s\"];\n"
                            "training = { batch = 8; precision = \"%s\"; };\n"
                            "cluster = { nodes = 1; devices_per_node = 1; };\n"
                            "networks = ( { name = \"n\"; gbps = 1.0; latency_us = 10.0; } );\n"
                            "ddp = { backend = \"nccl\"; gradient_as_bucket_view = true; };\n",
-                           model, k ? "bf16" : "fp32");
+                           model, measured, k ? "bf16" : "fp32");
     CU_ASSERT_FATAL(s != NULL);
-    /* Points: big-test (act_bytes 0: no elementwise term), then act-test;
-     * the same FLOPs and parameters, one more parameter tensor pair. */
-    CU_ASSERT_FATAL(run_point(s, 0, &without) == 0 && run_point(s, 1, &with) == 0);
-    double passes = SIM_ELEMENTWISE_FWD_PASSES + SIM_ELEMENTWISE_BWD_PASSES;
-    double extra_params = 2048.0 * 12.0 / GPU_MEM_BPS; /* the norm's weights in SGD */
-    double want = passes * (A + N) * 8 / GPU_MEM_BPS + extra_params;
+    /* Points: big-test (act_bytes 0: no elementwise term), act-test (the
+     * same FLOPs, a norm layer more), act-measured. */
+    sim_point_result without, with, meas;
+    CU_ASSERT_FATAL(run_point(s, 0, &without) == 0 && run_point(s, 2, &meas) == 0);
+    sim_engine *e;
+    CU_ASSERT_FATAL(sim_engine_new(&e) == 0);
+    sim_point p;
+    sim_scenario_point(s, 1, &p);
+    core_trace t;
+    CU_ASSERT_FATAL(core_trace_open(&t, trace_path) == 0);
+    CU_ASSERT_FATAL(sim_predict_point(s, &p, e, &t, 1, &with) == 0);
+    CU_ASSERT_FATAL(core_trace_commit(&t) == 0);
+    sim_engine_free(e);
+
+    double want = passes * (A + N) * 8 / GPU_MEM_BPS + 2048.0 * 12.0 / GPU_MEM_BPS;
     CU_ASSERT(rel_err(with.single_step_s - without.single_step_s, want) < 1e-9);
     CU_ASSERT(want > 0.2 * without.single_step_s); /* large enough to matter */
+    /* Each pass on its own, from the trace: the norm has no FLOPs, so its
+     * spans are its elementwise time alone (the trace rounds to 1 ns). */
+    char *json = tu_read_file(trace_path, NULL);
+    CU_ASSERT_FATAL(json != NULL);
+    double nf = span_dur(json, "norm forward", "forward"), nb = span_dur(json, "norm backward", "backward");
+    CU_ASSERT(fabs(nf - SIM_ELEMENTWISE_FWD_PASSES * N * 8 / GPU_MEM_BPS * 1e6) < 2e-3);
+    CU_ASSERT(fabs(nb - SIM_ELEMENTWISE_BWD_PASSES * N * 8 / GPU_MEM_BPS * 1e6) < 2e-3);
+    /* A GEMM layer's forward: its FLOPs at the precision's rate, then its
+     * activation's passes. */
+    double rate = k ? 100e12 : GPU_FP32_FLOPS; /* gpu-test.cfg's bf16 and fp32 */
+    double af = span_dur(json, "a forward", "forward");
+    CU_ASSERT(fabs(af - (1e8 * 8 / rate + SIM_ELEMENTWISE_FWD_PASSES * A * 8 / GPU_MEM_BPS) * 1e6) < 2e-3);
+    free(json);
+    /* Measured: the layers' times and the optimizer, nothing more. */
+    CU_ASSERT(rel_err(meas.single_step_s, 6.75e-3 + opt) < 1e-9);
     sim_scenario_free(s);
   }
 }
