@@ -85,7 +85,7 @@ int cli_plot_fit(const char *script, const char *profile, const char *out_dir) {
   if ((rc = core_profile_load(profile, &p)) != 0)
     return rc;
   if (p->n_colls == 0) {
-    rc = core_err_set(CORE_EINVAL, "%s has no collective entries to plot", profile);
+    rc = core_err_set(CORE_EINVAL, "%s has no collective entries to plot (a one-rank calibration measures none): calibrate with --nproc 2 or more", profile);
     goto out;
   }
   if (access(script, R_OK) != 0) {

@@ -66,6 +66,12 @@ run help_plot help plot
 expect_status help_plot 0
 expect_in help_plot out "Usage: ddpsim plot"
 
+# A one-rank profile (no collectives) loads, and plotting its fits says why not.
+run plot_fit_one_rank plot fit "$src/scenarios/profiles/h200-1gpu.cfg" -o "$work/plots"
+expect_status plot_fit_one_rank 3
+expect_in plot_fit_one_rank err "no collective entries to plot"
+expect_in plot_fit_one_rank err "--nproc 2 or more"
+
 run simulate_help simulate --help
 expect_status simulate_help 0
 expect_in simulate_help out "Usage: ddpsim simulate"
