@@ -5,8 +5,8 @@ MAPE grouped by columns. Shared by the bench/validate-*.sh scripts.
   python3 bench/mape.py [--steal STEAL.csv] RESULTS.csv WHAT [COLUMN ...]
 
 Repeated runs of one point carry labels LABEL-rK (K = 1, 2, ...). Then each
-point's measured step time is the median of its repetitions (the prediction
-is the same for all of them): on a machine whose testbed hosts share two
+point's measured step time is the median of its repetitions, and so is its
+prediction where each round was predicted from its own calibration: on a machine whose testbed hosts share two
 cores, one run can be slowed by whatever else the machine did meanwhile, and
 the median of repetitions taken in separate rounds is what a quiet machine
 would show. The figures of single runs are printed too, with the spread of
@@ -73,15 +73,17 @@ def main():
             steal_report(steal, rows)
         return
     reps = sorted({len(v) for v in points.values()})
-    labels, errs, firsts, spreads = [], [], [], []
+    labels, errs, firsts, spreads, pspreads = [], [], [], [], []
     for label, runs in points.items():
         meas = [float(r["meas_step_s"]) for r in runs]
-        pred = float(runs[0]["pred_step_s"])
-        med = statistics.median(meas)
+        # One prediction per repetition when each round had its own
+        # calibration: the median of those against the median measured.
+        preds = [float(r["pred_step_s"]) for r in runs]
         labels.append(label)
-        errs.append(abs(pred / med - 1))
+        errs.append(abs(statistics.median(preds) / statistics.median(meas) - 1))
         firsts.append(runs[0])
         spreads.append(max(meas) / min(meas) - 1)
+        pspreads.append(max(preds) / min(preds) - 1)
     print(f"\n{what}, {len(points)} points x {'/'.join(map(str, reps))} repetitions, each point's median:")
     print("  " + summary("points", labels, errs))
     by_columns(firsts, errs, by)
@@ -90,6 +92,10 @@ def main():
     print(f"  spread of a point's repetitions (slowest / fastest - 1): median "
           f"{100 * statistics.median(spreads):.1f}%, largest {100 * max(spreads):.1f}% "
           f"({labels[max(range(len(spreads)), key=lambda i: spreads[i])]})")
+    if max(pspreads) > 0:
+        print(f"  spread of a point's predictions, one calibration a round: median "
+              f"{100 * statistics.median(pspreads):.1f}%, largest {100 * max(pspreads):.1f}% "
+              f"({labels[max(range(len(pspreads)), key=lambda i: pspreads[i])]})")
     if steal:
         steal_report(steal, rows)
 
