@@ -88,7 +88,11 @@ if [ -z "$NCCL_INC" ] || [ -z "$NCCL_DIR" ]; then
     NCCL_DIR=
   fi
 fi
-
+# cmake's NCCL hints, for both builds (the bundle's and the full one).
+NCCL_ARGS=()
+[ -n "$NCCL_INC" ] && NCCL_ARGS+=("-DNCCL_INCLUDE_DIR=$NCCL_INC")
+if [ -e "$NCCL_DIR/libnccl.so" ]; then NCCL_ARGS+=("-DNCCL_LIBRARY=$NCCL_DIR/libnccl.so")
+elif [ -n "$NCCL_DIR" ]; then NCCL_ARGS+=("-DNCCL_LIBRARY=$NCCL_DIR/libnccl.so.2"); fi
 
 # ---- --bundle: build here, pack the binaries with their libraries ---------------
 if [ "${1:-}" = --bundle ]; then
@@ -97,10 +101,6 @@ if [ "${1:-}" = --bundle ]; then
     echo "gpu-check --bundle: $DEST exists and is no bundle; name a new folder (or an old bundle to replace)" >&2
     exit 2
   fi
-  NCCL_ARGS=()
-  [ -n "$NCCL_INC" ] && NCCL_ARGS+=("-DNCCL_INCLUDE_DIR=$NCCL_INC")
-  if [ -e "$NCCL_DIR/libnccl.so" ]; then NCCL_ARGS+=("-DNCCL_LIBRARY=$NCCL_DIR/libnccl.so")
-  elif [ -n "$NCCL_DIR" ]; then NCCL_ARGS+=("-DNCCL_LIBRARY=$NCCL_DIR/libnccl.so.2"); fi
   mkdir -p "$BUILD"
   if ! { cmake -S "$ROOT" -B "$BUILD" -DDDPSIM_WITH_CUDA=ON -DCMAKE_BUILD_TYPE=Release \
            -DCUDAToolkit_ROOT="$CUDA_HOME" "${NCCL_ARGS[@]}" &&
@@ -212,10 +212,6 @@ if [ -n "$PREBUILT" ]; then
 fi
 if [ -z "$TEST" ] && [ $FULL = 1 ]; then
   say "full build in $BUILD (cmake, DDPSIM_WITH_CUDA=ON, -j$JOBS)"
-  NCCL_ARGS=()
-  [ -n "$NCCL_INC" ] && NCCL_ARGS+=("-DNCCL_INCLUDE_DIR=$NCCL_INC")
-  if [ -e "$NCCL_DIR/libnccl.so" ]; then NCCL_ARGS+=("-DNCCL_LIBRARY=$NCCL_DIR/libnccl.so")
-  elif [ -n "$NCCL_DIR" ]; then NCCL_ARGS+=("-DNCCL_LIBRARY=$NCCL_DIR/libnccl.so.2"); fi
   if timeout 120 cmake -S "$ROOT" -B "$BUILD" -DDDPSIM_WITH_CUDA=ON -DDDPSIM_WERROR=ON \
        -DCUDAToolkit_ROOT="$CUDA_HOME" "${NCCL_ARGS[@]}" > "$LOG/cmake.log" 2>&1 &&
      timeout 300 cmake --build "$BUILD" -j"$JOBS" --target test_rt_nccl ddpsim \

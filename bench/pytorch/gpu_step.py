@@ -81,6 +81,21 @@ def profile_ops(step, steps):
     return wall, busy / 1000.0 / steps, ops
 
 
+def sgd_step(model, prec, loss_of):
+    """One training step: forward and loss_of(model) under bf16 autocast when
+    prec is bf16, backward, an SGD-with-momentum update."""
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=prec == "bf16"):
+            loss = loss_of(model)
+        loss.backward()
+        opt.step()
+
+    return step
+
+
 def resnet_step(batch, prec, layout):
     import torchvision
 
@@ -90,17 +105,8 @@ def resnet_step(batch, prec, layout):
     if layout == "channels_last":
         model = model.to(memory_format=torch.channels_last)
         x = x.to(memory_format=torch.channels_last)
-    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     loss_fn = nn.CrossEntropyLoss()
-
-    def step():
-        opt.zero_grad(set_to_none=True)
-        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=prec == "bf16"):
-            loss = loss_fn(model(x), y)
-        loss.backward()
-        opt.step()
-
-    return step
+    return sgd_step(model, prec, lambda m: loss_fn(m(x), y))
 
 
 def bert_step(batch, prec, seq):
@@ -114,16 +120,7 @@ def bert_step(batch, prec, seq):
     ids = torch.randint(0, cfg.vocab_size, (batch, seq), device="cuda")
     labels = torch.randint(0, cfg.vocab_size, (batch, seq), device="cuda")
     nsp = torch.randint(0, 2, (batch,), device="cuda")
-    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-
-    def step():
-        opt.zero_grad(set_to_none=True)
-        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=prec == "bf16"):
-            out = model(input_ids=ids, labels=labels, next_sentence_label=nsp)
-        out.loss.backward()
-        opt.step()
-
-    return step
+    return sgd_step(model, prec, lambda m: m(input_ids=ids, labels=labels, next_sentence_label=nsp).loss)
 
 
 def main():
