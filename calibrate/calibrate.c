@@ -50,6 +50,7 @@ typedef struct run {
   const cal_buf_ops *bufs; /* where collective buffers live: host (Gloo), device (NCCL) */
   const char *spec;        /* rendezvous store spec */
   const char *bind;        /* Gloo's listen address (NULL for NCCL) */
+  struct windows *win;     /* CPU memory rates and layer times (rank 0; machine_window) */
 } run;
 
 static void say(const run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -370,6 +371,130 @@ static int write_measured_model(const run *r, const core_model *m, const double 
   return rc;
 }
 
+/* Memory rates and per-layer times are measured in windows spread over
+ * the calibration (CPU path, rank 0 alone, the others waiting): before the
+ * sweeps, after them and at the end, and each keeps its median over the
+ * windows. One window of a few seconds took whatever state this project's
+ * 2-vCPU VM was in: four calibrations in a row put the MLP's layers at 42,
+ * 46, 63 and 45 ms a step, and predictions of PowerSGD steps moved 16% with
+ * them alone (bench/calibration-spread.sh). --quick measures one window. */
+enum { CAL_WINDOWS = 3 };
+struct windows {
+  int n;                            /* windows measured */
+  double copy[CAL_WINDOWS], reduce[CAL_WINDOWS], update[CAL_WINDOWS];
+  int n_models;
+  core_model **m;                   /* [n_models] */
+  double **fwd, **bwd;              /* [n_models][CAL_WINDOWS * n_layers] */
+};
+
+static void windows_free(struct windows *w) {
+  if (!w)
+    return;
+  for (int k = 0; w->m && k < w->n_models; k++) {
+    core_model_free(w->m[k]);
+    free(w->fwd[k]);
+    free(w->bwd[k]);
+  }
+  free(w->m);
+  free(w->fwd);
+  free(w->bwd);
+  free(w);
+}
+
+static int windows_new(const cal_opts *o, struct windows **out) {
+  struct windows *w = calloc(1, sizeof *w);
+  int rc = 0, n = o->n_models;
+  if (!w || !(w->m = calloc((size_t)n + 1, sizeof *w->m)) || !(w->fwd = calloc((size_t)n + 1, sizeof *w->fwd)) ||
+      !(w->bwd = calloc((size_t)n + 1, sizeof *w->bwd))) {
+    rc = core_err_set(CORE_ENOMEM, "out of memory");
+    goto out_free;
+  }
+  w->n_models = n;
+  for (int k = 0; k < n; k++) {
+    if ((rc = core_model_load(o->models[k], &w->m[k])) != 0 || (rc = core_model_check_runnable(w->m[k])) != 0)
+      goto out_free;
+    size_t e = (size_t)CAL_WINDOWS * (size_t)w->m[k]->n_layers;
+    if (!(w->fwd[k] = malloc(sizeof(double) * e)) || !(w->bwd[k] = malloc(sizeof(double) * e))) {
+      rc = core_err_set(CORE_ENOMEM, "out of memory");
+      goto out_free;
+    }
+  }
+  *out = w;
+  return 0;
+out_free:
+  windows_free(w);
+  return rc;
+}
+
+/* One window: memory rates and every model's layer times (rank 0). */
+static int machine_window(run *r) {
+  const cal_opts *o = r->o;
+  struct windows *w = r->win;
+  int rc, i = w->n;
+  if (i >= (o->quick ? 1 : CAL_WINDOWS))
+    return 0;
+  if ((rc = cal_memory_bandwidth(o->quick ? (16u << 20) : (64u << 20), &w->copy[i], &w->reduce[i])) != 0)
+    return rc;
+  /* Not a power of two: four 64 MiB buffers slowed the update to 10-14
+   * GB/s against 22-27 GB/s at 50 MiB or 48 MiB + 20 KiB, measured in
+   * turns in one process on the 2-vCPU test machine (the same addresses
+   * modulo a large power of two contend for cache sets); a model's own
+   * parameter arrays seldom line up so. */
+  size_t upd_bytes = (o->quick ? (12u << 20) : (48u << 20)) + 20480;
+  if ((rc = cal_update_bandwidth(upd_bytes, &w->update[i])) != 0)
+    return rc;
+  say(r, "  memory (window %d): gradient copy %.2f GB/s moved, optimizer step %.2f GB/s, host reduction %.2f GB/s",
+      i + 1, w->copy[i], w->update[i], w->reduce[i]);
+  for (int k = 0; k < w->n_models; k++) {
+    const core_model *m = w->m[k];
+    double *fwd = w->fwd[k] + (size_t)i * m->n_layers, *bwd = w->bwd[k] + (size_t)i * m->n_layers;
+    if ((rc = cal_layer_times(m, o->batch, o->quick ? 5 : 15, o->quick ? 0.3 : 1.5, fwd, bwd)) != 0)
+      return rc;
+    double step = 0;
+    for (int l = 0; l < m->n_layers; l++)
+      step += fwd[l] + bwd[l];
+    say(r, "  %s (window %d): per-layer times at batch %d, %.1f ms a step", m->name, i + 1, o->batch, step * 1e3);
+  }
+  w->n++;
+  return 0;
+}
+
+/* The windows' medians into the profile, and the measured models beside it. */
+static int machine_windows_done(run *r) {
+  struct windows *w = r->win;
+  int n = w->n, rc = 0;
+  double v[CAL_WINDOWS], *f = NULL, *b = NULL;
+  memcpy(v, w->copy, sizeof v);
+  r->prof->memory_GBps = cal_median(v, n);
+  memcpy(v, w->reduce, sizeof v);
+  r->prof->reduce_GBps = cal_median(v, n);
+  memcpy(v, w->update, sizeof v);
+  r->prof->update_GBps = cal_median(v, n);
+  for (int k = 0; k < w->n_models && !rc; k++) {
+    const core_model *m = w->m[k];
+    int L = m->n_layers;
+    if (!(f = malloc(sizeof *f * (size_t)L)) || !(b = malloc(sizeof *b * (size_t)L))) {
+      rc = core_err_set(CORE_ENOMEM, "out of memory");
+      break;
+    }
+    for (int l = 0; l < L; l++) {
+      for (int i = 0; i < n; i++)
+        v[i] = w->fwd[k][(size_t)i * L + l];
+      f[l] = cal_median(v, n);
+      for (int i = 0; i < n; i++)
+        v[i] = w->bwd[k][(size_t)i * L + l];
+      b[l] = cal_median(v, n);
+    }
+    rc = write_measured_model(r, m, f, b);
+    free(f);
+    free(b);
+    f = b = NULL;
+  }
+  free(f);
+  free(b);
+  return rc;
+}
+
 static int compute_part(run *r) {
   const cal_opts *o = r->o;
   static const int full[] = {64, 128, 256, 512, 1024, 2048}, quick[] = {128, 512, 1024};
@@ -387,40 +512,7 @@ static int compute_part(run *r) {
   rt->present = 1;
   for (int i = 0; i < ns; i++)
     say(r, "  %5d^3: %7.2f GFLOP/s", sizes[i], rt->tflops[i] * 1e3);
-  double copy, reduce;
-  if ((rc = cal_memory_bandwidth(o->quick ? (16u << 20) : (64u << 20), &copy, &reduce)) != 0)
-    return rc;
-  r->prof->memory_GBps = copy;
-  r->prof->reduce_GBps = reduce;
-  /* Not a power of two: four 64 MiB buffers slowed the update to 10-14
-   * GB/s against 22-27 GB/s at 50 MiB or 48 MiB + 20 KiB, measured in
-   * turns in one process on the 2-vCPU test machine (the same addresses
-   * modulo a large power of two contend for cache sets); a model's own
-   * parameter arrays seldom line up so. */
-  size_t upd_bytes = (o->quick ? (12u << 20) : (48u << 20)) + 20480;
-  if ((rc = cal_update_bandwidth(upd_bytes, &r->prof->update_GBps)) != 0)
-    return rc;
-  say(r, "  memory: gradient copy %.2f GB/s moved, optimizer step %.2f GB/s, host reduction %.2f GB/s", copy,
-      r->prof->update_GBps, reduce);
-  for (int k = 0; k < o->n_models; k++) {
-    core_model *m;
-    if ((rc = core_model_load(o->models[k], &m)) != 0)
-      return rc;
-    double *fwd = malloc(sizeof *fwd * (size_t)m->n_layers), *bwd = malloc(sizeof *bwd * (size_t)m->n_layers);
-    if (!fwd || !bwd)
-      rc = core_err_set(CORE_ENOMEM, "out of memory");
-    else if ((rc = core_model_check_runnable(m)) == 0 &&
-             (rc = cal_layer_times(m, o->batch, o->quick ? 5 : 15, o->quick ? 0.3 : 1.5, fwd, bwd)) == 0) {
-      say(r, "  %s: per-layer times at batch %d", m->name, o->batch);
-      rc = write_measured_model(r, m, fwd, bwd);
-    }
-    free(fwd);
-    free(bwd);
-    core_model_free(m);
-    if (rc)
-      return rc;
-  }
-  return 0;
+  return machine_window(r);
 }
 
 /* The GPU's compute (NCCL path, rank 0 alone, as compute_part): cuBLAS GEMM
@@ -521,54 +613,109 @@ static int hooks_part(run *r) {
     goto out;
   /* The same loop without a hook times the fp32 allreduces of these
    * buckets, for the half-precision ones to be set against (half_ar_s: a
-   * pass over the buckets, mean of the measured ones after an untimed one). */
-  const int half_reps = r->o->quick ? 2 : 4;
-  double cast_GBps[2], half_ar_s[3];
+   * pass over the buckets). The three kinds take turns, pass by pass, after
+   * an untimed pass each, and each keeps its median pass: this machine's
+   * speed drifts over seconds, and passes of one kind in a row, or a mean
+   * that one stalled pass dominates, had moved the fp16 and bf16 sum rates
+   * below by up to 9x between calibrations a minute apart (bench/
+   * calibration-spread.sh). Then the mean over ranks. */
+  const int half_reps = r->o->quick ? 3 : 7;
+  double cast_GBps[2], half_ar_s[3], cast_s[3];
   static const enum rt_compress_kind cast_kinds[3] = {RT_COMPRESS_NONE, RT_COMPRESS_FP16, RT_COMPRESS_BF16};
+  rt_compressor *cc[3] = {NULL, NULL, NULL};
+  double pass_comm[3][8], pass_cast[3][8];
   for (int k = 0; k < 3; k++) {
     o.kind = cast_kinds[k];
-    memset(&st, 0, sizeof st);
-    if ((rc = rt_compress_create(&o, m, &bk, &c)) != 0)
-      goto out;
-    for (int rep = 0; rep <= half_reps; rep++)
+    if ((rc = rt_compress_create(&o, m, &bk, &cc[k])) != 0)
+      goto out_casts;
+  }
+  for (int rep = 0; rep <= half_reps; rep++)
+    for (int k = 0; k < 3; k++) {
+      memset(&st, 0, sizeof st);
       for (int b = 0; b < bk.n_buckets; b++) {
         for (int64_t i = 0; i < bk.bucket_elems[b]; i++)
           buf[i] = grad[i % n_grad] / (float)r->pg.world_size;
-        if ((rc = rt_compress_bucket(c, r->world, b, buf, rep, rep ? &st : NULL)) != 0)
-          goto out;
+        if ((rc = rt_compress_bucket(cc[k], r->world, b, buf, rep, &st)) != 0)
+          goto out_casts;
       }
-    rt_compress_free(c);
-    c = NULL;
-    half_ar_s[k] = st.comm_s / half_reps;
-    if (k > 0)
-      cast_GBps[k - 1] = st.cast_s > 0 ? half_reps * 12.0 * (double)m->n_params / st.cast_s / 1e9 : 0;
+      if (rep) {
+        pass_comm[k][rep - 1] = st.comm_s;
+        pass_cast[k][rep - 1] = st.cast_s;
+      }
+    }
+  for (int k = 0; k < 3; k++) {
+    half_ar_s[k] = cal_median(pass_comm[k], half_reps);
+    cast_s[k] = cal_median(pass_cast[k], half_reps);
   }
+  double per_rank[6] = {half_ar_s[0], half_ar_s[1], half_ar_s[2], cast_s[1], cast_s[2], 0};
+  if ((rc = cal_mean_over_ranks(r->world, r->bufs, per_rank, 6)) != 0)
+    goto out_casts;
+  for (int k = 0; k < 3; k++)
+    half_ar_s[k] = per_rank[k];
+  for (int k = 1; k < 3; k++)
+    cast_GBps[k - 1] = per_rank[k + 2] > 0 ? 12.0 * (double)m->n_params / per_rank[k + 2] / 1e9 : 0;
+out_casts:
+  for (int k = 0; k < 3; k++)
+    rt_compress_free(cc[k]);
+  if (rc)
+    goto out;
   /* PowerSGD, ranks 1, 2, 4: orthogonalization FLOPs over its time; the
    * GEMMs' operand bytes and the passes' bytes, counted as sim/predict.c
    * counts them, over their times; and its allreduces' mean time and size,
    * set against the same size back to back below. The first step (a random
-   * Q, nothing to warm-start from) is not measured. */
-  const int psgd_steps = r->o->quick ? 3 : 6;
-  double of = 0, os = 0, gbytes = 0, gs = 0, pbytes = 0, ps = 0, ar_s = 0, ar_bytes = 0, ar_n = 0;
+   * Q, nothing to warm-start from) is not measured; of the others each
+   * rank keeps its median step per phase (as the casts above), and the
+   * ranks' means are taken. After each measured step a few allreduces of
+   * the step's mean size run back to back: the time they take is what the
+   * hook's allreduces are set against below, measured in the same seconds
+   * (one reference measured afterwards, in another state of the machine,
+   * once exceeded the hook's own allreduces and zeroed the cost). */
+  const int psgd_steps = r->o->quick ? 3 : 8;
+  double of = 0, gbytes = 0, pbytes = 0, ar_bytes = 0, ar_n = 0;
+  double times[5] = {0, 0, 0, 0, 0}; /* orthogonalization, GEMMs, passes, allreduces; back to back */
+  double step_t[4][8], bb_t[3 * 8];
+  int n_bb = 0;
   for (int rank = 1; rank <= 4; rank *= 2) {
     o.kind = RT_COMPRESS_POWERSGD;
     o.rank = rank;
     o.start_iter = 0;
     if ((rc = rt_compress_create(&o, m, &bk, &c)) != 0)
       goto out;
-    memset(&st, 0, sizeof st);
-    for (int step = 0; step < psgd_steps; step++)
+    rt_compress_stats all = {0};
+    for (int step = 0; step < psgd_steps; step++) {
+      memset(&st, 0, sizeof st);
       for (int b = 0; b < bk.n_buckets; b++) {
         for (int64_t i = 0; i < bk.bucket_elems[b]; i++)
           buf[i] = (float)((i * 31 + step) % 101) * 1e-3f;
-        if ((rc = rt_compress_bucket(c, r->world, b, buf, step, step ? &st : NULL)) != 0)
+        if ((rc = rt_compress_bucket(c, r->world, b, buf, step, &st)) != 0)
           goto out;
       }
+      if (step) {
+        rt_compress_stats_add(&all, &st);
+        step_t[0][step - 1] = st.ortho_s;
+        step_t[1][step - 1] = st.gemm_s;
+        step_t[2][step - 1] = st.copy_s;
+        step_t[3][step - 1] = st.comm_s;
+        int64_t nar = 0, nbytes = 0;
+        for (int ph = 0; ph < RT_COMPRESS_N_PHASES; ph++) {
+          nar += st.allreduces[ph];
+          nbytes += st.bytes[ph];
+        }
+        cal_point bb;
+        if (nar > 0) {
+          if ((rc = cal_sweep_one(r->world, CAL_ALLREDUCE, RT_ALGO_DEFAULT, (double)nbytes / (double)nar, 1, 3, &bb)) != 0)
+            goto out;
+          bb_t[n_bb++] = bb.t_p50_s;
+        }
+      }
+    }
+    /* Each measured step orthogonalizes P (and, warm, Q). */
+    double k = psgd_steps - 1;
+    for (int i = 0; i < 4; i++)
+      times[i] += k * cal_median(step_t[i], psgd_steps - 1);
     for (int t = 0; t < m->n_tensors; t++) {
       int rt = rt_compress_tensor_rank(c, t);
       double n = (double)m->tensor_rows[t], el = (double)m->tensor_elems[t], mm = el / n;
-      /* Each measured step orthogonalizes P (and, warm, Q). */
-      double k = psgd_steps - 1;
       if (rt > 0) {
         of += k * 2.0 * (n + mm) * rt * rt;
         gbytes += k * 3.0 * 4.0 * (el + (n + mm) * rt);
@@ -577,17 +724,17 @@ static int hooks_part(run *r) {
         pbytes += k * 2.0 * 4.0 * el;
       }
     }
-    os += st.ortho_s;
-    gs += st.gemm_s;
-    ps += st.copy_s;
-    ar_s += st.comm_s;
     for (int ph = 0; ph < RT_COMPRESS_N_PHASES; ph++) {
-      ar_n += (double)st.allreduces[ph];
-      ar_bytes += (double)st.bytes[ph];
+      ar_n += (double)all.allreduces[ph];
+      ar_bytes += (double)all.bytes[ph];
     }
     rt_compress_free(c);
     c = NULL;
   }
+  times[4] = n_bb ? cal_median(bb_t, n_bb) : 0;
+  if ((rc = cal_mean_over_ranks(r->world, r->bufs, times, 5)) != 0)
+    goto out;
+  double os = times[0], gs = times[1], ps = times[2], ar_s = times[3], bb_s = times[4];
   /* PowerSGD's allreduces move a few kilobytes each between GEMMs and
    * passes over the gradient. Measured on this project's 2-vCPU VM with
    * `ddpsim train --compress powersgd:1` on two unshaped testbed hosts, its
@@ -600,15 +747,9 @@ static int hooks_part(run *r) {
    * hook's synchronization cost. */
   double sync_us = 0;
   if (ar_n > 0) {
-    cal_point bb;
-    if ((rc = cal_sweep_one(r->world, CAL_ALLREDUCE, RT_ALGO_DEFAULT, ar_bytes / ar_n, 2, 15, &bb)) != 0)
-      goto out;
-    float v = (float)((ar_s / ar_n - bb.t_p50_s) * 1e6);
-    if ((rc = rt_allreduce(r->world, &v, 1, RT_FP32, RT_ALGO_DEFAULT)) != 0)
-      goto out;
-    sync_us = v / r->pg.world_size;
+    sync_us = (ar_s / ar_n - bb_s) * 1e6;
     say(r, "  PowerSGD's allreduces: %.0f us each between its work, %.0f us back to back (%.0f bytes)",
-        ar_s / ar_n * 1e6, bb.t_p50_s * 1e6, ar_bytes / ar_n);
+        ar_s / ar_n * 1e6, bb_s * 1e6, ar_bytes / ar_n);
   }
   /* The sums inside Gloo's allreduces, per type, on this model's gradient
    * divided by the world size as DDP divides it: Gloo sums fp16 through
@@ -886,6 +1027,11 @@ int cal_run(const cal_opts *o) {
     p->comm_init_s = restart[2];
   }
   say(&r, "start-up: process %.3f s, rendezvous %.3f s, communicator %.3f s", restart[0], restart[1], restart[2]);
+  /* The first window of memory rates and layer times, before the sweeps. */
+  if (r.pg.rank == 0 && !r.nccl && ((rc = windows_new(o, &r.win)) != 0 || (rc = machine_window(&r)) != 0))
+    goto out;
+  if ((rc = rt_barrier(r.world)) != 0)
+    goto out;
 
   /* Collectives: one group at a time, so sweeps never share links or CPUs. */
   char prefix[64];
@@ -987,6 +1133,8 @@ int cal_run(const cal_opts *o) {
       say(&r, "  measured with allreduces at %.3f GB/s of bus bandwidth, which kept %.2f CPUs busy of the %.2f "
           "a rank may use", r.prof->interf_busbw_GBps, slow[4], -slow[5]);
     }
+    if (r.win && ((rc = machine_window(&r)) != 0 || (rc = machine_windows_done(&r)) != 0))
+      goto out;
     say(&r, "checkpoint I/O through the checkpoint writer and reader in %s", o->scratch_dir);
     if ((rc = storage(&r, &r.prof->write_GBps, &r.prof->read_GBps)) != 0)
       goto out;
@@ -1005,6 +1153,7 @@ out:
   if (st)
     rt_store_close(st);
   core_profile_free(r.prof);
+  windows_free(r.win);
   if (tmpdir[0])
     rmdir(tmpdir);
   return rc;

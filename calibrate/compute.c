@@ -2,6 +2,8 @@
 #define _GNU_SOURCE
 #include "compute.h"
 
+#include "calibrate/sweep.h"
+
 #include "runtime/compress.h"
 #include "runtime/data.h"
 #include "runtime/ddp.h"
@@ -11,8 +13,6 @@
 #include "core/err.h"
 
 #include <cblas.h>
-#include <gsl/gsl_sort_double.h>
-#include <gsl/gsl_statistics_double.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -20,12 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-/* Median (sorts v in place). */
-static double median(double *v, int n) {
-  gsl_sort(v, 1, (size_t)n);
-  return gsl_stats_median_from_sorted_data(v, 1, (size_t)n);
-}
 
 enum { MAX_ITERS = 64 };
 
@@ -56,7 +50,7 @@ int cal_gemm_sweep(const int *sizes, int n, double budget_s, double *flops, doub
       spent += dt;
     }
     flops[k] = 2.0 * s * (double)s * s;
-    tflops[k] = flops[k] / median(t, it) / 1e12;
+    tflops[k] = flops[k] / cal_median(t, it) / 1e12;
     free(a);
     free(b);
     free(c);
@@ -134,7 +128,7 @@ int cal_sum_rates(const float *vals, int64_t n_vals, double scale, size_t bytes,
       if (it >= 0)
         t[it] = (t1 - t0) / reps;
     }
-    GBps[k] = (double)(ne * rt_dtype_size(types[k])) / median(t, 5) / 1e9;
+    GBps[k] = (double)(ne * rt_dtype_size(types[k])) / cal_median(t, 5) / 1e9;
   }
 out:
   free(f);
@@ -177,8 +171,8 @@ int cal_memory_bandwidth(size_t bytes, double *copy_GBps, double *reduce_GBps) {
       tr[it] = (t2 - t1) / k2;
     }
   }
-  *copy_GBps = 2.0 * (double)(n * sizeof(float)) / median(tc, 8) / 1e9;
-  *reduce_GBps = (double)(n * sizeof(float)) / median(tr, 8) / 1e9;
+  *copy_GBps = 2.0 * (double)(n * sizeof(float)) / cal_median(tc, 8) / 1e9;
+  *reduce_GBps = (double)(n * sizeof(float)) / cal_median(tr, 8) / 1e9;
   free(x);
   free(y);
   return 0;
@@ -209,7 +203,7 @@ int cal_update_bandwidth(size_t bytes, double *GBps) {
     if (it >= 0)
       t[it] = (t1 - t0) / k;
   }
-  *GBps = 28.0 * (double)n / median(t, 8) / 1e9;
+  *GBps = 28.0 * (double)n / cal_median(t, 8) / 1e9;
 out:
   free(bucket);
   free(g);
@@ -488,7 +482,7 @@ int cal_interference(rt_comm *comm, double bytes, int allreduces, double *comput
     goto out;
   }
   *compute_slowdown = with > 0 && alone > with ? alone / with : 1.0;
-  double ca = median(alone_t, allreduces), cw = median(g.t, allreduces);
+  double ca = cal_median(alone_t, allreduces), cw = cal_median(g.t, allreduces);
   *comm_slowdown = ca > 0 && cw > ca ? cw / ca : 1.0;
   *alone_s = ca;
   *comm_cpus = busy;

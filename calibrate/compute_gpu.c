@@ -6,7 +6,6 @@
 
 #include "core/err.h"
 
-#include <gsl/gsl_sort_double.h>
 #include <gsl/gsl_statistics_double.h>
 #include <math.h>
 #include <pthread.h>
@@ -16,12 +15,6 @@
 #include <string.h>
 
 enum { MAX_REPS = 16, WARMUP = 2, MIN_GEMMS = 10, MAX_GEMMS = 2000 };
-
-/* Median (sorts v in place). */
-static double median(double *v, int n) {
-  gsl_sort(v, 1, (size_t)n);
-  return gsl_stats_median_from_sorted_data(v, 1, (size_t)n);
-}
 
 int cal_gpu_gemm_sweep(int device, enum rt_gpu_math math, const int *sizes, int n, int reps,
                        double target_flops, double *flops, double *tflops, int *measured) {
@@ -42,7 +35,7 @@ int cal_gpu_gemm_sweep(int device, enum rt_gpu_math math, const int *sizes, int 
         return core_err_wrap(rc, "%s GEMMs of %d", rt_gpu_math_name(math), s);
     }
     flops[k] = f;
-    tflops[k] = median(rate, reps) / 1e12;
+    tflops[k] = cal_median(rate, reps) / 1e12;
     *measured = k + 1;
   }
   return 0;
@@ -148,7 +141,7 @@ int cal_gpu_interference(rt_comm *comm, int device, double bytes, double min_s,
     if (w > wall)
       wall = w;
   }
-  double rate_alone = median(alone, ALONE);
+  double rate_alone = cal_median(alone, ALONE);
   /* Allreduces alone (after a warm-up that sets up NCCL's connections):
    * their median, and their mean so that every rank runs the same number
    * of them beside the GEMMs. */
@@ -161,7 +154,7 @@ int cal_gpu_interference(rt_comm *comm, int device, double bytes, double min_s,
     alone_ar[i] = rt_now() - t0;
   }
   double agreed[2] = {gsl_stats_mean(alone_ar, 1, ALONE_AR), wall};
-  double ar_alone = median(alone_ar, ALONE_AR);
+  double ar_alone = cal_median(alone_ar, ALONE_AR);
   if ((rc = cal_max_over_ranks(comm, cal_bufs_for(comm), agreed, 2)) != 0)
     goto out;
   /* At least 10 us per allreduce: about the least an NCCL call and the
@@ -202,7 +195,7 @@ int cal_gpu_interference(rt_comm *comm, int device, double bytes, double min_s,
     with[k++] = last;
   double rate_with = k ? gsl_stats_mean(with, 1, (size_t)k) : rate_alone;
   *compute_slowdown = rate_with > 0 && rate_alone > rate_with ? rate_alone / rate_with : 1.0;
-  double ar_with = g.nt ? median(g.t, (int)g.nt) : ar_alone;
+  double ar_with = g.nt ? cal_median(g.t, (int)g.nt) : ar_alone;
   *comm_slowdown = ar_alone > 0 && ar_with > ar_alone ? ar_with / ar_alone : 1.0;
   rc = rt_barrier(comm);
 out:

@@ -300,18 +300,36 @@ int cal_broadcast_host(rt_comm *c, const cal_buf_ops *b, void *val, size_t bytes
   return rc;
 }
 
-int cal_max_over_ranks(rt_comm *c, const cal_buf_ops *b, double *v, int n) {
+double cal_median(double *v, int n) {
+  gsl_sort(v, 1, (size_t)n);
+  return gsl_stats_median_from_sorted_data(v, 1, (size_t)n);
+}
+
+/* v[i] = the max (mean = 0) or the mean (mean = 1) over ranks of v[i]. */
+static int combine_over_ranks(rt_comm *c, const cal_buf_ops *b, double *v, int n, int mean) {
   double *all = malloc(sizeof *all * (size_t)n * (size_t)c->size);
   if (!all)
     return core_err_set(CORE_ENOMEM, "out of memory");
   int rc = cal_allgather_host(c, b, v, all, sizeof *v * (size_t)n);
   if (!rc)
-    for (int r = 0; r < c->size; r++)
-      for (int i = 0; i < n; i++)
-        if (all[(size_t)r * n + i] > v[i])
-          v[i] = all[(size_t)r * n + i];
+    for (int i = 0; i < n; i++) {
+      double m = mean ? 0.0 : v[i];
+      for (int r = 0; r < c->size; r++) {
+        double x = all[(size_t)r * n + i];
+        m = mean ? m + x / c->size : (x > m ? x : m);
+      }
+      v[i] = m;
+    }
   free(all);
   return rc;
+}
+
+int cal_max_over_ranks(rt_comm *c, const cal_buf_ops *b, double *v, int n) {
+  return combine_over_ranks(c, b, v, n, 0);
+}
+
+int cal_mean_over_ranks(rt_comm *c, const cal_buf_ops *b, double *v, int n) {
+  return combine_over_ranks(c, b, v, n, 1);
 }
 
 /* ---- the loop --------------------------------------------------------------- */

@@ -106,8 +106,12 @@ const cal_buf_ops *cal_bufs_for(const rt_comm *c);
 int cal_allgather_host(rt_comm *c, const cal_buf_ops *b, const void *mine, void *all,
                        size_t bytes);
 int cal_broadcast_host(rt_comm *c, const cal_buf_ops *b, void *val, size_t bytes, int root);
+/* The median of v[0..n-1] (sorts v in place). */
+double cal_median(double *v, int n);
 /* v[i] = max over ranks of v[i], for n doubles. */
 int cal_max_over_ranks(rt_comm *c, const cal_buf_ops *b, double *v, int n);
+/* v[i] = mean over ranks of v[i], for n doubles. */
+int cal_mean_over_ranks(rt_comm *c, const cal_buf_ops *b, double *v, int n);
 
 /* ---- sweeps ------------------------------------------------------------- */
 

@@ -445,6 +445,11 @@ static int control_body(rt_comm *c, int rank, int size) {
           "rank %d's doubles arrived changed", r);
   double v[2] = {rank == 1 ? 7.0 : 1.0, -(double)rank};
   RTT_CHECK(cal_max_over_ranks(c, h, v, 2) == 0 && v[0] == 7.0 && v[1] == 0.0, "max over ranks: %g %g", v[0], v[1]);
+  double m[2] = {rank == 1 ? 7.0 : 1.0, (double)rank};
+  RTT_CHECK(size == 2 && cal_mean_over_ranks(c, h, m, 2) == 0 && m[0] == 4.0 && m[1] == 0.5, "mean over ranks: %g %g",
+            m[0], m[1]);
+  double odd3[3] = {3, 1, 2}, even4[4] = {4, 1, 3, 2};
+  RTT_CHECK(cal_median(odd3, 3) == 2.0 && cal_median(even4, 4) == 2.5, "medians of 3 and 4 values");
   float stop = rank == 0 ? 1.0f : 0.0f;
   RTT_CHECK(cal_broadcast_host(c, h, &stop, sizeof stop, 0) == 0 && stop == 1.0f, "broadcast");
   char odd[6] = "abcde";
