@@ -665,16 +665,11 @@ out_casts:
    * set against the same size back to back below. The first step (a random
    * Q, nothing to warm-start from) is not measured; of the others each
    * rank keeps its median step per phase (as the casts above), and the
-   * ranks' means are taken. After each measured step a few allreduces of
-   * the step's mean size run back to back: the time they take is what the
-   * hook's allreduces are set against below, measured in the same seconds
-   * (one reference measured afterwards, in another state of the machine,
-   * once exceeded the hook's own allreduces and zeroed the cost). */
+   * ranks' means are taken. */
   const int psgd_steps = r->o->quick ? 3 : 8;
   double of = 0, gbytes = 0, pbytes = 0, ar_bytes = 0, ar_n = 0;
   double times[5] = {0, 0, 0, 0, 0}; /* orthogonalization, GEMMs, passes, allreduces; back to back */
-  double step_t[4][8], bb_t[3 * 8];
-  int n_bb = 0;
+  double step_t[4][8];
   for (int rank = 1; rank <= 4; rank *= 2) {
     o.kind = RT_COMPRESS_POWERSGD;
     o.rank = rank;
@@ -696,17 +691,6 @@ out_casts:
         step_t[1][step - 1] = st.gemm_s;
         step_t[2][step - 1] = st.copy_s;
         step_t[3][step - 1] = st.comm_s;
-        int64_t nar = 0, nbytes = 0;
-        for (int ph = 0; ph < RT_COMPRESS_N_PHASES; ph++) {
-          nar += st.allreduces[ph];
-          nbytes += st.bytes[ph];
-        }
-        cal_point bb;
-        if (nar > 0) {
-          if ((rc = cal_sweep_one(r->world, CAL_ALLREDUCE, RT_ALGO_DEFAULT, (double)nbytes / (double)nar, 1, 3, &bb)) != 0)
-            goto out;
-          bb_t[n_bb++] = bb.t_p50_s;
-        }
       }
     }
     /* Each measured step orthogonalizes P (and, warm, Q). */
@@ -731,7 +715,16 @@ out_casts:
     rt_compress_free(c);
     c = NULL;
   }
-  times[4] = n_bb ? cal_median(bb_t, n_bb) : 0;
+  /* The same size back to back, after the hook's steps: the median of 31
+   * (15 had once come out above the hook's own allreduces and zeroed the
+   * cost; run between the hook's steps instead, a few of them absorbed the
+   * same wake-ups and put the cost at a quarter of the usual). */
+  if (ar_n > 0) {
+    cal_point bb;
+    if ((rc = cal_sweep_one(r->world, CAL_ALLREDUCE, RT_ALGO_DEFAULT, ar_bytes / ar_n, 2, 31, &bb)) != 0)
+      goto out;
+    times[4] = bb.t_p50_s;
+  }
   if ((rc = cal_mean_over_ranks(r->world, r->bufs, times, 5)) != 0)
     goto out;
   double os = times[0], gs = times[1], ps = times[2], ar_s = times[3], bb_s = times[4];
