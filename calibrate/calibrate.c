@@ -21,6 +21,8 @@
 #include "core/model.h"
 #include "core/profile.h"
 
+#include <gsl/gsl_statistics_double.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -614,11 +616,12 @@ static int hooks_part(run *r) {
   /* The same loop without a hook times the fp32 allreduces of these
    * buckets, for the half-precision ones to be set against (half_ar_s: a
    * pass over the buckets). The three kinds take turns, pass by pass, after
-   * an untimed pass each, and each keeps its median pass: this machine's
-   * speed drifts over seconds, and passes of one kind in a row, or a mean
-   * that one stalled pass dominates, had moved the fp16 and bf16 sum rates
+   * an untimed pass each: this machine's speed drifts over seconds, and
+   * passes of one kind in a row had moved the fp16 and bf16 sum rates
    * below by up to 9x between calibrations a minute apart (bench/
-   * calibration-spread.sh). Then the mean over ranks. */
+   * calibration-spread.sh). Each kind keeps its mean pass, as training
+   * pays for every pass (median passes put fp16's allreduces 15-20% short
+   * of the runs'), then the mean over ranks. */
   const int half_reps = r->o->quick ? 3 : 7;
   double cast_GBps[2], half_ar_s[3], cast_s[3];
   static const enum rt_compress_kind cast_kinds[3] = {RT_COMPRESS_NONE, RT_COMPRESS_FP16, RT_COMPRESS_BF16};
@@ -644,8 +647,8 @@ static int hooks_part(run *r) {
       }
     }
   for (int k = 0; k < 3; k++) {
-    half_ar_s[k] = cal_median(pass_comm[k], half_reps);
-    cast_s[k] = cal_median(pass_cast[k], half_reps);
+    half_ar_s[k] = gsl_stats_mean(pass_comm[k], 1, (size_t)half_reps);
+    cast_s[k] = gsl_stats_mean(pass_cast[k], 1, (size_t)half_reps);
   }
   double per_rank[6] = {half_ar_s[0], half_ar_s[1], half_ar_s[2], cast_s[1], cast_s[2], 0};
   if ((rc = cal_mean_over_ranks(r->world, r->bufs, per_rank, 6)) != 0)
@@ -663,9 +666,8 @@ out_casts:
    * GEMMs' operand bytes and the passes' bytes, counted as sim/predict.c
    * counts them, over their times; and its allreduces' mean time and size,
    * set against the same size back to back below. The first step (a random
-   * Q, nothing to warm-start from) is not measured; of the others each
-   * rank keeps its median step per phase (as the casts above), and the
-   * ranks' means are taken. */
+   * Q, nothing to warm-start from) is not measured; the ranks' means of
+   * the others are taken. */
   const int psgd_steps = r->o->quick ? 3 : 8;
   double of = 0, gbytes = 0, pbytes = 0, ar_bytes = 0, ar_n = 0;
   double times[5] = {0, 0, 0, 0, 0}; /* orthogonalization, GEMMs, passes, allreduces; back to back */
@@ -696,7 +698,7 @@ out_casts:
     /* Each measured step orthogonalizes P (and, warm, Q). */
     double k = psgd_steps - 1;
     for (int i = 0; i < 4; i++)
-      times[i] += k * cal_median(step_t[i], psgd_steps - 1);
+      times[i] += k * gsl_stats_mean(step_t[i], 1, (size_t)(psgd_steps - 1));
     for (int t = 0; t < m->n_tensors; t++) {
       int rt = rt_compress_tensor_rank(c, t);
       double n = (double)m->tensor_rows[t], el = (double)m->tensor_elems[t], mm = el / n;
