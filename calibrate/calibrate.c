@@ -620,8 +620,9 @@ static int hooks_part(run *r) {
    * passes of one kind in a row had moved the fp16 and bf16 sum rates
    * below by up to 9x between calibrations a minute apart (bench/
    * calibration-spread.sh). Each kind keeps its mean pass, as training
-   * pays for every pass (median passes put fp16's allreduces 15-20% short
-   * of the runs'), then the mean over ranks. */
+   * pays for every pass (with median passes every point of the
+   * compression benchmark came out under its measurement), then the mean
+   * over ranks. */
   const int half_reps = r->o->quick ? 3 : 7;
   double cast_GBps[2], half_ar_s[3], cast_s[3];
   static const enum rt_compress_kind cast_kinds[3] = {RT_COMPRESS_NONE, RT_COMPRESS_FP16, RT_COMPRESS_BF16};
