@@ -623,11 +623,12 @@ static int hooks_part(run *r) {
    * pays for every pass (with median passes every point of the
    * compression benchmark came out under its measurement), then the mean
    * over ranks. */
-  const int half_reps = r->o->quick ? 3 : 7;
+  enum { MAX_PASSES = 7 }; /* timed passes of each hook, and PowerSGD's timed steps */
+  const int half_reps = r->o->quick ? 3 : MAX_PASSES;
   double cast_GBps[2], half_ar_s[3], cast_s[3];
   static const enum rt_compress_kind cast_kinds[3] = {RT_COMPRESS_NONE, RT_COMPRESS_FP16, RT_COMPRESS_BF16};
   rt_compressor *cc[3] = {NULL, NULL, NULL};
-  double pass_comm[3][8], pass_cast[3][8];
+  double pass_comm[3][MAX_PASSES], pass_cast[3][MAX_PASSES];
   for (int k = 0; k < 3; k++) {
     o.kind = cast_kinds[k];
     if ((rc = rt_compress_create(&o, m, &bk, &cc[k])) != 0)
@@ -651,8 +652,8 @@ static int hooks_part(run *r) {
     half_ar_s[k] = gsl_stats_mean(pass_comm[k], 1, (size_t)half_reps);
     cast_s[k] = gsl_stats_mean(pass_cast[k], 1, (size_t)half_reps);
   }
-  double per_rank[6] = {half_ar_s[0], half_ar_s[1], half_ar_s[2], cast_s[1], cast_s[2], 0};
-  if ((rc = cal_mean_over_ranks(r->world, r->bufs, per_rank, 6)) != 0)
+  double per_rank[5] = {half_ar_s[0], half_ar_s[1], half_ar_s[2], cast_s[1], cast_s[2]};
+  if ((rc = cal_mean_over_ranks(r->world, r->bufs, per_rank, 5)) != 0)
     goto out_casts;
   for (int k = 0; k < 3; k++)
     half_ar_s[k] = per_rank[k];
@@ -669,10 +670,10 @@ out_casts:
    * set against the same size back to back below. The first step (a random
    * Q, nothing to warm-start from) is not measured; the ranks' means of
    * the others are taken. */
-  const int psgd_steps = r->o->quick ? 3 : 8;
+  const int psgd_steps = r->o->quick ? 3 : MAX_PASSES + 1;
   double of = 0, gbytes = 0, pbytes = 0, ar_bytes = 0, ar_n = 0;
   double times[5] = {0, 0, 0, 0, 0}; /* orthogonalization, GEMMs, passes, allreduces; back to back */
-  double step_t[4][8];
+  double step_t[4][MAX_PASSES];
   for (int rank = 1; rank <= 4; rank *= 2) {
     o.kind = RT_COMPRESS_POWERSGD;
     o.rank = rank;
