@@ -584,8 +584,8 @@ static int gpu_compute_part(run *r) {
 static int hooks_part(run *r) {
   core_model *m = NULL;
   core_buckets bk = {0};
-  float *buf = NULL, *grad = NULL;
-  int64_t n_grad = 0;
+  float *buf = NULL, *grad = NULL, *peer = NULL;
+  int64_t n_grad = 0, n_peer = 0;
   rt_compressor *c = NULL;
   int rc;
   if (!r->o->n_models)
@@ -610,8 +610,15 @@ static int hooks_part(run *r) {
   rt_compress_opts_default(&o);
   rt_compress_stats st;
   /* Casts on the model's own gradient (divided by the world size, as DDP
-   * divides it): converting small values is slower than typical ones. */
-  if ((rc = cal_model_gradient(m, r->o->batch, &grad, &n_grad)) != 0)
+   * divides it): converting small values is slower than typical ones. Each
+   * rank's from its own shard of the data, as in training: Gloo sums halves
+   * faster when every rank sends the same ones (see cal_sum_rates), and
+   * with one gradient on every rank the fp16 allreduces below had taken
+   * 250 ms a pass where training's took 310 (2 testbed hosts at 1gbit).
+   * The sums alone add another rank's (of at least two). */
+  int world = r->pg.world_size, peers = world > 1 ? world : 2;
+  if ((rc = cal_model_gradient(m, r->o->batch, r->pg.rank, world, &grad, &n_grad)) != 0 ||
+      (rc = cal_model_gradient(m, r->o->batch, (r->pg.rank + 1) % peers, peers, &peer, &n_peer)) != 0)
     goto out;
   /* The same loop without a hook times the fp32 allreduces of these
    * buckets, for the half-precision ones to be set against (half_ar_s: a
@@ -753,20 +760,21 @@ out_casts:
    * conversions that are slow for subnormal halves, which small gradients
    * become, so fp16 halves the bytes but not the time. */
   double sum[3];
-  if ((rc = cal_sum_rates(grad, n_grad, 1.0 / r->pg.world_size, r->o->quick ? (4 << 20) : (16 << 20), sum)) != 0)
+  if ((rc = cal_sum_rates(grad, peer, n_grad < n_peer ? n_grad : n_peer, 1.0 / world,
+                          r->o->quick ? (4 << 20) : (16 << 20), sum)) != 0)
     goto out;
   /* Inside Gloo's allreduce the half-precision sum runs slower still: on
    * this project's 2-vCPU VM, two unshaped testbed hosts allreduced the
-   * MLP's buckets in fp16 in 200 ms a pass against 56 ms in fp32, where the
-   * sum rate above (0.092 GB/s) accounts for 151 ms (the network and TCP
-   * stack take the same CPUs). So where there are ranks to allreduce with,
+   * MLP's buckets in fp16 in 210 ms a pass against 48 ms in fp32 (in
+   * training, without overlap), where the sum rate above (0.079 GB/s on two
+   * ranks' gradients) accounts for 159 ms (the network and TCP stack take
+   * the same CPUs). So where there are ranks to allreduce with,
    * the rate is taken from the real allreduces just timed, as the
    * simulator's pipelined ring (sim/predict.c) spends it: of an allreduce of
    * half the fp32 bytes, t = net / 2 + max(net / 2, sum), net at the fp32
    * allreduce's rate, the sum over the (p - 1) / p of the bytes each rank
    * reduces. Where the sum hides behind the network it cannot be seen, and
    * the rate above stays. */
-  int world = r->pg.world_size;
   for (int k = 1; k < 3 && world > 1 && half_ar_s[0] > 0; k++) {
     double net = half_ar_s[0] / 2, s = half_ar_s[k] - net / 2;
     double bytes = 2.0 * (double)m->n_params * (world - 1) / world;
@@ -794,6 +802,7 @@ out:
   rt_compress_free(c);
   free(buf);
   free(grad);
+  free(peer);
   core_bucket_free(&bk);
   core_model_free(m);
   return rc;

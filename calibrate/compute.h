@@ -28,13 +28,15 @@ int cal_memory_bandwidth(size_t bytes, double *copy_GBps, double *reduce_GBps);
  * parameters: the averaged gradients copied out of their bucket (memcpy, 8
  * bytes a parameter), then rt_sgd_update with momentum (20 bytes). */
 int cal_update_bandwidth(size_t bytes, double *GBps);
-/* The gradient of one training step of m (an MLP the runtime trains) at
- * batch, from ddpsim train's data and seed: *grad (malloc'd) of *n values. */
-int cal_model_gradient(const core_model *m, int batch, float **grad, int64_t *n);
+/* The gradient of the first training step of m (an MLP the runtime trains)
+ * at batch on rank `rank` of `world`, from ddpsim train's data and seed:
+ * *grad (malloc'd) of *n values. */
+int cal_model_gradient(const core_model *m, int batch, int rank, int world, float **grad, int64_t *n);
 /* The backend's host sums (runtime/gloo_shim.h rt_gloo_sum) for fp32, fp16
- * and bf16 over `bytes` of each, on vals x scale (cycled; zeros when n_vals
- * is 0): bytes of output per second, sustained. */
-int cal_sum_rates(const float *vals, int64_t n_vals, double scale, size_t bytes, double GBps[3]);
+ * and bf16 over `bytes` of each, on vals x scale plus peer x scale (both
+ * cycled, n_vals each; zeros when n_vals is 0): bytes of output per second,
+ * sustained. */
+int cal_sum_rates(const float *vals, const float *peer, int64_t n_vals, double scale, size_t bytes, double GBps[3]);
 
 /* Mean per-layer forward and backward seconds of model m at a batch size,
  * as runtime/mlp executes them in a training step (backward without the

@@ -158,9 +158,10 @@ static double half_sum_s(const core_profile *pr, const sim_point *p, enum sim_co
  * reduce-scatter (half of net) sums each segment while the next one
  * arrives, so it lasts as long as the slower of the two; the allgather
  * (the other half) has nothing to sum. Measured on the project's 2-vCPU VM
- * (2 testbed hosts, the reference MLP's buckets, calibrate's own timing):
- * fp16 253 ms a pass at 1gbit, where fp32 took 413 ms (the sum mostly
- * hidden), and 200 ms unshaped against fp32's 56 ms (the sum exposed). */
+ * (2 testbed hosts, the reference MLP's buckets, every rank its own
+ * gradient): fp16 295 ms a pass at 1gbit, where fp32 took 413 ms (the
+ * network alone would take 206: the sum half hidden), and 210 ms unshaped
+ * against fp32's 48 ms (the sum exposed). */
 static double half_allreduce_s(double net, double sum) { return sum > net / 2 ? net / 2 + sum : net; }
 
 /* A bucket's communication hook: its time on the communication stream
