@@ -29,11 +29,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "calibrate/compute.h"
 #include "calibrate/sweep.h"
 #include "core/err.h"
+#include "core/model.h"
 #include "core/profile.h"
 #include "runtime/comm.h"
 #include "runtime/gpu.h"
+#include "runtime/mlp.h"
 #include "runtime/pg.h"
 #include "rtt.h"
 
@@ -624,6 +627,72 @@ static void test_cli_gpu(void) {
   rtt_rmdir(logdir);
 }
 
+/* The hooks' costs are timed on each rank's own first-step gradient
+ * (cal_model_gradient), as training's hooks see it: ranks 0 and 1 of 2 have
+ * different ones, and their mean is what `ddpsim train` on 2 ranks applies
+ * in its first step (SGD, learning rate 1, no momentum: parameters minus
+ * the mean gradient). */
+static void test_model_gradient(void) {
+  char model[700], outdir[512], logdir[512], params[700], run[700];
+  snprintf(model, sizeof model, "%s/scenarios/models/mlp-small.cfg", DDPSIM_SOURCE_DIR);
+  core_model *m = NULL;
+  CU_ASSERT_EQUAL_FATAL(core_model_load(model, &m), 0);
+  float *g[2] = {NULL, NULL};
+  int64_t n[2] = {0, 0};
+  rt_mlp *net = NULL;
+  /* Removed with the run's folder by the suite's cleanup. */
+  CU_ASSERT_EQUAL_FATAL(rtt_scratch_dir(outdir, sizeof outdir), 0);
+  CU_ASSERT_EQUAL_FATAL(rtt_mkdtemp(logdir, sizeof logdir), 0);
+  for (int r = 0; r < 2; r++)
+    CU_ASSERT_EQUAL(cal_model_gradient(m, 32, r, 2, &g[r], &n[r]), 0);
+  CU_ASSERT_EQUAL(rt_mlp_create(m, 32, 1, &net), 0);
+  if (!g[0] || !g[1] || !net || n[0] != net->n_params || n[1] != n[0]) {
+    CU_FAIL("no gradients or initial parameters");
+    goto out;
+  }
+  int64_t differ = 0;
+  for (int64_t i = 0; i < n[0]; i++)
+    differ += g[0][i] != g[1][i];
+  CU_ASSERT(differ > n[0] / 2);
+
+  snprintf(params, sizeof params, "%s/params.bin", outdir);
+  snprintf(run, sizeof run, "%s/run", outdir);
+  static char bin[1024];
+  snprintf(bin, sizeof bin, "%s/ddpsim", DDPSIM_BINARY_DIR);
+  const char *argv[] = {"ddpsim", "launch", "-q", "--nproc", "2", "--", bin, "train", "--model", model,
+                        "--steps", "1", "--lr", "1", "--momentum", "0", "-o", run, "--params-out", params, NULL};
+  char *out = NULL;
+  double secs = 0;
+  int st = run_ddpsim(argv, logdir, 120, &out, &secs);
+  CU_ASSERT_EQUAL(st, 0);
+  if (st)
+    fprintf(stderr, "\n  train exit %d: %s\n", st, out ? out : "(no output)");
+  free(out);
+  FILE *f = fopen(params, "rb");
+  CU_ASSERT_PTR_NOT_NULL(f);
+  if (f) {
+    int64_t bad = 0, i = 0;
+    float p;
+    for (; i < n[0] && fread(&p, sizeof p, 1, f) == 1; i++) {
+      float want = net->params[i] - (g[0][i] / 2 + g[1][i] / 2);
+      if (fabsf(p - want) > 1e-6f * (1.0f + fabsf(want)))
+        bad++;
+    }
+    fclose(f);
+    CU_ASSERT_EQUAL(i, n[0]);
+    CU_ASSERT_EQUAL(bad, 0);
+    if (bad)
+      fprintf(stderr, "\n  %lld of %lld parameters are not the initial ones minus the mean gradient\n",
+              (long long)bad, (long long)n[0]);
+  }
+out:
+  rt_mlp_free(net);
+  free(g[0]);
+  free(g[1]);
+  core_model_free(m);
+  rtt_rmdir(logdir);
+}
+
 void test_register(void) {
   CU_pSuite s = CU_add_suite("sweep", suite_init, NULL);
   CU_add_test(s, "host table writes and checks the loop's values", test_host_table_values);
@@ -633,7 +702,8 @@ void test_register(void) {
   CU_add_test(s, "control values through the table", test_control_values);
   CU_add_test(s, "control values over a control communicator", test_control_comm);
   CU_add_test(s, "device table without a device fails cleanly", test_device_table_without_device);
-  CU_pSuite c = CU_add_suite("cli", suite_init, NULL);
+  CU_pSuite c = CU_add_suite("cli", suite_init, rtt_scratch_cleanup);
   CU_add_test(c, "calibrate --backend nccl without a device: exit 5, nothing written", test_cli_no_device);
+  CU_add_test(c, "each rank's calibration gradient is its first training step's", test_model_gradient);
   CU_add_test(c, "calibrate --backend nccl --quick on a GPU", test_cli_gpu);
 }
