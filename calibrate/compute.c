@@ -420,13 +420,13 @@ static double cgroup_quota(const char *dir, int v2) {
   return q > 0 && per > 0 ? q / per : 0;
 }
 
-double cal_rank_cpus(int local_world_size) {
+double cal_rank_cpus(int sharing) {
   cpu_set_t set;
   double cpus = 1;
   if (sched_getaffinity(0, sizeof set, &set) == 0)
     cpus = CPU_COUNT(&set);
-  if (local_world_size > 1)
-    cpus /= local_world_size;
+  if (sharing > 1)
+    cpus /= sharing;
   /* cgroup v2: "0::/path"; v1: "N:...cpu...:/path". */
   FILE *fp = fopen("/proc/self/cgroup", "r");
   if (!fp)

@@ -57,10 +57,10 @@ int cal_step_samples(const core_model *m, int batch, int n, double *samples);
 int cal_interference(rt_comm *comm, double bytes, int allreduces, double *compute_slowdown,
                      double *comm_slowdown, double *alone_s, double *comm_cpus);
 
-/* The CPUs one rank may use: its CPU affinity shared among the
- * local_world_size ranks of its host, or less where its cgroup (v2 cpu.max,
- * v1 cpu.cfs_quota_us, this one's or an ancestor's) caps it. */
-double cal_rank_cpus(int local_world_size);
+/* The CPUs one rank may use: its CPU affinity shared among the `sharing`
+ * ranks on its machine, or less where its cgroup (v2 cpu.max, v1
+ * cpu.cfs_quota_us, this one's or an ancestor's) caps it. */
+double cal_rank_cpus(int sharing);
 
 /* GEMMs on this thread for secs seconds alone, then as long again with a
  * second thread of this process running GEMMs too: how much slower the
