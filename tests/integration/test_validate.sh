@@ -4,8 +4,9 @@
 # (bench/validate-testbed.sh --quick) and assert that every step-time
 # prediction is within 35% of the measurement — a bound noise on a shared
 # 2-core machine cannot break, far outside the few percent the benchmark
-# reports — and that the profile and the predictions are complete. Needs
-# root (exit 77 = skipped otherwise).
+# reports — and that the profile and the predictions are complete; then
+# that a calibration on 2 test hosts gives each rank its share of the
+# machine's CPUs. Needs root (exit 77 = skipped otherwise).
 #
 #   test_validate.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
@@ -33,5 +34,22 @@ for r in rows:
     e = abs(float(r["err_step"]))
     print(f"{r['label']}: step-time error {100 * e:.1f}%")
     assert e < 0.35, r["label"]
+PY
+# The test hosts are network namespaces of this machine and share its CPUs:
+# calibration must give each rank its share (2 ranks here, no quota), not
+# every CPU to each.
+NAME=tvcpu
+trap 'bash "$SRC/scripts/testbed.sh" down --name $NAME >/dev/null 2>&1 || true; rm -rf "$W"' EXIT
+bash "$SRC/scripts/testbed.sh" up 2 --rate 1gbit --name $NAME >/dev/null 2>&1 || fail "the testbed did not come up"
+DD=$(realpath "$BUILD/ddpsim")
+"$DD" launch -q --nproc 2 --hosts $NAME-h1,$NAME-h2 -- "$DD" calibrate --quick --link-gbps 1 \
+  --model "$(realpath "$SRC/scenarios/models/mlp-small.cfg")" --out "$W/shared.cfg" --scratch "$W" --progress off \
+  > "$W/shared.log" 2>&1 || { cat "$W/shared.log"; fail "calibration on 2 hosts without a quota failed"; }
+python3 - "$W/shared.cfg" "$(nproc)" <<'PY' || fail "calibration gave each rank more than its share of the machine's CPUs"
+import re, sys
+cpus = float(re.search(r"rank_cpus = ([0-9.e+-]+)", open(sys.argv[1]).read()).group(1))
+share = int(sys.argv[2]) / 2
+print(f"2 test hosts on {sys.argv[2]} CPUs: rank_cpus {cpus:g}, share {share:g}")
+assert cpus <= share + 1e-9
 PY
 echo "validate: ok"
