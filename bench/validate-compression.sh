@@ -12,9 +12,9 @@
 #   [REPEATS=N] [CPU_QUOTA=C] [CALIBRATE_ONCE=1] bash bench/validate-compression.sh [BUILD_DIR] [OUT_DIR]
 #
 # CPU_QUOTA caps every rank at C CPUs (launch --cpu-quota) in calibration
-# and in every run: the two test hosts share this machine's cores, which a
-# rank's cgroup otherwise does not show (the profile would say each rank
-# has all of them).
+# and in every run. Without it the two test hosts still share this
+# machine's cores, which calibration sees (the ranks' kernels have one boot
+# id) and records as each rank's share.
 #
 # Every run is repeated REPEATS times (default 3), in separate rounds, and
 # the median taken: the hooks' runs for the MAPE (bench/mape.py), and none /
