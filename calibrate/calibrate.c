@@ -629,17 +629,16 @@ static int psgd_train_allreduces(run *r, const core_model *m, int steps, double 
     goto out_free;
   }
   for (int rank = 1; rank <= 4 && !rc; rank *= 2) {
-    rt_ddp_opts dop = {.bucket_cap_mb = CORE_BUCKET_DEFAULT_CAP_MB,
-                       .first_bucket_mb = (double)CORE_BUCKET_FIRST_BYTES / 1048576.0, .overlap = 1,
-                       .algo = RT_ALGO_DEFAULT, .lr = 0.01, .momentum = 0.9, .fail_step = -1};
-    rt_compress_opts_default(&dop.compress);
+    rt_ddp_opts dop;
+    rt_ddp_opts_default(&dop);
     dop.compress.kind = RT_COMPRESS_POWERSGD;
     dop.compress.rank = rank;
     dop.compress.start_iter = 0;
     rt_ddp *d = NULL;
     rt_data *data = NULL;
-    if ((rc = rt_ddp_create(m, r->world, r->o->batch, &dop, 1, &d)) != 0 ||
-        (rc = rt_data_create(65536, in, out, 1, r->pg.rank, r->pg.world_size, 1, &data)) != 0)
+    if ((rc = rt_ddp_create(m, r->world, r->o->batch, &dop, RT_DATA_DEFAULT_SEED, &d)) != 0 ||
+        (rc = rt_data_create(RT_DATA_DEFAULT_SIZE, in, out, RT_DATA_DEFAULT_SEED, r->pg.rank, r->pg.world_size, 1,
+                             &data)) != 0)
       goto out_step;
     for (int step = 0; step <= steps; step++) {
       rt_step_metrics sm;

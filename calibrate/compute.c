@@ -64,11 +64,12 @@ int cal_model_gradient(const core_model *m, int batch, int rank, int world, floa
   float *target = NULL;
   *grad = NULL;
   int L = m->n_layers, rc;
-  if ((rc = rt_mlp_create(m, batch, 1, &net)) != 0)
+  if ((rc = rt_mlp_create(m, batch, RT_DATA_DEFAULT_SEED, &net)) != 0)
     return rc;
   /* The data and seed ddpsim train starts from (cli/cmd_train.c defaults),
    * this rank's shard of them. */
-  if ((rc = rt_data_create(65536, m->layers[0].in, m->layers[L - 1].out, 1, rank, world, 1, &d)) != 0)
+  if ((rc = rt_data_create(RT_DATA_DEFAULT_SIZE, m->layers[0].in, m->layers[L - 1].out, RT_DATA_DEFAULT_SEED, rank,
+                           world, 1, &d)) != 0)
     goto out;
   target = malloc(sizeof *target * (size_t)batch * (size_t)m->layers[L - 1].out);
   *grad = malloc(sizeof **grad * (size_t)net->n_params);

@@ -536,9 +536,9 @@ int cli_cmd_train(int argc, char **argv) {
       {NULL, 0, NULL, 0}};
   struct timespec now_rt;
   clock_gettime(CLOCK_REALTIME, &now_rt);
-  train_opts o = {.t_main_rt = (double)now_rt.tv_sec + now_rt.tv_nsec * 1e-9, .batch = 32, .steps = 20, .dataset = 65536, .seed = 1, .threads = 1, .ckpt_keep = 2,
-                  .fail_rank = -1, .lr = 0.01, .momentum = 0.9, .bucket_cap_mb = 25,
-                  .first_bucket_mb = 1, .timeout = 30, .overlap = 1, .shuffle = 1, .out = "run",
+  train_opts o = {.t_main_rt = (double)now_rt.tv_sec + now_rt.tv_nsec * 1e-9, .batch = 32, .steps = 20, .dataset = RT_DATA_DEFAULT_SIZE, .seed = RT_DATA_DEFAULT_SEED, .threads = 1, .ckpt_keep = 2,
+                  .fail_rank = -1, .lr = RT_DDP_DEFAULT_LR, .momentum = RT_DDP_DEFAULT_MOMENTUM,
+                  .bucket_cap_mb = CORE_BUCKET_DEFAULT_CAP_MB, .first_bucket_mb = 1, .timeout = 30, .overlap = 1, .shuffle = 1, .out = "run",
                   .algo = RT_ALGO_DEFAULT};
   rt_compress_opts_default(&o.compress);
   o.compress_spec = "none";

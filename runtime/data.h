@@ -27,6 +27,12 @@ typedef struct rt_data {
   float *teacher;       /* [out x in] */
 } rt_data;
 
+/* ddpsim train's dataset, and the seed of its data and initial parameters,
+ * unless told otherwise (--dataset, --seed): calibration computes its
+ * gradients from the same samples and parameters. */
+#define RT_DATA_DEFAULT_SIZE 65536
+#define RT_DATA_DEFAULT_SEED 1
+
 int rt_data_create(int64_t size, int in, int out, uint64_t seed, int rank, int world, int shuffle,
                    rt_data **res);
 void rt_data_free(rt_data *d);

@@ -107,6 +107,14 @@ static void *comm_main(void *arg) {
   return NULL;
 }
 
+void rt_ddp_opts_default(rt_ddp_opts *o) {
+  *o = (rt_ddp_opts){.bucket_cap_mb = CORE_BUCKET_DEFAULT_CAP_MB,
+                     .first_bucket_mb = (double)CORE_BUCKET_FIRST_BYTES / 1048576.0, .overlap = 1,
+                     .algo = RT_ALGO_DEFAULT, .lr = RT_DDP_DEFAULT_LR, .momentum = RT_DDP_DEFAULT_MOMENTUM,
+                     .fail_step = -1};
+  rt_compress_opts_default(&o->compress);
+}
+
 void rt_ddp_free(rt_ddp *d) {
   if (!d)
     return;

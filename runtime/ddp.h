@@ -42,6 +42,16 @@ typedef struct rt_ddp_opts {
   rt_compress_opts compress;
 } rt_ddp_opts;
 
+/* SGD's learning rate and momentum unless told otherwise (ddpsim train's
+ * --lr and --momentum). */
+#define RT_DDP_DEFAULT_LR 0.01
+#define RT_DDP_DEFAULT_MOMENTUM 0.9
+
+/* PyTorch's DDP defaults (25 MB buckets, a 1 MB first bucket, overlap, the
+ * backend's default allreduce, no hook) and SGD at the defaults above; no
+ * injected failure. */
+void rt_ddp_opts_default(rt_ddp_opts *o);
+
 typedef struct rt_step_metrics {
   long step;
   double step_s, compute_s, comm_s, exposed_comm_s; /* comm_s: the hooks' finish, comm thread */
