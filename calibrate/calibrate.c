@@ -810,7 +810,11 @@ out_casts:
    * alone, one after the other on one thread, they had taken 2.9 ms each
    * where training's took 3.8 (2 testbed hosts at 1gbit; PowerSGD rank 1
    * predicted 13-19% short), so they are timed in training steps. */
-  if ((rc = psgd_train_allreduces(r, m, r->o->quick ? 2 : 4, &ar_n, &ar_bytes, &times[3])) != 0)
+  /* Eight steps a rank, not four: a step's nine allreduces wait 3.5 to 5
+   * ms each by the scheduler's whims (ddpsim train's hook summary, two
+   * testbed hosts at 1gbit), and with four the cost moved 3.0-4.4 ms
+   * between calibrations, PowerSGD's predicted step 15% with it. */
+  if ((rc = psgd_train_allreduces(r, m, r->o->quick ? 2 : 8, &ar_n, &ar_bytes, &times[3])) != 0)
     goto out;
   /* The same size back to back, after the hook's steps: the fastest of 31.
    * Run between the hook's steps, a few of them had absorbed the same
