@@ -138,10 +138,17 @@ typedef struct cal_sweep_opts {
    * algorithm: before NCCL 2.24, NCCL_ALGO bound every collective of such a
    * communicator, and broadcast and allgather have no tree (runtime/nccl.h). */
   rt_comm *control;
+  /* Sizes up to this many bytes are measured again after the whole sweep,
+   * largest first, and each keeps the pass with the lower median (0: one
+   * pass). A stall of a few seconds, which a median over iterations cannot
+   * see past because every iteration of a stretch of sizes sits in it,
+   * lands in one pass only. */
+  double repass_max_bytes;
 } cal_sweep_opts;
 
-/* Run one operation over a range of sizes. *points is malloc'd. On a data
- * mismatch returns CORE_ECOMM naming rank, size and element. */
+/* Run one operation over a range of sizes (and again up to
+ * o->repass_max_bytes). *points is malloc'd. On a data mismatch returns
+ * CORE_ECOMM naming rank, size and element. */
 int cal_sweep_run(rt_comm *c, enum cal_op op, enum rt_algo algo, const cal_sweep_opts *o,
                   cal_point **points, int *n);
 
