@@ -298,14 +298,24 @@ static int sweep_body(rt_comm *c, int rank, int size) {
 
 static void test_host_sweeps(void) { run_job(2, sweep_body); }
 
-/* A communicator that delegates to another and counts what it is asked. */
+/* A communicator that delegates to another and counts what it is asked;
+ * it sleeps stall_s before each of the first stall_left allreduces of
+ * stall_n elements. */
 typedef struct counted {
   rt_comm *in;
   int allreduce, allgather, broadcast, barrier;
+  size_t stall_n;
+  int stall_left;
+  double stall_s;
 } counted;
 static counted *cnt(rt_comm *c) { return c->impl; }
 static int cnt_allreduce(rt_comm *c, void *buf, size_t n, enum rt_dtype t, enum rt_algo a) {
   cnt(c)->allreduce++;
+  if (n == cnt(c)->stall_n && cnt(c)->stall_left > 0) {
+    cnt(c)->stall_left--;
+    struct timespec ts = {0, (long)(cnt(c)->stall_s * 1e9)};
+    nanosleep(&ts, NULL);
+  }
   return rt_allreduce(cnt(c)->in, buf, n, t, a);
 }
 static int cnt_allgather(rt_comm *c, const void *s, void *r, size_t n, enum rt_dtype t) {
@@ -440,54 +450,20 @@ static int corrupt_body(rt_comm *c, int rank, int size) {
 
 static void test_corruption(void) { run_job(2, corrupt_body); }
 
-/* A communicator that delegates to Gloo and sleeps STALL_S before each of
- * the first `left` allreduces of 512 bytes, on every rank: a stall that
- * every iteration of one size sits in, as a machine's seconds-long stalls
- * are to a sweep. */
-enum { STALL_ELEMS = 128 };
-static const double STALL_S = 0.03;
-typedef struct stalling {
-  rt_comm *in;
-  int left;
-} stalling;
-static stalling *stl(rt_comm *c) { return c->impl; }
-static int stall_allreduce(rt_comm *c, void *buf, size_t n, enum rt_dtype t, enum rt_algo a) {
-  if (n == STALL_ELEMS && stl(c)->left > 0) {
-    stl(c)->left--;
-    struct timespec ts = {0, (long)(STALL_S * 1e9)};
-    nanosleep(&ts, NULL);
-  }
-  return rt_allreduce(stl(c)->in, buf, n, t, a);
-}
-static int stall_allgather(rt_comm *c, const void *s, void *r, size_t n, enum rt_dtype t) {
-  return rt_allgather(stl(c)->in, s, r, n, t);
-}
-static int stall_reduce_scatter(rt_comm *c, const void *s, void *r, size_t n, enum rt_dtype t) {
-  return rt_reduce_scatter(stl(c)->in, s, r, n, t);
-}
-static int stall_broadcast(rt_comm *c, void *buf, size_t n, enum rt_dtype t, int root) {
-  return rt_broadcast(stl(c)->in, buf, n, t, root);
-}
-static int stall_barrier(rt_comm *c) { return rt_barrier(stl(c)->in); }
-static const rt_comm_ops stalling_ops = {.name = "gloo-stalling",
-                                         .allreduce = stall_allreduce,
-                                         .allgather = stall_allgather,
-                                         .reduce_scatter = stall_reduce_scatter,
-                                         .broadcast = stall_broadcast,
-                                         .barrier = stall_barrier,
-                                         .destroy = keep};
-
-/* Sizes swept twice keep the faster pass: the stalled size comes out at its
- * unstalled time with the second pass and at the stall's without it. */
+/* Sizes swept twice keep the faster pass: a size whose every iteration of
+ * the first pass stalls (as a machine's seconds-long stalls catch a stretch
+ * of a sweep) comes out at its unstalled time with the second pass and at
+ * the stall's without it. */
 static int repass_body(rt_comm *c, int rank, int size) {
   (void)rank;
+  const double stall_s = 0.03;
   cal_sweep_opts o = {.min_bytes = 64, .max_bytes = 4096, .factor = 2, .warmup = 1, .min_iters = 3,
                       .max_iters = 3, .budget_s = 0, .repass_max_bytes = 1024};
   int k512 = 3; /* 64, 128, 256, 512 */
   for (int repass = 1; repass >= 0; repass--) {
     /* The first pass's warm-up and timed iterations of 512 bytes stall. */
-    stalling st = {.in = c, .left = o.warmup + o.max_iters};
-    rt_comm w = {.ops = &stalling_ops, .rank = c->rank, .size = c->size, .timeout_s = c->timeout_s, .impl = &st};
+    counted st = {.in = c, .stall_n = 128, .stall_left = o.warmup + o.max_iters, .stall_s = stall_s};
+    rt_comm w = {.ops = &counting, .rank = c->rank, .size = c->size, .timeout_s = c->timeout_s, .impl = &st};
     cal_sweep_opts s = o;
     s.repass_max_bytes = repass ? o.repass_max_bytes : 0;
     cal_point *pts = NULL;
@@ -497,14 +473,14 @@ static int repass_body(rt_comm *c, int rank, int size) {
     if (rc)
       return 4;
     check_points(CAL_ALLREDUCE, &s, pts, n, size, repass ? "two passes" : "one pass");
-    RTT_CHECK(pts[k512].bytes == STALL_ELEMS * sizeof(float), "point %d is %g bytes", k512, pts[k512].bytes);
-    RTT_CHECK(st.left == 0, "%d stalls left unused", st.left);
+    RTT_CHECK(pts[k512].bytes == st.stall_n * sizeof(float), "point %d is %g bytes", k512, pts[k512].bytes);
+    RTT_CHECK(st.stall_left == 0, "%d stalls left unused", st.stall_left);
     if (repass)
-      RTT_CHECK(pts[k512].t_p50_s < STALL_S / 2, "with a second pass the stalled size took %g s (stall %g s)",
-                pts[k512].t_p50_s, STALL_S);
+      RTT_CHECK(pts[k512].t_p50_s < stall_s / 2, "with a second pass the stalled size took %g s (stall %g s)",
+                pts[k512].t_p50_s, stall_s);
     else
-      RTT_CHECK(pts[k512].t_p50_s >= STALL_S, "in one pass the stalled size took %g s, under the %g s stall",
-                pts[k512].t_p50_s, STALL_S);
+      RTT_CHECK(pts[k512].t_p50_s >= stall_s, "in one pass the stalled size took %g s, under the %g s stall",
+                pts[k512].t_p50_s, stall_s);
     free(pts);
   }
   return 0;
