@@ -540,10 +540,13 @@ int cal_sweep_run(rt_comm *c, enum cal_op op, enum rt_algo algo, const cal_sweep
   /* Every rank holds the same points (times are the slowest rank's), so
    * every rank keeps the same pass. */
   for (k = cap - 1; k >= 0; k--) {
-    cal_point again;
-    if ((*points)[k].bytes > o->repass_max_bytes)
+    double by = o->min_bytes; /* the size asked for, as the first pass asked it */
+    for (int i = 0; i < k; i++)
+      by *= f;
+    if (by > o->repass_max_bytes)
       continue;
-    int rc = measure(c, ctl, b, op, algo, (*points)[k].bytes, o->warmup, o->min_iters > 0 ? o->min_iters : 3,
+    cal_point again;
+    int rc = measure(c, ctl, b, op, algo, by, o->warmup, o->min_iters > 0 ? o->min_iters : 3,
                      o->max_iters > 0 ? o->max_iters : 20, o->budget_s, &again);
     if (rc) {
       free(*points);
@@ -556,7 +559,7 @@ int cal_sweep_run(rt_comm *c, enum cal_op op, enum rt_algo algo, const cal_sweep
     if (again.t_p50_s < (*points)[k].t_p50_s)
       (*points)[k] = again;
   }
-  if (o->progress && c->rank == 0 && cap > 0 && (*points)[0].bytes <= o->repass_max_bytes)
+  if (o->progress && c->rank == 0 && cap > 0 && o->min_bytes <= o->repass_max_bytes)
     fputc('\n', stderr);
   *n = cap;
   return 0;
