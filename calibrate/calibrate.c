@@ -818,8 +818,8 @@ out_casts:
    * training beside the backward pass and the other rank's: timed here
    * alone, one after the other on one thread, they had taken 2.9 ms each
    * where training's took 3.8 (2 testbed hosts at 1gbit; PowerSGD rank 1
-   * predicted 13-19% short), so they are timed in training steps. */
-  /* Eight steps a rank, not four: a step's nine allreduces wait 3.5 to 5
+   * predicted 13-19% short), so they are timed in training steps. Eight
+   * steps a rank, not four: a step's nine allreduces wait 3.5 to 5
    * ms each by the scheduler's whims (ddpsim train's hook summary, two
    * testbed hosts at 1gbit), and with four the cost moved 3.0-4.4 ms
    * between calibrations, PowerSGD's predicted step 15% with it. */

@@ -6,15 +6,17 @@
  *   every operation through the table the backend picks and through
  *   cal_host_bufs named explicitly, with the same sizes, point counts and
  *   iteration bounds, data checked every iteration; a communicator that
- *   corrupts results is caught with the loop's message; control values
- *   (allgather, broadcast, max over ranks) cross ranks intact. The device
+ *   corrupts results is caught with the loop's message; a size whose first
+ *   pass stalls keeps its second pass's time; control values (allgather,
+ *   broadcast, max over ranks) cross ranks intact. The device
  *   table without a device fails cleanly (CORE_EUNSUPPORTED) on every rank,
  *   before any collective, so no rank waits on another.
  *
  *   cli: `ddpsim calibrate --backend nccl` without a device (or in a build
  *   without CUDA/NCCL) exits 5 at once with a clear message and writes
  *   nothing; with a device it runs --quick on one GPU and writes a profile
- *   with GPU compute rates, bandwidths and a jitter fit.
+ *   with GPU compute rates, bandwidths and a jitter fit; each rank's
+ *   calibration gradient is its first training step's.
  *
  * CUDA is only ever touched in children (a process that has used CUDA must
  * not fork children that use it; runtime/gpu.h). */
