@@ -38,6 +38,12 @@ const char cli_launch_help[] =
     "                           the same per-rank compute rate whatever the rank\n"
     "                           count, for calibration and validation runs; the\n"
     "                           quota is 1.25 ms a period (2.5 ms at C = 0.5)\n"
+    "      --cpu-bind           bind each rank to CPUs of its own: this launcher's\n"
+    "                           CPUs in contiguous blocks, one per rank, so that\n"
+    "                           testbed hosts do not share cores (as Slurm's\n"
+    "                           --cpu-bind); at most one rank per CPU, and a rank\n"
+    "                           of one CPU shares it with Gloo's threads (small\n"
+    "                           collectives then take milliseconds)\n"
     "      --fail-mtbf S        inject failures: SIGKILL a random rank after an\n"
     "                           exponential time of mean S seconds, in each attempt\n"
     "                           that has a restart left (measures recovery)\n"
@@ -64,16 +70,17 @@ static int rm_rf(const char *dir) {
 }
 
 int cli_cmd_launch(int argc, char **argv) {
-  enum { O_NPROC = 1000, O_HOSTS, O_RESTARTS, O_GRACE, O_RDZV, O_PORT, O_QUOTA, O_MTBF, O_FSEED };
+  enum { O_NPROC = 1000, O_HOSTS, O_RESTARTS, O_GRACE, O_RDZV, O_PORT, O_QUOTA, O_BIND, O_MTBF, O_FSEED };
   static const struct option opts[] = {
       {"nproc", required_argument, NULL, O_NPROC}, {"hosts", required_argument, NULL, O_HOSTS},
       {"max-restarts", required_argument, NULL, O_RESTARTS}, {"grace", required_argument, NULL, O_GRACE},
       {"rdzv-dir", required_argument, NULL, O_RDZV}, {"master-port", required_argument, NULL, O_PORT},
-      {"cpu-quota", required_argument, NULL, O_QUOTA}, {"fail-mtbf", required_argument, NULL, O_MTBF},
-      {"fail-seed", required_argument, NULL, O_FSEED},
+      {"cpu-quota", required_argument, NULL, O_QUOTA}, {"cpu-bind", no_argument, NULL, O_BIND},
+      {"fail-mtbf", required_argument, NULL, O_MTBF}, {"fail-seed", required_argument, NULL, O_FSEED},
       {"quiet", no_argument, NULL, 'q'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
   long nproc = 0, restarts = 0, port = 29500;
   double grace = 5, quota = 0, mtbf = 0;
+  int bind = 0;
   long fseed = 1;
   char *hosts_arg = NULL;
   const char *rdzv = NULL;
@@ -109,6 +116,7 @@ int cli_cmd_launch(int argc, char **argv) {
         return cli_usage("launch", "--cpu-quota expects a number of CPUs in (0, 1024], got '%s'", optarg);
       break;
     }
+    case O_BIND: bind = 1; break;
     case O_MTBF: {
       char *end;
       mtbf = strtod(optarg, &end);
@@ -174,7 +182,7 @@ int cli_cmd_launch(int argc, char **argv) {
   rt_launch_opts o = {.nproc = (int)nproc, .hosts = n_hosts ? hosts : NULL, .n_hosts = n_hosts,
                       .max_restarts = (int)restarts, .grace_s = grace, .rdzv_dir = rdzv,
                       .master_port = (int)port, .argv = argv + optind, .quiet = quiet,
-                      .cpu_quota = quota, .fail_mtbf_s = mtbf, .fail_seed = (unsigned long)fseed};
+                      .cpu_quota = quota, .cpu_bind = bind, .fail_mtbf_s = mtbf, .fail_seed = (unsigned long)fseed};
   rt_launch_result res;
   int rc = rt_launch_run(&o, &res);
   if (tmp[0])

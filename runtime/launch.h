@@ -13,7 +13,10 @@
  * lets a rank measure its own start-up. With a CPU quota, each rank runs in
  * its own cgroup with the cpu controller's quota (v1 cfs_quota_us or v2
  * cpu.max), so that runs with more ranks than cores, and calibration, see
- * the same per-rank compute rate. With a failure MTBF the launcher itself
+ * the same per-rank compute rate. With CPU binding, the launcher's CPUs are
+ * dealt out in contiguous blocks, one to each rank, so that ranks of
+ * different testbed hosts do not share cores as processes of different
+ * machines would not (Slurm's --cpu-bind, Open MPI's --bind-to). With a failure MTBF the launcher itself
  * kills a random rank after an exponentially distributed time (seeded),
  * which makes recovery under random failures measurable.
  */
@@ -31,6 +34,7 @@ typedef struct rt_launch_opts {
   char **argv;          /* command to run, NULL-terminated */
   int quiet;
   double cpu_quota;     /* CPUs each rank may use (cgroup cpu quota); 0 = no limit */
+  int cpu_bind;         /* 1: each rank bound to CPUs of its own (sched_setaffinity) */
   double fail_mtbf_s;   /* > 0: SIGKILL a random rank after an exponential time of this
                          * mean, in every attempt but the last one --max-restarts allows */
   unsigned long fail_seed;

@@ -17,7 +17,9 @@
 #     second rank): exit 4 within timeout + 5 s, naming the rendezvous.
 #  e. bad options exit 2 with a message, a model that is not a stack of
 #     linear layers exits 3, neither leaves output behind, and the launcher
-#     does not retry them.
+#     does not retry them. `launch --cpu-bind` with more ranks than CPUs is
+#     bad usage; with two ranks each gets CPUs of its own, the launcher's
+#     between them.
 #
 # Times are CLOCK_MONOTONIC (python's time.monotonic), taken by a watcher
 # that runs each command under a watchdog, timestamps its stderr lines,
@@ -314,5 +316,32 @@ bad launchresnet 3 "not restarting" launch --nproc 2 --max-restarts 3 --rdzv-dir
 check "launchresnet: one attempt only (no restart)" [ "$(ls "$work/launchresnet/rdzv" | grep -c "^attempt-")" -eq 1 ]
 check "launchresnet: no restart announced" [ -z "$(grep -F "restarting the group" "$work/launchresnet.err")" ]
 check "launchresnet: the rank's message names the layer" err_has launchresnet "is not type = \"linear\""
+
+# --cpu-bind: more ranks than CPUs is bad usage; otherwise each rank gets CPUs
+# of its own, and together they are all the launcher's.
+ncpu=$(nproc)
+bad launchbindmany 2 "--cpu-bind" launch --nproc $((ncpu + 1)) --cpu-bind -- sh -c "mkdir -p '$work/launchbindmany/out'"
+if [ "$ncpu" -ge 2 ]; then
+  mkdir -p "$work/bind"
+  watch bind 30 -- "$bin" launch --nproc 2 --cpu-bind -- \
+    sh -c 'grep Cpus_allowed_list /proc/self/status > "$0/rank-$RANK"' "$work/bind"
+  check "bind: exit 0, got $RC" [ "$RC" -eq 0 ] || show_err bind
+  check "bind: the ranks' CPUs are disjoint, one block each, and together the launcher's" \
+    python3 - "$work/bind" "$(grep Cpus_allowed_list /proc/self/status)" <<'PY'
+import sys
+def cpus(line):
+    out = set()
+    for part in line.split(":")[1].split(","):
+        a, _, b = part.strip().partition("-")
+        out |= set(range(int(a), int(b or a) + 1))
+    return out
+r0, r1 = (cpus(open(f"{sys.argv[1]}/rank-{r}").read()) for r in (0, 1))
+mine = cpus(sys.argv[2])
+print(f"    launcher {sorted(mine)}: rank 0 {sorted(r0)}, rank 1 {sorted(r1)}")
+assert r0 and r1 and not r0 & r1 and r0 | r1 == mine and max(r0) < min(r1)
+PY
+else
+  echo "    bind: skipped, one CPU here"
+fi
 
 it_end
