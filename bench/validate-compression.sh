@@ -15,7 +15,10 @@
 # CPU_QUOTA caps every rank at C CPUs (launch --cpu-quota) in calibration
 # and in every run. Without it the two test hosts still share this
 # machine's cores, which calibration sees (the ranks' kernels have one boot
-# id) and records as each rank's share.
+# id) and records as each rank's share. (Binding each rank to one of the
+# two CPUs, launch --cpu-bind, is no cure: Gloo's threads then share that
+# CPU, and a 1 KB allreduce took 3.96 ms instead of 0.30 unshaped; the
+# calibration's fit of a whole algorithm failed on it.)
 #
 # Every run is repeated REPEATS times (default 3), in separate rounds, and
 # the median taken: the hooks' runs for the MAPE (bench/mape.py), and none /

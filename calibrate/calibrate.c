@@ -1,3 +1,5 @@
+/* sched_getaffinity and CPU_AND: which ranks share this one's CPUs. */
+#define _GNU_SOURCE
 #include "calibrate.h"
 
 #include "calibrate/compute.h"
@@ -26,6 +28,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -587,15 +590,16 @@ static int gpu_compute_part(run *r) {
   return 0;
 }
 
-/* The ranks of the job that run on this machine: those whose kernel has
- * this one's boot id, and at least this node's. Hosts that are network
- * namespaces or containers of one machine share its CPUs, which neither a
- * rank's CPU mask nor its cgroup shows: the testbed's two hosts on the
- * 2-vCPU VM each saw 2 CPUs, and the simulator scaled compute's slowdown
- * under communication as if each rank's TCP stack had a CPU of its own
- * (from a 1gbit profile, the plain allreduce's steps at 7x the rate came
- * out 9% short). The ids go through an allgather of fp32 words, copied as
- * bits. */
+/* The ranks of the job that share this rank's CPUs: those whose kernel has
+ * this one's boot id and whose CPU mask meets this one's (without a boot id,
+ * at least this node's). Hosts that are network namespaces or containers of one machine
+ * share its CPUs, which neither a rank's CPU mask nor its cgroup shows: the
+ * testbed's two hosts on the 2-vCPU VM each saw 2 CPUs, and the simulator
+ * scaled compute's slowdown under communication as if each rank's TCP stack
+ * had a CPU of its own (from a 1gbit profile, the plain allreduce's steps at
+ * 7x the rate came out 9% short). Ranks bound to CPUs of their own (ddpsim
+ * launch --cpu-bind) do not share them. The ids and masks go through an
+ * allgather of fp32 words, copied as bits. */
 static int ranks_on_machine(run *r, int *out) {
   char id[64] = "";
   FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
@@ -604,22 +608,31 @@ static int ranks_on_machine(run *r, int *out) {
       id[0] = '\0';
     fclose(f);
   }
-  /* FNV-1a of the id; without one, a value no other rank has. */
-  uint64_t h = 1469598103934665603ULL;
+  struct {
+    uint64_t boot; /* FNV-1a of the id; without one, a value no other rank has */
+    cpu_set_t cpus;
+  } me, *all;
+  memset(&me, 0, sizeof me);
+  me.boot = 1469598103934665603ULL;
   for (const char *c = id; *c && *c != '\n'; c++)
-    h = (h ^ (unsigned char)*c) * 1099511628211ULL;
+    me.boot = (me.boot ^ (unsigned char)*c) * 1099511628211ULL;
   if (!id[0])
-    h = ~(uint64_t)r->pg.rank;
+    me.boot = ~(uint64_t)r->pg.rank;
+  if (sched_getaffinity(0, sizeof me.cpus, &me.cpus) != 0)
+    memset(&me.cpus, 0xff, sizeof me.cpus); /* unknown: may meet anyone's */
+  _Static_assert(sizeof me % sizeof(float) == 0, "allgathered as fp32 words");
+  size_t words = sizeof me / sizeof(float);
   int world = r->pg.world_size, n = 0, rc;
-  float mine[2], *all = malloc(sizeof *all * 2 * (size_t)world);
-  if (!all)
+  if (!(all = malloc(sizeof *all * (size_t)world)))
     return core_err_set(CORE_ENOMEM, "out of memory");
-  memcpy(mine, &h, sizeof h);
-  if ((rc = rt_allgather(r->world, mine, all, 2, RT_FP32)) == 0)
-    for (int k = 0; k < world; k++)
-      n += !memcmp(&all[2 * k], mine, sizeof mine);
+  if ((rc = rt_allgather(r->world, &me, all, words, RT_FP32)) == 0)
+    for (int k = 0; k < world; k++) {
+      cpu_set_t both;
+      CPU_AND(&both, &all[k].cpus, &me.cpus);
+      n += all[k].boot == me.boot && CPU_COUNT(&both) > 0;
+    }
   free(all);
-  *out = n > r->pg.local_world_size ? n : r->pg.local_world_size;
+  *out = id[0] || n > r->pg.local_world_size ? n : r->pg.local_world_size;
   return rc;
 }
 

@@ -6,7 +6,8 @@
 # 2-core machine cannot break, far outside the few percent the benchmark
 # reports — and that the profile and the predictions are complete; then
 # that a calibration on 2 test hosts gives each rank its share of the
-# machine's CPUs. Needs root (exit 77 = skipped otherwise).
+# machine's CPUs, and bound to CPUs of their own (launch --cpu-bind), those
+# CPUs, not a share of them. Needs root (exit 77 = skipped otherwise).
 #
 #   test_validate.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
@@ -52,4 +53,19 @@ share = int(sys.argv[2]) / 2
 print(f"2 test hosts on {sys.argv[2]} CPUs: rank_cpus {cpus:g}, share {share:g}")
 assert cpus <= share + 1e-9
 PY
+# Bound to CPUs of their own (launch --cpu-bind), the two hosts no longer
+# share them: each rank's CPUs are its block, half of the machine's, which
+# is the share above again (not a half of it). An odd count leaves the
+# blocks unequal; only an even one is checked.
+if [ $(( $(nproc) % 2 )) -eq 0 ]; then
+  "$DD" launch -q --nproc 2 --cpu-bind --hosts $NAME-h1,$NAME-h2 -- "$DD" calibrate --quick --link-gbps 1 \
+    --model "$(realpath "$SRC/scenarios/models/mlp-small.cfg")" --out "$W/bound.cfg" --scratch "$W" --progress off \
+    > "$W/bound.log" 2>&1 || { cat "$W/bound.log"; fail "calibration on 2 hosts bound to CPUs of their own failed"; }
+  python3 - "$W/shared.cfg" "$W/bound.cfg" <<'PY' || fail "bound ranks were given a share of their own CPUs"
+import re, sys
+shared, bound = (float(re.search(r"rank_cpus = ([0-9.e+-]+)", open(p).read()).group(1)) for p in sys.argv[1:])
+print(f"rank_cpus: sharing the machine {shared:g}, bound to a block of its own {bound:g}")
+assert abs(bound - shared) < 1e-9
+PY
+fi
 echo "validate: ok"
