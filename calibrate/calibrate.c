@@ -592,15 +592,15 @@ static int gpu_compute_part(run *r) {
 
 /* The ranks of the job that share this rank's CPUs: those whose kernel has
  * this one's boot id and whose CPU mask meets this one's (without a boot id,
- * at least this node's). Hosts that are network namespaces or containers of one machine
- * share its CPUs, which neither a rank's CPU mask nor its cgroup shows: the
- * testbed's two hosts on the 2-vCPU VM each saw 2 CPUs, and the simulator
- * scaled compute's slowdown under communication as if each rank's TCP stack
- * had a CPU of its own (from a 1gbit profile, the plain allreduce's steps at
+ * at least this node's). Hosts that are network namespaces or containers of
+ * one machine share its CPUs, which neither a rank's CPU mask nor its cgroup
+ * shows: the testbed's two hosts on the 2-vCPU VM each saw 2 CPUs, and the
+ * simulator scaled compute's slowdown under communication as if each rank's
+ * TCP stack had a CPU of its own (from a 1gbit profile, the plain allreduce's steps at
  * 7x the rate came out 9% short). Ranks bound to CPUs of their own (ddpsim
  * launch --cpu-bind) do not share them. The ids and masks go through an
  * allgather of fp32 words, copied as bits. */
-static int ranks_on_machine(run *r, int *out) {
+static int ranks_sharing_cpus(run *r, int *out) {
   char id[64] = "";
   FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
   if (f) {
@@ -632,7 +632,7 @@ static int ranks_on_machine(run *r, int *out) {
       n += all[k].boot == me.boot && CPU_COUNT(&both) > 0;
     }
   free(all);
-  *out = id[0] || n > r->pg.local_world_size ? n : r->pg.local_world_size;
+  *out = (id[0] || n > r->pg.local_world_size) ? n : r->pg.local_world_size;
   return rc;
 }
 
@@ -1233,7 +1233,7 @@ int cal_run(const cal_opts *o) {
   }
   /* The fewest CPUs any rank may use (negated for the maximum). */
   int sharing = 1;
-  if (!r.nccl && (rc = ranks_on_machine(&r, &sharing)) != 0)
+  if (!r.nccl && (rc = ranks_sharing_cpus(&r, &sharing)) != 0)
     goto out;
   slow[5] = r.nccl ? 0.0 : -cal_rank_cpus(sharing);
   if ((rc = max_over_ranks(&r, r.world, slow, 6)) != 0)
