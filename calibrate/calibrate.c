@@ -373,7 +373,10 @@ static int write_measured_model(const run *r, const core_model *m, const double 
           r->prof->host, r->prof->date);
   fprintf(f, "model = {\n  name = \"%s\";\n  source = \"%s; times measured at batch %d\";\n", m->name,
           m->source[0] ? m->source : m->path, r->o->batch);
-  fprintf(f, "  loss = \"%s\";\n  measured_batch = %d;\n  layers = (\n", m->loss, r->o->batch);
+  fprintf(f, "  loss = \"%s\";\n  measured_batch = %d;\n", m->loss, r->o->batch);
+  if (m->psgd_sync_us >= 0)
+    fprintf(f, "  psgd_sync_us = %.9g; # PowerSGD's wait per allreduce in this model's steps\n", m->psgd_sync_us);
+  fputs("  layers = (\n", f);
   for (int l = 0; l < m->n_layers; l++) {
     const core_layer *L = &m->layers[l];
     fprintf(f, "    { name = \"%s\"; type = \"linear\"; in = %d; out = %d; activation = \"%s\"; fwd_ms = %.9g; bwd_ms = %.9g; }%s\n",
@@ -429,6 +432,7 @@ static int windows_new(const cal_opts *o, struct windows **out) {
   for (int k = 0; k < n; k++) {
     if ((rc = core_model_load(o->models[k], &w->m[k])) != 0 || (rc = core_model_check_runnable(w->m[k])) != 0)
       goto out_free;
+    w->m[k]->psgd_sync_us = -1; /* hooks_part's measurement, not the input file's */
     size_t e = (size_t)CAL_WINDOWS * (size_t)w->m[k]->n_layers;
     if (!(w->fwd[k] = malloc(sizeof(double) * e)) || !(w->bwd[k] = malloc(sizeof(double) * e))) {
       rc = core_err_set(CORE_ENOMEM, "out of memory");
@@ -685,6 +689,56 @@ out_free:
   return rc;
 }
 
+/* PowerSGD's wait per allreduce in model m's training steps, beyond the same
+ * allreduce back to back (*sync_us, the ranks' mean; 0 without allreduces).
+ * Its allreduces come between GEMMs and passes over the gradient, and in
+ * training beside the backward pass and the other rank's: timed here
+ * alone, one after the other on one thread, they had taken 2.9 ms each
+ * where training's took 3.8 (2 testbed hosts at 1gbit; PowerSGD rank 1
+ * predicted 13-19% short), so they are timed in training steps. Eight
+ * steps a rank, not four: a step's nine allreduces wait 3.5 to 5
+ * ms each by the scheduler's whims (ddpsim train's hook summary, two
+ * testbed hosts at 1gbit), and with four the cost moved 3.0-4.4 ms
+ * between calibrations, PowerSGD's predicted step 15% with it. */
+static int psgd_sync(run *r, const core_model *m, double *sync_us) {
+  double n = 0, bytes = 0, t[2] = {0, 0}; /* seconds in training steps; one back to back */
+  int rc = psgd_train_allreduces(r, m, r->o->quick ? 2 : 8, &n, &bytes, &t[0]);
+  if (rc)
+    return rc;
+  /* The same size back to back, after the hook's steps: the fastest of 31.
+   * Run between the hook's steps, a few of them had absorbed the same
+   * wake-ups and put the cost at a quarter of the usual; and their median
+   * sat in the same stalls now and then: in two calibrations of nine on two
+   * testbed hosts it came out at 2.4 ms where it is 0.3-0.4 ms, and the
+   * cost at 0.05-0.3 ms where it is 3-3.7. */
+  if (n > 0) {
+    cal_point bb;
+    if ((rc = cal_sweep_one(r->world, CAL_ALLREDUCE, RT_ALGO_DEFAULT, bytes / n, 2, 31, &bb)) != 0)
+      return rc;
+    t[1] = bb.t_min_s;
+  }
+  if ((rc = cal_mean_over_ranks(r->world, r->bufs, t, 2)) != 0)
+    return rc;
+  /* PowerSGD's allreduces move a few kilobytes each between GEMMs and
+   * passes over the gradient. Measured on this project's 2-vCPU VM with
+   * `ddpsim train --compress powersgd:1` on two unshaped testbed hosts, its
+   * nine 4-16 KB allreduces took 23-31 ms a step, where back to back the
+   * same sizes take 0.3-0.4 ms each: a small allreduce right after a
+   * CPU-bound stretch often waits about a scheduler tick (4 ms) for its
+   * threads, and for the peer that is slower through the same GEMMs. What
+   * they take beyond the back-to-back median (the sweep's regime, which the
+   * fits describe), averaged over ranks as the step sees both, is the
+   * hook's synchronization cost. */
+  *sync_us = 0;
+  if (n > 0) {
+    double us = (t[0] / n - t[1]) * 1e6;
+    *sync_us = us > 0 ? us : 0;
+    say(r, "  PowerSGD's allreduces on %s: %.0f us each in training steps, %.0f us back to back (fastest; %.0f bytes)",
+        m->name, t[0] / n * 1e6, t[1] * 1e6, bytes / n);
+  }
+  return 0;
+}
+
 /* Hook costs (issue: compression): run the real hooks of the runtime on
  * the first model's buckets on every rank at once, and keep their compute:
  * the cast rates of fp16 and bf16 (bytes read and written per second), PowerSGD's
@@ -786,8 +840,8 @@ out_casts:
    * warm-start from) is not measured; the ranks' means of the others are
    * taken. Its allreduces are timed in training steps below. */
   const int psgd_steps = r->o->quick ? 3 : MAX_PASSES + 1;
-  double of = 0, gbytes = 0, pbytes = 0, ar_bytes = 0, ar_n = 0;
-  double times[5] = {0, 0, 0, 0, 0}; /* orthogonalization, GEMMs, passes, allreduces; back to back */
+  double of = 0, gbytes = 0, pbytes = 0;
+  double times[3] = {0, 0, 0}; /* orthogonalization, GEMMs, passes */
   double step_t[3][MAX_PASSES];
   for (int rank = 1; rank <= 4; rank *= 2) {
     o.kind = RT_COMPRESS_POWERSGD;
@@ -827,47 +881,26 @@ out_casts:
     rt_compress_free(c);
     c = NULL;
   }
-  /* Its allreduces come between GEMMs and passes over the gradient, and in
-   * training beside the backward pass and the other rank's: timed here
-   * alone, one after the other on one thread, they had taken 2.9 ms each
-   * where training's took 3.8 (2 testbed hosts at 1gbit; PowerSGD rank 1
-   * predicted 13-19% short), so they are timed in training steps. Eight
-   * steps a rank, not four: a step's nine allreduces wait 3.5 to 5
-   * ms each by the scheduler's whims (ddpsim train's hook summary, two
-   * testbed hosts at 1gbit), and with four the cost moved 3.0-4.4 ms
-   * between calibrations, PowerSGD's predicted step 15% with it. */
-  if ((rc = psgd_train_allreduces(r, m, r->o->quick ? 2 : 8, &ar_n, &ar_bytes, &times[3])) != 0)
+  if ((rc = cal_mean_over_ranks(r->world, r->bufs, times, 3)) != 0)
     goto out;
-  /* The same size back to back, after the hook's steps: the fastest of 31.
-   * Run between the hook's steps, a few of them had absorbed the same
-   * wake-ups and put the cost at a quarter of the usual; and their median
-   * sat in the same stalls now and then: in two calibrations of nine on two
-   * testbed hosts it came out at 2.4 ms where it is 0.3-0.4 ms, and the
-   * cost at 0.05-0.3 ms where it is 3-3.7. */
-  if (ar_n > 0) {
-    cal_point bb;
-    if ((rc = cal_sweep_one(r->world, CAL_ALLREDUCE, RT_ALGO_DEFAULT, ar_bytes / ar_n, 2, 31, &bb)) != 0)
-      goto out;
-    times[4] = bb.t_min_s;
-  }
-  if ((rc = cal_mean_over_ranks(r->world, r->bufs, times, 5)) != 0)
-    goto out;
-  double os = times[0], gs = times[1], ps = times[2], ar_s = times[3], bb_s = times[4];
-  /* PowerSGD's allreduces move a few kilobytes each between GEMMs and
-   * passes over the gradient. Measured on this project's 2-vCPU VM with
-   * `ddpsim train --compress powersgd:1` on two unshaped testbed hosts, its
-   * nine 4-16 KB allreduces took 23-31 ms a step, where back to back the
-   * same sizes take 0.3-0.4 ms each: a small allreduce right after a
-   * CPU-bound stretch often waits about a scheduler tick (4 ms) for its
-   * threads, and for the peer that is slower through the same GEMMs. What
-   * they take beyond the back-to-back median (the sweep's regime, which the
-   * fits describe), averaged over ranks as the step sees both, is the
-   * hook's synchronization cost. */
+  double os = times[0], gs = times[1], ps = times[2];
+  /* The wait of its allreduces, for every model: the profile keeps the
+   * first's, each measured model file its own (core/model.h). */
   double sync_us = 0;
-  if (ar_n > 0) {
-    sync_us = (ar_s / ar_n - bb_s) * 1e6;
-    say(r, "  PowerSGD's allreduces: %.0f us each in training steps, %.0f us back to back (fastest; %.0f bytes)",
-        ar_s / ar_n * 1e6, bb_s * 1e6, ar_bytes / ar_n);
+  for (int k = 0; k < r->o->n_models; k++) {
+    core_model *mk = m;
+    double us;
+    if (k && (rc = core_model_load(r->o->models[k], &mk)) != 0)
+      goto out;
+    rc = psgd_sync(r, mk, &us);
+    if (mk != m)
+      core_model_free(mk);
+    if (rc)
+      goto out;
+    if (!k)
+      sync_us = us;
+    if (r->win && k < r->win->n_models)
+      r->win->m[k]->psgd_sync_us = us;
   }
   /* The sums inside Gloo's allreduces, per type, on this model's gradient
    * divided by the world size as DDP divides it: Gloo sums fp16 through

@@ -14,7 +14,8 @@ enum { MODEL_MAX_LAYERS = 100000, MODEL_MAX_TENSORS = 1000000 };
 #define MODEL_MAX_ELEMS 1e13
 
 static const char *const model_keys[] = {"name", "source", "loss", "sample", "layers",
-                                         "measured_batch", "seq_len", "image", NULL};
+                                         "measured_batch", "seq_len", "image", "psgd_sync_us",
+                                         NULL};
 static const char *const layer_keys[] = {"name", "type", "in", "out", "activation", "params", "rows",
                                          "fwd_flops", "bwd_flops", "act_bytes", "fwd_ms",
                                          "bwd_ms", NULL};
@@ -272,6 +273,9 @@ int core_model_from_setting(const config_setting_t *root, const char *path, core
                       core_cfg_where(config_setting_get_member(g, "measured_batch"), w, sizeof w));
     goto fail_free;
   }
+  /* An hour of waiting per allreduce is no measurement. */
+  if ((rc = core_cfg_double(g, "psgd_sync_us", 0, -1, 0, 3.6e9, &m->psgd_sync_us)) != 0)
+    goto fail_free;
   *out = m;
   return 0;
 fail_free:

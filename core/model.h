@@ -15,6 +15,7 @@
  *       { name = "blk0"; params = [...]; fwd_flops = 1e9; fwd_ms = 1.2; bwd_ms = 2.5; }
  *     );
  *     measured_batch = 32;               # the batch fwd_ms/bwd_ms were taken at
+ *     psgd_sync_us = 2400.0;             # optional, measured (see below)
  *   };
  *
  * A "linear" layer derives its tensors (weight out*in, bias out) and FLOPs
@@ -23,6 +24,12 @@
  * tensor is 1-D), which PowerSGD needs to view a gradient as a matrix.
  * Parameter order is layer order, then the order of params in a layer, as
  * PyTorch registers them (weight before bias).
+ *
+ * psgd_sync_us, which `ddpsim calibrate` writes into the models it measures,
+ * is how much longer than back to back each allreduce of PowerSGD's hook
+ * waits in this model's training steps (the profile's hooks.psgd_sync_us is
+ * the first model's): the wait follows the hook's CPU work before each
+ * allreduce, so it is the model's as much as the host's.
  */
 #ifndef CORE_MODEL_H
 #define CORE_MODEL_H
@@ -64,6 +71,7 @@ typedef struct core_model {
   double bwd_flops;
   int measured;            /* every layer has fwd_s and bwd_s */
   double measured_batch;
+  double psgd_sync_us;     /* PowerSGD's wait per allreduce, measured for this model; < 0 when not */
 } core_model;
 
 int core_model_load(const char *path, core_model **out);

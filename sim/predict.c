@@ -232,10 +232,15 @@ static double hook_time(const sim_scenario *s, const sim_point *p, const sim_top
       }
     }
     /* Each allreduce that comes between the hook's CPU work waits longer
-     * than the sweep's back-to-back ones (profile hooks.psgd_sync_us, where
-     * calibration measured it: thread wake-ups and the slower peer on a
-     * host whose CPUs run the hook). */
-    double sync = host ? pr->psgd_sync_us * 1e-6 : 0;
+     * than the sweep's back-to-back ones (thread wake-ups and the slower
+     * peer on a host whose CPUs run the hook): by this model's own wait
+     * where calibration measured it (core/model.h), else the profile's
+     * (hooks.psgd_sync_us, the first model calibrated). The wait follows
+     * the work before each allreduce: on two testbed hosts at 1gbit the
+     * reference MLP's nine took 4.1 ms each in training, the small MLP's six
+     * 2.7 ms (`ddpsim train --compress powersgd:1`, its hook summary). */
+    double sync_us = m->psgd_sync_us >= 0 ? m->psgd_sync_us : pr->psgd_sync_us;
+    double sync = host ? sync_us * 1e-6 : 0;
     double a = unc > 0 ? sim_predict_allreduce(p, t, unc * 4) + sync : 0;
     double bP = pn > 0 ? sim_predict_allreduce(p, t, pn * 4) + sync : 0;
     double bQ = qn > 0 ? sim_predict_allreduce(p, t, qn * 4) + sync : 0;

@@ -7,7 +7,8 @@
 # reports — and that the profile and the predictions are complete; then
 # that a calibration on 2 test hosts gives each rank its share of the
 # machine's CPUs, and bound to CPUs of their own (launch --cpu-bind), those
-# CPUs, not a share of them. Needs root (exit 77 = skipped otherwise).
+# CPUs, not a share of them; and that every calibrated model carries
+# PowerSGD's wait per allreduce. Needs root (exit 77 = skipped otherwise).
 #
 #   test_validate.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
@@ -44,8 +45,21 @@ trap 'bash "$SRC/scripts/testbed.sh" down --name $NAME >/dev/null 2>&1 || true; 
 bash "$SRC/scripts/testbed.sh" up 2 --rate 1gbit --name $NAME >/dev/null 2>&1 || fail "the testbed did not come up"
 DD=$(realpath "$BUILD/ddpsim")
 "$DD" launch -q --nproc 2 --hosts $NAME-h1,$NAME-h2 -- "$DD" calibrate --quick --link-gbps 1 \
-  --model "$(realpath "$SRC/scenarios/models/mlp-small.cfg")" --out "$W/shared.cfg" --scratch "$W" --progress off \
+  --model "$(realpath "$SRC/scenarios/models/mlp-small.cfg")" --model "$(realpath "$SRC/scenarios/models/mlp.cfg")" \
+  --out "$W/shared.cfg" --scratch "$W" --progress off \
   > "$W/shared.log" 2>&1 || { cat "$W/shared.log"; fail "calibration on 2 hosts without a quota failed"; }
+# PowerSGD's wait per allreduce is measured for every model into its
+# measured file, the first model's also into the profile (core/model.h).
+python3 - "$W/shared.cfg" "$W/shared.mlp-small.cfg" "$W/shared.mlp.cfg" <<'PY' || fail "a measured model lacks PowerSGD's wait"
+import re, sys
+prof, small, big = (open(p).read() for p in sys.argv[1:])
+num = r"([0-9.e+-]+)"
+p = float(re.search(r"psgd_sync_us = " + num, prof).group(1))
+s, b = (float(re.search(r"^\s*psgd_sync_us = " + num, t, re.M).group(1)) for t in (small, big))
+print(f"PowerSGD's wait per allreduce: profile {p:.0f} us, mlp-small {s:.0f} us, mlp {b:.0f} us")
+assert abs(s - p) <= 1e-6 * p + 1e-3, "the profile's is not the first model's"
+assert 0 <= s < 1e6 and 0 <= b < 1e6
+PY
 python3 - "$W/shared.cfg" "$(nproc)" <<'PY' || fail "calibration gave each rank more than its share of the machine's CPUs"
 import re, sys
 cpus = float(re.search(r"rank_cpus = ([0-9.e+-]+)", open(sys.argv[1]).read()).group(1))
