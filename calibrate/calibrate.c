@@ -743,7 +743,8 @@ static int psgd_sync(run *r, const core_model *m, double *sync_us) {
  * the first model's buckets on every rank at once, and keep their compute:
  * the cast rates of fp16 and bf16 (bytes read and written per second), PowerSGD's
  * orthogonalization rate (2 n r^2 FLOPs per compressed tensor, ranks 1, 2
- * and 4, after warm-up steps). */
+ * and 4, after warm-up steps); and PowerSGD's wait per allreduce in
+ * training steps of every model (psgd_sync). */
 static int hooks_part(run *r) {
   core_model *m = NULL;
   core_buckets bk = {0};
