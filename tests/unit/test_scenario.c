@@ -523,13 +523,14 @@ static void test_model_defaults(void) {
   CU_ASSERT_STRING_EQUAL(m->loss, "mse");
   CU_ASSERT_EQUAL(m->measured, 0);
   CU_ASSERT(m->layers[0].fwd_s < 0);
+  CU_ASSERT(m->psgd_sync_us < 0); /* not measured */
   CU_ASSERT(core_model_check_runnable(m) == 0);
   core_model_free(m);
 
-  /* Generic layers, measured times, a layer without parameters. */
+  /* Generic layers, measured times and PowerSGD's wait, a layer without parameters. */
   core_cfg c;
   CU_ASSERT_FATAL(core_cfg_load_string(&c,
-      "model = { name = \"g\"; measured_batch = 16;\n"
+      "model = { name = \"g\"; measured_batch = 16; psgd_sync_us = 2500;\n"
       "  layers = ( { name = \"x\"; params = [10, 5]; fwd_flops = 100.0; fwd_ms = 1.5; bwd_ms = 3.0; },\n"
       "             { name = \"y\"; fwd_flops = 7.0; bwd_flops = 1.0; fwd_ms = 0.5; bwd_ms = 0.25; },\n"
       "             { name = \"z\"; params = [3]; fwd_flops = 0.0; fwd_ms = 0.0; bwd_ms = 0.0; } ); };\n",
@@ -544,6 +545,7 @@ static void test_model_defaults(void) {
   CU_ASSERT_EQUAL(m->tensor_layer[2], 2);
   CU_ASSERT_EQUAL(m->n_params, 18);
   CU_ASSERT(m->measured && m->measured_batch == 16.0);
+  CU_ASSERT_EQUAL(m->psgd_sync_us, 2500.0);
   CU_ASSERT(fabs(m->layers[0].fwd_s - 1.5e-3) < 1e-18 && fabs(m->layers[0].bwd_s - 3e-3) < 1e-18);
   CU_ASSERT_EQUAL(m->layers[1].bwd_flops, 1.0);
   CU_ASSERT_EQUAL(m->fwd_flops, 107.0);
