@@ -21,7 +21,7 @@
 # and training's own allreduces ran at 0.66-0.95 GB/s where a back-to-back
 # one ran at 1.0-1.2 (`ddpsim train --trace` against bench_allreduce, minutes
 # apart). The small MLP (a fifth of the parameters, one 8 MB bucket and a
-# first small one) crosses at about 3.5x, where the link is what limits.
+# first small one) crosses at about 3x, where the link is what limits.
 #
 # CPU_QUOTA caps every rank at C CPUs (launch --cpu-quota) in calibration
 # and in every run. Without it the two test hosts still share this
