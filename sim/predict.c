@@ -238,7 +238,13 @@ static double hook_time(const sim_scenario *s, const sim_point *p, const sim_top
      * (hooks.psgd_sync_us, the first model calibrated). The wait follows
      * the work before each allreduce: on two testbed hosts at 1gbit the
      * reference MLP's nine took 4.1 ms each in training, the small MLP's six
-     * 2.7 ms (`ddpsim train --compress powersgd:1`, its hook summary). */
+     * 2.7 ms (`ddpsim train --compress powersgd:1`, its hook summary). It
+     * is the mean of a wait that differs from step to step, which the step
+     * draws (sim/step.h, random_idle): in 57 steps of the small MLP at rank
+     * 1 on two testbed hosts at 4gbit, a bucket's three allreduces took
+     * 0.9-25.6 ms, beyond their shortest a mean of 4.0-5.3 ms with a
+     * standard deviation 0.7-1.0 times that, as an exponential's is 1
+     * (`ddpsim train --trace`, each rank's spans of each bucket). */
     double sync_us = m->psgd_sync_us >= 0 ? m->psgd_sync_us : pr->psgd_sync_us;
     double sync = host ? sync_us * 1e-6 : 0;
     double a = unc > 0 ? sim_predict_allreduce(p, t, unc * 4) + sync : 0;
@@ -402,7 +408,7 @@ int sim_predict_point(const sim_scenario *s, const sim_point *p, sim_engine *e, 
       .n_layers = L, .fwd_s = fwd, .bwd_s = bwd, .copy_s = copy, .layer_names = names,
       .n_buckets = bk.n_buckets, .bucket_ready_layer = ready, .bucket_comm_s = comm,
       .bucket_bytes = bytes, .bucket_cpu_frac = cpu_frac,
-      .bucket_idle_frac = idle_frac, .finalize_s = finalize, .optimizer_s = opt,
+      .bucket_idle_frac = idle_frac, .random_idle = 1, .finalize_s = finalize, .optimizer_s = opt,
       .overlap = p->overlap, .compute_slowdown = pr->compute_slowdown, .comm_slowdown = pr->comm_slowdown,
       .cpu_slowdown = pr->cpu_slowdown, .bucket_compute_slowdown = csd, .bucket_comm_slowdown = msd,
       .world = world,

@@ -3,6 +3,7 @@
 #include "core/err.h"
 
 #include <gsl/gsl_cdf.h>
+#include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
 #include <gsl/gsl_statistics_double.h>
 #include <math.h>
@@ -46,6 +47,8 @@ typedef struct stepsim {
   sim_event_id coll_ev;
   sim_time last_done;
   int *stop_after;        /* [n_layers] 1 if a backward task must end after this layer */
+  double *comm_s;         /* [n_buckets] this step's collective times */
+  double *cpu_f, *idle_f; /* [n_buckets] this step's shares of them (step.h) */
   core_trace *trace;      /* only during the first step */
   int trace_ranks;
   int rc;
@@ -83,13 +86,20 @@ static double draw_max(const sim_step_cfg *c, gsl_rng *rng, int n) {
   return m > 0.01 ? m : 0.01; /* a normal fit's far left tail would go negative */
 }
 
+/* The mean of a unit exponential over its k-th of n strata of equal
+ * probability, [a, b) = [k/n, (k+1)/n): (x_a + 1)(1 - a) - (x_b + 1)(1 - b)
+ * over b - a, x the quantile. The strata's means average to exactly 1, and
+ * the tail's stratum carries the tail's weight, as no one quantile would. */
+static double exp_stratum_mean(size_t k, int n) {
+  double a = (double)k / n, b = (double)(k + 1) / n;
+  double ta = (gsl_cdf_exponential_Pinv(a, 1.0) + 1.0) * (1.0 - a);
+  double tb = k + 1 < (size_t)n ? (gsl_cdf_exponential_Pinv(b, 1.0) + 1.0) * (1.0 - b) : 0.0;
+  return (ta - tb) / (b - a);
+}
+
 /* The running collective's shares of CPU work and of idle waiting (step.h). */
-static double cpu_frac(const stepsim *s) {
-  return s->comm_active && s->c->bucket_cpu_frac ? s->c->bucket_cpu_frac[s->next_coll - 1] : 0.0;
-}
-static double idle_frac(const stepsim *s) {
-  return s->comm_active && s->c->bucket_idle_frac ? s->c->bucket_idle_frac[s->next_coll - 1] : 0.0;
-}
+static double cpu_frac(const stepsim *s) { return s->comm_active ? s->cpu_f[s->next_coll - 1] : 0.0; }
+static double idle_frac(const stepsim *s) { return s->comm_active ? s->idle_f[s->next_coll - 1] : 0.0; }
 static double cpu_sd(const stepsim *s) { return s->c->cpu_slowdown > 1.0 ? s->c->cpu_slowdown : 1.0; }
 /* The rate beside the running collective, its network share slowed by
  * `net`, its CPU share by cpu_slowdown, its idle share not at all. */
@@ -203,14 +213,13 @@ static void coll_schedule(stepsim *s, int b, double work_ns) {
 }
 
 static void coll_start(stepsim *s, int b) {
-  const sim_step_cfg *c = s->c;
   sim_time now = sim_engine_now(s->e);
   s->colls[b].start = now;
   s->next_coll = b + 1;
   double old = rate(s);
   s->comm_active = 1;
   rate_changed(s, old);
-  coll_schedule(s, b, c->bucket_comm_s[b] * 1e9);
+  coll_schedule(s, b, s->comm_s[b] * 1e9);
 }
 
 /* A rank stopped computing (or all of them did): the running collective
@@ -375,14 +384,43 @@ int sim_step_run(const sim_step_cfg *c, sim_engine *e, sim_step_result *res, cor
   s.ranks = calloc((size_t)s.R, sizeof *s.ranks);
   s.colls = calloc((size_t)c->n_buckets, sizeof *s.colls);
   s.stop_after = calloc((size_t)c->n_layers, sizeof *s.stop_after);
-  gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+  s.comm_s = calloc((size_t)c->n_buckets * 3, sizeof *s.comm_s);
+  gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937), *wrng = NULL;
   double *samples = NULL;
+  size_t *strata = NULL;
   int rc = 0;
-  if (!s.ranks || !s.colls || !s.stop_after || !rng) {
+  if (!s.ranks || !s.colls || !s.stop_after || !s.comm_s || !rng) {
     rc = core_err_set(CORE_ENOMEM, "out of memory simulating %d ranks", s.R);
     goto out_free;
   }
+  s.cpu_f = s.comm_s + c->n_buckets;
+  s.idle_f = s.cpu_f + c->n_buckets;
   gsl_rng_set(rng, (unsigned long)c->seed);
+  for (int b = 0; b < c->n_buckets; b++) {
+    s.comm_s[b] = c->bucket_comm_s[b];
+    s.cpu_f[b] = c->bucket_cpu_frac ? c->bucket_cpu_frac[b] : 0.0;
+    s.idle_f[b] = c->bucket_idle_frac ? c->bucket_idle_frac[b] : 0.0;
+  }
+  int waits = 0;
+  for (int b = 0; c->random_idle && b < c->n_buckets; b++)
+    waits |= s.idle_f[b] > 0 && c->bucket_comm_s[b] > 0;
+  if (waits) {
+    /* A generator of their own keeps the jitter's draws, and so every
+     * prediction without random waits, as they were. */
+    wrng = gsl_rng_alloc(gsl_rng_mt19937);
+    strata = malloc(sizeof *strata * (size_t)c->steps * (size_t)c->n_buckets);
+    if (!wrng || !strata) {
+      rc = core_err_set(CORE_ENOMEM, "out of memory for %d steps' waits", c->steps);
+      goto out_free;
+    }
+    gsl_rng_set(wrng, (unsigned long)(c->seed ^ 0x9e3779b97f4a7c15ull));
+    for (int b = 0; b < c->n_buckets; b++) {
+      size_t *st = strata + (size_t)b * (size_t)c->steps;
+      for (int i = 0; i < c->steps; i++)
+        st[i] = (size_t)i;
+      gsl_ran_shuffle(wrng, st, (size_t)c->steps, sizeof *st);
+    }
+  }
   for (int b = 0; b < c->n_buckets; b++) {
     int l = c->bucket_ready_layer[b];
     if (l < 0 || l >= c->n_layers) {
@@ -399,10 +437,20 @@ int sim_step_run(const sim_step_cfg *c, sim_engine *e, sim_step_result *res, cor
     rc = core_err_set(CORE_ENOMEM, "out of memory for %d step samples", c->steps);
     goto out_free;
   }
-  for (int b = 0; b < c->n_buckets; b++)
-    res->comm_s += c->bucket_comm_s[b];
-
   for (int step = 0; step < c->steps; step++) {
+    for (int b = 0; waits && b < c->n_buckets; b++) {
+      /* Each step falls in its own stratum of the wait's distribution. */
+      double T = c->bucket_comm_s[b], f = c->bucket_cpu_frac ? c->bucket_cpu_frac[b] : 0.0;
+      double g = c->bucket_idle_frac ? c->bucket_idle_frac[b] : 0.0;
+      if (!(g > 0 && T > 0))
+        continue;
+      double w = g * T * exp_stratum_mean(strata[(size_t)b * (size_t)c->steps + (size_t)step], c->steps);
+      s.comm_s[b] = T * (1.0 - g) + w;
+      s.cpu_f[b] = s.comm_s[b] > 0 ? f * T / s.comm_s[b] : 0.0;
+      s.idle_f[b] = s.comm_s[b] > 0 ? w / s.comm_s[b] : 0.0;
+    }
+    for (int b = 0; b < c->n_buckets; b++)
+      res->comm_s += waits ? s.comm_s[b] / c->steps : step ? 0.0 : c->bucket_comm_s[b];
     sim_engine_reset(e);
     memset(s.colls, 0, sizeof *s.colls * (size_t)c->n_buckets);
     s.next_coll = 0;
@@ -481,7 +529,11 @@ int sim_step_run(const sim_step_cfg *c, sim_engine *e, sim_step_result *res, cor
     res->exposed_comm_s = 0;
 out_free:
   free(samples);
+  free(strata);
   gsl_rng_free(rng);
+  if (wrng)
+    gsl_rng_free(wrng);
+  free(s.comm_s);
   free(s.ranks);
   free(s.colls);
   free(s.stop_after);

@@ -29,6 +29,15 @@
  * other there. The factors blend by those shares: (1 - f - g) x the network
  * factor + f x cpu_slowdown + g.
  *
+ * With random_idle, that waiting is not the same every step: each step
+ * draws each bucket's wait afresh from an exponential distribution whose
+ * mean is the bucket's idle share of bucket_comm_s. The draws are
+ * stratified: the steps take the distribution's strata of equal
+ * probability in a seeded random order, each its stratum's mean, so their
+ * mean wait is the given one however few steps are simulated. What a long wait costs the step is not won back by a short
+ * one, which the next bucket's launch or the backward pass bounds, so the
+ * mean step is longer than the step of the mean wait.
+ *
  * On CPUs the network factors depend on how fast the collective moves bytes:
  * the communication's CPU time is spent per byte (copies, the TCP stack, the
  * reduction), so at k times the bus bandwidth at which the factors were
@@ -59,6 +68,7 @@ typedef struct sim_step_cfg {
   const double *bucket_bytes;     /* [n_buckets] for the trace */
   const double *bucket_cpu_frac;  /* [n_buckets] share of bucket_comm_s that is CPU work; NULL = none */
   const double *bucket_idle_frac; /* [n_buckets] share that is waiting on idle CPUs; NULL = none */
+  int random_idle;                /* 1: that wait drawn afresh each step (above) */
   double finalize_s;              /* after the last allreduce: copy-out of averaged grads */
   double optimizer_s;
   int overlap;

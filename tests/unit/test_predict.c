@@ -1129,6 +1129,62 @@ static void test_step_by_hand(void) {
   sim_engine_free(e);
 }
 
+/* Random waits (step.h, random_idle) on the two-layer step by hand. Bucket 0
+ * takes 1 ms of work and a wait W of mean 1 ms, from 7 ms: it ends at 8 + W,
+ * and bucket 1, ready at 10, starts at max(10, 8 + W) and takes 1 ms; the
+ * optimizer 2 more. At the mean wait that is 13 ms every step. With W
+ * exponential, E[max(10, 8 + W)] = 10 + E[(W - 2)+] = 10 + e^-2 ms: a long
+ * wait costs what a short one does not give back. */
+static void test_step_random_waits(void) {
+  const double fwd[2] = {1e-3, 2e-3}, bwd[2] = {3e-3, 4e-3}, comm[2] = {2e-3, 1e-3};
+  const double idle[2] = {0.5, 0.0}, cpu[2] = {0.25, 0.0};
+  const int ready[2] = {1, 0};
+  sim_step_cfg c = {.n_layers = 2, .fwd_s = fwd, .bwd_s = bwd, .n_buckets = 2,
+                    .bucket_ready_layer = ready, .bucket_comm_s = comm, .bucket_idle_frac = idle,
+                    .optimizer_s = 2e-3, .overlap = 1, .compute_slowdown = 1.0, .comm_slowdown = 1.0,
+                    .world = 4, .steps = 1000, .seed = 1};
+  sim_engine *e;
+  CU_ASSERT_FATAL(sim_engine_new(&e) == 0);
+  sim_step_result r, r2;
+  CU_ASSERT_FATAL(sim_step_run(&c, e, &r, NULL) == 0);
+  CU_ASSERT(fabs(r.step_s - 13e-3) < 1e-12);
+  CU_ASSERT_EQUAL(r.step_sd_s, 0.0);
+  c.random_idle = 1;
+  CU_ASSERT_FATAL(sim_step_run(&c, e, &r, NULL) == 0);
+  /* The strata's means: the collectives' mean is the given 3 ms exactly;
+   * the step's is the closed form's but for the stratum that straddles
+   * W = 2. */
+  CU_ASSERT(fabs(r.comm_s - 3e-3) < 1e-12);
+  CU_ASSERT(fabs(r.step_s - (13e-3 + exp(-2.0) * 1e-3)) < 2e-6);
+  CU_ASSERT(r.step_sd_s > 0.5e-3);
+  CU_ASSERT(r.step_min_s >= 13e-3 - 1e-12);
+  /* The same seed, the same bytes; another seed only orders the steps
+   * differently, and without jitter the means do not change. */
+  CU_ASSERT_FATAL(sim_step_run(&c, e, &r2, NULL) == 0);
+  CU_ASSERT(memcmp(&r, &r2, sizeof r) == 0);
+  c.seed = 2;
+  CU_ASSERT_FATAL(sim_step_run(&c, e, &r2, NULL) == 0);
+  CU_ASSERT(fabs(r2.step_s - r.step_s) < 1e-12);
+  /* Where nothing waits for the collective, a wait is a wait: bucket 0
+   * alone on the critical path (overlap off: 10 + 1 + W, then bucket 1 and
+   * the optimizer, 14 + W) averages the step of the mean wait, 15 ms. */
+  c.overlap = 0;
+  CU_ASSERT_FATAL(sim_step_run(&c, e, &r, NULL) == 0);
+  CU_ASSERT(fabs(r.step_s - 15e-3) < 1e-9); /* to the engine's nanosecond */
+  /* The CPU work's time does not change with the wait: with a quarter of
+   * the bucket's mean time CPU work at cpu_slowdown 1, the same 15 ms. */
+  c.bucket_cpu_frac = cpu;
+  c.cpu_slowdown = 1.0;
+  CU_ASSERT_FATAL(sim_step_run(&c, e, &r, NULL) == 0);
+  CU_ASSERT(fabs(r.step_s - 15e-3) < 1e-9);
+  /* One step: its one stratum is the whole distribution, the mean wait. */
+  c.overlap = 1;
+  c.steps = 1;
+  CU_ASSERT_FATAL(sim_step_run(&c, e, &r, NULL) == 0);
+  CU_ASSERT(fabs(r.step_s - 13e-3) < 1e-12);
+  sim_engine_free(e);
+}
+
 /* Jitter helpers against closed forms: means and upper quantiles. */
 static void test_jitter_functions(void) {
   const double ln[2] = {0.1, 0.3};
@@ -1162,6 +1218,7 @@ void test_register(void) {
 
   CU_pSuite s = CU_add_suite("step", suite_init, suite_clean);
   CU_add_test(s, "step by hand", test_step_by_hand);
+  CU_add_test(s, "random waits: the step's mean is not the mean wait's step", test_step_random_waits);
   CU_add_test(s, "jitter functions", test_jitter_functions);
   CU_add_test(s, "single device", test_single_device);
   CU_add_test(s, "elementwise traffic of the activations", test_elementwise_traffic);
