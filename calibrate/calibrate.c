@@ -391,7 +391,7 @@ static int write_measured_model(const run *r, const core_model *m, const double 
 }
 
 /* Memory rates and per-layer times are measured in windows spread over
- * the calibration (CPU path, rank 0 alone, the others waiting): before the
+ * the calibration (CPU path, every rank at once: machine_window): before the
  * sweeps, after them and at the end, and each keeps its median over the
  * windows. One window of a few seconds took whatever state this project's
  * 2-vCPU VM was in: four calibrations in a row put the MLP's layers at 42,
@@ -446,14 +446,22 @@ out_free:
   return rc;
 }
 
-/* One window: memory rates and every model's layer times (rank 0). */
+/* One window: memory rates and every model's layer times, on every rank
+ * at once, each part after a barrier, as training runs its ranks in step;
+ * rank 0's are kept. Alone, with the other rank waiting, they had been
+ * what a lone process does: on the 2-vCPU test machine one rank's forward
+ * of the MLP's fc2 took 2.9-3.0 ms alone, 3.6 in a two-rank job (2
+ * testbed hosts, unshaped, overlap on or off: before any allreduce), its
+ * optimizer step 15 ms against 18-19 (`ddpsim train --trace`), and the
+ * unshaped runs came out 10-16% short. */
 static int machine_window(run *r) {
   const cal_opts *o = r->o;
   struct windows *w = r->win;
   int rc, i = w->n;
   if (i >= (o->quick ? 1 : CAL_WINDOWS))
     return 0;
-  if ((rc = cal_memory_bandwidth(o->quick ? (16u << 20) : (64u << 20), &w->copy[i], &w->reduce[i])) != 0)
+  if ((rc = rt_barrier(r->world)) != 0 ||
+      (rc = cal_memory_bandwidth(o->quick ? (16u << 20) : (64u << 20), &w->copy[i], &w->reduce[i])) != 0)
     return rc;
   /* Not a power of two: four 64 MiB buffers slowed the update to 10-14
    * GB/s against 22-27 GB/s at 50 MiB or 48 MiB + 20 KiB, measured in
@@ -461,14 +469,14 @@ static int machine_window(run *r) {
    * modulo a large power of two contend for cache sets); a model's own
    * parameter arrays seldom line up so. */
   size_t upd_bytes = (o->quick ? (12u << 20) : (48u << 20)) + 20480;
-  if ((rc = cal_update_bandwidth(upd_bytes, &w->update[i])) != 0)
+  if ((rc = rt_barrier(r->world)) != 0 || (rc = cal_update_bandwidth(upd_bytes, &w->update[i])) != 0)
     return rc;
   say(r, "  memory (window %d): gradient copy %.2f GB/s moved, optimizer step %.2f GB/s, host reduction %.2f GB/s",
       i + 1, w->copy[i], w->update[i], w->reduce[i]);
   for (int k = 0; k < w->n_models; k++) {
     const core_model *m = w->m[k];
     double *fwd = w->fwd[k] + (size_t)i * m->n_layers, *bwd = w->bwd[k] + (size_t)i * m->n_layers;
-    if ((rc = cal_layer_times(m, o->batch, o->quick ? 5 : 15, o->quick ? 0.3 : 1.5, fwd, bwd)) != 0)
+    if ((rc = rt_barrier(r->world)) != 0 || (rc = cal_layer_times(m, o->batch, o->quick ? 5 : 15, o->quick ? 0.3 : 1.5, fwd, bwd)) != 0)
       return rc;
     double step = 0;
     for (int l = 0; l < m->n_layers; l++)
@@ -532,7 +540,7 @@ static int compute_part(run *r) {
   rt->present = 1;
   for (int i = 0; i < ns; i++)
     say(r, "  %5d^3: %7.2f GFLOP/s", sizes[i], rt->tflops[i] * 1e3);
-  return machine_window(r);
+  return 0;
 }
 
 /* The GPU's compute (NCCL path, rank 0 alone, as compute_part): cuBLAS GEMM
@@ -1182,7 +1190,7 @@ int cal_run(const cal_opts *o) {
   }
   say(&r, "start-up: process %.3f s, rendezvous %.3f s, communicator %.3f s", restart[0], restart[1], restart[2]);
   /* The first window of memory rates and layer times, before the sweeps. */
-  if (r.pg.rank == 0 && !r.nccl && ((rc = windows_new(o, &r.win)) != 0 || (rc = machine_window(&r)) != 0))
+  if (!r.nccl && ((rc = windows_new(o, &r.win)) != 0 || (rc = machine_window(&r)) != 0))
     goto out;
   if ((rc = rt_barrier(r.world)) != 0)
     goto out;
@@ -1219,10 +1227,11 @@ int cal_run(const cal_opts *o) {
   if ((rc = rt_barrier(r.world)) != 0)
     goto out;
 
-  /* Compute, memory and per-layer times: rank 0 alone. */
+  /* Compute: rank 0 alone; the GEMM sweep is the device's rate. Then the
+   * second window, every rank. */
   if (r.pg.rank == 0 && (rc = r.nccl ? gpu_compute_part(&r) : compute_part(&r)) != 0)
     goto out;
-  if ((rc = rt_barrier(r.world)) != 0)
+  if ((rc = rt_barrier(r.world)) != 0 || (r.win && (rc = machine_window(&r)) != 0))
     goto out;
 
   /* Jitter: every rank computes at once, as in training. */
@@ -1270,7 +1279,7 @@ int cal_run(const cal_opts *o) {
   if (!r.nccl && (rc = ranks_sharing_cpus(&r, &sharing)) != 0)
     goto out;
   slow[5] = r.nccl ? 0.0 : -cal_rank_cpus(sharing);
-  if ((rc = max_over_ranks(&r, r.world, slow, 6)) != 0)
+  if ((rc = max_over_ranks(&r, r.world, slow, 6)) != 0 || (r.win && (rc = machine_window(&r)) != 0))
     goto out;
   if (r.pg.rank == 0) {
     r.prof->compute_slowdown = slow[0];
@@ -1290,7 +1299,7 @@ int cal_run(const cal_opts *o) {
       say(&r, "  measured with allreduces at %.3f GB/s of bus bandwidth, which kept %.2f CPUs busy of the %.2f "
           "a rank may use", r.prof->interf_busbw_GBps, slow[4], -slow[5]);
     }
-    if (r.win && ((rc = machine_window(&r)) != 0 || (rc = machine_windows_done(&r)) != 0))
+    if (r.win && (rc = machine_windows_done(&r)) != 0)
       goto out;
     say(&r, "checkpoint I/O through the checkpoint writer and reader in %s", o->scratch_dir);
     if ((rc = storage(&r, &r.prof->write_GBps, &r.prof->read_GBps)) != 0)
