@@ -437,6 +437,9 @@ int sim_step_run(const sim_step_cfg *c, sim_engine *e, sim_step_result *res, cor
     rc = core_err_set(CORE_ENOMEM, "out of memory for %d step samples", c->steps);
     goto out_free;
   }
+  for (int b = 0; !waits && b < c->n_buckets; b++)
+    res->comm_s += c->bucket_comm_s[b];
+
   for (int step = 0; step < c->steps; step++) {
     for (int b = 0; waits && b < c->n_buckets; b++) {
       /* Each step falls in its own stratum of the wait's distribution. */
@@ -449,8 +452,8 @@ int sim_step_run(const sim_step_cfg *c, sim_engine *e, sim_step_result *res, cor
       s.cpu_f[b] = s.comm_s[b] > 0 ? f * T / s.comm_s[b] : 0.0;
       s.idle_f[b] = s.comm_s[b] > 0 ? w / s.comm_s[b] : 0.0;
     }
-    for (int b = 0; b < c->n_buckets; b++)
-      res->comm_s += waits ? s.comm_s[b] / c->steps : step ? 0.0 : c->bucket_comm_s[b];
+    for (int b = 0; waits && b < c->n_buckets; b++)
+      res->comm_s += s.comm_s[b] / c->steps;
     sim_engine_reset(e);
     memset(s.colls, 0, sizeof *s.colls * (size_t)c->n_buckets);
     s.next_coll = 0;
