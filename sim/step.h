@@ -34,9 +34,10 @@
  * mean is the bucket's idle share of bucket_comm_s. The draws are
  * stratified: the steps take the distribution's strata of equal
  * probability in a seeded random order, each its stratum's mean, so their
- * mean wait is the given one however few steps are simulated. What a long wait costs the step is not won back by a short
- * one, which the next bucket's launch or the backward pass bounds, so the
- * mean step is longer than the step of the mean wait.
+ * mean wait is the given one however few steps are simulated. What a long
+ * wait costs the step is not won back by a short one, which the next
+ * bucket's launch or the backward pass bounds, so the mean step is longer
+ * than the step of the mean wait.
  *
  * On CPUs the network factors depend on how fast the collective moves bytes:
  * the communication's CPU time is spent per byte (copies, the TCP stack, the
