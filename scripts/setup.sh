@@ -10,9 +10,10 @@ cd "$(dirname "$0")/.."
 
 # Build: C toolchain, CMake, pkg-config. Libraries: GSL, libconfig, CUnit,
 # Gloo, OpenBLAS, zlib, jansson (JSON: PyTorch traces). Run time: gnuplot (plots), iproute2 (network testbed),
-# redis-server (RedisStore rendezvous tests), procps (pgrep/pkill in tests).
+# redis-server (RedisStore rendezvous tests), procps (pgrep/pkill in tests), python3 (the integration
+# tests' and benchmarks' checks of CSVs, JSON and traces; the testbed test's TCP streams).
 PACKAGES=(build-essential cmake pkg-config libgsl-dev libconfig-dev libcunit1-dev libgloo-dev libhiredis-dev
-          libopenblas-dev zlib1g-dev libjansson-dev gnuplot-nox iproute2 redis-server procps)
+          libopenblas-dev zlib1g-dev libjansson-dev gnuplot-nox iproute2 redis-server procps python3)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

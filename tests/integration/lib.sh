@@ -1,4 +1,4 @@
-# Shared by the integration tests (sourced, not run): a private work
+# Shared by the integration tests (sourced, not run; brings need.sh): a private work
 # directory that goes away at exit, taking with it any process still
 # running from it (a rank left behind by a failed check); the fail/check
 # counters every test reports; run NAME CMD... under a watchdog.
@@ -10,6 +10,8 @@
 #   run NAME ARGS...       # $bin ARGS under a watchdog of $it_watchdog s,
 #                          # output in $work/NAME.{out,err}, status in $status
 #   it_end                 # "NAME: N checks, M failed"; status 0 iff none failed
+
+. "$(dirname "${BASH_SOURCE[0]}")/need.sh"
 
 failures=0
 checks=0

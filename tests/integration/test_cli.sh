@@ -11,6 +11,9 @@ bin=${1:?usage: test_cli.sh DDPSIM_BINARY SOURCE_DIR WORK_DIR}
 src=${2:?source dir}
 work=${3:?work dir}
 
+. "$src/tests/integration/need.sh"
+need_tools test_cli python3
+
 rm -rf "$work"
 mkdir -p "$work"
 failures=0

@@ -19,6 +19,7 @@ src=${2:?source dir}
 model="$src/scenarios/models/mlp-small.cfg"   # 2,099,712 parameters
 fp32_bytes=$((2099712 * 4))
 . "$src/tests/integration/lib.sh"
+need_tools test_compress pgrep
 it_begin test_compress
 it_watchdog=120
 it_quiet=" 0 2 "

@@ -36,6 +36,7 @@ TIMEOUT=3
 GRACE=2
 SLACK=5
 . "$src/tests/integration/lib.sh"
+need_tools test_faults python3 pgrep
 it_begin test_faults
 le() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a <= b) }'; }   # a <= b, as reals
 

@@ -8,6 +8,8 @@
 set -euo pipefail
 DD=$1
 SRC=$2
+. "$SRC/tests/integration/need.sh"
+need_tools test_recovery python3
 W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }

@@ -2,7 +2,8 @@
 # Integration test of scripts/testbed.sh: builds real test hosts (network
 # namespaces on a bridge, tbf-shaped veth links) and checks connectivity,
 # shaped throughput, idempotent up/down, cleanup on failure and argument
-# validation. Needs root; exits 77 (skip) otherwise.
+# validation. Needs root and a kernel that allows network namespaces; exits
+# 77 (skip) otherwise.
 #
 #   bash tests/integration/test_testbed.sh
 #
@@ -21,16 +22,10 @@ log()  { echo "test_testbed: $*"; }
 fail() { echo "test_testbed: FAIL: $*" >&2; FAILS=$((FAILS + 1)); }
 pass() { echo "test_testbed: ok: $*"; }
 
-if [ "$(id -u)" -ne 0 ]; then
-  log "SKIP: needs root (network namespaces, veth, bridge, tc)"
-  exit 77
-fi
-for t in ip tc python3; do
-  if ! command -v "$t" >/dev/null 2>&1; then
-    log "SKIP: $t not found (install iproute2 / python3)"
-    exit 77
-  fi
-done
+. "$SRC/tests/integration/need.sh"
+need_root test_testbed "network namespaces, veth, bridge, tc"
+need_tools test_testbed ip tc python3
+need_netns test_testbed
 PY=$(command -v python3)
 
 cleanup() {

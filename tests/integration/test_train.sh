@@ -22,6 +22,7 @@ src=${2:?source dir}
 model="$src/tests/data/runtime/mlp-tiny.cfg"   # 28,960 parameters
 n_params=28960
 . "$src/tests/integration/lib.sh"
+need_tools test_train python3 pgrep
 it_begin test_train
 
 common=(--model "$model" --batch 8 --timeout 20 --bucket-cap-mb 0.03 --first-bucket-mb 0.01)

@@ -31,16 +31,10 @@ model="$src/scenarios/models/mlp.cfg"
 N=4
 sampler=""
 
-if [ "$(id -u)" -ne 0 ]; then
-  echo "test_train_testbed: SKIP: needs root (network namespaces, veth, tc)"
-  exit 77
-fi
-for t in ip tc python3 ss; do
-  if ! command -v "$t" >/dev/null 2>&1; then
-    echo "test_train_testbed: SKIP: $t not found (install iproute2 / python3)"
-    exit 77
-  fi
-done
+. "$src/tests/integration/need.sh"
+need_root test_train_testbed "network namespaces, veth, tc"
+need_tools test_train_testbed ip tc python3 ss
+need_netns test_train_testbed
 
 . "$src/tests/integration/lib.sh"
 it_begin test_train_testbed

@@ -8,13 +8,17 @@
 # that a calibration on 2 test hosts gives each rank its share of the
 # machine's CPUs, and bound to CPUs of their own (launch --cpu-bind), those
 # CPUs, not a share of them; and that every calibrated model carries
-# PowerSGD's wait per allreduce. Needs root (exit 77 = skipped otherwise).
+# PowerSGD's wait per allreduce. Needs root and network namespaces (exit 77 =
+# skipped otherwise).
 #
 #   test_validate.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
 BUILD=$1
 SRC=$2
-[ "$(id -u)" -eq 0 ] || { echo "skipped: the network testbed needs root"; exit 77; }
+. "$SRC/tests/integration/need.sh"
+need_root test_validate "the network testbed"
+need_tools test_validate ip tc python3
+need_netns test_validate
 W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }

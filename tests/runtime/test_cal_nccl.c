@@ -32,6 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cunit_skip.h"
 #include "calibrate/compute.h"
 #include "calibrate/sweep.h"
 #include "core/err.h"
@@ -543,7 +544,7 @@ static int device_body(rt_comm *c, int rank, int size) {
 static void test_device_table_without_device(void) {
   CU_ASSERT_FATAL(ndev >= 0 && "the device probe child reported nothing");
   if (ndev > 0) {
-    printf("\n  (a CUDA device is present: the no-device checks do not apply) ");
+    test_skip("a CUDA device is present: the no-device checks do not apply");
     return;
   }
   run_job(2, device_body);
@@ -611,7 +612,7 @@ static int dir_is_empty(const char *dir) {
 static void test_cli_no_device(void) {
   CU_ASSERT_FATAL(ndev >= 0 && "the device probe child reported nothing");
   if (ndev > 0) {
-    printf("\n  (a CUDA device is present: see the GPU run) ");
+    test_skip("a CUDA device is present: the GPU suite runs instead");
     return;
   }
   char outdir[512], logdir[512], prof[700];
@@ -644,7 +645,7 @@ static void test_cli_no_device(void) {
 static void test_cli_gpu(void) {
   CU_ASSERT_FATAL(ndev >= 0 && "the device probe child reported nothing");
   if (ndev == 0) {
-    printf("\n  (no CUDA device: %s) ", probe_msg);
+    test_skip("no CUDA device: %s", probe_msg);
     return;
   }
   char outdir[512], logdir[512], prof[700];
@@ -753,9 +754,11 @@ void test_register(void) {
   CU_add_test(s, "a stall that one pass sits in does not reach the points", test_repass);
   CU_add_test(s, "control values through the table", test_control_values);
   CU_add_test(s, "control values over a control communicator", test_control_comm);
-  CU_add_test(s, "device table without a device fails cleanly", test_device_table_without_device);
   CU_pSuite c = CU_add_suite("cli", suite_init, rtt_scratch_cleanup);
-  CU_add_test(c, "calibrate --backend nccl without a device: exit 5, nothing written", test_cli_no_device);
   CU_add_test(c, "each rank's calibration gradient is its first training step's", test_model_gradient);
-  CU_add_test(c, "calibrate --backend nccl --quick on a GPU", test_cli_gpu);
+  CU_pSuite n = CU_add_suite("no device", suite_init, rtt_scratch_cleanup);
+  CU_add_test(n, "device table without a device fails cleanly", test_device_table_without_device);
+  CU_add_test(n, "calibrate --backend nccl without a device: exit 5, nothing written", test_cli_no_device);
+  CU_pSuite g = CU_add_suite("gpu", suite_init, rtt_scratch_cleanup);
+  CU_add_test(g, "calibrate --backend nccl --quick on a GPU", test_cli_gpu);
 }

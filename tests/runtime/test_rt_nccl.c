@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cunit_skip.h"
 #include "core/err.h"
 #include "runtime/comm.h"
 #include "runtime/gloo_shim.h"
@@ -120,8 +121,10 @@ static int says_unsupported(const char *msg, int built) {
 #define EXPECT_NCCL_UNSUPPORTED(call) EXPECT_UNSUPPORTED_IN(call, NCCL_BUILT)
 
 static void test_no_gpu_functions(void) {
-  if (ndev != 0)
-    return; /* the GPU checks below run instead */
+  if (ndev != 0) {
+    test_skip("%d CUDA device(s) here: the GPU suite runs instead", ndev);
+    return;
+  }
   double t0 = rtt_now();
   int n = 7;
   EXPECT_UNSUPPORTED(rt_gpu_count(&n));
@@ -164,8 +167,10 @@ static void test_no_gpu_functions(void) {
 /* Without a device, or in a build without NCCL (whose stub never touches
  * CUDA, so this process may call it even when there are devices). */
 static void test_no_gpu_nccl(void) {
-  if (ndev != 0 && NCCL_BUILT)
+  if (ndev != 0 && NCCL_BUILT) {
+    test_skip("%d CUDA device(s) here and NCCL built: the GPU suite runs instead", ndev);
     return;
+  }
   char dir[512], prefix[128];
   CU_ASSERT_EQUAL_FATAL(rtt_mkdtemp(dir, sizeof dir), 0);
   rtt_prefix(prefix, sizeof prefix, "nccl-none");
@@ -436,8 +441,22 @@ static int gpu_basics_child(int rank, int size, void *arg) {
   return rtt_fails ? 3 : 0;
 }
 
+/* The GPU suite's tests skip, saying why, where they cannot run. */
+static int gpu_here(int need_nccl, int need_devices) {
+  if (ndev < need_devices) {
+    test_skip("needs %d CUDA device(s), this machine has %d (%s)", need_devices, ndev,
+              ndev ? "one" : probe_msg);
+    return 0;
+  }
+  if (need_nccl && !NCCL_BUILT) {
+    test_skip("this build has no NCCL");
+    return 0;
+  }
+  return 1;
+}
+
 static void test_gpu_basics(void) {
-  if (ndev > 0)
+  if (gpu_here(0, 1))
     run_children(1, gpu_basics_child, "gpu");
 }
 
@@ -521,7 +540,7 @@ static int nccl_one_child(int rank, int size, void *arg) {
 }
 
 static void test_nccl_one_rank(void) {
-  if (ndev > 0 && NCCL_BUILT)
+  if (gpu_here(1, 1))
     run_children(1, nccl_one_child, "nccl1");
 }
 
@@ -567,7 +586,7 @@ static int nccl_two_child(int rank, int size, void *arg) {
 }
 
 static void test_nccl_two_processes(void) {
-  if (ndev > 0 && NCCL_BUILT)
+  if (gpu_here(1, 1))
     run_children(2, nccl_two_child, "nccl2");
 }
 
@@ -605,7 +624,7 @@ static int init_timeout_child(int rank, int size, void *arg) {
 }
 
 static void test_init_timeout(void) {
-  if (ndev > 0 && NCCL_BUILT)
+  if (gpu_here(1, 1))
     run_children(1, init_timeout_child, "ncclinit");
 }
 
@@ -657,7 +676,7 @@ static int hung_collective_child(int rank, int size, void *arg) {
 }
 
 static void test_hung_collective(void) {
-  if (ndev > 0 && NCCL_BUILT)
+  if (gpu_here(1, 1))
     run_children(1, hung_collective_child, "nccl-hang");
 }
 
@@ -690,10 +709,8 @@ static int absent_peer_child(int rank, int size, void *arg) {
 }
 
 static void test_absent_peer(void) {
-  if (ndev >= 2 && NCCL_BUILT)
+  if (gpu_here(1, 2))
     run_children(2, absent_peer_child, "nccl-absent");
-  else if (ndev == 1 && NCCL_BUILT)
-    printf("\n  (needs 2 devices; the stalled-stream test covers one)\n");
 }
 
 /* ---- figures (DDPSIM_GPU_FIGURES=1) ------------------------------------------ */
@@ -765,17 +782,17 @@ static int figures_child(int rank, int size, void *arg) {
 }
 
 static void test_figures(void) {
-  if (ndev > 0)
+  if (gpu_here(0, 1))
     run_children(1, figures_child, "figures");
-  else
-    printf("\n  no CUDA device: no figures\n");
 }
 
 void test_register(void) {
   CU_pSuite s = CU_add_suite("nccl", suite_init, NULL);
   CU_add_test(s, "device probe (in a child)", test_probe);
+  s = CU_add_suite("no device", suite_init, NULL);
   CU_add_test(s, "no GPU: every gpu.h function is CORE_EUNSUPPORTED", test_no_gpu_functions);
   CU_add_test(s, "no GPU: rt_nccl_connect is CORE_EUNSUPPORTED, quickly", test_no_gpu_nccl);
+  s = CU_add_suite("gpu", suite_init, NULL);
   CU_add_test(s, "GPU: devices, buffers, patterns, GEMMs, bandwidth", test_gpu_basics);
   CU_add_test(s, "GPU: one-rank NCCL collectives and algorithms", test_nccl_one_rank);
   CU_add_test(s, "GPU: two processes through a FileStore", test_nccl_two_processes);
