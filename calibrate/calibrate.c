@@ -1079,13 +1079,8 @@ int cal_run(const cal_opts *o) {
   if (r.pg.rank == 0) {
     /* Find out now, not after minutes of measuring, that the profile
      * cannot be written where asked. */
-    char dir[4096];
-    const char *slash = strrchr(o->out, '/');
-    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - o->out) : 1, slash ? o->out : ".");
-    core_afile probe;
-    if ((dir[0] && (rc = core_mkdirs(dir)) != 0) || (rc = core_afile_open(&probe, o->out)) != 0)
+    if ((rc = core_afile_check(o->out)) != 0)
       return core_err_wrap(rc, "the profile cannot be written to '%s'", o->out);
-    core_afile_abort(&probe);
   }
   rt_blas_threads(o->threads > 0 ? o->threads : 1);
   r.progress = o->progress < 0 ? isatty(2) : o->progress;

@@ -122,6 +122,7 @@ static int load(const char *path, loaded *L) {
   gzFile g = gzopen(path, "rb");
   if (!g)
     return core_err_errno(errno ? errno : ENOMEM, "cannot open trace '%s'", path);
+  core_afile_note_input(path);
   L->root = json_load_callback(gz_read, g, 0, &jerr);
   int gz_err;
   const char *gz_msg = gzerror(g, &gz_err);
@@ -824,24 +825,38 @@ int cal_import_traces(const char *const *traces, int n_traces, const cal_trace_o
     goto out;
   }
 
-  /* Write, check that the file loads as a model, then put it in place. */
-  core_afile a;
-  if ((rc = core_afile_open(&a, out)) != 0)
+  /* Check that the text loads as a model, then write it. */
+  char *text = NULL;
+  size_t len = 0;
+  FILE *mem = open_memstream(&text, &len);
+  if (!mem) {
+    rc = core_err_set(CORE_ENOMEM, "out of memory writing the model");
     goto out;
-  fprintf(a.f, "# %s: per-layer times imported by `ddpsim import torch-trace` from %s%s (batch %d).\n", name, trace,
+  }
+  fprintf(mem, "# %s: per-layer times imported by `ddpsim import torch-trace` from %s%s (batch %d).\n", name, trace,
           more, batch);
-  config_write(cfg, a.f);
-  if (fflush(a.f) != 0 || ferror(a.f)) {
-    rc = core_err_errno(errno ? errno : EIO, "writing '%s'", out);
-    core_afile_abort(&a);
-    goto out;
+  config_write(cfg, mem);
+  fclose(mem);
+  core_cfg vc;
+  if ((rc = core_cfg_load_string(&vc, text, out, "model")) == 0) {
+    rc = core_model_from_setting(core_cfg_root(&vc), out, &check);
+    core_cfg_free(&vc);
   }
-  if ((rc = core_model_load(a.tmp, &check)) != 0) {
+  if (rc) {
     rc = core_err_wrap(CORE_EINTERNAL, "the model written for %s does not load (a bug in ddpsim)", out);
-    core_afile_abort(&a);
+    free(text);
     goto out;
   }
-  rc = core_afile_commit(&a);
+  core_afile a;
+  if ((rc = core_afile_open(&a, out)) == 0) {
+    if (fwrite(text, 1, len, a.f) != len) {
+      rc = core_err_errno(errno ? errno : EIO, "writing '%s'", out);
+      core_afile_abort(&a);
+    } else {
+      rc = core_afile_commit(&a);
+    }
+  }
+  free(text);
 out:
   core_model_free(check);
   core_model_free(bm);

@@ -109,11 +109,12 @@ int cli_cmd_simulate(int argc, char **argv) {
              shard, n_shards);
   else
     snprintf(csv, sizeof csv, "%s/%s", out_dir, s->csv_name);
-  if (trace && strrchr(trace, '/')) {
-    char dir[4096];
-    snprintf(dir, sizeof dir, "%.*s", (int)(strrchr(trace, '/') - trace), trace);
-    if (dir[0] && (rc = core_mkdirs(dir)) != 0)
-      goto fail_scenario;
+  /* -o's directory is made now: the trace may go into it. */
+  if ((rc = core_mkdirs(out_dir)) != 0)
+    goto fail_scenario;
+  if (trace && (rc = core_afile_check(trace)) != 0) {
+    rc = core_err_wrap(rc, "--trace");
+    goto fail_scenario;
   }
   if ((rc = sim_sweep_run(s, &o, &w)) != 0)
     goto fail_scenario;

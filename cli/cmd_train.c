@@ -292,6 +292,12 @@ static int run(const train_opts *o) {
     return rc;
   if ((rc = core_model_check_runnable(m)) != 0)
     goto out;
+  /* Refuse now, not after the training, an output that would destroy an
+   * input or that cannot be written. */
+  if (pg.rank == 0 && o->params_out && (rc = core_afile_check(o->params_out)) != 0) {
+    rc = core_err_wrap(rc, "--params-out");
+    goto out;
+  }
   rt_blas_threads((int)o->threads);
   const char *spec = o->rdzv ? o->rdzv : getenv("DDPSIM_RDZV");
   if (!spec && pg.world_size > 1) {
@@ -364,6 +370,8 @@ static int run(const train_opts *o) {
 
   /* A fresh run must not share its checkpoint directory with an earlier
    * one: a restart would resume from that run's checkpoints. */
+  if (o->ckpt_dir && (rc = rt_ckpt_sweep(o->ckpt_dir)) != 0)
+    goto out;
   if (o->ckpt_dir && !o->resume && attempt == 0) {
     DIR *cd = opendir(o->ckpt_dir);
     struct dirent *de;
@@ -413,6 +421,8 @@ static int run(const train_opts *o) {
   char path[4400];
   snprintf(path, sizeof path, "%s/rank-%d.attempt-%d.csv", o->out, pg.rank, attempt);
   /* Appended row by row and flushed, so a killed rank keeps what it measured. */
+  if ((rc = core_afile_check(path)) != 0)
+    goto out;
   if (!(metrics = fopen(path, "w"))) {
     rc = core_err_errno(errno, "cannot create metrics file '%s'", path);
     goto out;
@@ -619,6 +629,8 @@ int cli_cmd_train(int argc, char **argv) {
     return cli_usage("train", "--fail-at-step and --fail-rank go together");
   if (o.resume && !o.ckpt_dir)
     return cli_usage("train", "--resume needs --ckpt-dir DIR");
+  if (o.ckpt_every > 0 && !o.ckpt_dir)
+    return cli_usage("train", "--ckpt-every needs --ckpt-dir DIR: without it no checkpoint is written");
   if (psgd_set && o.compress.kind != RT_COMPRESS_POWERSGD)
     return cli_usage("train", "--powersgd-start and --powersgd-min-rate go with --compress powersgd:R");
   if (o.compress.kind == RT_COMPRESS_BF16 && o.algo != RT_ALGO_DEFAULT)

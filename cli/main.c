@@ -1,6 +1,7 @@
 /* ddpsim: entry point and subcommand dispatch. */
 #include "cli.h"
 
+#include "core/afile.h"
 #include "core/err.h"
 
 #include <errno.h>
@@ -110,6 +111,7 @@ static const cli_cmd *find(const char *name) {
 }
 
 int main(int argc, char **argv) {
+  core_afile_track_inputs(1); /* no output of a command may be one of its inputs */
   if (argc < 2) {
     print_help(stderr);
     return CLI_EXIT_USAGE;

@@ -2,51 +2,317 @@
 
 #include "err.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-int core_afile_open(core_afile *a, const char *path) {
-  memset(a, 0, sizeof *a);
-  if (strlen(path) >= sizeof a->path)
-    return core_err_set(CORE_EINVAL, "output path is too long: %.64s...", path);
-  snprintf(a->path, sizeof a->path, "%s", path);
-  snprintf(a->tmp, sizeof a->tmp, "%s.tmp.XXXXXX", path);
-  int fd = mkstemp(a->tmp);
-  if (fd < 0)
-    return core_err_errno(errno, "cannot create a temp file beside '%s' (check the directory exists and is writable)", path);
-  fchmod(fd, 0644);
-  a->f = fdopen(fd, "w");
-  if (!a->f) {
-    int e = errno;
-    close(fd);
-    unlink(a->tmp);
-    return core_err_errno(e, "cannot open '%s'", a->tmp);
+/* ---- inputs of this command -------------------------------------------------- */
+
+typedef struct input {
+  dev_t dev;
+  ino_t ino;
+  char path[256]; /* for the message; cut if longer */
+} input;
+
+static pthread_mutex_t inputs_lock = PTHREAD_MUTEX_INITIALIZER;
+static input *inputs;
+static int n_inputs, cap_inputs;
+static atomic_int tracking;
+
+void core_afile_track_inputs(int on) { atomic_store(&tracking, on); }
+
+static void note(const struct stat *st, const char *path) {
+  if (!atomic_load(&tracking) || !S_ISREG(st->st_mode))
+    return; /* /dev/null or a pipe read and written is no loss */
+  pthread_mutex_lock(&inputs_lock);
+  for (int i = 0; i < n_inputs; i++)
+    if (inputs[i].dev == st->st_dev && inputs[i].ino == st->st_ino)
+      goto out_unlock;
+  if (n_inputs == cap_inputs) {
+    int cap = cap_inputs ? 2 * cap_inputs : 16;
+    input *more = realloc(inputs, sizeof *more * (size_t)cap);
+    if (!more)
+      goto out_unlock; /* the check is lost, not the command */
+    inputs = more;
+    cap_inputs = cap;
   }
-  return 0;
+  inputs[n_inputs].dev = st->st_dev;
+  inputs[n_inputs].ino = st->st_ino;
+  snprintf(inputs[n_inputs].path, sizeof inputs[n_inputs].path, "%s", path);
+  n_inputs++;
+out_unlock:
+  pthread_mutex_unlock(&inputs_lock);
 }
 
-void core_afile_abort(core_afile *a) {
-  if (a->f) {
-    fclose(a->f);
-    a->f = NULL;
-    unlink(a->tmp);
-  }
+void core_afile_note_input(const char *path) {
+  struct stat st;
+  if (path && stat(path, &st) == 0)
+    note(&st, path);
 }
 
-static int fsync_dir_of(const char *path) {
-  char dir[4096];
-  snprintf(dir, sizeof dir, "%s", path);
+void core_afile_note_input_fd(int fd) {
+  struct stat st;
+  char path[64];
+  snprintf(path, sizeof path, "(descriptor %d)", fd);
+  if (fstat(fd, &st) == 0)
+    note(&st, path);
+}
+
+/* The input that st is, or NULL. The copy of its name lives in buf. */
+static const char *input_of(const struct stat *st, char *buf, size_t n) {
+  const char *hit = NULL;
+  pthread_mutex_lock(&inputs_lock);
+  for (int i = 0; i < n_inputs && !hit; i++)
+    if (inputs[i].dev == st->st_dev && inputs[i].ino == st->st_ino) {
+      snprintf(buf, n, "%s", inputs[i].path);
+      hit = buf;
+    }
+  pthread_mutex_unlock(&inputs_lock);
+  return hit;
+}
+
+/* ---- where an output goes ------------------------------------------------------ */
+
+enum kind { K_NEW, K_REGULAR, K_DIRECT };
+
+typedef struct target {
+  enum kind kind;
+  int append;         /* direct write to a regular file reached through /proc (/dev/stdout) */
+  mode_t mode;        /* of the file replaced */
+  char final[4096];   /* the name that is replaced or created: path after symlinks */
+} target;
+
+static void dir_of(const char *path, char *dir, size_t n) {
+  snprintf(dir, n, "%s", path);
   char *slash = strrchr(dir, '/');
   if (slash == dir)
     dir[1] = '\0';
   else if (slash)
     *slash = '\0';
   else
-    snprintf(dir, sizeof dir, ".");
+    snprintf(dir, n, ".");
+}
+
+/* Follow path's symlinks to the name they end at (which may not exist).
+ * *via_proc is set when a hop passes through /proc (/dev/stdout, /dev/fd/N):
+ * such links name open files, not places to rename into. */
+static int follow_links(const char *path, char *out, size_t n, int *via_proc) {
+  char cur[4096], link[4096], dir[4096];
+  snprintf(cur, sizeof cur, "%s", path);
+  *via_proc = 0;
+  for (int hop = 0;; hop++) {
+    struct stat st;
+    if (lstat(cur, &st) != 0 || !S_ISLNK(st.st_mode))
+      break;
+    if (hop == 40)
+      return core_err_set(CORE_EUSAGE, "output '%s': too many levels of symbolic links", path);
+    if (strncmp(cur, "/proc/", 6) == 0)
+      *via_proc = 1;
+    ssize_t k = readlink(cur, link, sizeof link - 1);
+    if (k < 0)
+      return core_err_errno(errno, "cannot read the symbolic link '%s'", cur);
+    link[k] = '\0';
+    if (link[0] == '/') {
+      snprintf(cur, sizeof cur, "%s", link);
+    } else {
+      dir_of(cur, dir, sizeof dir);
+      size_t dl = strlen(dir), ll = strlen(link);
+      if (dl + 1 + ll >= sizeof cur)
+        return core_err_set(CORE_EUSAGE, "output '%s': its link target is too long", path);
+      memcpy(cur, dir, dl);
+      cur[dl] = '/';
+      memcpy(cur + dl + 1, link, ll + 1);
+    }
+  }
+  if (strlen(cur) >= n)
+    return core_err_set(CORE_EUSAGE, "output path is too long: %.64s...", path);
+  snprintf(out, n, "%s", cur);
+  return 0;
+}
+
+static const char *kind_name(mode_t m) {
+  return S_ISDIR(m) ? "a directory" : S_ISBLK(m) ? "a block device" : S_ISSOCK(m) ? "a socket" : "not a file";
+}
+
+/* The temp file goes beside the target. */
+static int writable_dir(const char *final) {
+  char dir[4096];
+  dir_of(final, dir, sizeof dir);
+  if (access(dir, W_OK | X_OK) != 0)
+    return core_err_errno(errno, "cannot write into directory '%s' (for '%s'); check its permissions", dir, final);
+  return 0;
+}
+
+static int resolve(const char *path, int regular_only, target *t) {
+  memset(t, 0, sizeof *t);
+  if (!path || !*path)
+    return core_err_set(CORE_EUSAGE, "an empty output path: name a file");
+  if (strlen(path) >= sizeof t->final)
+    return core_err_set(CORE_EUSAGE, "output path is too long: %.64s...", path);
+  int via_proc, rc = follow_links(path, t->final, sizeof t->final, &via_proc);
+  if (rc)
+    return rc;
+  struct stat st;
+  if (stat(path, &st) != 0) {
+    if (errno != ENOENT)
+      return core_err_errno(errno, "cannot look at output '%s'", path);
+    char dir[4096];
+    struct stat ds;
+    dir_of(t->final, dir, sizeof dir);
+    if (stat(dir, &ds) != 0 || !S_ISDIR(ds.st_mode))
+      return core_err_set(CORE_EUSAGE, "cannot write '%s': the directory '%s' does not exist; create it first or choose another path",
+                          path, dir);
+    t->kind = K_NEW;
+    return writable_dir(t->final);
+  }
+  char other[256];
+  const char *in = input_of(&st, other, sizeof other);
+  if (in)
+    return core_err_set(CORE_EUSAGE, "output '%s' is the same file as the input '%s' of this command: writing it would destroy that input; choose another output path",
+                        path, in);
+  if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode) || (S_ISREG(st.st_mode) && via_proc)) {
+    if (regular_only)
+      return core_err_set(CORE_EUSAGE, "output '%s' is %s; this output is replaced by a rename, so it must be a regular file",
+                          path, S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISCHR(st.st_mode) ? "a character device" : "an open file");
+    t->kind = K_DIRECT;
+    t->append = S_ISREG(st.st_mode);
+    snprintf(t->final, sizeof t->final, "%s", path);
+    return 0;
+  }
+  if (!S_ISREG(st.st_mode))
+    return core_err_set(CORE_EUSAGE, "output '%s' is %s; name a regular file (or a character device or FIFO to write through)",
+                        path, kind_name(st.st_mode));
+  t->kind = K_REGULAR;
+  t->mode = st.st_mode & 07777;
+  return writable_dir(t->final);
+}
+
+int core_afile_check(const char *path) {
+  target t;
+  return resolve(path, 0, &t);
+}
+
+/* ---- temp files removed when the process is stopped ----------------------------- */
+
+enum { N_SLOTS = 64 };
+static char slot_path[N_SLOTS][4200];
+static atomic_int slot_state[N_SLOTS]; /* 0 free, 1 being filled, 2 holds a temp file */
+static pthread_once_t handlers_once = PTHREAD_ONCE_INIT;
+static const int stop_signals[] = {SIGINT, SIGTERM, SIGHUP};
+
+static void on_stop(int sig) {
+  for (int i = 0; i < N_SLOTS; i++)
+    if (atomic_load(&slot_state[i]) == 2)
+      unlink(slot_path[i]);
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
+/* Only signals left at their default: a command's own handler keeps them. */
+static void install_handlers(void) {
+  for (size_t i = 0; i < sizeof stop_signals / sizeof *stop_signals; i++) {
+    struct sigaction old, sa;
+    if (sigaction(stop_signals[i], NULL, &old) != 0 || old.sa_handler != SIG_DFL)
+      continue;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop;
+    sigemptyset(&sa.sa_mask);
+    sigaction(stop_signals[i], &sa, NULL);
+  }
+}
+
+static int slot_take(const char *tmp) {
+  pthread_once(&handlers_once, install_handlers);
+  for (int i = 0; i < N_SLOTS; i++) {
+    int free_state = 0;
+    if (atomic_compare_exchange_strong(&slot_state[i], &free_state, 1)) {
+      snprintf(slot_path[i], sizeof slot_path[i], "%s", tmp);
+      atomic_store(&slot_state[i], 2);
+      return i;
+    }
+  }
+  return -1; /* more temp files open than slots: this one is not cleaned on a signal */
+}
+
+static void slot_give(core_afile *a) {
+  if (a->slot >= 0)
+    atomic_store(&slot_state[a->slot], 0);
+  a->slot = -1;
+}
+
+/* ---- writing -------------------------------------------------------------------- */
+
+static int open_direct(core_afile *a, const target *t) {
+  int flags = O_WRONLY | O_NOCTTY | O_CLOEXEC | O_NONBLOCK | (t->append ? O_APPEND : 0);
+  int fd = open(t->final, flags);
+  if (fd < 0) {
+    if (errno == ENXIO)
+      return core_err_set(CORE_EIO, "nothing reads the FIFO '%s': start its reader first", t->final);
+    return core_err_errno(errno, "cannot open '%s' for writing", t->final);
+  }
+  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  if (!(a->f = fdopen(fd, "w"))) {
+    int e = errno;
+    close(fd);
+    return core_err_errno(e, "cannot open '%s'", t->final);
+  }
+  a->direct = 1;
+  return 0;
+}
+
+static int open_temp(core_afile *a, const target *t) {
+  snprintf(a->tmp, sizeof a->tmp, "%s.tmp.XXXXXX", t->final);
+  int fd = mkstemp(a->tmp);
+  if (fd < 0)
+    return core_err_errno(errno, "cannot create a temp file beside '%s' (check the directory is writable)", t->final);
+  a->slot = slot_take(a->tmp);
+  flock(fd, LOCK_EX | LOCK_NB); /* held until closed: core_afile_sweep_stale leaves it be */
+  fchmod(fd, t->kind == K_REGULAR ? t->mode : 0644);
+  if (!(a->f = fdopen(fd, "w"))) {
+    int e = errno;
+    close(fd);
+    unlink(a->tmp);
+    slot_give(a);
+    return core_err_errno(e, "cannot open '%s'", a->tmp);
+  }
+  return 0;
+}
+
+static int open_with(core_afile *a, const char *path, int regular_only) {
+  memset(a, 0, sizeof *a);
+  a->slot = -1;
+  target t;
+  int rc = resolve(path, regular_only, &t);
+  if (rc)
+    return rc;
+  snprintf(a->path, sizeof a->path, "%s", t.final);
+  return t.kind == K_DIRECT ? open_direct(a, &t) : open_temp(a, &t);
+}
+
+int core_afile_open(core_afile *a, const char *path) { return open_with(a, path, 0); }
+int core_afile_open_atomic(core_afile *a, const char *path) { return open_with(a, path, 1); }
+
+void core_afile_abort(core_afile *a) {
+  if (a->f) {
+    fclose(a->f);
+    a->f = NULL;
+    if (!a->direct)
+      unlink(a->tmp);
+  }
+  slot_give(a);
+}
+
+static int fsync_dir_of(const char *path) {
+  char dir[4096];
+  dir_of(path, dir, sizeof dir);
   int fd = open(dir, O_RDONLY | O_DIRECTORY);
   if (fd < 0)
     return core_err_errno(errno, "cannot open directory '%s' to sync it", dir);
@@ -57,10 +323,24 @@ static int fsync_dir_of(const char *path) {
   return rc;
 }
 
+static int commit_direct(core_afile *a) {
+  FILE *f = a->f;
+  a->f = NULL;
+  int bad = ferror(f) || fflush(f) != 0;
+  int e = errno ? errno : EIO;
+  if (fclose(f) != 0 && !bad) {
+    bad = 1;
+    e = errno;
+  }
+  return bad ? core_err_errno(e, "writing '%s' failed", a->path) : 0;
+}
+
 int core_afile_commit(core_afile *a) {
   int rc = 0;
   if (!a->f)
     return core_err_set(CORE_EINTERNAL, "commit of '%s' without an open temp file", a->path);
+  if (a->direct)
+    return commit_direct(a);
   if (ferror(a->f) || fflush(a->f) != 0) {
     rc = core_err_errno(errno ? errno : EIO, "writing '%s' failed", a->path);
     goto fail_abort;
@@ -79,17 +359,55 @@ int core_afile_commit(core_afile *a) {
     rc = core_err_errno(errno, "cannot move '%s' into place as '%s'", a->tmp, a->path);
     goto fail_unlink;
   }
+  slot_give(a);
   return fsync_dir_of(a->path);
 fail_abort:
   core_afile_abort(a);
   return rc;
 fail_unlink:
   unlink(a->tmp);
+  slot_give(a);
   return rc;
+}
+
+/* ---- leftovers of dead writers -------------------------------------------------- */
+
+/* Removes dir/name when it is a regular temp file nobody holds locked. */
+static int sweep_one(const char *dir, const char *name) {
+  char path[4400];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0)
+    return 0;
+  struct stat st;
+  int removed = 0;
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && flock(fd, LOCK_EX | LOCK_NB) == 0 && unlink(path) == 0) {
+    fprintf(stderr, "ddpsim: removed '%s' (%lld bytes), the temp file of a writer that died\n", path,
+            (long long)st.st_size);
+    removed = 1;
+  }
+  close(fd);
+  return removed;
+}
+
+int core_afile_sweep_stale(const char *dir, const char *name_prefix) {
+  DIR *d = opendir(dir);
+  if (!d)
+    return errno == ENOENT ? 0 : core_err_errno(errno, "cannot list directory '%s'", dir);
+  size_t np = strlen(name_prefix);
+  int removed = 0;
+  struct dirent *de;
+  while ((de = readdir(d)))
+    if (strncmp(de->d_name, name_prefix, np) == 0 && strstr(de->d_name + np, ".tmp."))
+      removed += sweep_one(dir, de->d_name);
+  closedir(d);
+  return removed;
 }
 
 int core_mkdirs(const char *dir) {
   char buf[4096];
+  if (!*dir)
+    return core_err_set(CORE_EUSAGE, "an empty directory path: name a directory");
   if (strlen(dir) >= sizeof buf)
     return core_err_set(CORE_EINVAL, "directory path is too long: %.64s...", dir);
   snprintf(buf, sizeof buf, "%s", dir);
@@ -105,6 +423,6 @@ int core_mkdirs(const char *dir) {
     return core_err_errno(errno, "cannot create directory '%s'", buf);
   struct stat st;
   if (stat(buf, &st) != 0 || !S_ISDIR(st.st_mode))
-    return core_err_set(CORE_EIO, "'%s' exists and is not a directory; choose another output directory", buf);
+    return core_err_set(CORE_EUSAGE, "'%s' exists and is not a directory; choose another output directory", buf);
   return 0;
 }

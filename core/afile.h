@@ -1,10 +1,26 @@
 /*
- * afile — write a file so that readers see either the old version or the
- * whole new one, never a torn one: write to a temp file in the same
- * directory, flush, fsync, rename over the target, fsync the directory
- * (the sequence Redis uses in clusterSaveConfig / rdbSave). Results, profiles
- * and checkpoints all go through it, so a full disk or a crash mid-write
- * leaves the previous file intact and no temp file behind.
+ * afile — the one way ddpsim writes a file, so that no output ever destroys
+ * what the user has.
+ *
+ * A regular file (or a name not yet taken) is written to a temp file in the
+ * target's directory, flushed, fsynced and renamed over the target, then the
+ * directory is fsynced (the sequence Redis uses in clusterSaveConfig): readers
+ * see the old file or the whole new one, and a full disk or a crash mid-write
+ * leaves the previous file intact. Around that:
+ *  - a symlink is followed: its target is replaced, the link stays;
+ *  - a character device or a FIFO (/dev/null, /dev/stdout, a pipe) is written
+ *    through, never replaced; core_afile_open_atomic refuses them where a
+ *    rename is essential (checkpoints);
+ *  - a directory, block device or socket is refused, as is an output that is
+ *    the same file (device and inode) as an input of this command: every
+ *    reader notes what it opens with core_afile_note_input;
+ *  - missing parent directories are not created (core_mkdirs does that for
+ *    the directories a command is asked to make);
+ *  - the temp file is removed on every error path and, for SIGINT, SIGTERM
+ *    and SIGHUP left at their default, when the process is stopped; while
+ *    open it holds an flock, so core_afile_sweep_stale can tell the temp
+ *    files of a dead writer from those of a live one.
+ * Refusals are CORE_EUSAGE (exit 2) with a message naming the path.
  */
 #ifndef CORE_AFILE_H
 #define CORE_AFILE_H
@@ -13,17 +29,38 @@
 
 typedef struct core_afile {
   FILE *f;
-  char path[4096];
-  char tmp[4200];
+  int direct;      /* written through (character device, FIFO): no temp, no rename */
+  int slot;        /* entry in the signal handler's table of temp files; -1 if none */
+  char path[4096]; /* what is replaced: the target after symlinks */
+  char tmp[4200];  /* the temp file; empty when direct */
 } core_afile;
 
-/* Open a temp file beside path; write through a->f. */
+/* Open path for writing; write through a->f. */
 int core_afile_open(core_afile *a, const char *path);
-/* Flush, fsync, rename into place, fsync the directory. On any failure the
- * temp file is removed and the target is untouched. */
+/* The same, but path must end up a regular file (no write-through). */
+int core_afile_open_atomic(core_afile *a, const char *path);
+/* Flush, fsync, rename into place, fsync the directory (direct: flush and
+ * close). On any failure the temp file is removed and the target untouched. */
 int core_afile_commit(core_afile *a);
 /* Give up: close and remove the temp file. Safe to call twice. */
 void core_afile_abort(core_afile *a);
+
+/* Every check core_afile_open makes, with nothing created: for commands that
+ * write only after long work, so that they refuse before it. */
+int core_afile_check(const char *path);
+
+/* Start noting inputs: the ddpsim command does, for the whole process; a
+ * library user (a test writing and rereading one path) need not. */
+void core_afile_track_inputs(int on);
+/* Note a file this command reads (call after opening it): no output may then
+ * be the same file. Missing files are ignored. */
+void core_afile_note_input(const char *path);
+void core_afile_note_input_fd(int fd);
+
+/* Remove the temp files ("<name>.tmp.*") that writers left in dir when they
+ * died: those nobody holds locked. Each removal is reported on stderr.
+ * Returns how many were removed, or a negative error code. */
+int core_afile_sweep_stale(const char *dir, const char *name_prefix);
 
 /* mkdir -p; an existing directory is fine. */
 int core_mkdirs(const char *dir);

@@ -16,6 +16,7 @@
 #include "cunit_skip.h"
 
 #include <CUnit/CUnit.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <dirent.h>
 #include <errno.h>
@@ -25,7 +26,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/mount.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -253,8 +256,13 @@ static void test_round_trip(void) {
   CU_ASSERT_EQUAL(le(b + 56, 8), rt_ckpt_model_hash(m));
   CU_ASSERT_EQUAL(le(b + 64, 4), 1);
   CU_ASSERT_EQUAL(le(b + 68, 4), crc32_ref(b + 96, len - 96));
-  CU_ASSERT_EQUAL(le(b + 72, 4), crc32_ref(b, 72));
-  for (int i = 76; i < 96; i++)
+  struct timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  int64_t written = (int64_t)le(b + 72, 8), now_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+  CU_ASSERT(written <= now_ns && written > now_ns - 60LL * 1000000000); /* write time, ns */
+  CU_ASSERT_EQUAL(got.written_ns, written);
+  CU_ASSERT_EQUAL(le(b + 80, 4), crc32_ref(b, 80));
+  for (int i = 84; i < 96; i++)
     CU_ASSERT_EQUAL(b[i], 0); /* padding */
   /* fp32 little-endian, as in memory on this (little-endian) host */
   CU_ASSERT_EQUAL(memcmp(b + 96, s.params, 23 * 4), 0);
@@ -503,9 +511,9 @@ static void test_consistent_lies(void) {
     memcpy(b, e.bytes, e.len);
     for (int k = 0; k < lies[i].bytes; k++)
       b[lies[i].off + k] = (unsigned char)(lies[i].value >> (8 * k));
-    uint32_t h = crc32_ref(b, 72);
+    uint32_t h = crc32_ref(b, 80);
     for (int k = 0; k < 4; k++)
-      b[72 + k] = (unsigned char)(h >> (8 * k));
+      b[80 + k] = (unsigned char)(h >> (8 * k));
     bad += !check_rejected(&e, b, e.len, lies[i].what);
   }
   /* Payload changed and its CRC recomputed, header CRC recomputed too:
@@ -516,9 +524,9 @@ static void test_consistent_lies(void) {
   uint32_t p = crc32_ref(b + 96, e.len - 96);
   for (int k = 0; k < 4; k++)
     b[68 + k] = (unsigned char)(p >> (8 * k));
-  uint32_t h = crc32_ref(b, 72);
+  uint32_t h = crc32_ref(b, 80);
   for (int k = 0; k < 4; k++)
-    b[72 + k] = (unsigned char)(h >> (8 * k));
+    b[80 + k] = (unsigned char)(h >> (8 * k));
   CU_ASSERT_EQUAL(spit(e.bad_path, b, e.len), 0);
   rt_ckpt c = {.params = e.scratch.params, .momentum = e.scratch.momentum};
   CU_ASSERT_EQUAL(rt_ckpt_read(e.bad_path, e.m, &c), 0);
@@ -606,13 +614,15 @@ static void test_keep(void) {
   core_model *m = make_model(dir, "small", SMALL, 2);
   CU_ASSERT_PTR_NOT_NULL_FATAL(m);
   /* Files that are not checkpoints stay, whatever keep says (among them
-   * something that looks like a temp file of another writer). */
+   * the temp file of another writer, alive: it holds its lock). */
   static const char *const others[] = {"notes.txt", "ckpt-00000001.ddpc.bak", "ckpt-x.ddpc",
                                        "ckpt-00000002.ddpcx", "ckpt-00000003.ddpc.tmp.Ab12Cd"};
   for (size_t i = 0; i < sizeof others / sizeof others[0]; i++) {
     snprintf(path, sizeof path, "%s/%s", dir, others[i]);
     CU_ASSERT_EQUAL(spit(path, (const unsigned char *)"x", 1), 0);
   }
+  int live = open(path, O_RDONLY);
+  CU_ASSERT_FATAL(live >= 0 && flock(live, LOCK_EX) == 0);
   state s;
   CU_ASSERT_EQUAL_FATAL(state_alloc(&s, m->n_params), 0);
   state_fill(&s, 4);
@@ -652,7 +662,154 @@ static void test_keep(void) {
   listing(dir, names, sizeof names);
   expected("ckpt-00000009.ddpc ckpt-100000000.ddpc", want, sizeof want);
   CU_ASSERT_STRING_EQUAL(names, want);
+  close(live);
   state_free(&s);
+  core_model_free(m);
+  rtt_rmdir(dir);
+}
+
+/* ---- what is in the directory besides our checkpoints ----------------------- */
+
+typedef struct latest_call {
+  const char *dir;
+  const core_model *m;
+  rt_ckpt *c;
+  char used[700];
+} latest_call;
+
+static int call_latest(void *arg) {
+  latest_call *l = arg;
+  return rt_ckpt_load_latest(l->dir, l->m, l->c, l->used, sizeof l->used);
+}
+
+static void put_file(const char *dir, const char *name, const unsigned char *b, size_t len) {
+  char path[700];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  CU_ASSERT_EQUAL(spit(path, b, len), 0);
+}
+
+/* A copy of step 1 named as step 99 neither wins nor lets the real newer
+ * ones be pruned; a FIFO named like a checkpoint is skipped at once. */
+static void test_stray_and_fifo(void) {
+  char dir[512], path[700], names[1024];
+  CU_ASSERT_EQUAL_FATAL(rtt_scratch_dir(dir, sizeof dir), 0);
+  core_model *m = make_model(dir, "small", SMALL, 2);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+  state s, r;
+  CU_ASSERT_EQUAL_FATAL(state_alloc(&s, m->n_params), 0);
+  CU_ASSERT_EQUAL_FATAL(state_alloc(&r, m->n_params), 0);
+  for (int step = 1; step <= 3; step++) {
+    state_fill(&s, (uint64_t)step);
+    rt_ckpt c = as_ckpt(&s, step, 0, step, 1);
+    CU_ASSERT_EQUAL(rt_ckpt_write(dir, m, &c, 10), 0);
+  }
+  size_t len;
+  snprintf(path, sizeof path, "%s/ckpt-00000001.ddpc", dir);
+  unsigned char *one = slurp(path, &len);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(one);
+  put_file(dir, "ckpt-00000099.ddpc", one, len);
+  snprintf(path, sizeof path, "%s/ckpt-00000100.ddpc", dir);
+  CU_ASSERT_EQUAL(mkfifo(path, 0644), 0);
+
+  rt_ckpt got = {.params = r.params, .momentum = r.momentum};
+  latest_call l = {.dir = dir, .m = m, .c = &got};
+  int rc;
+  double t0 = rtt_now();
+  char *err = capture_stderr(dir, call_latest, &l, &rc);
+  CU_ASSERT(rtt_now() - t0 < 5.0);
+  CU_ASSERT_EQUAL(rc, 0);
+  CU_ASSERT_EQUAL(got.step, 3);
+  CU_ASSERT_PTR_NOT_NULL(strstr(l.used, "ckpt-00000003.ddpc"));
+  CU_ASSERT_PTR_NOT_NULL(err && strstr(err, "ckpt-00000099.ddpc' holds step 1"));
+  CU_ASSERT_PTR_NOT_NULL(err && strstr(err, "ckpt-00000100.ddpc: not a regular file"));
+  free(err);
+
+  /* Writing step 4 with keep 2 prunes 1 and 2, never the stray or the FIFO. */
+  state_fill(&s, 4);
+  rt_ckpt c = as_ckpt(&s, 4, 0, 4, 1);
+  CU_ASSERT_EQUAL(rt_ckpt_write(dir, m, &c, 2), 0);
+  listing(dir, names, sizeof names);
+  CU_ASSERT_STRING_EQUAL(names, "ckpt-00000003.ddpc ckpt-00000004.ddpc ckpt-00000099.ddpc ckpt-00000100.ddpc");
+  /* Reading the FIFO by name fails at once too. */
+  CU_ASSERT_EQUAL(rt_ckpt_read(path, m, &got), CORE_ECORRUPT);
+  CU_ASSERT_PTR_NOT_NULL(strstr(core_err_msg(), "not a regular file"));
+  free(one);
+  state_free(&s);
+  state_free(&r);
+  core_model_free(m);
+  rtt_rmdir(dir);
+}
+
+/* The temp file of a writer that died (nobody holds its lock) goes at the
+ * next load or write, with a message; a live writer's stays. */
+static void test_dead_writer_temp(void) {
+  char dir[512], names[1024], path[700];
+  CU_ASSERT_EQUAL_FATAL(rtt_scratch_dir(dir, sizeof dir), 0);
+  core_model *m = make_model(dir, "small", SMALL, 2);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+  state s;
+  CU_ASSERT_EQUAL_FATAL(state_alloc(&s, m->n_params), 0);
+  state_fill(&s, 9);
+  rt_ckpt c = as_ckpt(&s, 5, 0, 0, 1);
+  CU_ASSERT_EQUAL(rt_ckpt_write(dir, m, &c, 2), 0);
+  put_file(dir, "ckpt-00000006.ddpc.tmp.dead01", (const unsigned char *)"partial", 7);
+  put_file(dir, "ckpt-00000006.ddpc.tmp.live01", (const unsigned char *)"partial", 7);
+  snprintf(path, sizeof path, "%s/ckpt-00000006.ddpc.tmp.live01", dir);
+  int live = open(path, O_RDONLY);
+  CU_ASSERT_FATAL(live >= 0 && flock(live, LOCK_EX) == 0);
+  rt_ckpt got = {.params = s.params, .momentum = s.momentum};
+  latest_call l = {.dir = dir, .m = m, .c = &got};
+  int rc;
+  char *err = capture_stderr(dir, call_latest, &l, &rc);
+  CU_ASSERT_EQUAL(rc, 0);
+  CU_ASSERT_PTR_NOT_NULL(err && strstr(err, "ckpt-00000006.ddpc.tmp.dead01' (7 bytes), the temp file of a writer that died"));
+  free(err);
+  listing(dir, names, sizeof names);
+  CU_ASSERT_STRING_EQUAL(names, "ckpt-00000005.ddpc ckpt-00000006.ddpc.tmp.live01");
+  close(live);
+  /* Its writer gone, the live one's file goes at the next write. */
+  c = as_ckpt(&s, 6, 0, 0, 1);
+  CU_ASSERT_EQUAL(rt_ckpt_write(dir, m, &c, 2), 0);
+  listing(dir, names, sizeof names);
+  CU_ASSERT_STRING_EQUAL(names, "ckpt-00000005.ddpc ckpt-00000006.ddpc");
+  state_free(&s);
+  core_model_free(m);
+  rtt_rmdir(dir);
+}
+
+/* A version 1 file (no write time, header CRC at 72) still loads; its time
+ * is the file's. */
+static void test_version_1(void) {
+  char dir[512], path[700];
+  CU_ASSERT_EQUAL_FATAL(rtt_scratch_dir(dir, sizeof dir), 0);
+  core_model *m = make_model(dir, "small", SMALL, 2);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+  state s, r;
+  CU_ASSERT_EQUAL_FATAL(state_alloc(&s, m->n_params), 0);
+  CU_ASSERT_EQUAL_FATAL(state_alloc(&r, m->n_params), 0);
+  state_fill(&s, 21);
+  rt_ckpt c = as_ckpt(&s, 7, 1, 2, 1);
+  CU_ASSERT_EQUAL(rt_ckpt_write(dir, m, &c, 2), 0);
+  snprintf(path, sizeof path, "%s/ckpt-00000007.ddpc", dir);
+  size_t len;
+  unsigned char *b = slurp(path, &len);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+  b[8] = 1; /* version 1 */
+  memset(b + 72, 0, 24);
+  uint32_t h = crc32_ref(b, 72);
+  for (int k = 0; k < 4; k++)
+    b[72 + k] = (unsigned char)(h >> (8 * k));
+  CU_ASSERT_EQUAL(spit(path, b, len), 0);
+  struct stat st;
+  CU_ASSERT_EQUAL(stat(path, &st), 0);
+  rt_ckpt got = {.params = r.params, .momentum = r.momentum};
+  CU_ASSERT_EQUAL(rt_ckpt_read(path, m, &got), 0);
+  CU_ASSERT_EQUAL(got.step, 7);
+  CU_ASSERT_EQUAL(got.written_ns, (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec);
+  CU_ASSERT_EQUAL(memcmp(r.params, s.params, sizeof(float) * (size_t)s.n), 0);
+  free(b);
+  state_free(&s);
+  state_free(&r);
   core_model_free(m);
   rtt_rmdir(dir);
 }
@@ -820,6 +977,9 @@ void test_register(void) {
   CU_add_test(s, "another model shape", test_other_shape);
   s = CU_add_suite("checkpoint files", NULL, rtt_scratch_cleanup);
   CU_add_test(s, "keep removes only older checkpoints", test_keep);
+  CU_add_test(s, "a stray copy and a FIFO: reported, never chosen, never pruning", test_stray_and_fifo);
+  CU_add_test(s, "temp files of a dead writer removed, a live one's kept", test_dead_writer_temp);
+  CU_add_test(s, "version 1 files still load", test_version_1);
   s = CU_add_suite("full disk", NULL, rtt_scratch_cleanup);
   CU_add_test(s, "full disk: clear error, previous one intact", test_disk_full);
 }

@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# No command destroys what the user has: outputs named as a character device,
+# a FIFO or a symlink are written through or to the link's target, never
+# replaced; an output that is one of the command's own inputs is refused
+# (exit 2) before anything is written; empty and impossible paths are usage
+# errors; options that would do nothing are refused.
+#
+#   test_outputs.sh DDPSIM_BINARY SOURCE_DIR
+set -u
+
+bin=${1:?usage: test_outputs.sh DDPSIM_BINARY SOURCE_DIR}
+src=${2:?source dir}
+. "$src/tests/integration/lib.sh"
+need_tools test_outputs python3 pgrep cmp
+it_begin test_outputs
+it_watchdog=60
+it_quiet=" 0 2 3 "
+
+log="$src/tests/data/nccl-tests/all_reduce_perf.txt"
+cat > "$work/S.cfg" <<EOF
+name = "outputs";
+profile = "$src/tests/data/cpu-test.cfg";
+model = "$src/scenarios/models/mlp-small.cfg";
+training = { batch = 32; precision = "fp32"; };
+cluster = { nodes = [1, 2]; devices_per_node = 1; };
+networks = ( { name = "1GbE"; gbps = 1.0; latency_us = 30.0; } );
+ddp = { backend = "gloo"; };
+EOF
+cp "$work/S.cfg" "$work/S.orig"
+
+same() { cmp -s "$1" "$2"; }
+
+# ---- character devices and FIFOs: written through, left as they are ------------
+if [ "$(id -u)" -eq 0 ]; then
+  mknod "$work/null" c 1 3   # a /dev/null of the test's own, so the real one is never at stake
+  run trace_chardev simulate "$work/S.cfg" -o "$work/o1" --trace "$work/null" -q
+  check "trace to a character device: exit 0" [ "$status" -eq 0 ]
+  check "the character device is still one" [ -c "$work/null" ]
+fi
+run trace_devnull simulate "$work/S.cfg" -o "$work/o1" --trace /dev/null -q
+check "--trace /dev/null: exit 0" [ "$status" -eq 0 ]
+check "/dev/null is still a character device" [ -c /dev/null ]
+
+mkfifo "$work/fifo"
+cat "$work/fifo" > "$work/fifo.got" &
+reader=$!
+run trace_fifo simulate "$work/S.cfg" -o "$work/o1" --trace "$work/fifo" -q
+wait "$reader"
+check "--trace FIFO: exit 0" [ "$status" -eq 0 ]
+check "the FIFO is still a FIFO" [ -p "$work/fifo" ]
+check "the reader got the trace" python3 -m json.tool "$work/fifo.got" /dev/null
+
+run fifo_no_reader simulate "$work/S.cfg" -o "$work/o1" --trace "$work/fifo" -q
+check "a FIFO nobody reads: an error, not a hang (exit 1)" [ "$status" -eq 1 ]
+check "... that says so" grep -q "nothing reads the FIFO" "$work/fifo_no_reader.err"
+
+# ---- symlinks: the target is written, the link stays ------------------------------
+mkdir "$work/real"
+ln -s real/trace.json "$work/link.json"
+run trace_link simulate "$work/S.cfg" -o "$work/o1" --trace "$work/link.json" -q
+check "--trace symlink: exit 0" [ "$status" -eq 0 ]
+check "the link is still a link" [ -L "$work/link.json" ]
+check "its target holds the trace" python3 -m json.tool "$work/real/trace.json" /dev/null
+
+# ---- an output onto an input of the same command -------------------------------------
+run trace_onto_scenario simulate "$work/S.cfg" -o "$work/o2" --trace "$work/S.cfg"
+check "simulate S --trace S: exit 2" [ "$status" -eq 2 ]
+check "... naming the input" grep -q "same file as the input" "$work/trace_onto_scenario.err"
+check "the scenario is unchanged" same "$work/S.cfg" "$work/S.orig"
+ln -s S.cfg "$work/S-link.cfg"
+run trace_onto_scenario_link simulate "$work/S.cfg" -o "$work/o2" --trace "$work/S-link.cfg"
+check "simulate S --trace (a link to S): exit 2" [ "$status" -eq 2 ]
+check "the scenario is unchanged (link)" same "$work/S.cfg" "$work/S.orig"
+
+cp "$log" "$work/L.txt"
+run import_onto_log import nccl-tests --base "$src/scenarios/profiles/dgx-h100.cfg" --out "$work/L.txt" "$work/L.txt"
+check "import nccl-tests --out L L: exit 2" [ "$status" -eq 2 ]
+check "the log is unchanged" same "$work/L.txt" "$log"
+cp "$src/scenarios/profiles/dgx-h100.cfg" "$work/P.cfg"
+run import_onto_base import nccl-tests --base "$work/P.cfg" --out "$work/P.cfg" "$log"
+check "import nccl-tests --base P --out P: exit 2" [ "$status" -eq 2 ]
+check "... naming the input" grep -q "same file as the input" "$work/import_onto_base.err"
+check "the base profile is unchanged" same "$work/P.cfg" "$src/scenarios/profiles/dgx-h100.cfg"
+
+if "$bin" help train >/dev/null 2>&1; then
+  cp "$src/tests/data/runtime/mlp-tiny.cfg" "$work/M.cfg"
+  t0=$(date +%s)
+  run params_onto_model train --model "$work/M.cfg" --steps 2000 --batch 8 --params-out "$work/M.cfg" -o "$work/run"
+  t1=$(date +%s)
+  check "train --model M --params-out M: exit 2" [ "$status" -eq 2 ]
+  check "... before training (within 10 s)" [ $((t1 - t0)) -le 10 ]
+  check "the model is unchanged" same "$work/M.cfg" "$src/tests/data/runtime/mlp-tiny.cfg"
+  run every_without_dir train --model "$work/M.cfg" --steps 2 --ckpt-every 1 -o "$work/run"
+  check "train --ckpt-every without --ckpt-dir: exit 2" [ "$status" -eq 2 ]
+  check "... saying it would write nothing" grep -q "without it no checkpoint is written" "$work/every_without_dir.err"
+
+  # Resume with a stray copy of an older checkpoint under a newer name, a FIFO
+  # named like a checkpoint and a dead writer's temp file in the directory:
+  # resumed from the newest real one at once, each reported, the temp removed.
+  ck="$work/ck"
+  run ckpt_first train --model "$work/M.cfg" --steps 4 --batch 8 --ckpt-dir "$ck" --ckpt-every 2 -o "$work/run1"
+  check "4 steps with checkpoints: exit 0" [ "$status" -eq 0 ]
+  cp "$ck/ckpt-00000002.ddpc" "$ck/ckpt-00000050.ddpc"
+  mkfifo "$ck/ckpt-00000060.ddpc"
+  head -c 1000 "$ck/ckpt-00000004.ddpc" > "$ck/ckpt-00000006.ddpc.tmp.Dead01"
+  t0=$(date +%s)
+  run ckpt_resume train --model "$work/M.cfg" --steps 6 --batch 8 --ckpt-dir "$ck" --ckpt-every 2 --resume -o "$work/run2"
+  t1=$(date +%s)
+  check "resume past a stray, a FIFO and a temp file: exit 0" [ "$status" -eq 0 ]
+  check "... within 20 s (the FIFO is not opened blocking)" [ $((t1 - t0)) -le 20 ]
+  check "... from step 4, the newest real checkpoint" grep -q "ckpt-00000004.ddpc at step 4" "$work/ckpt_resume.err"
+  check "... reporting the stray copy" grep -q "ckpt-00000050.ddpc' holds step 2" "$work/ckpt_resume.err"
+  check "... reporting the FIFO" grep -q "ckpt-00000060.ddpc: not a regular file" "$work/ckpt_resume.err"
+  check "... removing the dead writer's temp file" grep -q "ckpt-00000006.ddpc.tmp.Dead01' (1000 bytes)" "$work/ckpt_resume.err"
+  check "the new checkpoint and the last real one are kept" [ -f "$ck/ckpt-00000006.ddpc" ] && [ -f "$ck/ckpt-00000004.ddpc" ]
+  check "the stray and the FIFO are left alone" [ -f "$ck/ckpt-00000050.ddpc" ] && [ -p "$ck/ckpt-00000060.ddpc" ]
+fi
+
+# ---- empty and impossible output paths: usage errors, nothing created ------------------
+run trace_empty simulate "$work/S.cfg" -o "$work/o3" --trace ""
+check "--trace '': exit 2" [ "$status" -eq 2 ]
+run trace_dir simulate "$work/S.cfg" -o "$work/o3" --trace "$work"
+check "--trace DIRECTORY: exit 2" [ "$status" -eq 2 ]
+run trace_missing_dir simulate "$work/S.cfg" -o "$work/o3" --trace "$work/no/such/t.json"
+check "--trace in a missing directory: exit 2" [ "$status" -eq 2 ]
+check "... which is not created" [ ! -e "$work/no" ]
+check "no temp file anywhere" [ -z "$(find "$work" -name '*.tmp.*')" ]
+
+it_end
