@@ -1,13 +1,13 @@
 /* gpu — CUDA runtime and cuBLAS implementation of runtime/gpu.h. Built
- * only where the CUDA Toolkit was found; runtime/gpu_none.c otherwise.
+ * only where the CUDA Toolkit was found; runtime/gpu_none.c otherwise. Both
+ * libraries are called through runtime/cuda_api.h's tables, loaded by the
+ * first function that needs them (cuBLAS by GEMMs and versions only).
  *
  * Patterns are generated and checked on the host and moved through one
  * pinned staging buffer (no CUDA kernel, so no CUDA compiler is needed):
  * checks are for correctness runs, not for the timed loops. */
 #include "runtime/gpu.h"
 
-#include <cublas_v2.h>
-#include <cuda_runtime.h>
 #include <library_types.h>
 #include <math.h>
 #include <stdint.h>
@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "core/err.h"
+#include "runtime/cuda_api.h"
 
 enum { STAGE_BYTES = 8 << 20 };
 
@@ -29,27 +30,28 @@ static int no_device_error(cudaError_t e) {
 }
 
 /* Record a failed CUDA call (what) and clear CUDA's last error. */
-static int cuda_fail(cudaError_t e, const char *what) {
-  (void)cudaGetLastError();
+static int cuda_fail(const rt_cudart *cu, cudaError_t e, const char *what) {
+  (void)cu->cudaGetLastError();
   if (no_device_error(e))
     return core_err_set(CORE_EUNSUPPORTED, "no CUDA device: %s: %s (%s)", what,
-                        cudaGetErrorString(e), cudaGetErrorName(e));
+                        cu->cudaGetErrorString(e), cu->cudaGetErrorName(e));
   int code = CORE_EIO;
   if (e == cudaErrorMemoryAllocation)
     code = CORE_ENOMEM;
   else if (e == cudaErrorInvalidValue || e == cudaErrorInvalidDevice)
     code = CORE_EINVAL;
-  return core_err_set(code, "%s: %s (%s)", what, cudaGetErrorString(e), cudaGetErrorName(e));
+  return core_err_set(code, "%s: %s (%s)", what, cu->cudaGetErrorString(e),
+                      cu->cudaGetErrorName(e));
 }
 
-static int cublas_fail(cublasStatus_t s, const char *what) {
+static int cublas_fail(const rt_cublas *cb, cublasStatus_t s, const char *what) {
   int code = CORE_EIO;
   if (s == CUBLAS_STATUS_ALLOC_FAILED)
     code = CORE_ENOMEM;
   else if (s == CUBLAS_STATUS_NOT_SUPPORTED || s == CUBLAS_STATUS_ARCH_MISMATCH)
     code = CORE_EUNSUPPORTED;
-  return core_err_set(code, "%s: %s (%s)", what, cublasGetStatusString(s),
-                      cublasGetStatusName(s));
+  return core_err_set(code, "%s: %s (%s)", what, cb->cublasGetStatusString(s),
+                      cb->cublasGetStatusName(s));
 }
 
 /* ---- devices ------------------------------------------------------------- */
@@ -58,14 +60,18 @@ int rt_gpu_count(int *n) {
   if (!n)
     return core_err_set(CORE_EINVAL, "rt_gpu_count: no output pointer");
   *n = 0;
+  const rt_cudart *cu;
+  int rc = rt_cudart_load(&cu);
+  if (rc)
+    return rc;
   int c = 0;
-  cudaError_t e = cudaGetDeviceCount(&c);
+  cudaError_t e = cu->cudaGetDeviceCount(&c);
   if (e != cudaSuccess) {
-    (void)cudaGetLastError();
+    (void)cu->cudaGetLastError();
     return core_err_set(CORE_EUNSUPPORTED,
                         "no CUDA device: cudaGetDeviceCount: %s (%s); GPU measurements and "
                         "the NCCL backend need an NVIDIA GPU with its driver",
-                        cudaGetErrorString(e), cudaGetErrorName(e));
+                        cu->cudaGetErrorString(e), cu->cudaGetErrorName(e));
   }
   if (c <= 0) {
     const char *vis = getenv("CUDA_VISIBLE_DEVICES");
@@ -77,8 +83,9 @@ int rt_gpu_count(int *n) {
   return 0;
 }
 
-/* 0 when device exists; CORE_EUNSUPPORTED or CORE_EINVAL otherwise. */
-static int check_device(int device) {
+/* 0 with the CUDA runtime's table when device exists; CORE_EUNSUPPORTED or
+ * CORE_EINVAL otherwise. */
+static int check_device(int device, const rt_cudart **cu) {
   int n = 0;
   int rc = rt_gpu_count(&n);
   if (rc)
@@ -86,19 +93,38 @@ static int check_device(int device) {
   if (device < 0 || device >= n)
     return core_err_set(CORE_EINVAL, "CUDA device %d does not exist: this host has %d (0..%d)",
                         device, n, n - 1);
-  return 0;
+  return rt_cudart_load(cu);
 }
 
 int rt_gpu_set_device(int device) {
-  int rc = check_device(device);
+  const rt_cudart *cu;
+  int rc = check_device(device, &cu);
   if (rc)
     return rc;
-  cudaError_t e = cudaSetDevice(device);
+  cudaError_t e = cu->cudaSetDevice(device);
   if (e != cudaSuccess) {
     char what[64];
     snprintf(what, sizeof what, "cudaSetDevice(%d)", device);
-    return cuda_fail(e, what);
+    return cuda_fail(cu, e, what);
   }
+  return 0;
+}
+
+/* Free memory of device: it needs a context there; borrow it, then restore. */
+static int free_memory(const rt_cudart *cu, int device, size_t *free_mem) {
+  int cur = 0;
+  cudaError_t e = cu->cudaGetDevice(&cur);
+  if (e != cudaSuccess)
+    return cuda_fail(cu, e, "cudaGetDevice");
+  if ((e = cu->cudaSetDevice(device)) != cudaSuccess)
+    return cuda_fail(cu, e, "cudaSetDevice");
+  size_t tot = 0;
+  e = cu->cudaMemGetInfo(free_mem, &tot);
+  cudaError_t e2 = cu->cudaSetDevice(cur);
+  if (e != cudaSuccess)
+    return cuda_fail(cu, e, "cudaMemGetInfo");
+  if (e2 != cudaSuccess)
+    return cuda_fail(cu, e2, "cudaSetDevice (restoring the current device)");
   return 0;
 }
 
@@ -106,56 +132,48 @@ int rt_gpu_get_info(int device, rt_gpu_info *out) {
   if (!out)
     return core_err_set(CORE_EINVAL, "rt_gpu_get_info: no output pointer");
   memset(out, 0, sizeof *out);
-  int rc = check_device(device);
+  const rt_cudart *cu;
+  int rc = check_device(device, &cu);
   if (rc)
     return rc;
   struct cudaDeviceProp p;
-  cudaError_t e = cudaGetDeviceProperties(&p, device);
+  cudaError_t e = cu->cudaGetDeviceProperties(&p, device);
   if (e != cudaSuccess)
-    return cuda_fail(e, "cudaGetDeviceProperties");
+    return cuda_fail(cu, e, "cudaGetDeviceProperties");
   out->device = device;
   snprintf(out->name, sizeof out->name, "%s", p.name);
   out->cc_major = p.major;
   out->cc_minor = p.minor;
   out->sm_count = p.multiProcessorCount;
   out->total_mem = p.totalGlobalMem;
-  e = cudaDeviceGetPCIBusId(out->pci_bus_id, (int)sizeof out->pci_bus_id, device);
+  e = cu->cudaDeviceGetPCIBusId(out->pci_bus_id, (int)sizeof out->pci_bus_id, device);
   if (e != cudaSuccess)
-    return cuda_fail(e, "cudaDeviceGetPCIBusId");
-  /* Free memory needs a context on that device: borrow it, then restore. */
-  int cur = 0;
-  e = cudaGetDevice(&cur);
-  if (e != cudaSuccess)
-    return cuda_fail(e, "cudaGetDevice");
-  if ((e = cudaSetDevice(device)) != cudaSuccess)
-    return cuda_fail(e, "cudaSetDevice");
-  size_t fr = 0, tot = 0;
-  e = cudaMemGetInfo(&fr, &tot);
-  cudaError_t e2 = cudaSetDevice(cur);
-  if (e != cudaSuccess)
-    return cuda_fail(e, "cudaMemGetInfo");
-  if (e2 != cudaSuccess)
-    return cuda_fail(e2, "cudaSetDevice (restoring the current device)");
-  out->free_mem = fr;
-  return 0;
+    return cuda_fail(cu, e, "cudaDeviceGetPCIBusId");
+  return free_memory(cu, device, &out->free_mem);
 }
 
 int rt_gpu_versions(char *buf, size_t len) {
   if (!buf || len == 0)
     return core_err_set(CORE_EINVAL, "rt_gpu_versions: no buffer");
-  int rt = 0, drv = 0, cb[3] = {0, 0, 0};
-  (void)cudaRuntimeGetVersion(&rt);
-  (void)cudaDriverGetVersion(&drv);
-  (void)cublasGetProperty(MAJOR_VERSION, &cb[0]);
-  (void)cublasGetProperty(MINOR_VERSION, &cb[1]);
-  (void)cublasGetProperty(PATCH_LEVEL, &cb[2]);
+  buf[0] = '\0';
+  const rt_cudart *cu;
+  const rt_cublas *cb;
+  int rc = rt_cudart_load(&cu);
+  if (rc || (rc = rt_cublas_load(&cb)))
+    return rc;
+  int rt = 0, drv = 0, v[3] = {0, 0, 0};
+  (void)cu->cudaRuntimeGetVersion(&rt);
+  (void)cu->cudaDriverGetVersion(&drv);
+  (void)cb->cublasGetProperty(MAJOR_VERSION, &v[0]);
+  (void)cb->cublasGetProperty(MINOR_VERSION, &v[1]);
+  (void)cb->cublasGetProperty(PATCH_LEVEL, &v[2]);
   char d[32];
   if (drv > 0)
     snprintf(d, sizeof d, "%d.%d", drv / 1000, drv % 1000 / 10);
   else
     snprintf(d, sizeof d, "none");
   snprintf(buf, len, "CUDA runtime %d.%d, driver %s, cuBLAS %d.%d.%d", rt / 1000,
-           rt % 1000 / 10, d, cb[0], cb[1], cb[2]);
+           rt % 1000 / 10, d, v[0], v[1], v[2]);
   /* Say what is known even without a device, but report its absence. */
   int n = 0;
   return rt_gpu_count(&n);
@@ -169,20 +187,26 @@ int rt_gpu_alloc(size_t bytes, void **dptr) {
   *dptr = NULL;
   if (bytes == 0)
     return core_err_set(CORE_EINVAL, "rt_gpu_alloc: zero bytes");
-  cudaError_t e = cudaMalloc(dptr, bytes);
+  const rt_cudart *cu;
+  int rc = rt_cudart_load(&cu);
+  if (rc)
+    return rc;
+  cudaError_t e = cu->cudaMalloc(dptr, bytes);
   if (e != cudaSuccess) {
     *dptr = NULL;
     char what[80];
     snprintf(what, sizeof what, "cudaMalloc of %zu bytes", bytes);
-    return cuda_fail(e, what);
+    return cuda_fail(cu, e, what);
   }
   return 0;
 }
 
+/* A buffer exists only once the CUDA runtime was loaded. */
 void rt_gpu_free(void *dptr) {
-  if (dptr) {
-    (void)cudaFree(dptr);
-    (void)cudaGetLastError();
+  const rt_cudart *cu = rt_cudart_loaded();
+  if (dptr && cu) {
+    (void)cu->cudaFree(dptr);
+    (void)cu->cudaGetLastError();
   }
 }
 
@@ -192,36 +216,49 @@ int rt_gpu_host_alloc(size_t bytes, void **hptr) {
   *hptr = NULL;
   if (bytes == 0)
     return core_err_set(CORE_EINVAL, "rt_gpu_host_alloc: zero bytes");
-  cudaError_t e = cudaMallocHost(hptr, bytes);
+  const rt_cudart *cu;
+  int rc = rt_cudart_load(&cu);
+  if (rc)
+    return rc;
+  cudaError_t e = cu->cudaMallocHost(hptr, bytes);
   if (e != cudaSuccess) {
     *hptr = NULL;
     char what[80];
     snprintf(what, sizeof what, "cudaMallocHost of %zu bytes", bytes);
-    return cuda_fail(e, what);
+    return cuda_fail(cu, e, what);
   }
   return 0;
 }
 
 void rt_gpu_host_free(void *hptr) {
-  if (hptr) {
-    (void)cudaFreeHost(hptr);
-    (void)cudaGetLastError();
+  const rt_cudart *cu = rt_cudart_loaded();
+  if (hptr && cu) {
+    (void)cu->cudaFreeHost(hptr);
+    (void)cu->cudaGetLastError();
   }
 }
 
 int rt_gpu_memset(void *dptr, int byte, size_t bytes) {
   if (!dptr && bytes)
     return core_err_set(CORE_EINVAL, "rt_gpu_memset: null buffer");
-  cudaError_t e = cudaMemset(dptr, byte, bytes);
-  return e == cudaSuccess ? 0 : cuda_fail(e, "cudaMemset");
+  const rt_cudart *cu;
+  int rc = rt_cudart_load(&cu);
+  if (rc)
+    return rc;
+  cudaError_t e = cu->cudaMemset(dptr, byte, bytes);
+  return e == cudaSuccess ? 0 : cuda_fail(cu, e, "cudaMemset");
 }
 
 static int copy(void *dst, const void *src, size_t bytes, enum cudaMemcpyKind kind,
                 const char *what) {
   if ((!dst || !src) && bytes)
     return core_err_set(CORE_EINVAL, "%s: null buffer", what);
-  cudaError_t e = cudaMemcpy(dst, src, bytes, kind);
-  return e == cudaSuccess ? 0 : cuda_fail(e, what);
+  const rt_cudart *cu;
+  int rc = rt_cudart_load(&cu);
+  if (rc)
+    return rc;
+  cudaError_t e = cu->cudaMemcpy(dst, src, bytes, kind);
+  return e == cudaSuccess ? 0 : cuda_fail(cu, e, what);
 }
 
 int rt_gpu_copy_to_device(void *dst, const void *src, size_t bytes) {
@@ -237,8 +274,12 @@ int rt_gpu_copy_on_device(void *dst, const void *src, size_t bytes) {
 }
 
 int rt_gpu_sync(void) {
-  cudaError_t e = cudaDeviceSynchronize();
-  return e == cudaSuccess ? 0 : cuda_fail(e, "cudaDeviceSynchronize");
+  const rt_cudart *cu;
+  int rc = rt_cudart_load(&cu);
+  if (rc)
+    return rc;
+  cudaError_t e = cu->cudaDeviceSynchronize();
+  return e == cudaSuccess ? 0 : cuda_fail(cu, e, "cudaDeviceSynchronize");
 }
 
 /* ---- element conversions (round to nearest even) -------------------------- */
@@ -404,33 +445,39 @@ int rt_gpu_check(const void *dptr, size_t count, enum rt_dtype t, const rt_gpu_p
 /* ---- measurements --------------------------------------------------------- */
 
 typedef struct ev_timer {
+  const rt_cudart *cu;
   cudaEvent_t start, stop;
 } ev_timer;
 
 static int ev_timer_create(ev_timer *tm) {
-  cudaError_t e = cudaEventCreate(&tm->start);
+  int rc = rt_cudart_load(&tm->cu);
+  if (rc)
+    return rc;
+  const rt_cudart *cu = tm->cu;
+  cudaError_t e = cu->cudaEventCreate(&tm->start);
   if (e != cudaSuccess)
-    return cuda_fail(e, "cudaEventCreate");
-  if ((e = cudaEventCreate(&tm->stop)) != cudaSuccess) {
-    cudaEventDestroy(tm->start);
-    return cuda_fail(e, "cudaEventCreate");
+    return cuda_fail(cu, e, "cudaEventCreate");
+  if ((e = cu->cudaEventCreate(&tm->stop)) != cudaSuccess) {
+    cu->cudaEventDestroy(tm->start);
+    return cuda_fail(cu, e, "cudaEventCreate");
   }
   return 0;
 }
 
 static void ev_timer_destroy(ev_timer *tm) {
-  cudaEventDestroy(tm->start);
-  cudaEventDestroy(tm->stop);
+  tm->cu->cudaEventDestroy(tm->start);
+  tm->cu->cudaEventDestroy(tm->stop);
 }
 
 /* Seconds between the two events once stop has happened. */
 static int ev_timer_seconds(ev_timer *tm, double *s) {
-  cudaError_t e = cudaEventSynchronize(tm->stop);
+  const rt_cudart *cu = tm->cu;
+  cudaError_t e = cu->cudaEventSynchronize(tm->stop);
   if (e != cudaSuccess)
-    return cuda_fail(e, "cudaEventSynchronize");
+    return cuda_fail(cu, e, "cudaEventSynchronize");
   float ms = 0;
-  if ((e = cudaEventElapsedTime(&ms, tm->start, tm->stop)) != cudaSuccess)
-    return cuda_fail(e, "cudaEventElapsedTime");
+  if ((e = cu->cudaEventElapsedTime(&ms, tm->start, tm->stop)) != cudaSuccess)
+    return cuda_fail(cu, e, "cudaEventElapsedTime");
   if (!(ms > 0))
     return core_err_set(CORE_EIO, "CUDA events measured %g ms; use more iterations",
                         (double)ms);
@@ -446,8 +493,9 @@ static int loop_args(int warmup, int iters, const char *fn) {
 }
 
 /* Time iters GEMMs C = A·B (column-major, no transposes) after warmup. */
-static int time_gemms(enum rt_gpu_math math, int m, int n, int k, const void *a, const void *b,
-                      void *c, int warmup, int iters, double *seconds) {
+static int time_gemms(const rt_cublas *cb, enum rt_gpu_math math, int m, int n, int k,
+                      const void *a, const void *b, void *c, int warmup, int iters,
+                      double *seconds) {
   cudaDataType_t dt = CUDA_R_32F;
   cublasComputeType_t ct = CUBLAS_COMPUTE_32F;
   if (math == RT_GPU_TF32)
@@ -460,9 +508,9 @@ static int time_gemms(enum rt_gpu_math math, int m, int n, int k, const void *a,
   snprintf(what, sizeof what, "cublasGemmEx %s %dx%dx%d", rt_gpu_math_name(math), m, n, k);
 
   cublasHandle_t h;
-  cublasStatus_t st = cublasCreate(&h);
+  cublasStatus_t st = cb->cublasCreate(&h);
   if (st != CUBLAS_STATUS_SUCCESS)
-    return cublas_fail(st, "cublasCreate");
+    return cublas_fail(cb, st, "cublasCreate");
   ev_timer tm;
   int rc = ev_timer_create(&tm);
   if (rc)
@@ -470,22 +518,23 @@ static int time_gemms(enum rt_gpu_math math, int m, int n, int k, const void *a,
   const float alpha = 1.0f, beta = 0.0f;
   cudaError_t e = cudaSuccess;
   for (int i = 0; i < warmup + iters; i++) {
-    if (i == warmup && (e = cudaEventRecord(tm.start, 0)) != cudaSuccess)
+    if (i == warmup && (e = tm.cu->cudaEventRecord(tm.start, 0)) != cudaSuccess)
       break;
-    st = cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &alpha, a, dt, m, b, dt, k, &beta, c,
-                      dt, m, ct, CUBLAS_GEMM_DEFAULT);
+    st = cb->cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &alpha, a, dt, m, b, dt, k, &beta,
+                          c, dt, m, ct, CUBLAS_GEMM_DEFAULT);
     if (st != CUBLAS_STATUS_SUCCESS) {
-      rc = cublas_fail(st, what);
+      rc = cublas_fail(cb, st, what);
       goto destroy_timer;
     }
   }
   if (e == cudaSuccess)
-    e = cudaEventRecord(tm.stop, 0);
-  rc = e == cudaSuccess ? ev_timer_seconds(&tm, seconds) : cuda_fail(e, "cudaEventRecord");
+    e = tm.cu->cudaEventRecord(tm.stop, 0);
+  rc = e == cudaSuccess ? ev_timer_seconds(&tm, seconds)
+                        : cuda_fail(tm.cu, e, "cudaEventRecord");
 destroy_timer:
   ev_timer_destroy(&tm);
 destroy_handle:
-  cublasDestroy(h);
+  cb->cublasDestroy(h);
   return rc;
 }
 
@@ -502,8 +551,10 @@ int rt_gpu_gemm_rate(int device, enum rt_gpu_math math, int m, int n, int k, int
                         k);
   if ((unsigned)math >= RT_GPU_N_MATH)
     return core_err_set(CORE_EINVAL, "rt_gpu_gemm_rate: unknown precision %d", (int)math);
+  const rt_cublas *cb;
   rt_gpu_info info;
-  if ((rc = rt_gpu_get_info(device, &info)) || (rc = rt_gpu_set_device(device)))
+  if ((rc = rt_gpu_get_info(device, &info)) || (rc = rt_gpu_set_device(device)) ||
+      (rc = rt_cublas_load(&cb)))
     return rc;
   /* TF32 and bf16 need Ampere tensor cores; cuBLAS would quietly fall back
    * to fp32 math and this would measure the wrong thing. */
@@ -531,7 +582,7 @@ int rt_gpu_gemm_rate(int device, enum rt_gpu_math math, int m, int n, int k, int
     goto free_bufs;
 
   double s = 0;
-  if ((rc = time_gemms(math, m, n, k, a, b, c, warmup, iters, &s)))
+  if ((rc = time_gemms(cb, math, m, n, k, a, b, c, warmup, iters, &s)))
     goto free_bufs;
   *flops_per_s = 2.0 * m * (double)n * k * iters / s;
 
@@ -552,13 +603,14 @@ static int time_copies(void *dst, const void *src, size_t bytes, enum cudaMemcpy
   cudaError_t e = cudaSuccess;
   for (int i = 0; i < warmup + iters && e == cudaSuccess; i++) {
     if (i == warmup)
-      e = cudaEventRecord(tm.start, 0);
+      e = tm.cu->cudaEventRecord(tm.start, 0);
     if (e == cudaSuccess)
-      e = cudaMemcpyAsync(dst, src, bytes, kind, 0);
+      e = tm.cu->cudaMemcpyAsync(dst, src, bytes, kind, 0);
   }
   if (e == cudaSuccess)
-    e = cudaEventRecord(tm.stop, 0);
-  rc = e == cudaSuccess ? ev_timer_seconds(&tm, seconds) : cuda_fail(e, "timed cudaMemcpyAsync");
+    e = tm.cu->cudaEventRecord(tm.stop, 0);
+  rc = e == cudaSuccess ? ev_timer_seconds(&tm, seconds)
+                        : cuda_fail(tm.cu, e, "timed cudaMemcpyAsync");
   ev_timer_destroy(&tm);
   return rc;
 }

@@ -9,11 +9,14 @@
  * Two implementations share this header and exactly one is built:
  * runtime/gpu.c against the CUDA runtime and cuBLAS where the CUDA Toolkit
  * was found (DDPSIM_HAVE_CUDA is defined), runtime/gpu_none.c elsewhere.
+ * runtime/gpu.c loads both libraries on first use (runtime/cuda_api.h).
  *
  * Every function returns 0 or a negative core_err code with a message:
  *   CORE_EUNSUPPORTED  no usable device: built without CUDA, no driver, no
  *                      GPU, or CUDA_VISIBLE_DEVICES hides them all
- *                      ("no CUDA device: <what CUDA said>");
+ *                      ("no CUDA device: <what CUDA said>"); or the CUDA
+ *                      runtime (cuBLAS, for GEMMs and versions) cannot be
+ *                      loaded ("CUDA runtime not found: ...");
  *   CORE_EINVAL        a bad argument (device index, size, null pointer);
  *   CORE_ENOMEM        device or pinned host memory exhausted;
  *   CORE_ECORRUPT      rt_gpu_check found elements that differ;

@@ -1,5 +1,7 @@
 /* nccl — the NCCL backend of rt_comm (runtime/nccl.h). Built only where the
  * CUDA Toolkit and NCCL >= 2.14 were found; runtime/nccl_none.c otherwise.
+ * NCCL and the CUDA runtime are called through the tables of
+ * runtime/nccl_api.h and runtime/cuda_api.h, which each communicator keeps.
  *
  * One wait loop serves every operation (nccl-tests' testStreamSynchronize
  * with its hang detection): after NCCL accepted the call (ncclSuccess or,
@@ -12,10 +14,8 @@
  * sleeps with a doubling interval up to a millisecond. */
 #include "runtime/nccl.h"
 
-#include <cuda_runtime.h>
 #include <errno.h>
 #include <limits.h>
-#include <nccl.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -24,7 +24,9 @@
 #include <time.h>
 
 #include "core/err.h"
+#include "runtime/cuda_api.h"
 #include "runtime/gpu.h"
+#include "runtime/nccl_api.h"
 
 #if NCCL_VERSION_CODE < NCCL_VERSION(2, 14, 0)
 #error "ddpsim's NCCL backend needs NCCL 2.14 or later (non-blocking communicators)"
@@ -33,6 +35,8 @@
 #define UID_KEY "ddpsim_nccl_uid"
 
 typedef struct nccl_impl {
+  const rt_cudart *cu;
+  const rt_nccl_api *nc;
   ncclComm_t comm;    /* NULL once aborted or destroyed */
   cudaStream_t stream;
   int device;
@@ -63,26 +67,26 @@ static int fail(rt_comm *c, int code, const char *fmt, ...) {
   va_end(ap);
   im->failed = code;
   if (im->comm) {
-    (void)ncclCommAbort(im->comm);
+    (void)im->nc->ncclCommAbort(im->comm);
     im->comm = NULL;
   }
-  (void)cudaGetLastError();
+  (void)im->cu->cudaGetLastError();
   return core_err_set(code, "%s", im->first_err);
 }
 
 static int fail_nccl(rt_comm *c, const char *op, ncclResult_t r) {
   nccl_impl *im = impl_of(c);
-  const char *last = ncclGetLastError(im->comm);
+  const char *last = im->nc->ncclGetLastError(im->comm);
   char detail[384];
   snprintf(detail, sizeof detail, "%s", last && *last ? last : "no detail from NCCL");
   if (r == ncclRemoteError)
     return fail(c, CORE_EPEER,
                 "NCCL %s on rank %d of %d (device %d): a peer failed: %s (%s); check the other "
                 "ranks' logs",
-                op, c->rank, c->size, im->device, ncclGetErrorString(r), detail);
+                op, c->rank, c->size, im->device, im->nc->ncclGetErrorString(r), detail);
   return fail(c, CORE_ECOMM,
               "NCCL %s on rank %d of %d (device %d) failed: %s (%s); NCCL_DEBUG=WARN shows more",
-              op, c->rank, c->size, im->device, ncclGetErrorString(r), detail);
+              op, c->rank, c->size, im->device, im->nc->ncclGetErrorString(r), detail);
 }
 
 /* ---- the wait loop ---------------------------------------------------------- */
@@ -95,7 +99,7 @@ static int nccl_wait(rt_comm *c, const char *op, int on_stream) {
   long nap_ns = 20 * 1000;
   for (;;) {
     ncclResult_t as = ncclSuccess;
-    ncclResult_t r = ncclCommGetAsyncError(im->comm, &as);
+    ncclResult_t r = im->nc->ncclCommGetAsyncError(im->comm, &as);
     if (r != ncclSuccess)
       return fail_nccl(c, op, r);
     if (as != ncclSuccess && as != ncclInProgress)
@@ -103,13 +107,13 @@ static int nccl_wait(rt_comm *c, const char *op, int on_stream) {
     if (as == ncclSuccess) {
       if (!on_stream)
         return 0;
-      cudaError_t q = cudaStreamQuery(im->stream);
+      cudaError_t q = im->cu->cudaStreamQuery(im->stream);
       if (q == cudaSuccess)
         return 0;
       if (q != cudaErrorNotReady)
         return fail(c, CORE_ECOMM, "NCCL %s on rank %d of %d (device %d): CUDA error %s (%s)",
-                    op, c->rank, c->size, im->device, cudaGetErrorString(q),
-                    cudaGetErrorName(q));
+                    op, c->rank, c->size, im->device, im->cu->cudaGetErrorString(q),
+                    im->cu->cudaGetErrorName(q));
     }
     double t = now_s();
     if (t > deadline)
@@ -145,10 +149,10 @@ static int ready(rt_comm *c, const char *op) {
                         "earlier failure (%s); destroy it and connect again under a new store "
                         "prefix",
                         op, c->rank, c->size, im->first_err);
-  cudaError_t e = cudaSetDevice(im->device);
+  cudaError_t e = im->cu->cudaSetDevice(im->device);
   if (e != cudaSuccess)
     return fail(c, CORE_ECOMM, "NCCL %s on rank %d of %d: cudaSetDevice(%d): %s", op, c->rank,
-                c->size, im->device, cudaGetErrorString(e));
+                c->size, im->device, im->cu->cudaGetErrorString(e));
   return 0;
 }
 
@@ -192,7 +196,8 @@ static int nccl_allreduce(rt_comm *c, void *buf, size_t count, enum rt_dtype t,
     return 0;
   if (!buf)
     return core_err_set(CORE_EINVAL, "NCCL %s: null buffer", op);
-  return issued(c, op, ncclAllReduce(buf, buf, count, dt, ncclSum, im->comm, im->stream));
+  return issued(c, op,
+                im->nc->ncclAllReduce(buf, buf, count, dt, ncclSum, im->comm, im->stream));
 }
 
 static int nccl_allgather(rt_comm *c, const void *send, void *recv, size_t count,
@@ -206,7 +211,7 @@ static int nccl_allgather(rt_comm *c, const void *send, void *recv, size_t count
     return rc;
   if (!send || !recv)
     return core_err_set(CORE_EINVAL, "NCCL %s: null buffer", op);
-  return issued(c, op, ncclAllGather(send, recv, count, dt, im->comm, im->stream));
+  return issued(c, op, im->nc->ncclAllGather(send, recv, count, dt, im->comm, im->stream));
 }
 
 static int nccl_reduce_scatter(rt_comm *c, const void *send, void *recv, size_t recvcount,
@@ -222,7 +227,8 @@ static int nccl_reduce_scatter(rt_comm *c, const void *send, void *recv, size_t 
   if (!send || !recv)
     return core_err_set(CORE_EINVAL, "NCCL %s: null buffer", op);
   return issued(c, op,
-                ncclReduceScatter(send, recv, recvcount, dt, ncclSum, im->comm, im->stream));
+                im->nc->ncclReduceScatter(send, recv, recvcount, dt, ncclSum, im->comm,
+                                          im->stream));
 }
 
 static int nccl_broadcast(rt_comm *c, void *buf, size_t count, enum rt_dtype t, int root) {
@@ -241,7 +247,8 @@ static int nccl_broadcast(rt_comm *c, void *buf, size_t count, enum rt_dtype t, 
     return 0;
   if (!buf)
     return core_err_set(CORE_EINVAL, "NCCL %s: null buffer", op);
-  return issued(c, op, ncclBroadcast(buf, buf, count, dt, root, im->comm, im->stream));
+  return issued(c, op,
+                im->nc->ncclBroadcast(buf, buf, count, dt, root, im->comm, im->stream));
 }
 
 /* NCCL has no barrier: a one-element allreduce, as torch.distributed does. */
@@ -251,7 +258,8 @@ static int nccl_barrier(rt_comm *c) {
   if (rc)
     return rc;
   return issued(c, "barrier",
-                ncclAllReduce(im->one, im->one, 1, ncclFloat32, ncclSum, im->comm, im->stream));
+                im->nc->ncclAllReduce(im->one, im->one, 1, ncclFloat32, ncclSum, im->comm,
+                                      im->stream));
 }
 
 /* ---- lifetime ---------------------------------------------------------------- */
@@ -263,10 +271,10 @@ static int nccl_barrier(rt_comm *c) {
 static void release(rt_comm *c, int free_scratch) {
   nccl_impl *im = impl_of(c);
   if (free_scratch)
-    (void)cudaFree(im->one);
+    (void)im->cu->cudaFree(im->one);
   if (im->stream)
-    (void)cudaStreamDestroy(im->stream);
-  (void)cudaGetLastError();
+    (void)im->cu->cudaStreamDestroy(im->stream);
+  (void)im->cu->cudaGetLastError();
   free(im);
   free(c);
 }
@@ -279,19 +287,19 @@ static void nccl_destroy(rt_comm *c) {
   }
   int healthy = im->comm && !im->failed;
   if (healthy) {
-    (void)cudaSetDevice(im->device);
+    (void)im->cu->cudaSetDevice(im->device);
     /* Collective: flushes every rank's outstanding work, bounded by the
      * timeout (nccl_wait aborts on a timeout or an error). */
-    ncclResult_t r = ncclCommFinalize(im->comm);
+    ncclResult_t r = im->nc->ncclCommFinalize(im->comm);
     int rc = r == ncclSuccess || r == ncclInProgress ? nccl_wait(c, "finalize", 0)
                                                      : fail_nccl(c, "finalize", r);
     if (rc == 0) {
-      (void)ncclCommDestroy(im->comm);
+      (void)im->nc->ncclCommDestroy(im->comm);
       im->comm = NULL;
     }
     healthy = rc == 0;
   } else if (im->comm) {
-    (void)ncclCommAbort(im->comm);
+    (void)im->nc->ncclCommAbort(im->comm);
     im->comm = NULL;
   }
   release(c, healthy);
@@ -308,8 +316,8 @@ static void nccl_abort(rt_comm *c) {
    * failed has nothing in flight and its scratch can be freed. */
   int quiet = !im->failed;
   if (im->comm) {
-    (void)cudaSetDevice(im->device);
-    (void)ncclCommAbort(im->comm);
+    (void)im->cu->cudaSetDevice(im->device);
+    (void)im->nc->ncclCommAbort(im->comm);
     im->comm = NULL;
   }
   release(c, quiet);
@@ -333,21 +341,27 @@ void *rt_nccl_stream(rt_comm *c) {
 int rt_nccl_version(int *version) {
   if (!version)
     return core_err_set(CORE_EINVAL, "rt_nccl_version: no output pointer");
-  ncclResult_t r = ncclGetVersion(version);
+  *version = 0;
+  const rt_nccl_api *nc;
+  int rc = rt_nccl_api_load(&nc);
+  if (rc)
+    return rc;
+  ncclResult_t r = nc->ncclGetVersion(version);
   if (r != ncclSuccess)
-    return core_err_set(CORE_ECOMM, "ncclGetVersion: %s", ncclGetErrorString(r));
+    return core_err_set(CORE_ECOMM, "ncclGetVersion: %s", nc->ncclGetErrorString(r));
   return 0;
 }
 
 /* ---- connecting ------------------------------------------------------------- */
 
 /* Rank 0 creates the unique id and publishes it; the others wait for it. */
-static int exchange_id(rt_store *store, int rank, int size, int timeout_ms, ncclUniqueId *id) {
+static int exchange_id(const rt_nccl_api *nc, rt_store *store, int rank, int size, int timeout_ms,
+                       ncclUniqueId *id) {
   if (rank == 0) {
-    ncclResult_t r = ncclGetUniqueId(id);
+    ncclResult_t r = nc->ncclGetUniqueId(id);
     if (r != ncclSuccess)
       return core_err_set(CORE_ECOMM, "NCCL rank 0 of %d: ncclGetUniqueId: %s (%s)", size,
-                          ncclGetErrorString(r), ncclGetLastError(NULL));
+                          nc->ncclGetErrorString(r), nc->ncclGetLastError(NULL));
     int rc = rt_store_set(store, UID_KEY, id, sizeof *id);
     return rc ? core_err_wrap(rc, "NCCL rank 0 of %d publishing its unique id: ", size) : 0;
   }
@@ -375,13 +389,13 @@ typedef struct algo_env {
   char *saved; /* the previous value, or NULL when it was unset */
 } algo_env;
 
-static int algo_env_set(algo_env *ae, enum rt_algo algo) {
+static int algo_env_set(const rt_nccl_api *nc, algo_env *ae, enum rt_algo algo) {
   memset(ae, 0, sizeof *ae);
   if (algo == RT_ALGO_DEFAULT)
     return 0;
   int v = 0;
   /* Per-collective lists ("allreduce:ring") arrived in NCCL 2.24. */
-  int per_coll = ncclGetVersion(&v) == ncclSuccess && v >= 22400;
+  int per_coll = nc->ncclGetVersion(&v) == ncclSuccess && v >= 22400;
   const char *value = algo == RT_ALGO_RING ? (per_coll ? "allreduce:ring" : "Ring")
                                            : (per_coll ? "allreduce:tree" : "Tree");
   const char *old = getenv("NCCL_ALGO");
@@ -408,11 +422,10 @@ static void algo_env_restore(algo_env *ae) {
   ae->changed = 0;
 }
 
-int rt_nccl_connect_algo(rt_store *store, int rank, int size, int device, double timeout_s,
-                         enum rt_algo algo, rt_comm **out) {
-  if (!out)
-    return core_err_set(CORE_EINVAL, "rt_nccl_connect: no output pointer");
-  *out = NULL;
+/* The arguments, NCCL and the device, checked before the store is touched;
+ * device made current. The libraries' tables in *nc and *cu. */
+static int connect_checks(rt_store *store, int rank, int size, int device, double timeout_s,
+                          enum rt_algo algo, const rt_nccl_api **nc, const rt_cudart **cu) {
   if (!store)
     return core_err_set(CORE_EINVAL, "rt_nccl_connect: no rendezvous store");
   if (size < 1 || rank < 0 || rank >= size)
@@ -426,23 +439,74 @@ int rt_nccl_connect_algo(rt_store *store, int rank, int size, int device, double
                         "NCCL communicator: '%s' is a Gloo algorithm; NCCL offers default, "
                         "ring and tree",
                         rt_algo_name(algo));
-  /* No device: say so before touching the store or NCCL. */
   int ndev = 0;
-  int rc = rt_gpu_count(&ndev);
-  if (rc)
+  int rc = rt_nccl_api_load(nc);
+  if (rc || (rc = rt_gpu_count(&ndev)))
     return core_err_wrap(rc, "NCCL rank %d of %d: ", rank, size);
   if (device < 0 || device >= ndev)
     return core_err_set(CORE_EINVAL,
                         "NCCL rank %d of %d: CUDA device %d does not exist (this host has %d)",
                         rank, size, device, ndev);
-  if ((rc = rt_gpu_set_device(device)))
+  if ((rc = rt_gpu_set_device(device)) || (rc = rt_cudart_load(cu)))
     return core_err_wrap(rc, "NCCL rank %d of %d: ", rank, size);
+  return 0;
+}
+
+/* The stream and scratch float of a new communicator. */
+static int stream_and_scratch(rt_comm *c) {
+  nccl_impl *im = impl_of(c);
+  const rt_cudart *cu = im->cu;
+  cudaError_t e = cu->cudaStreamCreateWithFlags(&im->stream, cudaStreamNonBlocking);
+  if (e != cudaSuccess)
+    return core_err_set(CORE_ECOMM, "NCCL rank %d of %d: cudaStreamCreate on device %d: %s",
+                        c->rank, c->size, im->device, cu->cudaGetErrorString(e));
+  if ((e = cu->cudaMalloc((void **)&im->one, sizeof *im->one)) != cudaSuccess) {
+    int rc = core_err_set(e == cudaErrorMemoryAllocation ? CORE_ENOMEM : CORE_ECOMM,
+                          "NCCL rank %d of %d: cudaMalloc on device %d: %s", c->rank, c->size,
+                          im->device, cu->cudaGetErrorString(e));
+    (void)cu->cudaStreamDestroy(im->stream);
+    im->stream = NULL;
+    return rc;
+  }
+  return 0;
+}
+
+/* Create c's NCCL communicator with NCCL_ALGO set for algo meanwhile. */
+static int create_comm(rt_comm *c, ncclUniqueId id, enum rt_algo algo) {
+  nccl_impl *im = impl_of(c);
+  algo_env ae;
+  int rc = algo_env_set(im->nc, &ae, algo);
+  if (rc)
+    return rc;
+  ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+  cfg.blocking = 0;
+  ncclResult_t r = im->nc->ncclCommInitRankConfig(&im->comm, c->size, id, c->rank, &cfg);
+  /* Non-blocking: creation goes on in the background (NCCL reads NCCL_ALGO
+   * there), so the environment is restored only once it has ended. */
+  if (r != ncclSuccess && r != ncclInProgress)
+    rc = fail_nccl(c, "communicator creation", r);
+  else
+    rc = nccl_wait(c, "communicator creation", 0);
+  algo_env_restore(&ae);
+  return rc; /* after a failure, fail() has aborted the communicator */
+}
+
+int rt_nccl_connect_algo(rt_store *store, int rank, int size, int device, double timeout_s,
+                         enum rt_algo algo, rt_comm **out) {
+  if (!out)
+    return core_err_set(CORE_EINVAL, "rt_nccl_connect: no output pointer");
+  *out = NULL;
+  const rt_nccl_api *nc = NULL;
+  const rt_cudart *cu = NULL;
+  /* No NCCL or no device: say so before touching the store. */
+  int rc = connect_checks(store, rank, size, device, timeout_s, algo, &nc, &cu);
+  if (rc)
+    return rc;
   int timeout_ms = (int)(timeout_s * 1000.0 + 0.5);
   if (timeout_ms < 1)
     timeout_ms = 1;
-
   ncclUniqueId id;
-  if ((rc = exchange_id(store, rank, size, timeout_ms, &id)))
+  if ((rc = exchange_id(nc, store, rank, size, timeout_ms, &id)))
     return rc;
 
   rt_comm *c = calloc(1, sizeof *c);
@@ -451,50 +515,23 @@ int rt_nccl_connect_algo(rt_store *store, int rank, int size, int device, double
     rc = core_err_set(CORE_ENOMEM, "rt_nccl_connect: out of memory");
     goto free_comm;
   }
-  c->ops = &nccl_ops;
-  c->rank = rank;
-  c->size = size;
-  c->timeout_s = timeout_s;
-  c->impl = im;
+  *c = (rt_comm){.ops = &nccl_ops, .rank = rank, .size = size, .timeout_s = timeout_s, .impl = im};
+  im->cu = cu;
+  im->nc = nc;
   im->device = device;
   im->algo = algo;
-  cudaError_t e = cudaStreamCreateWithFlags(&im->stream, cudaStreamNonBlocking);
-  if (e != cudaSuccess) {
-    rc = core_err_set(CORE_ECOMM, "NCCL rank %d of %d: cudaStreamCreate on device %d: %s",
-                      rank, size, device, cudaGetErrorString(e));
+  if ((rc = stream_and_scratch(c)))
     goto free_comm;
-  }
-  if ((e = cudaMalloc((void **)&im->one, sizeof *im->one)) != cudaSuccess) {
-    rc = core_err_set(e == cudaErrorMemoryAllocation ? CORE_ENOMEM : CORE_ECOMM,
-                      "NCCL rank %d of %d: cudaMalloc on device %d: %s", rank, size, device,
-                      cudaGetErrorString(e));
-    goto destroy_stream;
-  }
-
-  algo_env ae;
-  if ((rc = algo_env_set(&ae, algo)))
-    goto free_one;
-  ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
-  cfg.blocking = 0;
-  ncclResult_t r = ncclCommInitRankConfig(&im->comm, size, id, rank, &cfg);
-  /* Non-blocking: creation goes on in the background (NCCL reads NCCL_ALGO
-   * there), so the environment is restored only once it has ended. */
-  if (r != ncclSuccess && r != ncclInProgress)
-    rc = fail_nccl(c, "communicator creation", r);
-  else
-    rc = nccl_wait(c, "communicator creation", 0);
-  algo_env_restore(&ae);
-  if (rc) /* fail() has aborted the communicator */
-    goto free_one;
+  if ((rc = create_comm(c, id, algo)))
+    goto free_scratch;
   *out = c;
   return 0;
 
-free_one:
-  cudaFree(im->one);
-destroy_stream:
-  cudaStreamDestroy(im->stream);
+free_scratch:
+  cu->cudaFree(im->one);
+  cu->cudaStreamDestroy(im->stream);
 free_comm:
-  (void)cudaGetLastError();
+  (void)cu->cudaGetLastError();
   free(im);
   free(c);
   return rc;

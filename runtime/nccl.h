@@ -37,10 +37,13 @@
  * it. Gloo's algorithms (ring_chunked, halving_doubling, bcube) are always
  * CORE_EUNSUPPORTED.
  *
- * Without a device (no driver, no GPU) rt_nccl_connect returns
- * CORE_EUNSUPPORTED ("no CUDA device: ...") before touching the store; a
- * ddpsim built without NCCL (runtime/nccl_none.c, DDPSIM_HAVE_NCCL
- * undefined) returns CORE_EUNSUPPORTED saying so.
+ * libnccl is loaded on first use (runtime/nccl_api.h). Without it
+ * rt_nccl_connect and rt_nccl_version return CORE_EUNSUPPORTED ("NCCL not
+ * found: cannot load libnccl.so.2 ..."), and without a device (no driver,
+ * no GPU) rt_nccl_connect returns CORE_EUNSUPPORTED ("no CUDA device:
+ * ..."), both before touching the store; a ddpsim built without NCCL
+ * (runtime/nccl_none.c, DDPSIM_HAVE_NCCL undefined) returns
+ * CORE_EUNSUPPORTED saying so.
  */
 #ifndef RUNTIME_NCCL_H
 #define RUNTIME_NCCL_H

@@ -431,24 +431,26 @@ int rt_store_wait(rt_store *s, const char *const *keys, size_t nkeys, int timeou
 }
 EOF
   CC=$(command -v cc || command -v gcc || echo cc)
-  NCCL_SRC=runtime/nccl.c
-  # shellcheck disable=SC2054 # -Wl,-rpath,DIR is one argument
-  NCCL_FLAGS=(-DDDPSIM_HAVE_NCCL=1 -I"$NCCL_INC" -L"$NCCL_DIR" -Wl,-rpath,"$NCCL_DIR" -lnccl)
-  if [ -n "$NCCL_DIR" ] && [ ! -e "$NCCL_DIR/libnccl.so" ]; then
-    # shellcheck disable=SC2054
-    NCCL_FLAGS=(-DDDPSIM_HAVE_NCCL=1 -I"$NCCL_INC" "$NCCL_DIR/libnccl.so.2" -Wl,-rpath,"$NCCL_DIR")
-  fi
-  if [ -z "$NCCL_INC" ] || [ -z "$NCCL_DIR" ]; then NCCL_SRC=runtime/nccl_none.c; NCCL_FLAGS=(); fi
-  say "direct build with $CC: GPU sources + test_rt_nccl + stand-ins ($NCCL_SRC)"
+  # CUDA and NCCL are opened at run time (runtime/dl.h), not linked: the
+  # files found above become the loader's defaults, as CMake's build does.
+  lib_file() { # lib_file DIR NAME: DIR/NAME.so.N (the shortest), else DIR/NAME.so
+    local f
+    f=$(compgen -G "$1/$2.so.*" | awk '{ print length, $0 }' | sort -n | head -n 1 | cut -d' ' -f2-)
+    echo "${f:-$1/$2.so}"
+  }
+  NCCL_SRC=(runtime/nccl.c runtime/nccl_api.c)
+  NCCL_FLAGS=(-DDDPSIM_HAVE_NCCL=1 -I"$NCCL_INC" "-DDDPSIM_NCCL_PATH=\"$(lib_file "$NCCL_DIR" libnccl)\"")
+  if [ -z "$NCCL_INC" ] || [ -z "$NCCL_DIR" ]; then NCCL_SRC=(runtime/nccl_none.c); NCCL_FLAGS=(); fi
+  say "direct build with $CC: GPU sources + test_rt_nccl + stand-ins (${NCCL_SRC[*]})"
   if timeout 120 "$CC" -std=c11 -O2 -g -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE \
        -DDDPSIM_HAVE_CUDA=1 -Wall -Wextra -I"$SHIM" -I"$ROOT" -I"$ROOT/tests" -I"$ROOT/tests/runtime" \
        -I"$CUDA_INC" -I"$CUBLAS_INC" \
-       core/err.c runtime/comm.c runtime/gpu.c "$NCCL_SRC" \
+       "-DDDPSIM_CUDART_PATH=\"$(lib_file "$CUDART_DIR" libcudart)\"" \
+       "-DDDPSIM_CUBLAS_PATH=\"$(lib_file "$CUBLAS_DIR" libcublas)\"" \
+       core/err.c runtime/comm.c runtime/dl.c runtime/cuda_api.c runtime/gpu.c "${NCCL_SRC[@]}" \
        tests/runtime/test_rt_nccl.c tests/runtime/rtt.c tests/cunit_main.c \
        "$SHIM/mini_cunit.c" "$SHIM/mini_store.c" \
-       -o "$BUILD/test_rt_nccl" "${NCCL_FLAGS[@]}" \
-       -L"$CUBLAS_DIR" -Wl,-rpath,"$CUBLAS_DIR" -lcublas \
-       -L"$CUDART_DIR" -Wl,-rpath,"$CUDART_DIR" -lcudart -lpthread -lm \
+       -o "$BUILD/test_rt_nccl" "${NCCL_FLAGS[@]}" -ldl -lpthread -lm \
        > "$LOG/build-direct.log" 2>&1; then
     TEST=$BUILD/test_rt_nccl
     say "built: $TEST"
@@ -458,7 +460,7 @@ EOF
     exit 3
   fi
 fi
-(ldd "$TEST" 2>/dev/null | grep -E "nccl|cublas|cudart|libcuda" | sed 's/^\s*/  /') | tee -a "$SUMMARY"
+say "CUDA runtime, cuBLAS and NCCL are opened when first used (paths: DDPSIM_CUDART, DDPSIM_CUBLAS, DDPSIM_NCCL)"
 
 # ---- 3. tests and figures -------------------------------------------------------
 say "running $(basename "$TEST") (log: $LOG/test_rt_nccl.log)"

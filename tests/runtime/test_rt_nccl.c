@@ -35,7 +35,7 @@
 #include "rtt.h"
 
 #ifdef DDPSIM_HAVE_CUDA
-#include <cuda_runtime.h>
+#include "runtime/cuda_api.h"
 #endif
 
 /* Generous for CUDA and NCCL start-up on a shared machine; a hang still
@@ -650,8 +650,13 @@ static int hung_collective_child(int rank, int size, void *arg) {
   if (rc)
     return 3;
   void *d = alloc_guarded(1024, RT_FP32);
-  cudaError_t e = cudaLaunchHostFunc((cudaStream_t)rt_nccl_stream(c), stall_stream, NULL);
-  RTT_CHECK(e == cudaSuccess, "cudaLaunchHostFunc: %s", cudaGetErrorString(e));
+  const rt_cudart *cu = NULL;
+  rc = rt_cudart_load(&cu);
+  RTT_CHECK(rc == 0, "loading the CUDA runtime: %s", core_err_msg());
+  if (rc)
+    return 3;
+  cudaError_t e = cu->cudaLaunchHostFunc((cudaStream_t)rt_nccl_stream(c), stall_stream, NULL);
+  RTT_CHECK(e == cudaSuccess, "cudaLaunchHostFunc: %s", cu->cudaGetErrorString(e));
   double t0 = rtt_now();
   rc = rt_allreduce(c, d, 1024, RT_FP32, RT_ALGO_DEFAULT);
   double took = rtt_now() - t0;
