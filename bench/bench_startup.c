@@ -2,8 +2,9 @@
  * bench_startup — start-up cost of a command: runs it N times (after one
  * untimed run that warms the page cache), each in a child with stdout and
  * stderr on /dev/null, and prints the median, minimum and maximum of its
- * wall time and of its peak resident memory (wait4's ru_maxrss, which
- * counts the child alone, unlike the shell's time of a pipeline).
+ * wall time, the median of its CPU time (user + system: what other load on
+ * the machine disturbs least) and the median, minimum and maximum of its
+ * peak resident memory (wait4's rusage, which counts the child alone).
  *
  *   bench_startup N LABEL COMMAND [ARGS...]
  *
@@ -39,8 +40,10 @@ static double median(double *v, int n) {
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-/* One run: wall seconds and peak RSS in MiB; 0, or -1 when it failed. */
-static int run_once(char **argv, double *wall, double *rss_mib) {
+static double seconds(struct timeval tv) { return (double)tv.tv_sec + tv.tv_usec * 1e-6; }
+
+/* One run: wall and CPU seconds, peak RSS in MiB; 0, or -1 when it failed. */
+static int run_once(char **argv, double *wall, double *cpu, double *rss_mib) {
   double t0 = now_s();
   pid_t pid = fork();
   if (pid < 0)
@@ -59,6 +62,7 @@ static int run_once(char **argv, double *wall, double *rss_mib) {
   if (wait4(pid, &st, 0, &ru) != pid)
     return -1;
   *wall = now_s() - t0;
+  *cpu = seconds(ru.ru_utime) + seconds(ru.ru_stime);
   *rss_mib = ru.ru_maxrss / 1024.0; /* kilobytes on Linux */
   return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
 }
@@ -69,20 +73,21 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: bench_startup N(1..%d) LABEL COMMAND [ARGS...]\n", MAX_RUNS);
     return 2;
   }
-  static double wall[MAX_RUNS], rss[MAX_RUNS];
-  double w, r;
-  if (run_once(argv + 3, &w, &r) != 0) {
+  static double wall[MAX_RUNS], cpu[MAX_RUNS], rss[MAX_RUNS];
+  double w, c, r;
+  if (run_once(argv + 3, &w, &c, &r) != 0) {
     fprintf(stderr, "bench_startup: %s failed (exit status not 0); run it by hand\n", argv[3]);
     return 1;
   }
   for (int i = 0; i < n; i++)
-    if (run_once(argv + 3, &wall[i], &rss[i]) != 0) {
+    if (run_once(argv + 3, &wall[i], &cpu[i], &rss[i]) != 0) {
       fprintf(stderr, "bench_startup: run %d of %s failed\n", i + 1, argv[3]);
       return 1;
     }
-  double wmed = median(wall, n), rmed = median(rss, n);
-  printf("%-28s runs %3d  wall median %7.1f ms (min %7.1f, max %7.1f)  max RSS median %6.1f MiB "
-         "(min %6.1f, max %6.1f)\n",
-         argv[2], n, wmed * 1e3, wall[0] * 1e3, wall[n - 1] * 1e3, rmed, rss[0], rss[n - 1]);
+  double wmed = median(wall, n), cmed = median(cpu, n), rmed = median(rss, n);
+  printf("%-26s runs %3d  wall median %6.1f ms (min %6.1f, max %6.1f)  CPU median %6.1f ms  "
+         "max RSS median %6.1f MiB (min %6.1f, max %6.1f)\n",
+         argv[2], n, wmed * 1e3, wall[0] * 1e3, wall[n - 1] * 1e3, cmed * 1e3, rmed, rss[0],
+         rss[n - 1]);
   return 0;
 }
