@@ -627,6 +627,8 @@ static int parse_stream(kparse *P, gzFile g, yajl_handle h, unsigned char *buf) 
     int k = gzread(g, buf, CHUNK);
     int zerr = Z_OK;
     const char *zmsg = k <= 0 ? gzerror(g, &zerr) : NULL;
+    if (zmsg && !strncmp(zmsg, "<fd:", 4) && strstr(zmsg, ": ")) /* gzdopen names the file so */
+      zmsg = strstr(zmsg, ": ") + 2;
     if (zerr == Z_ERRNO)
       return core_err_errno(errno ? errno : EIO, "reading trace '%s'", P->t->path);
     if (zerr == Z_BUF_ERROR)
