@@ -272,156 +272,176 @@ static void step_range(const loaded *L, double lo, double hi, long *a, long *b) 
   *b = x;
 }
 
-/* One step between lo and hi: per-layer times into fwd[], bwd[] (room for
- * cap layers), the layers' details into t when first; DDP's
- * bucket copies' time (taken out of bwd[]) into *copy_us. */
-static int analyse_step(const loaded *L, double lo, double hi, const char *what, int first, cal_trace *t,
-                        double **fwd_out, double **bwd_out, int *n_out, double *copy_us) {
-  const char *path = L->path;
-  int rc = 0, F = 0;
-  long nl = 0, nb = 0, na = 0, ncp = 0, nacc = 0, from, to;
+/* One step's events, by role. */
+typedef struct step_ev {
+  ev **ops, **lin, **bwd, **act, **cp, **acc;
+  long nops, nl, nb, na, ncp, nacc;
+  long *lbw;       /* bwd[lbw[k]]: the k-th linear backward op */
+  long nlb;
+  double b0, end;  /* the first backward op's start; the last one's end */
+} step_ev;
+
+static void step_free(step_ev *S) {
+  free(S->ops);
+  free(S->lin);
+  free(S->bwd);
+  free(S->act);
+  free(S->cp);
+  free(S->acc);
+  free(S->lbw);
+}
+
+/* The step's top-level linear and backward ops (the forward ones before
+ * the first backward), activations, copies and AccumulateGrad ops. */
+static int step_collect(const loaded *L, double lo, double hi, step_ev *S) {
+  long from, to;
+  memset(S, 0, sizeof *S);
   step_range(L, lo, hi, &from, &to);
   size_t room = (size_t)(to > from ? to - from : 1);
-  ev **ops = malloc(sizeof *ops * room);
-  ev **lin = malloc(sizeof *lin * room);
-  ev **bwd = malloc(sizeof *bwd * room);
-  ev **act = malloc(sizeof *act * room);
-  ev **cp = malloc(sizeof *cp * room);
-  ev **acc = malloc(sizeof *acc * room);
-  long *lbw = malloc(sizeof *lbw * room);
-  double *fwd = NULL, *bw = NULL, *c = NULL;
-  *fwd_out = *bwd_out = NULL;
-  *copy_us = 0;
-  if (!ops || !lin || !bwd || !act || !cp || !acc || !lbw) {
-    rc = core_err_set(CORE_ENOMEM, "out of memory reading %s", path);
-    goto out;
-  }
-  long nops = 0;
+  if (!(S->ops = malloc(sizeof *S->ops * room)) || !(S->lin = malloc(sizeof *S->lin * room)) ||
+      !(S->bwd = malloc(sizeof *S->bwd * room)) || !(S->act = malloc(sizeof *S->act * room)) ||
+      !(S->cp = malloc(sizeof *S->cp * room)) || !(S->acc = malloc(sizeof *S->acc * room)) ||
+      !(S->lbw = malloc(sizeof *S->lbw * room)))
+    return core_err_set(CORE_ENOMEM, "out of memory reading %s", L->path);
   for (long i = from; i < to; i++) {
     ev *e = L->by_time[i];
     if (e->ts + e->dur > hi + EPS_US)
       continue;
     if (e->kind == EV_LIN || e->kind == EV_BWD)
-      ops[nops++] = e;
+      S->ops[S->nops++] = e;
     else if (e->kind == EV_RELU || e->kind == EV_ACT)
-      act[na++] = e;
+      S->act[S->na++] = e;
     else if (e->kind == EV_BCOPY || e->kind == EV_COPY)
-      cp[ncp++] = e;
+      S->cp[S->ncp++] = e;
     else if (e->kind == EV_ACCUM)
-      acc[nacc++] = e;
+      S->acc[S->nacc++] = e;
   }
-  qsort(act, (size_t)na, sizeof *act, by_idx); /* file order: the last activation of a layer names it */
-  if ((rc = mark_nested(ops, nops, path)) != 0)
-    goto out;
-  for (long i = 0; i < nops; i++)
-    if (!ops[i]->nested && ops[i]->kind == EV_BWD)
-      bwd[nb++] = ops[i];
-  qsort(bwd, (size_t)nb, sizeof *bwd, by_ts);
-  if (nb == 0) {
-    rc = core_err_set(CORE_EINVAL, "%s: no backward ops (\"" BWD_PREFIX "...\") in %s; profile a whole training step, loss.backward() included",
-                      path, what);
-    goto out;
+  qsort(S->act, (size_t)S->na, sizeof *S->act, by_idx); /* file order: the last activation of a layer names it */
+  int rc = mark_nested(S->ops, S->nops, L->path);
+  if (rc)
+    return rc;
+  for (long i = 0; i < S->nops; i++)
+    if (!S->ops[i]->nested && S->ops[i]->kind == EV_BWD)
+      S->bwd[S->nb++] = S->ops[i];
+  qsort(S->bwd, (size_t)S->nb, sizeof *S->bwd, by_ts);
+  S->b0 = S->nb ? S->bwd[0]->ts : INFINITY;
+  for (long i = 0; i < S->nops; i++)
+    if (!S->ops[i]->nested && S->ops[i]->kind == EV_LIN && S->ops[i]->ts < S->b0)
+      S->lin[S->nl++] = S->ops[i];
+  qsort(S->lin, (size_t)S->nl, sizeof *S->lin, by_ts);
+  for (long j = 0; j < S->nb; j++) {
+    if (is_linear_backward(S->bwd[j]->name + strlen(BWD_PREFIX)))
+      S->lbw[S->nlb++] = j;
+    if (S->bwd[j]->ts + S->bwd[j]->dur > S->end)
+      S->end = S->bwd[j]->ts + S->bwd[j]->dur;
   }
-  double b0 = bwd[0]->ts;
-  for (long i = 0; i < nops; i++)
-    if (!ops[i]->nested && ops[i]->kind == EV_LIN && ops[i]->ts < b0)
-      lin[nl++] = ops[i];
-  qsort(lin, (size_t)nl, sizeof *lin, by_ts);
-  long nlb = 0;
-  for (long j = 0; j < nb; j++)
-    if (is_linear_backward(bwd[j]->name + strlen(BWD_PREFIX)))
-      lbw[nlb++] = j;
-  if (nl == 0) {
-    rc = core_err_set(CORE_EINVAL, "%s: no forward linear ops (top-level aten::linear or aten::addmm) before the backward of %s; the importer reads models built of nn.Linear layers",
-                      path, what);
-    goto out;
+  return 0;
+}
+
+/* Does the step hold whole layers: forward and backward ops, as many of each? */
+static int step_check(const loaded *L, const step_ev *S, const char *what) {
+  const char *path = L->path;
+  if (S->nb == 0)
+    return core_err_set(CORE_EINVAL, "%s: no backward ops (\"" BWD_PREFIX "...\") in %s; profile a whole training step, loss.backward() included",
+                        path, what);
+  if (S->nl == 0)
+    return core_err_set(CORE_EINVAL, "%s: no forward linear ops (top-level aten::linear or aten::addmm) before the backward of %s; the importer reads models built of nn.Linear layers",
+                        path, what);
+  if (S->nl != S->nlb)
+    return core_err_set(CORE_EINVAL, "%s: %s has %ld forward linear ops (the first is traceEvents[%ld]) but %ld linear backward ops (AddmmBackward0/MmBackward0); the trace must hold whole steps of one model: profile forward, loss and backward of each step",
+                        path, what, S->nl, S->lin[0]->idx, S->nlb);
+  if (S->nl > INT_MAX / 2)
+    return core_err_set(CORE_EINVAL, "%s: too many layers", path);
+  return 0;
+}
+
+/* The F layers' forward and backward times, and where each one's backward
+ * starts (c[]). */
+static void layer_times(const step_ev *S, int F, double *fwd, double *bw, double *c) {
+  for (int i = 0; i < F; i++)
+    fwd[i] = (i + 1 < F ? S->lin[i + 1]->ts : S->b0) - S->lin[i]->ts;
+  /* Backward: the k-th linear backward op is layer F-1-k's. */
+  c[F - 1] = S->b0;
+  for (int l = F - 2; l >= 0; l--) {
+    long k = F - 1 - l, j = S->lbw[k - 1] + 1;
+    while (j < S->lbw[k] && is_param_grad(S->bwd[j]->name + strlen(BWD_PREFIX)))
+      j++;
+    c[l] = S->bwd[j]->ts;
   }
-  if (nl != nlb) {
-    rc = core_err_set(CORE_EINVAL, "%s: %s has %ld forward linear ops (the first is traceEvents[%ld]) but %ld linear backward ops (AddmmBackward0/MmBackward0); the trace must hold whole steps of one model: profile forward, loss and backward of each step",
-                      path, what, nl, lin[0]->idx, nlb);
-    goto out;
+  for (int l = 0; l < F; l++)
+    bw[l] = (l == 0 ? S->end : c[l - 1]) - c[l];
+}
+
+/* The first step describes the layers: shapes, activations, events. */
+static int layer_details(const loaded *L, const step_ev *S, int F, cal_trace *t) {
+  if (!(t->layers = calloc((size_t)F, sizeof *t->layers)))
+    return core_err_set(CORE_ENOMEM, "out of memory reading %s", L->path);
+  t->n_layers = F;
+  for (int i = 0; i < F; i++) {
+    cal_trace_layer *y = &t->layers[i];
+    int b;
+    linear_shape(L, S->lin[i], &b, &y->in, &y->out);
+    if (i == 0)
+      t->batch = b;
+    y->fwd_event = S->lin[i]->idx;
+    y->bwd_event = S->bwd[S->lbw[F - 1 - i]]->idx;
+    double next = i + 1 < F ? S->lin[i + 1]->ts : S->b0;
+    for (long a = 0; a < S->na; a++)
+      if (S->act[a]->ts >= S->lin[i]->ts && S->act[a]->ts < next) {
+        if (S->act[a]->kind == EV_RELU)
+          y->relu = 1;
+        else
+          snprintf(y->other_act, sizeof y->other_act, "%s", S->act[a]->name);
+      }
   }
-  if (nl > INT_MAX / 2) {
-    rc = core_err_set(CORE_EINVAL, "%s: too many layers", path);
-    goto out;
-  }
-  F = (int)nl;
+  t->span_us = S->end - S->lin[0]->ts;
+  for (long j = 0; j < S->nb; j++)
+    if (!strncmp(S->bwd[j]->name + strlen(BWD_PREFIX), "MseLossBackward", 15))
+      t->loss_mse = 1;
+  return 0;
+}
+
+/* One step between lo and hi: per-layer times into fwd[], bwd[] (room for
+ * cap layers), the layers' details into t when first; DDP's
+ * bucket copies' time (taken out of bwd[]) into *copy_us. */
+static int analyse_step(const loaded *L, double lo, double hi, const char *what, int first, cal_trace *t,
+                        double **fwd_out, double **bwd_out, int *n_out, double *copy_us) {
+  step_ev S;
+  double *fwd = NULL, *bw = NULL, *c = NULL;
+  *fwd_out = *bwd_out = NULL;
+  *copy_us = 0;
+  int rc = step_collect(L, lo, hi, &S);
+  if (rc || (rc = step_check(L, &S, what)) != 0)
+    goto free_step;
+  int F = (int)S.nl;
   fwd = calloc((size_t)F, sizeof *fwd);
   bw = calloc((size_t)F, sizeof *bw);
   c = calloc((size_t)F, sizeof *c);
   if (!fwd || !bw || !c) {
-    rc = core_err_set(CORE_ENOMEM, "out of memory reading %s", path);
-    goto out;
+    rc = core_err_set(CORE_ENOMEM, "out of memory reading %s", L->path);
+    goto free_step;
   }
-  for (int i = 0; i < F; i++)
-    fwd[i] = (i + 1 < F ? lin[i + 1]->ts : b0) - lin[i]->ts;
-  /* Backward: the k-th linear backward op is layer F-1-k's. */
-  c[F - 1] = b0;
-  for (int l = F - 2; l >= 0; l--) {
-    long k = F - 1 - l, j = lbw[k - 1] + 1;
-    while (j < lbw[k] && is_param_grad(bwd[j]->name + strlen(BWD_PREFIX)))
-      j++;
-    c[l] = bwd[j]->ts;
-  }
-  double end = 0;
-  for (long j = 0; j < nb; j++)
-    if (bwd[j]->ts + bwd[j]->dur > end)
-      end = bwd[j]->ts + bwd[j]->dur;
-  for (int l = 0; l < F; l++)
-    bw[l] = (l == 0 ? end : c[l - 1]) - c[l];
+  layer_times(&S, F, fwd, bw, c);
   /* The simulator adds the bucket copy from the profile's memory bandwidth
    * (sim/predict.c), so a trace of a DDP job must not carry it in the layers
    * too: a layer's time is its own computation. */
-  qsort(cp, (size_t)ncp, sizeof *cp, by_thread_ts);
-  take_out_bucket_copies(cp, ncp, acc, nacc, bwd, nb, c, end, F, bw, copy_us);
+  qsort(S.cp, (size_t)S.ncp, sizeof *S.cp, by_thread_ts);
+  take_out_bucket_copies(S.cp, S.ncp, S.acc, S.nacc, S.bwd, S.nb, c, S.end, F, bw, copy_us);
   for (int l = 0; l < F; l++)
     if (!(fwd[l] > 0) || !(bw[l] > 0)) {
       rc = core_err_set(CORE_EINVAL, "%s: traceEvents[%ld]: layer %d of %s gets no %s time: its ops overlap the next layer's; was the step run with several threads issuing ops?",
-                        path, fwd[l] > 0 ? bwd[lbw[F - 1 - l]]->idx : lin[l]->idx, l + 1, what,
+                        L->path, fwd[l] > 0 ? S.bwd[S.lbw[F - 1 - l]]->idx : S.lin[l]->idx, l + 1, what,
                         fwd[l] > 0 ? "backward" : "forward");
-      goto out;
+      goto free_step;
     }
-  if (first) {
-    t->layers = calloc((size_t)F, sizeof *t->layers);
-    if (!t->layers) {
-      rc = core_err_set(CORE_ENOMEM, "out of memory reading %s", path);
-      goto out;
-    }
-    t->n_layers = F;
-    for (int i = 0; i < F; i++) {
-      cal_trace_layer *y = &t->layers[i];
-      int b;
-      linear_shape(L, lin[i], &b, &y->in, &y->out);
-      if (i == 0)
-        t->batch = b;
-      y->fwd_event = lin[i]->idx;
-      y->bwd_event = bwd[lbw[F - 1 - i]]->idx;
-      double next = i + 1 < F ? lin[i + 1]->ts : b0;
-      for (long a = 0; a < na; a++)
-        if (act[a]->ts >= lin[i]->ts && act[a]->ts < next) {
-          if (act[a]->kind == EV_RELU)
-            y->relu = 1;
-          else
-            snprintf(y->other_act, sizeof y->other_act, "%s", act[a]->name);
-        }
-    }
-    t->span_us = end - lin[0]->ts;
-    for (long j = 0; j < nb; j++)
-      if (!strncmp(bwd[j]->name + strlen(BWD_PREFIX), "MseLossBackward", 15))
-        t->loss_mse = 1;
-  }
+  if (first && (rc = layer_details(L, &S, F, t)) != 0)
+    goto free_step;
   *fwd_out = fwd;
   *bwd_out = bw;
   *n_out = F;
   fwd = bw = NULL;
-out:
-  free(ops);
-  free(lin);
-  free(bwd);
-  free(act);
-  free(cp);
-  free(acc);
-  free(lbw);
+free_step:
+  step_free(&S);
   free(fwd);
   free(bw);
   free(c);
