@@ -135,7 +135,7 @@ static const kkey cats[] = {{"cpu_op", CAL_K_CPU_OP},        {"Operator", CAL_K_
                             {"python_function", CAL_K_PYTHON}, {0}};
 
 enum vtype { V_NUM, V_STR, V_OTHER }; /* a value's JSON type; V_OTHER: null, boolean, container */
-enum { T_ABSENT, T_OK, T_BAD };       /* a field of the event being read */
+enum { T_ABSENT, T_OK, T_BAD, T_OTHER }; /* a field of the event being read; T_OTHER: "ph" not "X" */
 #define CAT_NONE (-1)                 /* no "cat" */
 #define CAT_SKIP (-2)                 /* a category not kept */
 
@@ -152,7 +152,7 @@ typedef struct kdev {
 
 /* The event being read: its fields arrive in any order. */
 typedef struct kpending {
-  int ph;            /* T_ABSENT; T_OK: "X"; T_BAD: not a string; 3: another phase */
+  int ph;            /* T_ABSENT; T_OK: "X"; T_BAD: not a string; T_OTHER: another phase */
   int cat, cat_bad;  /* enum cal_kcat, CAT_NONE or CAT_SKIP; "cat" not a string */
   int name, ts, dur; /* T_* */
   sbuf sname, pid, tid, dtype, coll;
@@ -289,7 +289,7 @@ static int event_value(kparse *P, enum key k, enum vtype v, const char *s, size_
   int bad = 0;
   switch (k) {
   case K_PH:
-    p->ph = v != V_STR ? T_BAD : len == 1 && s[0] == 'X' ? T_OK : 3;
+    p->ph = v != V_STR ? T_BAD : len == 1 && s[0] == 'X' ? T_OK : T_OTHER;
     break;
   case K_CAT:
     p->cat = v == V_STR ? lookup(cats, s, len, CAT_SKIP) : CAT_NONE;
