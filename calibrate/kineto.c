@@ -668,7 +668,7 @@ static int open_trace(const char *path, gzFile *g) {
     close(fd);
     return core_err_set(CORE_EINVAL, "%s: a directory, not a trace; give the trace file", path);
   }
-  core_afile_note_input_fd(fd);
+  core_afile_note_input(path); /* by name: a refused output then names it */
   ssize_t r = pread(fd, magic, 2, 0);
   int gz = r == 2 && magic[0] == 0x1f && magic[1] == 0x8b; /* RFC 1952, 2.3.1 */
   size_t len = strlen(path);
