@@ -11,7 +11,8 @@
 # to a temporary directory that is removed at the end. With --before REV, REV's
 # own ddpsim is built there (git archive REV, Release) and run on the same
 # traces, except where its JSON DOM (about 11.5 times the file) would need more
-# than 12 GB or half the memory available now.
+# than 12 GB or half the memory available now. The real traces of
+# ../shared/traces, where present, are read too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -79,3 +80,9 @@ for mb in $SIZES; do
   rm -f "$trace"
 done
 echo "baseline: '$BUILD/ddpsim --version' peaks at $(measure "$BUILD/ddpsim" --version | cut -d' ' -f1) MiB (the libraries it loads)"
+# Real GPU traces, where the checkout sits beside them (development data).
+for trace in ../shared/traces/*.json.gz; do
+  [ -f "$trace" ] || continue
+  read -r peak wall <<<"$(measure "$BUILD/bench/bench_kineto" "$trace")"
+  echo "$(sed 's/ (.*//' "$TMP/out.txt"); reader peak $peak MiB, $wall s"
+done
