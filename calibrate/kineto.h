@@ -25,8 +25,8 @@
 
 #include <stdint.h>
 
-/* Categories kept ("cat" as Kineto writes it: libkineto/src/ActivityType.cpp
- * names them, torch/csrc/profiler/kineto_shim.cpp maps PyTorch's onto them). */
+/* Categories kept ("cat" as Kineto writes it; libkineto/src/ActivityType.cpp
+ * names them). */
 enum cal_kcat {
   CAL_K_CPU_OP,          /* cpu_op (also "Operator", and no cat at all) */
   CAL_K_USER_ANNOTATION, /* user_annotation: record_function, ProfilerStep#N */
@@ -50,7 +50,7 @@ typedef struct cal_kevent {
   int32_t device, stream;        /* args "device", "stream" (GPU events); -1 */
   int32_t dtype;                 /* args "dtype" interned, or -1 */
   int32_t coll;                  /* args "Collective name" interned, or -1 */
-  int32_t dims;                  /* args "Input Dims" in the dims pool (cal_ktrace_dims), or -1 */
+  int32_t dims;                  /* args "Input Dims" interned (equal shapes share it; cal_ktrace_dims), or -1 */
   uint8_t cat;                   /* enum cal_kcat */
 } cal_kevent;
 
@@ -59,9 +59,10 @@ typedef struct cal_ktrace {
   cal_kevent *ev; /* in file order */
   int64_t n;
 
-  /* The device the traced rank ran on (deviceProperties): the one whose id
-   * the kernels' args.device name (the most kernels' when several do; the
-   * first listed when the trace has no kernels). -1/"" without any. */
+  /* The device the traced rank ran on, from deviceProperties: the listed
+   * device whose id the most kernels' args.device name (distributedInfo's
+   * rank modulo the devices need not be it); the first listed when none
+   * does. -1 / "" without deviceProperties. */
   int device_id;
   char device_name[128];
   int n_devices;          /* entries of deviceProperties (devices of the host) */
