@@ -1,4 +1,5 @@
 #include "import_trace.h"
+#include "kineto.h"
 
 #include "core/afile.h"
 #include "core/cfg.h"
@@ -7,9 +8,7 @@
 
 #include <gsl/gsl_sort.h>
 #include <gsl/gsl_statistics_double.h>
-#include <jansson.h>
 #include <libconfig.h>
-#include <zlib.h>
 
 #include <errno.h>
 #include <limits.h>
@@ -40,57 +39,29 @@ enum ev_kind { EV_LIN, EV_BWD, EV_STEP, EV_RELU, EV_ACT, EV_BCOPY, EV_COPY, EV_A
 
 typedef struct ev {
   const char *name;
-  double ts, dur;
-  int thread;        /* interned "pid/tid" */
+  double ts, dur;    /* µs */
+  int32_t thread;    /* interned "pid/tid" */
   enum ev_kind kind;
   long idx;          /* in traceEvents */
-  const json_t *args;
+  const cal_kevent *k;
   int nested;        /* inside another linear or backward op of its thread */
 } ev;
 
 typedef struct loaded {
   const char *path;
-  json_t *root;
+  cal_ktrace kt;
   ev *evs;
-  long n, cap;
-  char **threads;
-  int n_threads;
+  long n;
+  ev **by_time;      /* evs by start, for the steps' spans */
   int gpu;
 } loaded;
 
-static size_t gz_read(void *buf, size_t len, void *data) {
-  if (len > INT_MAX / 2)
-    len = INT_MAX / 2;
-  int k = gzread((gzFile)data, buf, (unsigned)len);
-  return k < 0 ? (size_t)-1 : (size_t)k;
-}
-
-static int intern_thread(loaded *L, const json_t *e, int *out) {
-  char key[160];
-  const json_t *pid = json_object_get(e, "pid"), *tid = json_object_get(e, "tid");
-  char a[64] = "", b[64] = "";
-  if (json_is_integer(pid))
-    snprintf(a, sizeof a, "%" JSON_INTEGER_FORMAT, json_integer_value(pid));
-  else if (json_is_string(pid))
-    snprintf(a, sizeof a, "%s", json_string_value(pid));
-  if (json_is_integer(tid))
-    snprintf(b, sizeof b, "%" JSON_INTEGER_FORMAT, json_integer_value(tid));
-  else if (json_is_string(tid))
-    snprintf(b, sizeof b, "%s", json_string_value(tid));
-  snprintf(key, sizeof key, "%s/%s", a, b);
-  for (int i = 0; i < L->n_threads; i++)
-    if (!strcmp(L->threads[i], key)) {
-      *out = i;
-      return 0;
-    }
-  char **t = realloc(L->threads, sizeof *t * (size_t)(L->n_threads + 1));
-  if (!t)
-    return core_err_set(CORE_ENOMEM, "out of memory reading %s", L->path);
-  L->threads = t;
-  if (!(t[L->n_threads] = strdup(key)))
-    return core_err_set(CORE_ENOMEM, "out of memory reading %s", L->path);
-  *out = L->n_threads++;
-  return 0;
+/* Nanoseconds as the microseconds the trace wrote: the same double that
+ * parsing the text would give (exactly so below 2^53 ns, ~104 days). */
+static double us_of(int64_t ns) {
+  if (ns > -(INT64_C(1) << 53) && ns < (INT64_C(1) << 53))
+    return (double)ns / 1e3;
+  return (double)(ns / 1000) + (double)(ns % 1000) / 1e3;
 }
 
 static int is_linear_op(const char *n) {
@@ -115,117 +86,68 @@ static int is_param_grad(const char *node) {
   return !strcmp(node, "torch::autograd::AccumulateGrad") || node_is(node, "TBackward");
 }
 
+/* What the importer makes of a kept event; 0 when nothing. */
+static int kind_of(const cal_kevent *e, const char *name, enum ev_kind *kind) {
+  if (e->cat == CAL_K_USER_ANNOTATION) {
+    *kind = EV_STEP;
+    return !strncmp(name, STEP_PREFIX, strlen(STEP_PREFIX));
+  }
+  if (e->cat != CAL_K_CPU_OP)
+    return 0;
+  if (!strncmp(name, BWD_PREFIX, strlen(BWD_PREFIX)))
+    *kind = EV_BWD;
+  else if (is_linear_op(name))
+    *kind = EV_LIN;
+  else if (!strcmp(name, "aten::relu") || !strcmp(name, "aten::relu_"))
+    *kind = EV_RELU;
+  else if (!strcmp(name, BUCKET_COPY_OP))
+    *kind = EV_BCOPY;
+  else if (!strcmp(name, "aten::copy_"))
+    *kind = EV_COPY;
+  else if (!strcmp(name, ACCUM_NODE))
+    *kind = EV_ACCUM;
+  else if (!strcmp(name, "aten::gelu") || !strcmp(name, "aten::tanh") || !strcmp(name, "aten::sigmoid") ||
+           !strcmp(name, "aten::silu") || !strcmp(name, "aten::leaky_relu"))
+    *kind = EV_ACT;
+  else
+    return 0;
+  return 1;
+}
+
+static int by_ts(const void *a, const void *b);
+
 static int load(const char *path, loaded *L) {
-  json_error_t jerr;
   memset(L, 0, sizeof *L);
   L->path = path;
-  gzFile g = gzopen(path, "rb");
-  if (!g)
-    return core_err_errno(errno ? errno : ENOMEM, "cannot open trace '%s'", path);
-  core_afile_note_input(path);
-  L->root = json_load_callback(gz_read, g, 0, &jerr);
-  int gz_err;
-  const char *gz_msg = gzerror(g, &gz_err);
-  char gz_buf[256];
-  snprintf(gz_buf, sizeof gz_buf, "%s", gz_msg ? gz_msg : "");
-  gzclose(g);
-  if (!L->root) {
-    if (gz_err != Z_OK && gz_err != Z_STREAM_END)
-      return core_err_set(CORE_EINVAL, "%s: cannot decompress the trace (%s); it is a damaged .gz file, export it again", path, gz_buf);
-    return core_err_set(CORE_EINVAL, "%s:%d:%d: not valid JSON (%s); a trace cut short is the usual cause: export it again with prof.export_chrome_trace(...)",
-                        path, jerr.line, jerr.column, jerr.text);
-  }
-  const json_t *events = L->root;
-  if (json_is_object(L->root)) {
-    events = json_object_get(L->root, "traceEvents");
-    if (!events)
-      return core_err_set(CORE_EINVAL, "%s: no \"traceEvents\" array at the top level; expected a Chrome trace from torch.profiler (prof.export_chrome_trace(path))",
-                          path);
-  }
-  if (!json_is_array(events))
-    return core_err_set(CORE_EINVAL, "%s: \"traceEvents\" is not an array of events; expected a Chrome trace from torch.profiler (prof.export_chrome_trace(path))",
-                        path);
-  size_t n = json_array_size(events);
-  for (size_t i = 0; i < n; i++) {
-    const json_t *e = json_array_get(events, i);
-    if (!json_is_object(e))
-      return core_err_set(CORE_EINVAL, "%s: traceEvents[%zu] is not an object; the trace is damaged, export it again", path, i);
-    const json_t *ph = json_object_get(e, "ph"), *jn = json_object_get(e, "name"), *jc = json_object_get(e, "cat");
-    if (ph && !json_is_string(ph))
-      return core_err_set(CORE_EINVAL, "%s: traceEvents[%zu]: \"ph\" is not a string", path, i);
-    if (!ph || strcmp(json_string_value(ph), "X") != 0)
-      continue; /* metadata, instant and flow events */
-    if (!json_is_string(jn))
-      return core_err_set(CORE_EINVAL, "%s: traceEvents[%zu]: a complete event (\"ph\": \"X\") without a \"name\" string", path, i);
-    if (jc && !json_is_string(jc))
-      return core_err_set(CORE_EINVAL, "%s: traceEvents[%zu]: \"cat\" is not a string", path, i);
-    const char *name = json_string_value(jn), *cat = jc ? json_string_value(jc) : NULL;
+  int rc = cal_ktrace_read(path, &L->kt);
+  if (rc)
+    return rc;
+  const cal_ktrace *t = &L->kt;
+  if (!(L->evs = malloc(sizeof *L->evs * (size_t)(t->n ? t->n : 1))))
+    return core_err_set(CORE_ENOMEM, "out of memory reading %s", path);
+  for (int64_t i = 0; i < t->n; i++) {
+    const cal_kevent *e = &t->ev[i];
+    const char *name = cal_ktrace_str(t, e->name);
     enum ev_kind kind;
-    if (cat && (!strcmp(cat, "kernel") || !strncmp(cat, "gpu_", 4))) {
+    if (e->cat == CAL_K_KERNEL || e->cat == CAL_K_MEMCPY || e->cat == CAL_K_MEMSET || e->cat == CAL_K_GPU_ANNOTATION)
       L->gpu = 1;
+    if (!kind_of(e, name, &kind))
       continue;
-    }
-    if (cat && !strcmp(cat, "user_annotation")) {
-      if (strncmp(name, STEP_PREFIX, strlen(STEP_PREFIX)) != 0)
-        continue;
-      kind = EV_STEP;
-    } else if (cat && strcmp(cat, "cpu_op") != 0 && strcmp(cat, "Operator") != 0) {
-      continue;
-    } else if (!strncmp(name, BWD_PREFIX, strlen(BWD_PREFIX))) {
-      kind = EV_BWD;
-    } else if (is_linear_op(name)) {
-      kind = EV_LIN;
-    } else if (!strcmp(name, "aten::relu") || !strcmp(name, "aten::relu_")) {
-      kind = EV_RELU;
-    } else if (!strcmp(name, BUCKET_COPY_OP)) {
-      kind = EV_BCOPY;
-    } else if (!strcmp(name, "aten::copy_")) {
-      kind = EV_COPY;
-    } else if (!strcmp(name, ACCUM_NODE)) {
-      kind = EV_ACCUM;
-    } else if (!strcmp(name, "aten::gelu") || !strcmp(name, "aten::tanh") || !strcmp(name, "aten::sigmoid") ||
-               !strcmp(name, "aten::silu") || !strcmp(name, "aten::leaky_relu")) {
-      kind = EV_ACT;
-    } else {
-      continue;
-    }
-    const json_t *ts = json_object_get(e, "ts"), *dur = json_object_get(e, "dur");
-    if (!json_is_number(ts) || !isfinite(json_number_value(ts)))
-      return core_err_set(CORE_EINVAL, "%s: traceEvents[%zu] (\"%.80s\"): \"ts\" is missing or not a number of microseconds",
-                          path, i, name);
-    if (!json_is_number(dur) || !(json_number_value(dur) >= 0) || !isfinite(json_number_value(dur)))
-      return core_err_set(CORE_EINVAL, "%s: traceEvents[%zu] (\"%.80s\"): \"dur\" is missing or not a number of microseconds >= 0",
-                          path, i, name);
-    if (L->n == L->cap) {
-      long cap = L->cap ? 2 * L->cap : 1024;
-      ev *v = realloc(L->evs, sizeof *v * (size_t)cap);
-      if (!v)
-        return core_err_set(CORE_ENOMEM, "out of memory reading %s", path);
-      L->evs = v;
-      L->cap = cap;
-    }
-    ev *v = &L->evs[L->n];
-    memset(v, 0, sizeof *v);
-    v->name = name;
-    v->ts = json_number_value(ts);
-    v->dur = json_number_value(dur);
-    v->kind = kind;
-    v->idx = (long)i;
-    v->args = json_object_get(e, "args");
-    int rc = intern_thread(L, e, &v->thread);
-    if (rc)
-      return rc;
-    L->n++;
+    L->evs[L->n++] = (ev){.name = name, .ts = us_of(e->ts_ns), .dur = us_of(e->dur_ns), .thread = e->thread,
+                          .kind = kind, .idx = (long)e->index, .k = e};
   }
+  if (!(L->by_time = malloc(sizeof *L->by_time * (size_t)(L->n ? L->n : 1))))
+    return core_err_set(CORE_ENOMEM, "out of memory reading %s", path);
+  for (long i = 0; i < L->n; i++)
+    L->by_time[i] = &L->evs[i];
+  qsort(L->by_time, (size_t)L->n, sizeof *L->by_time, by_ts);
   return 0;
 }
 
 static void unload(loaded *L) {
-  for (int i = 0; i < L->n_threads; i++)
-    free(L->threads[i]);
-  free(L->threads);
+  free(L->by_time);
   free(L->evs);
-  json_decref(L->root);
+  cal_ktrace_free(&L->kt);
   memset(L, 0, sizeof *L);
 }
 
@@ -270,30 +192,21 @@ static int mark_nested(ev **v, long n, const char *path) {
 /* in, out and batch of a forward linear op from its "Input Dims" (record_shapes):
  * aten::linear [[B, in], [out, in], [out]]; aten::addmm [[out], [B, in], [in, out]];
  * aten::mm and aten::matmul [[B, in], [in, out]]. */
-static void linear_shape(const ev *e, int *batch, int *in, int *out) {
+static void linear_shape(const loaded *L, const ev *e, int *batch, int *in, int *out) {
   *batch = *in = *out = 0;
-  const json_t *dims = json_is_object(e->args) ? json_object_get(e->args, "Input Dims") : NULL;
-  if (!json_is_array(dims))
-    dims = json_is_object(e->args) ? json_object_get(e->args, "Input dims") : NULL;
-  if (!json_is_array(dims))
-    return;
   int xi = 0, wi = 1, w_out_first = 1;
   if (!strcmp(e->name, "aten::addmm"))
     xi = 1, wi = 2, w_out_first = 0;
   else if (strcmp(e->name, "aten::linear") != 0)
     w_out_first = 0;
-  const json_t *x = json_array_get(dims, (size_t)xi), *w = json_array_get(dims, (size_t)wi);
-  if (!json_is_array(x) || !json_is_array(w) || json_array_size(w) != 2 || json_array_size(x) < 2)
+  int64_t x[2], w[2];
+  if (cal_ktrace_dims(&L->kt, e->k, xi, x, 2) < 2 || cal_ktrace_dims(&L->kt, e->k, wi, w, 2) != 2)
     return;
-  const json_t *w0 = json_array_get(w, 0), *w1 = json_array_get(w, 1), *b = json_array_get(x, 0);
-  if (!json_is_integer(w0) || !json_is_integer(w1) || !json_is_integer(b))
+  if (w[0] < 1 || w[1] < 1 || x[0] < 1 || w[0] > INT_MAX || w[1] > INT_MAX || x[0] > INT_MAX)
     return;
-  json_int_t a0 = json_integer_value(w0), a1 = json_integer_value(w1), bb = json_integer_value(b);
-  if (a0 < 1 || a1 < 1 || bb < 1 || a0 > INT_MAX || a1 > INT_MAX || bb > INT_MAX)
-    return;
-  *out = (int)(w_out_first ? a0 : a1);
-  *in = (int)(w_out_first ? a1 : a0);
-  *batch = (int)bb;
+  *out = (int)(w_out_first ? w[0] : w[1]);
+  *in = (int)(w_out_first ? w[1] : w[0]);
+  *batch = (int)x[0];
 }
 
 static int inside(const ev *in, const ev *out) {
@@ -331,154 +244,204 @@ static void take_out_bucket_copies(ev **cp, long ncp, ev **acc, long nacc, ev **
   }
 }
 
+static int by_idx(const void *a, const void *b) {
+  const ev *x = *(const ev *const *)a, *y = *(const ev *const *)b;
+  return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+/* by_time[*a .. *b): the events that start within [lo, hi] (binary search:
+ * a trace of many steps is read in n log n). */
+static void step_range(const loaded *L, double lo, double hi, long *a, long *b) {
+  long x = 0, y = L->n;
+  while (x < y) {
+    long m = x + (y - x) / 2;
+    if (L->by_time[m]->ts < lo - EPS_US)
+      x = m + 1;
+    else
+      y = m;
+  }
+  *a = x;
+  y = L->n;
+  while (x < y) {
+    long m = x + (y - x) / 2;
+    if (L->by_time[m]->ts <= hi + EPS_US)
+      x = m + 1;
+    else
+      y = m;
+  }
+  *b = x;
+}
+
+/* One step's events, by role. */
+typedef struct step_ev {
+  ev **ops, **lin, **bwd, **act, **cp, **acc;
+  long nops, nl, nb, na, ncp, nacc;
+  long *lbw;       /* bwd[lbw[k]]: the k-th linear backward op */
+  long nlb;
+  double b0, end;  /* the first backward op's start; the last one's end */
+} step_ev;
+
+static void step_free(step_ev *S) {
+  free(S->ops);
+  free(S->lin);
+  free(S->bwd);
+  free(S->act);
+  free(S->cp);
+  free(S->acc);
+  free(S->lbw);
+}
+
+/* The step's top-level linear and backward ops (the forward ones before
+ * the first backward), activations, copies and AccumulateGrad ops. */
+static int step_collect(const loaded *L, double lo, double hi, step_ev *S) {
+  long from, to;
+  memset(S, 0, sizeof *S);
+  step_range(L, lo, hi, &from, &to);
+  size_t room = (size_t)(to > from ? to - from : 1);
+  if (!(S->ops = malloc(sizeof *S->ops * room)) || !(S->lin = malloc(sizeof *S->lin * room)) ||
+      !(S->bwd = malloc(sizeof *S->bwd * room)) || !(S->act = malloc(sizeof *S->act * room)) ||
+      !(S->cp = malloc(sizeof *S->cp * room)) || !(S->acc = malloc(sizeof *S->acc * room)) ||
+      !(S->lbw = malloc(sizeof *S->lbw * room)))
+    return core_err_set(CORE_ENOMEM, "out of memory reading %s", L->path);
+  for (long i = from; i < to; i++) {
+    ev *e = L->by_time[i];
+    if (e->ts + e->dur > hi + EPS_US)
+      continue;
+    if (e->kind == EV_LIN || e->kind == EV_BWD)
+      S->ops[S->nops++] = e;
+    else if (e->kind == EV_RELU || e->kind == EV_ACT)
+      S->act[S->na++] = e;
+    else if (e->kind == EV_BCOPY || e->kind == EV_COPY)
+      S->cp[S->ncp++] = e;
+    else if (e->kind == EV_ACCUM)
+      S->acc[S->nacc++] = e;
+  }
+  qsort(S->act, (size_t)S->na, sizeof *S->act, by_idx); /* file order: the last activation of a layer names it */
+  int rc = mark_nested(S->ops, S->nops, L->path);
+  if (rc)
+    return rc;
+  for (long i = 0; i < S->nops; i++)
+    if (!S->ops[i]->nested && S->ops[i]->kind == EV_BWD)
+      S->bwd[S->nb++] = S->ops[i];
+  qsort(S->bwd, (size_t)S->nb, sizeof *S->bwd, by_ts);
+  S->b0 = S->nb ? S->bwd[0]->ts : INFINITY;
+  for (long i = 0; i < S->nops; i++)
+    if (!S->ops[i]->nested && S->ops[i]->kind == EV_LIN && S->ops[i]->ts < S->b0)
+      S->lin[S->nl++] = S->ops[i];
+  qsort(S->lin, (size_t)S->nl, sizeof *S->lin, by_ts);
+  for (long j = 0; j < S->nb; j++) {
+    if (is_linear_backward(S->bwd[j]->name + strlen(BWD_PREFIX)))
+      S->lbw[S->nlb++] = j;
+    if (S->bwd[j]->ts + S->bwd[j]->dur > S->end)
+      S->end = S->bwd[j]->ts + S->bwd[j]->dur;
+  }
+  return 0;
+}
+
+/* Does the step hold whole layers: forward and backward ops, as many of each? */
+static int step_check(const loaded *L, const step_ev *S, const char *what) {
+  const char *path = L->path;
+  if (S->nb == 0)
+    return core_err_set(CORE_EINVAL, "%s: no backward ops (\"" BWD_PREFIX "...\") in %s; profile a whole training step, loss.backward() included",
+                        path, what);
+  if (S->nl == 0)
+    return core_err_set(CORE_EINVAL, "%s: no forward linear ops (top-level aten::linear or aten::addmm) before the backward of %s; the importer reads models built of nn.Linear layers",
+                        path, what);
+  if (S->nl != S->nlb)
+    return core_err_set(CORE_EINVAL, "%s: %s has %ld forward linear ops (the first is traceEvents[%ld]) but %ld linear backward ops (AddmmBackward0/MmBackward0); the trace must hold whole steps of one model: profile forward, loss and backward of each step",
+                        path, what, S->nl, S->lin[0]->idx, S->nlb);
+  if (S->nl > INT_MAX / 2)
+    return core_err_set(CORE_EINVAL, "%s: too many layers", path);
+  return 0;
+}
+
+/* The F layers' forward and backward times, and where each one's backward
+ * starts (c[]). */
+static void layer_times(const step_ev *S, int F, double *fwd, double *bw, double *c) {
+  for (int i = 0; i < F; i++)
+    fwd[i] = (i + 1 < F ? S->lin[i + 1]->ts : S->b0) - S->lin[i]->ts;
+  /* Backward: the k-th linear backward op is layer F-1-k's. */
+  c[F - 1] = S->b0;
+  for (int l = F - 2; l >= 0; l--) {
+    long k = F - 1 - l, j = S->lbw[k - 1] + 1;
+    while (j < S->lbw[k] && is_param_grad(S->bwd[j]->name + strlen(BWD_PREFIX)))
+      j++;
+    c[l] = S->bwd[j]->ts;
+  }
+  for (int l = 0; l < F; l++)
+    bw[l] = (l == 0 ? S->end : c[l - 1]) - c[l];
+}
+
+/* The first step describes the layers: shapes, activations, events. */
+static int layer_details(const loaded *L, const step_ev *S, int F, cal_trace *t) {
+  if (!(t->layers = calloc((size_t)F, sizeof *t->layers)))
+    return core_err_set(CORE_ENOMEM, "out of memory reading %s", L->path);
+  t->n_layers = F;
+  for (int i = 0; i < F; i++) {
+    cal_trace_layer *y = &t->layers[i];
+    int b;
+    linear_shape(L, S->lin[i], &b, &y->in, &y->out);
+    if (i == 0)
+      t->batch = b;
+    y->fwd_event = S->lin[i]->idx;
+    y->bwd_event = S->bwd[S->lbw[F - 1 - i]]->idx;
+    double next = i + 1 < F ? S->lin[i + 1]->ts : S->b0;
+    for (long a = 0; a < S->na; a++)
+      if (S->act[a]->ts >= S->lin[i]->ts && S->act[a]->ts < next) {
+        if (S->act[a]->kind == EV_RELU)
+          y->relu = 1;
+        else
+          snprintf(y->other_act, sizeof y->other_act, "%s", S->act[a]->name);
+      }
+  }
+  t->span_us = S->end - S->lin[0]->ts;
+  for (long j = 0; j < S->nb; j++)
+    if (!strncmp(S->bwd[j]->name + strlen(BWD_PREFIX), "MseLossBackward", 15))
+      t->loss_mse = 1;
+  return 0;
+}
+
 /* One step between lo and hi: per-layer times into fwd[], bwd[] (room for
  * cap layers), the layers' details into t when first; DDP's
  * bucket copies' time (taken out of bwd[]) into *copy_us. */
 static int analyse_step(const loaded *L, double lo, double hi, const char *what, int first, cal_trace *t,
                         double **fwd_out, double **bwd_out, int *n_out, double *copy_us) {
-  const char *path = L->path;
-  int rc = 0, F = 0;
-  long nl = 0, nb = 0, na = 0, ncp = 0, nacc = 0;
-  size_t room = (size_t)(L->n ? L->n : 1);
-  ev **ops = malloc(sizeof *ops * room);
-  ev **lin = malloc(sizeof *lin * room);
-  ev **bwd = malloc(sizeof *bwd * room);
-  ev **act = malloc(sizeof *act * room);
-  ev **cp = malloc(sizeof *cp * room);
-  ev **acc = malloc(sizeof *acc * room);
-  long *lbw = malloc(sizeof *lbw * room);
+  step_ev S;
   double *fwd = NULL, *bw = NULL, *c = NULL;
   *fwd_out = *bwd_out = NULL;
   *copy_us = 0;
-  if (!ops || !lin || !bwd || !act || !cp || !acc || !lbw) {
-    rc = core_err_set(CORE_ENOMEM, "out of memory reading %s", path);
-    goto out;
-  }
-  long nops = 0;
-  for (long i = 0; i < L->n; i++) {
-    ev *e = &L->evs[i];
-    if (e->ts < lo - EPS_US || e->ts + e->dur > hi + EPS_US)
-      continue;
-    if (e->kind == EV_LIN || e->kind == EV_BWD)
-      ops[nops++] = e;
-    else if (e->kind == EV_RELU || e->kind == EV_ACT)
-      act[na++] = e;
-    else if (e->kind == EV_BCOPY || e->kind == EV_COPY)
-      cp[ncp++] = e;
-    else if (e->kind == EV_ACCUM)
-      acc[nacc++] = e;
-  }
-  if ((rc = mark_nested(ops, nops, path)) != 0)
-    goto out;
-  for (long i = 0; i < nops; i++)
-    if (!ops[i]->nested && ops[i]->kind == EV_BWD)
-      bwd[nb++] = ops[i];
-  qsort(bwd, (size_t)nb, sizeof *bwd, by_ts);
-  if (nb == 0) {
-    rc = core_err_set(CORE_EINVAL, "%s: no backward ops (\"" BWD_PREFIX "...\") in %s; profile a whole training step, loss.backward() included",
-                      path, what);
-    goto out;
-  }
-  double b0 = bwd[0]->ts;
-  for (long i = 0; i < nops; i++)
-    if (!ops[i]->nested && ops[i]->kind == EV_LIN && ops[i]->ts < b0)
-      lin[nl++] = ops[i];
-  qsort(lin, (size_t)nl, sizeof *lin, by_ts);
-  long nlb = 0;
-  for (long j = 0; j < nb; j++)
-    if (is_linear_backward(bwd[j]->name + strlen(BWD_PREFIX)))
-      lbw[nlb++] = j;
-  if (nl == 0) {
-    rc = core_err_set(CORE_EINVAL, "%s: no forward linear ops (top-level aten::linear or aten::addmm) before the backward of %s; the importer reads models built of nn.Linear layers",
-                      path, what);
-    goto out;
-  }
-  if (nl != nlb) {
-    rc = core_err_set(CORE_EINVAL, "%s: %s has %ld forward linear ops (the first is traceEvents[%ld]) but %ld linear backward ops (AddmmBackward0/MmBackward0); the trace must hold whole steps of one model: profile forward, loss and backward of each step",
-                      path, what, nl, lin[0]->idx, nlb);
-    goto out;
-  }
-  if (nl > INT_MAX / 2) {
-    rc = core_err_set(CORE_EINVAL, "%s: too many layers", path);
-    goto out;
-  }
-  F = (int)nl;
+  int rc = step_collect(L, lo, hi, &S);
+  if (rc || (rc = step_check(L, &S, what)) != 0)
+    goto free_step;
+  int F = (int)S.nl;
   fwd = calloc((size_t)F, sizeof *fwd);
   bw = calloc((size_t)F, sizeof *bw);
   c = calloc((size_t)F, sizeof *c);
   if (!fwd || !bw || !c) {
-    rc = core_err_set(CORE_ENOMEM, "out of memory reading %s", path);
-    goto out;
+    rc = core_err_set(CORE_ENOMEM, "out of memory reading %s", L->path);
+    goto free_step;
   }
-  for (int i = 0; i < F; i++)
-    fwd[i] = (i + 1 < F ? lin[i + 1]->ts : b0) - lin[i]->ts;
-  /* Backward: the k-th linear backward op is layer F-1-k's. */
-  c[F - 1] = b0;
-  for (int l = F - 2; l >= 0; l--) {
-    long k = F - 1 - l, j = lbw[k - 1] + 1;
-    while (j < lbw[k] && is_param_grad(bwd[j]->name + strlen(BWD_PREFIX)))
-      j++;
-    c[l] = bwd[j]->ts;
-  }
-  double end = 0;
-  for (long j = 0; j < nb; j++)
-    if (bwd[j]->ts + bwd[j]->dur > end)
-      end = bwd[j]->ts + bwd[j]->dur;
-  for (int l = 0; l < F; l++)
-    bw[l] = (l == 0 ? end : c[l - 1]) - c[l];
+  layer_times(&S, F, fwd, bw, c);
   /* The simulator adds the bucket copy from the profile's memory bandwidth
    * (sim/predict.c), so a trace of a DDP job must not carry it in the layers
    * too: a layer's time is its own computation. */
-  qsort(cp, (size_t)ncp, sizeof *cp, by_thread_ts);
-  take_out_bucket_copies(cp, ncp, acc, nacc, bwd, nb, c, end, F, bw, copy_us);
+  qsort(S.cp, (size_t)S.ncp, sizeof *S.cp, by_thread_ts);
+  take_out_bucket_copies(S.cp, S.ncp, S.acc, S.nacc, S.bwd, S.nb, c, S.end, F, bw, copy_us);
   for (int l = 0; l < F; l++)
     if (!(fwd[l] > 0) || !(bw[l] > 0)) {
       rc = core_err_set(CORE_EINVAL, "%s: traceEvents[%ld]: layer %d of %s gets no %s time: its ops overlap the next layer's; was the step run with several threads issuing ops?",
-                        path, fwd[l] > 0 ? bwd[lbw[F - 1 - l]]->idx : lin[l]->idx, l + 1, what,
+                        L->path, fwd[l] > 0 ? S.bwd[S.lbw[F - 1 - l]]->idx : S.lin[l]->idx, l + 1, what,
                         fwd[l] > 0 ? "backward" : "forward");
-      goto out;
+      goto free_step;
     }
-  if (first) {
-    t->layers = calloc((size_t)F, sizeof *t->layers);
-    if (!t->layers) {
-      rc = core_err_set(CORE_ENOMEM, "out of memory reading %s", path);
-      goto out;
-    }
-    t->n_layers = F;
-    for (int i = 0; i < F; i++) {
-      cal_trace_layer *y = &t->layers[i];
-      int b;
-      linear_shape(lin[i], &b, &y->in, &y->out);
-      if (i == 0)
-        t->batch = b;
-      y->fwd_event = lin[i]->idx;
-      y->bwd_event = bwd[lbw[F - 1 - i]]->idx;
-      double next = i + 1 < F ? lin[i + 1]->ts : b0;
-      for (long a = 0; a < na; a++)
-        if (act[a]->ts >= lin[i]->ts && act[a]->ts < next) {
-          if (act[a]->kind == EV_RELU)
-            y->relu = 1;
-          else
-            snprintf(y->other_act, sizeof y->other_act, "%s", act[a]->name);
-        }
-    }
-    t->span_us = end - lin[0]->ts;
-    for (long j = 0; j < nb; j++)
-      if (!strncmp(bwd[j]->name + strlen(BWD_PREFIX), "MseLossBackward", 15))
-        t->loss_mse = 1;
-  }
+  if (first && (rc = layer_details(L, &S, F, t)) != 0)
+    goto free_step;
   *fwd_out = fwd;
   *bwd_out = bw;
   *n_out = F;
   fwd = bw = NULL;
-out:
-  free(ops);
-  free(lin);
-  free(bwd);
-  free(act);
-  free(cp);
-  free(acc);
-  free(lbw);
+free_step:
+  step_free(&S);
   free(fwd);
   free(bw);
   free(c);

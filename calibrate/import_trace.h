@@ -9,8 +9,10 @@
  * of training steps on one device: an object whose "traceEvents" array holds
  * complete events {"ph": "X", "cat": "cpu_op", "name": "aten::linear",
  * "ts": µs, "dur": µs, "pid", "tid", "args": {"Input Dims": [...]}} — a bare
- * array of events (the Chrome format's other form) is read too. Record
- * shapes (record_shapes=True) so the layers' sizes can be checked or derived.
+ * array of events (the Chrome format's other form) is read too, with the
+ * streaming reader (calibrate/kineto.h): memory follows the events kept, not
+ * the file's size. Record shapes (record_shapes=True) so the layers' sizes
+ * can be checked or derived.
  *
  * Several traces of one model may be read together (torch.profiler's
  * schedule with repeat=N exports one per cycle): the medians are over the

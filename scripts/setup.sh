@@ -9,11 +9,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Build: C toolchain, CMake, pkg-config. Libraries: GSL, libconfig, CUnit,
-# Gloo, OpenBLAS, zlib, jansson (JSON: PyTorch traces). Run time: gnuplot (plots), iproute2 (network testbed),
+# Gloo, OpenBLAS, zlib (gzip'd traces), YAJL (PyTorch traces parsed as a stream, never held whole),
+# jansson (the unit tests' edited traces). Run time: gnuplot (plots), iproute2 (network testbed),
 # redis-server (RedisStore rendezvous tests), procps (pgrep/pkill in tests), python3 (the integration
-# tests' and benchmarks' checks of CSVs, JSON and traces; the testbed test's TCP streams).
+# tests' and benchmarks' checks of CSVs, JSON and traces; the testbed test's TCP streams), time (GNU
+# time: the trace benchmark's peak memory).
 PACKAGES=(build-essential cmake pkg-config libgsl-dev libconfig-dev libcunit1-dev libgloo-dev libhiredis-dev
-          libopenblas-dev zlib1g-dev libjansson-dev gnuplot-nox iproute2 redis-server procps python3)
+          libopenblas-dev zlib1g-dev libyajl-dev libjansson-dev gnuplot-nox iproute2 redis-server procps python3
+          time)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

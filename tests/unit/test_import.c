@@ -1005,6 +1005,21 @@ static void test_trace_cli(void) {
   CU_ASSERT(core_model_load(out, &m) == 0);
   CU_ASSERT(m && m->measured);
   core_model_free(m);
+  /* The trace is noted as an input: an output onto it is refused (exit 2),
+   * naming it, and the trace stays as it was. */
+  size_t len, len2;
+  char *text = tu_read_file(TRACE, &len);
+  char copy[8300];
+  snprintf(copy, sizeof copy, "%s/trace.json", out_dir);
+  CU_ASSERT_FATAL(text != NULL && tu_write_file(copy, text) == 0);
+  char *argv_onto[] = {"ddpsim", "import", "torch-trace", "--out", copy, copy, NULL};
+  CU_ASSERT_EQUAL(run_ddpsim(argv_onto, err), 2);
+  char *after = tu_read_file(copy, &len2), *msg = tu_read_file(err, NULL);
+  CU_ASSERT(after && len2 == len && !memcmp(after, text, len));
+  CU_ASSERT(msg && strstr(msg, "trace.json' of this command") != NULL);
+  free(after);
+  free(msg);
+  free(text);
 }
 
 /* --- plot fit ---------------------------------------------------------------- */
