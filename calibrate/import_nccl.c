@@ -317,6 +317,39 @@ static int check_size_count(parser *ps, long long size, long long count, const c
   return 0;
 }
 
+/* One half of a data row (h 0: out-of-place, 1: in-place): its time, and
+ * (when wanted) algbw and busbw; a #wrong > 0 is an error. */
+static int row_half(parser *ps, char **tok, int h, long long size, long line, double *t, double *algbw,
+                    double *busbw) {
+  if (ps->c_time[h] < 0)
+    return 0;
+  const char *what = h ? "in-place" : "out-of-place";
+  double a = 0, b = 0, w;
+  if (parse_num(tok[ps->c_time[h]], t) != 0 || *t < 0 || (size > 0 && *t <= 0))
+    return core_err_set(CORE_EINVAL, "%s:%ld: the %s time '%s' is not a positive number of microseconds",
+                        ps->path, line, what, tok[ps->c_time[h]]);
+  if ((ps->c_algbw[h] >= 0 && (parse_num(tok[ps->c_algbw[h]], &a) != 0 || a < 0)) ||
+      (ps->c_busbw[h] >= 0 && (parse_num(tok[ps->c_busbw[h]], &b) != 0 || b < 0)))
+    return core_err_set(CORE_EINVAL, "%s:%ld: the %s algbw or busbw ('%s', '%s') is not a number >= 0",
+                        ps->path, line, what, ps->c_algbw[h] >= 0 ? tok[ps->c_algbw[h]] : "",
+                        ps->c_busbw[h] >= 0 ? tok[ps->c_busbw[h]] : "");
+  if (algbw)
+    *algbw = a;
+  if (busbw)
+    *busbw = b;
+  if (ps->c_wrong[h] >= 0) {
+    const char *s = tok[ps->c_wrong[h]];
+    if (!strcmp(s, "N/A"))
+      ps->run->validated = 0;
+    else if (parse_num(s, &w) != 0 || w < 0)
+      return core_err_set(CORE_EINVAL, "%s:%ld: the %s #wrong '%s' is neither a count nor N/A", ps->path, line, what, s);
+    else if (w > 0)
+      return core_err_set(CORE_EINVAL, "%s:%ld: %s elements were wrong in the %s result at %lld bytes: NCCL returned corrupted data, so the times mean nothing; fix the cluster (driver, NVLink/NIC errors, NCCL version) and measure again",
+                          ps->path, line, s, what, size);
+  }
+  return 0;
+}
+
 /* One data row: "%12li  %12li  %8s  %6s  %6s" then per half
  * "  %7s  %6s  %6s  %6g" (time, algbw, busbw, #wrong or N/A). */
 static int data_row(parser *ps, char **tok, int n, const char *raw, long line) {
@@ -348,34 +381,9 @@ static int data_row(parser *ps, char **tok, int n, const char *raw, long line) {
   if (rc)
     return rc;
   double t[2] = {0, 0}, algbw = 0, busbw = 0;
-  for (int h = 0; h < 2; h++) {
-    if (ps->c_time[h] < 0)
-      continue;
-    const char *what = h ? "in-place" : "out-of-place";
-    double a = 0, b = 0, w;
-    if (parse_num(tok[ps->c_time[h]], &t[h]) != 0 || t[h] < 0 || (size > 0 && t[h] <= 0))
-      return core_err_set(CORE_EINVAL, "%s:%ld: the %s time '%s' is not a positive number of microseconds",
-                          ps->path, line, what, tok[ps->c_time[h]]);
-    if ((ps->c_algbw[h] >= 0 && (parse_num(tok[ps->c_algbw[h]], &a) != 0 || a < 0)) ||
-        (ps->c_busbw[h] >= 0 && (parse_num(tok[ps->c_busbw[h]], &b) != 0 || b < 0)))
-      return core_err_set(CORE_EINVAL, "%s:%ld: the %s algbw or busbw ('%s', '%s') is not a number >= 0",
-                          ps->path, line, what, ps->c_algbw[h] >= 0 ? tok[ps->c_algbw[h]] : "",
-                          ps->c_busbw[h] >= 0 ? tok[ps->c_busbw[h]] : "");
-    if (h == 0) {
-      algbw = a;
-      busbw = b;
-    }
-    if (ps->c_wrong[h] >= 0) {
-      const char *s = tok[ps->c_wrong[h]];
-      if (!strcmp(s, "N/A"))
-        r->validated = 0;
-      else if (parse_num(s, &w) != 0 || w < 0)
-        return core_err_set(CORE_EINVAL, "%s:%ld: the %s #wrong '%s' is neither a count nor N/A", ps->path, line, what, s);
-      else if (w > 0)
-        return core_err_set(CORE_EINVAL, "%s:%ld: %s elements were wrong in the %s result at %lld bytes: NCCL returned corrupted data, so the times mean nothing; fix the cluster (driver, NVLink/NIC errors, NCCL version) and measure again",
-                            ps->path, line, s, what, size);
-    }
-  }
+  for (int h = 0; h < 2; h++)
+    if ((rc = row_half(ps, tok, h, size, line, &t[h], h ? NULL : &algbw, h ? NULL : &busbw)) != 0)
+      return rc;
   ps->rows++;
   if (size == 0) {
     if (r->n > 0)
