@@ -351,6 +351,57 @@ static int parse_job(sim_scenario *s, const config_setting_t *root) {
   return 0;
 }
 
+/* simulation = { steps; seed; ranks; replications; } */
+static int parse_simulation(sim_scenario *s, const config_setting_t *root) {
+  static const char *const simk[] = {"steps", "seed", "ranks", "replications", NULL};
+  const config_setting_t *g;
+  const char *str;
+  long long v;
+  int rc;
+  s->steps = 10;
+  s->seed = 1;
+  s->job.replications = 100;
+  if ((rc = core_cfg_group(root, "simulation", 0, &g)) != 0 || !g)
+    return rc;
+  if ((rc = core_cfg_check_keys(g, simk, "simulation")) != 0 ||
+      (rc = core_cfg_int(g, "steps", 0, 10, 1, 100000, &v)) != 0)
+    return rc;
+  s->steps = (int)v;
+  if ((rc = core_cfg_int(g, "seed", 0, 1, 0, INT64_MAX, &v)) != 0)
+    return rc;
+  s->seed = (uint64_t)v;
+  if ((rc = core_cfg_string(g, "ranks", 0, "representative", ranks_choices, &str)) != 0)
+    return rc;
+  s->every_rank = strcmp(str, "every") == 0;
+  if ((rc = core_cfg_int(g, "replications", 0, 100, 1, 1000000, &v)) != 0)
+    return rc;
+  s->job.replications = (int)v;
+  return 0;
+}
+
+/* output = { csv = "NAME.csv"; }: a plain file name, checked now, so that a
+ * name the directory of -o cannot hold fails here with its line, not at the
+ * end of the run. */
+static int parse_output(sim_scenario *s, const config_setting_t *root) {
+  static const char *const out_keys[] = {"csv", NULL};
+  char def_csv[sizeof s->csv_name], w[4200];
+  const config_setting_t *g;
+  const char *str;
+  int rc;
+  snprintf(def_csv, sizeof def_csv, "%s.csv", s->name);
+  snprintf(s->csv_name, sizeof s->csv_name, "%s", def_csv);
+  if ((rc = core_cfg_group(root, "output", 0, &g)) != 0 || !g)
+    return rc;
+  if ((rc = core_cfg_check_keys(g, out_keys, "output")) != 0 ||
+      (rc = core_cfg_string(g, "csv", 0, def_csv, NULL, &str)) != 0)
+    return rc;
+  if (!str[0] || !strcmp(str, ".") || !strcmp(str, "..") || strchr(str, '/') || strlen(str) >= sizeof s->csv_name)
+    return core_err_set(CORE_EINVAL, "%s: output csv \"%s\" must be a plain file name, not empty, \".\" or \"..\" and without '/' (the directory comes from -o)",
+                        where(config_setting_get_member(g, "csv") ? config_setting_get_member(g, "csv") : g, w), str);
+  snprintf(s->csv_name, sizeof s->csv_name, "%s", str);
+  return 0;
+}
+
 static int parse(sim_scenario *s) {
   static const char *const top_keys[] = {"name", "description", "profile", "model", "training",
                                          "cluster", "networks", "ddp", "simulation", "output",
@@ -360,13 +411,10 @@ static int parse(sim_scenario *s) {
   static const char *const ddp_keys[] = {"backend", "algorithm", "bucket_cap_mb", "first_bucket_mb",
                                          "overlap", "gradient_as_bucket_view", "timeout_s", "compression",
                                          "powersgd_min_rate", NULL};
-  static const char *const simk[] = {"steps", "seed", "ranks", "replications", NULL};
-  static const char *const out_keys[] = {"csv", NULL};
   char w[4200], path[4096];
   const config_setting_t *root = core_cfg_root(&s->cfg), *g, *set;
   const char *str, **strs = NULL;
   int rc, n;
-  long long v;
 
   if ((rc = core_cfg_check_keys(root, top_keys, "the scenario")) != 0)
     return rc;
@@ -531,46 +579,13 @@ static int parse(sim_scenario *s) {
   free(strs);
   strs = NULL;
 
-  /* Simulation. */
-  if ((rc = core_cfg_group(root, "simulation", 0, &g)) != 0)
+  if ((rc = parse_simulation(s, root)) != 0)
     return rc;
-  s->steps = 10;
-  s->seed = 1;
-  if (g) {
-    if ((rc = core_cfg_check_keys(g, simk, "simulation")) != 0 ||
-        (rc = core_cfg_int(g, "steps", 0, 10, 1, 100000, &v)) != 0)
-      return rc;
-    s->steps = (int)v;
-    if ((rc = core_cfg_int(g, "seed", 0, 1, 0, INT64_MAX, &v)) != 0)
-      return rc;
-    s->seed = (uint64_t)v;
-    if ((rc = core_cfg_string(g, "ranks", 0, "representative", ranks_choices, &str)) != 0)
-      return rc;
-    s->every_rank = strcmp(str, "every") == 0;
-    if ((rc = core_cfg_int(g, "replications", 0, 100, 1, 1000000, &v)) != 0)
-      return rc;
-    s->job.replications = (int)v;
-  } else {
-    s->job.replications = 100;
-  }
   if ((rc = parse_job(s, root)) != 0)
     return rc;
 
-  /* Output. */
-  char def_csv[sizeof s->csv_name];
-  snprintf(def_csv, sizeof def_csv, "%s.csv", s->name);
-  snprintf(s->csv_name, sizeof s->csv_name, "%s", def_csv);
-  if ((rc = core_cfg_group(root, "output", 0, &g)) != 0)
+  if ((rc = parse_output(s, root)) != 0)
     return rc;
-  if (g) {
-    if ((rc = core_cfg_check_keys(g, out_keys, "output")) != 0 ||
-        (rc = core_cfg_string(g, "csv", 0, def_csv, NULL, &str)) != 0)
-      return rc;
-    if (strchr(str, '/') || strlen(str) >= sizeof s->csv_name)
-      return core_err_set(CORE_EINVAL, "%s: output csv \"%s\" must be a plain file name (the directory comes from -o)",
-                          where(config_setting_get_member(g, "csv") ? config_setting_get_member(g, "csv") : g, w), str);
-    snprintf(s->csv_name, sizeof s->csv_name, "%s", str);
-  }
 
   long total = 1;
   for (int d = 0; d < SIM_N_DIMS; d++) {
