@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 const char cli_simulate_help[] =
     "Usage: ddpsim simulate SCENARIO [options]\n"
@@ -35,6 +36,8 @@ const char cli_simulate_help[] =
     "      --plot           also draw the plots into the same directory: scaling,\n"
     "                       compression (when swept), goodput (with failures)\n"
     "  -q, --quiet          no summary table\n"
+    "      --progress on|off  progress on stderr when the study runs longer than a\n"
+    "                       few seconds (default: on when stderr is a terminal)\n"
     "\n"
     "Example:\n"
     "  ddpsim simulate scenarios/gigabit-vs-ib.cfg -o results --plot\n";
@@ -46,11 +49,11 @@ int cli_cmd_simulate(int argc, char **argv) {
       {"trace", required_argument, NULL, 't'}, {"trace-point", required_argument, NULL, 'P'},
       {"trace-ranks", required_argument, NULL, 'R'}, {"plot", no_argument, NULL, 'p'},
       {"quiet", no_argument, NULL, 'q'},       {"help", no_argument, NULL, 'h'},
-      {"profile", required_argument, NULL, 'F'},
+      {"profile", required_argument, NULL, 'F'}, {"progress", required_argument, NULL, 'G'},
       {NULL, 0, NULL, 0}};
   const char *out_dir = "results", *trace = NULL, *profile = NULL;
   long seed = -1, jobs = 0, trace_point = 0, trace_ranks = 8;
-  int shard = 0, n_shards = 1, plot = 0, quiet = 0, c, rc;
+  int shard = 0, n_shards = 1, plot = 0, quiet = 0, progress = isatty(2), c, rc;
   optind = 1;
   opterr = 0;
   while ((c = getopt_long(argc, argv, ":o:j:qh", opts, NULL)) != -1) {
@@ -82,6 +85,11 @@ int cli_cmd_simulate(int argc, char **argv) {
       break;
     case 'p': plot = 1; break;
     case 'F': profile = optarg; break;
+    case 'G':
+      if (strcmp(optarg, "on") && strcmp(optarg, "off"))
+        return cli_usage("simulate", "--progress expects on or off, got '%s'", optarg);
+      progress = !strcmp(optarg, "on");
+      break;
     case 'q': quiet = 1; break;
     case 'h': fputs(cli_simulate_help, stdout); return CLI_EXIT_OK;
     case ':': return cli_usage("simulate", "option %s needs a value", argv[optind - 1]);
@@ -100,7 +108,8 @@ int cli_cmd_simulate(int argc, char **argv) {
 
   sim_sweep_opts o = {.jobs = (int)jobs, .shard = shard, .n_shards = n_shards,
                       .trace_point = trace ? trace_point : -1, .trace_path = trace,
-                      .trace_ranks = (int)trace_ranks};
+                      .trace_ranks = (int)trace_ranks, .progress = progress,
+                      .progress_after_s = SIM_SWEEP_PROGRESS_AFTER_S};
   sim_sweep w;
   char csv[8192];
   if (n_shards > 1)

@@ -225,6 +225,15 @@ static int cross_check(sim_scenario *s, const config_setting_t *root) {
 }
 
 /* Groups job, failures and checkpoint: the run as a whole. */
+/* The key of the failures group that sets how often they come. */
+static const config_setting_t *rate_key(const config_setting_t *fg) {
+  static const char *const keys[] = {"mtbf_h", "weibull_scale_h", "at_steps", NULL};
+  for (const char *const *k = keys; *k; k++)
+    if (config_setting_get_member(fg, *k))
+      return config_setting_get_member(fg, *k);
+  return fg;
+}
+
 static int parse_job(sim_scenario *s, const config_setting_t *root) {
   static const char *const job_keys[] = {"steps", "hours", NULL};
   static const char *const fail_keys[] = {"distribution", "mtbf_h", "weibull_scale_h", "weibull_shape",
@@ -305,6 +314,7 @@ static int parse_job(sim_scenario *s, const config_setting_t *root) {
   j->fail_dist = 0;
   j->replications = j->replications > 0 ? j->replications : 100;
   if (fg) {
+    j->rate_key = rate_key(fg);
     if ((rc = core_cfg_check_keys(fg, fail_keys, "failures")) != 0 ||
         (rc = core_cfg_string(fg, "distribution", 0, "exponential", dists, &str)) != 0)
       return rc;
@@ -351,9 +361,9 @@ static int parse_job(sim_scenario *s, const config_setting_t *root) {
   return 0;
 }
 
-/* simulation = { steps; seed; ranks; replications; } */
+/* simulation = { steps; seed; ranks; replications; max_events; } */
 static int parse_simulation(sim_scenario *s, const config_setting_t *root) {
-  static const char *const simk[] = {"steps", "seed", "ranks", "replications", NULL};
+  static const char *const simk[] = {"steps", "seed", "ranks", "replications", "max_events", NULL};
   const config_setting_t *g;
   const char *str;
   long long v;
@@ -361,6 +371,7 @@ static int parse_simulation(sim_scenario *s, const config_setting_t *root) {
   s->steps = 10;
   s->seed = 1;
   s->job.replications = 100;
+  s->job.max_events = SIM_DEFAULT_MAX_EVENTS;
   if ((rc = core_cfg_group(root, "simulation", 0, &g)) != 0 || !g)
     return rc;
   if ((rc = core_cfg_check_keys(g, simk, "simulation")) != 0 ||
@@ -376,6 +387,9 @@ static int parse_simulation(sim_scenario *s, const config_setting_t *root) {
   if ((rc = core_cfg_int(g, "replications", 0, 100, 1, 1000000, &v)) != 0)
     return rc;
   s->job.replications = (int)v;
+  if ((rc = core_cfg_double(g, "max_events", 0, SIM_DEFAULT_MAX_EVENTS, 1e3, 1e15, &s->job.max_events)) != 0)
+    return rc;
+  s->job.max_events_key = config_setting_get_member(g, "max_events");
   return 0;
 }
 

@@ -241,6 +241,24 @@ else
   [ "$(wc -l <"$s1")" -gt 0 ] && [ "$(wc -l <"$s0")" -gt 1 ] || fail "shards: one shard is empty"
 fi
 
+# --- work bounds: a failure study refused before it runs -----------------------------
+# The shipped node-failure study at mtbf_h = 1: interrupted every 1.8 s, it would take
+# about 1e13 events. Refused at once, at the line of mtbf_h, with the estimate and what
+# to do; nothing written.
+sed -e 's/mtbf_h = 6330.0;/mtbf_h = 1.0;/' -e "s#\"profiles/#\"$src/scenarios/profiles/#" \
+  -e "s#\"models/#\"$src/scenarios/models/#" "$src/scenarios/node-failure.cfg" >"$work/nf-mtbf1.cfg"
+mtbf_line=$(grep -n 'mtbf_h = 1.0;' "$work/nf-mtbf1.cfg" | cut -d: -f1)
+run nf_mtbf1 simulate "$work/nf-mtbf1.cfg" -o "$work/nf-mtbf1"
+expect_status nf_mtbf1 3
+expect_in nf_mtbf1 err "nf-mtbf1.cfg:$mtbf_line: this study would take about"
+expect_in nf_mtbf1 err "over simulation.max_events = 200000000 a point"
+expect_in nf_mtbf1 err "Raise simulation.max_events"
+checks=$((checks + 1))
+[ -z "$(ls -A "$work/nf-mtbf1" 2>/dev/null)" ] || fail "nf_mtbf1: a refused study wrote $(ls "$work/nf-mtbf1")"
+run bad_progress simulate "$src/scenarios/gigabit-vs-ib.cfg" --progress maybe -o "$work/never"
+expect_status bad_progress 2
+expect_in bad_progress err "--progress expects on or off"
+
 # --- no temp files left behind ------------------------------------------------------
 checks=$((checks + 1))
 left=$(find "$work" -name '*.tmp.*' | head -n 3)
