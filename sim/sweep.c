@@ -182,8 +182,10 @@ static int run_phase(work *w, enum phase ph, int jobs) {
 
 /* "1.2 hours", "3.4 days": a duration for a person. */
 static void human_time(double s, char *buf, size_t n) {
-  if (s < 120)
+  if (s < 10)
     snprintf(buf, n, "%.2g s", s);
+  else if (s < 120)
+    snprintf(buf, n, "%.0f s", s);
   else if (s < 7200)
     snprintf(buf, n, "%.2g minutes", s / 60);
   else if (s < 3 * 86400)
