@@ -39,7 +39,7 @@ enum phase { PHASE_STEP, PHASE_JOB };
 typedef struct progress {
   atomic_long points;         /* done in the current phase */
   atomic_ullong events;       /* job-level events run */
-  double total_events;        /* estimated, for the job phase */
+  _Atomic double total_events; /* estimated, for the job phase */
   atomic_int phase;
   atomic_int stop;
 } progress;
@@ -216,7 +216,7 @@ static int check_work(work *w) {
       worst_jp = jp;
     }
   }
-  w->prog.total_events = total;
+  atomic_store(&w->prog.total_events, total);
   if (w->n == 0 || worst <= s->job.max_events)
     return 0;
   char wh[4200], name[512], t_all[64], mtti[64], rec[64], capped[128] = "";
@@ -264,7 +264,7 @@ static void report_line(reporter *r, double now) {
   if (atomic_load(&w->prog.phase) == PHASE_STEP) {
     snprintf(line, sizeof line, "simulate: step level, %ld of %ld points, %.0f s", done, w->n, now - r->t0);
   } else {
-    double ev = (double)atomic_load(&w->prog.events), tot = w->prog.total_events;
+    double ev = (double)atomic_load(&w->prog.events), tot = atomic_load(&w->prog.total_events);
     if (ev > 0 && tot > ev) {
       human_time((now - r->job_t0) * (tot - ev) / ev, left, sizeof left);
     }
