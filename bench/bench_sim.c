@@ -4,7 +4,12 @@
  *     worker and with one per CPU; goal < 1 s;
  *  2. one step of GPT-2 1.5B on 16,384 GPUs with every rank simulated: wall
  *     time, events and peak memory of a child process that does only that;
- *     goals < 1 s and < 1 GiB.
+ *     goals < 1 s and < 1 GiB;
+ *  3. the job level (issue 24): events a second of the failure Monte Carlo,
+ *     in the shipped node-failure study and in a study whose failures come
+ *     faster than recovery (the regime simulation.max_events bounds, and
+ *     the rate sim/sweep.c's messages assume), and how long the node-failure
+ *     study at mtbf_h = 1 takes to be refused, with the message.
  * Usage: bench_sim [SOURCE_DIR]  (default: the source tree it was built from)
  */
 #include "sim/scenario.h"
@@ -14,6 +19,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -48,6 +54,103 @@ static double run_study(const char *path, int jobs, uint64_t *events, long *poin
   sim_sweep_free(&w);
   sim_scenario_free(s);
   return dt;
+}
+
+/* Load (from text, as if it were `name`) and run a study with one worker;
+ * returns wall seconds, or -1 with the error in msg. */
+static double run_job_study(const char *text, const char *name, uint64_t *events, long *points, char *msg,
+                            size_t n) {
+  double t0 = now_s();
+  sim_scenario *s;
+  sim_sweep w;
+  *events = 0;
+  int rc = text ? sim_scenario_load_string(text, name, &s) : sim_scenario_load(name, &s);
+  if (rc) {
+    snprintf(msg, n, "%s", core_err_msg());
+    return -1;
+  }
+  sim_sweep_opts o = {.jobs = 1, .n_shards = 1, .trace_point = -1};
+  rc = sim_sweep_run(s, &o, &w);
+  double dt = now_s() - t0;
+  sim_scenario_free(s);
+  if (rc) {
+    snprintf(msg, n, "%s (after %.3f s)", core_err_msg(), dt);
+    return -1;
+  }
+  for (long i = 0; i < w.n; i++)
+    *events += w.res[i].job.events;
+  *points = w.n;
+  sim_sweep_free(&w);
+  return dt;
+}
+
+/* The node-failure study's file with one line changed, or NULL. */
+static char *edited(const char *path, const char *from, const char *to) {
+  FILE *f = fopen(path, "r");
+  static char buf[1 << 16];
+  size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+  if (f)
+    fclose(f);
+  buf[n] = '\0';
+  char *at = strstr(buf, from), *out = malloc(n + strlen(to) + 1);
+  if (!at || !out) {
+    free(out);
+    return NULL;
+  }
+  sprintf(out, "%.*s%s%s", (int)(at - buf), buf, to, at + strlen(from));
+  return out;
+}
+
+/* Failures faster than recovery: GPT-2 1.5B on 2,048 DGX H100 nodes, one
+ * interruption every 1.8 s, a 4 h repair each (no spares); 10 h of
+ * training, so every run goes on to the wall-time cap. */
+static const char interrupted[] =
+    "name = \"bench-interrupted\";\n"
+    "profile = \"profiles/dgx-h100.cfg\";\n"
+    "model = \"models/gpt2-xl.cfg\";\n"
+    "training = { batch = 8; precision = \"amp_bf16\"; optimizer = \"adam\"; };\n"
+    "cluster = { nodes = 2048; devices_per_node = 8; };\n"
+    "networks = ( { name = \"IB-NDR\"; gbps = 400.0; latency_us = 14.0; nics_per_node = 8; efficiency = 0.96; } );\n"
+    "ddp = { backend = \"nccl\"; };\n"
+    "job = { hours = 10.0; };\n"
+    "failures = { mtbf_h = 1.0; detect_s = 600.0; mttr_h = 4.0; restart_s = 30.0; };\n"
+    "checkpoint = { every_s = 600.0; storage_GBps = 2000.0; };\n"
+    "simulation = { steps = 5; replications = 5; max_events = 1e12; };\n";
+
+static int bench_job(const char *src) {
+  char path[4096], name[4096], msg[2048];
+  uint64_t ev;
+  long pts;
+  snprintf(path, sizeof path, "%s/scenarios/node-failure.cfg", src);
+  double dt = run_job_study(NULL, path, &ev, &pts, msg, sizeof msg);
+  if (dt < 0) {
+    fprintf(stderr, "bench_sim: %s\n", msg);
+    return 1;
+  }
+  printf("node-failure: %ld points, %llu job-level events, 1 worker: %.3f s, %.3g events/s\n", pts,
+         (unsigned long long)ev, dt, ev / dt);
+  snprintf(name, sizeof name, "%s/scenarios/bench-interrupted.cfg", src);
+  dt = run_job_study(interrupted, name, &ev, &pts, msg, sizeof msg);
+  if (dt < 0) {
+    fprintf(stderr, "bench_sim: %s\n", msg);
+    return 1;
+  }
+  printf("failures faster than recovery: %llu events, 1 worker: %.3f s, %.3g events/s; a point at the "
+         "default simulation.max_events (%.0e) would take about %.0f s\n",
+         (unsigned long long)ev, dt, ev / dt, SIM_DEFAULT_MAX_EVENTS, SIM_DEFAULT_MAX_EVENTS / (ev / dt));
+  char *text = edited(path, "mtbf_h = 6330.0;", "mtbf_h = 1.0;");
+  if (!text) {
+    fprintf(stderr, "bench_sim: node-failure.cfg has no 'mtbf_h = 6330.0;' to edit\n");
+    return 1;
+  }
+  dt = run_job_study(text, path, &ev, &pts, msg, sizeof msg);
+  free(text);
+  if (dt >= 0) {
+    fprintf(stderr, "bench_sim: node-failure at mtbf_h = 1 ran (%.1f s); it should be refused\n", dt);
+    return 1;
+  }
+  printf("node-failure at mtbf_h = 1: refused: %s\n", msg);
+  return 0;
 }
 
 int main(int argc, char **argv) {
@@ -97,5 +200,5 @@ int main(int argc, char **argv) {
   sscanf(buf, "%lf %llu", &dt, &events);
   printf("gpt2-xl 16384 GPUs, every rank: %.3f s wall (load + 1 step), %llu events, peak RSS %.1f MiB\n",
          dt, events, ru.ru_maxrss / 1024.0);
-  return 0;
+  return bench_job(src);
 }

@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Fit points [lo, hi) with outlier rejection; returns weighted SSE or -1. */
 /* Weight of point i: inverse variance, with a floor on the error so that a
  * size whose iterations happened to agree exactly cannot dominate. */
 static double weight(const double *y, const double *se, int i) {
@@ -20,6 +19,8 @@ static double weight(const double *y, const double *se, int i) {
   return 1.0 / (s * s);
 }
 
+/* Fit points [lo, hi) with outlier rejection; returns the weighted SSE of
+ * every point of the range, or -1. */
 static double fit_range(const double *x, const double *y, const double *se, int lo, int hi, cal_fit *f) {
   int n = hi - lo;
   double *w = malloc(sizeof *w * (size_t)n), *xs = malloc(sizeof *xs * (size_t)n),
@@ -120,6 +121,201 @@ out:
 
 static double bic(double sse, int n, int k) { return n * log(sse / n + 1e-300) + k * log((double)n); }
 
+/* --- the search for knees ----------------------------------------------------
+ * Candidates: one regime, or 2 or 3 consecutive ones, each with at least
+ * three points of its own and a positive slope. A split must lower the BIC
+ * by more than 6 per added regime ("strong" evidence, Kass and Raftery
+ * 1995) to be kept. Every candidate is scored by fit_range (robust, every
+ * point counted); up to FIT_EXACT_MAX sizes every split is tried. */
+typedef struct search {
+  const double *x, *y, *se;
+  int n;
+  cal_fit best_f[CAL_FIT_MAX_REGIMES];
+  int best_n, best_cut[CAL_FIT_MAX_REGIMES + 1];
+  double best_bic, bic1, bic2;
+  int n2;
+} search;
+
+static void try_two(search *s, int j1) {
+  cal_fit f[2];
+  double s1 = fit_range(s->x, s->y, s->se, 0, j1, &f[0]), s2 = fit_range(s->x, s->y, s->se, j1, s->n, &f[1]);
+  if (s1 < 0 || s2 < 0 || !(f[0].beta_s > 0 && f[1].beta_s > 0))
+    return;
+  double v = bic(s1 + s2, s->n, 4);
+  if (v < s->bic1 - 6.0 && v < s->best_bic) {
+    s->best_bic = v;
+    s->best_n = 2;
+    s->best_f[0] = f[0];
+    s->best_f[1] = f[1];
+    s->best_cut[1] = j1;
+    s->best_cut[2] = s->n;
+  }
+}
+
+static void try_three(search *s, int j1, int j2) {
+  cal_fit f[3];
+  double s1 = fit_range(s->x, s->y, s->se, 0, j1, &f[0]), s2 = fit_range(s->x, s->y, s->se, j1, j2, &f[1]),
+         s3 = fit_range(s->x, s->y, s->se, j2, s->n, &f[2]);
+  if (s1 < 0 || s2 < 0 || s3 < 0 || !(f[0].beta_s > 0 && f[1].beta_s > 0 && f[2].beta_s > 0))
+    return;
+  double v = bic(s1 + s2 + s3, s->n, 6);
+  /* Against the best fit with fewer regimes: 6 per regime added. */
+  if (v < s->bic2 - 6.0 * (3 - s->n2) && v < s->best_bic) {
+    s->best_bic = v;
+    s->best_n = 3;
+    for (int k = 0; k < 3; k++)
+      s->best_f[k] = f[k];
+    s->best_cut[1] = j1;
+    s->best_cut[2] = j2;
+    s->best_cut[3] = s->n;
+  }
+}
+
+/* Beyond this many sizes (nccl-tests with a linear step -i prints thousands)
+ * trying every split costs O(n^3 log n); the splits are then screened in
+ * closed form first and only the best few are scored robustly. A factor-2
+ * sweep from 8 B to 1 TiB has 38 sizes. */
+enum { FIT_EXACT_MAX = 64, FIT_SCREEN_GRID = 64, FIT_SCREEN_KEEP = 8 };
+
+/* Prefix sums of the weighted least-squares moments. */
+typedef struct moments {
+  double w, wx, wy, wxx, wxy, wyy;
+} moments;
+
+/* Weighted SSE of the least-squares line of points [lo, hi) from the prefix
+ * sums, with alpha held at zero or above as fit_range does; -1 when the
+ * range cannot be fitted or its slope is not positive. No rejection: this
+ * only ranks candidates. */
+static double screen_sse(const moments *P, int lo, int hi) {
+  double sw = P[hi].w - P[lo].w, sx = P[hi].wx - P[lo].wx, sy = P[hi].wy - P[lo].wy,
+         sxx = P[hi].wxx - P[lo].wxx, sxy = P[hi].wxy - P[lo].wxy, syy = P[hi].wyy - P[lo].wyy;
+  double d = sw * sxx - sx * sx;
+  if (!(d > 0) || !(sxx > 0))
+    return -1;
+  double c1 = (sw * sxy - sx * sy) / d, c0 = (sy - c1 * sx) / sw;
+  if (c0 < 0) {
+    c0 = 0;
+    c1 = sxy / sxx;
+  }
+  if (!(c1 > 0))
+    return -1;
+  double sse = syy - 2 * c0 * sy - 2 * c1 * sxy + c0 * c0 * sw + 2 * c0 * c1 * sx + c1 * c1 * sxx;
+  return sse > 0 ? sse : 0;
+}
+
+/* The FIT_SCREEN_KEEP best candidates seen, by screened SSE. */
+typedef struct keep {
+  int n;
+  double sse[FIT_SCREEN_KEEP];
+  int cut[FIT_SCREEN_KEEP][2];
+} keep;
+
+static void keep_offer(keep *k, double sse, int j1, int j2) {
+  if (sse < 0)
+    return;
+  for (int i = 0; i < k->n; i++)
+    if (k->cut[i][0] == j1 && k->cut[i][1] == j2)
+      return;
+  int at;
+  if (k->n < FIT_SCREEN_KEEP)
+    at = k->n++;
+  else if (sse < k->sse[FIT_SCREEN_KEEP - 1])
+    at = FIT_SCREEN_KEEP - 1;
+  else
+    return;
+  for (; at > 0 && sse < k->sse[at - 1]; at--) {
+    k->sse[at] = k->sse[at - 1];
+    k->cut[at][0] = k->cut[at - 1][0];
+    k->cut[at][1] = k->cut[at - 1][1];
+  }
+  k->sse[at] = sse;
+  k->cut[at][0] = j1;
+  k->cut[at][1] = j2;
+}
+
+/* Screened SSE of three regimes cut at j1 < j2, or -1. */
+static double screen3(const moments *P, int n, int j1, int j2) {
+  double a = screen_sse(P, 0, j1), b = screen_sse(P, j1, j2), c = screen_sse(P, j2, n);
+  return a < 0 || b < 0 || c < 0 ? -1 : a + b + c;
+}
+
+/* Three regimes: each cut on a grid of FIT_SCREEN_GRID sizes evenly spaced
+ * in log size (knees are protocol switches, at sizes on a log scale) with
+ * the other cut at any size, then the best pair refined at full resolution.
+ * O(FIT_SCREEN_GRID n). */
+static void screen_three(const search *s, const moments *P, keep *k3) {
+  int n = s->n, grid[FIT_SCREEN_GRID], ng = 0;
+  double lx0 = log(s->x[3] > 0 ? s->x[3] : 1), lx1 = log(s->x[n - 3] > 0 ? s->x[n - 3] : 1);
+  for (int g = 0, i = 3; g < FIT_SCREEN_GRID; g++) {
+    double target = lx0 + (lx1 - lx0) * g / (FIT_SCREEN_GRID - 1);
+    while (i < n - 3 && (s->x[i] <= 0 || log(s->x[i]) < target))
+      i++;
+    if (ng == 0 || grid[ng - 1] != i)
+      grid[ng++] = i;
+  }
+  for (int g = 0; g < ng; g++) {
+    for (int j2 = grid[g] + 3; j2 <= n - 3; j2++)
+      keep_offer(k3, screen3(P, n, grid[g], j2), grid[g], j2);
+    for (int j1 = 3; j1 <= grid[g] - 3; j1++)
+      keep_offer(k3, screen3(P, n, j1, grid[g]), j1, grid[g]);
+  }
+  if (k3->n == 0)
+    return;
+  int b2 = k3->cut[0][1];
+  for (int j1 = 3; j1 <= b2 - 3; j1++)
+    keep_offer(k3, screen3(P, n, j1, b2), j1, b2);
+  int b1 = k3->cut[0][0];
+  for (int j2 = b1 + 3; j2 <= n - 3; j2++)
+    keep_offer(k3, screen3(P, n, b1, j2), b1, j2);
+}
+
+static int cmp_cut(const void *a, const void *b) {
+  const int *p = a, *q = b;
+  return p[0] != q[0] ? (p[0] > q[0]) - (p[0] < q[0]) : (p[1] > q[1]) - (p[1] < q[1]);
+}
+
+/* Many sizes: the closed-form screen picks the candidates, fit_range scores
+ * them in ascending order of their cuts as the exhaustive search does. */
+static int search_screened(search *s) {
+  int n = s->n;
+  moments *P = malloc(sizeof *P * (size_t)(n + 1));
+  if (!P)
+    return core_err_set(CORE_ENOMEM, "alpha-beta fit failed (out of memory)");
+  P[0] = (moments){0, 0, 0, 0, 0, 0};
+  for (int i = 0; i < n; i++) {
+    double w = weight(s->y, s->se, i), x = s->x[i], y = s->y[i];
+    P[i + 1] = (moments){P[i].w + w, P[i].wx + w * x, P[i].wy + w * y, P[i].wxx + w * x * x,
+                         P[i].wxy + w * x * y, P[i].wyy + w * y * y};
+  }
+  keep k2 = {0}, k3 = {0};
+  for (int j1 = 3; j1 <= n - 3; j1++) {
+    double a = screen_sse(P, 0, j1), b = screen_sse(P, j1, n);
+    keep_offer(&k2, a < 0 || b < 0 ? -1 : a + b, j1, 0);
+  }
+  screen_three(s, P, &k3);
+  free(P);
+  qsort(k2.cut, (size_t)k2.n, sizeof k2.cut[0], cmp_cut);
+  qsort(k3.cut, (size_t)k3.n, sizeof k3.cut[0], cmp_cut);
+  for (int i = 0; i < k2.n; i++)
+    try_two(s, k2.cut[i][0]);
+  s->bic2 = s->best_bic;
+  s->n2 = s->best_n;
+  for (int i = 0; i < k3.n; i++)
+    try_three(s, k3.cut[i][0], k3.cut[i][1]);
+  return 0;
+}
+
+static void search_exhaustive(search *s) {
+  int n = s->n;
+  for (int j1 = 3; j1 <= n - 3; j1++)
+    try_two(s, j1);
+  s->bic2 = s->best_bic;
+  s->n2 = s->best_n;
+  for (int j1 = 3; j1 <= n - 6; j1++)
+    for (int j2 = j1 + 3; j2 <= n - 3; j2++)
+      try_three(s, j1, j2);
+}
+
 int cal_fit_alpha_beta(const double *bytes, const double *t, const double *se, int n, cal_fit *fits,
                        int *n_fits) {
   if (n < 2)
@@ -128,61 +324,27 @@ int cal_fit_alpha_beta(const double *bytes, const double *t, const double *se, i
     if (!(t[i] > 0) || !(bytes[i] >= 0) || (i && !(bytes[i] > bytes[i - 1])))
       return core_err_set(CORE_EINVAL, "fit input %d (%g bytes, %g s) is not a positive time at an ascending size", i,
                           bytes[i], t[i]);
-  /* Candidates: one regime, or 2 or 3 consecutive ones, each with at least
-   * three points of its own and a positive slope. A split must lower the BIC
-   * by more than 6 per added regime ("strong" evidence, Kass and Raftery
-   * 1995) to be kept. */
-  cal_fit best_f[CAL_FIT_MAX_REGIMES], f[CAL_FIT_MAX_REGIMES];
-  int best_n = 0, best_cut[CAL_FIT_MAX_REGIMES + 1];
-  double best_bic = 0;
-  double sse = fit_range(bytes, t, se, 0, n, &best_f[0]);
+  search s = {.x = bytes, .y = t, .se = se, .n = n};
+  double sse = fit_range(bytes, t, se, 0, n, &s.best_f[0]);
   if (sse < 0)
     return core_err_set(CORE_ENOMEM, "alpha-beta fit failed (out of memory)");
-  best_n = 1;
-  best_bic = bic(sse, n, 2);
-  double bic1 = best_bic;
-  best_cut[0] = 0;
-  best_cut[1] = n;
-  for (int j1 = 3; j1 <= n - 3; j1++) {
-    double s1 = fit_range(bytes, t, se, 0, j1, &f[0]), s2 = fit_range(bytes, t, se, j1, n, &f[1]);
-    if (s1 >= 0 && s2 >= 0 && f[0].beta_s > 0 && f[1].beta_s > 0) {
-      double v = bic(s1 + s2, n, 4);
-      if (v < bic1 - 6.0 && v < best_bic) {
-        best_bic = v;
-        best_n = 2;
-        best_f[0] = f[0];
-        best_f[1] = f[1];
-        best_cut[1] = j1;
-        best_cut[2] = n;
-      }
-    }
+  s.best_n = 1;
+  s.best_bic = s.bic1 = bic(sse, n, 2);
+  s.best_cut[0] = 0;
+  s.best_cut[1] = n;
+  if (n <= FIT_EXACT_MAX)
+    search_exhaustive(&s);
+  else {
+    int rc = search_screened(&s);
+    if (rc)
+      return rc;
   }
-  double bic2 = best_bic;
-  int n2 = best_n;
-  for (int j1 = 3; j1 <= n - 6; j1++)
-    for (int j2 = j1 + 3; j2 <= n - 3; j2++) {
-      double s1 = fit_range(bytes, t, se, 0, j1, &f[0]), s2 = fit_range(bytes, t, se, j1, j2, &f[1]),
-             s3 = fit_range(bytes, t, se, j2, n, &f[2]);
-      if (s1 < 0 || s2 < 0 || s3 < 0 || !(f[0].beta_s > 0 && f[1].beta_s > 0 && f[2].beta_s > 0))
-        continue;
-      double v = bic(s1 + s2 + s3, n, 6);
-      /* Against the best fit with fewer regimes: 6 per regime added. */
-      if (v < bic2 - 6.0 * (3 - n2) && v < best_bic) {
-        best_bic = v;
-        best_n = 3;
-        for (int k = 0; k < 3; k++)
-          best_f[k] = f[k];
-        best_cut[1] = j1;
-        best_cut[2] = j2;
-        best_cut[3] = n;
-      }
-    }
-  for (int k = 0; k < best_n; k++) {
-    fits[k] = best_f[k];
-    fits[k].min_bytes = k == 0 ? 0 : sqrt(bytes[best_cut[k] - 1] * bytes[best_cut[k]]);
-    fits[k].max_bytes = k == best_n - 1 ? 1e15 : sqrt(bytes[best_cut[k + 1] - 1] * bytes[best_cut[k + 1]]);
+  for (int k = 0; k < s.best_n; k++) {
+    fits[k] = s.best_f[k];
+    fits[k].min_bytes = k == 0 ? 0 : sqrt(bytes[s.best_cut[k] - 1] * bytes[s.best_cut[k]]);
+    fits[k].max_bytes = k == s.best_n - 1 ? 1e15 : sqrt(bytes[s.best_cut[k + 1] - 1] * bytes[s.best_cut[k + 1]]);
   }
-  *n_fits = best_n;
+  *n_fits = s.best_n;
   for (int i = 0; i < *n_fits; i++) {
     if (!(fits[i].beta_s > 0))
       return core_err_set(CORE_EINVAL, "the fitted bandwidth of sizes %g..%g bytes is not positive (times do not grow with size); measure larger sizes or more iterations",

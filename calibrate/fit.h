@@ -12,7 +12,11 @@
  * between whatever a protocol switch or a shaper's token bucket makes — when
  * the split lowers the Bayesian information criterion clearly; the knees are
  * the splits that fit best. Each regime carries R² and 95% confidence intervals
- * (Student t on the scaled covariance).
+ * (Student t on the scaled covariance). Up to 64 sizes every split is tried;
+ * beyond, closed-form least squares screens the splits (each cut on a grid of
+ * 64 sizes evenly spaced in log size with the other at any size, the best
+ * pair then refined at full resolution) and the best few are scored as
+ * above, so a fit of n sizes costs O(n log n), not O(n^3 log n).
  */
 #ifndef CALIBRATE_FIT_H
 #define CALIBRATE_FIT_H

@@ -7,6 +7,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -170,6 +171,7 @@ typedef struct parser {
   long long last_size;
   long last_size_line;
   long long ratio_size, ratio_count; /* first row with count > 0 */
+  long ratio_line;
   double best_algbw, best_busbw;     /* out-of-place row of the largest algbw */
   int cap;
 } parser;
@@ -287,6 +289,67 @@ static int column_header(parser *ps, char **tok, int n, long line) {
   return 0;
 }
 
+/* size * a == b, without overflow. */
+static int times_is(long long size, long long a, long long b) {
+  return a > 0 && size <= LLONG_MAX / a ? size * a == b : 0;
+}
+
+/* nccl-tests prints size = max(send, receive bytes) and count = the count
+ * argument (src/common.cu TimeTest, <coll>GetCollByteCount): size = count x
+ * type size for allreduce, broadcast, reduce and sendrecv, count x type size
+ * x ranks for allgather, reduce-scatter and alltoall, the same on every row.
+ * A row that fits neither had its columns swapped or garbled. */
+static int check_size_count(parser *ps, long long size, long long count, const char *type, long line) {
+  int ts = type_size(type), p = ps->n_ranks;
+  if (ts == 0 || p == 0)
+    return 0; /* unknown type, or no Rank lines (an error of its own later) */
+  int one = times_is(count, ts, size), all = times_is(count, (long long)ts * p, size);
+  if (!one && !all)
+    return core_err_set(CORE_EINVAL, "%s:%ld: size %lld bytes is neither count x %d bytes (%s, count %lld) nor that x %d ranks, as nccl-tests prints every collective; are the size and count columns swapped or edited? Import the output as nccl-tests wrote it",
+                        ps->path, line, size, ts, type, count, p);
+  if (ps->ratio_count > 0 && count > 0 && one != all) {
+    int first_one = times_is(ps->ratio_count, ts, ps->ratio_size);
+    if (first_one != one)
+      return core_err_set(CORE_EINVAL, "%s:%ld: size %lld = count %lld x %d bytes%s, but line %ld has size %lld = count %lld x %d bytes%s: the size and count columns changed their meaning; import the output as nccl-tests wrote it",
+                          ps->path, line, size, count, ts, one ? "" : " x ranks", ps->ratio_line, ps->ratio_size,
+                          ps->ratio_count, ts, first_one ? "" : " x ranks");
+  }
+  return 0;
+}
+
+/* One half of a data row (h 0: out-of-place, 1: in-place): its time, and
+ * (when wanted) algbw and busbw; a #wrong > 0 is an error. */
+static int row_half(parser *ps, char **tok, int h, long long size, long line, double *t, double *algbw,
+                    double *busbw) {
+  if (ps->c_time[h] < 0)
+    return 0;
+  const char *what = h ? "in-place" : "out-of-place";
+  double a = 0, b = 0, w;
+  if (parse_num(tok[ps->c_time[h]], t) != 0 || *t < 0 || (size > 0 && *t <= 0))
+    return core_err_set(CORE_EINVAL, "%s:%ld: the %s time '%s' is not a positive number of microseconds",
+                        ps->path, line, what, tok[ps->c_time[h]]);
+  if ((ps->c_algbw[h] >= 0 && (parse_num(tok[ps->c_algbw[h]], &a) != 0 || a < 0)) ||
+      (ps->c_busbw[h] >= 0 && (parse_num(tok[ps->c_busbw[h]], &b) != 0 || b < 0)))
+    return core_err_set(CORE_EINVAL, "%s:%ld: the %s algbw or busbw ('%s', '%s') is not a number >= 0",
+                        ps->path, line, what, ps->c_algbw[h] >= 0 ? tok[ps->c_algbw[h]] : "",
+                        ps->c_busbw[h] >= 0 ? tok[ps->c_busbw[h]] : "");
+  if (algbw)
+    *algbw = a;
+  if (busbw)
+    *busbw = b;
+  if (ps->c_wrong[h] >= 0) {
+    const char *s = tok[ps->c_wrong[h]];
+    if (!strcmp(s, "N/A"))
+      ps->run->validated = 0;
+    else if (parse_num(s, &w) != 0 || w < 0)
+      return core_err_set(CORE_EINVAL, "%s:%ld: the %s #wrong '%s' is neither a count nor N/A", ps->path, line, what, s);
+    else if (w > 0)
+      return core_err_set(CORE_EINVAL, "%s:%ld: %s elements were wrong in the %s result at %lld bytes: NCCL returned corrupted data, so the times mean nothing; fix the cluster (driver, NVLink/NIC errors, NCCL version) and measure again",
+                          ps->path, line, s, what, size);
+  }
+  return 0;
+}
+
 /* One data row: "%12li  %12li  %8s  %6s  %6s" then per half
  * "  %7s  %6s  %6s  %6g" (time, algbw, busbw, #wrong or N/A). */
 static int data_row(parser *ps, char **tok, int n, const char *raw, long line) {
@@ -314,35 +377,13 @@ static int data_row(parser *ps, char **tok, int n, const char *raw, long line) {
     return core_err_set(CORE_EINVAL, "%s:%ld: type, redop or root changes (%s %s %lld, was %s %s %lld on line %ld): one file must hold one sweep; run nccl-tests with one -d, -o and -r value per output",
                         ps->path, line, tok[ps->c_type], redop, root, ps->type, ps->redop, ps->root, ps->first_row_line);
   }
+  int rc = check_size_count(ps, size, count, tok[ps->c_type], line);
+  if (rc)
+    return rc;
   double t[2] = {0, 0}, algbw = 0, busbw = 0;
-  for (int h = 0; h < 2; h++) {
-    if (ps->c_time[h] < 0)
-      continue;
-    const char *what = h ? "in-place" : "out-of-place";
-    double a = 0, b = 0, w;
-    if (parse_num(tok[ps->c_time[h]], &t[h]) != 0 || t[h] < 0 || (size > 0 && t[h] <= 0))
-      return core_err_set(CORE_EINVAL, "%s:%ld: the %s time '%s' is not a positive number of microseconds",
-                          ps->path, line, what, tok[ps->c_time[h]]);
-    if ((ps->c_algbw[h] >= 0 && (parse_num(tok[ps->c_algbw[h]], &a) != 0 || a < 0)) ||
-        (ps->c_busbw[h] >= 0 && (parse_num(tok[ps->c_busbw[h]], &b) != 0 || b < 0)))
-      return core_err_set(CORE_EINVAL, "%s:%ld: the %s algbw or busbw ('%s', '%s') is not a number >= 0",
-                          ps->path, line, what, ps->c_algbw[h] >= 0 ? tok[ps->c_algbw[h]] : "",
-                          ps->c_busbw[h] >= 0 ? tok[ps->c_busbw[h]] : "");
-    if (h == 0) {
-      algbw = a;
-      busbw = b;
-    }
-    if (ps->c_wrong[h] >= 0) {
-      const char *s = tok[ps->c_wrong[h]];
-      if (!strcmp(s, "N/A"))
-        r->validated = 0;
-      else if (parse_num(s, &w) != 0 || w < 0)
-        return core_err_set(CORE_EINVAL, "%s:%ld: the %s #wrong '%s' is neither a count nor N/A", ps->path, line, what, s);
-      else if (w > 0)
-        return core_err_set(CORE_EINVAL, "%s:%ld: %s elements were wrong in the %s result at %lld bytes: NCCL returned corrupted data, so the times mean nothing; fix the cluster (driver, NVLink/NIC errors, NCCL version) and measure again",
-                            ps->path, line, s, what, size);
-    }
-  }
+  for (int h = 0; h < 2; h++)
+    if ((rc = row_half(ps, tok, h, size, line, &t[h], h ? NULL : &algbw, h ? NULL : &busbw)) != 0)
+      return rc;
   ps->rows++;
   if (size == 0) {
     if (r->n > 0)
@@ -373,6 +414,7 @@ static int data_row(parser *ps, char **tok, int n, const char *raw, long line) {
   if (count > 0 && ps->ratio_count == 0) {
     ps->ratio_size = size;
     ps->ratio_count = count;
+    ps->ratio_line = line;
   }
   if (algbw > ps->best_algbw) {
     ps->best_algbw = algbw;

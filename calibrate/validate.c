@@ -18,6 +18,29 @@ static int number(const core_csv_table *t, long row, int col, double *out) {
   return 0;
 }
 
+/* A measured time: a number >= 0, > 0 for a step's time (throughput
+ * divides by it). */
+static int seconds(const core_csv_table *t, long row, int col, int positive, double *out) {
+  int rc = number(t, row, col, out);
+  if (rc)
+    return rc;
+  if (positive ? !(*out > 0) : !(*out >= 0))
+    return core_err_set(CORE_EINVAL, "%s:%ld: column '%s' holds %s, not a time in seconds %s 0; a measured run has no such step, so check the file (or the tool that wrote it)",
+                        t->path, row + 2, t->cols[col], t->rows[row][col], positive ? ">" : ">=");
+  return 0;
+}
+
+/* A rank or step: a whole number >= 0. */
+static int index_of(const core_csv_table *t, long row, int col, double *out) {
+  int rc = number(t, row, col, out);
+  if (rc)
+    return rc;
+  if (!(*out >= 0) || *out != floor(*out) || *out > 1e15)
+    return core_err_set(CORE_EINVAL, "%s:%ld: column '%s' holds %s, not a whole number >= 0", t->path, row + 2,
+                        t->cols[col], t->rows[row][col]);
+  return 0;
+}
+
 int cal_validate(const sim_scenario *s, long point, const char *measured_csv, long skip,
                  cal_validation *v) {
   static const char *const need[] = {"rank", "step", "step_s", "compute_s", "comm_s", "exposed_comm_s", NULL};
@@ -52,9 +75,9 @@ int cal_validate(const sim_scenario *s, long point, const char *measured_csv, lo
                         t.path, (no_comm ? i : first_empty) + 2, (no_comm ? first_comm : i) + 2);
       goto out;
     }
-    if ((rc = number(&t, i, c_step, &step)) != 0 || (rc = number(&t, i, c_rank, &rank)) != 0 ||
-        (rc = number(&t, i, c_s, &x[0])) != 0 || (rc = number(&t, i, c_c, &x[1])) != 0 ||
-        (rc = number(&t, i, c_e, &x[2])) != 0 || (!no_comm && (rc = number(&t, i, c_m, &x[3])) != 0))
+    if ((rc = index_of(&t, i, c_step, &step)) != 0 || (rc = index_of(&t, i, c_rank, &rank)) != 0 ||
+        (rc = seconds(&t, i, c_s, 1, &x[0])) != 0 || (rc = seconds(&t, i, c_c, 0, &x[1])) != 0 ||
+        (rc = seconds(&t, i, c_e, 0, &x[2])) != 0 || (!no_comm && (rc = seconds(&t, i, c_m, 0, &x[3])) != 0))
       goto out;
     if (step < skip)
       continue;

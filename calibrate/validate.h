@@ -7,6 +7,8 @@
  * remaining steps. Communication time is compared when the run measured it:
  * its comm_s column may be left empty in every row (PyTorch's built-in
  * allreduce has no per-bucket timing without a hook that slows the step).
+ * Measured times must be numbers >= 0 (step_s > 0), rank and step whole
+ * numbers >= 0; anything else is an error at file:line.
  */
 #ifndef CALIBRATE_VALIDATE_H
 #define CALIBRATE_VALIDATE_H

@@ -50,8 +50,10 @@ const char cli_import_help[] =
     "  --base MODEL     the model the trace was taken of\n"
     "  --name NAME      model name (default: the base's, or the output's file name)\n"
     "\n"
-    "Bad input (a malformed table or trace, a row with #wrong > 0) is an error\n"
-    "naming FILE:LINE or the trace event, and nothing is written.\n";
+    "Bad input (a malformed table or trace, a row with #wrong > 0, a size that is\n"
+    "not count x type size (x ranks for allgather and reduce-scatter) as\n"
+    "nccl-tests prints it) is an error naming FILE:LINE or the trace event, and\n"
+    "nothing is written.\n";
 
 static int parse_double(const char *opt, const char *s, double lo, double hi, double *out) {
   char *end;

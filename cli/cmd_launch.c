@@ -46,8 +46,9 @@ const char cli_launch_help[] =
     "                           collectives then take milliseconds)\n"
     "      --fail-mtbf S        inject failures: SIGKILL a random rank after an\n"
     "                           exponential time of mean S seconds, in each attempt\n"
-    "                           that has a restart left (measures recovery)\n"
-    "      --fail-seed N        seed of those draws (default 1)\n"
+    "                           that has a restart left (measures recovery; needs\n"
+    "                           --max-restarts R >= 1)\n"
+    "      --fail-seed N        with --fail-mtbf: seed of those draws (default 1)\n"
     "  -q, --quiet              no progress messages\n"
     "\n"
     "Exit status: 0 when every rank of the last attempt succeeded; 4 when a rank\n"
@@ -82,6 +83,7 @@ int cli_cmd_launch(int argc, char **argv) {
   double grace = 5, quota = 0, mtbf = 0;
   int bind = 0;
   long fseed = 1;
+  int fseed_set = 0;
   char *hosts_arg = NULL;
   const char *rdzv = NULL;
   int quiet = 0, c;
@@ -127,6 +129,7 @@ int cli_cmd_launch(int argc, char **argv) {
     case O_FSEED:
       if (cli_parse_long("launch", "--fail-seed", optarg, 0, 0x7fffffffL, &fseed))
         return CLI_EXIT_USAGE;
+      fseed_set = 1;
       break;
     case O_HOSTS: hosts_arg = optarg; break;
     case O_RDZV: rdzv = optarg; break;
@@ -140,6 +143,10 @@ int cli_cmd_launch(int argc, char **argv) {
     optind++;
   if (!nproc)
     return cli_usage("launch", "missing --nproc N");
+  if (fseed_set && mtbf <= 0)
+    return cli_usage("launch", "--fail-seed seeds the failures --fail-mtbf S injects; give --fail-mtbf S too");
+  if (mtbf > 0 && restarts == 0)
+    return cli_usage("launch", "--fail-mtbf injects failures only in attempts that have a restart left; give --max-restarts R (R >= 1)");
   if (optind >= argc)
     return cli_usage("launch", "missing the command to run after --, e.g. -- ddpsim train --model FILE");
 

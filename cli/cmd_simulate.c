@@ -7,10 +7,12 @@
 #include "core/afile.h"
 #include "core/err.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 const char cli_simulate_help[] =
     "Usage: ddpsim simulate SCENARIO [options]\n"
@@ -30,14 +32,30 @@ const char cli_simulate_help[] =
     "      --shard I/N      run only points with index % N == I; shard 0 writes\n"
     "                       the header, so the shards' CSVs concatenate\n"
     "      --trace FILE     write a Chrome/Perfetto trace-event JSON of one step\n"
-    "      --trace-point K  the point to trace (default 0, the first row)\n"
-    "      --trace-ranks R  ranks to include in the trace (default 8)\n"
+    "      --trace-point K  with --trace: the point to trace (default 0, the first\n"
+    "                       row)\n"
+    "      --trace-ranks R  with --trace: ranks to include (default 8)\n"
     "      --plot           also draw the plots into the same directory: scaling,\n"
-    "                       compression (when swept), goodput (with failures)\n"
+    "                       compression (when swept), goodput (with failures);\n"
+    "                       not with --shard\n"
     "  -q, --quiet          no summary table\n"
+    "      --progress on|off  progress on stderr when the study runs longer than a\n"
+    "                       few seconds (default: on when stderr is a terminal)\n"
     "\n"
     "Example:\n"
     "  ddpsim simulate scenarios/gigabit-vs-ib.cfg -o results --plot\n";
+
+/* "I/N" with 0 <= I < N <= 1000000; 0 or -1. */
+static int parse_shard(const char *s, int *shard, int *n_shards) {
+  char *slash, *end;
+  errno = 0;
+  long i = strtol(s, &slash, 10), n = *slash == '/' ? strtol(slash + 1, &end, 10) : -1;
+  if (errno || slash == s || *slash != '/' || end == slash + 1 || *end || n < 1 || n > 1000000 || i < 0 || i >= n)
+    return -1;
+  *shard = (int)i;
+  *n_shards = (int)n;
+  return 0;
+}
 
 int cli_cmd_simulate(int argc, char **argv) {
   static const struct option opts[] = {
@@ -46,11 +64,11 @@ int cli_cmd_simulate(int argc, char **argv) {
       {"trace", required_argument, NULL, 't'}, {"trace-point", required_argument, NULL, 'P'},
       {"trace-ranks", required_argument, NULL, 'R'}, {"plot", no_argument, NULL, 'p'},
       {"quiet", no_argument, NULL, 'q'},       {"help", no_argument, NULL, 'h'},
-      {"profile", required_argument, NULL, 'F'},
+      {"profile", required_argument, NULL, 'F'}, {"progress", required_argument, NULL, 'G'},
       {NULL, 0, NULL, 0}};
   const char *out_dir = "results", *trace = NULL, *profile = NULL;
   long seed = -1, jobs = 0, trace_point = 0, trace_ranks = 8;
-  int shard = 0, n_shards = 1, plot = 0, quiet = 0, c, rc;
+  int shard = 0, n_shards = 1, plot = 0, quiet = 0, progress = isatty(2), trace_opts = 0, c, rc;
   optind = 1;
   opterr = 0;
   while ((c = getopt_long(argc, argv, ":o:j:qh", opts, NULL)) != -1) {
@@ -64,24 +82,28 @@ int cli_cmd_simulate(int argc, char **argv) {
       if (cli_parse_long("simulate", "--jobs", optarg, 1, 1024, &jobs))
         return CLI_EXIT_USAGE;
       break;
-    case 'S': {
-      char extra;
-      if (sscanf(optarg, "%d/%d%c", &shard, &n_shards, &extra) != 2 || n_shards < 1 || shard < 0 ||
-          shard >= n_shards)
-        return cli_usage("simulate", "--shard expects I/N with 0 <= I < N, e.g. --shard 0/4, got '%s'", optarg);
+    case 'S':
+      if (parse_shard(optarg, &shard, &n_shards) != 0)
+        return cli_usage("simulate", "--shard expects I/N with 0 <= I < N <= 1000000, e.g. --shard 0/4, got '%s'", optarg);
       break;
-    }
     case 't': trace = optarg; break;
     case 'P':
       if (cli_parse_long("simulate", "--trace-point", optarg, 0, 0x7fffffffL, &trace_point))
         return CLI_EXIT_USAGE;
+      trace_opts = 1;
       break;
     case 'R':
       if (cli_parse_long("simulate", "--trace-ranks", optarg, 1, 4096, &trace_ranks))
         return CLI_EXIT_USAGE;
+      trace_opts = 1;
       break;
     case 'p': plot = 1; break;
     case 'F': profile = optarg; break;
+    case 'G':
+      if (strcmp(optarg, "on") && strcmp(optarg, "off"))
+        return cli_usage("simulate", "--progress expects on or off, got '%s'", optarg);
+      progress = !strcmp(optarg, "on");
+      break;
     case 'q': quiet = 1; break;
     case 'h': fputs(cli_simulate_help, stdout); return CLI_EXIT_OK;
     case ':': return cli_usage("simulate", "option %s needs a value", argv[optind - 1]);
@@ -91,6 +113,10 @@ int cli_cmd_simulate(int argc, char **argv) {
   if (optind != argc - 1)
     return cli_usage("simulate", optind >= argc ? "missing SCENARIO file" : "expected one SCENARIO file, got %d arguments",
                      argc - optind);
+  if (trace_opts && !trace)
+    return cli_usage("simulate", "--trace-point and --trace-ranks choose what --trace FILE writes; give --trace FILE too");
+  if (plot && n_shards > 1)
+    return cli_usage("simulate", "--plot draws the whole study, which one shard does not hold; plot the shards' concatenated CSV with `ddpsim plot`");
 
   sim_scenario *s;
   if ((rc = sim_scenario_load_with(argv[optind], profile, &s)) != 0)
@@ -100,7 +126,8 @@ int cli_cmd_simulate(int argc, char **argv) {
 
   sim_sweep_opts o = {.jobs = (int)jobs, .shard = shard, .n_shards = n_shards,
                       .trace_point = trace ? trace_point : -1, .trace_path = trace,
-                      .trace_ranks = (int)trace_ranks};
+                      .trace_ranks = (int)trace_ranks, .progress = progress,
+                      .progress_after_s = SIM_SWEEP_PROGRESS_AFTER_S};
   sim_sweep w;
   char csv[8192];
   if (n_shards > 1)

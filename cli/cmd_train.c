@@ -75,7 +75,7 @@ const char cli_train_help[] =
     "Checkpoints:\n"
     "      --ckpt-dir DIR       where checkpoints go (rank 0 writes them)\n"
     "      --ckpt-every N       every N steps (default 0: never)\n"
-    "      --ckpt-keep N        keep the newest N (default 2)\n"
+    "      --ckpt-keep N        keep the newest N (default 2; with --ckpt-every)\n"
     "      --resume             continue from the newest valid checkpoint; implied\n"
     "                           when the launcher restarts the group\n"
     "Fault injection:\n"
@@ -288,6 +288,9 @@ static int run(const train_opts *o) {
 
   if ((rc = rt_pg_from_env(&pg)) != 0)
     return rc;
+  if (o->fail_rank >= pg.world_size)
+    return core_err_set(CORE_EUSAGE, "--fail-rank %ld: the job has ranks 0 to %d, so that failure would never happen",
+                        o->fail_rank, pg.world_size - 1);
   if ((rc = core_model_load(o->model, &m)) != 0)
     return rc;
   if ((rc = core_model_check_runnable(m)) != 0)
@@ -552,7 +555,7 @@ int cli_cmd_train(int argc, char **argv) {
                   .algo = RT_ALGO_DEFAULT};
   rt_compress_opts_default(&o.compress);
   o.compress_spec = "none";
-  int c, fail_step_set = 0, fail_rank_set = 0, psgd_set = 0;
+  int c, fail_step_set = 0, fail_rank_set = 0, psgd_set = 0, ckpt_keep_set = 0;
   optind = 1;
   opterr = 0;
   while ((c = getopt_long(argc, argv, ":o:h", opts, NULL)) != -1) {
@@ -565,7 +568,10 @@ int cli_cmd_train(int argc, char **argv) {
     case O_SEED: bad = cli_parse_long("train", "--seed", optarg, 0, 0x7fffffffffffffffL, &o.seed); break;
     case O_THREADS: bad = cli_parse_long("train", "--threads", optarg, 1, 256, &o.threads); break;
     case O_CKEVERY: bad = cli_parse_long("train", "--ckpt-every", optarg, 0, 1L << 40, &o.ckpt_every); break;
-    case O_CKKEEP: bad = cli_parse_long("train", "--ckpt-keep", optarg, 1, 1000, &o.ckpt_keep); break;
+    case O_CKKEEP:
+      bad = cli_parse_long("train", "--ckpt-keep", optarg, 1, 1000, &o.ckpt_keep);
+      ckpt_keep_set = 1;
+      break;
     case O_FAILSTEP: {
       char *save = NULL, *copy = strdup(optarg);
       o.n_fail_steps = 0;
@@ -631,6 +637,14 @@ int cli_cmd_train(int argc, char **argv) {
     return cli_usage("train", "--resume needs --ckpt-dir DIR");
   if (o.ckpt_every > 0 && !o.ckpt_dir)
     return cli_usage("train", "--ckpt-every needs --ckpt-dir DIR: without it no checkpoint is written");
+  if (o.ckpt_dir && o.ckpt_every == 0 && !o.resume)
+    return cli_usage("train", "--ckpt-dir needs --ckpt-every N (to write checkpoints) or --resume (to continue from them): alone it does nothing");
+  if (ckpt_keep_set && o.ckpt_every == 0)
+    return cli_usage("train", "--ckpt-keep says how many checkpoints --ckpt-every N keeps; give --ckpt-every N too");
+  for (int i = 0; i < o.n_fail_steps; i++)
+    if (o.fail_steps[i] >= o.steps)
+      return cli_usage("train", "--fail-at-step %ld: the run has steps 0 to %ld, so that failure would never happen",
+                       o.fail_steps[i], o.steps - 1);
   if (psgd_set && o.compress.kind != RT_COMPRESS_POWERSGD)
     return cli_usage("train", "--powersgd-start and --powersgd-min-rate go with --compress powersgd:R");
   if (o.compress.kind == RT_COMPRESS_BF16 && o.algo != RT_ALGO_DEFAULT)

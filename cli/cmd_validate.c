@@ -29,7 +29,8 @@ const char cli_validate_help[] =
     "                         X (a fraction: 0.05 = 5%; default: report only)\n"
     "      --append CSV       also append one row (label, predicted and measured\n"
     "                         metrics, errors) to CSV, for collecting many runs\n"
-    "      --label TEXT       the row's label (default: the measured file)\n"
+    "      --label TEXT       with --append: the row's label (default: the measured\n"
+    "                         file)\n"
     "\n"
     "Exit status: 0 within tolerance (or none set); 6 beyond it; 2 and 3 as\n"
     "for every command (bad usage, bad input).\n";
@@ -75,6 +76,8 @@ int cli_cmd_validate(int argc, char **argv) {
     return cli_usage("validate", "expected one SCENARIO file");
   if (!measured)
     return cli_usage("validate", "missing --measured CSV");
+  if (label && !append)
+    return cli_usage("validate", "--label names the row --append CSV writes; give --append CSV too");
   sim_scenario *s;
   int rc = sim_scenario_load(argv[optind], &s);
   if (rc)

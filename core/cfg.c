@@ -3,6 +3,7 @@
 #include "afile.h"
 #include "err.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -45,6 +46,143 @@ static int parse_error(core_cfg *c, const char *what) {
   return code;
 }
 
+/* --- integers beyond 32 bits ------------------------------------------------
+ * libconfig 1.5 reads an integer written without the L suffix with atoi
+ * (lib/scanner.l; 1.7 reads 64 bits): 4294967296 becomes 0 and 2147483648
+ * becomes -2147483648, silently. Such literals get their L before parsing,
+ * so they are 64-bit values, read and reported as written; an array holding
+ * one gets an L on every integer (an array holds one type); a literal beyond
+ * 64 bits is an error. The scan skips strings, comments and names. */
+
+typedef struct offsets {
+  size_t *at, n, cap;
+} offsets;
+
+static int offsets_push(offsets *o, size_t at) {
+  if (o->n == o->cap) {
+    size_t cap = o->cap ? 2 * o->cap : 16;
+    size_t *a = realloc(o->at, sizeof *a * cap);
+    if (!a)
+      return core_err_set(CORE_ENOMEM, "out of memory reading a configuration file");
+    o->at = a;
+    o->cap = cap;
+  }
+  o->at[o->n++] = at;
+  return 0;
+}
+
+/* Length of the number at p: digits, letters, '.', and the sign of an
+ * exponent. */
+static size_t number_len(const char *p) {
+  int hex = p[0] == '0' && (p[1] == 'x' || p[1] == 'X');
+  size_t k = 0;
+  while (isalnum((unsigned char)p[k]) || p[k] == '.' ||
+         (!hex && k > 0 && (p[k] == '+' || p[k] == '-') && (p[k - 1] == 'e' || p[k - 1] == 'E')))
+    k++;
+  return k;
+}
+
+/* The number at p of length k (neg: a '-' before it): 1 an integer beyond
+ * libconfig 1.5's int, 0 one within it, -1 not an integer without suffix (a
+ * float, an L already), -2 an integer beyond 64 bits. */
+static int integer_width(const char *p, size_t k, int neg) {
+  int hex = p[0] == '0' && (p[1] == 'x' || p[1] == 'X');
+  const char *d = hex ? p + 2 : p;
+  size_t nd = k - (size_t)(d - p);
+  if (nd == 0 || strspn(d, hex ? "0123456789abcdefABCDEF" : "0123456789") < nd)
+    return -1;
+  char buf[32];
+  if (nd >= sizeof buf)
+    return -2;
+  memcpy(buf, d, nd);
+  buf[nd] = '\0';
+  errno = 0;
+  unsigned long long v = strtoull(buf, NULL, hex ? 16 : 10);
+  if (errno == ERANGE || v > (neg ? (unsigned long long)LLONG_MAX + 1 : (unsigned long long)LLONG_MAX))
+    return -2;
+  return v > (neg ? (unsigned long long)INT_MAX + 1 : (unsigned long long)INT_MAX);
+}
+
+/* Where text must get an L: offsets just past each integer literal that
+ * needs 64 bits, ascending. */
+static int find_wide(const core_cfg *c, const char *text, const char *what, offsets *wide) {
+  offsets arr = {0};
+  int in_array = 0, arr_wide = 0, line = 1, rc = 0;
+  for (const char *p = text; *p && !rc;) {
+    if (*p == '"') {
+      for (p++; *p && *p != '"'; p++) {
+        if (*p == '\\' && p[1])
+          p++;
+        line += *p == '\n';
+      }
+      p += *p == '"';
+    } else if (*p == '#' || (p[0] == '/' && p[1] == '/')) {
+      p += strcspn(p, "\n");
+    } else if (p[0] == '/' && p[1] == '*') {
+      const char *e = strstr(p + 2, "*/");
+      for (const char *q = p; q < (e ? e : p + strlen(p)); q++)
+        line += *q == '\n';
+      p = e ? e + 2 : p + strlen(p);
+    } else if (isalpha((unsigned char)*p) || *p == '*') {
+      for (p++; isalnum((unsigned char)*p) || *p == '-' || *p == '_' || *p == '*'; p++)
+        ;
+    } else if (isdigit((unsigned char)*p) || *p == '.') {
+      size_t k = number_len(p);
+      int neg = p > text && p[-1] == '-', w = integer_width(p, k, neg);
+      if (w == -2)
+        rc = core_err_set(CORE_EINVAL, "%s:%d: the integer %s%.*s does not fit in 64 bits (at most 9223372036854775807); check the %s file",
+                          c->path, line, neg ? "-" : "", (int)(k > 40 ? 40 : k), p, what);
+      else if (w >= 0 && in_array) {
+        rc = offsets_push(&arr, (size_t)(p - text) + k);
+        arr_wide |= w;
+      } else if (w == 1)
+        rc = offsets_push(wide, (size_t)(p - text) + k);
+      p += k;
+    } else {
+      if (*p == '[') {
+        in_array = 1;
+        arr.n = 0;
+        arr_wide = 0;
+      } else if (*p == ']' && in_array) {
+        for (size_t i = 0; arr_wide && i < arr.n && !rc; i++)
+          rc = offsets_push(wide, arr.at[i]);
+        in_array = 0;
+      }
+      line += *p == '\n';
+      p++;
+    }
+  }
+  free(arr.at);
+  return rc;
+}
+
+/* text with an L after every integer that needs 64 bits, into *out (NULL
+ * when none does). */
+static int widen_integers(const core_cfg *c, const char *text, const char *what, char **out) {
+  offsets wide = {0};
+  *out = NULL;
+  int rc = find_wide(c, text, what, &wide);
+  if (rc || wide.n == 0)
+    goto free_offsets;
+  size_t len = strlen(text), from = 0;
+  char *t = malloc(len + wide.n + 1), *q = t;
+  if (!t) {
+    rc = core_err_set(CORE_ENOMEM, "out of memory reading %s file '%s'", what, c->path);
+    goto free_offsets;
+  }
+  for (size_t i = 0; i < wide.n; i++) {
+    memcpy(q, text + from, wide.at[i] - from);
+    q += wide.at[i] - from;
+    *q++ = 'L';
+    from = wide.at[i];
+  }
+  memcpy(q, text + from, len - from + 1);
+  *out = t;
+free_offsets:
+  free(wide.at);
+  return rc;
+}
+
 /* libconfig 1.5's scanner exits the process when it cannot read its input,
  * and an @include line makes it open whatever path the file names (a
  * directory, a device). So files are read into memory here, as regular files
@@ -62,13 +200,17 @@ static int parse_text(core_cfg *c, const char *text, const char *what) {
       break;
     p = nl + 1;
   }
+  char *wide = NULL;
+  int rc = widen_integers(c, text, what, &wide);
+  if (rc)
+    return rc;
   config_init(&c->cfg);
   c->loaded = 1;
   /* config_read_string keeps no file name for its settings; setting_file()
    * falls back to c->path, which is this file. */
-  if (config_read_string(&c->cfg, text) != CONFIG_TRUE)
-    return parse_error(c, what);
-  return 0;
+  int ok = config_read_string(&c->cfg, wide ? wide : text) == CONFIG_TRUE;
+  free(wide);
+  return ok ? 0 : parse_error(c, what);
 }
 
 int core_cfg_load(core_cfg *c, const char *path, const char *what) {

@@ -6,7 +6,9 @@
  * an example of a valid value. Unknown keys are errors (a typo must not be
  * silently ignored), numbers are range-checked, and a "sweepable" key may be
  * a scalar or a non-empty array of scalars — the scenario format's sweep
- * dimensions. Paths inside a file resolve relative to that file.
+ * dimensions. Paths inside a file resolve relative to that file. Integers
+ * beyond 32 bits are read as 64-bit values as written (libconfig 1.5 alone
+ * truncates them); beyond 64 bits they are an error with file:line.
  */
 #ifndef CORE_CFG_H
 #define CORE_CFG_H

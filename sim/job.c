@@ -14,9 +14,6 @@
 const char *const sim_job_metric_names[SIM_JOB_N_METRICS] = {
     "time_to_train_h", "goodput", "ettr", "failures", "waste_ckpt_h", "waste_lost_h", "waste_restart_h"};
 
-/* A run that has not finished after this many times its failure-free time
- * makes no progress worth simulating further (failures faster than restarts). */
-#define WALL_CAP_FACTOR 100.0
 #define REPAIR_FLAG (UINT64_C(1) << 62)
 #define SCHED_FLAG (UINT64_C(1) << 61)
 
@@ -34,7 +31,14 @@ typedef struct job {
   gsl_rng *rng;
   sim_engine *e;
   double scale_ns;        /* engine ticks are ns */
+  uint64_t events;        /* popped in this Monte Carlo */
+  uint64_t unreported;    /* popped since the last progress call */
 } job;
+
+/* Events between progress calls: often enough for a report a second, rarely
+ * enough to cost nothing. */
+#define PROGRESS_EVERY (UINT64_C(1) << 16)
+#define OVER_BOUND 2
 
 static void nop(sim_engine *e, void *c, uint64_t a) { (void)e; (void)c; (void)a; }
 
@@ -98,7 +102,33 @@ static int push_scheduled(job *j, const cycle *c, int k, double run_start, doubl
   return push(j, run_start + x + blocks * c->block, SCHED_FLAG);
 }
 
-/* One replication; m receives its metrics. Returns 1 if it did not finish. */
+/* The first failure of a replication: the exponential stream's, every
+ * Weibull node's, or the schedule's first. */
+static int first_failures(job *j, const cycle *c) {
+  const sim_job_params *p = j->p;
+  int rc = 0;
+  if (p->dist == SIM_FAIL_SCHEDULED)
+    rc = push_scheduled(j, c, 0, 0, 0);
+  else if (p->dist == SIM_FAIL_EXPONENTIAL)
+    rc = push(j, draw_life(j), 0);
+  else if (p->dist == SIM_FAIL_WEIBULL)
+    for (int n = 0; n < p->nodes && rc == 0; n++)
+      rc = push(j, draw_life(j), (uint64_t)n);
+  return rc;
+}
+
+/* Counts one event; 1 when it is over the bound. */
+static int count_event(job *j) {
+  j->events++;
+  if (++j->unreported >= PROGRESS_EVERY && j->p->progress) {
+    j->p->progress(j->p->progress_ctx, j->unreported);
+    j->unreported = 0;
+  }
+  return j->p->max_events > 0 && j->events > j->p->max_events;
+}
+
+/* One replication; m receives its metrics. Returns 1 if it did not finish,
+ * OVER_BOUND past max_events. */
 static int replicate(job *j, double *m) {
   const sim_job_params *p = j->p;
   cycle c = make_cycle(p);
@@ -109,21 +139,15 @@ static int replicate(job *j, double *m) {
   double down_since = 0, last_detect = 0;
   int running = 1, pool = p->spares, need = 0, rc, sched = 0;
   sim_engine_reset(j->e);
-  if (p->dist == SIM_FAIL_SCHEDULED && (rc = push_scheduled(j, &c, sched, 0, 0)) != 0)
+  if ((rc = first_failures(j, &c)) != 0)
     return rc;
-  if (p->dist == SIM_FAIL_EXPONENTIAL) {
-    if ((rc = push(j, draw_life(j), 0)) != 0)
-      return rc;
-  } else if (p->dist == SIM_FAIL_WEIBULL) {
-    for (int n = 0; n < p->nodes; n++)
-      if ((rc = push(j, draw_life(j), (uint64_t)n)) != 0)
-        return rc;
-  }
-  double cap = ideal * WALL_CAP_FACTOR + 3600.0;
+  double cap = ideal * SIM_JOB_WALL_CAP_FACTOR + 3600.0;
   for (;;) {
     sim_time tt;
     uint64_t arg = 0;
     int have = sim_engine_pop(j->e, &tt, NULL, NULL, &arg);
+    if (have && count_event(j))
+      return OVER_BOUND;
     double te = have ? (double)tt / 1e9 : INFINITY;
     if (!running && need == 0 && run_start <= te) {
       /* Recovery ended before this event: the run resumed at run_start. */
@@ -227,6 +251,11 @@ int sim_job_run(const sim_job_params *p, sim_engine *e, sim_job_result *r) {
     rc = replicate(&j, m);
     if (rc < 0)
       goto out;
+    if (rc == OVER_BOUND) {
+      rc = core_err_set(CORE_EINVAL, "the failure study took more than %llu events in %d of its %d replications",
+                        (unsigned long long)p->max_events, i + 1, R);
+      goto out;
+    }
     r->events += sim_engine_counters(e).executed;
     if (rc == 1) {
       r->unfinished++;
@@ -249,20 +278,52 @@ int sim_job_run(const sim_job_params *p, sim_engine *e, sim_job_result *r) {
     r->lo[k] = r->mean[k] - h;
     r->hi[k] = r->mean[k] + h;
   }
-  /* Mean time to interrupt for the whole job: exponential Nλ; Weibull:
-   * a node's mean life, scale Γ(1 + 1/k), shared by N nodes. */
-  if (p->dist == SIM_FAIL_EXPONENTIAL)
-    r->mtti_s = p->node_mtbf_s / p->nodes;
-  else if (p->dist == SIM_FAIL_WEIBULL)
-    r->mtti_s = p->weibull_scale_s * gsl_sf_gamma(1.0 + 1.0 / p->weibull_shape) / p->nodes;
-  else if (p->dist == SIM_FAIL_SCHEDULED && p->n_at_steps > 0)
-    r->mtti_s = p->total_steps * p->step_s / p->n_at_steps;
-  else
-    r->mtti_s = INFINITY;
+  r->mtti_s = sim_job_mtti(p);
   r->young_s = isfinite(r->mtti_s) ? sim_job_young(p->ckpt_block_s, r->mtti_s) : NAN;
   r->daly_s = isfinite(r->mtti_s) ? sim_job_daly(p->ckpt_block_s, r->mtti_s) : NAN;
 out:
+  if (p->progress && j.unreported)
+    p->progress(p->progress_ctx, j.unreported);
   free(v);
   gsl_rng_free(j.rng);
   return rc;
+}
+
+double sim_job_mtti(const sim_job_params *p) {
+  /* Exponential: N lambda; Weibull: a node's mean life, scale Γ(1 + 1/k),
+   * shared by N nodes. */
+  if (p->dist == SIM_FAIL_EXPONENTIAL)
+    return p->node_mtbf_s / p->nodes;
+  if (p->dist == SIM_FAIL_WEIBULL)
+    return p->weibull_scale_s * gsl_sf_gamma(1.0 + 1.0 / p->weibull_shape) / p->nodes;
+  if (p->dist == SIM_FAIL_SCHEDULED && p->n_at_steps > 0)
+    return p->total_steps * p->step_s / p->n_at_steps;
+  return INFINITY;
+}
+
+double sim_job_recovery_s(const sim_job_params *p) {
+  double wait = p->spares > 0 || p->mttr_s <= p->detect_s ? p->detect_s : p->mttr_s;
+  return wait + p->restart_s + p->load_s;
+}
+
+double sim_job_estimate_events(const sim_job_params *p, double *wall_s, int *capped) {
+  cycle c = make_cycle(p);
+  double ideal = p->total_steps * p->step_s, cap = ideal * SIM_JOB_WALL_CAP_FACTOR + 3600.0, wall = ideal;
+  double per_rep = 0, M = sim_job_mtti(p);
+  int at_cap = 0;
+  if (p->dist == SIM_FAIL_SCHEDULED) {
+    per_rep += 2.0 * p->n_at_steps;
+  } else if (isfinite(M) && M > 0) {
+    /* log of M e^(R/M) (e^(c/M) - 1) n_cycles, so that no term overflows. */
+    double len = c.train > 0 ? c.len : ideal, cycles = c.train > 0 ? ideal / c.train : 1, x = len / M;
+    double lw = log(M) + sim_job_recovery_s(p) / M + (x > 30 ? x : log(expm1(x))) + log(cycles);
+    at_cap = lw >= log(cap);
+    wall = at_cap ? cap : fmax(exp(lw), ideal);
+    per_rep += 2.0 * wall / M;
+  }
+  if (wall_s)
+    *wall_s = wall;
+  if (capped)
+    *capped = at_cap;
+  return per_rep * p->replications;
 }

@@ -24,6 +24,11 @@
 
 #include <stdint.h>
 
+/* A run that has not finished after this many times its failure-free time
+ * (plus an hour) makes no progress worth simulating further (failures faster
+ * than restarts); it counts as unfinished. */
+#define SIM_JOB_WALL_CAP_FACTOR 100.0
+
 enum sim_fail_dist { SIM_FAIL_NONE = 0, SIM_FAIL_EXPONENTIAL, SIM_FAIL_WEIBULL, SIM_FAIL_SCHEDULED };
 
 typedef struct sim_job_params {
@@ -47,6 +52,11 @@ typedef struct sim_job_params {
   double ckpt_write_s;    /* async: the background write */
   int replications;
   uint64_t seed;
+  uint64_t max_events;    /* events the whole Monte Carlo may take; 0: no bound */
+  /* Called now and then from the running Monte Carlo with the events run
+   * since the last call (progress reports); may be NULL. */
+  void (*progress)(void *ctx, uint64_t events);
+  void *progress_ctx;
 } sim_job_params;
 
 enum {
@@ -70,6 +80,28 @@ typedef struct sim_job_result {
 double sim_job_young(double delta_s, double mtti_s);
 double sim_job_daly(double delta_s, double mtti_s);
 
+/* Returns 0, or CORE_EINVAL when the Monte Carlo would take more than
+ * p->max_events (message: how far it got; the caller names the scenario key). */
 int sim_job_run(const sim_job_params *p, sim_engine *e, sim_job_result *r);
+
+/* The work before it is done: the expected events of the whole Monte Carlo
+ * (two per interruption, failure and repair, over a replication's expected
+ * wall time), and that wall time in *wall_s (may be NULL). The wall time is
+ * Daly's complete model of a run with exponential interruptions of mean M and
+ * restarts of R seconds, checkpoint cycles of c seconds (Daly 2006, "A higher
+ * order estimate of the optimum checkpoint interval for restart dumps", FGCS
+ * 22, its complete model): M e^(R/M) (e^(c/M) - 1) per cycle, capped where sim_job_run
+ * gives a replication up. *capped is set when the cap binds: most runs would
+ * not finish. */
+double sim_job_estimate_events(const sim_job_params *p, double *wall_s, int *capped);
+
+/* Mean time between interruptions of the whole job, seconds (INFINITY
+ * without failures). */
+double sim_job_mtti(const sim_job_params *p);
+
+/* Seconds a failure costs before training resumes, as the estimate counts
+ * them: detection, a wait for repair when there is no spare, restart and
+ * checkpoint load. */
+double sim_job_recovery_s(const sim_job_params *p);
 
 #endif

@@ -459,11 +459,15 @@ static double optimizer_state_bytes(enum sim_optimizer o) {
 
 static double min_cap(double bw, double cap) { return cap > 0 && cap < bw ? cap : bw; }
 
-int sim_predict_job(const sim_scenario *s, const sim_point *p, sim_engine *e, sim_point_result *r) {
+/* Checkpoint: parameters and optimizer state in fp32. */
+static double ckpt_bytes(const sim_scenario *s, const sim_point *p) {
+  return (double)p->model->n_params * (4.0 + optimizer_state_bytes(s->optimizer));
+}
+
+int sim_predict_job_params(const sim_scenario *s, const sim_point *p, const sim_point_result *r,
+                           sim_job_params *out) {
   const sim_job_cfg *j = &s->job;
   const core_profile *pr = s->profile;
-  if (!j->present)
-    return 0;
   int world = p->nodes * p->per_node, g = p->per_node, rc;
   double step = r->step_s;
   sim_job_params jp;
@@ -505,7 +509,7 @@ int sim_predict_job(const sim_scenario *s, const sim_point *p, sim_engine *e, si
    * writes its share in parallel; else rank 0 writes it all. Every node
    * reads the whole state back on restart (data parallel: every replica
    * needs all of it). */
-  double bytes = (double)p->model->n_params * (4.0 + optimizer_state_bytes(s->optimizer));
+  double bytes = ckpt_bytes(s, p);
   double wbw = pr->write_GBps * 1e9, rbw = pr->read_GBps * 1e9, cap = j->storage_GBps * 1e9;
   double write_s = bytes / (j->sharded ? min_cap(wbw * p->nodes, cap) : min_cap(wbw, cap));
   jp.load_s = bytes * p->nodes / min_cap(rbw * p->nodes, cap);
@@ -522,13 +526,27 @@ int sim_predict_job(const sim_scenario *s, const sim_point *p, sim_engine *e, si
   }
   jp.replications = j->replications;
   jp.seed = sim_predict_seed(s->seed ^ 0x5a5a5a5a5a5a5a5aULL, p->index);
-  rc = sim_job_run(&jp, e, &r->job);
+  jp.max_events = (uint64_t)j->max_events;
+  *out = jp;
+  return 0;
+}
+
+int sim_predict_job(const sim_scenario *s, const sim_point *p, sim_engine *e,
+                    void (*progress)(void *ctx, uint64_t events), void *ctx, sim_point_result *r) {
+  sim_job_params jp;
+  if (!s->job.present)
+    return 0;
+  int rc = sim_predict_job_params(s, p, r, &jp);
   if (rc)
     return rc;
+  jp.progress = progress;
+  jp.progress_ctx = ctx;
+  if ((rc = sim_job_run(&jp, e, &r->job)) != 0)
+    return rc;
   r->has_job = 1;
-  r->ckpt_bytes = bytes;
+  r->ckpt_bytes = ckpt_bytes(s, p);
   r->ckpt_block_s = jp.ckpt_block_s;
-  r->ckpt_every_s = jp.every_steps * step;
+  r->ckpt_every_s = jp.every_steps * r->step_s;
   r->restart_s = jp.restart_s;
   r->load_s = jp.load_s;
   return 0;

@@ -62,8 +62,15 @@ int sim_predict_point(const sim_scenario *s, const sim_point *p, sim_engine *e, 
 
 uint64_t sim_predict_seed(uint64_t seed, long index);
 
-/* The job level of a point whose step level r already holds (failures,
- * checkpoints; Monte Carlo). */
-int sim_predict_job(const sim_scenario *s, const sim_point *p, sim_engine *e, sim_point_result *r);
+/* The job level's parameters of a point whose step level r already holds:
+ * failures, recovery, checkpoint costs, replications and the bound on events
+ * (simulation.max_events); no progress hook. */
+int sim_predict_job_params(const sim_scenario *s, const sim_point *p, const sim_point_result *r,
+                           sim_job_params *jp);
+
+/* The job level of such a point (failures, checkpoints; Monte Carlo).
+ * progress (may be NULL) is called with the events run since its last call. */
+int sim_predict_job(const sim_scenario *s, const sim_point *p, sim_engine *e,
+                    void (*progress)(void *ctx, uint64_t events), void *ctx, sim_point_result *r);
 
 #endif

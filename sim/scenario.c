@@ -225,6 +225,15 @@ static int cross_check(sim_scenario *s, const config_setting_t *root) {
 }
 
 /* Groups job, failures and checkpoint: the run as a whole. */
+/* The key of the failures group that sets how often they come. */
+static const config_setting_t *rate_key(const config_setting_t *fg) {
+  static const char *const keys[] = {"mtbf_h", "weibull_scale_h", "at_steps", NULL};
+  for (const char *const *k = keys; *k; k++)
+    if (config_setting_get_member(fg, *k))
+      return config_setting_get_member(fg, *k);
+  return fg;
+}
+
 static int parse_job(sim_scenario *s, const config_setting_t *root) {
   static const char *const job_keys[] = {"steps", "hours", NULL};
   static const char *const fail_keys[] = {"distribution", "mtbf_h", "weibull_scale_h", "weibull_shape",
@@ -305,6 +314,7 @@ static int parse_job(sim_scenario *s, const config_setting_t *root) {
   j->fail_dist = 0;
   j->replications = j->replications > 0 ? j->replications : 100;
   if (fg) {
+    j->rate_key = rate_key(fg);
     if ((rc = core_cfg_check_keys(fg, fail_keys, "failures")) != 0 ||
         (rc = core_cfg_string(fg, "distribution", 0, "exponential", dists, &str)) != 0)
       return rc;
@@ -351,6 +361,61 @@ static int parse_job(sim_scenario *s, const config_setting_t *root) {
   return 0;
 }
 
+/* simulation = { steps; seed; ranks; replications; max_events; } */
+static int parse_simulation(sim_scenario *s, const config_setting_t *root) {
+  static const char *const simk[] = {"steps", "seed", "ranks", "replications", "max_events", NULL};
+  const config_setting_t *g;
+  const char *str;
+  long long v;
+  int rc;
+  s->steps = 10;
+  s->seed = 1;
+  s->job.replications = 100;
+  s->job.max_events = SIM_DEFAULT_MAX_EVENTS;
+  if ((rc = core_cfg_group(root, "simulation", 0, &g)) != 0 || !g)
+    return rc;
+  if ((rc = core_cfg_check_keys(g, simk, "simulation")) != 0 ||
+      (rc = core_cfg_int(g, "steps", 0, 10, 1, 100000, &v)) != 0)
+    return rc;
+  s->steps = (int)v;
+  if ((rc = core_cfg_int(g, "seed", 0, 1, 0, INT64_MAX, &v)) != 0)
+    return rc;
+  s->seed = (uint64_t)v;
+  if ((rc = core_cfg_string(g, "ranks", 0, "representative", ranks_choices, &str)) != 0)
+    return rc;
+  s->every_rank = strcmp(str, "every") == 0;
+  if ((rc = core_cfg_int(g, "replications", 0, 100, 1, 1000000, &v)) != 0)
+    return rc;
+  s->job.replications = (int)v;
+  if ((rc = core_cfg_double(g, "max_events", 0, SIM_DEFAULT_MAX_EVENTS, 1e3, 1e15, &s->job.max_events)) != 0)
+    return rc;
+  s->job.max_events_key = config_setting_get_member(g, "max_events");
+  return 0;
+}
+
+/* output = { csv = "NAME.csv"; }: a plain file name, checked now, so that a
+ * name the directory of -o cannot hold fails here with its line, not at the
+ * end of the run. */
+static int parse_output(sim_scenario *s, const config_setting_t *root) {
+  static const char *const out_keys[] = {"csv", NULL};
+  char def_csv[sizeof s->csv_name], w[4200];
+  const config_setting_t *g;
+  const char *str;
+  int rc;
+  snprintf(def_csv, sizeof def_csv, "%s.csv", s->name);
+  snprintf(s->csv_name, sizeof s->csv_name, "%s", def_csv);
+  if ((rc = core_cfg_group(root, "output", 0, &g)) != 0 || !g)
+    return rc;
+  if ((rc = core_cfg_check_keys(g, out_keys, "output")) != 0 ||
+      (rc = core_cfg_string(g, "csv", 0, def_csv, NULL, &str)) != 0)
+    return rc;
+  if (!str[0] || !strcmp(str, ".") || !strcmp(str, "..") || strchr(str, '/') || strlen(str) >= sizeof s->csv_name)
+    return core_err_set(CORE_EINVAL, "%s: output csv \"%s\" must be a plain file name, not empty, \".\" or \"..\" and without '/' (the directory comes from -o)",
+                        where(config_setting_get_member(g, "csv") ? config_setting_get_member(g, "csv") : g, w), str);
+  snprintf(s->csv_name, sizeof s->csv_name, "%s", str);
+  return 0;
+}
+
 static int parse(sim_scenario *s) {
   static const char *const top_keys[] = {"name", "description", "profile", "model", "training",
                                          "cluster", "networks", "ddp", "simulation", "output",
@@ -360,13 +425,10 @@ static int parse(sim_scenario *s) {
   static const char *const ddp_keys[] = {"backend", "algorithm", "bucket_cap_mb", "first_bucket_mb",
                                          "overlap", "gradient_as_bucket_view", "timeout_s", "compression",
                                          "powersgd_min_rate", NULL};
-  static const char *const simk[] = {"steps", "seed", "ranks", "replications", NULL};
-  static const char *const out_keys[] = {"csv", NULL};
   char w[4200], path[4096];
   const config_setting_t *root = core_cfg_root(&s->cfg), *g, *set;
   const char *str, **strs = NULL;
   int rc, n;
-  long long v;
 
   if ((rc = core_cfg_check_keys(root, top_keys, "the scenario")) != 0)
     return rc;
@@ -531,46 +593,13 @@ static int parse(sim_scenario *s) {
   free(strs);
   strs = NULL;
 
-  /* Simulation. */
-  if ((rc = core_cfg_group(root, "simulation", 0, &g)) != 0)
+  if ((rc = parse_simulation(s, root)) != 0)
     return rc;
-  s->steps = 10;
-  s->seed = 1;
-  if (g) {
-    if ((rc = core_cfg_check_keys(g, simk, "simulation")) != 0 ||
-        (rc = core_cfg_int(g, "steps", 0, 10, 1, 100000, &v)) != 0)
-      return rc;
-    s->steps = (int)v;
-    if ((rc = core_cfg_int(g, "seed", 0, 1, 0, INT64_MAX, &v)) != 0)
-      return rc;
-    s->seed = (uint64_t)v;
-    if ((rc = core_cfg_string(g, "ranks", 0, "representative", ranks_choices, &str)) != 0)
-      return rc;
-    s->every_rank = strcmp(str, "every") == 0;
-    if ((rc = core_cfg_int(g, "replications", 0, 100, 1, 1000000, &v)) != 0)
-      return rc;
-    s->job.replications = (int)v;
-  } else {
-    s->job.replications = 100;
-  }
   if ((rc = parse_job(s, root)) != 0)
     return rc;
 
-  /* Output. */
-  char def_csv[sizeof s->csv_name];
-  snprintf(def_csv, sizeof def_csv, "%s.csv", s->name);
-  snprintf(s->csv_name, sizeof s->csv_name, "%s", def_csv);
-  if ((rc = core_cfg_group(root, "output", 0, &g)) != 0)
+  if ((rc = parse_output(s, root)) != 0)
     return rc;
-  if (g) {
-    if ((rc = core_cfg_check_keys(g, out_keys, "output")) != 0 ||
-        (rc = core_cfg_string(g, "csv", 0, def_csv, NULL, &str)) != 0)
-      return rc;
-    if (strchr(str, '/') || strlen(str) >= sizeof s->csv_name)
-      return core_err_set(CORE_EINVAL, "%s: output csv \"%s\" must be a plain file name (the directory comes from -o)",
-                          where(config_setting_get_member(g, "csv") ? config_setting_get_member(g, "csv") : g, w), str);
-    snprintf(s->csv_name, sizeof s->csv_name, "%s", str);
-  }
 
   long total = 1;
   for (int d = 0; d < SIM_N_DIMS; d++) {

@@ -88,6 +88,11 @@ typedef struct sim_job_cfg {
   double storage_GBps;     /* aggregate cap of the checkpoint storage; 0 = none */
   double snapshot_GBps;    /* async snapshot to host memory; 0 = the profile's */
   int replications;
+  double max_events;       /* simulation.max_events: events one point's Monte Carlo may take */
+  /* For errors about the work: the key setting the failure rate (mtbf_h,
+   * weibull_scale_h, at_steps; else the failures group) and
+   * simulation.max_events (NULL when not given). Borrowed from cfg. */
+  const config_setting_t *rate_key, *max_events_key;
 } sim_job_cfg;
 
 typedef struct sim_scenario {
@@ -160,5 +165,9 @@ double sim_scenario_timeout(const sim_scenario *s, enum sim_backend b);
 /* Defaults, with their sources. */
 #define SIM_NCCL_TIMEOUT_S 600.0 /* torch/distributed/constants.py: default_pg_nccl_timeout, 10 min */
 #define SIM_GLOO_TIMEOUT_S 30.0  /* gloo/rendezvous/store.h kDefaultTimeout and Gloo's context default, 30 s */
+/* simulation.max_events by default: under a minute of one core per point
+ * at the job level's slowest rate (bench/bench_sim prints it), a hundred
+ * times the events of a point of scenarios/node-failure.cfg. */
+#define SIM_DEFAULT_MAX_EVENTS 2e8
 
 #endif

@@ -8,6 +8,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 const char *const sim_sweep_columns[] = {
@@ -27,24 +28,103 @@ static const char *const job_columns[] = {
     "unfinished"};
 enum { N_JOB_COLUMNS = (int)(sizeof job_columns / sizeof *job_columns) };
 
+/* The job level's rate for messages about the work ahead: events a second
+ * of one core when failures come faster than recovery (the studies such a
+ * message is about), the order of magnitude bench/bench_sim prints for it. */
+#define JOB_EVENTS_PER_S 5e6
+
+enum phase { PHASE_STEP, PHASE_JOB };
+
+/* What the progress report reads while workers run. */
+typedef struct progress {
+  atomic_long points;         /* done in the current phase */
+  atomic_ullong events;       /* job-level events run */
+  _Atomic double total_events; /* estimated, for the job phase */
+  atomic_int phase;
+  atomic_int stop;
+} progress;
+
 typedef struct work {
   const sim_scenario *s;
   const sim_sweep_opts *o;
   long *points;          /* indices to run */
   long n;
   sim_point_result *res;
+  double *estimate;      /* job-level events per point (job phase) */
+  enum phase phase;
   atomic_long next;
   atomic_int failed;
   pthread_mutex_t err_lock;
   int rc;
   char err[2048];
   core_trace *trace;
+  progress prog;
 } work;
+
+/* file:line of the key behind the work: the failure rate first, or
+ * simulation.max_events first; the scenario when neither is given. */
+static void work_where(const sim_scenario *s, int rate_first, char *buf, size_t n) {
+  const config_setting_t *a = rate_first ? s->job.rate_key : s->job.max_events_key,
+                         *b = rate_first ? s->job.max_events_key : s->job.rate_key;
+  if (a || b)
+    core_cfg_where(a ? a : b, buf, n);
+  else
+    snprintf(buf, n, "%s", s->path);
+}
+
+static void count_events(void *ctx, uint64_t events) {
+  progress *pr = ctx;
+  atomic_fetch_add(&pr->events, (unsigned long long)events);
+}
+
+/* A point in messages: "point 3 (model mlp, 2 x 1, network 1GbE, gloo)". */
+static void point_name(const sim_point *p, char *buf, size_t n) {
+  snprintf(buf, n, "point %ld (model %s, %d x %d, network %s, %s)", p->index, p->model->name, p->nodes,
+           p->per_node, p->network->name, sim_backend_name(p->backend));
+}
+
+/* The step level of point i. Points that differ only in job-level settings
+ * share it: it is the step level of the first of them (its index seeds the
+ * step's random draws), whichever worker or shard runs which point.
+ * last/last_step: the worker's previous one. */
+static int run_step(work *w, long i, sim_engine *e, sim_point_result *last, long *last_step) {
+  sim_point p, first;
+  long job_points = 1;
+  for (int d = SIM_N_STEP_DIMS; d < SIM_N_DIMS; d++)
+    job_points *= w->s->n[d];
+  sim_scenario_point(w->s, w->points[i], &p);
+  sim_scenario_point(w->s, p.step_index * job_points, &first);
+  core_trace *tr = w->points[i] == w->o->trace_point ? w->trace : NULL;
+  int rc = 0;
+  if (p.step_index == *last_step && !tr) {
+    w->res[i] = *last;
+  } else {
+    rc = sim_predict_point(w->s, &first, e, tr, w->o->trace_ranks, &w->res[i]);
+    *last = w->res[i];
+    *last_step = rc ? -1 : p.step_index;
+  }
+  w->res[i].pt = p;
+  return rc;
+}
+
+/* The job level of point i: past simulation.max_events, an input error at
+ * the key that asked for the work. */
+static int run_job(work *w, long i, sim_engine *e) {
+  int rc = sim_predict_job(w->s, &w->res[i].pt, e, count_events, &w->prog, &w->res[i]);
+  if (rc != CORE_EINVAL)
+    return rc;
+  char msg[1024], wh[4200], name[512];
+  snprintf(msg, sizeof msg, "%s", core_err_msg());
+  point_name(&w->res[i].pt, name, sizeof name);
+  work_where(w->s, 0, wh, sizeof wh);
+  return core_err_set(CORE_EINVAL, "%s: %s: %s (estimated %.2g events); raise simulation.max_events, or lower simulation.replications, the job's length or the failure rate",
+                      wh, name, msg, w->estimate[i]);
+}
 
 static void *worker(void *arg) {
   work *w = arg;
   sim_engine *e = NULL;
-  sim_point_result last; /* the step level of the previous point this worker ran */
+  sim_point_result last;
   long last_step = -1;
   int rc = sim_engine_new(&e);
   if (rc)
@@ -53,26 +133,15 @@ static void *worker(void *arg) {
     long i = atomic_fetch_add(&w->next, 1);
     if (i >= w->n || atomic_load(&w->failed))
       break;
-    sim_point p;
-    sim_scenario_point(w->s, w->points[i], &p);
-    core_trace *tr = w->points[i] == w->o->trace_point ? w->trace : NULL;
-    /* Points differing only in job-level settings share their step level. */
-    if (p.step_index == last_step && !tr) {
-      w->res[i] = last;
-      w->res[i].pt = p;
-      rc = 0;
-    } else {
-      rc = sim_predict_point(w->s, &p, e, tr, w->o->trace_ranks, &w->res[i]);
-      last = w->res[i];
-      last_step = rc ? -1 : p.step_index;
-    }
-    if (!rc)
-      rc = sim_predict_job(w->s, &p, e, &w->res[i]);
+    rc = w->phase == PHASE_STEP ? run_step(w, i, e, &last, &last_step) : run_job(w, i, e);
     if (rc) {
-      core_err_wrap(rc, "point %ld (model %s, %d x %d, network %s, %s)", p.index, p.model->name,
-                    p.nodes, p.per_node, p.network->name, sim_backend_name(p.backend));
+      char name[512];
+      point_name(&w->res[i].pt, name, sizeof name);
+      if (w->phase == PHASE_STEP)
+        core_err_wrap(rc, "%s", name);
       goto fail;
     }
+    atomic_fetch_add(&w->prog.points, 1);
   }
   sim_engine_free(e);
   return NULL;
@@ -87,10 +156,182 @@ fail:
   return NULL;
 }
 
+/* Run one phase over every point on `jobs` threads (this one included). */
+static int run_phase(work *w, enum phase ph, int jobs) {
+  w->phase = ph;
+  atomic_store(&w->next, 0);
+  atomic_store(&w->prog.points, 0);
+  atomic_store(&w->prog.phase, ph);
+  pthread_t *th = malloc(sizeof *th * (size_t)jobs);
+  if (!th)
+    return core_err_set(CORE_ENOMEM, "out of memory starting %d workers", jobs);
+  int started = 0;
+  for (int j = 1; j < jobs; j++) {
+    if (pthread_create(&th[j], NULL, worker, w) != 0)
+      break;
+    started = j;
+  }
+  worker(w);
+  for (int j = 1; j <= started; j++)
+    pthread_join(th[j], NULL);
+  free(th);
+  if (atomic_load(&w->failed))
+    return core_err_set(w->rc, "%s", w->err);
+  return 0;
+}
+
+/* "1.2 hours", "3.4 days": a duration for a person. */
+static void human_time(double s, char *buf, size_t n) {
+  if (s < 10)
+    snprintf(buf, n, "%.2g s", s);
+  else if (s < 120)
+    snprintf(buf, n, "%.0f s", s);
+  else if (s < 7200)
+    snprintf(buf, n, "%.2g minutes", s / 60);
+  else if (s < 3 * 86400)
+    snprintf(buf, n, "%.3g hours", s / 3600);
+  else
+    snprintf(buf, n, "%.3g days", s / 86400);
+}
+
+/* The work of the job level, estimated from every point's parameters before
+ * any Monte Carlo runs: a point over simulation.max_events fails the study
+ * at once, at the key that sets the failure rate. */
+static int check_work(work *w) {
+  const sim_scenario *s = w->s;
+  double total = 0, worst = -1;
+  long at = 0;
+  int worst_capped = 0, rc;
+  sim_job_params jp, worst_jp;
+  for (long i = 0; i < w->n; i++) {
+    int capped;
+    if ((rc = sim_predict_job_params(s, &w->res[i].pt, &w->res[i], &jp)) != 0)
+      return rc;
+    w->estimate[i] = sim_job_estimate_events(&jp, NULL, &capped);
+    total += w->estimate[i];
+    if (w->estimate[i] > worst) {
+      worst = w->estimate[i];
+      worst_capped = capped;
+      at = i;
+      worst_jp = jp;
+    }
+  }
+  atomic_store(&w->prog.total_events, total);
+  if (w->n == 0 || worst <= s->job.max_events)
+    return 0;
+  char wh[4200], name[512], t_all[64], mtti[64], rec[64], capped[128] = "";
+  human_time(total / JOB_EVENTS_PER_S, t_all, sizeof t_all);
+  human_time(sim_job_mtti(&worst_jp), mtti, sizeof mtti);
+  human_time(sim_job_recovery_s(&worst_jp), rec, sizeof rec);
+  point_name(&w->res[at].pt, name, sizeof name);
+  work_where(s, 1, wh, sizeof wh);
+  if (worst_capped)
+    snprintf(capped, sizeof capped, ", so most runs would not finish within %g times their failure-free time",
+             SIM_JOB_WALL_CAP_FACTOR);
+  return core_err_set(CORE_EINVAL, "%s: this study would take about %.2g events (~%s at %.0e events/s); %s alone about %.2g, over simulation.max_events = %.15g a point: the job is interrupted every %s and each interruption costs %s%s. Raise simulation.max_events, or lower simulation.replications, the job's length or the failure rate",
+                      wh, total, t_all, JOB_EVENTS_PER_S, name, worst, s->job.max_events, mtti, rec, capped);
+}
+
 void sim_sweep_free(sim_sweep *w) {
   free(w->res);
   w->res = NULL;
   w->n = 0;
+}
+
+static double mono_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Progress on stderr, from a thread of its own, once the sweep has run for
+ * progress_after_s: on a terminal one line rewritten every second, else a
+ * line every REPORT_LINES_S. It reads counters only: the outputs are the
+ * same with it or without. */
+#define REPORT_LINES_S 10.0
+
+typedef struct reporter {
+  work *w;
+  pthread_t th;
+  int tty, printed;
+  double t0, job_t0;
+} reporter;
+
+static void report_line(reporter *r, double now) {
+  work *w = r->w;
+  long done = atomic_load(&w->prog.points);
+  char line[256], left[64] = "";
+  if (atomic_load(&w->prog.phase) == PHASE_STEP) {
+    snprintf(line, sizeof line, "simulate: step level, %ld of %ld points, %.0f s", done, w->n, now - r->t0);
+  } else {
+    double ev = (double)atomic_load(&w->prog.events), tot = atomic_load(&w->prog.total_events);
+    if (ev > 0 && tot > ev) {
+      human_time((now - r->job_t0) * (tot - ev) / ev, left, sizeof left);
+    }
+    snprintf(line, sizeof line, "simulate: failures, %ld of %ld points, %.3g of ~%.3g events, %.0f s%s%s", done, w->n,
+             ev, tot, now - r->t0, left[0] ? ", about " : "", left[0] ? left : "");
+    if (left[0])
+      strncat(line, " left", sizeof line - strlen(line) - 1);
+  }
+  fprintf(stderr, r->tty ? "\r%s\033[K" : "%s\n", line);
+  fflush(stderr);
+  r->printed = 1;
+}
+
+static void *report(void *arg) {
+  reporter *r = arg;
+  double last = -INFINITY, after = r->w->o->progress_after_s;
+  do {
+    double now = mono_s();
+    if (atomic_load(&r->w->prog.phase) == PHASE_JOB && r->job_t0 == 0)
+      r->job_t0 = now;
+    if (now - r->t0 >= after && now - last >= (r->tty ? 1.0 : REPORT_LINES_S)) {
+      report_line(r, now);
+      last = now;
+    }
+    struct timespec tick = {0, 200 * 1000 * 1000};
+    nanosleep(&tick, NULL);
+  } while (!atomic_load(&r->w->prog.stop));
+  if (r->printed && r->tty)
+    fputc('\n', stderr);
+  return NULL;
+}
+
+/* The best checkpoint interval of each group of points that differ only in
+ * it (consecutive: the interval is the innermost dimension). */
+static void mark_best_intervals(work *w) {
+  for (long i = 0; i < w->n;) {
+    long k = i;
+    double best = -1, at = NAN;
+    while (k < w->n && w->res[k].pt.step_index == w->res[i].pt.step_index &&
+           w->res[k].pt.ckpt_async == w->res[i].pt.ckpt_async && w->res[k].pt.spares == w->res[i].pt.spares) {
+      if (w->res[k].has_job && w->res[k].job.mean[SIM_JOB_GOODPUT] > best) {
+        best = w->res[k].job.mean[SIM_JOB_GOODPUT];
+        at = w->res[k].ckpt_every_s;
+      }
+      k++;
+    }
+    for (long q = i; q < k; q++)
+      w->res[q].best_every_s = at;
+    i = k;
+  }
+}
+
+/* The phases: every point's step level, then (with failures or checkpoints)
+ * the work of the job level estimated and bounded, then its Monte Carlo. */
+static int run_phases(work *w, int jobs) {
+  reporter r = {.w = w, .tty = isatty(2), .t0 = mono_s()};
+  int reporting = w->o->progress && pthread_create(&r.th, NULL, report, &r) == 0;
+  int rc = run_phase(w, PHASE_STEP, jobs);
+  if (!rc && w->s->job.present && (rc = check_work(w)) == 0)
+    rc = run_phase(w, PHASE_JOB, jobs);
+  if (reporting) {
+    atomic_store(&w->prog.stop, 1);
+    pthread_join(r.th, NULL);
+  }
+  if (!rc)
+    mark_best_intervals(w);
+  return rc;
 }
 
 int sim_sweep_run(const sim_scenario *s, const sim_sweep_opts *o, sim_sweep *out) {
@@ -110,10 +351,11 @@ int sim_sweep_run(const sim_scenario *s, const sim_sweep_opts *o, sim_sweep *out
   for (long i = o->shard; i < total; i += n_shards)
     w.points[w.n++] = i;
   w.res = calloc((size_t)(w.n ? w.n : 1), sizeof *w.res);
+  w.estimate = calloc((size_t)(w.n ? w.n : 1), sizeof *w.estimate);
   int rc = 0;
   core_trace trace;
   int tracing = 0;
-  if (!w.res) {
+  if (!w.res || !w.estimate) {
     rc = core_err_set(CORE_ENOMEM, "out of memory for %ld results", w.n);
     goto out_free;
   }
@@ -128,42 +370,8 @@ int sim_sweep_run(const sim_scenario *s, const sim_sweep_opts *o, sim_sweep *out
     jobs = 1;
   if (jobs > w.n)
     jobs = w.n > 0 ? (int)w.n : 1;
-  pthread_t *th = malloc(sizeof *th * (size_t)jobs);
-  if (!th) {
-    rc = core_err_set(CORE_ENOMEM, "out of memory starting %d workers", jobs);
+  if ((rc = run_phases(&w, jobs)) != 0)
     goto out_trace;
-  }
-  int started = 0;
-  for (int j = 1; j < jobs; j++) {
-    if (pthread_create(&th[j], NULL, worker, &w) != 0)
-      break;
-    started = j;
-  }
-  worker(&w);
-  for (int j = 1; j <= started; j++)
-    pthread_join(th[j], NULL);
-  free(th);
-  if (atomic_load(&w.failed)) {
-    rc = core_err_set(w.rc, "%s", w.err);
-    goto out_trace;
-  }
-  /* The best checkpoint interval of each group of points that differ only
-   * in it (consecutive: the interval is the innermost dimension). */
-  for (long i = 0; i < w.n;) {
-    long k = i;
-    double best = -1, at = NAN;
-    while (k < w.n && w.res[k].pt.step_index == w.res[i].pt.step_index &&
-           w.res[k].pt.ckpt_async == w.res[i].pt.ckpt_async && w.res[k].pt.spares == w.res[i].pt.spares) {
-      if (w.res[k].has_job && w.res[k].job.mean[SIM_JOB_GOODPUT] > best) {
-        best = w.res[k].job.mean[SIM_JOB_GOODPUT];
-        at = w.res[k].ckpt_every_s;
-      }
-      k++;
-    }
-    for (long q = i; q < k; q++)
-      w.res[q].best_every_s = at;
-    i = k;
-  }
   if (tracing) {
     tracing = 0;
     if ((rc = core_trace_commit(&trace)) != 0)
@@ -177,6 +385,7 @@ out_trace:
     core_trace_abort(&trace);
 out_free:
   free(w.res);
+  free(w.estimate);
   free(w.points);
   pthread_mutex_destroy(&w.err_lock);
   return rc;

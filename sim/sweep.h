@@ -4,6 +4,10 @@
  * output does not depend on the number of workers), optionally only one
  * shard i/n of them for batch schedulers, then write the CSV atomically and
  * print a summary table. Nothing is written unless every point succeeded.
+ * With a job level, the work of its Monte Carlo is estimated from every
+ * point before any of it runs, and a point whose estimate exceeds
+ * simulation.max_events fails the study at once (CORE_EINVAL at the key
+ * that sets the failure rate); the bound holds while it runs as well.
  */
 #ifndef SIM_SWEEP_H
 #define SIM_SWEEP_H
@@ -19,7 +23,12 @@ typedef struct sim_sweep_opts {
   long trace_point;      /* point to trace, or -1 */
   const char *trace_path;
   int trace_ranks;
+  int progress;          /* report progress on stderr ... */
+  double progress_after_s; /* ... once the sweep has run this long (0: from the start) */
 } sim_sweep_opts;
+
+/* When `ddpsim simulate` starts to report progress. */
+#define SIM_SWEEP_PROGRESS_AFTER_S 3.0
 
 typedef struct sim_sweep {
   long n;

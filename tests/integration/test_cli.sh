@@ -241,6 +241,48 @@ else
   [ "$(wc -l <"$s1")" -gt 0 ] && [ "$(wc -l <"$s0")" -gt 1 ] || fail "shards: one shard is empty"
 fi
 
+# --- work bounds: a failure study refused before it runs -----------------------------
+# The shipped node-failure study at mtbf_h = 1: interrupted every 1.8 s, it would take
+# about 1e13 events. Refused at once, at the line of mtbf_h, with the estimate and what
+# to do; nothing written.
+sed -e 's/mtbf_h = 6330.0;/mtbf_h = 1.0;/' -e "s#\"profiles/#\"$src/scenarios/profiles/#" \
+  -e "s#\"models/#\"$src/scenarios/models/#" "$src/scenarios/node-failure.cfg" >"$work/nf-mtbf1.cfg"
+mtbf_line=$(grep -n 'mtbf_h = 1.0;' "$work/nf-mtbf1.cfg" | cut -d: -f1)
+run nf_mtbf1 simulate "$work/nf-mtbf1.cfg" -o "$work/nf-mtbf1"
+expect_status nf_mtbf1 3
+expect_in nf_mtbf1 err "nf-mtbf1.cfg:$mtbf_line: this study would take about"
+expect_in nf_mtbf1 err "over simulation.max_events = 200000000 a point"
+expect_in nf_mtbf1 err "Raise simulation.max_events"
+checks=$((checks + 1))
+[ -z "$(ls -A "$work/nf-mtbf1" 2>/dev/null)" ] || fail "nf_mtbf1: a refused study wrote $(ls "$work/nf-mtbf1")"
+# --- options that would do nothing: usage errors, not silence --------------------------
+run trace_point_alone simulate "$src/scenarios/gigabit-vs-ib.cfg" --trace-point 3 -o "$work/never"
+expect_status trace_point_alone 2
+expect_in trace_point_alone err "give --trace FILE too"
+run trace_ranks_alone simulate "$src/scenarios/gigabit-vs-ib.cfg" --trace-ranks 4 -o "$work/never"
+expect_status trace_ranks_alone 2
+run plot_shard simulate "$src/scenarios/gigabit-vs-ib.cfg" --plot --shard 0/2 -o "$work/never"
+expect_status plot_shard 2
+expect_in plot_shard err "--plot draws the whole study"
+run shard_overflow simulate "$src/scenarios/gigabit-vs-ib.cfg" --shard 0/4294967297 -o "$work/never"
+expect_status shard_overflow 2
+expect_in shard_overflow err "--shard expects I/N"
+printf 'rank,attempt,step,step_s,compute_s,comm_s,exposed_comm_s\n0,0,0,0.1,0.05,0.04,0.03\n' >"$work/m.csv"
+run label_alone validate "$src/scenarios/gigabit-vs-ib.cfg" --measured "$work/m.csv" --label x
+expect_status label_alone 2
+expect_in label_alone err "give --append CSV too"
+# A measured run with a negative step time: bad input at its line.
+printf 'rank,attempt,step,step_s,compute_s,comm_s,exposed_comm_s\n0,0,0,-0.1,0.05,0.04,0.03\n' >"$work/neg.csv"
+run negative_step validate "$src/scenarios/gigabit-vs-ib.cfg" --measured "$work/neg.csv" --skip 0
+expect_status negative_step 3
+expect_in negative_step err "neg.csv:2: column 'step_s' holds -0.1"
+checks=$((checks + 1))
+[ ! -e "$work/never" ] || fail "a usage error created the output directory"
+
+run bad_progress simulate "$src/scenarios/gigabit-vs-ib.cfg" --progress maybe -o "$work/never"
+expect_status bad_progress 2
+expect_in bad_progress err "--progress expects on or off"
+
 # --- no temp files left behind ------------------------------------------------------
 checks=$((checks + 1))
 left=$(find "$work" -name '*.tmp.*' | head -n 3)

@@ -303,6 +303,15 @@ bad nomodel 2 "--model" train -o "$work/nomodel/out" --steps 3
 bad unknown 2 "unknown option" train --model "$model" -o "$work/unknown/out" --frobnicate
 bad failpair 2 "--fail-rank" train --model "$model" -o "$work/failpair/out" --fail-at-step 3
 bad resumenodir 2 "--ckpt-dir" train --model "$model" -o "$work/resumenodir/out" --resume
+# Options that would do nothing: usage errors, not silence.
+bad ckptdironly 2 "alone it does nothing" train --model "$model" -o "$work/ckptdironly/out" --ckpt-dir "$work/ck"
+bad ckptkeep 2 "--ckpt-keep" train --model "$model" -o "$work/ckptkeep/out" --ckpt-keep 3
+bad failafter 2 "--fail-at-step 30: the run has steps 0 to 19" train --model "$model" -o "$work/failafter/out" \
+  --steps 20 --fail-at-step 3,30 --fail-rank 0
+bad failrank 2 "--fail-rank 5: the job has ranks 0 to 0" train --model "$model" -o "$work/failrank/out" \
+  --steps 3 --fail-at-step 1 --fail-rank 5
+bad launchseed 2 "--fail-seed" launch --nproc 2 --fail-seed 3 -- sh -c "mkdir -p '$work/launchseed/out'"
+bad launchmtbf 2 "--max-restarts" launch --nproc 2 --fail-mtbf 1 -- sh -c "mkdir -p '$work/launchmtbf/out'"
 bad resnet 3 "linear" train --model "$src/scenarios/models/resnet50.cfg" -o "$work/resnet/out"
 bad launchnonproc 2 "--nproc" launch -- ddpsim train --model "$model" -o "$work/launchnonproc/out"
 bad launchnocmd 2 "command" launch --nproc 2

@@ -83,6 +83,7 @@ static const char *const picks[] = {
     "empty-sweep-nodes.cfg", "missing-profile-file.cfg", "duplicate-network-names.cfg",
     "nccl-on-cpu.cfg", "profile-fits-out-of-order.cfg", "profile-jitter-lognormal-sigma.cfg",
     "model-duplicate-layer-names.cfg", "model-zero-element-tensor.cfg", "output-csv-path.cfg",
+    "output-csv-dotdot.cfg", "output-csv-empty.cfg",
     "profile-is-directory.cfg", "include-directory.cfg", NULL};
 
 static void test_bad_files(void) {

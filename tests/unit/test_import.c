@@ -1111,6 +1111,39 @@ static void test_fit_alpha_nonnegative(void) {
   CU_ASSERT(fabs(f[0].beta_s * rate - 1.0) < 1e-9);
 }
 
+/* A sweep of many sizes (a linear step prints thousands) takes the screened
+ * search for knees: it still finds the three protocols of a synthetic
+ * 3-protocol collective, the knees at their crossovers and each regime's
+ * latency and bandwidth. */
+static void test_fit_many_sizes(void) {
+  enum { N = 400 };
+  static const double lat_s[3] = {6e-6, 9e-6, 18e-6}, bw[3] = {40e9, 150e9, 230e9};
+  double bytes[N], t[N];
+  unsigned seed = 7;
+  for (int i = 0; i < N; i++) {
+    bytes[i] = 8.0 * pow(2.0, 30.0 * i / N);
+    double best = 1e300;
+    for (int k = 0; k < 3; k++)
+      best = fmin(best, lat_s[k] + bytes[i] / bw[k]);
+    seed = seed * 1103515245u + 12345u;
+    t[i] = best * (1.0 + 0.02 * ((double)(seed >> 8 & 0xffff) / 65535.0 - 0.5));
+  }
+  cal_fit f[CAL_FIT_MAX_REGIMES];
+  int nf = 0;
+  CU_ASSERT_FATAL(cal_fit_alpha_beta(bytes, t, NULL, N, f, &nf) == 0);
+  CU_ASSERT_EQUAL_FATAL(nf, 3);
+  /* Crossovers: lat_a + S / bw_a = lat_b + S / bw_b. */
+  for (int k = 0; k < 2; k++) {
+    double cross = (lat_s[k + 1] - lat_s[k]) / (1.0 / bw[k] - 1.0 / bw[k + 1]);
+    CU_ASSERT(f[k].max_bytes > cross / 1.25 && f[k].max_bytes < cross * 1.25);
+    CU_ASSERT_EQUAL(f[k + 1].min_bytes, f[k].max_bytes);
+  }
+  for (int k = 0; k < 3; k++) {
+    CU_ASSERT(rel_err(f[k].alpha_s, lat_s[k]) < 0.05);
+    CU_ASSERT(rel_err(1.0 / f[k].beta_s, bw[k]) < 0.03);
+  }
+}
+
 void test_register(void) {
   CU_pSuite nccl = CU_add_suite("import_nccl", suite_init, suite_clean);
   CU_add_test(nccl, "the samples parse: collective, ranks, nodes, rows", test_nccl_parse_samples);
@@ -1134,6 +1167,7 @@ void test_register(void) {
   CU_add_test(tr, "the command: exit codes, nothing written on errors", test_trace_cli);
   CU_pSuite fit = CU_add_suite("fit", NULL, NULL);
   CU_add_test(fit, "alpha held at zero or above, the fit still through the points", test_fit_alpha_nonnegative);
+  CU_add_test(fit, "many sizes: the screened search finds the knees", test_fit_many_sizes);
   CU_pSuite pl = CU_add_suite("plot_fit", suite_init, suite_clean);
   CU_add_test(pl, "plot fit renders PNG and SVG and removes its CSV", test_plot_fit);
 }

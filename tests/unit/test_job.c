@@ -225,6 +225,73 @@ static void test_deterministic(void) {
   CU_ASSERT(memcmp(a.mean, b.mean, sizeof a.mean) != 0);
 }
 
+/* Failures faster than recovery: a 1 h job on 10 nodes interrupted every
+ * minute, each failure waiting 1 h for a repair (no spares). */
+static sim_job_params hopeless(void) {
+  sim_job_params p = base();
+  p.total_steps = 3600;
+  p.nodes = 10;
+  p.node_mtbf_s = 600;
+  p.spares = 0;
+  p.every_steps = 600;
+  p.replications = 10;
+  return p;
+}
+
+/* The estimate of the work is the events the Monte Carlo runs, within 25%:
+ * rare failures (the base job), none, and failures that keep every run
+ * from finishing (which the estimate says). */
+static void test_estimate_events(void) {
+  sim_job_params cases[3] = {base(), base(), hopeless()};
+  cases[0].replications = 20;
+  cases[1].dist = SIM_FAIL_NONE;
+  for (int k = 0; k < 3; k++) {
+    sim_job_result r;
+    double wall;
+    int capped;
+    double est = sim_job_estimate_events(&cases[k], &wall, &capped);
+    CU_ASSERT_FATAL(sim_job_run(&cases[k], eng, &r) == 0);
+    printf("\n    case %d: estimated %.0f events, ran %llu", k, est, (unsigned long long)r.events);
+    CU_ASSERT(fabs(est - (double)r.events) <= 0.25 * (double)r.events);
+    CU_ASSERT_EQUAL(capped, k == 2);
+    CU_ASSERT_EQUAL(r.unfinished, k == 2 ? cases[k].replications : 0);
+    if (k < 2) /* the wall time of the finished runs, within 10% */
+      CU_ASSERT(fabs(wall - r.mean[SIM_JOB_TIME_H] * 3600) < 0.1 * r.mean[SIM_JOB_TIME_H] * 3600);
+  }
+}
+
+/* max_events bounds the work: past it the run stops with CORE_EINVAL and
+ * says how far it got; at or above what it takes it changes nothing. */
+static void test_max_events(void) {
+  sim_job_params p = hopeless();
+  sim_job_result r, ref;
+  CU_ASSERT_FATAL(sim_job_run(&p, eng, &ref) == 0);
+  p.max_events = ref.events / 4;
+  core_err_clear();
+  CU_ASSERT_EQUAL(sim_job_run(&p, eng, &r), CORE_EINVAL);
+  CU_ASSERT(strstr(core_err_msg(), "took more than") != NULL);
+  CU_ASSERT(strstr(core_err_msg(), "in 3 of its 10 replications") != NULL);
+  p.max_events = ref.events;
+  CU_ASSERT_FATAL(sim_job_run(&p, eng, &r) == 0);
+  CU_ASSERT_EQUAL(r.events, ref.events);
+  CU_ASSERT(memcmp(r.mean, ref.mean, sizeof r.mean) == 0);
+}
+
+static void add_up(void *ctx, uint64_t events) { *(uint64_t *)ctx += events; }
+
+/* The progress hook sees every event, and the result is the same with it. */
+static void test_progress_hook(void) {
+  sim_job_params p = hopeless();
+  sim_job_result r, ref;
+  uint64_t seen = 0;
+  CU_ASSERT_FATAL(sim_job_run(&p, eng, &ref) == 0);
+  p.progress = add_up;
+  p.progress_ctx = &seen;
+  CU_ASSERT_FATAL(sim_job_run(&p, eng, &r) == 0);
+  CU_ASSERT_EQUAL(seen, r.events);
+  CU_ASSERT(memcmp(r.mean, ref.mean, sizeof r.mean) == 0);
+}
+
 void test_register(void) {
   CU_pSuite s = CU_add_suite("job", setup, teardown);
   CU_add_test(s, "no failures: failure-free time plus checkpoints, exactly", test_no_failures_exact);
@@ -238,4 +305,7 @@ void test_register(void) {
   CU_add_test(s, "Weibull of shape 1 = exponential", test_weibull_shape_one_is_exponential);
   CU_add_test(s, "scheduled failures, worked by hand", test_scheduled_by_hand);
   CU_add_test(s, "same seed, same result", test_deterministic);
+  CU_add_test(s, "the estimate of the work is the events run", test_estimate_events);
+  CU_add_test(s, "max_events bounds the work", test_max_events);
+  CU_add_test(s, "the progress hook sees every event", test_progress_hook);
 }

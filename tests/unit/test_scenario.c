@@ -13,6 +13,7 @@
 
 #include <CUnit/CUnit.h>
 #include <dirent.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -456,6 +457,50 @@ static void test_scenario_defaults(void) {
   sim_scenario_free(s);
 }
 
+/* Integers beyond 32 bits are read as written (libconfig 1.5 alone reads
+ * 4294967296 as 0): a seed, a count of steps given as an integer, an array
+ * mixing small and large integers; digits in strings, names and comments are
+ * text, whatever their size. */
+static void test_integers_beyond_32_bits(void) {
+  const char *text =
+      "name = \"wide\"; description = \"4294967296 nodes, 99999999999999999999 times\";\n"
+      "profile = \"../../scenarios/profiles/example-2core.cfg\"; model = \"../../scenarios/models/mlp.cfg\";\n"
+      "training = { batch = 4; }; cluster = { nodes = 2; devices_per_node = 1; };\n"
+      "networks = ( { name = \"n9999999999\"; gbps = 1.0; latency_us = 5.0; } );\n"
+      "# 99999999999999999999 in a comment\n"
+      "/* and 88888888888888888888 in another */\n"
+      "simulation = { seed = 4294967296; replications = 2; };  // 77777777777777777777\n"
+      "job = { steps = 5000000000; };\n"
+      "checkpoint = { every_s = [60, 4294967296]; };\n";
+  sim_scenario *s = NULL;
+  int rc = sim_scenario_load_string(text, TU_DATA("wide.cfg"), &s);
+  if (rc)
+    fprintf(stderr, "\n  %s", core_err_msg());
+  CU_ASSERT_FATAL(rc == 0);
+  CU_ASSERT_EQUAL(s->seed, UINT64_C(4294967296));
+  CU_ASSERT_EQUAL(s->job.steps, 5e9);
+  CU_ASSERT_EQUAL_FATAL(s->n[SIM_DIM_CKPT_EVERY], 2);
+  CU_ASSERT_EQUAL(s->job.every[0], 60.0);
+  CU_ASSERT_EQUAL(s->job.every[1], 4294967296.0);
+  CU_ASSERT_STRING_EQUAL(s->description, "4294967296 nodes, 99999999999999999999 times");
+  CU_ASSERT_STRING_EQUAL(s->networks[0].name, "n9999999999");
+  sim_scenario_free(s);
+  /* At the edges of 32 bits, and in hexadecimal. */
+  core_cfg c;
+  CU_ASSERT_FATAL(core_cfg_load_string(&c, "a = -2147483648; b = -2147483649; c = 2147483647;\n"
+                                           "d = 2147483648; e = 0x100000000; f = 9223372036854775807;\n",
+                                       "edges.cfg", "test") == 0);
+  const long long want[] = {-2147483648LL, -2147483649LL, 2147483647LL, 2147483648LL, 4294967296LL,
+                            9223372036854775807LL};
+  const char *keys[] = {"a", "b", "c", "d", "e", "f"};
+  for (int i = 0; i < 6; i++) {
+    long long v = 0;
+    CU_ASSERT(core_cfg_int(core_cfg_root(&c), keys[i], 1, 0, LLONG_MIN, LLONG_MAX, &v) == 0);
+    CU_ASSERT_EQUAL(v, want[i]);
+  }
+  core_cfg_free(&c);
+}
+
 static void test_explicit_values(void) {
   const char *text =
       "name = \"explicit\"; description = \"d\"; profile = \"gpu-test.cfg\"; model = \"big-test.cfg\";\n"
@@ -563,5 +608,6 @@ void test_register(void) {
   CU_add_test(s, "shipped scenarios load; gigabit-vs-ib has 112 points", test_shipped_scenario_points);
   CU_add_test(s, "scenario defaults", test_scenario_defaults);
   CU_add_test(s, "scenario explicit values", test_explicit_values);
+  CU_add_test(s, "integers beyond 32 bits read as written", test_integers_beyond_32_bits);
   CU_add_test(s, "model defaults", test_model_defaults);
 }

@@ -130,6 +130,22 @@ static void test_broken_files(void) {
   expect_error("shape.csv", HEADER "0,0,0,0.1,0.04,0.08,0.06\n1,0,0,0.1,0.04,0.08,0.06\n2,0,0,0.1,0.04,0.08,0.06\n",
                0, "holds ranks 0 to 2, but point 0 of", "compare runs of the same shape");
   expect_error("short.csv", two_ranks, 5, "no step at or after step 5", "lower --skip");
+  /* Times that no run measures: negative, NaN, a zero step; ranks and
+   * steps that are not whole numbers >= 0. */
+  expect_error("negative.csv", HEADER "0,0,0,0.10,0.04,0.08,0.06\n1,0,0,-0.5,0.06,0.08,0.07\n", 0,
+               "negative.csv:3: column 'step_s' holds -0.5, not a time in seconds > 0", NULL);
+  expect_error("nan.csv", HEADER "0,0,0,0.10,0.04,0.08,0.06\n1,0,0,0.1,nan,0.08,0.07\n", 0,
+               "nan.csv:3: column 'compute_s' holds 'nan', not a number", NULL);
+  expect_error("zero-step.csv", HEADER "0,0,0,0,0.04,0.08,0.06\n", 0,
+               "zero-step.csv:2: column 'step_s' holds 0, not a time in seconds > 0", NULL);
+  expect_error("neg-comm.csv", HEADER "0,0,0,0.10,0.04,-1e-3,0.06\n", 0,
+               "neg-comm.csv:2: column 'comm_s' holds -1e-3, not a time in seconds >= 0", NULL);
+  expect_error("neg-exposed.csv", HEADER "0,0,0,0.10,0.04,0.08,-0.06\n", 0,
+               "neg-exposed.csv:2: column 'exposed_comm_s' holds -0.06", NULL);
+  expect_error("neg-rank.csv", HEADER "-1,0,0,0.10,0.04,0.08,0.06\n", 0,
+               "neg-rank.csv:2: column 'rank' holds -1, not a whole number >= 0", NULL);
+  expect_error("half-step.csv", HEADER "0,0,2.5,0.10,0.04,0.08,0.06\n", 0,
+               "half-step.csv:2: column 'step' holds 2.5, not a whole number >= 0", NULL);
 }
 
 void test_register(void) {

@@ -1,0 +1,217 @@
+#include "replay.h"
+
+#include "core/err.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { REPEATS = 3, TID_HOST = 2, TID_SIDE0 = 3 };
+
+typedef struct span {
+  double t0, t1;
+} span;
+
+typedef struct rstate {
+  const sim_replay_cfg *c;
+  double comm_factor;    /* 0: communication free (the compute-only replay) */
+  double H, G, C;        /* host, compute stream, allreduce stream */
+  double *side;          /* [streams + 1] side streams' free times (index 0 unused) */
+  int *left;             /* [n_buckets] gradients still to arrive */
+  int next;              /* next bucket to launch */
+  span *comm;            /* this step's allreduces */
+  int n_comm;
+  core_trace *trace;     /* only during the last repetition */
+  double t_base;         /* its start, the trace's zero */
+} rstate;
+
+static void emit(rstate *s, const char *name, const char *cat, int tid, double t0, double t1) {
+  if (s->trace && t1 > t0)
+    core_trace_span(s->trace, name, cat, 0, tid, (t0 - s->t_base) * 1e6, (t1 - t0) * 1e6, NULL);
+}
+
+/* Compute-stream work of w seconds from t: at rate 1/slowdown where it runs
+ * beside an allreduce of this step. */
+static double advance(const rstate *s, double t, double w) {
+  double sd = s->c->t->overlap_slowdown;
+  for (int i = 0; i < s->n_comm && w > 0 && sd > 1.0; i++) {
+    span c = s->comm[i];
+    if (c.t1 <= t)
+      continue;
+    if (c.t0 > t) {
+      double free_run = c.t0 - t;
+      if (w <= free_run)
+        return t + w;
+      w -= free_run;
+      t = c.t0;
+    }
+    double slow = (c.t1 - t) / sd;
+    if (w <= slow)
+      return t + w * sd;
+    w -= slow;
+    t = c.t1;
+  }
+  return t + w;
+}
+
+static double stream_done(const rstate *s, uint64_t mask) {
+  double t = (mask & 1) ? s->G : 0;
+  for (int k = 1; k <= s->c->t->streams; k++)
+    if (mask >> k & 1 && s->side[k] > t)
+      t = s->side[k];
+  return t;
+}
+
+static void launch_bucket(rstate *s, int b) {
+  const sim_replay_cfg *c = s->c;
+  s->H += c->t->launch_host_s;
+  double d = c->bucket_comm_s[b] * s->comm_factor;
+  double t0 = s->C > s->G ? s->C : s->G;
+  if (s->H > t0)
+    t0 = s->H;
+  s->C = t0 + d;
+  s->comm[s->n_comm++] = (span){t0, s->C};
+  char name[48];
+  snprintf(name, sizeof name, "allreduce bucket %d", b);
+  emit(s, name, "comm", CORE_TRACE_TID_COMM, t0, s->C);
+}
+
+static void launch_ready(rstate *s) {
+  while (s->next < s->c->bk->n_buckets && s->left[s->next] == 0)
+    launch_bucket(s, s->next++);
+}
+
+/* Side work and syncs of piece p, in host order; returns the host time the
+ * syncs waited. hb is the piece's host start, w its host time. */
+static double piece_events(rstate *s, const core_piece *p, double hb, double w) {
+  const core_traced *t = s->c->t;
+  int i = 0, j = 0;
+  double waited = 0;
+  while (i < p->n_side || j < p->n_sync) {
+    const core_side *sd = i < p->n_side ? &t->side[p->first_side + i] : NULL;
+    const core_sync *sy = j < p->n_sync ? &t->syncs[p->first_sync + j] : NULL;
+    if (sd && (!sy || sd->at <= sy->at)) {
+      double h = hb + waited + sd->at * w, t0 = s->side[sd->stream];
+      double dep = sd->dep == 0 ? s->G : sd->dep > 0 ? s->side[sd->dep] : 0;
+      t0 = t0 > h ? t0 : h;
+      t0 = t0 > dep ? t0 : dep;
+      s->side[sd->stream] = t0 + sd->dur_s;
+      emit(s, sd->nccl ? "communication (measured)" : "side work (measured)", "side", TID_SIDE0 + sd->stream - 1, t0,
+           s->side[sd->stream]);
+      i++;
+    } else {
+      double h = hb + waited + sy->at * w, done = stream_done(s, sy->streams);
+      if (done > h) {
+        emit(s, "sync", "host", TID_HOST, h, done);
+        waited += done - h;
+      }
+      j++;
+    }
+  }
+  return waited;
+}
+
+static const char *piece_name(const rstate *s, const core_piece *p, char *buf, size_t n) {
+  const char *const *names = s->c->layer_names;
+  switch (p->kind) {
+  case CORE_PIECE_FWD: snprintf(buf, n, "%s forward", names ? names[p->index] : "layer"); break;
+  case CORE_PIECE_BWD: snprintf(buf, n, "%s backward", names ? names[p->index] : "layer"); break;
+  case CORE_PIECE_GRAD: snprintf(buf, n, "gradient %d ready", p->index); break;
+  case CORE_PIECE_FINALIZE: snprintf(buf, n, "DDP finalize"); break;
+  default: snprintf(buf, n, "%s", p->label[0] ? p->label : "other"); break;
+  }
+  return buf;
+}
+
+static void run_piece(rstate *s, const core_piece *p) {
+  const sim_replay_cfg *c = s->c;
+  if (p->kind == CORE_PIECE_FINALIZE && !c->overlap)
+    while (s->next < c->bk->n_buckets)
+      launch_bucket(s, s->next++);
+  double hb = s->H, w = p->host_s;
+  double start = s->G > hb ? s->G : hb, dep = stream_done(s, p->waits & ~1ull);
+  if (dep > start)
+    start = dep;
+  if (p->kind == CORE_PIECE_FINALIZE && s->C > start)
+    start = s->C;
+  double end = advance(s, start, p->dev_s * c->dev_scale);
+  s->G = end;
+  double waited = piece_events(s, p, hb, w);
+  s->H = hb + waited + w;
+  char name[96];
+  emit(s, piece_name(s, p, name, sizeof name), "host", TID_HOST, hb, s->H);
+  emit(s, name, "compute", CORE_TRACE_TID_COMPUTE, start, end);
+  if (p->kind == CORE_PIECE_GRAD) {
+    int b = c->bk->tensor_bucket[p->index];
+    if (s->left[b] > 0)
+      s->left[b]--;
+    if (c->overlap)
+      launch_ready(s);
+  }
+}
+
+/* One step; returns 0 or an error when a bucket never filled. */
+static int run_step(rstate *s) {
+  const sim_replay_cfg *c = s->c;
+  for (int b = 0; b < c->bk->n_buckets; b++)
+    s->left[b] = c->bk->bucket_first[b + 1] - c->bk->bucket_first[b];
+  s->next = 0;
+  s->n_comm = 0;
+  for (int i = 0; i < c->t->n_pieces; i++)
+    run_piece(s, &c->t->pieces[i]);
+  if (s->next < c->bk->n_buckets)
+    return core_err_set(CORE_EINVAL, "the traced step fills %d of %d buckets: its grad pieces do not cover every parameter tensor",
+                        s->next, c->bk->n_buckets);
+  return 0;
+}
+
+/* REPEATS steps back to back; *period is the last one's. */
+static int replay(const sim_replay_cfg *c, double comm_factor, core_trace *trace, double *period) {
+  rstate s = {.c = c, .comm_factor = comm_factor};
+  int rc = 0;
+  s.side = calloc((size_t)c->t->streams + 1, sizeof *s.side);
+  s.left = calloc((size_t)c->bk->n_buckets, sizeof *s.left);
+  s.comm = calloc((size_t)c->bk->n_buckets, sizeof *s.comm);
+  if (!s.side || !s.left || !s.comm) {
+    rc = core_err_set(CORE_ENOMEM, "out of memory replaying a traced step");
+    goto out_free;
+  }
+  double dev_end[REPEATS], host_end[REPEATS];
+  for (int k = 0; k < REPEATS && rc == 0; k++) {
+    if (k == REPEATS - 1) {
+      s.trace = trace;
+      s.t_base = s.H;
+    }
+    rc = run_step(&s);
+    dev_end[k] = stream_done(&s, ~0ull) > s.C ? stream_done(&s, ~0ull) : s.C;
+    host_end[k] = s.H;
+  }
+  if (rc == 0) {
+    double dd = dev_end[REPEATS - 1] - dev_end[REPEATS - 2], hd = host_end[REPEATS - 1] - host_end[REPEATS - 2];
+    *period = dd > hd ? dd : hd;
+  }
+out_free:
+  free(s.side);
+  free(s.left);
+  free(s.comm);
+  return rc;
+}
+
+int sim_replay_run(const sim_replay_cfg *c, sim_replay_result *r, core_trace *trace) {
+  memset(r, 0, sizeof *r);
+  if (!c->t || c->t->n_pieces <= 0 || !c->bk || c->bk->n_buckets <= 0)
+    return core_err_set(CORE_EINVAL, "a traced replay needs the trace's pieces and the buckets");
+  int rc = replay(c, 1.0, trace, &r->step_s);
+  if (rc == 0)
+    rc = replay(c, 0.0, NULL, &r->compute_s);
+  if (rc)
+    return rc;
+  for (int b = 0; b < c->bk->n_buckets; b++)
+    r->comm_s += c->bucket_comm_s[b];
+  for (int i = 0; i < c->t->n_pieces; i++) {
+    r->host_s += c->t->pieces[i].host_s;
+    r->device_s += c->t->pieces[i].dev_s * c->dev_scale;
+  }
+  r->exposed_comm_s = r->step_s > r->compute_s ? r->step_s - r->compute_s : 0;
+  return 0;
+}

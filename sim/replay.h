@@ -1,0 +1,54 @@
+/*
+ * replay — the step of a traced GPU job (core/traced.h) replayed with another
+ * bucket assignment, network or world size.
+ *
+ * Three clocks run through the trace's pieces in their order: the host's,
+ * which dispatches each piece in its measured host time and waits only at
+ * the trace's syncs; the compute stream's, which runs a piece's work once the
+ * host has started dispatching it, the stream is free and the side streams it
+ * waited for in the trace are done; and one per side stream, whose measured
+ * work starts when launched, when its stream is free and when the stream it
+ * waited for is done. DDP's bucket allreduces run on a stream of their own: a
+ * bucket is launched (costing the host launch_host_us) when the gradient
+ * arrivals (grad pieces) have filled it and every earlier bucket has been
+ * launched, and starts once the compute stream has done what was dispatched
+ * before it and the previous allreduce is done; compute-stream work beside a
+ * running allreduce takes overlap_slowdown times longer. The finalize piece's
+ * device work waits for the last allreduce. With overlap off, every bucket is
+ * launched just before finalize.
+ *
+ * The host never waits for the device otherwise (its launch queue is taken as
+ * deep enough), so a step is replayed three times back to back and the step
+ * time is the period of the last: the compute stream's when the device is the
+ * bottleneck, the host's when the host is. Device work scales with the
+ * batch (dev_scale); host work does not.
+ */
+#ifndef SIM_REPLAY_H
+#define SIM_REPLAY_H
+
+#include "core/bucket.h"
+#include "core/trace.h"
+#include "core/traced.h"
+
+typedef struct sim_replay_cfg {
+  const core_traced *t;
+  const core_buckets *bk;       /* tensor -> bucket, buckets in launch order */
+  const double *bucket_comm_s;  /* [n_buckets] allreduce time */
+  double dev_scale;             /* device work multiplier (batch / measured batch) */
+  int overlap;
+  const char *const *layer_names; /* for the trace; may be NULL */
+} sim_replay_cfg;
+
+typedef struct sim_replay_result {
+  double step_s;                /* period of a step */
+  double compute_s;             /* the same step with free communication */
+  double comm_s;                /* the buckets' allreduce time, summed */
+  double exposed_comm_s;        /* step_s - compute_s, at least 0 */
+  double host_s, device_s;      /* host dispatch and compute-stream work of a step */
+} sim_replay_result;
+
+/* trace (may be NULL) receives the last replayed step: the host, the
+ * compute stream, the allreduce stream and the side streams of rank 0. */
+int sim_replay_run(const sim_replay_cfg *c, sim_replay_result *r, core_trace *trace);
+
+#endif
