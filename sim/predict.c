@@ -367,14 +367,15 @@ int sim_predict_point(const sim_scenario *s, const sim_point *p, sim_engine *e, 
   double finalize = s->gradient_as_bucket_view ? 0 : 2.0 * grad_bytes / upd_Bps;
   double opt = (double)m->n_params * optimizer_bytes_per_param(s->optimizer) / upd_Bps;
 
-  /* Buckets, as PyTorch rebuilds them after its first iteration: in
-   * gradient-ready order (core/bucket.h). */
+  /* Buckets, as PyTorch assigns them in its steady state (core/bucket.h):
+   * rebuilt in gradient-ready order, or with find_unused_parameters the
+   * constructor's, never rebuilt. */
   size_t first = (size_t)llround(s->first_bucket_mb * 1048576.0);
   size_t cap = (size_t)llround(p->bucket_cap_mb * 1048576.0);
   if (cap == 0)
     cap = 1;
   if ((rc = core_bucket_assign(m->tensor_elems, m->n_tensors, m->ready_order, (size_t)gb, first, cap,
-                               CORE_BUCKET_REBUILT, &bk)) != 0 ||
+                               core_bucket_ddp_order(p->find_unused, 0), &bk)) != 0 ||
       (rc = ready_layers(m, &bk, &ready)) != 0)
     goto out_free;
   comm = malloc(sizeof *comm * (size_t)bk.n_buckets);

@@ -134,7 +134,7 @@ expect_status missing_file 3
 expect_in missing_file err "no-such-scenario.cfg"
 
 # --- simulate the shipped study ----------------------------------------------
-columns="model,nodes,gpus_per_node,gpus,network,backend,bucket_cap_mb,step_s,compute_s,comm_s,exposed_comm_s,samples_per_s,scaling_eff"
+columns="model,nodes,gpus_per_node,gpus,network,backend,bucket_cap_mb,find_unused_parameters,step_s,compute_s,comm_s,exposed_comm_s,samples_per_s,scaling_eff"
 run gig simulate "$src/scenarios/gigabit-vs-ib.cfg" -o "$work/gig" --trace "$work/gig/trace.json"
 expect_status gig 0
 csv="$work/gig/gigabit-vs-ib.csv"
