@@ -293,6 +293,7 @@ static int parse_ready_order(const config_setting_t *g, core_model *m) {
     long long t = config_setting_type(e) == CONFIG_TYPE_INT     ? config_setting_get_int(e)
                   : config_setting_type(e) == CONFIG_TYPE_INT64 ? config_setting_get_int64(e)
                                                                 : -1;
+    core_cfg_where(config_setting_source_line(e) ? e : r, w, sizeof w);
     if (t < 0 || t >= m->n_tensors)
       rc = core_err_set(CORE_EINVAL, "%s: ready_order[%d]: expected a tensor index in [0, %d]", w, k,
                         m->n_tensors - 1);
