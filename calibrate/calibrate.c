@@ -764,7 +764,7 @@ static int hooks_part(run *r) {
     return 0;
   if ((rc = core_model_load(r->o->models[0], &m)) != 0)
     return rc;
-  if ((rc = core_bucket_assign(m->tensor_elems, m->n_tensors, sizeof(float), CORE_BUCKET_FIRST_BYTES,
+  if ((rc = core_bucket_assign(m->tensor_elems, m->n_tensors, m->ready_order, sizeof(float), CORE_BUCKET_FIRST_BYTES,
                                (size_t)(CORE_BUCKET_DEFAULT_CAP_MB * 1048576), CORE_BUCKET_REBUILT, &bk)) != 0)
     goto out;
   int64_t maxb = 0;

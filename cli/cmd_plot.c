@@ -130,7 +130,8 @@ static int by_curve(const void *pa, const void *pb) {
  * rates around it), into two CSVs for plots/compression.gp. */
 static int compression_tables(const core_csv_table *t, const char *data, const char *breaks) {
   static const char *const same[] = {"model", "nodes", "gpus_per_node", "network", "backend", "algorithm",
-                                     "precision", "batch", "bucket_cap_mb", "overlap", NULL};
+                                     "precision", "batch", "bucket_cap_mb", "overlap",
+                                     "find_unused_parameters", NULL};
   int cc = core_csv_col(t, "compression"), cs = core_csv_col(t, "step_s"), cg = core_csv_col(t, "gbps"),
       cm = core_csv_col(t, "model"), cn = core_csv_col(t, "nodes");
   core_afile a, b;

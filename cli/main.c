@@ -19,6 +19,8 @@ static const cli_cmd commands[] = {
      cli_simulate_help, cli_cmd_simulate},
     {"plot", "draw capacity-planning plots (PNG and SVG) from a results CSV", cli_plot_help,
      cli_cmd_plot},
+    {"model", "print a model's DDP gradient buckets as CSV, to compare with PyTorch's", cli_model_help,
+     cli_cmd_model},
     {"import", "build a profile from nccl-tests output, or a measured model from a PyTorch trace",
      cli_import_help, cli_cmd_import},
 #ifdef DDPSIM_HAVE_RUNTIME

@@ -2,22 +2,33 @@
  * bucket — how PyTorch DDP packs gradients into buckets, the one function
  * both the simulator and the runtime use.
  *
- * Reference: torch/csrc/distributed/c10d/reducer.cpp
- * (compute_bucket_assignment_by_size, Reducer::rebuild_buckets) and
- * torch/nn/parallel/distributed.py (_DEFAULT_FIRST_BUCKET_BYTES = 1 MiB,
- * bucket_cap_mb = 25). Tensors are visited in order and added to the open
- * bucket; the bucket closes as soon as its size reaches the current limit, so
- * it can overshoot by one tensor. The first bucket's limit is first_cap, every
- * later one cap. PyTorch's first cap is 1 MiB only while bucket_cap_mb is left
- * at its default; passing bucket_cap_mb gives the first bucket that cap too
- * (torch 2.15, torch/nn/parallel/distributed.py, BucketCapacityConfig).
+ * Reference, torch 2.15.0: torch/nn/parallel/distributed.py
+ * (_BucketCapacityConfig, _ddp_init_helper; _DEFAULT_BUCKET_CAP_MB = 25,
+ * dist._DEFAULT_FIRST_BUCKET_BYTES = 1 MiB) and
+ * torch/csrc/distributed/c10d/reducer.{hpp,cpp}
+ * (compute_bucket_assignment_by_size, Reducer::rebuild_buckets,
+ * should_rebuild_buckets). Tensors are visited in an order and added to the
+ * open bucket; the bucket closes as soon as its size reaches the current
+ * limit, so it can overshoot by one tensor. The first bucket's limit is
+ * first_cap, every later one cap. PyTorch's first cap is 1 MiB only while
+ * bucket_cap_mb is left at its default; passing bucket_cap_mb gives the
+ * first bucket that cap too.
  *
- * Two orders exist in PyTorch. In the first iteration DDP builds buckets in
- * parameter order and hands them over reversed (CORE_BUCKET_FIRST_ITER). After
- * it, the reducer rebuilds them once in the order gradients arrived, which for
- * a model run layer after layer is reversed parameter order, and the small
- * first bucket then holds the last layers (CORE_BUCKET_REBUILT). Steady-state
- * steps use the rebuilt assignment, so it is the default everywhere.
+ * Which assignment a DDP iteration uses (core_bucket_ddp_order):
+ *  - default DDP (find_unused_parameters=False), first iteration: one
+ *    bucket holding every gradient in parameter order
+ *    (CORE_BUCKET_FIRST_ITER; the constructor's limit is sys.maxsize);
+ *  - after it the reducer rebuilds the buckets once, visiting the tensors in
+ *    the order their gradients became ready in backward, with limits
+ *    [first_cap, cap], and launches them in that order (CORE_BUCKET_REBUILT,
+ *    every later iteration);
+ *  - find_unused_parameters=True: the constructor's buckets, filled in
+ *    parameter order with limits [first_cap, cap] (only [cap] unless
+ *    first_cap < cap) and launched last-filled first, so the small bucket
+ *    holds the first parameters and goes last; never rebuilt
+ *    (CORE_BUCKET_FIND_UNUSED).
+ * static_graph=True buckets as the default does, but keeps the one bucket
+ * for two iterations and rebuilds after the second.
  * All tensors are assumed to share one dtype and device, as in ddpsim's models.
  */
 #ifndef CORE_BUCKET_H
@@ -26,7 +37,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum core_bucket_order { CORE_BUCKET_REBUILT = 0, CORE_BUCKET_FIRST_ITER = 1 };
+enum core_bucket_order { CORE_BUCKET_REBUILT = 0, CORE_BUCKET_FIRST_ITER = 1, CORE_BUCKET_FIND_UNUSED = 2 };
 
 /* PyTorch's defaults (torch/nn/parallel/distributed.py). */
 #define CORE_BUCKET_FIRST_BYTES ((size_t)1 << 20)
@@ -43,10 +54,19 @@ typedef struct core_buckets {
 } core_buckets;
 
 /* elems[i] is the element count of parameter tensor i (parameter order);
- * elem_bytes the size of one gradient element. Bucket 0 is the first one
- * DDP launches. first_cap_bytes = 0 means "no separate first bucket". */
-int core_bucket_assign(const int64_t *elems, int n, size_t elem_bytes, size_t first_cap_bytes,
-                       size_t cap_bytes, enum core_bucket_order order, core_buckets *out);
+ * elem_bytes the size of one gradient element. ready lists the tensor
+ * indices in the order their gradients become ready (core_model's
+ * ready_order); NULL means reversed parameter order. Only
+ * CORE_BUCKET_REBUILT visits tensors in that order, and fails with
+ * CORE_EINVAL when it is not a permutation of 0..n-1. Bucket 0 is the first
+ * one DDP launches. first_cap_bytes = 0 means "no separate first bucket". */
+int core_bucket_assign(const int64_t *elems, int n, const int *ready, size_t elem_bytes,
+                       size_t first_cap_bytes, size_t cap_bytes, enum core_bucket_order order,
+                       core_buckets *out);
 void core_bucket_free(core_buckets *b);
+
+/* The assignment DDP uses with find_unused_parameters set or not, in its
+ * first iteration or any later one. */
+enum core_bucket_order core_bucket_ddp_order(int find_unused, int first_iteration);
 
 #endif

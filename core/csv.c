@@ -3,6 +3,7 @@
 #include "afile.h"
 #include "err.h"
 
+#include <errno.h>
 #include <math.h>
 #include <string.h>
 
@@ -78,6 +79,24 @@ int core_csv_commit(core_csv *c) {
 }
 
 void core_csv_abort(core_csv *c) { core_afile_abort(&c->a); }
+
+void core_csv_stream(core_csv *c, FILE *f, const char *what, const char *const cols[], int ncols) {
+  memset(c, 0, sizeof *c);
+  c->a.f = f;
+  c->a.direct = 1;
+  c->a.slot = -1;
+  snprintf(c->a.path, sizeof c->a.path, "%s", what);
+  c->ncols = ncols;
+  core_csv_header(f, cols, ncols);
+}
+
+int core_csv_stream_end(core_csv *c) {
+  if (c->bad)
+    return core_err_set(CORE_EINTERNAL, "CSV to %s: a row did not have %d fields", c->a.path, c->ncols);
+  if (fflush(c->a.f) != 0 || ferror(c->a.f))
+    return core_err_errno(errno ? errno : EIO, "writing the CSV to %s failed", c->a.path);
+  return 0;
+}
 
 /* --- reading ------------------------------------------------------------ */
 

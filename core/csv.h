@@ -29,6 +29,13 @@ void core_csv_end_row(core_csv *c);
 int core_csv_commit(core_csv *c);
 void core_csv_abort(core_csv *c);
 
+/* Rows to an already open stream (stdout), not a file: the header now,
+ * rows with the calls above, then core_csv_stream_end, which flushes and
+ * reports a short row or a write error, and closes nothing. what names
+ * the stream in messages. */
+void core_csv_stream(core_csv *c, FILE *f, const char *what, const char *const cols[], int ncols);
+int core_csv_stream_end(core_csv *c);
+
 /* Format a number the way CSV cells are written (for tables on stdout). */
 const char *core_csv_fmt(double v, char *buf, int n);
 

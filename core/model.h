@@ -11,11 +11,12 @@
  *     sample = "one 1024-float vector";  # what one sample is (optional)
  *     layers = (
  *       { name = "fc1"; type = "linear"; in = 1024; out = 1024; activation = "relu"; },
- *       { name = "conv1"; params = [9408]; rows = [64]; fwd_flops = 2.36e8; act_bytes = 3.2e6; },
+ *       { name = "conv1"; kind = "conv"; params = [9408]; rows = [64]; fwd_flops = 2.36e8; act_bytes = 3.2e6; },
  *       { name = "blk0"; params = [...]; fwd_flops = 1e9; fwd_ms = 1.2; bwd_ms = 2.5; }
  *     );
  *     measured_batch = 32;               # the batch fwd_ms/bwd_ms were taken at
  *     psgd_sync_us = 2400.0;             # optional, measured (see below)
+ *     ready_order = [5, 4, 3, 2, 1, 0];  # optional (see below)
  *   };
  *
  * A "linear" layer derives its tensors (weight out*in, bias out) and FLOPs
@@ -23,7 +24,27 @@
  * them, with `rows`, each tensor's first dimension (shape[0]; default: the
  * tensor is 1-D), which PowerSGD needs to view a gradient as a matrix.
  * Parameter order is layer order, then the order of params in a layer, as
- * PyTorch registers them (weight before bias).
+ * PyTorch registers them (model.named_parameters()).
+ *
+ * `kind` says what a layer computes: "conv", "batch_norm", "layer_norm",
+ * "group_norm", "linear" (nn.Linear, or HF's Conv1D), "embedding",
+ * "attention" (scores and context, or nn.MultiheadAttention), "activation",
+ * "pooling", "loss" or "other" (the default; "linear" for type = "linear").
+ * Tensors are named "<layer>.<param>" as PyTorch names them: param is
+ * "weight" for one tensor, "weight" and "bias" for two, else the tensor's
+ * index, unless the layer lists `param_names` (e.g. ["bias"]; letters,
+ * digits, _ and ., one per tensor).
+ *
+ * ready_order lists the tensor indices (parameter order) in the order their
+ * gradients became ready in backward (AccumulateGrad), a permutation of all
+ * of them; DDP's rebuilt buckets follow it (core/bucket.h). Without it the
+ * order is PyTorch 2.x autograd's for layers run one after another: layers
+ * last to first; inside a layer conv, batch_norm, layer_norm and group_norm
+ * ready their weight before their bias, every other kind its tensors in
+ * reversed order (nn.Linear's bias before its weight). Checked with
+ * bench/pytorch/buckets.py; a model whose layers do not run in parameter
+ * order (BERT's masked-LM bias, registered on cls.predictions but applied
+ * last) needs ready_order.
  *
  * psgd_sync_us, which `ddpsim calibrate` writes into the models it measures,
  * is how much longer than back to back each allreduce of PowerSGD's hook
@@ -34,16 +55,29 @@
 #ifndef CORE_MODEL_H
 #define CORE_MODEL_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include <libconfig.h>
 
+/* The file's `type`: whether the layer's tensors derive from in and out. */
 enum core_layer_kind { CORE_LAYER_GENERIC = 0, CORE_LAYER_LINEAR = 1 };
+/* The file's `kind`: what the layer computes. */
+enum core_op {
+  CORE_OP_OTHER = 0, CORE_OP_CONV, CORE_OP_BATCH_NORM, CORE_OP_LAYER_NORM, CORE_OP_GROUP_NORM,
+  CORE_OP_LINEAR, CORE_OP_EMBEDDING, CORE_OP_ATTENTION, CORE_OP_ACTIVATION, CORE_OP_POOLING,
+  CORE_OP_LOSS, CORE_N_OPS
+};
+/* The name the file uses ("batch_norm"). */
+const char *core_op_name(enum core_op op);
 enum core_act { CORE_ACT_NONE = 0, CORE_ACT_RELU = 1 };
+
+#define CORE_PNAME_MAX 32 /* a param_names entry, with its NUL */
 
 typedef struct core_layer {
   char name[64];
-  enum core_layer_kind kind;
+  enum core_layer_kind kind; /* the file's `type` */
+  enum core_op op;           /* the file's `kind` */
   int in, out;             /* linear only */
   enum core_act act;       /* linear only */
   int first_tensor;        /* index into core_model.tensor_elems */
@@ -66,6 +100,9 @@ typedef struct core_model {
   int64_t *tensor_elems;   /* [n_tensors] in parameter order */
   int64_t *tensor_rows;    /* [n_tensors] shape[0]: a gradient viewed as rows x elems/rows (PowerSGD) */
   int *tensor_layer;       /* [n_tensors] */
+  char (*tensor_pname)[CORE_PNAME_MAX]; /* [n_tensors] param_names; NULL when no layer gives them */
+  int *ready_order;        /* [n_tensors] tensor indices in gradient-ready order */
+  int ready_given;         /* ready_order came from the file */
   int64_t n_params;
   double fwd_flops;        /* per sample, all layers */
   double bwd_flops;
@@ -78,6 +115,10 @@ int core_model_load(const char *path, core_model **out);
 /* Parse from a libconfig root already loaded (the fuzz target uses this). */
 int core_model_from_setting(const config_setting_t *root, const char *path, core_model **out);
 void core_model_free(core_model *m);
+
+/* "<layer>.<param>" of tensor t, as PyTorch's named_parameters() names it
+ * (see the format above), into buf; returns buf. */
+const char *core_model_tensor_name(const core_model *m, int t, char *buf, size_t n);
 
 /* Is this model runnable by the CPU runtime (a stack of linear layers)? On
  * failure the error names the first layer that is not. */

@@ -162,7 +162,7 @@ int rt_ddp_create(const core_model *m, rt_comm *comm, int batch, const rt_ddp_op
     goto fail_free;
   size_t first = (size_t)(o->first_bucket_mb * 1048576.0 + 0.5);
   size_t cap = (size_t)(o->bucket_cap_mb * 1048576.0 + 0.5);
-  if ((rc = core_bucket_assign(m->tensor_elems, m->n_tensors, sizeof(float), first, cap ? cap : 1,
+  if ((rc = core_bucket_assign(m->tensor_elems, m->n_tensors, m->ready_order, sizeof(float), first, cap ? cap : 1,
                                CORE_BUCKET_REBUILT, &d->bk)) != 0)
     goto fail_free;
   int nb = d->bk.n_buckets;

@@ -1,18 +1,20 @@
 /*
  * ddp — PyTorch DistributedDataParallel's mechanics, for real: gradients are
  * packed into buckets assigned by core_bucket_assign (the same function the
- * simulator uses); as the backward pass finishes a layer, its gradients are
- * copied (scaled by 1/world, like the default allreduce hook) into their
- * buckets; a bucket whose gradients are all in is handed, strictly in bucket
- * order, to a communication thread that allreduces it while the backward pass
- * goes on; after the last bucket the averaged gradients are copied back and
- * SGD steps. With overlap off, buckets are handed over only after backward.
- * At construction rank 0's parameters are broadcast, as DDP does. A
- * communication hook (runtime/compress.h: fp16, bf16, PowerSGD) can take the
- * place of the plain allreduce of each bucket, as register_comm_hook does;
- * its body runs on the compute thread when the bucket is ready (PyTorch
- * calls the hook from the autograd thread) and counts as compute, the
- * allreduces and their callbacks' work on the communication thread.
+ * simulator uses) as PyTorch rebuilds them after its first iteration, in the
+ * model's gradient-ready order, from the first step on; as the backward pass
+ * finishes a layer, its gradients are copied (scaled by 1/world, like the
+ * default allreduce hook) into their buckets; a bucket whose gradients are
+ * all in is handed, strictly in bucket order, to a communication thread that
+ * allreduces it while the backward pass goes on; after the last bucket the
+ * averaged gradients are copied back and SGD steps. With overlap off,
+ * buckets are handed over only after backward. At construction rank 0's
+ * parameters are broadcast, as DDP does. A communication hook
+ * (runtime/compress.h: fp16, bf16, PowerSGD) can take the place of the plain
+ * allreduce of each bucket, as register_comm_hook does; its body runs on the
+ * compute thread when the bucket is ready (PyTorch calls the hook from the
+ * autograd thread) and counts as compute, the allreduces and their
+ * callbacks' work on the communication thread.
  *
  * Each step reports step, compute, communication and exposed communication
  * time (exposed = step - compute, the time the rank was not computing), and

@@ -2,10 +2,25 @@
 """Generate the reference model files in scenarios/models/ from the architectures.
 
 Writes four libconfig model files (format: core/model.h), one layer entry per
-module that owns parameters, in the order PyTorch registers the parameters
-(model.parameters()), with that module's tensors in registration order (weight
-before bias), plus a few parameter-less compute-only layers (attention scores,
-GPT-2's tied LM head) where a matmul has no weights of its own:
+module that owns parameters, named as that module and in the order PyTorch
+registers the parameters (model.named_parameters(), so `ddpsim model` names
+every tensor as PyTorch does), with that module's tensors in registration
+order (weight before bias), plus a few parameter-less compute-only layers
+(attention scores, named after the module that computes them; BERT's MLM
+decoder and GPT-2's LM head, whose weights are tied to the word embeddings)
+where a matmul has no weights of its own. Every layer has a kind (conv,
+batch_norm, layer_norm, linear, embedding, attention, other).
+
+Gradient-ready order: ddpsim's rule for a model without ready_order (layers
+last to first, conv and norm layers weight before bias, others reversed) is
+what PyTorch's autograd does when the layers run in the order listed. Where
+they do not, the model is given the order in which its layers run and the
+file gets an explicit ready_order from the same rule over that order:
+BERT's embeddings add token types before positions, and its MLM bias is
+registered on cls.predictions ahead of the head's transform but applied by
+the decoder after it (transformers 5.25.0, models/bert/modeling_bert.py:
+BertEmbeddings.forward, BertLMPredictionHead). Checked against real PyTorch
+by bench/pytorch-buckets.sh.
 
   resnet50.cfg    torchvision.models.resnet50 (ResNet v1.5: stride on the 3x3
                   conv). K. He, X. Zhang, S. Ren, J. Sun, "Deep Residual
@@ -63,19 +78,57 @@ SOURCE_MAX = 511          # core_model.source is char[512]
 NAME_MAX = 63             # core_layer.name is char[64]
 
 
+KINDS = ("conv", "batch_norm", "layer_norm", "group_norm", "linear", "embedding", "attention",
+         "activation", "pooling", "loss", "other")
+WEIGHT_FIRST = ("conv", "batch_norm", "layer_norm", "group_norm")
+
+
 class Model:
     def __init__(self, name):
         self.name = name
-        self.layers = []  # (name, [tensor elems], fwd_flops, act_bytes, [rows])
+        # (name, [tensor elems], fwd_flops, act_bytes, [rows], kind, [param names] or None)
+        self.layers = []
+        self.moves = []  # (layer, the layer it runs after), where not in listed order
 
-    def add(self, name, params, fwd_flops, act_elems, rows=None):
+    def add(self, name, params, fwd_flops, act_elems, kind, rows=None, pnames=None):
         """rows: each tensor's first dimension, shape[0] (PowerSGD views a
-        gradient as shape[0] x the rest); default: 1-D tensors."""
+        gradient as shape[0] x the rest); default: 1-D tensors. pnames: the
+        tensors' names where they are not weight (and bias)."""
         assert len(name) <= NAME_MAX, name
+        assert kind in KINDS, (name, kind)
         assert all(isinstance(p, int) and p >= 1 for p in params), (name, params)
         rows = list(params) if rows is None else list(rows)
         assert len(rows) == len(params) and all(p % r == 0 for p, r in zip(params, rows)), (name, rows)
-        self.layers.append((name, list(params), float(fwd_flops), 4.0 * act_elems, rows))
+        assert pnames is None or len(pnames) == len(params), (name, pnames)
+        self.layers.append((name, list(params), float(fwd_flops), 4.0 * act_elems, rows, kind,
+                            pnames))
+
+    def run_after(self, name, other):
+        """Layer name runs right after layer other, not where it is listed."""
+        self.moves.append((name, other))
+
+    def runs(self):
+        """Layer names in the order the layers run."""
+        order = [l[0] for l in self.layers]
+        for name, other in self.moves:
+            order.remove(name)
+            order.insert(order.index(other) + 1, name)
+        return order
+
+    def ready_order(self, layer_order=None):
+        """Tensor indices in gradient-ready order: ddpsim's rule (core/model.h)
+        over the layers in the order they run."""
+        first, pos = {}, 0
+        for l in self.layers:
+            first[l[0]] = pos
+            pos += len(l[1])
+        by_name = {l[0]: l for l in self.layers}
+        out = []
+        for name in reversed(layer_order or [l[0] for l in self.layers]):
+            n = len(by_name[name][1])
+            idx = range(n) if by_name[name][5] in WEIGHT_FIRST else reversed(range(n))
+            out += [first[name] + i for i in idx]
+        return out
 
     @property
     def n_params(self):
@@ -99,13 +152,13 @@ def conv(m, name, cin, cout, k, stride, pad, h, w, bias):
     weight = cout * cin * k * k
     macs = weight * ho * wo
     # weight [cout, cin, k, k], bias [cout]
-    m.add(name, [weight, cout] if bias else [weight], 2 * macs, cout * ho * wo,
+    m.add(name, [weight, cout] if bias else [weight], 2 * macs, cout * ho * wo, "conv",
           rows=[cout, cout] if bias else [cout])
     return ho, wo
 
 
 def bn(m, name, c, h, w):
-    m.add(name, [c, c], 0, c * h * w)
+    m.add(name, [c, c], 0, c * h * w, "batch_norm")
 
 
 def linear(m, name, fin, fout, tokens=1, bias=True, conv1d=False):
@@ -113,7 +166,7 @@ def linear(m, name, fin, fout, tokens=1, bias=True, conv1d=False):
     `tokens` positions per sample."""
     r = fin if conv1d else fout
     m.add(name, [fin * fout, fout] if bias else [fin * fout],
-          2 * fin * fout * tokens, fout * tokens, rows=[r, fout] if bias else [r])
+          2 * fin * fout * tokens, fout * tokens, "linear", rows=[r, fout] if bias else [r])
 
 
 def resnet(name, blocks, num_classes=1000, size=224):
@@ -169,32 +222,45 @@ VGG16_CFG = [64, 64, "M", 128, 128, "M", 256, 256, 256, "M", 512, 512, 512, "M",
 
 def attn_scores(m, name, seq, d, heads):
     """Q K^T and softmax(.) V: 2 matmuls of seq x seq x d MACs per sample."""
-    m.add(name, [], 2 * 2 * seq * seq * d, seq * d)
+    m.add(name, [], 2 * 2 * seq * seq * d, seq * d, "attention")
+
+
+def layer_norm(m, name, d, tokens):
+    m.add(name, [d, d], 0, tokens * d, "layer_norm")
 
 
 def bert(name, layers, d, heads, ffn, vocab=30522, positions=512, types=2, seq=512,
          heads_on=True):
-    """HF BertForPreTraining (or BertModel when heads_on is False)."""
+    """HF BertForPreTraining (or BertModel when heads_on is False), with its
+    module names (transformers 5.25.0, models/bert/modeling_bert.py)."""
     m = Model(name)
-    m.add("emb.word", [vocab * d], 0, seq * d, rows=[vocab])
-    m.add("emb.position", [positions * d], 0, seq * d, rows=[positions])
-    m.add("emb.token_type", [types * d], 0, seq * d, rows=[types])
-    m.add("emb.LayerNorm", [d, d], 0, seq * d)
+    e = ("bert." if heads_on else "") + "embeddings."
+    m.add(e + "word_embeddings", [vocab * d], 0, seq * d, "embedding", rows=[vocab])
+    m.add(e + "position_embeddings", [positions * d], 0, seq * d, "embedding", rows=[positions])
+    m.add(e + "token_type_embeddings", [types * d], 0, seq * d, "embedding", rows=[types])
+    layer_norm(m, e + "LayerNorm", d, seq)
+    # BertEmbeddings.forward adds the token type embeddings, then the positions.
+    m.run_after(e + "position_embeddings", e + "token_type_embeddings")
     for i in range(layers):
-        p = "l%d." % i
-        m.add(p + "attn.qkv", [d * d, d] * 3, 3 * 2 * d * d * seq, 3 * seq * d, rows=[d, d] * 3)
-        attn_scores(m, p + "attn.scores", seq, d, heads)
-        linear(m, p + "attn.out.dense", d, d, seq)
-        m.add(p + "attn.out.LayerNorm", [d, d], 0, seq * d)
+        p = ("bert." if heads_on else "") + "encoder.layer.%d." % i
+        for x in ("query", "key", "value"):
+            linear(m, p + "attention.self." + x, d, d, seq)
+        attn_scores(m, p + "attention.self", seq, d, heads)
+        linear(m, p + "attention.output.dense", d, d, seq)
+        layer_norm(m, p + "attention.output.LayerNorm", d, seq)
         linear(m, p + "intermediate.dense", d, ffn, seq)
         linear(m, p + "output.dense", ffn, d, seq)
-        m.add(p + "output.LayerNorm", [d, d], 0, seq * d)
-    linear(m, "pooler.dense", d, d, 1)  # [CLS] token only
+        layer_norm(m, p + "output.LayerNorm", d, seq)
+    linear(m, ("bert." if heads_on else "") + "pooler.dense", d, d, 1)  # [CLS] token only
     if heads_on:
+        # The MLM bias is cls.predictions' own parameter, so named_parameters()
+        # lists it before the transform; the decoder adds it last. The
+        # decoder's weight is word_embeddings.weight (tied): no tensor of its own.
+        m.add("cls.predictions", [vocab], 0, 0, "other", pnames=["bias"])
         linear(m, "cls.predictions.transform.dense", d, d, seq)
-        m.add("cls.predictions.transform.LayerNorm", [d, d], 0, seq * d)
-        # Decoder weight is word_embeddings.weight (tied); only its bias is new.
-        m.add("cls.predictions.decoder", [vocab], 2 * d * vocab * seq, vocab * seq)
+        layer_norm(m, "cls.predictions.transform.LayerNorm", d, seq)
+        m.add("cls.predictions.decoder", [], 2 * d * vocab * seq, vocab * seq, "linear")
+        m.run_after("cls.predictions", "cls.predictions.decoder")
         linear(m, "cls.seq_relationship", d, 2, 1)  # on the pooled output
     return m
 
@@ -202,19 +268,19 @@ def bert(name, layers, d, heads, ffn, vocab=30522, positions=512, types=2, seq=5
 def gpt2(name, n_layer, d, heads, vocab=50257, positions=1024, seq=1024):
     """HF GPT2LMHeadModel; lm_head.weight is tied to wte, so it adds no tensor."""
     m = Model(name)
-    m.add("wte", [vocab * d], 0, seq * d, rows=[vocab])
-    m.add("wpe", [positions * d], 0, seq * d, rows=[positions])
+    m.add("transformer.wte", [vocab * d], 0, seq * d, "embedding", rows=[vocab])
+    m.add("transformer.wpe", [positions * d], 0, seq * d, "embedding", rows=[positions])
     for i in range(n_layer):
-        p = "h%d." % i
-        m.add(p + "ln_1", [d, d], 0, seq * d)
+        p = "transformer.h.%d." % i
+        layer_norm(m, p + "ln_1", d, seq)
         linear(m, p + "attn.c_attn", d, 3 * d, seq, conv1d=True)
-        attn_scores(m, p + "attn.scores", seq, d, heads)
+        attn_scores(m, p + "attn", seq, d, heads)
         linear(m, p + "attn.c_proj", d, d, seq, conv1d=True)
-        m.add(p + "ln_2", [d, d], 0, seq * d)
+        layer_norm(m, p + "ln_2", d, seq)
         linear(m, p + "mlp.c_fc", d, 4 * d, seq, conv1d=True)
         linear(m, p + "mlp.c_proj", 4 * d, d, seq, conv1d=True)
-    m.add("ln_f", [d, d], 0, seq * d)
-    m.add("lm_head", [], 2 * d * vocab * seq, vocab * seq)
+    layer_norm(m, "transformer.ln_f", d, seq)
+    m.add("lm_head", [], 2 * d * vocab * seq, vocab * seq, "linear")
     return m
 
 
@@ -250,10 +316,12 @@ def render(m, description, source, sample, seq_len=None):
     if seq_len is not None:
         out.append("  seq_len = %d;" % seq_len)
     out.append("  layers = (")
-    for i, (name, params, flops, act, rows) in enumerate(m.layers):
-        fields = ['name = "%s";' % name]
+    for i, (name, params, flops, act, rows, kind, pnames) in enumerate(m.layers):
+        fields = ['name = "%s";' % name, 'kind = "%s";' % kind]
         if params:
             fields.append("params = %s;" % fmt_params(params))
+            if pnames:
+                fields.append("param_names = [%s];" % ", ".join('"%s"' % n for n in pnames))
             if rows != params:
                 fields.append("rows = %s;" % fmt_params(rows))
         fields.append("fwd_flops = %s;" % fmt_float(flops))
@@ -261,8 +329,26 @@ def render(m, description, source, sample, seq_len=None):
         sep = "," if i + 1 < len(m.layers) else ""
         out.append("    { %s }%s" % (" ".join(fields), sep))
     out.append("  );")
+    if m.moves:
+        ready = m.ready_order(m.runs())
+        assert sorted(ready) == list(range(m.n_tensors)) and ready != m.ready_order()
+        out.append("  # Gradient-ready order: the layers do not run in the order listed.")
+        out += wrap("  ready_order = [", [str(t) for t in ready], "];")
     out.append("};")
     return "\n".join(out) + "\n"
+
+
+def wrap(head, items, tail, width=100):
+    """head + items joined by ", " + tail, in lines of at most width."""
+    lines, cur = [], head
+    for k, it in enumerate(items):
+        piece = it + (", " if k + 1 < len(items) else tail)
+        if len(cur) + len(piece.rstrip()) > width:
+            lines.append(cur.rstrip())
+            cur = "    "
+        cur += piece
+    lines.append(cur)
+    return lines
 
 
 def expect(what, got, want):

@@ -265,6 +265,38 @@ static double hook_time(const sim_scenario *s, const sim_point *p, const sim_top
   }
 }
 
+/* The layer after whose backward each bucket is ready (sim/step.h). A
+ * tensor's gradient is ready when its layer's backward is done, and no
+ * later than that of any tensor after it in ready order: backward runs the
+ * layers last to first, so that is the highest layer of the tensors from
+ * it on in ready order (its own, where ready order follows the layers). */
+static int ready_layers(const core_model *m, const core_buckets *bk, int **out) {
+  int n = m->n_tensors;
+  int *at = malloc(sizeof *at * (size_t)n);
+  int *ready = malloc(sizeof *ready * (size_t)bk->n_buckets);
+  if (!at || !ready) {
+    free(at);
+    free(ready);
+    return core_err_set(CORE_ENOMEM, "out of memory placing %d buckets", bk->n_buckets);
+  }
+  int high = -1;
+  for (int k = n - 1; k >= 0; k--) {
+    int t = m->ready_order ? m->ready_order[k] : n - 1 - k;
+    if (m->tensor_layer[t] > high)
+      high = m->tensor_layer[t];
+    at[t] = high;
+  }
+  for (int b = 0; b < bk->n_buckets; b++) {
+    ready[b] = m->n_layers;
+    for (int i = bk->bucket_first[b]; i < bk->bucket_first[b + 1]; i++)
+      if (at[bk->bucket_tensors[i]] < ready[b])
+        ready[b] = at[bk->bucket_tensors[i]];
+  }
+  free(at);
+  *out = ready;
+  return 0;
+}
+
 int sim_predict_point(const sim_scenario *s, const sim_point *p, sim_engine *e, core_trace *trace,
                       int trace_ranks, sim_point_result *r) {
   const core_model *m = p->model;
@@ -335,15 +367,17 @@ int sim_predict_point(const sim_scenario *s, const sim_point *p, sim_engine *e, 
   double finalize = s->gradient_as_bucket_view ? 0 : 2.0 * grad_bytes / upd_Bps;
   double opt = (double)m->n_params * optimizer_bytes_per_param(s->optimizer) / upd_Bps;
 
-  /* Buckets, as PyTorch assigns them after its first iteration. */
+  /* Buckets, as PyTorch assigns them in its steady state (core/bucket.h):
+   * rebuilt in gradient-ready order, or with find_unused_parameters the
+   * constructor's, never rebuilt. */
   size_t first = (size_t)llround(s->first_bucket_mb * 1048576.0);
   size_t cap = (size_t)llround(p->bucket_cap_mb * 1048576.0);
   if (cap == 0)
     cap = 1;
-  if ((rc = core_bucket_assign(m->tensor_elems, m->n_tensors, (size_t)gb, first, cap,
-                               CORE_BUCKET_REBUILT, &bk)) != 0)
+  if ((rc = core_bucket_assign(m->tensor_elems, m->n_tensors, m->ready_order, (size_t)gb, first, cap,
+                               core_bucket_ddp_order(p->find_unused, 0), &bk)) != 0 ||
+      (rc = ready_layers(m, &bk, &ready)) != 0)
     goto out_free;
-  ready = malloc(sizeof *ready * (size_t)bk.n_buckets);
   comm = malloc(sizeof *comm * (size_t)bk.n_buckets);
   bytes = malloc(sizeof *bytes * (size_t)bk.n_buckets);
   cpu_frac = malloc(sizeof *cpu_frac * (size_t)bk.n_buckets);
@@ -367,13 +401,7 @@ int sim_predict_point(const sim_scenario *s, const sim_point *p, sim_engine *e, 
   int worst = -1;
   double worst_t = 0;
   for (int b = 0; b < bk.n_buckets; b++) {
-    int low = L;
-    for (int i = bk.bucket_first[b]; i < bk.bucket_first[b + 1]; i++) {
-      int l = m->tensor_layer[bk.bucket_tensors[i]];
-      if (l < low)
-        low = l;
-    }
-    ready[b] = low;
+    int low = ready[b];
     bytes[b] = (double)bk.bucket_elems[b] * gb;
     double pre, cpu, idle, wire, longest;
     comm[b] = hook_time(s, p, &topo, &bk, b, gb, &pre, &cpu, &idle, &wire, &longest);

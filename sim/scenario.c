@@ -90,6 +90,7 @@ void sim_scenario_free(sim_scenario *s) {
   free(s->batch);
   free(s->bucket_cap_mb);
   free(s->overlap);
+  free(s->find_unused);
   free(s->compression);
   free(s->per_node);
   free(s->nodes);
@@ -423,7 +424,8 @@ static int parse(sim_scenario *s) {
   static const char *const train_keys[] = {"batch", "precision", "optimizer", NULL};
   static const char *const cluster_keys[] = {"nodes", "devices_per_node", NULL};
   static const char *const ddp_keys[] = {"backend", "algorithm", "bucket_cap_mb", "first_bucket_mb",
-                                         "overlap", "gradient_as_bucket_view", "timeout_s", "compression",
+                                         "overlap", "find_unused_parameters", "gradient_as_bucket_view",
+                                         "timeout_s", "compression",
                                          "powersgd_min_rate", NULL};
   char w[4200], path[4096];
   const config_setting_t *root = core_cfg_root(&s->cfg), *g, *set;
@@ -567,6 +569,8 @@ static int parse(sim_scenario *s) {
   strs = NULL;
   if ((rc = core_cfg_double_list(dg, "bucket_cap_mb", 0, 25.0, 1e-3, 1e6, &s->bucket_cap_mb, &s->n[SIM_DIM_BUCKET_CAP])) != 0 ||
       (rc = core_cfg_bool_list(dg, "overlap", 0, 1, &s->overlap, &s->n[SIM_DIM_OVERLAP])) != 0 ||
+      (rc = core_cfg_bool_list(dg, "find_unused_parameters", 0, 0, &s->find_unused,
+                               &s->n[SIM_DIM_FIND_UNUSED])) != 0 ||
       /* PyTorch's PowerSGD default min_compression_rate (powerSGD_hook.py). */
       (rc = core_cfg_double(dg, "powersgd_min_rate", 0, 2.0, 1e-3, 1e6, &s->powersgd_min_rate)) != 0 ||
       (rc = core_cfg_double(dg, "first_bucket_mb", 0, 1.0, 0, 1e6, &s->first_bucket_mb)) != 0 ||
@@ -669,6 +673,7 @@ void sim_scenario_point(const sim_scenario *s, long index, sim_point *p) {
   p->batch = (int)s->batch[idx[SIM_DIM_BATCH]];
   p->bucket_cap_mb = s->bucket_cap_mb[idx[SIM_DIM_BUCKET_CAP]];
   p->overlap = s->overlap[idx[SIM_DIM_OVERLAP]];
+  p->find_unused = s->find_unused[idx[SIM_DIM_FIND_UNUSED]];
   p->compression = s->compression[idx[SIM_DIM_COMPRESSION]];
   p->per_node = (int)s->per_node[idx[SIM_DIM_PER_NODE]];
   p->nodes = (int)s->nodes[idx[SIM_DIM_NODES]];

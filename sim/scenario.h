@@ -60,7 +60,7 @@ typedef struct sim_network {
  * the points of one step-level configuration are consecutive. */
 enum sim_dim {
   SIM_DIM_MODEL = 0, SIM_DIM_NETWORK, SIM_DIM_BACKEND, SIM_DIM_ALGORITHM, SIM_DIM_PRECISION,
-  SIM_DIM_BATCH, SIM_DIM_BUCKET_CAP, SIM_DIM_OVERLAP, SIM_DIM_COMPRESSION, SIM_DIM_PER_NODE,
+  SIM_DIM_BATCH, SIM_DIM_BUCKET_CAP, SIM_DIM_OVERLAP, SIM_DIM_FIND_UNUSED, SIM_DIM_COMPRESSION, SIM_DIM_PER_NODE,
   SIM_DIM_NODES,
   SIM_DIM_CKPT_MODE, SIM_DIM_SPARES, SIM_DIM_CKPT_EVERY, SIM_N_DIMS
 };
@@ -114,6 +114,7 @@ typedef struct sim_scenario {
   long long *batch;
   double *bucket_cap_mb;
   int *overlap;
+  int *find_unused;         /* ddp.find_unused_parameters */
   long long *per_node;
   long long *nodes;
   sim_compression *compression;
@@ -139,6 +140,7 @@ typedef struct sim_point {
   int batch;
   double bucket_cap_mb;
   int overlap;
+  int find_unused;          /* find_unused_parameters=True: capped buckets, never rebuilt */
   sim_compression compression;
   int per_node, nodes;
   int ckpt_async;           /* job level (when the scenario has one) */

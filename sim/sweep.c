@@ -13,7 +13,8 @@
 
 const char *const sim_sweep_columns[] = {
     "model", "nodes", "gpus_per_node", "gpus", "network", "gbps", "backend", "algorithm",
-    "precision", "batch", "bucket_cap_mb", "overlap", "compression", "buckets", "wire_mb", "step_s",
+    "precision", "batch", "bucket_cap_mb", "overlap", "find_unused_parameters",
+    "compression", "buckets", "wire_mb", "step_s",
     "compute_s", "comm_s", "exposed_comm_s", "samples_per_s", "scaling_eff", "step_sd_s", "status"};
 const int sim_sweep_n_columns = (int)(sizeof sim_sweep_columns / sizeof *sim_sweep_columns);
 
@@ -421,6 +422,7 @@ int sim_sweep_write_csv(const sim_sweep *w, const char *path, int with_header) {
     core_csv_int(&c, p->batch);
     core_csv_num(&c, p->bucket_cap_mb);
     core_csv_int(&c, p->overlap);
+    core_csv_int(&c, p->find_unused);
     char cname[32];
     core_csv_str(&c, sim_compression_name(&p->compression, cname, sizeof cname));
     core_csv_int(&c, r->n_buckets);

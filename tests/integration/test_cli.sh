@@ -134,7 +134,7 @@ expect_status missing_file 3
 expect_in missing_file err "no-such-scenario.cfg"
 
 # --- simulate the shipped study ----------------------------------------------
-columns="model,nodes,gpus_per_node,gpus,network,backend,bucket_cap_mb,step_s,compute_s,comm_s,exposed_comm_s,samples_per_s,scaling_eff"
+columns="model,nodes,gpus_per_node,gpus,network,backend,bucket_cap_mb,find_unused_parameters,step_s,compute_s,comm_s,exposed_comm_s,samples_per_s,scaling_eff"
 run gig simulate "$src/scenarios/gigabit-vs-ib.cfg" -o "$work/gig" --trace "$work/gig/trace.json"
 expect_status gig 0
 csv="$work/gig/gigabit-vs-ib.csv"
@@ -282,6 +282,54 @@ checks=$((checks + 1))
 run bad_progress simulate "$src/scenarios/gigabit-vs-ib.cfg" --progress maybe -o "$work/never"
 expect_status bad_progress 2
 expect_in bad_progress err "--progress expects on or off"
+# --- ddpsim model: buckets as CSV ---------------------------------------------------
+run help_model help model
+expect_status help_model 0
+expect_in help_model out "Usage: ddpsim model MODEL"
+expect_in help_model out "--find-unused-parameters"
+mlp="$src/scenarios/models/mlp.cfg"
+run model_rebuilt model "$mlp"
+expect_status model_rebuilt 0
+run model_first model "$mlp" --iteration first
+expect_status model_first 0
+checks=$((checks + 1))
+[ "$(head -n 1 "$work/model_rebuilt.out")" = "bucket,bytes,params" ] || fail "model: header is '$(head -n 1 "$work/model_rebuilt.out")'"
+# The first iteration is one bucket of every tensor in parameter order; the
+# rebuilt buckets hold the same tensors and bytes, in more than one bucket.
+checks=$((checks + 1))
+[ "$(tail -n +2 "$work/model_first.out" | wc -l)" -eq 1 ] || fail "model: the first iteration has more than one bucket"
+checks=$((checks + 1))
+[ "$(tail -n +2 "$work/model_rebuilt.out" | wc -l)" -gt 1 ] || fail "model: the rebuilt buckets are one bucket"
+sum_bytes() { awk -F, 'NR > 1 { s += $2 } END { print s }' "$1"; }
+names() { tail -n +2 "$1" | cut -d, -f3 | tr ' ' '\n' | sort; }
+checks=$((checks + 1))
+[ "$(sum_bytes "$work/model_first.out")" = "$(sum_bytes "$work/model_rebuilt.out")" ] || fail "model: bytes differ between iterations"
+checks=$((checks + 1))
+[ "$(names "$work/model_first.out")" = "$(names "$work/model_rebuilt.out")" ] || fail "model: tensors differ between iterations"
+checks=$((checks + 1))
+[ "$(tail -n 1 "$work/model_first.out" | cut -d, -f3 | cut -d' ' -f1-2)" = "fc1.weight fc1.bias" ] || fail "model: the first iteration's bucket does not start with fc1.weight fc1.bias"
+# find_unused_parameters: the same buckets in both iterations; -o writes what stdout gets.
+run model_unused model "$mlp" --find-unused-parameters
+expect_status model_unused 0
+run model_unused_first model "$mlp" --find-unused-parameters --iteration first -o "$work/unused.csv"
+expect_status model_unused_first 0
+checks=$((checks + 1))
+cmp -s "$work/model_unused.out" "$work/unused.csv" || fail "model: find_unused_parameters' first iteration differs from its later ones"
+# --bucket-cap-mb alone sets the first bucket's cap too, as PyTorch does.
+run model_cap model "$mlp" --bucket-cap-mb 10
+run model_cap_first model "$mlp" --bucket-cap-mb 10 --first-bucket-mb 10
+checks=$((checks + 1))
+cmp -s "$work/model_cap.out" "$work/model_cap_first.out" || fail "model: --bucket-cap-mb alone does not cap the first bucket at it"
+run model_bad_iter model "$mlp" --iteration second
+expect_status model_bad_iter 2
+expect_in model_bad_iter err "--iteration expects first or rebuilt"
+run model_bad_cap model "$mlp" --bucket-cap-mb 0
+expect_status model_bad_cap 2
+run model_two model "$mlp" "$mlp"
+expect_status model_two 2
+run model_missing model "$work/no-such-model.cfg"
+expect_status model_missing 3
+expect_in model_missing err "no-such-model.cfg"
 
 # --- no temp files left behind ------------------------------------------------------
 checks=$((checks + 1))

@@ -147,7 +147,7 @@ static int tmodel_init(tmodel *t, int nt, const int64_t *rows, const int64_t *co
   }
   if (!cap)
     cap = first_cap = (size_t)t->m.n_params * 4 + 4;
-  return core_bucket_assign(t->elems, nt, sizeof(float), first_cap, cap, CORE_BUCKET_REBUILT,
+  return core_bucket_assign(t->elems, nt, NULL, sizeof(float), first_cap, cap, CORE_BUCKET_REBUILT,
                             &t->bk);
 }
 
@@ -269,7 +269,7 @@ static void test_rule(void) {
   core_model *m = NULL;
   CU_ASSERT_EQUAL_FATAL(core_model_load(DDPSIM_SOURCE_DIR "/scenarios/models/mlp.cfg", &m), 0);
   core_buckets bk;
-  CU_ASSERT_EQUAL_FATAL(core_bucket_assign(m->tensor_elems, m->n_tensors, 4, 1 << 20, 25 << 20,
+  CU_ASSERT_EQUAL_FATAL(core_bucket_assign(m->tensor_elems, m->n_tensors, m->ready_order, 4, 1 << 20, 25 << 20,
                                            CORE_BUCKET_REBUILT, &bk), 0);
   rt_compress_opts o;
   rt_compress_opts_default(&o);

@@ -5,11 +5,15 @@
  * 512*512*4 = 1048576 and 512*4 = 2048 bytes. In PyTorch,
  *   dist._compute_bucket_assignment_by_size(params, [1 MiB, 1 MiB])
  * returns [[0], [1, 2], [3, 4], [5]] (a bucket closes once its size reaches
- * the limit, so it can overshoot by one tensor); DDP's _ddp_init_helper hands
- * list(reversed(...)) to the Reducer, so bucket 0 is [5]. After the first
- * iteration Reducer::rebuild_buckets runs the same assignment over the
- * parameters in gradient-ready order (5, 4, ..., 0 for a sequential model)
- * with limits [first_bucket_bytes, bucket_bytes_cap] and keeps that order. */
+ * the limit, so it can overshoot by one tensor); with
+ * find_unused_parameters=True DDP's _ddp_init_helper computes that and
+ * hands list(reversed(...)) to the Reducer, so bucket 0 is [5]. Default DDP
+ * computes it with the limit sys.maxsize instead: one bucket. After the
+ * first iteration Reducer::rebuild_buckets runs the same assignment over
+ * the parameters in gradient-ready order (5, 4, ..., 0 for this model:
+ * each linear readies its bias before its weight) with limits
+ * [first_bucket_bytes, bucket_bytes_cap] and keeps that order. The shipped
+ * models against real PyTorch are in test_model_buckets.c. */
 #include "core/bucket.h"
 
 #include "core/err.h"
@@ -48,14 +52,76 @@ static int same(const core_buckets *b, const int *const want[], const int *want_
   return pos == b->n_tensors;
 }
 
-static void test_torch_first_iteration(void) {
+static void test_torch_find_unused(void) {
   core_buckets b;
-  CU_ASSERT_FATAL(core_bucket_assign(seq3, 6, 4, MiB, MiB, CORE_BUCKET_FIRST_ITER, &b) == 0);
-  /* reversed([[0], [1, 2], [3, 4], [5]]) */
+  CU_ASSERT_FATAL(core_bucket_assign(seq3, 6, NULL, 4, MiB, MiB, CORE_BUCKET_FIND_UNUSED, &b) == 0);
+  /* reversed([[0], [1, 2], [3, 4], [5]]): PyTorch uses [cap] alone when the
+   * first cap is not below it, and with 1 MiB either way it is the same. */
   static const int b0[] = {5}, b1[] = {3, 4}, b2[] = {1, 2}, b3[] = {0};
   const int *want[] = {b0, b1, b2, b3};
   const int n[] = {1, 2, 2, 1};
   CU_ASSERT(same(&b, want, n, 4, seq3));
+  core_bucket_free(&b);
+
+  /* A first cap below the cap fills the first bucket (of the first
+   * parameters, launched last) to it: [[0], [1..5]] at [1 MiB, 25 MiB]. */
+  CU_ASSERT_FATAL(core_bucket_assign(seq3, 6, NULL, 4, MiB, 25 * MiB, CORE_BUCKET_FIND_UNUSED, &b) == 0);
+  static const int c0[] = {1, 2, 3, 4, 5}, c1[] = {0};
+  const int *want2[] = {c0, c1};
+  const int n2[] = {5, 1};
+  CU_ASSERT(same(&b, want2, n2, 2, seq3));
+  core_bucket_free(&b);
+
+  /* A first cap above the cap is not used (torch 2.15.0,
+   * _BucketCapacityConfig.compute_bucket_size_limits): at [2 MiB, 1 MiB]
+   * [0] closes at 1 MiB, not [0, 1, 2] at 2 MiB. */
+  CU_ASSERT_FATAL(core_bucket_assign(seq3, 6, NULL, 4, 2 * MiB, MiB, CORE_BUCKET_FIND_UNUSED, &b) == 0);
+  CU_ASSERT(same(&b, want, n, 4, seq3));
+  core_bucket_free(&b);
+}
+
+/* Default DDP's first iteration: every gradient in one bucket, in parameter
+ * order, whatever the caps and the ready order. */
+static void test_torch_first_iteration(void) {
+  core_buckets b;
+  static const int ready[6] = {4, 5, 2, 3, 0, 1};
+  CU_ASSERT_FATAL(core_bucket_assign(seq3, 6, ready, 4, MiB, 1024, CORE_BUCKET_FIRST_ITER, &b) == 0);
+  static const int b0[] = {0, 1, 2, 3, 4, 5};
+  const int *want[] = {b0};
+  const int n[] = {6};
+  CU_ASSERT(same(&b, want, n, 1, seq3));
+  core_bucket_free(&b);
+}
+
+/* Which assignment an iteration of DDP uses. */
+static void test_ddp_order(void) {
+  CU_ASSERT_EQUAL(core_bucket_ddp_order(0, 1), CORE_BUCKET_FIRST_ITER);
+  CU_ASSERT_EQUAL(core_bucket_ddp_order(0, 0), CORE_BUCKET_REBUILT);
+  CU_ASSERT_EQUAL(core_bucket_ddp_order(1, 1), CORE_BUCKET_FIND_UNUSED);
+  CU_ASSERT_EQUAL(core_bucket_ddp_order(1, 0), CORE_BUCKET_FIND_UNUSED);
+}
+
+/* Rebuilt buckets follow the ready order given, not the parameter order: a
+ * conv layer readies its weight before its bias. Three conv layers of a
+ * 1 MiB weight and a 2 KiB bias: ready order 4, 5, 2, 3, 0, 1. */
+static void test_rebuilt_ready_order(void) {
+  core_buckets b;
+  static const int ready[6] = {4, 5, 2, 3, 0, 1};
+  CU_ASSERT_FATAL(core_bucket_assign(seq3, 6, ready, 4, MiB, MiB, CORE_BUCKET_REBUILT, &b) == 0);
+  /* 4 alone reaches 1 MiB; then [5, 2], [3, 0], [1]. */
+  static const int b0[] = {4}, b1[] = {5, 2}, b2[] = {3, 0}, b3[] = {1};
+  const int *want[] = {b0, b1, b2, b3};
+  const int n[] = {1, 2, 2, 1};
+  CU_ASSERT(same(&b, want, n, 4, seq3));
+  core_bucket_free(&b);
+  /* NULL is reversed parameter order: the same as listing it. */
+  static const int rev[6] = {5, 4, 3, 2, 1, 0};
+  core_buckets a;
+  CU_ASSERT_FATAL(core_bucket_assign(seq3, 6, rev, 4, MiB, MiB, CORE_BUCKET_REBUILT, &a) == 0);
+  CU_ASSERT_FATAL(core_bucket_assign(seq3, 6, NULL, 4, MiB, MiB, CORE_BUCKET_REBUILT, &b) == 0);
+  CU_ASSERT_EQUAL(a.n_buckets, b.n_buckets);
+  CU_ASSERT(memcmp(a.bucket_tensors, b.bucket_tensors, sizeof(int) * 6) == 0);
+  core_bucket_free(&a);
   core_bucket_free(&b);
 }
 
@@ -63,7 +129,7 @@ static void test_torch_rebuilt(void) {
   core_buckets b;
   /* Gradient-ready order 5, 4, 3, 2, 1, 0 with limits [1 MiB, 1 MiB]:
    * 2048 + 1048576 >= 1 MiB closes [5, 4], and so on. */
-  CU_ASSERT_FATAL(core_bucket_assign(seq3, 6, 4, MiB, MiB, CORE_BUCKET_REBUILT, &b) == 0);
+  CU_ASSERT_FATAL(core_bucket_assign(seq3, 6, NULL, 4, MiB, MiB, CORE_BUCKET_REBUILT, &b) == 0);
   static const int b0[] = {5, 4}, b1[] = {3, 2}, b2[] = {1, 0};
   const int *want[] = {b0, b1, b2};
   const int n[] = {2, 2, 2};
@@ -73,7 +139,7 @@ static void test_torch_rebuilt(void) {
   /* The default cap, 25 MiB, after the 1 MiB first bucket: the first bucket
    * is [5, 4] (it reaches 1 MiB), the remaining 2 MiB + 4 KiB stay below 25
    * MiB and form one bucket. */
-  CU_ASSERT_FATAL(core_bucket_assign(seq3, 6, 4, CORE_BUCKET_FIRST_BYTES,
+  CU_ASSERT_FATAL(core_bucket_assign(seq3, 6, NULL, 4, CORE_BUCKET_FIRST_BYTES,
                                      (size_t)(CORE_BUCKET_DEFAULT_CAP_MB * MiB),
                                      CORE_BUCKET_REBUILT, &b) == 0);
   static const int c0[] = {5, 4}, c1[] = {3, 2, 1, 0};
@@ -92,8 +158,8 @@ static void test_pytorch_defaults(void) {
 
 static void test_single_huge_limit(void) {
   core_buckets b;
-  for (int order = 0; order < 2; order++) {
-    CU_ASSERT_FATAL(core_bucket_assign(seq3, 6, 4, (size_t)1 << 40, (size_t)1 << 40,
+  for (int order = 0; order < 3; order++) {
+    CU_ASSERT_FATAL(core_bucket_assign(seq3, 6, NULL, 4, (size_t)1 << 40, (size_t)1 << 40,
                                        (enum core_bucket_order)order, &b) == 0);
     CU_ASSERT_EQUAL(b.n_buckets, 1);
     CU_ASSERT_EQUAL(b.bucket_first[0], 0);
@@ -104,7 +170,7 @@ static void test_single_huge_limit(void) {
     core_bucket_free(&b);
   }
   /* first_cap 0: no separate first bucket, every bucket uses cap. */
-  CU_ASSERT_FATAL(core_bucket_assign(seq3, 6, 4, 0, (size_t)1 << 40, CORE_BUCKET_REBUILT, &b) == 0);
+  CU_ASSERT_FATAL(core_bucket_assign(seq3, 6, NULL, 4, 0, (size_t)1 << 40, CORE_BUCKET_REBUILT, &b) == 0);
   CU_ASSERT_EQUAL(b.n_buckets, 1);
   core_bucket_free(&b);
 }
@@ -119,7 +185,7 @@ static void test_rebuilt_caps(void) {
   for (int i = 0; i < 10; i++)
     e[i] = 76800;
   core_buckets b;
-  CU_ASSERT_FATAL(core_bucket_assign(e, 10, 4, MiB, 700 * 1024, CORE_BUCKET_REBUILT, &b) == 0);
+  CU_ASSERT_FATAL(core_bucket_assign(e, 10, NULL, 4, MiB, 700 * 1024, CORE_BUCKET_REBUILT, &b) == 0);
   static const int b0[] = {9, 8, 7, 6}, b1[] = {5, 4, 3}, b2[] = {2, 1, 0};
   const int *want[] = {b0, b1, b2};
   const int n[] = {4, 3, 3};
@@ -130,7 +196,7 @@ static void test_rebuilt_caps(void) {
    * 4 reach 1 MiB exactly; cap 512 KiB takes 2. */
   for (int i = 0; i < 10; i++)
     e[i] = 65536;
-  CU_ASSERT_FATAL(core_bucket_assign(e, 10, 4, MiB, 512 * 1024, CORE_BUCKET_REBUILT, &b) == 0);
+  CU_ASSERT_FATAL(core_bucket_assign(e, 10, NULL, 4, MiB, 512 * 1024, CORE_BUCKET_REBUILT, &b) == 0);
   static const int d0[] = {9, 8, 7, 6}, d1[] = {5, 4}, d2[] = {3, 2}, d3[] = {1, 0};
   const int *want2[] = {d0, d1, d2, d3};
   const int n2[] = {4, 2, 2, 2};
@@ -138,7 +204,7 @@ static void test_rebuilt_caps(void) {
   core_bucket_free(&b);
 
   /* Element size matters: the same tensors in fp16 are half the bytes. */
-  CU_ASSERT_FATAL(core_bucket_assign(e, 10, 2, MiB, 512 * 1024, CORE_BUCKET_REBUILT, &b) == 0);
+  CU_ASSERT_FATAL(core_bucket_assign(e, 10, NULL, 2, MiB, 512 * 1024, CORE_BUCKET_REBUILT, &b) == 0);
   static const int f0[] = {9, 8, 7, 6, 5, 4, 3, 2}, f1[] = {1, 0};
   const int *want3[] = {f0, f1};
   const int n3[] = {8, 2};
@@ -151,9 +217,9 @@ static void test_rebuilt_caps(void) {
 static void test_overshoot(void) {
   const int64_t e[5] = {100, 10 * 1048576, 100, 100, 3 * 1048576};
   core_buckets b;
-  /* First iteration, parameter order, cap 1 MiB everywhere:
+  /* find_unused_parameters, parameter order, cap 1 MiB everywhere:
    * [0, 1] closes at tensor 1 (40 MiB + 400 B), [2, 3, 4] at tensor 4. */
-  CU_ASSERT_FATAL(core_bucket_assign(e, 5, 4, MiB, MiB, CORE_BUCKET_FIRST_ITER, &b) == 0);
+  CU_ASSERT_FATAL(core_bucket_assign(e, 5, NULL, 4, MiB, MiB, CORE_BUCKET_FIND_UNUSED, &b) == 0);
   static const int b0[] = {2, 3, 4}, b1[] = {0, 1};
   const int *want[] = {b0, b1};
   const int n[] = {3, 2};
@@ -161,7 +227,7 @@ static void test_overshoot(void) {
   core_bucket_free(&b);
   /* Rebuilt: 4 alone (12 MiB >= 1 MiB), then [3, 2, 1] (reaches 1 MiB at 1),
    * then [0] left over. */
-  CU_ASSERT_FATAL(core_bucket_assign(e, 5, 4, MiB, MiB, CORE_BUCKET_REBUILT, &b) == 0);
+  CU_ASSERT_FATAL(core_bucket_assign(e, 5, NULL, 4, MiB, MiB, CORE_BUCKET_REBUILT, &b) == 0);
   static const int c0[] = {4}, c1[] = {3, 2, 1}, c2[] = {0};
   const int *want2[] = {c0, c1, c2};
   const int n2[] = {1, 3, 1};
@@ -169,7 +235,8 @@ static void test_overshoot(void) {
   core_bucket_free(&b);
 }
 
-/* Offsets and sizes are consistent on a larger random model, in both orders:
+/* Offsets and sizes are consistent on a larger random model, rebuilt and
+ * with find_unused_parameters:
  * every tensor is in exactly one bucket, offsets are the running sums of the
  * sizes before it in its bucket, bucket sizes add up to the model, and only
  * the last-filled bucket may be below its limit. */
@@ -184,10 +251,12 @@ static void test_consistency_random(void) {
     e[i] = 1 + (int64_t)((x >> 33) % 2000000);
     total += e[i];
   }
-  for (int order = 0; order < 2; order++) {
+  static const enum core_bucket_order orders[] = {CORE_BUCKET_REBUILT, CORE_BUCKET_FIND_UNUSED};
+  for (int oi = 0; oi < 2; oi++) {
+    enum core_bucket_order order = orders[oi];
     core_buckets b;
     size_t first = MiB, cap = 25 * MiB;
-    CU_ASSERT_FATAL(core_bucket_assign(e, N, 4, first, cap, (enum core_bucket_order)order, &b) == 0);
+    CU_ASSERT_FATAL(core_bucket_assign(e, N, NULL, 4, first, cap, order, &b) == 0);
     int *seen = calloc(N, sizeof *seen);
     int64_t sum_all = 0;
     int bad = 0;
@@ -218,7 +287,7 @@ static void test_consistency_random(void) {
     CU_ASSERT_EQUAL(bad, 0);
     CU_ASSERT_EQUAL(sum_all, total);
     CU_ASSERT_EQUAL(b.bucket_first[b.n_buckets], N);
-    /* Fill order: rebuilt buckets are filled 0, 1, ...; first-iteration
+    /* Fill order: rebuilt buckets are filled 0, 1, ...; find_unused
      * buckets were filled last to first, then reversed. Every bucket but the
      * last filled reached its limit, and dropping its last tensor would put
      * it under the limit (overshoot by at most one tensor). */
@@ -241,22 +310,33 @@ static void test_rejects(void) {
   core_buckets b;
   const int64_t zero[3] = {10, 0, 10};
   const int64_t neg[2] = {10, -4};
-  CU_ASSERT_EQUAL(core_bucket_assign(zero, 3, 4, MiB, MiB, CORE_BUCKET_REBUILT, &b), CORE_EINVAL);
+  CU_ASSERT_EQUAL(core_bucket_assign(zero, 3, NULL, 4, MiB, MiB, CORE_BUCKET_REBUILT, &b), CORE_EINVAL);
   CU_ASSERT(strstr(core_err_msg(), "tensor 1") != NULL);
   CU_ASSERT(b.tensor_bucket == NULL && b.n_buckets == 0);
-  CU_ASSERT_EQUAL(core_bucket_assign(zero, 3, 4, MiB, MiB, CORE_BUCKET_FIRST_ITER, &b), CORE_EINVAL);
-  CU_ASSERT_EQUAL(core_bucket_assign(neg, 2, 4, MiB, MiB, CORE_BUCKET_REBUILT, &b), CORE_EINVAL);
-  CU_ASSERT_EQUAL(core_bucket_assign(seq3, 0, 4, MiB, MiB, CORE_BUCKET_REBUILT, &b), CORE_EINVAL);
-  CU_ASSERT_EQUAL(core_bucket_assign(seq3, 6, 0, MiB, MiB, CORE_BUCKET_REBUILT, &b), CORE_EINVAL);
-  CU_ASSERT_EQUAL(core_bucket_assign(seq3, 6, 4, MiB, 0, CORE_BUCKET_REBUILT, &b), CORE_EINVAL);
+  CU_ASSERT_EQUAL(core_bucket_assign(zero, 3, NULL, 4, MiB, MiB, CORE_BUCKET_FIRST_ITER, &b), CORE_EINVAL);
+  CU_ASSERT_EQUAL(core_bucket_assign(zero, 3, NULL, 4, MiB, MiB, CORE_BUCKET_FIND_UNUSED, &b), CORE_EINVAL);
+  /* A ready order that is no permutation. */
+  static const int twice[6] = {5, 4, 3, 3, 1, 0}, out_of_range[6] = {5, 4, 3, 6, 1, 0};
+  CU_ASSERT_EQUAL(core_bucket_assign(seq3, 6, twice, 4, MiB, MiB, CORE_BUCKET_REBUILT, &b), CORE_EINVAL);
+  CU_ASSERT(strstr(core_err_msg(), "entry 3 (3) is repeated") != NULL);
+  CU_ASSERT(b.tensor_bucket == NULL && b.n_buckets == 0);
+  CU_ASSERT_EQUAL(core_bucket_assign(seq3, 6, out_of_range, 4, MiB, MiB, CORE_BUCKET_REBUILT, &b), CORE_EINVAL);
+  CU_ASSERT(strstr(core_err_msg(), "out of range") != NULL);
+  CU_ASSERT_EQUAL(core_bucket_assign(neg, 2, NULL, 4, MiB, MiB, CORE_BUCKET_REBUILT, &b), CORE_EINVAL);
+  CU_ASSERT_EQUAL(core_bucket_assign(seq3, 0, NULL, 4, MiB, MiB, CORE_BUCKET_REBUILT, &b), CORE_EINVAL);
+  CU_ASSERT_EQUAL(core_bucket_assign(seq3, 6, NULL, 0, MiB, MiB, CORE_BUCKET_REBUILT, &b), CORE_EINVAL);
+  CU_ASSERT_EQUAL(core_bucket_assign(seq3, 6, NULL, 4, MiB, 0, CORE_BUCKET_REBUILT, &b), CORE_EINVAL);
   /* Freeing a failed (zeroed) assignment is harmless. */
   core_bucket_free(&b);
 }
 
 void test_register(void) {
   CU_pSuite s = CU_add_suite("bucket", NULL, NULL);
-  CU_add_test(s, "torch: first iteration = reversed [[0],[1,2],[3,4],[5]]", test_torch_first_iteration);
+  CU_add_test(s, "torch: find_unused_parameters = reversed [[0],[1,2],[3,4],[5]]", test_torch_find_unused);
+  CU_add_test(s, "torch: first iteration = one bucket", test_torch_first_iteration);
   CU_add_test(s, "torch: rebuilt order", test_torch_rebuilt);
+  CU_add_test(s, "rebuilt in the given ready order", test_rebuilt_ready_order);
+  CU_add_test(s, "DDP's assignment per iteration", test_ddp_order);
   CU_add_test(s, "PyTorch default sizes", test_pytorch_defaults);
   CU_add_test(s, "single huge limit: one bucket", test_single_huge_limit);
   CU_add_test(s, "rebuilt: first bucket 1 MiB then cap", test_rebuilt_caps);

@@ -24,6 +24,7 @@
 #include "sim/scenario.h"
 #include "sim/step.h"
 
+#include "core/bucket.h"
 #include "core/err.h"
 #include "core/profile.h"
 
@@ -636,6 +637,59 @@ static void test_elementwise_traffic(void) {
   }
 }
 
+/* Bytes of bucket b in a trace's "allreduce bucket b" span, or -1. */
+static double trace_bucket_bytes(const char *json, int b) {
+  char key[64];
+  snprintf(key, sizeof key, "\"name\":\"allreduce bucket %d\"", b);
+  const char *e = strstr(json, key);
+  const char *d = e ? strstr(e, "\"bytes\": ") : NULL;
+  return d ? strtod(d + 9, NULL) : -1.0;
+}
+
+/* ddp.find_unused_parameters: the simulator launches the buckets DDP's
+ * constructor made (parameter order, reversed), not the rebuilt ones; the
+ * two differ for the small MLP (its 1 MiB first bucket holds the first
+ * layer's weight, launched last). */
+static void test_find_unused(void) {
+  char trace_path[4200];
+  snprintf(trace_path, sizeof trace_path, "%s/unused-trace.json", scratch);
+  sim_scenario *s = load(
+      "profile = \"cpu-test.cfg\"; model = \"../../scenarios/models/mlp-small.cfg\";\n"
+      "training = { batch = 8; }; cluster = { nodes = 2; devices_per_node = 1; };\n"
+      "networks = ( { name = \"1GbE\"; gbps = 1.0; latency_us = 30.0; } );\n"
+      "ddp = { find_unused_parameters = [false, true]; };\n"
+      "simulation = { steps = 1; };\n");
+  CU_ASSERT_FATAL(s != NULL);
+  const core_model *m = s->models[0];
+  double first[2] = {0, 0};
+  for (int k = 0; k < 2; k++) {
+    core_buckets want;
+    CU_ASSERT_FATAL(core_bucket_assign(m->tensor_elems, m->n_tensors, m->ready_order, 4, 1 << 20, 25 << 20,
+                                       k ? CORE_BUCKET_FIND_UNUSED : CORE_BUCKET_REBUILT, &want) == 0);
+    sim_engine *e;
+    CU_ASSERT_FATAL(sim_engine_new(&e) == 0);
+    sim_point p;
+    sim_scenario_point(s, k, &p);
+    CU_ASSERT_EQUAL(p.find_unused, k);
+    sim_point_result r;
+    core_trace t;
+    CU_ASSERT_FATAL(core_trace_open(&t, trace_path) == 0);
+    CU_ASSERT_FATAL(sim_predict_point(s, &p, e, &t, 1, &r) == 0);
+    CU_ASSERT_FATAL(core_trace_commit(&t) == 0);
+    sim_engine_free(e);
+    char *json = tu_read_file(trace_path, NULL);
+    CU_ASSERT_FATAL(json != NULL);
+    CU_ASSERT_EQUAL(r.n_buckets, want.n_buckets);
+    for (int b = 0; b < want.n_buckets; b++)
+      CU_ASSERT_EQUAL(trace_bucket_bytes(json, b), (double)want.bucket_elems[b] * 4);
+    first[k] = trace_bucket_bytes(json, 0);
+    free(json);
+    core_bucket_free(&want);
+  }
+  CU_ASSERT(first[0] > 0 && first[1] > 0 && first[0] != first[1]);
+  sim_scenario_free(s);
+}
+
 #define JITTER_SCENARIO                                                                            \
   "profile = \"%s\"; model = \"../../scenarios/models/%s.cfg\";\n"                                  \
   "training = { batch = 32; };\n"                                                                  \
@@ -1232,4 +1286,5 @@ void test_register(void) {
   CU_add_test(s, "interference factors at another rate", test_scale_interference);
   CU_add_test(s, "interference follows each bucket's rate", test_interference_follows_rate);
   CU_add_test(s, "timeout status and note", test_timeout);
+  CU_add_test(s, "find_unused_parameters: the constructor's buckets", test_find_unused);
 }

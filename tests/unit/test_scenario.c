@@ -354,6 +354,31 @@ static void test_sweep_order_and_count(void) {
   sim_scenario_free(s);
 }
 
+/* ddp.find_unused_parameters sweeps like overlap: its dimension sits just
+ * inside overlap's and outside compression's. */
+static void test_sweep_find_unused(void) {
+  const char *text =
+      "profile = \"gpu-test.cfg\"; model = \"../../scenarios/models/mlp.cfg\";\n"
+      "training = { batch = 8; }; cluster = { nodes = 2; devices_per_node = 1; };\n"
+      "networks = ( { name = \"a\"; gbps = 1.0; latency_us = 1.0; } );\n"
+      "ddp = { overlap = [true, false]; find_unused_parameters = [false, true];\n"
+      "        compression = [\"none\", \"fp16\"]; };\n";
+  sim_scenario *s = NULL;
+  int rc = sim_scenario_load_string(text, TU_DATA("sweep-unused.cfg"), &s);
+  if (rc)
+    fprintf(stderr, "\n%s\n", core_err_msg());
+  CU_ASSERT_FATAL(rc == 0);
+  CU_ASSERT_EQUAL_FATAL(sim_scenario_points(s), 8);
+  for (long i = 0; i < 8; i++) {
+    sim_point p;
+    sim_scenario_point(s, i, &p);
+    CU_ASSERT_EQUAL(p.overlap, i < 4);
+    CU_ASSERT_EQUAL(p.find_unused, (int)(i / 2 % 2));
+    CU_ASSERT_EQUAL(p.compression.kind, i % 2 ? SIM_COMPRESS_FP16 : SIM_COMPRESS_NONE);
+  }
+  sim_scenario_free(s);
+}
+
 static void test_shipped_scenario_points(void) {
   /* gigabit-vs-ib.cfg: 2 models x 4 networks x 2 backends x 7 node counts. */
   sim_scenario *s = NULL;
@@ -425,6 +450,9 @@ static void test_scenario_defaults(void) {
     CU_ASSERT_EQUAL(s->first_bucket_mb, 1.0);
     CU_ASSERT_EQUAL(s->overlap[0], 1);
     CU_ASSERT_EQUAL(s->gradient_as_bucket_view, 0);
+    /* find_unused_parameters = False. */
+    CU_ASSERT_EQUAL(s->n[SIM_DIM_FIND_UNUSED], 1);
+    CU_ASSERT_EQUAL(s->find_unused[0], 0);
     /* Timeouts: NCCL 600 s (torch default_pg_nccl_timeout), Gloo 30 s. */
     CU_ASSERT_EQUAL(s->timeout_s, 0.0);
     CU_ASSERT_EQUAL(sim_scenario_timeout(s, SIM_BACKEND_NCCL), 600.0);
@@ -509,7 +537,8 @@ static void test_explicit_values(void) {
       "networks = ( { name = \"n\"; gbps = 2.5; latency_us = 0.0; nics_per_node = 3; efficiency = 0.5; oversubscription = 2.0; },\n"
       "             { name = \"m\"; from_profile = true; } );\n"
       "ddp = { backend = \"nccl\"; algorithm = \"tree\"; bucket_cap_mb = 0.5; first_bucket_mb = 0.0;\n"
-      "        overlap = false; gradient_as_bucket_view = true; timeout_s = 12.5; };\n"
+      "        overlap = false; gradient_as_bucket_view = true; timeout_s = 12.5;\n"
+      "        find_unused_parameters = true; };\n"
       "simulation = { steps = 3; seed = 0; ranks = \"every\"; };\n"
       "output = { csv = \"out.csv\"; };\n";
   sim_scenario *s = NULL;
@@ -523,6 +552,7 @@ static void test_explicit_values(void) {
   CU_ASSERT_EQUAL(s->algorithms[0], SIM_ALGO_TREE);
   CU_ASSERT_EQUAL(s->backends[0], SIM_BACKEND_NCCL);
   CU_ASSERT_EQUAL(s->first_bucket_mb, 0.0);
+  CU_ASSERT_EQUAL(s->find_unused[0], 1);
   CU_ASSERT_EQUAL(s->timeout_s, 12.5);
   CU_ASSERT_EQUAL(sim_scenario_timeout(s, SIM_BACKEND_NCCL), 12.5);
   CU_ASSERT_EQUAL(s->seed, 0);
@@ -605,6 +635,7 @@ void test_register(void) {
   CU_add_test(s, "profile round trip: every feature", test_round_trip_maximal);
   CU_add_test(s, "profile write to a missing directory", test_profile_write_fails_cleanly);
   CU_add_test(s, "sweep: Cartesian product, documented order", test_sweep_order_and_count);
+  CU_add_test(s, "sweep: find_unused_parameters inside overlap", test_sweep_find_unused);
   CU_add_test(s, "shipped scenarios load; gigabit-vs-ib has 112 points", test_shipped_scenario_points);
   CU_add_test(s, "scenario defaults", test_scenario_defaults);
   CU_add_test(s, "scenario explicit values", test_explicit_values);
