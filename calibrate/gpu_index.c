@@ -2,7 +2,6 @@
 
 #include "core/err.h"
 
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -292,8 +291,8 @@ static int by_end(const void *a, const void *b) {
 }
 
 /* The stream of the latest activity of another stream than s that ended in
- * [start - CAL_GPU_DEP_WINDOW_NS, start]; -1 none. */
-static int waited_for(const end_stream *ends, int64_t n, int64_t start, int s) {
+ * [from, start]; -1 none. */
+static int waited_for(const end_stream *ends, int64_t n, int64_t from, int64_t start, int s) {
   int64_t lo = 0, hi = n;
   while (lo < hi) { /* first end > start */
     int64_t mid = (lo + hi) / 2;
@@ -302,7 +301,7 @@ static int waited_for(const end_stream *ends, int64_t n, int64_t start, int s) {
     else
       hi = mid;
   }
-  for (int64_t i = lo - 1; i >= 0 && ends[i].end >= start - CAL_GPU_DEP_WINDOW_NS; i--)
+  for (int64_t i = lo - 1; i >= 0 && ends[i].end >= from; i--)
     if (ends[i].stream != s)
       return ends[i].stream;
   return -1;
@@ -329,7 +328,7 @@ static int deps_and_gap(cal_gindex *g) {
     int64_t launched = a->rt >= 0 ? t->ev[a->rt].ts_ns + t->ev[a->rt].dur_ns : 0;
     int64_t ready = launched > prev_end[a->stream] ? launched : prev_end[a->stream];
     if (e->ts_ns - ready > DELAY_NS)
-      a->dep = waited_for(ends, g->n_acts, e->ts_ns, a->stream);
+      a->dep = waited_for(ends, g->n_acts, ready, e->ts_ns, a->stream);
     int64_t gap = e->ts_ns - prev_end[a->stream];
     if (a->stream == g->compute && prev_end[a->stream] > 0 && launched < prev_end[a->stream] - DELAY_NS &&
         a->dep < 0 && gap >= 0 && gap < GAP_MAX_NS) {
@@ -408,59 +407,6 @@ static int mark_beside(cal_gindex *g, ivl *ar, int64_t n) {
   return 0;
 }
 
-typedef struct kdur {
-  int32_t name;
-  int beside;  /* 1 wholly beside an allreduce, 0 never */
-  int64_t dur;
-} kdur;
-
-static int by_kdur(const void *a, const void *b) {
-  const kdur *x = a, *y = b;
-  if (x->name != y->name)
-    return x->name < y->name ? -1 : 1;
-  if (x->beside != y->beside)
-    return x->beside - y->beside;
-  return x->dur < y->dur ? -1 : x->dur > y->dur;
-}
-
-/* Median of each name's kernels with and without an allreduce beside them. */
-static void measure_slowdown(cal_gindex *g) {
-  const cal_ktrace *t = g->t;
-  kdur *v = malloc(sizeof *v * (size_t)(g->n_acts ? g->n_acts : 1));
-  int64_t n = 0;
-  g->slowdown = 1.0;
-  if (!v)
-    return;
-  for (int64_t i = 0; i < g->n_acts; i++) {
-    const cal_gact *a = &g->acts[i];
-    const cal_kevent *e = &t->ev[a->ev];
-    if (a->stream == g->compute && !a->nccl && e->cat == CAL_K_KERNEL && (a->beside >= 0.9f || a->beside == 0.0f))
-      v[n++] = (kdur){e->name, a->beside > 0, e->dur_ns};
-  }
-  qsort(v, (size_t)n, sizeof *v, by_kdur);
-  double wsum = 0, lsum = 0;
-  for (int64_t i = 0; i < n;) {
-    int64_t j = i, k;
-    while (j < n && v[j].name == v[i].name && !v[j].beside)
-      j++;
-    for (k = j; k < n && v[k].name == v[i].name; k++)
-      ;
-    if (j - i >= 2 && k - j >= 1) { /* medians without (i..j) and with (j..k) */
-      double clean = (double)v[i + (j - i) / 2].dur, slow = (double)v[j + (k - j) / 2].dur, w = 0;
-      for (int64_t m = j; m < k; m++)
-        w += (double)v[m].dur;
-      if (clean > 0 && slow > 0) {
-        lsum += w * log(slow / clean);
-        wsum += w;
-      }
-    }
-    i = k;
-  }
-  if (wsum > 0 && exp(lsum / wsum) > 1.0)
-    g->slowdown = exp(lsum / wsum);
-  free(v);
-}
-
 static int beside_allreduce(cal_gindex *g) {
   const cal_ktrace *t = g->t;
   ivl *ar = malloc(sizeof *ar * (size_t)(g->n_acts ? g->n_acts : 1));
@@ -474,7 +420,6 @@ static int beside_allreduce(cal_gindex *g) {
   }
   mark_beside(g, ar, n);
   free(ar);
-  measure_slowdown(g);
   return 0;
 }
 

@@ -51,8 +51,6 @@ typedef struct cal_gindex {
   int32_t *streams;     /* stream ids as the trace numbers them */
   int compute;          /* the stream with the most non-NCCL kernel time */
   double gap_s;         /* mean gap between queued activities on the compute stream */
-  double slowdown;      /* compute kernels beside an allreduce kernel: the same kernels' time with one over
-                           without (weighted geometric mean over kernel names); 1 when not measurable */
   int32_t *rt_names;    /* runtime call names seen, with their median duration */
   int64_t *rt_median_ns;
   int n_rt_names;

@@ -39,8 +39,10 @@ typedef struct cutter {
   const cal_gindex *g;
   const cal_ktrace *t;
   cal_gstep *s;
-  int cap_pieces, cap_side, cap_syncs, cap_buckets, cap_layers, cap_grads;
+  int cap_pieces, cap_spans, cap_beside, cap_side, cap_syncs, cap_buckets, cap_layers, cap_grads, cap_seen;
   int64_t t0, t1, first_bwd, last_bwd;
+  int part;             /* of the pieces being cut: 0 forward, 1 backward, 2 after */
+  int cap_parts;
   const cal_gthread *main, *bwd;
   int64_t *seq_layer;   /* (seq, layer) pairs of the forward ops, by seq */
   int n_seq;
@@ -184,6 +186,8 @@ typedef struct launch_ctx {
   const cal_gthread *th;
   int64_t a, b;
   int grad;         /* a grad piece of a DDP step: its AllReduce kernels are DDP's buckets */
+  int arrival;      /* a grad piece without DDP: its gradient's arrival ordinal; else -1 */
+  double beside;    /* compute-stream time beside an allreduce */
 } launch_ctx;
 
 static int is_sync_call(const char *n) {
@@ -208,14 +212,18 @@ static int take_call(launch_ctx *x, int64_t rt, double *dev) {
     sync |= e->cat == CAL_K_MEMCPY && strstr(name, "DtoH") != NULL;
     waited |= 1ull << ac->stream | (ac->dep >= 0 ? 1ull << ac->dep : 0);
     if (ac->stream == c->g->compute && !ac->nccl) {
-      /* as it runs alone: the replay slows it again where it runs beside an allreduce */
-      *dev += dur / (1.0 + (c->g->slowdown - 1.0) * ac->beside) + c->g->gap_s;
+      *dev += dur + c->g->gap_s;
+      x->beside += dur * ac->beside;
       if (ac->dep >= 0 && ac->dep != c->g->compute)
         x->p->waits |= 1ull << stream_bit(c, ac->dep);
     } else if (x->grad && ac->nccl && strstr(name, "AllReduce")) {
       rc = add_bucket(c, comm_bytes(c, x->th, x->a, r->ts_ns), dur);
     } else {
       rc = add_side(c, x->p, at, stream_bit(c, ac->stream), dur, ac->dep < 0 ? -1 : stream_bit(c, ac->dep), ac->nccl);
+      if (x->arrival >= 0 && ac->nccl) {
+        double bytes = comm_bytes(c, x->th, x->a, r->ts_ns);
+        c->s->grad_comm_bytes[x->arrival] += bytes > 0 ? bytes : 0;
+      }
     }
   }
   if (rc == 0 && sync && n == 0 && cal_gindex_blocked_ns(c->g, rt) > BLOCKED_NS)
@@ -253,7 +261,7 @@ static void ddp_share(cutter *c, const cal_gthread *th, core_piece *p, int64_t a
     const cal_kevent *e = op_ev(c, th, i);
     const char *n = cal_ktrace_str(c->t, e->name);
     if (!strcmp(n, DDP_COPY)) {
-      launch_ctx x = {c, &(core_piece){0}, th, e->ts_ns, e->ts_ns + e->dur_ns, 0};
+      launch_ctx x = {c, &(core_piece){0}, th, e->ts_ns, e->ts_ns + e->dur_ns, 0, -1, 0};
       double dev, blocked;
       cal_gstep *s = c->s;
       int n_side = s->tr.n_side, n_sync = s->tr.n_syncs;
@@ -276,12 +284,21 @@ static int add_piece(cutter *c, enum core_piece_kind kind, int index, const char
   int rc = grow((void **)&tr->pieces, &c->cap_pieces, tr->n_pieces + 1, sizeof *tr->pieces);
   if (rc)
     return rc;
+  if ((rc = grow((void **)&c->s->span_s, &c->cap_spans, tr->n_pieces + 1, sizeof *c->s->span_s)) != 0)
+    return rc;
+  c->s->span_s[tr->n_pieces] = (double)(b - a) * 1e-9;
+  if ((rc = grow((void **)&c->s->beside_s, &c->cap_beside, tr->n_pieces + 1, sizeof *c->s->beside_s)) != 0)
+    return rc;
+  if ((rc = grow((void **)&c->s->part, &c->cap_parts, tr->n_pieces + 1, sizeof *c->s->part)) != 0)
+    return rc;
+  c->s->part[tr->n_pieces] = c->part;
   core_piece *p = &tr->pieces[tr->n_pieces++];
   memset(p, 0, sizeof *p);
   p->kind = kind;
   p->index = index;
   snprintf(p->label, sizeof p->label, "%s", label ? label : "");
-  launch_ctx x = {c, p, th, a, b, kind == CORE_PIECE_GRAD && c->s->ddp};
+  launch_ctx x = {c, p, th, a, b, kind == CORE_PIECE_GRAD && c->s->ddp,
+                  kind == CORE_PIECE_GRAD && !c->s->ddp ? index : -1, 0};
   double dev, blocked;
   if ((rc = take_calls(&x, &dev, &blocked)) != 0)
     return rc;
@@ -289,6 +306,7 @@ static int add_piece(cutter *c, enum core_piece_kind kind, int index, const char
   if (p->host_s < 0)
     p->host_s = 0;
   p->dev_s = dev;
+  c->s->beside_s[tr->n_pieces - 1] = x.beside;
   if (kind == CORE_PIECE_GRAD && c->s->ddp)
     ddp_share(c, th, p, a, b);
   return 0;
@@ -404,12 +422,25 @@ static int add_grad(cutter *c, int layer) {
   if (rc)
     return rc;
   if (c->cap_grads != cap) {
-    int64_t *m = realloc(s->grad_bytes, sizeof *m * (size_t)c->cap_grads);
-    if (!m)
+    size_t n = (size_t)c->cap_grads;
+    int64_t *m = realloc(s->grad_bytes, sizeof *m * n), *el = realloc(s->grad_elems, sizeof *el * n);
+    double *d = realloc(s->grad_comm_bytes, sizeof *d * n);
+    int *seen = realloc(s->grad_seen, sizeof *seen * n);
+    if (m)
+      s->grad_bytes = m;
+    if (el)
+      s->grad_elems = el;
+    if (d)
+      s->grad_comm_bytes = d;
+    if (seen)
+      s->grad_seen = seen;
+    if (!m || !el || !d || !seen)
       return core_err_set(CORE_ENOMEM, "out of memory cutting a step into pieces");
-    s->grad_bytes = m;
   }
   s->grad_layer[s->n_grads] = layer;
+  s->grad_comm_bytes[s->n_grads] = 0;
+  s->grad_elems[s->n_grads] = -1;
+  s->grad_seen[s->n_grads] = s->n_seen;
   s->grad_bytes[s->n_grads++] = -1;
   return 0;
 }
@@ -434,6 +465,35 @@ static void copy_back_bytes(cutter *c, const cal_kevent *e, int *next) {
     c->s->grad_bytes[(*next)++] = bytes;
 }
 
+/* The gradient's elements as the AccumulateGrad op inside span i recorded
+ * its shape (record_shapes=True); -1. */
+static int64_t accumulated_elems(const cutter *c, int i) {
+  const cal_gthread *th = c->bwd;
+  const cal_kevent *span = op_ev(c, th, i);
+  for (int k = i + 1; k < th->n_ops && op_ev(c, th, k)->ts_ns < span->ts_ns + span->dur_ns; k++)
+    if (!strcmp(op_name(c, th, k), ACCUM_NODE)) {
+      int64_t d[8], n = 1;
+      int rank = cal_ktrace_dims(c->t, op_ev(c, th, k), 0, d, 8);
+      if (rank <= 0 || rank > 8)
+        return -1;
+      for (int j = 0; j < rank; j++)
+        n *= d[j];
+      return n;
+    }
+  return -1;
+}
+
+static int note_seen(cutter *c, int layer) {
+  cal_gstep *s = c->s;
+  for (int k = 0; k < s->n_seen; k++)
+    if (s->seen_layers[k] == layer)
+      return 0;
+  int rc = grow((void **)&s->seen_layers, &c->cap_seen, s->n_seen + 1, sizeof *s->seen_layers);
+  if (rc == 0)
+    s->seen_layers[s->n_seen++] = layer;
+  return rc;
+}
+
 /* One top-level span of the backward thread, [a, e's end). */
 static int cut_span(cutter *c, int i, int64_t a, int *last_layer, int *copies) {
   const cal_gthread *th = c->bwd;
@@ -444,12 +504,15 @@ static int cut_span(cutter *c, int i, int64_t a, int *last_layer, int *copies) {
     const char *node = n + strlen(BWD_PREFIX);
     if (!strcmp(node, ACCUM_NODE)) {
       int rc = add_grad(c, *last_layer);
+      if (rc == 0)
+        c->s->grad_elems[c->s->n_grads - 1] = accumulated_elems(c, i);
       return rc ? rc : add_piece(c, CORE_PIECE_GRAD, c->s->n_grads - 1, NULL, th, a, b);
     }
     int layer = layer_of_seq(c, e->seq);
     if (layer >= 0) {
+      int rc = *last_layer == layer ? 0 : note_seen(c, layer);
       *last_layer = layer;
-      return add_piece(c, CORE_PIECE_BWD, layer, NULL, th, a, b);
+      return rc ? rc : add_piece(c, CORE_PIECE_BWD, layer, NULL, th, a, b);
     }
     char label[64];
     snprintf(label, sizeof label, "backward: %s", node);
@@ -470,7 +533,7 @@ static void merge_runs(cutter *c) {
   int w = 0;
   for (int r = 0; r < tr->n_pieces; r++) {
     core_piece *p = &tr->pieces[r], *q = w ? &tr->pieces[w - 1] : NULL;
-    int same = q && q->kind == p->kind && (p->kind == CORE_PIECE_FINALIZE ||
+    int same = q && c->s->part[w - 1] == c->s->part[r] && q->kind == p->kind && (p->kind == CORE_PIECE_FINALIZE ||
                                            (p->kind == CORE_PIECE_OTHER && !strcmp(p->label, q->label)));
     if (same && (!p->n_side || !q->n_side || q->first_side + q->n_side == p->first_side) &&
         (!p->n_sync || !q->n_sync || q->first_sync + q->n_sync == p->first_sync)) {
@@ -492,7 +555,12 @@ static void merge_runs(cutter *c) {
       q->host_s = h;
       q->dev_s += p->dev_s;
       q->waits |= p->waits;
+      c->s->span_s[w - 1] += c->s->span_s[r];
+      c->s->beside_s[w - 1] += c->s->beside_s[r];
     } else {
+      c->s->span_s[w] = c->s->span_s[r];
+      c->s->beside_s[w] = c->s->beside_s[r];
+      c->s->part[w] = c->s->part[r];
       tr->pieces[w++] = *p;
     }
   }
@@ -590,9 +658,16 @@ void cal_gstep_free(cal_gstep *s) {
   free(s->tr.pieces);
   free(s->tr.side);
   free(s->tr.syncs);
+  free(s->span_s);
+  free(s->beside_s);
+  free(s->part);
   free(s->layer_op);
   free(s->grad_layer);
   free(s->grad_bytes);
+  free(s->grad_comm_bytes);
+  free(s->grad_elems);
+  free(s->grad_seen);
+  free(s->seen_layers);
   free(s->bucket_bytes);
   free(s->bucket_s);
   memset(s, 0, sizeof *s);
@@ -612,9 +687,9 @@ int cal_gstep_cut(const cal_gindex *g, int step, cal_gstep *s) {
     s->ddp = has_ddp(&c);
     rc = cut_forward(&c);
   }
-  if (rc == 0)
+  if (rc == 0 && (c.part = 1))
     rc = cut_backward(&c);
-  if (rc == 0)
+  if (rc == 0 && (c.part = 2))
     rc = cut_after(&c);
   free(c.seq_layer);
   if (rc) {

@@ -3,8 +3,12 @@
  * (calibrate/import_nccl.h, calibrate/import_trace.h). */
 #include "cli.h"
 
+#include "calibrate/import_gpu.h"
 #include "calibrate/import_nccl.h"
 #include "calibrate/import_trace.h"
+#include "calibrate/trace_scenario.h"
+
+#include "core/afile.h"
 
 #include "core/err.h"
 #include "core/profile.h"
@@ -142,9 +146,12 @@ static int import_trace(int argc, char **argv) {
                                        {"base", required_argument, NULL, 'b'},
                                        {"batch", required_argument, NULL, 'B'},
                                        {"name", required_argument, NULL, 'n'},
+                                       {"scenario", required_argument, NULL, 's'},
+                                       {"profile-base", required_argument, NULL, 'p'},
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
   cal_trace_opts o = {0};
+  const char *scenario = NULL, *profile_base = NULL;
   const char *out = NULL;
   long v;
   int c;
@@ -155,6 +162,8 @@ static int import_trace(int argc, char **argv) {
     case 'o': out = optarg; break;
     case 'b': o.base = optarg; break;
     case 'n': o.name = optarg; break;
+    case 's': scenario = optarg; break;
+    case 'p': profile_base = optarg; break;
     case 'B':
       if (cli_parse_long("import", "--batch", optarg, 1, 1000000000L, &v) != 0)
         return CLI_EXIT_USAGE;
@@ -177,8 +186,24 @@ static int import_trace(int argc, char **argv) {
     snprintf(def, sizeof def, "%s.cfg", stem);
     out = def;
   }
-  char notes[4096];
-  int rc = cal_import_traces((const char *const *)(argv + optind), argc - optind, &o, out, notes, sizeof notes);
+  char notes[16384];
+  int rc;
+  const char *const *traces = (const char *const *)(argv + optind);
+  cal_gpu_opts go = {.name = o.name, .batch = o.batch, .base = o.base};
+  if (profile_base && !scenario)
+    return cli_usage("import", "--profile-base goes with --scenario FILE");
+  if (scenario && (rc = core_afile_check(scenario)) != 0)
+    return cli_fail("import", core_err_wrap(rc, "--scenario"));
+  rc = cal_import_gpu(traces, argc - optind, &go, out, notes, sizeof notes);
+  if (rc == CORE_EUNSUPPORTED) { /* no GPU work: a CPU trace */
+    if (scenario)
+      return cli_usage("import", "--scenario writes the traced job of a GPU trace; %s holds no GPU work", traces[0]);
+    rc = cal_import_traces(traces, argc - optind, &o, out, notes, sizeof notes);
+  } else if (rc == 0 && scenario) {
+    fputs(notes, stderr);
+    notes[0] = '\0';
+    rc = cal_trace_scenario(out, scenario, profile_base, notes, sizeof notes);
+  }
   if (rc)
     return cli_fail("import", rc);
   fputs(notes, stderr);

@@ -2,6 +2,7 @@
 
 #include "cfg.h"
 #include "err.h"
+#include "traced.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,7 +16,7 @@ enum { MODEL_MAX_LAYERS = 100000, MODEL_MAX_TENSORS = 1000000 };
 
 static const char *const model_keys[] = {"name", "source", "loss", "sample", "layers",
                                          "measured_batch", "seq_len", "image", "psgd_sync_us",
-                                         "ready_order", NULL};
+                                         "ready_order", "traced", NULL};
 static const char *const layer_keys[] = {"name", "type", "kind", "in", "out", "activation", "params",
                                          "param_names", "rows", "fwd_flops", "bwd_flops", "act_bytes",
                                          "fwd_ms", "bwd_ms", NULL};
@@ -40,6 +41,7 @@ void core_model_free(core_model *m) {
   free(m->tensor_layer);
   free(m->tensor_pname);
   free(m->ready_order);
+  core_traced_free(m->traced);
   free(m);
 }
 
@@ -353,7 +355,13 @@ static int parse_layers(const config_setting_t *layers, core_model *m) {
     m->bwd_flops += m->layers[i].bwd_flops;
   }
   m->n_tensors = pos;
-  if (m->n_tensors == 0)
+  /* A traced job without DDP whose trace did not say its parameters' sizes
+   * (core/traced.h) synchronizes only through its measured side work. */
+  const config_setting_t *tr = config_setting_get_member(config_setting_parent(layers), "traced");
+  int ddp = 1;
+  if (tr)
+    config_setting_lookup_bool(tr, "ddp", &ddp);
+  if (m->n_tensors == 0 && ddp)
     return core_err_set(CORE_EINVAL, "%s: model '%s' has no parameters; data-parallel training has nothing to synchronize",
                         core_cfg_where(layers, w, sizeof w), m->name);
   for (int t = 0; t < m->n_tensors; t++)
@@ -399,6 +407,7 @@ int core_model_from_setting(const config_setting_t *root, const char *path, core
     return rc;
 
   core_model *m = calloc(1, sizeof *m);
+  const config_setting_t *tr;
   if (!m)
     return core_err_set(CORE_ENOMEM, "out of memory loading model %s", path);
   size_t nt = (size_t)(total ? total : 1);
@@ -421,6 +430,9 @@ int core_model_from_setting(const config_setting_t *root, const char *path, core
     goto fail_free;
   /* An hour of waiting per allreduce is no measurement. */
   if ((rc = core_cfg_double(g, "psgd_sync_us", 0, -1, 0, 3.6e9, &m->psgd_sync_us)) != 0)
+    goto fail_free;
+  if ((tr = config_setting_get_member(g, "traced")) != NULL &&
+      (rc = core_traced_parse(tr, m->n_layers, m->n_tensors, &m->traced)) != 0)
     goto fail_free;
   *out = m;
   return 0;

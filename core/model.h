@@ -17,6 +17,7 @@
  *     measured_batch = 32;               # the batch fwd_ms/bwd_ms were taken at
  *     psgd_sync_us = 2400.0;             # optional, measured (see below)
  *     ready_order = [5, 4, 3, 2, 1, 0];  # optional (see below)
+ *     traced = { ... };                  # optional: the step a GPU trace measured (core/traced.h)
  *   };
  *
  * A "linear" layer derives its tensors (weight out*in, bias out) and FLOPs
@@ -109,6 +110,7 @@ typedef struct core_model {
   int measured;            /* every layer has fwd_s and bwd_s */
   double measured_batch;
   double psgd_sync_us;     /* PowerSGD's wait per allreduce, measured for this model; < 0 when not */
+  struct core_traced *traced; /* the step a GPU trace measured (core/traced.h); NULL when none */
 } core_model;
 
 int core_model_load(const char *path, core_model **out);

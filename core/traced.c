@@ -8,7 +8,7 @@
 #include <string.h>
 
 static const char *const kind_names[] = {"other", "fwd", "bwd", "grad", "finalize", NULL};
-static const char *const traced_keys[] = {"device", "backend", "world_size", "rank", "steps", "step_ms",
+static const char *const traced_keys[] = {"device", "device_memory_GB", "host_devices", "backend", "world_size", "rank", "ddp", "steps", "step_ms",
                                           "step_min_ms", "step_max_ms", "overlap_slowdown", "launch_host_us",
                                           "streams", "pieces", "side", "syncs", "waits", "buckets", NULL};
 static const char *const piece_keys[] = {"kind", "layer", "tensor", "label", "host_us", "dev_us",
@@ -209,7 +209,7 @@ static int parse_buckets(const config_setting_t *g, core_traced *t) {
   for (int i = 0; i < t->n_buckets; i++) {
     const config_setting_t *b = config_setting_get_elem(l, (unsigned)i);
     if ((rc = core_cfg_check_keys(b, bucket_keys, "a traced bucket")) != 0 ||
-        (rc = core_cfg_double(b, "bytes", 1, 0, 1, 1e15, &t->bucket_bytes[i])) != 0 ||
+        (rc = core_cfg_double(b, "bytes", 0, 0, 1, 1e15, &t->bucket_bytes[i])) != 0 ||
         (rc = core_cfg_double(b, "us", 1, 0, 0, MAX_US, &t->bucket_s[i])) != 0)
       return rc;
     t->bucket_s[i] *= 1e-6;
@@ -219,14 +219,17 @@ static int parse_buckets(const config_setting_t *g, core_traced *t) {
 
 static int parse_header(const config_setting_t *g, core_traced *t) {
   const char *device, *backend;
-  long long world, rank, steps, streams;
+  long long world, rank, steps, streams, hostdev;
   double step, lo, hi, launch;
   int rc;
   if ((rc = core_cfg_check_keys(g, traced_keys, "traced")) != 0 ||
       (rc = core_cfg_string(g, "device", 0, "", NULL, &device)) != 0 ||
       (rc = core_cfg_string(g, "backend", 0, "nccl", NULL, &backend)) != 0 ||
+      (rc = core_cfg_double(g, "device_memory_GB", 0, 0, 0, 1e6, &t->device_memory_GB)) != 0 ||
+      (rc = core_cfg_int(g, "host_devices", 0, 0, 0, 1 << 16, &hostdev)) != 0 ||
       (rc = core_cfg_int(g, "world_size", 1, 0, 1, 1 << 24, &world)) != 0 ||
       (rc = core_cfg_int(g, "rank", 0, 0, 0, world - 1, &rank)) != 0 ||
+      (rc = core_cfg_bool(g, "ddp", 0, 1, &t->ddp)) != 0 ||
       (rc = core_cfg_int(g, "steps", 0, 1, 1, 1 << 30, &steps)) != 0 ||
       (rc = core_cfg_double(g, "step_ms", 0, 0, 0, MAX_US, &step)) != 0 ||
       (rc = core_cfg_double(g, "step_min_ms", 0, step, 0, step, &lo)) != 0 ||
@@ -238,6 +241,7 @@ static int parse_header(const config_setting_t *g, core_traced *t) {
   snprintf(t->device, sizeof t->device, "%s", device);
   snprintf(t->backend, sizeof t->backend, "%s", backend);
   t->world_size = (int)world;
+  t->host_devices = (int)hostdev;
   t->rank = (int)rank;
   t->steps = (int)steps;
   t->step_s = step * 1e-3;
@@ -346,7 +350,7 @@ static int write_lists(config_setting_t *g, const core_traced *t) {
   }
   for (int b = 0; b < t->n_buckets; b++) {
     config_setting_t *w = add(bl, NULL, CONFIG_TYPE_GROUP);
-    if (!w || add_num(w, "bytes", t->bucket_bytes[b]) || add_num(w, "us", t->bucket_s[b] * 1e6))
+    if (!w || (t->bucket_bytes[b] > 0 && add_num(w, "bytes", t->bucket_bytes[b])) || add_num(w, "us", t->bucket_s[b] * 1e6))
       return -1;
   }
   return 0;
@@ -354,8 +358,10 @@ static int write_lists(config_setting_t *g, const core_traced *t) {
 
 int core_traced_write(const core_traced *t, config_setting_t *parent) {
   config_setting_t *g = add(parent, "traced", CONFIG_TYPE_GROUP);
-  if (!g || add_str(g, "device", t->device) || add_str(g, "backend", t->backend) ||
-      add_int(g, "world_size", t->world_size) || add_int(g, "rank", t->rank) || add_int(g, "steps", t->steps) ||
+  if (!g || add_str(g, "device", t->device) || add_num(g, "device_memory_GB", t->device_memory_GB) ||
+      add_int(g, "host_devices", t->host_devices) || add_str(g, "backend", t->backend) ||
+      add_int(g, "world_size", t->world_size) || add_int(g, "rank", t->rank) || add_bool(g, "ddp", t->ddp) ||
+      add_int(g, "steps", t->steps) ||
       add_num(g, "step_ms", t->step_s * 1e3) || add_num(g, "step_min_ms", t->step_min_s * 1e3) ||
       add_num(g, "step_max_ms", t->step_max_s * 1e3) || add_num(g, "overlap_slowdown", t->overlap_slowdown) ||
       add_num(g, "launch_host_us", t->launch_host_s * 1e6) || add_int(g, "streams", t->streams) ||

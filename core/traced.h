@@ -22,7 +22,8 @@
  * trace's steady steps):
  *
  *   traced = {
- *     device = "NVIDIA A100-PG509-200"; backend = "nccl"; world_size = 2; rank = 0;
+ *     device = "NVIDIA A100-PG509-200"; device_memory_GB = 42.3; host_devices = 8;
+ *     backend = "nccl"; world_size = 2; rank = 0; ddp = true;
  *     steps = 3; step_ms = 222.4; step_min_ms = 219.7; step_max_ms = 224.9;
  *     overlap_slowdown = 1.13;          # compute kernels beside DDP's allreduce kernels
  *     launch_host_us = 48.0;            # host work to launch one bucket's allreduce
@@ -38,7 +39,7 @@
  *     side = ( { piece = 1; at = 0.5; stream = 1; us = 30.8; nccl = true; dep = -1; }, ... );
  *     syncs = ( { piece = 40; at = 0.3; streams = [0, 1]; }, ... );
  *     waits = ( { piece = 12; stream = 1; }, ... );
- *     buckets = ( { bytes = 8196000.0; us = 2520.6; }, ... );   # as traced, for reference
+ *     buckets = ( { bytes = 8196000.0; us = 2520.6; }, ... );   # as traced, for reference (bytes when known)
  *   };
  *
  * `at` is the share of the piece's host time done before the launch or the
@@ -84,6 +85,10 @@ typedef struct core_traced {
   char device[128];
   char backend[16];
   int world_size, rank;
+  int host_devices;            /* GPUs the traced host listed (deviceProperties); 0 unknown */
+  double device_memory_GB;     /* the traced GPU's memory; 0 unknown */
+  int ddp;                     /* DDP ran: its bucket allreduces are simulated; without it the job's
+                                * communication is only its measured side work */
   int steps;
   double step_s, step_min_s, step_max_s;
   double overlap_slowdown;
@@ -93,7 +98,7 @@ typedef struct core_traced {
   core_piece *pieces;
   core_side *side;
   core_sync *syncs;
-  double *bucket_bytes, *bucket_s;
+  double *bucket_bytes, *bucket_s; /* bytes 0 when the trace did not say */
 } core_traced;
 
 /* Parse a model's `traced` group (g) for a model of n_layers layers and

@@ -1,5 +1,6 @@
 #include "predict.h"
 
+#include "sim/replay.h"
 #include "sim/step.h"
 
 #include "core/bucket.h"
@@ -297,6 +298,28 @@ static int ready_layers(const core_model *m, const core_buckets *bk, int **out) 
   return 0;
 }
 
+/* A traced GPU job (core/traced.h): its step replayed with this point's
+ * buckets and collective times (sim/replay.h). One device without DDP is
+ * the replay with free communication. */
+static int predict_traced(const sim_point *p, const core_buckets *bk, const double *comm, const char **names,
+                          core_trace *trace, sim_point_result *r) {
+  const core_model *m = p->model;
+  sim_replay_cfg c = {.t = m->traced, .bk = bk, .bucket_comm_s = comm, .dev_scale = p->batch / m->measured_batch,
+                      .overlap = p->overlap, .layer_names = names};
+  sim_replay_result rr;
+  int world = p->nodes * p->per_node, rc = sim_replay_run(&c, &rr, trace);
+  if (rc)
+    return rc;
+  r->step_s = rr.step_s;
+  r->compute_s = rr.compute_s;
+  r->comm_s = rr.comm_s;
+  r->exposed_comm_s = rr.exposed_comm_s;
+  r->single_step_s = rr.compute_s;
+  r->samples_per_s = (double)world * p->batch / rr.step_s;
+  r->scaling_eff = rr.compute_s / rr.step_s;
+  return 0;
+}
+
 int sim_predict_point(const sim_scenario *s, const sim_point *p, sim_engine *e, core_trace *trace,
                       int trace_ranks, sim_point_result *r) {
   const core_model *m = p->model;
@@ -306,6 +329,12 @@ int sim_predict_point(const sim_scenario *s, const sim_point *p, sim_engine *e, 
   r->pt = *p;
   snprintf(r->status, sizeof r->status, "ok");
 
+  /* A traced job without DDP communicates only through its measured side
+   * work: no buckets, no collectives of the network. */
+  if (m->traced && !m->traced->ddp) {
+    core_buckets none = {0};
+    return predict_traced(p, &none, NULL, NULL, trace, r);
+  }
   sim_topo topo;
   if ((rc = sim_predict_topo(s, p, &topo)) != 0)
     return rc;
@@ -430,6 +459,11 @@ int sim_predict_point(const sim_scenario *s, const sim_point *p, sim_engine *e, 
              "bucket %d (%.1f MB) allreduce takes %.1f s, past the %s timeout of %.0f s: set ddp.timeout_s above %.0f, lower bucket_cap_mb, or use a faster network",
              worst, bytes[worst] / 1e6, worst_t, sim_backend_name(p->backend), timeout,
              ceil(worst_t * 1.5));
+  }
+
+  if (m->traced) {
+    rc = predict_traced(p, &bk, comm, names, trace, r);
+    goto out_free;
   }
 
   sim_step_cfg c = {

@@ -15,6 +15,7 @@ typedef struct span {
 typedef struct rstate {
   const sim_replay_cfg *c;
   double comm_factor;    /* 0: communication free (the compute-only replay) */
+  int ddp;               /* DDP's buckets are launched (the trace ran DDP) */
   double H, G, C;        /* host, compute stream, allreduce stream */
   double *side;          /* [streams + 1] side streams' free times (index 0 unused) */
   int *left;             /* [n_buckets] gradients still to arrive */
@@ -93,6 +94,11 @@ static double piece_events(rstate *s, const core_piece *p, double hb, double w) 
     if (sd && (!sy || sd->at <= sy->at)) {
       double h = hb + waited + sd->at * w, t0 = s->side[sd->stream];
       double dep = sd->dep == 0 ? s->G : sd->dep > 0 ? s->side[sd->dep] : 0;
+      /* a communication kernel also waits for what the compute stream was
+       * given before its launch (the process group's stream waits on it) */
+      double before = s->G < h ? s->G : h;
+      if (sd->nccl && before > dep)
+        dep = before;
       t0 = t0 > h ? t0 : h;
       t0 = t0 > dep ? t0 : dep;
       s->side[sd->stream] = t0 + sd->dur_s;
@@ -125,7 +131,7 @@ static const char *piece_name(const rstate *s, const core_piece *p, char *buf, s
 
 static void run_piece(rstate *s, const core_piece *p) {
   const sim_replay_cfg *c = s->c;
-  if (p->kind == CORE_PIECE_FINALIZE && !c->overlap)
+  if (p->kind == CORE_PIECE_FINALIZE && !c->overlap && s->ddp)
     while (s->next < c->bk->n_buckets)
       launch_bucket(s, s->next++);
   double hb = s->H, w = p->host_s;
@@ -141,7 +147,7 @@ static void run_piece(rstate *s, const core_piece *p) {
   char name[96];
   emit(s, piece_name(s, p, name, sizeof name), "host", TID_HOST, hb, s->H);
   emit(s, name, "compute", CORE_TRACE_TID_COMPUTE, start, end);
-  if (p->kind == CORE_PIECE_GRAD) {
+  if (p->kind == CORE_PIECE_GRAD && s->ddp) {
     int b = c->bk->tensor_bucket[p->index];
     if (s->left[b] > 0)
       s->left[b]--;
@@ -153,13 +159,13 @@ static void run_piece(rstate *s, const core_piece *p) {
 /* One step; returns 0 or an error when a bucket never filled. */
 static int run_step(rstate *s) {
   const sim_replay_cfg *c = s->c;
-  for (int b = 0; b < c->bk->n_buckets; b++)
+  for (int b = 0; s->ddp && b < c->bk->n_buckets; b++)
     s->left[b] = c->bk->bucket_first[b + 1] - c->bk->bucket_first[b];
   s->next = 0;
   s->n_comm = 0;
   for (int i = 0; i < c->t->n_pieces; i++)
     run_piece(s, &c->t->pieces[i]);
-  if (s->next < c->bk->n_buckets)
+  if (s->ddp && s->next < c->bk->n_buckets)
     return core_err_set(CORE_EINVAL, "the traced step fills %d of %d buckets: its grad pieces do not cover every parameter tensor",
                         s->next, c->bk->n_buckets);
   return 0;
@@ -167,11 +173,11 @@ static int run_step(rstate *s) {
 
 /* REPEATS steps back to back; *period is the last one's. */
 static int replay(const sim_replay_cfg *c, double comm_factor, core_trace *trace, double *period) {
-  rstate s = {.c = c, .comm_factor = comm_factor};
+  rstate s = {.c = c, .comm_factor = comm_factor, .ddp = c->t->ddp && c->bk && c->bk->n_buckets > 0};
   int rc = 0;
   s.side = calloc((size_t)c->t->streams + 1, sizeof *s.side);
-  s.left = calloc((size_t)c->bk->n_buckets, sizeof *s.left);
-  s.comm = calloc((size_t)c->bk->n_buckets, sizeof *s.comm);
+  s.left = calloc((size_t)c->bk->n_buckets + 1, sizeof *s.left);
+  s.comm = calloc((size_t)c->bk->n_buckets + 1, sizeof *s.comm);
   if (!s.side || !s.left || !s.comm) {
     rc = core_err_set(CORE_ENOMEM, "out of memory replaying a traced step");
     goto out_free;
@@ -199,14 +205,16 @@ out_free:
 
 int sim_replay_run(const sim_replay_cfg *c, sim_replay_result *r, core_trace *trace) {
   memset(r, 0, sizeof *r);
-  if (!c->t || c->t->n_pieces <= 0 || !c->bk || c->bk->n_buckets <= 0)
+  if (!c->t || c->t->n_pieces <= 0 || !c->bk)
     return core_err_set(CORE_EINVAL, "a traced replay needs the trace's pieces and the buckets");
+  if (trace)
+    core_trace_process(trace, 0, "rank 0 (the traced step replayed)");
   int rc = replay(c, 1.0, trace, &r->step_s);
   if (rc == 0)
     rc = replay(c, 0.0, NULL, &r->compute_s);
   if (rc)
     return rc;
-  for (int b = 0; b < c->bk->n_buckets; b++)
+  for (int b = 0; c->t->ddp && b < c->bk->n_buckets; b++)
     r->comm_s += c->bucket_comm_s[b];
   for (int i = 0; i < c->t->n_pieces; i++) {
     r->host_s += c->t->pieces[i].host_s;

@@ -1,6 +1,7 @@
 #include "scenario.h"
 
 #include "core/err.h"
+#include "core/traced.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -201,9 +202,14 @@ static int cross_check(sim_scenario *s, const config_setting_t *root) {
         need_intra = (int)s->per_node[i]; /* the first value that needs it, for the message */
     for (int i = 0; i < s->n_networks; i++)
       need_inter_profile |= s->networks[i].from_profile;
-    int multi_node = 0;
+    int multi_node = 0, uses_ddp = 0;
     for (int i = 0; i < s->n[SIM_DIM_NODES]; i++)
       multi_node |= s->nodes[i] > 1;
+    /* A traced job without DDP uses none of the profile's collectives. */
+    for (int m = 0; m < s->n_models; m++)
+      uses_ddp |= !(s->models[m]->traced && !s->models[m]->traced->ddp);
+    need_intra *= uses_ddp;
+    need_inter_profile *= uses_ddp;
     if (need_intra && !core_profile_allreduce(p, sim_backend_name(be), "intra"))
       return core_err_set(CORE_EINVAL, "%s: %d devices per node need an intra-node allreduce measurement for %s, and profile '%s' has none; calibrate with several ranks per node, or use devices_per_node = 1",
                           where(pn ? pn : root, w), need_intra, sim_backend_name(be), s->profile_path);

@@ -1,0 +1,843 @@
+#include "import_gpu.h"
+
+#include "calibrate/gpu_step.h"
+#include "core/afile.h"
+#include "core/cfg.h"
+#include "core/err.h"
+#include "core/model.h"
+
+#include <gsl/gsl_sort.h>
+#include <gsl/gsl_statistics_double.h>
+#include <libconfig.h>
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Leading steps further than this from the later steps' median are warm-up. */
+#define WARMUP_SHARE 0.10
+
+typedef struct gtrace {
+  cal_ktrace t;
+  cal_gindex g;
+  int loaded, indexed;
+} gtrace;
+
+typedef struct gimport {
+  const cal_gpu_opts *o;
+  int n_traces;
+  gtrace *tr;
+  int n_steps;
+  cal_gstep *steps;
+  int *step_trace;          /* [n_steps] */
+  int n_use, n_warm, n_other;
+  int *use;                 /* steps used */
+  int ref;                  /* the used step of median host time: structure, shapes */
+  core_traced agg;          /* medians; grad pieces' index still the arrival ordinal */
+  double *span_s;           /* [agg.n_pieces] median wall time of each piece */
+  int64_t *arrival_elems;   /* [n_grads] tensor size of each arrival */
+  const char *sizes_from;
+  int n_layers;             /* the step's layers, plus one for arrivals before any layer's backward */
+  int *param_of;            /* [n_grads] arrival -> parameter index */
+  int *param_layer;         /* [n_grads] parameter -> layer */
+  int64_t *param_elems;     /* [n_grads] parameter -> elements */
+  double batch;
+  double slowdown;          /* compute kernels beside an allreduce */
+  char *notes;
+  size_t notes_len;
+} gimport;
+
+static void note(gimport *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void note(gimport *m, const char *fmt, ...) {
+  if (!m->notes || !m->notes_len)
+    return;
+  size_t l = strlen(m->notes);
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(m->notes + l, m->notes_len - l, fmt, ap);
+  va_end(ap);
+}
+
+static const cal_ktrace *trace_of(const gimport *m, int step) { return &m->tr[m->step_trace[step]].t; }
+static const cal_gstep *ref_step(const gimport *m) { return &m->steps[m->ref]; }
+
+/* ---- loading ---------------------------------------------------------------- */
+
+static int cut_steps(gimport *m, int k) {
+  const cal_gindex *g = &m->tr[k].g;
+  cal_gstep *more = realloc(m->steps, sizeof *more * (size_t)(m->n_steps + g->n_steps));
+  int *st = realloc(m->step_trace, sizeof *st * (size_t)(m->n_steps + g->n_steps));
+  if (more)
+    m->steps = more;
+  if (st)
+    m->step_trace = st;
+  if (!more || !st)
+    return core_err_set(CORE_ENOMEM, "out of memory cutting the steps of %s", g->t->path);
+  for (int s = 0; s < g->n_steps; s++) {
+    int rc = cal_gstep_cut(g, s, &m->steps[m->n_steps]);
+    if (rc)
+      return rc;
+    m->step_trace[m->n_steps++] = k;
+  }
+  return 0;
+}
+
+static int has_gpu_work(const cal_ktrace *t) {
+  for (int64_t i = 0; i < t->n; i++)
+    if (t->ev[i].cat == CAL_K_KERNEL || t->ev[i].cat == CAL_K_MEMCPY || t->ev[i].cat == CAL_K_MEMSET)
+      return 1;
+  return 0;
+}
+
+static int load(gimport *m, const char *const *paths, int n) {
+  if (!(m->tr = calloc((size_t)n, sizeof *m->tr)))
+    return core_err_set(CORE_ENOMEM, "out of memory reading %d traces", n);
+  m->n_traces = n;
+  for (int k = 0; k < n; k++) {
+    gtrace *g = &m->tr[k];
+    int rc = cal_ktrace_read(paths[k], &g->t);
+    if (rc)
+      return rc;
+    g->loaded = 1;
+    if (!has_gpu_work(&g->t)) {
+      if (k == 0)
+        return CORE_EUNSUPPORTED;
+      return core_err_set(CORE_EINVAL, "%s holds no GPU work but %s does: give traces of one job", paths[k], paths[0]);
+    }
+    if ((rc = cal_gindex_build(&g->t, &g->g)) != 0)
+      return rc;
+    g->indexed = 1;
+    if (g->g.n_unlaunched)
+      note(m, "%s: %d GPU activities without a launching call (begun before profiling started) were left out\n",
+           paths[k], g->g.n_unlaunched);
+    if ((rc = cut_steps(m, k)) != 0)
+      return rc;
+  }
+  return 0;
+}
+
+/* ---- the steps used ------------------------------------------------------------ */
+
+/* A hash of how a step was cut: which pieces, in which order, with how many
+ * side entries and syncs, and its layers' operators. */
+static uint64_t shape_hash(const gimport *m, int k) {
+  const cal_gstep *s = &m->steps[k];
+  const cal_ktrace *t = trace_of(m, k);
+  uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a (Fowler, Noll, Vo) */
+#define MIX(v) (h = (h ^ (uint64_t)(v)) * 0x100000001b3ULL)
+  MIX(s->tr.n_pieces);
+  MIX(s->n_buckets);
+  for (int i = 0; i < s->tr.n_pieces; i++) {
+    const core_piece *p = &s->tr.pieces[i];
+    MIX(p->kind);
+    MIX(p->index);
+    MIX(p->n_side);
+    MIX(p->n_sync);
+    for (const char *c = p->label; *c; c++)
+      MIX(*c);
+  }
+  for (int l = 0; l < s->n_layers; l++)
+    for (const char *c = cal_ktrace_str(t, t->ev[s->layer_op[l]].name); *c; c++)
+      MIX(*c);
+#undef MIX
+  return h;
+}
+
+static int choose_steps(gimport *m) {
+  int n = m->n_steps, first = 0;
+  double *d = malloc(sizeof *d * (size_t)n), *tail = malloc(sizeof *tail * (size_t)n);
+  uint64_t *h = malloc(sizeof *h * (size_t)n);
+  m->use = malloc(sizeof *m->use * (size_t)n);
+  if (!d || !tail || !h || !m->use) {
+    free(d), free(tail), free(h);
+    return core_err_set(CORE_ENOMEM, "out of memory choosing steps");
+  }
+  for (int k = 0; k < n; k++) {
+    d[k] = m->steps[k].step_s;
+    h[k] = shape_hash(m, k);
+  }
+  memcpy(tail, d + n / 2, sizeof *d * (size_t)(n - n / 2));
+  gsl_sort(tail, 1, (size_t)(n - n / 2));
+  double ref = gsl_stats_median_from_sorted_data(tail, 1, (size_t)(n - n / 2));
+  while (first < n - 1 && (d[first] > ref * (1 + WARMUP_SHARE) || d[first] < ref * (1 - WARMUP_SHARE)))
+    first++;
+  m->n_warm = first;
+  /* the most common cut among the rest */
+  int best = -1, best_n = 0;
+  for (int k = first; k < n; k++) {
+    int c = 0;
+    for (int j = first; j < n; j++)
+      c += h[j] == h[k];
+    if (c > best_n)
+      best_n = c, best = k;
+  }
+  for (int k = first; k < n; k++)
+    if (h[k] == h[best])
+      m->use[m->n_use++] = k;
+  m->n_other = n - first - m->n_use;
+  free(d), free(tail), free(h);
+  return 0;
+}
+
+/* ---- compute beside DDP's allreduces -------------------------------------------- */
+
+/* Step k's compute-stream kernels in launch order (activity indices). */
+static int step_kernels(const gimport *m, int k, int64_t **out, int *n) {
+  const cal_gindex *g = &m->tr[m->step_trace[k]].g;
+  const cal_kevent *st = &g->t->ev[m->steps[k].ev];
+  int cap = 0;
+  *out = NULL;
+  *n = 0;
+  for (int64_t i = 0; i < g->n_acts; i++) {
+    const cal_gact *a = &g->acts[i];
+    if (a->stream != g->compute || a->nccl || a->rt < 0 || g->t->ev[a->ev].cat != CAL_K_KERNEL)
+      continue;
+    int64_t launched = g->t->ev[a->rt].ts_ns;
+    if (launched < st->ts_ns || launched >= st->ts_ns + st->dur_ns)
+      continue;
+    if (*n == cap) {
+      int64_t *more = realloc(*out, sizeof *more * (size_t)(cap = cap ? 2 * cap : 1024));
+      if (!more)
+        return core_err_set(CORE_ENOMEM, "out of memory comparing kernels");
+      *out = more;
+    }
+    (*out)[(*n)++] = i;
+  }
+  return 0;
+}
+
+/* The same kernel (its place in the step) in steps where it ran beside an
+ * allreduce against steps where it ran alone: the weighted geometric mean of
+ * the ratios of their medians. 1 when no kernel did both. */
+static int measure_slowdown(gimport *m) {
+  int U = m->n_use, n = -1, rc = 0;
+  int64_t **k = calloc((size_t)U, sizeof *k);
+  double *slow = malloc(sizeof *slow * (size_t)U), *clean = malloc(sizeof *clean * (size_t)U), lsum = 0, wsum = 0;
+  m->slowdown = 1.0;
+  for (int u = 0; u < U && k && slow && clean && rc == 0; u++) {
+    int nk;
+    rc = step_kernels(m, m->use[u], &k[u], &nk);
+    n = (u == 0 || nk == n) ? nk : -2;
+  }
+  for (int j = 0; k && slow && clean && rc == 0 && n > 0 && j < n; j++) {
+    int ns = 0, nc = 0;
+    for (int u = 0; u < U; u++) {
+      const cal_gindex *g = &m->tr[m->step_trace[m->use[u]]].g;
+      const cal_gact *a = &g->acts[k[u][j]];
+      double d = (double)g->t->ev[a->ev].dur_ns;
+      if (a->beside >= 0.9f)
+        slow[ns++] = d;
+      else if (a->beside == 0.0f)
+        clean[nc++] = d;
+    }
+    if (ns && nc) {
+      gsl_sort(slow, 1, (size_t)ns);
+      gsl_sort(clean, 1, (size_t)nc);
+      double s = gsl_stats_median_from_sorted_data(slow, 1, (size_t)ns), c = gsl_stats_median_from_sorted_data(clean, 1, (size_t)nc);
+      if (s > 0 && c > 0)
+        lsum += s * log(s / c), wsum += s;
+    }
+  }
+  if (wsum > 0 && exp(lsum / wsum) > 1.0)
+    m->slowdown = exp(lsum / wsum);
+  for (int u = 0; k && u < U; u++)
+    free(k[u]);
+  free(k), free(slow), free(clean);
+  if (!rc && (!k || !slow || !clean))
+    rc = core_err_set(CORE_ENOMEM, "out of memory comparing kernels");
+  /* each step's pieces as their kernels run alone: the replay slows them
+   * again where they run beside an allreduce */
+  for (int u = 0; u < U && rc == 0; u++) {
+    cal_gstep *s = &m->steps[m->use[u]];
+    for (int i = 0; i < s->tr.n_pieces; i++)
+      s->tr.pieces[i].dev_s -= s->beside_s[i] * (1.0 - 1.0 / m->slowdown);
+  }
+  return rc;
+}
+
+/* ---- medians over the steps used ------------------------------------------------ */
+
+/* The pieces' median wall times against the median spans they cover. */
+static int report_parts(gimport *m, const double parts[3]) {
+  static const char *const names[3] = {"forward (to backward)", "backward", "after backward"};
+  double sum[3] = {0, 0, 0};
+  const cal_gstep *r = ref_step(m);
+  for (int i = 0; i < m->agg.n_pieces; i++)
+    sum[r->part[i]] += m->span_s[i];
+  for (int k = 0; k < 3; k++)
+    note(m, "  %-22s pieces %9.3f ms, measured span %9.3f ms (%+.2f%%)\n", names[k], sum[k] * 1e3, parts[k] * 1e3,
+         parts[k] > 0 ? 100 * (sum[k] - parts[k]) / parts[k] : 0.0);
+  return 0;
+}
+
+typedef struct medians {
+  double *v; /* [n_use] scratch */
+  int n;
+} medians;
+
+/* Median of get(step, i) over the steps used. */
+static double median_of(const gimport *m, medians *w, double (*get)(const cal_gstep *, int), int i) {
+  for (int k = 0; k < m->n_use; k++)
+    w->v[k] = get(&m->steps[m->use[k]], i);
+  gsl_sort(w->v, 1, (size_t)m->n_use);
+  return gsl_stats_median_from_sorted_data(w->v, 1, (size_t)m->n_use);
+}
+
+static double g_host(const cal_gstep *s, int i) { return s->tr.pieces[i].host_s; }
+static double g_dev(const cal_gstep *s, int i) { return s->tr.pieces[i].dev_s; }
+static double g_chost(const cal_gstep *s, int i) { return s->tr.pieces[i].copy_host_s; }
+static double g_cdev(const cal_gstep *s, int i) { return s->tr.pieces[i].copy_dev_s; }
+static double g_span(const cal_gstep *s, int i) { return s->span_s[i]; }
+static double g_side_at(const cal_gstep *s, int i) { return s->tr.side[i].at; }
+static double g_side_dur(const cal_gstep *s, int i) { return s->tr.side[i].dur_s; }
+static double g_sync_at(const cal_gstep *s, int i) { return s->tr.syncs[i].at; }
+static double g_bucket_bytes(const cal_gstep *s, int i) { return s->bucket_bytes[i]; }
+static double g_bucket_s(const cal_gstep *s, int i) { return s->bucket_s[i]; }
+static double g_step(const cal_gstep *s, int i) { return (void)i, s->step_s; }
+static double g_launch(const cal_gstep *s, int i) { return (void)i, s->n_buckets ? s->launch_host_s / s->n_buckets : 0; }
+static double g_fwd(const cal_gstep *s, int i) { return (void)i, s->fwd_s; }
+static double g_bwd(const cal_gstep *s, int i) { return (void)i, s->bwd_s; }
+static double g_post(const cal_gstep *s, int i) { return (void)i, s->post_s; }
+static double g_host_sum(const cal_gstep *s, int i) {
+  double h = 0;
+  (void)i;
+  for (int k = 0; k < s->tr.n_pieces; k++)
+    h += s->tr.pieces[k].host_s;
+  return h;
+}
+static double g_dev_sum(const cal_gstep *s, int i) {
+  double d = 0;
+  (void)i;
+  for (int k = 0; k < s->tr.n_pieces; k++)
+    d += s->tr.pieces[k].dev_s;
+  return d;
+}
+
+/* The used step whose host time is the median one. */
+static void pick_ref(gimport *m) {
+  double best = -1, mid;
+  medians w = {malloc(sizeof *w.v * (size_t)m->n_use), m->n_use};
+  m->ref = m->use[0];
+  if (!w.v)
+    return;
+  mid = median_of(m, &w, g_host_sum, 0);
+  for (int k = 0; k < m->n_use; k++) {
+    double d = g_host_sum(&m->steps[m->use[k]], 0) - mid;
+    d = d < 0 ? -d : d;
+    if (best < 0 || d < best)
+      best = d, m->ref = m->use[k];
+  }
+  free(w.v);
+}
+
+/* agg: the reference step's structure with every time its median. */
+static int copy_structure(gimport *m) {
+  const core_traced *r = &ref_step(m)->tr;
+  core_traced *a = &m->agg;
+  *a = *r;
+  a->pieces = malloc(sizeof *a->pieces * (size_t)r->n_pieces);
+  a->side = malloc(sizeof *a->side * (size_t)(r->n_side ? r->n_side : 1));
+  a->syncs = malloc(sizeof *a->syncs * (size_t)(r->n_syncs ? r->n_syncs : 1));
+  m->span_s = malloc(sizeof *m->span_s * (size_t)r->n_pieces);
+  if (!a->pieces || !a->side || !a->syncs || !m->span_s)
+    return core_err_set(CORE_ENOMEM, "out of memory aggregating steps");
+  memcpy(a->pieces, r->pieces, sizeof *a->pieces * (size_t)r->n_pieces);
+  if (r->n_side)
+    memcpy(a->side, r->side, sizeof *a->side * (size_t)r->n_side);
+  if (r->n_syncs)
+    memcpy(a->syncs, r->syncs, sizeof *a->syncs * (size_t)r->n_syncs);
+  a->bucket_bytes = a->bucket_s = NULL;
+  return 0;
+}
+
+static int aggregate(gimport *m) {
+  int rc = copy_structure(m);
+  medians w = {malloc(sizeof *w.v * (size_t)m->n_use), m->n_use};
+  core_traced *a = &m->agg;
+  if (rc || !w.v) {
+    free(w.v);
+    return rc ? rc : core_err_set(CORE_ENOMEM, "out of memory aggregating steps");
+  }
+  double host = 0, dev = 0;
+  for (int i = 0; i < a->n_pieces; i++) {
+    core_piece *p = &a->pieces[i];
+    host += p->host_s = median_of(m, &w, g_host, i);
+    dev += p->dev_s = median_of(m, &w, g_dev, i);
+    p->copy_host_s = median_of(m, &w, g_chost, i);
+    p->copy_dev_s = median_of(m, &w, g_cdev, i);
+    m->span_s[i] = median_of(m, &w, g_span, i);
+  }
+  for (int i = 0; i < a->n_side; i++) {
+    a->side[i].at = median_of(m, &w, g_side_at, i);
+    a->side[i].dur_s = median_of(m, &w, g_side_dur, i);
+  }
+  for (int i = 0; i < a->n_syncs; i++)
+    a->syncs[i].at = median_of(m, &w, g_sync_at, i);
+  /* Medians of parts add up to less than the median of their sum when the
+   * parts' noise is skewed: scale to the median step's totals. */
+  double fh = host > 0 ? median_of(m, &w, g_host_sum, 0) / host : 1, fd = dev > 0 ? median_of(m, &w, g_dev_sum, 0) / dev : 1;
+  for (int i = 0; i < a->n_pieces; i++) {
+    core_piece *p = &a->pieces[i];
+    p->host_s *= fh;
+    p->dev_s *= fd;
+    p->copy_host_s = p->copy_host_s * fh < p->host_s ? p->copy_host_s * fh : p->host_s;
+    p->copy_dev_s = p->copy_dev_s * fd < p->dev_s ? p->copy_dev_s * fd : p->dev_s;
+  }
+  const cal_gstep *r = ref_step(m);
+  a->n_buckets = r->n_buckets;
+  if (r->n_buckets) {
+    a->bucket_bytes = malloc(sizeof *a->bucket_bytes * (size_t)r->n_buckets);
+    a->bucket_s = malloc(sizeof *a->bucket_s * (size_t)r->n_buckets);
+    if (!a->bucket_bytes || !a->bucket_s) {
+      free(w.v);
+      return core_err_set(CORE_ENOMEM, "out of memory aggregating steps");
+    }
+    for (int b = 0; b < r->n_buckets; b++) {
+      a->bucket_bytes[b] = median_of(m, &w, g_bucket_bytes, b);
+      a->bucket_s[b] = median_of(m, &w, g_bucket_s, b);
+    }
+  }
+  a->launch_host_s = median_of(m, &w, g_launch, 0);
+  a->step_s = median_of(m, &w, g_step, 0);
+  a->step_min_s = w.v[0];
+  a->step_max_s = w.v[m->n_use - 1];
+  a->steps = m->n_use;
+  note(m, "steps: %d of %d used (%d warm-up%s, %d cut otherwise); step %.3f ms median, %.3f-%.3f ms\n", m->n_use,
+       m->n_steps, m->n_warm, m->n_warm == 1 ? "" : "s", m->n_other, a->step_s * 1e3, a->step_min_s * 1e3,
+       a->step_max_s * 1e3);
+  double parts[3] = {median_of(m, &w, g_fwd, 0), median_of(m, &w, g_bwd, 0), median_of(m, &w, g_post, 0)};
+  free(w.v);
+  return report_parts(m, parts);
+}
+
+/* ---- tensors ------------------------------------------------------------------- */
+
+/* Inputs of a layer's operator that are its parameters, in the order autograd
+ * readies them: nn.Linear (aten::linear, and addmm's bias then transposed
+ * weight) its bias first, the others their weight first (core/model.h). */
+static int param_inputs(const char *op, int *in) {
+  if (!strcmp(op, "aten::linear"))
+    return in[0] = 2, in[1] = 1, 2;
+  if (!strcmp(op, "aten::addmm"))
+    return in[0] = 0, in[1] = 2, 2;
+  if (!strcmp(op, "aten::layer_norm") || !strcmp(op, "aten::group_norm"))
+    return in[0] = 2, in[1] = 3, 2;
+  if (!strcmp(op, "aten::embedding") || !strcmp(op, "aten::embedding_bag"))
+    return in[0] = 0, 1;
+  return in[0] = 1, in[1] = 2, 2; /* convolutions, batch_norm: (input, weight, bias, ...) */
+}
+
+static int64_t elems_of(const cal_ktrace *t, const cal_kevent *e, int input) {
+  int64_t dims[8], n = 1;
+  int rank = cal_ktrace_dims(t, e, input, dims, 8);
+  if (rank <= 0 || rank > 8)
+    return -1;
+  for (int k = 0; k < rank; k++)
+    n *= dims[k];
+  return n;
+}
+
+/* Sizes from the forward operators' recorded shapes: each layer's arrivals
+ * take its parameters' sizes in the order autograd readies them. */
+static int sizes_from_shapes(gimport *m) {
+  const cal_gstep *r = ref_step(m);
+  const cal_ktrace *t = trace_of(m, m->ref);
+  for (int l = 0; l < r->n_layers; l++) {
+    const cal_kevent *e = &t->ev[r->layer_op[l]];
+    int in[2], n = param_inputs(cal_ktrace_str(t, e->name), in), got = 0;
+    int64_t sz[2];
+    for (int k = 0; k < n; k++) {
+      int64_t v = elems_of(t, e, in[k]);
+      if (v > 0)
+        sz[got++] = v;
+    }
+    int arrived = 0;
+    for (int g = 0; g < r->n_grads; g++)
+      if (r->grad_layer[g] == l) {
+        if (arrived >= got)
+          return -1;
+        m->arrival_elems[g] = sz[arrived++];
+      }
+    if (arrived != got && arrived != 0)
+      return -1;
+  }
+  for (int g = 0; g < r->n_grads; g++)
+    if (m->arrival_elems[g] <= 0)
+      return -1;
+  m->sizes_from = "the forward operators' recorded shapes";
+  return 0;
+}
+
+/* With the gradients' sizes known and the layers' parameter shapes recorded,
+ * each arrival goes to the layer that began its backward most recently and
+ * still awaits a tensor of that size: autograd interleaves one layer's
+ * AccumulateGrad with the next layer's backward. */
+static int attribute(gimport *m) {
+  cal_gstep *r = &m->steps[m->ref];
+  const cal_ktrace *t = trace_of(m, m->ref);
+  int64_t (*want)[2] = calloc((size_t)(r->n_layers ? r->n_layers : 1), sizeof *want);
+  if (!want)
+    return core_err_set(CORE_ENOMEM, "out of memory attributing gradients");
+  for (int l = 0; l < r->n_layers; l++) {
+    const cal_kevent *e = &t->ev[r->layer_op[l]];
+    int in[2], n = param_inputs(cal_ktrace_str(t, e->name), in);
+    for (int k = 0; k < n; k++)
+      want[l][k] = elems_of(t, e, in[k]);
+  }
+  for (int g = 0; g < r->n_grads; g++)
+    for (int k = r->grad_seen[g] - 1; k >= 0; k--) {
+      int l = r->seen_layers[k], j = want[l][0] == m->arrival_elems[g] ? 0 : want[l][1] == m->arrival_elems[g] ? 1 : -1;
+      if (j >= 0) {
+        want[l][j] = 0;
+        r->grad_layer[g] = l;
+        break;
+      }
+    }
+  free(want);
+  return 0;
+}
+
+static int sizes_from_base(gimport *m) {
+  const cal_gstep *r = ref_step(m);
+  core_model *b;
+  int rc = core_model_load(m->o->base, &b);
+  if (rc)
+    return rc;
+  if (b->n_tensors != r->n_grads) {
+    rc = core_err_set(CORE_EINVAL, "--base %s has %d parameter tensors, the trace's steps %d gradients: give the model the trace ran",
+                      m->o->base, b->n_tensors, r->n_grads);
+  } else {
+    for (int g = 0; g < r->n_grads; g++)
+      m->arrival_elems[g] = b->tensor_elems[b->ready_order[g]];
+    m->sizes_from = "the base model, in its gradients' ready order";
+  }
+  core_model_free(b);
+  return rc;
+}
+
+static int arrival_sizes(gimport *m) {
+  const cal_gstep *r = ref_step(m);
+  int n = r->n_grads, copies = n > 0, comm = n > 0;
+  if (!(m->arrival_elems = calloc((size_t)(n ? n : 1), sizeof *m->arrival_elems)))
+    return core_err_set(CORE_ENOMEM, "out of memory sizing tensors");
+  for (int g = 0; g < n; g++) {
+    copies &= r->grad_bytes[g] > 0;
+    comm &= r->grad_comm_bytes[g] > 0;
+  }
+  if (copies) { /* DDP's copies move fp32 gradients: the parameters' dtype */
+    for (int g = 0; g < n; g++)
+      m->arrival_elems[g] = r->grad_bytes[g] / 4;
+    m->sizes_from = "DDP's copies of the gradients out of their buckets";
+    return 0;
+  }
+  int shapes = n > 0;
+  for (int g = 0; g < n; g++)
+    shapes &= r->grad_elems[g] > 0;
+  if (shapes) {
+    for (int g = 0; g < n; g++)
+      m->arrival_elems[g] = r->grad_elems[g];
+    m->sizes_from = "the gradients' recorded shapes";
+    return attribute(m);
+  }
+  if (m->o->base)
+    return sizes_from_base(m);
+  if (sizes_from_shapes(m) == 0)
+    return 0;
+  if (comm) {
+    for (int g = 0; g < n; g++)
+      m->arrival_elems[g] = (int64_t)(r->grad_comm_bytes[g] / 4);
+    m->sizes_from = "the collectives run at each gradient's arrival";
+    return 0;
+  }
+  if (!r->ddp) { /* nothing to put in buckets: the job's communication is measured side work */
+    m->sizes_from = NULL;
+    note(m, "the trace does not say the parameters' sizes (no DDP, no recorded shapes): the model has none, and what depends on them (buckets, checkpoints) needs --base MODEL\n");
+    return 0;
+  }
+  return core_err_set(CORE_EINVAL, "%s: the parameters' sizes cannot be told from this trace (no DDP copies, no recorded shapes): profile with record_shapes=True, or pass --base MODEL",
+                      trace_of(m, m->ref)->path);
+}
+
+/* Parameters in PyTorch's order: layer by layer as forward runs them, and
+ * in a layer the larger (the weight) first; arrivals before any layer's
+ * backward go to a layer of their own after the others. */
+static int order_params(gimport *m) {
+  const cal_gstep *r = ref_step(m);
+  int n = m->sizes_from ? r->n_grads : 0, next = 0;
+  m->n_layers = r->n_layers;
+  for (int g = 0; g < n; g++)
+    if (r->grad_layer[g] < 0)
+      m->n_layers = r->n_layers + 1;
+  if (m->n_layers == 0) /* no layer recognized (a compiled model): one that holds the step */
+    m->n_layers = 1;
+  m->param_of = malloc(sizeof *m->param_of * (size_t)(n ? n : 1));
+  m->param_layer = malloc(sizeof *m->param_layer * (size_t)(n ? n : 1));
+  m->param_elems = malloc(sizeof *m->param_elems * (size_t)(n ? n : 1));
+  if (!m->param_of || !m->param_layer || !m->param_elems)
+    return core_err_set(CORE_ENOMEM, "out of memory ordering parameters");
+  for (int l = 0; l < m->n_layers; l++) {
+    int lay = l < r->n_layers ? l : -1, first = next;
+    for (int g = 0; g < n; g++)
+      if (r->grad_layer[g] == lay) {
+        int at = next++; /* insertion by size, descending; ties keep arrival order */
+        while (at > first && m->param_elems[at - 1] < m->arrival_elems[g]) {
+          m->param_elems[at] = m->param_elems[at - 1];
+          m->param_layer[at] = m->param_layer[at - 1];
+          at--;
+        }
+        m->param_elems[at] = m->arrival_elems[g];
+        m->param_layer[at] = l;
+      }
+    /* which arrival went where: match sizes in arrival order */
+    int *taken = calloc((size_t)(next - first + 1), sizeof *taken);
+    if (!taken)
+      return core_err_set(CORE_ENOMEM, "out of memory ordering parameters");
+    for (int g = 0; g < n; g++)
+      if (r->grad_layer[g] == lay)
+        for (int k = first; k < next; k++)
+          if (!taken[k - first] && m->param_elems[k] == m->arrival_elems[g]) {
+            taken[k - first] = 1;
+            m->param_of[g] = k;
+            break;
+          }
+    free(taken);
+  }
+  return 0;
+}
+
+/* ---- the model file --------------------------------------------------------------- */
+
+static int set_str(config_setting_t *g, const char *k, const char *v) {
+  config_setting_t *s = config_setting_add(g, k, CONFIG_TYPE_STRING);
+  return s && config_setting_set_string(s, v) == CONFIG_TRUE ? 0 : -1;
+}
+static int set_num(config_setting_t *g, const char *k, double v) {
+  config_setting_t *s = config_setting_add(g, k, CONFIG_TYPE_FLOAT);
+  return s && config_setting_set_float(s, v) == CONFIG_TRUE ? 0 : -1;
+}
+
+/* Tensors the model names: every arrival's, when their sizes are known. */
+static int n_tensors(const gimport *m) { return m->sizes_from ? ref_step(m)->n_grads : 0; }
+
+static const char *layer_kind(const gimport *m, int l) {
+  const cal_gstep *r = ref_step(m);
+  if (l >= r->n_layers)
+    return "other";
+  const cal_ktrace *t = trace_of(m, m->ref);
+  const char *k = cal_gpu_layer_kind(cal_ktrace_str(t, t->ev[r->layer_op[l]].name));
+  return k ? k : "other";
+}
+
+/* "conv3": the kind and how many of that kind came before. */
+static void layer_name(const gimport *m, int l, char *buf, size_t n) {
+  const char *k = layer_kind(m, l);
+  int before = 0;
+  if (l >= ref_step(m)->n_layers) {
+    snprintf(buf, n, "unattributed");
+    return;
+  }
+  for (int i = 0; i < l; i++)
+    before += !strcmp(layer_kind(m, i), k);
+  snprintf(buf, n, "%s%d", k, before);
+}
+
+static int add_layer(const gimport *m, config_setting_t *layers, int l) {
+  char name[64];
+  double fwd = 0, bwd = 0;
+  config_setting_t *g = config_setting_add(layers, NULL, CONFIG_TYPE_GROUP), *p;
+  layer_name(m, l, name, sizeof name);
+  for (int i = 0; i < m->agg.n_pieces; i++) {
+    const core_piece *pc = &m->agg.pieces[i];
+    if (pc->index == l && pc->kind == CORE_PIECE_FWD)
+      fwd += pc->dev_s;
+    if (pc->index == l && pc->kind == CORE_PIECE_BWD)
+      bwd += pc->dev_s;
+  }
+  if (!g || set_str(g, "name", name) || set_str(g, "kind", layer_kind(m, l)) ||
+      !(p = config_setting_add(g, "params", CONFIG_TYPE_ARRAY)))
+    return -1;
+  for (int k = 0; k < n_tensors(m); k++)
+    if (m->param_layer[k] == l && !config_setting_set_int64_elem(p, -1, m->param_elems[k]))
+      return -1;
+  return set_num(g, "fwd_flops", 0) || set_num(g, "fwd_ms", fwd * 1e3) || set_num(g, "bwd_ms", bwd * 1e3) ? -1 : 0;
+}
+
+/* The traced step with grad pieces indexed by parameter, not by arrival. */
+static int add_traced(gimport *m, config_setting_t *model) {
+  const cal_ktrace *t = trace_of(m, m->ref);
+  core_traced *a = &m->agg;
+  snprintf(a->device, sizeof a->device, "%s", t->device_name);
+  snprintf(a->backend, sizeof a->backend, "%s", t->backend[0] ? t->backend : "nccl");
+  a->world_size = t->world_size > 0 ? t->world_size : 1;
+  a->host_devices = t->n_devices > 0 ? t->n_devices : 0;
+  a->device_memory_GB = t->device_mem > 0 ? (double)t->device_mem / 1e9 : 0;
+  a->rank = t->rank >= 0 && t->rank < a->world_size ? t->rank : 0;
+  a->overlap_slowdown = m->slowdown;
+  a->ddp = ref_step(m)->ddp;
+  for (int i = 0; i < a->n_pieces; i++) {
+    core_piece *p = &a->pieces[i];
+    if (p->kind == CORE_PIECE_GRAD && n_tensors(m)) {
+      p->index = m->param_of[p->index];
+    } else if (p->kind == CORE_PIECE_GRAD) { /* sizes unknown: no tensors to name */
+      p->kind = CORE_PIECE_OTHER;
+      p->index = -1;
+      snprintf(p->label, sizeof p->label, "gradient arrival");
+    }
+  }
+  return core_traced_write(a, model);
+}
+
+static int build_model(gimport *m, config_t *cfg, const char *name, const char *const *paths) {
+  config_setting_t *root = config_root_setting(cfg), *g = config_setting_add(root, "model", CONFIG_TYPE_GROUP);
+  config_setting_t *layers, *ready = NULL;
+  char src[1024];
+  const cal_ktrace *t = trace_of(m, m->ref);
+  snprintf(src, sizeof src, "ddpsim import torch-trace of %s%s: %s, rank %d of %d (%s), %d steps", paths[0],
+           m->n_traces > 1 ? " and more" : "", t->device_name[0] ? t->device_name : "a GPU", t->rank < 0 ? 0 : t->rank,
+           t->world_size > 0 ? t->world_size : 1, t->backend[0] ? t->backend : "no process group", m->n_use);
+  if (!g || set_str(g, "name", name) || set_str(g, "source", src) ||
+      !(layers = config_setting_add(g, "layers", CONFIG_TYPE_LIST)))
+    return core_err_set(CORE_ENOMEM, "out of memory building the model");
+  for (int l = 0; l < m->n_layers; l++)
+    if (add_layer(m, layers, l))
+      return core_err_set(CORE_ENOMEM, "out of memory building the model");
+  if (set_num(g, "measured_batch", m->batch) ||
+      (n_tensors(m) && !(ready = config_setting_add(g, "ready_order", CONFIG_TYPE_ARRAY))))
+    return core_err_set(CORE_ENOMEM, "out of memory building the model");
+  for (int k = 0; k < n_tensors(m); k++)
+    if (!config_setting_set_int_elem(ready, -1, m->param_of[k]))
+      return core_err_set(CORE_ENOMEM, "out of memory building the model");
+  return add_traced(m, g);
+}
+
+/* The batch: given, else the first layer's input's first dimension. */
+static int find_batch(gimport *m) {
+  const cal_gstep *r = ref_step(m);
+  const cal_ktrace *t = trace_of(m, m->ref);
+  int64_t dims[8];
+  if (m->o->batch > 0) {
+    m->batch = m->o->batch;
+    return 0;
+  }
+  if (r->n_layers > 0 && cal_ktrace_dims(t, &t->ev[r->layer_op[0]], 0, dims, 8) >= 1 && dims[0] > 0) {
+    m->batch = (double)dims[0];
+    note(m, "batch %.0f per GPU, from the first layer's input shape (--batch to set it)\n", m->batch);
+    return 0;
+  }
+  return core_err_set(CORE_EINVAL, "%s records no shapes to tell the batch from: pass --batch B, the batch per GPU it was taken at",
+                      t->path);
+}
+
+static void describe(gimport *m) {
+  const core_traced *a = &m->agg;
+  const cal_gstep *r = ref_step(m);
+  const cal_gindex *g = &m->tr[m->step_trace[m->ref]].g;
+  double host = 0, dev = 0;
+  for (int i = 0; i < a->n_pieces; i++)
+    host += a->pieces[i].host_s, dev += a->pieces[i].dev_s;
+  note(m, "%d layers, %d parameter tensors (sizes from %s); %d pieces a step, %d side launches, %d syncs\n",
+       r->n_layers, n_tensors(m), m->sizes_from ? m->sizes_from : "nowhere", a->n_pieces, a->n_side, a->n_syncs);
+  note(m, "a step: host %.3f ms dispatching, compute stream %.3f ms (gap %.2f us an activity): %s-bound\n", host * 1e3,
+       dev * 1e3, g->gap_s * 1e6, dev > host ? "device" : "host");
+  if (r->ddp)
+    note(m, "DDP: %d bucket allreduces a step (%.3f ms), %.1f us of host work each to launch; compute beside them %.2fx slower\n",
+         a->n_buckets, a->n_buckets ? gsl_stats_mean(a->bucket_s, 1, (size_t)a->n_buckets) * a->n_buckets * 1e3 : 0.0,
+         a->launch_host_s * 1e6, m->slowdown);
+  else
+    note(m, "no DDP: the job's own communication is kept as measured side work\n");
+}
+
+/* Write cfg to out, checking first that it reads back as a model. */
+static int write_model(config_t *cfg, const char *out) {
+  char *text = NULL;
+  size_t len = 0;
+  FILE *mem = open_memstream(&text, &len);
+  if (!mem)
+    return core_err_set(CORE_ENOMEM, "out of memory writing the model");
+  fprintf(mem, "# Imported by `ddpsim import torch-trace` from a GPU profiler trace (see source below).\n");
+  config_write(cfg, mem);
+  fclose(mem);
+  core_cfg vc;
+  core_model *check = NULL;
+  int rc = core_cfg_load_string(&vc, text, out, "model");
+  if (rc == 0) {
+    rc = core_model_from_setting(core_cfg_root(&vc), out, &check);
+    core_cfg_free(&vc);
+  }
+  core_model_free(check);
+  if (rc) {
+    free(text);
+    return core_err_wrap(CORE_EINTERNAL, "the model written for %s does not load (a bug in ddpsim)", out);
+  }
+  core_afile a;
+  if ((rc = core_afile_open(&a, out)) == 0) {
+    if (fwrite(text, 1, len, a.f) != len) {
+      rc = core_err_errno(EIO, "writing '%s'", out);
+      core_afile_abort(&a);
+    } else {
+      rc = core_afile_commit(&a);
+    }
+  }
+  free(text);
+  return rc;
+}
+
+static void gimport_free(gimport *m) {
+  for (int k = 0; k < m->n_steps; k++)
+    cal_gstep_free(&m->steps[k]);
+  for (int k = 0; k < m->n_traces; k++) {
+    if (m->tr[k].indexed)
+      cal_gindex_free(&m->tr[k].g);
+    if (m->tr[k].loaded)
+      cal_ktrace_free(&m->tr[k].t);
+  }
+  free(m->tr);
+  free(m->steps);
+  free(m->step_trace);
+  free(m->use);
+  free(m->agg.pieces);
+  free(m->agg.side);
+  free(m->agg.syncs);
+  free(m->agg.bucket_bytes);
+  free(m->agg.bucket_s);
+  free(m->span_s);
+  free(m->arrival_elems);
+  free(m->param_of);
+  free(m->param_layer);
+  free(m->param_elems);
+}
+
+int cal_import_gpu(const char *const *traces, int n_traces, const cal_gpu_opts *o, const char *out, char *notes,
+                   size_t notes_len) {
+  gimport m = {.o = o, .notes = notes, .notes_len = notes_len};
+  char name[128];
+  config_t cfg;
+  int rc;
+  if (notes && notes_len)
+    notes[0] = '\0';
+  if ((rc = core_afile_check(out)) != 0 || (rc = load(&m, traces, n_traces)) != 0 || (rc = choose_steps(&m)) != 0)
+    goto out_free;
+  pick_ref(&m);
+  if ((rc = measure_slowdown(&m)) != 0 || (rc = aggregate(&m)) != 0 || (rc = arrival_sizes(&m)) != 0 || (rc = order_params(&m)) != 0 ||
+      (rc = find_batch(&m)) != 0)
+    goto out_free;
+  describe(&m);
+  if (o->name) {
+    snprintf(name, sizeof name, "%s", o->name);
+  } else {
+    const char *b = strrchr(out, '/');
+    snprintf(name, sizeof name, "%s", b ? b + 1 : out);
+    char *dot = strrchr(name, '.');
+    if (dot && dot != name)
+      *dot = '\0';
+  }
+  config_init(&cfg);
+  if ((rc = build_model(&m, &cfg, name, traces)) == 0)
+    rc = write_model(&cfg, out);
+  config_destroy(&cfg);
+out_free:
+  gimport_free(&m);
+  return rc;
+}

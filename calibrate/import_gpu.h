@@ -1,0 +1,40 @@
+/*
+ * import_gpu — a model file of a GPU training job from its PyTorch profiler
+ * traces (Kineto JSON, plain or gzip; one or more files, one or more steps
+ * each): the layers recovered from the operators (calibrate/gpu_step.h),
+ * their parameter tensors and the order their gradients arrived in, each
+ * layer's kernel time, and the step as the trace ran it (core/traced.h), for
+ * the simulator to replay (sim/replay.h) on another cluster.
+ *
+ * Steps: the ProfilerStep#N spans of every trace. The first steps of a trace
+ * are often warm-up (the device's queue filling, allocator growth): leading
+ * steps more than 10% away from the median of the later half are left out,
+ * and so are steps cut into other pieces than most (a data-dependent branch).
+ * The rest give each piece's median; host and device times are then scaled
+ * so that they add up to the median step's totals. The notes say which steps
+ * were used, the spread of the step times, and the pieces' sums against the
+ * measured spans of forward, backward and what follows.
+ *
+ * Tensor sizes come from the first of: DDP's copies of the gradients back
+ * from their buckets (their bytes, in arrival order), the forward operators'
+ * recorded shapes (record_shapes=True), the collectives a job without DDP ran
+ * per gradient, or a base model with as many tensors. Without any, the
+ * import fails saying what to record.
+ */
+#ifndef CALIBRATE_IMPORT_GPU_H
+#define CALIBRATE_IMPORT_GPU_H
+
+#include <stddef.h>
+
+typedef struct cal_gpu_opts {
+  const char *name;     /* model name; NULL: out's file name */
+  int batch;            /* batch per GPU the trace was taken at; 0: from its shapes */
+  const char *base;     /* model file whose tensors give the sizes; NULL */
+} cal_gpu_opts;
+
+/* CORE_EUNSUPPORTED, with no message, when the first trace holds no GPU
+ * work: the caller imports it as a CPU trace. */
+int cal_import_gpu(const char *const *traces, int n_traces, const cal_gpu_opts *o, const char *out, char *notes,
+                   size_t notes_len);
+
+#endif

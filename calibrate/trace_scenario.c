@@ -1,0 +1,312 @@
+#include "trace_scenario.h"
+
+#include "calibrate/fit.h"
+#include "calibrate/gpu_datasheet.h"
+#include "core/afile.h"
+#include "core/bucket.h"
+#include "core/err.h"
+#include "core/model.h"
+#include "core/profile.h"
+#include "core/traced.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Distinct bucket sizes an alpha-beta fit needs; with fewer, one rate. */
+#define FIT_MIN_SIZES 3
+
+static void note(char *notes, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void note(char *notes, size_t n, const char *fmt, ...) {
+  if (!notes || !n)
+    return;
+  size_t l = strlen(notes);
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(notes + l, n - l, fmt, ap);
+  va_end(ap);
+}
+
+/* Nodes of the traced world: one while it fits the traced host's GPUs. */
+static int traced_shape(const core_traced *t, int *nodes, int *per_node) {
+  int h = t->host_devices > 0 ? t->host_devices : t->world_size;
+  if (t->world_size <= h) {
+    *nodes = 1;
+    *per_node = t->world_size;
+    return 0;
+  }
+  if (t->world_size % h)
+    return core_err_set(CORE_EINVAL, "the traced world of %d ranks does not fill hosts of %d GPUs: write the scenario's cluster by hand",
+                        t->world_size, h);
+  *nodes = t->world_size / h;
+  *per_node = h;
+  return 0;
+}
+
+/* How well bytes explain the traced times as one rate: the relative
+ * residual of t = k * bytes, k by least squares. */
+static double misfit(const double *bytes, const double *t, int n) {
+  double tb = 0, bb = 0, tt = 0, r = 0;
+  for (int b = 0; b < n; b++)
+    tb += t[b] * bytes[b], bb += bytes[b] * bytes[b], tt += t[b] * t[b];
+  double k = bb > 0 ? tb / bb : 0;
+  for (int b = 0; b < n; b++)
+    r += (t[b] - k * bytes[b]) * (t[b] - k * bytes[b]);
+  return tt > 0 ? r / tt : 1e300;
+}
+
+/* The traced buckets' sizes: as traced; else the assignment of the bucket
+ * cap (1 to 1024 MiB, the first bucket 1 MiB or the cap) that gives as many
+ * buckets and explains their times best as one rate, with the cap in
+ * *cap_mb, *first_mb. 0 when neither tells. */
+static int bucket_sizes(const core_model *m, double *bytes, double *cap_mb, double *first_mb, char *notes,
+                        size_t n) {
+  const core_traced *t = m->traced;
+  int known = t->n_buckets > 0;
+  *cap_mb = *first_mb = 0;
+  for (int b = 0; b < t->n_buckets; b++) {
+    bytes[b] = t->bucket_bytes[b];
+    known &= bytes[b] > 0;
+  }
+  if (known || !m->n_tensors || !t->n_buckets)
+    return known;
+  double best = 1e300, *cand = malloc(sizeof *cand * (size_t)t->n_buckets);
+  for (int cap = 1; cap <= 1024 && cand; cap++)
+    for (int f = 0; f < 2; f++) {
+      core_buckets bk;
+      size_t first = f ? (size_t)cap << 20 : CORE_BUCKET_FIRST_BYTES;
+      if (core_bucket_assign(m->tensor_elems, m->n_tensors, m->ready_order, 4, first, (size_t)cap << 20,
+                             CORE_BUCKET_REBUILT, &bk) != 0)
+        continue;
+      if (bk.n_buckets == t->n_buckets) {
+        for (int b = 0; b < t->n_buckets; b++)
+          cand[b] = 4.0 * (double)bk.bucket_elems[b];
+        double r = misfit(cand, t->bucket_s, t->n_buckets);
+        if (r < best) {
+          best = r;
+          memcpy(bytes, cand, sizeof *cand * (size_t)t->n_buckets);
+          *cap_mb = cap;
+          *first_mb = f ? cap : 1;
+        }
+      }
+      core_bucket_free(&bk);
+    }
+  free(cand);
+  if (best < 1e300)
+    note(notes, n, "the trace does not say its allreduces' sizes: bucket_cap_mb = %.0f (first bucket %.0f MiB) gives its %d buckets and explains their times best\n",
+         *cap_mb, *first_mb, t->n_buckets);
+  return best < 1e300;
+}
+
+/* The allreduce entry from the traced buckets. */
+static int allreduce_entry(const core_model *m, int nodes, core_prof_coll *c, double *cap_mb, double *first_mb,
+                           char *notes, size_t n) {
+  const core_traced *t = m->traced;
+  double *bytes = calloc((size_t)t->n_buckets + 1, sizeof *bytes);
+  int rc = 0, nf = 0;
+  cal_fit f[CAL_FIT_MAX_REGIMES];
+  memset(c, 0, sizeof *c);
+  if (!bytes)
+    return core_err_set(CORE_ENOMEM, "out of memory fitting the traced allreduces");
+  if (!bucket_sizes(m, bytes, cap_mb, first_mb, notes, n)) {
+    rc = core_err_set(CORE_EINVAL, "%s: the traced allreduces' sizes are unknown, so no profile can be fitted to them: pass --profile-base with the cluster's collectives",
+                      m->path);
+    goto out_free;
+  }
+  int distinct = 0;
+  for (int b = 0; b < t->n_buckets; b++) {
+    int seen = 0;
+    for (int k = 0; k < b; k++)
+      seen |= bytes[k] == bytes[b];
+    distinct += !seen;
+  }
+  double sb = 0, st = 0;
+  for (int b = 0; b < t->n_buckets; b++)
+    sb += bytes[b], st += t->bucket_s[b];
+  if (distinct < FIT_MIN_SIZES || cal_fit_alpha_beta(bytes, t->bucket_s, NULL, t->n_buckets, f, &nf) != 0) {
+    memset(f, 0, sizeof f);
+    f[0].max_bytes = 1e15;
+    f[0].beta_s = st / sb; /* one rate: the buckets' bytes over their time */
+    nf = 1;
+    note(notes, n, "allreduce: %.3f GB/s over the trace's %d bucket allreduces (too few sizes to fit a latency)\n",
+         sb / st / 1e9, t->n_buckets);
+  }
+  snprintf(c->backend, sizeof c->backend, "nccl");
+  snprintf(c->op, sizeof c->op, "allreduce");
+  snprintf(c->algorithm, sizeof c->algorithm, "ring");
+  snprintf(c->scope, sizeof c->scope, "%s", nodes > 1 ? "inter" : "intra");
+  c->ranks = t->world_size;
+  c->nodes = nodes;
+  c->n_fits = nf;
+  if (!(c->fits = calloc((size_t)nf, sizeof *c->fits))) {
+    rc = core_err_set(CORE_ENOMEM, "out of memory fitting the traced allreduces");
+    goto out_free;
+  }
+  for (int k = 0; k < nf; k++)
+    cal_fit_to_profile(&f[k], &c->fits[k]);
+out_free:
+  free(bytes);
+  return rc;
+}
+
+/* A profile of the traced GPU from its datasheet, for what a trace cannot measure. */
+static int datasheet_profile(const core_traced *t, core_profile **out) {
+  const cal_gpu_sheet *s = cal_gpu_sheet_find(t->device, (int64_t)(t->device_memory_GB * 1e9));
+  if (!s)
+    return core_err_set(CORE_EUSAGE, "no datasheet figures for the traced GPU '%s': pass --profile-base PROFILE, a profile of that GPU",
+                        t->device);
+  core_profile *p = core_profile_new();
+  if (!p)
+    return core_err_set(CORE_ENOMEM, "out of memory building a profile");
+  snprintf(p->provenance, sizeof p->provenance, "collectives from the trace's allreduce kernels; device: %s", s->source);
+  snprintf(p->device_kind, sizeof p->device_kind, "gpu");
+  p->memory_GBps = s->memory_GBps;
+  p->host_link_GBps = s->host_link_GBps;
+  p->reduce_GBps = s->host_link_GBps; /* Gloo only, which a traced NCCL job does not use */
+  const double peaks[CORE_N_PREC] = {s->fp32_tflops, s->tf32_tflops, s->half_tflops, s->half_tflops};
+  for (int k = 0; k < CORE_N_PREC; k++) {
+    core_prof_rate *r = &p->rate[k];
+    if (peaks[k] <= 0)
+      continue;
+    r->gemm_flops = malloc(sizeof *r->gemm_flops);
+    r->tflops = malloc(sizeof *r->tflops);
+    if (!r->gemm_flops || !r->tflops) {
+      core_profile_free(p);
+      return core_err_set(CORE_ENOMEM, "out of memory building a profile");
+    }
+    r->present = 1;
+    r->n = 1;
+    r->gemm_flops[0] = 1e9;
+    r->tflops[0] = peaks[k];
+  }
+  *out = p;
+  return 0;
+}
+
+/* The profile's allreduce entry of that scope replaced by (or added as) c. */
+static int put_entry(core_profile *p, core_prof_coll *c) {
+  for (int i = 0; i < p->n_colls; i++) {
+    core_prof_coll *d = &p->colls[i];
+    if (!strcmp(d->backend, c->backend) && !strcmp(d->op, c->op) && !strcmp(d->algorithm, c->algorithm) &&
+        !strcmp(d->scope, c->scope)) {
+      free(d->fits), free(d->bytes), free(d->time_us);
+      *d = *c;
+      return 0;
+    }
+  }
+  core_prof_coll *more = realloc(p->colls, sizeof *more * (size_t)(p->n_colls + 1));
+  if (!more)
+    return core_err_set(CORE_ENOMEM, "out of memory building a profile");
+  p->colls = more;
+  p->colls[p->n_colls++] = *c;
+  return 0;
+}
+
+static int traced_profile(const core_model *m, const char *base, const char *name, int nodes, int per_node,
+                          core_profile **out, double *cap_mb, double *first_mb, char *notes, size_t n) {
+  const core_traced *t = m->traced;
+  core_profile *p = NULL;
+  int rc = base ? core_profile_load(base, &p) : datasheet_profile(t, &p);
+  if (rc)
+    return rc;
+  snprintf(p->name, sizeof p->name, "%.100s", name);
+  snprintf(p->device_name, sizeof p->device_name, "%s", t->device);
+  snprintf(p->host, sizeof p->host, "the traced job's (%.100s)", t->device);
+  snprintf(p->backend, sizeof p->backend, "nccl");
+  p->nodes = nodes;
+  p->ranks_per_node = per_node;
+  if (t->ddp && t->world_size > 1 && t->n_buckets > 0) {
+    core_prof_coll c;
+    if ((rc = allreduce_entry(m, nodes, &c, cap_mb, first_mb, notes, n)) != 0 || (rc = put_entry(p, &c)) != 0) {
+      core_profile_free(p);
+      return rc;
+    }
+  }
+  *out = p;
+  return 0;
+}
+
+static void stem_dir(const char *path, char *dir, size_t dn, char *stem, size_t sn) {
+  const char *slash = strrchr(path, '/');
+  snprintf(dir, dn, "%.*s", slash ? (int)(slash - path) : 0, path);
+  snprintf(stem, sn, "%s", slash ? slash + 1 : path);
+  char *dot = strrchr(stem, '.');
+  if (dot && dot != stem)
+    *dot = '\0';
+}
+
+/* The model's path as the scenario refers to it (relative to the scenario's
+ * directory): its name when both are in one directory, else its full path. */
+static const char *model_ref(const char *model, const char *dir, char *buf, size_t n) {
+  size_t l = strlen(dir);
+  if (l && !strncmp(model, dir, l) && model[l] == '/' && !strchr(model + l + 1, '/'))
+    return model + l + 1;
+  if (!l && !strchr(model, '/'))
+    return model;
+  char *full = realpath(model, NULL);
+  snprintf(buf, n, "%s", full ? full : model);
+  free(full);
+  return buf;
+}
+
+static int write_scenario(const char *path, const char *stem, const char *profile, const char *model,
+                          const core_model *m, int nodes, int per_node, double cap_mb, double first_mb) {
+  core_afile a;
+  int rc = core_afile_open(&a, path);
+  if (rc)
+    return rc;
+  const core_traced *t = m->traced;
+  fprintf(a.f,
+          "# The job a GPU trace measured, as `ddpsim import torch-trace --scenario` wrote it:\n"
+          "# %s, %d rank(s), batch %.0f per GPU. Simulated as it stands it replays the traced\n"
+          "# step; change the cluster, network or ddp settings for what-ifs.\n",
+          t->device, t->world_size, m->measured_batch);
+  fprintf(a.f, "name = \"%s\";\ndescription = \"the traced job of %s\";\n", stem, m->name);
+  fprintf(a.f, "profile = \"%s\";\nmodel = \"%s\";\n", profile, model);
+  fprintf(a.f, "training = { batch = %.0f; precision = \"fp32\"; };\n", m->measured_batch);
+  fprintf(a.f, "cluster = { nodes = %d; devices_per_node = %d; };\n", nodes, per_node);
+  if (nodes > 1)
+    fprintf(a.f, "networks = ( { name = \"traced\"; from_profile = true; } );\n");
+  else
+    fprintf(a.f, "# One node: no traffic crosses this network; a scenario needs one.\n"
+                 "networks = ( { name = \"none\"; gbps = 100.0; latency_us = 14.0; } );\n");
+  if (cap_mb > 0)
+    fprintf(a.f, "# The bucket cap that explains the traced allreduces (the trace does not record it).\n"
+                 "ddp = { backend = \"nccl\"; bucket_cap_mb = %.0f.0; first_bucket_mb = %.0f.0; };\n",
+            cap_mb, first_mb);
+  else
+    fprintf(a.f, "ddp = { backend = \"nccl\"; };\n");
+  fprintf(a.f, "simulation = { steps = 1; seed = 1; };\n");
+  return core_afile_commit(&a);
+}
+
+int cal_trace_scenario(const char *model, const char *scenario, const char *profile_base, char *notes,
+                       size_t notes_len) {
+  core_model *m = NULL;
+  core_profile *p = NULL;
+  int nodes, per_node, rc;
+  double cap_mb = 0, first_mb = 0;
+  char dir[4096], stem[256], prof_name[300], prof_path[4400], ref[4096];
+  if ((rc = core_afile_check(scenario)) != 0 || (rc = core_model_load(model, &m)) != 0)
+    return rc;
+  if (!m->traced) {
+    rc = core_err_set(CORE_EINVAL, "%s holds no traced step: --scenario goes with a GPU trace", model);
+    goto out_free;
+  }
+  stem_dir(scenario, dir, sizeof dir, stem, sizeof stem);
+  snprintf(prof_name, sizeof prof_name, "%s.profile.cfg", stem);
+  snprintf(prof_path, sizeof prof_path, "%s%s%s", dir, dir[0] ? "/" : "", prof_name);
+  if ((rc = traced_shape(m->traced, &nodes, &per_node)) != 0 ||
+      (rc = traced_profile(m, profile_base, stem, nodes, per_node, &p, &cap_mb, &first_mb, notes, notes_len)) != 0 ||
+      (rc = core_profile_write(p, prof_path)) != 0 ||
+      (rc = write_scenario(scenario, stem, prof_name, model_ref(model, dir, ref, sizeof ref), m, nodes, per_node,
+                                 cap_mb, first_mb)) != 0)
+    goto out_free;
+  note(notes, notes_len, "scenario: %d node(s) of %d GPU(s), batch %.0f; profile %s\n", nodes, per_node,
+       m->measured_batch, prof_path);
+out_free:
+  core_profile_free(p);
+  core_model_free(m);
+  return rc;
+}
