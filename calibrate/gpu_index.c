@@ -290,8 +290,9 @@ static int by_end(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-/* The stream of the latest activity of another stream than s that ended in
- * [from, start]; -1 none. */
+/* The stream an activity of stream s that could have started at `from` but
+ * started at `start` waited for: the other stream whose activity ended last
+ * in between; -1 none. */
 static int waited_for(const end_stream *ends, int64_t n, int64_t from, int64_t start, int s) {
   int64_t lo = 0, hi = n;
   while (lo < hi) { /* first end > start */
@@ -325,7 +326,9 @@ static int deps_and_gap(cal_gindex *g) {
   for (int64_t i = 0; i < g->n_acts; i++) {
     cal_gact *a = &g->acts[i];
     const cal_kevent *e = &t->ev[a->ev];
-    int64_t launched = a->rt >= 0 ? t->ev[a->rt].ts_ns + t->ev[a->rt].dur_ns : 0;
+    /* launched when its call would have returned unblocked: a synchronous
+     * copy's call lasts as long as the copy waits */
+    int64_t launched = a->rt >= 0 ? t->ev[a->rt].ts_ns + t->ev[a->rt].dur_ns - cal_gindex_blocked_ns(g, a->rt) : 0;
     int64_t ready = launched > prev_end[a->stream] ? launched : prev_end[a->stream];
     if (e->ts_ns - ready > DELAY_NS)
       a->dep = waited_for(ends, g->n_acts, ready, e->ts_ns, a->stream);

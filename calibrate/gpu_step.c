@@ -272,7 +272,10 @@ static void ddp_share(cutter *c, const cal_gthread *th, core_piece *p, int64_t a
       s->tr.n_side = n_side; /* counted in the piece already */
       s->tr.n_syncs = n_sync;
     } else if (!strcmp(n, "c10d::allreduce_")) {
-      c->s->launch_host_s += (double)e->dur_ns * 1e-9;
+      /* the replay charges the launch where its bucket fills */
+      double d = (double)e->dur_ns * 1e-9;
+      c->s->launch_host_s += d;
+      p->host_s = p->host_s > d ? p->host_s - d : 0;
     }
   }
 }

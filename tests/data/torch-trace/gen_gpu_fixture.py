@@ -1,0 +1,179 @@
+#!/usr/bin/env python3
+"""Write gpu-ddp.json: a small Kineto trace of a DDP job on GPUs, in the layout
+torch.profiler writes (ProfilerStep#N spans, cpu_op / cuda_runtime events on the
+host threads, kernel / gpu_memcpy events on the streams, tied by correlation id;
+the autograd engine's evaluate_function spans on a thread of their own; DDP's
+reducer ops), with timings chosen so that the tests know every figure the
+importer must find. Standard library only; deterministic.
+
+The job: rank 0 of 2 (NCCL), one host with 8 GPUs, a model of three layers run
+in this order -- conv (weight 4,608 elements, no bias), batch_norm (weight and
+bias of 64), linear (weight 640,000 and bias 1,000) -- at batch 32, DDP with
+its default buckets: bucket 0 the linear layer's bias and weight (the first
+1 MiB), bucket 1 the rest. Four steps: the first a warm-up of twice the time.
+
+Per step, in microseconds (host spans; kernels in brackets):
+  zero_grad 20                                    [ -- ]
+  DDP broadcast of the buffers 30                 [broadcast kernel 10, stream 20]
+  conv 100 [150]   batch_norm 50 [40]   linear 80 [60] + loss 40 [10]
+  backward, on the engine's thread, in this order:
+    loss backward 30 [10]
+    linear: AddmmBackward 60 [50], AccumulateGrad of the bias 20
+            (DDP copy into the bucket 5 [2]), TBackward 10,
+            AccumulateGrad of the weight 25 (copy 5 [20]; bucket 0 full:
+            c10d::allreduce_ 15, allreduce kernel 400 on stream 20)
+    batch_norm: CudnnBatchNormBackward 40 [70], AccumulateGrad weight 20
+            (copy 5 [2]), AccumulateGrad bias 20 (copy 5 [2])
+    conv: ConvolutionBackward 90 [200], AccumulateGrad weight 30
+            (copy 5 [3]; bucket 1 full: allreduce_ 15, kernel 300)
+    DDP finalize: copy_bucket_to_grad x5, 10 each [memcpy 5 each]
+  optimizer 500 [100]
+The step span ends 50 after the optimizer, on the host: the device's work
+(about 0.7 ms a step, host-bound) carries on into the next step where it must.
+Streams run their work in order; the allreduce kernels wait for the compute
+stream's work launched before them, DDP's copies back for the allreduces.
+
+  python3 tests/data/torch-trace/gen_gpu_fixture.py          # writes gpu-ddp.json beside it
+  python3 tests/data/torch-trace/gen_gpu_fixture.py --check  # exit 1 if it differs
+"""
+
+import json
+import os
+import sys
+
+MAIN, BWD = 1000, 1001          # host threads: the step's, the autograd engine's
+COMPUTE, NCCL = 7, 20           # streams
+T0 = 1_700_000_000_000.0        # µs
+
+
+class Trace:
+    def __init__(self):
+        self.ev = []
+        self.corr = 100
+        self.ext = 1
+
+    def op(self, name, tid, ts, dur, cat="cpu_op", **args):
+        a = {"External id": self.ext}
+        self.ext += 1
+        a.update(args)
+        self.ev.append({"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": tid,
+                        "ts": round(ts, 3), "dur": dur, "args": a})
+
+    def launch(self, tid, ts, kind, name, stream, start, dur, nbytes=None):
+        """A runtime call at ts (2 µs) launching a GPU activity at start."""
+        self.corr += 1
+        call = "cudaMemcpyAsync" if kind == "gpu_memcpy" else "cudaLaunchKernel"
+        self.ev.append({"ph": "X", "cat": "cuda_runtime", "name": call, "pid": 1, "tid": tid,
+                        "ts": round(ts, 3), "dur": 2, "args": {"correlation": self.corr}})
+        args = {"device": 0, "stream": stream, "correlation": self.corr}
+        if nbytes is not None:
+            args["bytes"] = nbytes
+        self.ev.append({"ph": "X", "cat": kind, "name": name, "pid": 0, "tid": stream,
+                        "ts": round(start, 3), "dur": dur, "args": args})
+
+
+def step(tr, n, t0, scale, ends):
+    """One step from t0; scale stretches every time (the warm-up). Returns its
+    end on the host; ends holds each stream's end across steps."""
+    s = lambda x: x * scale
+    t, seq = t0, 1000 * n
+    def k(tid, at, dur, name="void kernel<float>", stream=COMPUTE, kind="kernel", nbytes=None, after_comm=False):
+        # a stream runs its work in order; NCCL's waits for the compute stream's
+        # work launched before it, DDP's copies back for the allreduces
+        start = max(at + 3, ends[stream])
+        if stream == NCCL:
+            start = max(start, ends[COMPUTE])
+        if after_comm:
+            start = max(start, ends[NCCL])
+        tr.launch(tid, at, kind, name, stream, start, s(dur), nbytes)
+        ends[stream] = start + s(dur)
+        return start + s(dur)
+
+    tr.op("Optimizer.zero_grad#SGD.zero_grad", MAIN, t, s(20), cat="user_annotation")
+    t += s(20)
+    tr.op("DistributedDataParallel.forward", MAIN, t, s(30 + 100 + 50 + 80), cat="user_annotation")
+    tr.op("c10d::broadcast_", MAIN, t, s(30))
+    k(MAIN, t + 1, 10, "ncclKernel_Broadcast_RING_LL_Sum_int8_t", NCCL)
+    t += s(30)
+    dims = {"aten::conv2d": [[32, 8, 16, 16], [64, 8, 3, 3], []],
+            "aten::batch_norm": [[32, 64, 16, 16], [64], [64], [64], [64], [], [], [], []],
+            "aten::linear": [[32, 640], [1000, 640], [1000]]}
+    for name, host, dev, sq in (("aten::conv2d", 100, 150, 1), ("aten::batch_norm", 50, 40, 2),
+                                ("aten::linear", 80, 60, 3)):
+        tr.op(name, MAIN, t, s(host), **{"Sequence number": seq + sq, "Input Dims": dims[name]})
+        k(MAIN, t + 1, dev)
+        t += s(host)
+    tr.op("aten::cross_entropy_loss", MAIN, t, s(40), **{"Sequence number": seq + 4})
+    k(MAIN, t + 1, 10)
+    t += s(40)
+    b = t  # backward, on the engine's thread
+
+    def node(name, host, dev, sq):
+        nonlocal b
+        tr.op("autograd::engine::evaluate_function: " + name, BWD, b, s(host), **{"Sequence number": sq})
+        if dev:
+            k(BWD, b + 1, dev)
+        b += s(host)
+
+    def accum(host, copy_dev, nbytes_launch=None, comm=None):
+        nonlocal b
+        tr.op("autograd::engine::evaluate_function: torch::autograd::AccumulateGrad", BWD, b, s(host))
+        tr.op("torch::autograd::AccumulateGrad", BWD, b + 1, s(4))
+        tr.op("torch::distributed::reducer::mul_out", BWD, b + s(5), s(5))
+        k(BWD, b + s(5) + 1, copy_dev)
+        if comm:
+            nbytes, dur = comm
+            tr.op("c10d::allreduce_", BWD, b + s(10), s(15))
+            tr.op("record_param_comms", BWD, b + s(10) + 1, s(10),
+                  **{"Collective name": "allreduce", "dtype": "Float", "In msg nelems": nbytes // 4,
+                     "Out msg nelems": nbytes // 4})
+            k(BWD, b + s(10) + 2, dur, "ncclKernel_AllReduce_RING_LL_Sum_float", NCCL)
+        b += s(host)
+
+    node("NllLossBackward0", 30, 10, seq + 4)
+    node("AddmmBackward0", 60, 50, seq + 3)
+    accum(20, 2)
+    node("TBackward0", 10, 0, seq + 3)
+    accum(25, 20, comm=(4 * (1000 + 640000), 400))
+    node("CudnnBatchNormBackward0", 40, 70, seq + 2)
+    accum(20, 2)
+    accum(20, 2)
+    node("ConvolutionBackward0", 90, 200, seq + 1)
+    accum(30, 3, comm=(4 * (64 + 64 + 4608), 300))
+    for nbytes in (4 * 1000, 4 * 640000, 4 * 64, 4 * 64, 4 * 4608):  # bucket order = arrival order
+        tr.op("torch.distributed.ddp.reducer::copy_bucket_to_grad", BWD, b, s(10))
+        k(BWD, b + 1, 5, "Memcpy DtoD (Device -> Device)", kind="gpu_memcpy", nbytes=nbytes, after_comm=True)
+        b += s(10)
+    t = b
+    tr.op("Optimizer.step#SGD.step", MAIN, t, s(500), cat="user_annotation")
+    tr.op("aten::_foreach_add_", MAIN, t + 1, s(490))
+    k(MAIN, t + 2, 100)
+    t += s(500) + s(50)
+    tr.op("ProfilerStep#%d" % n, MAIN, t0, t - t0, cat="user_annotation")
+    return t
+
+
+def build():
+    tr = Trace()
+    t, ends = T0, {COMPUTE: T0, NCCL: T0}
+    for n in range(4):
+        t = step(tr, n, t, 2.0 if n == 0 else 1.0, ends)
+    return {"schemaVersion": 1,
+            "deviceProperties": [{"id": i, "name": "NVIDIA A100-SXM4-80GB", "totalGlobalMem": 85_000_000_000,
+                                  "computeMajor": 8, "computeMinor": 0, "numSms": 108} for i in range(8)],
+            "distributedInfo": {"backend": "nccl", "rank": 0, "world_size": 2, "nccl_version": "2.17.1"},
+            "traceEvents": tr.ev}
+
+
+def main():
+    out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "gpu-ddp.json")
+    text = json.dumps(build(), indent=None, separators=(",", ":")) + "\n"
+    if "--check" in sys.argv:
+        with open(out) as f:
+            sys.exit(0 if f.read() == text else 1)
+    with open(out, "w") as f:
+        f.write(text)
+
+
+if __name__ == "__main__":
+    main()
