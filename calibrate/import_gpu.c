@@ -84,10 +84,18 @@ static int cut_steps(gimport *m, int k) {
   return 0;
 }
 
+/* 1 with GPU activities, 0 without (a CPU trace), CORE_EINVAL when it has
+ * CUDA runtime calls but recorded none of what they launched. */
 static int has_gpu_work(const cal_ktrace *t) {
-  for (int64_t i = 0; i < t->n; i++)
+  int calls = 0;
+  for (int64_t i = 0; i < t->n; i++) {
     if (t->ev[i].cat == CAL_K_KERNEL || t->ev[i].cat == CAL_K_MEMCPY || t->ev[i].cat == CAL_K_MEMSET)
       return 1;
+    calls |= t->ev[i].cat == CAL_K_RUNTIME;
+  }
+  if (calls)
+    return core_err_set(CORE_EINVAL, "%s: CUDA runtime calls but no GPU kernels or copies: profile with activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]",
+                        t->path);
   return 0;
 }
 
@@ -101,7 +109,9 @@ static int load(gimport *m, const char *const *paths, int n) {
     if (rc)
       return rc;
     g->loaded = 1;
-    if (!has_gpu_work(&g->t)) {
+    if ((rc = has_gpu_work(&g->t)) < 0)
+      return rc;
+    if (rc == 0) {
       if (k == 0)
         return CORE_EUNSUPPORTED;
       return core_err_set(CORE_EINVAL, "%s holds no GPU work but %s does: give traces of one job", paths[k], paths[0]);

@@ -1,5 +1,7 @@
 #include "validate.h"
 
+#include "calibrate/kineto.h"
+
 #include "core/csv.h"
 #include "core/err.h"
 
@@ -41,15 +43,17 @@ static int index_of(const core_csv_table *t, long row, int col, double *out) {
   return 0;
 }
 
-int cal_validate(const sim_scenario *s, long point, const char *measured_csv, long skip,
-                 cal_validation *v) {
+/* What a measured run says: the means of its steps at or after skip. */
+typedef struct measured {
+  double mean[4];  /* step, compute, exposed, comm; NaN where not measured */
+  long steps;
+  int ranks;
+} measured;
+
+static int read_csv(const char *path, long skip, measured *ms) {
   static const char *const need[] = {"rank", "step", "step_s", "compute_s", "comm_s", "exposed_comm_s", NULL};
-  memset(v, 0, sizeof *v);
-  long total = sim_scenario_points(s);
-  if (point < 0 || point >= total)
-    return core_err_set(CORE_EUSAGE, "point %ld: scenario '%s' has points 0 to %ld", point, s->path, total - 1);
   core_csv_table t;
-  int rc = core_csv_read(measured_csv, &t);
+  int rc = core_csv_read(path, &t);
   if (rc)
     return rc;
   if ((rc = core_csv_require(&t, need)) != 0)
@@ -83,34 +87,79 @@ int cal_validate(const sim_scenario *s, long point, const char *measured_csv, lo
       continue;
     for (int k = 0; k < 4; k++)
       sum[k] += x[k];
-    v->steps_used++;
+    ms->steps++;
     if (rank > max_rank)
       max_rank = (int)rank;
   }
-  if (v->steps_used == 0) {
-    rc = core_err_set(CORE_EINVAL, "%s: no step at or after step %ld to compare with; run more steps or lower --skip",
-                      measured_csv, skip);
-    goto out;
-  }
-  v->ranks_seen = max_rank + 1;
+  ms->ranks = max_rank + 1;
+  for (int k = 0; k < 4 && ms->steps; k++)
+    ms->mean[k] = k == 3 && first_empty >= 0 ? NAN : sum[k] / (double)ms->steps;
+out:
+  core_csv_table_free(&t);
+  return rc;
+}
 
+/* A PyTorch profiler trace as the measured run: its ProfilerStep spans from
+ * the skip-th on (its one rank's view of the steps of its world). */
+static int read_trace(const char *path, long skip, measured *ms) {
+  cal_ktrace t;
+  int rc = cal_ktrace_read(path, &t);
+  if (rc)
+    return rc;
+  double sum = 0;
+  long k = 0;
+  for (int64_t i = 0; i < t.n; i++) {
+    const cal_kevent *e = &t.ev[i];
+    if (e->cat != CAL_K_USER_ANNOTATION || strncmp(cal_ktrace_str(&t, e->name), "ProfilerStep#", 13) != 0)
+      continue;
+    if (k++ >= skip) {
+      sum += (double)e->dur_ns * 1e-9;
+      ms->steps++;
+    }
+  }
+  if (k == 0)
+    rc = core_err_set(CORE_EINVAL, "%s: no ProfilerStep#N spans to compare with: profile with torch.profiler and call prof.step() after each step",
+                      path);
+  ms->ranks = t.world_size > 0 ? t.world_size : 1;
+  ms->mean[0] = ms->steps ? sum / (double)ms->steps : 0;
+  ms->mean[1] = ms->mean[2] = ms->mean[3] = NAN;
+  cal_ktrace_free(&t);
+  return rc;
+}
+
+static int is_trace(const char *path) {
+  size_t n = strlen(path);
+  return (n > 5 && !strcmp(path + n - 5, ".json")) || (n > 3 && !strcmp(path + n - 3, ".gz"));
+}
+
+int cal_validate(const sim_scenario *s, long point, const char *measured_path, long skip, cal_validation *v) {
+  memset(v, 0, sizeof *v);
+  long total = sim_scenario_points(s);
+  if (point < 0 || point >= total)
+    return core_err_set(CORE_EUSAGE, "point %ld: scenario '%s' has points 0 to %ld", point, s->path, total - 1);
+  measured ms = {{0, 0, 0, 0}, 0, 0};
+  int rc = is_trace(measured_path) ? read_trace(measured_path, skip, &ms) : read_csv(measured_path, skip, &ms);
+  if (rc)
+    return rc;
+  if (ms.steps == 0)
+    return core_err_set(CORE_EINVAL, "%s: no step at or after step %ld to compare with; run more steps or lower --skip",
+                        measured_path, skip);
+  v->steps_used = ms.steps;
+  v->ranks_seen = ms.ranks;
   sim_point p;
   sim_scenario_point(s, point, &p);
   int world = p.nodes * p.per_node;
-  if (v->ranks_seen != world) {
-    rc = core_err_set(CORE_EINVAL, "%s holds ranks 0 to %d, but point %ld of %s has %d ranks (%d nodes x %d); compare runs of the same shape",
-                      measured_csv, max_rank, point, s->path, world, p.nodes, p.per_node);
-    goto out;
-  }
+  if (v->ranks_seen != world)
+    return core_err_set(CORE_EINVAL, "%s holds ranks 0 to %d, but point %ld of %s has %d ranks (%d nodes x %d); compare runs of the same shape",
+                        measured_path, v->ranks_seen - 1, point, s->path, world, p.nodes, p.per_node);
   sim_engine *e;
   if ((rc = sim_engine_new(&e)) != 0)
-    goto out;
+    return rc;
   rc = sim_predict_point(s, &p, e, NULL, 0, &v->pred);
   sim_engine_free(e);
   if (rc)
-    goto out;
-  double n = (double)v->steps_used;
-  double meas[CAL_N_METRICS] = {sum[0] / n, sum[1] / n, sum[2] / n, first_empty >= 0 ? NAN : sum[3] / n, 0};
+    return rc;
+  double meas[CAL_N_METRICS] = {ms.mean[0], ms.mean[1], ms.mean[2], ms.mean[3], 0};
   meas[CAL_M_THROUGHPUT] = (double)world * p.batch / meas[CAL_M_STEP];
   double pred[CAL_N_METRICS] = {v->pred.step_s, v->pred.compute_s, v->pred.exposed_comm_s, v->pred.comm_s,
                                 v->pred.samples_per_s};
@@ -122,7 +171,5 @@ int cal_validate(const sim_scenario *s, long point, const char *measured_csv, lo
     v->m[k].measured = meas[k];
     v->m[k].rel_err = meas[k] != 0 && isfinite(meas[k]) ? (pred[k] - meas[k]) / meas[k] : NAN;
   }
-out:
-  core_csv_table_free(&t);
-  return rc;
+  return 0;
 }

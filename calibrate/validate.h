@@ -9,6 +9,10 @@
  * allreduce has no per-bucket timing without a hook that slows the step).
  * Measured times must be numbers >= 0 (step_s > 0), rank and step whole
  * numbers >= 0; anything else is an error at file:line.
+ *
+ * The measured run may also be a PyTorch profiler trace (a file named .json
+ * or .gz): its ProfilerStep spans are the measured steps (skip counts them
+ * from the first), and only step time and throughput are compared.
  */
 #ifndef CALIBRATE_VALIDATE_H
 #define CALIBRATE_VALIDATE_H
@@ -32,7 +36,7 @@ typedef struct cal_validation {
 } cal_validation;
 
 /* Compare point `point` of s with the measured CSV; skip steps < skip. */
-int cal_validate(const sim_scenario *s, long point, const char *measured_csv, long skip,
+int cal_validate(const sim_scenario *s, long point, const char *measured_path, long skip,
                  cal_validation *v);
 
 #endif

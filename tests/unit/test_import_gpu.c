@@ -1,0 +1,222 @@
+/* `ddpsim import torch-trace` on a GPU trace (calibrate/import_gpu.h), on
+ * tests/data/torch-trace/gpu-ddp.json, whose every timing gen_gpu_fixture.py
+ * states: layers from the operators with their kinds and tensors, the
+ * gradients' real ready order, the warm-up step left out, each piece's host
+ * and device time, DDP's copies, launches and bucket allreduces kept apart,
+ * the side work and its dependency; --scenario's traced job replays the
+ * trace's median step; and bad traces (no steps, no kernels, no backward,
+ * correlation ids that match nothing, not JSON, truncated) are errors that
+ * name the file and write nothing. */
+#include "testutil.h"
+
+#include "calibrate/import_gpu.h"
+#include "calibrate/trace_scenario.h"
+#include "core/err.h"
+#include "core/model.h"
+#include "core/traced.h"
+#include "sim/predict.h"
+#include "sim/scenario.h"
+
+#include <CUnit/CUnit.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define FIXTURE TU_DATA("torch-trace/gpu-ddp.json")
+#define US 1e-6
+#define NEAR(a, b) (fabs((double)(a) - (double)(b)) < 1e-9 + 1e-6 * fabs((double)(b)))
+
+static char dir[4096];
+
+static int suite_init(void) { return tu_mkdtemp(dir, sizeof dir, "importgpu"); }
+static int suite_clean(void) {
+  tu_rmdir(dir);
+  return 0;
+}
+
+static core_model *import_fixture(const char *out) {
+  const char *traces[] = {FIXTURE};
+  cal_gpu_opts o = {0};
+  char notes[8192];
+  int rc = cal_import_gpu(traces, 1, &o, out, notes, sizeof notes);
+  if (rc)
+    fprintf(stderr, "\n%s\n", core_err_msg());
+  CU_ASSERT_EQUAL(rc, 0);
+  core_model *m = NULL;
+  if (rc == 0 && core_model_load(out, &m) != 0)
+    fprintf(stderr, "\n%s\n", core_err_msg());
+  return m;
+}
+
+static void test_layers_and_tensors(void) {
+  char out[4200];
+  snprintf(out, sizeof out, "%s/fx.cfg", dir);
+  core_model *m = import_fixture(out);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+  CU_ASSERT_EQUAL(m->n_layers, 3);
+  CU_ASSERT_EQUAL(m->layers[0].op, CORE_OP_CONV);
+  CU_ASSERT_EQUAL(m->layers[1].op, CORE_OP_BATCH_NORM);
+  CU_ASSERT_EQUAL(m->layers[2].op, CORE_OP_LINEAR);
+  static const int64_t elems[] = {4608, 64, 64, 640000, 1000};
+  CU_ASSERT_EQUAL_FATAL(m->n_tensors, 5);
+  for (int t = 0; t < 5; t++)
+    CU_ASSERT_EQUAL(m->tensor_elems[t], elems[t]);
+  /* linear's bias, its weight, batch norm's weight then bias, conv's weight */
+  static const int ready[] = {4, 3, 1, 2, 0};
+  for (int k = 0; k < 5; k++)
+    CU_ASSERT_EQUAL(m->ready_order[k], ready[k]);
+  CU_ASSERT(NEAR(m->measured_batch, 32));
+  /* per-layer kernel time: forward and backward */
+  CU_ASSERT(NEAR(m->layers[0].fwd_s, 150 * US) && NEAR(m->layers[0].bwd_s, 200 * US));
+  CU_ASSERT(NEAR(m->layers[2].fwd_s, 60 * US) && NEAR(m->layers[2].bwd_s, 50 * US));
+  core_model_free(m);
+}
+
+static const core_piece *find(const core_traced *t, enum core_piece_kind k, int index, const char *label) {
+  for (int i = 0; i < t->n_pieces; i++)
+    if (t->pieces[i].kind == k && t->pieces[i].index == index && (!label || !strcmp(t->pieces[i].label, label)))
+      return &t->pieces[i];
+  return NULL;
+}
+
+static void test_pieces(void) {
+  char out[4200];
+  snprintf(out, sizeof out, "%s/fx2.cfg", dir);
+  core_model *m = import_fixture(out);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+  const core_traced *t = m->traced;
+  CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+  CU_ASSERT(t->ddp && t->world_size == 2 && t->rank == 0 && t->host_devices == 8);
+  CU_ASSERT_EQUAL(t->steps, 3); /* the warm-up left out */
+  CU_ASSERT(NEAR(t->step_s, 1265 * US));
+  const core_piece *p = find(t, CORE_PIECE_FWD, 0, NULL);
+  CU_ASSERT(p && NEAR(p->host_s, 100 * US) && NEAR(p->dev_s, 150 * US));
+  /* the weight's arrival launched bucket 0: its 15 us of launch are the replay's */
+  p = find(t, CORE_PIECE_GRAD, 3, NULL);
+  CU_ASSERT(p && NEAR(p->host_s, 10 * US) && NEAR(p->copy_host_s, 5 * US) && NEAR(p->copy_dev_s, 20 * US));
+  CU_ASSERT(NEAR(t->launch_host_s, 15 * US));
+  p = find(t, CORE_PIECE_FINALIZE, -1, NULL);
+  CU_ASSERT(p && NEAR(p->host_s, 50 * US) && NEAR(p->dev_s, 25 * US));
+  CU_ASSERT(p && (p->waits >> 1 & 1)); /* the copies back waited for the allreduce stream */
+  p = find(t, CORE_PIECE_OTHER, -1, "DistributedDataParallel.forward");
+  CU_ASSERT_FATAL(p && p->n_side == 1);
+  const core_side *sd = &t->side[p->first_side];
+  CU_ASSERT(sd->nccl && NEAR(sd->dur_s, 10 * US));
+  CU_ASSERT(find(t, CORE_PIECE_OTHER, -1, "Optimizer.step#SGD.step") != NULL);
+  CU_ASSERT_EQUAL_FATAL(t->n_buckets, 2);
+  CU_ASSERT(NEAR(t->bucket_bytes[0], 4.0 * 641000) && NEAR(t->bucket_s[0], 400 * US));
+  CU_ASSERT(NEAR(t->bucket_bytes[1], 4.0 * 4736) && NEAR(t->bucket_s[1], 300 * US));
+  double host = 0;
+  for (int i = 0; i < t->n_pieces; i++)
+    host += t->pieces[i].host_s;
+  CU_ASSERT(NEAR(host + 2 * t->launch_host_s, 1265 * US)); /* the pieces and launches are the step */
+  core_model_free(m);
+}
+
+/* The scenario of the traced job, simulated, gives the trace's step. */
+static void test_scenario_replays(void) {
+  char model[4200], scen[4200], notes[4096] = "";
+  snprintf(model, sizeof model, "%s/fx3.cfg", dir);
+  snprintf(scen, sizeof scen, "%s/fx3-job.cfg", dir);
+  core_model *m = import_fixture(model);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+  core_model_free(m);
+  int rc = cal_trace_scenario(model, scen, NULL, notes, sizeof notes);
+  if (rc)
+    fprintf(stderr, "\n%s\n", core_err_msg());
+  CU_ASSERT_EQUAL_FATAL(rc, 0);
+  sim_scenario *s = NULL;
+  CU_ASSERT_EQUAL_FATAL(sim_scenario_load_with(scen, NULL, &s), 0);
+  CU_ASSERT_EQUAL(sim_scenario_points(s), 1);
+  sim_engine *e = NULL;
+  CU_ASSERT_EQUAL_FATAL(sim_engine_new(&e), 0);
+  sim_point p;
+  sim_point_result r;
+  sim_scenario_point(s, 0, &p);
+  CU_ASSERT_EQUAL_FATAL(sim_predict_point(s, &p, e, NULL, 0, &r), 0);
+  CU_ASSERT(fabs(r.step_s - 1265 * US) < 0.01 * 1265 * US);
+  CU_ASSERT_EQUAL(r.n_buckets, 2); /* DDP's defaults give the trace's two buckets */
+  sim_scenario_free(s);
+  sim_engine_free(e);
+}
+
+/* ---- bad traces -------------------------------------------------------------- */
+
+/* The fixture with every `from` replaced by `to`, written to dir/name. */
+static void variant(const char *name, const char *from, const char *to, char *path, size_t n) {
+  size_t len;
+  char *text = tu_read_file(FIXTURE, &len), *out = malloc(len * 2 + 1), *w = out;
+  CU_ASSERT_FATAL(text && out);
+  size_t fl = strlen(from), tl = strlen(to);
+  for (const char *r = text; *r;) {
+    if (fl && !strncmp(r, from, fl)) {
+      memcpy(w, to, tl);
+      w += tl;
+      r += fl;
+    } else {
+      *w++ = *r++;
+    }
+  }
+  *w = '\0';
+  snprintf(path, n, "%s/%s", dir, name);
+  CU_ASSERT_EQUAL_FATAL(tu_write_file(path, out), 0);
+  free(text);
+  free(out);
+}
+
+static void expect_refused(const char *trace, const char *want) {
+  char out[4200];
+  snprintf(out, sizeof out, "%s/never.cfg", dir);
+  const char *traces[] = {trace};
+  cal_gpu_opts o = {0};
+  int rc = cal_import_gpu(traces, 1, &o, out, NULL, 0);
+  CU_ASSERT(rc == CORE_EINVAL);
+  if (rc != CORE_EINVAL || !strstr(core_err_msg(), want) || !strstr(core_err_msg(), trace)) {
+    fprintf(stderr, "\n%s: got %d: %s\n", trace, rc, core_err_msg());
+    CU_FAIL("not the error expected");
+  }
+  CU_ASSERT(access(out, F_OK) != 0);
+}
+
+static void test_bad_traces(void) {
+  char p[4200];
+  variant("nosteps.json", "ProfilerStep#", "SomeStep#", p, sizeof p);
+  expect_refused(p, "no ProfilerStep#N spans");
+  variant("nobwd.json", "autograd::engine::evaluate_function: ", "engine: ", p, sizeof p);
+  expect_refused(p, "no backward pass");
+  variant("nocorr.json", "\"stream\":7,\"correlation\":", "\"stream\":7,\"correlation\":9", p, sizeof p);
+  expect_refused(p, "correlation id");
+  {
+    char q[4200];
+    variant("nogpu.json", "\"cat\":\"kernel\"", "\"cat\":\"kernel_off\"", q, sizeof q);
+    /* both kernels and copies gone: runtime calls that launched nothing */
+    size_t len;
+    char *t = tu_read_file(q, &len);
+    CU_ASSERT_FATAL(t != NULL);
+    for (char *s = t; (s = strstr(s, "\"cat\":\"gpu_memcpy\"")); s++)
+      memcpy(s, "\"cat\":\"gpu_memcpz\"", 18);
+    CU_ASSERT_EQUAL(tu_write_file(q, t), 0);
+    free(t);
+    expect_refused(q, "no GPU kernels");
+  }
+  variant("notjson.json", "{\"schemaVersion\"", "<html>\"schemaVersion\"", p, sizeof p);
+  expect_refused(p, "");
+  snprintf(p, sizeof p, "%s/truncated.json", dir);
+  size_t len;
+  char *text = tu_read_file(FIXTURE, &len);
+  CU_ASSERT_FATAL(text != NULL);
+  text[len / 2] = '\0';
+  CU_ASSERT_EQUAL(tu_write_file(p, text), 0);
+  free(text);
+  expect_refused(p, "");
+}
+
+void test_register(void) {
+  CU_pSuite s = CU_add_suite("import gpu trace", suite_init, suite_clean);
+  CU_add_test(s, "layers, tensors, ready order, kernel times", test_layers_and_tensors);
+  CU_add_test(s, "pieces, DDP's share, side work, buckets", test_pieces);
+  CU_add_test(s, "the traced job's scenario replays its step", test_scenario_replays);
+  CU_add_test(s, "bad traces: errors naming the file, nothing written", test_bad_traces);
+}
