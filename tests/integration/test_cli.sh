@@ -333,6 +333,34 @@ expect_in model_missing err "no-such-model.cfg"
 
 # --- no temp files left behind ------------------------------------------------------
 checks=$((checks + 1))
+# --- a GPU trace: the traced job's scenario replays its step; validate takes the trace ----
+gpu_trace="$src/tests/data/torch-trace/gpu-ddp.json"
+run gpu_nodir import torch-trace -o "$work/gpu/fx.cfg" --scenario "$work/gpu/fx-job.cfg" "$gpu_trace"
+expect_status gpu_nodir 2   # its directory does not exist, and is not created for it
+mkdir -p "$work/gpu"
+run gpu_import import torch-trace -o "$work/gpu/fx.cfg" --scenario "$work/gpu/fx-job.cfg" "$gpu_trace"
+expect_status gpu_import 0
+expect_in gpu_import err "steps: 3 of 4 used (1 warm-up"
+checks=$((checks + 1))
+[ -f "$work/gpu/fx-job.profile.cfg" ] || fail "gpu_import: no profile beside the scenario"
+run gpu_sim simulate "$work/gpu/fx-job.cfg" -o "$work/gpu/out" -q
+expect_status gpu_sim 0
+checks=$((checks + 1))
+python3 - "$work/gpu/out/fx-job.csv" <<'EOF' || fail "gpu_sim: the traced job does not replay the trace's 1.265 ms step"
+import csv, sys
+step = float(next(csv.DictReader(open(sys.argv[1])))["step_s"])
+assert abs(step - 1.265e-3) < 0.01 * 1.265e-3, step
+EOF
+run gpu_validate validate "$work/gpu/fx-job.cfg" --measured "$gpu_trace" --skip 1 --tolerance 0.02
+expect_status gpu_validate 0
+expect_in gpu_validate out "3 steps of 2 ranks"
+run gpu_scenario_cpu import torch-trace -o "$work/gpu/cpu.cfg" --scenario "$work/gpu/cpu-job.cfg" \
+  "$src/tests/data/torch-trace/mlp-small-b32.json"
+expect_status gpu_scenario_cpu 2
+expect_in gpu_scenario_cpu err "holds no GPU work"
+run gpu_base_alone import torch-trace -o "$work/gpu/x.cfg" --profile-base "$src/scenarios/profiles/dgx-a100.cfg" "$gpu_trace"
+expect_status gpu_base_alone 2
+
 left=$(find "$work" -name '*.tmp.*' | head -n 3)
 [ -z "$left" ] || fail "temp files left behind: $left"
 
