@@ -39,8 +39,6 @@ int core_csv_stream_end(core_csv *c);
 /* Format a number the way CSV cells are written (for tables on stdout). */
 const char *core_csv_fmt(double v, char *buf, int n);
 
-#endif
-
 /* --- reading ------------------------------------------------------------ */
 
 /* A whole CSV file in memory: the header and every row as strings. */
@@ -60,3 +58,5 @@ void core_csv_table_free(core_csv_table *t);
 int core_csv_col(const core_csv_table *t, const char *name);
 /* Require columns; the error names the first missing one and the file. */
 int core_csv_require(const core_csv_table *t, const char *const names[]);
+
+#endif
