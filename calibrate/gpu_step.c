@@ -570,6 +570,15 @@ static void merge_runs(cutter *c) {
   tr->n_pieces = w;
 }
 
+/* An op with only annotations above it: the engine thread's spans, or on
+ * the step's own thread (a backward run there) those inside its annotations. */
+static int at_top(const cutter *c, const cal_gthread *th, int i) {
+  for (int p = th->parent[i]; p >= 0; p = th->parent[p])
+    if (!is_annot(c, th, p))
+      return 0;
+  return !is_annot(c, th, i);
+}
+
 static int cut_backward(cutter *c) {
   const cal_gthread *th = c->bwd;
   int last_layer = -1, copies = 0, rc = 0;
@@ -578,7 +587,7 @@ static int cut_backward(cutter *c) {
     const cal_kevent *e = op_ev(c, th, i);
     if (e->ts_ns >= c->last_bwd)
       break;
-    if (th->parent[i] >= 0)
+    if (!at_top(c, th, i))
       continue;
     rc = cut_span(c, i, a, &last_layer, &copies);
     a = e->ts_ns + e->dur_ns;
@@ -624,7 +633,7 @@ static int find_backward(cutter *c) {
         continue;
       int n = 0;
       for (int i = first_op_at(c, th, c->t0); i < th->n_ops && op_ev(c, th, i)->ts_ns < c->t1; i++)
-        n += th->parent[i] < 0 && !strncmp(op_name(c, th, i), pfx, strlen(pfx));
+        n += at_top(c, th, i) && !strncmp(op_name(c, th, i), pfx, strlen(pfx));
       if (n > best) {
         best = n;
         c->bwd = th;
@@ -633,15 +642,18 @@ static int find_backward(cutter *c) {
   if (!best)
     return core_err_set(CORE_EINVAL, "%s: step %s has no backward pass (no %s spans): import a trace of training steps",
                         c->t->path, cal_ktrace_str(c->t, c->t->ev[c->s->ev].name), "autograd::engine::evaluate_function");
+  /* On the engine's thread backward lasts to its last span (DDP's copies back
+   * after the nodes); on the step's own thread, to its last node's span. */
   const cal_gthread *th = c->bwd;
   c->first_bwd = -1;
   for (int i = first_op_at(c, th, c->t0); i < th->n_ops && op_ev(c, th, i)->ts_ns < c->t1; i++) {
     const cal_kevent *e = op_ev(c, th, i);
-    if (th->parent[i] >= 0)
+    int node = !strncmp(op_name(c, th, i), pfx, strlen(pfx));
+    if (!at_top(c, th, i))
       continue;
-    if (c->first_bwd < 0 && !strncmp(op_name(c, th, i), pfx, strlen(pfx)))
+    if (c->first_bwd < 0 && node)
       c->first_bwd = e->ts_ns;
-    if (c->first_bwd >= 0 && e->ts_ns + e->dur_ns > c->last_bwd)
+    if (c->first_bwd >= 0 && (node || th != c->main) && e->ts_ns + e->dur_ns > c->last_bwd)
       c->last_bwd = e->ts_ns + e->dur_ns;
   }
   if (c->last_bwd > c->t1)

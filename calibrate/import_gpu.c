@@ -193,28 +193,45 @@ static int choose_steps(gimport *m) {
 
 /* ---- compute beside DDP's allreduces -------------------------------------------- */
 
-/* Step k's compute-stream kernels in launch order (activity indices). */
+static int by_index(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Step k's compute-stream kernels in launch order (activity indices): what
+ * the runtime calls of every thread launched in the step's span. */
 static int step_kernels(const gimport *m, int k, int64_t **out, int *n) {
   const cal_gindex *g = &m->tr[m->step_trace[k]].g;
   const cal_kevent *st = &g->t->ev[m->steps[k].ev];
   int cap = 0;
   *out = NULL;
   *n = 0;
-  for (int64_t i = 0; i < g->n_acts; i++) {
-    const cal_gact *a = &g->acts[i];
-    if (a->stream != g->compute || a->nccl || a->rt < 0 || g->t->ev[a->ev].cat != CAL_K_KERNEL)
-      continue;
-    int64_t launched = g->t->ev[a->rt].ts_ns;
-    if (launched < st->ts_ns || launched >= st->ts_ns + st->dur_ns)
-      continue;
-    if (*n == cap) {
-      int64_t *more = realloc(*out, sizeof *more * (size_t)(cap = cap ? 2 * cap : 1024));
-      if (!more)
-        return core_err_set(CORE_ENOMEM, "out of memory comparing kernels");
-      *out = more;
+  for (int th = 0; th < g->n_threads; th++) {
+    const cal_gthread *t = &g->threads[th];
+    int lo = 0, hi = t->n_rt;
+    while (lo < hi) {
+      int mid = (lo + hi) / 2;
+      if (t->rt_ts[mid] < st->ts_ns)
+        lo = mid + 1;
+      else
+        hi = mid;
     }
-    (*out)[(*n)++] = i;
+    for (int i = lo; i < t->n_rt && t->rt_ts[i] < st->ts_ns + st->dur_ns; i++)
+      for (int64_t a = g->by_rt[t->rt[i]]; a >= 0; a = g->next_of_rt[a]) {
+        const cal_gact *ac = &g->acts[a];
+        if (ac->stream != g->compute || ac->nccl || g->t->ev[ac->ev].cat != CAL_K_KERNEL)
+          continue;
+        if (*n == cap) {
+          int64_t *more = realloc(*out, sizeof *more * (size_t)(cap = cap ? 2 * cap : 1024));
+          if (!more)
+            return core_err_set(CORE_ENOMEM, "out of memory comparing kernels");
+          *out = more;
+        }
+        (*out)[(*n)++] = a;
+      }
   }
+  if (*n > 1) /* activities are by start time, which on one stream is launch order */
+    qsort(*out, (size_t)*n, sizeof **out, by_index);
   return 0;
 }
 
