@@ -1,8 +1,7 @@
 /*
  * gloo_shim — the one C++ file of ddpsim, seen from C. It wraps the parts of
- * Gloo 0.5 the runtime needs behind plain C functions: rendezvous stores
- * (FileStore on a shared directory, RedisStore on host:port, each under a
- * PrefixStore so one store hosts several runs or restart generations), a
+ * Gloo 0.5 the runtime needs behind plain C functions: the rendezvous stores
+ * of runtime/store.h (FileStore, RedisStore, each under a PrefixStore), a
  * full-mesh TCP context over a store, and the collectives on CPU buffers.
  *
  * Nothing C++ crosses this boundary: every exception Gloo throws is caught
@@ -14,8 +13,7 @@
  * destroy it and rendezvous again under a new prefix.
  *
  * Most callers want runtime/gloo.h (an rt_comm) or runtime/pg.h (rank from the
- * environment, store from a spec); the store functions are also what the NCCL
- * backend uses to exchange its unique id.
+ * environment, store from a spec).
  */
 #ifndef RUNTIME_GLOO_SHIM_H
 #define RUNTIME_GLOO_SHIM_H
@@ -27,22 +25,9 @@ extern "C" {
 #include <stddef.h>
 
 #include "runtime/comm.h"
+#include "runtime/store.h"
 
-/* ---- rendezvous stores ------------------------------------------------- */
-
-typedef struct rt_store rt_store;
-
-/* FileStore on dir, which must exist and be shared by all ranks (NFS or a
- * local directory for one host). Keys become files; a key can be set once,
- * so each run needs a prefix no earlier run used on that directory. */
-int rt_store_open_file(const char *dir, const char *prefix, rt_store **out);
-/* RedisStore on a running redis-server. Keys live until the server drops
- * them; the same rule about fresh prefixes applies. */
-int rt_store_open_redis(const char *host, int port, const char *prefix, rt_store **out);
-void rt_store_close(rt_store *s);
-
-/* A one-line description for messages, e.g. "file:///tmp/rdv (prefix job1)". */
-const char *rt_store_describe(const rt_store *s);
+/* ---- version and host sums --------------------------------------------- */
 
 /* "Gloo MAJOR.MINOR.PATCH" of the headers this was built with. */
 const char *rt_gloo_version(void);
@@ -50,15 +35,6 @@ const char *rt_gloo_version(void);
 /* out[i] = a[i] + b[i] for n elements with the very sum the allreduces use
  * (Gloo's for fp32 and fp16, ours for bf16), for calibration to time. */
 int rt_gloo_sum(enum rt_dtype t, void *out, const void *a, const void *b, size_t n);
-
-/* Values are raw bytes, at least one (FileStore cannot hand back an empty
- * value). Setting a key twice is CORE_EINVAL (a reused prefix). */
-int rt_store_set(rt_store *s, const char *key, const void *val, size_t len);
-/* Wait up to timeout_ms for key, then return a malloc'ed copy of its value
- * (free() it) and its length. */
-int rt_store_get(rt_store *s, const char *key, int timeout_ms, void **val, size_t *len);
-/* Wait up to timeout_ms until every key is set. */
-int rt_store_wait(rt_store *s, const char *const *keys, size_t nkeys, int timeout_ms);
 
 /* ---- Gloo contexts and collectives ------------------------------------ */
 

@@ -3,7 +3,7 @@
  * pointers, see runtime/gpu.h), one rank per process and device.
  * rt_nccl_connect makes rank 0 create the ncclUniqueId and publish it in a
  * rendezvous store (the same Gloo FileStore or RedisStore the Gloo backend
- * meets through, runtime/gloo_shim.h); the other ranks read it from there.
+ * meets through, runtime/store.h); the other ranks read it from there.
  *
  * Communicators are non-blocking (ncclConfig_t.blocking = 0) so that no
  * NCCL call can hang this process. Every operation — communicator creation,
@@ -49,7 +49,7 @@
 #define RUNTIME_NCCL_H
 
 #include "runtime/comm.h"
-#include "runtime/gloo_shim.h"
+#include "runtime/store.h"
 
 /* Create the communicator of rank of size on CUDA device `device` (made
  * current for this thread), meeting through store under the key

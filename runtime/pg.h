@@ -25,7 +25,7 @@
 #define RUNTIME_PG_H
 
 #include "runtime/comm.h"
-#include "runtime/gloo_shim.h"
+#include "runtime/store.h"
 
 enum { RT_PG_ADDR_MAX = 256 };
 

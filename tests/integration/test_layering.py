@@ -3,7 +3,8 @@
 (docs/architecture.md): cli -> calibrate -> runtime -> core, cli -> sim ->
 core, calibrate -> sim for validation only; sim and runtime never include each
 other; core includes nothing of the project. CUDA, NCCL and Gloo headers only
-in runtime/; C++ only in runtime's Gloo shim. Prints every violation with its
+in runtime/; C++ only in runtime's Gloo shim; the NCCL backend meets its peers
+through the store (runtime/store.h), never the Gloo shim. Prints every violation with its
 file:line; exit 1 if any.
 
     python3 tests/integration/test_layering.py SOURCE_DIR
@@ -22,6 +23,8 @@ ALLOWED = {
 # calibrate -> sim: validation runs predictions.
 EXCEPTIONS = {("calibrate/validate.h", "sim"), ("calibrate/validate.c", "sim")}
 VENDOR = re.compile(r'#\s*include\s*[<"](cuda|cublas|nccl|gloo/)')
+# Files that must not include a given project header.
+FORBIDDEN = {"runtime/gloo_shim.h": ("runtime/nccl", "runtime/pg.h")}
 PROJECT = re.compile(r'#\s*include\s*"([a-z_]+)/[^"]+"')
 
 
@@ -42,6 +45,9 @@ def check(src):
                     if m and m.group(1) in ALLOWED and m.group(1) not in allowed \
                             and (rel, m.group(1)) not in EXCEPTIONS:
                         bad.append(f"{rel}:{n}: {mod} includes {m.group(1)}: {line.strip()}")
+                    for hdr, who in FORBIDDEN.items():
+                        if rel.startswith(who) and re.match(r'#\s*include\s*"' + re.escape(hdr), line.strip()):
+                            bad.append(f"{rel}:{n}: includes {hdr}; use runtime/store.h")
                     if VENDOR.match(line.strip()) and mod != "runtime":
                         bad.append(f"{rel}:{n}: CUDA, NCCL or Gloo header outside runtime/: {line.strip()}")
     return bad

@@ -29,7 +29,7 @@
 #include "cunit_skip.h"
 #include "core/err.h"
 #include "runtime/comm.h"
-#include "runtime/gloo_shim.h"
+#include "runtime/store.h"
 #include "runtime/gpu.h"
 #include "runtime/nccl.h"
 #include "rtt.h"

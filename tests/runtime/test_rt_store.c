@@ -13,7 +13,7 @@
 
 #include "core/err.h"
 #include "runtime/comm.h"
-#include "runtime/gloo_shim.h"
+#include "runtime/store.h"
 #include "runtime/pg.h"
 #include "rtt.h"
 
