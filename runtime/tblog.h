@@ -5,12 +5,15 @@
  *
  * Logging never stalls a step: rt_tblog_step copies the step's figures into
  * a bounded queue (a single-producer, single-consumer ring of preallocated
- * slots: no lock, no allocation, no system call) and returns; with the queue
- * full the step's record is dropped and counted. A logger thread drains the
+ * slots: no lock, no allocation), signals the logger's condition variable
+ * (at most a wake-up call) and returns; with the queue full the step's
+ * record is dropped and counted. A logger thread drains the
  * queue, samples the system figures (runtime/sysstat.h), encodes one event
  * per step and appends the batch to the file; a write that fails (a full
  * disk) drops its records, counted, and the logger goes on. Drops are a
- * scalar (Logger/Dropped, the count so far) and in rt_tblog_stats.
+ * scalar (Logger/Dropped, the count so far) and in rt_tblog_stats. A rank
+ * killed outright loses only what was still queued: the step or two handed
+ * over while the logger was being woken.
  *
  * Scalars of each step (seconds where a time; see README.md):
  *   Train/Loss, Train/LR, Train/SamplesPerSec (batch x world / step time),
@@ -35,8 +38,8 @@
 
 #include <stdint.h>
 
-/* Steps the queue holds unless told otherwise: minutes of steps at the
- * logger's 20 ms poll, a few hundred kilobytes. */
+/* Steps the queue holds unless told otherwise: a disk may stall for that
+ * many steps before any is dropped; a few hundred kilobytes. */
 #define RT_TBLOG_QUEUE_STEPS 1024
 /* System figures at most this often unless told otherwise (seconds). */
 #define RT_TBLOG_SYS_EVERY_S 0.2

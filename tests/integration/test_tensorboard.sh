@@ -10,7 +10,9 @@
 #     nothing dropped, system figures present.
 #  2. A restart (--max-restarts 1, rank 1 killed at step 7, checkpoint at 5):
 #     still one file per rank, a SessionLog START at step 5, every step once
-#     with the values of the attempt that ran it last, Train/Attempt 0 then 1.
+#     with the values of the attempt that ran it last (before step 5, what
+#     the killed attempt's loggers had written: a prefix), Train/Attempt 0
+#     then 1.
 #  3. A killed rank without restarts: its file reads through without error up
 #     to its last record, steps 0..k in order with the rank's CSV values.
 #  4. Bad input: an unwritable --tensorboard (exit 2 before any training), a
@@ -138,10 +140,18 @@ def restart(run, tb, world, steps, batch, lr, resume):
         starts = [e.step for e in ev if e.HasField("session_log") and e.session_log.status == 1]
         assert starts == [resume], "rank %d: SessionLog START at %s, expected [%d]" % (rank, starts, resume)
         sc = scalars(d)
-        check_steps(sc, csv_rows(os.path.join(run, "steps.csv"), rank), list(range(steps)), world, batch, lr, rank)
+        # The failed attempt's ranks were killed: the steps still in their
+        # loggers' queues are lost, so before the resume step TensorBoard
+        # holds a prefix of the steps; from it on, every step of the restart.
+        have = [s for s, _ in sc["Train/Loss"]]
+        before = [s for s in have if s < resume]
+        assert before == list(range(len(before))), "rank %d: steps before %d: %s" % (rank, resume, before)
+        want = before + list(range(resume, steps))
+        check_steps(sc, csv_rows(os.path.join(run, "steps.csv"), rank), want, world, batch, lr, rank)
         att = dict(sc["Train/Attempt"])
-        assert all(att[s] == (0 if s < resume else 1) for s in range(steps)), "Train/Attempt %s" % att
-        print("rank %d: restart at %d marked, steps 0..%d once each" % (rank, resume, steps - 1))
+        assert all(att[s] == (0 if s < resume else 1) for s in want), "Train/Attempt %s" % att
+        print("rank %d: restart at %d marked; steps %s once each (of 0..%d)" % (rank, resume,
+              "0..%d, %d..%d" % (len(before) - 1, resume, steps - 1), steps - 1))
 
 def killed(run, tb, rank, lr):
     d = os.path.join(tb, "rank_%d" % rank)
