@@ -196,6 +196,7 @@ static int scan(int fd, const char *path, int64_t size, int64_t *valid) {
   int64_t base = 0;
   int rc = 0;
   unsigned char *buf = malloc(cap);
+  *valid = 0;
   if (!buf)
     return core_err_set(CORE_ENOMEM, "out of memory reading '%s'", path);
   for (;;) {
@@ -251,7 +252,7 @@ static int open_existing(core_tb_log *l, int64_t *cut) {
     rc = core_err_set(CORE_EUSAGE, "'%s' is not a regular file: an event file cannot continue in it; move it away", l->path);
     goto close_fd;
   }
-  int64_t valid;
+  int64_t valid = 0;
   if ((rc = scan(l->fd, l->path, (int64_t)st.st_size, &valid)) != 0)
     goto close_fd;
   if (valid < (int64_t)st.st_size && ftruncate(l->fd, (off_t)valid) != 0) {
