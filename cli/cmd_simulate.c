@@ -3,6 +3,7 @@
 
 #include "sim/scenario.h"
 #include "sim/sweep.h"
+#include "sim/tb.h"
 
 #include "core/afile.h"
 #include "core/err.h"
@@ -38,6 +39,11 @@ const char cli_simulate_help[] =
     "      --plot           also draw the plots into the same directory: scaling,\n"
     "                       compression (when swept), goodput (with failures);\n"
     "                       not with --shard\n"
+    "      --tensorboard DIR  also each point's predicted figures as TensorBoard\n"
+    "                       scalars (Predicted/StepTime, ExposedComm,\n"
+    "                       SamplesPerSec, Goodput, ...) against the innermost\n"
+    "                       swept dimension, one run per combination of the\n"
+    "                       others, in DIR/NAME/...; not with --shard\n"
     "  -q, --quiet          no summary table\n"
     "      --progress on|off  progress on stderr when the study runs longer than a\n"
     "                       few seconds (default: on when stderr is a terminal)\n"
@@ -65,8 +71,9 @@ int cli_cmd_simulate(int argc, char **argv) {
       {"trace-ranks", required_argument, NULL, 'R'}, {"plot", no_argument, NULL, 'p'},
       {"quiet", no_argument, NULL, 'q'},       {"help", no_argument, NULL, 'h'},
       {"profile", required_argument, NULL, 'F'}, {"progress", required_argument, NULL, 'G'},
+      {"tensorboard", required_argument, NULL, 'T'},
       {NULL, 0, NULL, 0}};
-  const char *out_dir = "results", *trace = NULL, *profile = NULL;
+  const char *out_dir = "results", *trace = NULL, *profile = NULL, *tensorboard = NULL;
   long seed = -1, jobs = 0, trace_point = 0, trace_ranks = 8;
   int shard = 0, n_shards = 1, plot = 0, quiet = 0, progress = isatty(2), trace_opts = 0, c, rc;
   optind = 1;
@@ -99,6 +106,7 @@ int cli_cmd_simulate(int argc, char **argv) {
       break;
     case 'p': plot = 1; break;
     case 'F': profile = optarg; break;
+    case 'T': tensorboard = optarg; break;
     case 'G':
       if (strcmp(optarg, "on") && strcmp(optarg, "off"))
         return cli_usage("simulate", "--progress expects on or off, got '%s'", optarg);
@@ -117,6 +125,8 @@ int cli_cmd_simulate(int argc, char **argv) {
     return cli_usage("simulate", "--trace-point and --trace-ranks choose what --trace FILE writes; give --trace FILE too");
   if (plot && n_shards > 1)
     return cli_usage("simulate", "--plot draws the whole study, which one shard does not hold; plot the shards' concatenated CSV with `ddpsim plot`");
+  if (tensorboard && n_shards > 1)
+    return cli_usage("simulate", "--tensorboard writes the whole study's curves, which one shard does not hold; run it without --shard");
 
   sim_scenario *s;
   if ((rc = sim_scenario_load_with(argv[optind], profile, &s)) != 0)
@@ -143,13 +153,19 @@ int cli_cmd_simulate(int argc, char **argv) {
     rc = core_err_wrap(rc, "--trace");
     goto fail_scenario;
   }
+  if (tensorboard && (rc = sim_tb_check(s, tensorboard)) != 0)
+    goto fail_scenario;
   if ((rc = sim_sweep_run(s, &o, &w)) != 0)
     goto fail_scenario;
   if ((rc = core_mkdirs(out_dir)) != 0 || (rc = sim_sweep_write_csv(&w, csv, shard == 0)) != 0)
     goto fail_sweep;
+  if (tensorboard && (rc = sim_tb_write(s, &w, tensorboard)) != 0)
+    goto fail_sweep;
   if (!quiet) {
     sim_sweep_print_summary(s, &w, stdout);
     printf("wrote %s%s%s\n", csv, trace ? " and " : "", trace ? trace : "");
+    if (tensorboard)
+      printf("wrote TensorBoard event files under %s/%s\n", tensorboard, s->name);
   }
   sim_sweep_free(&w);
   sim_scenario_free(s);

@@ -6,6 +6,7 @@
 #include "runtime/ddp.h"
 #include "runtime/launch.h"
 #include "runtime/pg.h"
+#include "runtime/tblog.h"
 
 #include "core/afile.h"
 #include "core/csv.h"
@@ -72,6 +73,14 @@ const char cli_train_help[] =
     "                           merges them into DIR/steps.csv) (default run)\n"
     "      --trace              also DIR/trace-rank-R.json (Chrome/Perfetto)\n"
     "      --params-out FILE    rank 0 writes the final parameters (raw fp32)\n"
+    "      --tensorboard DIR    TensorBoard event files, one per rank in DIR/rank_R/:\n"
+    "                           Train/ (Loss, LR, SamplesPerSec, StepTime, Attempt),\n"
+    "                           Dist/ (SyncTime, ExposedComm, CommRatio,\n"
+    "                           BucketAllreduce/K), System/ (CPUUtil, MemoryRSS,\n"
+    "                           NetRxGbps, NetTxGbps), Logger/Dropped; written by a\n"
+    "                           logger thread that never holds up a step (what it\n"
+    "                           cannot write is dropped and counted); after a\n"
+    "                           restart or with --resume each rank's file goes on\n"
     "Checkpoints:\n"
     "      --ckpt-dir DIR       where checkpoints go (rank 0 writes them)\n"
     "      --ckpt-every N       every N steps (default 0: never)\n"
@@ -89,7 +98,7 @@ const char cli_train_help[] =
     "checkpoint and replay the lost steps.\n";
 
 typedef struct train_opts {
-  const char *model, *rdzv, *bind, *out, *params_out, *ckpt_dir;
+  const char *model, *rdzv, *bind, *out, *params_out, *ckpt_dir, *tensorboard;
   long batch, steps, dataset, seed, threads, ckpt_every, ckpt_keep, fail_rank;
   long fail_steps[64];
   int n_fail_steps;
@@ -273,6 +282,54 @@ static int merge_recovery(const char *dir, int attempts) {
   return core_csv_commit(&out);
 }
 
+/* --tensorboard: the rank's logger, opened before the rendezvous so that an
+ * unusable DIR stops the run before any training. */
+static int tb_open(const train_opts *o, const rt_pg_info *pg, int attempt, rt_tblog **tb) {
+  *tb = NULL;
+  if (!o->tensorboard)
+    return 0;
+  /* gpu -1: train runs on CPUs (Gloo), so there are no GPU figures. */
+  rt_tblog_opts to = {.dir = o->tensorboard, .rank = pg->rank, .attempt = attempt, .resume = o->resume,
+                      .gpu = -1, .sys_every_s = -1};
+  return rt_tblog_open(&to, tb);
+}
+
+static int tb_start(const train_opts *o, const rt_pg_info *pg, rt_ddp *ddp, long start, rt_tblog *tb,
+                    double **bucket_s) {
+  int nb = rt_ddp_buckets(ddp)->n_buckets;
+  if (!(*bucket_s = calloc((size_t)(nb > 0 ? nb : 1), sizeof **bucket_s)))
+    return core_err_set(CORE_ENOMEM, "out of memory for %d buckets' times", nb);
+  rt_tblog_run r = {.world = pg->world_size, .batch = (int)o->batch, .n_buckets = nb, .lr = o->lr,
+                    .first_step = start};
+  return rt_tblog_start(tb, &r);
+}
+
+static void tb_step(rt_tblog *tb, const rt_ddp *ddp, double *bucket_s, long step, const rt_step_metrics *sm) {
+  rt_ddp_bucket_comm_s(ddp, bucket_s);
+  rt_tblog_figures f = {.step = step, .step_s = sm->step_s, .compute_s = sm->compute_s, .comm_s = sm->comm_s,
+                        .exposed_comm_s = sm->exposed_comm_s, .loss = sm->loss, .bucket_s = bucket_s};
+  rt_tblog_step(tb, &f);
+}
+
+/* Stop the logger (what it holds is written) and say what it dropped; its
+ * troubles never fail the training. */
+static void tb_close(rt_tblog *tb, int rank) {
+  rt_tblog_stats st;
+  if (!tb)
+    return;
+  if (rt_tblog_close(tb, &st) != 0)
+    fprintf(stderr, "ddpsim train: rank %d: TensorBoard: %s\n", rank, core_err_msg());
+  if (st.cut_bytes > 0)
+    fprintf(stderr, "ddpsim train: rank %d: TensorBoard: cut a torn record (%lld bytes) from the end of %s: "
+            "the previous attempt died writing it\n", rank, (long long)st.cut_bytes, st.path);
+  long dropped = st.dropped_queue + st.dropped_write;
+  if (dropped > 0)
+    fprintf(stderr, "ddpsim train: rank %d: TensorBoard: dropped %ld of %ld steps (%ld with the logger's "
+            "queue full, %ld in failed writes%s%s); %s holds the other %ld\n", rank, dropped,
+            dropped + st.logged, st.dropped_queue, st.dropped_write, st.write_error[0] ? ": " : "",
+            st.write_error, st.path, st.logged);
+}
+
 static int run(const train_opts *o) {
   rt_pg_info pg;
   core_model *m = NULL;
@@ -281,6 +338,8 @@ static int run(const train_opts *o) {
   rt_data *data = NULL;
   float *x = NULL, *target = NULL;
   FILE *metrics = NULL;
+  rt_tblog *tb = NULL;
+  double *bucket_s = NULL;
   core_trace trace;
   int tracing = 0, rc;
   const char *env;
@@ -301,6 +360,8 @@ static int run(const train_opts *o) {
     rc = core_err_wrap(rc, "--params-out");
     goto out;
   }
+  if ((rc = tb_open(o, &pg, attempt, &tb)) != 0)
+    goto out;
   rt_blas_threads((int)o->threads);
   const char *spec = o->rdzv ? o->rdzv : getenv("DDPSIM_RDZV");
   if (!spec && pg.world_size > 1) {
@@ -420,6 +481,8 @@ static int run(const train_opts *o) {
   rec.resume_step = start;
   if (rec.active && rec.prev_last < start && (rc = recovery_done(o, attempt, &rec)) != 0)
     goto out;
+  if (tb && (rc = tb_start(o, &pg, ddp, start, tb, &bucket_s)) != 0)
+    goto out;
 
   char path[4400];
   snprintf(path, sizeof path, "%s/rank-%d.attempt-%d.csv", o->out, pg.rank, attempt);
@@ -459,6 +522,8 @@ static int run(const train_opts *o) {
     fprintf(metrics, "%d,%d,%ld,%.9f,%.9f,%.9f,%.9f,%.9g\n", pg.rank, attempt, s, sm.step_s, sm.compute_s,
             sm.comm_s, sm.exposed_comm_s, sm.loss);
     fflush(metrics);
+    if (tb)
+      tb_step(tb, ddp, bucket_s, s, &sm);
     if (rec.active && s == rec.prev_last && (rc = recovery_done(o, attempt, &rec)) != 0)
       goto out;
     long done = s + 1;
@@ -511,6 +576,8 @@ static int run(const train_opts *o) {
     }
   }
 out:
+  tb_close(tb, pg.rank);
+  free(bucket_s);
   if (tracing)
     core_trace_abort(&trace);
   if (metrics)
@@ -528,7 +595,7 @@ int cli_cmd_train(int argc, char **argv) {
   enum { O_BATCH = 1000, O_STEPS, O_DATASET, O_SEED, O_LR, O_MOM, O_THREADS, O_CAP, O_FIRST,
          O_OVERLAP, O_ALGO, O_RDZV, O_BIND, O_TIMEOUT, O_TRACE, O_PARAMS, O_CKDIR, O_CKEVERY,
          O_CKKEEP, O_RESUME, O_FAILSTEP, O_FAILRANK, O_NOSHUF, O_MODEL, O_COMPRESS, O_PSGD_START,
-         O_PSGD_RATE };
+         O_PSGD_RATE, O_TB };
   static const struct option opts[] = {
       {"model", required_argument, NULL, O_MODEL}, {"batch", required_argument, NULL, O_BATCH},
       {"steps", required_argument, NULL, O_STEPS}, {"dataset", required_argument, NULL, O_DATASET},
@@ -546,6 +613,7 @@ int cli_cmd_train(int argc, char **argv) {
       {"compress", required_argument, NULL, O_COMPRESS},
       {"powersgd-start", required_argument, NULL, O_PSGD_START},
       {"powersgd-min-rate", required_argument, NULL, O_PSGD_RATE},
+      {"tensorboard", required_argument, NULL, O_TB},
       {NULL, 0, NULL, 0}};
   struct timespec now_rt;
   clock_gettime(CLOCK_REALTIME, &now_rt);
@@ -616,6 +684,11 @@ int cli_cmd_train(int argc, char **argv) {
     case O_BIND: o.bind = optarg; break;
     case 'o': o.out = optarg; break;
     case O_TRACE: o.trace = 1; break;
+    case O_TB:
+      if (!*optarg)
+        return cli_usage("train", "--tensorboard expects a directory, got an empty one");
+      o.tensorboard = optarg;
+      break;
     case O_PARAMS: o.params_out = optarg; break;
     case O_CKDIR: o.ckpt_dir = optarg; break;
     case O_RESUME: o.resume = 1; break;

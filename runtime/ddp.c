@@ -204,6 +204,10 @@ fail_free:
 
 rt_mlp *rt_ddp_mlp(rt_ddp *d) { return d->net; }
 const core_buckets *rt_ddp_buckets(const rt_ddp *d) { return &d->bk; }
+void rt_ddp_bucket_comm_s(const rt_ddp *d, double *out) {
+  for (int b = 0; b < d->bk.n_buckets; b++)
+    out[b] = d->coll_t1[b] - d->coll_t0[b];
+}
 float *rt_ddp_momentum(rt_ddp *d) { return d->momentum; }
 int rt_ddp_has_momentum(const rt_ddp *d) { return d->has_momentum; }
 void rt_ddp_set_has_momentum(rt_ddp *d, int has) { d->has_momentum = has; }

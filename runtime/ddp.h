@@ -74,6 +74,10 @@ int rt_ddp_step(rt_ddp *d, long step, const float *x, const float *target, rt_st
 
 rt_mlp *rt_ddp_mlp(rt_ddp *d);
 const core_buckets *rt_ddp_buckets(const rt_ddp *d);
+/* The last step's time of each bucket on the communication thread (its
+ * allreduce, or its hook's allreduces and their callbacks: the spans of the
+ * trace), seconds, into out[n_buckets]; their sum is the step's comm_s. */
+void rt_ddp_bucket_comm_s(const rt_ddp *d, double *out);
 /* SGD momentum buffers, n_params floats (all zero before the first step). */
 float *rt_ddp_momentum(rt_ddp *d);
 /* Whether the momentum buffers hold state (after one step or a restore). */

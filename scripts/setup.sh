@@ -13,10 +13,14 @@ cd "$(dirname "$0")/.."
 # jansson (the unit tests' edited traces). Run time: gnuplot (plots), iproute2 (network testbed),
 # redis-server (RedisStore rendezvous tests), procps (pgrep/pkill in tests), python3 (the integration
 # tests' and benchmarks' checks of CSVs, JSON and traces; the testbed test's TCP streams), time (GNU
-# time: the trace benchmark's peak memory).
+# time: the trace benchmark's peak memory). TensorBoard event files: protobuf-c (libprotobuf-c-dev, and
+# protobuf-c-compiler, which generates the Event/Summary code from core/tbevent.proto at build time),
+# ISA-L (libisal-dev: its crc32_iscsi is the CRC-32C of the record format; Debian packages no libcrc32c);
+# python3-venv (with pip: the tensorboard test installs the tensorboard package from PyPI into a
+# venv in the build directory to read the files with TensorBoard's own reader).
 PACKAGES=(build-essential cmake pkg-config libgsl-dev libconfig-dev libcunit1-dev libgloo-dev libhiredis-dev
           libopenblas-dev zlib1g-dev libyajl-dev libjansson-dev gnuplot-nox iproute2 redis-server procps python3
-          time)
+          time libprotobuf-c-dev protobuf-c-compiler libisal-dev python3-venv)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
