@@ -24,8 +24,10 @@ void cal_intern_free(cal_intern *p) {
 }
 
 const char *cal_intern_get(const cal_intern *p, int32_t id, size_t *len) {
-  if (id < 0 || id >= p->n)
+  if (id < 0 || id >= p->n) {
+    *len = 0;
     return NULL;
+  }
   *len = p->off[id + 1] - p->off[id] - (size_t)p->nul;
   return p->data + p->off[id];
 }

@@ -27,7 +27,8 @@ void cal_intern_free(cal_intern *p);
 int32_t cal_intern_add(cal_intern *p, const void *b, size_t len);
 /* The id of b[0..len), or -1 when it was never added. */
 int32_t cal_intern_find(const cal_intern *p, const void *b, size_t len);
-/* Entry id and its length (without the '\0'); NULL for an id out of range.
+/* Entry id and its length (without the '\0'); NULL and length 0 for an id
+ * out of range.
  * Valid until the next cal_intern_add or cal_intern_free. */
 const char *cal_intern_get(const cal_intern *p, int32_t id, size_t *len);
 
