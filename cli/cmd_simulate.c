@@ -2,6 +2,7 @@
 #include "cli.h"
 
 #include "sim/scenario.h"
+#include "sim/summary.h"
 #include "sim/sweep.h"
 
 #include "core/afile.h"
@@ -145,10 +146,10 @@ int cli_cmd_simulate(int argc, char **argv) {
   }
   if ((rc = sim_sweep_run(s, &o, &w)) != 0)
     goto fail_scenario;
-  if ((rc = core_mkdirs(out_dir)) != 0 || (rc = sim_sweep_write_csv(&w, csv, shard == 0)) != 0)
+  if ((rc = core_mkdirs(out_dir)) != 0 || (rc = sim_sweep_write_csv(s, &w, csv, shard == 0)) != 0)
     goto fail_sweep;
   if (!quiet) {
-    sim_sweep_print_summary(s, &w, stdout);
+    sim_summary_print(s, &w, stdout);
     printf("wrote %s%s%s\n", csv, trace ? " and " : "", trace ? trace : "");
   }
   sim_sweep_free(&w);

@@ -25,11 +25,17 @@ typedef struct sim_point_result {
   char status[16];          /* "ok" or "timeout" */
   char note[320];
   uint64_t events;
-  /* Job level, when the scenario has one. */
+  /* Job level, when the scenario has one (sim/jobpoint.h). */
   int has_job;
   sim_job_result job;
-  double ckpt_bytes, ckpt_block_s, ckpt_every_s, restart_s, load_s;
-  double best_every_s;      /* the interval with the best goodput among its siblings */
+  double ckpt_bytes, ckpt_block_s, ckpt_every_s, restart_s, detect_s, mttr_h;
+  double load_s, load_read_s, load_exchange_s; /* the load: reading from storage, then exchanging shares */
+  double usd_per_hour;      /* with prices (sim/cost.h) */
+  /* Among the points that differ only in the checkpoint interval: the best
+   * interval's and its goodput's interval, and the intervals whose goodput
+   * cannot be told from it (paired over the same failures), ';'-separated. */
+  double best_every_s, best_goodput_lo, best_goodput_hi;
+  char ties[96];
 } sim_point_result;
 
 /* Passes through memory of each layer's output activation (its fp32 size,
@@ -61,16 +67,5 @@ int sim_predict_point(const sim_scenario *s, const sim_point *p, sim_engine *e, 
                       int trace_ranks, sim_point_result *r);
 
 uint64_t sim_predict_seed(uint64_t seed, long index);
-
-/* The job level's parameters of a point whose step level r already holds:
- * failures, recovery, checkpoint costs, replications and the bound on events
- * (simulation.max_events); no progress hook. */
-int sim_predict_job_params(const sim_scenario *s, const sim_point *p, const sim_point_result *r,
-                           sim_job_params *jp);
-
-/* The job level of such a point (failures, checkpoints; Monte Carlo).
- * progress (may be NULL) is called with the events run since its last call. */
-int sim_predict_job(const sim_scenario *s, const sim_point *p, sim_engine *e,
-                    void (*progress)(void *ctx, uint64_t events), void *ctx, sim_point_result *r);
 
 #endif
