@@ -58,6 +58,8 @@ int cli_cmd_simulate(int argc, char **argv);
 int cli_cmd_plot(int argc, char **argv);
 extern const char cli_model_help[];
 int cli_cmd_model(int argc, char **argv);
+extern const char cli_collective_help[];
+int cli_cmd_collective(int argc, char **argv);
 extern const char cli_import_help[];
 int cli_cmd_import(int argc, char **argv);
 extern const char cli_train_help[];

@@ -22,15 +22,15 @@ uint64_t sim_predict_seed(uint64_t seed, long index) {
 }
 
 
-/* A measured allreduce fit at c->ranks becomes per-link α and β by dividing
+/* A measured fit of op at c->ranks becomes per-link α and β by dividing
  * out the algorithm's coefficients, one pair per fitted regime (the
  * collective then uses the regime its size falls into). */
-static int link_from_profile(const core_prof_coll *c, enum sim_backend b, sim_link *l) {
+static int link_from_profile(const core_prof_coll *c, enum sim_backend b, enum sim_op op, sim_link *l) {
   enum sim_algo a;
   double ca, cb;
   if (sim_algo_parse(c->algorithm, &a) != 0)
     return core_err_set(CORE_EINVAL, "unknown algorithm '%s' in profile", c->algorithm);
-  int rc = sim_coll_coeffs(b, SIM_OP_ALLREDUCE, a, c->ranks, &ca, &cb);
+  int rc = sim_coll_coeffs(b, op, a, c->ranks, &ca, &cb);
   if (rc)
     return rc;
   memset(l, 0, sizeof *l);
@@ -48,30 +48,38 @@ static int link_from_profile(const core_prof_coll *c, enum sim_backend b, sim_li
   return 0;
 }
 
-int sim_predict_topo(const sim_scenario *s, const sim_point *p, sim_topo *t) {
-  const core_profile *pr = s->profile;
-  const sim_network *n = p->network;
+/* The profile's measurement of op in scope, else its allreduce's: the link
+ * it gives. */
+static int measured_link(const core_profile *pr, const char *path, enum sim_backend b, enum sim_op op,
+                         const char *scope, sim_link *l) {
+  const char *bn = sim_backend_name(b);
+  const core_prof_coll *c = NULL;
+  if (op != SIM_OP_ALLREDUCE)
+    for (int i = 0; i < pr->n_colls && !c; i++)
+      if (!strcmp(pr->colls[i].backend, bn) && !strcmp(pr->colls[i].op, sim_op_name(op)) &&
+          !strcmp(pr->colls[i].scope, scope))
+        c = &pr->colls[i];
+  if (c)
+    return link_from_profile(c, b, op, l);
+  if (!(c = core_profile_allreduce(pr, bn, scope)))
+    return core_err_set(CORE_EINVAL, "profile '%s' has no %s-node allreduce for %s", path,
+                        !strcmp(scope, "intra") ? "intra" : "inter", bn);
+  return link_from_profile(c, b, SIM_OP_ALLREDUCE, l);
+}
+
+int sim_topo_build(const core_profile *pr, const char *profile_path, const sim_network *n, enum sim_backend b,
+                   enum sim_op op, int nodes, int per_node, sim_topo *t) {
   int rc;
   memset(t, 0, sizeof *t);
-  t->nodes = p->nodes;
-  t->per_node = p->per_node;
+  t->nodes = nodes;
+  t->per_node = per_node;
   int gpu = strcmp(pr->device_kind, "gpu") == 0;
-  if (p->per_node > 1) {
-    const core_prof_coll *c = core_profile_allreduce(pr, sim_backend_name(p->backend), "intra");
-    if (!c)
-      return core_err_set(CORE_EINVAL, "profile '%s' has no intra-node allreduce for %s", s->profile_path,
-                          sim_backend_name(p->backend));
-    if ((rc = link_from_profile(c, p->backend, &t->intra)) != 0)
-      return rc;
-  }
+  if (per_node > 1 && (rc = measured_link(pr, profile_path, b, op, "intra", &t->intra)) != 0)
+    return rc;
   t->rails = 1;
-  if (p->nodes > 1) {
+  if (nodes > 1) {
     if (n->from_profile) {
-      const core_prof_coll *c = core_profile_allreduce(pr, sim_backend_name(p->backend), "inter");
-      if (!c)
-        return core_err_set(CORE_EINVAL, "profile '%s' has no inter-node allreduce for %s", s->profile_path,
-                            sim_backend_name(p->backend));
-      if ((rc = link_from_profile(c, p->backend, &t->inter)) != 0)
+      if ((rc = measured_link(pr, profile_path, b, op, "inter", &t->inter)) != 0)
         return rc;
       if (n->gbps > 0) {
         /* Rescaled line rate: every regime's bandwidth in proportion. */
@@ -87,16 +95,21 @@ int sim_predict_topo(const sim_scenario *s, const sim_point *p, sim_topo *t) {
       t->inter.beta_s = 1.0 / flow_Bps;
       /* NCCL runs one channel per NIC (multi-rail); Gloo's ring has one
        * TCP pair per neighbour, so one NIC carries it. */
-      t->rails = p->backend == SIM_BACKEND_NCCL ? n->nics_per_node : 1;
+      t->rails = b == SIM_BACKEND_NCCL ? n->nics_per_node : 1;
       t->node_Bps = flow_Bps * n->nics_per_node / n->oversubscription;
       /* Gloo reduces on the host; with a measured link the fit holds it. */
-      if (p->backend == SIM_BACKEND_GLOO)
+      if (b == SIM_BACKEND_GLOO)
         t->gamma_s = 1.0 / (pr->reduce_GBps * 1e9);
     }
   }
-  if (p->backend == SIM_BACKEND_GLOO && gpu)
+  if (b == SIM_BACKEND_GLOO && gpu)
     t->stage_s = 2.0 / (pr->host_link_GBps * 1e9); /* device to host and back */
   return 0;
+}
+
+int sim_predict_topo(const sim_scenario *s, const sim_point *p, sim_topo *t) {
+  return sim_topo_build(s->profile, s->profile_path, p->network, p->backend, SIM_OP_ALLREDUCE, p->nodes,
+                        p->per_node, t);
 }
 
 double sim_predict_allreduce(const sim_point *p, const sim_topo *t, double bytes) {
