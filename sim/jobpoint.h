@@ -24,8 +24,8 @@
 /* The job level's parameters of a point whose step level r already holds
  * (r->step_s): failures, recovery, checkpoint costs, replications and the
  * bound on events (simulation.max_events); no progress hook. The seed is
- * the point's crn_index's, so points that differ only in checkpoint mode,
- * spares and interval draw the same failures. load (may be NULL) receives
+ * the point's crn_index's, so points with the same nodes, devices per node
+ * and failure distribution draw the same failures. load (may be NULL) receives
  * the load's two parts, reading and exchanging. */
 int sim_jobpoint_params(const sim_scenario *s, const sim_point *p, const sim_point_result *r, sim_job_params *jp,
                         double load[2]);

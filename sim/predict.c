@@ -311,6 +311,65 @@ static int ready_layers(const core_model *m, const core_buckets *bk, int **out) 
   return 0;
 }
 
+/* Forward and backward seconds of every layer on one device at the point's
+ * batch and precision (measured times scaled to the batch, or the
+ * profile's GEMM rate and the elementwise traffic), the copy of its
+ * gradients into their bucket, and its name. copy and names may be NULL. */
+static void layer_times(const sim_scenario *s, const sim_point *p, double *fwd, double *bwd, double *copy,
+                        const char **names) {
+  const core_model *m = p->model;
+  const core_profile *pr = s->profile;
+  enum core_prec cp = sim_precision_compute(p->precision);
+  double mem_Bps = pr->memory_GBps * 1e9;
+  int gb = sim_precision_grad_bytes(p->precision);
+  for (int l = 0; l < m->n_layers; l++) {
+    const core_layer *ly = &m->layers[l];
+    if (names)
+      names[l] = ly->name;
+    if (m->measured) {
+      double scale = p->batch / m->measured_batch;
+      fwd[l] = ly->fwd_s * scale;
+      bwd[l] = ly->bwd_s * scale;
+    } else {
+      double ff = ly->fwd_flops * p->batch, bf = ly->bwd_flops * p->batch;
+      fwd[l] = ff > 0 ? ff / core_profile_flops(pr, cp, ff) : 0;
+      /* Backward is two GEMMs the size of the forward one (input and weight
+       * gradients), so its rate is that of half its FLOPs. */
+      bwd[l] = bf > 0 ? bf / core_profile_flops(pr, cp, bf / 2) : 0;
+      /* The elementwise work on the layer's output that no FLOP count holds
+       * (normalization, activation, dropout, residual adds, their
+       * backwards) streams the activation through memory. */
+      double act_s = ly->act_bytes * p->batch / mem_Bps;
+      fwd[l] += SIM_ELEMENTWISE_FWD_PASSES * act_s;
+      bwd[l] += SIM_ELEMENTWISE_BWD_PASSES * act_s;
+    }
+    if (copy && !s->gradient_as_bucket_view) {
+      /* The autograd hook copies each gradient into its bucket: one read and
+       * one write (reducer.cpp mark_variable_ready_dense). */
+      int64_t el = 0;
+      for (int t = 0; t < ly->n_tensors; t++)
+        el += m->tensor_elems[ly->first_tensor + t];
+      copy[l] = 2.0 * (double)el * gb / mem_Bps;
+    }
+  }
+}
+
+double sim_predict_compute_s(const sim_scenario *s, const sim_point *p) {
+  const core_model *m = p->model;
+  if (m->traced)
+    return 0;
+  double *t = calloc((size_t)m->n_layers * 2 + 1, sizeof *t), sum = 0;
+  if (!t)
+    return 0;
+  layer_times(s, p, t, t + m->n_layers, NULL, NULL);
+  for (int l = 0; l < 2 * m->n_layers; l++)
+    sum += t[l];
+  free(t);
+  const core_profile *pr = s->profile;
+  double upd_Bps = pr->update_GBps > 0 ? pr->update_GBps * 1e9 : pr->memory_GBps * 1e9;
+  return sum + (double)m->n_params * optimizer_bytes_per_param(s->optimizer) / upd_Bps;
+}
+
 /* A traced GPU job (core/traced.h): its step replayed with this point's
  * buckets and collective times (sim/replay.h). One device without DDP is
  * the replay with free communication. */
@@ -367,38 +426,9 @@ int sim_predict_point(const sim_scenario *s, const sim_point *p, sim_engine *e, 
   }
 
   /* Compute per layer. */
-  enum core_prec cp = sim_precision_compute(p->precision);
   double mem_Bps = pr->memory_GBps * 1e9;
   int gb = sim_precision_grad_bytes(p->precision);
-  for (int l = 0; l < L; l++) {
-    const core_layer *ly = &m->layers[l];
-    names[l] = ly->name;
-    if (m->measured) {
-      double scale = p->batch / m->measured_batch;
-      fwd[l] = ly->fwd_s * scale;
-      bwd[l] = ly->bwd_s * scale;
-    } else {
-      double ff = ly->fwd_flops * p->batch, bf = ly->bwd_flops * p->batch;
-      fwd[l] = ff > 0 ? ff / core_profile_flops(pr, cp, ff) : 0;
-      /* Backward is two GEMMs the size of the forward one (input and weight
-       * gradients), so its rate is that of half its FLOPs. */
-      bwd[l] = bf > 0 ? bf / core_profile_flops(pr, cp, bf / 2) : 0;
-      /* The elementwise work on the layer's output that no FLOP count holds
-       * (normalization, activation, dropout, residual adds, their
-       * backwards) streams the activation through memory. */
-      double act_s = ly->act_bytes * p->batch / mem_Bps;
-      fwd[l] += SIM_ELEMENTWISE_FWD_PASSES * act_s;
-      bwd[l] += SIM_ELEMENTWISE_BWD_PASSES * act_s;
-    }
-    if (!s->gradient_as_bucket_view) {
-      /* The autograd hook copies each gradient into its bucket: one read and
-       * one write (reducer.cpp mark_variable_ready_dense). */
-      int64_t el = 0;
-      for (int t = 0; t < ly->n_tensors; t++)
-        el += m->tensor_elems[ly->first_tensor + t];
-      copy[l] = 2.0 * (double)el * gb / mem_Bps;
-    }
-  }
+  layer_times(s, p, fwd, bwd, copy, names);
   /* The copy out of the buckets and the optimizer's update run at their own
    * rate (profile device.update_GBps, timed by calibrate on CPUs): on the
    * project's 2-vCPU test machine the runtime's step over the reference

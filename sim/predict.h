@@ -74,4 +74,9 @@ int sim_predict_point(const sim_scenario *s, const sim_point *p, sim_engine *e, 
 
 uint64_t sim_predict_seed(uint64_t seed, long index);
 
+/* Seconds of one step of one device alone, without DDP or jitter: the
+ * layers' forward and backward and the optimizer (0 for a traced job). A
+ * lower bound of the point's step time. */
+double sim_predict_compute_s(const sim_scenario *s, const sim_point *p);
+
 #endif

@@ -521,8 +521,14 @@ void sim_scenario_point(const sim_scenario *s, long index, sim_point *p) {
     job_points *= s->n[d];
   p->step_index = index / job_points;
   p->group = index / s->n[SIM_DIM_CKPT_EVERY];
-  long knobs = (long)s->n[SIM_DIM_CKPT_MODE] * s->n[SIM_DIM_SPARES] * s->n[SIM_DIM_CKPT_EVERY];
-  p->crn_index = index / knobs * knobs;
+  /* The failures of a point depend on its nodes, devices per node and
+   * failure distribution alone: points alike in these draw the same ones. */
+  long crn = 0;
+  for (int d = 0; d < SIM_N_DIMS; d++) {
+    int keep = d == SIM_DIM_NODES || d == SIM_DIM_PER_NODE || d == SIM_DIM_FAIL_RATE || d == SIM_DIM_WEIBULL_SHAPE;
+    crn = crn * s->n[d] + (keep ? idx[d] : 0);
+  }
+  p->crn_index = crn;
 }
 
 const char *sim_dim_name(const sim_scenario *s, enum sim_dim d) {

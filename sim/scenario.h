@@ -122,8 +122,10 @@ typedef struct sim_point {
   double ckpt_every;        /* seconds, or steps if job.every_in_steps; 0: none */
   long step_index;          /* the point's index among step-level configurations */
   long group;               /* its index among groups of points that differ only in the interval */
-  long crn_index;           /* the point with the first checkpoint mode, spare pool and interval: its
-                             * failures are drawn from this index's seed (common random numbers) */
+  long crn_index;           /* the point of its nodes, devices per node and failure distribution with
+                             * every other setting the first: its failures are drawn from this index's
+                             * seed, so that points alike in these face the same failures (common
+                             * random numbers) */
 } sim_point;
 
 int sim_scenario_load(const char *path, sim_scenario **out);
