@@ -84,7 +84,7 @@ static int parse_size(const char *opt, const char *s, double *out) {
                 : *end == 'G' || *end == 'g' ? 1073741824.0 : 1.0;
   if (mult > 1)
     end++;
-  if (errno || end == s || *end || !(v >= 0) || v * mult > 1e15)
+  if (errno || end == s || *end || !(v >= 0) || v * mult > 1e18)
     return cli_usage("collective", "%s expects a size in bytes (K, M, G suffixes), got '%s'", opt, s) ? CORE_EUSAGE : 0;
   *out = floor(v * mult);
   return 0;

@@ -76,10 +76,10 @@ static int parse_length(const config_setting_t *jg, sim_job_cfg *j) {
   return 0;
 }
 
-/* checkpoint = { every_s | every_steps; mode; sharded; storage_GBps;
- * snapshot_GBps; cost_s; } */
+/* checkpoint = { every_s | every_steps; mode; sharded; state_GB;
+ * storage_GBps; snapshot_GBps; cost_s; } */
 static int parse_checkpoint(const config_setting_t *cg, sim_job_cfg *j, int n[N_D]) {
-  static const char *const ck_keys[] = {"every_s", "every_steps", "mode", "sharded", "storage_GBps",
+  static const char *const ck_keys[] = {"every_s", "every_steps", "mode", "sharded", "state_GB", "storage_GBps",
                                         "snapshot_GBps", "cost_s", NULL};
   static const char *const modes[] = {"sync", "async", NULL};
   char w[4200];
@@ -111,6 +111,7 @@ static int parse_checkpoint(const config_setting_t *cg, sim_job_cfg *j, int n[N_
   free(strs);
   n[D_MODE] = m;
   if ((rc = core_cfg_bool(cg, "sharded", 0, 0, &j->sharded)) != 0 ||
+      (rc = core_cfg_double(cg, "state_GB", 0, 0, 1e-9, 1e12, &j->state_GB)) != 0 ||
       (rc = core_cfg_double(cg, "storage_GBps", 0, 0, 0, 1e7, &j->storage_GBps)) != 0 ||
       (rc = core_cfg_double(cg, "snapshot_GBps", 0, 0, 0, 1e7, &j->snapshot_GBps)) != 0)
     return rc;

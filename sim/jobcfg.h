@@ -35,6 +35,7 @@ typedef struct sim_job_cfg {
   int every_in_steps;      /* every_steps instead of every_s */
   int per_gpu;
   int sharded;
+  double state_GB;         /* checkpoint size; 0: the model's parameters and optimizer state in fp32 */
   double storage_GBps;     /* aggregate cap of the checkpoint storage; 0 = none */
   double snapshot_GBps;    /* async snapshot to host memory; 0 = the profile's */
   int replications;        /* simulation.replications: Monte Carlo runs per point to start with */

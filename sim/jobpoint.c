@@ -17,6 +17,8 @@ static double optimizer_state_bytes(enum sim_optimizer o) {
 static double min_cap(double bw, double cap) { return cap > 0 && cap < bw ? cap : bw; }
 
 double sim_jobpoint_ckpt_bytes(const sim_scenario *s, const sim_point *p) {
+  if (s->job.state_GB > 0)
+    return s->job.state_GB * 1e9;
   return (double)p->model->n_params * (4.0 + optimizer_state_bytes(s->optimizer));
 }
 

@@ -3,7 +3,8 @@
  * (sim/job.h) from the scenario, the profile and the point's own topology,
  * its Monte Carlo, and its price per hour (sim/cost.h).
  *
- * Checkpoints hold the parameters and the optimizer's state in fp32.
+ * Checkpoints hold the parameters and the optimizer's state in fp32 (or
+ * checkpoint.state_GB, a training state of another size).
  * Unsharded, rank 0 writes them all and every node reads the whole file
  * back on restart, through the storage's aggregate cap. Sharded (PyTorch's
  * distributed checkpoint), every node writes its share; on restart every
@@ -40,8 +41,8 @@ double sim_jobpoint_steps(const sim_scenario *s, const sim_point *p, double step
 int sim_jobpoint_run(const sim_scenario *s, const sim_point *p, int first_rep, int replications, sim_engine *e,
                      void (*progress)(void *ctx, uint64_t events), void *ctx, sim_point_result *r);
 
-/* Checkpoint bytes of the point's model (parameters and optimizer state,
- * fp32). */
+/* Checkpoint bytes: checkpoint.state_GB, or the point's model's parameters
+ * and optimizer state in fp32. */
 double sim_jobpoint_ckpt_bytes(const sim_scenario *s, const sim_point *p);
 
 /* Dollars per hour of the point with prices (0 without). */
