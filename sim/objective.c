@@ -25,10 +25,16 @@ static int needs_job(int c) {
 }
 static int needs_price(int c) { return c == SIM_OBJ_COST_USD || c == SIM_OBJ_USD_PER_HOUR; }
 
+/* The column `name` that key asks for (the key's own value, or the column a
+ * deadline or budget bounds): its index, or CORE_EINVAL. */
 static int check_column(const config_setting_t *key, const char *name, int has_job, int priced) {
-  char w[4200], list[512] = "";
+  char w[4200], list[512] = "", what[128];
   int c = col_of(name);
   core_cfg_where(key, w, sizeof w);
+  if (config_setting_type(key) == CONFIG_TYPE_STRING)
+    snprintf(what, sizeof what, "advise.%s = \"%s\"", config_setting_name(key), name);
+  else
+    snprintf(what, sizeof what, "advise.%s (a bound on %s)", config_setting_name(key), name);
   if (c < 0) {
     for (int i = 0; i < SIM_OBJ_N; i++)
       snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "", sim_obj_col_names[i]);
@@ -36,11 +42,11 @@ static int check_column(const config_setting_t *key, const char *name, int has_j
                         w, config_setting_name(key), name, list);
   }
   if (needs_price(c) && !priced)
-    return core_err_set(CORE_EINVAL, "%s: advise.%s = \"%s\" needs prices, and the study has none: add cost = { gpu_hour_usd = ...; } (or node_hour_usd) to the scenario, or price = { ... } to its profile",
-                        w, config_setting_name(key), name);
+    return core_err_set(CORE_EINVAL, "%s: %s needs prices, and the study has none: add cost = { gpu_hour_usd = ...; } (or node_hour_usd) to the scenario, or price = { ... } to its profile",
+                        w, what);
   if (needs_job(c) && !has_job)
-    return core_err_set(CORE_EINVAL, "%s: advise.%s = \"%s\" needs the run's length: add job = { samples = N; } (the same work whatever the cluster)",
-                        w, config_setting_name(key), name);
+    return core_err_set(CORE_EINVAL, "%s: %s needs the run's length: add job = { samples = N; } (the same work whatever the cluster)",
+                        w, what);
   return c;
 }
 
