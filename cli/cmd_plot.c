@@ -41,25 +41,30 @@ const char cli_plot_help[] =
     "Files are named after the CSV: results/x.csv -> DIR/x-MODEL-scaling.png;\n"
     "for fit, after the profile: p/x.cfg -> DIR/x-fit.png\n";
 
-/* Plot kinds: the script and the CSV columns it reads. */
+/* Plot kinds: the script and the CSV columns it reads; own, for a kind
+ * drawn by a function of its own (given the script, the input and the
+ * directory). */
 typedef struct plot_kind {
   const char *name;
   const char *script;
   const char *const *columns;
+  int (*own)(const char *script, const char *in, const char *out_dir);
 } plot_kind;
+
+static int pareto_own(const char *script, const char *csv, const char *out_dir);
 
 static const char *const scaling_cols[] = {"model", "gpus", "network", "backend", "samples_per_s",
                                            "scaling_eff", NULL};
-/* columns NULL: the input is a profile, not a CSV (cmd_plot_fit.c). */
 static const char *const goodput_cols[] = {"model", "ckpt_mode", "spares", "ckpt_every_s", "goodput",
                                            "goodput_lo", "goodput_hi", "young_s", "daly_s", "best_every_s", NULL};
 static const char *const compression_cols[] = {"model", "nodes", "gbps", "compression", "step_s", NULL};
 static const char *const pareto_cols[] = {"rank", "feasible", "pareto", "time_to_train_h", "cost_usd", "why", NULL};
-static const plot_kind kinds[] = {{"scaling", "scaling.gp", scaling_cols},
-                                  {"pareto", "pareto.gp", pareto_cols},
-                                  {"goodput", "goodput.gp", goodput_cols},
-                                  {"compression", "compression.gp", compression_cols},
-                                  {"fit", "fit.gp", NULL}};
+/* fit reads a profile, not a CSV (cmd_plot_fit.c). */
+static const plot_kind kinds[] = {{"scaling", "scaling.gp", scaling_cols, NULL},
+                                  {"pareto", "pareto.gp", pareto_cols, pareto_own},
+                                  {"goodput", "goodput.gp", goodput_cols, NULL},
+                                  {"compression", "compression.gp", compression_cols, NULL},
+                                  {"fit", "fit.gp", NULL, cli_plot_fit}};
 
 /* Names go into gnuplot string literals and word lists. */
 static int plain_name(const char *s) {
@@ -226,10 +231,10 @@ int cli_plot_render(const char *kind, const char *csv, const char *out_dir) {
       k = &kinds[i];
   if (!k)
     return core_err_set(CORE_EUSAGE, "no plot kind '%s'; the kinds are: scaling, goodput, compression, pareto, fit", kind);
-  if (!k->columns) {
-    char fit_script[4096];
-    snprintf(fit_script, sizeof fit_script, "%s/%s", cli_plots_dir(), k->script);
-    return cli_plot_fit(fit_script, csv, out_dir);
+  if (k->own) {
+    char own_script[4096];
+    snprintf(own_script, sizeof own_script, "%s/%s", cli_plots_dir(), k->script);
+    return k->own(own_script, csv, out_dir);
   }
   core_csv_table t;
   int rc = core_csv_read(csv, &t);
@@ -241,10 +246,6 @@ int cli_plot_render(const char *kind, const char *csv, const char *out_dir) {
   if (t.nrows == 0) {
     rc = core_err_set(CORE_EINVAL, "%s has no rows to plot", csv);
     goto out_table;
-  }
-  if (!strcmp(kind, "pareto")) {
-    core_csv_table_free(&t);
-    return cli_plot_pareto(csv, out_dir, NULL, 0, 0);
   }
   snprintf(script, sizeof script, "%s/%s", cli_plots_dir(), k->script);
   if (access(script, R_OK) != 0) {
@@ -340,13 +341,13 @@ static int by_first(const void *pa, const void *pb) {
 static int front_table(const char *csv, const char *path) {
   core_csv_table t;
   core_afile f;
-  static const char *const cols[] = {"pareto", "time_to_train_h", "cost_usd", NULL};
   int rc = core_csv_read(csv, &t);
   if (rc)
     return rc;
   double *pts = calloc((size_t)t.nrows * 2 + 2, sizeof *pts);
   long n = 0;
-  if ((rc = core_csv_require(&t, cols)) != 0 || !pts) {
+  if ((rc = core_csv_require(&t, pareto_cols)) != 0 || !pts ||
+      (t.nrows == 0 && (rc = core_err_set(CORE_EINVAL, "%s has no rows to plot", csv)) != 0)) {
     rc = rc ? rc : core_err_set(CORE_ENOMEM, "out of memory");
     goto out;
   }
@@ -367,6 +368,11 @@ out:
   free(pts);
   core_csv_table_free(&t);
   return rc;
+}
+
+static int pareto_own(const char *script, const char *csv, const char *out_dir) {
+  (void)script;
+  return cli_plot_pareto(csv, out_dir, NULL, 0, 0);
 }
 
 int cli_plot_pareto(const char *csv, const char *out_dir, const char *title, double deadline_h, double budget_usd) {
