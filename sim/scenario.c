@@ -427,10 +427,7 @@ static int parse(sim_scenario *s) {
 
   if ((rc = parse_simulation(s, root)) != 0 ||
       (rc = sim_jobcfg_parse(root, s->profile, s->profile_path, &s->job, &s->n[SIM_DIM_FAIL_RATE])) != 0 ||
-      (rc = parse_cost(s, root)) != 0)
-    return rc;
-
-  if ((rc = parse_output(s, root)) != 0)
+      (rc = parse_cost(s, root)) != 0 || (rc = parse_output(s, root)) != 0)
     return rc;
 
   long total = 1;
