@@ -45,6 +45,10 @@ int cli_plot_render(const char *kind, const char *csv, const char *out_dir);
 /* The plots a `simulate` CSV calls for (scaling, compression, goodput). */
 int cli_plot_auto(const char *csv, const char *out_dir);
 
+/* The Pareto plot of an advice CSV into out_dir (title NULL: from the
+ * file's name; deadline and budget 0: none drawn). */
+int cli_plot_pareto(const char *csv, const char *out_dir, const char *title, double deadline_h, double budget_usd);
+
 /* Run gnuplot on script with `-e vars`; errors say whether gnuplot is missing
  * or failed (cmd_plot.c). */
 int cli_run_gnuplot(const char *script, const char *vars);
@@ -58,6 +62,10 @@ int cli_cmd_simulate(int argc, char **argv);
 int cli_cmd_plot(int argc, char **argv);
 extern const char cli_model_help[];
 int cli_cmd_model(int argc, char **argv);
+extern const char cli_advise_help[];
+int cli_cmd_advise(int argc, char **argv);
+extern const char cli_collective_help[];
+int cli_cmd_collective(int argc, char **argv);
 extern const char cli_import_help[];
 int cli_cmd_import(int argc, char **argv);
 extern const char cli_train_help[];

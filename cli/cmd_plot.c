@@ -30,6 +30,10 @@ const char cli_plot_help[] =
     "  compression  speedup of each compression over none vs the network's line\n"
     "            rate, one panel per node count (up to 4), break-even rates\n"
     "            marked (scenarios sweeping ddp.compression)\n"
+    "  pareto    cost against time to train of every point `ddpsim advise`\n"
+    "            simulated, the front joined, the recommendation circled, the\n"
+    "            scenario as given marked, the deadline and budget drawn\n"
+    "            (CSV: DIR/NAME-advice.csv; one file, CSV-pareto.png)\n"
     "  fit       calibration fit: for each collective entry of a profile, the\n"
     "            measured points over the fitted alpha-beta curve, log-log, one\n"
     "            panel per entry (give a PROFILE instead of a CSV)\n"
@@ -37,23 +41,30 @@ const char cli_plot_help[] =
     "Files are named after the CSV: results/x.csv -> DIR/x-MODEL-scaling.png;\n"
     "for fit, after the profile: p/x.cfg -> DIR/x-fit.png\n";
 
-/* Plot kinds: the script and the CSV columns it reads. */
+/* Plot kinds: the script and the CSV columns it reads; own, for a kind
+ * drawn by a function of its own (given the script, the input and the
+ * directory). */
 typedef struct plot_kind {
   const char *name;
   const char *script;
   const char *const *columns;
+  int (*own)(const char *script, const char *in, const char *out_dir);
 } plot_kind;
+
+static int pareto_own(const char *script, const char *csv, const char *out_dir);
 
 static const char *const scaling_cols[] = {"model", "gpus", "network", "backend", "samples_per_s",
                                            "scaling_eff", NULL};
-/* columns NULL: the input is a profile, not a CSV (cmd_plot_fit.c). */
 static const char *const goodput_cols[] = {"model", "ckpt_mode", "spares", "ckpt_every_s", "goodput",
                                            "goodput_lo", "goodput_hi", "young_s", "daly_s", "best_every_s", NULL};
 static const char *const compression_cols[] = {"model", "nodes", "gbps", "compression", "step_s", NULL};
-static const plot_kind kinds[] = {{"scaling", "scaling.gp", scaling_cols},
-                                  {"goodput", "goodput.gp", goodput_cols},
-                                  {"compression", "compression.gp", compression_cols},
-                                  {"fit", "fit.gp", NULL}};
+static const char *const pareto_cols[] = {"rank", "feasible", "pareto", "time_to_train_h", "cost_usd", "why", NULL};
+/* fit reads a profile, not a CSV (cmd_plot_fit.c). */
+static const plot_kind kinds[] = {{"scaling", "scaling.gp", scaling_cols, NULL},
+                                  {"pareto", "pareto.gp", pareto_cols, pareto_own},
+                                  {"goodput", "goodput.gp", goodput_cols, NULL},
+                                  {"compression", "compression.gp", compression_cols, NULL},
+                                  {"fit", "fit.gp", NULL, cli_plot_fit}};
 
 /* Names go into gnuplot string literals and word lists. */
 static int plain_name(const char *s) {
@@ -219,11 +230,11 @@ int cli_plot_render(const char *kind, const char *csv, const char *out_dir) {
     if (!strcmp(kinds[i].name, kind))
       k = &kinds[i];
   if (!k)
-    return core_err_set(CORE_EUSAGE, "no plot kind '%s'; the kinds are: scaling, goodput, compression, fit", kind);
-  if (!k->columns) {
-    char fit_script[4096];
-    snprintf(fit_script, sizeof fit_script, "%s/%s", cli_plots_dir(), k->script);
-    return cli_plot_fit(fit_script, csv, out_dir);
+    return core_err_set(CORE_EUSAGE, "no plot kind '%s'; the kinds are: scaling, goodput, compression, pareto, fit", kind);
+  if (k->own) {
+    char own_script[4096];
+    snprintf(own_script, sizeof own_script, "%s/%s", cli_plots_dir(), k->script);
+    return k->own(own_script, csv, out_dir);
   }
   core_csv_table t;
   int rc = core_csv_read(csv, &t);
@@ -317,6 +328,83 @@ out_table:
   if (breaks[0])
     unlink(breaks);
   core_csv_table_free(&t);
+  return rc;
+}
+
+static int by_first(const void *pa, const void *pb) {
+  const double *a = pa, *b = pb;
+  return (a[0] > b[0]) - (a[0] < b[0]);
+}
+
+/* The front's points of an advice CSV in order of time (gnuplot joins
+ * rows in file order), into path. */
+static int front_table(const char *csv, const char *path) {
+  core_csv_table t;
+  core_afile f;
+  int rc = core_csv_read(csv, &t);
+  if (rc)
+    return rc;
+  double *pts = calloc((size_t)t.nrows * 2 + 2, sizeof *pts);
+  long n = 0;
+  if ((rc = core_csv_require(&t, pareto_cols)) != 0 || !pts ||
+      (t.nrows == 0 && (rc = core_err_set(CORE_EINVAL, "%s has no rows to plot", csv)) != 0)) {
+    rc = rc ? rc : core_err_set(CORE_ENOMEM, "out of memory");
+    goto out;
+  }
+  int cp = core_csv_col(&t, "pareto"), ct = core_csv_col(&t, "time_to_train_h"), cc = core_csv_col(&t, "cost_usd");
+  for (long i = 0; i < t.nrows; i++)
+    if (!strcmp(t.rows[i][cp], "1")) {
+      pts[2 * n] = atof(t.rows[i][ct]);
+      pts[2 * n++ + 1] = atof(t.rows[i][cc]);
+    }
+  qsort(pts, (size_t)n, 2 * sizeof *pts, by_first);
+  if ((rc = core_afile_open(&f, path)) != 0)
+    goto out;
+  fprintf(f.f, "time_to_train_h,cost_usd\n");
+  for (long i = 0; i < n; i++)
+    fprintf(f.f, "%.9g,%.9g\n", pts[2 * i], pts[2 * i + 1]);
+  rc = core_afile_commit(&f);
+out:
+  free(pts);
+  core_csv_table_free(&t);
+  return rc;
+}
+
+static int pareto_own(const char *script, const char *csv, const char *out_dir) {
+  (void)script;
+  return cli_plot_pareto(csv, out_dir, NULL, 0, 0);
+}
+
+int cli_plot_pareto(const char *csv, const char *out_dir, const char *title, double deadline_h, double budget_usd) {
+  char script[4096], vars[16384], t[512], front[4400];
+  snprintf(script, sizeof script, "%s/pareto.gp", cli_plots_dir());
+  if (access(script, R_OK) != 0)
+    return core_err_set(CORE_EIO, "cannot read plot script %s: %s (set DDPSIM_PLOTS_DIR to the plots/ folder)",
+                        script, strerror(errno));
+  if (!plain_name(csv) || !plain_name(out_dir))
+    return core_err_set(CORE_EINVAL, "paths with spaces or quotes cannot be passed to gnuplot: '%s', '%s'", csv, out_dir);
+  const char *base = strrchr(csv, '/');
+  base = base ? base + 1 : csv;
+  int stem = (int)strlen(base);
+  if (stem > 4 && !strcmp(base + stem - 4, ".csv"))
+    stem -= 4;
+  /* The title goes into a gnuplot string: no quotes or backslashes. */
+  snprintf(t, sizeof t, "%s", title ? title : "");
+  for (char *c = t; *c; c++)
+    if (*c == '\'' || *c == '"' || *c == '\\')
+      *c = ' ';
+  if (!t[0])
+    snprintf(t, sizeof t, "%.*s: cost against time to train", stem, base);
+  snprintf(front, sizeof front, "%s/.%.*s-front.csv", out_dir, stem, base);
+  int rc = core_mkdirs(out_dir);
+  if (rc || (rc = front_table(csv, front)) != 0)
+    return rc;
+  snprintf(vars, sizeof vars, "csv='%s'; front='%s'; title='%s'; deadline=%.17g; budget=%.17g; out='%s/%.*s-pareto'",
+           csv, front, t, deadline_h, budget_usd, out_dir, stem, base);
+  rc = cli_run_gnuplot(script, vars);
+  unlink(front);
+  if (rc == 0)
+    printf("plotted %s/%.*s-pareto.png and .svg\n", out_dir, stem, base);
   return rc;
 }
 

@@ -2,6 +2,7 @@
 #include "cli.h"
 
 #include "sim/scenario.h"
+#include "sim/summary.h"
 #include "sim/sweep.h"
 #include "sim/tb.h"
 
@@ -21,8 +22,11 @@ const char cli_simulate_help[] =
     "Predict step time, compute, communication, exposed communication,\n"
     "throughput and scaling efficiency for every point of the scenario's sweep\n"
     "(the Cartesian product of its arrays and lists), write one CSV row per\n"
-    "point and print a summary table. Nothing is written if the scenario is\n"
-    "invalid or any point fails.\n"
+    "point and print a summary table with a column for every swept dimension.\n"
+    "With a job group, also the whole run (time to train, goodput, ETTR,\n"
+    "failures and waste, with 95% intervals; more replications where the best\n"
+    "checkpoint interval is not told apart yet, ties named); with prices, the\n"
+    "cost. Nothing is written if the scenario is invalid or any point fails.\n"
     "\n"
     "Options:\n"
     "  -o, --out DIR        directory for the CSV (default: results)\n"
@@ -30,8 +34,10 @@ const char cli_simulate_help[] =
     "                       `ddpsim calibrate` made of your machines)\n"
     "      --seed N         override simulation.seed (same seed, same bytes)\n"
     "  -j, --jobs N         worker threads (default: one per CPU)\n"
-    "      --shard I/N      run only points with index % N == I; shard 0 writes\n"
-    "                       the header, so the shards' CSVs concatenate\n"
+    "      --shard I/N      run only the points of shard I of N: groups of points\n"
+    "                       that differ only in the checkpoint interval (single\n"
+    "                       points without one), dealt round robin; shard 0\n"
+    "                       writes the header, so the shards' CSVs concatenate\n"
     "      --trace FILE     write a Chrome/Perfetto trace-event JSON of one step\n"
     "      --trace-point K  with --trace: the point to trace (default 0, the first\n"
     "                       row)\n"
@@ -157,12 +163,12 @@ int cli_cmd_simulate(int argc, char **argv) {
     goto fail_scenario;
   if ((rc = sim_sweep_run(s, &o, &w)) != 0)
     goto fail_scenario;
-  if ((rc = core_mkdirs(out_dir)) != 0 || (rc = sim_sweep_write_csv(&w, csv, shard == 0)) != 0)
+  if ((rc = core_mkdirs(out_dir)) != 0 || (rc = sim_sweep_write_csv(s, &w, csv, shard == 0)) != 0)
     goto fail_sweep;
   if (tensorboard && (rc = sim_tb_write(s, &w, tensorboard)) != 0)
     goto fail_sweep;
   if (!quiet) {
-    sim_sweep_print_summary(s, &w, stdout);
+    sim_summary_print(s, &w, stdout);
     printf("wrote %s%s%s\n", csv, trace ? " and " : "", trace ? trace : "");
     if (tensorboard)
       printf("wrote TensorBoard event files under %s/%s\n", tensorboard, s->name);

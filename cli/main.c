@@ -21,6 +21,10 @@ static const cli_cmd commands[] = {
      cli_cmd_plot},
     {"model", "print a model's DDP gradient buckets as CSV, to compare with PyTorch's", cli_model_help,
      cli_cmd_model},
+    {"advise", "search what a scenario lets you change for the fastest or cheapest way to train",
+     cli_advise_help, cli_cmd_advise},
+    {"collective", "predict one collective over a range of sizes, as nccl-tests prints it",
+     cli_collective_help, cli_cmd_collective},
     {"import", "build a profile from nccl-tests output, or a measured model from a PyTorch trace",
      cli_import_help, cli_cmd_import},
 #ifdef DDPSIM_HAVE_RUNTIME

@@ -233,11 +233,29 @@ static int parse_coll(const config_setting_t *e, core_prof_coll *c) {
   return 0;
 }
 
+/* price = { gpu_hour_usd | node_hour_usd; }: one of them. */
+static int parse_price(const config_setting_t *g, core_profile *p) {
+  static const char *const keys[] = {"gpu_hour_usd", "node_hour_usd", NULL};
+  char w[4200];
+  const config_setting_t *s;
+  int rc;
+  if ((rc = core_cfg_group(g, "price", 0, &s)) != 0 || !s)
+    return rc;
+  if ((rc = core_cfg_check_keys(s, keys, "price")) != 0 ||
+      (rc = core_cfg_double(s, "gpu_hour_usd", 0, 0, 1e-9, 1e9, &p->price_gpu_hour_usd)) != 0 ||
+      (rc = core_cfg_double(s, "node_hour_usd", 0, 0, 1e-9, 1e9, &p->price_node_hour_usd)) != 0)
+    return rc;
+  if (!config_setting_get_member(s, "gpu_hour_usd") == !config_setting_get_member(s, "node_hour_usd"))
+    return core_err_set(CORE_EINVAL, "%s: price takes one of gpu_hour_usd (per device and hour) and node_hour_usd (per node and hour)",
+                        core_cfg_where(s, w, sizeof w));
+  return 0;
+}
+
 int core_profile_from_setting(const config_setting_t *root, const char *path, core_profile **out) {
   static const char *const top_keys[] = {"profile", NULL};
   static const char *const keys[] = {"format", "name", "provenance", "meta", "device", "host",
                                      "compute", "collectives", "jitter", "storage", "restart",
-                                     "interference", "hooks", NULL};
+                                     "interference", "hooks", "price", NULL};
   static const char *const meta_keys[] = {"host", "date", "backend", "versions", "nodes",
                                           "ranks_per_node", "link_gbps", NULL};
   static const char *const device_keys[] = {"kind", "name", "memory_GBps", "update_GBps", "host_link_GBps", NULL};
@@ -420,6 +438,8 @@ int core_profile_from_setting(const config_setting_t *root, const char *path, co
             (rc = core_cfg_double(s, "psgd_gemm_GBps", 0, 0, 1e-6, 1e6, &p->psgd_gemm_GBps)) != 0 ||
             (rc = core_cfg_double(s, "psgd_pass_GBps", 0, 0, 1e-6, 1e6, &p->psgd_pass_GBps)) != 0 ||
             (rc = core_cfg_double(s, "psgd_sync_us", 0, 0, 0, 1e7, &p->psgd_sync_us)) != 0))
+    goto fail_free;
+  if ((rc = parse_price(g, p)) != 0)
     goto fail_free;
 
   *out = p;
@@ -625,6 +645,11 @@ int core_profile_write(const core_profile *p, const char *path) {
   }
   if (any)
     fputs(" };\n", f);
+  if (p->price_gpu_hour_usd > 0 || p->price_node_hour_usd > 0) {
+    fprintf(f, "  price = { %s = ", p->price_gpu_hour_usd > 0 ? "gpu_hour_usd" : "node_hour_usd");
+    put_num(f, p->price_gpu_hour_usd > 0 ? p->price_gpu_hour_usd : p->price_node_hour_usd);
+    fputs("; };\n", f);
+  }
   fputs("};\n", f);
   return core_afile_commit(&a);
 }

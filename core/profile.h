@@ -28,6 +28,7 @@
  *               sum_fp32_GBps = 4.0; sum_fp16_GBps = 0.5; sum_bf16_GBps = 2.0;
  *               psgd_gemm_GBps = 5.0; psgd_pass_GBps = 5.0;
  *               psgd_sync_us = 2000.0; };
+ *     price = { node_hour_usd = 55.04; };    # or gpu_hour_usd; optional
  *   };
  *
  * A fit says T(S) = alpha + S / algbw for message sizes S in [min_bytes,
@@ -128,6 +129,10 @@ typedef struct core_profile {
    * up on a host whose CPUs were just busy, and wait for the peer that is
    * slower through the same work; 0 = unknown or none. */
   double psgd_sync_us;
+  /* price: what this machine costs to run, per device-hour or per
+   * node-hour (one of them; 0 = not priced), for the cost of a study
+   * (sim/cost.h) when the scenario gives none. */
+  double price_gpu_hour_usd, price_node_hour_usd;
 } core_profile;
 
 int core_profile_load(const char *path, core_profile **out);

@@ -2,7 +2,7 @@
 # The main job: set up and build; calibrate this machine (two ranks over
 # loopback, Gloo); run the what-if study of a cluster of such machines on
 # that profile; run the shipped GPU studies on their datasheet-derived
-# profiles; draw every plot. Everything lands in RESULTS_DIR (default results/).
+# profiles; advise on what to rent for scenarios/plan.cfg; draw every plot. Everything lands in RESULTS_DIR (default results/).
 #
 #   bash scripts/run-main.sh [RESULTS_DIR]
 set -euo pipefail
@@ -24,4 +24,7 @@ echo "== 3. the shipped studies on datasheet-derived GPU profiles"
 "$DD" simulate scenarios/gigabit-vs-ib.cfg -o "$OUT" --trace "$OUT/gigabit-vs-ib-trace.json" --plot
 "$DD" simulate scenarios/compression.cfg -o "$OUT" -q --plot
 "$DD" simulate scenarios/node-failure.cfg -o "$OUT" --plot
+
+echo "== 4. what to rent: GPT-2 XL on a trillion tokens, cheapest within a day, at cloud list prices"
+"$DD" advise scenarios/plan.cfg -o "$OUT"
 echo "results, plots and traces are in $OUT/"

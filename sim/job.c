@@ -38,7 +38,7 @@ typedef struct job {
 /* Events between progress calls: often enough for a report a second, rarely
  * enough to cost nothing. */
 #define PROGRESS_EVERY (UINT64_C(1) << 16)
-#define OVER_BOUND 2
+#define OVER_BOUND 3
 
 static void nop(sim_engine *e, void *c, uint64_t a) { (void)e; (void)c; (void)a; }
 
@@ -127,21 +127,115 @@ static int count_event(job *j) {
   return j->p->max_events > 0 && j->events > j->p->max_events;
 }
 
-/* One replication; m receives its metrics. Returns 1 if it did not finish,
- * OVER_BOUND past max_events. */
-static int replicate(job *j, double *m) {
+/* A replication's bookkeeping: wall time t, durable progress, waste. */
+typedef struct run_state {
+  double t, done, waste_ckpt, waste_lost, downtime, failures;
+} run_state;
+
+/* A replication's metrics from its state. A finished one (done = ideal)
+ * has goodput ideal / t; one stopped at the cap the progress it saved over
+ * the wall time so far, and its totals projected by ideal / done (kept at
+ * the cap when it saved nothing). ettr: the wall time less checkpoint
+ * stalls, lost work and downtime, over the wall time. */
+static void metrics(const run_state *st, double ideal, double *m) {
+  double f = st->done > 0 ? ideal / st->done : 1.0;
+  m[SIM_JOB_TIME_H] = st->t * f / 3600.0;
+  m[SIM_JOB_GOODPUT] = st->done / st->t;
+  m[SIM_JOB_ETTR] = (st->t - st->waste_ckpt - st->waste_lost - st->downtime) / st->t;
+  m[SIM_JOB_FAILURES] = st->failures * f;
+  m[SIM_JOB_WASTE_CKPT_H] = st->waste_ckpt * f / 3600.0;
+  m[SIM_JOB_WASTE_LOST_H] = st->waste_lost * f / 3600.0;
+  m[SIM_JOB_WASTE_RESTART_H] = st->downtime * f / 3600.0;
+}
+
+/* The run reached the wall-time cap: checkpoints completed in the current
+ * segment count as progress, the rest is in progress (neither kept nor
+ * lost); time down so far counts as down. */
+static void stop_at_cap(const cycle *c, double ideal, double cap, int running, double run_start,
+                        double down_since, run_state *st) {
+  if (running) {
+    double elapsed = cap - run_start, k = 0;
+    if (c->len > 0 && elapsed > c->lag) {
+      k = fmin(floor((elapsed - c->lag) / c->len), checkpoints_before_end(c, ideal - st->done));
+    }
+    st->done += k * c->train;
+    st->waste_ckpt += k * c->block;
+  } else {
+    st->downtime += cap - down_since;
+  }
+  st->t = cap;
+}
+
+/* The state of one replication between events. */
+typedef struct rep {
+  cycle c;
+  double ideal, cap;
+  run_state st;
+  double run_start;               /* when the current run segment began (or begins) */
+  double down_since, last_detect;
+  int running, pool, need, sched;
+} rep;
+
+/* A repair came back: it refills the pool, or replaces a node the run
+ * waits for; the last one it waits for starts the restart. */
+static int on_repair(job *j, rep *r, double t) {
+  r->pool++;
+  if (r->need > 0) {
+    r->pool--;
+    if (--r->need == 0) {
+      r->run_start = (t > r->last_detect ? t : r->last_detect) + j->p->restart_s + j->p->load_s;
+      if (j->p->dist == SIM_FAIL_SCHEDULED)
+        return push_scheduled(j, &r->c, r->sched, r->run_start, r->st.done);
+    }
+  }
+  return 0;
+}
+
+/* A node failed at t: the work since the last durable checkpoint is lost;
+ * the node goes to repair and a spare, or the first node back from repair,
+ * replaces it once the failure is detected. Then the next failure: the
+ * exponential stream goes on; a Weibull node slot starts a new node's
+ * life; a schedule moves to its next step. */
+static int on_failure(job *j, rep *r, double t, uint64_t arg) {
   const sim_job_params *p = j->p;
-  cycle c = make_cycle(p);
-  double ideal = p->total_steps * p->step_s;
-  double done = 0;                /* durable progress, in training seconds */
-  double t = 0, run_start = 0;    /* when the current run segment began (or begins) */
-  double waste_ckpt = 0, waste_lost = 0, downtime = 0, failures = 0;
-  double down_since = 0, last_detect = 0;
-  int running = 1, pool = p->spares, need = 0, rc, sched = 0;
-  sim_engine_reset(j->e);
-  if ((rc = first_failures(j, &c)) != 0)
+  const cycle *c = &r->c;
+  int rc;
+  r->st.failures++;
+  if (r->running) {
+    double elapsed = t - r->run_start, k = 0;
+    if (c->len > 0 && elapsed > c->lag)
+      k = fmin(floor((elapsed - c->lag) / c->len), checkpoints_before_end(c, r->ideal - r->st.done));
+    r->st.done += k * c->train;
+    r->st.waste_ckpt += k * c->block;
+    r->st.waste_lost += elapsed - k * c->len;
+    r->running = 0;
+    r->down_since = t;
+  }
+  if ((rc = push(j, t + p->mttr_s, REPAIR_FLAG)) != 0)
     return rc;
-  double cap = ideal * SIM_JOB_WALL_CAP_FACTOR + 3600.0;
+  r->last_detect = t + p->detect_s;
+  r->need++;
+  if (r->pool > 0) {
+    r->pool--;
+    r->need--;
+  }
+  r->run_start = r->need == 0 ? r->last_detect + p->restart_s + p->load_s : INFINITY;
+  if (p->dist == SIM_FAIL_SCHEDULED)
+    return push_scheduled(j, c, ++r->sched, r->run_start, r->st.done);
+  return push(j, t + draw_life(j), p->dist == SIM_FAIL_EXPONENTIAL ? 0 : arg);
+}
+
+/* One replication; m receives its metrics. Returns 0 when it finished, 1
+ * when it stopped at the wall-time cap (2 when it also saved nothing),
+ * OVER_BOUND past max_events, or a negative error. */
+static int replicate(job *j, double *m) {
+  rep r = {.c = make_cycle(j->p), .running = 1, .pool = j->p->spares};
+  int rc;
+  r.ideal = j->p->total_steps * j->p->step_s;
+  r.cap = r.ideal * SIM_JOB_WALL_CAP_FACTOR + 3600.0;
+  sim_engine_reset(j->e);
+  if ((rc = first_failures(j, &r.c)) != 0)
+    return rc;
   for (;;) {
     sim_time tt;
     uint64_t arg = 0;
@@ -149,81 +243,55 @@ static int replicate(job *j, double *m) {
     if (have && count_event(j))
       return OVER_BOUND;
     double te = have ? (double)tt / 1e9 : INFINITY;
-    if (!running && need == 0 && run_start <= te) {
+    if (!r.running && r.need == 0 && r.run_start <= te) {
       /* Recovery ended before this event: the run resumed at run_start. */
-      running = 1;
-      downtime += run_start - down_since;
+      r.running = 1;
+      r.st.downtime += r.run_start - r.down_since;
     }
-    if (running) {
-      double remaining = ideal - done, n_ck = checkpoints_before_end(&c, remaining);
-      double finish = run_start + remaining + n_ck * c.block;
+    if (r.running) {
+      double remaining = r.ideal - r.st.done, n_ck = checkpoints_before_end(&r.c, remaining);
+      double finish = r.run_start + remaining + n_ck * r.c.block;
       if (finish <= te) {
-        waste_ckpt += n_ck * c.block;
-        t = finish;
-        break;
+        r.st.waste_ckpt += n_ck * r.c.block;
+        r.st.done = r.ideal;
+        r.st.t = finish;
+        metrics(&r.st, r.ideal, m);
+        return 0;
       }
     }
-    if (!have || te > cap) {
-      m[SIM_JOB_TIME_H] = NAN;
-      return 1;
+    if (!have || te > r.cap) {
+      stop_at_cap(&r.c, r.ideal, r.cap, r.running, r.run_start, r.down_since, &r.st);
+      metrics(&r.st, r.ideal, m);
+      return r.st.done > 0 ? 1 : 2;
     }
-    t = te;
-    if (arg & REPAIR_FLAG) {
-      pool++;
-      if (need > 0) {
-        pool--;
-        if (--need == 0) {
-          run_start = (t > last_detect ? t : last_detect) + p->restart_s + p->load_s;
-          if (p->dist == SIM_FAIL_SCHEDULED && (rc = push_scheduled(j, &c, sched, run_start, done)) != 0)
-            return rc;
-        }
-      }
-      continue;
-    }
-    /* A node failed: the work since the last durable checkpoint is lost. */
-    failures++;
-    if (running) {
-      double elapsed = t - run_start, k = 0;
-      if (c.len > 0 && elapsed > c.lag) {
-        k = floor((elapsed - c.lag) / c.len);
-        double kmax = checkpoints_before_end(&c, ideal - done);
-        if (k > kmax)
-          k = kmax;
-      }
-      done += k * c.train;
-      waste_ckpt += k * c.block;
-      waste_lost += elapsed - k * c.len;
-      running = 0;
-      down_since = t;
-    }
-    /* It goes to repair; a spare, or the first node back from repair,
-     * replaces it once the failure is detected. */
-    if ((rc = push(j, t + p->mttr_s, REPAIR_FLAG)) != 0)
+    rc = arg & REPAIR_FLAG ? on_repair(j, &r, te) : on_failure(j, &r, te, arg);
+    if (rc)
       return rc;
-    last_detect = t + p->detect_s;
-    need++;
-    if (pool > 0) {
-      pool--;
-      need--;
-    }
-    run_start = need == 0 ? last_detect + p->restart_s + p->load_s : INFINITY;
-    /* The next failure: the exponential stream goes on; a Weibull node
-     * slot starts a new node's life; a schedule moves to its next step. */
-    if (p->dist == SIM_FAIL_SCHEDULED) {
-      if ((rc = push_scheduled(j, &c, ++sched, run_start, done)) != 0)
-        return rc;
-    } else if ((rc = push(j, t + draw_life(j), p->dist == SIM_FAIL_EXPONENTIAL ? 0 : arg)) != 0) {
-      return rc;
-    }
   }
-  m[SIM_JOB_TIME_H] = t / 3600.0;
-  m[SIM_JOB_GOODPUT] = ideal / t;
-  m[SIM_JOB_ETTR] = (t - downtime) / t;
-  m[SIM_JOB_FAILURES] = failures;
-  m[SIM_JOB_WASTE_CKPT_H] = waste_ckpt / 3600.0;
-  m[SIM_JOB_WASTE_LOST_H] = waste_lost / 3600.0;
-  m[SIM_JOB_WASTE_RESTART_H] = downtime / 3600.0;
-  return 0;
+}
+
+/* Means and 95% intervals of the mean (Student t, n-1 degrees) of every
+ * metric over the replications kept in r->reps. */
+static void summarize(sim_job_result *r) {
+  int n = r->replications;
+  for (int k = 0; k < SIM_JOB_N_METRICS; k++) {
+    const double *x = r->reps + k;
+    r->mean[k] = gsl_stats_mean(x, SIM_JOB_N_METRICS, (size_t)n);
+    double h = n > 1 ? gsl_cdf_tdist_Pinv(0.975, n - 1) *
+                           gsl_stats_sd_m(x, SIM_JOB_N_METRICS, (size_t)n, r->mean[k]) / sqrt(n)
+                     : 0;
+    r->lo[k] = r->mean[k] - h;
+    r->hi[k] = r->mean[k] + h;
+  }
+}
+
+/* Replication i's generator: splitmix64 of the seed and its number, so
+ * that a replication draws the same whatever ran before it. */
+static void seed_replication(gsl_rng *rng, uint64_t seed, int i) {
+  uint64_t z = seed + 0x9e3779b97f4a7c15ULL * (uint64_t)(i + 1);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  gsl_rng_set(rng, (unsigned long)(z ^ (z >> 31)));
 }
 
 int sim_job_run(const sim_job_params *p, sim_engine *e, sim_job_result *r) {
@@ -231,23 +299,20 @@ int sim_job_run(const sim_job_params *p, sim_engine *e, sim_job_result *r) {
   if (!(p->step_s > 0) || !(p->total_steps > 0) || p->nodes < 1 || p->replications < 1)
     return core_err_set(CORE_EINVAL, "job simulation needs a step time, steps, nodes and replications");
   int R = p->replications, rc = 0;
-  double *v = malloc(sizeof *v * (size_t)R * SIM_JOB_N_METRICS);
+  r->reps = malloc(sizeof *r->reps * (size_t)R * SIM_JOB_N_METRICS);
   job j = {.p = p, .e = e, .rng = gsl_rng_alloc(gsl_rng_mt19937)};
-  if (!v || !j.rng) {
+  if (!r->reps || !j.rng) {
     rc = core_err_set(CORE_ENOMEM, "out of memory for %d replications", R);
     goto out;
   }
-  int ok = 0;
   r->replications = R;
+  r->cap_h = (p->total_steps * p->step_s * SIM_JOB_WALL_CAP_FACTOR + 3600.0) / 3600.0;
   for (int i = 0; i < R; i++) {
-    /* Independent streams per replication (splitmix64 of seed and index). */
-    uint64_t z = p->seed + 0x9e3779b97f4a7c15ULL * (uint64_t)(i + 1);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    gsl_rng_set(j.rng, (unsigned long)(z ^ (z >> 31)));
+    seed_replication(j.rng, p->seed, p->first_rep + i);
     /* Zeroed: GCC's -O2 -Wmaybe-uninitialized cannot see that replicate
      * fills every metric when it returns 0. */
-    double m[SIM_JOB_N_METRICS] = {0};
+    double *m = r->reps + (size_t)i * SIM_JOB_N_METRICS;
+    memset(m, 0, sizeof *m * SIM_JOB_N_METRICS);
     rc = replicate(&j, m);
     if (rc < 0)
       goto out;
@@ -257,36 +322,60 @@ int sim_job_run(const sim_job_params *p, sim_engine *e, sim_job_result *r) {
       goto out;
     }
     r->events += sim_engine_counters(e).executed;
-    if (rc == 1) {
-      r->unfinished++;
-      rc = 0;
-      continue;
-    }
-    for (int k = 0; k < SIM_JOB_N_METRICS; k++)
-      v[(size_t)k * R + ok] = m[k];
-    ok++;
+    r->unfinished += rc > 0;
+    r->stalled += rc == 2;
+    rc = 0;
   }
-  for (int k = 0; k < SIM_JOB_N_METRICS; k++) {
-    const double *x = v + (size_t)k * R;
-    if (ok == 0) {
-      r->mean[k] = r->lo[k] = r->hi[k] = NAN;
-      continue;
-    }
-    r->mean[k] = gsl_stats_mean(x, 1, (size_t)ok);
-    /* 95% confidence interval of the mean, Student t with ok-1 degrees. */
-    double h = ok > 1 ? gsl_cdf_tdist_Pinv(0.975, ok - 1) * gsl_stats_sd_m(x, 1, (size_t)ok, r->mean[k]) / sqrt(ok) : 0;
-    r->lo[k] = r->mean[k] - h;
-    r->hi[k] = r->mean[k] + h;
-  }
+  summarize(r);
   r->mtti_s = sim_job_mtti(p);
   r->young_s = isfinite(r->mtti_s) ? sim_job_young(p->ckpt_block_s, r->mtti_s) : NAN;
   r->daly_s = isfinite(r->mtti_s) ? sim_job_daly(p->ckpt_block_s, r->mtti_s) : NAN;
 out:
   if (p->progress && j.unreported)
     p->progress(p->progress_ctx, j.unreported);
-  free(v);
   gsl_rng_free(j.rng);
+  if (rc)
+    sim_job_result_free(r);
   return rc;
+}
+
+void sim_job_result_free(sim_job_result *r) {
+  free(r->reps);
+  r->reps = NULL;
+}
+
+int sim_job_merge(sim_job_result *into, sim_job_result *more) {
+  size_t n = (size_t)(into->replications + more->replications) * SIM_JOB_N_METRICS;
+  double *reps = realloc(into->reps, sizeof *reps * n);
+  if (!reps) {
+    sim_job_result_free(more);
+    return core_err_set(CORE_ENOMEM, "out of memory for %zu replications", n / SIM_JOB_N_METRICS);
+  }
+  memcpy(reps + (size_t)into->replications * SIM_JOB_N_METRICS, more->reps,
+         sizeof *reps * (size_t)more->replications * SIM_JOB_N_METRICS);
+  into->reps = reps;
+  into->replications += more->replications;
+  into->unfinished += more->unfinished;
+  into->stalled += more->stalled;
+  into->events += more->events;
+  sim_job_result_free(more);
+  summarize(into);
+  return 0;
+}
+
+int sim_job_paired(const sim_job_result *a, const sim_job_result *b, int k, double *mean, double *half) {
+  int n = a->replications;
+  if (n != b->replications || !a->reps || !b->reps || n < 2)
+    return -1;
+  double *d = malloc(sizeof *d * (size_t)n);
+  if (!d)
+    return -1;
+  for (int i = 0; i < n; i++)
+    d[i] = a->reps[(size_t)i * SIM_JOB_N_METRICS + k] - b->reps[(size_t)i * SIM_JOB_N_METRICS + k];
+  *mean = gsl_stats_mean(d, 1, (size_t)n);
+  *half = gsl_cdf_tdist_Pinv(0.975, n - 1) * gsl_stats_sd_m(d, 1, (size_t)n, *mean) / sqrt(n);
+  free(d);
+  return 0;
 }
 
 double sim_job_mtti(const sim_job_params *p) {

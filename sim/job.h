@@ -51,7 +51,8 @@ typedef struct sim_job_params {
   double ckpt_block_s;    /* sync: the write; async: the snapshot */
   double ckpt_write_s;    /* async: the background write */
   int replications;
-  uint64_t seed;
+  int first_rep;          /* replications are numbered from here (more of the same study) */
+  uint64_t seed;          /* replication i draws from a stream of (seed, i) */
   uint64_t max_events;    /* events the whole Monte Carlo may take; 0: no bound */
   /* Called now and then from the running Monte Carlo with the events run
    * since the last call (progress reports); may be NULL. */
@@ -59,19 +60,47 @@ typedef struct sim_job_params {
   void *progress_ctx;
 } sim_job_params;
 
+/* Per replication: wall time to train (h); goodput, the failure-free time
+ * over the wall time; ettr, the effective training time ratio as large
+ * training reports publish it: the wall time spent training on data whose
+ * progress is kept, over the wall time, i.e. the wall time less checkpoint
+ * stalls, work lost to failures and the time down (detection, waiting for
+ * a node, restart, checkpoint load) (Kokolis et al., "Revisiting
+ * Reliability in Large-Scale Machine Learning Research Clusters", 2024,
+ * arXiv:2410.21680, "ETTR"; PyTorch blog, "Optimizing Effective Training
+ * Time for Meta's Internal Recommendation/Ranking Workloads": "the
+ * percentage of E2E wall time spent on consuming new data"). Kept training
+ * is the failure-free time, so a finished run's ettr equals its goodput.
+ * Then failures, and the hours lost to checkpoint stalls, lost work and
+ * downtime. */
 enum {
   SIM_JOB_TIME_H = 0, SIM_JOB_GOODPUT, SIM_JOB_ETTR, SIM_JOB_FAILURES, SIM_JOB_WASTE_CKPT_H,
   SIM_JOB_WASTE_LOST_H, SIM_JOB_WASTE_RESTART_H, SIM_JOB_N_METRICS
 };
 extern const char *const sim_job_metric_names[SIM_JOB_N_METRICS];
 
+/* Every replication's metrics are kept (reps, one row of SIM_JOB_N_METRICS
+ * per replication, in replication order) so that more replications can be
+ * added to a point and points compared replication by replication: the
+ * same replication number draws the same failures in every point seeded
+ * alike (common random numbers).
+ *
+ * A replication still running at the wall-time cap (SIM_JOB_WALL_CAP_FACTOR)
+ * is unfinished: its goodput is the durable progress over the wall time so
+ * far, and its time to train, failures and waste are projected from that
+ * rate of progress (the failure process is stationary); one that saved no
+ * progress at all (stalled) cannot be projected and keeps its values at the
+ * cap, a lower bound. */
 typedef struct sim_job_result {
   double mean[SIM_JOB_N_METRICS], lo[SIM_JOB_N_METRICS], hi[SIM_JOB_N_METRICS];
   double mtti_s;          /* mean time between interruptions of the job */
   double young_s, daly_s; /* optimal checkpoint intervals, seconds of training */
   int replications;
   int unfinished;         /* replications that did not finish within the wall-time cap */
+  int stalled;            /* of those, the ones that saved no progress before it */
+  double cap_h;           /* the cap, hours of wall time */
   uint64_t events;
+  double *reps;           /* replications x SIM_JOB_N_METRICS, malloc'd */
 } sim_job_result;
 
 /* Young's interval sqrt(2 delta M); Daly's higher-order one (Daly 2006, as
@@ -81,8 +110,19 @@ double sim_job_young(double delta_s, double mtti_s);
 double sim_job_daly(double delta_s, double mtti_s);
 
 /* Returns 0, or CORE_EINVAL when the Monte Carlo would take more than
- * p->max_events (message: how far it got; the caller names the scenario key). */
+ * p->max_events (message: how far it got; the caller names the scenario key).
+ * r->reps is allocated: sim_job_result_free. */
 int sim_job_run(const sim_job_params *p, sim_engine *e, sim_job_result *r);
+void sim_job_result_free(sim_job_result *r);
+/* Append more's replications (run with first_rep = into's count) to into,
+ * recompute its means and intervals, and free more. */
+int sim_job_merge(sim_job_result *into, sim_job_result *more);
+
+/* Metric k of a and b compared replication by replication (the same
+ * replication numbers, the same seeds: paired): the mean of a - b and the
+ * half-width of its 95% confidence interval (Student t). Both need the same
+ * replications; returns -1 otherwise. */
+int sim_job_paired(const sim_job_result *a, const sim_job_result *b, int k, double *mean, double *half);
 
 /* The work before it is done: the expected events of the whole Monte Carlo
  * (two per interruption, failure and repair, over a replication's expected

@@ -22,15 +22,15 @@ uint64_t sim_predict_seed(uint64_t seed, long index) {
 }
 
 
-/* A measured allreduce fit at c->ranks becomes per-link α and β by dividing
+/* A measured fit of op at c->ranks becomes per-link α and β by dividing
  * out the algorithm's coefficients, one pair per fitted regime (the
  * collective then uses the regime its size falls into). */
-static int link_from_profile(const core_prof_coll *c, enum sim_backend b, sim_link *l) {
+static int link_from_profile(const core_prof_coll *c, enum sim_backend b, enum sim_op op, sim_link *l) {
   enum sim_algo a;
   double ca, cb;
   if (sim_algo_parse(c->algorithm, &a) != 0)
     return core_err_set(CORE_EINVAL, "unknown algorithm '%s' in profile", c->algorithm);
-  int rc = sim_coll_coeffs(b, SIM_OP_ALLREDUCE, a, c->ranks, &ca, &cb);
+  int rc = sim_coll_coeffs(b, op, a, c->ranks, &ca, &cb);
   if (rc)
     return rc;
   memset(l, 0, sizeof *l);
@@ -48,30 +48,38 @@ static int link_from_profile(const core_prof_coll *c, enum sim_backend b, sim_li
   return 0;
 }
 
-int sim_predict_topo(const sim_scenario *s, const sim_point *p, sim_topo *t) {
-  const core_profile *pr = s->profile;
-  const sim_network *n = p->network;
+/* The profile's measurement of op in scope, else its allreduce's: the link
+ * it gives. */
+static int measured_link(const core_profile *pr, const char *path, enum sim_backend b, enum sim_op op,
+                         const char *scope, sim_link *l) {
+  const char *bn = sim_backend_name(b);
+  const core_prof_coll *c = NULL;
+  if (op != SIM_OP_ALLREDUCE)
+    for (int i = 0; i < pr->n_colls && !c; i++)
+      if (!strcmp(pr->colls[i].backend, bn) && !strcmp(pr->colls[i].op, sim_op_name(op)) &&
+          !strcmp(pr->colls[i].scope, scope))
+        c = &pr->colls[i];
+  if (c)
+    return link_from_profile(c, b, op, l);
+  if (!(c = core_profile_allreduce(pr, bn, scope)))
+    return core_err_set(CORE_EINVAL, "profile '%s' has no %s-node allreduce for %s", path,
+                        !strcmp(scope, "intra") ? "intra" : "inter", bn);
+  return link_from_profile(c, b, SIM_OP_ALLREDUCE, l);
+}
+
+int sim_topo_build(const core_profile *pr, const char *profile_path, const sim_network *n, enum sim_backend b,
+                   enum sim_op op, int nodes, int per_node, sim_topo *t) {
   int rc;
   memset(t, 0, sizeof *t);
-  t->nodes = p->nodes;
-  t->per_node = p->per_node;
+  t->nodes = nodes;
+  t->per_node = per_node;
   int gpu = strcmp(pr->device_kind, "gpu") == 0;
-  if (p->per_node > 1) {
-    const core_prof_coll *c = core_profile_allreduce(pr, sim_backend_name(p->backend), "intra");
-    if (!c)
-      return core_err_set(CORE_EINVAL, "profile '%s' has no intra-node allreduce for %s", s->profile_path,
-                          sim_backend_name(p->backend));
-    if ((rc = link_from_profile(c, p->backend, &t->intra)) != 0)
-      return rc;
-  }
+  if (per_node > 1 && (rc = measured_link(pr, profile_path, b, op, "intra", &t->intra)) != 0)
+    return rc;
   t->rails = 1;
-  if (p->nodes > 1) {
+  if (nodes > 1) {
     if (n->from_profile) {
-      const core_prof_coll *c = core_profile_allreduce(pr, sim_backend_name(p->backend), "inter");
-      if (!c)
-        return core_err_set(CORE_EINVAL, "profile '%s' has no inter-node allreduce for %s", s->profile_path,
-                            sim_backend_name(p->backend));
-      if ((rc = link_from_profile(c, p->backend, &t->inter)) != 0)
+      if ((rc = measured_link(pr, profile_path, b, op, "inter", &t->inter)) != 0)
         return rc;
       if (n->gbps > 0) {
         /* Rescaled line rate: every regime's bandwidth in proportion. */
@@ -87,16 +95,21 @@ int sim_predict_topo(const sim_scenario *s, const sim_point *p, sim_topo *t) {
       t->inter.beta_s = 1.0 / flow_Bps;
       /* NCCL runs one channel per NIC (multi-rail); Gloo's ring has one
        * TCP pair per neighbour, so one NIC carries it. */
-      t->rails = p->backend == SIM_BACKEND_NCCL ? n->nics_per_node : 1;
+      t->rails = b == SIM_BACKEND_NCCL ? n->nics_per_node : 1;
       t->node_Bps = flow_Bps * n->nics_per_node / n->oversubscription;
       /* Gloo reduces on the host; with a measured link the fit holds it. */
-      if (p->backend == SIM_BACKEND_GLOO)
+      if (b == SIM_BACKEND_GLOO)
         t->gamma_s = 1.0 / (pr->reduce_GBps * 1e9);
     }
   }
-  if (p->backend == SIM_BACKEND_GLOO && gpu)
+  if (b == SIM_BACKEND_GLOO && gpu)
     t->stage_s = 2.0 / (pr->host_link_GBps * 1e9); /* device to host and back */
   return 0;
+}
+
+int sim_predict_topo(const sim_scenario *s, const sim_point *p, sim_topo *t) {
+  return sim_topo_build(s->profile, s->profile_path, p->network, p->backend, SIM_OP_ALLREDUCE, p->nodes,
+                        p->per_node, t);
 }
 
 double sim_predict_allreduce(const sim_point *p, const sim_topo *t, double bytes) {
@@ -298,6 +311,65 @@ static int ready_layers(const core_model *m, const core_buckets *bk, int **out) 
   return 0;
 }
 
+/* Forward and backward seconds of every layer on one device at the point's
+ * batch and precision (measured times scaled to the batch, or the
+ * profile's GEMM rate and the elementwise traffic), the copy of its
+ * gradients into their bucket, and its name. copy and names may be NULL. */
+static void layer_times(const sim_scenario *s, const sim_point *p, double *fwd, double *bwd, double *copy,
+                        const char **names) {
+  const core_model *m = p->model;
+  const core_profile *pr = s->profile;
+  enum core_prec cp = sim_precision_compute(p->precision);
+  double mem_Bps = pr->memory_GBps * 1e9;
+  int gb = sim_precision_grad_bytes(p->precision);
+  for (int l = 0; l < m->n_layers; l++) {
+    const core_layer *ly = &m->layers[l];
+    if (names)
+      names[l] = ly->name;
+    if (m->measured) {
+      double scale = p->batch / m->measured_batch;
+      fwd[l] = ly->fwd_s * scale;
+      bwd[l] = ly->bwd_s * scale;
+    } else {
+      double ff = ly->fwd_flops * p->batch, bf = ly->bwd_flops * p->batch;
+      fwd[l] = ff > 0 ? ff / core_profile_flops(pr, cp, ff) : 0;
+      /* Backward is two GEMMs the size of the forward one (input and weight
+       * gradients), so its rate is that of half its FLOPs. */
+      bwd[l] = bf > 0 ? bf / core_profile_flops(pr, cp, bf / 2) : 0;
+      /* The elementwise work on the layer's output that no FLOP count holds
+       * (normalization, activation, dropout, residual adds, their
+       * backwards) streams the activation through memory. */
+      double act_s = ly->act_bytes * p->batch / mem_Bps;
+      fwd[l] += SIM_ELEMENTWISE_FWD_PASSES * act_s;
+      bwd[l] += SIM_ELEMENTWISE_BWD_PASSES * act_s;
+    }
+    if (copy && !s->gradient_as_bucket_view) {
+      /* The autograd hook copies each gradient into its bucket: one read and
+       * one write (reducer.cpp mark_variable_ready_dense). */
+      int64_t el = 0;
+      for (int t = 0; t < ly->n_tensors; t++)
+        el += m->tensor_elems[ly->first_tensor + t];
+      copy[l] = 2.0 * (double)el * gb / mem_Bps;
+    }
+  }
+}
+
+double sim_predict_compute_s(const sim_scenario *s, const sim_point *p) {
+  const core_model *m = p->model;
+  if (m->traced)
+    return 0;
+  double *t = calloc((size_t)m->n_layers * 2 + 1, sizeof *t), sum = 0;
+  if (!t)
+    return 0;
+  layer_times(s, p, t, t + m->n_layers, NULL, NULL);
+  for (int l = 0; l < 2 * m->n_layers; l++)
+    sum += t[l];
+  free(t);
+  const core_profile *pr = s->profile;
+  double upd_Bps = pr->update_GBps > 0 ? pr->update_GBps * 1e9 : pr->memory_GBps * 1e9;
+  return sum + (double)m->n_params * optimizer_bytes_per_param(s->optimizer) / upd_Bps;
+}
+
 /* A traced GPU job (core/traced.h): its step replayed with this point's
  * buckets and collective times (sim/replay.h). One device without DDP is
  * the replay with free communication. */
@@ -354,38 +426,9 @@ int sim_predict_point(const sim_scenario *s, const sim_point *p, sim_engine *e, 
   }
 
   /* Compute per layer. */
-  enum core_prec cp = sim_precision_compute(p->precision);
   double mem_Bps = pr->memory_GBps * 1e9;
   int gb = sim_precision_grad_bytes(p->precision);
-  for (int l = 0; l < L; l++) {
-    const core_layer *ly = &m->layers[l];
-    names[l] = ly->name;
-    if (m->measured) {
-      double scale = p->batch / m->measured_batch;
-      fwd[l] = ly->fwd_s * scale;
-      bwd[l] = ly->bwd_s * scale;
-    } else {
-      double ff = ly->fwd_flops * p->batch, bf = ly->bwd_flops * p->batch;
-      fwd[l] = ff > 0 ? ff / core_profile_flops(pr, cp, ff) : 0;
-      /* Backward is two GEMMs the size of the forward one (input and weight
-       * gradients), so its rate is that of half its FLOPs. */
-      bwd[l] = bf > 0 ? bf / core_profile_flops(pr, cp, bf / 2) : 0;
-      /* The elementwise work on the layer's output that no FLOP count holds
-       * (normalization, activation, dropout, residual adds, their
-       * backwards) streams the activation through memory. */
-      double act_s = ly->act_bytes * p->batch / mem_Bps;
-      fwd[l] += SIM_ELEMENTWISE_FWD_PASSES * act_s;
-      bwd[l] += SIM_ELEMENTWISE_BWD_PASSES * act_s;
-    }
-    if (!s->gradient_as_bucket_view) {
-      /* The autograd hook copies each gradient into its bucket: one read and
-       * one write (reducer.cpp mark_variable_ready_dense). */
-      int64_t el = 0;
-      for (int t = 0; t < ly->n_tensors; t++)
-        el += m->tensor_elems[ly->first_tensor + t];
-      copy[l] = 2.0 * (double)el * gb / mem_Bps;
-    }
-  }
+  layer_times(s, p, fwd, bwd, copy, names);
   /* The copy out of the buckets and the optimizer's update run at their own
    * rate (profile device.update_GBps, timed by calibrate on CPUs): on the
    * project's 2-vCPU test machine the runtime's step over the reference
@@ -508,108 +551,4 @@ out_free:
   free(msd);
   core_bucket_free(&bk);
   return rc;
-}
-
-/* Optimizer state per parameter in fp32: momentum one buffer, Adam two. */
-static double optimizer_state_bytes(enum sim_optimizer o) {
-  switch (o) {
-  case SIM_OPT_SGD_MOMENTUM: return 4.0;
-  case SIM_OPT_ADAM: return 8.0;
-  default: return 0.0;
-  }
-}
-
-static double min_cap(double bw, double cap) { return cap > 0 && cap < bw ? cap : bw; }
-
-/* Checkpoint: parameters and optimizer state in fp32. */
-static double ckpt_bytes(const sim_scenario *s, const sim_point *p) {
-  return (double)p->model->n_params * (4.0 + optimizer_state_bytes(s->optimizer));
-}
-
-int sim_predict_job_params(const sim_scenario *s, const sim_point *p, const sim_point_result *r,
-                           sim_job_params *out) {
-  const sim_job_cfg *j = &s->job;
-  const core_profile *pr = s->profile;
-  int world = p->nodes * p->per_node, g = p->per_node, rc;
-  double step = r->step_s;
-  sim_job_params jp;
-  memset(&jp, 0, sizeof jp);
-  jp.step_s = step;
-  jp.total_steps = j->steps > 0 ? j->steps : j->hours * 3600.0 / step;
-  jp.nodes = p->nodes;
-  jp.dist = (enum sim_fail_dist)j->fail_dist;
-  /* Per-GPU failure processes of a node combine into the node's: the
-   * minimum of g exponentials is exponential with g times the rate, of g
-   * Weibulls a Weibull with scale divided by g^(1/shape). */
-  jp.node_mtbf_s = j->mtbf_h * 3600.0 / (j->per_gpu ? g : 1);
-  jp.weibull_scale_s = j->weibull_scale_h * 3600.0 / (j->per_gpu ? pow(g, 1.0 / j->weibull_shape) : 1);
-  jp.weibull_shape = j->weibull_shape;
-  jp.at_steps = j->at_steps;
-  jp.n_at_steps = j->n_at_steps;
-  jp.detect_s = j->detect_s >= 0 ? j->detect_s : sim_scenario_timeout(s, p->backend);
-  jp.mttr_s = j->mttr_h * 3600.0;
-  jp.spares = (int)p->spares;
-  /* Restart: process start, then rendezvous and communicator set-up, which
-   * grow with the number of ranks; scaled from the calibrated world size by
-   * log2 (tree- and ring-based bootstraps do log p rounds or p steps of
-   * small messages; log p is the optimistic end, documented as such). */
-  if (j->restart_s >= 0) {
-    jp.restart_s = j->restart_s;
-  } else {
-    double pw = (double)pr->nodes * pr->ranks_per_node;
-    double scale = pw > 1 && world > 1 ? log2((double)world) / log2(pw) : 1.0;
-    jp.restart_s = pr->process_start_s + (pr->rendezvous_s + pr->comm_init_s) * (scale > 1 ? scale : 1);
-    /* DDP's constructor then broadcasts rank 0's parameters
-     * (_sync_module_states), on every start. */
-    sim_topo t;
-    if ((rc = sim_predict_topo(s, p, &t)) != 0)
-      return rc;
-    jp.restart_s += sim_coll_time(p->backend, SIM_OP_BROADCAST, SIM_ALGO_RING, &t,
-                                  (double)p->model->n_params * sim_precision_grad_bytes(p->precision));
-  }
-  /* Checkpoint: parameters and optimizer state in fp32. Sharded, every node
-   * writes its share in parallel; else rank 0 writes it all. Every node
-   * reads the whole state back on restart (data parallel: every replica
-   * needs all of it). */
-  double bytes = ckpt_bytes(s, p);
-  double wbw = pr->write_GBps * 1e9, rbw = pr->read_GBps * 1e9, cap = j->storage_GBps * 1e9;
-  double write_s = bytes / (j->sharded ? min_cap(wbw * p->nodes, cap) : min_cap(wbw, cap));
-  jp.load_s = bytes * p->nodes / min_cap(rbw * p->nodes, cap);
-  jp.every_steps = j->every_in_steps ? p->ckpt_every : p->ckpt_every / step;
-  jp.async = p->ckpt_async;
-  if (jp.async) {
-    double snap_bw = j->snapshot_GBps > 0 ? j->snapshot_GBps * 1e9
-                     : strcmp(pr->device_kind, "gpu") == 0 ? pr->host_link_GBps * 1e9
-                                                           : pr->memory_GBps * 1e9;
-    jp.ckpt_block_s = (j->sharded ? bytes / world : bytes) / snap_bw;
-    jp.ckpt_write_s = write_s;
-  } else {
-    jp.ckpt_block_s = write_s;
-  }
-  jp.replications = j->replications;
-  jp.seed = sim_predict_seed(s->seed ^ 0x5a5a5a5a5a5a5a5aULL, p->index);
-  jp.max_events = (uint64_t)j->max_events;
-  *out = jp;
-  return 0;
-}
-
-int sim_predict_job(const sim_scenario *s, const sim_point *p, sim_engine *e,
-                    void (*progress)(void *ctx, uint64_t events), void *ctx, sim_point_result *r) {
-  sim_job_params jp;
-  if (!s->job.present)
-    return 0;
-  int rc = sim_predict_job_params(s, p, r, &jp);
-  if (rc)
-    return rc;
-  jp.progress = progress;
-  jp.progress_ctx = ctx;
-  if ((rc = sim_job_run(&jp, e, &r->job)) != 0)
-    return rc;
-  r->has_job = 1;
-  r->ckpt_bytes = ckpt_bytes(s, p);
-  r->ckpt_block_s = jp.ckpt_block_s;
-  r->ckpt_every_s = jp.every_steps * r->step_s;
-  r->restart_s = jp.restart_s;
-  r->load_s = jp.load_s;
-  return 0;
 }

@@ -25,11 +25,17 @@ typedef struct sim_point_result {
   char status[16];          /* "ok" or "timeout" */
   char note[320];
   uint64_t events;
-  /* Job level, when the scenario has one. */
+  /* Job level, when the scenario has one (sim/jobpoint.h). */
   int has_job;
   sim_job_result job;
-  double ckpt_bytes, ckpt_block_s, ckpt_every_s, restart_s, load_s;
-  double best_every_s;      /* the interval with the best goodput among its siblings */
+  double ckpt_bytes, ckpt_block_s, ckpt_every_s, restart_s, detect_s, mttr_h;
+  double load_s, load_read_s, load_exchange_s; /* the load: reading from storage, then exchanging shares */
+  double usd_per_hour;      /* with prices (sim/cost.h) */
+  /* Among the points that differ only in the checkpoint interval: the best
+   * interval's and its goodput's interval, and the intervals whose goodput
+   * cannot be told from it (paired over the same failures), ';'-separated. */
+  double best_every_s, best_goodput_lo, best_goodput_hi;
+  char ties[96];
 } sim_point_result;
 
 /* Passes through memory of each layer's output activation (its fp32 size,
@@ -48,8 +54,14 @@ typedef struct sim_point_result {
 #define SIM_ELEMENTWISE_FWD_PASSES 2.8
 #define SIM_ELEMENTWISE_BWD_PASSES 4.5
 
-/* Topology and links for a point. */
+/* Topology and links for a point (its allreduces). */
 int sim_predict_topo(const sim_scenario *s, const sim_point *p, sim_topo *t);
+/* The same for op on nodes x per_node ranks over network n with backend b:
+ * links from the profile's measurement of op in each scope, or else from
+ * its allreduce's (reference/cost-models.md; the network's own figures
+ * unless it takes its link from the profile). */
+int sim_topo_build(const core_profile *pr, const char *profile_path, const sim_network *n, enum sim_backend b,
+                   enum sim_op op, int nodes, int per_node, sim_topo *t);
 
 /* Per-bucket allreduce time, choosing the algorithm when p->algorithm is
  * auto (NCCL: the faster of ring and tree, as NCCL's tuner does; Gloo: the
@@ -62,15 +74,9 @@ int sim_predict_point(const sim_scenario *s, const sim_point *p, sim_engine *e, 
 
 uint64_t sim_predict_seed(uint64_t seed, long index);
 
-/* The job level's parameters of a point whose step level r already holds:
- * failures, recovery, checkpoint costs, replications and the bound on events
- * (simulation.max_events); no progress hook. */
-int sim_predict_job_params(const sim_scenario *s, const sim_point *p, const sim_point_result *r,
-                           sim_job_params *jp);
-
-/* The job level of such a point (failures, checkpoints; Monte Carlo).
- * progress (may be NULL) is called with the events run since its last call. */
-int sim_predict_job(const sim_scenario *s, const sim_point *p, sim_engine *e,
-                    void (*progress)(void *ctx, uint64_t events), void *ctx, sim_point_result *r);
+/* Seconds of one step of one device alone, without DDP or jitter: the
+ * layers' forward and backward and the optimizer (0 for a traced job). A
+ * lower bound of the point's step time. */
+double sim_predict_compute_s(const sim_scenario *s, const sim_point *p);
 
 #endif

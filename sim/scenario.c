@@ -1,5 +1,7 @@
 #include "scenario.h"
 
+#include "sim/job.h"
+
 #include "core/err.h"
 #include "core/traced.h"
 
@@ -95,78 +97,12 @@ void sim_scenario_free(sim_scenario *s) {
   free(s->compression);
   free(s->per_node);
   free(s->nodes);
-  free(s->job.spares);
-  free(s->job.every);
-  free(s->job.async);
-  free(s->job.at_steps);
+  sim_jobcfg_free(&s->job);
   core_cfg_free(&s->cfg);
   free(s);
 }
 
 static const char *where(const config_setting_t *s, char *buf) { return core_cfg_where(s, buf, 4200); }
-
-static int parse_networks(sim_scenario *s, const config_setting_t *list) {
-  static const char *const keys[] = {"name", "gbps", "latency_us", "nics_per_node", "efficiency",
-                                     "oversubscription", "from_profile", NULL};
-  char w[4200];
-  int rc;
-  s->n_networks = config_setting_length(list);
-  s->networks = calloc((size_t)s->n_networks, sizeof *s->networks);
-  if (!s->networks)
-    return core_err_set(CORE_ENOMEM, "out of memory reading networks");
-  for (int i = 0; i < s->n_networks; i++) {
-    const config_setting_t *g = config_setting_get_elem(list, (unsigned)i);
-    sim_network *n = &s->networks[i];
-    const char *name;
-    long long v;
-    n->line = (int)config_setting_source_line(g);
-    if ((rc = core_cfg_check_keys(g, keys, "a network")) != 0 ||
-        (rc = core_cfg_string(g, "name", 1, NULL, NULL, &name)) != 0 ||
-        (rc = core_cfg_bool(g, "from_profile", 0, 0, &n->from_profile)) != 0)
-      return rc;
-    if (strlen(name) >= sizeof n->name)
-      return core_err_set(CORE_EINVAL, "%s: network name '%.20s...' is longer than %zu characters",
-                          where(g, w), name, sizeof n->name - 1);
-    if (strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._+-") != strlen(name))
-      return core_err_set(CORE_EINVAL, "%s: network name \"%s\" may use only letters, digits and . _ + - (it labels CSV rows and plots)",
-                          where(config_setting_get_member(g, "name"), w), name);
-    snprintf(n->name, sizeof n->name, "%s", name);
-    for (int j = 0; j < i; j++)
-      if (strcmp(s->networks[j].name, n->name) == 0)
-        return core_err_set(CORE_EINVAL, "%s: network name '%s' is already used at line %d; names must be unique",
-                            where(g, w), n->name, s->networks[j].line);
-    if (n->from_profile) {
-      /* The measured link as it is, or rescaled to another line rate
-       * (gbps): same latency and efficiency, bandwidth in proportion. */
-      for (const char *const *k = keys + 1; *k; k++)
-        if (strcmp(*k, "from_profile") && strcmp(*k, "gbps") && config_setting_get_member(g, *k))
-          return core_err_set(CORE_EINVAL, "%s: network '%s' takes its link from the profile, so '%s' does not apply; remove it (only gbps may rescale the measured link) or set from_profile = false",
-                              where(config_setting_get_member(g, *k), w), n->name, *k);
-      if ((rc = core_cfg_double(g, "gbps", 0, 0, 1e-3, 1e5, &n->gbps)) != 0)
-        return rc;
-      if (n->gbps > 0 && !(s->profile->link_gbps > 0))
-        return core_err_set(CORE_EINVAL, "%s: network '%s' rescales the measured link to %g Gb/s, but profile '%s' does not say the line rate it was measured at (meta.link_gbps); calibrate with --link-gbps, or drop gbps",
-                            where(config_setting_get_member(g, "gbps"), w), n->name, n->gbps, s->profile_path);
-      n->nics_per_node = 1;
-      n->efficiency = 1;
-      n->oversubscription = 1;
-      continue;
-    }
-    /* Line rates from 1 Mb/s to 100 Tb/s; latency up to a second. */
-    if ((rc = core_cfg_double(g, "gbps", 1, 0, 1e-3, 1e5, &n->gbps)) != 0 ||
-        (rc = core_cfg_double(g, "latency_us", 1, 0, 0, 1e6, &n->latency_us)) != 0 ||
-        (rc = core_cfg_int(g, "nics_per_node", 0, 1, 1, 64, &v)) != 0)
-      return rc;
-    n->nics_per_node = (int)v;
-    /* Default efficiency: TCP payload per Ethernet frame at MTU 1500 with
-     * timestamps, 1448 of 1538 bytes on the wire (IEEE 802.3 framing: 38 bytes
-     * of preamble, header, FCS and gap; 52 bytes of IP and TCP headers). */
-    if ((rc = core_cfg_double(g, "efficiency", 0, 1448.0 / 1538.0, 0.01, 1.0, &n->efficiency)) != 0 ||
-        (rc = core_cfg_double(g, "oversubscription", 0, 1.0, 1.0, 1000.0, &n->oversubscription)) != 0)
-      return rc;
-  }
-  return 0;
-}
 
 /* Does the profile let us derive an allreduce link for this backend and scope? */
 
@@ -231,146 +167,11 @@ static int cross_check(sim_scenario *s, const config_setting_t *root) {
   return 0;
 }
 
-/* Groups job, failures and checkpoint: the run as a whole. */
-/* The key of the failures group that sets how often they come. */
-static const config_setting_t *rate_key(const config_setting_t *fg) {
-  static const char *const keys[] = {"mtbf_h", "weibull_scale_h", "at_steps", NULL};
-  for (const char *const *k = keys; *k; k++)
-    if (config_setting_get_member(fg, *k))
-      return config_setting_get_member(fg, *k);
-  return fg;
-}
-
-static int parse_job(sim_scenario *s, const config_setting_t *root) {
-  static const char *const job_keys[] = {"steps", "hours", NULL};
-  static const char *const fail_keys[] = {"distribution", "mtbf_h", "weibull_scale_h", "weibull_shape",
-                                          "at_steps", "per", "detect_s", "mttr_h", "restart_s", "spares", NULL};
-  static const char *const ck_keys[] = {"every_s", "every_steps", "mode", "sharded", "storage_GBps",
-                                        "snapshot_GBps", NULL};
-  static const char *const dists[] = {"none", "exponential", "weibull", "scheduled", NULL};
-  static const char *const pers[] = {"node", "gpu", NULL};
-  static const char *const modes[] = {"sync", "async", NULL};
-  char w[4200];
-  const config_setting_t *jg, *fg, *cg;
-  const char *str, **strs = NULL;
-  int rc, n;
-  sim_job_cfg *j = &s->job;
-  if ((rc = core_cfg_group(root, "job", 0, &jg)) != 0 || (rc = core_cfg_group(root, "failures", 0, &fg)) != 0 ||
-      (rc = core_cfg_group(root, "checkpoint", 0, &cg)) != 0)
-    return rc;
-  j->present = fg || cg;
-  j->detect_s = -1;
-  j->restart_s = -1;
-  /* Dimensions of scenarios without a job level: one value each. */
-  j->spares = calloc(1, sizeof *j->spares);
-  j->every = calloc(1, sizeof *j->every);
-  j->async = calloc(1, sizeof *j->async);
-  if (!j->spares || !j->every || !j->async)
-    return core_err_set(CORE_ENOMEM, "out of memory");
-  s->n[SIM_DIM_SPARES] = s->n[SIM_DIM_CKPT_EVERY] = s->n[SIM_DIM_CKPT_MODE] = 1;
-  if (!j->present) {
-    if (jg)
-      return core_err_set(CORE_EINVAL, "%s: a job group needs a checkpoint or failures group to simulate; add one, or remove job",
-                          where(jg, w));
-    return 0;
-  }
-  if (!jg)
-    return core_err_set(CORE_EINVAL, "%s: failures and checkpoints need the run's length: add job = { hours = H; } (failure-free training time) or job = { steps = N; }",
-                        where(fg ? fg : cg, w));
-  if ((rc = core_cfg_check_keys(jg, job_keys, "job")) != 0 ||
-      (rc = core_cfg_double(jg, "steps", 0, 0, 1, 1e15, &j->steps)) != 0 ||
-      (rc = core_cfg_double(jg, "hours", 0, 0, 1e-6, 1e7, &j->hours)) != 0)
-    return rc;
-  if ((j->steps > 0) == (j->hours > 0))
-    return core_err_set(CORE_EINVAL, "%s: give exactly one of job.steps and job.hours", where(jg, w));
-
-  if (!cg)
-    return core_err_set(CORE_EINVAL, "%s: with failures but no checkpoints every failure restarts the run from scratch; add checkpoint = { every_s = ...; }",
-                        where(fg, w));
-  if ((rc = core_cfg_check_keys(cg, ck_keys, "checkpoint")) != 0)
-    return rc;
-  int has_s = config_setting_get_member(cg, "every_s") != NULL, has_steps = config_setting_get_member(cg, "every_steps") != NULL;
-  if (has_s == has_steps)
-    return core_err_set(CORE_EINVAL, "%s: give exactly one of checkpoint.every_s and checkpoint.every_steps", where(cg, w));
-  free(j->every);
-  j->every = NULL;
-  j->every_in_steps = has_steps;
-  if ((rc = core_cfg_double_list(cg, has_s ? "every_s" : "every_steps", 1, 0, has_s ? 1e-3 : 1, 1e12, &j->every,
-                                 &s->n[SIM_DIM_CKPT_EVERY])) != 0)
-    return rc;
-  if ((rc = core_cfg_string_list(cg, "mode", 0, "sync", modes, &strs, &n)) != 0)
-    return rc;
-  free(j->async);
-  j->async = malloc(sizeof *j->async * (size_t)n);
-  if (!j->async) {
-    free(strs);
-    return core_err_set(CORE_ENOMEM, "out of memory");
-  }
-  for (int i = 0; i < n; i++)
-    j->async[i] = strcmp(strs[i], "async") == 0;
-  free(strs);
-  s->n[SIM_DIM_CKPT_MODE] = n;
-  if ((rc = core_cfg_bool(cg, "sharded", 0, 0, &j->sharded)) != 0 ||
-      (rc = core_cfg_double(cg, "storage_GBps", 0, 0, 0, 1e7, &j->storage_GBps)) != 0 ||
-      (rc = core_cfg_double(cg, "snapshot_GBps", 0, 0, 0, 1e7, &j->snapshot_GBps)) != 0)
-    return rc;
-  if (!(s->profile->write_GBps > 0))
-    return core_err_set(CORE_EINVAL, "%s: checkpoints need the storage bandwidth, and profile '%s' has no storage group; calibrate, or add storage = { write_GBps; read_GBps; } to the profile",
-                        where(cg, w), s->profile_path);
-
-  j->fail_dist = 0;
-  j->replications = j->replications > 0 ? j->replications : 100;
-  if (fg) {
-    j->rate_key = rate_key(fg);
-    if ((rc = core_cfg_check_keys(fg, fail_keys, "failures")) != 0 ||
-        (rc = core_cfg_string(fg, "distribution", 0, "exponential", dists, &str)) != 0)
-      return rc;
-    j->fail_dist = !strcmp(str, "exponential") ? 1 : !strcmp(str, "weibull") ? 2 : !strcmp(str, "scheduled") ? 3 : 0;
-    if (j->fail_dist == 3) {
-      if ((rc = core_cfg_double_list(fg, "at_steps", 1, 0, 0, 1e15, &j->at_steps, &j->n_at_steps)) != 0)
-        return rc;
-      for (int i = 1; i < j->n_at_steps; i++)
-        if (!(j->at_steps[i] > j->at_steps[i - 1]))
-          return core_err_set(CORE_EINVAL, "%s: at_steps must be strictly ascending (each failure happens after a restart from an earlier checkpoint)",
-                              where(config_setting_get_member(fg, "at_steps"), w));
-    } else if (config_setting_get_member(fg, "at_steps")) {
-      return core_err_set(CORE_EINVAL, "%s: at_steps needs distribution = \"scheduled\"",
-                          where(config_setting_get_member(fg, "at_steps"), w));
-    }
-    if (j->fail_dist == 1) {
-      if ((rc = core_cfg_double(fg, "mtbf_h", 1, 0, 1e-3, 1e12, &j->mtbf_h)) != 0)
-        return rc;
-      if (config_setting_get_member(fg, "weibull_scale_h") || config_setting_get_member(fg, "weibull_shape"))
-        return core_err_set(CORE_EINVAL, "%s: weibull_scale_h and weibull_shape need distribution = \"weibull\"", where(fg, w));
-    } else if (j->fail_dist == 2) {
-      if ((rc = core_cfg_double(fg, "weibull_scale_h", 1, 0, 1e-3, 1e12, &j->weibull_scale_h)) != 0 ||
-          (rc = core_cfg_double(fg, "weibull_shape", 1, 0, 0.05, 20, &j->weibull_shape)) != 0)
-        return rc;
-      if (config_setting_get_member(fg, "mtbf_h"))
-        return core_err_set(CORE_EINVAL, "%s: mtbf_h is for distribution = \"exponential\"; a Weibull takes weibull_scale_h and weibull_shape",
-                            where(config_setting_get_member(fg, "mtbf_h"), w));
-    }
-    if ((rc = core_cfg_string(fg, "per", 0, "node", pers, &str)) != 0)
-      return rc;
-    j->per_gpu = !strcmp(str, "gpu");
-    if ((rc = core_cfg_double(fg, "detect_s", 0, -1, 0, 1e7, &j->detect_s)) != 0 ||
-        (rc = core_cfg_double(fg, "mttr_h", 0, 24, 0, 1e6, &j->mttr_h)) != 0 ||
-        (rc = core_cfg_double(fg, "restart_s", 0, -1, 0, 1e7, &j->restart_s)) != 0)
-      return rc;
-    free(j->spares);
-    j->spares = NULL;
-    if ((rc = core_cfg_int_list(fg, "spares", 0, 0, 0, 1 << 20, &j->spares, &s->n[SIM_DIM_SPARES])) != 0)
-      return rc;
-    if (j->restart_s < 0 && !(s->profile->process_start_s + s->profile->rendezvous_s + s->profile->comm_init_s > 0))
-      return core_err_set(CORE_EINVAL, "%s: failures need the restart cost, and profile '%s' has no restart group; calibrate, or set failures.restart_s",
-                          where(fg, w), s->profile_path);
-  }
-  return 0;
-}
-
-/* simulation = { steps; seed; ranks; replications; max_events; } */
+/* simulation = { steps; seed; ranks; replications; max_replications;
+ * tie_goodput; max_events; } */
 static int parse_simulation(sim_scenario *s, const config_setting_t *root) {
-  static const char *const simk[] = {"steps", "seed", "ranks", "replications", "max_events", NULL};
+  static const char *const simk[] = {"steps", "seed", "ranks", "replications", "max_replications", "tie_goodput",
+                                     "max_events", NULL};
   const config_setting_t *g;
   const char *str;
   long long v;
@@ -378,6 +179,8 @@ static int parse_simulation(sim_scenario *s, const config_setting_t *root) {
   s->steps = 10;
   s->seed = 1;
   s->job.replications = 100;
+  s->job.max_replications = 1600;
+  s->job.tie_goodput = SIM_DEFAULT_TIE_GOODPUT;
   s->job.max_events = SIM_DEFAULT_MAX_EVENTS;
   if ((rc = core_cfg_group(root, "simulation", 0, &g)) != 0 || !g)
     return rc;
@@ -394,10 +197,28 @@ static int parse_simulation(sim_scenario *s, const config_setting_t *root) {
   if ((rc = core_cfg_int(g, "replications", 0, 100, 1, 1000000, &v)) != 0)
     return rc;
   s->job.replications = (int)v;
-  if ((rc = core_cfg_double(g, "max_events", 0, SIM_DEFAULT_MAX_EVENTS, 1e3, 1e15, &s->job.max_events)) != 0)
+  /* By default up to 16 times the replications to start with. */
+  if ((rc = core_cfg_int(g, "max_replications", 0, 16 * v, v, 16000000, &v)) != 0)
+    return rc;
+  s->job.max_replications = (int)v;
+  if ((rc = core_cfg_double(g, "tie_goodput", 0, SIM_DEFAULT_TIE_GOODPUT, 0, 1, &s->job.tie_goodput)) != 0 ||
+      (rc = core_cfg_double(g, "max_events", 0, SIM_DEFAULT_MAX_EVENTS, 1e3, 1e15, &s->job.max_events)) != 0)
     return rc;
   s->job.max_events_key = config_setting_get_member(g, "max_events");
   return 0;
+}
+
+/* cost (sim/cost.h), with every priced network needing a price of compute,
+ * and advise (sim/objective.h), which may need both. */
+static int parse_cost(sim_scenario *s, const config_setting_t *root) {
+  int rc = sim_cost_parse(root, s->profile, &s->prices);
+  if (rc)
+    return rc;
+  for (int i = 0; i < s->n_networks && !s->prices.priced; i++)
+    if (s->networks[i].priced)
+      return core_err_set(CORE_EINVAL, "%s:%d: network '%s' has a price but compute has none: add cost = { gpu_hour_usd = ...; } (or node_hour_usd), or price = { ... } to profile '%s'",
+                          s->path, s->networks[i].line, s->networks[i].name, s->profile_path);
+  return sim_objective_parse(root, s->job.present, s->prices.priced, &s->objective);
 }
 
 /* output = { csv = "NAME.csv"; }: a plain file name, checked now, so that a
@@ -426,7 +247,7 @@ static int parse_output(sim_scenario *s, const config_setting_t *root) {
 static int parse(sim_scenario *s) {
   static const char *const top_keys[] = {"name", "description", "profile", "model", "training",
                                          "cluster", "networks", "ddp", "simulation", "output",
-                                         "job", "failures", "checkpoint", NULL};
+                                         "job", "failures", "checkpoint", "cost", "advise", NULL};
   static const char *const train_keys[] = {"batch", "precision", "optimizer", NULL};
   static const char *const cluster_keys[] = {"nodes", "devices_per_node", NULL};
   static const char *const ddp_keys[] = {"backend", "algorithm", "bucket_cap_mb", "first_bucket_mb",
@@ -534,7 +355,8 @@ static int parse(sim_scenario *s) {
                             where(g, w), s->nodes[i], s->per_node[j], 1 << 24);
 
   /* Networks. */
-  if ((rc = core_cfg_list(root, "networks", 1, &set)) != 0 || (rc = parse_networks(s, set)) != 0)
+  if ((rc = core_cfg_list(root, "networks", 1, &set)) != 0 ||
+      (rc = sim_network_parse_list(set, s->profile, s->profile_path, &s->networks, &s->n_networks)) != 0)
     return rc;
   s->n[SIM_DIM_NETWORK] = s->n_networks;
 
@@ -603,12 +425,9 @@ static int parse(sim_scenario *s) {
   free(strs);
   strs = NULL;
 
-  if ((rc = parse_simulation(s, root)) != 0)
-    return rc;
-  if ((rc = parse_job(s, root)) != 0)
-    return rc;
-
-  if ((rc = parse_output(s, root)) != 0)
+  if ((rc = parse_simulation(s, root)) != 0 ||
+      (rc = sim_jobcfg_parse(root, s->profile, s->profile_path, &s->job, &s->n[SIM_DIM_FAIL_RATE])) != 0 ||
+      (rc = parse_cost(s, root)) != 0 || (rc = parse_output(s, root)) != 0)
     return rc;
 
   long total = 1;
@@ -670,6 +489,7 @@ void sim_scenario_point(const sim_scenario *s, long index, sim_point *p) {
     idx[d] = (int)(rest % s->n[d]);
     rest /= s->n[d];
   }
+  const sim_job_cfg *j = &s->job;
   p->index = index;
   p->model = s->models[idx[SIM_DIM_MODEL]];
   p->network = &s->networks[idx[SIM_DIM_NETWORK]];
@@ -683,13 +503,41 @@ void sim_scenario_point(const sim_scenario *s, long index, sim_point *p) {
   p->compression = s->compression[idx[SIM_DIM_COMPRESSION]];
   p->per_node = (int)s->per_node[idx[SIM_DIM_PER_NODE]];
   p->nodes = (int)s->nodes[idx[SIM_DIM_NODES]];
-  p->ckpt_async = s->job.async[idx[SIM_DIM_CKPT_MODE]];
-  p->spares = s->job.spares[idx[SIM_DIM_SPARES]];
-  p->ckpt_every = s->job.every[idx[SIM_DIM_CKPT_EVERY]];
+  p->fail_rate_h = j->rate_h[idx[SIM_DIM_FAIL_RATE]];
+  p->weibull_shape = j->shape[idx[SIM_DIM_WEIBULL_SHAPE]];
+  p->detect_s = j->detect_s[idx[SIM_DIM_DETECT]];
+  p->mttr_h = j->mttr_h[idx[SIM_DIM_MTTR]];
+  p->restart_s = j->restart_s[idx[SIM_DIM_RESTART]];
+  p->load_s = j->load_s[idx[SIM_DIM_LOAD]];
+  p->ckpt_cost_s = j->cost_s[idx[SIM_DIM_CKPT_COST]];
+  p->ckpt_async = j->async[idx[SIM_DIM_CKPT_MODE]];
+  p->spares = j->spares[idx[SIM_DIM_SPARES]];
+  p->ckpt_every = j->every[idx[SIM_DIM_CKPT_EVERY]];
   long job_points = 1;
   for (int d = SIM_N_STEP_DIMS; d < SIM_N_DIMS; d++)
     job_points *= s->n[d];
   p->step_index = index / job_points;
+  p->group = index / s->n[SIM_DIM_CKPT_EVERY];
+  /* The failures of a point depend on its nodes, devices per node and
+   * failure distribution alone: points alike in these draw the same ones. */
+  long crn = 0;
+  for (int d = 0; d < SIM_N_DIMS; d++) {
+    int keep = d == SIM_DIM_NODES || d == SIM_DIM_PER_NODE || d == SIM_DIM_FAIL_RATE || d == SIM_DIM_WEIBULL_SHAPE;
+    crn = crn * s->n[d] + (keep ? idx[d] : 0);
+  }
+  p->crn_index = crn;
+}
+
+const char *sim_dim_name(const sim_scenario *s, enum sim_dim d) {
+  static const char *const names[SIM_N_DIMS] = {
+      "model", "network", "backend", "algorithm", "precision", "batch", "bucket_cap_mb", "overlap",
+      "find_unused_parameters", "compression", "devices_per_node", "nodes", "mtbf_h", "weibull_shape",
+      "detect_s", "mttr_h", "restart_s", "load_s", "cost_s", "mode", "spares", "every_s"};
+  if (d == SIM_DIM_FAIL_RATE && s->job.fail_dist == SIM_FAIL_WEIBULL)
+    return "weibull_scale_h";
+  if (d == SIM_DIM_CKPT_EVERY && s->job.every_in_steps)
+    return "every_steps";
+  return (unsigned)d < SIM_N_DIMS ? names[d] : "?";
 }
 
 double sim_scenario_timeout(const sim_scenario *s, enum sim_backend b) {

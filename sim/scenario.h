@@ -13,6 +13,10 @@
 #define SIM_SCENARIO_H
 
 #include "sim/collective.h"
+#include "sim/cost.h"
+#include "sim/jobcfg.h"
+#include "sim/network.h"
+#include "sim/objective.h"
 
 #include "core/cfg.h"
 #include "core/model.h"
@@ -44,56 +48,20 @@ int sim_compression_parse(const char *s, sim_compression *out);
 /* The same text back, into buf. */
 const char *sim_compression_name(const sim_compression *c, char *buf, int n);
 
-typedef struct sim_network {
-  char name[64];
-  int from_profile;        /* use the profile's measured inter-node link (gbps > 0: rescaled to it) */
-  double gbps;             /* line rate per NIC */
-  double latency_us;       /* per message, software stack included */
-  int nics_per_node;
-  double efficiency;       /* achievable fraction of the line rate */
-  double oversubscription; /* fabric: >= 1 */
-  int line;                /* where it was defined, for errors */
-} sim_network;
 
 /* Sweep dimensions, outermost first; a point is one index per dimension.
- * The job-level ones (checkpoint mode, spares, interval) are innermost, so
- * the points of one step-level configuration are consecutive. */
+ * The job-level ones (the numbers of failures, the checkpoint's cost, mode,
+ * spares and interval) are innermost, so the points of one step-level
+ * configuration are consecutive, and so are the intervals of one
+ * configuration of everything else. */
 enum sim_dim {
   SIM_DIM_MODEL = 0, SIM_DIM_NETWORK, SIM_DIM_BACKEND, SIM_DIM_ALGORITHM, SIM_DIM_PRECISION,
   SIM_DIM_BATCH, SIM_DIM_BUCKET_CAP, SIM_DIM_OVERLAP, SIM_DIM_FIND_UNUSED, SIM_DIM_COMPRESSION, SIM_DIM_PER_NODE,
   SIM_DIM_NODES,
-  SIM_DIM_CKPT_MODE, SIM_DIM_SPARES, SIM_DIM_CKPT_EVERY, SIM_N_DIMS
+  SIM_DIM_FAIL_RATE, SIM_DIM_WEIBULL_SHAPE, SIM_DIM_DETECT, SIM_DIM_MTTR, SIM_DIM_RESTART, SIM_DIM_LOAD,
+  SIM_DIM_CKPT_COST, SIM_DIM_CKPT_MODE, SIM_DIM_SPARES, SIM_DIM_CKPT_EVERY, SIM_N_DIMS
 };
-#define SIM_N_STEP_DIMS SIM_DIM_CKPT_MODE
-
-/* The run as a whole: failures and checkpoints (scenario groups job,
- * failures, checkpoint). */
-typedef struct sim_job_cfg {
-  int present;             /* a checkpoint or failures group is given */
-  double steps, hours;     /* length of the run: steps, or failure-free hours */
-  int fail_dist;           /* enum sim_fail_dist */
-  double *at_steps;        /* scheduled failures */
-  int n_at_steps;
-  double mtbf_h;           /* exponential, per node or per GPU */
-  double weibull_scale_h, weibull_shape;
-  int per_gpu;
-  double detect_s;         /* < 0: the backend's collective timeout */
-  double mttr_h;
-  double restart_s;        /* < 0: from the profile */
-  long long *spares;
-  double *every;           /* checkpoint interval values */
-  int every_in_steps;      /* every_steps instead of every_s */
-  int *async;
-  int sharded;
-  double storage_GBps;     /* aggregate cap of the checkpoint storage; 0 = none */
-  double snapshot_GBps;    /* async snapshot to host memory; 0 = the profile's */
-  int replications;
-  double max_events;       /* simulation.max_events: events one point's Monte Carlo may take */
-  /* For errors about the work: the key setting the failure rate (mtbf_h,
-   * weibull_scale_h, at_steps; else the failures group) and
-   * simulation.max_events (NULL when not given). Borrowed from cfg. */
-  const config_setting_t *rate_key, *max_events_key;
-} sim_job_cfg;
+#define SIM_N_STEP_DIMS SIM_DIM_FAIL_RATE
 
 typedef struct sim_scenario {
   core_cfg cfg;             /* kept open: names are borrowed from it */
@@ -128,6 +96,8 @@ typedef struct sim_scenario {
   int every_rank;
   char csv_name[256];
   sim_job_cfg job;
+  sim_prices prices;
+  sim_objective objective;
 } sim_scenario;
 
 typedef struct sim_point {
@@ -143,10 +113,19 @@ typedef struct sim_point {
   int find_unused;          /* find_unused_parameters=True: capped buckets, never rebuilt */
   sim_compression compression;
   int per_node, nodes;
-  int ckpt_async;           /* job level (when the scenario has one) */
+  /* Job level (when the scenario has one). */
+  double fail_rate_h;       /* mtbf_h or weibull_scale_h */
+  double weibull_shape;
+  double detect_s, mttr_h, restart_s, load_s, ckpt_cost_s; /* < 0: the default (jobcfg.h) */
+  int ckpt_async;
   long long spares;
-  double ckpt_every;        /* seconds, or steps if job.every_in_steps */
+  double ckpt_every;        /* seconds, or steps if job.every_in_steps; 0: none */
   long step_index;          /* the point's index among step-level configurations */
+  long group;               /* its index among groups of points that differ only in the interval */
+  long crn_index;           /* the point of its nodes, devices per node and failure distribution with
+                             * every other setting the first: its failures are drawn from this index's
+                             * seed, so that points alike in these face the same failures (common
+                             * random numbers) */
 } sim_point;
 
 int sim_scenario_load(const char *path, sim_scenario **out);
@@ -159,6 +138,8 @@ int sim_scenario_load_string(const char *text, const char *name, sim_scenario **
 void sim_scenario_free(sim_scenario *s);
 
 long sim_scenario_points(const sim_scenario *s);
+/* The dimension's key as the scenario names it ("nodes", "mtbf_h"). */
+const char *sim_dim_name(const sim_scenario *s, enum sim_dim d);
 void sim_scenario_point(const sim_scenario *s, long index, sim_point *p);
 
 /* Seconds after which the backend aborts a collective (scenario or default). */
@@ -171,5 +152,8 @@ double sim_scenario_timeout(const sim_scenario *s, enum sim_backend b);
  * at the job level's slowest rate (bench/bench_sim prints it), a hundred
  * times the events of a point of scenarios/node-failure.cfg. */
 #define SIM_DEFAULT_MAX_EVENTS 2e8
+/* simulation.tie_goodput by default: goodputs closer than this are a tie
+ * (0.1%: of a 54-day run, about an hour). */
+#define SIM_DEFAULT_TIE_GOODPUT 1e-3
 
 #endif

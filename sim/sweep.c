@@ -1,5 +1,9 @@
 #include "sweep.h"
 
+#include "sim/jobpoint.h"
+#include "sim/summary.h"
+#include "sim/ties.h"
+
 #include "core/csv.h"
 #include "core/err.h"
 
@@ -21,20 +25,28 @@ const int sim_sweep_n_columns = (int)(sizeof sim_sweep_columns / sizeof *sim_swe
 /* Extra columns of scenarios with a job level; each metric of the job
  * level is followed by its 95% interval as _lo and _hi. */
 static const char *const job_columns[] = {
-    "ckpt_mode", "ckpt_every_s", "spares", "replications", "ckpt_s", "restart_s", "load_s", "mtti_h",
+    "ckpt_mode", "ckpt_every_s", "spares", "replications", "ckpt_s", "detect_s", "mttr_h", "restart_s", "load_s",
+    "load_read_s", "load_exchange_s", "mtti_h",
     "time_to_train_h", "time_to_train_h_lo", "time_to_train_h_hi", "goodput", "goodput_lo", "goodput_hi",
     "ettr", "ettr_lo", "ettr_hi", "failures", "failures_lo", "failures_hi", "waste_ckpt_h",
     "waste_ckpt_h_lo", "waste_ckpt_h_hi", "waste_lost_h", "waste_lost_h_lo", "waste_lost_h_hi",
     "waste_restart_h", "waste_restart_h_lo", "waste_restart_h_hi", "young_s", "daly_s", "best_every_s",
-    "unfinished"};
+    "best_goodput_lo", "best_goodput_hi", "ties_every_s", "unfinished", "unfinished_why"};
 enum { N_JOB_COLUMNS = (int)(sizeof job_columns / sizeof *job_columns) };
+
+/* Columns of a study with prices: its price per hour, then the cost of the
+ * run with its interval (job level) or of a million samples (step level). */
+static const char *const job_cost_columns[] = {"usd_per_hour", "cost_usd", "cost_usd_lo", "cost_usd_hi"};
+static const char *const step_cost_columns[] = {"usd_per_hour", "usd_per_Msample"};
 
 /* The job level's rate for messages about the work ahead: events a second
  * of one core when failures come faster than recovery (the studies such a
  * message is about), the order of magnitude bench/bench_sim prints for it. */
 #define JOB_EVENTS_PER_S 5e6
 
-enum phase { PHASE_STEP, PHASE_JOB };
+/* The step level of every point; the job level's Monte Carlo; more
+ * replications for the groups whose best interval is not told apart yet. */
+enum phase { PHASE_STEP, PHASE_JOB, PHASE_MORE };
 
 /* What the progress report reads while workers run. */
 typedef struct progress {
@@ -52,6 +64,7 @@ typedef struct work {
   long n;
   sim_point_result *res;
   double *estimate;      /* job-level events per point (job phase) */
+  int *more;             /* replications to add to each point (more phase) */
   enum phase phase;
   atomic_long next;
   atomic_int failed;
@@ -105,18 +118,31 @@ static int run_step(work *w, long i, sim_engine *e, sim_point_result *last, long
     *last_step = rc ? -1 : p.step_index;
   }
   w->res[i].pt = p;
+  w->res[i].usd_per_hour = sim_jobpoint_usd_per_hour(w->s, &p);
   return rc;
 }
 
-/* The job level of point i: past simulation.max_events, an input error at
- * the key that asked for the work. */
+/* The job level of point i (its first replications, or more of them):
+ * past simulation.max_events, an input error at the key that asked for
+ * the work. */
 static int run_job(work *w, long i, sim_engine *e) {
-  int rc = sim_predict_job(w->s, &w->res[i].pt, e, count_events, &w->prog, &w->res[i]);
+  sim_point_result *r = &w->res[i];
+  int rc;
+  if (w->phase == PHASE_JOB) {
+    rc = sim_jobpoint_run(w->s, &r->pt, 0, w->s->job.replications, e, count_events, &w->prog, r);
+  } else if (w->more[i] > 0) {
+    sim_point_result extra = *r;
+    rc = sim_jobpoint_run(w->s, &r->pt, r->job.replications, w->more[i], e, count_events, &w->prog, &extra);
+    if (rc == 0)
+      rc = sim_job_merge(&r->job, &extra.job);
+  } else {
+    return 0;
+  }
   if (rc != CORE_EINVAL)
     return rc;
   char msg[1024], wh[4200], name[512];
   snprintf(msg, sizeof msg, "%s", core_err_msg());
-  point_name(&w->res[i].pt, name, sizeof name);
+  point_name(&r->pt, name, sizeof name);
   work_where(w->s, 0, wh, sizeof wh);
   return core_err_set(CORE_EINVAL, "%s: %s: %s (estimated %.2g events); raise simulation.max_events, or lower simulation.replications, the job's length or the failure rate",
                       wh, name, msg, w->estimate[i]);
@@ -206,7 +232,7 @@ static int check_work(work *w) {
   sim_job_params jp, worst_jp;
   for (long i = 0; i < w->n; i++) {
     int capped;
-    if ((rc = sim_predict_job_params(s, &w->res[i].pt, &w->res[i], &jp)) != 0)
+    if ((rc = sim_jobpoint_params(s, &w->res[i].pt, &w->res[i], &jp, NULL)) != 0)
       return rc;
     w->estimate[i] = sim_job_estimate_events(&jp, NULL, &capped);
     total += w->estimate[i];
@@ -234,6 +260,8 @@ static int check_work(work *w) {
 }
 
 void sim_sweep_free(sim_sweep *w) {
+  for (long i = 0; i < w->n; i++)
+    sim_job_result_free(&w->res[i].job);
   free(w->res);
   w->res = NULL;
   w->n = 0;
@@ -298,40 +326,53 @@ static void *report(void *arg) {
   return NULL;
 }
 
-/* The best checkpoint interval of each group of points that differ only in
- * it (consecutive: the interval is the innermost dimension). */
-static void mark_best_intervals(work *w) {
-  for (long i = 0; i < w->n;) {
-    long k = i;
-    double best = -1, at = NAN;
-    while (k < w->n && w->res[k].pt.step_index == w->res[i].pt.step_index &&
-           w->res[k].pt.ckpt_async == w->res[i].pt.ckpt_async && w->res[k].pt.spares == w->res[i].pt.spares) {
-      if (w->res[k].has_job && w->res[k].job.mean[SIM_JOB_GOODPUT] > best) {
-        best = w->res[k].job.mean[SIM_JOB_GOODPUT];
-        at = w->res[k].ckpt_every_s;
-      }
-      k++;
-    }
-    for (long q = i; q < k; q++)
-      w->res[q].best_every_s = at;
-    i = k;
-  }
+/* The end of the group of points starting at i (they differ only in the
+ * checkpoint interval: consecutive, the interval is the innermost
+ * dimension). */
+static long group_end(const work *w, long i) {
+  long k = i;
+  while (k < w->n && w->res[k].pt.group == w->res[i].pt.group)
+    k++;
+  return k;
 }
 
-/* The phases: every point's step level, then (with failures or checkpoints)
- * the work of the job level estimated and bounded, then its Monte Carlo. */
+/* Marks the points of groups whose best interval is not told apart yet
+ * (sim/ties.h) for as many replications again, within
+ * simulation.max_replications and simulation.max_events; returns how many. */
+static long ask_more(work *w) {
+  const sim_job_cfg *j = &w->s->job;
+  long asked = 0;
+  for (long i = 0; i < w->n;) {
+    long k = group_end(w, i);
+    int unresolved = sim_ties_decide(w->res + i, k - i, j->tie_goodput);
+    int reps = w->res[i].job.replications, fits = reps * 2 <= j->max_replications;
+    for (long q = i; q < k && fits; q++)
+      fits = w->estimate[q] * 2.0 * reps / j->replications <= j->max_events;
+    for (long q = i; q < k; q++) {
+      w->more[q] = unresolved && fits ? reps : 0;
+      asked += w->more[q] > 0;
+    }
+    i = k;
+  }
+  return asked;
+}
+
+/* The phases: every point's step level, then (with a job level) the work
+ * of the job level estimated and bounded, its Monte Carlo, and more
+ * replications until every group's best interval is told apart from the
+ * others or tied with them within simulation.tie_goodput. */
 static int run_phases(work *w, int jobs) {
   reporter r = {.w = w, .tty = isatty(2), .t0 = mono_s()};
   int reporting = w->o->progress && pthread_create(&r.th, NULL, report, &r) == 0;
   int rc = run_phase(w, PHASE_STEP, jobs);
   if (!rc && w->s->job.present && (rc = check_work(w)) == 0)
     rc = run_phase(w, PHASE_JOB, jobs);
+  while (!rc && w->s->job.present && ask_more(w) > 0)
+    rc = run_phase(w, PHASE_MORE, jobs);
   if (reporting) {
     atomic_store(&w->prog.stop, 1);
     pthread_join(r.th, NULL);
   }
-  if (!rc)
-    mark_best_intervals(w);
   return rc;
 }
 
@@ -346,21 +387,26 @@ int sim_sweep_run(const sim_scenario *s, const sim_sweep_opts *o, sim_sweep *out
                         o->trace_point, total, total - 1);
   work w = {.s = s, .o = o};
   pthread_mutex_init(&w.err_lock, NULL);
-  w.points = malloc(sizeof *w.points * (size_t)(total / n_shards + 1));
+  /* Shards take whole groups of intervals: the best of a group is chosen
+   * among all of them. */
+  long per_group = s->n[SIM_DIM_CKPT_EVERY];
+  w.points = malloc(sizeof *w.points * (size_t)(total / n_shards + per_group));
   if (!w.points)
     return core_err_set(CORE_ENOMEM, "out of memory for %ld points", total);
-  for (long i = o->shard; i < total; i += n_shards)
-    w.points[w.n++] = i;
+  for (long i = 0; i < total; i++)
+    if (i / per_group % n_shards == o->shard)
+      w.points[w.n++] = i;
   w.res = calloc((size_t)(w.n ? w.n : 1), sizeof *w.res);
   w.estimate = calloc((size_t)(w.n ? w.n : 1), sizeof *w.estimate);
+  w.more = calloc((size_t)(w.n ? w.n : 1), sizeof *w.more);
   int rc = 0;
   core_trace trace;
   int tracing = 0;
-  if (!w.res || !w.estimate) {
+  if (!w.res || !w.estimate || !w.more) {
     rc = core_err_set(CORE_ENOMEM, "out of memory for %ld results", w.n);
     goto out_free;
   }
-  if (o->trace_path && o->trace_point >= 0 && o->trace_point % n_shards == o->shard) {
+  if (o->trace_path && o->trace_point >= 0 && o->trace_point / per_group % n_shards == o->shard) {
     if ((rc = core_trace_open(&trace, o->trace_path)) != 0)
       goto out_free;
     tracing = 1;
@@ -385,125 +431,109 @@ out_trace:
   if (tracing)
     core_trace_abort(&trace);
 out_free:
+  if (w.res)
+    for (long i = 0; i < w.n; i++)
+      sim_job_result_free(&w.res[i].job);
   free(w.res);
   free(w.estimate);
+  free(w.more);
   free(w.points);
   pthread_mutex_destroy(&w.err_lock);
   return rc;
 }
 
-int sim_sweep_write_csv(const sim_sweep *w, const char *path, int with_header) {
+static void write_job_cells(core_csv *c, const sim_scenario *s, const sim_point_result *r) {
+  const sim_point *p = &r->pt;
+  char why[512];
+  core_csv_str(c, !s->job.has_checkpoints ? "none" : p->ckpt_async ? "async" : "sync");
+  core_csv_num(c, r->ckpt_every_s);
+  core_csv_int(c, p->spares);
+  core_csv_int(c, r->job.replications);
+  const double nums[] = {r->ckpt_block_s, r->detect_s, r->mttr_h, r->restart_s, r->load_s, r->load_read_s,
+                         r->load_exchange_s, r->job.mtti_s / 3600.0};
+  for (size_t k = 0; k < sizeof nums / sizeof *nums; k++)
+    core_csv_num(c, nums[k]);
+  for (int k = 0; k < SIM_JOB_N_METRICS; k++) {
+    core_csv_num(c, r->job.mean[k]);
+    core_csv_num(c, r->job.lo[k]);
+    core_csv_num(c, r->job.hi[k]);
+  }
+  core_csv_num(c, r->job.young_s);
+  core_csv_num(c, r->job.daly_s);
+  core_csv_num(c, r->best_every_s);
+  core_csv_num(c, r->best_goodput_lo);
+  core_csv_num(c, r->best_goodput_hi);
+  core_csv_str(c, r->ties);
+  core_csv_int(c, r->job.unfinished);
+  sim_summary_unfinished(r, why, sizeof why);
+  core_csv_str(c, why);
+}
+
+/* usd_per_hour, then the run's cost or a million samples' (see the
+ * columns above). */
+static void write_cost_cells(core_csv *c, const sim_point_result *r) {
+  core_csv_num(c, r->usd_per_hour);
+  if (r->has_job) {
+    for (int k = 0; k < 3; k++) {
+      const double *t = k == 0 ? r->job.mean : k == 1 ? r->job.lo : r->job.hi;
+      core_csv_num(c, r->usd_per_hour * t[SIM_JOB_TIME_H]);
+    }
+  } else {
+    core_csv_num(c, r->usd_per_hour / (r->samples_per_s * 3600.0) * 1e6);
+  }
+}
+
+static void write_header(FILE *f, int job, int priced) {
+  for (int i = 0; i < sim_sweep_n_columns; i++)
+    fprintf(f, "%s%s", i ? "," : "", sim_sweep_columns[i]);
+  for (int i = 0; job && i < N_JOB_COLUMNS; i++)
+    fprintf(f, ",%s", job_columns[i]);
+  for (int i = 0; priced && i < (job ? 4 : 2); i++)
+    fprintf(f, ",%s", job ? job_cost_columns[i] : step_cost_columns[i]);
+  fputc('\n', f);
+}
+
+static void write_step_cells(core_csv *c, const sim_point_result *r) {
+  const sim_point *p = &r->pt;
+  char cname[32];
+  core_csv_str(c, p->model->name);
+  core_csv_int(c, p->nodes);
+  core_csv_int(c, p->per_node);
+  core_csv_int(c, (long long)p->nodes * p->per_node);
+  core_csv_str(c, p->network->name);
+  core_csv_num(c, r->gbps);
+  core_csv_str(c, sim_backend_name(p->backend));
+  core_csv_str(c, p->algorithm < 0 ? "auto" : sim_algo_name((enum sim_algo)p->algorithm));
+  core_csv_str(c, sim_precision_name(p->precision));
+  core_csv_int(c, p->batch);
+  core_csv_num(c, p->bucket_cap_mb);
+  core_csv_int(c, p->overlap);
+  core_csv_int(c, p->find_unused);
+  core_csv_str(c, sim_compression_name(&p->compression, cname, sizeof cname));
+  core_csv_int(c, r->n_buckets);
+  const double nums[] = {r->wire_bytes / 1e6, r->step_s, r->compute_s, r->comm_s, r->exposed_comm_s,
+                         r->samples_per_s, r->scaling_eff, r->step_sd_s};
+  for (size_t k = 0; k < sizeof nums / sizeof *nums; k++)
+    core_csv_num(c, nums[k]);
+  core_csv_str(c, r->status);
+}
+
+int sim_sweep_write_csv(const sim_scenario *s, const sim_sweep *w, const char *path, int with_header) {
   core_csv c;
-  int rc, job = w->n > 0 && w->res[0].has_job;
-  int ncols = sim_sweep_n_columns + (job ? N_JOB_COLUMNS : 0);
+  int rc, job = s->job.present, priced = s->prices.priced;
   memset(&c, 0, sizeof c);
   if ((rc = core_afile_open(&c.a, path)) != 0)
     return rc;
-  c.ncols = ncols;
-  if (with_header) {
-    for (int i = 0; i < sim_sweep_n_columns; i++)
-      fprintf(c.a.f, "%s%s", i ? "," : "", sim_sweep_columns[i]);
-    for (int i = 0; job && i < N_JOB_COLUMNS; i++)
-      fprintf(c.a.f, ",%s", job_columns[i]);
-    fputc('\n', c.a.f);
-  }
+  c.ncols = sim_sweep_n_columns + (job ? N_JOB_COLUMNS : 0) + (priced ? (job ? 4 : 2) : 0);
+  if (with_header)
+    write_header(c.a.f, job, priced);
   for (long i = 0; i < w->n; i++) {
-    const sim_point_result *r = &w->res[i];
-    const sim_point *p = &r->pt;
-    core_csv_str(&c, p->model->name);
-    core_csv_int(&c, p->nodes);
-    core_csv_int(&c, p->per_node);
-    core_csv_int(&c, (long long)p->nodes * p->per_node);
-    core_csv_str(&c, p->network->name);
-    core_csv_num(&c, r->gbps);
-    core_csv_str(&c, sim_backend_name(p->backend));
-    core_csv_str(&c, p->algorithm < 0 ? "auto" : sim_algo_name((enum sim_algo)p->algorithm));
-    core_csv_str(&c, sim_precision_name(p->precision));
-    core_csv_int(&c, p->batch);
-    core_csv_num(&c, p->bucket_cap_mb);
-    core_csv_int(&c, p->overlap);
-    core_csv_int(&c, p->find_unused);
-    char cname[32];
-    core_csv_str(&c, sim_compression_name(&p->compression, cname, sizeof cname));
-    core_csv_int(&c, r->n_buckets);
-    core_csv_num(&c, r->wire_bytes / 1e6);
-    core_csv_num(&c, r->step_s);
-    core_csv_num(&c, r->compute_s);
-    core_csv_num(&c, r->comm_s);
-    core_csv_num(&c, r->exposed_comm_s);
-    core_csv_num(&c, r->samples_per_s);
-    core_csv_num(&c, r->scaling_eff);
-    core_csv_num(&c, r->step_sd_s);
-    core_csv_str(&c, r->status);
-    if (job) {
-      core_csv_str(&c, p->ckpt_async ? "async" : "sync");
-      core_csv_num(&c, r->ckpt_every_s);
-      core_csv_int(&c, p->spares);
-      core_csv_int(&c, r->job.replications);
-      core_csv_num(&c, r->ckpt_block_s);
-      core_csv_num(&c, r->restart_s);
-      core_csv_num(&c, r->load_s);
-      core_csv_num(&c, r->job.mtti_s / 3600.0);
-      for (int k = 0; k < SIM_JOB_N_METRICS; k++) {
-        core_csv_num(&c, r->job.mean[k]);
-        core_csv_num(&c, r->job.lo[k]);
-        core_csv_num(&c, r->job.hi[k]);
-      }
-      core_csv_num(&c, r->job.young_s);
-      core_csv_num(&c, r->job.daly_s);
-      core_csv_num(&c, r->best_every_s);
-      core_csv_int(&c, r->job.unfinished);
-    }
+    write_step_cells(&c, &w->res[i]);
+    if (job)
+      write_job_cells(&c, s, &w->res[i]);
+    if (priced)
+      write_cost_cells(&c, &w->res[i]);
     core_csv_end_row(&c);
   }
   return core_csv_commit(&c);
-}
-
-static void print_job_summary(const sim_scenario *s, const sim_sweep *w, FILE *f) {
-  fprintf(f, "%s: %ld point%s, %d replications each", s->name, w->n, w->n == 1 ? "" : "s", s->job.replications);
-  if (s->description[0])
-    fprintf(f, " — %s", s->description);
-  fprintf(f, "\n%-12s %5s %6s %9s %6s %22s %8s %8s %8s %8s %8s\n", "model", "mode", "spares", "every_s",
-          "gpus", "goodput [95% CI]", "ttt_h", "fails", "ckpt_h", "lost_h", "down_h");
-  long shown = -1;
-  for (long i = 0; i < w->n; i++) {
-    const sim_point_result *r = &w->res[i];
-    const sim_point *p = &r->pt;
-    const double *m = r->job.mean;
-    fprintf(f, "%-12.12s %5s %6lld %9.0f %6d  %6.4f [%6.4f, %6.4f] %8.1f %8.1f %8.1f %8.1f %8.1f%s\n", p->model->name,
-            p->ckpt_async ? "async" : "sync", p->spares, r->ckpt_every_s, p->nodes * p->per_node,
-            m[SIM_JOB_GOODPUT], r->job.lo[SIM_JOB_GOODPUT], r->job.hi[SIM_JOB_GOODPUT], m[SIM_JOB_TIME_H],
-            m[SIM_JOB_FAILURES], m[SIM_JOB_WASTE_CKPT_H], m[SIM_JOB_WASTE_LOST_H], m[SIM_JOB_WASTE_RESTART_H],
-            r->job.unfinished ? "  (some runs did not finish)" : "");
-    int last_of_group = i + 1 == w->n || w->res[i + 1].pt.step_index != p->step_index ||
-                        w->res[i + 1].pt.ckpt_async != p->ckpt_async || w->res[i + 1].pt.spares != p->spares;
-    if (last_of_group && shown != i)
-      fprintf(f, "  -> best interval %.0f s; Young %.0f s, Daly %.0f s (checkpoint %.2f s, interrupt every %.2f h)\n",
-              r->best_every_s, r->job.young_s, r->job.daly_s, r->ckpt_block_s, r->job.mtti_s / 3600.0);
-  }
-}
-
-void sim_sweep_print_summary(const sim_scenario *s, const sim_sweep *w, FILE *f) {
-  if (w->n > 0 && w->res[0].has_job) {
-    print_job_summary(s, w, f);
-    return;
-  }
-  fprintf(f, "%s: %ld point%s", s->name, w->n, w->n == 1 ? "" : "s");
-  if (s->description[0])
-    fprintf(f, " — %s", s->description);
-  fprintf(f, "\n%-14s %-12s %-5s %6s %10s %10s %10s %12s %6s  %s\n", "model", "network", "back",
-          "gpus", "step_ms", "compute_ms", "exposed_ms", "samples/s", "eff", "status");
-  int timeouts = 0;
-  for (long i = 0; i < w->n; i++) {
-    const sim_point_result *r = &w->res[i];
-    const sim_point *p = &r->pt;
-    fprintf(f, "%-14.14s %-12.12s %-5s %6d %10.2f %10.2f %10.2f %12.1f %5.1f%%  %s\n",
-            p->model->name, p->network->name, sim_backend_name(p->backend), p->nodes * p->per_node,
-            r->step_s * 1e3, r->compute_s * 1e3, r->exposed_comm_s * 1e3, r->samples_per_s,
-            r->scaling_eff * 100, r->status);
-    if (strcmp(r->status, "ok") != 0 && timeouts++ < 3)
-      fprintf(f, "  -> %s\n", r->note);
-  }
-  if (timeouts > 3)
-    fprintf(f, "(%d points would time out; see the status column)\n", timeouts);
 }

@@ -15,8 +15,6 @@
 #include "sim/predict.h"
 #include "sim/scenario.h"
 
-#include <stdio.h>
-
 typedef struct sim_sweep_opts {
   int jobs;              /* worker threads; <= 0: one per online CPU */
   int shard, n_shards;   /* run points with index % n_shards == shard */
@@ -42,8 +40,9 @@ void sim_sweep_free(sim_sweep *w);
 extern const char *const sim_sweep_columns[];
 extern const int sim_sweep_n_columns;
 
-/* Write rows to path atomically; with_header 0 for shards after the first. */
-int sim_sweep_write_csv(const sim_sweep *w, const char *path, int with_header);
-void sim_sweep_print_summary(const sim_scenario *s, const sim_sweep *w, FILE *f);
+/* Write rows to path atomically; with_header 0 for shards after the first.
+ * A study with a job level has its columns; one with prices, the cost
+ * columns (scenarios/README.md lists them). */
+int sim_sweep_write_csv(const sim_scenario *s, const sim_sweep *w, const char *path, int with_header);
 
 #endif

@@ -10,12 +10,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Dimension names as the CSV's columns name them. */
+/* Dimension names as the CSV's columns name them; the failure
+ * distribution's own dimensions, which have no column, as the summary does. */
 static const char *dim_name(const sim_scenario *s, int d) {
   static const char *const names[SIM_N_DIMS] = {
       "model", "network", "backend", "algorithm", "precision", "batch", "bucket_cap_mb", "overlap",
-      "find_unused_parameters", "compression", "gpus_per_node", "nodes", "ckpt_mode", "spares", "ckpt_every_s"};
-  return d == SIM_DIM_CKPT_EVERY && s->job.every_in_steps ? "ckpt_every_steps" : names[d];
+      "find_unused_parameters", "compression", "gpus_per_node", "nodes", NULL, NULL,
+      "detect_s", "mttr_h", "restart_s", "load_s", "ckpt_s", "ckpt_mode", "spares", "ckpt_every_s"};
+  if (d == SIM_DIM_CKPT_EVERY && s->job.every_in_steps)
+    return "ckpt_every_steps";
+  return names[d] ? names[d] : sim_dim_name(s, (enum sim_dim)d);
 }
 
 /* Value i of dimension d as text and, for numeric dimensions, as a number
@@ -40,6 +44,13 @@ static void dim_value(const sim_scenario *s, int d, int i, char *txt, size_t n, 
   case SIM_DIM_PER_NODE: *num = (double)s->per_node[i]; break;
   case SIM_DIM_NODES: *num = (double)s->nodes[i]; break;
   case SIM_DIM_SPARES: *num = (double)s->job.spares[i]; break;
+  case SIM_DIM_FAIL_RATE: *num = s->job.rate_h[i]; break;
+  case SIM_DIM_WEIBULL_SHAPE: *num = s->job.shape[i]; break;
+  case SIM_DIM_DETECT: *num = s->job.detect_s[i]; break;
+  case SIM_DIM_MTTR: *num = s->job.mttr_h[i]; break;
+  case SIM_DIM_RESTART: *num = s->job.restart_s[i]; break;
+  case SIM_DIM_LOAD: *num = s->job.load_s[i]; break;
+  case SIM_DIM_CKPT_COST: *num = s->job.cost_s[i]; break;
   default: *num = s->job.every[i]; break;
   }
   snprintf(txt, n, "%.10g", *num);

@@ -13,6 +13,15 @@
 static sim_engine *eng;
 
 static int setup(void) { return sim_engine_new(&eng); }
+
+/* The Monte Carlo's means and intervals; the replications themselves are
+ * not kept. */
+static int run(const sim_job_params *p, sim_job_result *r) {
+  int rc = sim_job_run(p, eng, r);
+  if (rc == 0)
+    sim_job_result_free(r);
+  return rc;
+}
 static int teardown(void) {
   sim_engine_free(eng);
   return 0;
@@ -46,16 +55,18 @@ static void test_no_failures_exact(void) {
   p.dist = SIM_FAIL_NONE;
   p.replications = 3;
   sim_job_result r;
-  CU_ASSERT_FATAL(sim_job_run(&p, eng, &r) == 0);
+  CU_ASSERT_FATAL(run(&p, &r) == 0);
   double ideal = p.total_steps * p.step_s, n_ck = ceil(p.total_steps / p.every_steps) - 1;
   CU_ASSERT_DOUBLE_EQUAL(r.mean[SIM_JOB_TIME_H] * 3600.0, ideal + n_ck * p.ckpt_block_s, 1e-6);
   CU_ASSERT_EQUAL(r.mean[SIM_JOB_FAILURES], 0);
   CU_ASSERT_DOUBLE_EQUAL(r.mean[SIM_JOB_WASTE_CKPT_H] * 3600.0, n_ck * p.ckpt_block_s, 1e-6);
   CU_ASSERT_EQUAL(r.mean[SIM_JOB_WASTE_LOST_H], 0);
-  CU_ASSERT_EQUAL(r.mean[SIM_JOB_ETTR], 1.0);
+  /* ETTR leaves out the checkpoint stalls: it is the goodput. */
+  CU_ASSERT_DOUBLE_EQUAL(r.mean[SIM_JOB_ETTR], ideal / (ideal + n_ck * p.ckpt_block_s), 1e-12);
+  CU_ASSERT_DOUBLE_EQUAL(r.mean[SIM_JOB_ETTR], r.mean[SIM_JOB_GOODPUT], 1e-12);
   /* Not a multiple: ceil. */
   p.total_steps = 10.5 * 3600;
-  CU_ASSERT_FATAL(sim_job_run(&p, eng, &r) == 0);
+  CU_ASSERT_FATAL(run(&p, &r) == 0);
   CU_ASSERT_DOUBLE_EQUAL(r.mean[SIM_JOB_TIME_H] * 3600.0, 10.5 * 3600 + 10 * 30.0, 1e-6);
 }
 
@@ -67,11 +78,12 @@ static void test_identity(void) {
     p.async = async;
     p.ckpt_write_s = 200;
     sim_job_result r;
-    CU_ASSERT_FATAL(sim_job_run(&p, eng, &r) == 0);
+    CU_ASSERT_FATAL(run(&p, &r) == 0);
     double sum = p.total_steps * p.step_s / 3600.0 + r.mean[SIM_JOB_WASTE_CKPT_H] + r.mean[SIM_JOB_WASTE_LOST_H] +
                  r.mean[SIM_JOB_WASTE_RESTART_H];
     CU_ASSERT_DOUBLE_EQUAL(r.mean[SIM_JOB_TIME_H], sum, 1e-6 * sum);
-    CU_ASSERT(r.mean[SIM_JOB_GOODPUT] < r.mean[SIM_JOB_ETTR]);
+    /* ETTR, the kept training over the wall time, is the goodput. */
+    CU_ASSERT_DOUBLE_EQUAL(r.mean[SIM_JOB_ETTR], r.mean[SIM_JOB_GOODPUT], 1e-9);
     CU_ASSERT(r.lo[SIM_JOB_TIME_H] < r.mean[SIM_JOB_TIME_H] && r.mean[SIM_JOB_TIME_H] < r.hi[SIM_JOB_TIME_H]);
   }
 }
@@ -81,7 +93,7 @@ static void test_failure_count(void) {
    * plentiful, so failures during recovery count too). */
   sim_job_params p = base();
   sim_job_result r;
-  CU_ASSERT_FATAL(sim_job_run(&p, eng, &r) == 0);
+  CU_ASSERT_FATAL(run(&p, &r) == 0);
   double expect = r.mean[SIM_JOB_TIME_H] * 3600.0 * p.nodes / p.node_mtbf_s;
   double se = (r.hi[SIM_JOB_FAILURES] - r.lo[SIM_JOB_FAILURES]) / 2 / 1.97;
   CU_ASSERT(fabs(r.mean[SIM_JOB_FAILURES] - expect) < 5 * se + 1);
@@ -96,7 +108,7 @@ static void test_first_order_waste(void) {
   sim_job_params p = base();
   p.replications = 400;
   sim_job_result r;
-  CU_ASSERT_FATAL(sim_job_run(&p, eng, &r) == 0);
+  CU_ASSERT_FATAL(run(&p, &r) == 0);
   double tau = p.every_steps * p.step_s, d = p.ckpt_block_s, M = r.mtti_s;
   double R = p.detect_s + p.restart_s + p.load_s;
   double ideal_h = p.total_steps * p.step_s / 3600.0;
@@ -121,7 +133,7 @@ static void test_best_interval_is_daly(void) {
   double best = -1, best_tau = 0;
   for (double tau = daly / 4; tau <= daly * 4; tau *= 1.25) {
     p.every_steps = tau / p.step_s;
-    CU_ASSERT_FATAL(sim_job_run(&p, eng, &r) == 0);
+    CU_ASSERT_FATAL(run(&p, &r) == 0);
     if (r.mean[SIM_JOB_GOODPUT] > best) {
       best = r.mean[SIM_JOB_GOODPUT];
       best_tau = tau;
@@ -144,9 +156,9 @@ static void test_spares_and_repair(void) {
    * and never less than with spares. */
   sim_job_params p = base();
   sim_job_result with, without;
-  CU_ASSERT_FATAL(sim_job_run(&p, eng, &with) == 0);
+  CU_ASSERT_FATAL(run(&p, &with) == 0);
   p.spares = 0;
-  CU_ASSERT_FATAL(sim_job_run(&p, eng, &without) == 0);
+  CU_ASSERT_FATAL(run(&p, &without) == 0);
   CU_ASSERT(without.mean[SIM_JOB_WASTE_RESTART_H] > with.mean[SIM_JOB_WASTE_RESTART_H] * 1.5);
   CU_ASSERT(without.mean[SIM_JOB_GOODPUT] < with.mean[SIM_JOB_GOODPUT]);
 }
@@ -157,11 +169,11 @@ static void test_async_beats_sync_when_writes_are_slow(void) {
   sim_job_params p = base();
   p.ckpt_block_s = 300;
   sim_job_result s, a;
-  CU_ASSERT_FATAL(sim_job_run(&p, eng, &s) == 0);
+  CU_ASSERT_FATAL(run(&p, &s) == 0);
   p.async = 1;
   p.ckpt_write_s = 300;
   p.ckpt_block_s = 5;
-  CU_ASSERT_FATAL(sim_job_run(&p, eng, &a) == 0);
+  CU_ASSERT_FATAL(run(&p, &a) == 0);
   CU_ASSERT(a.mean[SIM_JOB_WASTE_CKPT_H] < s.mean[SIM_JOB_WASTE_CKPT_H] / 10);
   CU_ASSERT(a.mean[SIM_JOB_GOODPUT] > s.mean[SIM_JOB_GOODPUT]);
 }
@@ -170,12 +182,12 @@ static void test_weibull_shape_one_is_exponential(void) {
   /* A Weibull of shape 1 and scale s is an exponential of mean s. */
   sim_job_params p = base();
   sim_job_result e1, w1;
-  CU_ASSERT_FATAL(sim_job_run(&p, eng, &e1) == 0);
+  CU_ASSERT_FATAL(run(&p, &e1) == 0);
   p.dist = SIM_FAIL_WEIBULL;
   p.weibull_shape = 1.0;
   p.weibull_scale_s = p.node_mtbf_s;
   p.replications = 100;
-  CU_ASSERT_FATAL(sim_job_run(&p, eng, &w1) == 0);
+  CU_ASSERT_FATAL(run(&p, &w1) == 0);
   CU_ASSERT_DOUBLE_EQUAL(w1.mtti_s, e1.mtti_s, 1e-6 * e1.mtti_s);
   double tol = (e1.hi[SIM_JOB_FAILURES] - e1.lo[SIM_JOB_FAILURES]) + (w1.hi[SIM_JOB_FAILURES] - w1.lo[SIM_JOB_FAILURES]);
   CU_ASSERT(fabs(w1.mean[SIM_JOB_FAILURES] - e1.mean[SIM_JOB_FAILURES]) < 2 * tol);
@@ -206,7 +218,7 @@ static void test_scheduled_by_hand(void) {
   p.ckpt_block_s = 2;
   p.replications = 2;
   sim_job_result r;
-  CU_ASSERT_FATAL(sim_job_run(&p, eng, &r) == 0);
+  CU_ASSERT_FATAL(run(&p, &r) == 0);
   CU_ASSERT_DOUBLE_EQUAL(r.mean[SIM_JOB_TIME_H] * 3600, 149.0, 1e-6);
   CU_ASSERT_DOUBLE_EQUAL(r.mean[SIM_JOB_FAILURES], 2, 0);
   CU_ASSERT_DOUBLE_EQUAL(r.mean[SIM_JOB_WASTE_LOST_H] * 3600, 13.0, 1e-6);
@@ -217,11 +229,11 @@ static void test_scheduled_by_hand(void) {
 static void test_deterministic(void) {
   sim_job_params p = base();
   sim_job_result a, b;
-  CU_ASSERT_FATAL(sim_job_run(&p, eng, &a) == 0);
-  CU_ASSERT_FATAL(sim_job_run(&p, eng, &b) == 0);
+  CU_ASSERT_FATAL(run(&p, &a) == 0);
+  CU_ASSERT_FATAL(run(&p, &b) == 0);
   CU_ASSERT(memcmp(a.mean, b.mean, sizeof a.mean) == 0);
   p.seed++;
-  CU_ASSERT_FATAL(sim_job_run(&p, eng, &b) == 0);
+  CU_ASSERT_FATAL(run(&p, &b) == 0);
   CU_ASSERT(memcmp(a.mean, b.mean, sizeof a.mean) != 0);
 }
 
@@ -250,7 +262,7 @@ static void test_estimate_events(void) {
     double wall;
     int capped;
     double est = sim_job_estimate_events(&cases[k], &wall, &capped);
-    CU_ASSERT_FATAL(sim_job_run(&cases[k], eng, &r) == 0);
+    CU_ASSERT_FATAL(run(&cases[k], &r) == 0);
     printf("\n    case %d: estimated %.0f events, ran %llu", k, est, (unsigned long long)r.events);
     CU_ASSERT(fabs(est - (double)r.events) <= 0.25 * (double)r.events);
     CU_ASSERT_EQUAL(capped, k == 2);
@@ -265,14 +277,14 @@ static void test_estimate_events(void) {
 static void test_max_events(void) {
   sim_job_params p = hopeless();
   sim_job_result r, ref;
-  CU_ASSERT_FATAL(sim_job_run(&p, eng, &ref) == 0);
+  CU_ASSERT_FATAL(run(&p, &ref) == 0);
   p.max_events = ref.events / 4;
   core_err_clear();
-  CU_ASSERT_EQUAL(sim_job_run(&p, eng, &r), CORE_EINVAL);
+  CU_ASSERT_EQUAL(run(&p, &r), CORE_EINVAL);
   CU_ASSERT(strstr(core_err_msg(), "took more than") != NULL);
   CU_ASSERT(strstr(core_err_msg(), "in 3 of its 10 replications") != NULL);
   p.max_events = ref.events;
-  CU_ASSERT_FATAL(sim_job_run(&p, eng, &r) == 0);
+  CU_ASSERT_FATAL(run(&p, &r) == 0);
   CU_ASSERT_EQUAL(r.events, ref.events);
   CU_ASSERT(memcmp(r.mean, ref.mean, sizeof r.mean) == 0);
 }
@@ -284,18 +296,113 @@ static void test_progress_hook(void) {
   sim_job_params p = hopeless();
   sim_job_result r, ref;
   uint64_t seen = 0;
-  CU_ASSERT_FATAL(sim_job_run(&p, eng, &ref) == 0);
+  CU_ASSERT_FATAL(run(&p, &ref) == 0);
   p.progress = add_up;
   p.progress_ctx = &seen;
-  CU_ASSERT_FATAL(sim_job_run(&p, eng, &r) == 0);
+  CU_ASSERT_FATAL(run(&p, &r) == 0);
   CU_ASSERT_EQUAL(seen, r.events);
   CU_ASSERT(memcmp(r.mean, ref.mean, sizeof r.mean) == 0);
+}
+
+/* Runs that cannot finish stop at the cap and say so: their goodput is the
+ * progress they saved over the wall time, their totals are projected from
+ * it (every metric a number), and a run that saved nothing is counted as
+ * stalled with its values at the cap. */
+static void test_unfinished_projected(void) {
+  sim_job_params p = hopeless();
+  /* Interrupted every 200 s, each recovery 1,400 s (detection, restart,
+   * load): a run saves progress before its first failure, and later only
+   * when a recovery passes without a failure, e^-7 of the time, so it
+   * would take far more than the cap to save its hour. */
+  p.spares = 1000;
+  p.node_mtbf_s = 2000;
+  p.restart_s = 1280;
+  p.every_steps = 20;
+  p.ckpt_block_s = 1;
+  sim_job_result r;
+  CU_ASSERT_FATAL(sim_job_run(&p, eng, &r) == 0);
+  double ideal = p.total_steps * p.step_s;
+  CU_ASSERT_EQUAL(r.unfinished, p.replications);
+  CU_ASSERT_EQUAL(r.stalled, 0);
+  CU_ASSERT_DOUBLE_EQUAL(r.cap_h, (ideal * SIM_JOB_WALL_CAP_FACTOR + 3600) / 3600, 1e-9);
+  for (int k = 0; k < SIM_JOB_N_METRICS; k++)
+    CU_ASSERT(isfinite(r.mean[k]) && isfinite(r.lo[k]) && isfinite(r.hi[k]));
+  for (int i = 0; i < r.replications; i++) {
+    const double *m = r.reps + (size_t)i * SIM_JOB_N_METRICS;
+    /* Projected: the time to train is the failure-free time at the rate of
+     * progress, beyond the cap. */
+    CU_ASSERT_DOUBLE_EQUAL(m[SIM_JOB_TIME_H] * 3600, ideal / m[SIM_JOB_GOODPUT], 1e-6 * ideal / m[SIM_JOB_GOODPUT]);
+    CU_ASSERT(m[SIM_JOB_TIME_H] > r.cap_h);
+  }
+  sim_job_result_free(&r);
+
+  /* Recovery 25 times the time between interrupts, and a first checkpoint
+   * after 15 times it: nothing is ever saved. */
+  p.restart_s = 5000;
+  p.every_steps = 3000;
+  CU_ASSERT_FATAL(sim_job_run(&p, eng, &r) == 0);
+  CU_ASSERT_EQUAL(r.unfinished, p.replications);
+  CU_ASSERT_EQUAL(r.stalled, p.replications);
+  CU_ASSERT_EQUAL(r.mean[SIM_JOB_GOODPUT], 0);
+  CU_ASSERT_DOUBLE_EQUAL(r.mean[SIM_JOB_TIME_H], r.cap_h, 1e-9);
+  sim_job_result_free(&r);
+}
+
+/* Replications added later are the ones a longer run would have made: 50
+ * then 50 more from replication 50 merge into the run of 100. */
+static void test_merge(void) {
+  sim_job_params p = base();
+  p.replications = 100;
+  sim_job_result all, a, b;
+  CU_ASSERT_FATAL(sim_job_run(&p, eng, &all) == 0);
+  p.replications = 50;
+  CU_ASSERT_FATAL(sim_job_run(&p, eng, &a) == 0);
+  p.first_rep = 50;
+  CU_ASSERT_FATAL(sim_job_run(&p, eng, &b) == 0);
+  CU_ASSERT_FATAL(sim_job_merge(&a, &b) == 0);
+  CU_ASSERT_EQUAL(a.replications, 100);
+  CU_ASSERT_EQUAL(a.events, all.events);
+  CU_ASSERT(memcmp(a.reps, all.reps, sizeof *a.reps * 100 * SIM_JOB_N_METRICS) == 0);
+  for (int k = 0; k < SIM_JOB_N_METRICS; k++) {
+    CU_ASSERT_DOUBLE_EQUAL(a.mean[k], all.mean[k], 1e-12 * fabs(all.mean[k]));
+    CU_ASSERT_DOUBLE_EQUAL(a.hi[k], all.hi[k], 1e-12 * fabs(all.hi[k]));
+  }
+  sim_job_result_free(&a);
+  sim_job_result_free(&all);
+}
+
+/* Two intervals compared replication by replication on the same failures:
+ * the paired interval of the difference is narrower than even one mean's
+ * (that of two independent means is sqrt(2) times wider), and it is
+ * centred on the difference of the means. */
+static void test_paired(void) {
+  sim_job_params p = base();
+  sim_job_result a, b;
+  CU_ASSERT_FATAL(sim_job_run(&p, eng, &a) == 0);
+  p.every_steps *= 1.5;
+  CU_ASSERT_FATAL(sim_job_run(&p, eng, &b) == 0);
+  double d, h;
+  CU_ASSERT_FATAL(sim_job_paired(&a, &b, SIM_JOB_GOODPUT, &d, &h) == 0);
+  CU_ASSERT_DOUBLE_EQUAL(d, a.mean[SIM_JOB_GOODPUT] - b.mean[SIM_JOB_GOODPUT], 1e-12);
+  double ha = (a.hi[SIM_JOB_GOODPUT] - a.lo[SIM_JOB_GOODPUT]) / 2;
+  printf("\n    paired half-width %.2g, one mean's %.2g", h, ha);
+  CU_ASSERT(h < ha);
+  p.replications = 10;
+  sim_job_result c;
+  CU_ASSERT_FATAL(sim_job_run(&p, eng, &c) == 0);
+  CU_ASSERT_EQUAL(sim_job_paired(&a, &c, SIM_JOB_GOODPUT, &d, &h), -1);
+  sim_job_result_free(&a);
+  sim_job_result_free(&b);
+  sim_job_result_free(&c);
 }
 
 void test_register(void) {
   CU_pSuite s = CU_add_suite("job", setup, teardown);
   CU_add_test(s, "no failures: failure-free time plus checkpoints, exactly", test_no_failures_exact);
   CU_add_test(s, "wall time = ideal + checkpoint + lost + down", test_identity);
+  CU_add_test(s, "unfinished runs: projected from their progress, or stalled at the cap", test_unfinished_projected);
+  CU_add_test(s, "more replications merge into the longer run", test_merge);
+  CU_add_test(s, "paired comparison on common random numbers", test_paired);
   CU_add_test(s, "failure count = wall time x N / MTBF", test_failure_count);
   CU_add_test(s, "waste agrees with the first-order formula", test_first_order_waste);
   CU_add_test(s, "best simulated interval is Daly's, within the sweep", test_best_interval_is_daly);

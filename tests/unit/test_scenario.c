@@ -129,6 +129,8 @@ static int profiles_equal(const core_profile *a, const core_profile *b) {
   NUM(psgd_gemm_GBps);
   NUM(psgd_pass_GBps);
   NUM(psgd_sync_us);
+  NUM(price_gpu_hour_usd);
+  NUM(price_node_hour_usd);
   return 1;
 #undef DIFF
 #undef STR
@@ -228,6 +230,7 @@ static const char maximal_profile[] =
     "  hooks = { cast_GBps = 0.30000000000000004; cast_bf16_GBps = 1e6; orth_gflops = 1e-6; sum_fp32_GBps = 4.0;\n"
     "            sum_fp16_GBps = 0.068757459122181147; sum_bf16_GBps = 2.0; psgd_gemm_GBps = 3.5; psgd_pass_GBps = 6.0;\n"
     "            psgd_sync_us = 3101.36669921875; };\n"
+    "  price = { node_hour_usd = 55.04; };\n"
     "};\n";
 
 static void test_round_trip_maximal(void) {
@@ -258,6 +261,8 @@ static void test_round_trip_maximal(void) {
   CU_ASSERT_EQUAL(p->interf_rank_cpus, 0.5);
   CU_ASSERT_EQUAL(p->cast_bf16_GBps, 1e6);
   CU_ASSERT_EQUAL(p->sum_fp16_GBps, 0.068757459122181147);
+  CU_ASSERT_EQUAL(p->price_node_hour_usd, 55.04);
+  CU_ASSERT_EQUAL(p->price_gpu_hour_usd, 0);
   core_profile_free(p);
   round_trip(path);
 

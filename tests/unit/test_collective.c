@@ -1,0 +1,184 @@
+/* `ddpsim collective` (sim/colltime.h, cli/cmd_collective.c): the profile's
+ * own fit where it measured the shape, the cost models elsewhere; the
+ * table nccl-tests prints, which the nccl-tests importer reads back with
+ * the same ranks, nodes, collective and times; nccl-tests' options and the
+ * warning of a bucket allreduce past the timeout; usage errors. */
+#include "sim/colltime.h"
+
+#include "calibrate/import_nccl.h"
+#include "core/err.h"
+
+#include "testutil.h"
+
+#include <CUnit/CUnit.h>
+#include <fcntl.h>
+#include <math.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+extern char **environ;
+
+#define DDPSIM_BIN DDPSIM_BINARY_DIR "/ddpsim"
+#define H100 TU_SRC("scenarios/profiles/dgx-h100.cfg")
+#define IB "gbps = 400.0; latency_us = 14.0; nics_per_node = 8; efficiency = 0.96;"
+
+static char scratch[4096], out_path[4200], err_path[4200];
+
+static int suite_init(void) {
+  if (tu_mkdtemp(scratch, sizeof scratch, "collective"))
+    return 1;
+  snprintf(out_path, sizeof out_path, "%s/out.txt", scratch);
+  snprintf(err_path, sizeof err_path, "%s/err.txt", scratch);
+  return 0;
+}
+
+static int suite_clean(void) {
+  tu_rmdir(scratch);
+  return 0;
+}
+
+/* ddpsim collective ARGS... with stdout and stderr into files; the exit
+ * status, or -1. */
+static int run(char *const args[]) {
+  char *argv[32] = {"ddpsim", "collective"};
+  int n = 2;
+  for (int i = 0; args[i] && n < 31; i++)
+    argv[n++] = args[i];
+  argv[n] = NULL;
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&fa, 2, err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid;
+  int rc = posix_spawn(&pid, DDPSIM_BIN, &fa, NULL, argv, environ), st;
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st))
+    return -1;
+  return WEXITSTATUS(st);
+}
+
+static int err_has(const char *text) {
+  char *e = tu_read_file(err_path, NULL);
+  int has = e && strstr(e, text) != NULL;
+  if (!has)
+    fprintf(stderr, "\n    stderr lacks '%s': %s", text, e ? e : "(none)");
+  free(e);
+  return has;
+}
+
+/* Where the profile measured the collective on this many ranks and nodes,
+ * its fit is the prediction; elsewhere the models run, and a named
+ * network replaces the measured link. */
+static void test_measured_or_modelled(void) {
+  core_profile *pr;
+  CU_ASSERT_FATAL(core_profile_load(H100, &pr) == 0);
+  sim_network measured = {.from_profile = 1, .nics_per_node = 1, .efficiency = 1, .oversubscription = 1};
+  sim_network ib = {.gbps = 400, .latency_us = 14, .nics_per_node = 8, .efficiency = 0.96, .oversubscription = 1};
+  sim_colltime c;
+  CU_ASSERT_FATAL(sim_colltime_setup(pr, H100, &measured, SIM_BACKEND_NCCL, SIM_OP_ALLREDUCE, -1, 2, 8, &c) == 0);
+  CU_ASSERT_FATAL(c.measured != NULL);
+  const core_prof_fit *f = core_prof_coll_fit(c.measured, 1e8);
+  CU_ASSERT_DOUBLE_EQUAL(sim_colltime_at(&c, 1e8), f->alpha_us * 1e-6 + 1e8 / (f->algbw_GBps * 1e9), 1e-15);
+  CU_ASSERT_FATAL(sim_colltime_setup(pr, H100, &ib, SIM_BACKEND_NCCL, SIM_OP_ALLREDUCE, -1, 2, 8, &c) == 0);
+  CU_ASSERT(c.measured == NULL);
+  CU_ASSERT_FATAL(sim_colltime_setup(pr, H100, &ib, SIM_BACKEND_NCCL, SIM_OP_ALLREDUCE, SIM_ALGO_RING, 4, 8, &c) == 0);
+  CU_ASSERT_DOUBLE_EQUAL(sim_colltime_at(&c, 1e8),
+                         sim_coll_time(SIM_BACKEND_NCCL, SIM_OP_ALLREDUCE, SIM_ALGO_RING, &c.topo, 1e8), 1e-15);
+  /* busbw factors of nccl-tests' doc/PERFORMANCE.md. */
+  CU_ASSERT_DOUBLE_EQUAL(sim_coll_busbw_factor(SIM_OP_ALLREDUCE, 16), 2.0 * 15 / 16, 1e-15);
+  CU_ASSERT_DOUBLE_EQUAL(sim_coll_busbw_factor(SIM_OP_ALLGATHER, 16), 15.0 / 16, 1e-15);
+  CU_ASSERT_DOUBLE_EQUAL(sim_coll_busbw_factor(SIM_OP_BROADCAST, 16), 1.0, 1e-15);
+  /* An algorithm the collective has not. */
+  CU_ASSERT_EQUAL(sim_colltime_setup(pr, H100, &ib, SIM_BACKEND_NCCL, SIM_OP_ALLGATHER, SIM_ALGO_TREE, 4, 8, &c),
+                  CORE_EINVAL);
+  core_profile_free(pr);
+}
+
+/* The table reads back through the nccl-tests importer: the collective,
+ * ranks, nodes and sizes of the command, and the times the model gives. */
+static void test_table_imports(void) {
+  static const char *const ops[] = {"allreduce", "allgather", "reducescatter", "broadcast"};
+  core_profile *pr;
+  CU_ASSERT_FATAL(core_profile_load(H100, &pr) == 0);
+  sim_network ib = {.gbps = 400, .latency_us = 14, .nics_per_node = 8, .efficiency = 0.96, .oversubscription = 1};
+  for (int k = 0; k < 4; k++) {
+    char *args[] = {"--profile", H100, "--op", (char *)ops[k], "-g", "8", "--nodes", "4", "--network", IB,
+                    "-b", "1K", "-e", "64M", "-f", "4", NULL};
+    CU_ASSERT_FATAL(run(args) == 0);
+    cal_nccl_run r;
+    int rc = cal_nccl_parse(out_path, &r);
+    if (rc)
+      fprintf(stderr, "\n    %s", core_err_msg());
+    CU_ASSERT_FATAL(rc == 0);
+    CU_ASSERT_STRING_EQUAL(r.op, ops[k]);
+    CU_ASSERT_EQUAL(r.ranks, 32);
+    CU_ASSERT_EQUAL(r.nodes, 4);
+    CU_ASSERT_EQUAL(r.n, 9);
+    sim_colltime c;
+    CU_ASSERT_FATAL(sim_colltime_setup(pr, H100, &ib, SIM_BACKEND_NCCL, (enum sim_op)k, -1, 4, 8, &c) == 0);
+    for (int i = 0; i < r.n; i++) {
+      double t = sim_colltime_at(&c, r.bytes[i]) * 1e6;
+      CU_ASSERT(fabs(r.time_us[i] - t) <= 0.005 + 1e-3 * t);
+    }
+    /* The gathering collectives print the total; each row moves count x 4 x
+     * ranks bytes, so the first is 1 KiB rounded down to 32 floats. */
+    CU_ASSERT_EQUAL(r.bytes[0], k == 1 || k == 2 ? 1024 / 128 * 128 : 1024);
+    cal_nccl_run_free(&r);
+  }
+  core_profile_free(pr);
+}
+
+/* A bucket's allreduce past the timeout is a warning that says what to do;
+ * so is a size of the table past it. */
+static void test_timeout_warning(void) {
+  char *slow[] = {"--profile", H100, "-g", "8", "--nodes", "512", "--network", "gbps = 1.0; latency_us = 14.0;",
+                  "-b", "1M", "-e", "1G", "-f", "32", "--timeout", "0.3", NULL};
+  CU_ASSERT_EQUAL(run(slow), 0);
+  CU_ASSERT(err_has("warning: an allreduce of one 25 MiB bucket (bucket_cap_mb) takes"));
+  CU_ASSERT(err_has("past nccl's 0.3 s timeout"));
+  CU_ASSERT(err_has("the table's sizes take longer than the 0.3 s timeout"));
+  char *fast[] = {"--profile", H100, "-g", "8", "--nodes", "2", NULL};
+  CU_ASSERT_EQUAL(run(fast), 0);
+  char *e = tu_read_file(err_path, NULL);
+  CU_ASSERT(e && e[0] == '\0');
+  free(e);
+}
+
+/* Usage errors exit 2, input errors 3, with what to do. */
+static void test_errors(void) {
+  char *no_profile[] = {"-g", "8", NULL};
+  CU_ASSERT_EQUAL(run(no_profile), 2);
+  CU_ASSERT(err_has("give --profile FILE"));
+  char *bad_op[] = {"--profile", H100, "--op", "alltoall", NULL};
+  CU_ASSERT_EQUAL(run(bad_op), 2);
+  CU_ASSERT(err_has("--op expects allreduce, allgather, reducescatter or broadcast"));
+  char *down[] = {"--profile", H100, "-b", "1G", "-e", "1M", NULL};
+  CU_ASSERT_EQUAL(run(down), 2);
+  char *size[] = {"--profile", H100, "-b", "12Q", NULL};
+  CU_ASSERT_EQUAL(run(size), 2);
+  CU_ASSERT(err_has("-b expects a size in bytes (K, M, G suffixes), got '12Q'"));
+  char *point[] = {"--profile", H100, "--point", "3", NULL};
+  CU_ASSERT_EQUAL(run(point), 2);
+  char *net[] = {"--profile", H100, "--nodes", "2", "--network", "gbps = -1.0; latency_us = 1.0;", NULL};
+  CU_ASSERT_EQUAL(run(net), 3);
+  CU_ASSERT(err_has("--network:1: 'gbps' = -1 is out of range"));
+  char *cpu[] = {"--profile", TU_DATA("cpu-test.cfg"), "--nodes", "4", NULL};
+  CU_ASSERT_EQUAL(run(cpu), 0); /* the measured inter-node link */
+  char *nccl_cpu[] = {"--profile", TU_DATA("cpu-test.cfg"), "--backend", "nccl", NULL};
+  CU_ASSERT_EQUAL(run(nccl_cpu), 2);
+  CU_ASSERT(err_has("backend nccl needs GPUs"));
+  char *one_rank[] = {"--profile", TU_SRC("scenarios/profiles/h200-1gpu.cfg"), "-g", "8", NULL};
+  CU_ASSERT_EQUAL(run(one_rank), 3);
+  CU_ASSERT(err_has("no intra-node allreduce"));
+}
+
+void test_register(void) {
+  CU_pSuite s = CU_add_suite("collective", suite_init, suite_clean);
+  CU_add_test(s, "the profile's fit at its shape, the models elsewhere", test_measured_or_modelled);
+  CU_add_test(s, "the table imports back with the same shape and times", test_table_imports);
+  CU_add_test(s, "a bucket allreduce past the timeout is a warning", test_timeout_warning);
+  CU_add_test(s, "usage and input errors", test_errors);
+}
