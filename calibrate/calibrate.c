@@ -164,12 +164,8 @@ static int sweeps(run *r, rt_comm *g, const char *scope, int nodes) {
       else if (op != CAL_ALLREDUCE)
         s.max_bytes = 16 << 20;
       /* The allreduce the simulator uses, sizes to 16 MiB (PowerSGD's
-       * few-kilobyte factors, DDP's first bucket) in two passes: on two
-       * unshaped testbed hosts one calibration in six took 3-6 ms for every
-       * size from 4 KiB to 2 MiB where they take 0.3-2.4 ms (a stall of some
-       * seconds; 16 MiB still 20% slow), and predicted PowerSGD's step 30%
-       * long. About two seconds more (1 Gb/s: 69-72 s a calibration before,
-       * 72-73 after). */
+       * few-kilobyte factors, DDP's first bucket) in two passes: a stall of
+       * some seconds lands in one of them (docs/calibration.md). */
       if (op == CAL_ALLREDUCE && k == 0 && !o->quick)
         s.repass_max_bytes = 16 << 20;
       char label[96];
@@ -224,7 +220,7 @@ static int max_over_ranks(const run *r, rt_comm *c, double *v, int n) {
   return cal_max_over_ranks(c, r->bufs, v, n);
 }
 
-/* NCCL's sweeps of one group (issue: NCCL calibration). Allreduce once per
+/* NCCL's sweeps of one group. Allreduce once per
  * algorithm, each on a communicator created for it under "<prefix>-ring"
  * and "<prefix>-tree" (NCCL reads NCCL_ALGO only when a communicator is
  * created; runtime/nccl.h), recorded as "ring" and "tree"; allgather,
@@ -393,10 +389,8 @@ static int write_measured_model(const run *r, const core_model *m, const double 
 /* Memory rates and per-layer times are measured in windows spread over
  * the calibration (CPU path, every rank at once: machine_window): before the
  * sweeps, after them and at the end, and each keeps its median over the
- * windows. One window of a few seconds took whatever state this project's
- * 2-vCPU VM was in: four calibrations in a row put the MLP's layers at 42,
- * 46, 63 and 45 ms a step, and predictions of PowerSGD steps moved 16% with
- * them alone (bench/calibration-spread.sh). --quick measures one window. */
+ * windows, since one window takes whatever state the machine is in for a
+ * few seconds (docs/calibration.md). --quick measures one window. */
 enum { CAL_WINDOWS = 3 };
 struct windows {
   int n;                            /* windows measured */
@@ -447,13 +441,9 @@ out_free:
 }
 
 /* One window: memory rates and every model's layer times, on every rank
- * at once, each part after a barrier, as training runs its ranks in step;
- * rank 0's are kept. Alone, with the other rank waiting, they had been
- * what a lone process does: on the 2-vCPU test machine one rank's forward
- * of the MLP's fc2 took 2.9-3.0 ms alone, 3.6 in a two-rank job (2
- * testbed hosts, unshaped, overlap on or off: before any allreduce), its
- * optimizer step 15 ms against 18-19 (`ddpsim train --trace`), and the
- * unshaped runs came out 10-16% short. */
+ * at once, each part after a barrier, as training runs its ranks in step
+ * (a rank measured alone runs faster than in a job: docs/calibration.md);
+ * rank 0's are kept. */
 static int machine_window(run *r) {
   const cal_opts *o = r->o;
   struct windows *w = r->win;
@@ -463,11 +453,8 @@ static int machine_window(run *r) {
   if ((rc = rt_barrier(r->world)) != 0 ||
       (rc = cal_memory_bandwidth(o->quick ? (16u << 20) : (64u << 20), &w->copy[i], &w->reduce[i])) != 0)
     return rc;
-  /* Not a power of two: four 64 MiB buffers slowed the update to 10-14
-   * GB/s against 22-27 GB/s at 50 MiB or 48 MiB + 20 KiB, measured in
-   * turns in one process on the 2-vCPU test machine (the same addresses
-   * modulo a large power of two contend for cache sets); a model's own
-   * parameter arrays seldom line up so. */
+  /* Not a power of two: buffers a large power of two apart contend for
+   * cache sets, which a model's own arrays seldom do (docs/calibration.md). */
   size_t upd_bytes = (o->quick ? (12u << 20) : (48u << 20)) + 20480;
   if ((rc = rt_barrier(r->world)) != 0 || (rc = cal_update_bandwidth(upd_bytes, &w->update[i])) != 0)
     return rc;
@@ -606,10 +593,7 @@ static int gpu_compute_part(run *r) {
  * this one's boot id and whose CPU mask meets this one's (without a boot id,
  * at least this node's). Hosts that are network namespaces or containers of
  * one machine share its CPUs, which neither a rank's CPU mask nor its cgroup
- * shows: the testbed's two hosts on the 2-vCPU VM each saw 2 CPUs, and the
- * simulator scaled compute's slowdown under communication as if each rank's
- * TCP stack had a CPU of its own (from a 1gbit profile, the plain allreduce's steps at
- * 7x the rate came out 9% short). Ranks bound to CPUs of their own (ddpsim
+ * shows (docs/calibration.md). Ranks bound to CPUs of their own (ddpsim
  * launch --cpu-bind) do not share them. The ids and masks go through an
  * allgather of fp32 words, copied as bits. */
 static int ranks_sharing_cpus(run *r, int *out) {
@@ -698,27 +682,17 @@ out_free:
 }
 
 /* PowerSGD's wait per allreduce in model m's training steps, beyond the same
- * allreduce back to back (*sync_us, the ranks' mean; 0 without allreduces).
- * Its allreduces come between GEMMs and passes over the gradient, and in
- * training beside the backward pass and the other rank's: timed here
- * alone, one after the other on one thread, they had taken 2.9 ms each
- * where training's took 3.8 (2 testbed hosts at 1gbit; PowerSGD rank 1
- * predicted 13-19% short), so they are timed in training steps. Eight
- * steps a rank, not four: a step's nine allreduces wait 3.5 to 5
- * ms each by the scheduler's whims (ddpsim train's hook summary, two
- * testbed hosts at 1gbit), and with four the cost moved 3.0-4.4 ms
- * between calibrations, PowerSGD's predicted step 15% with it. */
+ * allreduce back to back (*sync_us, the ranks' mean; 0 without allreduces):
+ * what they take beyond the sweep's regime, which the fits describe. Timed
+ * in eight training steps a rank, since alone or in fewer steps they came
+ * out short or scattered (docs/calibration.md). */
 static int psgd_sync(run *r, const core_model *m, double *sync_us) {
   double n = 0, bytes = 0, t[2] = {0, 0}; /* seconds in training steps; one back to back */
   int rc = psgd_train_allreduces(r, m, r->o->quick ? 2 : 8, &n, &bytes, &t[0]);
   if (rc)
     return rc;
-  /* The same size back to back, after the hook's steps: the fastest of 31.
-   * Run between the hook's steps, a few of them had absorbed the same
-   * wake-ups and put the cost at a quarter of the usual; and their median
-   * sat in the same stalls now and then: in two calibrations of nine on two
-   * testbed hosts it came out at 2.4 ms where it is 0.3-0.4 ms, and the
-   * cost at 0.05-0.3 ms where it is 3-3.7. */
+  /* The same size back to back, after the hook's steps: the fastest of 31
+   * (a median sat in stalls now and then: docs/calibration.md). */
   if (n > 0) {
     cal_point bb;
     if ((rc = cal_sweep_one(r->world, CAL_ALLREDUCE, RT_ALGO_DEFAULT, bytes / n, 2, 31, &bb)) != 0)
@@ -727,16 +701,7 @@ static int psgd_sync(run *r, const core_model *m, double *sync_us) {
   }
   if ((rc = cal_mean_over_ranks(r->world, r->bufs, t, 2)) != 0)
     return rc;
-  /* PowerSGD's allreduces move a few kilobytes each between GEMMs and
-   * passes over the gradient. Measured on this project's 2-vCPU VM with
-   * `ddpsim train --compress powersgd:1` on two unshaped testbed hosts, its
-   * nine 4-16 KB allreduces took 23-31 ms a step, where back to back the
-   * same sizes take 0.3-0.4 ms each: a small allreduce right after a
-   * CPU-bound stretch often waits about a scheduler tick (4 ms) for its
-   * threads, and for the peer that is slower through the same GEMMs. What
-   * they take beyond the back-to-back median (the sweep's regime, which the
-   * fits describe), averaged over ranks as the step sees both, is the
-   * hook's synchronization cost. */
+  /* Averaged over ranks, as the step sees both. */
   *sync_us = 0;
   if (n > 0) {
     double us = (t[0] / n - t[1]) * 1e6;
@@ -747,7 +712,7 @@ static int psgd_sync(run *r, const core_model *m, double *sync_us) {
   return 0;
 }
 
-/* Hook costs (issue: compression): run the real hooks of the runtime on
+/* Hook costs: run the real hooks of the runtime on
  * the first model's buckets on every rank at once, and keep their compute:
  * the cast rates of fp16 and bf16 (bytes read and written per second), PowerSGD's
  * orthogonalization rate (2 n r^2 FLOPs per compressed tensor, ranks 1, 2
@@ -783,11 +748,9 @@ static int hooks_part(run *r) {
   rt_compress_stats st;
   /* Casts on the model's own gradient (divided by the world size, as DDP
    * divides it): converting small values is slower than typical ones. Each
-   * rank's from its own shard of the data, as in training: Gloo sums halves
-   * faster when every rank sends the same ones (see cal_sum_rates), and
-   * with one gradient on every rank the fp16 allreduces below had taken
-   * 250 ms a pass where training's took 310 (2 testbed hosts at 1gbit).
-   * The sums alone add another rank's (of at least two). */
+   * rank's from its own shard of the data, as in training (Gloo sums halves
+   * faster when every rank sends the same ones: docs/calibration.md). The
+   * sums alone add another rank's (of at least two). */
   int world = r->pg.world_size, peers = world > 1 ? world : 2;
   if ((rc = cal_model_gradient(m, r->o->batch, r->pg.rank, world, &grad, &n_grad)) != 0 ||
       (rc = cal_model_gradient(m, r->o->batch, (r->pg.rank + 1) % peers, peers, &peer, &n_peer)) != 0)
@@ -795,13 +758,9 @@ static int hooks_part(run *r) {
   /* The same loop without a hook times the fp32 allreduces of these
    * buckets, for the half-precision ones to be set against (half_ar_s: a
    * pass over the buckets). The three kinds take turns, pass by pass, after
-   * an untimed pass each: this machine's speed drifts over seconds, and
-   * passes of one kind in a row had moved the fp16 and bf16 sum rates
-   * below by up to 9x between calibrations a minute apart (bench/
-   * calibration-spread.sh). Each kind keeps its mean pass, as training
-   * pays for every pass (with median passes every point of the
-   * compression benchmark came out under its measurement), then the mean
-   * over ranks. */
+   * an untimed pass each, as the machine's speed drifts over seconds; each
+   * keeps its mean pass, as training pays for every pass, then the mean
+   * over ranks (docs/calibration.md). */
   enum { MAX_PASSES = 7 }; /* timed passes of each hook, and PowerSGD's timed steps */
   const int half_reps = r->o->quick ? 3 : MAX_PASSES;
   double cast_GBps[2], half_ar_s[3], cast_s[3];
@@ -919,12 +878,8 @@ out_casts:
   if ((rc = cal_sum_rates(grad, peer, n_grad < n_peer ? n_grad : n_peer, 1.0 / world,
                           r->o->quick ? (4 << 20) : (16 << 20), sum)) != 0)
     goto out;
-  /* Inside Gloo's allreduce the half-precision sum runs slower still: on
-   * this project's 2-vCPU VM, two unshaped testbed hosts allreduced the
-   * MLP's buckets in fp16 in 210 ms a pass against 48 ms in fp32 (in
-   * training, without overlap), where the sum rate above (0.079 GB/s on two
-   * ranks' gradients) accounts for 159 ms (the network and TCP stack take
-   * the same CPUs). So where there are ranks to allreduce with,
+  /* Inside Gloo's allreduce the half-precision sum runs slower still than
+   * alone (docs/calibration.md). So where there are ranks to allreduce with,
    * the rate is taken from the real allreduces just timed, as the
    * simulator's pipelined ring (sim/predict.c) spends it: of an allreduce of
    * half the fp32 bytes, t = net / 2 + max(net / 2, sum), net at the fp32
