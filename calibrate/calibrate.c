@@ -1,6 +1,6 @@
 /* sched_getaffinity and CPU_AND: which ranks share this one's CPUs. */
 #define _GNU_SOURCE
-#include "calibrate.h"
+#include "calibrate/calibrate_int.h"
 
 #include "calibrate/compute.h"
 #include "calibrate/compute_gpu.h"
@@ -45,23 +45,7 @@
  * OpenBLAS's CBLAS headers out of one file). */
 char *openblas_get_config(void);
 
-typedef struct run {
-  const cal_opts *o;
-  rt_pg_info pg;
-  rt_comm *world;
-  int progress;
-  core_profile *prof;   /* rank 0 only */
-  double t0;
-  int nccl;                /* --backend nccl: GPUs, NCCL communicators */
-  int device;              /* NCCL: this rank's CUDA device (LOCAL_RANK) */
-  const cal_buf_ops *bufs; /* where collective buffers live: host (Gloo), device (NCCL) */
-  const char *spec;        /* rendezvous store spec */
-  const char *bind;        /* Gloo's listen address (NULL for NCCL) */
-  struct windows *win;     /* CPU memory rates and layer times (rank 0; machine_window) */
-} run;
-
-static void say(const run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void say(const run *r, const char *fmt, ...) {
+void cal_say(const cal_ctx *r, const char *fmt, ...) {
   if (!r->progress || r->pg.rank != 0)
     return;
   va_list ap;
@@ -72,521 +56,26 @@ static void say(const run *r, const char *fmt, ...) {
   va_end(ap);
 }
 
-/* Gloo and the profile name the same algorithms differently. */
-static const char *profile_algo(enum cal_op op, enum rt_algo a) {
-  if (op == CAL_REDUCESCATTER)
-    return "segmented_ring"; /* gloo::allreduce, then this rank's chunk, as ProcessGroupGloo */
-  if (op != CAL_ALLREDUCE)
-    return "ring";
-  switch (a) {
-  case RT_ALGO_RING: return "gloo_ring";
-  case RT_ALGO_RING_CHUNKED: return "ring_chunked";
-  case RT_ALGO_HALVING_DOUBLING: return "halving_doubling";
-  case RT_ALGO_BCUBE: return "bcube";
-  default: return "segmented_ring"; /* gloo::allreduce, what PyTorch uses */
-  }
-}
-
-static int add_coll(core_profile *p, const char *backend, enum cal_op op, const char *algo, const char *scope,
-                    int ranks, int nodes, const cal_point *pts, int n) {
-  double *bytes = malloc(sizeof *bytes * (size_t)n), *t = malloc(sizeof *t * (size_t)n),
-         *se = malloc(sizeof *se * (size_t)n);
-  core_prof_coll *nc = realloc(p->colls, sizeof *nc * (size_t)(p->n_colls + 1));
-  if (!bytes || !t || !se || !nc) {
-    free(bytes);
-    free(t);
-    free(se);
-    if (nc)
-      p->colls = nc;
-    return core_err_set(CORE_ENOMEM, "out of memory assembling the profile");
-  }
-  p->colls = nc;
-  for (int i = 0; i < n; i++) {
-    bytes[i] = pts[i].bytes;
-    t[i] = pts[i].t_p50_s;
-    se[i] = pts[i].t_se_s;
-  }
-  cal_fit f[CAL_FIT_MAX_REGIMES];
-  int nf, rc = cal_fit_alpha_beta(bytes, t, se, n, f, &nf);
-  free(se);
-  if (rc) {
-    free(bytes);
-    free(t);
-    return core_err_wrap(rc, "%s %s %s", scope, cal_op_name(op), algo);
-  }
-  core_prof_coll *c = &p->colls[p->n_colls];
-  memset(c, 0, sizeof *c);
-  snprintf(c->backend, sizeof c->backend, "%s", backend);
-  snprintf(c->op, sizeof c->op, "%s", cal_op_name(op));
-  snprintf(c->algorithm, sizeof c->algorithm, "%s", algo);
-  snprintf(c->scope, sizeof c->scope, "%s", scope);
-  c->ranks = ranks;
-  c->nodes = nodes;
-  c->fits = calloc((size_t)nf, sizeof *c->fits);
-  if (!c->fits) {
-    free(bytes);
-    free(t);
-    return core_err_set(CORE_ENOMEM, "out of memory assembling the profile");
-  }
-  c->n_fits = nf;
-  for (int i = 0; i < nf; i++)
-    cal_fit_to_profile(&f[i], &c->fits[i]);
-  for (int i = 0; i < n; i++)
-    t[i] *= 1e6;
-  c->bytes = bytes;
-  c->time_us = t;
-  c->n_points = n;
-  p->n_colls++;
-  return 0;
-}
-
-/* One group's sweeps, recorded by its rank 0 (which is world rank 0). */
-static int sweeps(run *r, rt_comm *g, const char *scope, int nodes) {
-  const cal_opts *o = r->o;
-  static const enum rt_algo algos[] = {RT_ALGO_DEFAULT, RT_ALGO_RING, RT_ALGO_RING_CHUNKED,
-                                       RT_ALGO_HALVING_DOUBLING, RT_ALGO_BCUBE};
-  /* The default algorithm over the whole range (8 B to 256 MiB, as
-   * nccl-tests sweeps; --quick: to 32 MiB), enough sizes past the knee for
-   * the bandwidth regime; the other algorithms and operations to 4 and
-   * 16 MiB, well into it. --quick keeps the default allreduce only. */
-  cal_sweep_opts so = {.min_bytes = 8, .max_bytes = o->quick ? 32 << 20 : 256 << 20, .factor = 2,
-                       .warmup = 1, .min_iters = o->quick ? 2 : 3, .max_iters = o->quick ? 10 : 20,
-                       .budget_s = o->quick ? 0.01 : 0.05, .progress = r->progress};
-  for (int op = 0; op < CAL_N_OPS; op++)
-    for (size_t k = 0; k < sizeof algos / sizeof *algos; k++) {
-      if (op != CAL_ALLREDUCE && k > 0)
-        continue;
-      if (o->quick && (op != CAL_ALLREDUCE || k > 0))
-        continue;
-      cal_sweep_opts s = so;
-      if (k > 0)
-        s.max_bytes = 4 << 20;
-      else if (op != CAL_ALLREDUCE)
-        s.max_bytes = 16 << 20;
-      /* The allreduce the simulator uses, sizes to 16 MiB (PowerSGD's
-       * few-kilobyte factors, DDP's first bucket) in two passes: a stall of
-       * some seconds lands in one of them (docs/calibration.md). */
-      if (op == CAL_ALLREDUCE && k == 0 && !o->quick)
-        s.repass_max_bytes = 16 << 20;
-      char label[96];
-      snprintf(label, sizeof label, "%s %s %s", scope, cal_op_name((enum cal_op)op),
-               profile_algo((enum cal_op)op, algos[k]));
-      s.label = label;
-      cal_point *pts;
-      int n;
-      int rc = cal_sweep_run(g, (enum cal_op)op, algos[k], &s, &pts, &n);
-      if (rc == CORE_EUNSUPPORTED) {
-        say(r, "  %s: skipped (%s)", label, core_err_msg());
-        continue;
-      }
-      if (rc)
-        return rc;
-      if (g->rank == 0)
-        rc = add_coll(r->prof, "gloo", (enum cal_op)op, profile_algo((enum cal_op)op, algos[k]), scope, g->size,
-                      nodes, pts, n);
-      free(pts);
-      if (rc)
-        return rc;
-    }
-  return 0;
-}
-
-/* The backend's communicator of rank of size, meeting through st: Gloo on
- * the run's listen address, or NCCL on this rank's device with the
- * allreduce algorithm fixed at creation (RT_ALGO_DEFAULT: NCCL's choice). */
-static int connect_group(run *r, rt_store *st, int rank, int size, enum rt_algo algo, rt_comm **out) {
+int cal_connect(cal_ctx *r, rt_store *st, int rank, int size, enum rt_algo algo, rt_comm **out) {
   if (r->nccl)
     return rt_nccl_connect_algo(st, rank, size, r->device, r->o->timeout_s, algo, out);
   return rt_gloo_connect(st, rank, size, r->bind, r->o->timeout_s, out);
 }
 
-static int sub_group_algo(run *r, const char *prefix, int rank, int size, enum rt_algo algo, rt_comm **out) {
+int cal_sub_group(cal_ctx *r, const char *prefix, int rank, int size, enum rt_algo algo, rt_comm **out) {
   rt_store *st;
   int rc = rt_pg_open_store(r->spec, prefix, &st);
   if (rc)
     return rc;
-  rc = connect_group(r, st, rank, size, algo, out);
+  rc = cal_connect(r, st, rank, size, algo, out);
   rt_store_close(st);
   return rc;
 }
 
-static int sub_group(run *r, const char *prefix, int rank, int size, rt_comm **out) {
-  return sub_group_algo(r, prefix, rank, size, RT_ALGO_DEFAULT, out);
-}
-
 /* Max over ranks of a few doubles (gathered as raw bytes; through device
  * staging on NCCL communicators). */
-static int max_over_ranks(const run *r, rt_comm *c, double *v, int n) {
+static int max_over_ranks(const cal_ctx *r, rt_comm *c, double *v, int n) {
   return cal_max_over_ranks(c, r->bufs, v, n);
-}
-
-/* NCCL's sweeps of one group. Allreduce once per
- * algorithm, each on a communicator created for it under "<prefix>-ring"
- * and "<prefix>-tree" (NCCL reads NCCL_ALGO only when a communicator is
- * created; runtime/nccl.h), recorded as "ring" and "tree"; allgather,
- * reduce-scatter and broadcast on the group's default communicator,
- * recorded as "ring" (NCCL runs them on rings). Sizes 8 B to 256 MiB for
- * every operation (--quick: as the Gloo path, allreduce only, to 32 MiB).
- * Buffers are device memory (cal_device_bufs). With record 0 the sweeps
- * only check data and print (a one-rank job: its collectives are local
- * copies, which no profile entry should describe). */
-static int nccl_sweeps(run *r, rt_comm *g, const char *scope, int nodes, const char *prefix, int record) {
-  const cal_opts *o = r->o;
-  static const struct {
-    enum cal_op op;
-    enum rt_algo algo;
-    const char *name;
-  } plan[] = {{CAL_ALLREDUCE, RT_ALGO_RING, "ring"},
-              {CAL_ALLREDUCE, RT_ALGO_TREE, "tree"},
-              {CAL_ALLGATHER, RT_ALGO_DEFAULT, "ring"},
-              {CAL_REDUCESCATTER, RT_ALGO_DEFAULT, "ring"},
-              {CAL_BROADCAST, RT_ALGO_DEFAULT, "ring"}};
-  cal_sweep_opts so = {.min_bytes = 8, .max_bytes = o->quick ? 32 << 20 : 256 << 20, .factor = 2,
-                       .warmup = 1, .min_iters = o->quick ? 2 : 3, .max_iters = o->quick ? 10 : 20,
-                       .budget_s = o->quick ? 0.01 : 0.05, .progress = r->progress, .bufs = &cal_device_bufs};
-  if (!record) { /* a data check of every operation, briefly */
-    so.max_bytes = 4 << 20;
-    so.min_iters = 2;
-    so.max_iters = 2;
-    so.budget_s = 0;
-  }
-  for (size_t k = 0; k < sizeof plan / sizeof *plan; k++) {
-    if (o->quick && record && plan[k].op != CAL_ALLREDUCE)
-      continue;
-    char label[96];
-    snprintf(label, sizeof label, "%s %s %s", scope, cal_op_name(plan[k].op), plan[k].name);
-    cal_sweep_opts s = so;
-    s.label = label;
-    s.control = g; /* the stop flag and timings never use an algorithm-bound communicator */
-    rt_comm *c = g, *own = NULL;
-    int rc = 0;
-    if (plan[k].algo != RT_ALGO_DEFAULT) {
-      char pre[96];
-      snprintf(pre, sizeof pre, "%s-%s", prefix, plan[k].name);
-      if ((rc = sub_group_algo(r, pre, g->rank, g->size, plan[k].algo, &own)) == 0)
-        c = own;
-    }
-    cal_point *pts = NULL;
-    int n = 0;
-    if (!rc)
-      rc = cal_sweep_run(c, plan[k].op, plan[k].algo, &s, &pts, &n);
-    if (own)
-      rt_comm_finish(own, rc);
-    if (rc == CORE_EUNSUPPORTED) {
-      say(r, "  %s: skipped (%s)", label, core_err_msg());
-      continue;
-    }
-    if (rc)
-      return core_err_wrap(rc, "%s", label);
-    if (record && g->rank == 0)
-      rc = add_coll(r->prof, "nccl", plan[k].op, plan[k].name, scope, g->size, nodes, pts, n);
-    free(pts);
-    if (rc)
-      return rc;
-  }
-  return 0;
-}
-
-/* One group's sweeps with the run's backend; prefix names the group's
- * store (NCCL creates its per-algorithm communicators beside it). */
-static int group_sweeps(run *r, rt_comm *g, const char *scope, int nodes, const char *prefix) {
-  return r->nccl ? nccl_sweeps(r, g, scope, nodes, prefix, 1) : sweeps(r, g, scope, nodes);
-}
-
-
-/* Checkpoint I/O measured through the runtime's own checkpoint code: the
- * write is rt_ckpt_write (CRC-32 over the payload, write, fsync, rename,
- * fsync of the directory), the read is rt_ckpt_read (read, verify, copy
- * out), so the profile's bandwidths are what a checkpoint and a restart
- * really cost, not the device's alone. The checkpoint is as large as the
- * calibrated model's (parameters and momentum) within bounds that keep the
- * test short. The read starts with the file dropped from the page cache: a
- * restarted job reads its checkpoint from storage, often on another node. */
-static int storage(run *r, double *write_GBps, double *read_GBps) {
-  int64_t lo = 16 << 20, hi = r->o->quick ? (int64_t)64 << 20 : (int64_t)256 << 20, bytes = 64 << 20;
-  if (r->o->n_models) {
-    core_model *m;
-    int rc = core_model_load(r->o->models[0], &m);
-    if (rc)
-      return rc;
-    bytes = 2 * m->n_params * (int64_t)sizeof(float);
-    core_model_free(m);
-  }
-  bytes = bytes < lo ? lo : bytes > hi ? hi : bytes;
-  /* One tensor of the checkpoint's size: the file format needs a model only
-   * for its shape, and any shape of this size costs the same to write. */
-  int64_t elems = bytes / (2 * (int64_t)sizeof(float));
-  core_model shape = {.name = "calibration", .n_tensors = 1, .tensor_elems = &elems, .n_params = elems};
-  rt_ckpt c = {.n_params = elems, .has_momentum = 1};
-  char dir[4200], path[4400];
-  snprintf(dir, sizeof dir, "%s/ddpsim-calibrate-ckpt.%d", r->o->scratch_dir, (int)getpid());
-  snprintf(path, sizeof path, "%s/ckpt-%08d.ddpc", dir, 0);
-  int rc = 0;
-  c.params = malloc(sizeof(float) * (size_t)elems);
-  c.momentum = malloc(sizeof(float) * (size_t)elems);
-  if (!c.params || !c.momentum) {
-    rc = core_err_set(CORE_ENOMEM, "out of memory for the checkpoint I/O test (%lld bytes)", (long long)bytes);
-    goto out_free;
-  }
-  for (int64_t i = 0; i < elems; i++)
-    c.params[i] = c.momentum[i] = (float)(i % 1000) * 1e-3f;
-  double t0 = rt_now();
-  if ((rc = rt_ckpt_write(dir, &shape, &c, 1)) != 0)
-    goto out_remove;
-  *write_GBps = (double)bytes / (rt_now() - t0) / 1e9;
-  int fd = open(path, O_RDONLY);
-  if (fd >= 0) {
-    posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-    close(fd);
-  }
-  t0 = rt_now();
-  if ((rc = rt_ckpt_read(path, &shape, &c)) != 0)
-    goto out_remove;
-  *read_GBps = (double)bytes / (rt_now() - t0) / 1e9;
-out_remove:
-  unlink(path);
-  rmdir(dir);
-out_free:
-  free(c.params);
-  free(c.momentum);
-  return rc;
-}
-
-/* Measured per-layer times as a model file beside the profile. */
-static int write_measured_model(const run *r, const core_model *m, const double *fwd, const double *bwd) {
-  char path[4400];
-  const char *out = r->o->out;
-  size_t stem = strlen(out);
-  if (stem > 4 && !strcmp(out + stem - 4, ".cfg"))
-    stem -= 4;
-  snprintf(path, sizeof path, "%.*s.%s.cfg", (int)stem, out, m->name);
-  core_afile a;
-  int rc = core_afile_open(&a, path);
-  if (rc)
-    return rc;
-  FILE *f = a.f;
-  fprintf(f, "# %s with per-layer times measured by `ddpsim calibrate` on %s (%s).\n", m->name,
-          r->prof->host, r->prof->date);
-  fprintf(f, "model = {\n  name = \"%s\";\n  source = \"%s; times measured at batch %d\";\n", m->name,
-          m->source[0] ? m->source : m->path, r->o->batch);
-  fprintf(f, "  loss = \"%s\";\n  measured_batch = %d;\n", m->loss, r->o->batch);
-  if (m->psgd_sync_us >= 0)
-    fprintf(f, "  psgd_sync_us = %.9g; # PowerSGD's wait per allreduce in this model's steps\n", m->psgd_sync_us);
-  fputs("  layers = (\n", f);
-  for (int l = 0; l < m->n_layers; l++) {
-    const core_layer *L = &m->layers[l];
-    fprintf(f, "    { name = \"%s\"; type = \"linear\"; in = %d; out = %d; activation = \"%s\"; fwd_ms = %.9g; bwd_ms = %.9g; }%s\n",
-            L->name, L->in, L->out, L->act == CORE_ACT_RELU ? "relu" : "none", fwd[l] * 1e3, bwd[l] * 1e3,
-            l + 1 < m->n_layers ? "," : "");
-  }
-  fputs("  );\n};\n", f);
-  rc = core_afile_commit(&a);
-  if (!rc)
-    say(r, "  wrote %s", path);
-  return rc;
-}
-
-/* Memory rates and per-layer times are measured in windows spread over
- * the calibration (CPU path, every rank at once: machine_window): before the
- * sweeps, after them and at the end, and each keeps its median over the
- * windows, since one window takes whatever state the machine is in for a
- * few seconds (docs/calibration.md). --quick measures one window. */
-enum { CAL_WINDOWS = 3 };
-struct windows {
-  int n;                            /* windows measured */
-  double copy[CAL_WINDOWS], reduce[CAL_WINDOWS], update[CAL_WINDOWS];
-  int n_models;
-  core_model **m;                   /* [n_models] */
-  double **fwd, **bwd;              /* [n_models][CAL_WINDOWS * n_layers] */
-};
-
-static void windows_free(struct windows *w) {
-  if (!w)
-    return;
-  for (int k = 0; w->m && k < w->n_models; k++) {
-    core_model_free(w->m[k]);
-    free(w->fwd[k]);
-    free(w->bwd[k]);
-  }
-  free(w->m);
-  free(w->fwd);
-  free(w->bwd);
-  free(w);
-}
-
-static int windows_new(const cal_opts *o, struct windows **out) {
-  struct windows *w = calloc(1, sizeof *w);
-  int rc = 0, n = o->n_models;
-  if (!w || !(w->m = calloc((size_t)n + 1, sizeof *w->m)) || !(w->fwd = calloc((size_t)n + 1, sizeof *w->fwd)) ||
-      !(w->bwd = calloc((size_t)n + 1, sizeof *w->bwd))) {
-    rc = core_err_set(CORE_ENOMEM, "out of memory");
-    goto out_free;
-  }
-  w->n_models = n;
-  for (int k = 0; k < n; k++) {
-    if ((rc = core_model_load(o->models[k], &w->m[k])) != 0 || (rc = core_model_check_runnable(w->m[k])) != 0)
-      goto out_free;
-    w->m[k]->psgd_sync_us = -1; /* hooks_part's measurement, not the input file's */
-    size_t e = (size_t)CAL_WINDOWS * (size_t)w->m[k]->n_layers;
-    if (!(w->fwd[k] = malloc(sizeof(double) * e)) || !(w->bwd[k] = malloc(sizeof(double) * e))) {
-      rc = core_err_set(CORE_ENOMEM, "out of memory");
-      goto out_free;
-    }
-  }
-  *out = w;
-  return 0;
-out_free:
-  windows_free(w);
-  return rc;
-}
-
-/* One window: memory rates and every model's layer times, on every rank
- * at once, each part after a barrier, as training runs its ranks in step
- * (a rank measured alone runs faster than in a job: docs/calibration.md);
- * rank 0's are kept. */
-static int machine_window(run *r) {
-  const cal_opts *o = r->o;
-  struct windows *w = r->win;
-  int rc, i = w->n;
-  if (i >= (o->quick ? 1 : CAL_WINDOWS))
-    return 0;
-  if ((rc = rt_barrier(r->world)) != 0 ||
-      (rc = cal_memory_bandwidth(o->quick ? (16u << 20) : (64u << 20), &w->copy[i], &w->reduce[i])) != 0)
-    return rc;
-  /* Not a power of two: buffers a large power of two apart contend for
-   * cache sets, which a model's own arrays seldom do (docs/calibration.md). */
-  size_t upd_bytes = (o->quick ? (12u << 20) : (48u << 20)) + 20480;
-  if ((rc = rt_barrier(r->world)) != 0 || (rc = cal_update_bandwidth(upd_bytes, &w->update[i])) != 0)
-    return rc;
-  say(r, "  memory (window %d): gradient copy %.2f GB/s moved, optimizer step %.2f GB/s, host reduction %.2f GB/s",
-      i + 1, w->copy[i], w->update[i], w->reduce[i]);
-  for (int k = 0; k < w->n_models; k++) {
-    const core_model *m = w->m[k];
-    double *fwd = w->fwd[k] + (size_t)i * m->n_layers, *bwd = w->bwd[k] + (size_t)i * m->n_layers;
-    if ((rc = rt_barrier(r->world)) != 0 || (rc = cal_layer_times(m, o->batch, o->quick ? 5 : 15, o->quick ? 0.3 : 1.5, fwd, bwd)) != 0)
-      return rc;
-    double step = 0;
-    for (int l = 0; l < m->n_layers; l++)
-      step += fwd[l] + bwd[l];
-    say(r, "  %s (window %d): per-layer times at batch %d, %.1f ms a step", m->name, i + 1, o->batch, step * 1e3);
-  }
-  w->n++;
-  return 0;
-}
-
-/* The windows' medians into the profile, and the measured models beside it. */
-static int machine_windows_done(run *r) {
-  struct windows *w = r->win;
-  int n = w->n, rc = 0;
-  double v[CAL_WINDOWS], *f = NULL, *b = NULL;
-  memcpy(v, w->copy, sizeof v);
-  r->prof->memory_GBps = cal_median(v, n);
-  memcpy(v, w->reduce, sizeof v);
-  r->prof->reduce_GBps = cal_median(v, n);
-  memcpy(v, w->update, sizeof v);
-  r->prof->update_GBps = cal_median(v, n);
-  for (int k = 0; k < w->n_models && !rc; k++) {
-    const core_model *m = w->m[k];
-    int L = m->n_layers;
-    if (!(f = malloc(sizeof *f * (size_t)L)) || !(b = malloc(sizeof *b * (size_t)L))) {
-      rc = core_err_set(CORE_ENOMEM, "out of memory");
-      break;
-    }
-    for (int l = 0; l < L; l++) {
-      for (int i = 0; i < n; i++)
-        v[i] = w->fwd[k][(size_t)i * L + l];
-      f[l] = cal_median(v, n);
-      for (int i = 0; i < n; i++)
-        v[i] = w->bwd[k][(size_t)i * L + l];
-      b[l] = cal_median(v, n);
-    }
-    rc = write_measured_model(r, m, f, b);
-    free(f);
-    free(b);
-    f = b = NULL;
-  }
-  free(f);
-  free(b);
-  return rc;
-}
-
-static int compute_part(run *r) {
-  const cal_opts *o = r->o;
-  static const int full[] = {64, 128, 256, 512, 1024, 2048}, quick[] = {128, 512, 1024};
-  const int *sizes = o->quick ? quick : full;
-  int ns = o->quick ? 3 : 6, rc;
-  core_prof_rate *rt = &r->prof->rate[CORE_PREC_FP32];
-  rt->gemm_flops = malloc(sizeof(double) * (size_t)ns);
-  rt->tflops = malloc(sizeof(double) * (size_t)ns);
-  if (!rt->gemm_flops || !rt->tflops)
-    return core_err_set(CORE_ENOMEM, "out of memory");
-  say(r, "compute: fp32 GEMMs of %d to %d", sizes[0], sizes[ns - 1]);
-  if ((rc = cal_gemm_sweep(sizes, ns, o->quick ? 0.05 : 0.2, rt->gemm_flops, rt->tflops)) != 0)
-    return rc;
-  rt->n = ns;
-  rt->present = 1;
-  for (int i = 0; i < ns; i++)
-    say(r, "  %5d^3: %7.2f GFLOP/s", sizes[i], rt->tflops[i] * 1e3);
-  return 0;
-}
-
-/* The GPU's compute (NCCL path, rank 0 alone, as compute_part): cuBLAS GEMM
- * rates per precision over square sizes, device memory and host-link
- * bandwidth, and the host reduction rate (what Gloo would add on this
- * host). The profile's precisions are runtime/gpu.h's, one to one. */
-static int gpu_compute_part(run *r) {
-  const cal_opts *o = r->o;
-  static const int full[] = {512, 1024, 2048, 4096, 8192}, quick[] = {1024, 4096, 8192};
-  static const struct {
-    enum rt_gpu_math math;
-    enum core_prec prec;
-  } precs[] = {{RT_GPU_FP32, CORE_PREC_FP32}, {RT_GPU_TF32, CORE_PREC_TF32}, {RT_GPU_FP16, CORE_PREC_FP16},
-               {RT_GPU_BF16, CORE_PREC_BF16}};
-  const int *sizes = o->quick ? quick : full;
-  int ns = o->quick ? 3 : 5, rc;
-  /* About 2 TFLOP of GEMMs per measurement (0.5 with --quick): tens of
-   * milliseconds on data-center GPUs, long against CUDA events' resolution. */
-  double target = o->quick ? 0.5e12 : 2e12;
-  say(r, "compute: cuBLAS GEMMs of %d to %d on device %d (%s)", sizes[0], sizes[ns - 1], r->device,
-      r->prof->device_name);
-  for (size_t k = 0; k < sizeof precs / sizeof *precs; k++) {
-    core_prof_rate *rt = &r->prof->rate[precs[k].prec];
-    rt->gemm_flops = malloc(sizeof(double) * (size_t)ns);
-    rt->tflops = malloc(sizeof(double) * (size_t)ns);
-    if (!rt->gemm_flops || !rt->tflops)
-      return core_err_set(CORE_ENOMEM, "out of memory");
-    int m = 0;
-    rc = cal_gpu_gemm_sweep(r->device, precs[k].math, sizes, ns, o->quick ? 1 : 3, target, rt->gemm_flops,
-                            rt->tflops, &m);
-    if (rc == CORE_EUNSUPPORTED) {
-      say(r, "  %s: skipped (%s)", rt_gpu_math_name(precs[k].math), core_err_msg());
-      continue;
-    }
-    if (rc)
-      return rc;
-    rt->n = m;
-    rt->present = m > 0;
-    for (int i = 0; i < m; i++)
-      say(r, "  %-4s %5d^3: %9.2f TFLOP/s", rt_gpu_math_name(precs[k].math), sizes[i], rt->tflops[i]);
-  }
-  double mem, h2d, d2h;
-  size_t bytes = o->quick ? (64u << 20) : (256u << 20);
-  if ((rc = cal_gpu_bandwidths(r->device, bytes, o->quick ? 10 : 20, &mem, &h2d, &d2h)) != 0)
-    return rc;
-  r->prof->memory_GBps = mem / 1e9;
-  /* A staged transfer goes down and back up: the rate that moves the same
-   * bytes both ways in the same time is the harmonic mean of the two. */
-  r->prof->host_link_GBps = 2.0 / (1.0 / h2d + 1.0 / d2h) / 1e9;
-  say(r, "  device memory %.1f GB/s moved; host link %.2f GB/s to the device, %.2f GB/s back", r->prof->memory_GBps,
-      h2d / 1e9, d2h / 1e9);
-  double copy, reduce;
-  if ((rc = cal_memory_bandwidth(o->quick ? (16u << 20) : (64u << 20), &copy, &reduce)) != 0)
-    return rc;
-  r->prof->reduce_GBps = reduce;
-  say(r, "  host reduction %.2f GB/s", reduce);
-  if (o->n_models)
-    say(r, "  per-layer times: skipped on GPUs (the runtime executes models on CPUs; the simulator uses the GEMM rates)");
-  return 0;
 }
 
 /* The ranks of the job that share this rank's CPUs: those whose kernel has
@@ -596,7 +85,7 @@ static int gpu_compute_part(run *r) {
  * shows (docs/calibration.md). Ranks bound to CPUs of their own (ddpsim
  * launch --cpu-bind) do not share them. The ids and masks go through an
  * allgather of fp32 words, copied as bits. */
-static int ranks_sharing_cpus(run *r, int *out) {
+static int ranks_sharing_cpus(cal_ctx *r, int *out) {
   char id[64] = "";
   FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
   if (f) {
@@ -638,7 +127,7 @@ static int ranks_sharing_cpus(run *r, int *out) {
  * (data and seed 1, 25 MB buckets, SGD with momentum), with the hook at
  * ranks 1, 2 and 4, `steps` timed steps each after an untimed first one.
  * Adds up the allreduces' count, bytes and seconds on this rank. */
-static int psgd_train_allreduces(run *r, const core_model *m, int steps, double *n, double *bytes, double *secs) {
+static int psgd_train_allreduces(cal_ctx *r, const core_model *m, int steps, double *n, double *bytes, double *secs) {
   int L = m->n_layers, in = m->layers[0].in, out = m->layers[L - 1].out, rc = 0;
   float *x = malloc(sizeof *x * (size_t)r->o->batch * (size_t)in);
   float *target = malloc(sizeof *target * (size_t)r->o->batch * (size_t)out);
@@ -686,7 +175,7 @@ out_free:
  * what they take beyond the sweep's regime, which the fits describe. Timed
  * in eight training steps a rank, since alone or in fewer steps they came
  * out short or scattered (docs/calibration.md). */
-static int psgd_sync(run *r, const core_model *m, double *sync_us) {
+static int psgd_sync(cal_ctx *r, const core_model *m, double *sync_us) {
   double n = 0, bytes = 0, t[2] = {0, 0}; /* seconds in training steps; one back to back */
   int rc = psgd_train_allreduces(r, m, r->o->quick ? 2 : 8, &n, &bytes, &t[0]);
   if (rc)
@@ -706,7 +195,7 @@ static int psgd_sync(run *r, const core_model *m, double *sync_us) {
   if (n > 0) {
     double us = (t[0] / n - t[1]) * 1e6;
     *sync_us = us > 0 ? us : 0;
-    say(r, "  PowerSGD's allreduces on %s: %.0f us each in training steps, %.0f us back to back (fastest; %.0f bytes)",
+    cal_say(r, "  PowerSGD's allreduces on %s: %.0f us each in training steps, %.0f us back to back (fastest; %.0f bytes)",
         m->name, t[0] / n * 1e6, t[1] * 1e6, bytes / n);
   }
   return 0;
@@ -718,7 +207,7 @@ static int psgd_sync(run *r, const core_model *m, double *sync_us) {
  * orthogonalization rate (2 n r^2 FLOPs per compressed tensor, ranks 1, 2
  * and 4, after warm-up steps); and PowerSGD's wait per allreduce in
  * training steps of every model (psgd_sync). */
-static int hooks_part(run *r) {
+static int hooks_part(cal_ctx *r) {
   core_model *m = NULL;
   core_buckets bk = {0};
   float *buf = NULL, *grad = NULL, *peer = NULL;
@@ -867,8 +356,7 @@ out_casts:
       goto out;
     if (!k)
       sync_us = us;
-    if (r->win && k < r->win->n_models)
-      r->win->m[k]->psgd_sync_us = us;
+    cal_windows_set_psgd_sync(r, k, us);
   }
   /* The sums inside Gloo's allreduces, per type, on this model's gradient
    * divided by the world size as DDP divides it: Gloo sums fp16 through
@@ -902,11 +390,11 @@ out_casts:
     r->prof->sum_fp32_GBps = sum[0];
     r->prof->sum_fp16_GBps = sum[1];
     r->prof->sum_bf16_GBps = sum[2];
-    say(r, "  hooks: casts %.2f GB/s moved for fp16, %.2f for bf16; PowerSGD orthogonalization %.3f GFLOP/s",
+    cal_say(r, "  hooks: casts %.2f GB/s moved for fp16, %.2f for bf16; PowerSGD orthogonalization %.3f GFLOP/s",
         r->prof->cast_GBps, r->prof->cast_bf16_GBps, r->prof->orth_gflops);
-    say(r, "  PowerSGD GEMMs %.2f GB/s streamed, its passes %.2f GB/s moved, %.0f us more per allreduce",
+    cal_say(r, "  PowerSGD GEMMs %.2f GB/s streamed, its passes %.2f GB/s moved, %.0f us more per allreduce",
         r->prof->psgd_gemm_GBps, r->prof->psgd_pass_GBps, r->prof->psgd_sync_us);
-    say(r, "  Gloo sums: fp32 %.2f, fp16 %.2f, bf16 %.2f GB/s (allreduces of the buckets: fp32 %.1f ms, fp16 %.1f, "
+    cal_say(r, "  Gloo sums: fp32 %.2f, fp16 %.2f, bf16 %.2f GB/s (allreduces of the buckets: fp32 %.1f ms, fp16 %.1f, "
         "bf16 %.1f)", sum[0], sum[1], sum[2], half_ar_s[0] * 1e3, half_ar_s[1] * 1e3, half_ar_s[2] * 1e3);
   }
 out:
@@ -947,14 +435,14 @@ static int nccl_usable(void) {
 
 /* Jitter samples on every rank at once, gathered on every rank: training
  * steps of the first model (Gloo), or bursts of the probe GEMM (NCCL). */
-static int jitter_part(run *r, int ns, double *samples) {
+static int jitter_part(cal_ctx *r, int ns, double *samples) {
   const cal_opts *o = r->o;
   double *mine = malloc(sizeof *mine * (size_t)ns);
   if (!mine)
     return core_err_set(CORE_ENOMEM, "out of memory for jitter samples");
   int rc;
   if (r->nccl) {
-    say(r, "jitter: %d bursts of %d fp32 GEMMs of %d on every rank", ns, CAL_GPU_BURST, CAL_GPU_PROBE_N);
+    cal_say(r, "jitter: %d bursts of %d fp32 GEMMs of %d on every rank", ns, CAL_GPU_BURST, CAL_GPU_PROBE_N);
     rc = cal_gpu_step_samples(r->device, ns, mine);
   } else {
     core_model *jm;
@@ -967,7 +455,7 @@ static int jitter_part(run *r, int ns, double *samples) {
       free(mine);
       return rc;
     }
-    say(r, "jitter: %d compute steps of %s on every rank", ns, jm->name);
+    cal_say(r, "jitter: %d compute steps of %s on every rank", ns, jm->name);
     rc = cal_step_samples(jm, o->batch, ns, mine);
     core_model_free(jm);
   }
@@ -988,13 +476,13 @@ static int jitter_part(run *r, int ns, double *samples) {
 
 /* slow: compute and communication slowdowns; on CPUs the allreduce's time
  * alone in slow[3] and the CPUs it kept busy in slow[4] (0 with NCCL). */
-static int interference_part(run *r, double *slow) {
+static int interference_part(cal_ctx *r, double *slow) {
   const cal_opts *o = r->o;
-  say(r, "interference: GEMMs while allreduces run");
+  cal_say(r, "interference: GEMMs while allreduces run");
   if (!r->nccl)
     return cal_interference(r->world, INTERF_BYTES(o), o->quick ? 3 : 8, &slow[0], &slow[1], &slow[3], &slow[4]);
   rt_comm *ic = NULL;
-  int rc = sub_group(r, "cal-interf", r->pg.rank, r->pg.world_size, &ic);
+  int rc = cal_sub_group(r, "cal-interf", r->pg.rank, r->pg.world_size, RT_ALGO_DEFAULT, &ic);
   if (rc)
     return rc;
   rc = cal_gpu_interference(ic, r->device, o->quick ? (16 << 20) : (64 << 20), o->quick ? 1.0 : 2.0, &slow[0],
@@ -1004,11 +492,10 @@ static int interference_part(run *r, double *slow) {
 }
 
 int cal_run(const cal_opts *o) {
-  run r = {.o = o, .t0 = rt_now(), .bufs = &cal_host_bufs};
+  cal_ctx r = {.o = o, .t0 = rt_now(), .bufs = &cal_host_bufs};
   struct timespec now_rt;
   clock_gettime(CLOCK_REALTIME, &now_rt);
   double start_rt = (double)now_rt.tv_sec + now_rt.tv_nsec * 1e-9;
-  rt_comm *intra = NULL, *inter = NULL;
   rt_store *st = NULL;
   double *samples = NULL, *rel = NULL;
   int rc;
@@ -1042,7 +529,7 @@ int cal_run(const cal_opts *o) {
   int world = r.pg.world_size, lws = r.pg.local_world_size;
   if (world % lws != 0)
     return core_err_set(CORE_EUSAGE, "%d ranks do not divide into nodes of %d; set LOCAL_WORLD_SIZE consistently", world, lws);
-  int nodes = world / lws;
+  int nodes = r.nodes = world / lws;
   const char *spec = o->rdzv ? o->rdzv : getenv("DDPSIM_RDZV");
   if (!spec) {
     if (world > 1)
@@ -1064,7 +551,7 @@ int cal_run(const cal_opts *o) {
 
   /* Start-up: rendezvous (every rank's key in the store), then the
    * communicator's connections. */
-  say(&r, "calibrate: %d rank(s) on %d node(s) of %d, backend %s%s", world, nodes, lws, r.nccl ? "nccl" : "gloo",
+  cal_say(&r, "calibrate: %d rank(s) on %d node(s) of %d, backend %s%s", world, nodes, lws, r.nccl ? "nccl" : "gloo",
       o->quick ? ", quick" : "");
   double restart[3] = {0, 0, 0}; /* process start, rendezvous, comm init */
   const char *lt = getenv("DDPSIM_LAUNCH_TIME");
@@ -1087,7 +574,7 @@ int cal_run(const cal_opts *o) {
   }
   restart[1] = rt_now() - t;
   t = rt_now();
-  if ((rc = connect_group(&r, st, r.pg.rank, world, RT_ALGO_DEFAULT, &r.world)) != 0)
+  if ((rc = cal_connect(&r, st, r.pg.rank, world, RT_ALGO_DEFAULT, &r.world)) != 0)
     goto out;
   restart[2] = rt_now() - t;
   if ((rc = max_over_ranks(&r, r.world, restart, 3)) != 0)
@@ -1138,50 +625,21 @@ int cal_run(const cal_opts *o) {
     p->rendezvous_s = restart[1];
     p->comm_init_s = restart[2];
   }
-  say(&r, "start-up: process %.3f s, rendezvous %.3f s, communicator %.3f s", restart[0], restart[1], restart[2]);
+  cal_say(&r, "start-up: process %.3f s, rendezvous %.3f s, communicator %.3f s", restart[0], restart[1], restart[2]);
   /* The first window of memory rates and layer times, before the sweeps. */
-  if (!r.nccl && ((rc = windows_new(o, &r.win)) != 0 || (rc = machine_window(&r)) != 0))
+  if ((rc = cal_windows_open(&r)) != 0)
     goto out;
   if ((rc = rt_barrier(r.world)) != 0)
     goto out;
 
-  /* Collectives: one group at a time, so sweeps never share links or CPUs. */
-  char prefix[64];
-  if (lws > 1) {
-    snprintf(prefix, sizeof prefix, "cal-intra-%d", r.pg.node_rank);
-    if ((rc = sub_group(&r, prefix, r.pg.local_rank, lws, &intra)) != 0)
-      goto out;
-    if (r.pg.node_rank == 0) {
-      say(&r, "collectives inside a node (%d ranks)", lws);
-      if ((rc = group_sweeps(&r, intra, "intra", 1, prefix)) != 0)
-        goto out;
-    }
-  }
-  if ((rc = rt_barrier(r.world)) != 0)
-    goto out;
-  if (nodes > 1) {
-    snprintf(prefix, sizeof prefix, "cal-inter-%d", r.pg.local_rank);
-    if ((rc = sub_group(&r, prefix, r.pg.node_rank, nodes, &inter)) != 0)
-      goto out;
-    if (r.pg.local_rank == 0) {
-      say(&r, "collectives across nodes (%d ranks, one per node)", nodes);
-      if ((rc = group_sweeps(&r, inter, "inter", nodes, prefix)) != 0)
-        goto out;
-    }
-  }
-  if (r.nccl && world == 1) {
-    say(&r, "one rank: every NCCL operation checked on device buffers, not recorded (a one-rank collective is a local copy)");
-    if ((rc = nccl_sweeps(&r, r.world, "self", 1, "cal-self", 0)) != 0)
-      goto out;
-  }
-  if ((rc = rt_barrier(r.world)) != 0)
+  if ((rc = cal_phase_collectives(&r)) != 0)
     goto out;
 
   /* Compute: rank 0 alone; the GEMM sweep is the device's rate. Then the
    * second window, every rank. */
-  if (r.pg.rank == 0 && (rc = r.nccl ? gpu_compute_part(&r) : compute_part(&r)) != 0)
+  if (r.pg.rank == 0 && (rc = cal_phase_compute(&r)) != 0)
     goto out;
-  if ((rc = rt_barrier(r.world)) != 0 || (r.win && (rc = machine_window(&r)) != 0))
+  if ((rc = rt_barrier(r.world)) != 0 || (rc = cal_window(&r)) != 0)
     goto out;
 
   /* Jitter: every rank computes at once, as in training. */
@@ -1204,14 +662,14 @@ int cal_run(const cal_opts *o) {
     r.prof->jitter_samples = rel;
     r.prof->n_jitter_samples = ns * world;
     rel = NULL;
-    say(&r, "  cv %.4f; best fit %s (log-likelihood normal %.1f, lognormal %.1f, shifted exponential %.1f)",
+    cal_say(&r, "  cv %.4f; best fit %s (log-likelihood normal %.1f, lognormal %.1f, shifted exponential %.1f)",
         j.cv, core_jitter_name(j.best), j.loglik[0], j.loglik[1], j.loglik[2]);
   }
 
   if (r.nccl) {
-    say(&r, "communication hooks: skipped (the runtime's hooks run on CPUs)");
+    cal_say(&r, "communication hooks: skipped (the runtime's hooks run on CPUs)");
   } else {
-    say(&r, "communication hooks on %s", o->n_models ? o->models[0] : "(no model)");
+    cal_say(&r, "communication hooks on %s", o->n_models ? o->models[0] : "(no model)");
     if ((rc = hooks_part(&r)) != 0)
       goto out;
   }
@@ -1220,7 +678,7 @@ int cal_run(const cal_opts *o) {
   if ((rc = interference_part(&r, slow)) != 0)
     goto out;
   if (!r.nccl) { /* the runtime's hooks run on CPUs only */
-    say(&r, "interference: GEMMs beside GEMMs on a second thread");
+    cal_say(&r, "interference: GEMMs beside GEMMs on a second thread");
     if ((rc = rt_barrier(r.world)) != 0 || (rc = cal_cpu_interference(o->quick ? 0.2 : 0.5, &slow[2])) != 0)
       goto out;
   }
@@ -1229,13 +687,13 @@ int cal_run(const cal_opts *o) {
   if (!r.nccl && (rc = ranks_sharing_cpus(&r, &sharing)) != 0)
     goto out;
   slow[5] = r.nccl ? 0.0 : -cal_rank_cpus(sharing);
-  if ((rc = max_over_ranks(&r, r.world, slow, 6)) != 0 || (r.win && (rc = machine_window(&r)) != 0))
+  if ((rc = max_over_ranks(&r, r.world, slow, 6)) != 0 || (rc = cal_window(&r)) != 0)
     goto out;
   if (r.pg.rank == 0) {
     r.prof->compute_slowdown = slow[0];
     r.prof->comm_slowdown = slow[1];
     r.prof->cpu_slowdown = slow[2];
-    say(&r, "  compute slowdown under communication %.3f, communication slowdown under compute %.3f, "
+    cal_say(&r, "  compute slowdown under communication %.3f, communication slowdown under compute %.3f, "
         "CPU work beside CPU work %.3f", slow[0], slow[1], slow[2]);
     if (slow[3] > 0 && slow[4] > 0 && slow[5] < 0 && r.pg.world_size > 1) {
       /* The slowest rank's allreduce, as bus bandwidth (nccl-tests' factor
@@ -1246,15 +704,11 @@ int cal_run(const cal_opts *o) {
       r.prof->interf_busbw_GBps = INTERF_BYTES(o) * 2.0 * (n - 1) / n / slow[3] / 1e9;
       r.prof->interf_comm_cpus = slow[4];
       r.prof->interf_rank_cpus = -slow[5];
-      say(&r, "  measured with allreduces at %.3f GB/s of bus bandwidth, which kept %.2f CPUs busy of the %.2f "
+      cal_say(&r, "  measured with allreduces at %.3f GB/s of bus bandwidth, which kept %.2f CPUs busy of the %.2f "
           "a rank may use", r.prof->interf_busbw_GBps, slow[4], -slow[5]);
     }
-    if (r.win && (rc = machine_windows_done(&r)) != 0)
+    if ((rc = cal_windows_close(&r)) != 0 || (rc = cal_phase_storage(&r)) != 0)
       goto out;
-    say(&r, "checkpoint I/O through the checkpoint writer and reader in %s", o->scratch_dir);
-    if ((rc = storage(&r, &r.prof->write_GBps, &r.prof->read_GBps)) != 0)
-      goto out;
-    say(&r, "  checkpoint write (CRC, fsync, rename) %.3f GB/s, read and verify %.3f GB/s", r.prof->write_GBps, r.prof->read_GBps);
     if ((rc = core_profile_write(r.prof, o->out)) != 0)
       goto out;
     fprintf(stderr, "calibrate: wrote %s in %.1f s\n", o->out, rt_now() - r.t0);
@@ -1263,13 +717,13 @@ int cal_run(const cal_opts *o) {
 out:
   free(samples);
   free(rel);
-  rt_comm_finish(intra, rc);
-  rt_comm_finish(inter, rc);
+  rt_comm_finish(r.intra, rc);
+  rt_comm_finish(r.inter, rc);
   rt_comm_finish(r.world, rc);
   if (st)
     rt_store_close(st);
   core_profile_free(r.prof);
-  windows_free(r.win);
+  cal_windows_free(r.win);
   if (tmpdir[0])
     rmdir(tmpdir);
   return rc;

@@ -1,0 +1,80 @@
+/*
+ * calibrate_int — what the phases of a calibration share, inside calibrate/
+ * only: the run's state (cal_ctx), its progress lines, the backend's
+ * communicators, and the phases that cal_run (calibrate.c) calls in order,
+ * each in a file of its own (phase_*.c). docs/calibration.md says what each
+ * phase measures and why.
+ *
+ * Every rank calls every phase with the same arguments unless a phase says
+ * otherwise; a phase that fills the profile fills it on rank 0 (r->prof is
+ * NULL on the others). Functions return 0 or a negative core_err code.
+ */
+#ifndef CALIBRATE_CALIBRATE_INT_H
+#define CALIBRATE_CALIBRATE_INT_H
+
+#include "calibrate/calibrate.h"
+#include "calibrate/sweep.h"
+
+#include "runtime/comm.h"
+#include "runtime/pg.h"
+
+#include "core/profile.h"
+
+struct cal_windows;
+
+/* One rank's calibration run. */
+typedef struct cal_ctx {
+  const cal_opts *o;
+  rt_pg_info pg;
+  int nodes;               /* pg.world_size / pg.local_world_size */
+  rt_comm *world;
+  rt_comm *intra, *inter;  /* the collectives' groups, kept open to the end of the run */
+  int progress;
+  core_profile *prof;      /* rank 0 only */
+  double t0;               /* rt_now() at the start, for progress lines */
+  int nccl;                /* --backend nccl: GPUs, NCCL communicators */
+  int device;              /* NCCL: this rank's CUDA device (LOCAL_RANK) */
+  const cal_buf_ops *bufs; /* where collective buffers live: host (Gloo), device (NCCL) */
+  const char *spec;        /* rendezvous store spec */
+  const char *bind;        /* Gloo's listen address (NULL for NCCL) */
+  struct cal_windows *win; /* CPU memory rates and layer times (Gloo only; phase_windows.c) */
+} cal_ctx;
+
+/* A progress line on stderr, from rank 0 when progress is on. */
+void cal_say(const cal_ctx *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* The backend's communicator of rank of size, meeting through st: Gloo on
+ * the run's listen address, or NCCL on this rank's device with the
+ * allreduce algorithm fixed at creation (RT_ALGO_DEFAULT: NCCL's choice). */
+int cal_connect(cal_ctx *r, rt_store *st, int rank, int size, enum rt_algo algo, rt_comm **out);
+/* The same through a store of its own under prefix (a sub-group). */
+int cal_sub_group(cal_ctx *r, const char *prefix, int rank, int size, enum rt_algo algo, rt_comm **out);
+
+/* ---- phases, in the order cal_run calls them ---------------------------- */
+
+/* Memory rates and per-layer times in windows spread over the run (Gloo;
+ * with NCCL all three do nothing). open loads the models and measures the
+ * first window; each cal_window call measures the next one, up to three
+ * (one with --quick); close (rank 0) puts the windows' medians into the
+ * profile and writes the measured model files beside it. */
+int cal_windows_open(cal_ctx *r);
+int cal_window(cal_ctx *r);
+int cal_windows_close(cal_ctx *r);
+void cal_windows_free(struct cal_windows *w);
+/* Model k's PowerSGD wait, for its measured model file (phase_hooks.c). */
+void cal_windows_set_psgd_sync(cal_ctx *r, int k, double sync_us);
+
+/* Collective sweeps of every group, one group at a time: inside each node,
+ * across nodes, and with NCCL on one rank a data check of every operation;
+ * r->intra and r->inter are left open. */
+int cal_phase_collectives(cal_ctx *r);
+
+/* GEMM rates (and on GPUs device memory, host link and host reduction):
+ * rank 0 alone, while the others wait. */
+int cal_phase_compute(cal_ctx *r);
+
+/* Checkpoint write and read bandwidth through the runtime's checkpoint
+ * code, into the profile: rank 0 alone. */
+int cal_phase_storage(cal_ctx *r);
+
+#endif
