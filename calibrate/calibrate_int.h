@@ -18,6 +18,7 @@
 #include "runtime/comm.h"
 #include "runtime/pg.h"
 
+#include "core/model.h"
 #include "core/profile.h"
 
 struct cal_windows;
@@ -72,6 +73,14 @@ int cal_phase_collectives(cal_ctx *r);
 /* GEMM rates (and on GPUs device memory, host link and host reduction):
  * rank 0 alone, while the others wait. */
 int cal_phase_compute(cal_ctx *r);
+
+/* The communication hooks' costs on the first model's buckets, every rank
+ * at once (Gloo; with NCCL it only says so), into the profile. */
+int cal_phase_hooks(cal_ctx *r);
+/* PowerSGD's wait per allreduce in model m's training steps beyond the same
+ * allreduce back to back, *sync_us (the ranks' mean; 0 without allreduces);
+ * every rank at once (phase_psgd_sync.c). */
+int cal_psgd_sync(cal_ctx *r, const core_model *m, double *sync_us);
 
 /* Checkpoint write and read bandwidth through the runtime's checkpoint
  * code, into the profile: rank 0 alone. */
