@@ -62,6 +62,19 @@ int cal_connect(cal_ctx *r, rt_store *st, int rank, int size, enum rt_algo algo,
   return rt_gloo_connect(st, rank, size, r->bind, r->o->timeout_s, out);
 }
 
+int cal_gather_world(const cal_ctx *r, const void *mine, size_t bytes, void **all) {
+  void *buf = malloc(bytes * (size_t)r->world->size);
+  if (!buf)
+    return core_err_set(CORE_ENOMEM, "out of memory");
+  int rc = cal_allgather_host(r->world, r->bufs, mine, buf, bytes);
+  if (rc) {
+    free(buf);
+    return rc;
+  }
+  *all = buf;
+  return 0;
+}
+
 int cal_sub_group(cal_ctx *r, const char *prefix, int rank, int size, enum rt_algo algo, rt_comm **out) {
   rt_store *st;
   int rc = rt_pg_open_store(r->spec, prefix, &st);
@@ -76,49 +89,6 @@ int cal_sub_group(cal_ctx *r, const char *prefix, int rank, int size, enum rt_al
  * staging on NCCL communicators). */
 static int max_over_ranks(const cal_ctx *r, rt_comm *c, double *v, int n) {
   return cal_max_over_ranks(c, r->bufs, v, n);
-}
-
-/* The ranks of the job that share this rank's CPUs: those whose kernel has
- * this one's boot id and whose CPU mask meets this one's (without a boot id,
- * at least this node's). Hosts that are network namespaces or containers of
- * one machine share its CPUs, which neither a rank's CPU mask nor its cgroup
- * shows (docs/calibration.md). Ranks bound to CPUs of their own (ddpsim
- * launch --cpu-bind) do not share them. The ids and masks go through an
- * allgather of fp32 words, copied as bits. */
-static int ranks_sharing_cpus(cal_ctx *r, int *out) {
-  char id[64] = "";
-  FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
-  if (f) {
-    if (!fgets(id, sizeof id, f))
-      id[0] = '\0';
-    fclose(f);
-  }
-  struct {
-    uint64_t boot; /* FNV-1a of the id; without one, a value no other rank has */
-    cpu_set_t cpus;
-  } me, *all;
-  memset(&me, 0, sizeof me);
-  me.boot = 1469598103934665603ULL;
-  for (const char *c = id; *c && *c != '\n'; c++)
-    me.boot = (me.boot ^ (unsigned char)*c) * 1099511628211ULL;
-  if (!id[0])
-    me.boot = ~(uint64_t)r->pg.rank;
-  if (sched_getaffinity(0, sizeof me.cpus, &me.cpus) != 0)
-    memset(&me.cpus, 0xff, sizeof me.cpus); /* unknown: may meet anyone's */
-  _Static_assert(sizeof me % sizeof(float) == 0, "allgathered as fp32 words");
-  size_t words = sizeof me / sizeof(float);
-  int world = r->pg.world_size, n = 0, rc;
-  if (!(all = malloc(sizeof *all * (size_t)world)))
-    return core_err_set(CORE_ENOMEM, "out of memory");
-  if ((rc = rt_allgather(r->world, &me, all, words, RT_FP32)) == 0)
-    for (int k = 0; k < world; k++) {
-      cpu_set_t both;
-      CPU_AND(&both, &all[k].cpus, &me.cpus);
-      n += all[k].boot == me.boot && CPU_COUNT(&both) > 0;
-    }
-  free(all);
-  *out = (id[0] || n > r->pg.local_world_size) ? n : r->pg.local_world_size;
-  return rc;
 }
 
 static void cpu_name(char *buf, size_t n) {
@@ -176,32 +146,6 @@ static int jitter_part(cal_ctx *r, int ns, double *samples) {
   if (!rc)
     rc = cal_allgather_host(r->world, r->bufs, mine, samples, sizeof *mine * (size_t)ns);
   free(mine);
-  return rc;
-}
-
-/* Interference: slow[0] is how much slower GEMMs run beside allreduces,
- * slow[1] how much slower allreduces run beside GEMMs. Gloo: CPU GEMMs
- * against allreduces on the world communicator from a thread; on CPUs both
- * sides share cores, so both are measured. NCCL: cuBLAS GEMMs against
- * allreduces on a communicator of their own ("cal-interf"), also from a
- * thread; both sides too (NCCL kernels and GEMMs share SMs and memory
- * bandwidth). */
-#define INTERF_BYTES(o) ((o)->quick ? (4 << 20) : (16 << 20))
-
-/* slow: compute and communication slowdowns; on CPUs the allreduce's time
- * alone in slow[3] and the CPUs it kept busy in slow[4] (0 with NCCL). */
-static int interference_part(cal_ctx *r, double *slow) {
-  const cal_opts *o = r->o;
-  cal_say(r, "interference: GEMMs while allreduces run");
-  if (!r->nccl)
-    return cal_interference(r->world, INTERF_BYTES(o), o->quick ? 3 : 8, &slow[0], &slow[1], &slow[3], &slow[4]);
-  rt_comm *ic = NULL;
-  int rc = cal_sub_group(r, "cal-interf", r->pg.rank, r->pg.world_size, RT_ALGO_DEFAULT, &ic);
-  if (rc)
-    return rc;
-  rc = cal_gpu_interference(ic, r->device, o->quick ? (16 << 20) : (64 << 20), o->quick ? 1.0 : 2.0, &slow[0],
-                            &slow[1]);
-  rt_comm_finish(ic, rc);
   return rc;
 }
 
@@ -383,39 +327,11 @@ int cal_run(const cal_opts *o) {
   if ((rc = cal_phase_hooks(&r)) != 0)
     goto out;
 
-  double slow[6] = {1.0, 1.0, 1.0, 0.0, 0.0, 0.0};
-  if ((rc = interference_part(&r, slow)) != 0)
-    goto out;
-  if (!r.nccl) { /* the runtime's hooks run on CPUs only */
-    cal_say(&r, "interference: GEMMs beside GEMMs on a second thread");
-    if ((rc = rt_barrier(r.world)) != 0 || (rc = cal_cpu_interference(o->quick ? 0.2 : 0.5, &slow[2])) != 0)
-      goto out;
-  }
-  /* The fewest CPUs any rank may use (negated for the maximum). */
-  int sharing = 1;
-  if (!r.nccl && (rc = ranks_sharing_cpus(&r, &sharing)) != 0)
-    goto out;
-  slow[5] = r.nccl ? 0.0 : -cal_rank_cpus(sharing);
-  if ((rc = max_over_ranks(&r, r.world, slow, 6)) != 0 || (rc = cal_window(&r)) != 0)
+  cal_interf in;
+  if ((rc = cal_phase_interference(&r, &in)) != 0 || (rc = cal_window(&r)) != 0)
     goto out;
   if (r.pg.rank == 0) {
-    r.prof->compute_slowdown = slow[0];
-    r.prof->comm_slowdown = slow[1];
-    r.prof->cpu_slowdown = slow[2];
-    cal_say(&r, "  compute slowdown under communication %.3f, communication slowdown under compute %.3f, "
-        "CPU work beside CPU work %.3f", slow[0], slow[1], slow[2]);
-    if (slow[3] > 0 && slow[4] > 0 && slow[5] < 0 && r.pg.world_size > 1) {
-      /* The slowest rank's allreduce, as bus bandwidth (nccl-tests' factor
-       * 2(n-1)/n): the rate at which the two factors hold, and the CPUs the
-       * busiest rank's communication took at that rate, out of the CPUs a
-       * rank may use (sim/step.h scales the factors with them). */
-      int n = r.pg.world_size;
-      r.prof->interf_busbw_GBps = INTERF_BYTES(o) * 2.0 * (n - 1) / n / slow[3] / 1e9;
-      r.prof->interf_comm_cpus = slow[4];
-      r.prof->interf_rank_cpus = -slow[5];
-      cal_say(&r, "  measured with allreduces at %.3f GB/s of bus bandwidth, which kept %.2f CPUs busy of the %.2f "
-          "a rank may use", r.prof->interf_busbw_GBps, slow[4], -slow[5]);
-    }
+    cal_interference_record(&r, &in);
     if ((rc = cal_windows_close(&r)) != 0 || (rc = cal_phase_storage(&r)) != 0)
       goto out;
     if ((rc = core_profile_write(r.prof, o->out)) != 0)

@@ -51,6 +51,11 @@ int cal_connect(cal_ctx *r, rt_store *st, int rank, int size, enum rt_algo algo,
 /* The same through a store of its own under prefix (a sub-group). */
 int cal_sub_group(cal_ctx *r, const char *prefix, int rank, int size, enum rt_algo algo, rt_comm **out);
 
+/* Every rank's `bytes` (a multiple of 4) at mine, gathered over the world
+ * communicator into *all (malloc'd, world size x bytes, rank k's at k x
+ * bytes): for reductions across ranks that differ field by field. */
+int cal_gather_world(const cal_ctx *r, const void *mine, size_t bytes, void **all);
+
 /* ---- phases, in the order cal_run calls them ---------------------------- */
 
 /* Memory rates and per-layer times in windows spread over the run (Gloo;
@@ -81,6 +86,23 @@ int cal_phase_hooks(cal_ctx *r);
  * allreduce back to back, *sync_us (the ranks' mean; 0 without allreduces);
  * every rank at once (phase_psgd_sync.c). */
 int cal_psgd_sync(cal_ctx *r, const core_model *m, double *sync_us);
+
+/* What the interference phase measures on each rank, and how ranks are
+ * combined, field by field (the slowest or busiest rank sets the step). */
+typedef struct cal_interf {
+  double compute_slowdown; /* GEMMs beside allreduces, >= 1: the largest */
+  double comm_slowdown;    /* allreduces beside GEMMs, >= 1: the largest */
+  double cpu_slowdown;     /* GEMMs beside GEMMs on a second thread (CPUs; 1 on GPUs): the largest */
+  double alone_s;          /* an allreduce's time alone (CPUs; 0 on GPUs): the largest */
+  double comm_cpus;        /* the CPUs it kept busy (CPUs; 0 on GPUs): the largest */
+  double rank_cpus;        /* the CPUs a rank may use (CPUs; 0 on GPUs): the smallest */
+} cal_interf;
+
+/* Every rank at once; *in gets the values combined over ranks, on every
+ * rank. */
+int cal_phase_interference(cal_ctx *r, cal_interf *in);
+/* Rank 0: in into the profile. */
+void cal_interference_record(cal_ctx *r, const cal_interf *in);
 
 /* Checkpoint write and read bandwidth through the runtime's checkpoint
  * code, into the profile: rank 0 alone. */
