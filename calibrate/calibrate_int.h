@@ -38,7 +38,10 @@ typedef struct cal_ctx {
   const cal_buf_ops *bufs; /* where collective buffers live: host (Gloo), device (NCCL) */
   const char *spec;        /* rendezvous store spec */
   const char *bind;        /* Gloo's listen address (NULL for NCCL) */
+  rt_store *store;         /* the world's rendezvous store, kept open to the end of the run */
   struct cal_windows *win; /* CPU memory rates and layer times (Gloo only; phase_windows.c) */
+  char tmpdir[64];         /* a lone rank's own rendezvous directory, removed at the end; "" if none */
+  char bindbuf[256];       /* bind's storage where it is the default address */
 } cal_ctx;
 
 /* A progress line on stderr, from rank 0 when progress is on. */
@@ -55,8 +58,22 @@ int cal_sub_group(cal_ctx *r, const char *prefix, int rank, int size, enum rt_al
  * communicator into *all (malloc'd, world size x bytes, rank k's at k x
  * bytes): for reductions across ranks that differ field by field. */
 int cal_gather_world(const cal_ctx *r, const void *mine, size_t bytes, void **all);
+/* The reductions' steps: x where it is larger (smaller) than have, else
+ * have (so a NaN never replaces a value). */
+static inline double cal_larger(double have, double x) {
+  return x > have ? x : have;
+}
+static inline double cal_smaller(double have, double x) {
+  return x < have ? x : have;
+}
 
 /* ---- phases, in the order cal_run calls them ---------------------------- */
+
+/* The rendezvous of every rank (r->store), the world communicator
+ * (r->world) and what each cost, the slowest rank's; on rank 0 the profile
+ * (r->prof) with where it came from. start_rt: this process's start,
+ * CLOCK_REALTIME seconds. */
+int cal_phase_startup(cal_ctx *r, double start_rt);
 
 /* Memory rates and per-layer times in windows spread over the run (Gloo;
  * with NCCL all three do nothing). open loads the models and measures the
@@ -78,6 +95,10 @@ int cal_phase_collectives(cal_ctx *r);
 /* GEMM rates (and on GPUs device memory, host link and host reduction):
  * rank 0 alone, while the others wait. */
 int cal_phase_compute(cal_ctx *r);
+
+/* Step-time samples on every rank at once, pooled; rank 0 fits their
+ * distribution into the profile. */
+int cal_phase_jitter(cal_ctx *r);
 
 /* The communication hooks' costs on the first model's buckets, every rank
  * at once (Gloo; with NCCL it only says so), into the profile. */

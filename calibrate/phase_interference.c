@@ -94,14 +94,6 @@ static int gemms_and_allreduces(cal_ctx *r, cal_interf *in) {
   return rc;
 }
 
-static double larger(double have, double x) {
-  return x > have ? x : have;
-}
-
-static double smaller(double have, double x) {
-  return x < have ? x : have;
-}
-
 /* Every rank's measurements combined, as cal_interf says field by field. */
 static int combine_ranks(cal_ctx *r, cal_interf *in) {
   cal_interf *all;
@@ -109,12 +101,12 @@ static int combine_ranks(cal_ctx *r, cal_interf *in) {
   if (rc)
     return rc;
   for (int k = 0; k < r->world->size; k++) {
-    in->compute_slowdown = larger(in->compute_slowdown, all[k].compute_slowdown);
-    in->comm_slowdown = larger(in->comm_slowdown, all[k].comm_slowdown);
-    in->cpu_slowdown = larger(in->cpu_slowdown, all[k].cpu_slowdown);
-    in->alone_s = larger(in->alone_s, all[k].alone_s);
-    in->comm_cpus = larger(in->comm_cpus, all[k].comm_cpus);
-    in->rank_cpus = smaller(in->rank_cpus, all[k].rank_cpus);
+    in->compute_slowdown = cal_larger(in->compute_slowdown, all[k].compute_slowdown);
+    in->comm_slowdown = cal_larger(in->comm_slowdown, all[k].comm_slowdown);
+    in->cpu_slowdown = cal_larger(in->cpu_slowdown, all[k].cpu_slowdown);
+    in->alone_s = cal_larger(in->alone_s, all[k].alone_s);
+    in->comm_cpus = cal_larger(in->comm_cpus, all[k].comm_cpus);
+    in->rank_cpus = cal_smaller(in->rank_cpus, all[k].rank_cpus);
   }
   free(all);
   return 0;
