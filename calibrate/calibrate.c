@@ -1,67 +1,29 @@
-/* sched_getaffinity and CPU_AND: which ranks share this one's CPUs. */
-#define _GNU_SOURCE
-#include "calibrate.h"
+/*
+ * calibrate — cal_run, the driver: the run's setup (backend, place in the
+ * launch, rendezvous), then the phases in order (calibrate_int.h, one file
+ * each), then what the run holds released; with what the phases share
+ * (progress lines, communicators, gathers across ranks).
+ */
+#include "calibrate/calibrate_int.h"
 
-#include "calibrate/compute.h"
-#include "calibrate/compute_gpu.h"
-#include "calibrate/fit.h"
-#include "calibrate/jitter.h"
-#include "calibrate/sweep.h"
-
-#include "runtime/ckpt.h"
-#include "runtime/compress.h"
-#include "runtime/data.h"
 #include "runtime/ddp.h"
-#include "runtime/mlp.h"
 #include "runtime/gloo.h"
 #include "runtime/gpu.h"
+#include "runtime/mlp.h"
 #include "runtime/nccl.h"
-#include "runtime/pg.h"
 
 #include "core/afile.h"
-#include "core/bucket.h"
 #include "core/err.h"
-#include "core/model.h"
-#include "core/profile.h"
-
-#include <gsl/gsl_statistics_double.h>
 
 #include <errno.h>
-#include <fcntl.h>
-#include <sched.h>
 #include <stdarg.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
-#ifndef DDPSIM_VERSION
-#define DDPSIM_VERSION "0.0.0"
-#endif
-
-/* OpenBLAS reports its build (cblas.h; declared here to keep GSL's and
- * OpenBLAS's CBLAS headers out of one file). */
-char *openblas_get_config(void);
-
-typedef struct run {
-  const cal_opts *o;
-  rt_pg_info pg;
-  rt_comm *world;
-  int progress;
-  core_profile *prof;   /* rank 0 only */
-  double t0;
-  int nccl;                /* --backend nccl: GPUs, NCCL communicators */
-  int device;              /* NCCL: this rank's CUDA device (LOCAL_RANK) */
-  const cal_buf_ops *bufs; /* where collective buffers live: host (Gloo), device (NCCL) */
-  const char *spec;        /* rendezvous store spec */
-  const char *bind;        /* Gloo's listen address (NULL for NCCL) */
-  struct windows *win;     /* CPU memory rates and layer times (rank 0; machine_window) */
-} run;
-
-static void say(const run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void say(const run *r, const char *fmt, ...) {
+void cal_say(const cal_ctx *r, const char *fmt, ...) {
   if (!r->progress || r->pg.rank != 0)
     return;
   va_list ap;
@@ -72,1250 +34,160 @@ static void say(const run *r, const char *fmt, ...) {
   va_end(ap);
 }
 
-/* Gloo and the profile name the same algorithms differently. */
-static const char *profile_algo(enum cal_op op, enum rt_algo a) {
-  if (op == CAL_REDUCESCATTER)
-    return "segmented_ring"; /* gloo::allreduce, then this rank's chunk, as ProcessGroupGloo */
-  if (op != CAL_ALLREDUCE)
-    return "ring";
-  switch (a) {
-  case RT_ALGO_RING: return "gloo_ring";
-  case RT_ALGO_RING_CHUNKED: return "ring_chunked";
-  case RT_ALGO_HALVING_DOUBLING: return "halving_doubling";
-  case RT_ALGO_BCUBE: return "bcube";
-  default: return "segmented_ring"; /* gloo::allreduce, what PyTorch uses */
-  }
-}
-
-static int add_coll(core_profile *p, const char *backend, enum cal_op op, const char *algo, const char *scope,
-                    int ranks, int nodes, const cal_point *pts, int n) {
-  double *bytes = malloc(sizeof *bytes * (size_t)n), *t = malloc(sizeof *t * (size_t)n),
-         *se = malloc(sizeof *se * (size_t)n);
-  core_prof_coll *nc = realloc(p->colls, sizeof *nc * (size_t)(p->n_colls + 1));
-  if (!bytes || !t || !se || !nc) {
-    free(bytes);
-    free(t);
-    free(se);
-    if (nc)
-      p->colls = nc;
-    return core_err_set(CORE_ENOMEM, "out of memory assembling the profile");
-  }
-  p->colls = nc;
-  for (int i = 0; i < n; i++) {
-    bytes[i] = pts[i].bytes;
-    t[i] = pts[i].t_p50_s;
-    se[i] = pts[i].t_se_s;
-  }
-  cal_fit f[CAL_FIT_MAX_REGIMES];
-  int nf, rc = cal_fit_alpha_beta(bytes, t, se, n, f, &nf);
-  free(se);
-  if (rc) {
-    free(bytes);
-    free(t);
-    return core_err_wrap(rc, "%s %s %s", scope, cal_op_name(op), algo);
-  }
-  core_prof_coll *c = &p->colls[p->n_colls];
-  memset(c, 0, sizeof *c);
-  snprintf(c->backend, sizeof c->backend, "%s", backend);
-  snprintf(c->op, sizeof c->op, "%s", cal_op_name(op));
-  snprintf(c->algorithm, sizeof c->algorithm, "%s", algo);
-  snprintf(c->scope, sizeof c->scope, "%s", scope);
-  c->ranks = ranks;
-  c->nodes = nodes;
-  c->fits = calloc((size_t)nf, sizeof *c->fits);
-  if (!c->fits) {
-    free(bytes);
-    free(t);
-    return core_err_set(CORE_ENOMEM, "out of memory assembling the profile");
-  }
-  c->n_fits = nf;
-  for (int i = 0; i < nf; i++)
-    cal_fit_to_profile(&f[i], &c->fits[i]);
-  for (int i = 0; i < n; i++)
-    t[i] *= 1e6;
-  c->bytes = bytes;
-  c->time_us = t;
-  c->n_points = n;
-  p->n_colls++;
-  return 0;
-}
-
-/* One group's sweeps, recorded by its rank 0 (which is world rank 0). */
-static int sweeps(run *r, rt_comm *g, const char *scope, int nodes) {
-  const cal_opts *o = r->o;
-  static const enum rt_algo algos[] = {RT_ALGO_DEFAULT, RT_ALGO_RING, RT_ALGO_RING_CHUNKED,
-                                       RT_ALGO_HALVING_DOUBLING, RT_ALGO_BCUBE};
-  /* The default algorithm over the whole range (8 B to 256 MiB, as
-   * nccl-tests sweeps; --quick: to 32 MiB), enough sizes past the knee for
-   * the bandwidth regime; the other algorithms and operations to 4 and
-   * 16 MiB, well into it. --quick keeps the default allreduce only. */
-  cal_sweep_opts so = {.min_bytes = 8, .max_bytes = o->quick ? 32 << 20 : 256 << 20, .factor = 2,
-                       .warmup = 1, .min_iters = o->quick ? 2 : 3, .max_iters = o->quick ? 10 : 20,
-                       .budget_s = o->quick ? 0.01 : 0.05, .progress = r->progress};
-  for (int op = 0; op < CAL_N_OPS; op++)
-    for (size_t k = 0; k < sizeof algos / sizeof *algos; k++) {
-      if (op != CAL_ALLREDUCE && k > 0)
-        continue;
-      if (o->quick && (op != CAL_ALLREDUCE || k > 0))
-        continue;
-      cal_sweep_opts s = so;
-      if (k > 0)
-        s.max_bytes = 4 << 20;
-      else if (op != CAL_ALLREDUCE)
-        s.max_bytes = 16 << 20;
-      /* The allreduce the simulator uses, sizes to 16 MiB (PowerSGD's
-       * few-kilobyte factors, DDP's first bucket) in two passes: on two
-       * unshaped testbed hosts one calibration in six took 3-6 ms for every
-       * size from 4 KiB to 2 MiB where they take 0.3-2.4 ms (a stall of some
-       * seconds; 16 MiB still 20% slow), and predicted PowerSGD's step 30%
-       * long. About two seconds more (1 Gb/s: 69-72 s a calibration before,
-       * 72-73 after). */
-      if (op == CAL_ALLREDUCE && k == 0 && !o->quick)
-        s.repass_max_bytes = 16 << 20;
-      char label[96];
-      snprintf(label, sizeof label, "%s %s %s", scope, cal_op_name((enum cal_op)op),
-               profile_algo((enum cal_op)op, algos[k]));
-      s.label = label;
-      cal_point *pts;
-      int n;
-      int rc = cal_sweep_run(g, (enum cal_op)op, algos[k], &s, &pts, &n);
-      if (rc == CORE_EUNSUPPORTED) {
-        say(r, "  %s: skipped (%s)", label, core_err_msg());
-        continue;
-      }
-      if (rc)
-        return rc;
-      if (g->rank == 0)
-        rc = add_coll(r->prof, "gloo", (enum cal_op)op, profile_algo((enum cal_op)op, algos[k]), scope, g->size,
-                      nodes, pts, n);
-      free(pts);
-      if (rc)
-        return rc;
-    }
-  return 0;
-}
-
-/* The backend's communicator of rank of size, meeting through st: Gloo on
- * the run's listen address, or NCCL on this rank's device with the
- * allreduce algorithm fixed at creation (RT_ALGO_DEFAULT: NCCL's choice). */
-static int connect_group(run *r, rt_store *st, int rank, int size, enum rt_algo algo, rt_comm **out) {
+int cal_connect(cal_ctx *r, rt_store *st, int rank, int size, enum rt_algo algo, rt_comm **out) {
   if (r->nccl)
     return rt_nccl_connect_algo(st, rank, size, r->device, r->o->timeout_s, algo, out);
   return rt_gloo_connect(st, rank, size, r->bind, r->o->timeout_s, out);
 }
 
-static int sub_group_algo(run *r, const char *prefix, int rank, int size, enum rt_algo algo, rt_comm **out) {
+int cal_sub_group(cal_ctx *r, const char *prefix, int rank, int size, enum rt_algo algo, rt_comm **out) {
   rt_store *st;
   int rc = rt_pg_open_store(r->spec, prefix, &st);
   if (rc)
     return rc;
-  rc = connect_group(r, st, rank, size, algo, out);
+  rc = cal_connect(r, st, rank, size, algo, out);
   rt_store_close(st);
   return rc;
 }
 
-static int sub_group(run *r, const char *prefix, int rank, int size, rt_comm **out) {
-  return sub_group_algo(r, prefix, rank, size, RT_ALGO_DEFAULT, out);
-}
-
-/* Max over ranks of a few doubles (gathered as raw bytes; through device
- * staging on NCCL communicators). */
-static int max_over_ranks(const run *r, rt_comm *c, double *v, int n) {
-  return cal_max_over_ranks(c, r->bufs, v, n);
-}
-
-/* NCCL's sweeps of one group (issue: NCCL calibration). Allreduce once per
- * algorithm, each on a communicator created for it under "<prefix>-ring"
- * and "<prefix>-tree" (NCCL reads NCCL_ALGO only when a communicator is
- * created; runtime/nccl.h), recorded as "ring" and "tree"; allgather,
- * reduce-scatter and broadcast on the group's default communicator,
- * recorded as "ring" (NCCL runs them on rings). Sizes 8 B to 256 MiB for
- * every operation (--quick: as the Gloo path, allreduce only, to 32 MiB).
- * Buffers are device memory (cal_device_bufs). With record 0 the sweeps
- * only check data and print (a one-rank job: its collectives are local
- * copies, which no profile entry should describe). */
-static int nccl_sweeps(run *r, rt_comm *g, const char *scope, int nodes, const char *prefix, int record) {
-  const cal_opts *o = r->o;
-  static const struct {
-    enum cal_op op;
-    enum rt_algo algo;
-    const char *name;
-  } plan[] = {{CAL_ALLREDUCE, RT_ALGO_RING, "ring"},
-              {CAL_ALLREDUCE, RT_ALGO_TREE, "tree"},
-              {CAL_ALLGATHER, RT_ALGO_DEFAULT, "ring"},
-              {CAL_REDUCESCATTER, RT_ALGO_DEFAULT, "ring"},
-              {CAL_BROADCAST, RT_ALGO_DEFAULT, "ring"}};
-  cal_sweep_opts so = {.min_bytes = 8, .max_bytes = o->quick ? 32 << 20 : 256 << 20, .factor = 2,
-                       .warmup = 1, .min_iters = o->quick ? 2 : 3, .max_iters = o->quick ? 10 : 20,
-                       .budget_s = o->quick ? 0.01 : 0.05, .progress = r->progress, .bufs = &cal_device_bufs};
-  if (!record) { /* a data check of every operation, briefly */
-    so.max_bytes = 4 << 20;
-    so.min_iters = 2;
-    so.max_iters = 2;
-    so.budget_s = 0;
-  }
-  for (size_t k = 0; k < sizeof plan / sizeof *plan; k++) {
-    if (o->quick && record && plan[k].op != CAL_ALLREDUCE)
-      continue;
-    char label[96];
-    snprintf(label, sizeof label, "%s %s %s", scope, cal_op_name(plan[k].op), plan[k].name);
-    cal_sweep_opts s = so;
-    s.label = label;
-    s.control = g; /* the stop flag and timings never use an algorithm-bound communicator */
-    rt_comm *c = g, *own = NULL;
-    int rc = 0;
-    if (plan[k].algo != RT_ALGO_DEFAULT) {
-      char pre[96];
-      snprintf(pre, sizeof pre, "%s-%s", prefix, plan[k].name);
-      if ((rc = sub_group_algo(r, pre, g->rank, g->size, plan[k].algo, &own)) == 0)
-        c = own;
-    }
-    cal_point *pts = NULL;
-    int n = 0;
-    if (!rc)
-      rc = cal_sweep_run(c, plan[k].op, plan[k].algo, &s, &pts, &n);
-    if (own)
-      rt_comm_finish(own, rc);
-    if (rc == CORE_EUNSUPPORTED) {
-      say(r, "  %s: skipped (%s)", label, core_err_msg());
-      continue;
-    }
-    if (rc)
-      return core_err_wrap(rc, "%s", label);
-    if (record && g->rank == 0)
-      rc = add_coll(r->prof, "nccl", plan[k].op, plan[k].name, scope, g->size, nodes, pts, n);
-    free(pts);
-    if (rc)
-      return rc;
-  }
-  return 0;
-}
-
-/* One group's sweeps with the run's backend; prefix names the group's
- * store (NCCL creates its per-algorithm communicators beside it). */
-static int group_sweeps(run *r, rt_comm *g, const char *scope, int nodes, const char *prefix) {
-  return r->nccl ? nccl_sweeps(r, g, scope, nodes, prefix, 1) : sweeps(r, g, scope, nodes);
-}
-
-
-/* Checkpoint I/O measured through the runtime's own checkpoint code: the
- * write is rt_ckpt_write (CRC-32 over the payload, write, fsync, rename,
- * fsync of the directory), the read is rt_ckpt_read (read, verify, copy
- * out), so the profile's bandwidths are what a checkpoint and a restart
- * really cost, not the device's alone. The checkpoint is as large as the
- * calibrated model's (parameters and momentum) within bounds that keep the
- * test short. The read starts with the file dropped from the page cache: a
- * restarted job reads its checkpoint from storage, often on another node. */
-static int storage(run *r, double *write_GBps, double *read_GBps) {
-  int64_t lo = 16 << 20, hi = r->o->quick ? (int64_t)64 << 20 : (int64_t)256 << 20, bytes = 64 << 20;
-  if (r->o->n_models) {
-    core_model *m;
-    int rc = core_model_load(r->o->models[0], &m);
-    if (rc)
-      return rc;
-    bytes = 2 * m->n_params * (int64_t)sizeof(float);
-    core_model_free(m);
-  }
-  bytes = bytes < lo ? lo : bytes > hi ? hi : bytes;
-  /* One tensor of the checkpoint's size: the file format needs a model only
-   * for its shape, and any shape of this size costs the same to write. */
-  int64_t elems = bytes / (2 * (int64_t)sizeof(float));
-  core_model shape = {.name = "calibration", .n_tensors = 1, .tensor_elems = &elems, .n_params = elems};
-  rt_ckpt c = {.n_params = elems, .has_momentum = 1};
-  char dir[4200], path[4400];
-  snprintf(dir, sizeof dir, "%s/ddpsim-calibrate-ckpt.%d", r->o->scratch_dir, (int)getpid());
-  snprintf(path, sizeof path, "%s/ckpt-%08d.ddpc", dir, 0);
-  int rc = 0;
-  c.params = malloc(sizeof(float) * (size_t)elems);
-  c.momentum = malloc(sizeof(float) * (size_t)elems);
-  if (!c.params || !c.momentum) {
-    rc = core_err_set(CORE_ENOMEM, "out of memory for the checkpoint I/O test (%lld bytes)", (long long)bytes);
-    goto out_free;
-  }
-  for (int64_t i = 0; i < elems; i++)
-    c.params[i] = c.momentum[i] = (float)(i % 1000) * 1e-3f;
-  double t0 = rt_now();
-  if ((rc = rt_ckpt_write(dir, &shape, &c, 1)) != 0)
-    goto out_remove;
-  *write_GBps = (double)bytes / (rt_now() - t0) / 1e9;
-  int fd = open(path, O_RDONLY);
-  if (fd >= 0) {
-    posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-    close(fd);
-  }
-  t0 = rt_now();
-  if ((rc = rt_ckpt_read(path, &shape, &c)) != 0)
-    goto out_remove;
-  *read_GBps = (double)bytes / (rt_now() - t0) / 1e9;
-out_remove:
-  unlink(path);
-  rmdir(dir);
-out_free:
-  free(c.params);
-  free(c.momentum);
-  return rc;
-}
-
-/* Measured per-layer times as a model file beside the profile. */
-static int write_measured_model(const run *r, const core_model *m, const double *fwd, const double *bwd) {
-  char path[4400];
-  const char *out = r->o->out;
-  size_t stem = strlen(out);
-  if (stem > 4 && !strcmp(out + stem - 4, ".cfg"))
-    stem -= 4;
-  snprintf(path, sizeof path, "%.*s.%s.cfg", (int)stem, out, m->name);
-  core_afile a;
-  int rc = core_afile_open(&a, path);
-  if (rc)
-    return rc;
-  FILE *f = a.f;
-  fprintf(f, "# %s with per-layer times measured by `ddpsim calibrate` on %s (%s).\n", m->name,
-          r->prof->host, r->prof->date);
-  fprintf(f, "model = {\n  name = \"%s\";\n  source = \"%s; times measured at batch %d\";\n", m->name,
-          m->source[0] ? m->source : m->path, r->o->batch);
-  fprintf(f, "  loss = \"%s\";\n  measured_batch = %d;\n", m->loss, r->o->batch);
-  if (m->psgd_sync_us >= 0)
-    fprintf(f, "  psgd_sync_us = %.9g; # PowerSGD's wait per allreduce in this model's steps\n", m->psgd_sync_us);
-  fputs("  layers = (\n", f);
-  for (int l = 0; l < m->n_layers; l++) {
-    const core_layer *L = &m->layers[l];
-    fprintf(f, "    { name = \"%s\"; type = \"linear\"; in = %d; out = %d; activation = \"%s\"; fwd_ms = %.9g; bwd_ms = %.9g; }%s\n",
-            L->name, L->in, L->out, L->act == CORE_ACT_RELU ? "relu" : "none", fwd[l] * 1e3, bwd[l] * 1e3,
-            l + 1 < m->n_layers ? "," : "");
-  }
-  fputs("  );\n};\n", f);
-  rc = core_afile_commit(&a);
-  if (!rc)
-    say(r, "  wrote %s", path);
-  return rc;
-}
-
-/* Memory rates and per-layer times are measured in windows spread over
- * the calibration (CPU path, every rank at once: machine_window): before the
- * sweeps, after them and at the end, and each keeps its median over the
- * windows. One window of a few seconds took whatever state this project's
- * 2-vCPU VM was in: four calibrations in a row put the MLP's layers at 42,
- * 46, 63 and 45 ms a step, and predictions of PowerSGD steps moved 16% with
- * them alone (bench/calibration-spread.sh). --quick measures one window. */
-enum { CAL_WINDOWS = 3 };
-struct windows {
-  int n;                            /* windows measured */
-  double copy[CAL_WINDOWS], reduce[CAL_WINDOWS], update[CAL_WINDOWS];
-  int n_models;
-  core_model **m;                   /* [n_models] */
-  double **fwd, **bwd;              /* [n_models][CAL_WINDOWS * n_layers] */
-};
-
-static void windows_free(struct windows *w) {
-  if (!w)
-    return;
-  for (int k = 0; w->m && k < w->n_models; k++) {
-    core_model_free(w->m[k]);
-    free(w->fwd[k]);
-    free(w->bwd[k]);
-  }
-  free(w->m);
-  free(w->fwd);
-  free(w->bwd);
-  free(w);
-}
-
-static int windows_new(const cal_opts *o, struct windows **out) {
-  struct windows *w = calloc(1, sizeof *w);
-  int rc = 0, n = o->n_models;
-  if (!w || !(w->m = calloc((size_t)n + 1, sizeof *w->m)) || !(w->fwd = calloc((size_t)n + 1, sizeof *w->fwd)) ||
-      !(w->bwd = calloc((size_t)n + 1, sizeof *w->bwd))) {
-    rc = core_err_set(CORE_ENOMEM, "out of memory");
-    goto out_free;
-  }
-  w->n_models = n;
-  for (int k = 0; k < n; k++) {
-    if ((rc = core_model_load(o->models[k], &w->m[k])) != 0 || (rc = core_model_check_runnable(w->m[k])) != 0)
-      goto out_free;
-    w->m[k]->psgd_sync_us = -1; /* hooks_part's measurement, not the input file's */
-    size_t e = (size_t)CAL_WINDOWS * (size_t)w->m[k]->n_layers;
-    if (!(w->fwd[k] = malloc(sizeof(double) * e)) || !(w->bwd[k] = malloc(sizeof(double) * e))) {
-      rc = core_err_set(CORE_ENOMEM, "out of memory");
-      goto out_free;
-    }
-  }
-  *out = w;
-  return 0;
-out_free:
-  windows_free(w);
-  return rc;
-}
-
-/* One window: memory rates and every model's layer times, on every rank
- * at once, each part after a barrier, as training runs its ranks in step;
- * rank 0's are kept. Alone, with the other rank waiting, they had been
- * what a lone process does: on the 2-vCPU test machine one rank's forward
- * of the MLP's fc2 took 2.9-3.0 ms alone, 3.6 in a two-rank job (2
- * testbed hosts, unshaped, overlap on or off: before any allreduce), its
- * optimizer step 15 ms against 18-19 (`ddpsim train --trace`), and the
- * unshaped runs came out 10-16% short. */
-static int machine_window(run *r) {
-  const cal_opts *o = r->o;
-  struct windows *w = r->win;
-  int rc, i = w->n;
-  if (i >= (o->quick ? 1 : CAL_WINDOWS))
-    return 0;
-  if ((rc = rt_barrier(r->world)) != 0 ||
-      (rc = cal_memory_bandwidth(o->quick ? (16u << 20) : (64u << 20), &w->copy[i], &w->reduce[i])) != 0)
-    return rc;
-  /* Not a power of two: four 64 MiB buffers slowed the update to 10-14
-   * GB/s against 22-27 GB/s at 50 MiB or 48 MiB + 20 KiB, measured in
-   * turns in one process on the 2-vCPU test machine (the same addresses
-   * modulo a large power of two contend for cache sets); a model's own
-   * parameter arrays seldom line up so. */
-  size_t upd_bytes = (o->quick ? (12u << 20) : (48u << 20)) + 20480;
-  if ((rc = rt_barrier(r->world)) != 0 || (rc = cal_update_bandwidth(upd_bytes, &w->update[i])) != 0)
-    return rc;
-  say(r, "  memory (window %d): gradient copy %.2f GB/s moved, optimizer step %.2f GB/s, host reduction %.2f GB/s",
-      i + 1, w->copy[i], w->update[i], w->reduce[i]);
-  for (int k = 0; k < w->n_models; k++) {
-    const core_model *m = w->m[k];
-    double *fwd = w->fwd[k] + (size_t)i * m->n_layers, *bwd = w->bwd[k] + (size_t)i * m->n_layers;
-    if ((rc = rt_barrier(r->world)) != 0 || (rc = cal_layer_times(m, o->batch, o->quick ? 5 : 15, o->quick ? 0.3 : 1.5, fwd, bwd)) != 0)
-      return rc;
-    double step = 0;
-    for (int l = 0; l < m->n_layers; l++)
-      step += fwd[l] + bwd[l];
-    say(r, "  %s (window %d): per-layer times at batch %d, %.1f ms a step", m->name, i + 1, o->batch, step * 1e3);
-  }
-  w->n++;
-  return 0;
-}
-
-/* The windows' medians into the profile, and the measured models beside it. */
-static int machine_windows_done(run *r) {
-  struct windows *w = r->win;
-  int n = w->n, rc = 0;
-  double v[CAL_WINDOWS], *f = NULL, *b = NULL;
-  memcpy(v, w->copy, sizeof v);
-  r->prof->memory_GBps = cal_median(v, n);
-  memcpy(v, w->reduce, sizeof v);
-  r->prof->reduce_GBps = cal_median(v, n);
-  memcpy(v, w->update, sizeof v);
-  r->prof->update_GBps = cal_median(v, n);
-  for (int k = 0; k < w->n_models && !rc; k++) {
-    const core_model *m = w->m[k];
-    int L = m->n_layers;
-    if (!(f = malloc(sizeof *f * (size_t)L)) || !(b = malloc(sizeof *b * (size_t)L))) {
-      rc = core_err_set(CORE_ENOMEM, "out of memory");
-      break;
-    }
-    for (int l = 0; l < L; l++) {
-      for (int i = 0; i < n; i++)
-        v[i] = w->fwd[k][(size_t)i * L + l];
-      f[l] = cal_median(v, n);
-      for (int i = 0; i < n; i++)
-        v[i] = w->bwd[k][(size_t)i * L + l];
-      b[l] = cal_median(v, n);
-    }
-    rc = write_measured_model(r, m, f, b);
-    free(f);
-    free(b);
-    f = b = NULL;
-  }
-  free(f);
-  free(b);
-  return rc;
-}
-
-static int compute_part(run *r) {
-  const cal_opts *o = r->o;
-  static const int full[] = {64, 128, 256, 512, 1024, 2048}, quick[] = {128, 512, 1024};
-  const int *sizes = o->quick ? quick : full;
-  int ns = o->quick ? 3 : 6, rc;
-  core_prof_rate *rt = &r->prof->rate[CORE_PREC_FP32];
-  rt->gemm_flops = malloc(sizeof(double) * (size_t)ns);
-  rt->tflops = malloc(sizeof(double) * (size_t)ns);
-  if (!rt->gemm_flops || !rt->tflops)
+int cal_gather_world(const cal_ctx *r, const void *mine, size_t bytes, void **all) {
+  void *buf = malloc(bytes * (size_t)r->world->size);
+  if (!buf)
     return core_err_set(CORE_ENOMEM, "out of memory");
-  say(r, "compute: fp32 GEMMs of %d to %d", sizes[0], sizes[ns - 1]);
-  if ((rc = cal_gemm_sweep(sizes, ns, o->quick ? 0.05 : 0.2, rt->gemm_flops, rt->tflops)) != 0)
+  int rc = cal_allgather_host(r->world, r->bufs, mine, buf, bytes);
+  if (rc) {
+    free(buf);
     return rc;
-  rt->n = ns;
-  rt->present = 1;
-  for (int i = 0; i < ns; i++)
-    say(r, "  %5d^3: %7.2f GFLOP/s", sizes[i], rt->tflops[i] * 1e3);
+  }
+  *all = buf;
   return 0;
 }
 
-/* The GPU's compute (NCCL path, rank 0 alone, as compute_part): cuBLAS GEMM
- * rates per precision over square sizes, device memory and host-link
- * bandwidth, and the host reduction rate (what Gloo would add on this
- * host). The profile's precisions are runtime/gpu.h's, one to one. */
-static int gpu_compute_part(run *r) {
-  const cal_opts *o = r->o;
-  static const int full[] = {512, 1024, 2048, 4096, 8192}, quick[] = {1024, 4096, 8192};
-  static const struct {
-    enum rt_gpu_math math;
-    enum core_prec prec;
-  } precs[] = {{RT_GPU_FP32, CORE_PREC_FP32}, {RT_GPU_TF32, CORE_PREC_TF32}, {RT_GPU_FP16, CORE_PREC_FP16},
-               {RT_GPU_BF16, CORE_PREC_BF16}};
-  const int *sizes = o->quick ? quick : full;
-  int ns = o->quick ? 3 : 5, rc;
-  /* About 2 TFLOP of GEMMs per measurement (0.5 with --quick): tens of
-   * milliseconds on data-center GPUs, long against CUDA events' resolution. */
-  double target = o->quick ? 0.5e12 : 2e12;
-  say(r, "compute: cuBLAS GEMMs of %d to %d on device %d (%s)", sizes[0], sizes[ns - 1], r->device,
-      r->prof->device_name);
-  for (size_t k = 0; k < sizeof precs / sizeof *precs; k++) {
-    core_prof_rate *rt = &r->prof->rate[precs[k].prec];
-    rt->gemm_flops = malloc(sizeof(double) * (size_t)ns);
-    rt->tflops = malloc(sizeof(double) * (size_t)ns);
-    if (!rt->gemm_flops || !rt->tflops)
-      return core_err_set(CORE_ENOMEM, "out of memory");
-    int m = 0;
-    rc = cal_gpu_gemm_sweep(r->device, precs[k].math, sizes, ns, o->quick ? 1 : 3, target, rt->gemm_flops,
-                            rt->tflops, &m);
-    if (rc == CORE_EUNSUPPORTED) {
-      say(r, "  %s: skipped (%s)", rt_gpu_math_name(precs[k].math), core_err_msg());
-      continue;
-    }
-    if (rc)
-      return rc;
-    rt->n = m;
-    rt->present = m > 0;
-    for (int i = 0; i < m; i++)
-      say(r, "  %-4s %5d^3: %9.2f TFLOP/s", rt_gpu_math_name(precs[k].math), sizes[i], rt->tflops[i]);
-  }
-  double mem, h2d, d2h;
-  size_t bytes = o->quick ? (64u << 20) : (256u << 20);
-  if ((rc = cal_gpu_bandwidths(r->device, bytes, o->quick ? 10 : 20, &mem, &h2d, &d2h)) != 0)
-    return rc;
-  r->prof->memory_GBps = mem / 1e9;
-  /* A staged transfer goes down and back up: the rate that moves the same
-   * bytes both ways in the same time is the harmonic mean of the two. */
-  r->prof->host_link_GBps = 2.0 / (1.0 / h2d + 1.0 / d2h) / 1e9;
-  say(r, "  device memory %.1f GB/s moved; host link %.2f GB/s to the device, %.2f GB/s back", r->prof->memory_GBps,
-      h2d / 1e9, d2h / 1e9);
-  double copy, reduce;
-  if ((rc = cal_memory_bandwidth(o->quick ? (16u << 20) : (64u << 20), &copy, &reduce)) != 0)
-    return rc;
-  r->prof->reduce_GBps = reduce;
-  say(r, "  host reduction %.2f GB/s", reduce);
-  if (o->n_models)
-    say(r, "  per-layer times: skipped on GPUs (the runtime executes models on CPUs; the simulator uses the GEMM rates)");
-  return 0;
-}
-
-/* The ranks of the job that share this rank's CPUs: those whose kernel has
- * this one's boot id and whose CPU mask meets this one's (without a boot id,
- * at least this node's). Hosts that are network namespaces or containers of
- * one machine share its CPUs, which neither a rank's CPU mask nor its cgroup
- * shows: the testbed's two hosts on the 2-vCPU VM each saw 2 CPUs, and the
- * simulator scaled compute's slowdown under communication as if each rank's
- * TCP stack had a CPU of its own (from a 1gbit profile, the plain allreduce's steps at
- * 7x the rate came out 9% short). Ranks bound to CPUs of their own (ddpsim
- * launch --cpu-bind) do not share them. The ids and masks go through an
- * allgather of fp32 words, copied as bits. */
-static int ranks_sharing_cpus(run *r, int *out) {
-  char id[64] = "";
-  FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
-  if (f) {
-    if (!fgets(id, sizeof id, f))
-      id[0] = '\0';
-    fclose(f);
-  }
-  struct {
-    uint64_t boot; /* FNV-1a of the id; without one, a value no other rank has */
-    cpu_set_t cpus;
-  } me, *all;
-  memset(&me, 0, sizeof me);
-  me.boot = 1469598103934665603ULL;
-  for (const char *c = id; *c && *c != '\n'; c++)
-    me.boot = (me.boot ^ (unsigned char)*c) * 1099511628211ULL;
-  if (!id[0])
-    me.boot = ~(uint64_t)r->pg.rank;
-  if (sched_getaffinity(0, sizeof me.cpus, &me.cpus) != 0)
-    memset(&me.cpus, 0xff, sizeof me.cpus); /* unknown: may meet anyone's */
-  _Static_assert(sizeof me % sizeof(float) == 0, "allgathered as fp32 words");
-  size_t words = sizeof me / sizeof(float);
-  int world = r->pg.world_size, n = 0, rc;
-  if (!(all = malloc(sizeof *all * (size_t)world)))
-    return core_err_set(CORE_ENOMEM, "out of memory");
-  if ((rc = rt_allgather(r->world, &me, all, words, RT_FP32)) == 0)
-    for (int k = 0; k < world; k++) {
-      cpu_set_t both;
-      CPU_AND(&both, &all[k].cpus, &me.cpus);
-      n += all[k].boot == me.boot && CPU_COUNT(&both) > 0;
-    }
-  free(all);
-  *out = (id[0] || n > r->pg.local_world_size) ? n : r->pg.local_world_size;
-  return rc;
-}
-
-/* PowerSGD's allreduces as training meets them: real DDP steps of m
- * (runtime/ddp.h: the hook's body beside the backward pass, its allreduces
- * and callbacks on the communication thread) from ddpsim train's defaults
- * (data and seed 1, 25 MB buckets, SGD with momentum), with the hook at
- * ranks 1, 2 and 4, `steps` timed steps each after an untimed first one.
- * Adds up the allreduces' count, bytes and seconds on this rank. */
-static int psgd_train_allreduces(run *r, const core_model *m, int steps, double *n, double *bytes, double *secs) {
-  int L = m->n_layers, in = m->layers[0].in, out = m->layers[L - 1].out, rc = 0;
-  float *x = malloc(sizeof *x * (size_t)r->o->batch * (size_t)in);
-  float *target = malloc(sizeof *target * (size_t)r->o->batch * (size_t)out);
-  if (!x || !target) {
-    rc = core_err_set(CORE_ENOMEM, "out of memory for PowerSGD's training steps");
-    goto out_free;
-  }
-  for (int rank = 1; rank <= 4 && !rc; rank *= 2) {
-    rt_ddp_opts dop;
-    rt_ddp_opts_default(&dop);
-    dop.compress.kind = RT_COMPRESS_POWERSGD;
-    dop.compress.rank = rank;
-    dop.compress.start_iter = 0;
-    rt_ddp *d = NULL;
-    rt_data *data = NULL;
-    if ((rc = rt_ddp_create(m, r->world, r->o->batch, &dop, RT_DATA_DEFAULT_SEED, &d)) != 0 ||
-        (rc = rt_data_create(RT_DATA_DEFAULT_SIZE, in, out, RT_DATA_DEFAULT_SEED, r->pg.rank, r->pg.world_size, 1,
-                             &data)) != 0)
-      goto out_step;
-    for (int step = 0; step <= steps; step++) {
-      rt_step_metrics sm;
-      if ((rc = rt_data_next(data, r->o->batch, x, target)) != 0 ||
-          (rc = rt_ddp_step(d, step, x, target, &sm, NULL, 0)) != 0)
-        goto out_step;
-      if (!step)
-        continue;
-      for (int ph = 0; ph < RT_COMPRESS_N_PHASES; ph++) {
-        *n += (double)sm.compress.allreduces[ph];
-        *bytes += (double)sm.compress.bytes[ph];
-      }
-      *secs += sm.compress.comm_s;
-    }
-  out_step:
-    rt_data_free(data);
-    rt_ddp_free(d);
-  }
-out_free:
-  free(x);
-  free(target);
-  return rc;
-}
-
-/* PowerSGD's wait per allreduce in model m's training steps, beyond the same
- * allreduce back to back (*sync_us, the ranks' mean; 0 without allreduces).
- * Its allreduces come between GEMMs and passes over the gradient, and in
- * training beside the backward pass and the other rank's: timed here
- * alone, one after the other on one thread, they had taken 2.9 ms each
- * where training's took 3.8 (2 testbed hosts at 1gbit; PowerSGD rank 1
- * predicted 13-19% short), so they are timed in training steps. Eight
- * steps a rank, not four: a step's nine allreduces wait 3.5 to 5
- * ms each by the scheduler's whims (ddpsim train's hook summary, two
- * testbed hosts at 1gbit), and with four the cost moved 3.0-4.4 ms
- * between calibrations, PowerSGD's predicted step 15% with it. */
-static int psgd_sync(run *r, const core_model *m, double *sync_us) {
-  double n = 0, bytes = 0, t[2] = {0, 0}; /* seconds in training steps; one back to back */
-  int rc = psgd_train_allreduces(r, m, r->o->quick ? 2 : 8, &n, &bytes, &t[0]);
-  if (rc)
-    return rc;
-  /* The same size back to back, after the hook's steps: the fastest of 31.
-   * Run between the hook's steps, a few of them had absorbed the same
-   * wake-ups and put the cost at a quarter of the usual; and their median
-   * sat in the same stalls now and then: in two calibrations of nine on two
-   * testbed hosts it came out at 2.4 ms where it is 0.3-0.4 ms, and the
-   * cost at 0.05-0.3 ms where it is 3-3.7. */
-  if (n > 0) {
-    cal_point bb;
-    if ((rc = cal_sweep_one(r->world, CAL_ALLREDUCE, RT_ALGO_DEFAULT, bytes / n, 2, 31, &bb)) != 0)
-      return rc;
-    t[1] = bb.t_min_s;
-  }
-  if ((rc = cal_mean_over_ranks(r->world, r->bufs, t, 2)) != 0)
-    return rc;
-  /* PowerSGD's allreduces move a few kilobytes each between GEMMs and
-   * passes over the gradient. Measured on this project's 2-vCPU VM with
-   * `ddpsim train --compress powersgd:1` on two unshaped testbed hosts, its
-   * nine 4-16 KB allreduces took 23-31 ms a step, where back to back the
-   * same sizes take 0.3-0.4 ms each: a small allreduce right after a
-   * CPU-bound stretch often waits about a scheduler tick (4 ms) for its
-   * threads, and for the peer that is slower through the same GEMMs. What
-   * they take beyond the back-to-back median (the sweep's regime, which the
-   * fits describe), averaged over ranks as the step sees both, is the
-   * hook's synchronization cost. */
-  *sync_us = 0;
-  if (n > 0) {
-    double us = (t[0] / n - t[1]) * 1e6;
-    *sync_us = us > 0 ? us : 0;
-    say(r, "  PowerSGD's allreduces on %s: %.0f us each in training steps, %.0f us back to back (fastest; %.0f bytes)",
-        m->name, t[0] / n * 1e6, t[1] * 1e6, bytes / n);
-  }
-  return 0;
-}
-
-/* Hook costs (issue: compression): run the real hooks of the runtime on
- * the first model's buckets on every rank at once, and keep their compute:
- * the cast rates of fp16 and bf16 (bytes read and written per second), PowerSGD's
- * orthogonalization rate (2 n r^2 FLOPs per compressed tensor, ranks 1, 2
- * and 4, after warm-up steps); and PowerSGD's wait per allreduce in
- * training steps of every model (psgd_sync). */
-static int hooks_part(run *r) {
-  core_model *m = NULL;
-  core_buckets bk = {0};
-  float *buf = NULL, *grad = NULL, *peer = NULL;
-  int64_t n_grad = 0, n_peer = 0;
-  rt_compressor *c = NULL;
-  int rc;
-  if (!r->o->n_models)
+/* Gloo, or NCCL where this process can use it: a build with NCCL and a
+ * CUDA device, asked before anything is written or waited on (without
+ * them: say so at once, write nothing). */
+static int choose_backend(cal_ctx *r) {
+  const char *b = r->o->backend;
+  if (!strcmp(b, "gloo"))
     return 0;
-  if ((rc = core_model_load(r->o->models[0], &m)) != 0)
-    return rc;
-  if ((rc = core_bucket_assign(m->tensor_elems, m->n_tensors, m->ready_order, sizeof(float), CORE_BUCKET_FIRST_BYTES,
-                               (size_t)(CORE_BUCKET_DEFAULT_CAP_MB * 1048576), CORE_BUCKET_REBUILT, &bk)) != 0)
-    goto out;
-  int64_t maxb = 0;
-  for (int b = 0; b < bk.n_buckets; b++)
-    if (bk.bucket_elems[b] > maxb)
-      maxb = bk.bucket_elems[b];
-  if (!(buf = malloc(sizeof *buf * (size_t)maxb))) {
-    rc = core_err_set(CORE_ENOMEM, "out of memory measuring hooks");
-    goto out;
-  }
-  /* fp16 and bf16: cast down and back, (4 + 2) x 2 bytes moved per element.
-   * Timed apart: bf16 keeps the top half of a float, where fp16 rebiases
-   * and rounds, and converts subnormal halves through the FPU. */
-  rt_compress_opts o;
-  rt_compress_opts_default(&o);
-  rt_compress_stats st;
-  /* Casts on the model's own gradient (divided by the world size, as DDP
-   * divides it): converting small values is slower than typical ones. Each
-   * rank's from its own shard of the data, as in training: Gloo sums halves
-   * faster when every rank sends the same ones (see cal_sum_rates), and
-   * with one gradient on every rank the fp16 allreduces below had taken
-   * 250 ms a pass where training's took 310 (2 testbed hosts at 1gbit).
-   * The sums alone add another rank's (of at least two). */
-  int world = r->pg.world_size, peers = world > 1 ? world : 2;
-  if ((rc = cal_model_gradient(m, r->o->batch, r->pg.rank, world, &grad, &n_grad)) != 0 ||
-      (rc = cal_model_gradient(m, r->o->batch, (r->pg.rank + 1) % peers, peers, &peer, &n_peer)) != 0)
-    goto out;
-  /* The same loop without a hook times the fp32 allreduces of these
-   * buckets, for the half-precision ones to be set against (half_ar_s: a
-   * pass over the buckets). The three kinds take turns, pass by pass, after
-   * an untimed pass each: this machine's speed drifts over seconds, and
-   * passes of one kind in a row had moved the fp16 and bf16 sum rates
-   * below by up to 9x between calibrations a minute apart (bench/
-   * calibration-spread.sh). Each kind keeps its mean pass, as training
-   * pays for every pass (with median passes every point of the
-   * compression benchmark came out under its measurement), then the mean
-   * over ranks. */
-  enum { MAX_PASSES = 7 }; /* timed passes of each hook, and PowerSGD's timed steps */
-  const int half_reps = r->o->quick ? 3 : MAX_PASSES;
-  double cast_GBps[2], half_ar_s[3], cast_s[3];
-  static const enum rt_compress_kind cast_kinds[3] = {RT_COMPRESS_NONE, RT_COMPRESS_FP16, RT_COMPRESS_BF16};
-  rt_compressor *cc[3] = {NULL, NULL, NULL};
-  double pass_comm[3][MAX_PASSES], pass_cast[3][MAX_PASSES];
-  for (int k = 0; k < 3; k++) {
-    o.kind = cast_kinds[k];
-    if ((rc = rt_compress_create(&o, m, &bk, &cc[k])) != 0)
-      goto out_casts;
-  }
-  for (int rep = 0; rep <= half_reps; rep++)
-    for (int k = 0; k < 3; k++) {
-      memset(&st, 0, sizeof st);
-      for (int b = 0; b < bk.n_buckets; b++) {
-        for (int64_t i = 0; i < bk.bucket_elems[b]; i++)
-          buf[i] = grad[i % n_grad] / (float)r->pg.world_size;
-        if ((rc = rt_compress_bucket(cc[k], r->world, b, buf, rep, &st)) != 0)
-          goto out_casts;
-      }
-      if (rep) {
-        pass_comm[k][rep - 1] = st.comm_s;
-        pass_cast[k][rep - 1] = st.cast_s;
-      }
-    }
-  for (int k = 0; k < 3; k++) {
-    half_ar_s[k] = gsl_stats_mean(pass_comm[k], 1, (size_t)half_reps);
-    cast_s[k] = gsl_stats_mean(pass_cast[k], 1, (size_t)half_reps);
-  }
-  double per_rank[5] = {half_ar_s[0], half_ar_s[1], half_ar_s[2], cast_s[1], cast_s[2]};
-  if ((rc = cal_mean_over_ranks(r->world, r->bufs, per_rank, 5)) != 0)
-    goto out_casts;
-  for (int k = 0; k < 3; k++)
-    half_ar_s[k] = per_rank[k];
-  for (int k = 1; k < 3; k++)
-    cast_GBps[k - 1] = per_rank[k + 2] > 0 ? 12.0 * (double)m->n_params / per_rank[k + 2] / 1e9 : 0;
-out_casts:
-  for (int k = 0; k < 3; k++)
-    rt_compress_free(cc[k]);
-  if (rc)
-    goto out;
-  /* PowerSGD, ranks 1, 2, 4: orthogonalization FLOPs over its time; the
-   * GEMMs' operand bytes and the passes' bytes, counted as sim/predict.c
-   * counts them, over their times. The first step (a random Q, nothing to
-   * warm-start from) is not measured; the ranks' means of the others are
-   * taken. Its allreduces are timed in training steps below. */
-  const int psgd_steps = r->o->quick ? 3 : MAX_PASSES + 1;
-  double of = 0, gbytes = 0, pbytes = 0;
-  double times[3] = {0, 0, 0}; /* orthogonalization, GEMMs, passes */
-  double step_t[3][MAX_PASSES];
-  for (int rank = 1; rank <= 4; rank *= 2) {
-    o.kind = RT_COMPRESS_POWERSGD;
-    o.rank = rank;
-    o.start_iter = 0;
-    if ((rc = rt_compress_create(&o, m, &bk, &c)) != 0)
-      goto out;
-    for (int step = 0; step < psgd_steps; step++) {
-      memset(&st, 0, sizeof st);
-      for (int b = 0; b < bk.n_buckets; b++) {
-        for (int64_t i = 0; i < bk.bucket_elems[b]; i++)
-          buf[i] = (float)((i * 31 + step) % 101) * 1e-3f;
-        if ((rc = rt_compress_bucket(c, r->world, b, buf, step, &st)) != 0)
-          goto out;
-      }
-      if (step) {
-        step_t[0][step - 1] = st.ortho_s;
-        step_t[1][step - 1] = st.gemm_s;
-        step_t[2][step - 1] = st.copy_s;
-      }
-    }
-    /* Each measured step orthogonalizes P (and, warm, Q). */
-    double k = psgd_steps - 1;
-    for (int i = 0; i < 3; i++)
-      times[i] += k * gsl_stats_mean(step_t[i], 1, (size_t)(psgd_steps - 1));
-    for (int t = 0; t < m->n_tensors; t++) {
-      int rt = rt_compress_tensor_rank(c, t);
-      double n = (double)m->tensor_rows[t], el = (double)m->tensor_elems[t], mm = el / n;
-      if (rt > 0) {
-        of += k * 2.0 * (n + mm) * rt * rt;
-        gbytes += k * 3.0 * 4.0 * (el + (n + mm) * rt);
-        pbytes += k * 2.0 * 3.0 * 4.0 * el;
-      } else {
-        pbytes += k * 2.0 * 4.0 * el;
-      }
-    }
-    rt_compress_free(c);
-    c = NULL;
-  }
-  if ((rc = cal_mean_over_ranks(r->world, r->bufs, times, 3)) != 0)
-    goto out;
-  double os = times[0], gs = times[1], ps = times[2];
-  /* The wait of its allreduces, for every model: the profile keeps the
-   * first's, each measured model file its own (core/model.h). */
-  double sync_us = 0;
-  for (int k = 0; k < r->o->n_models; k++) {
-    core_model *mk = m;
-    double us;
-    if (k && (rc = core_model_load(r->o->models[k], &mk)) != 0)
-      goto out;
-    rc = psgd_sync(r, mk, &us);
-    if (mk != m)
-      core_model_free(mk);
-    if (rc)
-      goto out;
-    if (!k)
-      sync_us = us;
-    if (r->win && k < r->win->n_models)
-      r->win->m[k]->psgd_sync_us = us;
-  }
-  /* The sums inside Gloo's allreduces, per type, on this model's gradient
-   * divided by the world size as DDP divides it: Gloo sums fp16 through
-   * conversions that are slow for subnormal halves, which small gradients
-   * become, so fp16 halves the bytes but not the time. */
-  double sum[3];
-  if ((rc = cal_sum_rates(grad, peer, n_grad < n_peer ? n_grad : n_peer, 1.0 / world,
-                          r->o->quick ? (4 << 20) : (16 << 20), sum)) != 0)
-    goto out;
-  /* Inside Gloo's allreduce the half-precision sum runs slower still: on
-   * this project's 2-vCPU VM, two unshaped testbed hosts allreduced the
-   * MLP's buckets in fp16 in 210 ms a pass against 48 ms in fp32 (in
-   * training, without overlap), where the sum rate above (0.079 GB/s on two
-   * ranks' gradients) accounts for 159 ms (the network and TCP stack take
-   * the same CPUs). So where there are ranks to allreduce with,
-   * the rate is taken from the real allreduces just timed, as the
-   * simulator's pipelined ring (sim/predict.c) spends it: of an allreduce of
-   * half the fp32 bytes, t = net / 2 + max(net / 2, sum), net at the fp32
-   * allreduce's rate, the sum over the (p - 1) / p of the bytes each rank
-   * reduces. Where the sum hides behind the network it cannot be seen, and
-   * the rate above stays. */
-  for (int k = 1; k < 3 && world > 1 && half_ar_s[0] > 0; k++) {
-    double net = half_ar_s[0] / 2, s = half_ar_s[k] - net / 2;
-    double bytes = 2.0 * (double)m->n_params * (world - 1) / world;
-    if (s > net / 2 && bytes / s / 1e9 < sum[k])
-      sum[k] = bytes / s / 1e9;
-  }
-  if (r->pg.rank == 0) {
-    r->prof->cast_GBps = cast_GBps[0];
-    r->prof->cast_bf16_GBps = cast_GBps[1];
-    r->prof->orth_gflops = os > 0 && of > 0 ? of / os / 1e9 : 0;
-    r->prof->psgd_gemm_GBps = gs > 0 && gbytes > 0 ? gbytes / gs / 1e9 : 0;
-    r->prof->psgd_pass_GBps = ps > 0 && pbytes > 0 ? pbytes / ps / 1e9 : 0;
-    r->prof->psgd_sync_us = sync_us > 0 ? sync_us : 0;
-    r->prof->sum_fp32_GBps = sum[0];
-    r->prof->sum_fp16_GBps = sum[1];
-    r->prof->sum_bf16_GBps = sum[2];
-    say(r, "  hooks: casts %.2f GB/s moved for fp16, %.2f for bf16; PowerSGD orthogonalization %.3f GFLOP/s",
-        r->prof->cast_GBps, r->prof->cast_bf16_GBps, r->prof->orth_gflops);
-    say(r, "  PowerSGD GEMMs %.2f GB/s streamed, its passes %.2f GB/s moved, %.0f us more per allreduce",
-        r->prof->psgd_gemm_GBps, r->prof->psgd_pass_GBps, r->prof->psgd_sync_us);
-    say(r, "  Gloo sums: fp32 %.2f, fp16 %.2f, bf16 %.2f GB/s (allreduces of the buckets: fp32 %.1f ms, fp16 %.1f, "
-        "bf16 %.1f)", sum[0], sum[1], sum[2], half_ar_s[0] * 1e3, half_ar_s[1] * 1e3, half_ar_s[2] * 1e3);
-  }
-out:
-  rt_compress_free(c);
-  free(buf);
-  free(grad);
-  free(peer);
-  core_bucket_free(&bk);
-  core_model_free(m);
-  return rc;
-}
-
-static void cpu_name(char *buf, size_t n) {
-  snprintf(buf, n, "cpu");
-  FILE *f = fopen("/proc/cpuinfo", "r");
-  if (!f)
-    return;
-  char line[512];
-  while (fgets(line, sizeof line, f))
-    if (!strncmp(line, "model name", 10) && strchr(line, ':')) {
-      char *v = strchr(line, ':') + 1;
-      v += strspn(v, " \t");
-      v[strcspn(v, "\n")] = '\0';
-      snprintf(buf, n, "%s", v);
-      break;
-    }
-  fclose(f);
-}
-
-/* Whether this process can calibrate NCCL at all: a build with NCCL and a
- * CUDA device. Asked before anything is written or waited on. */
-static int nccl_usable(void) {
+  if (strcmp(b, "nccl") != 0)
+    return core_err_set(CORE_EUSAGE, "calibrate --backend %s: expected gloo or nccl", b);
   int v = 0, n = 0, rc;
   if ((rc = rt_nccl_version(&v)) != 0 || (rc = rt_gpu_count(&n)) != 0)
     return core_err_wrap(rc, "--backend nccl");
+  r->nccl = 1;
+  r->bufs = &cal_device_bufs;
   return 0;
 }
 
-/* Jitter samples on every rank at once, gathered on every rank: training
- * steps of the first model (Gloo), or bursts of the probe GEMM (NCCL). */
-static int jitter_part(run *r, int ns, double *samples) {
+/* This rank's place in the launch: its process group, its device (NCCL:
+ * one per rank of a node, by LOCAL_RANK, torchrun's rule), its nodes; on
+ * rank 0, that the profile can be written where asked, found out now rather
+ * than after minutes of measuring. */
+static int take_place(cal_ctx *r) {
   const cal_opts *o = r->o;
-  double *mine = malloc(sizeof *mine * (size_t)ns);
-  if (!mine)
-    return core_err_set(CORE_ENOMEM, "out of memory for jitter samples");
   int rc;
+  if ((rc = rt_pg_from_env(&r->pg)) != 0)
+    return rc;
   if (r->nccl) {
-    say(r, "jitter: %d bursts of %d fp32 GEMMs of %d on every rank", ns, CAL_GPU_BURST, CAL_GPU_PROBE_N);
-    rc = cal_gpu_step_samples(r->device, ns, mine);
-  } else {
-    core_model *jm;
-    const char *jpath = o->n_models ? o->models[0] : NULL;
-    if (!jpath) {
-      free(mine);
-      return core_err_set(CORE_EUSAGE, "calibrate needs a model to time (--model)");
-    }
-    if ((rc = core_model_load(jpath, &jm)) != 0) {
-      free(mine);
-      return rc;
-    }
-    say(r, "jitter: %d compute steps of %s on every rank", ns, jm->name);
-    rc = cal_step_samples(jm, o->batch, ns, mine);
-    core_model_free(jm);
+    r->device = r->pg.local_rank;
+    if ((rc = rt_gpu_set_device(r->device)) != 0)
+      return core_err_wrap(rc, "rank %d uses CUDA device %d (its LOCAL_RANK)", r->pg.rank, r->device);
   }
-  if (!rc)
-    rc = cal_allgather_host(r->world, r->bufs, mine, samples, sizeof *mine * (size_t)ns);
-  free(mine);
-  return rc;
+  if (r->pg.rank == 0 && (rc = core_afile_check(o->out)) != 0)
+    return core_err_wrap(rc, "the profile cannot be written to '%s'", o->out);
+  rt_blas_threads(o->threads > 0 ? o->threads : 1);
+  r->progress = o->progress < 0 ? isatty(2) : o->progress;
+  int world = r->pg.world_size, lws = r->pg.local_world_size;
+  if (world % lws != 0)
+    return core_err_set(CORE_EUSAGE, "%d ranks do not divide into nodes of %d; set LOCAL_WORLD_SIZE consistently",
+                        world, lws);
+  r->nodes = world / lws;
+  return 0;
 }
 
-/* Interference: slow[0] is how much slower GEMMs run beside allreduces,
- * slow[1] how much slower allreduces run beside GEMMs. Gloo: CPU GEMMs
- * against allreduces on the world communicator from a thread; on CPUs both
- * sides share cores, so both are measured. NCCL: cuBLAS GEMMs against
- * allreduces on a communicator of their own ("cal-interf"), also from a
- * thread; both sides too (NCCL kernels and GEMMs share SMs and memory
- * bandwidth). */
-#define INTERF_BYTES(o) ((o)->quick ? (4 << 20) : (16 << 20))
-
-/* slow: compute and communication slowdowns; on CPUs the allreduce's time
- * alone in slow[3] and the CPUs it kept busy in slow[4] (0 with NCCL). */
-static int interference_part(run *r, double *slow) {
+/* Where the ranks meet: the rendezvous spec (a directory of its own for a
+ * lone rank without one) and Gloo's listen address (NCCL finds its own
+ * interfaces: NCCL_SOCKET_IFNAME). */
+static int find_peers(cal_ctx *r) {
   const cal_opts *o = r->o;
-  say(r, "interference: GEMMs while allreduces run");
-  if (!r->nccl)
-    return cal_interference(r->world, INTERF_BYTES(o), o->quick ? 3 : 8, &slow[0], &slow[1], &slow[3], &slow[4]);
-  rt_comm *ic = NULL;
-  int rc = sub_group(r, "cal-interf", r->pg.rank, r->pg.world_size, &ic);
-  if (rc)
+  r->spec = o->rdzv ? o->rdzv : getenv("DDPSIM_RDZV");
+  if (!r->spec) {
+    if (r->pg.world_size > 1)
+      return core_err_set(CORE_EUSAGE, "%d ranks need a rendezvous: run under `ddpsim launch` or pass --rdzv",
+                          r->pg.world_size);
+    snprintf(r->tmpdir, sizeof r->tmpdir, "/tmp/ddpsim-cal-XXXXXX");
+    if (!mkdtemp(r->tmpdir)) {
+      r->tmpdir[0] = '\0';
+      return core_err_errno(errno, "cannot create a rendezvous directory");
+    }
+    r->spec = r->tmpdir;
+  }
+  r->bind = o->bind ? o->bind : getenv("DDPSIM_BIND_ADDR");
+  if (!r->bind && !r->nccl) {
+    int rc = rt_pg_default_bind(&r->pg, r->bindbuf, sizeof r->bindbuf);
+    if (rc)
+      return rc;
+    r->bind = r->bindbuf;
+  }
+  return 0;
+}
+
+/* Rank 0: interference, the windows' medians and the checkpoint I/O into
+ * the profile, and the profile written. */
+static int conclude(cal_ctx *r, const cal_interf *in) {
+  int rc;
+  cal_interference_record(r, in);
+  if ((rc = cal_windows_close(r)) != 0 || (rc = cal_phase_storage(r)) != 0 ||
+      (rc = core_profile_write(r->prof, r->o->out)) != 0)
     return rc;
-  rc = cal_gpu_interference(ic, r->device, o->quick ? (16 << 20) : (64 << 20), o->quick ? 1.0 : 2.0, &slow[0],
-                            &slow[1]);
-  rt_comm_finish(ic, rc);
-  return rc;
+  fprintf(stderr, "calibrate: wrote %s in %.1f s\n", r->o->out, rt_now() - r->t0);
+  return 0;
+}
+
+/* Whatever the run holds, at whichever phase it stopped: communicators
+ * destroyed after success (collective), aborted after a failure. */
+static void release(cal_ctx *r, int rc) {
+  rt_comm_finish(r->intra, rc);
+  rt_comm_finish(r->inter, rc);
+  rt_comm_finish(r->world, rc);
+  if (r->store)
+    rt_store_close(r->store);
+  core_profile_free(r->prof);
+  cal_windows_free(r->win);
+  if (r->tmpdir[0])
+    rmdir(r->tmpdir);
 }
 
 int cal_run(const cal_opts *o) {
-  run r = {.o = o, .t0 = rt_now(), .bufs = &cal_host_bufs};
+  cal_ctx r = {.o = o, .t0 = rt_now(), .bufs = &cal_host_bufs};
   struct timespec now_rt;
   clock_gettime(CLOCK_REALTIME, &now_rt);
   double start_rt = (double)now_rt.tv_sec + now_rt.tv_nsec * 1e-9;
-  rt_comm *intra = NULL, *inter = NULL;
-  rt_store *st = NULL;
-  double *samples = NULL, *rel = NULL;
+  cal_interf in;
   int rc;
-  char tmpdir[64] = "";
-
-  if (!strcmp(o->backend, "nccl")) {
-    /* No GPU, or no NCCL in this build: say so at once, write nothing. */
-    if ((rc = nccl_usable()) != 0)
-      return rc;
-    r.nccl = 1;
-    r.bufs = &cal_device_bufs;
-  } else if (strcmp(o->backend, "gloo") != 0) {
-    return core_err_set(CORE_EUSAGE, "calibrate --backend %s: expected gloo or nccl", o->backend);
-  }
-  if ((rc = rt_pg_from_env(&r.pg)) != 0)
-    return rc;
-  if (r.nccl) {
-    /* One device per rank of a node, by LOCAL_RANK (torchrun's rule). */
-    r.device = r.pg.local_rank;
-    if ((rc = rt_gpu_set_device(r.device)) != 0)
-      return core_err_wrap(rc, "rank %d uses CUDA device %d (its LOCAL_RANK)", r.pg.rank, r.device);
-  }
-  if (r.pg.rank == 0) {
-    /* Find out now, not after minutes of measuring, that the profile
-     * cannot be written where asked. */
-    if ((rc = core_afile_check(o->out)) != 0)
-      return core_err_wrap(rc, "the profile cannot be written to '%s'", o->out);
-  }
-  rt_blas_threads(o->threads > 0 ? o->threads : 1);
-  r.progress = o->progress < 0 ? isatty(2) : o->progress;
-  int world = r.pg.world_size, lws = r.pg.local_world_size;
-  if (world % lws != 0)
-    return core_err_set(CORE_EUSAGE, "%d ranks do not divide into nodes of %d; set LOCAL_WORLD_SIZE consistently", world, lws);
-  int nodes = world / lws;
-  const char *spec = o->rdzv ? o->rdzv : getenv("DDPSIM_RDZV");
-  if (!spec) {
-    if (world > 1)
-      return core_err_set(CORE_EUSAGE, "%d ranks need a rendezvous: run under `ddpsim launch` or pass --rdzv", world);
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/ddpsim-cal-XXXXXX");
-    if (!mkdtemp(tmpdir))
-      return core_err_errno(errno, "cannot create a rendezvous directory");
-    spec = tmpdir;
-  }
-  r.spec = spec;
-  const char *bind = o->bind ? o->bind : getenv("DDPSIM_BIND_ADDR");
-  char bindbuf[256];
-  if (!bind && !r.nccl) { /* NCCL finds its own interfaces (NCCL_SOCKET_IFNAME) */
-    if ((rc = rt_pg_default_bind(&r.pg, bindbuf, sizeof bindbuf)) != 0)
-      goto out;
-    bind = bindbuf;
-  }
-  r.bind = bind;
-
-  /* Start-up: rendezvous (every rank's key in the store), then the
-   * communicator's connections. */
-  say(&r, "calibrate: %d rank(s) on %d node(s) of %d, backend %s%s", world, nodes, lws, r.nccl ? "nccl" : "gloo",
-      o->quick ? ", quick" : "");
-  double restart[3] = {0, 0, 0}; /* process start, rendezvous, comm init */
-  const char *lt = getenv("DDPSIM_LAUNCH_TIME");
-  if (lt)
-    restart[0] = start_rt - atof(lt);
-  if ((rc = rt_pg_open_store(spec, "cal-world", &st)) != 0)
-    goto out;
-  double t = rt_now();
-  char key[64];
-  snprintf(key, sizeof key, "arrived-%d", r.pg.rank);
-  if ((rc = rt_store_set(st, key, "1", 1)) != 0)
-    goto out;
-  for (int k = 0; k < world; k++) {
-    const char *kk[1];
-    char name[64];
-    snprintf(name, sizeof name, "arrived-%d", k);
-    kk[0] = name;
-    if ((rc = rt_store_wait(st, kk, 1, (int)(o->timeout_s * 1000))) != 0)
-      goto out;
-  }
-  restart[1] = rt_now() - t;
-  t = rt_now();
-  if ((rc = connect_group(&r, st, r.pg.rank, world, RT_ALGO_DEFAULT, &r.world)) != 0)
-    goto out;
-  restart[2] = rt_now() - t;
-  if ((rc = max_over_ranks(&r, r.world, restart, 3)) != 0)
-    goto out;
-
-  if (r.pg.rank == 0) {
-    if (!(r.prof = core_profile_new())) {
-      rc = core_err_set(CORE_ENOMEM, "out of memory");
-      goto out;
-    }
-    core_profile *p = r.prof;
-    char host[128] = "?";
-    gethostname(host, sizeof host - 1);
-    time_t tt = time(NULL);
-    struct tm tm;
-    gmtime_r(&tt, &tm);
-    snprintf(p->name, sizeof p->name, "%s", o->name ? o->name : host);
-    snprintf(p->provenance, sizeof p->provenance, "measured by ddpsim calibrate%s%s", r.nccl ? " --backend nccl" : "",
-             o->quick ? " --quick" : "");
-    snprintf(p->host, sizeof p->host, "%s", host);
-    strftime(p->date, sizeof p->date, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    snprintf(p->backend, sizeof p->backend, "%s", r.nccl ? "nccl" : "gloo");
-    if (r.nccl) {
-      int v = 0;
-      char cuda[160] = "CUDA ?";
-      rt_nccl_version(&v);
-      rt_gpu_versions(cuda, sizeof cuda);
-      snprintf(p->versions, sizeof p->versions, "ddpsim %s; NCCL %d.%d.%d; %s", DDPSIM_VERSION, v / 10000,
-               v / 100 % 100, v % 100, cuda);
-    } else {
-      snprintf(p->versions, sizeof p->versions, "ddpsim %s; %s; OpenBLAS %.120s", DDPSIM_VERSION, rt_gloo_version(),
-               openblas_get_config());
-    }
-    p->nodes = nodes;
-    p->ranks_per_node = lws;
-    p->link_gbps = o->link_gbps;
-    if (r.nccl) {
-      rt_gpu_info info;
-      snprintf(p->device_kind, sizeof p->device_kind, "gpu");
-      if ((rc = rt_gpu_get_info(r.device, &info)) != 0)
-        goto out;
-      snprintf(p->device_name, sizeof p->device_name, "%.*s", (int)sizeof p->device_name - 1, info.name);
-    } else {
-      snprintf(p->device_kind, sizeof p->device_kind, "cpu");
-      cpu_name(p->device_name, sizeof p->device_name);
-    }
-    p->process_start_s = restart[0];
-    p->rendezvous_s = restart[1];
-    p->comm_init_s = restart[2];
-  }
-  say(&r, "start-up: process %.3f s, rendezvous %.3f s, communicator %.3f s", restart[0], restart[1], restart[2]);
+  if ((rc = choose_backend(&r)) != 0 || (rc = take_place(&r)) != 0 || (rc = find_peers(&r)) != 0 ||
+      (rc = cal_phase_startup(&r, start_rt)) != 0)
+    goto out_release;
   /* The first window of memory rates and layer times, before the sweeps. */
-  if (!r.nccl && ((rc = windows_new(o, &r.win)) != 0 || (rc = machine_window(&r)) != 0))
-    goto out;
-  if ((rc = rt_barrier(r.world)) != 0)
-    goto out;
-
-  /* Collectives: one group at a time, so sweeps never share links or CPUs. */
-  char prefix[64];
-  if (lws > 1) {
-    snprintf(prefix, sizeof prefix, "cal-intra-%d", r.pg.node_rank);
-    if ((rc = sub_group(&r, prefix, r.pg.local_rank, lws, &intra)) != 0)
-      goto out;
-    if (r.pg.node_rank == 0) {
-      say(&r, "collectives inside a node (%d ranks)", lws);
-      if ((rc = group_sweeps(&r, intra, "intra", 1, prefix)) != 0)
-        goto out;
-    }
-  }
-  if ((rc = rt_barrier(r.world)) != 0)
-    goto out;
-  if (nodes > 1) {
-    snprintf(prefix, sizeof prefix, "cal-inter-%d", r.pg.local_rank);
-    if ((rc = sub_group(&r, prefix, r.pg.node_rank, nodes, &inter)) != 0)
-      goto out;
-    if (r.pg.local_rank == 0) {
-      say(&r, "collectives across nodes (%d ranks, one per node)", nodes);
-      if ((rc = group_sweeps(&r, inter, "inter", nodes, prefix)) != 0)
-        goto out;
-    }
-  }
-  if (r.nccl && world == 1) {
-    say(&r, "one rank: every NCCL operation checked on device buffers, not recorded (a one-rank collective is a local copy)");
-    if ((rc = nccl_sweeps(&r, r.world, "self", 1, "cal-self", 0)) != 0)
-      goto out;
-  }
-  if ((rc = rt_barrier(r.world)) != 0)
-    goto out;
-
-  /* Compute: rank 0 alone; the GEMM sweep is the device's rate. Then the
-   * second window, every rank. */
-  if (r.pg.rank == 0 && (rc = r.nccl ? gpu_compute_part(&r) : compute_part(&r)) != 0)
-    goto out;
-  if ((rc = rt_barrier(r.world)) != 0 || (r.win && (rc = machine_window(&r)) != 0))
-    goto out;
-
-  /* Jitter: every rank computes at once, as in training. */
-  int ns = o->quick ? 10 : 30;
-  samples = malloc(sizeof *samples * (size_t)ns * (size_t)world);
-  rel = malloc(sizeof *rel * (size_t)ns * (size_t)world);
-  if (!samples || !rel) {
-    rc = core_err_set(CORE_ENOMEM, "out of memory for jitter samples");
-    goto out;
-  }
-  if ((rc = jitter_part(&r, ns, samples)) != 0)
-    goto out;
-  if (r.pg.rank == 0) {
-    cal_jitter j;
-    if ((rc = cal_jitter_fit(samples, ns * world, rel, &j)) != 0)
-      goto out;
-    r.prof->jitter = j.best;
-    r.prof->jitter_params[0] = j.params[0];
-    r.prof->jitter_params[1] = j.params[1];
-    r.prof->jitter_samples = rel;
-    r.prof->n_jitter_samples = ns * world;
-    rel = NULL;
-    say(&r, "  cv %.4f; best fit %s (log-likelihood normal %.1f, lognormal %.1f, shifted exponential %.1f)",
-        j.cv, core_jitter_name(j.best), j.loglik[0], j.loglik[1], j.loglik[2]);
-  }
-
-  if (r.nccl) {
-    say(&r, "communication hooks: skipped (the runtime's hooks run on CPUs)");
-  } else {
-    say(&r, "communication hooks on %s", o->n_models ? o->models[0] : "(no model)");
-    if ((rc = hooks_part(&r)) != 0)
-      goto out;
-  }
-
-  double slow[6] = {1.0, 1.0, 1.0, 0.0, 0.0, 0.0};
-  if ((rc = interference_part(&r, slow)) != 0)
-    goto out;
-  if (!r.nccl) { /* the runtime's hooks run on CPUs only */
-    say(&r, "interference: GEMMs beside GEMMs on a second thread");
-    if ((rc = rt_barrier(r.world)) != 0 || (rc = cal_cpu_interference(o->quick ? 0.2 : 0.5, &slow[2])) != 0)
-      goto out;
-  }
-  /* The fewest CPUs any rank may use (negated for the maximum). */
-  int sharing = 1;
-  if (!r.nccl && (rc = ranks_sharing_cpus(&r, &sharing)) != 0)
-    goto out;
-  slow[5] = r.nccl ? 0.0 : -cal_rank_cpus(sharing);
-  if ((rc = max_over_ranks(&r, r.world, slow, 6)) != 0 || (r.win && (rc = machine_window(&r)) != 0))
-    goto out;
-  if (r.pg.rank == 0) {
-    r.prof->compute_slowdown = slow[0];
-    r.prof->comm_slowdown = slow[1];
-    r.prof->cpu_slowdown = slow[2];
-    say(&r, "  compute slowdown under communication %.3f, communication slowdown under compute %.3f, "
-        "CPU work beside CPU work %.3f", slow[0], slow[1], slow[2]);
-    if (slow[3] > 0 && slow[4] > 0 && slow[5] < 0 && r.pg.world_size > 1) {
-      /* The slowest rank's allreduce, as bus bandwidth (nccl-tests' factor
-       * 2(n-1)/n): the rate at which the two factors hold, and the CPUs the
-       * busiest rank's communication took at that rate, out of the CPUs a
-       * rank may use (sim/step.h scales the factors with them). */
-      int n = r.pg.world_size;
-      r.prof->interf_busbw_GBps = INTERF_BYTES(o) * 2.0 * (n - 1) / n / slow[3] / 1e9;
-      r.prof->interf_comm_cpus = slow[4];
-      r.prof->interf_rank_cpus = -slow[5];
-      say(&r, "  measured with allreduces at %.3f GB/s of bus bandwidth, which kept %.2f CPUs busy of the %.2f "
-          "a rank may use", r.prof->interf_busbw_GBps, slow[4], -slow[5]);
-    }
-    if (r.win && (rc = machine_windows_done(&r)) != 0)
-      goto out;
-    say(&r, "checkpoint I/O through the checkpoint writer and reader in %s", o->scratch_dir);
-    if ((rc = storage(&r, &r.prof->write_GBps, &r.prof->read_GBps)) != 0)
-      goto out;
-    say(&r, "  checkpoint write (CRC, fsync, rename) %.3f GB/s, read and verify %.3f GB/s", r.prof->write_GBps, r.prof->read_GBps);
-    if ((rc = core_profile_write(r.prof, o->out)) != 0)
-      goto out;
-    fprintf(stderr, "calibrate: wrote %s in %.1f s\n", o->out, rt_now() - r.t0);
-  }
+  if ((rc = cal_windows_open(&r)) != 0 || (rc = rt_barrier(r.world)) != 0)
+    goto out_release;
+  if ((rc = cal_phase_collectives(&r)) != 0)
+    goto out_release;
+  /* Compute: rank 0 alone, the device's own rate; then the second window. */
+  if (r.pg.rank == 0 && (rc = cal_phase_compute(&r)) != 0)
+    goto out_release;
+  if ((rc = rt_barrier(r.world)) != 0 || (rc = cal_window(&r)) != 0)
+    goto out_release;
+  if ((rc = cal_phase_jitter(&r)) != 0 || (rc = cal_phase_hooks(&r)) != 0)
+    goto out_release;
+  /* Interference, then the third window. */
+  if ((rc = cal_phase_interference(&r, &in)) != 0 || (rc = cal_window(&r)) != 0)
+    goto out_release;
+  if (r.pg.rank == 0 && (rc = conclude(&r, &in)) != 0)
+    goto out_release;
   rc = rt_barrier(r.world);
-out:
-  free(samples);
-  free(rel);
-  rt_comm_finish(intra, rc);
-  rt_comm_finish(inter, rc);
-  rt_comm_finish(r.world, rc);
-  if (st)
-    rt_store_close(st);
-  core_profile_free(r.prof);
-  windows_free(r.win);
-  if (tmpdir[0])
-    rmdir(tmpdir);
+out_release:
+  release(&r, rc);
   return rc;
 }

@@ -7,7 +7,7 @@
  * (so a shaper's burst allowance is spent, as between DDP's buckets), and
  * times taken per iteration as the slowest rank's. Reports min, median and max
  * time per size, algorithm bandwidth S/t and bus bandwidth with nccl-tests'
- * factors (reference/cost-models.md): allreduce 2(p-1)/p, reduce-scatter and
+ * factors (docs/cost-models.md): allreduce 2(p-1)/p, reduce-scatter and
  * allgather (p-1)/p, broadcast 1. Sizes S are counted as nccl-tests counts
  * them (allgather: the whole output; reduce-scatter: the whole input).
  *
