@@ -116,11 +116,9 @@ static int find_peers(cal_ctx *r) {
     if (r->pg.world_size > 1)
       return core_err_set(CORE_EUSAGE, "%d ranks need a rendezvous: run under `ddpsim launch` or pass --rdzv",
                           r->pg.world_size);
-    snprintf(r->tmpdir, sizeof r->tmpdir, "/tmp/ddpsim-cal-XXXXXX");
-    if (!mkdtemp(r->tmpdir)) {
-      r->tmpdir[0] = '\0';
-      return core_err_errno(errno, "cannot create a rendezvous directory");
-    }
+    int rc = rt_pg_private_dir(r->tmpdir);
+    if (rc)
+      return rc;
     r->spec = r->tmpdir;
   }
   r->bind = o->bind ? o->bind : getenv("DDPSIM_BIND_ADDR");
@@ -155,8 +153,7 @@ static void release(cal_ctx *r, int rc) {
     rt_store_close(r->store);
   core_profile_free(r->prof);
   cal_windows_free(r->win);
-  if (r->tmpdir[0])
-    rmdir(r->tmpdir);
+  rt_pg_private_dir_remove(r->tmpdir);
 }
 
 int cal_run(const cal_opts *o) {

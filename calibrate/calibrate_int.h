@@ -40,7 +40,7 @@ typedef struct cal_ctx {
   const char *bind;        /* Gloo's listen address (NULL for NCCL) */
   rt_store *store;         /* the world's rendezvous store, kept open to the end of the run */
   struct cal_windows *win; /* CPU memory rates and layer times (Gloo only; phase_windows.c) */
-  char tmpdir[64];         /* a lone rank's own rendezvous directory, removed at the end; "" if none */
+  char tmpdir[RT_PG_PRIVATE_DIR_MAX];       /* a lone rank's own rendezvous directory, removed at the end; "" if none */
   char bindbuf[256];       /* bind's storage where it is the default address */
 } cal_ctx;
 

@@ -1,6 +1,7 @@
 #include "runtime/pg.h"
 
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <netdb.h>
@@ -467,6 +468,33 @@ int rt_pg_default_bind(const rt_pg_info *info, char *buf, size_t len) {
                         info->rank, info->world_size, info->local_world_size);
   snprintf(buf, len, "127.0.0.1");
   return 0;
+}
+
+int rt_pg_private_dir(char *dir) {
+  snprintf(dir, RT_PG_PRIVATE_DIR_MAX, "/tmp/ddpsim-rdzv-XXXXXX");
+  if (!mkdtemp(dir)) {
+    int e = errno;
+    dir[0] = '\0';
+    return core_err_errno(e, "cannot create a rendezvous directory in /tmp");
+  }
+  return 0;
+}
+
+void rt_pg_private_dir_remove(const char *dir) {
+  if (!dir || !dir[0])
+    return;
+  DIR *d = opendir(dir);
+  struct dirent *e;
+  while (d && (e = readdir(d))) {
+    char f[RT_PG_PRIVATE_DIR_MAX + 512];
+    if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+      snprintf(f, sizeof f, "%s/%s", dir, e->d_name);
+      unlink(f);
+    }
+  }
+  if (d)
+    closedir(d);
+  rmdir(dir);
 }
 
 int rt_pg_connect(const rt_pg_info *info, const char *spec, const char *bind_addr,

@@ -94,6 +94,13 @@ check "single rank: its rendezvous directory was removed (left: $(left_dirs | tr
   [ -z "$(left_dirs)" ]
 check "single rank: 1 rank(s) in the summary" grep -q "1 rank(s)" "$work/single.out"
 check "single rank: 3 rows" [ "$(tail -n +2 "$work/run0/steps.csv" | wc -l)" -eq 3 ]
+# Calibration alone meets itself the same way and must clean up the same way.
+mkdir -p "$work/cal0"
+run single_cal calibrate --quick --out "$work/cal0/p.cfg"
+check "calibrate alone: exit $status" [ "$status" -eq 0 ]
+[ -z "$(left_dirs)" ] || sleep 1
+check "calibrate alone: its rendezvous directory was removed (left: $(left_dirs | tr '\n' ' '))" \
+  [ -z "$(left_dirs)" ]
 
 # ---- 3. resume equality -------------------------------------------------------
 # 100 samples: 100 per epoch alone (12 batches of 8), 50 per rank with 2
