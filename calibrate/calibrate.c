@@ -13,6 +13,7 @@
 #include "runtime/nccl.h"
 
 #include "core/afile.h"
+#include "core/clock.h"
 #include "core/err.h"
 
 #include <errno.h>
@@ -28,7 +29,7 @@ void cal_say(const cal_ctx *r, const char *fmt, ...) {
     return;
   va_list ap;
   va_start(ap, fmt);
-  fprintf(stderr, "[%6.1f s] ", rt_now() - r->t0);
+  fprintf(stderr, "[%6.1f s] ", core_now() - r->t0);
   vfprintf(stderr, fmt, ap);
   fputc('\n', stderr);
   va_end(ap);
@@ -139,7 +140,7 @@ static int conclude(cal_ctx *r, const cal_interf *in) {
   if ((rc = cal_windows_close(r)) != 0 || (rc = cal_phase_storage(r)) != 0 ||
       (rc = core_profile_write(r->prof, r->o->out)) != 0)
     return rc;
-  fprintf(stderr, "calibrate: wrote %s in %.1f s\n", r->o->out, rt_now() - r->t0);
+  fprintf(stderr, "calibrate: wrote %s in %.1f s\n", r->o->out, core_now() - r->t0);
   return 0;
 }
 
@@ -157,10 +158,8 @@ static void release(cal_ctx *r, int rc) {
 }
 
 int cal_run(const cal_opts *o) {
-  cal_ctx r = {.o = o, .t0 = rt_now(), .bufs = &cal_host_bufs};
-  struct timespec now_rt;
-  clock_gettime(CLOCK_REALTIME, &now_rt);
-  double start_rt = (double)now_rt.tv_sec + now_rt.tv_nsec * 1e-9;
+  cal_ctx r = {.o = o, .t0 = core_now(), .bufs = &cal_host_bufs};
+  double start_rt = core_wall_now();
   cal_interf in;
   int rc;
   if ((rc = choose_backend(&r)) != 0 || (rc = take_place(&r)) != 0 || (rc = find_peers(&r)) != 0 ||

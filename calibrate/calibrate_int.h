@@ -18,6 +18,7 @@
 #include "runtime/comm.h"
 #include "runtime/pg.h"
 
+#include "core/clock.h"
 #include "core/model.h"
 #include "core/profile.h"
 
@@ -32,7 +33,7 @@ typedef struct cal_ctx {
   rt_comm *intra, *inter;  /* the collectives' groups, kept open to the end of the run */
   int progress;
   core_profile *prof;      /* rank 0 only */
-  double t0;               /* rt_now() at the start, for progress lines */
+  double t0;               /* core_now() at the start, for progress lines */
   int nccl;                /* --backend nccl: GPUs, NCCL communicators */
   int device;              /* NCCL: this rank's CUDA device (LOCAL_RANK) */
   const cal_buf_ops *bufs; /* where collective buffers live: host (Gloo), device (NCCL) */

@@ -10,6 +10,7 @@
 #include "runtime/gloo_shim.h"
 #include "runtime/mlp.h"
 
+#include "core/clock.h"
 #include "core/err.h"
 
 #include <cblas.h>
@@ -41,9 +42,9 @@ int cal_gemm_sweep(const int *sizes, int n, double budget_s, double *flops, doub
     double t[MAX_ITERS], spent = 0;
     int it = 0;
     for (int w = -1; it < MAX_ITERS && (it < 3 || spent < budget_s); w++) {
-      double t0 = rt_now();
+      double t0 = core_now();
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, s, s, s, 1.0f, a, s, b, s, 0.0f, c, s);
-      double dt = rt_now() - t0;
+      double dt = core_now() - t0;
       if (w < 0)
         continue; /* warm-up: thread start, page faults */
       t[it++] = dt;
@@ -123,7 +124,7 @@ int cal_sum_rates(const float *vals, const float *peer, int64_t n_vals, double s
     double t[5];
     for (int it = -1; it < 5; it++) {
       int reps = 0;
-      double t0 = rt_now(), t1;
+      double t0 = core_now(), t1;
       do {
         /* out = a + b: the operands stay what they were, so every pass sees
          * the same values (and the same share of subnormal halves, which
@@ -136,7 +137,7 @@ int cal_sum_rates(const float *vals, const float *peer, int64_t n_vals, double s
         if ((rc = rt_gloo_sum(types[k], out, a, b, ne)) != 0)
           goto out;
         reps++;
-      } while ((t1 = rt_now()) - t0 < 0.04);
+      } while ((t1 = core_now()) - t0 < 0.04);
       if (it >= 0)
         t[it] = (t1 - t0) / reps;
     }
@@ -168,18 +169,18 @@ int cal_memory_bandwidth(size_t bytes, double *copy_GBps, double *reduce_GBps) {
   /* Each sample is as many passes as last 40 ms, for the sustained rate. */
   for (int it = -1; it < 8; it++) {
     int k = 0;
-    double t0 = rt_now(), t1;
+    double t0 = core_now(), t1;
     do {
       rt_scale_copy(y, x, (int64_t)n, scale); /* the DDP engine's own copy into a bucket */
       k++;
-    } while ((t1 = rt_now()) - t0 < 0.04);
+    } while ((t1 = core_now()) - t0 < 0.04);
     int k2 = 0;
     double t2;
     do {
       for (size_t i = 0; i < n; i++) /* a += b, the host reduction */
         y[i] += x[i];
       k2++;
-    } while ((t2 = rt_now()) - t1 < 0.04);
+    } while ((t2 = core_now()) - t1 < 0.04);
     if (it >= 0) {
       tc[it] = (t1 - t0) / k;
       tr[it] = (t2 - t1) / k2;
@@ -208,12 +209,12 @@ int cal_update_bandwidth(size_t bytes, double *GBps) {
   /* Each sample is as many steps as last 40 ms, as in cal_memory_bandwidth. */
   for (int it = -1; it < 8; it++) {
     int k = 0;
-    double t0 = rt_now(), t1;
+    double t0 = core_now(), t1;
     do {
       memcpy(g, bucket, n * sizeof(float));
       rt_sgd_update(p, buf, g, (int64_t)n, 1e-6f, 0.9f);
       k++;
-    } while ((t1 = rt_now()) - t0 < 0.04);
+    } while ((t1 = core_now()) - t0 < 0.04);
     if (it >= 0)
       t[it] = (t1 - t0) / k;
   }
@@ -252,21 +253,21 @@ int cal_layer_times(const core_model *m, int batch, int iters, double min_s, dou
   int passes = 0;
   double t_start = 0;
   /* Pass -1 sets every activation and gradient buffer (and warms up). */
-  for (int it = -1; it < iters || rt_now() - t_start < min_s; it++) {
+  for (int it = -1; it < iters || core_now() - t_start < min_s; it++) {
     if (it == 0)
-      t_start = rt_now();
+      t_start = core_now();
     for (int l = 0; l < L; l++) {
-      double t0 = rt_now();
+      double t0 = core_now();
       rt_mlp_forward_layer(net, l);
       if (it >= 0)
-        fwd_s[l] += rt_now() - t0;
+        fwd_s[l] += core_now() - t0;
     }
     rt_mlp_loss(net, target);
     for (int l = L - 1; l >= 0; l--) {
-      double t0 = rt_now();
+      double t0 = core_now();
       rt_mlp_backward_layer(net, l);
       if (it >= 0)
-        bwd_s[l] += rt_now() - t0;
+        bwd_s[l] += core_now() - t0;
     }
     if (it >= 0)
       passes++;
@@ -293,14 +294,14 @@ int cal_step_samples(const core_model *m, int batch, int n, double *samples) {
     return core_err_set(CORE_ENOMEM, "out of memory for jitter samples");
   }
   for (int it = -2; it < n; it++) {
-    double t0 = rt_now();
+    double t0 = core_now();
     for (int l = 0; l < L; l++)
       rt_mlp_forward_layer(net, l);
     rt_mlp_loss(net, target);
     for (int l = L - 1; l >= 0; l--)
       rt_mlp_backward_layer(net, l);
     if (it >= 0)
-      samples[it] = rt_now() - t0;
+      samples[it] = core_now() - t0;
   }
   free(target);
   rt_mlp_free(net);
@@ -320,10 +321,10 @@ typedef struct bg {
 static void *bg_main(void *arg) {
   bg *g = arg;
   for (int i = 0; i < g->count && !g->rc; i++) {
-    double t0 = rt_now();
+    double t0 = core_now();
     if ((g->rc = rt_allreduce(g->comm, g->buf, g->n, RT_FP32, RT_ALGO_DEFAULT)) != 0)
       snprintf(g->msg, sizeof g->msg, "%s", core_err_msg());
-    g->t[i] = rt_now() - t0;
+    g->t[i] = core_now() - t0;
   }
   atomic_store(&g->done, 1);
   return NULL;
@@ -332,11 +333,11 @@ static void *bg_main(void *arg) {
 /* GEMMs of size s until stop says so; returns GEMMs per second. */
 static double gemm_rate(int s, const float *a, const float *b, float *c, double min_s, atomic_int *stop) {
   int k = 0;
-  double t0 = rt_now(), dt;
+  double t0 = core_now(), dt;
   do {
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, s, s, s, 1.0f, a, s, b, s, 0.0f, c, s);
     k++;
-    dt = rt_now() - t0;
+    dt = core_now() - t0;
   } while (stop ? !atomic_load(stop) : dt < min_s);
   return k / dt;
 }
@@ -476,14 +477,14 @@ int cal_interference(rt_comm *comm, double bytes, int allreduces, double *comput
   double alone = gemm_rate(S, a, b, c, 1.0, NULL);
   if ((rc = rt_barrier(comm)) != 0)
     goto out;
-  double w0 = rt_now(), c0 = process_cpu_s();
+  double w0 = core_now(), c0 = process_cpu_s();
   for (int i = 0; i < allreduces; i++) {
-    double t0 = rt_now();
+    double t0 = core_now();
     if ((rc = rt_allreduce(comm, g.buf, g.n, RT_FP32, RT_ALGO_DEFAULT)) != 0)
       goto out;
-    alone_t[i] = rt_now() - t0;
+    alone_t[i] = core_now() - t0;
   }
-  double busy = (process_cpu_s() - c0) / (rt_now() - w0);
+  double busy = (process_cpu_s() - c0) / (core_now() - w0);
   pthread_t th;
   if (pthread_create(&th, NULL, bg_main, &g) != 0) {
     rc = core_err_set(CORE_EIO, "cannot start a communication thread");

@@ -4,6 +4,7 @@
 
 #include "runtime/ddp.h"
 
+#include "core/clock.h"
 #include "core/err.h"
 
 #include <gsl/gsl_statistics_double.h>
@@ -93,10 +94,10 @@ static void *bg_main(void *arg) {
   /* The NCCL backend makes its device current for this thread itself. */
   for (long i = 0; i < g->count && !g->rc; i++) {
     int beside = atomic_load(&g->gemms);
-    double t0 = rt_now();
+    double t0 = core_now();
     if ((g->rc = rt_allreduce(g->comm, g->buf, g->n, RT_FP32, RT_ALGO_DEFAULT)) != 0)
       snprintf(g->msg, sizeof g->msg, "%s", core_err_msg());
-    double dt = rt_now() - t0;
+    double dt = core_now() - t0;
     if (beside && atomic_load(&g->gemms))
       g->t[g->nt++] = dt;
   }
@@ -107,11 +108,11 @@ static void *bg_main(void *arg) {
 /* One probe measurement: FLOP/s, and its wall time (allocation, fill and
  * cuBLAS set-up included) in *wall. */
 static int probe(int device, double *rate, double *wall) {
-  double t0 = rt_now();
+  double t0 = core_now();
   int rc = rt_gpu_gemm_rate(device, RT_GPU_FP32, CAL_GPU_PROBE_N, CAL_GPU_PROBE_N, CAL_GPU_PROBE_N, 1,
                             4 * CAL_GPU_BURST, rate);
   if (wall)
-    *wall = rt_now() - t0;
+    *wall = core_now() - t0;
   return rc ? core_err_wrap(rc, "interference GEMMs") : 0;
 }
 
@@ -148,10 +149,10 @@ int cal_gpu_interference(rt_comm *comm, int device, double bytes, double min_s,
   if ((rc = rt_allreduce(comm, g.buf, g.n, RT_FP32, RT_ALGO_DEFAULT)) != 0 || (rc = rt_barrier(comm)) != 0)
     goto out;
   for (int i = 0; i < ALONE_AR; i++) {
-    double t0 = rt_now();
+    double t0 = core_now();
     if ((rc = rt_allreduce(comm, g.buf, g.n, RT_FP32, RT_ALGO_DEFAULT)) != 0)
       goto out;
-    alone_ar[i] = rt_now() - t0;
+    alone_ar[i] = core_now() - t0;
   }
   double agreed[2] = {gsl_stats_mean(alone_ar, 1, ALONE_AR), wall};
   double ar_alone = cal_median(alone_ar, ALONE_AR);

@@ -12,6 +12,7 @@
 #include "runtime/gpu.h"
 #include "runtime/nccl.h"
 
+#include "core/clock.h"
 #include "core/err.h"
 
 #include <stdio.h>
@@ -44,7 +45,7 @@ static int rendezvous(cal_ctx *r, double *secs) {
   int rc;
   if ((rc = rt_pg_open_store(r->spec, "cal-world", &r->store)) != 0)
     return rc;
-  double t = rt_now();
+  double t = core_now();
   char key[64];
   snprintf(key, sizeof key, "arrived-%d", r->pg.rank);
   if ((rc = rt_store_set(r->store, key, "1", 1)) != 0)
@@ -57,7 +58,7 @@ static int rendezvous(cal_ctx *r, double *secs) {
     if ((rc = rt_store_wait(r->store, kk, 1, (int)(r->o->timeout_s * 1000))) != 0)
       return rc;
   }
-  *secs = rt_now() - t;
+  *secs = core_now() - t;
   return 0;
 }
 
@@ -154,10 +155,10 @@ int cal_phase_startup(cal_ctx *r, double start_rt) {
   int rc;
   if ((rc = rendezvous(r, &s.rendezvous_s)) != 0)
     return rc;
-  double t = rt_now();
+  double t = core_now();
   if ((rc = cal_connect(r, r->store, r->pg.rank, r->pg.world_size, RT_ALGO_DEFAULT, &r->world)) != 0)
     return rc;
-  s.comm_init_s = rt_now() - t;
+  s.comm_init_s = core_now() - t;
   if ((rc = slowest_rank(r, &s)) != 0 || (r->pg.rank == 0 && (rc = new_profile(r, &s)) != 0))
     return rc;
   cal_say(r, "start-up: process %.3f s, rendezvous %.3f s, communicator %.3f s", s.process_s, s.rendezvous_s,

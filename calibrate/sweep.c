@@ -2,6 +2,7 @@
 
 #include "runtime/gpu.h"
 
+#include "core/clock.h"
 #include "core/err.h"
 
 #include <gsl/gsl_sort.h>
@@ -49,12 +50,6 @@ double cal_busbw_factor(enum cal_op op, int p) {
   case CAL_BROADCAST: return 1.0;
   default: return (double)(p - 1) / p;
   }
-}
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 /* ---- host buffers ---------------------------------------------------------- */
@@ -451,10 +446,10 @@ static int measure(rt_comm *c, rt_comm *ctl_comm, const cal_buf_ops *b, enum cal
       goto out_free;
     if (drain && (rc = run_op(c, op, algo, dsend, drecv, send_n, recv_n, root)) != 0)
       goto out_free;
-    double t0 = now_s();
+    double t0 = core_now();
     if ((rc = run_op(c, op, algo, s, r, send_n, recv_n, root)) != 0)
       goto out_free;
-    double dt = now_s() - t0;
+    double dt = core_now() - t0;
     if ((rc = check(c, b, op, s, r, send_n, recv_n, root, bytes)) != 0)
       goto out_free;
     if (it < 0)

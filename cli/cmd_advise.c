@@ -9,6 +9,7 @@
 #include "sim/scenario.h"
 
 #include "core/afile.h"
+#include "core/clock.h"
 #include "core/err.h"
 
 #include <getopt.h>
@@ -50,12 +51,6 @@ const char cli_advise_help[] =
     "\n"
     "Example:\n"
     "  ddpsim advise scenarios/plan.cfg -o results\n";
-
-static double mono_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 typedef struct opts {
   const char *out, *profile;
@@ -127,7 +122,7 @@ int cli_cmd_advise(int argc, char **argv) {
   snprintf(csv, sizeof csv, "%s/%s-advice.csv", o.out, s->name);
   sim_advise_opts ao = {.jobs = (int)o.jobs, .exhaustive = o.exhaustive};
   sim_advice a;
-  double t0 = mono_s();
+  double t0 = core_now();
   if ((rc = sim_advise_check(s)) != 0 || (rc = core_mkdirs(o.out)) != 0 || (rc = core_afile_check(csv)) != 0)
     goto fail_scenario;
   if ((rc = sim_advise_run(s, &ao, &a)) != 0)
@@ -135,7 +130,7 @@ int cli_cmd_advise(int argc, char **argv) {
   if ((rc = sim_advice_rank(s, &a)) != 0 || (rc = sim_advice_write_csv(s, &a, csv)) != 0)
     goto fail_advice;
   if (!o.quiet) {
-    sim_advice_print(s, &a, mono_s() - t0, stdout);
+    sim_advice_print(s, &a, core_now() - t0, stdout);
     printf("wrote %s\n", csv);
   }
   fflush(stdout);

@@ -6,6 +6,7 @@
 #include "runtime/train.h"
 
 #include "core/bucket.h"
+#include "core/clock.h"
 #include "core/err.h"
 
 #include <errno.h>
@@ -145,9 +146,7 @@ int cli_cmd_train(int argc, char **argv) {
       {"powersgd-min-rate", required_argument, NULL, O_PSGD_RATE},
       {"tensorboard", required_argument, NULL, O_TB},
       {NULL, 0, NULL, 0}};
-  struct timespec now_rt;
-  clock_gettime(CLOCK_REALTIME, &now_rt);
-  rt_train_opts o = {.process_start_rt = (double)now_rt.tv_sec + now_rt.tv_nsec * 1e-9, .batch = 32, .steps = 20, .dataset = RT_DATA_DEFAULT_SIZE, .seed = RT_DATA_DEFAULT_SEED, .threads = 1, .ckpt_keep = 2,
+  rt_train_opts o = {.process_start_rt = core_wall_now(), .batch = 32, .steps = 20, .dataset = RT_DATA_DEFAULT_SIZE, .seed = RT_DATA_DEFAULT_SEED, .threads = 1, .ckpt_keep = 2,
                   .fail_rank = -1, .lr = RT_DDP_DEFAULT_LR, .momentum = RT_DDP_DEFAULT_MOMENTUM,
                   .bucket_cap_mb = CORE_BUCKET_DEFAULT_CAP_MB, .first_bucket_mb = 1, .timeout_s = 30, .overlap = 1, .shuffle = 1, .out = "run",
                   .algo = RT_ALGO_DEFAULT};

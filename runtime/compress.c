@@ -2,6 +2,7 @@
 
 #include "runtime/compress_gsl.h"
 
+#include "core/clock.h"
 #include "core/err.h"
 
 #include <cblas.h>
@@ -109,12 +110,6 @@ int64_t rt_compress_stats_bytes(const rt_compress_stats *s) {
 
 double rt_compress_stats_compute_s(const rt_compress_stats *s) {
   return s->cast_s + s->gemm_s + s->ortho_s + s->copy_s;
-}
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 /* ---- fp16 and bf16, rounded to nearest even as PyTorch's .to() does ------------ */
@@ -389,9 +384,9 @@ typedef struct call {
 static int reduce(const call *k, void *buf, int64_t n, enum rt_dtype t, enum rt_compress_phase ph) {
   if (n == 0)
     return 0;
-  double t0 = now_s();
+  double t0 = core_now();
   int rc = rt_allreduce(k->comm, buf, (size_t)n, t, k->c->o.algo);
-  k->st->comm_s += now_s() - t0;
+  k->st->comm_s += core_now() - t0;
   if (rc) {
     if (k->c->o.kind == RT_COMPRESS_NONE)
       return rc; /* the plain allreduce keeps the backend's message */
@@ -408,14 +403,14 @@ static int reduce(const call *k, void *buf, int64_t n, enum rt_dtype t, enum rt_
  * body, the cast back in its future's callback. */
 static void half_prepare(const call *k, const float *buf, int64_t n) {
   uint16_t *h = k->c->bs[k->b].half;
-  double t0 = now_s();
+  double t0 = core_now();
   if (k->c->o.kind == RT_COMPRESS_BF16)
     for (int64_t i = 0; i < n; i++)
       h[i] = f32_to_bf16(buf[i]);
   else
     for (int64_t i = 0; i < n; i++)
       h[i] = f32_to_f16(buf[i]);
-  k->st->cast_s += now_s() - t0;
+  k->st->cast_s += core_now() - t0;
 }
 
 static int half_finish(const call *k, float *buf, int64_t n) {
@@ -424,14 +419,14 @@ static int half_finish(const call *k, float *buf, int64_t n) {
   int rc = reduce(k, h, n, bf ? RT_BF16 : RT_FP16, RT_PHASE_BUCKET);
   if (rc)
     return rc;
-  double t0 = now_s();
+  double t0 = core_now();
   if (bf)
     for (int64_t i = 0; i < n; i++)
       buf[i] = bf16_to_f32(h[i]);
   else
     for (int64_t i = 0; i < n; i++)
       buf[i] = f16_to_f32(h[i]);
-  k->st->cast_s += now_s() - t0;
+  k->st->cast_s += core_now() - t0;
   return 0;
 }
 
@@ -458,7 +453,7 @@ static int powersgd_prepare(const call *k, float *buf, int64_t n_el) {
 
   /* Error feedback: the input becomes gradient + last error; keep a copy
    * to compute the new error from. */
-  double t0 = now_s();
+  double t0 = core_now();
   if (ef && s->have_err) {
     for (int64_t i = 0; i < n_el; i++) {
       float v = buf[i] + s->err[i];
@@ -475,11 +470,11 @@ static int powersgd_prepare(const call *k, float *buf, int64_t n_el) {
     memcpy(s->unc_buf + o, buf + bk->tensor_offset[t], sizeof *buf * (size_t)m->tensor_elems[t]);
     o += m->tensor_elems[t];
   }
-  st->copy_s += now_s() - t0;
+  st->copy_s += core_now() - t0;
 
   /* Q: a fresh random orthonormal start in the first compressed step (and
    * every step without warm start), else last step's Q orthogonalized. */
-  t0 = now_s();
+  t0 = core_now();
   if (!c->o.warm_start || !s->have_q) {
     /* A seed is drawn even for a bucket with nothing to compress, as
      * PyTorch does, so the sequence does not depend on the shapes. */
@@ -494,10 +489,10 @@ static int powersgd_prepare(const call *k, float *buf, int64_t n_el) {
       return rc;
     q += (size_t)mm * (size_t)r;
   }
-  st->ortho_s += now_s() - t0;
+  st->ortho_s += core_now() - t0;
 
   /* P = M Q. */
-  t0 = now_s();
+  t0 = core_now();
   float *p = s->p;
   q = s->q;
   for (int i = 0; i < s->n_comp; i++) {
@@ -507,7 +502,7 @@ static int powersgd_prepare(const call *k, float *buf, int64_t n_el) {
     p += (size_t)n * (size_t)r;
     q += (size_t)mm * (size_t)r;
   }
-  st->gemm_s += now_s() - t0;
+  st->gemm_s += core_now() - t0;
   return 0;
 }
 
@@ -526,19 +521,19 @@ static int powersgd_finish(const call *k, float *buf, int64_t n_el) {
    * divided by the world size already); back into the bucket. */
   if ((rc = reduce(k, s->unc_buf, s->unc_elems, RT_FP32, RT_PHASE_UNCOMPRESSED)) != 0)
     return rc;
-  double t0 = now_s();
+  double t0 = core_now();
   int64_t o = 0;
   for (int i = 0; i < s->n_unc; i++) {
     int t = s->unc[i];
     memcpy(buf + bk->tensor_offset[t], s->unc_buf + o, sizeof *buf * (size_t)m->tensor_elems[t]);
     o += m->tensor_elems[t];
   }
-  st->copy_s += now_s() - t0;
+  st->copy_s += core_now() - t0;
 
   /* All P, summed; orthogonalized, so their scale does not matter. */
   if ((rc = reduce(k, s->p, s->p_elems, RT_FP32, RT_PHASE_P)) != 0)
     return rc;
-  t0 = now_s();
+  t0 = core_now();
   float *p = s->p;
   for (int i = 0; i < s->n_comp; i++) {
     int t = s->comp[i], r = c->tensor_rank[t];
@@ -547,10 +542,10 @@ static int powersgd_finish(const call *k, float *buf, int64_t n_el) {
       return rc;
     p += (size_t)n * (size_t)r;
   }
-  st->ortho_s += now_s() - t0;
+  st->ortho_s += core_now() - t0;
 
   /* Q = M^T P, summed: the mean of the ranks' M^T P. */
-  t0 = now_s();
+  t0 = core_now();
   p = s->p;
   float *q = s->q;
   for (int i = 0; i < s->n_comp; i++) {
@@ -560,12 +555,12 @@ static int powersgd_finish(const call *k, float *buf, int64_t n_el) {
     p += (size_t)n * (size_t)r;
     q += (size_t)mm * (size_t)r;
   }
-  st->gemm_s += now_s() - t0;
+  st->gemm_s += core_now() - t0;
   if ((rc = reduce(k, s->q, s->q_elems, RT_FP32, RT_PHASE_Q)) != 0)
     return rc;
 
   /* M = P Q^T: the rank-r approximation of the mean. */
-  t0 = now_s();
+  t0 = core_now();
   p = s->p;
   q = s->q;
   for (int i = 0; i < s->n_comp; i++) {
@@ -575,18 +570,18 @@ static int powersgd_finish(const call *k, float *buf, int64_t n_el) {
     p += (size_t)n * (size_t)r;
     q += (size_t)mm * (size_t)r;
   }
-  st->gemm_s += now_s() - t0;
+  st->gemm_s += core_now() - t0;
   s->have_q = c->o.warm_start;
 
   /* The new error, PyTorch's input_tensor_cp - input_tensor in the input's
    * scale: input - approximation / world. */
   if (c->o.error_feedback) {
-    t0 = now_s();
+    t0 = core_now();
     const float w = (float)k->comm->size;
     for (int64_t i = 0; i < n_el; i++)
       s->err[i] = s->input[i] - buf[i] / w;
     s->have_err = 1;
-    st->copy_s += now_s() - t0;
+    st->copy_s += core_now() - t0;
   }
   return 0;
 }

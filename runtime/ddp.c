@@ -1,5 +1,6 @@
 #include "ddp.h"
 
+#include "core/clock.h"
 #include "core/err.h"
 
 #include <pthread.h>
@@ -31,12 +32,6 @@ struct rt_ddp {
   char fail_msg[2048];
   double *coll_t0, *coll_t1; /* [n_buckets] per step */
 };
-
-double rt_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 __attribute__((noinline)) void rt_scale_copy(float *restrict dst, const float *restrict src, int64_t n,
                                              float scale) {
@@ -77,19 +72,17 @@ static void *comm_main(void *arg) {
       fflush(stderr);
       if (d->o.fail_mark) {
         /* The moment of death, for measuring detection and recovery. */
-        struct timespec rt;
-        clock_gettime(CLOCK_REALTIME, &rt);
         FILE *f = fopen(d->o.fail_mark, "w");
         if (f) {
-          fprintf(f, "%.6f %ld\n", (double)rt.tv_sec + rt.tv_nsec * 1e-9, step);
+          fprintf(f, "%.6f %ld\n", core_wall_now(), step);
           fclose(f);
         }
       }
       raise(SIGKILL);
     }
-    double t0 = rt_now();
+    double t0 = core_now();
     int rc = rt_compress_finish(d->hook, d->comm, b, d->bucket_buf[b], step, &d->hook_st[b]);
-    double t1 = rt_now();
+    double t1 = core_now();
 
     pthread_mutex_lock(&d->mu);
     d->coll_t0[b] = t0;
@@ -219,12 +212,12 @@ void rt_ddp_set_has_momentum(rt_ddp *d, int has) { d->has_momentum = has; }
 static int prepare(rt_ddp *d, long step, int from, int upto, double *compute, core_trace *tr,
                    double t_start, double base) {
   for (int b = from; b < upto; b++) {
-    double t0 = rt_now();
+    double t0 = core_now();
     memset(&d->hook_st[b], 0, sizeof d->hook_st[b]);
     int rc = rt_compress_prepare(d->hook, b, d->bucket_buf[b], step, &d->hook_st[b]);
     if (rc)
       return core_err_wrap(rc, "step %ld: preparing bucket %d", step, b);
-    double t1 = rt_now();
+    double t1 = core_now();
     *compute += t1 - t0;
     if (tr && d->o.compress.kind != RT_COMPRESS_NONE) {
       char name[64];
@@ -258,7 +251,7 @@ int rt_ddp_step(rt_ddp *d, long step, const float *x, const float *target, rt_st
   const core_buckets *bk = &d->bk;
   int nb = bk->n_buckets, rank = d->comm->rank, rc;
   float inv_world = 1.0f / (float)d->comm->size;
-  double compute = 0, t, t_start = rt_now();
+  double compute = 0, t, t_start = core_now();
   char name[96];
   memset(m, 0, sizeof *m);
   m->step = step;
@@ -273,22 +266,22 @@ int rt_ddp_step(rt_ddp *d, long step, const float *x, const float *target, rt_st
   /* Forward. */
   memcpy(n->act[0], x, sizeof(float) * (size_t)n->batch * (size_t)mo->layers[0].in);
   for (int l = 0; l < n->n_layers; l++) {
-    t = rt_now();
+    t = core_now();
     rt_mlp_forward_layer(n, l);
-    double t1 = rt_now();
+    double t1 = core_now();
     compute += t1 - t;
     snprintf(name, sizeof name, "%s forward", mo->layers[l].name);
     span(tr, rank, name, "forward", CORE_TRACE_TID_COMPUTE, t - t_start, t1 - t_start, base, NULL);
   }
-  t = rt_now();
+  t = core_now();
   m->loss = rt_mlp_loss(n, target);
-  compute += rt_now() - t;
+  compute += core_now() - t;
 
   /* Backward, layer by layer; each layer's gradients go to their buckets,
    * and ready buckets are handed over in order. */
   int next = 0;
   for (int l = n->n_layers - 1; l >= 0; l--) {
-    t = rt_now();
+    t = core_now();
     rt_mlp_backward_layer(n, l);
     const core_layer *L = &mo->layers[l];
     for (int k = 0; k < L->n_tensors; k++) {
@@ -297,7 +290,7 @@ int rt_ddp_step(rt_ddp *d, long step, const float *x, const float *target, rt_st
       rt_scale_copy(d->bucket_buf[b] + bk->tensor_offset[ti], g, mo->tensor_elems[ti], inv_world);
       d->pending[b]--;
     }
-    double t1 = rt_now();
+    double t1 = core_now();
     compute += t1 - t;
     snprintf(name, sizeof name, "%s backward", L->name);
     span(tr, rank, name, "backward", CORE_TRACE_TID_COMPUTE, t - t_start, t1 - t_start, base, NULL);
@@ -335,7 +328,7 @@ int rt_ddp_step(rt_ddp *d, long step, const float *x, const float *target, rt_st
 
   /* Copy the averaged gradients back and step SGD (torch.optim.SGD: the
    * momentum buffer starts as the first gradient, then buf = mu*buf + g). */
-  t = rt_now();
+  t = core_now();
   for (int ti = 0; ti < mo->n_tensors; ti++) {
     int b = bk->tensor_bucket[ti];
     memcpy(n->grads + n->offset[ti], d->bucket_buf[b] + bk->tensor_offset[ti],
@@ -346,7 +339,7 @@ int rt_ddp_step(rt_ddp *d, long step, const float *x, const float *target, rt_st
                 d->has_momentum ? mu : 0.0f);
   if (mu != 0.0f)
     d->has_momentum = 1;
-  double t_end = rt_now();
+  double t_end = core_now();
   compute += t_end - t;
   span(tr, rank, "optimizer step", "optimizer", CORE_TRACE_TID_COMPUTE, t - t_start, t_end - t_start, base, NULL);
 

@@ -84,9 +84,6 @@ float *rt_ddp_momentum(rt_ddp *d);
 int rt_ddp_has_momentum(const rt_ddp *d);
 void rt_ddp_set_has_momentum(rt_ddp *d, int has);
 
-/* Monotonic seconds, the clock all runtime timings use. */
-double rt_now(void);
-
 /* dst[i] = src[i] * scale: the copy of a gradient into its bucket, averaged
  * on the way. One out-of-line copy of the code, called by the engine and
  * timed by calibrate: how fast a plain loop runs depends on where it lands

@@ -2,6 +2,7 @@
 #include "launch.h"
 
 #include "core/afile.h"
+#include "core/clock.h"
 #include "core/err.h"
 
 #include <arpa/inet.h>
@@ -28,12 +29,6 @@
 static volatile sig_atomic_t got_signal;
 
 static void on_signal(int sig) { got_signal = sig; }
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 int rt_local_addr(char *buf, int n) {
   struct ifaddrs *ifs, *i;
@@ -204,12 +199,6 @@ static int host_addrs(const rt_launch_opts *o, char (*addr)[64]) {
  * measure their recovery (DDPSIM_FAIL_TIME, DDPSIM_STOP_S). */
 static double prev_fail_rt, prev_stop_s;
 
-static double realtime(void) {
-  struct timespec rt;
-  clock_gettime(CLOCK_REALTIME, &rt);
-  return (double)rt.tv_sec + rt.tv_nsec * 1e-9;
-}
-
 /* Rank r's block of the launcher's CPUs for --cpu-bind: the allowed CPUs in
  * order, split into nproc contiguous blocks (the first ones a CPU larger
  * when they do not divide evenly), so that neighbouring CPU numbers, which
@@ -232,7 +221,7 @@ static int start_group(const rt_launch_opts *o, int attempt, const char *rdzv, c
   int per_host = o->n_hosts ? o->nproc / o->n_hosts : o->nproc;
   pid_t launcher = getpid();
   char launch_time[64], fail_time[64], stop_s[64];
-  snprintf(launch_time, sizeof launch_time, "%.6f", realtime());
+  snprintf(launch_time, sizeof launch_time, "%.6f", core_wall_now());
   snprintf(fail_time, sizeof fail_time, "%.6f", prev_fail_rt);
   snprintf(stop_s, sizeof stop_s, "%.6f", prev_stop_s);
   for (int r = 0; r < o->nproc; r++) {
@@ -318,7 +307,7 @@ static int reap(child *ch, int n, int flags) {
 /* Stop everything still running: SIGTERM, then SIGKILL after grace_s. */
 static void stop_group(const rt_launch_opts *o, child *ch) {
   signal_all(ch, o->nproc, SIGTERM);
-  double deadline = now_s() + o->grace_s;
+  double deadline = core_now() + o->grace_s;
   int left;
   for (;;) {
     left = 0;
@@ -328,7 +317,7 @@ static void stop_group(const rt_launch_opts *o, child *ch) {
       return;
     if (reap(ch, o->nproc, WNOHANG) >= 0)
       continue;
-    if (now_s() >= deadline)
+    if (core_now() >= deadline)
       break;
     struct timespec ts = {0, 20 * 1000 * 1000};
     nanosleep(&ts, NULL);
@@ -406,11 +395,11 @@ int rt_launch_run(const rt_launch_opts *o, rt_launch_result *res) {
     double kill_at = INFINITY;
     int victim = -1;
     if (o->fail_mtbf_s > 0 && attempt < o->max_restarts && rng) {
-      kill_at = now_s() + gsl_ran_exponential(rng, o->fail_mtbf_s);
+      kill_at = core_now() + gsl_ran_exponential(rng, o->fail_mtbf_s);
       victim = (int)gsl_rng_uniform_int(rng, (unsigned long)o->nproc);
     }
     while (running > 0) {
-      if (victim >= 0 && now_s() >= kill_at) {
+      if (victim >= 0 && core_now() >= kill_at) {
         if (!ch[victim].done) {
           if (!o->quiet)
             fprintf(stderr, "ddpsim launch: injected failure: SIGKILL to rank %d\n", victim);
@@ -466,10 +455,10 @@ int rt_launch_run(const rt_launch_opts *o, rt_launch_result *res) {
     /* A rank failed: stop the rest within a bounded time. */
     char how[128];
     describe(ch[first_bad].status, how, sizeof how);
-    prev_fail_rt = realtime();
-    double t0 = now_s();
+    prev_fail_rt = core_wall_now();
+    double t0 = core_now();
     stop_group(o, ch);
-    res->stop_s = now_s() - t0;
+    res->stop_s = core_now() - t0;
     prev_stop_s = res->stop_s;
     remove_cgroups(o);
     res->failed_rank = first_bad;

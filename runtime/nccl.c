@@ -23,6 +23,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/clock.h"
 #include "core/err.h"
 #include "runtime/cuda_api.h"
 #include "runtime/gpu.h"
@@ -47,12 +48,6 @@ typedef struct nccl_impl {
 } nccl_impl;
 
 static nccl_impl *impl_of(rt_comm *c) { return (nccl_impl *)c->impl; }
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 /* ---- failures ------------------------------------------------------------ */
 
@@ -95,7 +90,7 @@ static int fail_nccl(rt_comm *c, const char *op, ncclResult_t r) {
  * ncclInProgress and, when on_stream, its stream idle. */
 static int nccl_wait(rt_comm *c, const char *op, int on_stream) {
   nccl_impl *im = impl_of(c);
-  const double t0 = now_s(), deadline = t0 + c->timeout_s;
+  const double t0 = core_now(), deadline = t0 + c->timeout_s;
   long nap_ns = 20 * 1000;
   for (;;) {
     ncclResult_t as = ncclSuccess;
@@ -115,7 +110,7 @@ static int nccl_wait(rt_comm *c, const char *op, int on_stream) {
                     op, c->rank, c->size, im->device, im->cu->cudaGetErrorString(q),
                     im->cu->cudaGetErrorName(q));
     }
-    double t = now_s();
+    double t = core_now();
     if (t > deadline)
       return fail(c, CORE_ETIMEDOUT,
                   "NCCL %s on rank %d of %d (device %d) did not finish within the %g s "

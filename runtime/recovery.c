@@ -6,13 +6,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "core/csv.h"
-
-double rt_recovery_now(void) {
-  struct timespec rt;
-  clock_gettime(CLOCK_REALTIME, &rt);
-  return (double)rt.tv_sec + rt.tv_nsec * 1e-9;
-}
 
 /* The last step the previous attempt's rank 0 recorded, or -1. */
 static long last_step(const char *out_dir, int attempt) {
@@ -64,7 +59,7 @@ enum { N_COLS = 11 };
 
 int rt_recovery_done(const char *out_dir, int attempt, double process_start_rt, const rt_recovery *rec) {
   char path[4400];
-  double now = rt_recovery_now();
+  double now = core_wall_now();
   core_csv c;
   snprintf(path, sizeof path, "%s/recovery-attempt-%d.csv", out_dir, attempt);
   int rc = core_csv_open(&c, path, cols, N_COLS);

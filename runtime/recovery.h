@@ -27,9 +27,6 @@ typedef struct rt_recovery {
   long resume_step; /* the step this attempt starts from */
 } rt_recovery;
 
-/* Wall clock (CLOCK_REALTIME) in seconds: times that cross processes. */
-double rt_recovery_now(void);
-
 /* What is known at the start of attempt `attempt` (0: no failure before it)
  * from the environment and the previous attempt's files in out_dir. */
 void rt_recovery_begin(const char *out_dir, int attempt, rt_recovery *rec);

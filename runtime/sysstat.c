@@ -3,6 +3,7 @@
 
 #include "runtime/nvml_api.h"
 
+#include "core/clock.h"
 #include "core/err.h"
 
 #include <stdio.h>
@@ -19,12 +20,6 @@ struct rt_sysmon {
   const rt_nvml *nvml;       /* NULL: no GPU figures */
   rt_nvml_device dev;
 };
-
-static double mono_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static double cpu_seconds(void) {
   struct rusage ru;
@@ -87,7 +82,7 @@ int rt_sysmon_open(int gpu, rt_sysmon **out, char *gpu_why, int why_len) {
     return core_err_set(CORE_ENOMEM, "out of memory for the system sampler");
   if (gpu_why && why_len > 0)
     gpu_why[0] = 0;
-  m->t = mono_now();
+  m->t = core_now();
   m->cpu_s = cpu_seconds();
   m->has_net = net_bytes(&m->rx, &m->tx) == 0;
   if (gpu >= 0)
@@ -109,7 +104,7 @@ static void sample_gpu(rt_sysmon *m, rt_sysstat *s) {
 
 void rt_sysmon_sample(rt_sysmon *m, rt_sysstat *s) {
   memset(s, 0, sizeof *s);
-  double t = mono_now(), cpu = cpu_seconds(), dt = t - m->t;
+  double t = core_now(), cpu = cpu_seconds(), dt = t - m->t;
   s->cpu_pct = dt > 0 ? 100.0 * (cpu - m->cpu_s) / dt : 0.0;
   s->rss_mib = rss_mib();
   unsigned long long rx, tx;

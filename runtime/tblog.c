@@ -4,6 +4,7 @@
 #include "runtime/sysstat.h"
 
 #include "core/afile.h"
+#include "core/clock.h"
 #include "core/err.h"
 #include "core/tbwriter.h"
 
@@ -57,18 +58,6 @@ struct rt_tblog {
   char write_error[600], gpu_why[600];
 };
 
-static double wall_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static double mono_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /* DIR/rank_R made, and no event file of an earlier run in it unless this
  * attempt continues one. */
 static int open_dir(const rt_tblog_opts *o, int append, char *dir, size_t n) {
@@ -108,7 +97,7 @@ int rt_tblog_open(const rt_tblog_opts *o, rt_tblog **out) {
   if (l->log.size == 0) {
     /* A new file starts with its version; writing it now also shows that
      * the disk takes the events, before any training. */
-    if ((rc = core_tb_put_version(&l->buf, wall_now())) != 0 ||
+    if ((rc = core_tb_put_version(&l->buf, core_wall_now())) != 0 ||
         (rc = core_tb_log_write(&l->log, &l->buf)) != 0) {
       rc = core_err_wrap(rc, "--tensorboard %s", o->dir);
       goto close_log;
@@ -161,7 +150,7 @@ int rt_tblog_start(rt_tblog *l, const rt_tblog_run *r) {
   if (l->append) {
     char msg[128];
     snprintf(msg, sizeof msg, "ddpsim train: attempt %d resumes at step %ld", l->o.attempt, r->first_step);
-    if ((rc = core_tb_put_start(&l->buf, wall_now(), r->first_step, msg)) != 0)
+    if ((rc = core_tb_put_start(&l->buf, core_wall_now(), r->first_step, msg)) != 0)
       return rc;
   }
   if ((rc = pthread_create(&l->thread, NULL, logger_main, l)) != 0)
@@ -178,7 +167,7 @@ void rt_tblog_step(rt_tblog *l, const rt_tblog_figures *s) {
     return;
   }
   slot *q = &l->slots[h % l->cap];
-  q->wall = wall_now();
+  q->wall = core_wall_now();
   q->s = *s;
   if (s->bucket_s && l->r.n_buckets > 0)
     memcpy(q->bucket_s, s->bucket_s, sizeof *q->bucket_s * (size_t)l->r.n_buckets);
@@ -191,7 +180,7 @@ void rt_tblog_step(rt_tblog *l, const rt_tblog_figures *s) {
 
 /* The system figures onto v[n...], when they are due. */
 static int add_system(rt_tblog *l, core_tb_scalar *v, int n) {
-  double now = mono_now();
+  double now = core_now();
   double every = l->o.sys_every_s < 0 ? RT_TBLOG_SYS_EVERY_S : l->o.sys_every_s;
   if (l->sampled && now - l->last_sample < every)
     return n;

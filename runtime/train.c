@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "core/afile.h"
 #include "core/csv.h"
 #include "core/err.h"
@@ -201,10 +202,10 @@ static int meet(train_ctx *c) {
   }
   const char *bind = o->bind ? o->bind : getenv("DDPSIM_BIND_ADDR");
   snprintf(prefix, sizeof prefix, "ddpsim-train-%d", c->attempt);
-  double t0 = rt_now();
+  double t0 = core_now();
   rc = rt_pg_connect(&c->pg, spec, bind, o->timeout_s, prefix, &c->comm);
   rt_pg_private_dir_remove(own);
-  c->rdzv_s = rt_now() - t0;
+  c->rdzv_s = core_now() - t0;
   return rc;
 }
 
@@ -266,7 +267,7 @@ static int resume(train_ctx *c) {
     rt_mlp *net = rt_ddp_mlp(c->ddp);
     rt_ckpt k = {.params = net->params, .momentum = rt_ddp_momentum(c->ddp)};
     char used[4400];
-    double t0 = rt_now();
+    double t0 = core_now();
     int rc = rt_ckpt_load_latest(o->ckpt_dir, c->m, &k, used, sizeof used);
     if (rc == CORE_EINVAL) {
       if (c->pg.rank == 0)
@@ -274,7 +275,7 @@ static int resume(train_ctx *c) {
     } else if (rc) {
       return rc;
     } else {
-      t_load = rt_now() - t0;
+      t_load = core_now() - t0;
       rt_ddp_set_has_momentum(c->ddp, k.has_momentum);
       if ((rc = rt_data_seek(c->data, k.epoch, k.pos)) != 0)
         return rc;
@@ -284,7 +285,7 @@ static int resume(train_ctx *c) {
     }
   }
   c->rec.load_s = t_load;
-  c->rec.loaded_rt = rt_recovery_now();
+  c->rec.loaded_rt = core_wall_now();
   c->rec.resume_step = c->start;
   if (c->rec.active && c->rec.prev_last < c->start)
     return rt_recovery_done(o->out, c->attempt, o->process_start_rt, &c->rec);
@@ -314,13 +315,13 @@ static int checkpoint(train_ctx *c, long done) {
 
 static int train(train_ctx *c, rt_train_result *res) {
   const rt_train_opts *o = c->o;
-  double t_run = rt_now(), sum_step = 0;
+  double t_run = core_now(), sum_step = 0;
   int rc;
   for (long s = c->start; s < o->steps; s++) {
     rt_step_metrics sm;
     if ((rc = rt_data_next(c->data, (int)o->batch, c->x, c->target)) != 0 ||
         (rc = rt_ddp_step(c->ddp, s, c->x, c->target, &sm, c->tracing ? &c->trace : NULL,
-                          (rt_now() - t_run) * 1e6)) != 0)
+                          (core_now() - t_run) * 1e6)) != 0)
       return rc;
     sum_step += sm.step_s;
     rt_compress_stats_add(&res->hook, &sm.compress);

@@ -4,6 +4,7 @@
 #include "sim/summary.h"
 #include "sim/ties.h"
 
+#include "core/clock.h"
 #include "core/csv.h"
 #include "core/err.h"
 
@@ -267,12 +268,6 @@ void sim_sweep_free(sim_sweep *w) {
   w->n = 0;
 }
 
-static double mono_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /* Progress on stderr, from a thread of its own, once the sweep has run for
  * progress_after_s: on a terminal one line rewritten every second, else a
  * line every REPORT_LINES_S. It reads counters only: the outputs are the
@@ -311,7 +306,7 @@ static void *report(void *arg) {
   reporter *r = arg;
   double last = -INFINITY, after = r->w->o->progress_after_s;
   do {
-    double now = mono_s();
+    double now = core_now();
     if (atomic_load(&r->w->prog.phase) == PHASE_JOB && r->job_t0 == 0)
       r->job_t0 = now;
     if (now - r->t0 >= after && now - last >= (r->tty ? 1.0 : REPORT_LINES_S)) {
@@ -362,7 +357,7 @@ static long ask_more(work *w) {
  * replications until every group's best interval is told apart from the
  * others or tied with them within simulation.tie_goodput. */
 static int run_phases(work *w, int jobs) {
-  reporter r = {.w = w, .tty = isatty(2), .t0 = mono_s()};
+  reporter r = {.w = w, .tty = isatty(2), .t0 = core_now()};
   int reporting = w->o->progress && pthread_create(&r.th, NULL, report, &r) == 0;
   int rc = run_phase(w, PHASE_STEP, jobs);
   if (!rc && w->s->job.present && (rc = check_work(w)) == 0)
