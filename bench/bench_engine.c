@@ -3,7 +3,7 @@
  * model: the queue holds Q events; each step pops the earliest and pushes one
  * at now + a random increment, so the queue size stays Q. Prints events per
  * second (one pop + one push = one event) for several Q, best of 5 runs.
- * Goal (issue 2): >= 20 million events/s.
+ * Goal: >= 20 million events/s.
  */
 #include "sim/engine.h"
 

@@ -1,6 +1,6 @@
 /*
  * bench_import — time of `ddpsim import nccl-tests` against the length of
- * the table (issue 24: an importer must be linear in its input). It writes
+ * the table (an importer must be linear in its input). It writes
  * all_reduce_perf outputs of 500, 2,000 and 20,000 sizes (a linear step,
  * nccl-tests -i, as a fine sweep prints them) and times parse + fit + profile
  * write of each in a child process, stopped after LIMIT seconds.

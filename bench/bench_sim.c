@@ -1,11 +1,11 @@
 /*
- * bench_sim — the simulator's reference figures (issue 2):
+ * bench_sim — the simulator's reference figures:
  *  1. wall time of the whole gigabit-vs-ib study (load + all points), with one
  *     worker and with one per CPU; goal < 1 s;
  *  2. one step of GPT-2 1.5B on 16,384 GPUs with every rank simulated: wall
  *     time, events and peak memory of a child process that does only that;
  *     goals < 1 s and < 1 GiB;
- *  3. the job level (issue 24): events a second of the failure Monte Carlo,
+ *  3. the job level: events a second of the failure Monte Carlo,
  *     in the shipped node-failure study and in a study whose failures come
  *     faster than recovery (the regime simulation.max_events bounds, and
  *     the rate sim/sweep.c's messages assume), and how long the node-failure

@@ -2,7 +2,7 @@
 # ddpsim's runtime vs PyTorch DDP (Gloo backend, CPU), the same MLP, batch,
 # bucket cap and optimizer, on 2 testbed hosts at 1gbit, one rank each, one
 # BLAS thread each. Prints both per-step breakdowns and the ratio of mean step
-# times (issue 3 goal: ddpsim / PyTorch <= 1.0). PyTorch runs twice: as users
+# times (goal: ddpsim / PyTorch <= 1.0). PyTorch runs twice: as users
 # run it (its built-in allreduce, which cannot be timed per bucket), and with
 # a Python hook that times each bucket's allreduce (pytorch-ddp-timed; the
 # hook slows the step). Needs root; installs PyTorch into bench/.venv on

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Recovery, predicted vs measured (issue 5): on 2 testbed hosts at 1gbit,
+# Recovery, predicted vs measured: on 2 testbed hosts at 1gbit,
 # calibrate (quick), then train the MLP for real twice under the launcher —
 # without failures, and with three injected failures (rank 1 SIGKILLed in
 # the middle of steps 15, 24 and 37, --max-restarts 3, checkpoints every 10

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What `train --tensorboard` costs a step (issue 28; goal: <= 1%): the MLP
+# What `train --tensorboard` costs a step (goal: <= 1%): the MLP
 # (scenarios/models/mlp.cfg) trained by 2 ranks on 2 testbed hosts (1gbit by
 # default; needs root), REPS times with --tensorboard and REPS times without,
 # interleaved so that drift of the machine hits both alike. Each run's figure

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Allreduce bus bandwidth of the Gloo backend on the network testbed, links
 # shaped to a rate, 2 and 4 hosts, one rank each, divided by the line rate
-# (issue 3 goal: >= 0.9 at 1gbit with 64 MiB). Needs root.
+# (goal: >= 0.9 at 1gbit with 64 MiB). Needs root.
 #
 #   bash bench/testbed-allreduce.sh [BUILD_DIR] [RATE_GBIT] [MIB]
 set -euo pipefail

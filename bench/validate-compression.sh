@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Compression, predicted vs measured (issue 6): 2 testbed hosts, one rank
+# Compression, predicted vs measured: 2 testbed hosts, one rank
 # each, calibrated once at 1gbit and once unshaped (the hooks' compute
 # costs are measured too); real runs of the MLP with each communication
 # hook (none, fp16, bf16, PowerSGD rank 1 and 4, steady state from step 0)

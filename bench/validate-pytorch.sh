@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Validation against PyTorch DDP (issue 4): the network calibrated once by
+# Validation against PyTorch DDP: the network calibrated once by
 # `ddpsim calibrate` on 2 testbed hosts at 1gbit, per-layer times imported
 # from a PyTorch profiler trace of one process (`ddpsim import torch-trace`),
 # and predictions checked against real PyTorch DDP runs (Gloo, CPU, one

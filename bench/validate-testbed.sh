@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Validation on the network testbed (issue 4): calibrate ONCE on 2 hosts x 2
+# Validation on the network testbed: calibrate ONCE on 2 hosts x 2
 # ranks at 1gbit, then, without recalibrating, predict and measure a grid of
 # real runs of `ddpsim train`: 2 and 3 hosts with one rank each and 2 hosts x
 # 2 ranks (intra + inter), links at 500mbit, 1gbit and 2gbit, bucket caps 1

@@ -1,6 +1,6 @@
 /*
- * job — the whole training run, above the step level (DESIGN.md "Two
- * levels"): node failures (exponential or Weibull, per node or per GPU),
+ * job — the whole training run, above the step level (the job level of
+ * docs/architecture.md): node failures (exponential or Weibull, per node or per GPU),
  * detection, replacement by a spare or a wait for repair, restart, checkpoint
  * load and the work lost since the last durable checkpoint; checkpoints every
  * N steps or T seconds, synchronous (blocking for the write) or asynchronous

@@ -182,7 +182,7 @@ static double half_allreduce_s(double net, double sum) { return sum > net / 2 ? 
  * (collectives and the work that waits for them), the compute it adds when
  * the bucket becomes ready (*pre), bytes put on the wire, and the longest
  * single collective (for the timeout). Mechanics of PyTorch's hooks
- * (default_hooks.py, powerSGD_hook.py; reference/cost-models.md). A hook's
+ * (default_hooks.py, powerSGD_hook.py; docs/cost-models.md). A hook's
  * kernels run on the compute stream in PyTorch (the hook is called from the
  * autograd thread, its GPU work goes to the current stream, and on CPUs it
  * takes the autograd thread itself); so the hook body's compute is charged

@@ -58,7 +58,7 @@ typedef struct sim_point_result {
 int sim_predict_topo(const sim_scenario *s, const sim_point *p, sim_topo *t);
 /* The same for op on nodes x per_node ranks over network n with backend b:
  * links from the profile's measurement of op in each scope, or else from
- * its allreduce's (reference/cost-models.md; the network's own figures
+ * its allreduce's (docs/cost-models.md; the network's own figures
  * unless it takes its link from the profile). */
 int sim_topo_build(const core_profile *pr, const char *profile_path, const sim_network *n, enum sim_backend b,
                    enum sim_op op, int nodes, int per_node, sim_topo *t);

@@ -36,7 +36,7 @@ int sim_precision_grad_bytes(enum sim_precision p);
 enum sim_optimizer { SIM_OPT_SGD = 0, SIM_OPT_SGD_MOMENTUM, SIM_OPT_ADAM };
 const char *sim_optimizer_name(enum sim_optimizer o);
 
-/* DDP communication hooks (reference/cost-models.md, PyTorch's
+/* DDP communication hooks (docs/cost-models.md, PyTorch's
  * default_hooks.py and powerSGD_hook.py). */
 enum sim_compress { SIM_COMPRESS_NONE = 0, SIM_COMPRESS_FP16, SIM_COMPRESS_BF16, SIM_COMPRESS_POWERSGD };
 typedef struct sim_compression {

@@ -1,6 +1,6 @@
 /*
  * step — one synchronous data-parallel training step, simulated event by
- * event with PyTorch DDP's mechanics (reference/cost-models.md): forward
+ * event with PyTorch DDP's mechanics (docs/cost-models.md): forward
  * layer by layer, backward in reverse; a bucket becomes ready when the
  * backward of every layer holding one of its gradients is done; bucket b's
  * allreduce is launched when it is ready and buckets 0..b-1 have been

@@ -4,7 +4,7 @@
 # DIR/NAME-advice.csv (columns, one rank 1, fewer points simulated than the
 # study has); the same CSV bytes with 1 and 2 workers; the Pareto plot
 # (with gnuplot); a study without prices (no cost columns, no plot); and the
-# bad inputs of issue 27 — a deadline no point meets, an empty search
+# bad inputs — a deadline no point meets, an empty search
 # space, a swept failure rate, no job — each exit 3 with its message and
 # nothing written.
 #

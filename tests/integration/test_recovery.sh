@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Recovery measured by the runtime (issue 5): injected failures at given
+# Recovery measured by the runtime: injected failures at given
 # steps and at random times under `ddpsim launch --max-restarts`, the run
 # completes with the parameters of an uninterrupted run, and rank 0's
 # recovery.csv holds one sane row per failure.

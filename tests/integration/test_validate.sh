@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Calibration and validation on the network testbed (issue 4): calibrate
+# Calibration and validation on the network testbed: calibrate
 # once (quick) on 2 test hosts at 1gbit, then predict and measure real runs
 # (bench/validate-testbed.sh --quick) and assert that every step-time
 # prediction is within 35% of the measurement — a bound noise on a shared

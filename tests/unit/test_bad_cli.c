@@ -1,7 +1,7 @@
 /* Integration: the real `ddpsim simulate` on files of the bad-input corpus
  * exits with status 3 (invalid input file), prints the expected message on
  * stderr, and leaves the output directory without a CSV or a temp file
- * (DESIGN.md: bad input never produces partial output files). A valid
+ * (docs/architecture.md: bad input never produces partial output files). A valid
  * scenario run the same way is the control: it exits 0 and writes its CSV,
  * so an empty directory really means nothing was written. */
 #include "badcorpus.h"

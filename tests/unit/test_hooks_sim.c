@@ -1,6 +1,6 @@
 /* Simulated communication hooks (sim/predict.c hook_time): bytes on the
  * wire and time on the communication stream, from hand-computed shapes and
- * the ring formula of reference/cost-models.md. */
+ * the ring formula of docs/cost-models.md. */
 #include "sim/predict.h"
 #include "sim/scenario.h"
 

@@ -1,5 +1,5 @@
 /* Job level (sim/job.h): failures, checkpoints, recovery, Monte Carlo.
- * Expected values come from the closed forms of reference/cost-models.md
+ * Expected values come from the closed forms of docs/cost-models.md
  * (Young, Daly, the first-order waste) and from bookkeeping identities. */
 #include "sim/job.h"
 
@@ -102,7 +102,7 @@ static void test_failure_count(void) {
 
 static void test_first_order_waste(void) {
   /* Where the first-order model holds (delta << tau << M), the overhead
-   * fraction is delta/tau + (tau/2 + R)/M (reference/cost-models.md), R the
+   * fraction is delta/tau + (tau/2 + R)/M (docs/cost-models.md), R the
    * restart cost: detection + restart + load, and the lost work per failure
    * is about (tau + delta)/2. */
   sim_job_params p = base();

@@ -2,7 +2,7 @@
  * (sim/step.h, sim/predict.h).
  *
  * The closed-form test: with one bucket and overlap off, the simulated
- * allreduce time equals the closed-form cost of reference/cost-models.md to
+ * allreduce time equals the closed-form cost of docs/cost-models.md to
  * rounding, for ring, tree and hierarchical. The formulas below are written
  * out here from the reference, not taken from sim/:
  *   ring (MPICH, Thakur et al.)   2(p-1)a + 2n(p-1)/p b + n(p-1)/p g
