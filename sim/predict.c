@@ -1,5 +1,6 @@
 #include "predict.h"
 
+#include "sim/compute.h"
 #include "sim/replay.h"
 #include "sim/step.h"
 
@@ -320,6 +321,30 @@ static int predict_traced(const sim_point *p, const core_buckets *bk, const doub
   return 0;
 }
 
+/* Each layer's forward and backward time and the optimizer's step:
+ * measured times scaled to the batch, else the compute model's
+ * (sim/compute.h), whose optimizer is torch.optim's on GPUs; otherwise the
+ * update's bytes at update_GBps. */
+static int layer_times(const sim_scenario *s, const sim_point *p, double *fwd, double *bwd, double *opt) {
+  const core_model *m = p->model;
+  const core_profile *pr = s->profile;
+  double upd_Bps = (pr->update_GBps > 0 ? pr->update_GBps : pr->memory_GBps) * 1e9;
+  *opt = (double)m->n_params * optimizer_bytes_per_param(s->optimizer) / upd_Bps;
+  if (m->measured) {
+    double scale = p->batch / m->measured_batch;
+    for (int l = 0; l < m->n_layers; l++) {
+      fwd[l] = m->layers[l].fwd_s * scale;
+      bwd[l] = m->layers[l].bwd_s * scale;
+    }
+    return 0;
+  }
+  sim_compute_out c = {.fwd_s = fwd, .bwd_s = bwd};
+  int rc = sim_compute_layers(m, pr, p->precision, p->batch, s->optimizer, &c);
+  if (rc == 0 && c.optimizer_s >= 0)
+    *opt = c.optimizer_s;
+  return rc;
+}
+
 int sim_predict_point(const sim_scenario *s, const sim_point *p, sim_engine *e, core_trace *trace,
                       int trace_ranks, sim_point_result *r) {
   const core_model *m = p->model;
@@ -340,8 +365,8 @@ int sim_predict_point(const sim_scenario *s, const sim_point *p, sim_engine *e, 
     return rc;
   r->gbps = p->network->gbps > 0 ? p->network->gbps : p->network->from_profile ? pr->link_gbps : 0;
 
-  double *fwd = calloc((size_t)L, sizeof *fwd);
-  double *bwd = calloc((size_t)L, sizeof *bwd);
+  double *fwd = calloc((size_t)L + 1, sizeof *fwd);
+  double *bwd = calloc((size_t)L + 1, sizeof *bwd);
   double *copy = calloc((size_t)L, sizeof *copy);
   const char **names = calloc((size_t)L, sizeof *names);
   core_buckets bk = {0};
@@ -353,30 +378,14 @@ int sim_predict_point(const sim_scenario *s, const sim_point *p, sim_engine *e, 
     goto out_free;
   }
 
-  /* Compute per layer. */
-  enum core_prec cp = sim_precision_compute(p->precision);
-  double mem_Bps = pr->memory_GBps * 1e9;
+  /* Compute per layer: measured, or costed on the profile (sim/compute.h). */
   int gb = sim_precision_grad_bytes(p->precision);
+  double mem_Bps = pr->memory_GBps * 1e9, opt;
+  if ((rc = layer_times(s, p, fwd, bwd, &opt)) != 0)
+    goto out_free;
   for (int l = 0; l < L; l++) {
     const core_layer *ly = &m->layers[l];
     names[l] = ly->name;
-    if (m->measured) {
-      double scale = p->batch / m->measured_batch;
-      fwd[l] = ly->fwd_s * scale;
-      bwd[l] = ly->bwd_s * scale;
-    } else {
-      double ff = ly->fwd_flops * p->batch, bf = ly->bwd_flops * p->batch;
-      fwd[l] = ff > 0 ? ff / core_profile_flops(pr, cp, ff) : 0;
-      /* Backward is two GEMMs the size of the forward one (input and weight
-       * gradients), so its rate is that of half its FLOPs. */
-      bwd[l] = bf > 0 ? bf / core_profile_flops(pr, cp, bf / 2) : 0;
-      /* The elementwise work on the layer's output that no FLOP count holds
-       * (normalization, activation, dropout, residual adds, their
-       * backwards) streams the activation through memory. */
-      double act_s = ly->act_bytes * p->batch / mem_Bps;
-      fwd[l] += SIM_ELEMENTWISE_FWD_PASSES * act_s;
-      bwd[l] += SIM_ELEMENTWISE_BWD_PASSES * act_s;
-    }
     if (!s->gradient_as_bucket_view) {
       /* The autograd hook copies each gradient into its bucket: one read and
        * one write (reducer.cpp mark_variable_ready_dense). */
@@ -386,15 +395,14 @@ int sim_predict_point(const sim_scenario *s, const sim_point *p, sim_engine *e, 
       copy[l] = 2.0 * (double)el * gb / mem_Bps;
     }
   }
-  /* The copy out of the buckets and the optimizer's update run at their own
-   * rate (profile device.update_GBps, timed by calibrate on CPUs): on the
-   * project's 2-vCPU test machine the runtime's step over the reference
-   * MLP's 12.6 M parameters moved its 28 bytes a parameter at 27-30 GB/s
-   * while rt_scale_copy, the bucket copy, measured 10-14 GB/s. */
+  /* The copy out of the buckets runs at the optimizer's rate (profile
+   * device.update_GBps, timed by calibrate on CPUs): on the project's 2-vCPU
+   * test machine the runtime's step over the reference MLP's 12.6 M
+   * parameters moved its 28 bytes a parameter at 27-30 GB/s while
+   * rt_scale_copy, the bucket copy, measured 10-14 GB/s. */
   double upd_Bps = pr->update_GBps > 0 ? pr->update_GBps * 1e9 : mem_Bps;
   double grad_bytes = (double)m->n_params * gb;
   double finalize = s->gradient_as_bucket_view ? 0 : 2.0 * grad_bytes / upd_Bps;
-  double opt = (double)m->n_params * optimizer_bytes_per_param(s->optimizer) / upd_Bps;
 
   /* Buckets, as PyTorch assigns them in its steady state (core/bucket.h):
    * rebuilt in gradient-ready order, or with find_unused_parameters the

@@ -1,5 +1,7 @@
 #include "scenario.h"
 
+#include "sim/compute.h"
+
 #include "core/err.h"
 #include "core/traced.h"
 
@@ -222,6 +224,9 @@ static int cross_check(sim_scenario *s, const config_setting_t *root) {
       continue;
     for (int i = 0; i < s->n[SIM_DIM_PRECISION]; i++) {
       enum core_prec cp = sim_precision_compute(s->precisions[i]);
+      int rc = sim_compute_check(s->models[m], p, s->precisions[i]);
+      if (rc)
+        return rc;
       if (!p->rate[cp].present)
         return core_err_set(CORE_EINVAL, "%s: precision \"%s\" computes in %s, but profile '%s' has no %s compute rates; choose a precision the profile measured, or add its rates",
                             where(pr ? pr : (prof ? prof : root), w), sim_precision_name(s->precisions[i]),
