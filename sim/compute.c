@@ -62,16 +62,18 @@ typedef struct ctx {
   int kernels, casts;
 } ctx;
 
-/* The best rate the profile's sweep reached at a GEMM of flops or smaller
- * (the first point below its range): the sweep's small square GEMMs lose
- * rate to wave quantization that the layers' tall GEMMs do not suffer. */
+/* A layer's GEMM of flops: the best rate of the profile's sweep once it is
+ * as large as the sweep's smallest GEMM, else that one's rate. The sweep's
+ * square GEMMs between its sizes lose rate to wave quantization (1024^3 is
+ * 64 tiles of 128 x 128 for 132 SMs) that the layers' tall GEMMs, many
+ * tiles deep, do not: BERT-large's at 16 and 32 sequences ran at one rate. */
 static double gemm_rate(const core_profile *pr, enum core_prec p, double flops) {
   const core_prof_rate *r = &pr->rate[p];
   if (!r->present || r->n == 0)
     return 0;
   double best = r->tflops[0];
-  for (int i = 1; i < r->n; i++)
-    if (r->gemm_flops[i] <= flops && r->tflops[i] > best)
+  for (int i = 1; i < r->n && flops >= r->gemm_flops[0]; i++)
+    if (r->tflops[i] > best)
       best = r->tflops[i];
   return best * 1e12;
 }
