@@ -161,13 +161,13 @@ static int datasheet_profile(const core_traced *t, core_profile **out) {
     return core_err_set(CORE_ENOMEM, "out of memory building a profile");
   snprintf(p->provenance, sizeof p->provenance, "collectives from the trace's allreduce kernels; device: %s", s->source);
   snprintf(p->device_kind, sizeof p->device_kind, "gpu");
-  p->memory_GBps = s->memory_GBps;
+  p->memory_GBps = p->peak_memory_GBps = s->memory_GBps;
   p->host_link_GBps = s->host_link_GBps;
+  p->nvlink_GBps = s->nvlink_GBps;
   p->reduce_GBps = s->host_link_GBps; /* Gloo only, which a traced NCCL job does not use */
-  const double peaks[CORE_N_PREC] = {s->fp32_tflops, s->tf32_tflops, s->half_tflops, s->half_tflops};
   for (int k = 0; k < CORE_N_PREC; k++) {
     core_prof_rate *r = &p->rate[k];
-    if (peaks[k] <= 0)
+    if (s->peak_tflops[k] <= 0)
       continue;
     r->gemm_flops = malloc(sizeof *r->gemm_flops);
     r->tflops = malloc(sizeof *r->tflops);
@@ -178,7 +178,7 @@ static int datasheet_profile(const core_traced *t, core_profile **out) {
     r->present = 1;
     r->n = 1;
     r->gemm_flops[0] = 1e9;
-    r->tflops[0] = peaks[k];
+    r->tflops[0] = r->peak_tflops = s->peak_tflops[k];
   }
   *out = p;
   return 0;

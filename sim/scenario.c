@@ -154,10 +154,12 @@ static int parse_networks(sim_scenario *s, const config_setting_t *list) {
       n->oversubscription = 1;
       continue;
     }
-    /* Line rates from 1 Mb/s to 100 Tb/s; latency up to a second. */
+    /* Line rates from 1 Mb/s to 100 Tb/s; latency up to a second; the
+     * profile's NICs per node unless the network says. */
+    int nics = s->profile->nics_per_node > 0 && s->profile->nics_per_node <= 64 ? s->profile->nics_per_node : 1;
     if ((rc = core_cfg_double(g, "gbps", 1, 0, 1e-3, 1e5, &n->gbps)) != 0 ||
         (rc = core_cfg_double(g, "latency_us", 1, 0, 0, 1e6, &n->latency_us)) != 0 ||
-        (rc = core_cfg_int(g, "nics_per_node", 0, 1, 1, 64, &v)) != 0)
+        (rc = core_cfg_int(g, "nics_per_node", 0, nics, 1, 64, &v)) != 0)
       return rc;
     n->nics_per_node = (int)v;
     /* Default efficiency: TCP payload per Ethernet frame at MTU 1500 with

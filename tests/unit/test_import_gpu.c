@@ -9,6 +9,7 @@
  * name the file and write nothing. */
 #include "testutil.h"
 
+#include "calibrate/gpu_datasheet.h"
 #include "calibrate/import_gpu.h"
 #include "calibrate/trace_scenario.h"
 #include "core/err.h"
@@ -72,6 +73,38 @@ static void test_layers_and_tensors(void) {
   CU_ASSERT(NEAR(m->layers[0].fwd_s, 150 * US) && NEAR(m->layers[0].bwd_s, 200 * US));
   CU_ASSERT(NEAR(m->layers[2].fwd_s, 60 * US) && NEAR(m->layers[2].bwd_s, 50 * US));
   core_model_free(m);
+}
+
+/* The importer's datasheet figures are those of the shipped profile each
+ * entry names (peaks per precision, memory, host link, NVLink), and CUDA's
+ * device names find their entry. */
+static void test_datasheets(void) {
+  int n;
+  const cal_gpu_sheet *t = cal_gpu_sheets(&n);
+  CU_ASSERT(n >= 7);
+  for (int i = 0; i < n; i++) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/scenarios/profiles/%s", DDPSIM_SOURCE_DIR, t[i].profile);
+    core_profile *p = NULL;
+    CU_ASSERT_FATAL(core_profile_load(path, &p) == 0);
+    for (int k = 0; k < CORE_N_PREC; k++)
+      CU_ASSERT(NEAR(core_profile_peak_flops(p, (enum core_prec)k), t[i].peak_tflops[k] * 1e12));
+    CU_ASSERT(NEAR(p->peak_memory_GBps, t[i].memory_GBps) && NEAR(p->host_link_GBps, t[i].host_link_GBps) &&
+              NEAR(p->nvlink_GBps, t[i].nvlink_GBps));
+    core_profile_free(p);
+  }
+  static const struct {
+    const char *name;
+    double gb;
+    const char *model;
+  } names[] = {{"Tesla V100-SXM2-32GB", 34.1, "V100-SXM2"}, {"NVIDIA A100-PG509-200", 42.3, "A100-SXM4-40GB"},
+               {"NVIDIA A100-SXM4-80GB", 85.1, "A100-SXM4-80GB"}, {"NVIDIA H100 80GB HBM3", 85.0, "H100-SXM"},
+               {"NVIDIA H200", 150.0, "H200-SXM"}, {"NVIDIA B200", 191.0, "B200-SXM"}, {"NVIDIA L40S", 48.0, "L40S"}};
+  for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+    const cal_gpu_sheet *s = cal_gpu_sheet_find(names[i].name, (int64_t)(names[i].gb * 1e9));
+    CU_ASSERT(s && !strcmp(s->model, names[i].model));
+  }
+  CU_ASSERT_PTR_NULL(cal_gpu_sheet_find("NVIDIA GeForce RTX 4090", (int64_t)24e9));
 }
 
 static const core_piece *find(const core_traced *t, enum core_piece_kind k, int index, const char *label) {
@@ -215,6 +248,7 @@ static void test_bad_traces(void) {
 
 void test_register(void) {
   CU_pSuite s = CU_add_suite("import gpu trace", suite_init, suite_clean);
+  CU_add_test(s, "datasheet table: the shipped profiles' figures, names", test_datasheets);
   CU_add_test(s, "layers, tensors, ready order, kernel times", test_layers_and_tensors);
   CU_add_test(s, "pieces, DDP's share, side work, buckets", test_pieces);
   CU_add_test(s, "the traced job's scenario replays its step", test_scenario_replays);
