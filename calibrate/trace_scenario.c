@@ -264,7 +264,11 @@ static int write_scenario(const char *path, const char *stem, const char *profil
           t->device, t->world_size, m->measured_batch);
   fprintf(a.f, "name = \"%s\";\ndescription = \"the traced job of %s\";\n", stem, m->name);
   fprintf(a.f, "profile = \"%s\";\nmodel = \"%s\";\n", profile, model);
-  fprintf(a.f, "training = { batch = %.0f; precision = \"fp32\"; };\n", m->measured_batch);
+  /* The traced precision; half kernels are autocast's (fp32 gradients). */
+  const char *prec = t->precision == CORE_PREC_FP16   ? "amp_fp16"
+                     : t->precision == CORE_PREC_BF16 ? "amp_bf16"
+                                                      : core_prec_name(t->precision);
+  fprintf(a.f, "training = { batch = %.0f; precision = \"%s\"; };\n", m->measured_batch, prec);
   fprintf(a.f, "cluster = { nodes = %d; devices_per_node = %d; };\n", nodes, per_node);
   if (nodes > 1)
     fprintf(a.f, "networks = ( { name = \"traced\"; from_profile = true; } );\n");

@@ -207,7 +207,7 @@ static int import_trace(int argc, char **argv) {
   char notes[16384];
   int rc;
   const char *const *traces = (const char *const *)(argv + optind);
-  cal_gpu_opts go = {.name = o.name, .batch = o.batch, .base = o.base};
+  cal_gpu_opts go = {.name = o.name, .batch = o.batch, .base = o.base, .profile = profile_base};
   if (profile_base && !scenario)
     return cli_usage("import", "--profile-base goes with --scenario FILE");
   if (scenario && (rc = core_afile_check(scenario)) != 0)

@@ -300,15 +300,20 @@ static int ready_layers(const core_model *m, const core_buckets *bk, int **out) 
 }
 
 /* A traced GPU job (core/traced.h): its step replayed with this point's
- * buckets and collective times (sim/replay.h). One device without DDP is
- * the replay with free communication. */
-static int predict_traced(const sim_point *p, const core_buckets *bk, const double *comm, const char **names,
-                          core_trace *trace, sim_point_result *r) {
+ * buckets and collective times (sim/replay.h), retargeted to the profile's
+ * GPU and precision. One device without DDP is the replay with free
+ * communication. */
+static int predict_traced(const sim_scenario *s, const sim_point *p, const core_buckets *bk, const double *comm,
+                          const char **names, core_trace *trace, sim_point_result *r) {
   const core_model *m = p->model;
   sim_replay_cfg c = {.t = m->traced, .bk = bk, .bucket_comm_s = comm, .dev_scale = p->batch / m->measured_batch,
                       .overlap = p->overlap, .layer_names = names};
   sim_replay_result rr;
-  int world = p->nodes * p->per_node, rc = sim_replay_run(&c, &rr, trace);
+  int world = p->nodes * p->per_node;
+  int rc = sim_replay_retarget(m->traced, m->path, s->profile, s->profile_path, sim_precision_compute(p->precision),
+                               &c.compute_scale, &c.memory_scale);
+  if (rc == 0)
+    rc = sim_replay_run(&c, &rr, trace);
   if (rc)
     return rc;
   r->step_s = rr.step_s;
@@ -358,7 +363,7 @@ int sim_predict_point(const sim_scenario *s, const sim_point *p, sim_engine *e, 
    * work: no buckets, no collectives of the network. */
   if (m->traced && !m->traced->ddp) {
     core_buckets none = {0};
-    return predict_traced(p, &none, NULL, NULL, trace, r);
+    return predict_traced(s, p, &none, NULL, NULL, trace, r);
   }
   sim_topo topo;
   if ((rc = sim_predict_topo(s, p, &topo)) != 0)
@@ -470,7 +475,7 @@ int sim_predict_point(const sim_scenario *s, const sim_point *p, sim_engine *e, 
   }
 
   if (m->traced) {
-    rc = predict_traced(p, &bk, comm, names, trace, r);
+    rc = predict_traced(s, p, &bk, comm, names, trace, r);
     goto out_free;
   }
 

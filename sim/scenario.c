@@ -1,6 +1,7 @@
 #include "scenario.h"
 
 #include "sim/compute.h"
+#include "sim/replay.h"
 
 #include "core/err.h"
 #include "core/traced.h"
@@ -222,6 +223,14 @@ static int cross_check(sim_scenario *s, const config_setting_t *root) {
                           where(nd ? nd : root, w), sim_backend_name(be), s->profile_path);
   }
   for (int m = 0; m < s->n_models; m++) {
+    const core_model *md = s->models[m];
+    for (int i = 0; md->traced && i < s->n[SIM_DIM_PRECISION]; i++) {
+      double cs, ms;
+      int rc = sim_replay_retarget(md->traced, md->path, p, s->profile_path, sim_precision_compute(s->precisions[i]),
+                                   &cs, &ms);
+      if (rc)
+        return rc;
+    }
     if (s->models[m]->measured)
       continue;
     for (int i = 0; i < s->n[SIM_DIM_PRECISION]; i++) {
