@@ -266,6 +266,7 @@ static int parse_layer(const config_setting_t *l, core_model *m, int idx, int *t
   if ((rc = core_cfg_string(l, "name", 1, NULL, NULL, &s)) != 0)
     return rc;
   snprintf(L->name, sizeof L->name, "%s", s);
+  L->line = config_setting_source_line(l);
   if ((rc = core_cfg_string(l, "type", 0, "generic", layer_types, &s)) != 0)
     return rc;
   L->kind = strcmp(s, "linear") == 0 ? CORE_LAYER_LINEAR : CORE_LAYER_GENERIC;

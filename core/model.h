@@ -88,6 +88,7 @@ enum core_act { CORE_ACT_NONE = 0, CORE_ACT_RELU = 1 };
 
 typedef struct core_layer {
   char name[64];
+  int line;                  /* where the file defines it; 0 unknown */
   enum core_layer_kind kind; /* the file's `type` */
   enum core_op op;           /* the file's `kind` */
   int in, out;             /* linear only */

@@ -304,6 +304,7 @@ int core_traced_parse(const config_setting_t *g, int n_layers, int n_tensors, co
   *out = NULL;
   if (!t)
     return core_err_set(CORE_ENOMEM, "out of memory reading a traced step");
+  t->line = config_setting_source_line(g);
   if ((rc = parse_header(g, t)) != 0 || (rc = parse_roofs(g, t)) != 0 ||
       (rc = parse_pieces(g, t, n_layers, n_tensors)) != 0 ||
       (rc = parse_extras(g, t)) != 0 || (rc = parse_buckets(g, t)) != 0) {

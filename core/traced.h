@@ -98,6 +98,7 @@ typedef struct core_sync {
 } core_sync;
 
 typedef struct core_traced {
+  int line;                    /* where the model file's traced group starts; 0 unknown */
   char device[128];
   char backend[16];
   int world_size, rank;

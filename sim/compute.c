@@ -317,8 +317,8 @@ int sim_compute_check(const core_model *m, const core_profile *pr, enum sim_prec
   for (int l = 0; l < m->n_layers; l++) {
     const core_layer *L = &m->layers[l];
     if (L->op == CORE_OP_OTHER && L->act_bytes > 0)
-      return core_err_set(CORE_EINVAL, "%s: layer '%s' has kind \"other\", which has no cost rule at %s: the generic rule counts its act_bytes as fp32 traffic; set its kind (conv, linear, attention, embedding, batch_norm, layer_norm, group_norm, activation, pooling, loss), or give it measured times (fwd_ms, bwd_ms) on every layer",
-                          m->path, L->name, sim_precision_name(p));
+      return core_err_set(CORE_EINVAL, "%s:%d: layer '%s' has kind \"other\", which has no cost rule at %s: the generic rule counts its act_bytes as fp32 traffic; set its kind (conv, linear, attention, embedding, batch_norm, layer_norm, group_norm, activation, pooling, loss), or give every layer measured times (fwd_ms, bwd_ms)",
+                          m->path, L->line, L->name, sim_precision_name(p));
   }
   return 0;
 }

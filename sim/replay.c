@@ -247,15 +247,15 @@ int sim_replay_retarget(const core_traced *t, const char *model, const core_prof
     return 0; /* the traced GPU at the traced precision: the step as traced */
   const char *want = core_prec_name(t->precision);
   if (!same_bytes(p, t->precision))
-    return core_err_set(CORE_EINVAL, "%s: the traced step computed in %s and its kernels moved %s's bytes; simulate it at training.precision = \"%s\"%s (a traced step cannot change the width of its tensors)",
-                        model, want, want, t->precision == CORE_PREC_FP16 ? "amp_fp16" : t->precision == CORE_PREC_BF16 ? "amp_bf16" : want,
+    return core_err_set(CORE_EINVAL, "%s:%d: the traced step computed in %s and its kernels moved %s's bytes; simulate it at training.precision = \"%s\"%s (a traced step cannot change the width of its tensors)",
+                        model, t->line, want, want, t->precision == CORE_PREC_FP16 ? "amp_fp16" : t->precision == CORE_PREC_BF16 ? "amp_bf16" : want,
                         t->precision == CORE_PREC_FP32 ? " or \"tf32\"" : t->precision == CORE_PREC_TF32 ? " or \"fp32\"" : "");
   if (!t->classed)
-    return core_err_set(CORE_EINVAL, "%s: the traced step records no kernel classes (its pieces lack dev_compute_us, dev_memory_us and dev_launch_us), so it replays on its own GPU ('%s') only: re-import the trace with `ddpsim import torch-trace`, or simulate with a profile of that GPU",
-                        model, t->device);
+    return core_err_set(CORE_EINVAL, "%s:%d: the traced step records no kernel classes (its pieces lack dev_compute_us, dev_memory_us and dev_launch_us), so it replays on its own GPU ('%s') only: re-import the trace with `ddpsim import torch-trace`, or simulate with a profile of that GPU",
+                        model, t->line, t->device);
   if (!(t->peak_flops > 0) || !(t->peak_memory_Bps > 0))
-    return core_err_set(CORE_EINVAL, "%s: traced.peak_tflops and traced.peak_memory_GBps (the traced GPU '%s''s roofs at %s) are missing, so its step cannot be retargeted: re-import the trace with --scenario and --profile-base PROFILE, a profile of that GPU with compute[].peak_tflops and device.peak_memory_GBps",
-                        model, t->device, want);
+    return core_err_set(CORE_EINVAL, "%s:%d: traced.peak_tflops and traced.peak_memory_GBps (the traced GPU '%s''s roofs at %s) are missing, so its step cannot be retargeted: re-import the trace with --scenario and --profile-base PROFILE, a profile of that GPU with compute[].peak_tflops and device.peak_memory_GBps",
+                        model, t->line, t->device, want);
   double tf = core_profile_peak_flops(pr, p), mem = pr->peak_memory_GBps * 1e9;
   if (!(tf > 0))
     return core_err_set(CORE_EINVAL, "%s: retargeting the traced step of %s onto this GPU needs its %s peak: add peak_tflops (the datasheet's dense peak) to the %s entry of compute, or simulate at a precision it has",

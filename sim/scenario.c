@@ -224,12 +224,14 @@ static int cross_check(sim_scenario *s, const config_setting_t *root) {
   }
   for (int m = 0; m < s->n_models; m++) {
     const core_model *md = s->models[m];
+    const config_setting_t *mk = config_setting_get_member(root, "model");
     for (int i = 0; md->traced && i < s->n[SIM_DIM_PRECISION]; i++) {
       double cs, ms;
       int rc = sim_replay_retarget(md->traced, md->path, p, s->profile_path, sim_precision_compute(s->precisions[i]),
                                    &cs, &ms);
       if (rc)
-        return rc;
+        return core_err_wrap(rc, "%s: model \"%s\" on profile '%s' at precision \"%s\"", where(mk ? mk : root, w),
+                             md->name, s->profile_path, sim_precision_name(s->precisions[i]));
     }
     if (s->models[m]->measured)
       continue;
@@ -237,7 +239,8 @@ static int cross_check(sim_scenario *s, const config_setting_t *root) {
       enum core_prec cp = sim_precision_compute(s->precisions[i]);
       int rc = sim_compute_check(s->models[m], p, s->precisions[i]);
       if (rc)
-        return rc;
+        return core_err_wrap(rc, "%s: model \"%s\" at precision \"%s\"", where(mk ? mk : root, w), md->name,
+                             sim_precision_name(s->precisions[i]));
       if (!p->rate[cp].present)
         return core_err_set(CORE_EINVAL, "%s: precision \"%s\" computes in %s, but profile '%s' has no %s compute rates; choose a precision the profile measured, or add its rates",
                             where(pr ? pr : (prof ? prof : root), w), sim_precision_name(s->precisions[i]),
