@@ -24,4 +24,6 @@ echo "== 3. the shipped studies on datasheet-derived GPU profiles"
 "$DD" simulate scenarios/gigabit-vs-ib.cfg -o "$OUT" --trace "$OUT/gigabit-vs-ib-trace.json" --plot
 "$DD" simulate scenarios/compression.cfg -o "$OUT" -q --plot
 "$DD" simulate scenarios/node-failure.cfg -o "$OUT" --plot
+echo "== 4. which GPU: the same jobs on every shipped GPU profile, fp32 / tf32 / bf16 autocast"
+bash scripts/which-gpu.sh build "$OUT"
 echo "results, plots and traces are in $OUT/"
