@@ -5,11 +5,16 @@ Writes four libconfig model files (format: core/model.h), one layer entry per
 module that owns parameters, named as that module and in the order PyTorch
 registers the parameters (model.named_parameters(), so `ddpsim model` names
 every tensor as PyTorch does), with that module's tensors in registration
-order (weight before bias), plus a few parameter-less compute-only layers
-(attention scores, named after the module that computes them; BERT's MLM
-decoder and GPT-2's LM head, whose weights are tied to the word embeddings)
-where a matmul has no weights of its own. Every layer has a kind (conv,
-batch_norm, layer_norm, linear, embedding, attention, other).
+order (weight before bias), plus parameter-less layers for the work between
+them, named after the module that does it: attention scores and context,
+BERT's MLM decoder and GPT-2's LM head (weights tied to the word
+embeddings), activations, dropout, residual adds, pooling and the losses.
+Every layer has a kind (conv, batch_norm, layer_norm, linear, embedding,
+attention, activation, pooling, loss, other) and says which layers it reads
+(`inputs`, where that is not the layer before; the first convolution the
+image, `in_bytes`), so that the simulator's per-operation compute model
+(sim/compute.h) counts the bytes each moves and, under autocast, which
+inputs are cast.
 
 Gradient-ready order: ddpsim's rule for a model without ready_order (layers
 last to first, conv and norm layers weight before bias, others reversed) is
@@ -52,7 +57,7 @@ FLOP counting (forward, per sample): 2 FLOPs per multiply-add of every
 convolution and matmul. Batch/layer norm, activations, softmax, pooling,
 residual additions, dropout and embedding lookups are not counted (they are
 memory-bound and well under 1% of the FLOPs here), so those layers carry
-fwd_flops = 0.0. Transformers count per token the weight matmuls (QKV, attention
+fwd_flops = 0.0 and their bytes through act_bytes and inputs. Transformers count per token the weight matmuls (QKV, attention
 output, FFN, pooler/heads where applied) and the attention score and context
 matmuls, 2 * 2 * seq * d_model per token per layer (full, unmasked matrix, as
 the HuggingFace code computes it), on a parameter-less "<layer>.attn.scores"
