@@ -1,6 +1,5 @@
 #include "import_gpu.h"
 
-#include "calibrate/gpu_datasheet.h"
 #include "calibrate/gpu_step.h"
 #include "core/afile.h"
 #include "core/cfg.h"
@@ -104,31 +103,14 @@ static int has_gpu_work(const cal_ktrace *t) {
   return 0;
 }
 
-/* The traced GPU's peaks and bandwidth: the profile's, else its datasheet's. */
+/* The traced GPU's roofs (calibrate/kclass.h), noted when unknown. */
 static int find_roofs(gimport *m, const cal_ktrace *t) {
-  if (m->o->profile) {
-    core_profile *p = NULL;
-    int rc = core_profile_load(m->o->profile, &p);
-    if (rc)
-      return rc;
-    for (int k = 0; k < CORE_N_PREC; k++)
-      m->roofs.flops[k] = core_profile_peak_flops(p, (enum core_prec)k);
-    m->roofs.mem_Bps = p->peak_memory_GBps * 1e9;
-    snprintf(m->roofs_from, sizeof m->roofs_from, "the peaks of profile %.200s", m->o->profile);
-    core_profile_free(p);
-    return 0;
-  }
-  const cal_gpu_sheet *s = cal_gpu_sheet_find(t->device_name, t->device_mem);
-  if (!s) {
+  int rc = cal_kroofs_find(t->device_name, t->device_mem, m->o->profile, &m->roofs, m->roofs_from,
+                           sizeof m->roofs_from);
+  if (rc == 0 && !m->roofs_from[0])
     note(m, "no datasheet figures for '%s': kernels classed by their names and durations; retargeting it to another GPU needs --profile-base with its peaks\n",
          t->device_name);
-    return 0;
-  }
-  for (int k = 0; k < CORE_N_PREC; k++)
-    m->roofs.flops[k] = s->peak_tflops[k] * 1e12;
-  m->roofs.mem_Bps = s->memory_GBps * 1e9;
-  snprintf(m->roofs_from, sizeof m->roofs_from, "%.255s", s->source);
-  return 0;
+  return rc;
 }
 
 static int load(gimport *m, const char *const *paths, int n) {
@@ -412,8 +394,9 @@ static void split_classes(gimport *m, medians *w, int i, core_piece *p) {
     p->dev_class_s[k] = sum > 0 ? c[k] * p->dev_s / sum : k == CORE_DEV_MEMORY ? p->dev_s : 0;
 }
 
-/* The precision of most compute-bound kernel time over the steps used. */
-static enum core_prec traced_precision(const gimport *m) {
+/* The precision of most compute-bound kernel time over the steps used, and
+ * the traced GPU's roofs at it. */
+static void traced_roofs(gimport *m) {
   double t[CORE_N_PREC] = {0};
   int best = CORE_PREC_FP32;
   for (int u = 0; u < m->n_use; u++)
@@ -422,7 +405,10 @@ static enum core_prec traced_precision(const gimport *m) {
   for (int k = 0; k < CORE_N_PREC; k++)
     if (t[k] > t[best])
       best = k;
-  return (enum core_prec)best;
+  m->agg.precision = (enum core_prec)best;
+  m->agg.peak_flops = m->roofs.flops[best];
+  m->agg.peak_memory_Bps = m->roofs.mem_Bps;
+  snprintf(m->agg.roofs_from, sizeof m->agg.roofs_from, "%s", m->roofs_from);
 }
 
 static int aggregate(gimport *m) {
@@ -474,10 +460,6 @@ static int aggregate(gimport *m) {
     }
   }
   a->launch_host_s = median_of(m, &w, g_launch, 0);
-  a->precision = traced_precision(m);
-  a->peak_flops = m->roofs.flops[a->precision];
-  a->peak_memory_Bps = m->roofs.mem_Bps;
-  snprintf(a->roofs_from, sizeof a->roofs_from, "%s", m->roofs_from);
   a->step_s = median_of(m, &w, g_step, 0);
   a->step_min_s = w.v[0];
   a->step_max_s = w.v[m->n_use - 1];
@@ -909,6 +891,7 @@ int cal_import_gpu(const char *const *traces, int n_traces, const cal_gpu_opts *
   if ((rc = measure_slowdown(&m)) != 0 || (rc = aggregate(&m)) != 0 || (rc = arrival_sizes(&m)) != 0 || (rc = order_params(&m)) != 0 ||
       (rc = find_batch(&m)) != 0)
     goto out_free;
+  traced_roofs(&m);
   describe(&m);
   if (o->name) {
     snprintf(name, sizeof name, "%s", o->name);

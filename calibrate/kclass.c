@@ -1,6 +1,9 @@
 #include "kclass.h"
 
+#include "calibrate/gpu_datasheet.h"
+
 #include <ctype.h>
+#include <stdio.h>
 #include <string.h>
 
 /* Substrings of compute-bound kernels' names, and of names that contain
@@ -104,4 +107,29 @@ enum cal_kclass cal_kclass_of(const cal_kroofs *r, const char *name, double dur,
     return F / r->flops[*prec] >= B / r->mem_Bps ? CAL_KC_COMPUTE : CAL_KC_MEMORY;
   lower(name, s, sizeof s);
   return any_of(s, compute_names) && !any_of(s, memory_names) ? CAL_KC_COMPUTE : CAL_KC_MEMORY;
+}
+
+int cal_kroofs_find(const char *device_name, int64_t memory_bytes, const char *profile, cal_kroofs *r, char *from,
+                    size_t n) {
+  from[0] = '\0';
+  if (profile) {
+    core_profile *p = NULL;
+    int rc = core_profile_load(profile, &p);
+    if (rc)
+      return rc;
+    for (int k = 0; k < CORE_N_PREC; k++)
+      r->flops[k] = core_profile_peak_flops(p, (enum core_prec)k);
+    r->mem_Bps = p->peak_memory_GBps * 1e9;
+    snprintf(from, n, "the peaks of profile %s", profile);
+    core_profile_free(p);
+    return 0;
+  }
+  const cal_gpu_sheet *s = cal_gpu_sheet_find(device_name, memory_bytes);
+  if (!s)
+    return 0;
+  for (int k = 0; k < CORE_N_PREC; k++)
+    r->flops[k] = s->peak_tflops[k] * 1e12;
+  r->mem_Bps = s->memory_GBps * 1e9;
+  snprintf(from, n, "%s", s->source);
+  return 0;
 }

@@ -28,6 +28,9 @@
 #include "calibrate/kineto.h"
 #include "core/profile.h"
 
+#include <stddef.h>
+#include <stdint.h>
+
 enum cal_kclass { CAL_KC_COMPUTE = 0, CAL_KC_MEMORY, CAL_KC_LAUNCH, CAL_KC_N };
 
 typedef struct cal_kroofs {
@@ -41,6 +44,15 @@ typedef struct cal_kroofs {
  * when unknown) of trace t; its precision into *prec. */
 enum cal_kclass cal_kclass_of(const cal_kroofs *r, const char *name, double dur, const cal_ktrace *t,
                               const cal_kevent *op, enum core_prec *prec);
+
+/* The roofs of a traced GPU named device_name with memory_bytes of memory:
+ * the peaks of the profile at path `profile` (compute[].peak_tflops,
+ * device.peak_memory_GBps) when not NULL, else its datasheet's
+ * (calibrate/gpu_datasheet.h); where they come from into from ("" when
+ * neither knows the GPU: r's rates stay 0). The floor and has_tf32 are
+ * the caller's. */
+int cal_kroofs_find(const char *device_name, int64_t memory_bytes, const char *profile, cal_kroofs *r, char *from,
+                    size_t n);
 
 /* The precision a kernel computes in, from its name. */
 enum core_prec cal_kernel_prec(const char *name, int has_tf32);

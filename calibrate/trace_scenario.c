@@ -289,7 +289,7 @@ int cal_trace_scenario(const char *model, const char *scenario, const char *prof
                        size_t notes_len) {
   core_model *m = NULL;
   core_profile *p = NULL;
-  int nodes, per_node, rc;
+  int nodes = 1, per_node = 1, rc;
   double cap_mb = 0, first_mb = 0;
   char dir[4096], stem[256], prof_name[300], prof_path[4400], ref[4096];
   if ((rc = core_afile_check(scenario)) != 0 || (rc = core_model_load(model, &m)) != 0)

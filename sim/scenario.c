@@ -175,6 +175,8 @@ static int parse_networks(sim_scenario *s, const config_setting_t *list) {
 
 /* Does the profile let us derive an allreduce link for this backend and scope? */
 
+static int check_compute(const sim_scenario *s, const config_setting_t *root);
+
 static int cross_check(sim_scenario *s, const config_setting_t *root) {
   char w[4200];
   const config_setting_t *ddp = config_setting_get_member(root, "ddp");
@@ -183,9 +185,6 @@ static int cross_check(sim_scenario *s, const config_setting_t *root) {
   const config_setting_t *cl = config_setting_get_member(root, "cluster");
   const config_setting_t *pn = cl ? config_setting_get_member(cl, "devices_per_node") : NULL;
   const config_setting_t *nd = cl ? config_setting_get_member(cl, "nodes") : NULL;
-  const config_setting_t *tr = config_setting_get_member(root, "training");
-  const config_setting_t *pr = tr ? config_setting_get_member(tr, "precision") : NULL;
-  const config_setting_t *prof = config_setting_get_member(root, "profile");
   const core_profile *p = s->profile;
   int gpu = strcmp(p->device_kind, "gpu") == 0;
 
@@ -222,6 +221,17 @@ static int cross_check(sim_scenario *s, const config_setting_t *root) {
       return core_err_set(CORE_EINVAL, "%s: a network with from_profile = true needs an inter-node allreduce measurement for %s, and profile '%s' has none; calibrate across nodes, or give the network's gbps and latency_us",
                           where(nd ? nd : root, w), sim_backend_name(be), s->profile_path);
   }
+  return check_compute(s, root);
+}
+
+/* Every model can be costed (or, traced, retargeted) at every precision on
+ * the profile. */
+static int check_compute(const sim_scenario *s, const config_setting_t *root) {
+  char w[4200];
+  const config_setting_t *tr = config_setting_get_member(root, "training");
+  const config_setting_t *pr = tr ? config_setting_get_member(tr, "precision") : NULL;
+  const config_setting_t *prof = config_setting_get_member(root, "profile");
+  const core_profile *p = s->profile;
   for (int m = 0; m < s->n_models; m++) {
     const core_model *md = s->models[m];
     const config_setting_t *mk = config_setting_get_member(root, "model");
