@@ -23,11 +23,11 @@ for g in $gpus; do
   gpu=${g%%:*} prof=${g##*:}
   precs='["fp32", "tf32", "amp_bf16"]'
   [ "$gpu" = V100 ] && precs='["fp32", "amp_fp16"]'
-  sed "s|^\(training = .*precision = \)\[[^]]*\]|\1$precs|; s|^name = .*|name = \"which-gpu-$gpu\";|" \
-    scenarios/which-gpu.cfg >"scenarios/.which-gpu-$gpu.cfg"
-  "$DD" simulate "scenarios/.which-gpu-$gpu.cfg" --profile "scenarios/profiles/$prof.cfg" -o "$W" -q >/dev/null \
-    || { rm -f "scenarios/.which-gpu-$gpu.cfg"; exit 1; }
-  rm -f "scenarios/.which-gpu-$gpu.cfg"
+  # the study with this GPU's precisions, its paths made absolute
+  sed "s|^\(training = .*precision = \)\[[^]]*\]|\1$precs|; s|^name = .*|name = \"which-gpu-$gpu\";|;
+       s|\"models/|\"$PWD/scenarios/models/|g; s|\"profiles/|\"$PWD/scenarios/profiles/|" \
+    scenarios/which-gpu.cfg >"$W/which-gpu-$gpu.cfg"
+  "$DD" simulate "$W/which-gpu-$gpu.cfg" --profile "scenarios/profiles/$prof.cfg" -o "$W" -q >/dev/null
 done
 python3 - "$W" "$OUT/which-gpu.csv" $gpus <<'PY'
 import csv, os, sys

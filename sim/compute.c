@@ -28,10 +28,9 @@ static const double eta_attn[3] = {0.474, 0.474, 0.192};
 #define STREAM_EFF 0.896
 #define CAST_EFF 0.686
 /* Effective passes of the output through memory: batch norm (forward,
- * backward; at 4 bytes an element whatever the precision: the bf16
- * channels_last kernels took as long as fp32's), layer/group norm, a
- * bias gradient's reduction over the tokens, pooling (of input plus
- * output). */
+ * backward; at 4 bytes an element whatever the precision, as measured),
+ * layer/group norm, a bias gradient's reduction over the tokens, pooling
+ * (of input plus output). */
 #define BN_FWD_PASSES 4.0
 #define BN_BWD_PASSES 5.5
 #define LN_FWD_PASSES 3.8
