@@ -3,8 +3,10 @@
 # `ddpsim calibrate --backend nccl` measured on a GPU, against real PyTorch
 # training steps (bench/pytorch/gpu_step.py) of the same models on that GPU:
 # ResNet-50 (batch 64, 128, 256) and BERT-large (16 and 32 sequences of 512
-# tokens) in fp32, tf32 and bf16 (scenarios/h200-1gpu.cfg). Prints each
-# point's error, the MAPE and the worst point (bench/gpu_compare.py).
+# tokens) in fp32, tf32 and bf16 autocast (scenarios/h200-1gpu.cfg). Prints
+# each point's error, the MAPE and the worst point, over all points and over
+# those the compute model's constants were not fitted on (bench/gpu_compare.py,
+# docs/compute-model.md).
 #
 #   bash bench/validate-gpu.sh [BUILD_DIR] [OUT_DIR]
 #       no GPU needed: the shipped H200 profile (scenarios/profiles/

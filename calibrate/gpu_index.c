@@ -332,6 +332,9 @@ static int deps_and_gap(cal_gindex *g) {
     int64_t ready = launched > prev_end[a->stream] ? launched : prev_end[a->stream];
     if (e->ts_ns - ready > DELAY_NS)
       a->dep = waited_for(ends, g->n_acts, ready, e->ts_ns, a->stream);
+    if (a->stream == g->compute && !a->nccl && e->cat == CAL_K_KERNEL && e->dur_ns > 0 &&
+        (g->kernel_min_s == 0 || (double)e->dur_ns * 1e-9 < g->kernel_min_s))
+      g->kernel_min_s = (double)e->dur_ns * 1e-9;
     int64_t gap = e->ts_ns - prev_end[a->stream];
     if (a->stream == g->compute && prev_end[a->stream] > 0 && launched < prev_end[a->stream] - DELAY_NS &&
         a->dep < 0 && gap >= 0 && gap < GAP_MAX_NS) {

@@ -51,6 +51,7 @@ typedef struct cal_gindex {
   int32_t *streams;     /* stream ids as the trace numbers them */
   int compute;          /* the stream with the most non-NCCL kernel time */
   double gap_s;         /* mean gap between queued activities on the compute stream */
+  double kernel_min_s;  /* the shortest kernel on the compute stream (its fixed cost); 0 when none */
   int32_t *rt_names;    /* runtime call names seen, with their median duration */
   int64_t *rt_median_ns;
   int n_rt_names;

@@ -38,6 +38,7 @@ const char *cal_gpu_layer_kind(const char *op) {
 typedef struct cutter {
   const cal_gindex *g;
   const cal_ktrace *t;
+  const cal_kroofs *roofs;
   cal_gstep *s;
   int cap_pieces, cap_spans, cap_beside, cap_side, cap_syncs, cap_buckets, cap_layers, cap_grads, cap_seen;
   int64_t t0, t1, first_bwd, last_bwd;
@@ -197,6 +198,43 @@ static int is_sync_call(const char *n) {
   return 0;
 }
 
+/* The innermost operator on th around ts whose shapes may tell a kernel's
+ * cost (calibrate/kclass.h), else the innermost; NULL. */
+static const cal_kevent *launching_op(const cutter *c, const cal_gthread *th, int64_t ts) {
+  int i = first_op_at(c, th, ts + 1) - 1;
+  const cal_kevent *inner = NULL;
+  double f, b;
+  for (; i >= 0; i = th->parent[i]) {
+    const cal_kevent *e = op_ev(c, th, i);
+    if (e->ts_ns + e->dur_ns < ts)
+      continue;
+    if (!inner)
+      inner = e;
+    if (cal_op_cost(c->t, e, &f, &b))
+      return e;
+  }
+  return inner;
+}
+
+/* A compute-stream activity of dur seconds (its gap included) into the
+ * piece's classes. */
+static void take_class(launch_ctx *x, const cal_kevent *e, const cal_kevent *r, double dur) {
+  cutter *c = x->c;
+  double gap = c->g->gap_s;
+  if (!c->roofs)
+    return;
+  enum core_prec prec = CORE_PREC_FP32;
+  enum cal_kclass k = CAL_KC_MEMORY; /* copies and memsets move bytes */
+  if (e->cat == CAL_K_KERNEL)
+    k = cal_kclass_of(c->roofs, cal_ktrace_str(c->t, e->name), dur, c->t, launching_op(c, x->th, r->ts_ns), &prec);
+  else if (c->roofs->floor_s > 0 && dur <= 2 * c->roofs->floor_s)
+    k = CAL_KC_LAUNCH;
+  x->p->dev_class_s[k] += dur;
+  x->p->dev_class_s[CORE_DEV_LAUNCH] += gap; /* the device's fixed cost between kernels */
+  if (k == CAL_KC_COMPUTE)
+    c->s->prec_s[prec] += dur;
+}
+
 /* What runtime call rt launched, into the piece; *dev gets its compute-stream time. */
 static int take_call(launch_ctx *x, int64_t rt, double *dev) {
   cutter *c = x->c;
@@ -213,6 +251,7 @@ static int take_call(launch_ctx *x, int64_t rt, double *dev) {
     waited |= 1ull << ac->stream | (ac->dep >= 0 ? 1ull << ac->dep : 0);
     if (ac->stream == c->g->compute && !ac->nccl) {
       *dev += dur + c->g->gap_s;
+      take_class(x, e, r, dur);
       x->beside += dur * ac->beside;
       if (ac->dep >= 0 && ac->dep != c->g->compute)
         x->p->waits |= 1ull << stream_bit(c, ac->dep);
@@ -309,6 +348,7 @@ static int add_piece(cutter *c, enum core_piece_kind kind, int index, const char
   if (p->host_s < 0)
     p->host_s = 0;
   p->dev_s = dev;
+  p->classed = c->roofs != NULL;
   c->s->beside_s[tr->n_pieces - 1] = x.beside;
   if (kind == CORE_PIECE_GRAD && c->s->ddp)
     ddp_share(c, th, p, a, b);
@@ -557,6 +597,8 @@ static void merge_runs(cutter *c) {
       q->n_sync += p->n_sync;
       q->host_s = h;
       q->dev_s += p->dev_s;
+      for (int k = 0; k < 3; k++)
+        q->dev_class_s[k] += p->dev_class_s[k];
       q->waits |= p->waits;
       c->s->span_s[w - 1] += c->s->span_s[r];
       c->s->beside_s[w - 1] += c->s->beside_s[r];
@@ -688,9 +730,9 @@ void cal_gstep_free(cal_gstep *s) {
   memset(s, 0, sizeof *s);
 }
 
-int cal_gstep_cut(const cal_gindex *g, int step, cal_gstep *s) {
+int cal_gstep_cut(const cal_gindex *g, int step, const cal_kroofs *roofs, cal_gstep *s) {
   memset(s, 0, sizeof *s);
-  cutter c = {.g = g, .t = g->t, .s = s};
+  cutter c = {.g = g, .t = g->t, .roofs = roofs, .s = s};
   const cal_kevent *e = &g->t->ev[g->steps[step]];
   s->ev = g->steps[step];
   s->step_s = (double)e->dur_ns * 1e-9;

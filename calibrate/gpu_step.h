@@ -21,12 +21,14 @@
  * time leaves out the time its runtime calls were blocked, its device time
  * is what it launched on the compute stream (each activity with the
  * device's gap), and what it launched elsewhere is side work, except DDP's
- * bucket allreduces, which are kept apart with their sizes.
+ * bucket allreduces, which are kept apart with their sizes. Each piece's
+ * device time is split by what bounds its kernels (calibrate/kclass.h).
  */
 #ifndef CALIBRATE_GPU_STEP_H
 #define CALIBRATE_GPU_STEP_H
 
 #include "calibrate/gpu_index.h"
+#include "calibrate/kclass.h"
 #include "core/traced.h"
 
 /* Kinds of layer a forward operator starts (the model format's names). */
@@ -54,9 +56,11 @@ typedef struct cal_gstep {
   double launch_host_s;    /* host time of those launches, summed */
   double fwd_s, bwd_s, post_s; /* the step's host time before, in and after backward */
   int ddp;                 /* DDP ran (its forward annotation is in the step) */
+  double prec_s[CORE_N_PREC]; /* compute-bound kernel time per precision */
 } cal_gstep;
 
-int cal_gstep_cut(const cal_gindex *g, int step, cal_gstep *s);
+/* Cut step `step` of g into s, classing kernels against roofs. */
+int cal_gstep_cut(const cal_gindex *g, int step, const cal_kroofs *roofs, cal_gstep *s);
 void cal_gstep_free(cal_gstep *s);
 
 #endif

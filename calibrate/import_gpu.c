@@ -45,6 +45,8 @@ typedef struct gimport {
   int64_t *param_elems;     /* [n_grads] parameter -> elements */
   double batch;
   double slowdown;          /* compute kernels beside an allreduce */
+  cal_kroofs roofs;         /* the traced GPU's, the floor of the trace being cut */
+  char roofs_from[256];
   char *notes;
   size_t notes_len;
 } gimport;
@@ -75,8 +77,10 @@ static int cut_steps(gimport *m, int k) {
     m->step_trace = st;
   if (!more || !st)
     return core_err_set(CORE_ENOMEM, "out of memory cutting the steps of %s", g->t->path);
+  m->roofs.floor_s = g->kernel_min_s;
+  m->roofs.has_tf32 = g->t->cc_major >= 8;
   for (int s = 0; s < g->n_steps; s++) {
-    int rc = cal_gstep_cut(g, s, &m->steps[m->n_steps]);
+    int rc = cal_gstep_cut(g, s, &m->roofs, &m->steps[m->n_steps]);
     if (rc)
       return rc;
     m->step_trace[m->n_steps++] = k;
@@ -99,6 +103,16 @@ static int has_gpu_work(const cal_ktrace *t) {
   return 0;
 }
 
+/* The traced GPU's roofs (calibrate/kclass.h), noted when unknown. */
+static int find_roofs(gimport *m, const cal_ktrace *t) {
+  int rc = cal_kroofs_find(t->device_name, t->device_mem, m->o->profile, &m->roofs, m->roofs_from,
+                           sizeof m->roofs_from);
+  if (rc == 0 && !m->roofs_from[0])
+    note(m, "no datasheet figures for '%s': kernels classed by their names and durations; retargeting it to another GPU needs --profile-base with its peaks\n",
+         t->device_name);
+  return rc;
+}
+
 static int load(gimport *m, const char *const *paths, int n) {
   if (!(m->tr = calloc((size_t)n, sizeof *m->tr)))
     return core_err_set(CORE_ENOMEM, "out of memory reading %d traces", n);
@@ -116,6 +130,8 @@ static int load(gimport *m, const char *const *paths, int n) {
         return CORE_EUNSUPPORTED;
       return core_err_set(CORE_EINVAL, "%s holds no GPU work but %s does: give traces of one job", paths[k], paths[0]);
     }
+    if (k == 0 && (rc = find_roofs(m, &g->t)) != 0)
+      return rc;
     if ((rc = cal_gindex_build(&g->t, &g->g)) != 0)
       return rc;
     g->indexed = 1;
@@ -278,8 +294,13 @@ static int measure_slowdown(gimport *m) {
    * again where they run beside an allreduce */
   for (int u = 0; u < U && rc == 0; u++) {
     cal_gstep *s = &m->steps[m->use[u]];
-    for (int i = 0; i < s->tr.n_pieces; i++)
-      s->tr.pieces[i].dev_s -= s->beside_s[i] * (1.0 - 1.0 / m->slowdown);
+    for (int i = 0; i < s->tr.n_pieces; i++) {
+      core_piece *p = &s->tr.pieces[i];
+      double before = p->dev_s;
+      p->dev_s -= s->beside_s[i] * (1.0 - 1.0 / m->slowdown);
+      for (int c = 0; c < 3 && before > 0; c++)
+        p->dev_class_s[c] *= p->dev_s / before;
+    }
   }
   return rc;
 }
@@ -317,6 +338,9 @@ static double g_dev(const cal_gstep *s, int i) { return s->tr.pieces[i].dev_s; }
 static double g_chost(const cal_gstep *s, int i) { return s->tr.pieces[i].copy_host_s; }
 static double g_cdev(const cal_gstep *s, int i) { return s->tr.pieces[i].copy_dev_s; }
 static double g_span(const cal_gstep *s, int i) { return s->span_s[i]; }
+static double g_compute(const cal_gstep *s, int i) { return s->tr.pieces[i].dev_class_s[CORE_DEV_COMPUTE]; }
+static double g_memory(const cal_gstep *s, int i) { return s->tr.pieces[i].dev_class_s[CORE_DEV_MEMORY]; }
+static double g_launch_dev(const cal_gstep *s, int i) { return s->tr.pieces[i].dev_class_s[CORE_DEV_LAUNCH]; }
 static double g_side_at(const cal_gstep *s, int i) { return s->tr.side[i].at; }
 static double g_side_dur(const cal_gstep *s, int i) { return s->tr.side[i].dur_s; }
 static double g_sync_at(const cal_gstep *s, int i) { return s->tr.syncs[i].at; }
@@ -379,6 +403,31 @@ static int copy_structure(gimport *m) {
   return 0;
 }
 
+/* The piece's classes: their medians, scaled to add up to its device time. */
+static void split_classes(gimport *m, medians *w, int i, core_piece *p) {
+  double c[3] = {median_of(m, w, g_compute, i), median_of(m, w, g_memory, i), median_of(m, w, g_launch_dev, i)};
+  double sum = c[0] + c[1] + c[2];
+  for (int k = 0; k < 3; k++)
+    p->dev_class_s[k] = sum > 0 ? c[k] * p->dev_s / sum : k == CORE_DEV_MEMORY ? p->dev_s : 0;
+}
+
+/* The precision of most compute-bound kernel time over the steps used, and
+ * the traced GPU's roofs at it. */
+static void traced_roofs(gimport *m) {
+  double t[CORE_N_PREC] = {0};
+  int best = CORE_PREC_FP32;
+  for (int u = 0; u < m->n_use; u++)
+    for (int k = 0; k < CORE_N_PREC; k++)
+      t[k] += m->steps[m->use[u]].prec_s[k];
+  for (int k = 0; k < CORE_N_PREC; k++)
+    if (t[k] > t[best])
+      best = k;
+  m->agg.precision = (enum core_prec)best;
+  m->agg.peak_flops = m->roofs.flops[best];
+  m->agg.peak_memory_Bps = m->roofs.mem_Bps;
+  snprintf(m->agg.roofs_from, sizeof m->agg.roofs_from, "%s", m->roofs_from);
+}
+
 static int aggregate(gimport *m) {
   int rc = copy_structure(m);
   medians w = {malloc(sizeof *w.v * (size_t)m->n_use), m->n_use};
@@ -409,6 +458,7 @@ static int aggregate(gimport *m) {
     core_piece *p = &a->pieces[i];
     p->host_s *= fh;
     p->dev_s *= fd;
+    split_classes(m, &w, i, p);
     p->copy_host_s = p->copy_host_s * fh < p->host_s ? p->copy_host_s * fh : p->host_s;
     p->copy_dev_s = p->copy_dev_s * fd < p->dev_s ? p->copy_dev_s * fd : p->dev_s;
   }
@@ -703,6 +753,7 @@ static int add_traced(gimport *m, config_setting_t *model) {
   a->rank = t->rank >= 0 && t->rank < a->world_size ? t->rank : 0;
   a->overlap_slowdown = m->slowdown;
   a->ddp = ref_step(m)->ddp;
+
   for (int i = 0; i < a->n_pieces; i++) {
     core_piece *p = &a->pieces[i];
     if (p->kind == CORE_PIECE_GRAD && n_tensors(m)) {
@@ -768,6 +819,13 @@ static void describe(gimport *m) {
        r->n_layers, n_tensors(m), m->sizes_from ? m->sizes_from : "nowhere", a->n_pieces, a->n_side, a->n_syncs);
   note(m, "a step: host %.3f ms dispatching, compute stream %.3f ms (gap %.2f us an activity): %s-bound\n", host * 1e3,
        dev * 1e3, g->gap_s * 1e6, dev > host ? "device" : "host");
+  double cl[3] = {0, 0, 0};
+  for (int i = 0; i < a->n_pieces; i++)
+    for (int k = 0; k < 3; k++)
+      cl[k] += a->pieces[i].dev_class_s[k];
+  note(m, "kernels: %.3f ms compute-bound (%s), %.3f ms memory-bound, %.3f ms launch-bound (%.2f us or less); roofs %s\n",
+       cl[0] * 1e3, core_prec_name(a->precision), cl[1] * 1e3, cl[2] * 1e3, 2 * m->roofs.floor_s * 1e6,
+       m->roofs_from[0] ? m->roofs_from : "unknown");
   if (r->ddp)
     note(m, "DDP: %d bucket allreduces a step (%.3f ms), %.1f us of host work each to launch; compute beside them %.2fx slower\n",
          a->n_buckets, a->n_buckets ? gsl_stats_mean(a->bucket_s, 1, (size_t)a->n_buckets) * a->n_buckets * 1e3 : 0.0,
@@ -850,6 +908,7 @@ int cal_import_gpu(const char *const *traces, int n_traces, const cal_gpu_opts *
   if ((rc = measure_slowdown(&m)) != 0 || (rc = aggregate(&m)) != 0 || (rc = arrival_sizes(&m)) != 0 || (rc = order_params(&m)) != 0 ||
       (rc = find_batch(&m)) != 0)
     goto out_free;
+  traced_roofs(&m);
   describe(&m);
   if (o->name) {
     snprintf(name, sizeof name, "%s", o->name);

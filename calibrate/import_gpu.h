@@ -20,6 +20,12 @@
  * recorded shapes (record_shapes=True), the collectives a job without DDP ran
  * per gradient, or a base model with as many tensors. Without any, the
  * import fails saying what to record.
+ *
+ * Each piece's device time is split by what bounds its kernels
+ * (calibrate/kclass.h), against the traced GPU's roofs: the peaks of the
+ * given profile, else of its datasheet; the model records those roofs and
+ * the precision of its compute-bound kernels, so that the simulator can
+ * retarget the step to another GPU.
  */
 #ifndef CALIBRATE_IMPORT_GPU_H
 #define CALIBRATE_IMPORT_GPU_H
@@ -30,6 +36,8 @@ typedef struct cal_gpu_opts {
   const char *name;     /* model name; NULL: out's file name */
   int batch;            /* batch per GPU the trace was taken at; 0: from its shapes */
   const char *base;     /* model file whose tensors give the sizes; NULL */
+  const char *profile;  /* profile of the traced GPU whose peaks are its roofs; NULL: its datasheet
+                         * (calibrate/gpu_datasheet.h) */
 } cal_gpu_opts;
 
 /* CORE_EUNSUPPORTED, with no message, when the first trace holds no GPU

@@ -161,13 +161,13 @@ static int datasheet_profile(const core_traced *t, core_profile **out) {
     return core_err_set(CORE_ENOMEM, "out of memory building a profile");
   snprintf(p->provenance, sizeof p->provenance, "collectives from the trace's allreduce kernels; device: %s", s->source);
   snprintf(p->device_kind, sizeof p->device_kind, "gpu");
-  p->memory_GBps = s->memory_GBps;
+  p->memory_GBps = p->peak_memory_GBps = s->memory_GBps;
   p->host_link_GBps = s->host_link_GBps;
+  p->nvlink_GBps = s->nvlink_GBps;
   p->reduce_GBps = s->host_link_GBps; /* Gloo only, which a traced NCCL job does not use */
-  const double peaks[CORE_N_PREC] = {s->fp32_tflops, s->tf32_tflops, s->half_tflops, s->half_tflops};
   for (int k = 0; k < CORE_N_PREC; k++) {
     core_prof_rate *r = &p->rate[k];
-    if (peaks[k] <= 0)
+    if (s->peak_tflops[k] <= 0)
       continue;
     r->gemm_flops = malloc(sizeof *r->gemm_flops);
     r->tflops = malloc(sizeof *r->tflops);
@@ -178,7 +178,7 @@ static int datasheet_profile(const core_traced *t, core_profile **out) {
     r->present = 1;
     r->n = 1;
     r->gemm_flops[0] = 1e9;
-    r->tflops[0] = peaks[k];
+    r->tflops[0] = r->peak_tflops = s->peak_tflops[k];
   }
   *out = p;
   return 0;
@@ -264,7 +264,11 @@ static int write_scenario(const char *path, const char *stem, const char *profil
           t->device, t->world_size, m->measured_batch);
   fprintf(a.f, "name = \"%s\";\ndescription = \"the traced job of %s\";\n", stem, m->name);
   fprintf(a.f, "profile = \"%s\";\nmodel = \"%s\";\n", profile, model);
-  fprintf(a.f, "training = { batch = %.0f; precision = \"fp32\"; };\n", m->measured_batch);
+  /* The traced precision; half kernels are autocast's (fp32 gradients). */
+  const char *prec = t->precision == CORE_PREC_FP16   ? "amp_fp16"
+                     : t->precision == CORE_PREC_BF16 ? "amp_bf16"
+                                                      : core_prec_name(t->precision);
+  fprintf(a.f, "training = { batch = %.0f; precision = \"%s\"; };\n", m->measured_batch, prec);
   fprintf(a.f, "cluster = { nodes = %d; devices_per_node = %d; };\n", nodes, per_node);
   if (nodes > 1)
     fprintf(a.f, "networks = ( { name = \"traced\"; from_profile = true; } );\n");
@@ -285,7 +289,7 @@ int cal_trace_scenario(const char *model, const char *scenario, const char *prof
                        size_t notes_len) {
   core_model *m = NULL;
   core_profile *p = NULL;
-  int nodes = 0, per_node = 0, rc;
+  int nodes = 1, per_node = 1, rc;
   double cap_mb = 0, first_mb = 0;
   char dir[4096], stem[256], prof_name[300], prof_path[4400], ref[4096];
   if ((rc = core_afile_check(scenario)) != 0 || (rc = core_model_load(model, &m)) != 0)

@@ -51,13 +51,17 @@ const char cli_import_help[] =
     "apart, other streams' work and syncs) goes into the model's `traced`\n"
     "group, which `simulate` replays on other clusters. Medians over the\n"
     "steps; warm-up steps are left out and the notes say which and the spread.\n"
-    "Tensor sizes come from DDP's copies, recorded shapes, or --base.\n"
+    "Tensor sizes come from DDP's copies, recorded shapes, or --base. Each\n"
+    "piece's kernel time is split into compute-, memory- and launch-bound\n"
+    "against the traced GPU's roofs, so that `simulate --profile` of another\n"
+    "GPU can retarget the step.\n"
     "  --scenario FILE  also write a scenario of the traced job (its world,\n"
     "                   device and batch; a profile FILE's-stem.profile.cfg beside\n"
     "                   it with an allreduce fit to the trace's own kernels),\n"
     "                   which simulated replays the traced step\n"
     "  --profile-base P with --scenario: the profile the traced GPU's figures\n"
-    "                   come from (default: its datasheet, known GPUs only)\n"
+    "                   and roofs (peak_tflops, peak_memory_GBps) come from\n"
+    "                   (default: its datasheet, known GPUs only)\n"
     "\n"
     "A CPU trace (record_shapes=True) of a model built of nn.Linear layers\n"
     "(bench/pytorch/trace_mlp.py writes one): measured fwd_ms/bwd_ms per layer.\n"
@@ -207,7 +211,7 @@ static int import_trace(int argc, char **argv) {
   char notes[16384];
   int rc;
   const char *const *traces = (const char *const *)(argv + optind);
-  cal_gpu_opts go = {.name = o.name, .batch = o.batch, .base = o.base};
+  cal_gpu_opts go = {.name = o.name, .batch = o.batch, .base = o.base, .profile = profile_base};
   if (profile_base && !scenario)
     return cli_usage("import", "--profile-base goes with --scenario FILE");
   if (scenario && (rc = core_afile_check(scenario)) != 0)

@@ -19,7 +19,7 @@ static const char *const model_keys[] = {"name", "source", "loss", "sample", "la
                                          "ready_order", "traced", NULL};
 static const char *const layer_keys[] = {"name", "type", "kind", "in", "out", "activation", "params",
                                          "param_names", "rows", "fwd_flops", "bwd_flops", "act_bytes",
-                                         "fwd_ms", "bwd_ms", NULL};
+                                         "fwd_ms", "bwd_ms", "inputs", "in_bytes", NULL};
 static const char *const layer_types[] = {"generic", "linear", NULL};
 /* In enum core_op's order. */
 static const char *const op_names[] = {"other", "conv", "batch_norm", "layer_norm", "group_norm",
@@ -41,6 +41,7 @@ void core_model_free(core_model *m) {
   free(m->tensor_layer);
   free(m->tensor_pname);
   free(m->ready_order);
+  free(m->inputs);
   core_traced_free(m->traced);
   free(m);
 }
@@ -227,6 +228,35 @@ static int parse_costs(const config_setting_t *l, core_layer *L, int idx) {
   return 0;
 }
 
+/* inputs: names of earlier layers (default the one before); in_bytes. */
+static int parse_inputs(const config_setting_t *l, core_model *m, int idx, int *n_used) {
+  char w[4200];
+  core_layer *L = &m->layers[idx];
+  const config_setting_t *in = config_setting_get_member(l, "inputs");
+  int n = in ? (config_setting_is_array(in) ? config_setting_length(in) : 1) : idx > 0;
+  int *more = realloc(m->inputs, sizeof *more * (size_t)(*n_used + n + 1));
+  if (!more)
+    return core_err_set(CORE_ENOMEM, "out of memory reading %s's inputs", m->path);
+  m->inputs = more;
+  L->first_input = *n_used;
+  L->n_inputs = n;
+  for (int k = 0; k < n; k++) {
+    const char *s = !in ? NULL : config_setting_is_array(in) ? config_setting_get_string_elem(in, (unsigned)k)
+                                                             : config_setting_get_string(in);
+    int j = in ? -1 : idx - 1;
+    for (int q = 0; s && q < idx && j < 0; q++)
+      if (!strcmp(m->layers[q].name, s))
+        j = q;
+    if (j < 0)
+      return core_err_set(CORE_EINVAL, "%s: layer '%s' inputs[%d]: expected the name of a layer listed before it (%s%s%s); list layers in the order they run",
+                          core_cfg_where(in, w, sizeof w), L->name, k, s ? "no earlier layer is named '" : "not a name",
+                          s ? s : "", s ? "'" : "");
+    m->inputs[(*n_used)++] = j;
+  }
+  double def = L->kind == CORE_LAYER_LINEAR && n == 0 ? 4.0 * L->in : 0;
+  return core_cfg_double(l, "in_bytes", 0, def, 0, 1e15, &L->in_bytes);
+}
+
 static int parse_layer(const config_setting_t *l, core_model *m, int idx, int *tensor_pos) {
   core_layer *L = &m->layers[idx];
   int rc;
@@ -236,6 +266,7 @@ static int parse_layer(const config_setting_t *l, core_model *m, int idx, int *t
   if ((rc = core_cfg_string(l, "name", 1, NULL, NULL, &s)) != 0)
     return rc;
   snprintf(L->name, sizeof L->name, "%s", s);
+  L->line = config_setting_source_line(l);
   if ((rc = core_cfg_string(l, "type", 0, "generic", layer_types, &s)) != 0)
     return rc;
   L->kind = strcmp(s, "linear") == 0 ? CORE_LAYER_LINEAR : CORE_LAYER_GENERIC;
@@ -342,10 +373,10 @@ static int parse_header(const config_setting_t *g, core_model *m) {
 
 static int parse_layers(const config_setting_t *layers, core_model *m) {
   char w[4200];
-  int rc, pos = 0;
+  int rc, pos = 0, n_inputs = 0;
   for (int i = 0; i < m->n_layers; i++) {
     const config_setting_t *l = config_setting_get_elem(layers, (unsigned)i);
-    if ((rc = parse_layer(l, m, i, &pos)) != 0)
+    if ((rc = parse_layer(l, m, i, &pos)) != 0 || (rc = parse_inputs(l, m, i, &n_inputs)) != 0)
       return rc;
     for (int j = 0; j < i; j++)
       if (strcmp(m->layers[j].name, m->layers[i].name) == 0)

@@ -12,7 +12,8 @@
  *     layers = (
  *       { name = "fc1"; type = "linear"; in = 1024; out = 1024; activation = "relu"; },
  *       { name = "conv1"; kind = "conv"; params = [9408]; rows = [64]; fwd_flops = 2.36e8; act_bytes = 3.2e6; },
- *       { name = "blk0"; params = [...]; fwd_flops = 1e9; fwd_ms = 1.2; bwd_ms = 2.5; }
+ *       { name = "blk0"; params = [...]; fwd_flops = 1e9; fwd_ms = 1.2; bwd_ms = 2.5; },
+ *       { name = "add"; kind = "activation"; inputs = ["conv1", "blk0"]; fwd_flops = 0.0; act_bytes = 3.2e6; }
  *     );
  *     measured_batch = 32;               # the batch fwd_ms/bwd_ms were taken at
  *     psgd_sync_us = 2400.0;             # optional, measured (see below)
@@ -47,6 +48,16 @@
  * order (BERT's masked-LM bias, registered on cls.predictions but applied
  * last) needs ready_order.
  *
+ * Dataflow, for the simulator's per-operation compute model on GPUs
+ * (sim/compute.h): `inputs` names the layers whose outputs a layer reads,
+ * all listed before it (default: the layer before it; [] reads the batch's
+ * data, whose size per sample at fp32 is `in_bytes`, default 4 * in for a
+ * type = "linear" layer, else 0). A residual add is an "activation" with
+ * two inputs; attention reads its query, key and value projections. The
+ * inputs' sizes are the bytes a layer reads, and under autocast their types
+ * say which inputs are cast; scripts/gen-models.py writes them for the
+ * shipped models.
+ *
  * psgd_sync_us, which `ddpsim calibrate` writes into the models it measures,
  * is how much longer than back to back each allreduce of PowerSGD's hook
  * waits in this model's training steps (the profile's hooks.psgd_sync_us is
@@ -77,6 +88,7 @@ enum core_act { CORE_ACT_NONE = 0, CORE_ACT_RELU = 1 };
 
 typedef struct core_layer {
   char name[64];
+  int line;                  /* where the file defines it; 0 unknown */
   enum core_layer_kind kind; /* the file's `type` */
   enum core_op op;           /* the file's `kind` */
   int in, out;             /* linear only */
@@ -88,6 +100,8 @@ typedef struct core_layer {
   double act_bytes;        /* output activation bytes per sample at fp32's 4 bytes an element;
                               the simulator charges the elementwise work on it (sim/predict.h) */
   double fwd_s, bwd_s;     /* measured at model.measured_batch; < 0 when not measured */
+  int first_input, n_inputs; /* into core_model.inputs: the earlier layers it reads */
+  double in_bytes;         /* data it reads per sample at fp32 when n_inputs == 0 */
 } core_layer;
 
 typedef struct core_model {
@@ -103,6 +117,7 @@ typedef struct core_model {
   int *tensor_layer;       /* [n_tensors] */
   char (*tensor_pname)[CORE_PNAME_MAX]; /* [n_tensors] param_names; NULL when no layer gives them */
   int *ready_order;        /* [n_tensors] tensor indices in gradient-ready order */
+  int *inputs;             /* the layers' inputs, layer indices (core_layer.first_input) */
   int ready_given;         /* ready_order came from the file */
   int64_t n_params;
   double fwd_flops;        /* per sample, all layers */

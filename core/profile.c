@@ -100,7 +100,7 @@ static int number_array(const config_setting_t *g, const char *key, int required
 }
 
 static int parse_rate(const config_setting_t *e, core_profile *p) {
-  static const char *const keys[] = {"precision", "gemm_flops", "tflops", NULL};
+  static const char *const keys[] = {"precision", "gemm_flops", "tflops", "peak_tflops", NULL};
   char w[4200];
   const char *s;
   int rc;
@@ -117,7 +117,8 @@ static int parse_rate(const config_setting_t *e, core_profile *p) {
   int nx, ny;
   if ((rc = number_array(e, "gemm_flops", 1, 1, 1e30, 0, &r->gemm_flops, &nx)) != 0)
     return rc;
-  if ((rc = number_array(e, "tflops", 1, 1e-9, 1e9, 0, &r->tflops, &ny)) != 0)
+  if ((rc = number_array(e, "tflops", 1, 1e-9, 1e9, 0, &r->tflops, &ny)) != 0 ||
+      (rc = core_cfg_double(e, "peak_tflops", 0, 0, 1e-9, 1e9, &r->peak_tflops)) != 0)
     return rc;
   if (nx != ny)
     return core_err_set(CORE_EINVAL, "%s: gemm_flops has %d values but tflops has %d; they pair up one to one",
@@ -257,9 +258,10 @@ int core_profile_from_setting(const config_setting_t *root, const char *path, co
                                      "compute", "collectives", "jitter", "storage", "restart",
                                      "interference", "hooks", "price", NULL};
   static const char *const meta_keys[] = {"host", "date", "backend", "versions", "nodes",
-                                          "ranks_per_node", "link_gbps", NULL};
-  static const char *const device_keys[] = {"kind", "name", "memory_GBps", "update_GBps", "host_link_GBps", NULL};
-  static const char *const host_keys[] = {"reduce_GBps", NULL};
+                                          "ranks_per_node", "link_gbps", "nics_per_node", NULL};
+  static const char *const device_keys[] = {"kind", "name", "memory_GBps", "update_GBps", "host_link_GBps",
+                                            "peak_memory_GBps", "nvlink_GBps", NULL};
+  static const char *const host_keys[] = {"reduce_GBps", "launch_us", NULL};
   static const char *const jitter_keys[] = {"distribution", "params", "samples", NULL};
   static const char *const storage_keys[] = {"write_GBps", "read_GBps", NULL};
   static const char *const restart_keys[] = {"process_start_s", "rendezvous_s", "comm_init_s", NULL};
@@ -302,8 +304,10 @@ int core_profile_from_setting(const config_setting_t *root, const char *path, co
   if ((rc = core_cfg_int(s, "ranks_per_node", 0, 1, 1, 1 << 16, &v)) != 0)
     goto fail_free;
   p->ranks_per_node = (int)v;
-  if ((rc = core_cfg_double(s, "link_gbps", 0, 0, 0, 1e5, &p->link_gbps)) != 0)
+  if ((rc = core_cfg_double(s, "link_gbps", 0, 0, 0, 1e5, &p->link_gbps)) != 0 ||
+      (rc = core_cfg_int(s, "nics_per_node", 0, 0, 1, 1024, &v)) != 0)
     goto fail_free;
+  p->nics_per_node = (int)v;
 
   if ((rc = core_cfg_group(g, "device", 1, &s)) != 0 ||
       (rc = core_cfg_check_keys(s, device_keys, "device")) != 0 ||
@@ -312,11 +316,14 @@ int core_profile_from_setting(const config_setting_t *root, const char *path, co
       (rc = core_cfg_double(s, "memory_GBps", 1, 0, 1e-3, 1e6, &p->memory_GBps)) != 0 ||
       (rc = core_cfg_double(s, "update_GBps", 0, 0, 1e-3, 1e6, &p->update_GBps)) != 0 ||
       (rc = core_cfg_double(s, "host_link_GBps", strcmp(p->device_kind, "gpu") == 0, 0, 1e-3, 1e6,
-                            &p->host_link_GBps)) != 0)
+                            &p->host_link_GBps)) != 0 ||
+      (rc = core_cfg_double(s, "peak_memory_GBps", 0, 0, 1e-3, 1e6, &p->peak_memory_GBps)) != 0 ||
+      (rc = core_cfg_double(s, "nvlink_GBps", 0, 0, 1e-3, 1e6, &p->nvlink_GBps)) != 0)
     goto fail_free;
 
   if ((rc = core_cfg_group(g, "host", 1, &s)) != 0 || (rc = core_cfg_check_keys(s, host_keys, "host")) != 0 ||
-      (rc = core_cfg_double(s, "reduce_GBps", 1, 0, 1e-3, 1e6, &p->reduce_GBps)) != 0)
+      (rc = core_cfg_double(s, "reduce_GBps", 1, 0, 1e-3, 1e6, &p->reduce_GBps)) != 0 ||
+      (rc = core_cfg_double(s, "launch_us", 0, 0, 0, 1e6, &p->launch_us)) != 0)
     goto fail_free;
 
   if ((rc = core_cfg_list(g, "compute", 1, &s)) != 0)
@@ -524,6 +531,8 @@ int core_profile_write(const core_profile *p, const char *path) {
     put_num(f, p->link_gbps);
     fputc(';', f);
   }
+  if (p->nics_per_node > 0)
+    fprintf(f, " nics_per_node = %d;", p->nics_per_node);
   fputs(" };\n", f);
   fputs("  device = { kind = ", f);
   put_str(f, p->device_kind);
@@ -535,8 +544,14 @@ int core_profile_write(const core_profile *p, const char *path) {
   if (p->host_link_GBps > 0) {
     put_field(f, "host_link_GBps", p->host_link_GBps);
   }
+  if (p->peak_memory_GBps > 0)
+    put_field(f, "peak_memory_GBps", p->peak_memory_GBps);
+  if (p->nvlink_GBps > 0)
+    put_field(f, "nvlink_GBps", p->nvlink_GBps);
   fputs("; };\n  host = { reduce_GBps = ", f);
   put_num(f, p->reduce_GBps);
+  if (p->launch_us > 0)
+    put_field(f, "launch_us", p->launch_us);
   fputs("; };\n  compute = (", f);
   int first = 1;
   for (int i = 0; i < CORE_N_PREC; i++) {
@@ -547,6 +562,8 @@ int core_profile_write(const core_profile *p, const char *path) {
     put_array(f, r->gemm_flops, r->n);
     fputs(";\n      tflops = ", f);
     put_array(f, r->tflops, r->n);
+    if (r->peak_tflops > 0)
+      put_field(f, "peak_tflops", r->peak_tflops);
     fputs("; }", f);
     first = 0;
   }
@@ -655,6 +672,10 @@ int core_profile_write(const core_profile *p, const char *path) {
 }
 
 /* --- queries ------------------------------------------------------------ */
+
+double core_profile_peak_flops(const core_profile *p, enum core_prec prec) {
+  return p->rate[prec].present ? p->rate[prec].peak_tflops * 1e12 : 0;
+}
 
 double core_profile_flops(const core_profile *p, enum core_prec prec, double flops) {
   const core_prof_rate *r = &p->rate[prec];

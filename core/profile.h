@@ -10,10 +10,12 @@
  *   profile = {
  *     format = 1; name = "dgx-h100"; provenance = "datasheet-derived, not measured";
  *     meta = { host = "..."; date = "2026-12-02"; backend = "nccl"; versions = "...";
- *              nodes = 2; ranks_per_node = 8; link_gbps = 200.0; };
- *     device = { kind = "gpu"; name = "H100 SXM5"; memory_GBps = 3350.0; host_link_GBps = 50.0; };
- *     host = { reduce_GBps = 10.0; };
- *     compute = ( { precision = "bf16"; gemm_flops = [1e9, 1e12]; tflops = [400.0, 700.0]; } );
+ *              nodes = 2; ranks_per_node = 8; link_gbps = 200.0; nics_per_node = 8; };
+ *     device = { kind = "gpu"; name = "H100 SXM5"; memory_GBps = 3350.0; host_link_GBps = 50.0;
+ *                peak_memory_GBps = 3350.0; nvlink_GBps = 450.0; };
+ *     host = { reduce_GBps = 10.0; launch_us = 70.0; };
+ *     compute = ( { precision = "bf16"; gemm_flops = [1e9, 1e12]; tflops = [400.0, 700.0];
+ *                   peak_tflops = 989.4; } );
  *     collectives = ( { backend = "nccl"; op = "allreduce"; algorithm = "ring"; scope = "intra";
  *                       ranks = 8; nodes = 1;
  *                       fits = ( { min_bytes = 0.0; max_bytes = 1e12; alpha_us = 56.0;
@@ -57,6 +59,7 @@ typedef struct core_prof_rate {
   int n;
   double *gemm_flops;   /* FLOPs of one GEMM call, ascending */
   double *tflops;       /* achieved 1e12 FLOP/s */
+  double peak_tflops;   /* the datasheet's dense peak at this precision; 0 = not given */
 } core_prof_rate;
 
 typedef struct core_prof_fit {
@@ -87,12 +90,16 @@ typedef struct core_profile {
   char host[128], date[64], backend[16], versions[256];
   int nodes, ranks_per_node;
   double link_gbps;       /* nominal line rate of the measured inter-node link; 0 = unknown */
+  int nics_per_node;      /* the nodes' network adapters for the inter-node fabric; 0 = not given */
   char device_kind[8];  /* gpu | cpu */
   char device_name[128];
   double memory_GBps;     /* device memory bandwidth (optimizer, copies) */
+  double peak_memory_GBps; /* the datasheet's memory bandwidth; 0 = not given */
+  double nvlink_GBps;     /* GPU-to-GPU link bandwidth per direction per GPU (NVLink); 0 = none or not given */
   double update_GBps;     /* the runtime's optimizer step on CPUs, bytes moved per second; 0 = memory_GBps */
   double host_link_GBps;  /* device<->host copies; Gloo stages GPU tensors through it */
   double reduce_GBps;     /* host reduction of two buffers, bytes of output per second */
+  double launch_us;       /* host time eager PyTorch takes to issue one kernel of a training step; 0 = not given */
   core_prof_rate rate[CORE_N_PREC];
   int n_colls;
   core_prof_coll *colls;
@@ -148,6 +155,10 @@ int core_profile_write(const core_profile *p, const char *path);
  * in log(size) between measured points and clamped at the ends. Returns 0 when
  * the profile has no entry for p. */
 double core_profile_flops(const core_profile *p, enum core_prec prec, double flops);
+
+/* The datasheet peak at precision p in FLOP/s (compute[].peak_tflops); 0
+ * when the profile does not give it. */
+double core_profile_peak_flops(const core_profile *p, enum core_prec prec);
 
 /* The collective entry for (backend, op, algorithm, scope), or NULL. */
 const core_prof_coll *core_profile_coll(const core_profile *p, const char *backend,

@@ -10,9 +10,12 @@
 static const char *const kind_names[] = {"other", "fwd", "bwd", "grad", "finalize", NULL};
 static const char *const traced_keys[] = {"device", "device_memory_GB", "host_devices", "backend", "world_size", "rank", "ddp", "steps", "step_ms",
                                           "step_min_ms", "step_max_ms", "overlap_slowdown", "launch_host_us",
-                                          "streams", "pieces", "side", "syncs", "waits", "buckets", NULL};
+                                          "streams", "precision", "peak_tflops", "peak_memory_GBps", "roofs_from", "pieces",
+                                          "side", "syncs", "waits", "buckets", NULL};
 static const char *const piece_keys[] = {"kind", "layer", "tensor", "label", "host_us", "dev_us",
-                                         "copy_host_us", "copy_dev_us", NULL};
+                                         "copy_host_us", "copy_dev_us", "dev_compute_us", "dev_memory_us",
+                                         "dev_launch_us", NULL};
+static const char *const class_keys[] = {"dev_compute_us", "dev_memory_us", "dev_launch_us"};
 static const char *const side_keys[] = {"piece", "at", "stream", "us", "nccl", "dep", NULL};
 static const char *const sync_keys[] = {"piece", "at", "streams", NULL};
 static const char *const wait_keys[] = {"piece", "stream", NULL};
@@ -38,6 +41,28 @@ void core_traced_free(core_traced *t) {
 }
 
 /* ---- reading ------------------------------------------------------------------ */
+
+/* dev_compute_us, dev_memory_us, dev_launch_us: all or none, adding up to dev_us. */
+static int parse_classes(const config_setting_t *g, double dev, core_piece *p) {
+  char w[4200];
+  int n = 0, rc;
+  double sum = 0;
+  for (int k = 0; k < 3; k++) {
+    n += config_setting_get_member(g, class_keys[k]) != NULL;
+    if ((rc = core_cfg_double(g, class_keys[k], 0, 0, 0, MAX_US, &p->dev_class_s[k])) != 0)
+      return rc;
+    sum += p->dev_class_s[k];
+    p->dev_class_s[k] *= 1e-6;
+  }
+  if (n != 0 && n != 3)
+    return core_err_set(CORE_EINVAL, "%s: a piece gives %d of dev_compute_us, dev_memory_us and dev_launch_us; give all three or none",
+                        core_cfg_where(g, w, sizeof w), n);
+  if (n == 3 && !(sum <= dev * (1 + 1e-9) + 1e-9 && sum >= dev * (1 - 1e-9) - 1e-9))
+    return core_err_set(CORE_EINVAL, "%s: dev_compute_us + dev_memory_us + dev_launch_us = %.17g, but dev_us = %.17g; they split the piece's device time and must add up to it",
+                        core_cfg_where(g, w, sizeof w), sum, dev);
+  p->classed = n == 3;
+  return 0;
+}
 
 static int parse_piece(const config_setting_t *g, int n_layers, int n_tensors, core_piece *p) {
   const char *kind, *label;
@@ -71,7 +96,7 @@ static int parse_piece(const config_setting_t *g, int n_layers, int n_tensors, c
   p->dev_s = dev * 1e-6;
   p->copy_host_s = ch * 1e-6;
   p->copy_dev_s = cd * 1e-6;
-  return 0;
+  return parse_classes(g, dev, p);
 }
 
 /* The list of groups under key (empty or missing: n = 0), its elements
@@ -159,9 +184,12 @@ static int parse_pieces(const config_setting_t *g, core_traced *t, int n_layers,
     char w[4200];
     return core_err_set(CORE_EINVAL, "%s: a traced step needs its pieces (traced.pieces)", core_cfg_where(g, w, sizeof w));
   }
-  for (int i = 0; i < t->n_pieces; i++)
+  t->classed = 1;
+  for (int i = 0; i < t->n_pieces; i++) {
     if ((rc = parse_piece(config_setting_get_elem(l, (unsigned)i), n_layers, n_tensors, &t->pieces[i])) != 0)
       return rc;
+    t->classed &= t->pieces[i].classed;
+  }
   return 0;
 }
 
@@ -217,6 +245,24 @@ static int parse_buckets(const config_setting_t *g, core_traced *t) {
   return 0;
 }
 
+/* precision, peak_tflops, peak_memory_GBps, roofs_from. */
+static int parse_roofs(const config_setting_t *g, core_traced *t) {
+  static const char *const precs[] = {"fp32", "tf32", "fp16", "bf16", NULL};
+  const char *prec, *from;
+  double tf, mem;
+  int rc;
+  if ((rc = core_cfg_string(g, "precision", 0, "fp32", precs, &prec)) != 0 ||
+      (rc = core_cfg_double(g, "peak_tflops", 0, 0, 0, 1e9, &tf)) != 0 ||
+      (rc = core_cfg_double(g, "peak_memory_GBps", 0, 0, 0, 1e9, &mem)) != 0 ||
+      (rc = core_cfg_string(g, "roofs_from", 0, "", NULL, &from)) != 0)
+    return rc;
+  core_prec_parse(prec, &t->precision);
+  t->peak_flops = tf * 1e12;
+  t->peak_memory_Bps = mem * 1e9;
+  snprintf(t->roofs_from, sizeof t->roofs_from, "%s", from);
+  return 0;
+}
+
 static int parse_header(const config_setting_t *g, core_traced *t) {
   const char *device, *backend;
   long long world, rank, steps, streams, hostdev;
@@ -258,7 +304,9 @@ int core_traced_parse(const config_setting_t *g, int n_layers, int n_tensors, co
   *out = NULL;
   if (!t)
     return core_err_set(CORE_ENOMEM, "out of memory reading a traced step");
-  if ((rc = parse_header(g, t)) != 0 || (rc = parse_pieces(g, t, n_layers, n_tensors)) != 0 ||
+  t->line = config_setting_source_line(g);
+  if ((rc = parse_header(g, t)) != 0 || (rc = parse_roofs(g, t)) != 0 ||
+      (rc = parse_pieces(g, t, n_layers, n_tensors)) != 0 ||
       (rc = parse_extras(g, t)) != 0 || (rc = parse_buckets(g, t)) != 0) {
     core_traced_free(t);
     return rc;
@@ -304,6 +352,9 @@ static int write_piece(config_setting_t *l, const core_piece *p) {
   if (p->kind == CORE_PIECE_GRAD &&
       (add_num(g, "copy_host_us", p->copy_host_s * 1e6) || add_num(g, "copy_dev_us", p->copy_dev_s * 1e6)))
     return -1;
+  for (int k = 0; k < 3 && p->classed; k++)
+    if (add_num(g, class_keys[k], p->dev_class_s[k] * 1e6))
+      return -1;
   return 0;
 }
 
@@ -365,7 +416,10 @@ int core_traced_write(const core_traced *t, config_setting_t *parent) {
       add_num(g, "step_ms", t->step_s * 1e3) || add_num(g, "step_min_ms", t->step_min_s * 1e3) ||
       add_num(g, "step_max_ms", t->step_max_s * 1e3) || add_num(g, "overlap_slowdown", t->overlap_slowdown) ||
       add_num(g, "launch_host_us", t->launch_host_s * 1e6) || add_int(g, "streams", t->streams) ||
-      write_lists(g, t))
+      add_str(g, "precision", core_prec_name(t->precision)) ||
+      (t->peak_flops > 0 && add_num(g, "peak_tflops", t->peak_flops * 1e-12)) ||
+      (t->peak_memory_Bps > 0 && add_num(g, "peak_memory_GBps", t->peak_memory_Bps * 1e-9)) ||
+      (t->roofs_from[0] && add_str(g, "roofs_from", t->roofs_from)) || write_lists(g, t))
     return core_err_set(CORE_ENOMEM, "out of memory writing the traced step");
   return 0;
 }

@@ -28,9 +28,13 @@
  *     overlap_slowdown = 1.13;          # compute kernels beside DDP's allreduce kernels
  *     launch_host_us = 48.0;            # host work to launch one bucket's allreduce
  *     streams = 2;                      # side streams (numbered 1..streams; 0 is compute)
+ *     precision = "tf32";               # what its compute-bound kernels computed in
+ *     peak_tflops = 156.0; peak_memory_GBps = 1555.0;  # the traced GPU's roofs at it
+ *     roofs_from = "NVIDIA A100 datasheet (...)";
  *     pieces = (
  *       { kind = "other"; label = "zero_grad"; host_us = 570.0; dev_us = 3.1; },
- *       { kind = "fwd"; layer = 0; host_us = 812.0; dev_us = 310.2; },
+ *       { kind = "fwd"; layer = 0; host_us = 812.0; dev_us = 310.2;
+ *         dev_compute_us = 290.0; dev_memory_us = 17.0; dev_launch_us = 3.2; },
  *       { kind = "bwd"; layer = 106; host_us = 640.0; dev_us = 95.0; },
  *       { kind = "grad"; tensor = 160; host_us = 165.0; dev_us = 4.0; copy_host_us = 60.0; copy_dev_us = 2.0; },
  *       { kind = "finalize"; host_us = 9000.0; dev_us = 410.0; },
@@ -46,9 +50,17 @@
  * sync; `dep` the side stream (or 0, the compute stream) whose work the side
  * work waited for, -1 none. Every grad piece's copy_* time is part of its
  * host_us/dev_us (DDP's share of it).
+ *
+ * A piece's dev_compute_us, dev_memory_us and dev_launch_us (all three or
+ * none; they add up to dev_us) split its compute-stream time by what bounds
+ * each kernel (calibrate/kclass.h); with the traced GPU's roofs they let the
+ * simulator retarget the step to another GPU (sim/replay.h). Files written
+ * before they existed have none, and replay on their own GPU only.
  */
 #ifndef CORE_TRACED_H
 #define CORE_TRACED_H
+
+#include "core/profile.h"
 
 #include <libconfig.h>
 #include <stdint.h>
@@ -63,10 +75,14 @@ typedef struct core_piece {
   char label[64];              /* OTHER: what it is; else "" */
   double host_s, dev_s;
   double copy_host_s, copy_dev_s; /* GRAD: DDP's copy into the bucket, inside host_s/dev_s */
+  int classed;                 /* dev_class_s is known */
+  double dev_class_s[3];       /* dev_s of compute-, memory- and launch-bound kernels (CORE_DEV_*) */
   int first_side, n_side;      /* into core_traced.side, in launch order */
   int first_sync, n_sync;      /* into core_traced.syncs */
   uint64_t waits;              /* bit k: its compute work waited for side stream k (1..63) */
 } core_piece;
+
+enum { CORE_DEV_COMPUTE = 0, CORE_DEV_MEMORY, CORE_DEV_LAUNCH };
 
 typedef struct core_side {
   double at;                   /* share of the piece's host time before the launch */
@@ -82,6 +98,7 @@ typedef struct core_sync {
 } core_sync;
 
 typedef struct core_traced {
+  int line;                    /* where the model file's traced group starts; 0 unknown */
   char device[128];
   char backend[16];
   int world_size, rank;
@@ -94,6 +111,10 @@ typedef struct core_traced {
   double overlap_slowdown;
   double launch_host_s;
   int streams;
+  enum core_prec precision;    /* of the compute-bound kernels (fp32 when unknown) */
+  double peak_flops, peak_memory_Bps; /* the traced GPU's roofs at that precision; 0 unknown */
+  char roofs_from[256];
+  int classed;                 /* every piece's device time is split by class */
   int n_pieces, n_side, n_syncs, n_buckets;
   core_piece *pieces;
   core_side *side;

@@ -5,11 +5,16 @@ Writes four libconfig model files (format: core/model.h), one layer entry per
 module that owns parameters, named as that module and in the order PyTorch
 registers the parameters (model.named_parameters(), so `ddpsim model` names
 every tensor as PyTorch does), with that module's tensors in registration
-order (weight before bias), plus a few parameter-less compute-only layers
-(attention scores, named after the module that computes them; BERT's MLM
-decoder and GPT-2's LM head, whose weights are tied to the word embeddings)
-where a matmul has no weights of its own. Every layer has a kind (conv,
-batch_norm, layer_norm, linear, embedding, attention, other).
+order (weight before bias), plus parameter-less layers for the work between
+them, named after the module that does it: attention scores and context,
+BERT's MLM decoder and GPT-2's LM head (weights tied to the word
+embeddings), activations, dropout, residual adds, pooling and the losses.
+Every layer has a kind (conv, batch_norm, layer_norm, linear, embedding,
+attention, activation, pooling, loss, other) and says which layers it reads
+(`inputs`, where that is not the layer before; the first convolution the
+image, `in_bytes`), so that the simulator's per-operation compute model
+(sim/compute.h) counts the bytes each moves and, under autocast, which
+inputs are cast.
 
 Gradient-ready order: ddpsim's rule for a model without ready_order (layers
 last to first, conv and norm layers weight before bias, others reversed) is
@@ -52,7 +57,7 @@ FLOP counting (forward, per sample): 2 FLOPs per multiply-add of every
 convolution and matmul. Batch/layer norm, activations, softmax, pooling,
 residual additions, dropout and embedding lookups are not counted (they are
 memory-bound and well under 1% of the FLOPs here), so those layers carry
-fwd_flops = 0.0. Transformers count per token the weight matmuls (QKV, attention
+fwd_flops = 0.0 and their bytes through act_bytes and inputs. Transformers count per token the weight matmuls (QKV, attention
 output, FFN, pooler/heads where applied) and the attention score and context
 matmuls, 2 * 2 * seq * d_model per token per layer (full, unmasked matrix, as
 the HuggingFace code computes it), on a parameter-less "<layer>.attn.scores"
@@ -90,18 +95,28 @@ class Model:
         self.layers = []
         self.moves = []  # (layer, the layer it runs after), where not in listed order
 
-    def add(self, name, params, fwd_flops, act_elems, kind, rows=None, pnames=None):
+    def add(self, name, params, fwd_flops, act_elems, kind, rows=None, pnames=None, inputs=None,
+            in_elems=0):
         """rows: each tensor's first dimension, shape[0] (PowerSGD views a
         gradient as shape[0] x the rest); default: 1-D tensors. pnames: the
-        tensors' names where they are not weight (and bias)."""
+        tensors' names where they are not weight (and bias). inputs: the
+        layers whose outputs it reads, by name (default: the layer before;
+        [] reads the batch's data, in_elems elements a sample). Returns the
+        name."""
         assert len(name) <= NAME_MAX, name
         assert kind in KINDS, (name, kind)
         assert all(isinstance(p, int) and p >= 1 for p in params), (name, params)
         rows = list(params) if rows is None else list(rows)
         assert len(rows) == len(params) and all(p % r == 0 for p, r in zip(params, rows)), (name, rows)
         assert pnames is None or len(pnames) == len(params), (name, pnames)
+        known = [l[0] for l in self.layers]
+        if inputs is not None:
+            assert all(i in known for i in inputs), (name, inputs)
+            if known and list(inputs) == [known[-1]]:
+                inputs = None  # the default
         self.layers.append((name, list(params), float(fwd_flops), 4.0 * act_elems, rows, kind,
-                            pnames))
+                            pnames, inputs, 4.0 * in_elems))
+        return name
 
     def run_after(self, name, other):
         """Layer name runs right after layer other, not where it is listed."""
@@ -145,7 +160,7 @@ class Model:
 
 # ---------------------------------------------------------------- CNNs
 
-def conv(m, name, cin, cout, k, stride, pad, h, w, bias):
+def conv(m, name, cin, cout, k, stride, pad, h, w, bias, inputs=None, in_elems=0):
     """Add a k x k convolution on an h x w input; return the output size."""
     ho = (h + 2 * pad - k) // stride + 1
     wo = (w + 2 * pad - k) // stride + 1
@@ -153,64 +168,94 @@ def conv(m, name, cin, cout, k, stride, pad, h, w, bias):
     macs = weight * ho * wo
     # weight [cout, cin, k, k], bias [cout]
     m.add(name, [weight, cout] if bias else [weight], 2 * macs, cout * ho * wo, "conv",
-          rows=[cout, cout] if bias else [cout])
+          rows=[cout, cout] if bias else [cout], inputs=inputs, in_elems=in_elems)
     return ho, wo
 
 
 def bn(m, name, c, h, w):
-    m.add(name, [c, c], 0, c * h * w, "batch_norm")
+    return m.add(name, [c, c], 0, c * h * w, "batch_norm")
 
 
-def linear(m, name, fin, fout, tokens=1, bias=True, conv1d=False):
+def act(m, name, elems, inputs=None):
+    """A parameter-less elementwise op (ReLU, GELU, tanh, dropout; a
+    residual add with two inputs)."""
+    return m.add(name, [], 0, elems, "activation", inputs=inputs)
+
+
+def linear(m, name, fin, fout, tokens=1, bias=True, conv1d=False, inputs=None):
     """nn.Linear (weight [out, in]) or HF Conv1D (weight [in, out]) applied to
     `tokens` positions per sample."""
     r = fin if conv1d else fout
-    m.add(name, [fin * fout, fout] if bias else [fin * fout],
-          2 * fin * fout * tokens, fout * tokens, "linear", rows=[r, fout] if bias else [r])
+    return m.add(name, [fin * fout, fout] if bias else [fin * fout],
+                 2 * fin * fout * tokens, fout * tokens, "linear", rows=[r, fout] if bias else [r],
+                 inputs=inputs)
 
 
 def resnet(name, blocks, num_classes=1000, size=224):
-    """torchvision Bottleneck ResNet (v1.5) with the given blocks per stage."""
+    """torchvision Bottleneck ResNet (v1.5) with the given blocks per stage;
+    a block's one ReLU module, applied three times, is three layers here
+    (relu1, relu2, relu3), and its residual add one (add)."""
     m = Model(name)
-    h, w = conv(m, "conv1", 3, 64, 7, 2, 3, size, size, bias=False)
+    h, w = conv(m, "conv1", 3, 64, 7, 2, 3, size, size, bias=False, inputs=[],
+                in_elems=3 * size * size)
     bn(m, "bn1", 64, h, w)
+    act(m, "relu", 64 * h * w)
     h, w = (h + 2 - 3) // 2 + 1, (w + 2 - 3) // 2 + 1  # maxpool 3x3 s2 p1
+    x = m.add("maxpool", [], 0, 64 * h * w, "pooling")
     inplanes = 64
     for stage, (n, planes) in enumerate(zip(blocks, (64, 128, 256, 512)), 1):
         for b in range(n):
             stride = 2 if (b == 0 and stage > 1) else 1
             p = "layer%d.%d." % (stage, b)
-            h1, w1 = conv(m, p + "conv1", inplanes, planes, 1, 1, 0, h, w, bias=False)
+            h1, w1 = conv(m, p + "conv1", inplanes, planes, 1, 1, 0, h, w, bias=False, inputs=[x])
             bn(m, p + "bn1", planes, h1, w1)
+            act(m, p + "relu1", planes * h1 * w1)
             h2, w2 = conv(m, p + "conv2", planes, planes, 3, stride, 1, h1, w1, bias=False)
             bn(m, p + "bn2", planes, h2, w2)
+            act(m, p + "relu2", planes * h2 * w2)
             h3, w3 = conv(m, p + "conv3", planes, planes * 4, 1, 1, 0, h2, w2, bias=False)
-            bn(m, p + "bn3", planes * 4, h3, w3)
+            main = bn(m, p + "bn3", planes * 4, h3, w3)
+            short = x
             if stride != 1 or inplanes != planes * 4:
-                hd, wd = conv(m, p + "downsample.0", inplanes, planes * 4, 1, stride, 0,
-                              h, w, bias=False)
-                bn(m, p + "downsample.1", planes * 4, hd, wd)
+                conv(m, p + "downsample.0", inplanes, planes * 4, 1, stride, 0, h, w, bias=False,
+                     inputs=[x])
+                short = bn(m, p + "downsample.1", planes * 4, h3, w3)
+            act(m, p + "add", planes * 4 * h3 * w3, inputs=[main, short])
+            x = act(m, p + "relu3", planes * 4 * h3 * w3)
             inplanes, h, w = planes * 4, h3, w3
+    m.add("avgpool", [], 0, 512 * 4, "pooling")
     linear(m, "fc", 512 * 4, num_classes)  # after global average pooling
+    m.add("loss", [], 0, 0, "loss")  # CrossEntropyLoss on the logits
     return m
 
 
 def vgg(name, cfg, num_classes=1000, size=224):
-    """torchvision VGG without batch norm; layer names are the Sequential indices."""
+    """torchvision VGG without batch norm; layer names are the Sequential
+    indices (features.1 is the ReLU after conv features.0)."""
     m = Model(name)
     idx, c, h, w = 0, 3, size, size
     for v in cfg:
         if v == "M":
             h, w = h // 2, w // 2
+            m.add("features.%d" % idx, [], 0, c * h * w, "pooling")
             idx += 1
         else:
-            h, w = conv(m, "features.%d" % idx, c, v, 3, 1, 1, h, w, bias=True)
+            first = idx == 0
+            h, w = conv(m, "features.%d" % idx, c, v, 3, 1, 1, h, w, bias=True,
+                        inputs=[] if first else None, in_elems=3 * size * size if first else 0)
             c = v
+            act(m, "features.%d" % (idx + 1), c * h * w)
             idx += 2  # conv, ReLU
     # AdaptiveAvgPool2d((7, 7)) then Linear, ReLU, Dropout, Linear, ReLU, Dropout, Linear
+    m.add("avgpool", [], 0, c * 7 * 7, "pooling")
     linear(m, "classifier.0", c * 7 * 7, 4096)
+    act(m, "classifier.1", 4096)
+    act(m, "classifier.2", 4096)
     linear(m, "classifier.3", 4096, 4096)
+    act(m, "classifier.4", 4096)
+    act(m, "classifier.5", 4096)
     linear(m, "classifier.6", 4096, num_classes)
+    m.add("loss", [], 0, 0, "loss")
     return m
 
 
@@ -220,67 +265,95 @@ VGG16_CFG = [64, 64, "M", 128, 128, "M", 256, 256, 256, "M", 512, 512, 512, "M",
 # ---------------------------------------------------------------- transformers
 
 
-def attn_scores(m, name, seq, d, heads):
-    """Q K^T and softmax(.) V: 2 matmuls of seq x seq x d MACs per sample."""
-    m.add(name, [], 2 * 2 * seq * seq * d, seq * d, "attention")
+def attn_scores(m, name, seq, d, heads, inputs):
+    """Q K^T and softmax(.) V: 2 matmuls of seq x seq x d MACs per sample,
+    fused in one kernel (scaled_dot_product_attention; its dropout inside)."""
+    return m.add(name, [], 2 * 2 * seq * seq * d, seq * d, "attention", inputs=inputs)
 
 
-def layer_norm(m, name, d, tokens):
-    m.add(name, [d, d], 0, tokens * d, "layer_norm")
+def layer_norm(m, name, d, tokens, inputs=None):
+    return m.add(name, [d, d], 0, tokens * d, "layer_norm", inputs=inputs)
 
 
 def bert(name, layers, d, heads, ffn, vocab=30522, positions=512, types=2, seq=512,
          heads_on=True):
     """HF BertForPreTraining (or BertModel when heads_on is False), with its
-    module names (transformers 5.25.0, models/bert/modeling_bert.py)."""
+    module names (transformers 5.25.0, models/bert/modeling_bert.py); the
+    parameter-less ops (adds, dropout, activations, losses) as layers named
+    after the module that applies them."""
     m = Model(name)
     e = ("bert." if heads_on else "") + "embeddings."
-    m.add(e + "word_embeddings", [vocab * d], 0, seq * d, "embedding", rows=[vocab])
-    m.add(e + "position_embeddings", [positions * d], 0, seq * d, "embedding", rows=[positions])
-    m.add(e + "token_type_embeddings", [types * d], 0, seq * d, "embedding", rows=[types])
+    E = seq * d
+    m.add(e + "word_embeddings", [vocab * d], 0, E, "embedding", rows=[vocab], inputs=[])
+    m.add(e + "position_embeddings", [positions * d], 0, E, "embedding", rows=[positions], inputs=[])
+    m.add(e + "token_type_embeddings", [types * d], 0, E, "embedding", rows=[types], inputs=[])
+    act(m, e + "add", E, inputs=[e + "word_embeddings", e + "token_type_embeddings"])
+    act(m, e + "add_position", E, inputs=[e + "add", e + "position_embeddings"])
     layer_norm(m, e + "LayerNorm", d, seq)
+    x = act(m, e + "dropout", E)
     # BertEmbeddings.forward adds the token type embeddings, then the positions.
     m.run_after(e + "position_embeddings", e + "token_type_embeddings")
     for i in range(layers):
         p = ("bert." if heads_on else "") + "encoder.layer.%d." % i
-        for x in ("query", "key", "value"):
-            linear(m, p + "attention.self." + x, d, d, seq)
-        attn_scores(m, p + "attention.self", seq, d, heads)
+        for y in ("query", "key", "value"):
+            linear(m, p + "attention.self." + y, d, d, seq, inputs=[x])
+        attn_scores(m, p + "attention.self", seq, d, heads,
+                    [p + "attention.self." + y for y in ("query", "key", "value")])
         linear(m, p + "attention.output.dense", d, d, seq)
-        layer_norm(m, p + "attention.output.LayerNorm", d, seq)
+        act(m, p + "attention.output.dropout", E)
+        act(m, p + "attention.output.add", E, inputs=[p + "attention.output.dropout", x])
+        a = layer_norm(m, p + "attention.output.LayerNorm", d, seq)
         linear(m, p + "intermediate.dense", d, ffn, seq)
+        act(m, p + "intermediate.intermediate_act_fn", seq * ffn)  # GELU
         linear(m, p + "output.dense", ffn, d, seq)
-        layer_norm(m, p + "output.LayerNorm", d, seq)
-    linear(m, ("bert." if heads_on else "") + "pooler.dense", d, d, 1)  # [CLS] token only
+        act(m, p + "output.dropout", E)
+        act(m, p + "output.add", E, inputs=[p + "output.dropout", a])
+        x = layer_norm(m, p + "output.LayerNorm", d, seq)
+    pre = "bert." if heads_on else ""
+    linear(m, pre + "pooler.dense", d, d, 1, inputs=[x])  # [CLS] token only
+    pooled = act(m, pre + "pooler.activation", d)  # tanh
     if heads_on:
         # The MLM bias is cls.predictions' own parameter, so named_parameters()
         # lists it before the transform; the decoder adds it last. The
         # decoder's weight is word_embeddings.weight (tied): no tensor of its own.
         m.add("cls.predictions", [vocab], 0, 0, "other", pnames=["bias"])
-        linear(m, "cls.predictions.transform.dense", d, d, seq)
+        linear(m, "cls.predictions.transform.dense", d, d, seq, inputs=[x])
+        act(m, "cls.predictions.transform.transform_act_fn", E)  # GELU
         layer_norm(m, "cls.predictions.transform.LayerNorm", d, seq)
         m.add("cls.predictions.decoder", [], 2 * d * vocab * seq, vocab * seq, "linear")
+        m.add("mlm_loss", [], 0, 0, "loss")  # CrossEntropyLoss over every position
         m.run_after("cls.predictions", "cls.predictions.decoder")
-        linear(m, "cls.seq_relationship", d, 2, 1)  # on the pooled output
+        linear(m, "cls.seq_relationship", d, 2, 1, inputs=[pooled])  # on the pooled output
+        m.add("nsp_loss", [], 0, 0, "loss")
     return m
 
 
 def gpt2(name, n_layer, d, heads, vocab=50257, positions=1024, seq=1024):
-    """HF GPT2LMHeadModel; lm_head.weight is tied to wte, so it adds no tensor."""
+    """HF GPT2LMHeadModel; lm_head.weight is tied to wte, so it adds no tensor.
+    Parameter-less ops as layers named after the module that applies them."""
     m = Model(name)
-    m.add("transformer.wte", [vocab * d], 0, seq * d, "embedding", rows=[vocab])
-    m.add("transformer.wpe", [positions * d], 0, seq * d, "embedding", rows=[positions])
+    E = seq * d
+    m.add("transformer.wte", [vocab * d], 0, E, "embedding", rows=[vocab], inputs=[])
+    m.add("transformer.wpe", [positions * d], 0, E, "embedding", rows=[positions], inputs=[])
+    act(m, "transformer.add", E, inputs=["transformer.wte", "transformer.wpe"])
+    x = act(m, "transformer.drop", E)
     for i in range(n_layer):
         p = "transformer.h.%d." % i
-        layer_norm(m, p + "ln_1", d, seq)
+        layer_norm(m, p + "ln_1", d, seq, inputs=[x])
         linear(m, p + "attn.c_attn", d, 3 * d, seq, conv1d=True)
-        attn_scores(m, p + "attn", seq, d, heads)
+        attn_scores(m, p + "attn", seq, d, heads, [p + "attn.c_attn"])
         linear(m, p + "attn.c_proj", d, d, seq, conv1d=True)
+        act(m, p + "attn.resid_dropout", E)
+        a = act(m, p + "attn.add", E, inputs=[p + "attn.resid_dropout", x])
         layer_norm(m, p + "ln_2", d, seq)
         linear(m, p + "mlp.c_fc", d, 4 * d, seq, conv1d=True)
+        act(m, p + "mlp.act", 4 * E)  # GELU
         linear(m, p + "mlp.c_proj", 4 * d, d, seq, conv1d=True)
-    layer_norm(m, "transformer.ln_f", d, seq)
+        act(m, p + "mlp.dropout", E)
+        x = act(m, p + "mlp.add", E, inputs=[p + "mlp.dropout", a])
+    layer_norm(m, "transformer.ln_f", d, seq, inputs=[x])
     m.add("lm_head", [], 2 * d * vocab * seq, vocab * seq, "linear")
+    m.add("loss", [], 0, 0, "loss")
     return m
 
 
@@ -316,7 +389,7 @@ def render(m, description, source, sample, seq_len=None):
     if seq_len is not None:
         out.append("  seq_len = %d;" % seq_len)
     out.append("  layers = (")
-    for i, (name, params, flops, act, rows, kind, pnames) in enumerate(m.layers):
+    for i, (name, params, flops, act, rows, kind, pnames, inputs, in_bytes) in enumerate(m.layers):
         fields = ['name = "%s";' % name, 'kind = "%s";' % kind]
         if params:
             fields.append("params = %s;" % fmt_params(params))
@@ -326,6 +399,10 @@ def render(m, description, source, sample, seq_len=None):
                 fields.append("rows = %s;" % fmt_params(rows))
         fields.append("fwd_flops = %s;" % fmt_float(flops))
         fields.append("act_bytes = %s;" % fmt_float(act))
+        if inputs is not None:
+            fields.append("inputs = [%s];" % ", ".join('"%s"' % n for n in inputs))
+        if in_bytes:
+            fields.append("in_bytes = %s;" % fmt_float(in_bytes))
         sep = "," if i + 1 < len(m.layers) else ""
         out.append("    { %s }%s" % (" ".join(fields), sep))
     out.append("  );")

@@ -27,4 +27,8 @@ echo "== 3. the shipped studies on datasheet-derived GPU profiles"
 
 echo "== 4. what to rent: GPT-2 XL on a trillion tokens, cheapest within a day, at cloud list prices"
 "$DD" advise scenarios/plan.cfg -o "$OUT"
+
+echo "== 5. which GPU: the same jobs on every shipped GPU profile, fp32 / tf32 / bf16 autocast"
+bash scripts/which-gpu.sh build "$OUT"
+
 echo "results, plots and traces are in $OUT/"

@@ -63,10 +63,12 @@ int sim_network_parse(const config_setting_t *g, const core_profile *pr, const c
   n->priced = config_setting_get_member(g, "node_hour_usd") != NULL;
   if (n->from_profile)
     return parse_measured(g, pr, profile_path, n);
-  /* Line rates from 1 Mb/s to 100 Tb/s; latency up to a second. */
+  /* Line rates from 1 Mb/s to 100 Tb/s; latency up to a second; the
+   * profile's NICs per node unless the network says. */
+  int nics = pr && pr->nics_per_node > 0 && pr->nics_per_node <= 64 ? pr->nics_per_node : 1;
   if ((rc = core_cfg_double(g, "gbps", 1, 0, 1e-3, 1e5, &n->gbps)) != 0 ||
       (rc = core_cfg_double(g, "latency_us", 1, 0, 0, 1e6, &n->latency_us)) != 0 ||
-      (rc = core_cfg_int(g, "nics_per_node", 0, 1, 1, 64, &v)) != 0)
+      (rc = core_cfg_int(g, "nics_per_node", 0, nics, 1, 64, &v)) != 0)
     return rc;
   n->nics_per_node = (int)v;
   /* Default efficiency: TCP payload per Ethernet frame at MTU 1500 with

@@ -1,5 +1,6 @@
 #include "predict.h"
 
+#include "sim/compute.h"
 #include "sim/replay.h"
 #include "sim/step.h"
 
@@ -311,47 +312,28 @@ static int ready_layers(const core_model *m, const core_buckets *bk, int **out) 
   return 0;
 }
 
-/* Forward and backward seconds of every layer on one device at the point's
- * batch and precision (measured times scaled to the batch, or the
- * profile's GEMM rate and the elementwise traffic), the copy of its
- * gradients into their bucket, and its name. copy and names may be NULL. */
-static void layer_times(const sim_scenario *s, const sim_point *p, double *fwd, double *bwd, double *copy,
-                        const char **names) {
+/* Each layer's forward and backward time and the optimizer's step:
+ * measured times scaled to the batch, else the compute model's
+ * (sim/compute.h), whose optimizer is torch.optim's on GPUs; otherwise the
+ * update's bytes at update_GBps. */
+static int layer_times(const sim_scenario *s, const sim_point *p, double *fwd, double *bwd, double *opt) {
   const core_model *m = p->model;
   const core_profile *pr = s->profile;
-  enum core_prec cp = sim_precision_compute(p->precision);
-  double mem_Bps = pr->memory_GBps * 1e9;
-  int gb = sim_precision_grad_bytes(p->precision);
-  for (int l = 0; l < m->n_layers; l++) {
-    const core_layer *ly = &m->layers[l];
-    if (names)
-      names[l] = ly->name;
-    if (m->measured) {
-      double scale = p->batch / m->measured_batch;
-      fwd[l] = ly->fwd_s * scale;
-      bwd[l] = ly->bwd_s * scale;
-    } else {
-      double ff = ly->fwd_flops * p->batch, bf = ly->bwd_flops * p->batch;
-      fwd[l] = ff > 0 ? ff / core_profile_flops(pr, cp, ff) : 0;
-      /* Backward is two GEMMs the size of the forward one (input and weight
-       * gradients), so its rate is that of half its FLOPs. */
-      bwd[l] = bf > 0 ? bf / core_profile_flops(pr, cp, bf / 2) : 0;
-      /* The elementwise work on the layer's output that no FLOP count holds
-       * (normalization, activation, dropout, residual adds, their
-       * backwards) streams the activation through memory. */
-      double act_s = ly->act_bytes * p->batch / mem_Bps;
-      fwd[l] += SIM_ELEMENTWISE_FWD_PASSES * act_s;
-      bwd[l] += SIM_ELEMENTWISE_BWD_PASSES * act_s;
+  double upd_Bps = (pr->update_GBps > 0 ? pr->update_GBps : pr->memory_GBps) * 1e9;
+  *opt = (double)m->n_params * optimizer_bytes_per_param(s->optimizer) / upd_Bps;
+  if (m->measured) {
+    double scale = p->batch / m->measured_batch;
+    for (int l = 0; l < m->n_layers; l++) {
+      fwd[l] = m->layers[l].fwd_s * scale;
+      bwd[l] = m->layers[l].bwd_s * scale;
     }
-    if (copy && !s->gradient_as_bucket_view) {
-      /* The autograd hook copies each gradient into its bucket: one read and
-       * one write (reducer.cpp mark_variable_ready_dense). */
-      int64_t el = 0;
-      for (int t = 0; t < ly->n_tensors; t++)
-        el += m->tensor_elems[ly->first_tensor + t];
-      copy[l] = 2.0 * (double)el * gb / mem_Bps;
-    }
+    return 0;
   }
+  sim_compute_out c = {.fwd_s = fwd, .bwd_s = bwd};
+  int rc = sim_compute_layers(m, pr, p->precision, p->batch, s->optimizer, &c);
+  if (rc == 0 && c.optimizer_s >= 0)
+    *opt = c.optimizer_s;
+  return rc;
 }
 
 double sim_predict_compute_s(const sim_scenario *s, const sim_point *p) {
@@ -361,25 +343,32 @@ double sim_predict_compute_s(const sim_scenario *s, const sim_point *p) {
   double *t = calloc((size_t)m->n_layers * 2 + 1, sizeof *t), sum = 0;
   if (!t)
     return 0;
-  layer_times(s, p, t, t + m->n_layers, NULL, NULL);
+  double opt = 0;
+  if (layer_times(s, p, t, t + m->n_layers, &opt) != 0) {
+    free(t);
+    return 0;
+  }
   for (int l = 0; l < 2 * m->n_layers; l++)
     sum += t[l];
   free(t);
-  const core_profile *pr = s->profile;
-  double upd_Bps = pr->update_GBps > 0 ? pr->update_GBps * 1e9 : pr->memory_GBps * 1e9;
-  return sum + (double)m->n_params * optimizer_bytes_per_param(s->optimizer) / upd_Bps;
+  return sum + opt;
 }
 
 /* A traced GPU job (core/traced.h): its step replayed with this point's
- * buckets and collective times (sim/replay.h). One device without DDP is
- * the replay with free communication. */
-static int predict_traced(const sim_point *p, const core_buckets *bk, const double *comm, const char **names,
-                          core_trace *trace, sim_point_result *r) {
+ * buckets and collective times (sim/replay.h), retargeted to the profile's
+ * GPU and precision. One device without DDP is the replay with free
+ * communication. */
+static int predict_traced(const sim_scenario *s, const sim_point *p, const core_buckets *bk, const double *comm,
+                          const char **names, core_trace *trace, sim_point_result *r) {
   const core_model *m = p->model;
   sim_replay_cfg c = {.t = m->traced, .bk = bk, .bucket_comm_s = comm, .dev_scale = p->batch / m->measured_batch,
                       .overlap = p->overlap, .layer_names = names};
   sim_replay_result rr;
-  int world = p->nodes * p->per_node, rc = sim_replay_run(&c, &rr, trace);
+  int world = p->nodes * p->per_node;
+  int rc = sim_replay_retarget(m->traced, m->path, s->profile, s->profile_path, sim_precision_compute(p->precision),
+                               &c.compute_scale, &c.memory_scale);
+  if (rc == 0)
+    rc = sim_replay_run(&c, &rr, trace);
   if (rc)
     return rc;
   r->step_s = rr.step_s;
@@ -405,15 +394,15 @@ int sim_predict_point(const sim_scenario *s, const sim_point *p, sim_engine *e, 
    * work: no buckets, no collectives of the network. */
   if (m->traced && !m->traced->ddp) {
     core_buckets none = {0};
-    return predict_traced(p, &none, NULL, NULL, trace, r);
+    return predict_traced(s, p, &none, NULL, NULL, trace, r);
   }
   sim_topo topo;
   if ((rc = sim_predict_topo(s, p, &topo)) != 0)
     return rc;
   r->gbps = p->network->gbps > 0 ? p->network->gbps : p->network->from_profile ? pr->link_gbps : 0;
 
-  double *fwd = calloc((size_t)L, sizeof *fwd);
-  double *bwd = calloc((size_t)L, sizeof *bwd);
+  double *fwd = calloc((size_t)L + 1, sizeof *fwd);
+  double *bwd = calloc((size_t)L + 1, sizeof *bwd);
   double *copy = calloc((size_t)L, sizeof *copy);
   const char **names = calloc((size_t)L, sizeof *names);
   core_buckets bk = {0};
@@ -425,19 +414,31 @@ int sim_predict_point(const sim_scenario *s, const sim_point *p, sim_engine *e, 
     goto out_free;
   }
 
-  /* Compute per layer. */
-  double mem_Bps = pr->memory_GBps * 1e9;
+  /* Compute per layer: measured, or costed on the profile (sim/compute.h). */
   int gb = sim_precision_grad_bytes(p->precision);
-  layer_times(s, p, fwd, bwd, copy, names);
-  /* The copy out of the buckets and the optimizer's update run at their own
-   * rate (profile device.update_GBps, timed by calibrate on CPUs): on the
-   * project's 2-vCPU test machine the runtime's step over the reference
-   * MLP's 12.6 M parameters moved its 28 bytes a parameter at 27-30 GB/s
-   * while rt_scale_copy, the bucket copy, measured 10-14 GB/s. */
+  double mem_Bps = pr->memory_GBps * 1e9, opt;
+  if ((rc = layer_times(s, p, fwd, bwd, &opt)) != 0)
+    goto out_free;
+  for (int l = 0; l < L; l++) {
+    const core_layer *ly = &m->layers[l];
+    names[l] = ly->name;
+    if (!s->gradient_as_bucket_view) {
+      /* The autograd hook copies each gradient into its bucket: one read and
+       * one write (reducer.cpp mark_variable_ready_dense). */
+      int64_t el = 0;
+      for (int t = 0; t < ly->n_tensors; t++)
+        el += m->tensor_elems[ly->first_tensor + t];
+      copy[l] = 2.0 * (double)el * gb / mem_Bps;
+    }
+  }
+  /* The copy out of the buckets runs at the optimizer's rate (profile
+   * device.update_GBps, timed by calibrate on CPUs): on the project's 2-vCPU
+   * test machine the runtime's step over the reference MLP's 12.6 M
+   * parameters moved its 28 bytes a parameter at 27-30 GB/s while
+   * rt_scale_copy, the bucket copy, measured 10-14 GB/s. */
   double upd_Bps = pr->update_GBps > 0 ? pr->update_GBps * 1e9 : mem_Bps;
   double grad_bytes = (double)m->n_params * gb;
   double finalize = s->gradient_as_bucket_view ? 0 : 2.0 * grad_bytes / upd_Bps;
-  double opt = (double)m->n_params * optimizer_bytes_per_param(s->optimizer) / upd_Bps;
 
   /* Buckets, as PyTorch assigns them in its steady state (core/bucket.h):
    * rebuilt in gradient-ready order, or with find_unused_parameters the
@@ -505,7 +506,7 @@ int sim_predict_point(const sim_scenario *s, const sim_point *p, sim_engine *e, 
   }
 
   if (m->traced) {
-    rc = predict_traced(p, &bk, comm, names, trace, r);
+    rc = predict_traced(s, p, &bk, comm, names, trace, r);
     goto out_free;
   }
 

@@ -8,6 +8,7 @@
 #ifndef SIM_PREDICT_H
 #define SIM_PREDICT_H
 
+#include "sim/compute.h"
 #include "sim/engine.h"
 #include "sim/job.h"
 #include "sim/scenario.h"
@@ -38,21 +39,6 @@ typedef struct sim_point_result {
   char ties[96];
 } sim_point_result;
 
-/* Passes through memory of each layer's output activation (its fp32 size,
- * the model's act_bytes) that the elementwise work beside the FLOP-counted
- * GEMMs makes: normalization, activation functions, dropout, residual adds,
- * the loss, and their backwards. Measured with PyTorch on one H200
- * (bench/data/h200-gpu-ops.csv; every aten op but convolutions, matmuls,
- * attention and the optimizer, at the 3,522 GB/s calibrate measured): in
- * fp32, 23.7 ms a step of ResNet-50 at batch 128 (channels_last) and 22.6 ms
- * of BERT-large at 16 x 512 tokens, 7.3 passes of their activations each;
- * bf16 made 6.0 and 8.3 (autocast keeps normalization, softmax and the loss
- * in fp32, so the bytes stay near fp32's). Forward's share splits the 7.3:
- * 34-51% of ResNet-50's and 30-42% of BERT-large's, the ranges as add_,
- * fill_ and copy_ (either pass) count as one or the other, bias gradients'
- * sums as backward; 2.8 is 38%. */
-#define SIM_ELEMENTWISE_FWD_PASSES 2.8
-#define SIM_ELEMENTWISE_BWD_PASSES 4.5
 
 /* Topology and links for a point (its allreduces). */
 int sim_predict_topo(const sim_scenario *s, const sim_point *p, sim_topo *t);

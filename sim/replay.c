@@ -129,6 +129,15 @@ static const char *piece_name(const rstate *s, const core_piece *p, char *buf, s
   return buf;
 }
 
+/* A piece's compute-stream time at this batch and on this GPU. */
+static double piece_dev(const sim_replay_cfg *c, const core_piece *p) {
+  if (!p->classed)
+    return p->dev_s * c->dev_scale;
+  double cs = c->compute_scale > 0 ? c->compute_scale : 1, ms = c->memory_scale > 0 ? c->memory_scale : 1;
+  return (p->dev_class_s[CORE_DEV_COMPUTE] * cs + p->dev_class_s[CORE_DEV_MEMORY] * ms) * c->dev_scale +
+         p->dev_class_s[CORE_DEV_LAUNCH];
+}
+
 static void run_piece(rstate *s, const core_piece *p) {
   const sim_replay_cfg *c = s->c;
   if (p->kind == CORE_PIECE_FINALIZE && !c->overlap && s->ddp)
@@ -140,7 +149,7 @@ static void run_piece(rstate *s, const core_piece *p) {
     start = dep;
   if (p->kind == CORE_PIECE_FINALIZE && s->C > start)
     start = s->C;
-  double end = advance(s, start, p->dev_s * c->dev_scale);
+  double end = advance(s, start, piece_dev(c, p));
   s->G = end;
   double waited = piece_events(s, p, hb, w);
   s->H = hb + waited + w;
@@ -218,8 +227,43 @@ int sim_replay_run(const sim_replay_cfg *c, sim_replay_result *r, core_trace *tr
     r->comm_s += c->bucket_comm_s[b];
   for (int i = 0; i < c->t->n_pieces; i++) {
     r->host_s += c->t->pieces[i].host_s;
-    r->device_s += c->t->pieces[i].dev_s * c->dev_scale;
+    r->device_s += piece_dev(c, &c->t->pieces[i]);
   }
   r->exposed_comm_s = r->step_s > r->compute_s ? r->step_s - r->compute_s : 0;
+  return 0;
+}
+
+/* Do precisions a and b move the same bytes (the same type, or fp32 and
+ * tf32, whose tensors are both fp32)? */
+static int same_bytes(enum core_prec a, enum core_prec b) {
+  int wa = a == CORE_PREC_FP32 || a == CORE_PREC_TF32, wb = b == CORE_PREC_FP32 || b == CORE_PREC_TF32;
+  return a == b || (wa && wb);
+}
+
+int sim_replay_retarget(const core_traced *t, const char *model, const core_profile *pr, const char *profile,
+                        enum core_prec p, double *compute_scale, double *memory_scale) {
+  *compute_scale = *memory_scale = 1;
+  if (!strcmp(pr->device_name, t->device) && p == t->precision)
+    return 0; /* the traced GPU at the traced precision: the step as traced */
+  const char *want = core_prec_name(t->precision);
+  if (!same_bytes(p, t->precision))
+    return core_err_set(CORE_EINVAL, "%s:%d: the traced step computed in %s and its kernels moved %s's bytes; simulate it at training.precision = \"%s\"%s (a traced step cannot change the width of its tensors)",
+                        model, t->line, want, want, t->precision == CORE_PREC_FP16 ? "amp_fp16" : t->precision == CORE_PREC_BF16 ? "amp_bf16" : want,
+                        t->precision == CORE_PREC_FP32 ? " or \"tf32\"" : t->precision == CORE_PREC_TF32 ? " or \"fp32\"" : "");
+  if (!t->classed)
+    return core_err_set(CORE_EINVAL, "%s:%d: the traced step records no kernel classes (its pieces lack dev_compute_us, dev_memory_us and dev_launch_us), so it replays on its own GPU ('%s') only: re-import the trace with `ddpsim import torch-trace`, or simulate with a profile of that GPU",
+                        model, t->line, t->device);
+  if (!(t->peak_flops > 0) || !(t->peak_memory_Bps > 0))
+    return core_err_set(CORE_EINVAL, "%s:%d: traced.peak_tflops and traced.peak_memory_GBps (the traced GPU '%s''s roofs at %s) are missing, so its step cannot be retargeted: re-import the trace with --scenario and --profile-base PROFILE, a profile of that GPU with compute[].peak_tflops and device.peak_memory_GBps",
+                        model, t->line, t->device, want);
+  double tf = core_profile_peak_flops(pr, p), mem = pr->peak_memory_GBps * 1e9;
+  if (!(tf > 0))
+    return core_err_set(CORE_EINVAL, "%s: retargeting the traced step of %s onto this GPU needs its %s peak: add peak_tflops (the datasheet's dense peak) to the %s entry of compute, or simulate at a precision it has",
+                        profile, model, core_prec_name(p), core_prec_name(p));
+  if (!(mem > 0))
+    return core_err_set(CORE_EINVAL, "%s: retargeting the traced step of %s onto this GPU needs device.peak_memory_GBps (the datasheet's memory bandwidth); add it",
+                        profile, model);
+  *compute_scale = t->peak_flops / tf;
+  *memory_scale = t->peak_memory_Bps / mem;
   return 0;
 }

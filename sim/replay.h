@@ -22,6 +22,14 @@
  * time is the period of the last: the compute stream's when the device is the
  * bottleneck, the host's when the host is. Device work scales with the
  * batch (dev_scale); host work does not.
+ *
+ * Retargeting: a step traced on GPU X replayed as if on GPU Y. Where the
+ * trace split each piece's device time by what bounds its kernels
+ * (core/traced.h), compute-bound time scales by X's peak FLOP rate over
+ * Y's at the precision, memory-bound time by X's memory bandwidth over
+ * Y's, and launch-bound time (the kernels' fixed cost) scales neither with
+ * the GPU nor with the batch. Side work, measured on its own streams, is
+ * kept as traced.
  */
 #ifndef SIM_REPLAY_H
 #define SIM_REPLAY_H
@@ -35,6 +43,8 @@ typedef struct sim_replay_cfg {
   const core_buckets *bk;       /* tensor -> bucket, buckets in launch order */
   const double *bucket_comm_s;  /* [n_buckets] allreduce time */
   double dev_scale;             /* device work multiplier (batch / measured batch) */
+  double compute_scale;         /* compute-bound device time multiplier (retargeting); 0: 1 */
+  double memory_scale;          /* memory-bound device time multiplier; 0: 1 */
   int overlap;
   const char *const *layer_names; /* for the trace; may be NULL */
 } sim_replay_cfg;
@@ -46,6 +56,15 @@ typedef struct sim_replay_result {
   double exposed_comm_s;        /* step_s - compute_s, at least 0 */
   double host_s, device_s;      /* host dispatch and compute-stream work of a step */
 } sim_replay_result;
+
+/* The retargeting multipliers (see above) for traced step t of model file
+ * `model` simulated on profile pr (file `profile`) at compute precision p:
+ * 1 and 1 on the traced GPU at the traced precision. CORE_EINVAL naming
+ * the file and key to add when t or pr lacks what the ratio needs, or when
+ * p moves other bytes than the traced precision (fp32 and tf32 may stand
+ * for each other). */
+int sim_replay_retarget(const core_traced *t, const char *model, const core_profile *pr, const char *profile,
+                        enum core_prec p, double *compute_scale, double *memory_scale);
 
 /* trace (may be NULL) receives the last replayed step: the host, the
  * compute stream, the allreduce stream and the side streams of rank 0. */

@@ -1,6 +1,8 @@
 #include "scenario.h"
 
+#include "sim/compute.h"
 #include "sim/job.h"
+#include "sim/replay.h"
 
 #include "core/err.h"
 #include "core/traced.h"
@@ -106,6 +108,8 @@ static const char *where(const config_setting_t *s, char *buf) { return core_cfg
 
 /* Does the profile let us derive an allreduce link for this backend and scope? */
 
+static int check_compute(const sim_scenario *s, const config_setting_t *root);
+
 static int cross_check(sim_scenario *s, const config_setting_t *root) {
   char w[4200];
   const config_setting_t *ddp = config_setting_get_member(root, "ddp");
@@ -114,9 +118,6 @@ static int cross_check(sim_scenario *s, const config_setting_t *root) {
   const config_setting_t *cl = config_setting_get_member(root, "cluster");
   const config_setting_t *pn = cl ? config_setting_get_member(cl, "devices_per_node") : NULL;
   const config_setting_t *nd = cl ? config_setting_get_member(cl, "nodes") : NULL;
-  const config_setting_t *tr = config_setting_get_member(root, "training");
-  const config_setting_t *pr = tr ? config_setting_get_member(tr, "precision") : NULL;
-  const config_setting_t *prof = config_setting_get_member(root, "profile");
   const core_profile *p = s->profile;
   int gpu = strcmp(p->device_kind, "gpu") == 0;
 
@@ -153,11 +154,36 @@ static int cross_check(sim_scenario *s, const config_setting_t *root) {
       return core_err_set(CORE_EINVAL, "%s: a network with from_profile = true needs an inter-node allreduce measurement for %s, and profile '%s' has none; calibrate across nodes, or give the network's gbps and latency_us",
                           where(nd ? nd : root, w), sim_backend_name(be), s->profile_path);
   }
+  return check_compute(s, root);
+}
+
+/* Every model can be costed (or, traced, retargeted) at every precision on
+ * the profile. */
+static int check_compute(const sim_scenario *s, const config_setting_t *root) {
+  char w[4200];
+  const config_setting_t *tr = config_setting_get_member(root, "training");
+  const config_setting_t *pr = tr ? config_setting_get_member(tr, "precision") : NULL;
+  const config_setting_t *prof = config_setting_get_member(root, "profile");
+  const core_profile *p = s->profile;
   for (int m = 0; m < s->n_models; m++) {
+    const core_model *md = s->models[m];
+    const config_setting_t *mk = config_setting_get_member(root, "model");
+    for (int i = 0; md->traced && i < s->n[SIM_DIM_PRECISION]; i++) {
+      double cs, ms;
+      int rc = sim_replay_retarget(md->traced, md->path, p, s->profile_path, sim_precision_compute(s->precisions[i]),
+                                   &cs, &ms);
+      if (rc)
+        return core_err_wrap(rc, "%s: model \"%s\" on profile '%s' at precision \"%s\"", where(mk ? mk : root, w),
+                             md->name, s->profile_path, sim_precision_name(s->precisions[i]));
+    }
     if (s->models[m]->measured)
       continue;
     for (int i = 0; i < s->n[SIM_DIM_PRECISION]; i++) {
       enum core_prec cp = sim_precision_compute(s->precisions[i]);
+      int rc = sim_compute_check(s->models[m], p, s->precisions[i]);
+      if (rc)
+        return core_err_wrap(rc, "%s: model \"%s\" at precision \"%s\"", where(mk ? mk : root, w), md->name,
+                             sim_precision_name(s->precisions[i]));
       if (!p->rate[cp].present)
         return core_err_set(CORE_EINVAL, "%s: precision \"%s\" computes in %s, but profile '%s' has no %s compute rates; choose a precision the profile measured, or add its rates",
                             where(pr ? pr : (prof ? prof : root), w), sim_precision_name(s->precisions[i]),

@@ -6,7 +6,7 @@ bench/validate-gpu.sh, which runs both halves).
 Each step is forward, loss, backward and an SGD-with-momentum update on
 synthetic data already on the device (no data loading), as the simulator's
 step counts it. Precisions as ddpsim names them: fp32 (TF32 off), tf32
-(TF32 matmuls and convolutions), bf16 (autocast to bfloat16, fp32 master
+(TF32 matmuls and convolutions), amp_bf16 (autocast to bfloat16, fp32 master
 weights). ResNet-50 runs in channels_last as well, the layout its tensor-core
 kernels want. Steps are timed with CUDA events after warm-up (cudnn.benchmark
 chooses its algorithms during the warm-up); the median, 10th and 90th
@@ -83,12 +83,13 @@ def profile_ops(step, steps):
 
 def sgd_step(model, prec, loss_of):
     """One training step: forward and loss_of(model) under bf16 autocast when
-    prec is bf16, backward, an SGD-with-momentum update."""
+    prec is amp_bf16 (or bf16, the name older CSVs use), backward, an
+    SGD-with-momentum update."""
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
 
     def step():
         opt.zero_grad(set_to_none=True)
-        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=prec == "bf16"):
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=prec in ("amp_bf16", "bf16")):
             loss = loss_of(model)
         loss.backward()
         opt.step()
@@ -133,7 +134,7 @@ def main():
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--models", default="resnet50,bert-large")
     ap.add_argument("--ops", help="also profile each run: per-op device time CSV")
-    ap.add_argument("--precisions", default="fp32,tf32,bf16")
+    ap.add_argument("--precisions", default="fp32,tf32,amp_bf16")
     ap.add_argument("--layouts", default="nchw,channels_last", help="ResNet-50's memory formats")
     a = ap.parse_args()
     if a.steps < 2 or a.warmup < 0:

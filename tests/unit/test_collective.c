@@ -134,7 +134,7 @@ static void test_table_imports(void) {
 /* A bucket's allreduce past the timeout is a warning that says what to do;
  * so is a size of the table past it. */
 static void test_timeout_warning(void) {
-  char *slow[] = {"--profile", H100, "-g", "8", "--nodes", "512", "--network", "gbps = 1.0; latency_us = 14.0;",
+  char *slow[] = {"--profile", H100, "-g", "8", "--nodes", "512", "--network", "gbps = 1.0; latency_us = 14.0; nics_per_node = 1;",
                   "-b", "1M", "-e", "1G", "-f", "32", "--timeout", "0.3", NULL};
   CU_ASSERT_EQUAL(run(slow), 0);
   CU_ASSERT(err_has("warning: an allreduce of one 25 MiB bucket (bucket_cap_mb) takes"));

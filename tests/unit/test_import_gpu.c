@@ -9,12 +9,14 @@
  * name the file and write nothing. */
 #include "testutil.h"
 
+#include "calibrate/gpu_datasheet.h"
 #include "calibrate/import_gpu.h"
 #include "calibrate/trace_scenario.h"
 #include "core/err.h"
 #include "core/model.h"
 #include "core/traced.h"
 #include "sim/predict.h"
+#include "sim/replay.h"
 #include "sim/scenario.h"
 
 #include <CUnit/CUnit.h>
@@ -74,6 +76,38 @@ static void test_layers_and_tensors(void) {
   core_model_free(m);
 }
 
+/* The importer's datasheet figures are those of the shipped profile each
+ * entry names (peaks per precision, memory, host link, NVLink), and CUDA's
+ * device names find their entry. */
+static void test_datasheets(void) {
+  int n;
+  const cal_gpu_sheet *t = cal_gpu_sheets(&n);
+  CU_ASSERT(n >= 7);
+  for (int i = 0; i < n; i++) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/scenarios/profiles/%s", DDPSIM_SOURCE_DIR, t[i].profile);
+    core_profile *p = NULL;
+    CU_ASSERT_FATAL(core_profile_load(path, &p) == 0);
+    for (int k = 0; k < CORE_N_PREC; k++)
+      CU_ASSERT(NEAR(core_profile_peak_flops(p, (enum core_prec)k), t[i].peak_tflops[k] * 1e12));
+    CU_ASSERT(NEAR(p->peak_memory_GBps, t[i].memory_GBps) && NEAR(p->host_link_GBps, t[i].host_link_GBps) &&
+              NEAR(p->nvlink_GBps, t[i].nvlink_GBps));
+    core_profile_free(p);
+  }
+  static const struct {
+    const char *name;
+    double gb;
+    const char *model;
+  } names[] = {{"Tesla V100-SXM2-32GB", 34.1, "V100-SXM2"}, {"NVIDIA A100-PG509-200", 42.3, "A100-SXM4-40GB"},
+               {"NVIDIA A100-SXM4-80GB", 85.1, "A100-SXM4-80GB"}, {"NVIDIA H100 80GB HBM3", 85.0, "H100-SXM"},
+               {"NVIDIA H200", 150.0, "H200-SXM"}, {"NVIDIA B200", 191.0, "B200-SXM"}, {"NVIDIA L40S", 48.0, "L40S"}};
+  for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+    const cal_gpu_sheet *s = cal_gpu_sheet_find(names[i].name, (int64_t)(names[i].gb * 1e9));
+    CU_ASSERT(s && !strcmp(s->model, names[i].model));
+  }
+  CU_ASSERT_PTR_NULL(cal_gpu_sheet_find("NVIDIA GeForce RTX 4090", (int64_t)24e9));
+}
+
 static const core_piece *find(const core_traced *t, enum core_piece_kind k, int index, const char *label) {
   for (int i = 0; i < t->n_pieces; i++)
     if (t->pieces[i].kind == k && t->pieces[i].index == index && (!label || !strcmp(t->pieces[i].label, label)))
@@ -116,6 +150,104 @@ static void test_pieces(void) {
 }
 
 /* The scenario of the traced job, simulated, gives the trace's step. */
+/* Each piece's device time split by what bounds its kernels
+ * (gen_gpu_fixture.py's header): conv and linear compute-bound by their
+ * recorded shapes against the A100's roofs, the backward GEMMs by their
+ * names, batch norm, the loss, the optimizer and DDP's copies back
+ * memory-bound, the copies of 3 us or less launch-bound (the shortest
+ * kernel is 2 us); every split adds up; the roofs are the A100 80GB
+ * datasheet's at the traced precision, fp32. */
+static void test_kernel_classes(void) {
+  char out[4200];
+  snprintf(out, sizeof out, "%s/fxk.cfg", dir);
+  core_model *m = import_fixture(out);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+  const core_traced *t = m->traced;
+  CU_ASSERT_FATAL(t && t->classed);
+  CU_ASSERT(t->precision == CORE_PREC_FP32 && NEAR(t->peak_flops, 19.5e12) && NEAR(t->peak_memory_Bps, 2039e9));
+  CU_ASSERT(strstr(t->roofs_from, "A100") != NULL);
+  static const struct {
+    enum core_piece_kind kind;
+    int index;
+    const char *label;
+    double us[3]; /* compute, memory, launch */
+  } want[] = {
+      {CORE_PIECE_FWD, 0, NULL, {150, 0, 0}},   {CORE_PIECE_FWD, 1, NULL, {0, 40, 0}},
+      {CORE_PIECE_FWD, 2, NULL, {60, 0, 0}},    {CORE_PIECE_BWD, 2, NULL, {50, 0, 0}},
+      {CORE_PIECE_BWD, 1, NULL, {0, 70, 0}},    {CORE_PIECE_BWD, 0, NULL, {200, 0, 0}},
+      {CORE_PIECE_GRAD, 4, NULL, {0, 0, 2}},    {CORE_PIECE_GRAD, 3, NULL, {0, 20, 0}},
+      {CORE_PIECE_GRAD, 0, NULL, {0, 0, 3}},    {CORE_PIECE_FINALIZE, -1, NULL, {0, 25, 0}},
+  };
+  for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+    const core_piece *p = find(t, want[i].kind, want[i].index, want[i].label);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    for (int k = 0; k < 3; k++)
+      if (!NEAR(p->dev_class_s[k], want[i].us[k] * US)) {
+        fprintf(stderr, "\npiece %zu class %d: %g us, want %g\n", i, k, p->dev_class_s[k] / US, want[i].us[k]);
+        CU_FAIL("class split");
+      }
+  }
+  for (int i = 0; i < t->n_pieces; i++) {
+    const core_piece *p = &t->pieces[i];
+    CU_ASSERT(p->classed && NEAR(p->dev_class_s[0] + p->dev_class_s[1] + p->dev_class_s[2], p->dev_s));
+  }
+  core_model_free(m);
+}
+
+/* The traced job on another GPU: its scenario simulated with a DGX H100's
+ * profile replays each class at its ratio (fp32: 19.5/67 for compute,
+ * 2,039/3,350 for memory), and at tf32 compute at 19.5/494.7; at amp_bf16
+ * (other bytes) it is refused, naming the model. The fixture's host-bound
+ * step keeps its 1.265 ms; twelve times the batch makes it device-bound. */
+static void test_retarget(void) {
+  char model[4200], scen[4200], notes[4096] = "";
+  snprintf(model, sizeof model, "%s/fxr.cfg", dir);
+  snprintf(scen, sizeof scen, "%s/fxr-job.cfg", dir);
+  core_model *m = import_fixture(model);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+  CU_ASSERT_EQUAL_FATAL(cal_trace_scenario(model, scen, NULL, notes, sizeof notes), 0);
+  core_profile *h100 = NULL;
+  CU_ASSERT_FATAL(core_profile_load(TU_SRC("scenarios/profiles/dgx-h100.cfg"), &h100) == 0);
+  double cs, ms;
+  CU_ASSERT_EQUAL(sim_replay_retarget(m->traced, model, h100, "h", CORE_PREC_FP32, &cs, &ms), 0);
+  CU_ASSERT(NEAR(cs, 19.5 / 67.0) && NEAR(ms, 2039.0 / 3350.0));
+  CU_ASSERT_EQUAL(sim_replay_retarget(m->traced, model, h100, "h", CORE_PREC_TF32, &cs, &ms), 0);
+  CU_ASSERT(NEAR(cs, 19.5 / 494.7));
+  core_profile_free(h100);
+  sim_scenario *s = NULL;
+  CU_ASSERT_EQUAL_FATAL(sim_scenario_load_with(scen, TU_SRC("scenarios/profiles/dgx-h100.cfg"), &s), 0);
+  sim_engine *e = NULL;
+  CU_ASSERT_EQUAL_FATAL(sim_engine_new(&e), 0);
+  sim_point p;
+  sim_point_result r;
+  sim_scenario_point(s, 0, &p);
+  CU_ASSERT_EQUAL_FATAL(sim_predict_point(s, &p, e, NULL, 0, &r), 0);
+  CU_ASSERT(fabs(r.step_s - 1265 * US) < 0.01 * 1265 * US); /* host-bound on either GPU */
+  /* Device-bound at 12 x the batch: the free-communication replay's period
+   * is the compute stream's work, each class at its ratio. */
+  p.batch = 12 * 32;
+  CU_ASSERT_EQUAL_FATAL(sim_predict_point(s, &p, e, NULL, 0, &r), 0);
+  double dev = 0;
+  for (int i = 0; i < m->traced->n_pieces; i++) {
+    const core_piece *q = &m->traced->pieces[i];
+    dev += (q->dev_class_s[0] * 19.5 / 67.0 + q->dev_class_s[1] * 2039.0 / 3350.0) * 12 + q->dev_class_s[2];
+  }
+  CU_ASSERT(dev > 1265 * US && fabs(r.compute_s - dev) < 1e-3 * dev);
+  sim_scenario_free(s);
+  sim_engine_free(e);
+  core_model_free(m);
+  /* Another width: refused at load, naming the model file and its line. */
+  char *text = tu_read_file(scen, NULL), *at = text ? strstr(text, "precision = \"fp32\"") : NULL;
+  CU_ASSERT_PTR_NOT_NULL_FATAL(at);
+  memcpy(at, "precision = \"bf16\"", strlen("precision = \"bf16\""));
+  CU_ASSERT_EQUAL_FATAL(tu_write_file(scen, text), 0);
+  free(text);
+  s = NULL;
+  CU_ASSERT_EQUAL(sim_scenario_load_with(scen, TU_SRC("scenarios/profiles/dgx-h100.cfg"), &s), CORE_EINVAL);
+  CU_ASSERT(strstr(core_err_msg(), "fxr.cfg:") && strstr(core_err_msg(), "computed in fp32"));
+  sim_scenario_free(s);
+}
+
 static void test_scenario_replays(void) {
   char model[4200], scen[4200], notes[4096] = "";
   snprintf(model, sizeof model, "%s/fx3.cfg", dir);
@@ -215,8 +347,11 @@ static void test_bad_traces(void) {
 
 void test_register(void) {
   CU_pSuite s = CU_add_suite("import gpu trace", suite_init, suite_clean);
+  CU_add_test(s, "datasheet table: the shipped profiles' figures, names", test_datasheets);
   CU_add_test(s, "layers, tensors, ready order, kernel times", test_layers_and_tensors);
   CU_add_test(s, "pieces, DDP's share, side work, buckets", test_pieces);
   CU_add_test(s, "the traced job's scenario replays its step", test_scenario_replays);
+  CU_add_test(s, "kernels classed: compute, memory, launch; the roofs", test_kernel_classes);
+  CU_add_test(s, "retargeted to another GPU: each class at its ratio", test_retarget);
   CU_add_test(s, "bad traces: errors naming the file, nothing written", test_bad_traces);
 }

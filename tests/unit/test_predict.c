@@ -566,11 +566,13 @@ static double span_dur(const char *json, const char *name, const char *cat) {
   return d ? strtod(d + 6, NULL) : -1.0;
 }
 
-/* Elementwise work: each layer's activation (act_bytes a sample) streams
- * through memory SIM_ELEMENTWISE_FWD_PASSES times in forward and
- * SIM_ELEMENTWISE_BWD_PASSES in backward at the profile's memory bandwidth,
- * a zero-FLOP layer (a normalization) included, at any precision (the
- * bytes are fp32's); a measured model's times already hold it. */
+/* The generic rule (layers of kind "other"): each layer's activation
+ * (act_bytes a sample) streams through memory SIM_ELEMENTWISE_FWD_PASSES
+ * times in forward and SIM_ELEMENTWISE_BWD_PASSES in backward at the
+ * profile's memory bandwidth, a zero-FLOP layer (a normalization)
+ * included; a measured model's times already hold it. Those bytes are
+ * fp32's, so at a half precision such a layer has no cost rule: the
+ * scenario is refused, naming the model, the layer and the key. */
 static void test_elementwise_traffic(void) {
   char model[4200], measured[4200], trace_path[4200];
   snprintf(model, sizeof model, "%s/act-test.cfg", scratch);
@@ -593,7 +595,22 @@ static void test_elementwise_traffic(void) {
                                 "  { name = \"b\"; params = [40000000]; fwd_flops = 1e8; fwd_ms = 1.0; bwd_ms = 2.0; } ); };\n") == 0);
   const double passes = SIM_ELEMENTWISE_FWD_PASSES + SIM_ELEMENTWISE_BWD_PASSES;
   const double opt = (1e8 + 2048.0) * 12.0 / GPU_MEM_BPS; /* SGD: 12 bytes a parameter */
+  const char *half[] = {"bf16", "amp_bf16"};
   for (int k = 0; k < 2; k++) {
+    char text2[8192];
+    snprintf(text2, sizeof text2,
+             "profile = \"gpu-test.cfg\"; model = \"%s\";\n"
+             "training = { batch = 8; precision = \"%s\"; };\n"
+             "cluster = { nodes = 1; devices_per_node = 1; };\n"
+             "networks = ( { name = \"n\"; gbps = 1.0; latency_us = 10.0; } );\n",
+             model, half[k]);
+    sim_scenario *s = NULL;
+    CU_ASSERT(sim_scenario_load_string(text2, TU_DATA("inline-test.cfg"), &s) == CORE_EINVAL);
+    CU_ASSERT(strstr(core_err_msg(), "act-test.cfg") && strstr(core_err_msg(), "layer 'a'") &&
+              strstr(core_err_msg(), "kind \"other\"") && strstr(core_err_msg(), half[k]));
+    sim_scenario_free(s);
+  }
+  for (int k = 0; k < 1; k++) {
     sim_scenario *s = load("profile = \"gpu-test.cfg\"; model = [\"big-test.cfg\", \"%s\", \"%s\"];\n"
                            "training = { batch = 8; precision = \"%s\"; };\n"
                            "cluster = { nodes = 1; devices_per_node = 1; };\n"

@@ -5,7 +5,9 @@
  * compute beside it runs overlap_slowdown times slower; finalize waits for
  * the last allreduce; with overlap off every bucket goes at finalize; a
  * sync makes the host wait for the streams it names; side work waits for the
- * stream it depends on. And core/traced's file form round-trips. */
+ * stream it depends on. Retargeted, compute-bound device time scales by the
+ * peak ratio, memory-bound by the bandwidth ratio, launch-bound by neither
+ * (nor by the batch). And core/traced's file form round-trips. */
 #include "testutil.h"
 
 #include "core/bucket.h"
@@ -188,6 +190,12 @@ static void test_file_round_trip(void) {
   f.t.n_syncs = 1;
   f.p[3].waits = 1ull << 2;
   f.p[2].copy_host_s = 5 * US;
+  f.p[1].classed = 1;
+  f.p[1].dev_class_s[CORE_DEV_COMPUTE] = f.p[1].dev_s * 0.75;
+  f.p[1].dev_class_s[CORE_DEV_LAUNCH] = f.p[1].dev_s * 0.25;
+  f.t.precision = CORE_PREC_TF32;
+  f.t.peak_flops = 156e12;
+  f.t.peak_memory_Bps = 1555e9;
   config_t cfg;
   config_init(&cfg);
   CU_ASSERT_EQUAL_FATAL(core_traced_write(&f.t, config_root_setting(&cfg)), 0);
@@ -211,8 +219,79 @@ static void test_file_round_trip(void) {
   CU_ASSERT(back->syncs[0].streams == 5 && NEAR(back->syncs[0].at, 0.5));
   CU_ASSERT(back->ddp == 1 && back->world_size == 2 && back->steps == 3 && NEAR(back->launch_host_s, 10 * US));
   CU_ASSERT_STRING_EQUAL(back->device, "GPU X");
+  CU_ASSERT(back->pieces[1].classed && !back->pieces[0].classed && !back->classed);
+  CU_ASSERT(NEAR(back->pieces[1].dev_class_s[CORE_DEV_COMPUTE], f.p[1].dev_s * 0.75) &&
+            NEAR(back->pieces[1].dev_class_s[CORE_DEV_LAUNCH], f.p[1].dev_s * 0.25));
+  CU_ASSERT(back->precision == CORE_PREC_TF32 && NEAR(back->peak_flops, 156e12) && NEAR(back->peak_memory_Bps, 1555e9));
   core_traced_free(back);
   config_destroy(&cfg);
+}
+
+/* A device-bound step whose pieces split their device time by class,
+ * replayed on another GPU at twice the batch: compute x 0.25 x 2, memory x
+ * 0.5 x 2, launch as traced; without classes, everything x 2. */
+static void test_retarget_classes(void) {
+  fixture f;
+  init(&f, 0);
+  core_piece *a = add(&f, CORE_PIECE_FWD, 0, 10, 600), *b = add(&f, CORE_PIECE_BWD, 0, 10, 400);
+  a->classed = b->classed = 1;
+  a->dev_class_s[CORE_DEV_COMPUTE] = 500 * US, a->dev_class_s[CORE_DEV_MEMORY] = 80 * US;
+  a->dev_class_s[CORE_DEV_LAUNCH] = 20 * US;
+  b->dev_class_s[CORE_DEV_MEMORY] = 390 * US, b->dev_class_s[CORE_DEV_LAUNCH] = 10 * US;
+  sim_replay_cfg c = {.t = &f.t, .bk = &f.bk, .bucket_comm_s = f.comm, .dev_scale = 2.0, .compute_scale = 0.25,
+                      .memory_scale = 0.5};
+  sim_replay_result r;
+  CU_ASSERT_EQUAL_FATAL(sim_replay_run(&c, &r, NULL), 0);
+  double want = (500 * 0.25 + 80 * 0.5) * 2 + 20 + 390 * 0.5 * 2 + 10;
+  CU_ASSERT(NEAR(r.device_s, want * US) && NEAR(r.step_s, want * US));
+  a->classed = 0; /* a piece without classes scales with the batch only */
+  CU_ASSERT_EQUAL_FATAL(sim_replay_run(&c, &r, NULL), 0);
+  CU_ASSERT(NEAR(r.step_s, (600 * 2 + 390 * 0.5 * 2 + 10) * US));
+  /* Scales of 0 leave the step as traced. */
+  sim_replay_cfg same = {.t = &f.t, .bk = &f.bk, .bucket_comm_s = f.comm, .dev_scale = 1.0};
+  a->classed = 1;
+  CU_ASSERT_EQUAL_FATAL(sim_replay_run(&same, &r, NULL), 0);
+  CU_ASSERT(NEAR(r.step_s, 1000 * US));
+}
+
+/* The retargeting ratios: 1 on the traced GPU at the traced precision;
+ * else the source's roofs over the target profile's peaks (fp32 and tf32
+ * standing for each other); refused, naming file and key, without classes,
+ * without the source's roofs, without the target's peak or bandwidth, and
+ * across widths. */
+static void test_retarget_ratios(void) {
+  core_traced t = {.classed = 1, .precision = CORE_PREC_FP32, .peak_flops = 20e12, .peak_memory_Bps = 2000e9};
+  snprintf(t.device, sizeof t.device, "GPU X");
+  core_profile *p = core_profile_new();
+  CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+  snprintf(p->device_name, sizeof p->device_name, "GPU X");
+  double cs, ms;
+  CU_ASSERT_EQUAL(sim_replay_retarget(&t, "m.cfg", p, "p.cfg", CORE_PREC_FP32, &cs, &ms), 0);
+  CU_ASSERT(cs == 1 && ms == 1);
+  snprintf(p->device_name, sizeof p->device_name, "GPU Y");
+  CU_ASSERT_EQUAL(sim_replay_retarget(&t, "m.cfg", p, "p.cfg", CORE_PREC_FP32, &cs, &ms), CORE_EINVAL);
+  CU_ASSERT(strstr(core_err_msg(), "p.cfg") && strstr(core_err_msg(), "peak_tflops") && strstr(core_err_msg(), "fp32"));
+  double *fl = malloc(sizeof *fl), *tf = malloc(sizeof *tf);
+  CU_ASSERT_FATAL(fl && tf);
+  fl[0] = 1e9, tf[0] = 50.0;
+  p->rate[CORE_PREC_FP32] = (core_prof_rate){.present = 1, .n = 1, .gemm_flops = fl, .tflops = tf, .peak_tflops = 80.0};
+  CU_ASSERT_EQUAL(sim_replay_retarget(&t, "m.cfg", p, "p.cfg", CORE_PREC_FP32, &cs, &ms), CORE_EINVAL);
+  CU_ASSERT(strstr(core_err_msg(), "p.cfg") && strstr(core_err_msg(), "peak_memory_GBps"));
+  p->peak_memory_GBps = 8000.0;
+  CU_ASSERT_EQUAL(sim_replay_retarget(&t, "m.cfg", p, "p.cfg", CORE_PREC_FP32, &cs, &ms), 0);
+  CU_ASSERT(NEAR(cs, 20.0 / 80.0) && NEAR(ms, 2000.0 / 8000.0));
+  CU_ASSERT_EQUAL(sim_replay_retarget(&t, "m.cfg", p, "p.cfg", CORE_PREC_TF32, &cs, &ms), CORE_EINVAL);
+  CU_ASSERT(strstr(core_err_msg(), "peak_tflops") && strstr(core_err_msg(), "tf32")); /* the profile has no tf32 */
+  CU_ASSERT_EQUAL(sim_replay_retarget(&t, "m.cfg", p, "p.cfg", CORE_PREC_BF16, &cs, &ms), CORE_EINVAL);
+  CU_ASSERT(strstr(core_err_msg(), "m.cfg:") && strstr(core_err_msg(), "computed in fp32"));
+  t.peak_memory_Bps = 0;
+  CU_ASSERT_EQUAL(sim_replay_retarget(&t, "m.cfg", p, "p.cfg", CORE_PREC_FP32, &cs, &ms), CORE_EINVAL);
+  CU_ASSERT(strstr(core_err_msg(), "m.cfg:") && strstr(core_err_msg(), "peak_memory_GBps") &&
+            strstr(core_err_msg(), "--profile-base"));
+  t.classed = 0;
+  CU_ASSERT_EQUAL(sim_replay_retarget(&t, "m.cfg", p, "p.cfg", CORE_PREC_FP32, &cs, &ms), CORE_EINVAL);
+  CU_ASSERT(strstr(core_err_msg(), "dev_compute_us") != NULL);
+  core_profile_free(p);
 }
 
 /* A grad piece naming a tensor the model lacks, a side stream beyond
@@ -231,6 +310,11 @@ static void test_file_errors(void) {
        "  syncs = ( { piece = 1; at = 0.5; streams = [0]; }, { piece = 0; at = 0.5; streams = [0]; } ); };",
        "piece order"},
       {"traced = { world_size = 2; pieces = ( ); };", "needs its pieces"},
+      {"traced = { world_size = 2; pieces = ( { kind = \"other\"; host_us = 1.0; dev_us = 5.0; dev_compute_us = 5.0; } ); };",
+       "all three or none"},
+      {"traced = { world_size = 2; pieces = ( { kind = \"other\"; host_us = 1.0; dev_us = 5.0; dev_compute_us = 1.0;\n"
+       "  dev_memory_us = 1.0; dev_launch_us = 1.0; } ); };",
+       "must add up"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     core_cfg c;
@@ -256,4 +340,6 @@ void test_register(void) {
   s = CU_add_suite("traced file", NULL, NULL);
   CU_add_test(s, "write then parse gives the same step", test_file_round_trip);
   CU_add_test(s, "bad entries: file:line errors", test_file_errors);
+  CU_add_test(s, "retargeted: each class at its own ratio", test_retarget_classes);
+  CU_add_test(s, "retargeting ratios and what they need", test_retarget_ratios);
 }

@@ -28,6 +28,12 @@ Per step, in microseconds (host spans; kernels in brackets):
             (copy 5 [3]; bucket 1 full: allreduce_ 15, kernel 300)
     DDP finalize: copy_bucket_to_grad x5, 10 each [memcpy 5 each]
   optimizer 500 [100]
+Kernels are named as NVIDIA's and PyTorch's libraries name them, so that
+the importer classes them (calibrate/kclass.h) as it would a real trace's:
+conv, linear and their backward GEMMs compute-bound (conv and linear also by
+their recorded shapes against the A100's roofs), batch norm, the loss, the
+optimizer and DDP's copies memory-bound, and the copies of 3 us or less
+launch-bound (the shortest kernel is 2 us). All compute in fp32.
 The step span ends 50 after the optimizer, on the host: the device's work
 (about 0.7 ms a step, host-bound) carries on into the next step where it must.
 Streams run their work in order; the allreduce kernels wait for the compute
@@ -98,21 +104,29 @@ def step(tr, n, t0, scale, ends):
     dims = {"aten::conv2d": [[32, 8, 16, 16], [64, 8, 3, 3], []],
             "aten::batch_norm": [[32, 64, 16, 16], [64], [64], [64], [64], [], [], [], []],
             "aten::linear": [[32, 640], [1000, 640], [1000]]}
+    kernels = {"aten::conv2d": "cudnn_infer_ampere_scudnn_128x64_relu_small_nn_v1",
+               "aten::batch_norm": "void cudnn::bn_fw_tr_1C11_kernel_NCHW<float, float, int, 512, true, 1, true>",
+               "aten::linear": "ampere_sgemm_128x64_tn"}
     for name, host, dev, sq in (("aten::conv2d", 100, 150, 1), ("aten::batch_norm", 50, 40, 2),
                                 ("aten::linear", 80, 60, 3)):
         tr.op(name, MAIN, t, s(host), **{"Sequence number": seq + sq, "Input Dims": dims[name]})
-        k(MAIN, t + 1, dev)
+        k(MAIN, t + 1, dev, kernels[name])
         t += s(host)
     tr.op("aten::cross_entropy_loss", MAIN, t, s(40), **{"Sequence number": seq + 4})
-    k(MAIN, t + 1, 10)
+    k(MAIN, t + 1, 10, "void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float, float>")
     t += s(40)
     b = t  # backward, on the engine's thread
+
+    bwd_kernels = {"NllLossBackward0": "void at::native::(anonymous namespace)::cunn_SoftMaxBackward<4, float>",
+                   "AddmmBackward0": "ampere_sgemm_64x64_nt",
+                   "CudnnBatchNormBackward0": "void cudnn::bn_bw_1C11_kernel_new<float, float, float2, 128, true, 1>",
+                   "ConvolutionBackward0": "void cudnn::detail::dgrad_engine<float, 512, 6, 5, 3, 3, 3, false>"}
 
     def node(name, host, dev, sq):
         nonlocal b
         tr.op("autograd::engine::evaluate_function: " + name, BWD, b, s(host), **{"Sequence number": sq})
         if dev:
-            k(BWD, b + 1, dev)
+            k(BWD, b + 1, dev, bwd_kernels[name])
         b += s(host)
 
     def accum(host, copy_dev, nbytes_launch=None, comm=None):
@@ -120,7 +134,7 @@ def step(tr, n, t0, scale, ends):
         tr.op("autograd::engine::evaluate_function: torch::autograd::AccumulateGrad", BWD, b, s(host))
         tr.op("torch::autograd::AccumulateGrad", BWD, b + 1, s(4))
         tr.op("torch::distributed::reducer::mul_out", BWD, b + s(5), s(5))
-        k(BWD, b + s(5) + 1, copy_dev)
+        k(BWD, b + s(5) + 1, copy_dev, "void at::native::vectorized_elementwise_kernel<4, at::native::MulFunctor<float>>")
         if comm:
             nbytes, dur = comm
             tr.op("c10d::allreduce_", BWD, b + s(10), s(15))
@@ -147,7 +161,7 @@ def step(tr, n, t0, scale, ends):
     t = b
     tr.op("Optimizer.step#SGD.step", MAIN, t, s(500), cat="user_annotation")
     tr.op("aten::_foreach_add_", MAIN, t + 1, s(490))
-    k(MAIN, t + 2, 100)
+    k(MAIN, t + 2, 100, "void at::native::multi_tensor_apply_kernel<TensorListMetadata<2>, BinaryOpListAlphaFunctor<float>>")
     t += s(500) + s(50)
     tr.op("ProfilerStep#%d" % n, MAIN, t0, t - t0, cat="user_annotation")
     return t
