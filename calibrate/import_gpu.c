@@ -1,6 +1,7 @@
 #include "import_gpu.h"
 
 #include "calibrate/gpu_step.h"
+#include "calibrate/import_gpu_int.h"
 #include "core/afile.h"
 #include "core/cfg.h"
 #include "core/err.h"
@@ -19,40 +20,7 @@
 /* Leading steps further than this from the later steps' median are warm-up. */
 #define WARMUP_SHARE 0.10
 
-typedef struct gtrace {
-  cal_ktrace t;
-  cal_gindex g;
-  int loaded, indexed;
-} gtrace;
-
-typedef struct gimport {
-  const cal_gpu_opts *o;
-  int n_traces;
-  gtrace *tr;
-  int n_steps;
-  cal_gstep *steps;
-  int *step_trace;          /* [n_steps] */
-  int n_use, n_warm, n_other;
-  int *use;                 /* steps used */
-  int ref;                  /* the used step of median host time: structure, shapes */
-  core_traced agg;          /* medians; grad pieces' index still the arrival ordinal */
-  double *span_s;           /* [agg.n_pieces] median wall time of each piece */
-  int64_t *arrival_elems;   /* [n_grads] tensor size of each arrival */
-  const char *sizes_from;
-  int n_layers;             /* the step's layers, plus one for arrivals before any layer's backward */
-  int *param_of;            /* [n_grads] arrival -> parameter index */
-  int *param_layer;         /* [n_grads] parameter -> layer */
-  int64_t *param_elems;     /* [n_grads] parameter -> elements */
-  double batch;
-  double slowdown;          /* compute kernels beside an allreduce */
-  cal_kroofs roofs;         /* the traced GPU's, the floor of the trace being cut */
-  char roofs_from[256];
-  char *notes;
-  size_t notes_len;
-} gimport;
-
-static void note(gimport *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void note(gimport *m, const char *fmt, ...) {
+void cal_gimport_note(gimport *m, const char *fmt, ...) {
   if (!m->notes || !m->notes_len)
     return;
   size_t l = strlen(m->notes);
@@ -61,9 +29,6 @@ static void note(gimport *m, const char *fmt, ...) {
   vsnprintf(m->notes + l, m->notes_len - l, fmt, ap);
   va_end(ap);
 }
-
-static const cal_ktrace *trace_of(const gimport *m, int step) { return &m->tr[m->step_trace[step]].t; }
-static const cal_gstep *ref_step(const gimport *m) { return &m->steps[m->ref]; }
 
 /* ---- loading ---------------------------------------------------------------- */
 
@@ -108,7 +73,7 @@ static int find_roofs(gimport *m, const cal_ktrace *t) {
   int rc = cal_kroofs_find(t->device_name, t->device_mem, m->o->profile, &m->roofs, m->roofs_from,
                            sizeof m->roofs_from);
   if (rc == 0 && !m->roofs_from[0])
-    note(m, "no datasheet figures for '%s': kernels classed by their names and durations; retargeting it to another GPU needs --profile-base with its peaks\n",
+    cal_gimport_note(m, "no datasheet figures for '%s': kernels classed by their names and durations; retargeting it to another GPU needs --profile-base with its peaks\n",
          t->device_name);
   return rc;
 }
@@ -136,7 +101,7 @@ static int load(gimport *m, const char *const *paths, int n) {
       return rc;
     g->indexed = 1;
     if (g->g.n_unlaunched)
-      note(m, "%s: %d GPU activities without a launching call (begun before profiling started) were left out\n",
+      cal_gimport_note(m, "%s: %d GPU activities without a launching call (begun before profiling started) were left out\n",
            paths[k], g->g.n_unlaunched);
     if ((rc = cut_steps(m, k)) != 0)
       return rc;
@@ -315,7 +280,7 @@ static int report_parts(gimport *m, const double parts[3]) {
   for (int i = 0; i < m->agg.n_pieces; i++)
     sum[r->part[i]] += m->span_s[i];
   for (int k = 0; k < 3; k++)
-    note(m, "  %-22s pieces %9.3f ms, measured span %9.3f ms (%+.2f%%)\n", names[k], sum[k] * 1e3, parts[k] * 1e3,
+    cal_gimport_note(m, "  %-22s pieces %9.3f ms, measured span %9.3f ms (%+.2f%%)\n", names[k], sum[k] * 1e3, parts[k] * 1e3,
          parts[k] > 0 ? 100 * (sum[k] - parts[k]) / parts[k] : 0.0);
   return 0;
 }
@@ -481,207 +446,12 @@ static int aggregate(gimport *m) {
   a->step_min_s = w.v[0];
   a->step_max_s = w.v[m->n_use - 1];
   a->steps = m->n_use;
-  note(m, "steps: %d of %d used (%d warm-up%s, %d cut otherwise); step %.3f ms median, %.3f-%.3f ms\n", m->n_use,
+  cal_gimport_note(m, "steps: %d of %d used (%d warm-up%s, %d cut otherwise); step %.3f ms median, %.3f-%.3f ms\n", m->n_use,
        m->n_steps, m->n_warm, m->n_warm == 1 ? "" : "s", m->n_other, a->step_s * 1e3, a->step_min_s * 1e3,
        a->step_max_s * 1e3);
   double parts[3] = {median_of(m, &w, g_fwd, 0), median_of(m, &w, g_bwd, 0), median_of(m, &w, g_post, 0)};
   free(w.v);
   return report_parts(m, parts);
-}
-
-/* ---- tensors ------------------------------------------------------------------- */
-
-/* Inputs of a layer's operator that are its parameters, in the order autograd
- * readies them: nn.Linear (aten::linear, and addmm's bias then transposed
- * weight) its bias first, the others their weight first (core/model.h). */
-static int param_inputs(const char *op, int *in) {
-  if (!strcmp(op, "aten::linear"))
-    return in[0] = 2, in[1] = 1, 2;
-  if (!strcmp(op, "aten::addmm"))
-    return in[0] = 0, in[1] = 2, 2;
-  if (!strcmp(op, "aten::layer_norm") || !strcmp(op, "aten::group_norm"))
-    return in[0] = 2, in[1] = 3, 2;
-  if (!strcmp(op, "aten::embedding") || !strcmp(op, "aten::embedding_bag"))
-    return in[0] = 0, 1;
-  return in[0] = 1, in[1] = 2, 2; /* convolutions, batch_norm: (input, weight, bias, ...) */
-}
-
-static int64_t elems_of(const cal_ktrace *t, const cal_kevent *e, int input) {
-  int64_t dims[8], n = 1;
-  int rank = cal_ktrace_dims(t, e, input, dims, 8);
-  if (rank <= 0 || rank > 8)
-    return -1;
-  for (int k = 0; k < rank; k++)
-    n *= dims[k];
-  return n;
-}
-
-/* Sizes from the forward operators' recorded shapes: each layer's arrivals
- * take its parameters' sizes in the order autograd readies them. */
-static int sizes_from_shapes(gimport *m) {
-  const cal_gstep *r = ref_step(m);
-  const cal_ktrace *t = trace_of(m, m->ref);
-  for (int l = 0; l < r->n_layers; l++) {
-    const cal_kevent *e = &t->ev[r->layer_op[l]];
-    int in[2], n = param_inputs(cal_ktrace_str(t, e->name), in), got = 0;
-    int64_t sz[2];
-    for (int k = 0; k < n; k++) {
-      int64_t v = elems_of(t, e, in[k]);
-      if (v > 0)
-        sz[got++] = v;
-    }
-    int arrived = 0;
-    for (int g = 0; g < r->n_grads; g++)
-      if (r->grad_layer[g] == l) {
-        if (arrived >= got)
-          return -1;
-        m->arrival_elems[g] = sz[arrived++];
-      }
-    if (arrived != got && arrived != 0)
-      return -1;
-  }
-  for (int g = 0; g < r->n_grads; g++)
-    if (m->arrival_elems[g] <= 0)
-      return -1;
-  m->sizes_from = "the forward operators' recorded shapes";
-  return 0;
-}
-
-/* With the gradients' sizes known and the layers' parameter shapes recorded,
- * each arrival goes to the layer that began its backward most recently and
- * still awaits a tensor of that size: autograd interleaves one layer's
- * AccumulateGrad with the next layer's backward. */
-static int attribute(gimport *m) {
-  cal_gstep *r = &m->steps[m->ref];
-  const cal_ktrace *t = trace_of(m, m->ref);
-  int64_t (*want)[2] = calloc((size_t)(r->n_layers ? r->n_layers : 1), sizeof *want);
-  if (!want)
-    return core_err_set(CORE_ENOMEM, "out of memory attributing gradients");
-  for (int l = 0; l < r->n_layers; l++) {
-    const cal_kevent *e = &t->ev[r->layer_op[l]];
-    int in[2], n = param_inputs(cal_ktrace_str(t, e->name), in);
-    for (int k = 0; k < n; k++)
-      want[l][k] = elems_of(t, e, in[k]);
-  }
-  for (int g = 0; g < r->n_grads; g++)
-    for (int k = r->grad_seen[g] - 1; k >= 0; k--) {
-      int l = r->seen_layers[k], j = want[l][0] == m->arrival_elems[g] ? 0 : want[l][1] == m->arrival_elems[g] ? 1 : -1;
-      if (j >= 0) {
-        want[l][j] = 0;
-        r->grad_layer[g] = l;
-        break;
-      }
-    }
-  free(want);
-  return 0;
-}
-
-static int sizes_from_base(gimport *m) {
-  const cal_gstep *r = ref_step(m);
-  core_model *b;
-  int rc = core_model_load(m->o->base, &b);
-  if (rc)
-    return rc;
-  if (b->n_tensors != r->n_grads) {
-    rc = core_err_set(CORE_EINVAL, "--base %s has %d parameter tensors, the trace's steps %d gradients: give the model the trace ran",
-                      m->o->base, b->n_tensors, r->n_grads);
-  } else {
-    for (int g = 0; g < r->n_grads; g++)
-      m->arrival_elems[g] = b->tensor_elems[b->ready_order[g]];
-    m->sizes_from = "the base model, in its gradients' ready order";
-  }
-  core_model_free(b);
-  return rc;
-}
-
-static int arrival_sizes(gimport *m) {
-  const cal_gstep *r = ref_step(m);
-  int n = r->n_grads, copies = n > 0, comm = n > 0;
-  if (!(m->arrival_elems = calloc((size_t)(n ? n : 1), sizeof *m->arrival_elems)))
-    return core_err_set(CORE_ENOMEM, "out of memory sizing tensors");
-  for (int g = 0; g < n; g++) {
-    copies &= r->grad_bytes[g] > 0;
-    comm &= r->grad_comm_bytes[g] > 0;
-  }
-  if (copies) { /* DDP's copies move fp32 gradients: the parameters' dtype */
-    for (int g = 0; g < n; g++)
-      m->arrival_elems[g] = r->grad_bytes[g] / 4;
-    m->sizes_from = "DDP's copies of the gradients out of their buckets";
-    return 0;
-  }
-  int shapes = n > 0;
-  for (int g = 0; g < n; g++)
-    shapes &= r->grad_elems[g] > 0;
-  if (shapes) {
-    for (int g = 0; g < n; g++)
-      m->arrival_elems[g] = r->grad_elems[g];
-    m->sizes_from = "the gradients' recorded shapes";
-    return attribute(m);
-  }
-  if (m->o->base)
-    return sizes_from_base(m);
-  if (sizes_from_shapes(m) == 0)
-    return 0;
-  if (comm) {
-    for (int g = 0; g < n; g++)
-      m->arrival_elems[g] = (int64_t)(r->grad_comm_bytes[g] / 4);
-    m->sizes_from = "the collectives run at each gradient's arrival";
-    return 0;
-  }
-  if (!r->ddp) { /* nothing to put in buckets: the job's communication is measured side work */
-    m->sizes_from = NULL;
-    note(m, "the trace does not say the parameters' sizes (no DDP, no recorded shapes): the model has none, and what depends on them (buckets, checkpoints) needs --base MODEL\n");
-    return 0;
-  }
-  return core_err_set(CORE_EINVAL, "%s: the parameters' sizes cannot be told from this trace (no DDP copies, no recorded shapes): profile with record_shapes=True, or pass --base MODEL",
-                      trace_of(m, m->ref)->path);
-}
-
-/* Parameters in PyTorch's order: layer by layer as forward runs them, and
- * in a layer the larger (the weight) first; arrivals before any layer's
- * backward go to a layer of their own after the others. */
-static int order_params(gimport *m) {
-  const cal_gstep *r = ref_step(m);
-  int n = m->sizes_from ? r->n_grads : 0, next = 0;
-  m->n_layers = r->n_layers;
-  for (int g = 0; g < n; g++)
-    if (r->grad_layer[g] < 0)
-      m->n_layers = r->n_layers + 1;
-  if (m->n_layers == 0) /* no layer recognized (a compiled model): one that holds the step */
-    m->n_layers = 1;
-  m->param_of = malloc(sizeof *m->param_of * (size_t)(n ? n : 1));
-  m->param_layer = malloc(sizeof *m->param_layer * (size_t)(n ? n : 1));
-  m->param_elems = malloc(sizeof *m->param_elems * (size_t)(n ? n : 1));
-  if (!m->param_of || !m->param_layer || !m->param_elems)
-    return core_err_set(CORE_ENOMEM, "out of memory ordering parameters");
-  for (int l = 0; l < m->n_layers; l++) {
-    int lay = l < r->n_layers ? l : -1, first = next;
-    for (int g = 0; g < n; g++)
-      if (r->grad_layer[g] == lay) {
-        int at = next++; /* insertion by size, descending; ties keep arrival order */
-        while (at > first && m->param_elems[at - 1] < m->arrival_elems[g]) {
-          m->param_elems[at] = m->param_elems[at - 1];
-          m->param_layer[at] = m->param_layer[at - 1];
-          at--;
-        }
-        m->param_elems[at] = m->arrival_elems[g];
-        m->param_layer[at] = l;
-      }
-    /* which arrival went where: match sizes in arrival order */
-    int *taken = calloc((size_t)(next - first + 1), sizeof *taken);
-    if (!taken)
-      return core_err_set(CORE_ENOMEM, "out of memory ordering parameters");
-    for (int g = 0; g < n; g++)
-      if (r->grad_layer[g] == lay)
-        for (int k = first; k < next; k++)
-          if (!taken[k - first] && m->param_elems[k] == m->arrival_elems[g]) {
-            taken[k - first] = 1;
-            m->param_of[g] = k;
-            break;
-          }
-    free(taken);
-  }
-  return 0;
 }
 
 /* ---- the model file --------------------------------------------------------------- */
@@ -801,7 +571,7 @@ static int find_batch(gimport *m) {
   }
   if (r->n_layers > 0 && cal_ktrace_dims(t, &t->ev[r->layer_op[0]], 0, dims, 8) >= 1 && dims[0] > 0) {
     m->batch = (double)dims[0];
-    note(m, "batch %.0f per GPU, from the first layer's input shape (--batch to set it)\n", m->batch);
+    cal_gimport_note(m, "batch %.0f per GPU, from the first layer's input shape (--batch to set it)\n", m->batch);
     return 0;
   }
   return core_err_set(CORE_EINVAL, "%s records no shapes to tell the batch from: pass --batch B, the batch per GPU it was taken at",
@@ -815,23 +585,23 @@ static void describe(gimport *m) {
   double host = 0, dev = 0;
   for (int i = 0; i < a->n_pieces; i++)
     host += a->pieces[i].host_s, dev += a->pieces[i].dev_s;
-  note(m, "%d layers, %d parameter tensors (sizes from %s); %d pieces a step, %d side launches, %d syncs\n",
+  cal_gimport_note(m, "%d layers, %d parameter tensors (sizes from %s); %d pieces a step, %d side launches, %d syncs\n",
        r->n_layers, n_tensors(m), m->sizes_from ? m->sizes_from : "nowhere", a->n_pieces, a->n_side, a->n_syncs);
-  note(m, "a step: host %.3f ms dispatching, compute stream %.3f ms (gap %.2f us an activity): %s-bound\n", host * 1e3,
+  cal_gimport_note(m, "a step: host %.3f ms dispatching, compute stream %.3f ms (gap %.2f us an activity): %s-bound\n", host * 1e3,
        dev * 1e3, g->gap_s * 1e6, dev > host ? "device" : "host");
   double cl[3] = {0, 0, 0};
   for (int i = 0; i < a->n_pieces; i++)
     for (int k = 0; k < 3; k++)
       cl[k] += a->pieces[i].dev_class_s[k];
-  note(m, "kernels: %.3f ms compute-bound (%s), %.3f ms memory-bound, %.3f ms launch-bound (%.2f us or less); roofs %s\n",
+  cal_gimport_note(m, "kernels: %.3f ms compute-bound (%s), %.3f ms memory-bound, %.3f ms launch-bound (%.2f us or less); roofs %s\n",
        cl[0] * 1e3, core_prec_name(a->precision), cl[1] * 1e3, cl[2] * 1e3, 2 * m->roofs.floor_s * 1e6,
        m->roofs_from[0] ? m->roofs_from : "unknown");
   if (r->ddp)
-    note(m, "DDP: %d bucket allreduces a step (%.3f ms), %.1f us of host work each to launch; compute beside them %.2fx slower\n",
+    cal_gimport_note(m, "DDP: %d bucket allreduces a step (%.3f ms), %.1f us of host work each to launch; compute beside them %.2fx slower\n",
          a->n_buckets, a->n_buckets ? gsl_stats_mean(a->bucket_s, 1, (size_t)a->n_buckets) * a->n_buckets * 1e3 : 0.0,
          a->launch_host_s * 1e6, m->slowdown);
   else
-    note(m, "no DDP: the job's own communication is kept as measured side work\n");
+    cal_gimport_note(m, "no DDP: the job's own communication is kept as measured side work\n");
 }
 
 /* Write cfg to out, checking first that it reads back as a model. */
@@ -905,7 +675,7 @@ int cal_import_gpu(const char *const *traces, int n_traces, const cal_gpu_opts *
   if ((rc = core_afile_check(out)) != 0 || (rc = load(&m, traces, n_traces)) != 0 || (rc = choose_steps(&m)) != 0)
     goto out_free;
   pick_ref(&m);
-  if ((rc = measure_slowdown(&m)) != 0 || (rc = aggregate(&m)) != 0 || (rc = arrival_sizes(&m)) != 0 || (rc = order_params(&m)) != 0 ||
+  if ((rc = measure_slowdown(&m)) != 0 || (rc = aggregate(&m)) != 0 || (rc = cal_gimport_tensors(&m)) != 0 ||
       (rc = find_batch(&m)) != 0)
     goto out_free;
   traced_roofs(&m);
