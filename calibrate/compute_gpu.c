@@ -17,7 +17,7 @@
 
 enum { MAX_REPS = 16, WARMUP = 2, MIN_GEMMS = 10, MAX_GEMMS = 2000 };
 
-int cal_gpu_gemm_sweep(int device, enum rt_gpu_math math, const int *sizes, int n, int reps,
+int cal_gpu_gemm_sweep(int device, enum core_prec math, const int *sizes, int n, int reps,
                        double target_flops, double *flops, double *tflops, int *measured) {
   *measured = 0;
   if (reps < 1 || reps > MAX_REPS)
@@ -33,7 +33,7 @@ int cal_gpu_gemm_sweep(int device, enum rt_gpu_math math, const int *sizes, int 
       if (rc == CORE_ENOMEM && k > 0)
         return 0; /* the device holds the sizes before this one */
       if (rc)
-        return core_err_wrap(rc, "%s GEMMs of %d", rt_gpu_math_name(math), s);
+        return core_err_wrap(rc, "%s GEMMs of %d", core_prec_name(math), s);
     }
     flops[k] = f;
     tflops[k] = cal_median(rate, reps) / 1e12;
@@ -56,7 +56,7 @@ int cal_gpu_bandwidths(int device, size_t bytes, int iters, double *memory_Bps, 
 /* Seconds of one burst of CAL_GPU_BURST probe GEMMs (GPU time). */
 static int burst(int device, double *seconds) {
   double rate = 0;
-  int rc = rt_gpu_gemm_rate(device, RT_GPU_FP32, CAL_GPU_PROBE_N, CAL_GPU_PROBE_N, CAL_GPU_PROBE_N, 1,
+  int rc = rt_gpu_gemm_rate(device, CORE_PREC_FP32, CAL_GPU_PROBE_N, CAL_GPU_PROBE_N, CAL_GPU_PROBE_N, 1,
                             CAL_GPU_BURST, &rate);
   if (rc)
     return core_err_wrap(rc, "jitter burst of %d fp32 GEMMs of %d", CAL_GPU_BURST, CAL_GPU_PROBE_N);
@@ -109,7 +109,7 @@ static void *bg_main(void *arg) {
  * cuBLAS set-up included) in *wall. */
 static int probe(int device, double *rate, double *wall) {
   double t0 = core_now();
-  int rc = rt_gpu_gemm_rate(device, RT_GPU_FP32, CAL_GPU_PROBE_N, CAL_GPU_PROBE_N, CAL_GPU_PROBE_N, 1,
+  int rc = rt_gpu_gemm_rate(device, CORE_PREC_FP32, CAL_GPU_PROBE_N, CAL_GPU_PROBE_N, CAL_GPU_PROBE_N, 1,
                             4 * CAL_GPU_BURST, rate);
   if (wall)
     *wall = core_now() - t0;

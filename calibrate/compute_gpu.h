@@ -38,7 +38,7 @@ enum { CAL_GPU_PROBE_N = 2048, CAL_GPU_BURST = 50 };
  * sizes done: a size the device memory cannot hold (CORE_ENOMEM) ends the
  * sweep there unless it is the first. A precision the device lacks (TF32 and
  * bf16 before compute capability 8.0) is CORE_EUNSUPPORTED. */
-int cal_gpu_gemm_sweep(int device, enum rt_gpu_math math, const int *sizes, int n, int reps,
+int cal_gpu_gemm_sweep(int device, enum core_prec math, const int *sizes, int n, int reps,
                        double target_flops, double *flops, double *tflops, int *measured);
 
 /* Device memory bandwidth in bytes of traffic per second (device-to-device

@@ -37,15 +37,10 @@ static int compute_part(cal_ctx *r) {
 /* The GPU's compute (NCCL path, rank 0 alone, as compute_part): cuBLAS GEMM
  * rates per precision over square sizes, device memory and host-link
  * bandwidth, and the host reduction rate (what Gloo would add on this
- * host). The profile's precisions are runtime/gpu.h's, one to one. */
+ * host), at every precision of core/vocab.h. */
 static int gpu_compute_part(cal_ctx *r) {
   const cal_opts *o = r->o;
   static const int full[] = {512, 1024, 2048, 4096, 8192}, quick[] = {1024, 4096, 8192};
-  static const struct {
-    enum rt_gpu_math math;
-    enum core_prec prec;
-  } precs[] = {{RT_GPU_FP32, CORE_PREC_FP32}, {RT_GPU_TF32, CORE_PREC_TF32}, {RT_GPU_FP16, CORE_PREC_FP16},
-               {RT_GPU_BF16, CORE_PREC_BF16}};
   const int *sizes = o->quick ? quick : full;
   int ns = o->quick ? 3 : 5, rc;
   /* About 2 TFLOP of GEMMs per measurement (0.5 with --quick): tens of
@@ -53,17 +48,18 @@ static int gpu_compute_part(cal_ctx *r) {
   double target = o->quick ? 0.5e12 : 2e12;
   cal_say(r, "compute: cuBLAS GEMMs of %d to %d on device %d (%s)", sizes[0], sizes[ns - 1], r->device,
       r->prof->device_name);
-  for (size_t k = 0; k < sizeof precs / sizeof *precs; k++) {
-    core_prof_rate *rt = &r->prof->rate[precs[k].prec];
+  for (int k = 0; k < CORE_N_PREC; k++) {
+    enum core_prec prec = (enum core_prec)k;
+    core_prof_rate *rt = &r->prof->rate[prec];
     rt->gemm_flops = malloc(sizeof(double) * (size_t)ns);
     rt->tflops = malloc(sizeof(double) * (size_t)ns);
     if (!rt->gemm_flops || !rt->tflops)
       return core_err_set(CORE_ENOMEM, "out of memory");
     int m = 0;
-    rc = cal_gpu_gemm_sweep(r->device, precs[k].math, sizes, ns, o->quick ? 1 : 3, target, rt->gemm_flops,
+    rc = cal_gpu_gemm_sweep(r->device, prec, sizes, ns, o->quick ? 1 : 3, target, rt->gemm_flops,
                             rt->tflops, &m);
     if (rc == CORE_EUNSUPPORTED) {
-      cal_say(r, "  %s: skipped (%s)", rt_gpu_math_name(precs[k].math), core_err_msg());
+      cal_say(r, "  %s: skipped (%s)", core_prec_name(prec), core_err_msg());
       continue;
     }
     if (rc)
@@ -71,7 +67,7 @@ static int gpu_compute_part(cal_ctx *r) {
     rt->n = m;
     rt->present = m > 0;
     for (int i = 0; i < m; i++)
-      cal_say(r, "  %-4s %5d^3: %9.2f TFLOP/s", rt_gpu_math_name(precs[k].math), sizes[i], rt->tflops[i]);
+      cal_say(r, "  %-4s %5d^3: %9.2f TFLOP/s", core_prec_name(prec), sizes[i], rt->tflops[i]);
   }
   double mem, h2d, d2h;
   size_t bytes = o->quick ? (64u << 20) : (256u << 20);

@@ -9,8 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const prec_names[CORE_N_PREC] = {"fp32", "tf32", "fp16", "bf16"};
-static const char *const prec_choices[] = {"fp32", "tf32", "fp16", "bf16", NULL};
 static const char *const jitter_choices[] = {"none", "normal", "lognormal", "shifted_exponential", NULL};
 static const char *const backend_choices[] = {"nccl", "gloo", NULL};
 static const char *const op_choices[] = {"allreduce", "allgather", "reducescatter", "broadcast", NULL};
@@ -19,17 +17,6 @@ static const char *const kind_choices[] = {"gpu", "cpu", NULL};
 static const char *const algo_choices[] = {"ring", "tree", "hierarchical", "halving_doubling",
                                            "ring_chunked", "bcube", "gloo_ring", "segmented_ring",
                                            NULL};
-
-const char *core_prec_name(enum core_prec p) { return p < CORE_N_PREC ? prec_names[p] : "?"; }
-
-int core_prec_parse(const char *s, enum core_prec *out) {
-  for (int i = 0; i < CORE_N_PREC; i++)
-    if (strcmp(s, prec_names[i]) == 0) {
-      *out = (enum core_prec)i;
-      return 0;
-    }
-  return CORE_EINVAL;
-}
 
 const char *core_jitter_name(enum core_jitter_dist d) {
   return (unsigned)d < 4 ? jitter_choices[d] : "?";
@@ -107,7 +94,7 @@ static int parse_rate(const config_setting_t *e, core_profile *p) {
   enum core_prec prec = CORE_PREC_FP32;
   if ((rc = core_cfg_check_keys(e, keys, "a compute entry")) != 0)
     return rc;
-  if ((rc = core_cfg_string(e, "precision", 1, NULL, prec_choices, &s)) != 0)
+  if ((rc = core_cfg_string(e, "precision", 1, NULL, core_prec_names, &s)) != 0)
     return rc;
   core_prec_parse(s, &prec);
   core_prof_rate *r = &p->rate[prec];
@@ -558,7 +545,7 @@ int core_profile_write(const core_profile *p, const char *path) {
     const core_prof_rate *r = &p->rate[i];
     if (!r->present)
       continue;
-    fprintf(f, "%s\n    { precision = \"%s\";\n      gemm_flops = ", first ? "" : ",", prec_names[i]);
+    fprintf(f, "%s\n    { precision = \"%s\";\n      gemm_flops = ", first ? "" : ",", core_prec_names[i]);
     put_array(f, r->gemm_flops, r->n);
     fputs(";\n      tflops = ", f);
     put_array(f, r->tflops, r->n);

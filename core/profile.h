@@ -42,9 +42,7 @@
 
 #include <libconfig.h>
 
-enum core_prec { CORE_PREC_FP32 = 0, CORE_PREC_TF32, CORE_PREC_FP16, CORE_PREC_BF16, CORE_N_PREC };
-const char *core_prec_name(enum core_prec p);
-int core_prec_parse(const char *s, enum core_prec *out);
+#include "core/vocab.h"
 
 enum core_jitter_dist {
   CORE_JITTER_NONE = 0,

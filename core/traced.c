@@ -247,11 +247,10 @@ static int parse_buckets(const config_setting_t *g, core_traced *t) {
 
 /* precision, peak_tflops, peak_memory_GBps, roofs_from. */
 static int parse_roofs(const config_setting_t *g, core_traced *t) {
-  static const char *const precs[] = {"fp32", "tf32", "fp16", "bf16", NULL};
   const char *prec, *from;
   double tf, mem;
   int rc;
-  if ((rc = core_cfg_string(g, "precision", 0, "fp32", precs, &prec)) != 0 ||
+  if ((rc = core_cfg_string(g, "precision", 0, "fp32", core_prec_names, &prec)) != 0 ||
       (rc = core_cfg_double(g, "peak_tflops", 0, 0, 0, 1e9, &tf)) != 0 ||
       (rc = core_cfg_double(g, "peak_memory_GBps", 0, 0, 0, 1e9, &mem)) != 0 ||
       (rc = core_cfg_string(g, "roofs_from", 0, "", NULL, &from)) != 0)

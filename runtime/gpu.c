@@ -493,19 +493,19 @@ static int loop_args(int warmup, int iters, const char *fn) {
 }
 
 /* Time iters GEMMs C = A·B (column-major, no transposes) after warmup. */
-static int time_gemms(const rt_cublas *cb, enum rt_gpu_math math, int m, int n, int k,
+static int time_gemms(const rt_cublas *cb, enum core_prec math, int m, int n, int k,
                       const void *a, const void *b, void *c, int warmup, int iters,
                       double *seconds) {
   cudaDataType_t dt = CUDA_R_32F;
   cublasComputeType_t ct = CUBLAS_COMPUTE_32F;
-  if (math == RT_GPU_TF32)
+  if (math == CORE_PREC_TF32)
     ct = CUBLAS_COMPUTE_32F_FAST_TF32;
-  else if (math == RT_GPU_FP16)
+  else if (math == CORE_PREC_FP16)
     dt = CUDA_R_16F;
-  else if (math == RT_GPU_BF16)
+  else if (math == CORE_PREC_BF16)
     dt = CUDA_R_16BF;
   char what[96];
-  snprintf(what, sizeof what, "cublasGemmEx %s %dx%dx%d", rt_gpu_math_name(math), m, n, k);
+  snprintf(what, sizeof what, "cublasGemmEx %s %dx%dx%d", core_prec_name(math), m, n, k);
 
   cublasHandle_t h;
   cublasStatus_t st = cb->cublasCreate(&h);
@@ -538,7 +538,7 @@ destroy_handle:
   return rc;
 }
 
-int rt_gpu_gemm_rate(int device, enum rt_gpu_math math, int m, int n, int k, int warmup,
+int rt_gpu_gemm_rate(int device, enum core_prec math, int m, int n, int k, int warmup,
                      int iters, double *flops_per_s) {
   if (!flops_per_s)
     return core_err_set(CORE_EINVAL, "rt_gpu_gemm_rate: no output pointer");
@@ -549,7 +549,7 @@ int rt_gpu_gemm_rate(int device, enum rt_gpu_math math, int m, int n, int k, int
   if (m < 1 || n < 1 || k < 1)
     return core_err_set(CORE_EINVAL, "rt_gpu_gemm_rate: shape %dx%dx%d must be positive", m, n,
                         k);
-  if ((unsigned)math >= RT_GPU_N_MATH)
+  if ((unsigned)math >= CORE_N_PREC)
     return core_err_set(CORE_EINVAL, "rt_gpu_gemm_rate: unknown precision %d", (int)math);
   const rt_cublas *cb;
   rt_gpu_info info;
@@ -558,13 +558,13 @@ int rt_gpu_gemm_rate(int device, enum rt_gpu_math math, int m, int n, int k, int
     return rc;
   /* TF32 and bf16 need Ampere tensor cores; cuBLAS would quietly fall back
    * to fp32 math and this would measure the wrong thing. */
-  if ((math == RT_GPU_TF32 || math == RT_GPU_BF16) && info.cc_major < 8)
+  if ((math == CORE_PREC_TF32 || math == CORE_PREC_BF16) && info.cc_major < 8)
     return core_err_set(CORE_EUNSUPPORTED,
                         "%s GEMMs need compute capability 8.0 or later; device %d (%s) is %d.%d",
-                        rt_gpu_math_name(math), device, info.name, info.cc_major,
+                        core_prec_name(math), device, info.name, info.cc_major,
                         info.cc_minor);
 
-  enum rt_dtype et = math == RT_GPU_FP16 ? RT_FP16 : math == RT_GPU_BF16 ? RT_BF16 : RT_FP32;
+  enum rt_dtype et = math == CORE_PREC_FP16 ? RT_FP16 : math == CORE_PREC_BF16 ? RT_BF16 : RT_FP32;
 
   void *a = NULL, *b = NULL, *c = NULL;
   size_t es = rt_dtype_size(et);

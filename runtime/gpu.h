@@ -29,6 +29,7 @@
 
 #include <stddef.h>
 
+#include "core/vocab.h"
 #include "runtime/comm.h"
 
 /* ---- devices ------------------------------------------------------------ */
@@ -91,24 +92,11 @@ int rt_gpu_check(const void *dptr, size_t count, enum rt_dtype t, const rt_gpu_p
 
 /* ---- measurements ------------------------------------------------------- */
 
-/* GEMM precisions: inputs and outputs in fp32 (plain fp32 math or TF32
- * tensor cores), fp16 or bf16 (fp32 accumulation, as PyTorch autocast). */
-enum rt_gpu_math { RT_GPU_FP32 = 0, RT_GPU_TF32, RT_GPU_FP16, RT_GPU_BF16, RT_GPU_N_MATH };
-
-static inline const char *rt_gpu_math_name(enum rt_gpu_math m) {
-  switch (m) {
-  case RT_GPU_FP32: return "fp32";
-  case RT_GPU_TF32: return "tf32";
-  case RT_GPU_FP16: return "fp16";
-  case RT_GPU_BF16: return "bf16";
-  default: return "unknown";
-  }
-}
-
-/* Achieved FLOP/s (2·m·n·k per GEMM) of C = A·B with cublasGemmEx on device,
+/* Achieved FLOP/s (2·m·n·k per GEMM) of C = A·B with cublasGemmEx on device
+ * at precision math (core/vocab.h),
  * m×k times k×n, column-major, over iters GEMMs after warmup untimed ones,
  * timed with CUDA events. Buffers are allocated, filled and freed here. */
-int rt_gpu_gemm_rate(int device, enum rt_gpu_math math, int m, int n, int k, int warmup,
+int rt_gpu_gemm_rate(int device, enum core_prec math, int m, int n, int k, int warmup,
                      int iters, double *flops_per_s);
 
 /* Device memory bandwidth from device-to-device cudaMemcpy of bytes, in

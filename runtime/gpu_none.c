@@ -91,7 +91,7 @@ int rt_gpu_check(const void *dptr, size_t count, enum rt_dtype t, const rt_gpu_p
   return unsupported("checking a device buffer");
 }
 
-int rt_gpu_gemm_rate(int device, enum rt_gpu_math math, int m, int n, int k, int warmup,
+int rt_gpu_gemm_rate(int device, enum core_prec math, int m, int n, int k, int warmup,
                      int iters, double *flops_per_s) {
   (void)device, (void)math, (void)m, (void)n, (void)k, (void)warmup, (void)iters;
   if (flops_per_s)

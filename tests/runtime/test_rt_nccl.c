@@ -153,9 +153,9 @@ static void test_no_gpu_functions(void) {
   EXPECT_UNSUPPORTED(rt_gpu_check(a, 16, RT_FP32, &p, &nbad));
   CU_ASSERT_EQUAL(nbad, 0);
   double x = -1, y = -1;
-  for (int m = 0; m < RT_GPU_N_MATH; m++) {
+  for (int m = 0; m < CORE_N_PREC; m++) {
     x = -1;
-    EXPECT_UNSUPPORTED(rt_gpu_gemm_rate(0, (enum rt_gpu_math)m, 64, 64, 64, 1, 2, &x));
+    EXPECT_UNSUPPORTED(rt_gpu_gemm_rate(0, (enum core_prec)m, 64, 64, 64, 1, 2, &x));
     CU_ASSERT_EQUAL(x, 0);
   }
   EXPECT_UNSUPPORTED(rt_gpu_dtod_bandwidth(0, 1 << 20, 1, 2, &x));
@@ -417,20 +417,20 @@ static int gpu_basics_child(int rank, int size, void *arg) {
   RTT_CHECK(rt_gpu_fill(NULL, 0, RT_FP32, &bad) == CORE_EINVAL, "period 0 accepted");
   CHECK_OK(rt_gpu_sync());
 
-  for (int m = 0; m < RT_GPU_N_MATH; m++) {
+  for (int m = 0; m < CORE_N_PREC; m++) {
     double f = 0;
-    int rc = rt_gpu_gemm_rate(0, (enum rt_gpu_math)m, 1024, 1024, 1024, 2, 5, &f);
+    int rc = rt_gpu_gemm_rate(0, (enum core_prec)m, 1024, 1024, 1024, 2, 5, &f);
     if (rc == CORE_EUNSUPPORTED && info.cc_major < 8) {
-      printf("  GEMM %s: not on cc %d.%d\n", rt_gpu_math_name((enum rt_gpu_math)m),
+      printf("  GEMM %s: not on cc %d.%d\n", core_prec_name((enum core_prec)m),
              info.cc_major, info.cc_minor);
       continue;
     }
     RTT_CHECK(rc == 0 && f > 0, "GEMM %s: rc %d, %g FLOP/s: %s",
-          rt_gpu_math_name((enum rt_gpu_math)m), rc, f, core_err_msg());
-    printf("  GEMM %s 1024^3: %.1f TFLOP/s\n", rt_gpu_math_name((enum rt_gpu_math)m), f / 1e12);
+          core_prec_name((enum core_prec)m), rc, f, core_err_msg());
+    printf("  GEMM %s 1024^3: %.1f TFLOP/s\n", core_prec_name((enum core_prec)m), f / 1e12);
   }
   double f = 1;
-  RTT_CHECK(rt_gpu_gemm_rate(0, RT_GPU_FP32, 0, 8, 8, 1, 1, &f) == CORE_EINVAL && f == 0,
+  RTT_CHECK(rt_gpu_gemm_rate(0, CORE_PREC_FP32, 0, 8, 8, 1, 1, &f) == CORE_EINVAL && f == 0,
         "empty GEMM accepted");
   double bw = 0, h2d = 0, d2h = 0;
   CHECK_OK(rt_gpu_dtod_bandwidth(0, 64 << 20, 2, 10, &bw));
@@ -730,15 +730,15 @@ static int figures_child(int rank, int size, void *arg) {
          info.cc_minor, info.sm_count, (double)info.total_mem / (1 << 30));
   printf("  %-6s %8s %12s\n", "GEMM", "m=n=k", "TFLOP/s");
   static const int sizes[] = {1024, 4096, 8192};
-  for (int m = 0; m < RT_GPU_N_MATH; m++)
+  for (int m = 0; m < CORE_N_PREC; m++)
     for (int k = 0; k < 3; k++) {
       double f = 0;
-      int rc = rt_gpu_gemm_rate(0, (enum rt_gpu_math)m, sizes[k], sizes[k], sizes[k], 3, 10, &f);
+      int rc = rt_gpu_gemm_rate(0, (enum core_prec)m, sizes[k], sizes[k], sizes[k], 3, 10, &f);
       if (rc)
-        printf("  %-6s %8d %12s  (%s)\n", rt_gpu_math_name((enum rt_gpu_math)m), sizes[k], "-",
+        printf("  %-6s %8d %12s  (%s)\n", core_prec_name((enum core_prec)m), sizes[k], "-",
                core_err_msg());
       else
-        printf("  %-6s %8d %12.1f\n", rt_gpu_math_name((enum rt_gpu_math)m), sizes[k],
+        printf("  %-6s %8d %12.1f\n", core_prec_name((enum core_prec)m), sizes[k],
                f / 1e12);
     }
   double bw = 0, h2d = 0, d2h = 0;
