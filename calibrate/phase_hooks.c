@@ -112,7 +112,7 @@ static int cast_passes(cal_ctx *r, const bench *b, rt_compressor *const cc[3], i
  * rounds. The same loop without a hook times the fp32 allreduces of these
  * buckets, for the half-precision ones to be set against (docs/calibration.md). */
 static int measure_casts(cal_ctx *r, const bench *b, hook_rates *h) {
-  static const enum rt_compress_kind kinds[3] = {RT_COMPRESS_NONE, RT_COMPRESS_FP16, RT_COMPRESS_BF16};
+  static const enum core_compress kinds[3] = {CORE_COMPRESS_NONE, CORE_COMPRESS_FP16, CORE_COMPRESS_BF16};
   const int reps = r->o->quick ? 3 : MAX_PASSES;
   double comm_s[3][MAX_PASSES], cast_s[3][MAX_PASSES];
   rt_compressor *cc[3] = {NULL, NULL, NULL};
@@ -194,7 +194,7 @@ static int measure_psgd(cal_ctx *r, const bench *b, hook_rates *h) {
   int rc = 0;
   for (int rank = 1; rank <= 4; rank *= 2) {
     rt_compressor *c = NULL;
-    o.kind = RT_COMPRESS_POWERSGD;
+    o.kind = CORE_COMPRESS_POWERSGD;
     o.rank = rank;
     o.start_iter = 0;
     if ((rc = rt_compress_create(&o, b->m, &b->bk, &c)) != 0)

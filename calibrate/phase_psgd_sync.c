@@ -33,7 +33,7 @@ static int psgd_train_allreduces(cal_ctx *r, const core_model *m, int steps, dou
   for (int rank = 1; rank <= 4 && !rc; rank *= 2) {
     rt_ddp_opts dop;
     rt_ddp_opts_default(&dop);
-    dop.compress.kind = RT_COMPRESS_POWERSGD;
+    dop.compress.kind = CORE_COMPRESS_POWERSGD;
     dop.compress.rank = rank;
     dop.compress.start_iter = 0;
     rt_ddp *d = NULL;

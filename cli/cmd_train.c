@@ -105,7 +105,7 @@ static int parse_double(const char *opt, const char *s, double lo, double hi, do
 static void report(const rt_train_opts *o, const char *hook, const rt_train_result *r) {
   printf("ddpsim train: %d rank(s), steps %ld..%ld, mean step %.4f s, final loss %.6g, rendezvous %.3f s\n",
          r->world_size, r->first_step, o->steps - 1, r->mean_step_s, r->final_loss, r->rdzv_s);
-  if (o->compress.kind == RT_COMPRESS_NONE || r->steps_run <= 0)
+  if (o->compress.kind == CORE_COMPRESS_NONE || r->steps_run <= 0)
     return;
   /* Per step: allreduce payload (fp32 would be n_params * 4) and the
    * compute the hook added. */
@@ -247,9 +247,9 @@ int cli_cmd_train(int argc, char **argv) {
     if (o.fail_steps[i] >= o.steps)
       return cli_usage("train", "--fail-at-step %ld: the run has steps 0 to %ld, so that failure would never happen",
                        o.fail_steps[i], o.steps - 1);
-  if (psgd_set && o.compress.kind != RT_COMPRESS_POWERSGD)
+  if (psgd_set && o.compress.kind != CORE_COMPRESS_POWERSGD)
     return cli_usage("train", "--powersgd-start and --powersgd-min-rate go with --compress powersgd:R");
-  if (o.compress.kind == RT_COMPRESS_BF16 && o.algo != RT_ALGO_DEFAULT)
+  if (o.compress.kind == CORE_COMPRESS_BF16 && o.algo != RT_ALGO_DEFAULT)
     return cli_usage("train", "--compress bf16 needs --algorithm default: Gloo's %s algorithm has no "
                               "bf16 arithmetic (use fp16 with it)", rt_algo_name(o.algo));
   rt_train_result res;

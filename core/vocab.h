@@ -1,7 +1,9 @@
 /*
  * vocab — the names both halves of ddpsim use for the same things, spelled
  * once: math precisions (what a GEMM computes in; the profile's compute
- * rates, the runtime's GEMM timings, a traced step's precision). Each comes
+ * rates, the runtime's GEMM timings, a traced step's precision) and DDP's
+ * gradient compression hooks (what `train --compress` runs and a scenario's
+ * ddp.compression simulates). Each comes
  * as an enum, its name and its parse, and a NULL-terminated list of the
  * names for core_cfg_string's choices.
  */
@@ -15,5 +17,29 @@ extern const char *const core_prec_names[]; /* CORE_N_PREC names, then NULL */
 const char *core_prec_name(enum core_prec p);
 /* CORE_EINVAL for a name not in core_prec_names. */
 int core_prec_parse(const char *s, enum core_prec *out);
+
+/* DDP communication hooks: PyTorch's default_hooks.py fp16_compress_hook
+ * and bf16_compress_hook, powerSGD_hook.py powerSGD_hook. */
+enum core_compress {
+  CORE_COMPRESS_NONE = 0,
+  CORE_COMPRESS_FP16,
+  CORE_COMPRESS_BF16,
+  CORE_COMPRESS_POWERSGD,
+  CORE_N_COMPRESS
+};
+#define CORE_POWERSGD_MAX_RANK 1024
+
+typedef struct core_compression {
+  enum core_compress kind;
+  int rank; /* PowerSGD's matrix_approximation_rank; 0 for the others */
+} core_compression;
+
+/* "none", "fp16", "bf16", "powersgd" (rank 1, PyTorch's default) or
+ * "powersgd:R" with R a whole number in [1, CORE_POWERSGD_MAX_RANK]. Else
+ * CORE_EINVAL with a message listing the forms, and *out untouched. */
+int core_compression_parse(const char *s, core_compression *out);
+/* The same text back ("powersgd:R" for PowerSGD), into buf. */
+const char *core_compression_name(const core_compression *c, char *buf, int n);
+const char *core_compress_kind_name(enum core_compress k);
 
 #endif

@@ -15,12 +15,11 @@
 
 /* ---- options ------------------------------------------------------------------- */
 
-static const char *const kind_names[RT_COMPRESS_N_KINDS] = {"none", "fp16", "bf16", "powersgd"};
 static const char *const phase_names[RT_COMPRESS_N_PHASES] = {"bucket", "uncompressed", "P", "Q"};
 
 void rt_compress_opts_default(rt_compress_opts *o) {
   memset(o, 0, sizeof *o);
-  o->kind = RT_COMPRESS_NONE;
+  o->kind = CORE_COMPRESS_NONE;
   o->rank = RT_POWERSGD_DEFAULT_RANK;
   o->start_iter = RT_POWERSGD_DEFAULT_START;
   o->min_rate = RT_POWERSGD_DEFAULT_MIN_RATE;
@@ -30,43 +29,19 @@ void rt_compress_opts_default(rt_compress_opts *o) {
   o->algo = RT_ALGO_DEFAULT;
 }
 
-const char *rt_compress_kind_name(enum rt_compress_kind k) {
-  return (unsigned)k < RT_COMPRESS_N_KINDS ? kind_names[k] : "unknown";
-}
-
 const char *rt_compress_phase_name(enum rt_compress_phase p) {
   return (unsigned)p < RT_COMPRESS_N_PHASES ? phase_names[p] : "unknown";
 }
 
 int rt_compress_parse(const char *spec, rt_compress_opts *o) {
-  static const char forms[] = "none, fp16, bf16 or powersgd:R (R a whole number >= 1)";
-  if (!spec || !*spec)
-    return core_err_set(CORE_EINVAL, "empty compression: use %s", forms);
-  for (int k = RT_COMPRESS_NONE; k < RT_COMPRESS_POWERSGD; k++)
-    if (strcmp(spec, kind_names[k]) == 0) {
-      o->kind = (enum rt_compress_kind)k;
-      return 0;
-    }
-  if (strcmp(spec, "powersgd") == 0) {
-    o->kind = RT_COMPRESS_POWERSGD;
-    o->rank = RT_POWERSGD_DEFAULT_RANK;
-    return 0;
-  }
-  if (strncmp(spec, "powersgd:", 9) == 0) {
-    const char *r = spec + 9;
-    char *end;
-    errno = 0;
-    long v = (*r >= '0' && *r <= '9') ? strtol(r, &end, 10) : -1;
-    if (v < 1 || errno || *end || v > 1000000)
-      return core_err_set(CORE_EINVAL, "compression '%s': the PowerSGD rank must be a whole "
-                                       "number in [1, 1000000] (PyTorch's "
-                                       "matrix_approximation_rank; 1 to 4 is usual)",
-                          spec);
-    o->kind = RT_COMPRESS_POWERSGD;
-    o->rank = (int)v;
-    return 0;
-  }
-  return core_err_set(CORE_EINVAL, "unknown compression '%s': use %s", spec, forms);
+  core_compression c;
+  int rc = core_compression_parse(spec, &c);
+  if (rc)
+    return rc;
+  o->kind = c.kind;
+  if (c.kind == CORE_COMPRESS_POWERSGD)
+    o->rank = c.rank;
+  return 0;
 }
 
 int rt_compress_should(int64_t n, int64_t m, int rank, double min_rate, int *eff_rank) {
@@ -244,11 +219,11 @@ void rt_compress_free(rt_compressor *c) {
 }
 
 static int check_opts(const rt_compress_opts *o) {
-  if ((unsigned)o->kind >= RT_COMPRESS_N_KINDS)
+  if ((unsigned)o->kind >= CORE_N_COMPRESS)
     return core_err_set(CORE_EINVAL, "unknown compression kind %d", (int)o->kind);
   if ((unsigned)o->algo >= RT_N_ALGOS)
     return core_err_set(CORE_EINVAL, "compression: unknown allreduce algorithm %d", (int)o->algo);
-  if (o->kind != RT_COMPRESS_POWERSGD)
+  if (o->kind != CORE_COMPRESS_POWERSGD)
     return 0;
   if (o->rank < 1)
     return core_err_set(CORE_EINVAL, "PowerSGD rank %d: it must be at least 1", o->rank);
@@ -339,7 +314,7 @@ int rt_compress_create(const rt_compress_opts *o, const core_model *m, const cor
     return core_err_set(CORE_EINVAL, "compression: model %s has no gradient buckets", m->name);
   rt_compressor *c = calloc(1, sizeof *c);
   if (!c)
-    return core_err_set(CORE_ENOMEM, "out of memory creating the %s hook", kind_names[o->kind]);
+    return core_err_set(CORE_ENOMEM, "out of memory creating the %s hook", core_compress_kind_name(o->kind));
   c->o = *o;
   c->m = m;
   c->bk = bk;
@@ -347,19 +322,19 @@ int rt_compress_create(const rt_compress_opts *o, const core_model *m, const cor
     if (bk->bucket_elems[b] > c->max_bucket)
       c->max_bucket = bk->bucket_elems[b];
   if (!(c->bs = calloc((size_t)bk->n_buckets, sizeof *c->bs))) {
-    rc = core_err_set(CORE_ENOMEM, "out of memory creating the %s hook", kind_names[o->kind]);
+    rc = core_err_set(CORE_ENOMEM, "out of memory creating the %s hook", core_compress_kind_name(o->kind));
     goto fail_free;
   }
   for (int b = 0; b < bk->n_buckets; b++)
     c->bs[b].prepared = -1;
-  if (o->kind == RT_COMPRESS_FP16 || o->kind == RT_COMPRESS_BF16) {
+  if (o->kind == CORE_COMPRESS_FP16 || o->kind == CORE_COMPRESS_BF16) {
     for (int b = 0; b < bk->n_buckets; b++)
       if (bk->bucket_elems[b] && !(c->bs[b].half = malloc(sizeof *c->bs[b].half * (size_t)bk->bucket_elems[b]))) {
         rc = core_err_set(CORE_ENOMEM, "out of memory for the %s hook's buffer of bucket %d (%lld elements)",
-                          kind_names[o->kind], b, (long long)bk->bucket_elems[b]);
+                          core_compress_kind_name(o->kind), b, (long long)bk->bucket_elems[b]);
         goto fail_free;
       }
-  } else if (o->kind == RT_COMPRESS_POWERSGD) {
+  } else if (o->kind == CORE_COMPRESS_POWERSGD) {
     if ((rc = plan_powersgd(c)) != 0)
       goto fail_free;
   }
@@ -388,10 +363,10 @@ static int reduce(const call *k, void *buf, int64_t n, enum rt_dtype t, enum rt_
   int rc = rt_allreduce(k->comm, buf, (size_t)n, t, k->c->o.algo);
   k->st->comm_s += core_now() - t0;
   if (rc) {
-    if (k->c->o.kind == RT_COMPRESS_NONE)
+    if (k->c->o.kind == CORE_COMPRESS_NONE)
       return rc; /* the plain allreduce keeps the backend's message */
     return core_err_wrap(rc, "%s hook, bucket %d, allreduce of %s (%lld %s elements)",
-                         kind_names[k->c->o.kind], k->b, phase_names[ph], (long long)n,
+                         core_compress_kind_name(k->c->o.kind), k->b, phase_names[ph], (long long)n,
                          rt_dtype_name(t));
   }
   k->st->bytes[ph] += n * (int64_t)rt_dtype_size(t);
@@ -404,7 +379,7 @@ static int reduce(const call *k, void *buf, int64_t n, enum rt_dtype t, enum rt_
 static void half_prepare(const call *k, const float *buf, int64_t n) {
   uint16_t *h = k->c->bs[k->b].half;
   double t0 = core_now();
-  if (k->c->o.kind == RT_COMPRESS_BF16)
+  if (k->c->o.kind == CORE_COMPRESS_BF16)
     for (int64_t i = 0; i < n; i++)
       h[i] = f32_to_bf16(buf[i]);
   else
@@ -415,7 +390,7 @@ static void half_prepare(const call *k, const float *buf, int64_t n) {
 
 static int half_finish(const call *k, float *buf, int64_t n) {
   uint16_t *h = k->c->bs[k->b].half;
-  int bf = k->c->o.kind == RT_COMPRESS_BF16;
+  int bf = k->c->o.kind == CORE_COMPRESS_BF16;
   int rc = reduce(k, h, n, bf ? RT_BF16 : RT_FP16, RT_PHASE_BUCKET);
   if (rc)
     return rc;
@@ -612,11 +587,11 @@ int rt_compress_prepare(rt_compressor *c, int b, float *buf, long step, rt_compr
   int64_t n = c->bk->bucket_elems[b];
   call k = {.c = c, .b = b, .st = st};
   switch (c->o.kind) {
-  case RT_COMPRESS_FP16:
-  case RT_COMPRESS_BF16:
+  case CORE_COMPRESS_FP16:
+  case CORE_COMPRESS_BF16:
     half_prepare(&k, buf, n);
     break;
-  case RT_COMPRESS_POWERSGD:
+  case CORE_COMPRESS_POWERSGD:
     if (step >= c->o.start_iter && (rc = powersgd_prepare(&k, buf, n)) != 0)
       return rc;
     break;
@@ -646,10 +621,10 @@ int rt_compress_finish(rt_compressor *c, rt_comm *comm, int b, float *buf, long 
   call k = {.c = c, .comm = comm, .b = b, .st = st};
   st->buckets++;
   switch (c->o.kind) {
-  case RT_COMPRESS_FP16:
-  case RT_COMPRESS_BF16:
+  case CORE_COMPRESS_FP16:
+  case CORE_COMPRESS_BF16:
     return half_finish(&k, buf, n);
-  case RT_COMPRESS_POWERSGD:
+  case CORE_COMPRESS_POWERSGD:
     if (step >= c->o.start_iter)
       return powersgd_finish(&k, buf, n);
     /* The vanilla phase: default._allreduce_fut. */

@@ -55,14 +55,8 @@
 
 #include "core/bucket.h"
 #include "core/model.h"
+#include "core/vocab.h"
 
-enum rt_compress_kind {
-  RT_COMPRESS_NONE = 0,
-  RT_COMPRESS_FP16,
-  RT_COMPRESS_BF16,
-  RT_COMPRESS_POWERSGD,
-  RT_COMPRESS_N_KINDS
-};
 
 /* PowerSGDState's defaults (torch/distributed/algorithms/ddp_comm_hooks/
  * powerSGD_hook.py, PowerSGDState.__init__). */
@@ -72,7 +66,7 @@ enum rt_compress_kind {
 #define RT_POWERSGD_DEFAULT_SEED 0        /* random_seed */
 
 typedef struct rt_compress_opts {
-  enum rt_compress_kind kind;
+  enum core_compress kind;
   /* PowerSGD only: */
   int rank;              /* matrix_approximation_rank R >= 1 */
   long start_iter;       /* steps < start_iter run the vanilla allreduce */
@@ -94,7 +88,6 @@ void rt_compress_opts_default(rt_compress_opts *o);
  * CORE_EINVAL with a message naming the accepted forms otherwise. */
 int rt_compress_parse(const char *spec, rt_compress_opts *o);
 /* "none", "fp16", "bf16", "powersgd". */
-const char *rt_compress_kind_name(enum rt_compress_kind k);
 
 /* PyTorch's _should_compress for an n x m tensor: the rank used,
  * r = min(n, m, rank), goes to *eff_rank; returns 1 when

@@ -219,7 +219,7 @@ static int prepare(rt_ddp *d, long step, int from, int upto, double *compute, co
       return core_err_wrap(rc, "step %ld: preparing bucket %d", step, b);
     double t1 = core_now();
     *compute += t1 - t0;
-    if (tr && d->o.compress.kind != RT_COMPRESS_NONE) {
+    if (tr && d->o.compress.kind != CORE_COMPRESS_NONE) {
       char name[64];
       snprintf(name, sizeof name, "hook bucket %d", b);
       core_trace_span(tr, name, "hook", d->comm->rank, CORE_TRACE_TID_COMPUTE, base + (t0 - t_start) * 1e6,

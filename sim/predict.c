@@ -138,8 +138,8 @@ static double optimizer_bytes_per_param(enum sim_optimizer o) {
 /* Seconds per byte moved by the hooks' casts to and from k: measured
  * (profile hooks; bf16's own rate where calibrated, as it only keeps a
  * float's top half), else the device memory bandwidth. */
-static double cast_s_per_byte(const core_profile *pr, enum sim_compress k) {
-  double r = k == SIM_COMPRESS_BF16 && pr->cast_bf16_GBps > 0 ? pr->cast_bf16_GBps : pr->cast_GBps;
+static double cast_s_per_byte(const core_profile *pr, enum core_compress k) {
+  double r = k == CORE_COMPRESS_BF16 && pr->cast_bf16_GBps > 0 ? pr->cast_bf16_GBps : pr->cast_GBps;
   return 1.0 / ((r > 0 ? r : pr->memory_GBps) * 1e9);
 }
 
@@ -160,8 +160,8 @@ static double gemm_s(const core_profile *pr, double flops, double bytes) {
  * fp16 through float conversions element by element, far slower than fp32
  * on CPUs; NCCL reduces on the device, where halves are native. Needs the
  * sum rates calibration measures (profile hooks); 0 without them. */
-static double half_sum_s(const core_profile *pr, const sim_point *p, enum sim_compress k, double wire) {
-  double h = k == SIM_COMPRESS_FP16 ? pr->sum_fp16_GBps : pr->sum_bf16_GBps;
+static double half_sum_s(const core_profile *pr, const sim_point *p, enum core_compress k, double wire) {
+  double h = k == CORE_COMPRESS_FP16 ? pr->sum_fp16_GBps : pr->sum_bf16_GBps;
   int world = p->nodes * p->per_node;
   if (p->backend != SIM_BACKEND_GLOO || world < 2 || h <= 0)
     return 0;
@@ -200,8 +200,8 @@ static double hook_time(const sim_scenario *s, const sim_point *p, const sim_top
   *idle = 0; /* and waiting on idle CPUs */
   int host = strcmp(pr->device_kind, "gpu") != 0;
   switch (p->compression.kind) {
-  case SIM_COMPRESS_FP16:
-  case SIM_COMPRESS_BF16: {
+  case CORE_COMPRESS_FP16:
+  case CORE_COMPRESS_BF16: {
     /* Cast to half (read gb, write 2 bytes an element), allreduce, cast back. */
     double cast = elems * (gb + 2) * cast_s_per_byte(pr, p->compression.kind);
     double sum = half_sum_s(pr, p, p->compression.kind, elems * 2);
@@ -213,7 +213,7 @@ static double hook_time(const sim_scenario *s, const sim_point *p, const sim_top
     *cpu = host ? cast + (sum < *longest ? sum : *longest) : 0;
     return *longest + cast;
   }
-  case SIM_COMPRESS_POWERSGD: {
+  case CORE_COMPRESS_POWERSGD: {
     double r_req = p->compression.rank, unc = 0, pn = 0, qn = 0, before = 0, after = 0, mem = 0;
     /* Measured rates of the runtime's hook where calibration has them, else
      * the roofline from the device's GEMM rate and memory bandwidth. */

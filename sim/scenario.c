@@ -42,34 +42,6 @@ int sim_precision_grad_bytes(enum sim_precision p) {
   return (p == SIM_PREC_FP16 || p == SIM_PREC_BF16) ? 2 : 4;
 }
 
-int sim_compression_parse(const char *s, sim_compression *out) {
-  out->rank = 0;
-  if (!strcmp(s, "none"))
-    out->kind = SIM_COMPRESS_NONE;
-  else if (!strcmp(s, "fp16"))
-    out->kind = SIM_COMPRESS_FP16;
-  else if (!strcmp(s, "bf16"))
-    out->kind = SIM_COMPRESS_BF16;
-  else {
-    char extra;
-    int r;
-    if (sscanf(s, "powersgd:%d%c", &r, &extra) != 1 || r < 1 || r > 1024)
-      return CORE_EINVAL;
-    out->kind = SIM_COMPRESS_POWERSGD;
-    out->rank = r;
-  }
-  return 0;
-}
-
-const char *sim_compression_name(const sim_compression *c, char *buf, int n) {
-  static const char *const names[] = {"none", "fp16", "bf16", "powersgd"};
-  if (c->kind == SIM_COMPRESS_POWERSGD)
-    snprintf(buf, (size_t)n, "powersgd:%d", c->rank);
-  else
-    snprintf(buf, (size_t)n, "%s", names[c->kind]);
-  return buf;
-}
-
 const char *sim_optimizer_name(enum sim_optimizer o) {
   return (unsigned)o < 3 ? opt_choices[o] : "?";
 }
@@ -440,10 +412,9 @@ static int parse(sim_scenario *s) {
     return core_err_set(CORE_ENOMEM, "out of memory");
   }
   for (int i = 0; i < n; i++)
-    if (sim_compression_parse(strs[i], &s->compression[i]) != 0) {
+    if (core_compression_parse(strs[i], &s->compression[i]) != 0) {
       const config_setting_t *cs = config_setting_get_member(dg, "compression");
-      rc = core_err_set(CORE_EINVAL, "%s: compression \"%s\" is not one of \"none\", \"fp16\", \"bf16\", \"powersgd:R\" (R a rank from 1 to 1024)",
-                        where(cs ? cs : dg, w), strs[i]);
+      rc = core_err_wrap(CORE_EINVAL, "%s", where(cs ? cs : dg, w));
       free(strs);
       return rc;
     }

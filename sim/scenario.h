@@ -21,6 +21,7 @@
 #include "core/cfg.h"
 #include "core/model.h"
 #include "core/profile.h"
+#include "core/vocab.h"
 
 #include <stdint.h>
 
@@ -38,15 +39,7 @@ const char *sim_optimizer_name(enum sim_optimizer o);
 
 /* DDP communication hooks (docs/cost-models.md, PyTorch's
  * default_hooks.py and powerSGD_hook.py). */
-enum sim_compress { SIM_COMPRESS_NONE = 0, SIM_COMPRESS_FP16, SIM_COMPRESS_BF16, SIM_COMPRESS_POWERSGD };
-typedef struct sim_compression {
-  enum sim_compress kind;
-  int rank;                /* PowerSGD matrix approximation rank */
-} sim_compression;
-/* "none", "fp16", "bf16", "powersgd:R"; 0 or CORE_EINVAL. */
-int sim_compression_parse(const char *s, sim_compression *out);
-/* The same text back, into buf. */
-const char *sim_compression_name(const sim_compression *c, char *buf, int n);
+typedef core_compression sim_compression; /* core/vocab.h */
 
 
 /* Sweep dimensions, outermost first; a point is one index per dimension.

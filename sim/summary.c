@@ -26,7 +26,7 @@ const char *sim_summary_dim_value(const sim_scenario *s, const sim_point *p, enu
   case SIM_DIM_BUCKET_CAP: snprintf(buf, n, "%g", p->bucket_cap_mb); break;
   case SIM_DIM_OVERLAP: snprintf(buf, n, "%s", p->overlap ? "on" : "off"); break;
   case SIM_DIM_FIND_UNUSED: snprintf(buf, n, "%s", p->find_unused ? "on" : "off"); break;
-  case SIM_DIM_COMPRESSION: sim_compression_name(&p->compression, buf, (int)n); break;
+  case SIM_DIM_COMPRESSION: core_compression_name(&p->compression, buf, (int)n); break;
   case SIM_DIM_PER_NODE: snprintf(buf, n, "%d", p->per_node); break;
   case SIM_DIM_NODES: snprintf(buf, n, "%d", p->nodes); break;
   case SIM_DIM_FAIL_RATE: snprintf(buf, n, "%g", p->fail_rate_h); break;

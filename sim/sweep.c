@@ -504,7 +504,7 @@ static void write_step_cells(core_csv *c, const sim_point_result *r) {
   core_csv_num(c, p->bucket_cap_mb);
   core_csv_int(c, p->overlap);
   core_csv_int(c, p->find_unused);
-  core_csv_str(c, sim_compression_name(&p->compression, cname, sizeof cname));
+  core_csv_str(c, core_compression_name(&p->compression, cname, sizeof cname));
   core_csv_int(c, r->n_buckets);
   const double nums[] = {r->wire_bytes / 1e6, r->step_s, r->compute_s, r->comm_s, r->exposed_comm_s,
                          r->samples_per_s, r->scaling_eff, r->step_sd_s};

@@ -35,7 +35,7 @@ static void dim_value(const sim_scenario *s, int d, int i, char *txt, size_t n, 
     *numeric = 0;
     return;
   case SIM_DIM_PRECISION: snprintf(txt, n, "%s", sim_precision_name(s->precisions[i])); *numeric = 0; return;
-  case SIM_DIM_COMPRESSION: sim_compression_name(&s->compression[i], txt, (int)n); *numeric = 0; return;
+  case SIM_DIM_COMPRESSION: core_compression_name(&s->compression[i], txt, (int)n); *numeric = 0; return;
   case SIM_DIM_CKPT_MODE: snprintf(txt, n, "%s", s->job.async[i] ? "async" : "sync"); *numeric = 0; return;
   case SIM_DIM_BATCH: *num = (double)s->batch[i]; break;
   case SIM_DIM_BUCKET_CAP: *num = s->bucket_cap_mb[i]; break;

@@ -204,31 +204,31 @@ static void gradients(int r, int size, long s, uint64_t seed, const float *base,
 static void test_parse(void) {
   rt_compress_opts o;
   rt_compress_opts_default(&o);
-  CU_ASSERT_EQUAL(o.kind, RT_COMPRESS_NONE);
+  CU_ASSERT_EQUAL(o.kind, CORE_COMPRESS_NONE);
   CU_ASSERT_EQUAL(o.rank, 1);
   CU_ASSERT_EQUAL(o.start_iter, 1000);
   CU_ASSERT_DOUBLE_EQUAL(o.min_rate, 2.0, 0);
   CU_ASSERT(o.error_feedback && o.warm_start);
   CU_ASSERT_EQUAL(o.seed, 0);
   CU_ASSERT_EQUAL(rt_compress_parse("fp16", &o), 0);
-  CU_ASSERT_EQUAL(o.kind, RT_COMPRESS_FP16);
+  CU_ASSERT_EQUAL(o.kind, CORE_COMPRESS_FP16);
   CU_ASSERT_EQUAL(rt_compress_parse("bf16", &o), 0);
-  CU_ASSERT_EQUAL(o.kind, RT_COMPRESS_BF16);
+  CU_ASSERT_EQUAL(o.kind, CORE_COMPRESS_BF16);
   CU_ASSERT_EQUAL(rt_compress_parse("powersgd:4", &o), 0);
-  CU_ASSERT(o.kind == RT_COMPRESS_POWERSGD && o.rank == 4);
+  CU_ASSERT(o.kind == CORE_COMPRESS_POWERSGD && o.rank == 4);
   CU_ASSERT_EQUAL(rt_compress_parse("powersgd", &o), 0);
-  CU_ASSERT(o.kind == RT_COMPRESS_POWERSGD && o.rank == 1);
+  CU_ASSERT(o.kind == CORE_COMPRESS_POWERSGD && o.rank == 1);
   CU_ASSERT_EQUAL(rt_compress_parse("none", &o), 0);
-  CU_ASSERT_EQUAL(o.kind, RT_COMPRESS_NONE);
+  CU_ASSERT_EQUAL(o.kind, CORE_COMPRESS_NONE);
   static const char *const bad[] = {"powersgd:0", "powersgd:", "powersgd:-1", "powersgd:2x",
                                     "powersgd: 2", "zip", "", "FP16", "powersgd:1.5"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     rt_compress_opts_default(&o);
     CU_ASSERT_EQUAL(rt_compress_parse(bad[i], &o), CORE_EINVAL);
-    CU_ASSERT_EQUAL(o.kind, RT_COMPRESS_NONE); /* untouched */
+    CU_ASSERT_EQUAL(o.kind, CORE_COMPRESS_NONE); /* untouched */
     CU_ASSERT_PTR_NOT_NULL(strstr(core_err_msg(), "powersgd"));
   }
-  CU_ASSERT_STRING_EQUAL(rt_compress_kind_name(RT_COMPRESS_POWERSGD), "powersgd");
+  CU_ASSERT_STRING_EQUAL(core_compress_kind_name(CORE_COMPRESS_POWERSGD), "powersgd");
 }
 
 static void test_rule(void) {
@@ -369,7 +369,7 @@ static int half_body(rt_comm *c, int rank, int size, const job *j) {
   CHECK_OK(tmodel_init(&t, 1, rows, cols, 0, 0));
   rt_compress_opts o;
   rt_compress_opts_default(&o);
-  o.kind = bf ? RT_COMPRESS_BF16 : RT_COMPRESS_FP16;
+  o.kind = bf ? CORE_COMPRESS_BF16 : CORE_COMPRESS_FP16;
   rt_compressor *h = NULL;
   CHECK_OK(rt_compress_create(&o, &t.m, &t.bk, &h));
   float *x = malloc(sizeof *x * N), *mine = malloc(sizeof *mine * N);
@@ -466,7 +466,7 @@ static int full_rank_body(rt_comm *c, int rank, int size, const job *j) {
   CHECK_OK(tmodel_init(&t, 4, FR_ROWS, FR_COLS, 0, 0));
   rt_compress_opts o;
   rt_compress_opts_default(&o);
-  o.kind = RT_COMPRESS_POWERSGD;
+  o.kind = CORE_COMPRESS_POWERSGD;
   o.rank = 64; /* clamped to min(n, m) per tensor: full rank */
   o.start_iter = 0;
   o.min_rate = rate;
@@ -578,7 +578,7 @@ static int ef_run(rt_comm *c, int rank, int size, int ef, double *gap_norm, doub
   RTT_CHECK(t.bk.n_buckets == 2, "%d buckets", t.bk.n_buckets);
   rt_compress_opts o;
   rt_compress_opts_default(&o);
-  o.kind = RT_COMPRESS_POWERSGD;
+  o.kind = CORE_COMPRESS_POWERSGD;
   o.start_iter = 0;
   o.error_feedback = ef;
   rt_compressor *h = NULL;
@@ -874,7 +874,7 @@ static int ddp_body(rt_comm *c, int rank, int size, const job *j) {
   CHECK_OK(rt_data_create(64, DDP_WIDTH[0], DDP_WIDTH[3], 7, rank, size, 1, &data));
   rt_mlp *net = rt_ddp_mlp(d);
   float x[DDP_BATCH * 24], tg[DDP_BATCH * 16];
-  int psgd = o.compress.kind == RT_COMPRESS_POWERSGD;
+  int psgd = o.compress.kind == CORE_COMPRESS_POWERSGD;
   for (long s = 0; s < DDP_STEPS; s++) {
     rt_step_metrics sm;
     CHECK_OK(rt_data_next(data, DDP_BATCH, x, tg));

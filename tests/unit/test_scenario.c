@@ -379,7 +379,7 @@ static void test_sweep_find_unused(void) {
     sim_scenario_point(s, i, &p);
     CU_ASSERT_EQUAL(p.overlap, i < 4);
     CU_ASSERT_EQUAL(p.find_unused, (int)(i / 2 % 2));
-    CU_ASSERT_EQUAL(p.compression.kind, i % 2 ? SIM_COMPRESS_FP16 : SIM_COMPRESS_NONE);
+    CU_ASSERT_EQUAL(p.compression.kind, i % 2 ? CORE_COMPRESS_FP16 : CORE_COMPRESS_NONE);
   }
   sim_scenario_free(s);
 }
