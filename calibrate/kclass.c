@@ -26,7 +26,8 @@ static int any_of(const char *s, const char *const *subs) {
   return 0;
 }
 
-enum core_prec cal_kernel_prec(const char *name, int has_tf32) {
+/* The precision a kernel computes in, from its name. */
+static enum core_prec kernel_prec(const char *name, int has_tf32) {
   char s[512];
   lower(name, s, sizeof s);
   if (strstr(s, "bf16"))
@@ -100,7 +101,7 @@ enum cal_kclass cal_kclass_of(const cal_kroofs *r, const char *name, double dur,
                               const cal_kevent *op, enum core_prec *prec) {
   char s[512];
   double F, B;
-  *prec = cal_kernel_prec(name, r->has_tf32);
+  *prec = kernel_prec(name, r->has_tf32);
   if (r->floor_s > 0 && dur <= 2 * r->floor_s)
     return CAL_KC_LAUNCH;
   if (op && r->mem_Bps > 0 && r->flops[*prec] > 0 && cal_op_cost(t, op, &F, &B))

@@ -54,9 +54,6 @@ enum cal_kclass cal_kclass_of(const cal_kroofs *r, const char *name, double dur,
 int cal_kroofs_find(const char *device_name, int64_t memory_bytes, const char *profile, cal_kroofs *r, char *from,
                     size_t n);
 
-/* The precision a kernel computes in, from its name. */
-enum core_prec cal_kernel_prec(const char *name, int has_tf32);
-
 /* FLOPs and bytes of op from its recorded shapes: 1 when they tell, 0 when
  * the op records none. */
 int cal_op_cost(const cal_ktrace *t, const cal_kevent *op, double *flops, double *bytes);

@@ -7,7 +7,7 @@
 #include <math.h>
 #include <string.h>
 
-void core_csv_header(FILE *f, const char *const cols[], int ncols) {
+static void header(FILE *f, const char *const cols[], int ncols) {
   for (int i = 0; i < ncols; i++)
     fprintf(f, "%s%s", i ? "," : "", cols[i]);
   fputc('\n', f);
@@ -19,7 +19,7 @@ int core_csv_open(core_csv *c, const char *path, const char *const cols[], int n
   if (rc)
     return rc;
   c->ncols = ncols;
-  core_csv_header(c->a.f, cols, ncols);
+  header(c->a.f, cols, ncols);
   return 0;
 }
 
@@ -43,7 +43,8 @@ void core_csv_str(core_csv *c, const char *s) {
   }
 }
 
-const char *core_csv_fmt(double v, char *buf, int n) {
+/* A number the way CSV cells are written. */
+static const char *fmt_num(double v, char *buf, int n) {
   if (!isfinite(v))
     buf[0] = '\0';
   else
@@ -54,7 +55,7 @@ const char *core_csv_fmt(double v, char *buf, int n) {
 void core_csv_num(core_csv *c, double v) {
   char buf[48];
   sep(c);
-  fputs(core_csv_fmt(v, buf, sizeof buf), c->a.f);
+  fputs(fmt_num(v, buf, sizeof buf), c->a.f);
 }
 
 void core_csv_int(core_csv *c, long long v) {
@@ -87,7 +88,7 @@ void core_csv_stream(core_csv *c, FILE *f, const char *what, const char *const c
   c->a.slot = -1;
   snprintf(c->a.path, sizeof c->a.path, "%s", what);
   c->ncols = ncols;
-  core_csv_header(f, cols, ncols);
+  header(f, cols, ncols);
 }
 
 int core_csv_stream_end(core_csv *c) {

@@ -18,8 +18,6 @@ typedef struct core_csv {
 } core_csv;
 
 int core_csv_open(core_csv *c, const char *path, const char *const cols[], int ncols);
-/* Write the header and rows to an already open stream (stdout, a shard). */
-void core_csv_header(FILE *f, const char *const cols[], int ncols);
 
 void core_csv_str(core_csv *c, const char *s);
 void core_csv_num(core_csv *c, double v);   /* %.9g; NaN and inf as empty */
@@ -35,9 +33,6 @@ void core_csv_abort(core_csv *c);
  * the stream in messages. */
 void core_csv_stream(core_csv *c, FILE *f, const char *what, const char *const cols[], int ncols);
 int core_csv_stream_end(core_csv *c);
-
-/* Format a number the way CSV cells are written (for tables on stdout). */
-const char *core_csv_fmt(double v, char *buf, int n);
 
 /* --- reading ------------------------------------------------------------ */
 

@@ -25,7 +25,7 @@ static const char *const bucket_keys[] = {"bytes", "us", NULL};
 enum { MAX_STREAMS = 63, MAX_ITEMS = 10000000 };
 #define MAX_US 1e12
 
-const char *core_piece_kind_name(enum core_piece_kind k) {
+static const char *piece_kind_name(enum core_piece_kind k) {
   return k >= 0 && k < CORE_PIECE_N ? kind_names[k] : "?";
 }
 
@@ -338,7 +338,7 @@ static int add_bool(config_setting_t *g, const char *key, int v) {
 
 static int write_piece(config_setting_t *l, const core_piece *p) {
   config_setting_t *g = add(l, NULL, CONFIG_TYPE_GROUP);
-  if (!g || add_str(g, "kind", core_piece_kind_name(p->kind)))
+  if (!g || add_str(g, "kind", piece_kind_name(p->kind)))
     return -1;
   if ((p->kind == CORE_PIECE_FWD || p->kind == CORE_PIECE_BWD) && add_int(g, "layer", p->index))
     return -1;

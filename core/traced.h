@@ -129,6 +129,5 @@ void core_traced_free(core_traced *t);
 /* Add the `traced` group for t under parent (a model group). */
 int core_traced_write(const core_traced *t, config_setting_t *parent);
 
-const char *core_piece_kind_name(enum core_piece_kind k);
 
 #endif

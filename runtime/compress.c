@@ -29,10 +29,6 @@ void rt_compress_opts_default(rt_compress_opts *o) {
   o->algo = RT_ALGO_DEFAULT;
 }
 
-const char *rt_compress_phase_name(enum rt_compress_phase p) {
-  return (unsigned)p < RT_COMPRESS_N_PHASES ? phase_names[p] : "unknown";
-}
-
 int rt_compress_parse(const char *spec, rt_compress_opts *o) {
   core_compression c;
   int rc = core_compression_parse(spec, &c);
@@ -181,7 +177,6 @@ struct rt_compressor {
   rt_compress_rng *state_rng, *fill_rng;
 };
 
-const rt_compress_opts *rt_compress_options(const rt_compressor *c) { return &c->o; }
 
 int rt_compress_tensor_rank(const rt_compressor *c, int t) {
   if (!c || !c->tensor_rank || t < 0 || t >= c->m->n_tensors)

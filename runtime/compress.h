@@ -102,7 +102,6 @@ enum rt_compress_phase {
   RT_PHASE_Q,            /* PowerSGD: all Q of the bucket */
   RT_COMPRESS_N_PHASES
 };
-const char *rt_compress_phase_name(enum rt_compress_phase p);
 
 /* What hooks did; rt_compress_bucket adds to it (zero it first). Bytes are
  * allreduce payloads (elements x element size), what the simulator calls
@@ -159,7 +158,6 @@ int rt_compress_finish(rt_compressor *c, rt_comm *comm, int b, float *buf, long 
 
 /* ---- introspection (tests, reports) ------------------------------------ */
 
-const rt_compress_opts *rt_compress_options(const rt_compressor *c);
 /* Rank PowerSGD uses for tensor t, 0 when t is allreduced uncompressed (or
  * the hook is not PowerSGD). */
 int rt_compress_tensor_rank(const rt_compressor *c, int t);

@@ -21,7 +21,8 @@ static const enum sim_dim knob_dims[] = {SIM_DIM_NODES, SIM_DIM_PER_NODE, SIM_DI
                                          SIM_DIM_CKPT_MODE, SIM_DIM_CKPT_EVERY, SIM_DIM_SPARES};
 enum { N_KNOBS = (int)(sizeof knob_dims / sizeof *knob_dims) };
 
-double sim_advice_value(const sim_advised *x, enum sim_obj_col c) {
+/* The value of objective column c at a point. */
+static double value_of(const sim_advised *x, enum sim_obj_col c) {
   const sim_point_result *r = &x->r;
   const double *m = r->job.mean;
   switch (c) {
@@ -39,8 +40,8 @@ double sim_advice_value(const sim_advised *x, enum sim_obj_col c) {
   }
 }
 
-static double t_of(const sim_advised *x) { return sim_advice_value(x, SIM_OBJ_TIME_H); }
-static double c_of(const sim_advised *x) { return sim_advice_value(x, SIM_OBJ_COST_USD); }
+static double t_of(const sim_advised *x) { return value_of(x, SIM_OBJ_TIME_H); }
+static double c_of(const sim_advised *x) { return value_of(x, SIM_OBJ_COST_USD); }
 
 /* Sorting context: qsort has none, and the ranks are computed once. */
 static const sim_scenario *sort_s;
@@ -71,7 +72,7 @@ static int by_rank(const void *pa, const void *pb) {
   const sim_advised *x = &sort_a->pts[*(const long *)pa], *y = &sort_a->pts[*(const long *)pb];
   if (x->feasible != y->feasible)
     return y->feasible - x->feasible;
-  double u = sim_advice_value(x, sort_s->objective.col), v = sim_advice_value(y, sort_s->objective.col);
+  double u = value_of(x, sort_s->objective.col), v = value_of(y, sort_s->objective.col);
   if (u != v)
     return (u < v) == !sort_s->objective.maximize ? -1 : 1;
   return by_time(pa, pb);

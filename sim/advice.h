@@ -20,9 +20,6 @@
  * deadline or budget) when no point meets them. */
 int sim_advice_rank(const sim_scenario *s, sim_advice *a);
 
-/* The value of objective column c at a point. */
-double sim_advice_value(const sim_advised *x, enum sim_obj_col c);
-
 /* The points in rank order, one row each (columns in scenarios/README.md). */
 int sim_advice_write_csv(const sim_scenario *s, const sim_advice *a, const char *path);
 

@@ -11,9 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const sim_job_metric_names[SIM_JOB_N_METRICS] = {
-    "time_to_train_h", "goodput", "ettr", "failures", "waste_ckpt_h", "waste_lost_h", "waste_restart_h"};
-
 #define REPAIR_FLAG (UINT64_C(1) << 62)
 #define SCHED_FLAG (UINT64_C(1) << 61)
 

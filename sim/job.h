@@ -77,7 +77,6 @@ enum {
   SIM_JOB_TIME_H = 0, SIM_JOB_GOODPUT, SIM_JOB_ETTR, SIM_JOB_FAILURES, SIM_JOB_WASTE_CKPT_H,
   SIM_JOB_WASTE_LOST_H, SIM_JOB_WASTE_RESTART_H, SIM_JOB_N_METRICS
 };
-extern const char *const sim_job_metric_names[SIM_JOB_N_METRICS];
 
 /* Every replication's metrics are kept (reps, one row of SIM_JOB_N_METRICS
  * per replication, in replication order) so that more replications can be

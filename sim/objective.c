@@ -6,13 +6,13 @@
 #include <stdio.h>
 #include <string.h>
 
-const char *const sim_obj_col_names[SIM_OBJ_N] = {
+static const char *const col_names[SIM_OBJ_N] = {
     "time_to_train_h", "cost_usd", "usd_per_hour", "goodput", "step_s", "samples_per_s", "scaling_eff",
     "exposed_comm_s", "waste_ckpt_h", "waste_lost_h", "waste_restart_h"};
 
 static int col_of(const char *name) {
   for (int i = 0; i < SIM_OBJ_N; i++)
-    if (!strcmp(sim_obj_col_names[i], name))
+    if (!strcmp(col_names[i], name))
       return i;
   return -1;
 }
@@ -37,7 +37,7 @@ static int check_column(const config_setting_t *key, const char *name, int has_j
     snprintf(what, sizeof what, "advise.%s (a bound on %s)", config_setting_name(key), name);
   if (c < 0) {
     for (int i = 0; i < SIM_OBJ_N; i++)
-      snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "", sim_obj_col_names[i]);
+      snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "", col_names[i]);
     return core_err_set(CORE_EINVAL, "%s: advise.%s names '%s', which is not a column of the advice; choose one of %s",
                         w, config_setting_name(key), name, list);
   }
@@ -90,7 +90,7 @@ int sim_objective_parse(const config_setting_t *root, int has_job, int priced, s
 }
 
 const char *sim_objective_text(const sim_objective *o, char *buf, int n) {
-  int k = snprintf(buf, (size_t)n, "%s %s", o->maximize ? "maximize" : "minimize", sim_obj_col_names[o->col]);
+  int k = snprintf(buf, (size_t)n, "%s %s", o->maximize ? "maximize" : "minimize", col_names[o->col]);
   if (o->deadline_h > 0 && k < n)
     k += snprintf(buf + k, (size_t)(n - k), " within %g h", o->deadline_h);
   if (o->budget_usd > 0 && k < n)

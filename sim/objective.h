@@ -18,7 +18,6 @@ enum sim_obj_col {
   SIM_OBJ_SAMPLES_PER_S, SIM_OBJ_SCALING_EFF, SIM_OBJ_EXPOSED_COMM_S, SIM_OBJ_WASTE_CKPT_H,
   SIM_OBJ_WASTE_LOST_H, SIM_OBJ_WASTE_RESTART_H, SIM_OBJ_N
 };
-extern const char *const sim_obj_col_names[SIM_OBJ_N];
 
 typedef struct sim_objective {
   enum sim_obj_col col;

@@ -42,10 +42,6 @@ int sim_precision_grad_bytes(enum sim_precision p) {
   return (p == SIM_PREC_FP16 || p == SIM_PREC_BF16) ? 2 : 4;
 }
 
-const char *sim_optimizer_name(enum sim_optimizer o) {
-  return (unsigned)o < 3 ? opt_choices[o] : "?";
-}
-
 static int index_of(const char *const names[], const char *s) {
   for (int i = 0; names[i]; i++)
     if (strcmp(names[i], s) == 0)

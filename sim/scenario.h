@@ -35,7 +35,6 @@ enum core_prec sim_precision_compute(enum sim_precision p);
 int sim_precision_grad_bytes(enum sim_precision p);
 
 enum sim_optimizer { SIM_OPT_SGD = 0, SIM_OPT_SGD_MOMENTUM, SIM_OPT_ADAM };
-const char *sim_optimizer_name(enum sim_optimizer o);
 
 /* DDP communication hooks (docs/cost-models.md, PyTorch's
  * default_hooks.py and powerSGD_hook.py). */

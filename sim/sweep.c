@@ -16,12 +16,13 @@
 #include <time.h>
 #include <unistd.h>
 
-const char *const sim_sweep_columns[] = {
+/* The step level's CSV columns (header order). */
+static const char *const step_columns[] = {
     "model", "nodes", "gpus_per_node", "gpus", "network", "gbps", "backend", "algorithm",
     "precision", "batch", "bucket_cap_mb", "overlap", "find_unused_parameters",
     "compression", "buckets", "wire_mb", "step_s",
     "compute_s", "comm_s", "exposed_comm_s", "samples_per_s", "scaling_eff", "step_sd_s", "status"};
-const int sim_sweep_n_columns = (int)(sizeof sim_sweep_columns / sizeof *sim_sweep_columns);
+enum { N_STEP_COLUMNS = (int)(sizeof step_columns / sizeof *step_columns) };
 
 /* Extra columns of scenarios with a job level; each metric of the job
  * level is followed by its 95% interval as _lo and _hi. */
@@ -479,8 +480,8 @@ static void write_cost_cells(core_csv *c, const sim_point_result *r) {
 }
 
 static void write_header(FILE *f, int job, int priced) {
-  for (int i = 0; i < sim_sweep_n_columns; i++)
-    fprintf(f, "%s%s", i ? "," : "", sim_sweep_columns[i]);
+  for (int i = 0; i < N_STEP_COLUMNS; i++)
+    fprintf(f, "%s%s", i ? "," : "", step_columns[i]);
   for (int i = 0; job && i < N_JOB_COLUMNS; i++)
     fprintf(f, ",%s", job_columns[i]);
   for (int i = 0; priced && i < (job ? 4 : 2); i++)
@@ -519,7 +520,7 @@ int sim_sweep_write_csv(const sim_scenario *s, const sim_sweep *w, const char *p
   memset(&c, 0, sizeof c);
   if ((rc = core_afile_open(&c.a, path)) != 0)
     return rc;
-  c.ncols = sim_sweep_n_columns + (job ? N_JOB_COLUMNS : 0) + (priced ? (job ? 4 : 2) : 0);
+  c.ncols = N_STEP_COLUMNS + (job ? N_JOB_COLUMNS : 0) + (priced ? (job ? 4 : 2) : 0);
   if (with_header)
     write_header(c.a.f, job, priced);
   for (long i = 0; i < w->n; i++) {

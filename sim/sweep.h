@@ -36,9 +36,6 @@ typedef struct sim_sweep {
 int sim_sweep_run(const sim_scenario *s, const sim_sweep_opts *o, sim_sweep *out);
 void sim_sweep_free(sim_sweep *w);
 
-/* CSV columns (header order). */
-extern const char *const sim_sweep_columns[];
-extern const int sim_sweep_n_columns;
 
 /* Write rows to path atomically; with_header 0 for shards after the first.
  * A study with a job level has its columns; one with prices, the cost
