@@ -549,8 +549,9 @@ static unsigned column_evidence(const parser *ps, int p, char *why, size_t n) {
   return set;
 }
 
-static int finish(parser *ps, long lines) {
-  cal_nccl_run *r = ps->run;
+/* The table and the ranks are whole: a header, data rows, Rank lines of one
+ * group and more than one rank. */
+static int check_table(const parser *ps, long lines) {
   const char *path = ps->path;
   if (!ps->cols_line)
     return core_err_set(CORE_EINVAL, "%s: no nccl-tests table header ('#  size  count  type  redop  root  time  algbw  busbw  #wrong ...') in its %ld lines; is it the output of an nccl-tests binary?",
@@ -564,12 +565,16 @@ static int finish(parser *ps, long lines) {
   if (ps->mixed_groups)
     return core_err_set(CORE_EINVAL, "%s:%ld: ranks in several groups (NCCL_TESTS_SPLIT_MASK): each group ran its own communicator; import the output of a run without the split",
                         path, ps->group_line);
-  int p = ps->n_ranks;
-  if (p < 2)
+  if (ps->n_ranks < 2)
     return core_err_set(CORE_EINVAL, "%s:%ld: one rank: a collective over one rank moves no data; run nccl-tests over several GPUs (-g N, or one process per GPU under mpirun)",
                         path, ps->rank_line[0]);
-  /* Nodes: distinct hosts, each with the same number of ranks. */
-  int nodes = 0, per = -1;
+  return 0;
+}
+
+/* Nodes: distinct hosts, each with the same number of ranks. */
+static int count_nodes(const parser *ps, int *nodes) {
+  int p = ps->n_ranks, per = -1;
+  *nodes = 0;
   for (int i = 0; i < p; i++) {
     int seen = 0, k = 0;
     for (int j = 0; j < p; j++) {
@@ -579,74 +584,103 @@ static int finish(parser *ps, long lines) {
     }
     if (seen)
       continue;
-    nodes++;
+    (*nodes)++;
     if (per < 0)
       per = k;
     else if (k != per)
       return core_err_set(CORE_EINVAL, "%s:%ld: host %s has %d ranks but %s has %d: the profile describes nodes with the same number of ranks each; run nccl-tests with as many GPUs on every node",
-                          path, ps->rank_line[i], ps->rank_host[i], k, ps->rank_host[0], per);
+                          ps->path, ps->rank_line[i], ps->rank_host[i], k, ps->rank_host[0], per);
   }
-  r->ranks = p;
+  return 0;
+}
+
+/* The binary the file names (binaries[]), -1 if none: the "Collective test
+ * starting" line, else a *_perf name in the text, else the file name; src
+ * says which. */
+static int named_binary(const parser *ps, char *src, size_t n) {
+  if (ps->hdr_bin >= 0) {
+    snprintf(src, n, "line %ld ('# Collective test starting')", ps->hdr_line);
+    return ps->hdr_bin;
+  }
+  if (ps->text_bin >= 0) {
+    snprintf(src, n, "line %ld", ps->text_line);
+    return ps->text_bin;
+  }
+  const char *b = base_name(ps->path);
+  int named = -1;
+  for (int i = 0; i < N_BINARIES && named < 0; i++)
+    if (has_word(b, binaries[i].binary, 1))
+      named = i;
+  for (size_t w = 0; w < sizeof file_words / sizeof *file_words && named < 0; w++)
+    if (has_word(b, file_words[w].word, 1))
+      for (int i = 0; i < N_BINARIES; i++)
+        if (binaries[i].c == file_words[w].c && named < 0)
+          named = i;
+  if (named >= 0)
+    snprintf(src, n, "the file name");
+  return named;
+}
+
+static void set_binary(cal_nccl_run *r, int b) {
+  snprintf(r->binary, sizeof r->binary, "%s", binaries[b].binary);
+  snprintf(r->op, sizeof r->op, "%s", binaries[b].prof);
+}
+
+/* The collective the file names, checked against the columns (cols, why). */
+static int check_named(const parser *ps, int named, const char *src, unsigned cols, const char *why) {
+  cal_nccl_run *r = ps->run;
+  if (!binaries[named].prof)
+    return core_err_set(CORE_EINVAL, "%s: %s names %s, not a collective a profile holds; import the output of all_reduce_perf, all_gather_perf, reduce_scatter_perf or broadcast_perf",
+                        ps->path, src, binaries[named].binary);
+  if (!(cols & BIT(binaries[named].c)))
+    return core_err_set(CORE_EINVAL, "%s:%ld: %s says %s, but the columns (%s) do not fit it; check that the file holds the output it is named after",
+                        ps->path, ps->first_row_line, src, binaries[named].binary, why);
+  set_binary(r, named);
+  snprintf(r->how, sizeof r->how, "%s from %.120s", r->binary, src);
+  return 0;
+}
+
+/* The collective the columns (cols, why) leave, when the file names none. */
+static int from_columns(const parser *ps, unsigned cols, const char *why) {
+  cal_nccl_run *r = ps->run;
+  int found = -1, count = 0;
+  for (int c = 0; c < C_OTHER; c++)
+    if (cols & BIT(c)) {
+      found = c;
+      count++;
+    }
+  if (count != 1 || (cols & BIT(C_OTHER) && why[0] == '\0'))
+    return core_err_set(CORE_EINVAL, "%s: cannot tell which collective this is: no '# Collective test starting' line, no *_perf name in the file or its name, and the columns (%s) fit several; name the file after the binary, e.g. all_gather_perf.txt",
+                        ps->path, why[0] ? why : "no redop or root column");
+  int b = -1;
+  for (int i = 0; i < N_BINARIES; i++)
+    if (binaries[i].c == (enum coll)found && binaries[i].prof)
+      b = i;
+  if (b < 0)
+    return core_err_set(CORE_EINVAL, "%s: the columns (%s) are those of %s, not of a collective a profile holds; import the output of all_reduce_perf, all_gather_perf, reduce_scatter_perf or broadcast_perf",
+                        ps->path, why, coll_binary((enum coll)found));
+  set_binary(r, b);
+  snprintf(r->how, sizeof r->how, "%s from the columns (%.120s)", r->binary, why);
+  return 0;
+}
+
+/* After the last line: the run's ranks, nodes and collective, checked. */
+static int finish(parser *ps, long lines) {
+  cal_nccl_run *r = ps->run;
+  int rc, nodes;
+  if ((rc = check_table(ps, lines)) != 0 || (rc = count_nodes(ps, &nodes)) != 0)
+    return rc;
+  r->ranks = ps->n_ranks;
   r->nodes = nodes;
   snprintf(r->host, sizeof r->host, "%s", ps->rank_host[0]);
-
-  /* Which collective. */
-  char why[256];
-  unsigned cols = column_evidence(ps, p, why, sizeof why);
-  int named = ps->hdr_bin >= 0 ? ps->hdr_bin : ps->text_bin;
-  char src[160];
-  if (ps->hdr_bin >= 0)
-    snprintf(src, sizeof src, "line %ld ('# Collective test starting')", ps->hdr_line);
-  else if (ps->text_bin >= 0)
-    snprintf(src, sizeof src, "line %ld", ps->text_line);
-  if (named < 0) {
-    const char *b = base_name(path);
-    for (int i = 0; i < N_BINARIES && named < 0; i++)
-      if (has_word(b, binaries[i].binary, 1))
-        named = i;
-    for (size_t w = 0; w < sizeof file_words / sizeof *file_words && named < 0; w++)
-      if (has_word(b, file_words[w].word, 1))
-        for (int i = 0; i < N_BINARIES; i++)
-          if (binaries[i].c == file_words[w].c && named < 0)
-            named = i;
-    if (named >= 0)
-      snprintf(src, sizeof src, "the file name");
-  }
-  if (named >= 0) {
-    if (!binaries[named].prof)
-      return core_err_set(CORE_EINVAL, "%s: %s names %s, not a collective a profile holds; import the output of all_reduce_perf, all_gather_perf, reduce_scatter_perf or broadcast_perf",
-                          path, src, binaries[named].binary);
-    if (!(cols & BIT(binaries[named].c)))
-      return core_err_set(CORE_EINVAL, "%s:%ld: %s says %s, but the columns (%s) do not fit it; check that the file holds the output it is named after",
-                          path, ps->first_row_line, src, binaries[named].binary, why);
-    snprintf(r->binary, sizeof r->binary, "%s", binaries[named].binary);
-    snprintf(r->op, sizeof r->op, "%s", binaries[named].prof);
-    snprintf(r->how, sizeof r->how, "%s from %.120s", r->binary, src);
-  } else {
-    int found = -1, count = 0;
-    for (int c = 0; c < C_OTHER; c++)
-      if (cols & BIT(c)) {
-        found = c;
-        count++;
-      }
-    if (count != 1 || (cols & BIT(C_OTHER) && why[0] == '\0'))
-      return core_err_set(CORE_EINVAL, "%s: cannot tell which collective this is: no '# Collective test starting' line, no *_perf name in the file or its name, and the columns (%s) fit several; name the file after the binary, e.g. all_gather_perf.txt",
-                          path, why[0] ? why : "no redop or root column");
-    const char *bin = coll_binary((enum coll)found);
-    int b = -1;
-    for (int i = 0; i < N_BINARIES; i++)
-      if (binaries[i].c == (enum coll)found && binaries[i].prof)
-        b = i;
-    if (b < 0)
-      return core_err_set(CORE_EINVAL, "%s: the columns (%s) are those of %s, not of a collective a profile holds; import the output of all_reduce_perf, all_gather_perf, reduce_scatter_perf or broadcast_perf",
-                          path, why, bin);
-    snprintf(r->binary, sizeof r->binary, "%s", binaries[b].binary);
-    snprintf(r->op, sizeof r->op, "%s", binaries[b].prof);
-    snprintf(r->how, sizeof r->how, "%s from the columns (%.120s)", r->binary, why);
-  }
+  char why[256], src[160];
+  unsigned cols = column_evidence(ps, ps->n_ranks, why, sizeof why);
+  int named = named_binary(ps, src, sizeof src);
+  if ((rc = named >= 0 ? check_named(ps, named, src, cols, why) : from_columns(ps, cols, why)) != 0)
+    return rc;
   if (r->n < 2)
     return core_err_set(CORE_EINVAL, "%s:%ld: only %d size(s) with data; an alpha-beta fit needs a sweep, e.g. nccl-tests -b 8 -e 128M -f 2",
-                        path, ps->cols_line, r->n);
+                        ps->path, ps->cols_line, r->n);
   return 0;
 }
 
