@@ -97,72 +97,80 @@ static void provenance(core_profile *p, const char *const *paths, int n, const c
   snprintf(p->provenance + len, sizeof p->provenance - len, "%s", tail);
 }
 
-int cal_import_nccl(const char *const *paths, int n_paths, const cal_nccl_opts *o, core_profile **out,
-                    char *notes, size_t notes_len) {
-  core_profile *p = NULL;
-  cal_nccl_run *runs = NULL;
-  core_prof_coll *fresh = NULL;
-  int rc = 0, n_fresh = 0;
-  const char *kind = o->device_kind ? o->device_kind : "gpu";
-  *out = NULL;
-  if (notes && notes_len)
-    notes[0] = '\0';
+/* One import: the files parsed and fitted, and the profile built of them. */
+typedef struct nimport {
+  const cal_nccl_opts *o;
+  const char *kind;          /* the profile's device kind: gpu | cpu */
+  char *notes;
+  size_t notes_len;
+  const char *const *paths;
+  int n;                     /* files */
+  cal_nccl_run *runs;        /* [n] */
+  core_prof_coll *fresh;     /* [n]: the entries fitted */
+  int n_fresh;               /* of them, those the import still owns */
+  core_profile *p;           /* the base, becoming the result */
+} nimport;
+
+static int check_opts(const cal_nccl_opts *o, int n_paths, const char *kind) {
   if (n_paths < 1)
     return core_err_set(CORE_EUSAGE, "no nccl-tests output to import; give one file per collective");
   if (!o->base)
     return core_err_set(CORE_EUSAGE, "nccl-tests measures collectives only: pass --base PROFILE (e.g. scenarios/profiles/dgx-h100.cfg) for the compute rates, memory and host bandwidth the profile needs as well");
   if (strcmp(kind, "gpu") != 0 && strcmp(kind, "cpu") != 0)
     return core_err_set(CORE_EUSAGE, "--device must be gpu or cpu, not '%s'", kind);
-  if ((rc = core_profile_load(o->base, &p)) != 0)
-    return core_err_wrap(rc, "loading the base profile");
-  runs = calloc((size_t)n_paths, sizeof *runs);
-  fresh = calloc((size_t)n_paths, sizeof *fresh);
-  if (!runs || !fresh) {
-    rc = core_err_set(CORE_ENOMEM, "out of memory importing nccl-tests output");
-    goto fail;
-  }
-  for (int i = 0; i < n_paths; i++) {
-    if ((rc = cal_nccl_parse(paths[i], &runs[i])) != 0)
-      goto fail;
-    const cal_nccl_run *r = &runs[i];
-    const char *scope = r->nodes > 1 ? "inter" : "intra";
-    for (int j = 0; j < i; j++)
-      if (!strcmp(runs[j].op, r->op) && (runs[j].nodes > 1) == (r->nodes > 1)) {
-        rc = core_err_set(CORE_EINVAL, "%s: a second %s-node %s (%s already gave one); a profile keeps one entry per collective and scope, so import one of them",
-                          r->path, scope, r->op, runs[j].path);
-        goto fail;
-      }
-    if ((rc = make_entry(r, &fresh[i])) != 0)
-      goto fail;
-    n_fresh++;
-    /* Say where the fitted curve misses a measured size by more than 10%:
-     * usually a knee placed a size or two off a protocol switch. */
-    double worst = 0, worst_bytes = 0;
-    for (int k = 0; k < r->n; k++) {
-      const core_prof_fit *f = core_prof_coll_fit(&fresh[i], r->bytes[k]);
-      double e = fabs(f->alpha_us + r->bytes[k] / (f->algbw_GBps * 1e3) - r->time_us[k]) / r->time_us[k];
-      if (e > worst) {
-        worst = e;
-        worst_bytes = r->bytes[k];
-      }
-    }
-    if (worst > 0.10)
-      note(notes, notes_len, "%s: the fit misses %.0f bytes by %.0f%% (see `ddpsim plot fit`)\n", r->path, worst_bytes,
-           worst * 100);
-    note(notes, notes_len, "%s: %s, %d ranks on %d node(s) -> nccl %s ring %s, %d sizes, %d fit regime(s)%s\n",
-         r->path, r->how, r->ranks, r->nodes, r->op, scope, r->n, fresh[i].n_fits,
-         r->validated ? "" : " (validation was off: #wrong N/A, data not checked)");
-  }
+  return 0;
+}
 
-  /* The base's entries that the import replaces go; the rest stay. */
+/* Say where the fitted curve misses a measured size by more than 10%:
+ * usually a knee placed a size or two off a protocol switch. */
+static void note_fit(const nimport *im, const cal_nccl_run *r, const core_prof_coll *c) {
+  double worst = 0, worst_bytes = 0;
+  for (int k = 0; k < r->n; k++) {
+    const core_prof_fit *f = core_prof_coll_fit(c, r->bytes[k]);
+    double e = fabs(f->alpha_us + r->bytes[k] / (f->algbw_GBps * 1e3) - r->time_us[k]) / r->time_us[k];
+    if (e > worst) {
+      worst = e;
+      worst_bytes = r->bytes[k];
+    }
+  }
+  if (worst > 0.10)
+    note(im->notes, im->notes_len, "%s: the fit misses %.0f bytes by %.0f%% (see `ddpsim plot fit`)\n", r->path,
+         worst_bytes, worst * 100);
+}
+
+/* File i: parsed, one entry per collective and scope, fitted. */
+static int read_run(nimport *im, int i) {
+  const cal_nccl_run *r = &im->runs[i];
+  int rc;
+  if ((rc = cal_nccl_parse(im->paths[i], &im->runs[i])) != 0)
+    return rc;
+  const char *scope = r->nodes > 1 ? "inter" : "intra";
+  for (int j = 0; j < i; j++)
+    if (!strcmp(im->runs[j].op, r->op) && (im->runs[j].nodes > 1) == (r->nodes > 1))
+      return core_err_set(CORE_EINVAL, "%s: a second %s-node %s (%s already gave one); a profile keeps one entry per collective and scope, so import one of them",
+                          r->path, scope, r->op, im->runs[j].path);
+  if ((rc = make_entry(r, &im->fresh[i])) != 0)
+    return rc;
+  im->n_fresh++;
+  note_fit(im, r, &im->fresh[i]);
+  note(im->notes, im->notes_len, "%s: %s, %d ranks on %d node(s) -> nccl %s ring %s, %d sizes, %d fit regime(s)%s\n",
+       r->path, r->how, r->ranks, r->nodes, r->op, scope, r->n, im->fresh[i].n_fits,
+       r->validated ? "" : " (validation was off: #wrong N/A, data not checked)");
+  return 0;
+}
+
+/* The base's entries that the import replaces go, the rest stay; the fitted
+ * ones join them (owned by the profile from then on). */
+static int merge(nimport *im) {
+  core_profile *p = im->p;
   for (int i = 0; i < p->n_colls;) {
     core_prof_coll *c = &p->colls[i];
     int replaced = 0;
-    for (int j = 0; j < n_fresh && !replaced; j++)
-      replaced = !strcmp(c->backend, "nccl") && !strcmp(c->op, fresh[j].op) &&
-                 !strcmp(c->algorithm, "ring") && !strcmp(c->scope, fresh[j].scope);
+    for (int j = 0; j < im->n_fresh && !replaced; j++)
+      replaced = !strcmp(c->backend, "nccl") && !strcmp(c->op, im->fresh[j].op) &&
+                 !strcmp(c->algorithm, "ring") && !strcmp(c->scope, im->fresh[j].scope);
     if (!replaced) {
-      note(notes, notes_len, "kept from %s: %s %s %s %s (%d ranks)\n", o->base, c->backend, c->op,
+      note(im->notes, im->notes_len, "kept from %s: %s %s %s %s (%d ranks)\n", im->o->base, c->backend, c->op,
            c->algorithm, c->scope, c->ranks);
       i++;
       continue;
@@ -171,29 +179,29 @@ int cal_import_nccl(const char *const *paths, int n_paths, const cal_nccl_opts *
     memmove(c, c + 1, sizeof *c * (size_t)(p->n_colls - i - 1));
     p->n_colls--;
   }
-  core_prof_coll *all = realloc(p->colls, sizeof *all * (size_t)(p->n_colls + n_fresh));
-  if (!all) {
-    rc = core_err_set(CORE_ENOMEM, "out of memory assembling the profile");
-    goto fail;
-  }
+  core_prof_coll *all = realloc(p->colls, sizeof *all * (size_t)(p->n_colls + im->n_fresh));
+  if (!all)
+    return core_err_set(CORE_ENOMEM, "out of memory assembling the profile");
   p->colls = all;
-  memcpy(p->colls + p->n_colls, fresh, sizeof *fresh * (size_t)n_fresh);
-  p->n_colls += n_fresh;
-  n_fresh = 0; /* owned by p now */
+  memcpy(p->colls + p->n_colls, im->fresh, sizeof *im->fresh * (size_t)im->n_fresh);
+  p->n_colls += im->n_fresh;
+  im->n_fresh = 0;
+  return 0;
+}
 
-  /* Metadata: where the numbers came from. */
-  if (o->name)
-    snprintf(p->name, sizeof p->name, "%s", o->name);
-  provenance(p, paths, n_paths, o->base);
-  const cal_nccl_run *big = &runs[0];
+/* Metadata: where the numbers came from, on how many nodes. */
+static void set_origin(nimport *im) {
+  core_profile *p = im->p;
+  if (im->o->name)
+    snprintf(p->name, sizeof p->name, "%s", im->o->name);
+  provenance(p, im->paths, im->n, im->o->base);
+  const cal_nccl_run *big = &im->runs[0];
   time_t newest = 0;
-  int any_inter = 0;
-  for (int i = 0; i < n_paths; i++) {
-    if (runs[i].ranks > big->ranks)
-      big = &runs[i];
-    any_inter |= runs[i].nodes > 1;
+  for (int i = 0; i < im->n; i++) {
+    if (im->runs[i].ranks > big->ranks)
+      big = &im->runs[i];
     struct stat st;
-    if (stat(runs[i].path, &st) == 0 && st.st_mtime > newest)
+    if (stat(im->runs[i].path, &st) == 0 && st.st_mtime > newest)
       newest = st.st_mtime;
   }
   snprintf(p->host, sizeof p->host, "%.100s%s", big->host, big->nodes > 1 ? " and other nodes" : "");
@@ -204,43 +212,75 @@ int cal_import_nccl(const char *const *paths, int n_paths, const cal_nccl_opts *
   }
   snprintf(p->backend, sizeof p->backend, "nccl");
   p->versions[0] = '\0';
-  for (int i = 0; i < n_paths && !p->versions[0]; i++)
-    snprintf(p->versions, sizeof p->versions, "%s", runs[i].version);
+  for (int i = 0; i < im->n && !p->versions[0]; i++)
+    snprintf(p->versions, sizeof p->versions, "%s", im->runs[i].version);
   p->nodes = big->nodes;
   p->ranks_per_node = big->ranks / big->nodes;
-  if (o->link_gbps > 0)
-    p->link_gbps = o->link_gbps;
+}
+
+/* The link's rate, the device's name and kind: measured where nccl-tests
+ * says, the base's only where it still holds. */
+static int set_device(nimport *im) {
+  core_profile *p = im->p;
+  const char *dev = NULL;
+  int any_inter = 0;
+  for (int i = 0; i < im->n; i++) {
+    any_inter |= im->runs[i].nodes > 1;
+    if (!dev && im->runs[i].device[0])
+      dev = im->runs[i].device;
+  }
+  if (im->o->link_gbps > 0)
+    p->link_gbps = im->o->link_gbps;
   else if (any_inter) {
     if (p->link_gbps > 0)
-      note(notes, notes_len, "link_gbps: the base's %g Gb/s is not the measured link's; dropped (pass --link-gbps to record it)\n",
+      note(im->notes, im->notes_len, "link_gbps: the base's %g Gb/s is not the measured link's; dropped (pass --link-gbps to record it)\n",
            p->link_gbps);
     p->link_gbps = 0;
   }
-  const char *dev = NULL;
-  for (int i = 0; i < n_paths && !dev; i++)
-    if (runs[i].device[0])
-      dev = runs[i].device;
   if (dev && strcmp(dev, p->device_name) != 0) {
-    note(notes, notes_len, "compute rates, memory and host bandwidth come from %s (device '%s'), the collectives from '%s'\n",
-         o->base, p->device_name, dev);
+    note(im->notes, im->notes_len, "compute rates, memory and host bandwidth come from %s (device '%s'), the collectives from '%s'\n",
+         im->o->base, p->device_name, dev);
     snprintf(p->device_name, sizeof p->device_name, "%s", dev);
   }
-  if (!strcmp(kind, "gpu") && !(p->host_link_GBps > 0)) {
-    rc = core_err_set(CORE_EINVAL, "%s is a CPU profile without device.host_link_GBps, which a GPU profile needs; pass a GPU base (e.g. scenarios/profiles/dgx-h100.cfg) or --device cpu",
-                      o->base);
-    goto fail;
+  if (!strcmp(im->kind, "gpu") && !(p->host_link_GBps > 0))
+    return core_err_set(CORE_EINVAL, "%s is a CPU profile without device.host_link_GBps, which a GPU profile needs; pass a GPU base (e.g. scenarios/profiles/dgx-h100.cfg) or --device cpu",
+                        im->o->base);
+  snprintf(p->device_kind, sizeof p->device_kind, "%s", im->kind);
+  return 0;
+}
+
+int cal_import_nccl(const char *const *paths, int n_paths, const cal_nccl_opts *o, core_profile **out,
+                    char *notes, size_t notes_len) {
+  nimport im = {.o = o, .kind = o->device_kind ? o->device_kind : "gpu", .notes = notes,
+                .notes_len = notes_len, .paths = paths, .n = n_paths};
+  int rc;
+  *out = NULL;
+  if (notes && notes_len)
+    notes[0] = '\0';
+  if ((rc = check_opts(o, n_paths, im.kind)) != 0)
+    return rc;
+  if ((rc = core_profile_load(o->base, &im.p)) != 0)
+    return core_err_wrap(rc, "loading the base profile");
+  im.runs = calloc((size_t)n_paths, sizeof *im.runs);
+  im.fresh = calloc((size_t)n_paths, sizeof *im.fresh);
+  if (!im.runs || !im.fresh)
+    rc = core_err_set(CORE_ENOMEM, "out of memory importing nccl-tests output");
+  for (int i = 0; rc == 0 && i < n_paths; i++)
+    rc = read_run(&im, i);
+  if (rc == 0 && (rc = merge(&im)) == 0) {
+    set_origin(&im);
+    rc = set_device(&im);
   }
-  snprintf(p->device_kind, sizeof p->device_kind, "%s", kind);
-  *out = p;
-  p = NULL;
-fail:
-  for (int i = 0; i < n_fresh; i++)
-    free_coll(&fresh[i]);
-  free(fresh);
-  if (runs)
-    for (int i = 0; i < n_paths; i++)
-      cal_nccl_run_free(&runs[i]);
-  free(runs);
-  core_profile_free(p);
+  if (rc == 0) {
+    *out = im.p;
+    im.p = NULL;
+  }
+  for (int i = 0; i < im.n_fresh; i++)
+    free_coll(&im.fresh[i]);
+  free(im.fresh);
+  for (int i = 0; im.runs && i < n_paths; i++)
+    cal_nccl_run_free(&im.runs[i]);
+  free(im.runs);
+  core_profile_free(im.p);
   return rc;
 }
