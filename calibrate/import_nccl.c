@@ -1,20 +1,15 @@
 #include "import_nccl.h"
 
-#include "calibrate/fit.h"
 #include "core/afile.h"
-
 #include "core/err.h"
 
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <time.h>
 
 /* --- collectives nccl-tests has, and what their tables look like --------- */
 
@@ -549,8 +544,9 @@ static unsigned column_evidence(const parser *ps, int p, char *why, size_t n) {
   return set;
 }
 
-static int finish(parser *ps, long lines) {
-  cal_nccl_run *r = ps->run;
+/* The table and the ranks are whole: a header, data rows, Rank lines of one
+ * group and more than one rank. */
+static int check_table(const parser *ps, long lines) {
   const char *path = ps->path;
   if (!ps->cols_line)
     return core_err_set(CORE_EINVAL, "%s: no nccl-tests table header ('#  size  count  type  redop  root  time  algbw  busbw  #wrong ...') in its %ld lines; is it the output of an nccl-tests binary?",
@@ -564,12 +560,16 @@ static int finish(parser *ps, long lines) {
   if (ps->mixed_groups)
     return core_err_set(CORE_EINVAL, "%s:%ld: ranks in several groups (NCCL_TESTS_SPLIT_MASK): each group ran its own communicator; import the output of a run without the split",
                         path, ps->group_line);
-  int p = ps->n_ranks;
-  if (p < 2)
+  if (ps->n_ranks < 2)
     return core_err_set(CORE_EINVAL, "%s:%ld: one rank: a collective over one rank moves no data; run nccl-tests over several GPUs (-g N, or one process per GPU under mpirun)",
                         path, ps->rank_line[0]);
-  /* Nodes: distinct hosts, each with the same number of ranks. */
-  int nodes = 0, per = -1;
+  return 0;
+}
+
+/* Nodes: distinct hosts, each with the same number of ranks. */
+static int count_nodes(const parser *ps, int *nodes) {
+  int p = ps->n_ranks, per = -1;
+  *nodes = 0;
   for (int i = 0; i < p; i++) {
     int seen = 0, k = 0;
     for (int j = 0; j < p; j++) {
@@ -579,74 +579,103 @@ static int finish(parser *ps, long lines) {
     }
     if (seen)
       continue;
-    nodes++;
+    (*nodes)++;
     if (per < 0)
       per = k;
     else if (k != per)
       return core_err_set(CORE_EINVAL, "%s:%ld: host %s has %d ranks but %s has %d: the profile describes nodes with the same number of ranks each; run nccl-tests with as many GPUs on every node",
-                          path, ps->rank_line[i], ps->rank_host[i], k, ps->rank_host[0], per);
+                          ps->path, ps->rank_line[i], ps->rank_host[i], k, ps->rank_host[0], per);
   }
-  r->ranks = p;
+  return 0;
+}
+
+/* The binary the file names (binaries[]), -1 if none: the "Collective test
+ * starting" line, else a *_perf name in the text, else the file name; src
+ * says which. */
+static int named_binary(const parser *ps, char *src, size_t n) {
+  if (ps->hdr_bin >= 0) {
+    snprintf(src, n, "line %ld ('# Collective test starting')", ps->hdr_line);
+    return ps->hdr_bin;
+  }
+  if (ps->text_bin >= 0) {
+    snprintf(src, n, "line %ld", ps->text_line);
+    return ps->text_bin;
+  }
+  const char *b = base_name(ps->path);
+  int named = -1;
+  for (int i = 0; i < N_BINARIES && named < 0; i++)
+    if (has_word(b, binaries[i].binary, 1))
+      named = i;
+  for (size_t w = 0; w < sizeof file_words / sizeof *file_words && named < 0; w++)
+    if (has_word(b, file_words[w].word, 1))
+      for (int i = 0; i < N_BINARIES; i++)
+        if (binaries[i].c == file_words[w].c && named < 0)
+          named = i;
+  if (named >= 0)
+    snprintf(src, n, "the file name");
+  return named;
+}
+
+static void set_binary(cal_nccl_run *r, int b) {
+  snprintf(r->binary, sizeof r->binary, "%s", binaries[b].binary);
+  snprintf(r->op, sizeof r->op, "%s", binaries[b].prof);
+}
+
+/* The collective the file names, checked against the columns (cols, why). */
+static int check_named(const parser *ps, int named, const char *src, unsigned cols, const char *why) {
+  cal_nccl_run *r = ps->run;
+  if (!binaries[named].prof)
+    return core_err_set(CORE_EINVAL, "%s: %s names %s, not a collective a profile holds; import the output of all_reduce_perf, all_gather_perf, reduce_scatter_perf or broadcast_perf",
+                        ps->path, src, binaries[named].binary);
+  if (!(cols & BIT(binaries[named].c)))
+    return core_err_set(CORE_EINVAL, "%s:%ld: %s says %s, but the columns (%s) do not fit it; check that the file holds the output it is named after",
+                        ps->path, ps->first_row_line, src, binaries[named].binary, why);
+  set_binary(r, named);
+  snprintf(r->how, sizeof r->how, "%s from %.120s", r->binary, src);
+  return 0;
+}
+
+/* The collective the columns (cols, why) leave, when the file names none. */
+static int from_columns(const parser *ps, unsigned cols, const char *why) {
+  cal_nccl_run *r = ps->run;
+  int found = -1, count = 0;
+  for (int c = 0; c < C_OTHER; c++)
+    if (cols & BIT(c)) {
+      found = c;
+      count++;
+    }
+  if (count != 1 || (cols & BIT(C_OTHER) && why[0] == '\0'))
+    return core_err_set(CORE_EINVAL, "%s: cannot tell which collective this is: no '# Collective test starting' line, no *_perf name in the file or its name, and the columns (%s) fit several; name the file after the binary, e.g. all_gather_perf.txt",
+                        ps->path, why[0] ? why : "no redop or root column");
+  int b = -1;
+  for (int i = 0; i < N_BINARIES; i++)
+    if (binaries[i].c == (enum coll)found && binaries[i].prof)
+      b = i;
+  if (b < 0)
+    return core_err_set(CORE_EINVAL, "%s: the columns (%s) are those of %s, not of a collective a profile holds; import the output of all_reduce_perf, all_gather_perf, reduce_scatter_perf or broadcast_perf",
+                        ps->path, why, coll_binary((enum coll)found));
+  set_binary(r, b);
+  snprintf(r->how, sizeof r->how, "%s from the columns (%.120s)", r->binary, why);
+  return 0;
+}
+
+/* After the last line: the run's ranks, nodes and collective, checked. */
+static int finish(parser *ps, long lines) {
+  cal_nccl_run *r = ps->run;
+  int rc, nodes;
+  if ((rc = check_table(ps, lines)) != 0 || (rc = count_nodes(ps, &nodes)) != 0)
+    return rc;
+  r->ranks = ps->n_ranks;
   r->nodes = nodes;
   snprintf(r->host, sizeof r->host, "%s", ps->rank_host[0]);
-
-  /* Which collective. */
-  char why[256];
-  unsigned cols = column_evidence(ps, p, why, sizeof why);
-  int named = ps->hdr_bin >= 0 ? ps->hdr_bin : ps->text_bin;
-  char src[160];
-  if (ps->hdr_bin >= 0)
-    snprintf(src, sizeof src, "line %ld ('# Collective test starting')", ps->hdr_line);
-  else if (ps->text_bin >= 0)
-    snprintf(src, sizeof src, "line %ld", ps->text_line);
-  if (named < 0) {
-    const char *b = base_name(path);
-    for (int i = 0; i < N_BINARIES && named < 0; i++)
-      if (has_word(b, binaries[i].binary, 1))
-        named = i;
-    for (size_t w = 0; w < sizeof file_words / sizeof *file_words && named < 0; w++)
-      if (has_word(b, file_words[w].word, 1))
-        for (int i = 0; i < N_BINARIES; i++)
-          if (binaries[i].c == file_words[w].c && named < 0)
-            named = i;
-    if (named >= 0)
-      snprintf(src, sizeof src, "the file name");
-  }
-  if (named >= 0) {
-    if (!binaries[named].prof)
-      return core_err_set(CORE_EINVAL, "%s: %s names %s, not a collective a profile holds; import the output of all_reduce_perf, all_gather_perf, reduce_scatter_perf or broadcast_perf",
-                          path, src, binaries[named].binary);
-    if (!(cols & BIT(binaries[named].c)))
-      return core_err_set(CORE_EINVAL, "%s:%ld: %s says %s, but the columns (%s) do not fit it; check that the file holds the output it is named after",
-                          path, ps->first_row_line, src, binaries[named].binary, why);
-    snprintf(r->binary, sizeof r->binary, "%s", binaries[named].binary);
-    snprintf(r->op, sizeof r->op, "%s", binaries[named].prof);
-    snprintf(r->how, sizeof r->how, "%s from %.120s", r->binary, src);
-  } else {
-    int found = -1, count = 0;
-    for (int c = 0; c < C_OTHER; c++)
-      if (cols & BIT(c)) {
-        found = c;
-        count++;
-      }
-    if (count != 1 || (cols & BIT(C_OTHER) && why[0] == '\0'))
-      return core_err_set(CORE_EINVAL, "%s: cannot tell which collective this is: no '# Collective test starting' line, no *_perf name in the file or its name, and the columns (%s) fit several; name the file after the binary, e.g. all_gather_perf.txt",
-                          path, why[0] ? why : "no redop or root column");
-    const char *bin = coll_binary((enum coll)found);
-    int b = -1;
-    for (int i = 0; i < N_BINARIES; i++)
-      if (binaries[i].c == (enum coll)found && binaries[i].prof)
-        b = i;
-    if (b < 0)
-      return core_err_set(CORE_EINVAL, "%s: the columns (%s) are those of %s, not of a collective a profile holds; import the output of all_reduce_perf, all_gather_perf, reduce_scatter_perf or broadcast_perf",
-                          path, why, bin);
-    snprintf(r->binary, sizeof r->binary, "%s", binaries[b].binary);
-    snprintf(r->op, sizeof r->op, "%s", binaries[b].prof);
-    snprintf(r->how, sizeof r->how, "%s from the columns (%.120s)", r->binary, why);
-  }
+  char why[256], src[160];
+  unsigned cols = column_evidence(ps, ps->n_ranks, why, sizeof why);
+  int named = named_binary(ps, src, sizeof src);
+  if ((rc = named >= 0 ? check_named(ps, named, src, cols, why) : from_columns(ps, cols, why)) != 0)
+    return rc;
   if (r->n < 2)
     return core_err_set(CORE_EINVAL, "%s:%ld: only %d size(s) with data; an alpha-beta fit needs a sweep, e.g. nccl-tests -b 8 -e 128M -f 2",
-                        path, ps->cols_line, r->n);
+                        ps->path, ps->cols_line, r->n);
   return 0;
 }
 
@@ -701,232 +730,5 @@ int cal_nccl_parse(const char *path, cal_nccl_run *run) {
   free(ps.rank_line);
   if (rc)
     cal_nccl_run_free(run);
-  return rc;
-}
-
-/* --- assembling the profile ------------------------------------------------ */
-
-/* The fit as a profile entry (the same conversion `ddpsim calibrate` does). */
-static int make_entry(const cal_nccl_run *r, core_prof_coll *c) {
-  cal_fit f[CAL_FIT_MAX_REGIMES];
-  int nf, rc;
-  double *t = malloc(sizeof *t * (size_t)r->n);
-  memset(c, 0, sizeof *c);
-  if (!t)
-    return core_err_set(CORE_ENOMEM, "out of memory fitting %s", r->path);
-  for (int i = 0; i < r->n; i++)
-    t[i] = r->time_us[i] * 1e-6;
-  rc = cal_fit_alpha_beta(r->bytes, t, NULL, r->n, f, &nf);
-  free(t);
-  if (rc)
-    return core_err_wrap(rc, "%s: fitting %s", r->path, r->binary);
-  snprintf(c->backend, sizeof c->backend, "nccl");
-  snprintf(c->op, sizeof c->op, "%s", r->op);
-  snprintf(c->algorithm, sizeof c->algorithm, "ring");
-  snprintf(c->scope, sizeof c->scope, "%s", r->nodes > 1 ? "inter" : "intra");
-  c->ranks = r->ranks;
-  c->nodes = r->nodes;
-  c->fits = calloc((size_t)nf, sizeof *c->fits);
-  c->bytes = malloc(sizeof *c->bytes * (size_t)r->n);
-  c->time_us = malloc(sizeof *c->time_us * (size_t)r->n);
-  if (!c->fits || !c->bytes || !c->time_us) {
-    free(c->fits);
-    free(c->bytes);
-    free(c->time_us);
-    memset(c, 0, sizeof *c);
-    return core_err_set(CORE_ENOMEM, "out of memory fitting %s", r->path);
-  }
-  c->n_fits = nf;
-  for (int i = 0; i < nf; i++)
-    cal_fit_to_profile(&f[i], &c->fits[i]);
-  memcpy(c->bytes, r->bytes, sizeof *c->bytes * (size_t)r->n);
-  memcpy(c->time_us, r->time_us, sizeof *c->time_us * (size_t)r->n);
-  c->n_points = r->n;
-  return 0;
-}
-
-static void free_coll(core_prof_coll *c) {
-  free(c->fits);
-  free(c->bytes);
-  free(c->time_us);
-}
-
-static void note(char *notes, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void note(char *notes, size_t n, const char *fmt, ...) {
-  if (!notes || n == 0)
-    return;
-  size_t len = strlen(notes);
-  if (len + 1 >= n)
-    return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(notes + len, n - len, fmt, ap);
-  va_end(ap);
-}
-
-/* "imported from nccl-tests: a, b (+N more); ..." within the field's size. */
-static void provenance(core_profile *p, const char *const *paths, int n, const char *base) {
-  char tail[200];
-  snprintf(tail, sizeof tail, "; algorithm assumed ring (nccl-tests does not report NCCL's choice); the rest from %.60s",
-           base_name(base));
-  size_t room = sizeof p->provenance - strlen(tail) - 16, len;
-  len = (size_t)snprintf(p->provenance, sizeof p->provenance, "imported from nccl-tests:");
-  int i = 0;
-  for (; i < n; i++) {
-    const char *b = base_name(paths[i]);
-    if (len + strlen(b) + 2 > room)
-      break;
-    len += (size_t)snprintf(p->provenance + len, sizeof p->provenance - len, "%s %s", i ? "," : "", b);
-  }
-  if (i < n)
-    len += (size_t)snprintf(p->provenance + len, sizeof p->provenance - len, " +%d more", n - i);
-  snprintf(p->provenance + len, sizeof p->provenance - len, "%s", tail);
-}
-
-int cal_import_nccl(const char *const *paths, int n_paths, const cal_nccl_opts *o, core_profile **out,
-                    char *notes, size_t notes_len) {
-  core_profile *p = NULL;
-  cal_nccl_run *runs = NULL;
-  core_prof_coll *fresh = NULL;
-  int rc = 0, n_fresh = 0;
-  const char *kind = o->device_kind ? o->device_kind : "gpu";
-  *out = NULL;
-  if (notes && notes_len)
-    notes[0] = '\0';
-  if (n_paths < 1)
-    return core_err_set(CORE_EUSAGE, "no nccl-tests output to import; give one file per collective");
-  if (!o->base)
-    return core_err_set(CORE_EUSAGE, "nccl-tests measures collectives only: pass --base PROFILE (e.g. scenarios/profiles/dgx-h100.cfg) for the compute rates, memory and host bandwidth the profile needs as well");
-  if (strcmp(kind, "gpu") != 0 && strcmp(kind, "cpu") != 0)
-    return core_err_set(CORE_EUSAGE, "--device must be gpu or cpu, not '%s'", kind);
-  if ((rc = core_profile_load(o->base, &p)) != 0)
-    return core_err_wrap(rc, "loading the base profile");
-  runs = calloc((size_t)n_paths, sizeof *runs);
-  fresh = calloc((size_t)n_paths, sizeof *fresh);
-  if (!runs || !fresh) {
-    rc = core_err_set(CORE_ENOMEM, "out of memory importing nccl-tests output");
-    goto fail;
-  }
-  for (int i = 0; i < n_paths; i++) {
-    if ((rc = cal_nccl_parse(paths[i], &runs[i])) != 0)
-      goto fail;
-    const cal_nccl_run *r = &runs[i];
-    const char *scope = r->nodes > 1 ? "inter" : "intra";
-    for (int j = 0; j < i; j++)
-      if (!strcmp(runs[j].op, r->op) && (runs[j].nodes > 1) == (r->nodes > 1)) {
-        rc = core_err_set(CORE_EINVAL, "%s: a second %s-node %s (%s already gave one); a profile keeps one entry per collective and scope, so import one of them",
-                          r->path, scope, r->op, runs[j].path);
-        goto fail;
-      }
-    if ((rc = make_entry(r, &fresh[i])) != 0)
-      goto fail;
-    n_fresh++;
-    /* Say where the fitted curve misses a measured size by more than 10%:
-     * usually a knee placed a size or two off a protocol switch. */
-    double worst = 0, worst_bytes = 0;
-    for (int k = 0; k < r->n; k++) {
-      const core_prof_fit *f = core_prof_coll_fit(&fresh[i], r->bytes[k]);
-      double e = fabs(f->alpha_us + r->bytes[k] / (f->algbw_GBps * 1e3) - r->time_us[k]) / r->time_us[k];
-      if (e > worst) {
-        worst = e;
-        worst_bytes = r->bytes[k];
-      }
-    }
-    if (worst > 0.10)
-      note(notes, notes_len, "%s: the fit misses %.0f bytes by %.0f%% (see `ddpsim plot fit`)\n", r->path, worst_bytes,
-           worst * 100);
-    note(notes, notes_len, "%s: %s, %d ranks on %d node(s) -> nccl %s ring %s, %d sizes, %d fit regime(s)%s\n",
-         r->path, r->how, r->ranks, r->nodes, r->op, scope, r->n, fresh[i].n_fits,
-         r->validated ? "" : " (validation was off: #wrong N/A, data not checked)");
-  }
-
-  /* The base's entries that the import replaces go; the rest stay. */
-  for (int i = 0; i < p->n_colls;) {
-    core_prof_coll *c = &p->colls[i];
-    int replaced = 0;
-    for (int j = 0; j < n_fresh && !replaced; j++)
-      replaced = !strcmp(c->backend, "nccl") && !strcmp(c->op, fresh[j].op) &&
-                 !strcmp(c->algorithm, "ring") && !strcmp(c->scope, fresh[j].scope);
-    if (!replaced) {
-      note(notes, notes_len, "kept from %s: %s %s %s %s (%d ranks)\n", o->base, c->backend, c->op,
-           c->algorithm, c->scope, c->ranks);
-      i++;
-      continue;
-    }
-    free_coll(c);
-    memmove(c, c + 1, sizeof *c * (size_t)(p->n_colls - i - 1));
-    p->n_colls--;
-  }
-  core_prof_coll *all = realloc(p->colls, sizeof *all * (size_t)(p->n_colls + n_fresh));
-  if (!all) {
-    rc = core_err_set(CORE_ENOMEM, "out of memory assembling the profile");
-    goto fail;
-  }
-  p->colls = all;
-  memcpy(p->colls + p->n_colls, fresh, sizeof *fresh * (size_t)n_fresh);
-  p->n_colls += n_fresh;
-  n_fresh = 0; /* owned by p now */
-
-  /* Metadata: where the numbers came from. */
-  if (o->name)
-    snprintf(p->name, sizeof p->name, "%s", o->name);
-  provenance(p, paths, n_paths, o->base);
-  const cal_nccl_run *big = &runs[0];
-  time_t newest = 0;
-  int any_inter = 0;
-  for (int i = 0; i < n_paths; i++) {
-    if (runs[i].ranks > big->ranks)
-      big = &runs[i];
-    any_inter |= runs[i].nodes > 1;
-    struct stat st;
-    if (stat(runs[i].path, &st) == 0 && st.st_mtime > newest)
-      newest = st.st_mtime;
-  }
-  snprintf(p->host, sizeof p->host, "%.100s%s", big->host, big->nodes > 1 ? " and other nodes" : "");
-  if (newest) {
-    struct tm tm;
-    gmtime_r(&newest, &tm);
-    strftime(p->date, sizeof p->date, "%Y-%m-%d", &tm); /* nccl-tests prints no date: the file's */
-  }
-  snprintf(p->backend, sizeof p->backend, "nccl");
-  p->versions[0] = '\0';
-  for (int i = 0; i < n_paths && !p->versions[0]; i++)
-    snprintf(p->versions, sizeof p->versions, "%s", runs[i].version);
-  p->nodes = big->nodes;
-  p->ranks_per_node = big->ranks / big->nodes;
-  if (o->link_gbps > 0)
-    p->link_gbps = o->link_gbps;
-  else if (any_inter) {
-    if (p->link_gbps > 0)
-      note(notes, notes_len, "link_gbps: the base's %g Gb/s is not the measured link's; dropped (pass --link-gbps to record it)\n",
-           p->link_gbps);
-    p->link_gbps = 0;
-  }
-  const char *dev = NULL;
-  for (int i = 0; i < n_paths && !dev; i++)
-    if (runs[i].device[0])
-      dev = runs[i].device;
-  if (dev && strcmp(dev, p->device_name) != 0) {
-    note(notes, notes_len, "compute rates, memory and host bandwidth come from %s (device '%s'), the collectives from '%s'\n",
-         o->base, p->device_name, dev);
-    snprintf(p->device_name, sizeof p->device_name, "%s", dev);
-  }
-  if (!strcmp(kind, "gpu") && !(p->host_link_GBps > 0)) {
-    rc = core_err_set(CORE_EINVAL, "%s is a CPU profile without device.host_link_GBps, which a GPU profile needs; pass a GPU base (e.g. scenarios/profiles/dgx-h100.cfg) or --device cpu",
-                      o->base);
-    goto fail;
-  }
-  snprintf(p->device_kind, sizeof p->device_kind, "%s", kind);
-  *out = p;
-  p = NULL;
-fail:
-  for (int i = 0; i < n_fresh; i++)
-    free_coll(&fresh[i]);
-  free(fresh);
-  if (runs)
-    for (int i = 0; i < n_paths; i++)
-      cal_nccl_run_free(&runs[i]);
-  free(runs);
-  core_profile_free(p);
   return rc;
 }

@@ -70,128 +70,146 @@ static int rm_rf(const char *dir) {
   return pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
 }
 
-int cli_cmd_launch(int argc, char **argv) {
-  enum { O_NPROC = 1000, O_HOSTS, O_RESTARTS, O_GRACE, O_RDZV, O_PORT, O_QUOTA, O_BIND, O_MTBF, O_FSEED };
-  static const struct option opts[] = {
-      {"nproc", required_argument, NULL, O_NPROC}, {"hosts", required_argument, NULL, O_HOSTS},
-      {"max-restarts", required_argument, NULL, O_RESTARTS}, {"grace", required_argument, NULL, O_GRACE},
-      {"rdzv-dir", required_argument, NULL, O_RDZV}, {"master-port", required_argument, NULL, O_PORT},
-      {"cpu-quota", required_argument, NULL, O_QUOTA}, {"cpu-bind", no_argument, NULL, O_BIND},
-      {"fail-mtbf", required_argument, NULL, O_MTBF}, {"fail-seed", required_argument, NULL, O_FSEED},
-      {"quiet", no_argument, NULL, 'q'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
-  long nproc = 0, restarts = 0, port = 29500;
-  double grace = 5, quota = 0, mtbf = 0;
-  int bind = 0;
-  long fseed = 1;
-  int fseed_set = 0;
-  char *hosts_arg = NULL;
-  const char *rdzv = NULL;
-  int quiet = 0, c;
+/* What the command line asks for. */
+typedef struct launch_args {
+  long nproc, restarts, port, fseed;
+  double grace, quota, mtbf;
+  int bind, quiet, fseed_set, help;
+  const char *hosts, *rdzv;
+  int cmd;                          /* argv[cmd]: COMMAND */
+} launch_args;
+
+enum { O_NPROC = 1000, O_HOSTS, O_RESTARTS, O_GRACE, O_RDZV, O_PORT, O_QUOTA, O_BIND, O_MTBF, O_FSEED };
+
+static const struct option launch_opts[] = {
+    {"nproc", required_argument, NULL, O_NPROC}, {"hosts", required_argument, NULL, O_HOSTS},
+    {"max-restarts", required_argument, NULL, O_RESTARTS}, {"grace", required_argument, NULL, O_GRACE},
+    {"rdzv-dir", required_argument, NULL, O_RDZV}, {"master-port", required_argument, NULL, O_PORT},
+    {"cpu-quota", required_argument, NULL, O_QUOTA}, {"cpu-bind", no_argument, NULL, O_BIND},
+    {"fail-mtbf", required_argument, NULL, O_MTBF}, {"fail-seed", required_argument, NULL, O_FSEED},
+    {"quiet", no_argument, NULL, 'q'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+
+/* All of s as a number; -1 when it is not one. */
+static int parse_real(const char *s, double *v) {
+  char *end;
+  *v = strtod(s, &end);
+  return end == s || *end ? -1 : 0;
+}
+
+/* One option c with its value arg; 0 or the exit code of a usage error. */
+static int parse_opt(int c, const char *arg, launch_args *a) {
+  switch (c) {
+  case O_NPROC: return cli_parse_long("launch", "--nproc", arg, 1, 4096, &a->nproc) ? CLI_EXIT_USAGE : 0;
+  case O_RESTARTS: return cli_parse_long("launch", "--max-restarts", arg, 0, 1000, &a->restarts) ? CLI_EXIT_USAGE : 0;
+  case O_PORT: return cli_parse_long("launch", "--master-port", arg, 1, 65535, &a->port) ? CLI_EXIT_USAGE : 0;
+  case O_GRACE:
+    if (parse_real(arg, &a->grace) || !(a->grace >= 0 && a->grace <= 3600))
+      return cli_usage("launch", "--grace expects seconds in [0, 3600], got '%s'", arg);
+    return 0;
+  case O_QUOTA:
+    if (parse_real(arg, &a->quota) || !(a->quota > 0 && a->quota <= 1024))
+      return cli_usage("launch", "--cpu-quota expects a number of CPUs in (0, 1024], got '%s'", arg);
+    return 0;
+  case O_MTBF:
+    if (parse_real(arg, &a->mtbf) || !(a->mtbf > 0 && a->mtbf <= 1e9))
+      return cli_usage("launch", "--fail-mtbf expects a mean time in seconds > 0, got '%s'", arg);
+    return 0;
+  case O_FSEED:
+    a->fseed_set = 1;
+    return cli_parse_long("launch", "--fail-seed", arg, 0, 0x7fffffffL, &a->fseed) ? CLI_EXIT_USAGE : 0;
+  case O_BIND: a->bind = 1; return 0;
+  case O_HOSTS: a->hosts = arg; return 0;
+  case O_RDZV: a->rdzv = arg; return 0;
+  case 'q': a->quiet = 1; return 0;
+  default: return CLI_EXIT_USAGE;
+  }
+}
+
+/* The options, checked together; 0 or the exit code of a usage error. */
+static int parse_args(int argc, char **argv, launch_args *a) {
+  int c, rc;
   optind = 1;
   opterr = 0;
   /* '+': stop at the first non-option, so COMMAND's options stay its own. */
-  while ((c = getopt_long(argc, argv, "+:qh", opts, NULL)) != -1) {
-    switch (c) {
-    case O_NPROC:
-      if (cli_parse_long("launch", "--nproc", optarg, 1, 4096, &nproc))
-        return CLI_EXIT_USAGE;
-      break;
-    case O_RESTARTS:
-      if (cli_parse_long("launch", "--max-restarts", optarg, 0, 1000, &restarts))
-        return CLI_EXIT_USAGE;
-      break;
-    case O_PORT:
-      if (cli_parse_long("launch", "--master-port", optarg, 1, 65535, &port))
-        return CLI_EXIT_USAGE;
-      break;
-    case O_GRACE: {
-      char *end;
-      grace = strtod(optarg, &end);
-      if (end == optarg || *end || !(grace >= 0 && grace <= 3600))
-        return cli_usage("launch", "--grace expects seconds in [0, 3600], got '%s'", optarg);
-      break;
-    }
-    case O_QUOTA: {
-      char *end;
-      quota = strtod(optarg, &end);
-      if (end == optarg || *end || !(quota > 0 && quota <= 1024))
-        return cli_usage("launch", "--cpu-quota expects a number of CPUs in (0, 1024], got '%s'", optarg);
-      break;
-    }
-    case O_BIND: bind = 1; break;
-    case O_MTBF: {
-      char *end;
-      mtbf = strtod(optarg, &end);
-      if (end == optarg || *end || !(mtbf > 0 && mtbf <= 1e9))
-        return cli_usage("launch", "--fail-mtbf expects a mean time in seconds > 0, got '%s'", optarg);
-      break;
-    }
-    case O_FSEED:
-      if (cli_parse_long("launch", "--fail-seed", optarg, 0, 0x7fffffffL, &fseed))
-        return CLI_EXIT_USAGE;
-      fseed_set = 1;
-      break;
-    case O_HOSTS: hosts_arg = optarg; break;
-    case O_RDZV: rdzv = optarg; break;
-    case 'q': quiet = 1; break;
-    case 'h': fputs(cli_launch_help, stdout); return CLI_EXIT_OK;
-    case ':': return cli_usage("launch", "option %s needs a value", argv[optind - 1]);
-    default: return cli_usage("launch", "unknown option '%s'", argv[optind - 1]);
-    }
+  while ((c = getopt_long(argc, argv, "+:qh", launch_opts, NULL)) != -1) {
+    if (c == 'h')
+      return a->help = 1, 0;
+    if (c == ':')
+      return cli_usage("launch", "option %s needs a value", argv[optind - 1]);
+    if (c == '?')
+      return cli_usage("launch", "unknown option '%s'", argv[optind - 1]);
+    if ((rc = parse_opt(c, optarg, a)) != 0)
+      return rc;
   }
   if (optind < argc && !strcmp(argv[optind], "--"))
     optind++;
-  if (!nproc)
+  a->cmd = optind;
+  if (!a->nproc)
     return cli_usage("launch", "missing --nproc N");
-  if (fseed_set && mtbf <= 0)
+  if (a->fseed_set && a->mtbf <= 0)
     return cli_usage("launch", "--fail-seed seeds the failures --fail-mtbf S injects; give --fail-mtbf S too");
-  if (mtbf > 0 && restarts == 0)
+  if (a->mtbf > 0 && a->restarts == 0)
     return cli_usage("launch", "--fail-mtbf injects failures only in attempts that have a restart left; give --max-restarts R (R >= 1)");
-  if (optind >= argc)
+  if (a->cmd >= argc)
     return cli_usage("launch", "missing the command to run after --, e.g. -- ddpsim train --model FILE");
+  return 0;
+}
 
-  const char *hosts[4096];
-  int n_hosts = 0;
-  char *hcopy = hosts_arg ? strdup(hosts_arg) : NULL;
-  if (hosts_arg) {
-    char *save = NULL;
-    for (char *h = strtok_r(hcopy, ",", &save); h; h = strtok_r(NULL, ",", &save)) {
-      if (n_hosts == 4096 || !*h) {
-        free(hcopy);
-        return cli_usage("launch", "--hosts expects up to 4096 comma-separated namespace names");
-      }
-      hosts[n_hosts++] = h;
-    }
-    if (!n_hosts) {
-      free(hcopy);
-      return cli_usage("launch", "--hosts is empty");
-    }
+/* --hosts split at commas into hosts[] (pointing into copy, which the
+ * caller frees); 0 or the exit code of a usage error. */
+static int split_hosts(const char *arg, char *copy, const char **hosts, int max, int *n) {
+  char *save = NULL;
+  *n = 0;
+  if (!arg)
+    return 0;
+  for (char *h = strtok_r(copy, ",", &save); h; h = strtok_r(NULL, ",", &save)) {
+    if (*n == max || !*h)
+      return cli_usage("launch", "--hosts expects up to %d comma-separated namespace names", max);
+    hosts[(*n)++] = h;
   }
+  if (!*n)
+    return cli_usage("launch", "--hosts is empty");
+  return 0;
+}
 
+int cli_cmd_launch(int argc, char **argv) {
+  launch_args a = {.port = 29500, .grace = 5, .fseed = 1};
+  const char *hosts[4096];
+  int n_hosts, rc;
+  if ((rc = parse_args(argc, argv, &a)) != 0)
+    return rc;
+  if (a.help) {
+    fputs(cli_launch_help, stdout);
+    return CLI_EXIT_OK;
+  }
+  char *hcopy = a.hosts ? strdup(a.hosts) : NULL;
+  if ((rc = split_hosts(a.hosts, hcopy, hosts, 4096, &n_hosts)) != 0) {
+    free(hcopy);
+    return rc;
+  }
   /* The command: "ddpsim" means this very binary, wherever it was run from. */
   char self[4096];
   ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
   if (n > 0)
     self[n] = '\0';
-  if (n > 0 && !strcmp(argv[optind], "ddpsim"))
-    argv[optind] = self;
-
+  if (n > 0 && !strcmp(argv[a.cmd], "ddpsim"))
+    argv[a.cmd] = self;
   char tmp[64] = "";
-  if (!rdzv) {
+  if (!a.rdzv) {
     snprintf(tmp, sizeof tmp, "/tmp/ddpsim-launch-XXXXXX");
     if (!mkdtemp(tmp)) {
       free(hcopy);
       fprintf(stderr, "ddpsim launch: error: cannot create a rendezvous directory: %s\n", strerror(errno));
       return CLI_EXIT_FAIL;
     }
-    rdzv = tmp;
+    a.rdzv = tmp;
   }
-  rt_launch_opts o = {.nproc = (int)nproc, .hosts = n_hosts ? hosts : NULL, .n_hosts = n_hosts,
-                      .max_restarts = (int)restarts, .grace_s = grace, .rdzv_dir = rdzv,
-                      .master_port = (int)port, .argv = argv + optind, .quiet = quiet,
-                      .cpu_quota = quota, .cpu_bind = bind, .fail_mtbf_s = mtbf, .fail_seed = (unsigned long)fseed};
+  rt_launch_opts o = {.nproc = (int)a.nproc, .hosts = n_hosts ? hosts : NULL, .n_hosts = n_hosts,
+                      .max_restarts = (int)a.restarts, .grace_s = a.grace, .rdzv_dir = a.rdzv,
+                      .master_port = (int)a.port, .argv = argv + a.cmd, .quiet = a.quiet, .cpu_quota = a.quota,
+                      .cpu_bind = a.bind, .fail_mtbf_s = a.mtbf, .fail_seed = (unsigned long)a.fseed};
   rt_launch_result res;
-  int rc = rt_launch_run(&o, &res);
+  rc = rt_launch_run(&o, &res);
   if (tmp[0])
     rm_rf(tmp);
   free(hcopy);
@@ -199,7 +217,7 @@ int cli_cmd_launch(int argc, char **argv) {
     fprintf(stderr, "ddpsim launch: error: %s\n", core_err_msg());
     return res.exit_code ? res.exit_code : cli_exit_code(rc);
   }
-  if (!quiet && res.attempts > 1)
+  if (!a.quiet && res.attempts > 1)
     fprintf(stderr, "ddpsim launch: done after %d attempts\n", res.attempts);
   return CLI_EXIT_OK;
 }

@@ -122,141 +122,183 @@ static void report(const rt_train_opts *o, const char *hook, const rt_train_resu
          h->gemm_s * per * 1e3, h->ortho_s * per * 1e3, h->copy_s * per * 1e3, r->vanilla_steps, r->steps_run);
 }
 
-int cli_cmd_train(int argc, char **argv) {
-  enum { O_BATCH = 1000, O_STEPS, O_DATASET, O_SEED, O_LR, O_MOM, O_THREADS, O_CAP, O_FIRST,
-         O_OVERLAP, O_ALGO, O_RDZV, O_BIND, O_TIMEOUT, O_TRACE, O_PARAMS, O_CKDIR, O_CKEVERY,
-         O_CKKEEP, O_RESUME, O_FAILSTEP, O_FAILRANK, O_NOSHUF, O_MODEL, O_COMPRESS, O_PSGD_START,
-         O_PSGD_RATE, O_TB };
-  static const struct option opts[] = {
-      {"model", required_argument, NULL, O_MODEL}, {"batch", required_argument, NULL, O_BATCH},
-      {"steps", required_argument, NULL, O_STEPS}, {"dataset", required_argument, NULL, O_DATASET},
-      {"seed", required_argument, NULL, O_SEED}, {"lr", required_argument, NULL, O_LR},
-      {"momentum", required_argument, NULL, O_MOM}, {"threads", required_argument, NULL, O_THREADS},
-      {"bucket-cap-mb", required_argument, NULL, O_CAP}, {"first-bucket-mb", required_argument, NULL, O_FIRST},
-      {"overlap", required_argument, NULL, O_OVERLAP}, {"algorithm", required_argument, NULL, O_ALGO},
-      {"rdzv", required_argument, NULL, O_RDZV}, {"bind", required_argument, NULL, O_BIND},
-      {"timeout", required_argument, NULL, O_TIMEOUT}, {"out", required_argument, NULL, 'o'},
-      {"trace", no_argument, NULL, O_TRACE}, {"params-out", required_argument, NULL, O_PARAMS},
-      {"ckpt-dir", required_argument, NULL, O_CKDIR}, {"ckpt-every", required_argument, NULL, O_CKEVERY},
-      {"ckpt-keep", required_argument, NULL, O_CKKEEP}, {"resume", no_argument, NULL, O_RESUME},
-      {"fail-at-step", required_argument, NULL, O_FAILSTEP}, {"fail-rank", required_argument, NULL, O_FAILRANK},
-      {"no-shuffle", no_argument, NULL, O_NOSHUF}, {"help", no_argument, NULL, 'h'},
-      {"compress", required_argument, NULL, O_COMPRESS},
-      {"powersgd-start", required_argument, NULL, O_PSGD_START},
-      {"powersgd-min-rate", required_argument, NULL, O_PSGD_RATE},
-      {"tensorboard", required_argument, NULL, O_TB},
-      {NULL, 0, NULL, 0}};
-  rt_train_opts o = {.process_start_rt = core_wall_now(), .batch = 32, .steps = 20, .dataset = RT_DATA_DEFAULT_SIZE, .seed = RT_DATA_DEFAULT_SEED, .threads = 1, .ckpt_keep = 2,
-                  .fail_rank = -1, .lr = RT_DDP_DEFAULT_LR, .momentum = RT_DDP_DEFAULT_MOMENTUM,
-                  .bucket_cap_mb = CORE_BUCKET_DEFAULT_CAP_MB, .first_bucket_mb = 1, .timeout_s = 30, .overlap = 1, .shuffle = 1, .out = "run",
-                  .algo = RT_ALGO_DEFAULT};
-  rt_compress_opts_default(&o.compress);
-  const char *compress_spec = "none";
-  int c, fail_step_set = 0, fail_rank_set = 0, psgd_set = 0, ckpt_keep_set = 0;
+/* What the command line asks for: the run's options, and which were given. */
+typedef struct train_args {
+  rt_train_opts o;
+  const char *compress_spec;  /* --compress as given, for the report */
+  int fail_step_set, fail_rank_set, psgd_set, ckpt_keep_set, help;
+} train_args;
+
+enum { O_BATCH = 1000, O_STEPS, O_DATASET, O_SEED, O_LR, O_MOM, O_THREADS, O_CAP, O_FIRST,
+       O_OVERLAP, O_ALGO, O_RDZV, O_BIND, O_TIMEOUT, O_TRACE, O_PARAMS, O_CKDIR, O_CKEVERY,
+       O_CKKEEP, O_RESUME, O_FAILSTEP, O_FAILRANK, O_NOSHUF, O_MODEL, O_COMPRESS, O_PSGD_START,
+       O_PSGD_RATE, O_TB };
+
+static const struct option train_opts[] = {
+    {"model", required_argument, NULL, O_MODEL}, {"batch", required_argument, NULL, O_BATCH},
+    {"steps", required_argument, NULL, O_STEPS}, {"dataset", required_argument, NULL, O_DATASET},
+    {"seed", required_argument, NULL, O_SEED}, {"lr", required_argument, NULL, O_LR},
+    {"momentum", required_argument, NULL, O_MOM}, {"threads", required_argument, NULL, O_THREADS},
+    {"bucket-cap-mb", required_argument, NULL, O_CAP}, {"first-bucket-mb", required_argument, NULL, O_FIRST},
+    {"overlap", required_argument, NULL, O_OVERLAP}, {"algorithm", required_argument, NULL, O_ALGO},
+    {"rdzv", required_argument, NULL, O_RDZV}, {"bind", required_argument, NULL, O_BIND},
+    {"timeout", required_argument, NULL, O_TIMEOUT}, {"out", required_argument, NULL, 'o'},
+    {"trace", no_argument, NULL, O_TRACE}, {"params-out", required_argument, NULL, O_PARAMS},
+    {"ckpt-dir", required_argument, NULL, O_CKDIR}, {"ckpt-every", required_argument, NULL, O_CKEVERY},
+    {"ckpt-keep", required_argument, NULL, O_CKKEEP}, {"resume", no_argument, NULL, O_RESUME},
+    {"fail-at-step", required_argument, NULL, O_FAILSTEP}, {"fail-rank", required_argument, NULL, O_FAILRANK},
+    {"no-shuffle", no_argument, NULL, O_NOSHUF}, {"help", no_argument, NULL, 'h'},
+    {"compress", required_argument, NULL, O_COMPRESS},
+    {"powersgd-start", required_argument, NULL, O_PSGD_START},
+    {"powersgd-min-rate", required_argument, NULL, O_PSGD_RATE},
+    {"tensorboard", required_argument, NULL, O_TB},
+    {NULL, 0, NULL, 0}};
+
+/* --fail-at-step S[,S2,...]; 0 or nonzero after a usage message. */
+static int parse_fail_steps(const char *arg, rt_train_opts *o) {
+  char *save = NULL, *copy = strdup(arg);
+  int bad = 0;
+  o->n_fail_steps = 0;
+  for (char *t = strtok_r(copy, ",", &save); t && !bad; t = strtok_r(NULL, ",", &save)) {
+    if (o->n_fail_steps == RT_TRAIN_MAX_FAILS)
+      bad = cli_usage("train", "--fail-at-step takes at most %d steps", RT_TRAIN_MAX_FAILS);
+    else
+      bad = cli_parse_long("train", "--fail-at-step", t, 0, 1L << 40, &o->fail_steps[o->n_fail_steps++]);
+  }
+  free(copy);
+  if (!o->n_fail_steps && !bad)
+    bad = cli_usage("train", "--fail-at-step expects S or S1,S2,...");
+  return bad;
+}
+
+/* An option that takes a word: --overlap, --algorithm, --compress, --tensorboard. */
+static int parse_word(int c, const char *arg, train_args *a) {
+  rt_train_opts *o = &a->o;
+  switch (c) {
+  case O_OVERLAP:
+    if (strcmp(arg, "on") != 0 && strcmp(arg, "off") != 0)
+      return cli_usage("train", "--overlap expects on or off, got '%s'", arg);
+    o->overlap = !strcmp(arg, "on");
+    return 0;
+  case O_ALGO:
+    if (rt_algo_parse(arg, &o->algo) != 0 || o->algo == RT_ALGO_TREE)
+      return cli_usage("train", "--algorithm expects default, ring, ring_chunked, halving_doubling or bcube, got '%s'", arg);
+    return 0;
+  case O_COMPRESS:
+    if (rt_compress_parse(arg, &o->compress) != 0)
+      return cli_usage("train", "--compress: %s", core_err_msg());
+    a->compress_spec = arg;
+    return 0;
+  default: /* O_TB */
+    if (!*arg)
+      return cli_usage("train", "--tensorboard expects a directory, got an empty one");
+    o->tensorboard = arg;
+    return 0;
+  }
+}
+
+/* One option c with its value arg; 0 or nonzero after a usage message. */
+static int parse_opt(int c, const char *arg, train_args *a) {
+  rt_train_opts *o = &a->o;
+  switch (c) {
+  case O_MODEL: o->model = arg; return 0;
+  case O_BATCH: return cli_parse_long("train", "--batch", arg, 1, 1 << 20, &o->batch);
+  case O_STEPS: return cli_parse_long("train", "--steps", arg, 0, 1L << 40, &o->steps);
+  case O_DATASET: return cli_parse_long("train", "--dataset", arg, 1, 1L << 32, &o->dataset);
+  case O_SEED: return cli_parse_long("train", "--seed", arg, 0, 0x7fffffffffffffffL, &o->seed);
+  case O_THREADS: return cli_parse_long("train", "--threads", arg, 1, 256, &o->threads);
+  case O_CKEVERY: return cli_parse_long("train", "--ckpt-every", arg, 0, 1L << 40, &o->ckpt_every);
+  case O_CKKEEP: a->ckpt_keep_set = 1; return cli_parse_long("train", "--ckpt-keep", arg, 1, 1000, &o->ckpt_keep);
+  case O_FAILSTEP: a->fail_step_set = 1; return parse_fail_steps(arg, o);
+  case O_FAILRANK: a->fail_rank_set = 1; return cli_parse_long("train", "--fail-rank", arg, 0, 1 << 24, &o->fail_rank);
+  case O_LR: return parse_double("--lr", arg, 0, 1e6, &o->lr);
+  case O_MOM: return parse_double("--momentum", arg, 0, 1, &o->momentum);
+  case O_CAP: return parse_double("--bucket-cap-mb", arg, 1e-3, 1e6, &o->bucket_cap_mb);
+  case O_FIRST: return parse_double("--first-bucket-mb", arg, 0, 1e6, &o->first_bucket_mb);
+  case O_TIMEOUT: return parse_double("--timeout", arg, 0.1, 1e6, &o->timeout_s);
+  case O_PSGD_START:
+    a->psgd_set = 1;
+    return cli_parse_long("train", "--powersgd-start", arg, 0, 1L << 40, &o->compress.start_iter);
+  case O_PSGD_RATE: a->psgd_set = 1; return parse_double("--powersgd-min-rate", arg, 0, 1e9, &o->compress.min_rate);
+  case O_OVERLAP: case O_ALGO: case O_COMPRESS: case O_TB: return parse_word(c, arg, a);
+  case O_RDZV: o->rdzv = arg; return 0;
+  case O_BIND: o->bind = arg; return 0;
+  case 'o': o->out = arg; return 0;
+  case O_TRACE: o->trace = 1; return 0;
+  case O_PARAMS: o->params_out = arg; return 0;
+  case O_CKDIR: o->ckpt_dir = arg; return 0;
+  case O_RESUME: o->resume = 1; return 0;
+  case O_NOSHUF: o->shuffle = 0; return 0;
+  default: return CLI_EXIT_USAGE;
+  }
+}
+
+/* The options that go together; 0 or the exit code of a usage error. */
+static int check_args(const train_args *a) {
+  const rt_train_opts *o = &a->o;
+  if (!o->model)
+    return cli_usage("train", "missing --model FILE (e.g. --model scenarios/models/mlp.cfg)");
+  if (a->fail_step_set != a->fail_rank_set)
+    return cli_usage("train", "--fail-at-step and --fail-rank go together");
+  if (o->resume && !o->ckpt_dir)
+    return cli_usage("train", "--resume needs --ckpt-dir DIR");
+  if (o->ckpt_every > 0 && !o->ckpt_dir)
+    return cli_usage("train", "--ckpt-every needs --ckpt-dir DIR: without it no checkpoint is written");
+  if (o->ckpt_dir && o->ckpt_every == 0 && !o->resume)
+    return cli_usage("train", "--ckpt-dir needs --ckpt-every N (to write checkpoints) or --resume (to continue from them): alone it does nothing");
+  if (a->ckpt_keep_set && o->ckpt_every == 0)
+    return cli_usage("train", "--ckpt-keep says how many checkpoints --ckpt-every N keeps; give --ckpt-every N too");
+  for (int i = 0; i < o->n_fail_steps; i++)
+    if (o->fail_steps[i] >= o->steps)
+      return cli_usage("train", "--fail-at-step %ld: the run has steps 0 to %ld, so that failure would never happen",
+                       o->fail_steps[i], o->steps - 1);
+  if (a->psgd_set && o->compress.kind != CORE_COMPRESS_POWERSGD)
+    return cli_usage("train", "--powersgd-start and --powersgd-min-rate go with --compress powersgd:R");
+  if (o->compress.kind == CORE_COMPRESS_BF16 && o->algo != RT_ALGO_DEFAULT)
+    return cli_usage("train", "--compress bf16 needs --algorithm default: Gloo's %s algorithm has no "
+                              "bf16 arithmetic (use fp16 with it)", rt_algo_name(o->algo));
+  return 0;
+}
+
+/* The command line into a; 0 or the exit code of a usage error. */
+static int parse_args(int argc, char **argv, train_args *a) {
+  int c;
   optind = 1;
   opterr = 0;
-  while ((c = getopt_long(argc, argv, ":o:h", opts, NULL)) != -1) {
-    int bad = 0;
-    switch (c) {
-    case O_MODEL: o.model = optarg; break;
-    case O_BATCH: bad = cli_parse_long("train", "--batch", optarg, 1, 1 << 20, &o.batch); break;
-    case O_STEPS: bad = cli_parse_long("train", "--steps", optarg, 0, 1L << 40, &o.steps); break;
-    case O_DATASET: bad = cli_parse_long("train", "--dataset", optarg, 1, 1L << 32, &o.dataset); break;
-    case O_SEED: bad = cli_parse_long("train", "--seed", optarg, 0, 0x7fffffffffffffffL, &o.seed); break;
-    case O_THREADS: bad = cli_parse_long("train", "--threads", optarg, 1, 256, &o.threads); break;
-    case O_CKEVERY: bad = cli_parse_long("train", "--ckpt-every", optarg, 0, 1L << 40, &o.ckpt_every); break;
-    case O_CKKEEP:
-      bad = cli_parse_long("train", "--ckpt-keep", optarg, 1, 1000, &o.ckpt_keep);
-      ckpt_keep_set = 1;
-      break;
-    case O_FAILSTEP: {
-      char *save = NULL, *copy = strdup(optarg);
-      o.n_fail_steps = 0;
-      for (char *t = strtok_r(copy, ",", &save); t && !bad; t = strtok_r(NULL, ",", &save)) {
-        if (o.n_fail_steps == RT_TRAIN_MAX_FAILS)
-          bad = cli_usage("train", "--fail-at-step takes at most %d steps", RT_TRAIN_MAX_FAILS);
-        else
-          bad = cli_parse_long("train", "--fail-at-step", t, 0, 1L << 40, &o.fail_steps[o.n_fail_steps++]);
-      }
-      free(copy);
-      if (!o.n_fail_steps && !bad)
-        bad = cli_usage("train", "--fail-at-step expects S or S1,S2,...");
-      fail_step_set = 1;
-      break;
-    }
-    case O_FAILRANK: bad = cli_parse_long("train", "--fail-rank", optarg, 0, 1 << 24, &o.fail_rank); fail_rank_set = 1; break;
-    case O_LR: bad = parse_double("--lr", optarg, 0, 1e6, &o.lr); break;
-    case O_MOM: bad = parse_double("--momentum", optarg, 0, 1, &o.momentum); break;
-    case O_CAP: bad = parse_double("--bucket-cap-mb", optarg, 1e-3, 1e6, &o.bucket_cap_mb); break;
-    case O_FIRST: bad = parse_double("--first-bucket-mb", optarg, 0, 1e6, &o.first_bucket_mb); break;
-    case O_TIMEOUT: bad = parse_double("--timeout", optarg, 0.1, 1e6, &o.timeout_s); break;
-    case O_OVERLAP:
-      if (!strcmp(optarg, "on"))
-        o.overlap = 1;
-      else if (!strcmp(optarg, "off"))
-        o.overlap = 0;
-      else
-        return cli_usage("train", "--overlap expects on or off, got '%s'", optarg);
-      break;
-    case O_ALGO:
-      if (rt_algo_parse(optarg, &o.algo) != 0 || o.algo == RT_ALGO_TREE)
-        return cli_usage("train", "--algorithm expects default, ring, ring_chunked, halving_doubling or bcube, got '%s'", optarg);
-      break;
-    case O_COMPRESS:
-      if (rt_compress_parse(optarg, &o.compress) != 0)
-        return cli_usage("train", "--compress: %s", core_err_msg());
-      compress_spec = optarg;
-      break;
-    case O_PSGD_START: bad = cli_parse_long("train", "--powersgd-start", optarg, 0, 1L << 40, &o.compress.start_iter); psgd_set = 1; break;
-    case O_PSGD_RATE: bad = parse_double("--powersgd-min-rate", optarg, 0, 1e9, &o.compress.min_rate); psgd_set = 1; break;
-    case O_RDZV: o.rdzv = optarg; break;
-    case O_BIND: o.bind = optarg; break;
-    case 'o': o.out = optarg; break;
-    case O_TRACE: o.trace = 1; break;
-    case O_TB:
-      if (!*optarg)
-        return cli_usage("train", "--tensorboard expects a directory, got an empty one");
-      o.tensorboard = optarg;
-      break;
-    case O_PARAMS: o.params_out = optarg; break;
-    case O_CKDIR: o.ckpt_dir = optarg; break;
-    case O_RESUME: o.resume = 1; break;
-    case O_NOSHUF: o.shuffle = 0; break;
-    case 'h': fputs(cli_train_help, stdout); return CLI_EXIT_OK;
-    case ':': return cli_usage("train", "option %s needs a value", argv[optind - 1]);
-    default: return cli_usage("train", "unknown option '%s'", argv[optind - 1]);
-    }
-    if (bad)
+  while ((c = getopt_long(argc, argv, ":o:h", train_opts, NULL)) != -1) {
+    if (c == 'h')
+      return a->help = 1, 0;
+    if (c == ':')
+      return cli_usage("train", "option %s needs a value", argv[optind - 1]);
+    if (c == '?')
+      return cli_usage("train", "unknown option '%s'", argv[optind - 1]);
+    if (parse_opt(c, optarg, a) != 0)
       return CLI_EXIT_USAGE;
   }
   if (optind != argc)
     return cli_usage("train", "unexpected argument '%s'", argv[optind]);
-  if (!o.model)
-    return cli_usage("train", "missing --model FILE (e.g. --model scenarios/models/mlp.cfg)");
-  if (fail_step_set != fail_rank_set)
-    return cli_usage("train", "--fail-at-step and --fail-rank go together");
-  if (o.resume && !o.ckpt_dir)
-    return cli_usage("train", "--resume needs --ckpt-dir DIR");
-  if (o.ckpt_every > 0 && !o.ckpt_dir)
-    return cli_usage("train", "--ckpt-every needs --ckpt-dir DIR: without it no checkpoint is written");
-  if (o.ckpt_dir && o.ckpt_every == 0 && !o.resume)
-    return cli_usage("train", "--ckpt-dir needs --ckpt-every N (to write checkpoints) or --resume (to continue from them): alone it does nothing");
-  if (ckpt_keep_set && o.ckpt_every == 0)
-    return cli_usage("train", "--ckpt-keep says how many checkpoints --ckpt-every N keeps; give --ckpt-every N too");
-  for (int i = 0; i < o.n_fail_steps; i++)
-    if (o.fail_steps[i] >= o.steps)
-      return cli_usage("train", "--fail-at-step %ld: the run has steps 0 to %ld, so that failure would never happen",
-                       o.fail_steps[i], o.steps - 1);
-  if (psgd_set && o.compress.kind != CORE_COMPRESS_POWERSGD)
-    return cli_usage("train", "--powersgd-start and --powersgd-min-rate go with --compress powersgd:R");
-  if (o.compress.kind == CORE_COMPRESS_BF16 && o.algo != RT_ALGO_DEFAULT)
-    return cli_usage("train", "--compress bf16 needs --algorithm default: Gloo's %s algorithm has no "
-                              "bf16 arithmetic (use fp16 with it)", rt_algo_name(o.algo));
-  rt_train_result res;
-  int rc = rt_train_run(&o, &res);
+  return check_args(a);
+}
+
+int cli_cmd_train(int argc, char **argv) {
+  train_args a = {.compress_spec = "none",
+                  .o = {.process_start_rt = core_wall_now(), .batch = 32, .steps = 20, .dataset = RT_DATA_DEFAULT_SIZE,
+                        .seed = RT_DATA_DEFAULT_SEED, .threads = 1, .ckpt_keep = 2, .fail_rank = -1,
+                        .lr = RT_DDP_DEFAULT_LR, .momentum = RT_DDP_DEFAULT_MOMENTUM,
+                        .bucket_cap_mb = CORE_BUCKET_DEFAULT_CAP_MB, .first_bucket_mb = 1, .timeout_s = 30,
+                        .overlap = 1, .shuffle = 1, .out = "run", .algo = RT_ALGO_DEFAULT}};
+  rt_compress_opts_default(&a.o.compress);
+  int rc = parse_args(argc, argv, &a);
   if (rc)
+    return rc;
+  if (a.help) {
+    fputs(cli_train_help, stdout);
+    return CLI_EXIT_OK;
+  }
+  rt_train_result res;
+  if ((rc = rt_train_run(&a.o, &res)) != 0)
     return cli_fail("train", rc);
   if (res.rank == 0)
-    report(&o, compress_spec, &res);
+    report(&a.o, a.compress_spec, &res);
   return CLI_EXIT_OK;
 }

@@ -327,168 +327,213 @@ static void stop_group(const rt_launch_opts *o, child *ch) {
     left--;
 }
 
-int rt_launch_run(const rt_launch_opts *o, rt_launch_result *res) {
-  memset(res, 0, sizeof *res);
-  res->failed_rank = -1;
+/* One launch: what every attempt shares. */
+typedef struct launcher {
+  const rt_launch_opts *o;
+  rt_launch_result *res;
+  cpu_set_t cpus;               /* with cpu_bind: the CPUs dealt out to the ranks */
+  child *ch;                    /* [nproc]: the current attempt's ranks */
+  char (*addr)[64];             /* each host's address */
+  gsl_rng *rng;                 /* with fail_mtbf_s: the injected failures' draws */
+  struct sigaction old_int, old_term;
+} launcher;
+
+static int check_opts(const rt_launch_opts *o, cpu_set_t *cpus) {
   if (o->nproc < 1)
     return core_err_set(CORE_EUSAGE, "--nproc must be at least 1");
   if (o->n_hosts && o->nproc % o->n_hosts != 0)
     return core_err_set(CORE_EUSAGE, "--nproc %d does not divide over %d hosts; give a multiple of the host count",
                         o->nproc, o->n_hosts);
-  cpu_set_t cpus;
-  CPU_ZERO(&cpus);
-  if (o->cpu_bind) {
-    if (sched_getaffinity(0, sizeof cpus, &cpus) != 0)
-      return core_err_errno(errno, "--cpu-bind: cannot read the CPUs this launcher may use");
-    if (CPU_COUNT(&cpus) < o->nproc)
-      return core_err_set(CORE_EUSAGE, "--cpu-bind gives every rank CPUs of its own, but %d ranks meet %d CPUs here; "
-                          "start at most %d ranks, or drop --cpu-bind", o->nproc, CPU_COUNT(&cpus), CPU_COUNT(&cpus));
-    /* Measured on the 2-vCPU test machine, 2 testbed hosts unshaped
-     * (bench_allreduce --mib 0.001): 3.96 ms a 1 KB allreduce bound, 0.30
-     * unbound; Gloo's loop thread and the caller take turns on the CPU. */
-    if (CPU_COUNT(&cpus) / o->nproc < 2 && !o->quiet)
-      fprintf(stderr, "ddpsim launch: warning: --cpu-bind leaves each rank one CPU, which Gloo's threads share with "
-                      "the rank's own: small collectives may wait a scheduler tick (milliseconds) each\n");
-  }
-  child *ch = calloc((size_t)o->nproc, sizeof *ch);
-  if (!ch)
-    return core_err_set(CORE_ENOMEM, "out of memory launching %d ranks", o->nproc);
-  struct sigaction sa = {0}, old_int, old_term;
+  CPU_ZERO(cpus);
+  if (!o->cpu_bind)
+    return 0;
+  if (sched_getaffinity(0, sizeof *cpus, cpus) != 0)
+    return core_err_errno(errno, "--cpu-bind: cannot read the CPUs this launcher may use");
+  if (CPU_COUNT(cpus) < o->nproc)
+    return core_err_set(CORE_EUSAGE, "--cpu-bind gives every rank CPUs of its own, but %d ranks meet %d CPUs here; "
+                        "start at most %d ranks, or drop --cpu-bind", o->nproc, CPU_COUNT(cpus), CPU_COUNT(cpus));
+  /* Measured on the 2-vCPU test machine, 2 testbed hosts unshaped
+   * (bench_allreduce --mib 0.001): 3.96 ms a 1 KB allreduce bound, 0.30
+   * unbound; Gloo's loop thread and the caller take turns on the CPU. */
+  if (CPU_COUNT(cpus) / o->nproc < 2 && !o->quiet)
+    fprintf(stderr, "ddpsim launch: warning: --cpu-bind leaves each rank one CPU, which Gloo's threads share with "
+                    "the rank's own: small collectives may wait a scheduler tick (milliseconds) each\n");
+  return 0;
+}
+
+/* The ranks' table, the signal handlers, the failures' generator and the
+ * hosts' addresses; launcher_close undoes it, also after a failure here. */
+static int launcher_open(launcher *L) {
+  const rt_launch_opts *o = L->o;
+  int rc = 0;
+  struct sigaction sa = {0};
   sa.sa_handler = on_signal;
   sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, &old_int);
-  sigaction(SIGTERM, &sa, &old_term);
+  sigaction(SIGINT, &sa, &L->old_int);
+  sigaction(SIGTERM, &sa, &L->old_term);
   got_signal = 0;
-  int rc = 0;
-  gsl_rng *rng = NULL;
   if (o->fail_mtbf_s > 0) {
-    rng = gsl_rng_alloc(gsl_rng_mt19937);
-    if (rng)
-      gsl_rng_set(rng, o->fail_seed);
+    L->rng = gsl_rng_alloc(gsl_rng_mt19937);
+    if (L->rng)
+      gsl_rng_set(L->rng, o->fail_seed);
   }
-  char (*addr)[64] = calloc((size_t)(o->n_hosts ? o->n_hosts : 1), sizeof *addr);
-  if (!addr || (o->n_hosts && (rc = host_addrs(o, addr)) != 0)) {
-    if (!addr)
+  L->addr = calloc((size_t)(o->n_hosts ? o->n_hosts : 1), sizeof *L->addr);
+  if (!L->addr || (o->n_hosts && (rc = host_addrs(o, L->addr)) != 0)) {
+    if (!L->addr)
       rc = core_err_set(CORE_ENOMEM, "out of memory");
-    res->exit_code = rc == CORE_EUSAGE ? 2 : 1;
-    goto out;
+    L->res->exit_code = rc == CORE_EUSAGE ? 2 : 1;
   }
+  return rc;
+}
 
-  for (int attempt = 0;; attempt++) {
-    char rdzv[4200];
-    /* Fresh for every attempt even when --rdzv-dir is reused by a later
-     * job: a FileStore key can be set only once. */
-    if ((rc = core_mkdirs(o->rdzv_dir)) != 0)
-      break;
-    snprintf(rdzv, sizeof rdzv, "%s/attempt-%d.XXXXXX", o->rdzv_dir, attempt);
-    if (!mkdtemp(rdzv)) {
-      rc = core_err_errno(errno, "cannot create a rendezvous directory in '%s'", o->rdzv_dir);
-      break;
-    }
-    res->attempts = attempt + 1;
-    if ((rc = start_group(o, attempt, rdzv, addr, &cpus, ch)) != 0) {
-      stop_group(o, ch);
-      break;
-    }
-    int first_bad = -1, running = o->nproc;
-    /* Random failure injection: this attempt's victim and moment. */
-    double kill_at = INFINITY;
-    int victim = -1;
-    if (o->fail_mtbf_s > 0 && attempt < o->max_restarts && rng) {
-      kill_at = core_now() + gsl_ran_exponential(rng, o->fail_mtbf_s);
-      victim = (int)gsl_rng_uniform_int(rng, (unsigned long)o->nproc);
-    }
-    while (running > 0) {
-      if (victim >= 0 && core_now() >= kill_at) {
-        if (!ch[victim].done) {
-          if (!o->quiet)
-            fprintf(stderr, "ddpsim launch: injected failure: SIGKILL to rank %d\n", victim);
-          kill(-ch[victim].pid, SIGKILL);
-        }
-        victim = -1;
-      }
-      if (got_signal) {
-        int sig = got_signal;
-        if (!o->quiet)
-          fprintf(stderr, "ddpsim launch: got signal %d (%s), stopping %d rank(s)\n", sig, strsignal(sig), running);
-        signal_all(ch, o->nproc, sig);
-        stop_group(o, ch);
-        rc = core_err_set(CORE_EIO, "interrupted by signal %d (%s); every rank was stopped", sig, strsignal(sig));
-        res->exit_code = 128 + sig;
-        goto out;
-      }
-      int r;
-      if (victim >= 0) {
-        /* Wait in short slices until the injected failure is due. */
-        r = reap(ch, o->nproc, WNOHANG);
-        if (r < 0) {
-          struct timespec ts = {0, 5 * 1000 * 1000};
-          nanosleep(&ts, NULL);
-          continue;
-        }
-      } else {
-        r = reap(ch, o->nproc, 0);
-        if (r < 0) {
-          if (errno == EINTR)
-            continue;
-          break;
-        }
-      }
-      running--;
-      if (failed(ch[r].status)) {
-        first_bad = r;
-        break;
-      }
-    }
-    /* Ranks that die together are reaped in any order (a launcher that runs
-     * late finds them all dead, and waitpid returns the oldest first): blame
-     * a rank that failed on its own over one that exited 4 because of it. */
-    for (int r; first_bad >= 0 && (r = reap(ch, o->nproc, WNOHANG)) >= 0;)
-      if (failed(ch[r].status) && peer_failure(ch[first_bad].status) && !peer_failure(ch[r].status))
-        first_bad = r;
-    remove_cgroups(o);
-    if (first_bad < 0) {
-      res->exit_code = 0;
-      rc = 0;
-      break;
-    }
-    /* A rank failed: stop the rest within a bounded time. */
-    char how[128];
-    describe(ch[first_bad].status, how, sizeof how);
-    prev_fail_rt = core_wall_now();
-    double t0 = core_now();
-    stop_group(o, ch);
-    res->stop_s = core_now() - t0;
-    prev_stop_s = res->stop_s;
-    remove_cgroups(o);
-    res->failed_rank = first_bad;
-    int code = WIFEXITED(ch[first_bad].status) ? WEXITSTATUS(ch[first_bad].status) : 0;
-    if (!o->quiet)
-      fprintf(stderr, "ddpsim launch: rank %d (pid %d%s%s) %s; stopped the other %d rank(s) in %.2f s\n",
-              first_bad, (int)ch[first_bad].pid, o->n_hosts ? ", host " : "",
-              o->n_hosts ? o->hosts[first_bad / (o->nproc / o->n_hosts)] : "", how, o->nproc - 1,
-              res->stop_s);
-    if (code == 2 || code == 3) {
-      rc = core_err_set(code == 2 ? CORE_EUSAGE : CORE_EINVAL,
-                        "rank %d %s (bad usage or input); not restarting, fix the command", first_bad, how);
-      res->exit_code = code;
-      break;
-    }
-    if (attempt >= o->max_restarts) {
-      rc = core_err_set(CORE_EPEER, "rank %d %s%s", first_bad, how,
-                        o->max_restarts ? "; no restarts left (--max-restarts)" : "");
-      res->exit_code = 4;
-      break;
-    }
-    if (!o->quiet)
-      fprintf(stderr, "ddpsim launch: restarting the group (restart %d of %d)\n", attempt + 1, o->max_restarts);
+static void launcher_close(launcher *L) {
+  remove_cgroups(L->o);
+  gsl_rng_free(L->rng);
+  free(L->addr);
+  sigaction(SIGINT, &L->old_int, NULL);
+  sigaction(SIGTERM, &L->old_term, NULL);
+  free(L->ch);
+}
+
+/* A signal to the launcher: forwarded, every rank stopped. */
+static int interrupted(launcher *L, int running) {
+  int sig = got_signal;
+  if (!L->o->quiet)
+    fprintf(stderr, "ddpsim launch: got signal %d (%s), stopping %d rank(s)\n", sig, strsignal(sig), running);
+  signal_all(L->ch, L->o->nproc, sig);
+  stop_group(L->o, L->ch);
+  L->res->exit_code = 128 + sig;
+  return core_err_set(CORE_EIO, "interrupted by signal %d (%s); every rank was stopped", sig, strsignal(sig));
+}
+
+/* Watch the group until every rank exited or one failed (*bad, else -1),
+ * killing this attempt's injected victim when its moment comes. */
+static int supervise(launcher *L, int attempt, int *bad) {
+  const rt_launch_opts *o = L->o;
+  child *ch = L->ch;
+  int running = o->nproc, victim = -1;
+  double kill_at = INFINITY;
+  *bad = -1;
+  if (o->fail_mtbf_s > 0 && attempt < o->max_restarts && L->rng) {
+    kill_at = core_now() + gsl_ran_exponential(L->rng, o->fail_mtbf_s);
+    victim = (int)gsl_rng_uniform_int(L->rng, (unsigned long)o->nproc);
   }
-out:
+  while (running > 0) {
+    if (victim >= 0 && core_now() >= kill_at) {
+      if (!ch[victim].done) {
+        if (!o->quiet)
+          fprintf(stderr, "ddpsim launch: injected failure: SIGKILL to rank %d\n", victim);
+        kill(-ch[victim].pid, SIGKILL);
+      }
+      victim = -1;
+    }
+    if (got_signal)
+      return interrupted(L, running);
+    /* Until the injected failure is due, wait in short slices. */
+    int r = reap(ch, o->nproc, victim >= 0 ? WNOHANG : 0);
+    if (r < 0 && victim >= 0) {
+      struct timespec ts = {0, 5 * 1000 * 1000};
+      nanosleep(&ts, NULL);
+      continue;
+    }
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r < 0)
+      break;
+    running--;
+    if (failed(ch[r].status)) {
+      *bad = r;
+      break;
+    }
+  }
+  /* Ranks that die together are reaped in any order (a launcher that runs
+   * late finds them all dead, and waitpid returns the oldest first): blame
+   * a rank that failed on its own over one that exited 4 because of it. */
+  for (int r; *bad >= 0 && (r = reap(ch, o->nproc, WNOHANG)) >= 0;)
+    if (failed(ch[r].status) && peer_failure(ch[*bad].status) && !peer_failure(ch[r].status))
+      *bad = r;
+  return 0;
+}
+
+/* One attempt: a fresh rendezvous directory, the group started and watched
+ * (*bad: the rank that failed, else -1). */
+static int run_attempt(launcher *L, int attempt, int *bad) {
+  const rt_launch_opts *o = L->o;
+  char rdzv[4200];
+  int rc;
+  *bad = -1;
+  /* Fresh for every attempt even when --rdzv-dir is reused by a later
+   * job: a FileStore key can be set only once. */
+  if ((rc = core_mkdirs(o->rdzv_dir)) != 0)
+    return rc;
+  snprintf(rdzv, sizeof rdzv, "%s/attempt-%d.XXXXXX", o->rdzv_dir, attempt);
+  if (!mkdtemp(rdzv))
+    return core_err_errno(errno, "cannot create a rendezvous directory in '%s'", o->rdzv_dir);
+  L->res->attempts = attempt + 1;
+  if ((rc = start_group(o, attempt, rdzv, L->addr, &L->cpus, L->ch)) != 0) {
+    stop_group(o, L->ch);
+    return rc;
+  }
+  if ((rc = supervise(L, attempt, bad)) != 0)
+    return rc;
   remove_cgroups(o);
-  gsl_rng_free(rng);
-  free(addr);
-  sigaction(SIGINT, &old_int, NULL);
-  sigaction(SIGTERM, &old_term, NULL);
-  free(ch);
+  return 0;
+}
+
+/* Rank bad failed: stop the rest within a bounded time and say so. 0 when
+ * the group may start again; otherwise why not. */
+static int after_failure(launcher *L, int attempt, int bad) {
+  const rt_launch_opts *o = L->o;
+  rt_launch_result *res = L->res;
+  const child *c = &L->ch[bad];
+  char how[128];
+  describe(c->status, how, sizeof how);
+  prev_fail_rt = core_wall_now();
+  double t0 = core_now();
+  stop_group(o, L->ch);
+  res->stop_s = core_now() - t0;
+  prev_stop_s = res->stop_s;
+  remove_cgroups(o);
+  res->failed_rank = bad;
+  int code = WIFEXITED(c->status) ? WEXITSTATUS(c->status) : 0;
+  if (!o->quiet)
+    fprintf(stderr, "ddpsim launch: rank %d (pid %d%s%s) %s; stopped the other %d rank(s) in %.2f s\n", bad,
+            (int)c->pid, o->n_hosts ? ", host " : "", o->n_hosts ? o->hosts[bad / (o->nproc / o->n_hosts)] : "",
+            how, o->nproc - 1, res->stop_s);
+  if (code == 2 || code == 3) {
+    res->exit_code = code;
+    return core_err_set(code == 2 ? CORE_EUSAGE : CORE_EINVAL,
+                        "rank %d %s (bad usage or input); not restarting, fix the command", bad, how);
+  }
+  if (attempt >= o->max_restarts) {
+    res->exit_code = 4;
+    return core_err_set(CORE_EPEER, "rank %d %s%s", bad, how,
+                        o->max_restarts ? "; no restarts left (--max-restarts)" : "");
+  }
+  if (!o->quiet)
+    fprintf(stderr, "ddpsim launch: restarting the group (restart %d of %d)\n", attempt + 1, o->max_restarts);
+  return 0;
+}
+
+int rt_launch_run(const rt_launch_opts *o, rt_launch_result *res) {
+  launcher L = {.o = o, .res = res};
+  int rc;
+  memset(res, 0, sizeof *res);
+  res->failed_rank = -1;
+  if ((rc = check_opts(o, &L.cpus)) != 0)
+    return rc;
+  if (!(L.ch = calloc((size_t)o->nproc, sizeof *L.ch)))
+    return core_err_set(CORE_ENOMEM, "out of memory launching %d ranks", o->nproc);
+  rc = launcher_open(&L);
+  for (int attempt = 0, bad; rc == 0; attempt++) {
+    if ((rc = run_attempt(&L, attempt, &bad)) != 0)
+      break;
+    if (bad < 0) {
+      res->exit_code = 0;
+      break;
+    }
+    rc = after_failure(&L, attempt, bad);
+  }
+  launcher_close(&L);
   return rc;
 }
