@@ -30,7 +30,9 @@ static volatile sig_atomic_t got_signal;
 
 static void on_signal(int sig) { got_signal = sig; }
 
-int rt_local_addr(char *buf, int n) {
+/* The first global IPv4 address of this (network namespace's) interfaces,
+ * or 127.0.0.1 when there is none. */
+static int local_addr(char *buf, int n) {
   struct ifaddrs *ifs, *i;
   snprintf(buf, (size_t)n, "127.0.0.1");
   if (getifaddrs(&ifs) != 0)
@@ -177,7 +179,7 @@ static int host_addrs(const rt_launch_opts *o, char (*addr)[64]) {
       close(fd[0]);
       if (enter_netns(o->hosts[h]) != 0)
         _exit(1);
-      rt_local_addr(a, sizeof a);
+      local_addr(a, sizeof a);
       ssize_t w = write(fd[1], a, strlen(a) + 1);
       _exit(w > 0 ? 0 : 1);
     }

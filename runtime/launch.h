@@ -51,8 +51,4 @@ typedef struct rt_launch_result {
  * negative code with a message naming the rank and how it ended. */
 int rt_launch_run(const rt_launch_opts *o, rt_launch_result *r);
 
-/* The first global IPv4 address of this (network namespace's) interfaces,
- * or 127.0.0.1 when there is none. */
-int rt_local_addr(char *buf, int n);
-
 #endif
