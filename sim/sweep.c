@@ -1,5 +1,7 @@
 #include "sweep.h"
 
+#include "sim/shard.h"
+
 #include "core/csv.h"
 #include "core/err.h"
 
@@ -346,11 +348,13 @@ int sim_sweep_run(const sim_scenario *s, const sim_sweep_opts *o, sim_sweep *out
                         o->trace_point, total, total - 1);
   work w = {.s = s, .o = o};
   pthread_mutex_init(&w.err_lock, NULL);
-  w.points = malloc(sizeof *w.points * (size_t)(total / n_shards + 1));
+  long J = sim_shard_job_points(s);
+  w.points = malloc(sizeof *w.points * (size_t)((total / J / n_shards + 1) * J));
   if (!w.points)
     return core_err_set(CORE_ENOMEM, "out of memory for %ld points", total);
-  for (long i = o->shard; i < total; i += n_shards)
-    w.points[w.n++] = i;
+  for (long i = 0; i < total; i++)
+    if (sim_shard_owns(s, o->shard, n_shards, i))
+      w.points[w.n++] = i;
   w.res = calloc((size_t)(w.n ? w.n : 1), sizeof *w.res);
   w.estimate = calloc((size_t)(w.n ? w.n : 1), sizeof *w.estimate);
   int rc = 0;
@@ -360,7 +364,7 @@ int sim_sweep_run(const sim_scenario *s, const sim_sweep_opts *o, sim_sweep *out
     rc = core_err_set(CORE_ENOMEM, "out of memory for %ld results", w.n);
     goto out_free;
   }
-  if (o->trace_path && o->trace_point >= 0 && o->trace_point % n_shards == o->shard) {
+  if (o->trace_path && o->trace_point >= 0 && sim_shard_owns(s, o->shard, n_shards, o->trace_point)) {
     if ((rc = core_trace_open(&trace, o->trace_path)) != 0)
       goto out_free;
     tracing = 1;
