@@ -1,5 +1,7 @@
 #include "scenario.h"
 
+#include "sim/fabric.h"
+
 #include "core/err.h"
 #include "core/traced.h"
 
@@ -16,7 +18,8 @@ static const char *const prec_choices[] = {"fp32", "tf32", "fp16", "bf16", "amp_
 static const char *const opt_choices[] = {"sgd", "sgd_momentum", "adam", NULL};
 static const char *const backend_choices[] = {"nccl", "gloo", NULL};
 static const char *const algo_choices[] = {"auto", "ring", "tree", "hierarchical", "halving_doubling",
-                                           "ring_chunked", "bcube", "gloo_ring", "segmented_ring", NULL};
+                                           "ring_chunked", "bcube", "gloo_ring", "segmented_ring",
+                                           "collnet", "nvls", "nvls_tree", NULL};
 static const char *const ranks_choices[] = {"representative", "every", NULL};
 
 const char *sim_precision_name(enum sim_precision p) { return (unsigned)p < SIM_N_PRECS ? prec_names[p] : "?"; }
@@ -85,6 +88,7 @@ void sim_scenario_free(sim_scenario *s) {
     core_model_free(s->models[i]);
   free(s->models);
   free(s->networks);
+  sim_fabric_free_all(s->fabrics, s->n_fabrics);
   free(s->backends);
   free(s->algorithms);
   free(s->precisions);
@@ -194,7 +198,7 @@ static int cross_check(sim_scenario *s, const config_setting_t *root) {
         return core_err_set(CORE_EINVAL, "%s: algorithm \"%s\" is not one of %s's allreduce algorithms (%s); use \"auto\" or sweep the backends separately",
                             where(al ? al : root, w), sim_algo_name((enum sim_algo)s->algorithms[a]),
                             sim_backend_name(be),
-                            be == SIM_BACKEND_NCCL ? "ring, tree, hierarchical"
+                            be == SIM_BACKEND_NCCL ? "ring, tree, hierarchical; collnet, nvls, nvls_tree on a fabric that offers them"
                                                    : "segmented_ring, gloo_ring, ring_chunked, halving_doubling, bcube, hierarchical");
     int need_intra = 0, need_inter_profile = 0;
     for (int i = 0; i < s->n[SIM_DIM_PER_NODE]; i++)
@@ -425,7 +429,7 @@ static int parse_output(sim_scenario *s, const config_setting_t *root) {
 
 static int parse(sim_scenario *s) {
   static const char *const top_keys[] = {"name", "description", "profile", "model", "training",
-                                         "cluster", "networks", "ddp", "simulation", "output",
+                                         "cluster", "networks", "fabric", "ddp", "simulation", "output",
                                          "job", "failures", "checkpoint", NULL};
   static const char *const train_keys[] = {"batch", "precision", "optimizer", NULL};
   static const char *const cluster_keys[] = {"nodes", "devices_per_node", NULL};
@@ -603,6 +607,8 @@ static int parse(sim_scenario *s) {
   free(strs);
   strs = NULL;
 
+  if ((rc = sim_fabric_parse(s, root)) != 0)
+    return rc;
   if ((rc = parse_simulation(s, root)) != 0)
     return rc;
   if ((rc = parse_job(s, root)) != 0)
@@ -673,6 +679,8 @@ void sim_scenario_point(const sim_scenario *s, long index, sim_point *p) {
   p->index = index;
   p->model = s->models[idx[SIM_DIM_MODEL]];
   p->network = &s->networks[idx[SIM_DIM_NETWORK]];
+  p->fabric = s->n_fabrics ? &s->fabrics[idx[SIM_DIM_FABRIC]] : NULL;
+  p->fabric_given = NULL;
   p->backend = s->backends[idx[SIM_DIM_BACKEND]];
   p->algorithm = s->algorithms[idx[SIM_DIM_ALGORITHM]];
   p->precision = s->precisions[idx[SIM_DIM_PRECISION]];

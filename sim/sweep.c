@@ -31,6 +31,25 @@ static const char *const job_columns[] = {
     "unfinished"};
 enum { N_JOB_COLUMNS = (int)(sizeof job_columns / sizeof *job_columns) };
 
+/* Extra columns of scenarios with a fabric (sim/fabric.h): its name and
+ * size, the other jobs' GPUs, and what it made of one bucket_cap_mb
+ * allreduce: NCCL's algorithm, the fabric's slowdown of it, its bus
+ * bandwidth; and the share of the step the job's collectives run. */
+static const char *const fabric_columns[] = {"fabric", "racks", "pods", "other_gpus", "bucket_algorithm",
+                                             "fabric_slowdown", "busbw_GBps", "comm_duty"};
+enum { N_FABRIC_COLUMNS = (int)(sizeof fabric_columns / sizeof *fabric_columns) };
+
+static void write_fabric_cells(core_csv *c, const sim_point_result *r) {
+  core_csv_str(c, r->pt.fabric->name);
+  core_csv_int(c, r->fab.racks);
+  core_csv_int(c, r->fab.pods);
+  core_csv_int(c, r->fab.other_gpus);
+  core_csv_str(c, sim_algo_name((enum sim_algo)r->fab.used_algo));
+  core_csv_num(c, r->fab.slowdown);
+  core_csv_num(c, r->fab.busbw_GBps);
+  core_csv_num(c, r->fab.duty);
+}
+
 /* The job level's rate for messages about the work ahead: events a second
  * of one core when failures come faster than recovery (the studies such a
  * message is about), the order of magnitude bench/bench_sim prints for it. */
@@ -398,8 +417,8 @@ out_free:
 
 int sim_sweep_write_csv(const sim_sweep *w, const char *path, int with_header) {
   core_csv c;
-  int rc, job = w->n > 0 && w->res[0].has_job;
-  int ncols = sim_sweep_n_columns + (job ? N_JOB_COLUMNS : 0);
+  int rc, job = w->n > 0 && w->res[0].has_job, fab = w->n > 0 && w->res[0].has_fabric;
+  int ncols = sim_sweep_n_columns + (fab ? N_FABRIC_COLUMNS : 0) + (job ? N_JOB_COLUMNS : 0);
   memset(&c, 0, sizeof c);
   if ((rc = core_afile_open(&c.a, path)) != 0)
     return rc;
@@ -407,6 +426,8 @@ int sim_sweep_write_csv(const sim_sweep *w, const char *path, int with_header) {
   if (with_header) {
     for (int i = 0; i < sim_sweep_n_columns; i++)
       fprintf(c.a.f, "%s%s", i ? "," : "", sim_sweep_columns[i]);
+    for (int i = 0; fab && i < N_FABRIC_COLUMNS; i++)
+      fprintf(c.a.f, ",%s", fabric_columns[i]);
     for (int i = 0; job && i < N_JOB_COLUMNS; i++)
       fprintf(c.a.f, ",%s", job_columns[i]);
     fputc('\n', c.a.f);
@@ -439,6 +460,8 @@ int sim_sweep_write_csv(const sim_sweep *w, const char *path, int with_header) {
     core_csv_num(&c, r->scaling_eff);
     core_csv_num(&c, r->step_sd_s);
     core_csv_str(&c, r->status);
+    if (fab)
+      write_fabric_cells(&c, r);
     if (job) {
       core_csv_str(&c, p->ckpt_async ? "async" : "sync");
       core_csv_num(&c, r->ckpt_every_s);
