@@ -12,7 +12,7 @@
 #include <stdio.h>
 
 const char cli_merge_help[] =
-    "Usage: ddpsim merge SCENARIO --shards N [-o DIR] [--plot]\n"
+    "Usage: ddpsim merge SCENARIO --shards N [-o DIR] [--profile FILE] [--plot]\n"
     "\n"
     "Merge the CSVs that `ddpsim simulate SCENARIO --shard I/N -o DIR` wrote\n"
     "for I = 0 .. N-1 (DIR/NAME.shard-I-of-N.csv) into DIR/NAME.csv, the same\n"

@@ -24,4 +24,5 @@ echo "== 3. the shipped studies on datasheet-derived GPU profiles"
 "$DD" simulate scenarios/gigabit-vs-ib.cfg -o "$OUT" --trace "$OUT/gigabit-vs-ib-trace.json" --plot
 "$DD" simulate scenarios/compression.cfg -o "$OUT" -q --plot
 "$DD" simulate scenarios/node-failure.cfg -o "$OUT" --plot
+"$DD" simulate scenarios/fabric.cfg -o "$OUT" -q --plot
 echo "results, plots and traces are in $OUT/"
