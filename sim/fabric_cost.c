@@ -122,7 +122,7 @@ static int alone_slowdowns(const sim_fnet *net, fjob *j, sim_flows *fl) {
       continue;
     double real;
     sim_flows_clear(fl);
-    if ((rc = sim_fnet_flows(net, (enum sim_fnet_kind)k, j->nodes, j->N, 0, fl)) != 0 || !fl->n_flows)
+    if ((rc = sim_fnet_flows(net, (enum sim_fnet_kind)k, j->nodes, j->N, j->base.rails, 0, fl)) != 0 || !fl->n_flows)
       continue;
     memcpy(fl->cap, net->cap_real, sizeof *fl->cap * (size_t)net->n_links);
     if ((rc = sim_flows_min_share(fl, net->n_nic_links, &j->ideal[k])) != 0 ||
@@ -142,8 +142,8 @@ static int shared_slowdown(const sim_fnet *net, const fjob *a, int k, const fjob
   if (!(a->kinds >> k & 1u) || !isfinite(a->ideal[k]))
     return 0;
   sim_flows_clear(fl);
-  if ((rc = sim_fnet_flows(net, (enum sim_fnet_kind)k, a->nodes, a->N, 0, fl)) != 0 ||
-      (rc = sim_fnet_flows(net, b->kind, b->nodes, b->N, 1, fl)) != 0)
+  if ((rc = sim_fnet_flows(net, (enum sim_fnet_kind)k, a->nodes, a->N, a->base.rails, 0, fl)) != 0 ||
+      (rc = sim_fnet_flows(net, b->kind, b->nodes, b->N, b->base.rails, 1, fl)) != 0)
     return rc;
   memcpy(fl->cap, net->cap_real, sizeof *fl->cap * (size_t)net->n_links);
   if ((rc = sim_flows_min_rate(fl, 0, &real)) != 0)

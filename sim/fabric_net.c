@@ -71,8 +71,8 @@ static int add_pair(const sim_fnet *n, int a, int b, int c, int owner, sim_flows
   return sim_flows_add(fl, p, k, owner);
 }
 
-static int ring_flows(const sim_fnet *n, const int *nodes, int N, int owner, sim_flows *fl) {
-  for (int c = 0; c < n->L->rails; c++)
+static int ring_flows(const sim_fnet *n, const int *nodes, int N, int R, int owner, sim_flows *fl) {
+  for (int c = 0; c < R; c++)
     for (int k = 0; k < N; k++) {
       int p[6], m = path(n, nodes[k], c, nodes[(k + 1) % N], c, p), rc = sim_flows_add(fl, p, m, owner);
       if (rc)
@@ -104,8 +104,8 @@ static int dtree_parent(int tree, int r, int N) {
   return u < 0 ? -1 : N - 1 - u;
 }
 
-static int tree_flows(const sim_fnet *n, const int *nodes, int N, int owner, sim_flows *fl) {
-  int R = n->L->rails, channels = R > 1 ? R : 2;
+static int tree_flows(const sim_fnet *n, const int *nodes, int N, int R, int owner, sim_flows *fl) {
+  int channels = R > 1 ? R : 2;
   for (int c = 0; c < channels; c++)
     for (int r = 0; r < N; r++) {
       int up = dtree_parent(c % 2, r, N), rc;
@@ -164,12 +164,14 @@ static int collnet_flows(const sim_fnet *n, const int *nodes, int N, int owner, 
   return rc;
 }
 
-int sim_fnet_flows(const sim_fnet *n, enum sim_fnet_kind kind, const int *nodes, int N, int owner, sim_flows *fl) {
+int sim_fnet_flows(const sim_fnet *n, enum sim_fnet_kind kind, const int *nodes, int N, int channels, int owner,
+                   sim_flows *fl) {
+  int R = channels >= 1 && channels <= n->L->rails ? channels : n->L->rails;
   if (N < 2)
     return 0;
   switch (kind) {
-  case SIM_FNET_RING: return ring_flows(n, nodes, N, owner, fl);
-  case SIM_FNET_TREE: return tree_flows(n, nodes, N, owner, fl);
+  case SIM_FNET_RING: return ring_flows(n, nodes, N, R, owner, fl);
+  case SIM_FNET_TREE: return tree_flows(n, nodes, N, R, owner, fl);
   case SIM_FNET_HD: return hd_flows(n, nodes, N, owner, fl);
   case SIM_FNET_COLLNET: return collnet_flows(n, nodes, N, owner, fl);
   default: return 0;
