@@ -415,6 +415,41 @@ static uint64_t direct_step(stepsim *s, sim_time *launched_at) {
   return (uint64_t)s->R * (uint64_t)tasks + (uint64_t)c->n_buckets;
 }
 
+/* One step's ranks from their compute draws to the last collective: rank
+ * by rank where nothing couples them, else event by event. */
+static int run_ranks(stepsim *s, gsl_rng *rng, sim_time *launched_at, sim_step_result *res) {
+  const sim_step_cfg *c = s->c;
+  int direct = decoupled(s);
+  for (int r = 0; r < s->R; r++) {
+    rank_st *k = &s->ranks[r];
+    memset(k, 0, sizeof *k);
+    k->mult = draw_max(c, rng, c->every_rank ? 1 : c->world);
+    k->bwd_low = c->n_layers;
+    k->phase = PH_FWD;
+    k->layer = 0;
+    if (direct)
+      continue;
+    int last;
+    double w = fwd_work(s, r, 0, &last);
+    k->task_last = last;
+    start_task(s, r, w);
+  }
+  if (direct) {
+    res->events += direct_step(s, launched_at);
+    res->direct_steps++;
+    return 0;
+  }
+  if (s->rc)
+    return s->rc;
+  res->events += sim_engine_run(s->e, UINT64_MAX);
+  if (s->rc)
+    return s->rc;
+  int rc = sim_engine_check(s->e);
+  if (!rc && (s->next_coll != c->n_buckets || s->comm_active))
+    rc = core_err_set(CORE_EINTERNAL, "step ended with %d of %d collectives started", s->next_coll, c->n_buckets);
+  return rc;
+}
+
 int sim_step_run(const sim_step_cfg *c, sim_engine *e, sim_step_result *res, core_trace *trace) {
   memset(res, 0, sizeof *res);
   if (c->n_layers <= 0 || c->n_buckets <= 0 || c->world <= 0 || c->steps <= 0)
@@ -530,41 +565,8 @@ int sim_step_run(const sim_step_cfg *c, sim_engine *e, sim_step_result *res, cor
           snprintf(name, sizeof name, "slowest of %d ranks (representative)", c->world);
         core_trace_process(s.trace, r, name);
       }
-    int direct = decoupled(&s);
-    for (int r = 0; r < s.R; r++) {
-      rank_st *k = &s.ranks[r];
-      memset(k, 0, sizeof *k);
-      k->mult = draw_max(c, rng, c->every_rank ? 1 : c->world);
-      k->bwd_low = c->n_layers;
-      k->phase = PH_FWD;
-      k->layer = 0;
-      if (direct)
-        continue;
-      int last;
-      double w = fwd_work(&s, r, 0, &last);
-      k->task_last = last;
-      start_task(&s, r, w);
-    }
-    if (direct) {
-      res->events += direct_step(&s, launched_at);
-      res->direct_steps++;
-    } else {
-      if (s.rc) {
-        rc = s.rc;
-        goto out_free;
-      }
-      res->events += sim_engine_run(e, UINT64_MAX);
-      if (s.rc) {
-        rc = s.rc;
-        goto out_free;
-      }
-      if ((rc = sim_engine_check(e)) != 0)
-        goto out_free;
-      if (s.next_coll != c->n_buckets || s.comm_active) {
-        rc = core_err_set(CORE_EINTERNAL, "step ended with %d of %d collectives started", s.next_coll, c->n_buckets);
-        goto out_free;
-      }
-    }
+    if ((rc = run_ranks(&s, rng, launched_at, res)) != 0)
+      goto out_free;
     /* After the last allreduce nothing interacts across ranks: finalize and
      * step the optimizer, and the step ends when the slowest rank is done. */
     sim_time end = 0;
