@@ -9,12 +9,19 @@
  *     in the shipped node-failure study and in a study whose failures come
  *     faster than recovery (the regime simulation.max_events bounds, and
  *     the rate sim/sweep.c's messages assume), and how long the node-failure
- *     study at mtbf_h = 1 takes to be refused, with the message.
+ *     study at mtbf_h = 1 takes to be refused, with the message;
+ *  4. one step of GPT-2 1.5B with every rank simulated on a three-tier fat
+ *     tree of 128-port switches at 16,384, 65,536 and 131,072 GPUs: wall time
+ *     (load, fabric, step) and peak memory of a child process each; goals
+ *     < 1 s and < 1 GiB at 131,072. The DGX H100 profile has no
+ *     interference, so ranks are computed without events (sim/step.h); the
+ *     same with interference (1.05 both ways) runs event by event.
  * Usage: bench_sim [SOURCE_DIR]  (default: the source tree it was built from)
  */
 #include "sim/scenario.h"
 #include "sim/sweep.h"
 
+#include "core/afile.h"
 #include "core/err.h"
 
 #include <stdio.h>
@@ -153,6 +160,100 @@ static int bench_job(const char *src) {
   return 0;
 }
 
+/* One study in a child process, so its peak memory is its own: wall
+ * seconds and events, or -1. */
+static double child_study(const char *text, const char *name, unsigned long long *events, double *rss_mib) {
+  int fd[2];
+  if (pipe(fd))
+    return -1;
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(fd[0]);
+    uint64_t ev = 0;
+    char msg[2048];
+    double t0 = now_s();
+    sim_scenario *sc;
+    sim_sweep w;
+    sim_sweep_opts o = {.jobs = 1, .n_shards = 1, .trace_point = -1};
+    int rc = sim_scenario_load_string(text, name, &sc);
+    if (!rc && (rc = sim_sweep_run(sc, &o, &w)) == 0) {
+      for (long i = 0; i < w.n; i++)
+        ev += w.res[i].events;
+      sim_sweep_free(&w);
+    }
+    double dt = now_s() - t0;
+    snprintf(msg, sizeof msg, "%s", rc ? core_err_msg() : "");
+    if (!rc)
+      sim_scenario_free(sc);
+    dprintf(fd[1], "%.6f %llu %s\n", rc ? -1.0 : dt, (unsigned long long)ev, msg);
+    _exit(rc != 0);
+  }
+  close(fd[1]);
+  char buf[4096] = {0};
+  ssize_t got = read(fd[0], buf, sizeof buf - 1);
+  close(fd[0]);
+  int st;
+  struct rusage ru;
+  double dt = -1;
+  if (wait4(pid, &st, 0, &ru) < 0 || got <= 0 || sscanf(buf, "%lf %llu", &dt, events) != 2 || dt < 0) {
+    fprintf(stderr, "bench_sim: %s failed: %s", name, got > 0 ? buf : "no answer\n");
+    return -1;
+  }
+  *rss_mib = ru.ru_maxrss / 1024.0;
+  return dt;
+}
+
+/* The DGX H100 profile with interference, written next to it for a run. */
+static int coupled_profile(const char *src, char *path, size_t n) {
+  char from[4096];
+  snprintf(from, sizeof from, "%s/scenarios/profiles/dgx-h100.cfg", src);
+  snprintf(path, n, "%s/bench-coupled-%d.cfg", P_tmpdir, (int)getpid());
+  char *text = edited(from, "interference = { compute_slowdown = 1.0; };",
+                      "interference = { compute_slowdown = 1.05; comm_slowdown = 1.05; };");
+  core_afile a;
+  int rc = text ? core_afile_open(&a, path) : -1;
+  if (!rc) {
+    fputs(text, a.f);
+    rc = core_afile_commit(&a);
+  }
+  free(text);
+  return rc;
+}
+
+static int bench_fabric_steps(const char *src) {
+  static const int nodes[] = {2048, 8192, 16384};
+  char coupled[4096];
+  if (coupled_profile(src, coupled, sizeof coupled)) {
+    fprintf(stderr, "bench_sim: cannot write the coupled profile: %s\n", core_err_msg());
+    return 1;
+  }
+  int rc = 0;
+  for (int k = 0; k < 3 && !rc; k++)
+    for (int ev_path = 0; ev_path < 2 && !rc; ev_path++) {
+      char text[9000], prof[4200], name[4200];
+      snprintf(prof, sizeof prof, ev_path ? "%s" : "%s/scenarios/profiles/dgx-h100.cfg", ev_path ? coupled : src);
+      snprintf(name, sizeof name, "%s/scenarios/bench-fabric-%d.cfg", src, nodes[k]);
+      snprintf(text, sizeof text,
+               "profile = \"%s\";\nmodel = \"models/gpt2-xl.cfg\";\n"
+               "training = { batch = 8; precision = \"amp_bf16\"; optimizer = \"adam\"; };\n"
+               "cluster = { nodes = %d; devices_per_node = 8; };\n"
+               "networks = ( { name = \"IB-NDR\"; gbps = 400.0; latency_us = 14.0; nics_per_node = 8; efficiency = 0.96; } );\n"
+               "fabric = { leaf = { ports = 128; }; spine = { ports = 128; }; core = { ports = 128; }; rail_optimized = true; };\n"
+               "simulation = { steps = 1; ranks = \"every\"; };\n",
+               prof, nodes[k]);
+      unsigned long long ev = 0;
+      double rss = 0, dt = child_study(text, name, &ev, &rss);
+      if (dt < 0) {
+        rc = 1;
+        break;
+      }
+      printf("gpt2-xl %6d GPUs, 3-tier fat tree, every rank%s: %.3f s wall (load + fabric + 1 step), %llu events, peak RSS %.1f MiB\n",
+             nodes[k] * 8, ev_path ? ", interference 1.05 (event by event)" : "", dt, ev, rss);
+    }
+  unlink(coupled);
+  return rc;
+}
+
 int main(int argc, char **argv) {
   const char *src = argc > 1 ? argv[1] : DDPSIM_SOURCE_DIR;
   char path[4096];
@@ -200,5 +301,5 @@ int main(int argc, char **argv) {
   sscanf(buf, "%lf %llu", &dt, &events);
   printf("gpt2-xl 16384 GPUs, every rank: %.3f s wall (load + 1 step), %llu events, peak RSS %.1f MiB\n",
          dt, events, ru.ru_maxrss / 1024.0);
-  return bench_job(src);
+  return bench_job(src) || bench_fabric_steps(src);
 }

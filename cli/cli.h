@@ -59,6 +59,8 @@ int cli_plot_fit(const char *script, const char *profile, const char *out_dir);
 extern const char cli_simulate_help[];
 extern const char cli_plot_help[];
 int cli_cmd_simulate(int argc, char **argv);
+extern const char cli_merge_help[];
+int cli_cmd_merge(int argc, char **argv);
 int cli_cmd_plot(int argc, char **argv);
 extern const char cli_model_help[];
 int cli_cmd_model(int argc, char **argv);

@@ -34,6 +34,9 @@ const char cli_plot_help[] =
     "            simulated, the front joined, the recommendation circled, the\n"
     "            scenario as given marked, the deadline and budget drawn\n"
     "            (CSV: DIR/NAME-advice.csv; one file, CSV-pareto.png)\n"
+    "  fabric    scaling efficiency and one bucket allreduce's bus bandwidth vs\n"
+    "            GPUs, one curve per fabric, one file per model (scenarios with\n"
+    "            a fabric, e.g. scenarios/fabric.cfg)\n"
     "  fit       calibration fit: for each collective entry of a profile, the\n"
     "            measured points over the fitted alpha-beta curve, log-log, one\n"
     "            panel per entry (give a PROFILE instead of a CSV)\n"
@@ -58,12 +61,14 @@ static const char *const scaling_cols[] = {"model", "gpus", "network", "backend"
 static const char *const goodput_cols[] = {"model", "ckpt_mode", "spares", "ckpt_every_s", "goodput",
                                            "goodput_lo", "goodput_hi", "young_s", "daly_s", "best_every_s", NULL};
 static const char *const compression_cols[] = {"model", "nodes", "gbps", "compression", "step_s", NULL};
+static const char *const fabric_cols[] = {"model", "gpus", "fabric", "scaling_eff", "busbw_GBps", "status", NULL};
 static const char *const pareto_cols[] = {"rank", "feasible", "pareto", "time_to_train_h", "cost_usd", "why", NULL};
 /* fit reads a profile, not a CSV (cmd_plot_fit.c). */
 static const plot_kind kinds[] = {{"scaling", "scaling.gp", scaling_cols, NULL},
                                   {"pareto", "pareto.gp", pareto_cols, pareto_own},
                                   {"goodput", "goodput.gp", goodput_cols, NULL},
                                   {"compression", "compression.gp", compression_cols, NULL},
+                                  {"fabric", "fabric.gp", fabric_cols, NULL},
                                   {"fit", "fit.gp", NULL, cli_plot_fit}};
 
 /* Names go into gnuplot string literals and word lists. */
@@ -230,7 +235,7 @@ int cli_plot_render(const char *kind, const char *csv, const char *out_dir) {
     if (!strcmp(kinds[i].name, kind))
       k = &kinds[i];
   if (!k)
-    return core_err_set(CORE_EUSAGE, "no plot kind '%s'; the kinds are: scaling, goodput, compression, pareto, fit", kind);
+    return core_err_set(CORE_EUSAGE, "no plot kind '%s'; the kinds are: scaling, goodput, compression, pareto, fabric, fit", kind);
   if (k->own) {
     char own_script[4096];
     snprintf(own_script, sizeof own_script, "%s/%s", cli_plots_dir(), k->script);
@@ -280,6 +285,9 @@ int cli_plot_render(const char *kind, const char *csv, const char *out_dir) {
         if (!strcmp(t.rows[i][cc], "none"))
           snprintf(comp, sizeof comp, "none");
     }
+  } else if (!strcmp(kind, "fabric")) {
+    if ((rc = distinct(&t, core_csv_col(&t, "fabric"), a, sizeof a)) != 0)
+      goto out_table;
   } else if (!strcmp(kind, "goodput")) {
     if ((rc = distinct(&t, core_csv_col(&t, "ckpt_mode"), a, sizeof a)) != 0 ||
         (rc = distinct(&t, core_csv_col(&t, "spares"), b, sizeof b)) != 0)
@@ -315,6 +323,9 @@ int cli_plot_render(const char *kind, const char *csv, const char *out_dir) {
     else if (!strcmp(kind, "goodput"))
       snprintf(vars, sizeof vars, "csv='%s'; model='%s'; modes='%s'; spares='%s'; out='%s/%.*s-%s-%s'", csv, m,
                a, b, out_dir, stem, base, m, kind);
+    else if (!strcmp(kind, "fabric"))
+      snprintf(vars, sizeof vars, "csv='%s'; model='%s'; fabrics='%s'; out='%s/%.*s-%s-%s'", csv, m, a, out_dir,
+               stem, base, m, kind);
     else
       snprintf(vars, sizeof vars, "data='%s'; breaks='%s'; model='%s'; nodes='%s'; hooks='%s'; out='%s/%.*s-%s-%s'",
                data, breaks, m, a, b, out_dir, stem, base, m, kind);
@@ -409,19 +420,21 @@ int cli_plot_pareto(const char *csv, const char *out_dir, const char *title, dou
 }
 
 /* The plots a simulate CSV calls for: failures and checkpoints give the
- * goodput plot; a compression sweep its trade-off plot; otherwise scaling. */
+ * goodput plot; a fabric its own scaling plot; a compression sweep its
+ * trade-off plot; otherwise scaling. */
 int cli_plot_auto(const char *csv, const char *out_dir) {
   core_csv_table t;
   int rc = core_csv_read(csv, &t);
   if (rc)
     return rc;
-  int job = core_csv_col(&t, "goodput") >= 0, cc = core_csv_col(&t, "compression"), many = 0;
+  int job = core_csv_col(&t, "goodput") >= 0, fab = core_csv_col(&t, "fabric") >= 0;
+  int cc = core_csv_col(&t, "compression"), many = 0;
   for (long i = 1; cc >= 0 && i < t.nrows && !many; i++)
     many = strcmp(t.rows[i][cc], t.rows[0][cc]) != 0;
   core_csv_table_free(&t);
   if (job)
     return cli_plot_render("goodput", csv, out_dir);
-  if ((rc = cli_plot_render("scaling", csv, out_dir)) != 0)
+  if ((rc = cli_plot_render(fab ? "fabric" : "scaling", csv, out_dir)) != 0)
     return rc;
   return many ? cli_plot_render("compression", csv, out_dir) : 0;
 }

@@ -2,6 +2,7 @@
 #include "cli.h"
 
 #include "sim/scenario.h"
+#include "sim/shard.h"
 #include "sim/summary.h"
 #include "sim/sweep.h"
 #include "sim/tb.h"
@@ -35,10 +36,10 @@ const char cli_simulate_help[] =
     "                       GPU job on another GPU's profile is retargeted)\n"
     "      --seed N         override simulation.seed (same seed, same bytes)\n"
     "  -j, --jobs N         worker threads (default: one per CPU)\n"
-    "      --shard I/N      run only the points of shard I of N: groups of points\n"
-    "                       that differ only in the checkpoint interval (single\n"
-    "                       points without one), dealt round robin; shard 0\n"
-    "                       writes the header, so the shards' CSVs concatenate\n"
+    "      --shard I/N      run only shard I of N (a Slurm array task): the\n"
+    "                       step-level configurations c with c % N == I; writes\n"
+    "                       DIR/NAME.shard-I-of-N.csv, and `ddpsim merge` puts\n"
+    "                       the shards together into the unsharded CSV\n"
     "      --trace FILE     write a Chrome/Perfetto trace-event JSON of one step\n"
     "      --trace-point K  with --trace: the point to trace (default 0, the first\n"
     "                       row)\n"
@@ -131,7 +132,7 @@ int cli_cmd_simulate(int argc, char **argv) {
   if (trace_opts && !trace)
     return cli_usage("simulate", "--trace-point and --trace-ranks choose what --trace FILE writes; give --trace FILE too");
   if (plot && n_shards > 1)
-    return cli_usage("simulate", "--plot draws the whole study, which one shard does not hold; plot the shards' concatenated CSV with `ddpsim plot`");
+    return cli_usage("simulate", "--plot draws the whole study, which one shard does not hold; merge the shards with `ddpsim merge SCENARIO --shards N --plot`");
   if (tensorboard && n_shards > 1)
     return cli_usage("simulate", "--tensorboard writes the whole study's curves, which one shard does not hold; run it without --shard");
 
@@ -148,9 +149,7 @@ int cli_cmd_simulate(int argc, char **argv) {
   sim_sweep w;
   char csv[8192];
   if (n_shards > 1)
-    snprintf(csv, sizeof csv, "%s/%.*s.shard-%d-of-%d.csv", out_dir,
-             (int)(strlen(s->csv_name) > 4 ? strlen(s->csv_name) - 4 : strlen(s->csv_name)), s->csv_name,
-             shard, n_shards);
+    sim_shard_csv_path(s, out_dir, shard, n_shards, csv, sizeof csv);
   else
     snprintf(csv, sizeof csv, "%s/%s", out_dir, s->csv_name);
   /* -o's directory is made now: the trace may go into it. */

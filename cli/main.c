@@ -17,6 +17,8 @@
 static const cli_cmd commands[] = {
     {"simulate", "predict step time, throughput and scaling for every point of a scenario",
      cli_simulate_help, cli_cmd_simulate},
+    {"merge", "merge the shards of a study (simulate --shard I/N) into its CSV", cli_merge_help,
+     cli_cmd_merge},
     {"plot", "draw capacity-planning plots (PNG and SVG) from a results CSV", cli_plot_help,
      cli_cmd_plot},
     {"model", "print a model's DDP gradient buckets as CSV, to compare with PyTorch's", cli_model_help,

@@ -25,6 +25,8 @@ echo "== 3. the shipped studies on datasheet-derived GPU profiles"
 "$DD" simulate scenarios/compression.cfg -o "$OUT" -q --plot
 "$DD" simulate scenarios/node-failure.cfg -o "$OUT" --plot
 
+"$DD" simulate scenarios/fabric.cfg -o "$OUT" -q --plot
+
 echo "== 4. what to rent: GPT-2 XL on a trillion tokens, cheapest within a day, at cloud list prices"
 "$DD" advise scenarios/plan.cfg -o "$OUT"
 

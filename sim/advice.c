@@ -15,7 +15,7 @@ static const char *const part_keys[SIM_N_PARTS] = {"compute", "exposed_comm", "c
                                                    "restarts"};
 
 /* The dimensions advise chooses, in the CSV's and the table's order. */
-static const enum sim_dim knob_dims[] = {SIM_DIM_NODES, SIM_DIM_PER_NODE, SIM_DIM_NETWORK, SIM_DIM_BACKEND,
+static const enum sim_dim knob_dims[] = {SIM_DIM_NODES, SIM_DIM_PER_NODE, SIM_DIM_NETWORK, SIM_DIM_FABRIC, SIM_DIM_BACKEND,
                                          SIM_DIM_ALGORITHM, SIM_DIM_PRECISION, SIM_DIM_BATCH, SIM_DIM_BUCKET_CAP,
                                          SIM_DIM_OVERLAP, SIM_DIM_FIND_UNUSED, SIM_DIM_COMPRESSION,
                                          SIM_DIM_CKPT_MODE, SIM_DIM_CKPT_EVERY, SIM_DIM_SPARES};
@@ -215,7 +215,9 @@ static void write_row(core_csv *c, const sim_scenario *s, const sim_advised *x, 
   core_csv_int(c, p->per_node);
   core_csv_int(c, (long long)p->nodes * p->per_node);
   for (int d = SIM_DIM_NETWORK; d <= SIM_DIM_COMPRESSION; d++)
-    if (d == SIM_DIM_OVERLAP || d == SIM_DIM_FIND_UNUSED)
+    if (d == SIM_DIM_FABRIC)
+      continue; /* not a column of the advice */
+    else if (d == SIM_DIM_OVERLAP || d == SIM_DIM_FIND_UNUSED)
       core_csv_int(c, d == SIM_DIM_OVERLAP ? p->overlap : p->find_unused);
     else
       core_csv_str(c, sim_summary_dim_value(s, p, (enum sim_dim)d, buf, sizeof buf));

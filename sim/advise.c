@@ -18,7 +18,7 @@
 enum { ADVISE_BATCH = 8 };
 
 /* The dimensions by their role in the search (advise.h). */
-static const enum sim_dim hw_dims[] = {SIM_DIM_NETWORK, SIM_DIM_BACKEND, SIM_DIM_PRECISION, SIM_DIM_BATCH,
+static const enum sim_dim hw_dims[] = {SIM_DIM_NETWORK, SIM_DIM_FABRIC, SIM_DIM_BACKEND, SIM_DIM_PRECISION, SIM_DIM_BATCH,
                                        SIM_DIM_PER_NODE, SIM_DIM_NODES};
 static const enum sim_dim comm_dims[] = {SIM_DIM_ALGORITHM, SIM_DIM_BUCKET_CAP, SIM_DIM_OVERLAP,
                                          SIM_DIM_FIND_UNUSED, SIM_DIM_COMPRESSION};

@@ -7,7 +7,7 @@
 
 static const char *const algo_names[SIM_N_ALGOS] = {
     "ring", "tree", "hierarchical", "halving_doubling", "ring_chunked", "bcube", "gloo_ring",
-    "segmented_ring"};
+    "segmented_ring", "collnet", "nvls", "nvls_tree"};
 
 const char *sim_backend_name(enum sim_backend b) { return b == SIM_BACKEND_NCCL ? "nccl" : "gloo"; }
 
@@ -29,7 +29,8 @@ int sim_algo_parse(const char *s, enum sim_algo *out) {
 
 int sim_algo_valid(enum sim_backend b, enum sim_algo a) {
   if (b == SIM_BACKEND_NCCL)
-    return a == SIM_ALGO_RING || a == SIM_ALGO_TREE || a == SIM_ALGO_HIERARCHICAL;
+    return a == SIM_ALGO_RING || a == SIM_ALGO_TREE || a == SIM_ALGO_HIERARCHICAL || a == SIM_ALGO_COLLNET ||
+           a == SIM_ALGO_NVLS || a == SIM_ALGO_NVLS_TREE;
   return a == SIM_ALGO_HALVING_DOUBLING || a == SIM_ALGO_RING_CHUNKED || a == SIM_ALGO_BCUBE ||
          a == SIM_ALGO_GLOO_RING || a == SIM_ALGO_SEGMENTED_RING || a == SIM_ALGO_HIERARCHICAL;
 }
@@ -106,6 +107,47 @@ static double hierarchical(const sim_topo *t, double S) {
   return T;
 }
 
+/* A node's bandwidth out through its NICs (all rails), as the ring sees it. */
+static double node_net_Bps(const sim_topo *t) {
+  double flows_Bps = (double)t->rails / t->inter.beta_s;
+  return t->node_Bps > 0 && t->node_Bps < flows_Bps ? t->node_Bps : flows_Bps;
+}
+
+/* CollNet Direct (SHARP): a node's ranks reduce-scatter to the ranks that
+ * own a NIC, each sends its share up the switches' aggregation tree once
+ * and gets the sum back, then the node gathers it: each rank's NVLink
+ * carries 2(g-1)/g of the buffer, each NIC 1/rails of it each way, however
+ * many nodes; the stages pipeline, the slower sets the pace. NCCL slows it
+ * where ranks outnumber NICs (factor g/R - (g/R - 1)/2, tuning.cc). */
+static double nccl_collnet(const sim_topo *t, double S) {
+  int N = t->nodes, g = t->per_node;
+  double lat = 2.0 * ((g > 1 ? SIM_NCCL_COLLNET_INTRA_LAT_S : 0) + (g - 1) * SIM_NCCL_COLLNET_ARITY_S) +
+               (N > 1 ? SIM_NCCL_COLLNET_NET_LAT_S : 0);
+  double intra = g > 1 ? 2.0 * (g - 1) / g * t->intra.beta_s : 0, net = N > 1 ? 1.0 / node_net_Bps(t) : 0;
+  double ratio = t->rails > 0 && g > t->rails ? (double)g / t->rails : 1.0;
+  ratio -= (ratio - 1.0) / 2.0;
+  return lat + S * (intra > net ? intra : net) * ratio / SIM_NCCL_COLLNET_BW_FACTOR + S * t->gamma_s;
+}
+
+/* NVLS: the NVSwitches reduce, each rank sends its buffer once and reads
+ * the sum once; across nodes (with SHARP) a node's NICs carry it once each
+ * way. NVLS tree: NVLS in the node, a tree across nodes, whose NICs carry
+ * twice the buffer beyond two nodes (tuning.cc: bwInter/2). Algorithm
+ * bandwidth 5/6 of the slower side's. */
+static double nccl_nvls(const sim_topo *t, double S, int tree) {
+  int N = t->nodes;
+  double intra_Bps = t->per_node > 1 ? 1.0 / t->intra.beta_s : INFINITY, bw = intra_Bps, lat;
+  if (N > 1) {
+    double net = node_net_Bps(t) / (tree && N > 2 ? 2.0 : 1.0);
+    bw = net < bw ? net : bw;
+  }
+  if (tree && N > 1)
+    lat = SIM_NCCL_NVLS_INTRA_LAT_S + 2.0 * ceil(log2((double)N)) * t->inter.alpha_s;
+  else
+    lat = SIM_NCCL_NVLS_INTRA_LAT_S + (N > 1 ? SIM_NCCL_NVLS_NET_LAT_S : 0);
+  return lat + S / (SIM_NCCL_NVLS_BW_FACTOR * bw);
+}
+
 /* Gloo's halving-doubling: partner rank ^ 2^i, so the first steps, which
  * move the most data, stay inside a node when ranks are packed per node. A
  * non-power-of-two group first folds the extra ranks in (one exchange of the
@@ -160,6 +202,10 @@ double sim_coll_time(enum sim_backend b, enum sim_op op, enum sim_algo a, const 
       T = nccl_tree(t, S);
     else if (op == SIM_OP_ALLREDUCE && a == SIM_ALGO_HIERARCHICAL)
       T = hierarchical(t, S);
+    else if (op == SIM_OP_ALLREDUCE && a == SIM_ALGO_COLLNET)
+      T = nccl_collnet(t, S);
+    else if (op == SIM_OP_ALLREDUCE && (a == SIM_ALGO_NVLS || a == SIM_ALGO_NVLS_TREE))
+      T = nccl_nvls(t, S, a == SIM_ALGO_NVLS_TREE);
     else
       T = nccl_ring(op, t, S);
     return t->launch_s + T;

@@ -11,7 +11,10 @@
  * that cross nodes use the network, and flows leaving a node at the same time
  * share its NICs. sim_coll_coeffs() gives the same formulas for a homogeneous
  * group, which is how a profile's measured fit at p ranks becomes per-link
- * α and β for other p.
+ * α and β for other p. The in-network reductions (CollNet/SHARP, NVLS,
+ * NVLS tree) are costed by the data each node moves through its NVLink and
+ * NICs when the switches reduce, with NCCL's latencies and efficiency
+ * factors; which fabrics offer them is sim/fabric.h's business.
  */
 #ifndef SIM_COLLECTIVE_H
 #define SIM_COLLECTIVE_H
@@ -27,6 +30,9 @@ enum sim_algo {
   SIM_ALGO_BCUBE,            /* Gloo allreduce_bcube, base 2 */
   SIM_ALGO_GLOO_RING,        /* Gloo allreduce_ring: whole buffer around the ring */
   SIM_ALGO_SEGMENTED_RING,   /* gloo::allreduce default, what PyTorch uses */
+  SIM_ALGO_COLLNET,          /* NCCL CollNet Direct: the switches reduce (SHARP) */
+  SIM_ALGO_NVLS,             /* NCCL NVLS: the node's NVSwitches reduce (NVLink SHARP) */
+  SIM_ALGO_NVLS_TREE,        /* NCCL NVLS inside nodes, tree across them */
   SIM_N_ALGOS
 };
 
@@ -53,6 +59,8 @@ typedef struct sim_link {
   double alpha[SIM_LINK_MAX_REGIMES], beta[SIM_LINK_MAX_REGIMES];
 } sim_link;
 
+struct sim_fabric_costs;
+
 typedef struct sim_topo {
   int nodes, per_node;
   sim_link intra;     /* between ranks of one node (aggregate per rank) */
@@ -62,6 +70,9 @@ typedef struct sim_topo {
   double gamma_s;     /* host reduction, s per byte (0 when folded into β) */
   double stage_s;     /* device<->host staging, s per byte of message (Gloo on GPUs) */
   double launch_s;    /* fixed cost per call */
+  /* The point's fabric (sim/fabric.h), or NULL: each algorithm's topology
+   * there, for the allreduce a bucket makes (sim_predict_allreduce). */
+  const struct sim_fabric_costs *fabric;
 } sim_topo;
 
 /* Time in seconds of one collective of S bytes (nccl-tests' S). */
@@ -76,5 +87,19 @@ int sim_coll_coeffs(enum sim_backend bk, enum sim_op op, enum sim_algo a, int p,
 /* NCCL's tree bandwidth factors (src/graph/tuning.cc): tree allreduce gets
  * 0.92 of the bus bandwidth, and algorithm bandwidth is half of it. */
 #define SIM_NCCL_TREE_BW_FACTOR 0.92
+
+/* NCCL's estimates for its in-network algorithms, Simple protocol
+ * (NVIDIA/nccl src/graph/tuning.cc at commit b6475625fbca, hwLat and
+ * ncclTopoTuneModel): CollNet Direct's NVLink and network latencies, its
+ * 0.4 us per local rank of arity serialization and its bus bandwidth times
+ * 0.85 on compute capability 9.0; NVLS's NVLink latency, NVLS's and NVLS
+ * Tree's network latencies, and their bus to algorithm bandwidth of 5/6. */
+#define SIM_NCCL_COLLNET_INTRA_LAT_S 3.7e-6
+#define SIM_NCCL_COLLNET_NET_LAT_S 31e-6
+#define SIM_NCCL_COLLNET_ARITY_S 0.4e-6
+#define SIM_NCCL_COLLNET_BW_FACTOR 0.85
+#define SIM_NCCL_NVLS_INTRA_LAT_S 23e-6
+#define SIM_NCCL_NVLS_NET_LAT_S 18e-6
+#define SIM_NCCL_NVLS_BW_FACTOR (5.0 / 6.0)
 
 #endif

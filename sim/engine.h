@@ -3,12 +3,19 @@
  * (time in integer nanoseconds, sequence number), so events at equal times
  * run in the order they were scheduled and a run is reproducible bit for bit.
  *
- * The queue is a binary heap of 16-byte keys (time, seq<<24 | slot); the
- * payload (handler, context, argument) sits in a slot table, so sifting moves
- * only keys. Cancellation is lazy, as in libuv's timers and ROSS's queues:
- * the slot is marked and its key skipped when it reaches the top. Counters
- * track scheduled = executed + cancelled + pending at all times
- * (sim_engine_check). Limits: 2^24 pending events, 2^40 events per run.
+ * The queue is a radix heap (Ahuja, Mehlhorn, Orlin and Tarjan, "Faster
+ * algorithms for the shortest path problem", JACM 37(2), 1990) over 128-bit
+ * keys (time, seq<<24 | slot): a simulation never schedules before the event
+ * it is running, so keys only grow, and a key waits in the bucket of the
+ * highest bit in which it differs from the last key taken out; taking the
+ * minimum empties the lowest non-empty bucket into lower ones. A key moves at
+ * most 128 times, and each move is an append to an array, which keeps a queue
+ * of a hundred thousand pending events out of the cache misses of a binary
+ * heap. The payload (handler, context, argument) sits in a slot table.
+ * Cancellation is lazy, as in libuv's timers and ROSS's queues: the slot is
+ * marked and its key skipped when it comes out. Counters track scheduled =
+ * executed + cancelled + pending at all times (sim_engine_check). Limits:
+ * 2^24 pending events, 2^40 events per run.
  */
 #ifndef SIM_ENGINE_H
 #define SIM_ENGINE_H

@@ -114,6 +114,8 @@ int sim_predict_topo(const sim_scenario *s, const sim_point *p, sim_topo *t) {
 }
 
 double sim_predict_allreduce(const sim_point *p, const sim_topo *t, double bytes) {
+  if (t->fabric)
+    return sim_fabric_allreduce(t->fabric, p->backend, p->algorithm, bytes, NULL);
   if (p->algorithm >= 0)
     return sim_coll_time(p->backend, SIM_OP_ALLREDUCE, (enum sim_algo)p->algorithm, t, bytes);
   if (p->backend == SIM_BACKEND_GLOO)
@@ -397,8 +399,20 @@ int sim_predict_point(const sim_scenario *s, const sim_point *p, sim_engine *e, 
     return predict_traced(s, p, &none, NULL, NULL, trace, r);
   }
   sim_topo topo;
+  sim_fabric_costs *fc = NULL;
   if ((rc = sim_predict_topo(s, p, &topo)) != 0)
     return rc;
+  if (p->fabric) {
+    if (!(fc = malloc(sizeof *fc)))
+      return core_err_set(CORE_ENOMEM, "out of memory predicting point %ld", p->index);
+    if ((rc = sim_fabric_costs_for(s, p, &topo, e, fc)) != 0) {
+      free(fc);
+      return rc;
+    }
+    topo.fabric = fc;
+    r->has_fabric = 1;
+    r->fab = fc->res;
+  }
   r->gbps = p->network->gbps > 0 ? p->network->gbps : p->network->from_profile ? pr->link_gbps : 0;
 
   double *fwd = calloc((size_t)L + 1, sizeof *fwd);
@@ -518,7 +532,7 @@ int sim_predict_point(const sim_scenario *s, const sim_point *p, sim_engine *e, 
       .overlap = p->overlap, .compute_slowdown = pr->compute_slowdown, .comm_slowdown = pr->comm_slowdown,
       .cpu_slowdown = pr->cpu_slowdown, .bucket_compute_slowdown = csd, .bucket_comm_slowdown = msd,
       .world = world,
-      .every_rank = s->every_rank, .jitter = pr->jitter, .steps = s->steps,
+      .every_rank = s->every_rank && !p->fabric_given, .jitter = pr->jitter, .steps = s->steps,
       .seed = sim_predict_seed(s->seed, p->index), .trace_ranks = trace_ranks};
   c.jitter_params[0] = pr->jitter_params[0];
   c.jitter_params[1] = pr->jitter_params[1];
@@ -538,7 +552,9 @@ int sim_predict_point(const sim_scenario *s, const sim_point *p, sim_engine *e, 
   r->single_step_s = single;
   r->samples_per_s = (double)world * p->batch / sr.step_s;
   r->scaling_eff = r->samples_per_s / ((double)world * p->batch / single);
+  r->fab.duty = sr.step_s > 0 ? fmin(sr.comm_s / sr.step_s, 1.0) : 0;
 out_free:
+  free(fc);
   free(fwd);
   free(bwd);
   free(copy);

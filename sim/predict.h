@@ -10,6 +10,7 @@
 
 #include "sim/compute.h"
 #include "sim/engine.h"
+#include "sim/fabric.h"
 #include "sim/job.h"
 #include "sim/scenario.h"
 
@@ -26,6 +27,8 @@ typedef struct sim_point_result {
   char status[16];          /* "ok" or "timeout" */
   char note[320];
   uint64_t events;
+  int has_fabric;           /* the point has a fabric: fab holds what it made of the collectives */
+  sim_fabric_result fab;
   /* Job level, when the scenario has one (sim/jobpoint.h). */
   int has_job;
   sim_job_result job;
@@ -51,7 +54,9 @@ int sim_topo_build(const core_profile *pr, const char *profile_path, const sim_n
 
 /* Per-bucket allreduce time, choosing the algorithm when p->algorithm is
  * auto (NCCL: the faster of ring and tree, as NCCL's tuner does; Gloo: the
- * segmented ring of gloo::allreduce, which PyTorch uses). */
+ * segmented ring of gloo::allreduce, which PyTorch uses). On a fabric
+ * (t->fabric) each algorithm has its own topology, and NCCL also chooses
+ * among the in-network reductions the fabric offers (sim/fabric.h). */
 double sim_predict_allreduce(const sim_point *p, const sim_topo *t, double bytes);
 
 /* trace may be NULL; trace_ranks limits the ranks written. */

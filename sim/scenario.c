@@ -1,6 +1,7 @@
 #include "scenario.h"
 
 #include "sim/compute.h"
+#include "sim/fabric.h"
 #include "sim/job.h"
 #include "sim/replay.h"
 
@@ -20,7 +21,8 @@ static const char *const prec_choices[] = {"fp32", "tf32", "fp16", "bf16", "amp_
 static const char *const opt_choices[] = {"sgd", "sgd_momentum", "adam", NULL};
 static const char *const backend_choices[] = {"nccl", "gloo", NULL};
 static const char *const algo_choices[] = {"auto", "ring", "tree", "hierarchical", "halving_doubling",
-                                           "ring_chunked", "bcube", "gloo_ring", "segmented_ring", NULL};
+                                           "ring_chunked", "bcube", "gloo_ring", "segmented_ring",
+                                           "collnet", "nvls", "nvls_tree", NULL};
 static const char *const ranks_choices[] = {"representative", "every", NULL};
 
 const char *sim_precision_name(enum sim_precision p) { return (unsigned)p < SIM_N_PRECS ? prec_names[p] : "?"; }
@@ -57,6 +59,7 @@ void sim_scenario_free(sim_scenario *s) {
     core_model_free(s->models[i]);
   free(s->models);
   free(s->networks);
+  sim_fabric_free_all(s->fabrics, s->n_fabrics);
   free(s->backends);
   free(s->algorithms);
   free(s->precisions);
@@ -99,7 +102,7 @@ static int cross_check(sim_scenario *s, const config_setting_t *root) {
         return core_err_set(CORE_EINVAL, "%s: algorithm \"%s\" is not one of %s's allreduce algorithms (%s); use \"auto\" or sweep the backends separately",
                             where(al ? al : root, w), sim_algo_name((enum sim_algo)s->algorithms[a]),
                             sim_backend_name(be),
-                            be == SIM_BACKEND_NCCL ? "ring, tree, hierarchical"
+                            be == SIM_BACKEND_NCCL ? "ring, tree, hierarchical; collnet, nvls, nvls_tree on a fabric that offers them"
                                                    : "segmented_ring, gloo_ring, ring_chunked, halving_doubling, bcube, hierarchical");
     int need_intra = 0, need_inter_profile = 0;
     for (int i = 0; i < s->n[SIM_DIM_PER_NODE]; i++)
@@ -240,7 +243,7 @@ static int parse_output(sim_scenario *s, const config_setting_t *root) {
 
 static int parse(sim_scenario *s) {
   static const char *const top_keys[] = {"name", "description", "profile", "model", "training",
-                                         "cluster", "networks", "ddp", "simulation", "output",
+                                         "cluster", "networks", "fabric", "ddp", "simulation", "output",
                                          "job", "failures", "checkpoint", "cost", "advise", NULL};
   static const char *const train_keys[] = {"batch", "precision", "optimizer", NULL};
   static const char *const cluster_keys[] = {"nodes", "devices_per_node", NULL};
@@ -418,7 +421,7 @@ static int parse(sim_scenario *s) {
   free(strs);
   strs = NULL;
 
-  if ((rc = parse_simulation(s, root)) != 0 ||
+  if ((rc = sim_fabric_parse(s, root)) != 0 || (rc = parse_simulation(s, root)) != 0 ||
       (rc = sim_jobcfg_parse(root, s->profile, s->profile_path, &s->job, &s->n[SIM_DIM_FAIL_RATE])) != 0 ||
       (rc = parse_cost(s, root)) != 0 || (rc = parse_output(s, root)) != 0)
     return rc;
@@ -486,6 +489,8 @@ void sim_scenario_point(const sim_scenario *s, long index, sim_point *p) {
   p->index = index;
   p->model = s->models[idx[SIM_DIM_MODEL]];
   p->network = &s->networks[idx[SIM_DIM_NETWORK]];
+  p->fabric = s->n_fabrics ? &s->fabrics[idx[SIM_DIM_FABRIC]] : NULL;
+  p->fabric_given = NULL;
   p->backend = s->backends[idx[SIM_DIM_BACKEND]];
   p->algorithm = s->algorithms[idx[SIM_DIM_ALGORITHM]];
   p->precision = s->precisions[idx[SIM_DIM_PRECISION]];
@@ -523,7 +528,7 @@ void sim_scenario_point(const sim_scenario *s, long index, sim_point *p) {
 
 const char *sim_dim_name(const sim_scenario *s, enum sim_dim d) {
   static const char *const names[SIM_N_DIMS] = {
-      "model", "network", "backend", "algorithm", "precision", "batch", "bucket_cap_mb", "overlap",
+      "model", "network", "fabric", "backend", "algorithm", "precision", "batch", "bucket_cap_mb", "overlap",
       "find_unused_parameters", "compression", "devices_per_node", "nodes", "mtbf_h", "weibull_shape",
       "detect_s", "mttr_h", "restart_s", "load_s", "cost_s", "mode", "spares", "every_s"};
   if (d == SIM_DIM_FAIL_RATE && s->job.fail_dist == SIM_FAIL_WEIBULL)

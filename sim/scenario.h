@@ -42,12 +42,13 @@ typedef core_compression sim_compression; /* core/vocab.h */
 
 
 /* Sweep dimensions, outermost first; a point is one index per dimension.
+ * A dimension of one value leaves every point's index as it was.
  * The job-level ones (the numbers of failures, the checkpoint's cost, mode,
  * spares and interval) are innermost, so the points of one step-level
  * configuration are consecutive, and so are the intervals of one
  * configuration of everything else. */
 enum sim_dim {
-  SIM_DIM_MODEL = 0, SIM_DIM_NETWORK, SIM_DIM_BACKEND, SIM_DIM_ALGORITHM, SIM_DIM_PRECISION,
+  SIM_DIM_MODEL = 0, SIM_DIM_NETWORK, SIM_DIM_FABRIC, SIM_DIM_BACKEND, SIM_DIM_ALGORITHM, SIM_DIM_PRECISION,
   SIM_DIM_BATCH, SIM_DIM_BUCKET_CAP, SIM_DIM_OVERLAP, SIM_DIM_FIND_UNUSED, SIM_DIM_COMPRESSION, SIM_DIM_PER_NODE,
   SIM_DIM_NODES,
   SIM_DIM_FAIL_RATE, SIM_DIM_WEIBULL_SHAPE, SIM_DIM_DETECT, SIM_DIM_MTTR, SIM_DIM_RESTART, SIM_DIM_LOAD,
@@ -67,6 +68,8 @@ typedef struct sim_scenario {
   core_model **models;
   int n_networks;
   sim_network *networks;
+  int n_fabrics;            /* 0: no fabric group (sim/fabric.h) */
+  struct sim_fabric *fabrics;
   int n[SIM_N_DIMS];        /* values per dimension */
   enum sim_backend *backends;
   int *algorithms;          /* enum sim_algo, or -1 for "auto" */
@@ -96,6 +99,10 @@ typedef struct sim_point {
   long index;
   const core_model *model;
   const sim_network *network;
+  const struct sim_fabric *fabric;  /* NULL without a fabric group */
+  /* Set only inside the fabric's contention loop (sim/fabric.h): the
+   * slowdowns to use, one representative rank. */
+  const struct sim_fabric_given *fabric_given;
   enum sim_backend backend;
   int algorithm;            /* -1 = auto */
   enum sim_precision precision;

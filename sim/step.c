@@ -357,6 +357,99 @@ static void task_done(sim_engine *e, void *ctx, uint64_t arg) {
   try_launch(s, r);
 }
 
+/* Does every rate of this step stay exactly 1 (step.h)? rate() is 1 with
+ * no collective running, and blend() of each bucket's factors while one is. */
+static int decoupled(const stepsim *s) {
+  const sim_step_cfg *c = s->c;
+  if (s->trace || c->events_only)
+    return 0;
+  for (int b = 0; b < c->n_buckets; b++) {
+    double f = s->cpu_f[b], g = s->idle_f[b];
+    double sc = c->bucket_compute_slowdown ? c->bucket_compute_slowdown[b] : c->compute_slowdown;
+    double sm = c->bucket_comm_slowdown ? c->bucket_comm_slowdown[b] : c->comm_slowdown;
+    if (1.0 / ((1.0 - f - g) * sc + f * cpu_sd(s) + g) != 1.0 || 1.0 / ((1.0 - f - g) * sm + f * cpu_sd(s) + g) != 1.0)
+      return 0;
+  }
+  return 1;
+}
+
+/* One rank's step without events: its forward task, its backward tasks,
+ * the time it launches each bucket (the latest of all ranks kept in
+ * launched_at). Returns the tasks it ran. */
+static int direct_rank(stepsim *s, int r, sim_time *launched_at) {
+  const sim_step_cfg *c = s->c;
+  rank_st *k = &s->ranks[r];
+  int last, low, tasks = 1, launched = 0;
+  sim_time t = (sim_time)llround(fwd_work(s, r, 0, &last));
+  k->compute_ns += (double)t;
+  for (int top = c->n_layers - 1;; top = low - 1) {
+    sim_time t0 = t;
+    t += (sim_time)llround(bwd_work(s, r, top, &low));
+    k->compute_ns += (double)(t - t0);
+    tasks++;
+    if (low == 0 || c->overlap)
+      for (; launched < c->n_buckets && low <= c->bucket_ready_layer[launched]; launched++)
+        if (t > launched_at[launched])
+          launched_at[launched] = t;
+    if (low == 0)
+      break;
+  }
+  k->bwd_done_t = t;
+  return tasks;
+}
+
+/* The step of decoupled ranks: every rank, then the collectives, each
+ * starting when launched everywhere and the one before has ended. */
+static uint64_t direct_step(stepsim *s, sim_time *launched_at) {
+  const sim_step_cfg *c = s->c;
+  int tasks = 0;
+  memset(launched_at, 0, sizeof *launched_at * (size_t)c->n_buckets);
+  for (int r = 0; r < s->R; r++)
+    tasks = direct_rank(s, r, launched_at);
+  sim_time done = 0;
+  for (int b = 0; b < c->n_buckets; b++) {
+    sim_time start = launched_at[b] > done ? launched_at[b] : done;
+    done = start + (sim_time)llround(s->comm_s[b] * 1e9);
+  }
+  s->last_done = done;
+  return (uint64_t)s->R * (uint64_t)tasks + (uint64_t)c->n_buckets;
+}
+
+/* One step's ranks from their compute draws to the last collective: rank
+ * by rank where nothing couples them, else event by event. */
+static int run_ranks(stepsim *s, gsl_rng *rng, sim_time *launched_at, sim_step_result *res) {
+  const sim_step_cfg *c = s->c;
+  int direct = decoupled(s);
+  for (int r = 0; r < s->R; r++) {
+    rank_st *k = &s->ranks[r];
+    memset(k, 0, sizeof *k);
+    k->mult = draw_max(c, rng, c->every_rank ? 1 : c->world);
+    k->bwd_low = c->n_layers;
+    k->phase = PH_FWD;
+    k->layer = 0;
+    if (direct)
+      continue;
+    int last;
+    double w = fwd_work(s, r, 0, &last);
+    k->task_last = last;
+    start_task(s, r, w);
+  }
+  if (direct) {
+    res->events += direct_step(s, launched_at);
+    res->direct_steps++;
+    return 0;
+  }
+  if (s->rc)
+    return s->rc;
+  res->events += sim_engine_run(s->e, UINT64_MAX);
+  if (s->rc)
+    return s->rc;
+  int rc = sim_engine_check(s->e);
+  if (!rc && (s->next_coll != c->n_buckets || s->comm_active))
+    rc = core_err_set(CORE_EINTERNAL, "step ended with %d of %d collectives started", s->next_coll, c->n_buckets);
+  return rc;
+}
+
 int sim_step_run(const sim_step_cfg *c, sim_engine *e, sim_step_result *res, core_trace *trace) {
   memset(res, 0, sizeof *res);
   if (c->n_layers <= 0 || c->n_buckets <= 0 || c->world <= 0 || c->steps <= 0)
@@ -385,11 +478,12 @@ int sim_step_run(const sim_step_cfg *c, sim_engine *e, sim_step_result *res, cor
   s.colls = calloc((size_t)c->n_buckets, sizeof *s.colls);
   s.stop_after = calloc((size_t)c->n_layers, sizeof *s.stop_after);
   s.comm_s = calloc((size_t)c->n_buckets * 3, sizeof *s.comm_s);
+  sim_time *launched_at = malloc(sizeof *launched_at * (size_t)c->n_buckets);
   gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937), *wrng = NULL;
   double *samples = NULL;
   size_t *strata = NULL;
   int rc = 0;
-  if (!s.ranks || !s.colls || !s.stop_after || !s.comm_s || !rng) {
+  if (!s.ranks || !s.colls || !s.stop_after || !s.comm_s || !rng || !launched_at) {
     rc = core_err_set(CORE_ENOMEM, "out of memory simulating %d ranks", s.R);
     goto out_free;
   }
@@ -471,33 +565,8 @@ int sim_step_run(const sim_step_cfg *c, sim_engine *e, sim_step_result *res, cor
           snprintf(name, sizeof name, "slowest of %d ranks (representative)", c->world);
         core_trace_process(s.trace, r, name);
       }
-    for (int r = 0; r < s.R; r++) {
-      rank_st *k = &s.ranks[r];
-      memset(k, 0, sizeof *k);
-      k->mult = draw_max(c, rng, c->every_rank ? 1 : c->world);
-      k->bwd_low = c->n_layers;
-      k->phase = PH_FWD;
-      k->layer = 0;
-      int last;
-      double w = fwd_work(&s, r, 0, &last);
-      k->task_last = last;
-      start_task(&s, r, w);
-    }
-    if (s.rc) {
-      rc = s.rc;
+    if ((rc = run_ranks(&s, rng, launched_at, res)) != 0)
       goto out_free;
-    }
-    res->events += sim_engine_run(e, UINT64_MAX);
-    if (s.rc) {
-      rc = s.rc;
-      goto out_free;
-    }
-    if ((rc = sim_engine_check(e)) != 0)
-      goto out_free;
-    if (s.next_coll != c->n_buckets || s.comm_active) {
-      rc = core_err_set(CORE_EINTERNAL, "step ended with %d of %d collectives started", s.next_coll, c->n_buckets);
-      goto out_free;
-    }
     /* After the last allreduce nothing interacts across ranks: finalize and
      * step the optimizer, and the step ends when the slowest rank is done. */
     sim_time end = 0;
@@ -531,6 +600,7 @@ int sim_step_run(const sim_step_cfg *c, sim_engine *e, sim_step_result *res, cor
   if (res->exposed_comm_s < 0)
     res->exposed_comm_s = 0;
 out_free:
+  free(launched_at);
   free(samples);
   free(strata);
   gsl_rng_free(rng);

@@ -46,6 +46,15 @@
  * thread of its rank once the rank's CPUs run out.
  * sim_step_scale_interference derives a bucket's factors from the calibrated
  * ones and k; the per-bucket arrays carry them into the step.
+ *
+ * Where every factor of a step is exactly 1 (no interference, which is what
+ * datasheet profiles say), no rank's compute depends on a collective or on
+ * another rank: each rank's task ends are sums of its own work, and a
+ * collective starts when the last rank has launched it and the one before
+ * has ended. The step is then computed rank by rank with the same integer
+ * arithmetic the events would do, with no event queue (the results, event
+ * counts included, are the same bytes; tests/unit/test_step.c compares
+ * them); a trace, or events_only, runs the events.
  */
 #ifndef SIM_STEP_H
 #define SIM_STEP_H
@@ -88,6 +97,8 @@ typedef struct sim_step_cfg {
   int steps;                      /* steps to simulate; results are means */
   uint64_t seed;
   int trace_ranks;                /* ranks written to the trace (first step only) */
+  int events_only;                /* 1: event by event even where nothing couples the ranks
+                                   * (tests compare the two ways) */
 } sim_step_cfg;
 
 typedef struct sim_step_result {
@@ -95,6 +106,7 @@ typedef struct sim_step_result {
   double step_sd_s, step_min_s, step_max_s;
   uint64_t events;
   int ranks_simulated;
+  int direct_steps;               /* steps computed rank by rank, without events (decoupled) */
 } sim_step_result;
 
 /* Mean of the jitter distribution, the divisor that normalizes draws. */

@@ -1,5 +1,7 @@
 #include "summary.h"
 
+#include "sim/fabric.h"
+
 #include <math.h>
 #include <string.h>
 
@@ -19,6 +21,7 @@ const char *sim_summary_dim_value(const sim_scenario *s, const sim_point *p, enu
   switch (d) {
   case SIM_DIM_MODEL: snprintf(buf, n, "%s", p->model->name); break;
   case SIM_DIM_NETWORK: snprintf(buf, n, "%s", p->network->name); break;
+  case SIM_DIM_FABRIC: snprintf(buf, n, "%s", p->fabric ? p->fabric->name : "none"); break;
   case SIM_DIM_BACKEND: snprintf(buf, n, "%s", sim_backend_name(p->backend)); break;
   case SIM_DIM_ALGORITHM: snprintf(buf, n, "%s", p->algorithm < 0 ? "auto" : sim_algo_name((enum sim_algo)p->algorithm)); break;
   case SIM_DIM_PRECISION: snprintf(buf, n, "%s", sim_precision_name(p->precision)); break;

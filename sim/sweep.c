@@ -1,6 +1,7 @@
 #include "sweep.h"
 
 #include "sim/jobpoint.h"
+#include "sim/shard.h"
 #include "sim/summary.h"
 #include "sim/ties.h"
 
@@ -40,6 +41,25 @@ enum { N_JOB_COLUMNS = (int)(sizeof job_columns / sizeof *job_columns) };
  * run with its interval (job level) or of a million samples (step level). */
 static const char *const job_cost_columns[] = {"usd_per_hour", "cost_usd", "cost_usd_lo", "cost_usd_hi"};
 static const char *const step_cost_columns[] = {"usd_per_hour", "usd_per_Msample"};
+
+/* Extra columns of scenarios with a fabric (sim/fabric.h): its name and
+ * size, the other jobs' GPUs, and what it made of one bucket_cap_mb
+ * allreduce: NCCL's algorithm, the fabric's slowdown of it, its bus
+ * bandwidth; and the share of the step the job's collectives run. */
+static const char *const fabric_columns[] = {"fabric", "racks", "pods", "other_gpus", "bucket_algorithm",
+                                             "fabric_slowdown", "busbw_GBps", "comm_duty"};
+enum { N_FABRIC_COLUMNS = (int)(sizeof fabric_columns / sizeof *fabric_columns) };
+
+static void write_fabric_cells(core_csv *c, const sim_point_result *r) {
+  core_csv_str(c, r->pt.fabric->name);
+  core_csv_int(c, r->fab.racks);
+  core_csv_int(c, r->fab.pods);
+  core_csv_int(c, r->fab.other_gpus);
+  core_csv_str(c, sim_algo_name((enum sim_algo)r->fab.used_algo));
+  core_csv_num(c, r->fab.slowdown);
+  core_csv_num(c, r->fab.busbw_GBps);
+  core_csv_num(c, r->fab.duty);
+}
 
 /* The job level's rate for messages about the work ahead: events a second
  * of one core when failures come faster than recovery (the studies such a
@@ -383,14 +403,12 @@ int sim_sweep_run(const sim_scenario *s, const sim_sweep_opts *o, sim_sweep *out
                         o->trace_point, total, total - 1);
   work w = {.s = s, .o = o};
   pthread_mutex_init(&w.err_lock, NULL);
-  /* Shards take whole groups of intervals: the best of a group is chosen
-   * among all of them. */
-  long per_group = s->n[SIM_DIM_CKPT_EVERY];
-  w.points = malloc(sizeof *w.points * (size_t)(total / n_shards + per_group));
+  long J = sim_shard_job_points(s);
+  w.points = malloc(sizeof *w.points * (size_t)((total / J / n_shards + 1) * J));
   if (!w.points)
     return core_err_set(CORE_ENOMEM, "out of memory for %ld points", total);
   for (long i = 0; i < total; i++)
-    if (i / per_group % n_shards == o->shard)
+    if (sim_shard_owns(s, o->shard, n_shards, i))
       w.points[w.n++] = i;
   w.res = calloc((size_t)(w.n ? w.n : 1), sizeof *w.res);
   w.estimate = calloc((size_t)(w.n ? w.n : 1), sizeof *w.estimate);
@@ -402,7 +420,7 @@ int sim_sweep_run(const sim_scenario *s, const sim_sweep_opts *o, sim_sweep *out
     rc = core_err_set(CORE_ENOMEM, "out of memory for %ld results", w.n);
     goto out_free;
   }
-  if (o->trace_path && o->trace_point >= 0 && o->trace_point / per_group % n_shards == o->shard) {
+  if (o->trace_path && o->trace_point >= 0 && sim_shard_owns(s, o->shard, n_shards, o->trace_point)) {
     if ((rc = core_trace_open(&trace, o->trace_path)) != 0)
       goto out_free;
     tracing = 1;
@@ -479,9 +497,11 @@ static void write_cost_cells(core_csv *c, const sim_point_result *r) {
   }
 }
 
-static void write_header(FILE *f, int job, int priced) {
+static void write_header(FILE *f, int fab, int job, int priced) {
   for (int i = 0; i < N_STEP_COLUMNS; i++)
     fprintf(f, "%s%s", i ? "," : "", step_columns[i]);
+  for (int i = 0; fab && i < N_FABRIC_COLUMNS; i++)
+    fprintf(f, ",%s", fabric_columns[i]);
   for (int i = 0; job && i < N_JOB_COLUMNS; i++)
     fprintf(f, ",%s", job_columns[i]);
   for (int i = 0; priced && i < (job ? 4 : 2); i++)
@@ -516,15 +536,17 @@ static void write_step_cells(core_csv *c, const sim_point_result *r) {
 
 int sim_sweep_write_csv(const sim_scenario *s, const sim_sweep *w, const char *path, int with_header) {
   core_csv c;
-  int rc, job = s->job.present, priced = s->prices.priced;
+  int rc, job = s->job.present, priced = s->prices.priced, fab = s->n_fabrics > 0;
   memset(&c, 0, sizeof c);
   if ((rc = core_afile_open(&c.a, path)) != 0)
     return rc;
-  c.ncols = N_STEP_COLUMNS + (job ? N_JOB_COLUMNS : 0) + (priced ? (job ? 4 : 2) : 0);
+  c.ncols = N_STEP_COLUMNS + (fab ? N_FABRIC_COLUMNS : 0) + (job ? N_JOB_COLUMNS : 0) + (priced ? (job ? 4 : 2) : 0);
   if (with_header)
-    write_header(c.a.f, job, priced);
+    write_header(c.a.f, fab, job, priced);
   for (long i = 0; i < w->n; i++) {
     write_step_cells(&c, &w->res[i]);
+    if (fab)
+      write_fabric_cells(&c, &w->res[i]);
     if (job)
       write_job_cells(&c, s, &w->res[i]);
     if (priced)

@@ -2,7 +2,7 @@
  * sweep — run every point of a scenario (in parallel across cores, each
  * worker with its own event engine; results land in point order, so the
  * output does not depend on the number of workers), optionally only one
- * shard i/n of them for batch schedulers, then write the CSV atomically and
+ * shard i/n of them for batch schedulers (sim/shard.h), then write the CSV atomically and
  * print a summary table. Nothing is written unless every point succeeded.
  * With a job level, the work of its Monte Carlo is estimated from every
  * point before any of it runs, and a point whose estimate exceeds
@@ -17,7 +17,7 @@
 
 typedef struct sim_sweep_opts {
   int jobs;              /* worker threads; <= 0: one per online CPU */
-  int shard, n_shards;   /* run points with index % n_shards == shard */
+  int shard, n_shards;   /* run shard `shard` of n_shards (sim/shard.h) */
   long trace_point;      /* point to trace, or -1 */
   const char *trace_path;
   int trace_ranks;

@@ -1,4 +1,5 @@
 /* tb — predictions as TensorBoard scalars (sim/tb.h). */
+#include "sim/fabric.h"
 #include "sim/tb.h"
 
 #include "core/afile.h"
@@ -14,7 +15,7 @@
  * distribution's own dimensions, which have no column, as the summary does. */
 static const char *dim_name(const sim_scenario *s, int d) {
   static const char *const names[SIM_N_DIMS] = {
-      "model", "network", "backend", "algorithm", "precision", "batch", "bucket_cap_mb", "overlap",
+      "model", "network", "fabric", "backend", "algorithm", "precision", "batch", "bucket_cap_mb", "overlap",
       "find_unused_parameters", "compression", "gpus_per_node", "nodes", NULL, NULL,
       "detect_s", "mttr_h", "restart_s", "load_s", "ckpt_s", "ckpt_mode", "spares", "ckpt_every_s"};
   if (d == SIM_DIM_CKPT_EVERY && s->job.every_in_steps)
@@ -29,6 +30,7 @@ static void dim_value(const sim_scenario *s, int d, int i, char *txt, size_t n, 
   switch (d) {
   case SIM_DIM_MODEL: snprintf(txt, n, "%s", s->models[i]->name); *numeric = 0; return;
   case SIM_DIM_NETWORK: snprintf(txt, n, "%s", s->networks[i].name); *numeric = 0; return;
+  case SIM_DIM_FABRIC: snprintf(txt, n, "%s", s->n_fabrics ? s->fabrics[i].name : "none"); *numeric = 0; return;
   case SIM_DIM_BACKEND: snprintf(txt, n, "%s", sim_backend_name(s->backends[i])); *numeric = 0; return;
   case SIM_DIM_ALGORITHM:
     snprintf(txt, n, "%s", s->algorithms[i] < 0 ? "auto" : sim_algo_name((enum sim_algo)s->algorithms[i]));

@@ -107,7 +107,9 @@ static int counters_ok(const sim_engine *e, uint64_t sched, uint64_t exec, uint6
          c.scheduled == sched && c.executed == exec && c.cancelled == canc && c.pending == pend;
 }
 
-static void differential(uint64_t seed, int n_ops, int time_spread) {
+/* time_spread 0: each push picks its own spread, from 1 ns to 2^63 ns,
+ * so keys differ from the last one taken out in every digit. */
+static void differential(uint64_t seed, int n_ops, uint64_t time_spread) {
   sim_engine *e;
   CU_ASSERT_FATAL(sim_engine_new(&e) == 0);
   ref_q q;
@@ -123,7 +125,8 @@ static void differential(uint64_t seed, int n_ops, int time_spread) {
     uint64_t r = rnd_below(100);
     if (r < 45) {
       /* Push; times within a narrow window so many are equal. */
-      sim_time t = now + rnd_below((uint64_t)time_spread);
+      uint64_t spread = time_spread ? time_spread : (UINT64_C(1) << rnd_below(63)) + 1;
+      sim_time t = now + rnd_below(spread);
       uint64_t arg = rnd();
       sim_event_id id;
       if (sim_engine_push(e, t, h_nop, &q, arg, &id) != 0) {
@@ -216,7 +219,7 @@ static void differential(uint64_t seed, int n_ops, int time_spread) {
   CU_ASSERT_EQUAL(past_errors, 0);
   /* The trace must really have exercised what it is meant to. */
   CU_ASSERT(n_pops > n_ops / 5);
-  if (time_spread <= 4)
+  if (time_spread && time_spread <= 4)
     CU_ASSERT(n_ties > n_pops / 10);
   CU_ASSERT(n_cancel_ok > 100);
   CU_ASSERT(n_cancel_refused > 100);
@@ -233,7 +236,10 @@ static void test_differential_seeds(void) {
     differential(seeds[i], 40000, 4);  /* very many ties */
   differential(7, 40000, 1);           /* every push at "now": pure FIFO by sequence */
   differential(8, 30000, 1000);        /* mostly distinct times */
+  differential(9, 30000, UINT64_C(1) << 40); /* keys far apart: every level of the wheel */
+  differential(10, 30000, 0);          /* spreads of every size mixed */
 }
+
 
 /* The heap grows past its initial capacity and slots are reused many times. */
 static void test_large_queue(void) {
@@ -380,6 +386,30 @@ static void test_run_until(void) {
   sim_engine_free(e);
 }
 
+/* sim_engine_run stops before a key far ahead; a push between now and that
+ * key must still come out first (the queue refiles its keys below it). */
+static void test_push_below_stopped_run(void) {
+  sim_engine *e;
+  log_ctx l = {0};
+  CU_ASSERT_FATAL(sim_engine_new(&e) == 0);
+  CU_ASSERT(sim_engine_push(e, 1000000000, h_log, &l, 0, NULL) == 0);
+  CU_ASSERT(sim_engine_push(e, 10, h_log, &l, 1, NULL) == 0);
+  CU_ASSERT(sim_engine_push(e, 3000000000, h_log, &l, 2, NULL) == 0);
+  CU_ASSERT_EQUAL(sim_engine_run(e, 100), 1);
+  CU_ASSERT_EQUAL(sim_engine_now(e), 10);
+  CU_ASSERT(sim_engine_push(e, 50, h_log, &l, 3, NULL) == 0);
+  CU_ASSERT(sim_engine_push(e, 50, h_log, &l, 4, NULL) == 0);
+  CU_ASSERT(sim_engine_push(e, 2000000000, h_log, &l, 5, NULL) == 0);
+  CU_ASSERT(sim_engine_push(e, 11, h_log, &l, 6, NULL) == 0);
+  CU_ASSERT_EQUAL(sim_engine_run(e, UINT64_MAX), 6);
+  static const uint64_t want[] = {1, 6, 3, 4, 0, 5, 2};
+  CU_ASSERT_EQUAL_FATAL(l.n, 7);
+  for (int i = 0; i < 7; i++)
+    CU_ASSERT_EQUAL(l.arg[i], want[i]);
+  CU_ASSERT(sim_engine_check(e) == 0);
+  sim_engine_free(e);
+}
+
 static void test_push_in_past(void) {
   sim_engine *e;
   log_ctx l = {0};
@@ -509,6 +539,7 @@ void test_register(void) {
   CU_add_test(s, "cancel twice / after run / unknown ids", test_cancel_twice_and_after_run);
   CU_add_test(s, "cancel of never-issued id 0", test_cancel_unissued_id_zero);
   CU_add_test(s, "run with until", test_run_until);
+  CU_add_test(s, "push below a key a stopped run left", test_push_below_stopped_run);
   CU_add_test(s, "push in the past fails", test_push_in_past);
   CU_add_test(s, "handlers schedule and cancel", test_handlers_schedule);
   CU_add_test(s, "stop", test_stop);

@@ -429,11 +429,13 @@ static void test_coll_coeffs(void) {
 }
 
 static void test_algo_valid(void) {
-  /* NCCL's allreduce algorithms in this model: ring, tree, hierarchical. */
+  /* NCCL's allreduce algorithms in this model: ring, tree, hierarchical,
+   * and the in-network ones (a fabric must offer them, sim/fabric.h). */
   for (int a = 0; a < SIM_N_ALGOS; a++) {
-    int nccl = a == SIM_ALGO_RING || a == SIM_ALGO_TREE || a == SIM_ALGO_HIERARCHICAL;
+    int innet = a == SIM_ALGO_COLLNET || a == SIM_ALGO_NVLS || a == SIM_ALGO_NVLS_TREE;
+    int nccl = a == SIM_ALGO_RING || a == SIM_ALGO_TREE || a == SIM_ALGO_HIERARCHICAL || innet;
     CU_ASSERT_EQUAL(sim_algo_valid(SIM_BACKEND_NCCL, (enum sim_algo)a), nccl);
-    int gloo = a != SIM_ALGO_RING && a != SIM_ALGO_TREE;
+    int gloo = a != SIM_ALGO_RING && a != SIM_ALGO_TREE && !innet;
     CU_ASSERT_EQUAL(sim_algo_valid(SIM_BACKEND_GLOO, (enum sim_algo)a), gloo);
     enum sim_algo back;
     CU_ASSERT(sim_algo_parse(sim_algo_name((enum sim_algo)a), &back) == 0 && back == (enum sim_algo)a);

@@ -1,0 +1,32 @@
+/*
+ * shard — a study split over processes (a Slurm job array, or any batch
+ * scheduler) and put back together. Shard I of N runs the step-level
+ * configurations c with c % N == I, each with all of its job-level points
+ * (checkpoint mode, spares, interval), so that a point's Monte Carlo and the
+ * best interval among its siblings are computed where an unsharded run
+ * computes them. Every point draws from its own stream (seed and index), so
+ * a shard's rows are the unsharded run's rows; shard 0 writes the header.
+ * sim_shard_merge puts the shards' rows back in point order: the bytes of
+ * the unsharded run's CSV.
+ */
+#ifndef SIM_SHARD_H
+#define SIM_SHARD_H
+
+#include "sim/scenario.h"
+
+#include <stddef.h>
+
+/* Points of one step-level configuration (the job-level points under it). */
+long sim_shard_job_points(const sim_scenario *s);
+/* Does shard i of n run point `index`? */
+int sim_shard_owns(const sim_scenario *s, int shard, int n_shards, long index);
+
+/* DIR/NAME.shard-I-of-N.csv, NAME the scenario's CSV name without .csv. */
+void sim_shard_csv_path(const sim_scenario *s, const char *dir, int shard, int n_shards, char *buf, size_t n);
+
+/* Merge the n_shards shard CSVs of s in dir into out: each must be there,
+ * complete (the rows its configurations call for; shard 0 with the header,
+ * the others without). Nothing is written when one is missing or short. */
+int sim_shard_merge(const sim_scenario *s, const char *dir, int n_shards, const char *out);
+
+#endif

@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# Integration test of studies split over processes: scripts/slurm/submit.sh
+# submits the shipped job-array and merge scripts to an sbatch stand-in that
+# runs every array task as its own process, all at once, with the variables
+# Slurm sets; the merged CSV must be the unsharded run's, byte for byte, for
+# a sweep and for a study with a job level (Monte Carlo runs and the best
+# checkpoint interval among siblings). A missing or cut shard makes the
+# merge fail with nothing written; the array script refuses to run outside
+# an array.
+#
+#   test_shard.sh DDPSIM_BINARY SOURCE_DIR
+set -u
+
+bin=${1:?usage: test_shard.sh DDPSIM_BINARY SOURCE_DIR}
+src=${2:?source dir}
+. "$src/tests/integration/lib.sh"
+it_begin test_shard
+need_tools test_shard cmp
+
+# sbatch as far as the scripts use it: --parsable, --array=LO-HI (tasks in
+# parallel, each a process of its own), --dependency=afterok:ID; prints the
+# job id; other options are ignored.
+mkdir -p "$work/bin" "$work/slurm"
+cat >"$work/bin/sbatch" <<'EOF'
+#!/usr/bin/env bash
+state=${FAKE_SLURM_STATE:?}
+array="" dep=""
+while [ $# -gt 0 ] && [ "${1#--}" != "$1" ]; do
+  case $1 in
+    --array=*) array=${1#--array=} ;;
+    --dependency=*) dep=${1#--dependency=afterok:} ;;
+  esac
+  shift
+done
+script=$1
+shift
+id=$(( $(cat "$state/next" 2>/dev/null || echo 100) ))
+echo $((id + 1)) >"$state/next"
+if [ -n "$dep" ] && [ "$(cat "$state/$dep" 2>/dev/null)" != ok ]; then
+  echo "failed" >"$state/$id"
+  echo "$id"
+  exit 0
+fi
+if [ -n "$array" ]; then
+  lo=${array%-*} hi=${array#*-}
+  pids=""
+  for t in $(seq "$lo" "$hi"); do
+    SLURM_ARRAY_JOB_ID=$id SLURM_ARRAY_TASK_ID=$t SLURM_ARRAY_TASK_COUNT=$((hi - lo + 1)) \
+      SLURM_ARRAY_TASK_MIN=$lo SLURM_ARRAY_TASK_MAX=$hi SLURM_CPUS_PER_TASK=1 \
+      bash "$script" "$@" >"$state/$id-$t.log" 2>&1 &
+    pids="$pids $!"
+  done
+  st=ok
+  for p in $pids; do wait "$p" || st=failed; done
+  echo "$st" >"$state/$id"
+else
+  if SLURM_JOB_ID=$id bash "$script" "$@" >"$state/$id.log" 2>&1; then echo ok >"$state/$id"; else echo failed >"$state/$id"; fi
+fi
+echo "$id"
+EOF
+chmod +x "$work/bin/sbatch"
+export PATH="$work/bin:$PATH" FAKE_SLURM_STATE="$work/slurm" DDPSIM="$bin" MERGE_ARGS=""
+
+# A study through submit.sh in N shards against the same study unsharded.
+sharded_equals_whole() { # NAME SCENARIO N
+  local name=$1 scen=$2 n=$3 csv
+  run "$name-whole" simulate "$scen" -o "$work/$name-whole" -q
+  csv=$(basename "$(ls "$work/$name-whole"/*.csv)")
+  check "$name: submit.sh runs" bash "$src/scripts/slurm/submit.sh" "$scen" "$work/$name" "$n" \
+    >"$work/$name-submit.out" 2>&1 || cat "$work/$name-submit.out" "$work"/slurm/*.log >&2
+  check "$name: $n shard files" [ "$(ls "$work/$name"/*.shard-*-of-"$n".csv | wc -l)" -eq "$n" ]
+  check "$name: every shard holds rows" \
+    [ "$(for f in "$work/$name"/*.shard-*.csv; do [ -s "$f" ] || echo empty; done)" = "" ]
+  check "$name: merged CSV is the unsharded run's bytes" cmp "$work/$name/$csv" "$work/$name-whole/$csv"
+}
+sharded_equals_whole sweep "$src/tests/data/jitter-test.cfg" 3
+sharded_equals_whole montecarlo "$src/tests/data/shard-job-test.cfg" 4
+
+# The merge refuses a missing shard and a shard cut short, writing nothing.
+jobscen="$src/tests/data/shard-job-test.cfg"
+mkdir -p "$work/partial"
+cp "$work"/montecarlo/*.shard-*.csv "$work/partial/"
+rm "$work/partial/shard-job-test.shard-2-of-4.csv"
+run merge_missing merge "$jobscen" --shards 4 -o "$work/partial"
+check "merge without shard 2 fails" [ "$status" -ne 0 ]
+check "merge names the missing shard" grep -q "shard-2-of-4.csv" "$work/merge_missing.err"
+check "merge without shard 2 writes nothing" [ ! -e "$work/partial/shard-job-test.csv" ]
+cp "$work/montecarlo/shard-job-test.shard-2-of-4.csv" "$work/partial/"
+sed -i '$d' "$work/partial/shard-job-test.shard-1-of-4.csv"
+run merge_short merge "$jobscen" --shards 4 -o "$work/partial"
+check "merge of a short shard exits 3" [ "$status" -eq 3 ]
+check "merge names the short shard" grep -q "shard-1-of-4.csv holds" "$work/merge_short.err"
+check "merge of a short shard writes nothing" [ ! -e "$work/partial/shard-job-test.csv" ]
+run merge_wrong_n merge "$jobscen" --shards 3 -o "$work/montecarlo"
+check "merge with another N fails" [ "$status" -ne 0 ]
+
+# Outside an array task the array script says how to submit it.
+env -u SLURM_ARRAY_TASK_ID bash "$src/scripts/slurm/simulate-array.sbatch" "$jobscen" "$work/none" \
+  >"$work/noarray.out" 2>&1
+check "array script outside an array fails" [ $? -ne 0 ]
+check "array script says to use --array" grep -q -- "--array" "$work/noarray.out"
+it_end
