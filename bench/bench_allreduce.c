@@ -52,7 +52,7 @@ int main(int argc, char **argv) {
            mib, c->size, iters, "algorithm", "time_ms", "algbw_GBps", "busbw_GBps", "busbw/line");
   for (int a = 0; a < n; a++) {
     cal_point pt;
-    rc = cal_sweep_one(c, CAL_ALLREDUCE, algos[a], mib * 1048576.0, 1, iters, &pt);
+    rc = cal_sweep_one(c, CORE_COLL_ALLREDUCE, algos[a], mib * 1048576.0, 1, iters, &pt);
     if (rc == CORE_EUNSUPPORTED) {
       if (pg.rank == 0)
         printf("%-18s (not supported here: %s)\n", rt_algo_name(algos[a]), core_err_msg());

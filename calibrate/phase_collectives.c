@@ -16,10 +16,10 @@
 #include <string.h>
 
 /* Gloo and the profile name the same algorithms differently. */
-static const char *profile_algo(enum cal_op op, enum rt_algo a) {
-  if (op == CAL_REDUCESCATTER)
+static const char *profile_algo(enum core_coll op, enum rt_algo a) {
+  if (op == CORE_COLL_REDUCESCATTER)
     return "segmented_ring"; /* gloo::allreduce, then this rank's chunk, as ProcessGroupGloo */
-  if (op != CAL_ALLREDUCE)
+  if (op != CORE_COLL_ALLREDUCE)
     return "ring";
   switch (a) {
   case RT_ALGO_RING: return "gloo_ring";
@@ -30,7 +30,7 @@ static const char *profile_algo(enum cal_op op, enum rt_algo a) {
   }
 }
 
-static int add_coll(core_profile *p, const char *backend, enum cal_op op, const char *algo, const char *scope,
+static int add_coll(core_profile *p, const char *backend, enum core_coll op, const char *algo, const char *scope,
                     int ranks, int nodes, const cal_point *pts, int n) {
   double *bytes = malloc(sizeof *bytes * (size_t)n), *t = malloc(sizeof *t * (size_t)n),
          *se = malloc(sizeof *se * (size_t)n);
@@ -55,12 +55,12 @@ static int add_coll(core_profile *p, const char *backend, enum cal_op op, const 
   if (rc) {
     free(bytes);
     free(t);
-    return core_err_wrap(rc, "%s %s %s", scope, cal_op_name(op), algo);
+    return core_err_wrap(rc, "%s %s %s", scope, core_coll_name(op), algo);
   }
   core_prof_coll *c = &p->colls[p->n_colls];
   memset(c, 0, sizeof *c);
   snprintf(c->backend, sizeof c->backend, "%s", backend);
-  snprintf(c->op, sizeof c->op, "%s", cal_op_name(op));
+  snprintf(c->op, sizeof c->op, "%s", core_coll_name(op));
   snprintf(c->algorithm, sizeof c->algorithm, "%s", algo);
   snprintf(c->scope, sizeof c->scope, "%s", scope);
   c->ranks = ranks;
@@ -95,29 +95,29 @@ static int sweeps(cal_ctx *r, rt_comm *g, const char *scope, int nodes) {
   cal_sweep_opts so = {.min_bytes = 8, .max_bytes = o->quick ? 32 << 20 : 256 << 20, .factor = 2,
                        .warmup = 1, .min_iters = o->quick ? 2 : 3, .max_iters = o->quick ? 10 : 20,
                        .budget_s = o->quick ? 0.01 : 0.05, .progress = r->progress};
-  for (int op = 0; op < CAL_N_OPS; op++)
+  for (int op = 0; op < CORE_N_COLLS; op++)
     for (size_t k = 0; k < sizeof algos / sizeof *algos; k++) {
-      if (op != CAL_ALLREDUCE && k > 0)
+      if (op != CORE_COLL_ALLREDUCE && k > 0)
         continue;
-      if (o->quick && (op != CAL_ALLREDUCE || k > 0))
+      if (o->quick && (op != CORE_COLL_ALLREDUCE || k > 0))
         continue;
       cal_sweep_opts s = so;
       if (k > 0)
         s.max_bytes = 4 << 20;
-      else if (op != CAL_ALLREDUCE)
+      else if (op != CORE_COLL_ALLREDUCE)
         s.max_bytes = 16 << 20;
       /* The allreduce the simulator uses, sizes to 16 MiB (PowerSGD's
        * few-kilobyte factors, DDP's first bucket) in two passes: a stall of
        * some seconds lands in one of them (docs/calibration.md). */
-      if (op == CAL_ALLREDUCE && k == 0 && !o->quick)
+      if (op == CORE_COLL_ALLREDUCE && k == 0 && !o->quick)
         s.repass_max_bytes = 16 << 20;
       char label[96];
-      snprintf(label, sizeof label, "%s %s %s", scope, cal_op_name((enum cal_op)op),
-               profile_algo((enum cal_op)op, algos[k]));
+      snprintf(label, sizeof label, "%s %s %s", scope, core_coll_name((enum core_coll)op),
+               profile_algo((enum core_coll)op, algos[k]));
       s.label = label;
       cal_point *pts;
       int n;
-      int rc = cal_sweep_run(g, (enum cal_op)op, algos[k], &s, &pts, &n);
+      int rc = cal_sweep_run(g, (enum core_coll)op, algos[k], &s, &pts, &n);
       if (rc == CORE_EUNSUPPORTED) {
         cal_say(r, "  %s: skipped (%s)", label, core_err_msg());
         continue;
@@ -125,7 +125,7 @@ static int sweeps(cal_ctx *r, rt_comm *g, const char *scope, int nodes) {
       if (rc)
         return rc;
       if (g->rank == 0)
-        rc = add_coll(r->prof, "gloo", (enum cal_op)op, profile_algo((enum cal_op)op, algos[k]), scope, g->size,
+        rc = add_coll(r->prof, "gloo", (enum core_coll)op, profile_algo((enum core_coll)op, algos[k]), scope, g->size,
                       nodes, pts, n);
       free(pts);
       if (rc)
@@ -147,14 +147,14 @@ static int sweeps(cal_ctx *r, rt_comm *g, const char *scope, int nodes) {
 static int nccl_sweeps(cal_ctx *r, rt_comm *g, const char *scope, int nodes, const char *prefix, int record) {
   const cal_opts *o = r->o;
   static const struct {
-    enum cal_op op;
+    enum core_coll op;
     enum rt_algo algo;
     const char *name;
-  } plan[] = {{CAL_ALLREDUCE, RT_ALGO_RING, "ring"},
-              {CAL_ALLREDUCE, RT_ALGO_TREE, "tree"},
-              {CAL_ALLGATHER, RT_ALGO_DEFAULT, "ring"},
-              {CAL_REDUCESCATTER, RT_ALGO_DEFAULT, "ring"},
-              {CAL_BROADCAST, RT_ALGO_DEFAULT, "ring"}};
+  } plan[] = {{CORE_COLL_ALLREDUCE, RT_ALGO_RING, "ring"},
+              {CORE_COLL_ALLREDUCE, RT_ALGO_TREE, "tree"},
+              {CORE_COLL_ALLGATHER, RT_ALGO_DEFAULT, "ring"},
+              {CORE_COLL_REDUCESCATTER, RT_ALGO_DEFAULT, "ring"},
+              {CORE_COLL_BROADCAST, RT_ALGO_DEFAULT, "ring"}};
   cal_sweep_opts so = {.min_bytes = 8, .max_bytes = o->quick ? 32 << 20 : 256 << 20, .factor = 2,
                        .warmup = 1, .min_iters = o->quick ? 2 : 3, .max_iters = o->quick ? 10 : 20,
                        .budget_s = o->quick ? 0.01 : 0.05, .progress = r->progress, .bufs = &cal_device_bufs};
@@ -165,10 +165,10 @@ static int nccl_sweeps(cal_ctx *r, rt_comm *g, const char *scope, int nodes, con
     so.budget_s = 0;
   }
   for (size_t k = 0; k < sizeof plan / sizeof *plan; k++) {
-    if (o->quick && record && plan[k].op != CAL_ALLREDUCE)
+    if (o->quick && record && plan[k].op != CORE_COLL_ALLREDUCE)
       continue;
     char label[96];
-    snprintf(label, sizeof label, "%s %s %s", scope, cal_op_name(plan[k].op), plan[k].name);
+    snprintf(label, sizeof label, "%s %s %s", scope, core_coll_name(plan[k].op), plan[k].name);
     cal_sweep_opts s = so;
     s.label = label;
     s.control = g; /* the stop flag and timings never use an algorithm-bound communicator */

@@ -76,7 +76,7 @@ int cal_psgd_sync(cal_ctx *r, const core_model *m, double *sync_us) {
    * (a median sat in stalls now and then: docs/calibration.md). */
   if (n > 0) {
     cal_point bb;
-    if ((rc = cal_sweep_one(r->world, CAL_ALLREDUCE, RT_ALGO_DEFAULT, bytes / n, 2, 31, &bb)) != 0)
+    if ((rc = cal_sweep_one(r->world, CORE_COLL_ALLREDUCE, RT_ALGO_DEFAULT, bytes / n, 2, 31, &bb)) != 0)
       return rc;
     t[1] = bb.t_min_s;
   }

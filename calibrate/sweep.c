@@ -39,19 +39,6 @@ enum { DRAIN_MIN_BYTES = 256 << 10, DRAIN_MAX_BYTES = 16 << 20 };
 /* Contributions repeat every PERIOD elements (small integers, see sweep.h). */
 enum { PERIOD = 7 };
 
-const char *cal_op_name(enum cal_op op) {
-  static const char *const n[] = {"allreduce", "allgather", "reducescatter", "broadcast"};
-  return (unsigned)op < CAL_N_OPS ? n[op] : "?";
-}
-
-double cal_busbw_factor(enum cal_op op, int p) {
-  switch (op) {
-  case CAL_ALLREDUCE: return 2.0 * (p - 1) / p;
-  case CAL_BROADCAST: return 1.0;
-  default: return (double)(p - 1) / p;
-  }
-}
-
 /* ---- host buffers ---------------------------------------------------------- */
 
 /* Rank r's element i on the host: small integers, every sum of them is exact
@@ -330,21 +317,21 @@ int cal_mean_over_ranks(rt_comm *c, const cal_buf_ops *b, double *v, int n) {
 /* ---- the loop --------------------------------------------------------------- */
 
 /* Element counts of one operation moving S bytes in nccl-tests' terms. */
-static void counts(enum cal_op op, double bytes, int p, size_t *send_n, size_t *recv_n) {
+static void counts(enum core_coll op, double bytes, int p, size_t *send_n, size_t *recv_n) {
   size_t n = (size_t)(bytes / sizeof(float));
   if (n < (size_t)p)
     n = (size_t)p;
   switch (op) {
-  case CAL_ALLGATHER: *send_n = n / (size_t)p; *recv_n = *send_n * (size_t)p; break;
-  case CAL_REDUCESCATTER: *recv_n = n / (size_t)p; *send_n = *recv_n * (size_t)p; break;
+  case CORE_COLL_ALLGATHER: *send_n = n / (size_t)p; *recv_n = *send_n * (size_t)p; break;
+  case CORE_COLL_REDUCESCATTER: *recv_n = n / (size_t)p; *send_n = *recv_n * (size_t)p; break;
   default: *send_n = *recv_n = n; break;
   }
 }
 
-static int fill(const cal_buf_ops *b, enum cal_op op, void *send, void *recv, size_t send_n,
+static int fill(const cal_buf_ops *b, enum core_coll op, void *send, void *recv, size_t send_n,
                 size_t recv_n, int rank, int root) {
   cal_data d = {.kind = CAL_DATA_RANK, .rank = rank};
-  if (op == CAL_BROADCAST && rank != root)
+  if (op == CORE_COLL_BROADCAST && rank != root)
     d = (cal_data){.kind = CAL_DATA_CONST, .value = -1.0f};
   int rc = b->fill(send, send_n, &d);
   if (!rc && recv) {
@@ -354,30 +341,30 @@ static int fill(const cal_buf_ops *b, enum cal_op op, void *send, void *recv, si
   return rc;
 }
 
-static int run_op(rt_comm *c, enum cal_op op, enum rt_algo algo, void *send, void *recv,
+static int run_op(rt_comm *c, enum core_coll op, enum rt_algo algo, void *send, void *recv,
                   size_t send_n, size_t recv_n, int root) {
   switch (op) {
-  case CAL_ALLREDUCE: return rt_allreduce(c, send, send_n, RT_FP32, algo);
-  case CAL_ALLGATHER: return rt_allgather(c, send, recv, send_n, RT_FP32);
-  case CAL_REDUCESCATTER: return rt_reduce_scatter(c, send, recv, recv_n, RT_FP32);
+  case CORE_COLL_ALLREDUCE: return rt_allreduce(c, send, send_n, RT_FP32, algo);
+  case CORE_COLL_ALLGATHER: return rt_allgather(c, send, recv, send_n, RT_FP32);
+  case CORE_COLL_REDUCESCATTER: return rt_reduce_scatter(c, send, recv, recv_n, RT_FP32);
   default: return rt_broadcast(c, send, send_n, RT_FP32, root);
   }
 }
 
-static int check(rt_comm *c, const cal_buf_ops *b, enum cal_op op, const void *send,
+static int check(rt_comm *c, const cal_buf_ops *b, enum core_coll op, const void *send,
                  const void *recv, size_t send_n, size_t recv_n, int root, double bytes) {
   int p = c->size;
   cal_data d = {.kind = CAL_DATA_SUM, .ranks = p};
   const void *buf = send;
   size_t n = send_n;
   switch (op) {
-  case CAL_ALLREDUCE: break;
-  case CAL_ALLGATHER:
+  case CORE_COLL_ALLREDUCE: break;
+  case CORE_COLL_ALLGATHER:
     d = (cal_data){.kind = CAL_DATA_BLOCKS, .ranks = p, .block = send_n};
     buf = recv;
     n = recv_n;
     break;
-  case CAL_REDUCESCATTER:
+  case CORE_COLL_REDUCESCATTER:
     d.first = (size_t)c->rank * recv_n;
     buf = recv;
     n = recv_n;
@@ -390,7 +377,7 @@ static int check(rt_comm *c, const cal_buf_ops *b, enum cal_op op, const void *s
   char where[1024];
   snprintf(where, sizeof where, "%s", core_err_msg());
   return core_err_set(CORE_ECOMM, "%s of %.0f bytes: wrong result on rank %d %s; the backend or the network corrupts data",
-                      cal_op_name(op), bytes, c->rank, where);
+                      core_coll_name(op), bytes, c->rank, where);
 }
 
 /* The slowest rank's time per iteration: gather everyone's (as raw bytes,
@@ -411,12 +398,12 @@ static int slowest(rt_comm *c, const cal_buf_ops *b, const double *mine, int ite
   return rc;
 }
 
-static int measure(rt_comm *c, rt_comm *ctl_comm, const cal_buf_ops *b, enum cal_op op,
+static int measure(rt_comm *c, rt_comm *ctl_comm, const cal_buf_ops *b, enum core_coll op,
                    enum rt_algo algo, double bytes, int warmup, int min_iters, int max_iters,
                    double budget_s, cal_point *pt) {
   size_t send_n, recv_n;
   int p = c->size, root = p > 1 ? 1 % p : 0, rc = 0;
-  int has_recv = op == CAL_ALLGATHER || op == CAL_REDUCESCATTER;
+  int has_recv = op == CORE_COLL_ALLGATHER || op == CORE_COLL_REDUCESCATTER;
   counts(op, bytes, p, &send_n, &recv_n);
   void *send = NULL, *recv = NULL, *ctl = NULL, *dsend = NULL, *drecv = NULL;
   int drain = p > 1 && bytes >= DRAIN_MIN_BYTES && bytes <= DRAIN_MAX_BYTES;
@@ -431,7 +418,7 @@ static int measure(rt_comm *c, rt_comm *ctl_comm, const cal_buf_ops *b, enum cal
       (!b->host_visible && (rc = b->alloc(sizeof(float), &ctl)) != 0) ||
       (drain && (rc = b->alloc(sizeof(float) * send_n, &dsend)) != 0) ||
       (drain && has_recv && (rc = b->alloc(sizeof(float) * recv_n, &drecv)) != 0)) {
-    rc = core_err_wrap(rc, "%.0f-byte %s buffers for %s", bytes, b->name, cal_op_name(op));
+    rc = core_err_wrap(rc, "%.0f-byte %s buffers for %s", bytes, b->name, core_coll_name(op));
     goto out_free;
   }
   int iters = 0;
@@ -468,7 +455,7 @@ static int measure(rt_comm *c, rt_comm *ctl_comm, const cal_buf_ops *b, enum cal
     goto out_free;
   gsl_sort(tmax, 1, (size_t)iters);
   /* nccl-tests' S: allgather counts its whole output, the others their input. */
-  pt->bytes = (double)(op == CAL_ALLGATHER ? recv_n : send_n) * sizeof(float);
+  pt->bytes = (double)(op == CORE_COLL_ALLGATHER ? recv_n : send_n) * sizeof(float);
   pt->iters = iters;
   pt->t_min_s = tmax[0];
   pt->t_max_s = tmax[iters - 1];
@@ -483,7 +470,7 @@ static int measure(rt_comm *c, rt_comm *ctl_comm, const cal_buf_ops *b, enum cal
   double mad = gsl_stats_median_from_sorted_data(dev, 1, (size_t)iters);
   pt->t_se_s = 1.2533 * 1.4826 * mad / sqrt((double)iters);
   pt->algbw_GBps = pt->bytes / pt->t_p50_s / 1e9;
-  pt->busbw_GBps = pt->algbw_GBps * cal_busbw_factor(op, p);
+  pt->busbw_GBps = pt->algbw_GBps * core_coll_busbw_factor(op, p);
 out_free:
   b->free(send);
   b->free(recv);
@@ -495,12 +482,12 @@ out_free:
   return rc;
 }
 
-int cal_sweep_one(rt_comm *c, enum cal_op op, enum rt_algo algo, double bytes, int warmup,
+int cal_sweep_one(rt_comm *c, enum core_coll op, enum rt_algo algo, double bytes, int warmup,
                   int iters, cal_point *pt) {
   return measure(c, c, cal_bufs_for(c), op, algo, bytes, warmup, iters, iters, 0, pt);
 }
 
-int cal_sweep_run(rt_comm *c, enum cal_op op, enum rt_algo algo, const cal_sweep_opts *o,
+int cal_sweep_run(rt_comm *c, enum core_coll op, enum rt_algo algo, const cal_sweep_opts *o,
                   cal_point **points, int *n) {
   const cal_buf_ops *b = o->bufs ? o->bufs : cal_bufs_for(c);
   rt_comm *ctl = o->control ? o->control : c;
@@ -524,10 +511,10 @@ int cal_sweep_run(rt_comm *c, enum cal_op op, enum rt_algo algo, const cal_sweep
     if (rc) {
       free(*points);
       *points = NULL;
-      return core_err_wrap(rc, "%s sweep (%s)", cal_op_name(op), rt_algo_name(algo));
+      return core_err_wrap(rc, "%s sweep (%s)", core_coll_name(op), rt_algo_name(algo));
     }
     if (o->progress && c->rank == 0)
-      fprintf(stderr, "\r  %-28s %2d/%d  %10.0f B  %9.1f us  busbw %7.3f GB/s   ", o->label ? o->label : cal_op_name(op),
+      fprintf(stderr, "\r  %-28s %2d/%d  %10.0f B  %9.1f us  busbw %7.3f GB/s   ", o->label ? o->label : core_coll_name(op),
               k + 1, cap, (*points)[k].bytes, (*points)[k].t_p50_s * 1e6, (*points)[k].busbw_GBps);
   }
   if (o->progress && c->rank == 0)
@@ -546,10 +533,10 @@ int cal_sweep_run(rt_comm *c, enum cal_op op, enum rt_algo algo, const cal_sweep
     if (rc) {
       free(*points);
       *points = NULL;
-      return core_err_wrap(rc, "%s sweep (%s), second pass", cal_op_name(op), rt_algo_name(algo));
+      return core_err_wrap(rc, "%s sweep (%s), second pass", core_coll_name(op), rt_algo_name(algo));
     }
     if (o->progress && c->rank == 0)
-      fprintf(stderr, "\r  %-28s again %10.0f B  %9.1f us (first %9.1f us)   ", o->label ? o->label : cal_op_name(op),
+      fprintf(stderr, "\r  %-28s again %10.0f B  %9.1f us (first %9.1f us)   ", o->label ? o->label : core_coll_name(op),
               again.bytes, again.t_p50_s * 1e6, (*points)[k].t_p50_s * 1e6);
     if (again.t_p50_s < (*points)[k].t_p50_s)
       (*points)[k] = again;

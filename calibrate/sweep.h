@@ -40,13 +40,10 @@
 #ifndef CALIBRATE_SWEEP_H
 #define CALIBRATE_SWEEP_H
 
+#include "core/vocab.h"
 #include "runtime/comm.h"
 
 #include <stddef.h>
-
-enum cal_op { CAL_ALLREDUCE = 0, CAL_ALLGATHER, CAL_REDUCESCATTER, CAL_BROADCAST, CAL_N_OPS };
-const char *cal_op_name(enum cal_op op);
-double cal_busbw_factor(enum cal_op op, int p);
 
 /* ---- buffer operations -------------------------------------------------- */
 
@@ -149,11 +146,11 @@ typedef struct cal_sweep_opts {
 /* Run one operation over a range of sizes (and again up to
  * o->repass_max_bytes). *points is malloc'd. On a data mismatch returns
  * CORE_ECOMM naming rank, size and element. */
-int cal_sweep_run(rt_comm *c, enum cal_op op, enum rt_algo algo, const cal_sweep_opts *o,
+int cal_sweep_run(rt_comm *c, enum core_coll op, enum rt_algo algo, const cal_sweep_opts *o,
                   cal_point **points, int *n);
 
 /* One size, for benchmarks: same loop as the sweep, cal_bufs_for(c). */
-int cal_sweep_one(rt_comm *c, enum cal_op op, enum rt_algo algo, double bytes, int warmup,
+int cal_sweep_one(rt_comm *c, enum core_coll op, enum rt_algo algo, double bytes, int warmup,
                   int iters, cal_point *pt);
 
 #endif

@@ -69,7 +69,7 @@ const char cli_collective_help[] =
 typedef struct opts {
   const char *profile, *scenario, *network, *backend, *algo;
   long point, per_node, nodes, root;
-  enum sim_op op;
+  enum core_coll op;
   double min_b, max_b, factor, step_b, bucket_mb, timeout;
   const char *type;
   int type_size;
@@ -112,12 +112,9 @@ static int type_size(const char *t) {
   return 0;
 }
 
-static int parse_op(const char *s, enum sim_op *op) {
-  for (int i = 0; i < 4; i++)
-    if (!strcmp(s, sim_op_name((enum sim_op)i))) {
-      *op = (enum sim_op)i;
-      return 0;
-    }
+static int parse_op(const char *s, enum core_coll *op) {
+  if (core_coll_parse(s, op) == 0)
+    return 0;
   return cli_usage("collective", "--op expects allreduce, allgather, reducescatter or broadcast, got '%s'", s) ? CORE_EUSAGE : 0;
 }
 
@@ -314,7 +311,7 @@ static void print_head(const opts *o, const setup *u, const sim_colltime *c) {
 /* The rows; returns the mean busbw, and in *late the smallest size past
  * the timeout (0 if none). */
 static double print_rows(const opts *o, const setup *u, const sim_colltime *c, double *late) {
-  int p = u->nodes * u->per_node, gathered = o->op == SIM_OP_ALLGATHER || o->op == SIM_OP_REDUCESCATTER;
+  int p = u->nodes * u->per_node, gathered = o->op == CORE_COLL_ALLGATHER || o->op == CORE_COLL_REDUCESCATTER;
   double sum = 0;
   long n = 0;
   *late = 0;
@@ -322,11 +319,11 @@ static double print_rows(const opts *o, const setup *u, const sim_colltime *c, d
     double count = floor(size / o->type_size), per = gathered ? floor(count / p) : count;
     double bytes = per * o->type_size * (gathered ? p : 1);
     double t = bytes > 0 ? sim_colltime_at(c, bytes) : 0, algbw = t > 0 ? bytes / 1e9 / t : 0;
-    double busbw = algbw * sim_coll_busbw_factor(o->op, p);
+    double busbw = algbw * core_coll_busbw_factor(o->op, p);
     char tb[32], ab[32], bb[32];
-    long root = o->op == SIM_OP_BROADCAST ? o->root : -1;
+    long root = o->op == CORE_COLL_BROADCAST ? o->root : -1;
     printf("%12.0f  %12.0f  %8s  %6s  %6ld", bytes, per, o->type,
-           o->op == SIM_OP_ALLREDUCE || o->op == SIM_OP_REDUCESCATTER ? "sum" : "none", root);
+           o->op == CORE_COLL_ALLREDUCE || o->op == CORE_COLL_REDUCESCATTER ? "sum" : "none", root);
     for (int h = 0; h < 2; h++)
       printf("  %7s  %6s  %6s  %6s", ffloat(t * 1e6, 7, tb, sizeof tb), ffloat(algbw, 6, ab, sizeof ab),
              ffloat(busbw, 6, bb, sizeof bb), "N/A");
@@ -347,7 +344,7 @@ static double print_rows(const opts *o, const setup *u, const sim_colltime *c, d
  * Gloo's timeout): say so, with what would avoid it. */
 static void warn_timeout(const setup *u, double late) {
   sim_colltime ar;
-  if (sim_colltime_setup(u->pr, u->pr_path, &u->net, u->backend, SIM_OP_ALLREDUCE, u->algo, u->nodes, u->per_node,
+  if (sim_colltime_setup(u->pr, u->pr_path, &u->net, u->backend, CORE_COLL_ALLREDUCE, u->algo, u->nodes, u->per_node,
                          &ar) == 0) {
     double bucket = u->bucket_mb * 1048576.0, t = sim_colltime_at(&ar, bucket);
     if (t > u->timeout)
@@ -366,7 +363,7 @@ static void setup_free(setup *u) {
 }
 
 int cli_cmd_collective(int argc, char **argv) {
-  opts o = {.op = SIM_OP_ALLREDUCE, .min_b = 32 * 1048576.0, .max_b = 32 * 1048576.0, .step_b = 1048576.0,
+  opts o = {.op = CORE_COLL_ALLREDUCE, .min_b = 32 * 1048576.0, .max_b = 32 * 1048576.0, .step_b = 1048576.0,
             .type = "float"};
   int rc = parse_args(argc, argv, &o);
   if (rc)

@@ -11,7 +11,6 @@
 
 static const char *const jitter_choices[] = {"none", "normal", "lognormal", "shifted_exponential", NULL};
 static const char *const backend_choices[] = {"nccl", "gloo", NULL};
-static const char *const op_choices[] = {"allreduce", "allgather", "reducescatter", "broadcast", NULL};
 static const char *const scope_choices[] = {"intra", "inter", NULL};
 static const char *const kind_choices[] = {"gpu", "cpu", NULL};
 static const char *const algo_choices[] = {"ring", "tree", "hierarchical", "halving_doubling",
@@ -172,7 +171,7 @@ static int parse_coll(const config_setting_t *e, core_prof_coll *c) {
   if ((rc = core_cfg_check_keys(e, keys, "a collective entry")) != 0)
     return rc;
   if ((rc = copy_string(e, "backend", 1, NULL, backend_choices, c->backend, sizeof c->backend)) != 0 ||
-      (rc = copy_string(e, "op", 1, NULL, op_choices, c->op, sizeof c->op)) != 0 ||
+      (rc = copy_string(e, "op", 1, NULL, core_coll_names, c->op, sizeof c->op)) != 0 ||
       (rc = copy_string(e, "algorithm", 1, NULL, algo_choices, c->algorithm, sizeof c->algorithm)) != 0 ||
       (rc = copy_string(e, "scope", 1, NULL, scope_choices, c->scope, sizeof c->scope)) != 0)
     return rc;

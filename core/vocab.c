@@ -57,3 +57,24 @@ const char *core_compression_name(const core_compression *c, char *buf, int n) {
     snprintf(buf, (size_t)n, "%s", core_compress_kind_name(c->kind));
   return buf;
 }
+
+const char *const core_coll_names[] = {"allreduce", "allgather", "reducescatter", "broadcast", NULL};
+
+const char *core_coll_name(enum core_coll c) { return (unsigned)c < CORE_N_COLLS ? core_coll_names[c] : "?"; }
+
+int core_coll_parse(const char *s, enum core_coll *out) {
+  for (int i = 0; i < CORE_N_COLLS; i++)
+    if (strcmp(s, core_coll_names[i]) == 0) {
+      *out = (enum core_coll)i;
+      return 0;
+    }
+  return CORE_EINVAL;
+}
+
+double core_coll_busbw_factor(enum core_coll c, int p) {
+  switch (c) {
+  case CORE_COLL_ALLREDUCE: return 2.0 * (p - 1) / p;
+  case CORE_COLL_BROADCAST: return 1.0;
+  default: return (double)(p - 1) / p;
+  }
+}

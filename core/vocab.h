@@ -5,7 +5,9 @@
  * gradient compression hooks (what `train --compress` runs and a scenario's
  * ddp.compression simulates). Each comes
  * as an enum, its name and its parse, and a NULL-terminated list of the
- * names for core_cfg_string's choices.
+ * names for core_cfg_string's choices. And the collectives both halves
+ * time and model (core_coll), with nccl-tests' bus bandwidth. (A layer's
+ * operator kind is core/model.h's core_op.)
  */
 #ifndef CORE_VOCAB_H
 #define CORE_VOCAB_H
@@ -41,5 +43,22 @@ int core_compression_parse(const char *s, core_compression *out);
 /* The same text back ("powersgd:R" for PowerSGD), into buf. */
 const char *core_compression_name(const core_compression *c, char *buf, int n);
 const char *core_compress_kind_name(enum core_compress k);
+
+/* The collectives DDP and calibration use. */
+enum core_coll {
+  CORE_COLL_ALLREDUCE = 0,
+  CORE_COLL_ALLGATHER,
+  CORE_COLL_REDUCESCATTER,
+  CORE_COLL_BROADCAST,
+  CORE_N_COLLS
+};
+extern const char *const core_coll_names[]; /* CORE_N_COLLS names, then NULL */
+const char *core_coll_name(enum core_coll c);
+/* CORE_EINVAL for a name not in core_coll_names. */
+int core_coll_parse(const char *s, enum core_coll *out);
+/* Bus bandwidth over algorithm bandwidth of c on p ranks, as nccl-tests
+ * reports it (doc/PERFORMANCE.md of NVIDIA/nccl-tests): 2(p-1)/p for an
+ * allreduce, (p-1)/p for an allgather or reduce-scatter, 1 for a broadcast. */
+double core_coll_busbw_factor(enum core_coll c, int p);
 
 #endif

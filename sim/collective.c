@@ -11,11 +11,6 @@ static const char *const algo_names[SIM_N_ALGOS] = {
 
 const char *sim_backend_name(enum sim_backend b) { return b == SIM_BACKEND_NCCL ? "nccl" : "gloo"; }
 
-const char *sim_op_name(enum sim_op o) {
-  static const char *const n[] = {"allreduce", "allgather", "reducescatter", "broadcast"};
-  return (unsigned)o < 4 ? n[o] : "?";
-}
-
 const char *sim_algo_name(enum sim_algo a) { return (unsigned)a < SIM_N_ALGOS ? algo_names[a] : "?"; }
 
 int sim_algo_parse(const char *s, enum sim_algo *out) {
@@ -70,18 +65,18 @@ static int ilog2_floor(int p) {
   return k;
 }
 
-static double nccl_ring(enum sim_op op, const sim_topo *t, double S) {
+static double nccl_ring(enum core_coll op, const sim_topo *t, double S) {
   int p = t->nodes * t->per_node, N = t->nodes;
   double steps, inter, factor;
   switch (op) {
-  case SIM_OP_ALLREDUCE: steps = 2.0 * (p - 1); inter = 2.0 * (N - 1); factor = 2.0 * (p - 1) / p; break;
-  case SIM_OP_BROADCAST: steps = p - 1; inter = N - 1; factor = 1.0; break;
+  case CORE_COLL_ALLREDUCE: steps = 2.0 * (p - 1); inter = 2.0 * (N - 1); factor = 2.0 * (p - 1) / p; break;
+  case CORE_COLL_BROADCAST: steps = p - 1; inter = N - 1; factor = 1.0; break;
   default: steps = p - 1; inter = N - 1; factor = (double)(p - 1) / p; break;
   }
   /* NCCL pipelines chunks along the ring, so hop latencies add up while the
    * bandwidth term is set by the slowest link (tuning.cc ring model). */
   double lat = (steps - inter) * t->intra.alpha_s + inter * t->inter.alpha_s;
-  double red = (op == SIM_OP_ALLREDUCE || op == SIM_OP_REDUCESCATTER) ? S * (p - 1) / p * t->gamma_s : 0;
+  double red = (op == CORE_COLL_ALLREDUCE || op == CORE_COLL_REDUCESCATTER) ? S * (p - 1) / p * t->gamma_s : 0;
   return lat + S * factor * ring_beta(t) + red;
 }
 
@@ -187,7 +182,7 @@ static sim_link regime(const sim_link *l, double S, int p) {
   return r;
 }
 
-double sim_coll_time(enum sim_backend b, enum sim_op op, enum sim_algo a, const sim_topo *topo,
+double sim_coll_time(enum sim_backend b, enum core_coll op, enum sim_algo a, const sim_topo *topo,
                      double S) {
   int p = topo->nodes * topo->per_node;
   if (p <= 1 || S <= 0)
@@ -198,13 +193,13 @@ double sim_coll_time(enum sim_backend b, enum sim_op op, enum sim_algo a, const 
   const sim_topo *t = &local;
   double T;
   if (b == SIM_BACKEND_NCCL) {
-    if (op == SIM_OP_ALLREDUCE && a == SIM_ALGO_TREE)
+    if (op == CORE_COLL_ALLREDUCE && a == SIM_ALGO_TREE)
       T = nccl_tree(t, S);
-    else if (op == SIM_OP_ALLREDUCE && a == SIM_ALGO_HIERARCHICAL)
+    else if (op == CORE_COLL_ALLREDUCE && a == SIM_ALGO_HIERARCHICAL)
       T = hierarchical(t, S);
-    else if (op == SIM_OP_ALLREDUCE && a == SIM_ALGO_COLLNET)
+    else if (op == CORE_COLL_ALLREDUCE && a == SIM_ALGO_COLLNET)
       T = nccl_collnet(t, S);
-    else if (op == SIM_OP_ALLREDUCE && (a == SIM_ALGO_NVLS || a == SIM_ALGO_NVLS_TREE))
+    else if (op == CORE_COLL_ALLREDUCE && (a == SIM_ALGO_NVLS || a == SIM_ALGO_NVLS_TREE))
       T = nccl_nvls(t, S, a == SIM_ALGO_NVLS_TREE);
     else
       T = nccl_ring(op, t, S);
@@ -215,7 +210,7 @@ double sim_coll_time(enum sim_backend b, enum sim_op op, enum sim_algo a, const 
   double am = slowest_alpha(t), bm = ring_beta(t), g = t->gamma_s;
   double f = (double)(p - 1) / p;
   switch (op) {
-  case SIM_OP_ALLREDUCE:
+  case CORE_COLL_ALLREDUCE:
     switch (a) {
     case SIM_ALGO_GLOO_RING: T = (p - 1) * (am + S * bm + S * g); break;
     case SIM_ALGO_RING_CHUNKED: T = 4.0 * (p - 1) * am + 2.0 * S * f * bm + S * f * g; break;
@@ -225,12 +220,12 @@ double sim_coll_time(enum sim_backend b, enum sim_op op, enum sim_algo a, const 
     default: T = 2.0 * (p - 1) * am + 2.0 * S * f * bm + S * f * g; break;
     }
     break;
-  case SIM_OP_REDUCESCATTER:
+  case CORE_COLL_REDUCESCATTER:
     /* As ProcessGroupGloo and the runtime run it: gloo::allreduce of the
      * whole input, then the rank's chunk (pytorch/pytorch#118911). */
     T = 2.0 * (p - 1) * am + 2.0 * S * f * bm + S * f * g;
     break;
-  case SIM_OP_ALLGATHER: T = (p - 1) * am + S * f * bm; break;
+  case CORE_COLL_ALLGATHER: T = (p - 1) * am + S * f * bm; break;
   default: /* broadcast_one_to_all: the root's link carries p-1 copies */
     T = (p - 1) * (am + S * bm);
     break;
@@ -239,22 +234,22 @@ double sim_coll_time(enum sim_backend b, enum sim_op op, enum sim_algo a, const 
   return t->launch_s + T + S * t->stage_s;
 }
 
-int sim_coll_coeffs(enum sim_backend bk, enum sim_op op, enum sim_algo a, int p, double *ca,
+int sim_coll_coeffs(enum sim_backend bk, enum core_coll op, enum sim_algo a, int p, double *ca,
                     double *cb) {
   if (p < 2)
     return core_err_set(CORE_EINVAL, "a collective fit needs at least 2 ranks");
   double f = (double)(p - 1) / p;
-  if (op == SIM_OP_REDUCESCATTER && bk == SIM_BACKEND_GLOO) { /* an allreduce, see sim_coll_time */
+  if (op == CORE_COLL_REDUCESCATTER && bk == SIM_BACKEND_GLOO) { /* an allreduce, see sim_coll_time */
     *ca = 2.0 * (p - 1);
     *cb = 2.0 * f;
     return 0;
   }
-  if (op == SIM_OP_ALLGATHER || op == SIM_OP_REDUCESCATTER) {
+  if (op == CORE_COLL_ALLGATHER || op == CORE_COLL_REDUCESCATTER) {
     *ca = p - 1;
     *cb = f;
     return 0;
   }
-  if (op == SIM_OP_BROADCAST) {
+  if (op == CORE_COLL_BROADCAST) {
     *ca = p - 1;
     *cb = bk == SIM_BACKEND_NCCL ? 1.0 : p - 1;
     return 0;

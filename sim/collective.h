@@ -19,8 +19,9 @@
 #ifndef SIM_COLLECTIVE_H
 #define SIM_COLLECTIVE_H
 
+#include "core/vocab.h"
+
 enum sim_backend { SIM_BACKEND_NCCL = 0, SIM_BACKEND_GLOO = 1 };
-enum sim_op { SIM_OP_ALLREDUCE = 0, SIM_OP_ALLGATHER, SIM_OP_REDUCESCATTER, SIM_OP_BROADCAST };
 enum sim_algo {
   SIM_ALGO_RING = 0,         /* NCCL ring (pipelined): RS ring + AG ring */
   SIM_ALGO_TREE,             /* NCCL double binary tree across nodes, chain inside */
@@ -37,7 +38,6 @@ enum sim_algo {
 };
 
 const char *sim_backend_name(enum sim_backend b);
-const char *sim_op_name(enum sim_op o);
 const char *sim_algo_name(enum sim_algo a);
 int sim_algo_parse(const char *s, enum sim_algo *out);
 /* Does this backend implement this allreduce algorithm? */
@@ -76,12 +76,12 @@ typedef struct sim_topo {
 } sim_topo;
 
 /* Time in seconds of one collective of S bytes (nccl-tests' S). */
-double sim_coll_time(enum sim_backend b, enum sim_op op, enum sim_algo a, const sim_topo *t,
+double sim_coll_time(enum sim_backend b, enum core_coll op, enum sim_algo a, const sim_topo *t,
                      double bytes);
 
 /* For p ranks on one kind of link: T = a*alpha + b*S*beta. Returns 0, or
  * CORE_EINVAL for combinations that have no single-link form. */
-int sim_coll_coeffs(enum sim_backend bk, enum sim_op op, enum sim_algo a, int p, double *ca,
+int sim_coll_coeffs(enum sim_backend bk, enum core_coll op, enum sim_algo a, int p, double *ca,
                     double *cb);
 
 /* NCCL's tree bandwidth factors (src/graph/tuning.cc): tree allreduce gets

@@ -21,7 +21,7 @@
 
 typedef struct sim_colltime {
   enum sim_backend backend;
-  enum sim_op op;
+  enum core_coll op;
   int algo;                      /* enum sim_algo, or -1: auto */
   int nodes, per_node;
   const core_prof_coll *measured; /* the profile's entry at this shape, or NULL */
@@ -31,12 +31,9 @@ typedef struct sim_colltime {
 /* algo: -1 for auto. Fails (CORE_EINVAL) when the profile lacks what the
  * shape needs, or the algorithm does not exist for the backend and op. */
 int sim_colltime_setup(const core_profile *pr, const char *profile_path, const sim_network *n,
-                       enum sim_backend b, enum sim_op op, int algo, int nodes, int per_node, sim_colltime *c);
+                       enum sim_backend b, enum core_coll op, int algo, int nodes, int per_node, sim_colltime *c);
 
 /* Seconds for a collective of S bytes (nccl-tests' size). */
 double sim_colltime_at(const sim_colltime *c, double bytes);
-
-/* busbw / algbw for op on p ranks. */
-double sim_coll_busbw_factor(enum sim_op op, int p);
 
 #endif

@@ -91,7 +91,7 @@ double sim_fabric_allreduce(const sim_fabric_costs *fc, enum sim_backend b, int 
   int n = candidates(&cap, b, algorithm, fc->topo[0].nodes, c);
   double best = INFINITY;
   for (int i = 0; i < n; i++) {
-    double T = sim_coll_time(b, SIM_OP_ALLREDUCE, c[i], &fc->topo[c[i]], bytes);
+    double T = sim_coll_time(b, CORE_COLL_ALLREDUCE, c[i], &fc->topo[c[i]], bytes);
     if (T < best) {
       best = T;
       if (used)

@@ -42,7 +42,7 @@ static double restart_from_profile(const sim_scenario *s, const sim_point *p, co
   double pw = (double)pr->nodes * pr->ranks_per_node, world = (double)p->nodes * p->per_node;
   double scale = pw > 1 && world > 1 ? log2(world) / log2(pw) : 1.0;
   return pr->process_start_s + (pr->rendezvous_s + pr->comm_init_s) * (scale > 1 ? scale : 1) +
-         sim_coll_time(p->backend, SIM_OP_BROADCAST, SIM_ALGO_RING, t,
+         sim_coll_time(p->backend, CORE_COLL_BROADCAST, SIM_ALGO_RING, t,
                        (double)p->model->n_params * sim_precision_grad_bytes(p->precision));
 }
 
@@ -58,7 +58,7 @@ static void load_from_storage(const sim_scenario *s, const sim_point *p, const s
     return;
   }
   load[0] = bytes / p->nodes / min_cap(rbw, cap / p->nodes);
-  load[1] = sim_coll_time(p->backend, SIM_OP_ALLGATHER, SIM_ALGO_RING, t, bytes);
+  load[1] = sim_coll_time(p->backend, CORE_COLL_ALLGATHER, SIM_ALGO_RING, t, bytes);
 }
 
 /* The checkpoint's blocking cost and background write (jobpoint.h). */

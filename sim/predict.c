@@ -26,7 +26,7 @@ uint64_t sim_predict_seed(uint64_t seed, long index) {
 /* A measured fit of op at c->ranks becomes per-link α and β by dividing
  * out the algorithm's coefficients, one pair per fitted regime (the
  * collective then uses the regime its size falls into). */
-static int link_from_profile(const core_prof_coll *c, enum sim_backend b, enum sim_op op, sim_link *l) {
+static int link_from_profile(const core_prof_coll *c, enum sim_backend b, enum core_coll op, sim_link *l) {
   enum sim_algo a;
   double ca, cb;
   if (sim_algo_parse(c->algorithm, &a) != 0)
@@ -51,13 +51,13 @@ static int link_from_profile(const core_prof_coll *c, enum sim_backend b, enum s
 
 /* The profile's measurement of op in scope, else its allreduce's: the link
  * it gives. */
-static int measured_link(const core_profile *pr, const char *path, enum sim_backend b, enum sim_op op,
+static int measured_link(const core_profile *pr, const char *path, enum sim_backend b, enum core_coll op,
                          const char *scope, sim_link *l) {
   const char *bn = sim_backend_name(b);
   const core_prof_coll *c = NULL;
-  if (op != SIM_OP_ALLREDUCE)
+  if (op != CORE_COLL_ALLREDUCE)
     for (int i = 0; i < pr->n_colls && !c; i++)
-      if (!strcmp(pr->colls[i].backend, bn) && !strcmp(pr->colls[i].op, sim_op_name(op)) &&
+      if (!strcmp(pr->colls[i].backend, bn) && !strcmp(pr->colls[i].op, core_coll_name(op)) &&
           !strcmp(pr->colls[i].scope, scope))
         c = &pr->colls[i];
   if (c)
@@ -65,11 +65,11 @@ static int measured_link(const core_profile *pr, const char *path, enum sim_back
   if (!(c = core_profile_allreduce(pr, bn, scope)))
     return core_err_set(CORE_EINVAL, "profile '%s' has no %s-node allreduce for %s", path,
                         !strcmp(scope, "intra") ? "intra" : "inter", bn);
-  return link_from_profile(c, b, SIM_OP_ALLREDUCE, l);
+  return link_from_profile(c, b, CORE_COLL_ALLREDUCE, l);
 }
 
 int sim_topo_build(const core_profile *pr, const char *profile_path, const sim_network *n, enum sim_backend b,
-                   enum sim_op op, int nodes, int per_node, sim_topo *t) {
+                   enum core_coll op, int nodes, int per_node, sim_topo *t) {
   int rc;
   memset(t, 0, sizeof *t);
   t->nodes = nodes;
@@ -109,7 +109,7 @@ int sim_topo_build(const core_profile *pr, const char *profile_path, const sim_n
 }
 
 int sim_predict_topo(const sim_scenario *s, const sim_point *p, sim_topo *t) {
-  return sim_topo_build(s->profile, s->profile_path, p->network, p->backend, SIM_OP_ALLREDUCE, p->nodes,
+  return sim_topo_build(s->profile, s->profile_path, p->network, p->backend, CORE_COLL_ALLREDUCE, p->nodes,
                         p->per_node, t);
 }
 
@@ -117,11 +117,11 @@ double sim_predict_allreduce(const sim_point *p, const sim_topo *t, double bytes
   if (t->fabric)
     return sim_fabric_allreduce(t->fabric, p->backend, p->algorithm, bytes, NULL);
   if (p->algorithm >= 0)
-    return sim_coll_time(p->backend, SIM_OP_ALLREDUCE, (enum sim_algo)p->algorithm, t, bytes);
+    return sim_coll_time(p->backend, CORE_COLL_ALLREDUCE, (enum sim_algo)p->algorithm, t, bytes);
   if (p->backend == SIM_BACKEND_GLOO)
-    return sim_coll_time(p->backend, SIM_OP_ALLREDUCE, SIM_ALGO_SEGMENTED_RING, t, bytes);
-  double ring = sim_coll_time(p->backend, SIM_OP_ALLREDUCE, SIM_ALGO_RING, t, bytes);
-  double tree = sim_coll_time(p->backend, SIM_OP_ALLREDUCE, SIM_ALGO_TREE, t, bytes);
+    return sim_coll_time(p->backend, CORE_COLL_ALLREDUCE, SIM_ALGO_SEGMENTED_RING, t, bytes);
+  double ring = sim_coll_time(p->backend, CORE_COLL_ALLREDUCE, SIM_ALGO_RING, t, bytes);
+  double tree = sim_coll_time(p->backend, CORE_COLL_ALLREDUCE, SIM_ALGO_TREE, t, bytes);
   return ring < tree ? ring : tree;
 }
 

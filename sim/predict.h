@@ -50,7 +50,7 @@ int sim_predict_topo(const sim_scenario *s, const sim_point *p, sim_topo *t);
  * its allreduce's (docs/cost-models.md; the network's own figures
  * unless it takes its link from the profile). */
 int sim_topo_build(const core_profile *pr, const char *profile_path, const sim_network *n, enum sim_backend b,
-                   enum sim_op op, int nodes, int per_node, sim_topo *t);
+                   enum core_coll op, int nodes, int per_node, sim_topo *t);
 
 /* Per-bucket allreduce time, choosing the algorithm when p->algorithm is
  * auto (NCCL: the faster of ring and tree, as NCCL's tuner does; Gloo: the

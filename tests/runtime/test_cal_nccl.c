@@ -215,35 +215,35 @@ static void run_job(int size, int (*body)(rt_comm *, int, int)) {
 }
 
 /* nccl-tests' S of a point, as the loop has always counted it. */
-static double legacy_bytes(enum cal_op op, double bytes, int p) {
+static double legacy_bytes(enum core_coll op, double bytes, int p) {
   size_t n = (size_t)(bytes / sizeof(float));
   if (n < (size_t)p)
     n = (size_t)p;
-  if (op == CAL_ALLGATHER || op == CAL_REDUCESCATTER)
+  if (op == CORE_COLL_ALLGATHER || op == CORE_COLL_REDUCESCATTER)
     n = n / (size_t)p * (size_t)p;
   return (double)n * sizeof(float);
 }
 
-static void check_points(enum cal_op op, const cal_sweep_opts *o, const cal_point *pts, int n,
+static void check_points(enum core_coll op, const cal_sweep_opts *o, const cal_point *pts, int n,
                          int p, const char *what) {
   int want = 0;
   for (double b = o->min_bytes; b <= o->max_bytes * 1.0000001; b *= o->factor)
     want++;
-  RTT_CHECK(n == want, "%s %s: %d points, expected %d", what, cal_op_name(op), n, want);
+  RTT_CHECK(n == want, "%s %s: %d points, expected %d", what, core_coll_name(op), n, want);
   double b = o->min_bytes;
   for (int k = 0; k < n && k < want; k++, b *= o->factor) {
     const cal_point *t = &pts[k];
     RTT_CHECK(t->bytes == legacy_bytes(op, b, p), "%s %s point %d: %g bytes, expected %g", what,
-          cal_op_name(op), k, t->bytes, legacy_bytes(op, b, p));
+          core_coll_name(op), k, t->bytes, legacy_bytes(op, b, p));
     RTT_CHECK(t->iters >= o->min_iters && t->iters <= o->max_iters, "%s %s point %d: %d iterations",
-          what, cal_op_name(op), k, t->iters);
+          what, core_coll_name(op), k, t->iters);
     RTT_CHECK(t->t_min_s > 0 && t->t_min_s <= t->t_p50_s && t->t_p50_s <= t->t_max_s,
-          "%s %s point %d: times %g %g %g", what, cal_op_name(op), k, t->t_min_s, t->t_p50_s,
+          "%s %s point %d: times %g %g %g", what, core_coll_name(op), k, t->t_min_s, t->t_p50_s,
           t->t_max_s);
     RTT_CHECK(t->t_se_s >= 0, "%s: negative standard error", what);
     RTT_CHECK(fabs(t->algbw_GBps - t->bytes / t->t_p50_s / 1e9) <= 1e-9 * t->algbw_GBps,
           "%s: algbw is not S / t", what);
-    RTT_CHECK(fabs(t->busbw_GBps - t->algbw_GBps * cal_busbw_factor(op, p)) <= 1e-9 * t->algbw_GBps,
+    RTT_CHECK(fabs(t->busbw_GBps - t->algbw_GBps * core_coll_busbw_factor(op, p)) <= 1e-9 * t->algbw_GBps,
           "%s: busbw is not algbw times nccl-tests' factor", what);
   }
 }
@@ -255,17 +255,17 @@ static int sweep_body(rt_comm *c, int rank, int size) {
    * (runtime/gloo_shim.cc no longer uses it). */
   cal_sweep_opts o = {.min_bytes = 8, .max_bytes = 1 << 20, .factor = 2, .warmup = 1,
                       .min_iters = 2, .max_iters = 4, .budget_s = 0};
-  for (int op = 0; op < CAL_N_OPS; op++) {
+  for (int op = 0; op < CORE_N_COLLS; op++) {
     for (int named = 0; named < 2; named++) {
       cal_sweep_opts s = o;
       s.bufs = named ? &cal_host_bufs : NULL;
       cal_point *pts = NULL;
       int n = 0;
-      int rc = cal_sweep_run(c, (enum cal_op)op, RT_ALGO_DEFAULT, &s, &pts, &n);
-      RTT_CHECK(rc == 0, "%s sweep (%s table): %s", cal_op_name((enum cal_op)op),
+      int rc = cal_sweep_run(c, (enum core_coll)op, RT_ALGO_DEFAULT, &s, &pts, &n);
+      RTT_CHECK(rc == 0, "%s sweep (%s table): %s", core_coll_name((enum core_coll)op),
             named ? "named host" : "backend's", core_err_msg());
       if (rc == 0)
-        check_points((enum cal_op)op, &s, pts, n, size, named ? "named host table" : "backend's table");
+        check_points((enum core_coll)op, &s, pts, n, size, named ? "named host table" : "backend's table");
       free(pts);
       if (rc)
         return 4;
@@ -273,7 +273,7 @@ static int sweep_body(rt_comm *c, int rank, int size) {
   }
   /* The benchmark's entry point: the same loop, one size. */
   cal_point pt;
-  int rc = cal_sweep_one(c, CAL_ALLREDUCE, RT_ALGO_RING, 4096, 1, 3, &pt);
+  int rc = cal_sweep_one(c, CORE_COLL_ALLREDUCE, RT_ALGO_RING, 4096, 1, 3, &pt);
   RTT_CHECK(rc == 0 && pt.iters == 3 && pt.bytes == 4096, "cal_sweep_one: rc %d, %d iterations, %g bytes",
         rc, pt.iters, pt.bytes);
 
@@ -368,10 +368,10 @@ static int control_comm_body(rt_comm *c, int rank, int size) {
                       .max_iters = 3, .control = &k};
   cal_point *pts = NULL;
   int n = 0;
-  int rc = cal_sweep_run(&m, CAL_ALLREDUCE, RT_ALGO_DEFAULT, &o, &pts, &n);
+  int rc = cal_sweep_run(&m, CORE_COLL_ALLREDUCE, RT_ALGO_DEFAULT, &o, &pts, &n);
   RTT_CHECK(rc == 0 && n == 8, "sweep with a control communicator: %d (%s), %d points", rc, core_err_msg(), n);
   if (rc == 0)
-    check_points(CAL_ALLREDUCE, &o, pts, n, size, "control communicator");
+    check_points(CORE_COLL_ALLREDUCE, &o, pts, n, size, "control communicator");
   free(pts);
   RTT_CHECK(mc.broadcast == 0 && mc.allgather == 0, "the measured communicator carried %d broadcasts, %d allgathers",
         mc.broadcast, mc.allgather);
@@ -383,7 +383,7 @@ static int control_comm_body(rt_comm *c, int rank, int size) {
   /* A control communicator of other ranks is refused before any collective. */
   rt_comm wrong = k;
   wrong.rank = (k.rank + 1) % size;
-  rc = cal_sweep_run(&m, CAL_ALLREDUCE, RT_ALGO_DEFAULT, &(cal_sweep_opts){.min_bytes = 8, .max_bytes = 8, .factor = 2, .control = &wrong},
+  rc = cal_sweep_run(&m, CORE_COLL_ALLREDUCE, RT_ALGO_DEFAULT, &(cal_sweep_opts){.min_bytes = 8, .max_bytes = 8, .factor = 2, .control = &wrong},
                      &pts, &n);
   RTT_CHECK(rc == CORE_EINVAL && pts == NULL && n == 0, "a mismatched control communicator gave %d", rc);
   rt_comm_destroy(c2);
@@ -435,7 +435,7 @@ static int corrupt_body(rt_comm *c, int rank, int size) {
                       .max_iters = 1};
   cal_point *pts = NULL;
   int n = 0;
-  int rc = cal_sweep_run(&w, CAL_ALLREDUCE, RT_ALGO_DEFAULT, &o, &pts, &n);
+  int rc = cal_sweep_run(&w, CORE_COLL_ALLREDUCE, RT_ALGO_DEFAULT, &o, &pts, &n);
   char want[256];
   snprintf(want, sizeof want, "allreduce of 64 bytes: wrong result on rank %d at element 15 (%g, expected %g); the backend or the network corrupts data",
            rank, (double)(size * (size + 1) / 2 + size * 1) + 1.0, (double)(size * (size + 1) / 2 + size * 1));
@@ -443,7 +443,7 @@ static int corrupt_body(rt_comm *c, int rank, int size) {
   RTT_CHECK(strstr(core_err_msg(), want) != NULL, "message '%s' lacks '%s'", core_err_msg(), want);
   RTT_CHECK(pts == NULL && n == 0, "a failed sweep left points");
   /* An allgather's block of the last rank. */
-  rc = cal_sweep_run(&w, CAL_ALLGATHER, RT_ALGO_DEFAULT, &o, &pts, &n);
+  rc = cal_sweep_run(&w, CORE_COLL_ALLGATHER, RT_ALGO_DEFAULT, &o, &pts, &n);
   RTT_CHECK(rc == CORE_ECOMM && strstr(core_err_msg(), "allgather of 64 bytes: wrong result on rank"),
         "a corrupted allgather gave %d: %s", rc, core_err_msg());
   /* The wrapped communicator itself is still healthy. */
@@ -471,11 +471,11 @@ static int repass_body(rt_comm *c, int rank, int size) {
     s.repass_max_bytes = repass ? o.repass_max_bytes : 0;
     cal_point *pts = NULL;
     int n = 0;
-    int rc = cal_sweep_run(&w, CAL_ALLREDUCE, RT_ALGO_DEFAULT, &s, &pts, &n);
+    int rc = cal_sweep_run(&w, CORE_COLL_ALLREDUCE, RT_ALGO_DEFAULT, &s, &pts, &n);
     RTT_CHECK(rc == 0, "sweep (second pass %s): %s", repass ? "on" : "off", core_err_msg());
     if (rc)
       return 4;
-    check_points(CAL_ALLREDUCE, &s, pts, n, size, repass ? "two passes" : "one pass");
+    check_points(CORE_COLL_ALLREDUCE, &s, pts, n, size, repass ? "two passes" : "one pass");
     RTT_CHECK(pts[k512].bytes == st.stall_n * sizeof(float), "point %d is %g bytes", k512, pts[k512].bytes);
     RTT_CHECK(st.stall_left == 0, "%d stalls left unused", st.stall_left);
     if (repass)
@@ -529,7 +529,7 @@ static int device_body(rt_comm *c, int rank, int size) {
   cal_point *pts = NULL;
   int n = -1;
   double t0 = rtt_now();
-  rc = cal_sweep_run(c, CAL_ALLREDUCE, RT_ALGO_DEFAULT, &o, &pts, &n);
+  rc = cal_sweep_run(c, CORE_COLL_ALLREDUCE, RT_ALGO_DEFAULT, &o, &pts, &n);
   RTT_CHECK(rc == CORE_EUNSUPPORTED && pts == NULL && n == 0, "device sweep without a device: %d (%s)", rc,
         core_err_msg());
   RTT_CHECK(strstr(core_err_msg(), "device buffers") != NULL, "message '%s' does not name the buffers",

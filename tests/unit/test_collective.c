@@ -78,21 +78,21 @@ static void test_measured_or_modelled(void) {
   sim_network measured = {.from_profile = 1, .nics_per_node = 1, .efficiency = 1, .oversubscription = 1};
   sim_network ib = {.gbps = 400, .latency_us = 14, .nics_per_node = 8, .efficiency = 0.96, .oversubscription = 1};
   sim_colltime c;
-  CU_ASSERT_FATAL(sim_colltime_setup(pr, H100, &measured, SIM_BACKEND_NCCL, SIM_OP_ALLREDUCE, -1, 2, 8, &c) == 0);
+  CU_ASSERT_FATAL(sim_colltime_setup(pr, H100, &measured, SIM_BACKEND_NCCL, CORE_COLL_ALLREDUCE, -1, 2, 8, &c) == 0);
   CU_ASSERT_FATAL(c.measured != NULL);
   const core_prof_fit *f = core_prof_coll_fit(c.measured, 1e8);
   CU_ASSERT_DOUBLE_EQUAL(sim_colltime_at(&c, 1e8), f->alpha_us * 1e-6 + 1e8 / (f->algbw_GBps * 1e9), 1e-15);
-  CU_ASSERT_FATAL(sim_colltime_setup(pr, H100, &ib, SIM_BACKEND_NCCL, SIM_OP_ALLREDUCE, -1, 2, 8, &c) == 0);
+  CU_ASSERT_FATAL(sim_colltime_setup(pr, H100, &ib, SIM_BACKEND_NCCL, CORE_COLL_ALLREDUCE, -1, 2, 8, &c) == 0);
   CU_ASSERT(c.measured == NULL);
-  CU_ASSERT_FATAL(sim_colltime_setup(pr, H100, &ib, SIM_BACKEND_NCCL, SIM_OP_ALLREDUCE, SIM_ALGO_RING, 4, 8, &c) == 0);
+  CU_ASSERT_FATAL(sim_colltime_setup(pr, H100, &ib, SIM_BACKEND_NCCL, CORE_COLL_ALLREDUCE, SIM_ALGO_RING, 4, 8, &c) == 0);
   CU_ASSERT_DOUBLE_EQUAL(sim_colltime_at(&c, 1e8),
-                         sim_coll_time(SIM_BACKEND_NCCL, SIM_OP_ALLREDUCE, SIM_ALGO_RING, &c.topo, 1e8), 1e-15);
+                         sim_coll_time(SIM_BACKEND_NCCL, CORE_COLL_ALLREDUCE, SIM_ALGO_RING, &c.topo, 1e8), 1e-15);
   /* busbw factors of nccl-tests' doc/PERFORMANCE.md. */
-  CU_ASSERT_DOUBLE_EQUAL(sim_coll_busbw_factor(SIM_OP_ALLREDUCE, 16), 2.0 * 15 / 16, 1e-15);
-  CU_ASSERT_DOUBLE_EQUAL(sim_coll_busbw_factor(SIM_OP_ALLGATHER, 16), 15.0 / 16, 1e-15);
-  CU_ASSERT_DOUBLE_EQUAL(sim_coll_busbw_factor(SIM_OP_BROADCAST, 16), 1.0, 1e-15);
+  CU_ASSERT_DOUBLE_EQUAL(core_coll_busbw_factor(CORE_COLL_ALLREDUCE, 16), 2.0 * 15 / 16, 1e-15);
+  CU_ASSERT_DOUBLE_EQUAL(core_coll_busbw_factor(CORE_COLL_ALLGATHER, 16), 15.0 / 16, 1e-15);
+  CU_ASSERT_DOUBLE_EQUAL(core_coll_busbw_factor(CORE_COLL_BROADCAST, 16), 1.0, 1e-15);
   /* An algorithm the collective has not. */
-  CU_ASSERT_EQUAL(sim_colltime_setup(pr, H100, &ib, SIM_BACKEND_NCCL, SIM_OP_ALLGATHER, SIM_ALGO_TREE, 4, 8, &c),
+  CU_ASSERT_EQUAL(sim_colltime_setup(pr, H100, &ib, SIM_BACKEND_NCCL, CORE_COLL_ALLGATHER, SIM_ALGO_TREE, 4, 8, &c),
                   CORE_EINVAL);
   core_profile_free(pr);
 }
@@ -118,7 +118,7 @@ static void test_table_imports(void) {
     CU_ASSERT_EQUAL(r.nodes, 4);
     CU_ASSERT_EQUAL(r.n, 9);
     sim_colltime c;
-    CU_ASSERT_FATAL(sim_colltime_setup(pr, H100, &ib, SIM_BACKEND_NCCL, (enum sim_op)k, -1, 4, 8, &c) == 0);
+    CU_ASSERT_FATAL(sim_colltime_setup(pr, H100, &ib, SIM_BACKEND_NCCL, (enum core_coll)k, -1, 4, 8, &c) == 0);
     for (int i = 0; i < r.n; i++) {
       double t = sim_colltime_at(&c, r.bytes[i]) * 1e6;
       CU_ASSERT(fabs(r.time_us[i] - t) <= 0.005 + 1e-3 * t);

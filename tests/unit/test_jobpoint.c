@@ -81,7 +81,7 @@ static void test_sharded_load(void) {
       sim_topo t;
       CU_ASSERT_FATAL(sim_predict_topo(s, &r.pt, &t) == 0);
       CU_ASSERT_DOUBLE_EQUAL(load[0], bytes / nodes / fmin(rbw, cap / nodes), 1e-9 * load[0]);
-      CU_ASSERT_DOUBLE_EQUAL(load[1], sim_coll_time(SIM_BACKEND_NCCL, SIM_OP_ALLGATHER, SIM_ALGO_RING, &t, bytes),
+      CU_ASSERT_DOUBLE_EQUAL(load[1], sim_coll_time(SIM_BACKEND_NCCL, CORE_COLL_ALLGATHER, SIM_ALGO_RING, &t, bytes),
                              1e-12);
       CU_ASSERT(load[1] > 0);
     } else {

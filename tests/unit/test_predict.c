@@ -351,36 +351,36 @@ static void test_coll_time_mpi_table(void) {
     double f = (double)(p - 1) / p;
     int lg = ceil_lg(p);
     /* Gloo allreduce_ring: whole buffer around the ring p-1 times. */
-    CU_ASSERT(rel_err(sim_coll_time(SIM_BACKEND_GLOO, SIM_OP_ALLREDUCE, SIM_ALGO_GLOO_RING, &t, n),
+    CU_ASSERT(rel_err(sim_coll_time(SIM_BACKEND_GLOO, CORE_COLL_ALLREDUCE, SIM_ALGO_GLOO_RING, &t, n),
                       (p - 1) * (a + n * b + n * g)) < 1e-12);
     /* allreduce_ring_chunked. */
-    CU_ASSERT(rel_err(sim_coll_time(SIM_BACKEND_GLOO, SIM_OP_ALLREDUCE, SIM_ALGO_RING_CHUNKED, &t, n),
+    CU_ASSERT(rel_err(sim_coll_time(SIM_BACKEND_GLOO, CORE_COLL_ALLREDUCE, SIM_ALGO_RING_CHUNKED, &t, n),
                       4.0 * (p - 1) * a + 2.0 * n * f * b + n * f * g) < 1e-12);
     /* Rabenseifner (halving-doubling) for p = 2^k. */
-    CU_ASSERT(rel_err(sim_coll_time(SIM_BACKEND_GLOO, SIM_OP_ALLREDUCE, SIM_ALGO_HALVING_DOUBLING, &t, n),
+    CU_ASSERT(rel_err(sim_coll_time(SIM_BACKEND_GLOO, CORE_COLL_ALLREDUCE, SIM_ALGO_HALVING_DOUBLING, &t, n),
                       2.0 * lg * a + 2.0 * n * f * b + n * f * g) < 1e-12);
     /* Segmented ring: reduce-scatter ring then allgather ring. */
-    CU_ASSERT(rel_err(sim_coll_time(SIM_BACKEND_GLOO, SIM_OP_ALLREDUCE, SIM_ALGO_SEGMENTED_RING, &t, n),
+    CU_ASSERT(rel_err(sim_coll_time(SIM_BACKEND_GLOO, CORE_COLL_ALLREDUCE, SIM_ALGO_SEGMENTED_RING, &t, n),
                       ring_cost(p, a, b, g, n)) < 1e-12);
     /* Allgather ring; reduce-scatter as ProcessGroupGloo runs it, an
      * allreduce of the whole input (the NCCL ring below is the true one). */
-    CU_ASSERT(rel_err(sim_coll_time(SIM_BACKEND_GLOO, SIM_OP_ALLGATHER, SIM_ALGO_SEGMENTED_RING, &t, n),
+    CU_ASSERT(rel_err(sim_coll_time(SIM_BACKEND_GLOO, CORE_COLL_ALLGATHER, SIM_ALGO_SEGMENTED_RING, &t, n),
                       (p - 1) * a + n * f * b) < 1e-12);
-    CU_ASSERT(rel_err(sim_coll_time(SIM_BACKEND_GLOO, SIM_OP_REDUCESCATTER, SIM_ALGO_SEGMENTED_RING, &t, n),
+    CU_ASSERT(rel_err(sim_coll_time(SIM_BACKEND_GLOO, CORE_COLL_REDUCESCATTER, SIM_ALGO_SEGMENTED_RING, &t, n),
                       ring_cost(p, a, b, g, n)) < 1e-12);
-    CU_ASSERT(rel_err(sim_coll_time(SIM_BACKEND_NCCL, SIM_OP_REDUCESCATTER, SIM_ALGO_RING, &t, n),
+    CU_ASSERT(rel_err(sim_coll_time(SIM_BACKEND_NCCL, CORE_COLL_REDUCESCATTER, SIM_ALGO_RING, &t, n),
                       (p - 1) * a + n * f * (b + g)) < 1e-12);
     /* NCCL ring, allreduce and allgather (pipelined, same closed forms). */
-    CU_ASSERT(rel_err(sim_coll_time(SIM_BACKEND_NCCL, SIM_OP_ALLREDUCE, SIM_ALGO_RING, &t, n),
+    CU_ASSERT(rel_err(sim_coll_time(SIM_BACKEND_NCCL, CORE_COLL_ALLREDUCE, SIM_ALGO_RING, &t, n),
                       ring_cost(p, a, b, g, n)) < 1e-12);
-    CU_ASSERT(rel_err(sim_coll_time(SIM_BACKEND_NCCL, SIM_OP_ALLGATHER, SIM_ALGO_RING, &t, n),
+    CU_ASSERT(rel_err(sim_coll_time(SIM_BACKEND_NCCL, CORE_COLL_ALLGATHER, SIM_ALGO_RING, &t, n),
                       (p - 1) * a + n * f * b) < 1e-12);
   }
   /* One rank or nothing to send: no time. */
   sim_topo one = flat_topo(1, a, b, g);
-  CU_ASSERT_EQUAL(sim_coll_time(SIM_BACKEND_NCCL, SIM_OP_ALLREDUCE, SIM_ALGO_RING, &one, 1e9), 0.0);
+  CU_ASSERT_EQUAL(sim_coll_time(SIM_BACKEND_NCCL, CORE_COLL_ALLREDUCE, SIM_ALGO_RING, &one, 1e9), 0.0);
   sim_topo two = flat_topo(2, a, b, g);
-  CU_ASSERT_EQUAL(sim_coll_time(SIM_BACKEND_GLOO, SIM_OP_ALLREDUCE, SIM_ALGO_GLOO_RING, &two, 0), 0.0);
+  CU_ASSERT_EQUAL(sim_coll_time(SIM_BACKEND_GLOO, CORE_COLL_ALLREDUCE, SIM_ALGO_GLOO_RING, &two, 0), 0.0);
 }
 
 /* tuning.cc ring latency: (nsteps - nInter) intra hops + nInter inter hops,
@@ -399,10 +399,10 @@ static void test_coll_time_nccl_ring_two_level(void) {
   double lat = (2.0 * (p - 1) - 2.0 * (3 - 1)) * 3.4e-6 + 2.0 * (3 - 1) * 14e-6;
   double beta = fmax(1.0 / 240e9, 1.0 / (8 * 24e9));
   double want = lat + 2.0 * n * (p - 1) / p * beta;
-  CU_ASSERT(rel_err(sim_coll_time(SIM_BACKEND_NCCL, SIM_OP_ALLREDUCE, SIM_ALGO_RING, &t, n), want) < 1e-12);
+  CU_ASSERT(rel_err(sim_coll_time(SIM_BACKEND_NCCL, CORE_COLL_ALLREDUCE, SIM_ALGO_RING, &t, n), want) < 1e-12);
   /* Tree: 2((g-1) a_intra + ceil(lg N) a_inter) + 2n b / 0.92. */
   double tree = 2.0 * (7 * 3.4e-6 + 2 * 14e-6) + 2.0 * n * beta / 0.92;
-  CU_ASSERT(rel_err(sim_coll_time(SIM_BACKEND_NCCL, SIM_OP_ALLREDUCE, SIM_ALGO_TREE, &t, n), tree) < 1e-12);
+  CU_ASSERT(rel_err(sim_coll_time(SIM_BACKEND_NCCL, CORE_COLL_ALLREDUCE, SIM_ALGO_TREE, &t, n), tree) < 1e-12);
   CU_ASSERT_EQUAL(SIM_NCCL_TREE_BW_FACTOR, 0.92);
 }
 
@@ -412,20 +412,20 @@ static void test_coll_time_nccl_ring_two_level(void) {
 static void test_coll_coeffs(void) {
   double ca, cb;
   for (int p = 2; p <= 1024; p = p * 3 + 1) {
-    CU_ASSERT(sim_coll_coeffs(SIM_BACKEND_NCCL, SIM_OP_ALLREDUCE, SIM_ALGO_RING, p, &ca, &cb) == 0);
+    CU_ASSERT(sim_coll_coeffs(SIM_BACKEND_NCCL, CORE_COLL_ALLREDUCE, SIM_ALGO_RING, p, &ca, &cb) == 0);
     CU_ASSERT(ca == 2.0 * (p - 1) && rel_err(cb, 2.0 * (p - 1) / p) < 1e-15);
-    CU_ASSERT(sim_coll_coeffs(SIM_BACKEND_NCCL, SIM_OP_ALLGATHER, SIM_ALGO_RING, p, &ca, &cb) == 0);
+    CU_ASSERT(sim_coll_coeffs(SIM_BACKEND_NCCL, CORE_COLL_ALLGATHER, SIM_ALGO_RING, p, &ca, &cb) == 0);
     CU_ASSERT(ca == p - 1 && rel_err(cb, (double)(p - 1) / p) < 1e-15);
-    CU_ASSERT(sim_coll_coeffs(SIM_BACKEND_NCCL, SIM_OP_REDUCESCATTER, SIM_ALGO_RING, p, &ca, &cb) == 0);
+    CU_ASSERT(sim_coll_coeffs(SIM_BACKEND_NCCL, CORE_COLL_REDUCESCATTER, SIM_ALGO_RING, p, &ca, &cb) == 0);
     CU_ASSERT(ca == p - 1 && rel_err(cb, (double)(p - 1) / p) < 1e-15);
-    CU_ASSERT(sim_coll_coeffs(SIM_BACKEND_NCCL, SIM_OP_BROADCAST, SIM_ALGO_RING, p, &ca, &cb) == 0);
+    CU_ASSERT(sim_coll_coeffs(SIM_BACKEND_NCCL, CORE_COLL_BROADCAST, SIM_ALGO_RING, p, &ca, &cb) == 0);
     CU_ASSERT(cb == 1.0);
     /* Gloo's reduce-scatter is an allreduce of the whole input. */
-    CU_ASSERT(sim_coll_coeffs(SIM_BACKEND_GLOO, SIM_OP_REDUCESCATTER, SIM_ALGO_SEGMENTED_RING, p, &ca, &cb) == 0);
+    CU_ASSERT(sim_coll_coeffs(SIM_BACKEND_GLOO, CORE_COLL_REDUCESCATTER, SIM_ALGO_SEGMENTED_RING, p, &ca, &cb) == 0);
     CU_ASSERT(ca == 2.0 * (p - 1) && rel_err(cb, 2.0 * (p - 1) / p) < 1e-15);
   }
-  CU_ASSERT(sim_coll_coeffs(SIM_BACKEND_NCCL, SIM_OP_ALLREDUCE, SIM_ALGO_RING, 1, &ca, &cb) == CORE_EINVAL);
-  CU_ASSERT(sim_coll_coeffs(SIM_BACKEND_NCCL, SIM_OP_ALLREDUCE, SIM_ALGO_HIERARCHICAL, 8, &ca, &cb) == CORE_EINVAL);
+  CU_ASSERT(sim_coll_coeffs(SIM_BACKEND_NCCL, CORE_COLL_ALLREDUCE, SIM_ALGO_RING, 1, &ca, &cb) == CORE_EINVAL);
+  CU_ASSERT(sim_coll_coeffs(SIM_BACKEND_NCCL, CORE_COLL_ALLREDUCE, SIM_ALGO_HIERARCHICAL, 8, &ca, &cb) == CORE_EINVAL);
 }
 
 static void test_algo_valid(void) {
