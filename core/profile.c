@@ -6,6 +6,7 @@
 
 #include <gsl/gsl_interp.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,16 +50,6 @@ void core_profile_free(core_profile *p) {
   free(p);
 }
 
-static int copy_string(const config_setting_t *g, const char *key, int required, const char *def,
-                       const char *const choices[], char *dst, size_t n) {
-  const char *s;
-  int rc = core_cfg_string(g, key, required, def, choices, &s);
-  if (rc)
-    return rc;
-  snprintf(dst, n, "%s", s ? s : "");
-  return 0;
-}
-
 /* A fixed array of numbers (not a sweep): an empty array is allowed when
  * allow_empty, a scalar is not. */
 static int number_array(const config_setting_t *g, const char *key, int required, double lo,
@@ -84,6 +75,242 @@ static int number_array(const config_setting_t *g, const char *key, int required
   }
   return core_cfg_double_list(g, key, 1, 0, lo, hi, vals, n);
 }
+
+/* --- scalar keys: one description for reading and writing --------------- */
+
+enum ftype { F_TEXT, F_INT, F_NUM };
+enum freq { OPTIONAL, REQUIRED, REQUIRED_ON_GPU };
+/* When a key is written, its group being written. */
+enum fshow {
+  SHOW_ALWAYS,
+  SHOW_POSITIVE,      /* when > 0: 0 means not given */
+  SHOW_UNLESS_NONPOS, /* unless <= 0: a NaN is written as it stands */
+  SHOW_NOT_ONE,       /* when not 1: a factor whose default is 1 */
+  SHOW_WITH_PREV,     /* when the key before it was written */
+  SHOW_ONE_OF,        /* when > 0 and no earlier key of its group was written */
+  SHOW_NUMBER         /* when not NaN: NaN means not given */
+};
+
+/* One scalar key of a group: where it lives in its struct, whether it must
+ * be given, its default, bounds or choices, and when it is written. A table
+ * lists a group's keys in file order and ends with END. */
+typedef struct field {
+  const char *key;
+  enum ftype type;
+  size_t off, size;           /* size: of a text member, its NUL included */
+  enum freq req;
+  enum fshow show;
+  double def, lo, hi;         /* numbers: the default of an absent key, the bounds */
+  const char *const *choices; /* text: the accepted values, or NULL for any */
+} field;
+
+#define TEXT(T, key, m, req, choices) {key, F_TEXT, offsetof(T, m), sizeof((T *)0)->m, req, SHOW_ALWAYS, 0, 0, 0, choices}
+#define INT(T, key, m, req, show, def, lo, hi) {key, F_INT, offsetof(T, m), 0, req, show, def, lo, hi, NULL}
+#define NUM(T, key, m, req, show, def, lo, hi) {key, F_NUM, offsetof(T, m), 0, req, show, def, lo, hi, NULL}
+#define END {NULL, F_NUM, 0, 0, OPTIONAL, SHOW_ALWAYS, 0, 0, 0, NULL}
+#define P core_profile
+
+static const field top_fields[] = {
+    INT(P, "format", format, REQUIRED, SHOW_ALWAYS, 1, 1, 1),
+    TEXT(P, "name", name, REQUIRED, NULL),
+    TEXT(P, "provenance", provenance, REQUIRED, NULL),
+    END};
+static const field meta_fields[] = {
+    TEXT(P, "host", host, OPTIONAL, NULL),
+    TEXT(P, "date", date, OPTIONAL, NULL),
+    TEXT(P, "backend", backend, OPTIONAL, NULL),
+    TEXT(P, "versions", versions, OPTIONAL, NULL),
+    INT(P, "nodes", nodes, OPTIONAL, SHOW_ALWAYS, 1, 1, 1 << 24),
+    INT(P, "ranks_per_node", ranks_per_node, OPTIONAL, SHOW_ALWAYS, 1, 1, 1 << 16),
+    NUM(P, "link_gbps", link_gbps, OPTIONAL, SHOW_POSITIVE, 0, 0, 1e5),
+    INT(P, "nics_per_node", nics_per_node, OPTIONAL, SHOW_POSITIVE, 0, 1, 1024),
+    END};
+static const field device_fields[] = {
+    TEXT(P, "kind", device_kind, REQUIRED, kind_choices),
+    TEXT(P, "name", device_name, OPTIONAL, NULL),
+    NUM(P, "memory_GBps", memory_GBps, REQUIRED, SHOW_ALWAYS, 0, 1e-3, 1e6),
+    NUM(P, "update_GBps", update_GBps, OPTIONAL, SHOW_POSITIVE, 0, 1e-3, 1e6),
+    NUM(P, "host_link_GBps", host_link_GBps, REQUIRED_ON_GPU, SHOW_POSITIVE, 0, 1e-3, 1e6),
+    NUM(P, "peak_memory_GBps", peak_memory_GBps, OPTIONAL, SHOW_POSITIVE, 0, 1e-3, 1e6),
+    NUM(P, "nvlink_GBps", nvlink_GBps, OPTIONAL, SHOW_POSITIVE, 0, 1e-3, 1e6),
+    END};
+static const field host_fields[] = {
+    NUM(P, "reduce_GBps", reduce_GBps, REQUIRED, SHOW_ALWAYS, 0, 1e-3, 1e6),
+    NUM(P, "launch_us", launch_us, OPTIONAL, SHOW_POSITIVE, 0, 0, 1e6),
+    END};
+static const field storage_fields[] = {
+    NUM(P, "write_GBps", write_GBps, REQUIRED, SHOW_ALWAYS, 0, 1e-6, 1e6),
+    NUM(P, "read_GBps", read_GBps, REQUIRED, SHOW_ALWAYS, 0, 1e-6, 1e6),
+    END};
+static const field restart_fields[] = {
+    NUM(P, "process_start_s", process_start_s, REQUIRED, SHOW_ALWAYS, 0, 0, 1e6),
+    NUM(P, "rendezvous_s", rendezvous_s, REQUIRED, SHOW_ALWAYS, 0, 0, 1e6),
+    NUM(P, "comm_init_s", comm_init_s, REQUIRED, SHOW_ALWAYS, 0, 0, 1e6),
+    END};
+static const field interf_fields[] = {
+    NUM(P, "compute_slowdown", compute_slowdown, REQUIRED, SHOW_ALWAYS, 1, 1, 100),
+    NUM(P, "comm_slowdown", comm_slowdown, OPTIONAL, SHOW_NOT_ONE, 1, 1, 100),
+    NUM(P, "cpu_slowdown", cpu_slowdown, OPTIONAL, SHOW_NOT_ONE, 1, 1, 100),
+    NUM(P, "busbw_GBps", interf_busbw_GBps, OPTIONAL, SHOW_POSITIVE, 0, 1e-9, 1e6),
+    NUM(P, "comm_cpus", interf_comm_cpus, OPTIONAL, SHOW_WITH_PREV, 0, 1e-6, 1e6),
+    NUM(P, "rank_cpus", interf_rank_cpus, OPTIONAL, SHOW_WITH_PREV, 0, 1e-3, 1e6),
+    END};
+static const field hook_fields[] = {
+    NUM(P, "cast_GBps", cast_GBps, OPTIONAL, SHOW_UNLESS_NONPOS, 0, 1e-6, 1e6),
+    NUM(P, "cast_bf16_GBps", cast_bf16_GBps, OPTIONAL, SHOW_UNLESS_NONPOS, 0, 1e-6, 1e6),
+    NUM(P, "orth_gflops", orth_gflops, OPTIONAL, SHOW_UNLESS_NONPOS, 0, 1e-6, 1e9),
+    NUM(P, "sum_fp32_GBps", sum_fp32_GBps, OPTIONAL, SHOW_UNLESS_NONPOS, 0, 1e-6, 1e6),
+    NUM(P, "sum_fp16_GBps", sum_fp16_GBps, OPTIONAL, SHOW_UNLESS_NONPOS, 0, 1e-6, 1e6),
+    NUM(P, "sum_bf16_GBps", sum_bf16_GBps, OPTIONAL, SHOW_UNLESS_NONPOS, 0, 1e-6, 1e6),
+    NUM(P, "psgd_gemm_GBps", psgd_gemm_GBps, OPTIONAL, SHOW_UNLESS_NONPOS, 0, 1e-6, 1e6),
+    NUM(P, "psgd_pass_GBps", psgd_pass_GBps, OPTIONAL, SHOW_UNLESS_NONPOS, 0, 1e-6, 1e6),
+    NUM(P, "psgd_sync_us", psgd_sync_us, OPTIONAL, SHOW_UNLESS_NONPOS, 0, 0, 1e7),
+    END};
+/* One of the two (check_price). */
+static const field price_fields[] = {
+    NUM(P, "gpu_hour_usd", price_gpu_hour_usd, OPTIONAL, SHOW_ONE_OF, 0, 1e-9, 1e9),
+    NUM(P, "node_hour_usd", price_node_hour_usd, OPTIONAL, SHOW_ONE_OF, 0, 1e-9, 1e9),
+    END};
+#undef P
+static const field coll_fields[] = {
+    TEXT(core_prof_coll, "backend", backend, REQUIRED, backend_choices),
+    TEXT(core_prof_coll, "op", op, REQUIRED, core_coll_names),
+    TEXT(core_prof_coll, "algorithm", algorithm, REQUIRED, algo_choices),
+    TEXT(core_prof_coll, "scope", scope, REQUIRED, scope_choices),
+    INT(core_prof_coll, "ranks", ranks, REQUIRED, SHOW_ALWAYS, 0, 2, 1 << 24),
+    INT(core_prof_coll, "nodes", nodes, REQUIRED, SHOW_ALWAYS, 0, 1, 1 << 24),
+    END};
+static const field fit_fields[] = {
+    NUM(core_prof_fit, "min_bytes", min_bytes, REQUIRED, SHOW_ALWAYS, 0, 0, 1e15),
+    NUM(core_prof_fit, "max_bytes", max_bytes, REQUIRED, SHOW_ALWAYS, 0, 0, 1e15),
+    NUM(core_prof_fit, "alpha_us", alpha_us, REQUIRED, SHOW_ALWAYS, 0, 0, 1e9),
+    NUM(core_prof_fit, "algbw_GBps", algbw_GBps, REQUIRED, SHOW_ALWAYS, 0, 1e-9, 1e9),
+    NUM(core_prof_fit, "r2", r2, OPTIONAL, SHOW_NUMBER, NAN, -1e9, 1),
+    END};
+#undef TEXT
+#undef INT
+#undef NUM
+#undef END
+
+/* Whether a number counts as given: as its key's rule says, else > 0. */
+static int given(const field *f, double v) { return f->show == SHOW_UNLESS_NONPOS ? !(v <= 0) : v > 0; }
+
+static double field_num(const field *f, const void *base) {
+  const char *at = (const char *)base + f->off;
+  if (f->type == F_INT)
+    return *(const int *)(const void *)at;
+  return f->type == F_NUM ? *(const double *)(const void *)at : 0;
+}
+
+/* Read one key of g into base; p (for REQUIRED_ON_GPU) is the profile. */
+static int read_field(const config_setting_t *g, const field *f, void *base, const core_profile *p) {
+  char *at = (char *)base + f->off;
+  int req = f->req == REQUIRED || (f->req == REQUIRED_ON_GPU && strcmp(p->device_kind, "gpu") == 0);
+  const char *s;
+  long long v;
+  int rc;
+  if (f->type == F_TEXT) {
+    if ((rc = core_cfg_string(g, f->key, req, req ? NULL : "", f->choices, &s)) == 0)
+      snprintf(at, f->size, "%s", s ? s : "");
+    return rc;
+  }
+  if (f->type == F_NUM)
+    return core_cfg_double(g, f->key, req, f->def, f->lo, f->hi, (double *)(void *)at);
+  if ((rc = core_cfg_int(g, f->key, req, (long long)f->def, (long long)f->lo, (long long)f->hi, &v)) != 0)
+    return rc;
+  *(int *)(void *)at = (int)v;
+  return 0;
+}
+
+/* Check g's keys (the table's, then extra's), then read the table's keys in
+ * order. what names g in messages. */
+static int read_fields(const config_setting_t *g, const field *fl, const char *const extra[],
+                       const char *what, void *base, const core_profile *p) {
+  const char *keys[32]; /* more than any group has */
+  int n = 0, rc;
+  for (const field *f = fl; f->key; f++)
+    keys[n++] = f->key;
+  for (int i = 0; extra && extra[i]; i++)
+    keys[n++] = extra[i];
+  keys[n] = NULL;
+  if ((rc = core_cfg_check_keys(g, keys, what)) != 0)
+    return rc;
+  for (const field *f = fl; f->key; f++)
+    if ((rc = read_field(g, f, base, p)) != 0)
+      return rc;
+  return 0;
+}
+
+/* --- writing in libconfig's syntax ------------------------------------- */
+
+static void put_str(FILE *f, const char *s) {
+  fputc('"', f);
+  for (; *s; s++) {
+    if (*s == '"' || *s == '\\')
+      fputc('\\', f);
+    if (*s == '\n')
+      fputs("\\n", f);
+    else
+      fputc(*s, f);
+  }
+  fputc('"', f);
+}
+
+/* libconfig reads "1" as an integer, so floats always carry a '.' or 'e'. */
+static void put_num(FILE *f, double v) {
+  char buf[64];
+  snprintf(buf, sizeof buf, "%.17g", v);
+  if (!strpbrk(buf, ".eEni"))
+    strcat(buf, ".0");
+  fputs(buf, f);
+}
+
+static void put_array(FILE *f, const double *v, int n) {
+  fputc('[', f);
+  for (int i = 0; i < n; i++) {
+    if (i)
+      fputs(", ", f);
+    put_num(f, v[i]);
+  }
+  fputc(']', f);
+}
+
+/* Whether key f, of value v, is written; prev: the key before it was, any:
+ * an earlier key of its group was. */
+static int shown(const field *f, double v, int prev, int any) {
+  switch (f->show) {
+  case SHOW_POSITIVE:
+  case SHOW_UNLESS_NONPOS: return given(f, v);
+  case SHOW_NOT_ONE: return v != 1.0;
+  case SHOW_WITH_PREV: return prev;
+  case SHOW_ONE_OF: return v > 0 && !any;
+  case SHOW_NUMBER: return !isnan(v);
+  default: return 1;
+  }
+}
+
+/* The table's keys that are to be written, each as pre "key = value" post. */
+static void put_fields(FILE *out, const field *fl, const void *base, const char *pre, const char *post) {
+  int prev = 0, any = 0;
+  for (const field *f = fl; f->key; f++) {
+    const char *at = (const char *)base + f->off;
+    double v = field_num(f, base);
+    prev = shown(f, v, prev, any);
+    any |= prev;
+    if (!prev)
+      continue;
+    fprintf(out, "%s%s = ", pre, f->key);
+    if (f->type == F_TEXT)
+      put_str(out, at);
+    else if (f->type == F_INT)
+      fprintf(out, "%d", *(const int *)(const void *)at);
+    else
+      put_num(out, v);
+    fputs(post, out);
+  }
+}
+
+/* --- entries of compute and collectives --------------------------------- */
 
 static int parse_rate(const config_setting_t *e, core_profile *p) {
   static const char *const keys[] = {"precision", "gemm_flops", "tflops", "peak_tflops", NULL};
@@ -122,17 +349,10 @@ static int parse_rate(const config_setting_t *e, core_profile *p) {
 }
 
 static int parse_fit(const config_setting_t *f, core_prof_fit *fit) {
-  static const char *const keys[] = {"min_bytes", "max_bytes", "alpha_us", "algbw_GBps", "r2",
-                                     "alpha_us_ci", "algbw_GBps_ci", NULL};
+  static const char *const extra[] = {"alpha_us_ci", "algbw_GBps_ci", NULL};
   char w[4200];
   int rc;
-  if ((rc = core_cfg_check_keys(f, keys, "a fit")) != 0)
-    return rc;
-  if ((rc = core_cfg_double(f, "min_bytes", 1, 0, 0, 1e15, &fit->min_bytes)) != 0 ||
-      (rc = core_cfg_double(f, "max_bytes", 1, 0, 0, 1e15, &fit->max_bytes)) != 0 ||
-      (rc = core_cfg_double(f, "alpha_us", 1, 0, 0, 1e9, &fit->alpha_us)) != 0 ||
-      (rc = core_cfg_double(f, "algbw_GBps", 1, 0, 1e-9, 1e9, &fit->algbw_GBps)) != 0 ||
-      (rc = core_cfg_double(f, "r2", 0, NAN, -1e9, 1, &fit->r2)) != 0)
+  if ((rc = read_fields(f, fit_fields, extra, "a fit", fit, NULL)) != 0)
     return rc;
   if (!(fit->max_bytes > fit->min_bytes))
     return core_err_set(CORE_EINVAL, "%s: max_bytes (%g) must exceed min_bytes (%g)",
@@ -160,35 +380,10 @@ done:
   return rc;
 }
 
-static int parse_coll(const config_setting_t *e, core_prof_coll *c) {
-  static const char *const keys[] = {"backend", "op", "algorithm", "scope", "ranks", "nodes",
-                                     "fits", "points", NULL};
-  static const char *const point_keys[] = {"bytes", "time_us", NULL};
+static int parse_fits(const config_setting_t *e, core_prof_coll *c) {
   char w[4200];
+  const config_setting_t *fits;
   int rc;
-  long long v;
-  const config_setting_t *fits, *pts;
-  if ((rc = core_cfg_check_keys(e, keys, "a collective entry")) != 0)
-    return rc;
-  if ((rc = copy_string(e, "backend", 1, NULL, backend_choices, c->backend, sizeof c->backend)) != 0 ||
-      (rc = copy_string(e, "op", 1, NULL, core_coll_names, c->op, sizeof c->op)) != 0 ||
-      (rc = copy_string(e, "algorithm", 1, NULL, algo_choices, c->algorithm, sizeof c->algorithm)) != 0 ||
-      (rc = copy_string(e, "scope", 1, NULL, scope_choices, c->scope, sizeof c->scope)) != 0)
-    return rc;
-  if ((rc = core_cfg_int(e, "ranks", 1, 0, 2, 1 << 24, &v)) != 0)
-    return rc;
-  c->ranks = (int)v;
-  if ((rc = core_cfg_int(e, "nodes", 1, 0, 1, 1 << 24, &v)) != 0)
-    return rc;
-  c->nodes = (int)v;
-  if (c->nodes > c->ranks || c->ranks % c->nodes != 0)
-    return core_err_set(CORE_EINVAL, "%s: %d ranks do not spread evenly over %d nodes",
-                        core_cfg_where(e, w, sizeof w), c->ranks, c->nodes);
-  if (strcmp(c->scope, "intra") == 0 && c->nodes != 1)
-    return core_err_set(CORE_EINVAL, "%s: an intra-node entry has nodes = 1 (it has %d)",
-                        core_cfg_where(e, w, sizeof w), c->nodes);
-  if (strcmp(c->scope, "inter") == 0 && c->nodes < 2)
-    return core_err_set(CORE_EINVAL, "%s: an inter-node entry spans at least 2 nodes", core_cfg_where(e, w, sizeof w));
   if ((rc = core_cfg_list(e, "fits", 1, &fits)) != 0)
     return rc;
   c->n_fits = config_setting_length(fits);
@@ -203,238 +398,292 @@ static int parse_coll(const config_setting_t *e, core_prof_coll *c) {
                           core_cfg_where(config_setting_get_elem(fits, (unsigned)i), w, sizeof w), i,
                           c->fits[i].min_bytes, i - 1, c->fits[i - 1].max_bytes);
   }
-  if ((rc = core_cfg_group(e, "points", 0, &pts)) != 0)
+  return 0;
+}
+
+static int parse_points(const config_setting_t *e, core_prof_coll *c) {
+  static const char *const keys[] = {"bytes", "time_us", NULL};
+  char w[4200];
+  const config_setting_t *pts;
+  int rc, nb, nt;
+  if ((rc = core_cfg_group(e, "points", 0, &pts)) != 0 || !pts)
     return rc;
-  if (pts) {
-    int nb, nt;
-    if ((rc = core_cfg_check_keys(pts, point_keys, "points")) != 0)
+  if ((rc = core_cfg_check_keys(pts, keys, "points")) != 0 ||
+      (rc = number_array(pts, "bytes", 1, 0, 1e15, 1, &c->bytes, &nb)) != 0 ||
+      (rc = number_array(pts, "time_us", 1, 0, 1e12, 1, &c->time_us, &nt)) != 0)
+    return rc;
+  if (nb != nt)
+    return core_err_set(CORE_EINVAL, "%s: points has %d sizes but %d times; they pair up one to one",
+                        core_cfg_where(pts, w, sizeof w), nb, nt);
+  c->n_points = nb;
+  return 0;
+}
+
+static int parse_coll(const config_setting_t *e, core_prof_coll *c) {
+  static const char *const extra[] = {"fits", "points", NULL};
+  char w[4200];
+  int rc;
+  if ((rc = read_fields(e, coll_fields, extra, "a collective entry", c, NULL)) != 0)
+    return rc;
+  if (c->nodes > c->ranks || c->ranks % c->nodes != 0)
+    return core_err_set(CORE_EINVAL, "%s: %d ranks do not spread evenly over %d nodes",
+                        core_cfg_where(e, w, sizeof w), c->ranks, c->nodes);
+  if (strcmp(c->scope, "intra") == 0 && c->nodes != 1)
+    return core_err_set(CORE_EINVAL, "%s: an intra-node entry has nodes = 1 (it has %d)",
+                        core_cfg_where(e, w, sizeof w), c->nodes);
+  if (strcmp(c->scope, "inter") == 0 && c->nodes < 2)
+    return core_err_set(CORE_EINVAL, "%s: an inter-node entry spans at least 2 nodes", core_cfg_where(e, w, sizeof w));
+  if ((rc = parse_fits(e, c)) != 0)
+    return rc;
+  return parse_points(e, c);
+}
+
+/* --- sections of the profile group: scalar groups and their own --------- */
+
+static int read_compute(const config_setting_t *g, core_profile *p) {
+  const config_setting_t *s;
+  int rc = core_cfg_list(g, "compute", 1, &s);
+  for (int i = 0; !rc && i < config_setting_length(s); i++)
+    rc = parse_rate(config_setting_get_elem(s, (unsigned)i), p);
+  return rc;
+}
+
+static void put_compute(FILE *f, const core_profile *p) {
+  const char *sep = "";
+  fputs("  compute = (", f);
+  for (int i = 0; i < CORE_N_PREC; i++) {
+    const core_prof_rate *r = &p->rate[i];
+    if (!r->present)
+      continue;
+    fprintf(f, "%s\n    { precision = \"%s\";\n      gemm_flops = ", sep, core_prec_names[i]);
+    put_array(f, r->gemm_flops, r->n);
+    fputs(";\n      tflops = ", f);
+    put_array(f, r->tflops, r->n);
+    if (r->peak_tflops > 0) {
+      fputs("; peak_tflops = ", f);
+      put_num(f, r->peak_tflops);
+    }
+    fputs("; }", f);
+    sep = ",";
+  }
+  fputs("\n  );\n", f);
+}
+
+static int read_colls(const config_setting_t *g, core_profile *p) {
+  char w[4200];
+  const config_setting_t *s;
+  int rc;
+  if ((rc = core_cfg_list_or_empty(g, "collectives", 1, &s)) != 0)
+    return rc;
+  p->n_colls = config_setting_length(s);
+  p->colls = calloc((size_t)p->n_colls, sizeof *p->colls);
+  if (!p->colls && p->n_colls)
+    return core_err_set(CORE_ENOMEM, "out of memory loading profile %s", p->path);
+  for (int i = 0; i < p->n_colls; i++) {
+    const config_setting_t *e = config_setting_get_elem(s, (unsigned)i);
+    const core_prof_coll *c = &p->colls[i];
+    if ((rc = parse_coll(e, &p->colls[i])) != 0)
       return rc;
-    if ((rc = number_array(pts, "bytes", 1, 0, 1e15, 1, &c->bytes, &nb)) != 0 ||
-        (rc = number_array(pts, "time_us", 1, 0, 1e12, 1, &c->time_us, &nt)) != 0)
-      return rc;
-    if (nb != nt)
-      return core_err_set(CORE_EINVAL, "%s: points has %d sizes but %d times; they pair up one to one",
-                          core_cfg_where(pts, w, sizeof w), nb, nt);
-    c->n_points = nb;
+    /* The first entry with these names is an earlier one: a duplicate. */
+    if (core_profile_coll(p, c->backend, c->op, c->algorithm, c->scope) != c)
+      return core_err_set(CORE_EINVAL, "%s: a second %s %s %s %s entry; keep one per backend, op, algorithm and scope",
+                          core_cfg_where(e, w, sizeof w), c->backend, c->op, c->algorithm, c->scope);
   }
   return 0;
 }
 
-/* price = { gpu_hour_usd | node_hour_usd; }: one of them. */
-static int parse_price(const config_setting_t *g, core_profile *p) {
-  static const char *const keys[] = {"gpu_hour_usd", "node_hour_usd", NULL};
+static void put_fit(FILE *f, const core_prof_fit *t, const char *sep) {
+  fprintf(f, "%s\n        {", sep);
+  put_fields(f, fit_fields, t, " ", ";");
+  if (t->has_ci) {
+    double ac[2] = {t->alpha_us_lo, t->alpha_us_hi}, bc[2] = {t->algbw_GBps_lo, t->algbw_GBps_hi};
+    fputs("\n          alpha_us_ci = ", f);
+    put_array(f, ac, 2);
+    fputs("; algbw_GBps_ci = ", f);
+    put_array(f, bc, 2);
+    fputc(';', f);
+  }
+  fputs(" }", f);
+}
+
+static void put_colls(FILE *f, const core_profile *p) {
+  fputs("  collectives = (", f);
+  for (int i = 0; i < p->n_colls; i++) {
+    const core_prof_coll *c = &p->colls[i];
+    fprintf(f, "%s\n    {", i ? "," : "");
+    put_fields(f, coll_fields, c, " ", ";");
+    fputs("\n      fits = (", f);
+    for (int j = 0; j < c->n_fits; j++)
+      put_fit(f, &c->fits[j], j ? "," : "");
+    fputs("\n      );", f);
+    if (c->n_points) {
+      fputs("\n      points = { bytes = ", f);
+      put_array(f, c->bytes, c->n_points);
+      fputs(";\n                 time_us = ", f);
+      put_array(f, c->time_us, c->n_points);
+      fputs("; };", f);
+    }
+    fputs("\n    }", f);
+  }
+  fputs("\n  );\n", f);
+}
+
+/* Relative step times: bounds far beyond any real machine keep the
+ * distribution's mean and tail finite in double precision. */
+static int jitter_params_ok(enum core_jitter_dist d, const double *v, int n) {
+  if (n != 2)
+    return 0;
+  if (d == CORE_JITTER_NORMAL)
+    return v[0] > 0 && v[1] >= 0 && v[1] <= 10 * v[0];
+  if (d == CORE_JITTER_LOGNORMAL)
+    return v[0] >= -10 && v[0] <= 10 && v[1] >= 0 && v[1] <= 3;
+  return v[0] >= 0 && v[1] > 0 && v[0] <= 1e6 && v[1] <= 1e6;
+}
+
+static int read_jitter_params(const config_setting_t *s, const char *dist, core_profile *p) {
+  static const char *const need[] = {"", "[mean > 0, 0 <= sd <= 10 mean]", "[zeta in [-10, 10], sigma in [0, 3]]",
+                                     "[shift in [0, 1e6], mean_excess in (0, 1e6]]"};
   char w[4200];
+  double *v = NULL;
+  int n = 0;
+  int rc = number_array(s, "params", p->jitter != CORE_JITTER_NONE, -1e6, 1e6, 0, &v, &n);
+  if (rc)
+    return rc;
+  if (p->jitter == CORE_JITTER_NONE && n) {
+    rc = core_err_set(CORE_EINVAL, "%s: distribution \"none\" takes no params; remove them", core_cfg_where(s, w, sizeof w));
+  } else if (p->jitter != CORE_JITTER_NONE && !jitter_params_ok(p->jitter, v, n)) {
+    rc = core_err_set(CORE_EINVAL, "%s: jitter params for \"%s\" must be %s", core_cfg_where(s, w, sizeof w), dist,
+                      need[p->jitter]);
+  } else if (p->jitter != CORE_JITTER_NONE) {
+    p->jitter_params[0] = v[0];
+    p->jitter_params[1] = v[1];
+  }
+  free(v);
+  return rc;
+}
+
+static int read_jitter(const config_setting_t *g, core_profile *p) {
+  static const char *const keys[] = {"distribution", "params", "samples", NULL};
   const config_setting_t *s;
+  const char *dist;
   int rc;
-  if ((rc = core_cfg_group(g, "price", 0, &s)) != 0 || !s)
+  if ((rc = core_cfg_group(g, "jitter", 0, &s)) != 0 || !s)
     return rc;
-  if ((rc = core_cfg_check_keys(s, keys, "price")) != 0 ||
-      (rc = core_cfg_double(s, "gpu_hour_usd", 0, 0, 1e-9, 1e9, &p->price_gpu_hour_usd)) != 0 ||
-      (rc = core_cfg_double(s, "node_hour_usd", 0, 0, 1e-9, 1e9, &p->price_node_hour_usd)) != 0)
+  if ((rc = core_cfg_check_keys(s, keys, "jitter")) != 0 ||
+      (rc = core_cfg_string(s, "distribution", 1, NULL, jitter_choices, &dist)) != 0)
     return rc;
+  for (int d = 0; d < 4; d++)
+    if (!strcmp(dist, jitter_choices[d]))
+      p->jitter = (enum core_jitter_dist)d;
+  if ((rc = read_jitter_params(s, dist, p)) != 0)
+    return rc;
+  return number_array(s, "samples", 0, 0, 1e6, 1, &p->jitter_samples, &p->n_jitter_samples);
+}
+
+static void put_jitter(FILE *f, const core_profile *p) {
+  if (p->jitter == CORE_JITTER_NONE && !p->n_jitter_samples)
+    return;
+  fprintf(f, "  jitter = { distribution = \"%s\";", core_jitter_name(p->jitter));
+  if (p->jitter != CORE_JITTER_NONE) {
+    fputs(" params = ", f);
+    put_array(f, p->jitter_params, 2);
+    fputc(';', f);
+  }
+  if (p->n_jitter_samples) {
+    fputs("\n    samples = ", f);
+    put_array(f, p->jitter_samples, p->n_jitter_samples);
+    fputc(';', f);
+  }
+  fputs(" };\n", f);
+}
+
+static int check_interference(const config_setting_t *s, const core_profile *p) {
+  char w[4200];
+  if ((p->interf_busbw_GBps > 0) != (p->interf_comm_cpus > 0) ||
+      (p->interf_busbw_GBps > 0) != (p->interf_rank_cpus > 0))
+    return core_err_set(CORE_EINVAL, "%s: interference: busbw_GBps, comm_cpus and rank_cpus go together (the rate "
+                        "the factors were measured at, the CPUs it took and those a rank has): give all three or none",
+                        core_cfg_where(s, w, sizeof w));
+  return 0;
+}
+
+static int check_price(const config_setting_t *s, const core_profile *p) {
+  char w[4200];
+  (void)p;
   if (!config_setting_get_member(s, "gpu_hour_usd") == !config_setting_get_member(s, "node_hour_usd"))
     return core_err_set(CORE_EINVAL, "%s: price takes one of gpu_hour_usd (per device and hour) and node_hour_usd (per node and hour)",
                         core_cfg_where(s, w, sizeof w));
   return 0;
 }
 
+/* When a group of scalar keys is written: always, when its first key is
+ * given(), or when any of them is. */
+enum gwrite { GROUP_ALWAYS, GROUP_IF_FIRST, GROUP_IF_ANY };
+
+/* One key of the profile group, in file order: a group of scalar keys
+ * (fields, with the rules that join them in check), or a section read and
+ * written by functions of its own. The profile's own scalar keys come first,
+ * with key NULL. */
+typedef struct section {
+  const char *key;
+  int required;
+  const field *fields;
+  enum gwrite write;
+  int (*check)(const config_setting_t *s, const core_profile *p);
+  int (*read)(const config_setting_t *profile, core_profile *p);
+  void (*put)(FILE *f, const core_profile *p);
+} section;
+
+static const section sections[] = {
+    {NULL, 1, top_fields, GROUP_ALWAYS, NULL, NULL, NULL},
+    {"meta", 1, meta_fields, GROUP_ALWAYS, NULL, NULL, NULL},
+    {"device", 1, device_fields, GROUP_ALWAYS, NULL, NULL, NULL},
+    {"host", 1, host_fields, GROUP_ALWAYS, NULL, NULL, NULL},
+    {"compute", 1, NULL, GROUP_ALWAYS, NULL, read_compute, put_compute},
+    {"collectives", 1, NULL, GROUP_ALWAYS, NULL, read_colls, put_colls},
+    {"jitter", 0, NULL, GROUP_ALWAYS, NULL, read_jitter, put_jitter},
+    {"storage", 0, storage_fields, GROUP_IF_FIRST, NULL, NULL, NULL},
+    {"restart", 0, restart_fields, GROUP_IF_ANY, NULL, NULL, NULL},
+    {"interference", 0, interf_fields, GROUP_ALWAYS, check_interference, NULL, NULL},
+    {"hooks", 0, hook_fields, GROUP_IF_ANY, NULL, NULL, NULL},
+    {"price", 0, price_fields, GROUP_IF_ANY, check_price, NULL, NULL},
+};
+#define N_SECTIONS (sizeof sections / sizeof *sections)
+
+/* Read one section from the profile group g; keys: the group's keys, which
+ * the profile's own scalars check. */
+static int read_section(const config_setting_t *g, const section *sec, const char *const keys[], core_profile *p) {
+  const config_setting_t *s = g;
+  int rc;
+  if (sec->read)
+    return sec->read(g, p);
+  if (sec->key && ((rc = core_cfg_group(g, sec->key, sec->required, &s)) != 0 || !s))
+    return rc;
+  if ((rc = read_fields(s, sec->fields, sec->key ? NULL : keys, sec->key ? sec->key : "profile", p, p)) != 0)
+    return rc;
+  return sec->check ? sec->check(s, p) : 0;
+}
+
 int core_profile_from_setting(const config_setting_t *root, const char *path, core_profile **out) {
   static const char *const top_keys[] = {"profile", NULL};
-  static const char *const keys[] = {"format", "name", "provenance", "meta", "device", "host",
-                                     "compute", "collectives", "jitter", "storage", "restart",
-                                     "interference", "hooks", "price", NULL};
-  static const char *const meta_keys[] = {"host", "date", "backend", "versions", "nodes",
-                                          "ranks_per_node", "link_gbps", "nics_per_node", NULL};
-  static const char *const device_keys[] = {"kind", "name", "memory_GBps", "update_GBps", "host_link_GBps",
-                                            "peak_memory_GBps", "nvlink_GBps", NULL};
-  static const char *const host_keys[] = {"reduce_GBps", "launch_us", NULL};
-  static const char *const jitter_keys[] = {"distribution", "params", "samples", NULL};
-  static const char *const storage_keys[] = {"write_GBps", "read_GBps", NULL};
-  static const char *const restart_keys[] = {"process_start_s", "rendezvous_s", "comm_init_s", NULL};
-  static const char *const interf_keys[] = {"compute_slowdown", "comm_slowdown", "cpu_slowdown", "busbw_GBps",
-                                            "comm_cpus", "rank_cpus", NULL};
-  static const char *const hook_keys[] = {"cast_GBps", "cast_bf16_GBps", "orth_gflops", "sum_fp32_GBps",
-                                          "sum_fp16_GBps", "sum_bf16_GBps", "psgd_gemm_GBps", "psgd_pass_GBps",
-                                          "psgd_sync_us", NULL};
-  char w[4200];
-  const config_setting_t *g, *s;
-  int rc;
-  long long v;
-  const char *str;
+  const char *keys[N_SECTIONS + 1];
+  const config_setting_t *g;
+  int rc, n = 0;
   *out = NULL;
   core_profile *p = core_profile_new();
   if (!p)
     return core_err_set(CORE_ENOMEM, "out of memory loading profile %s", path);
   snprintf(p->path, sizeof p->path, "%s", path);
-
+  for (size_t i = 0; i < N_SECTIONS; i++)
+    if (sections[i].key)
+      keys[n++] = sections[i].key;
+  keys[n] = NULL;
   if ((rc = core_cfg_check_keys(root, top_keys, "a profile file")) != 0 ||
-      (rc = core_cfg_group(root, "profile", 1, &g)) != 0 ||
-      (rc = core_cfg_check_keys(g, keys, "profile")) != 0)
+      (rc = core_cfg_group(root, "profile", 1, &g)) != 0)
     goto fail_free;
-  if ((rc = core_cfg_int(g, "format", 1, 1, 1, 1, &v)) != 0)
-    goto fail_free;
-  p->format = (int)v;
-  if ((rc = copy_string(g, "name", 1, NULL, NULL, p->name, sizeof p->name)) != 0 ||
-      (rc = copy_string(g, "provenance", 1, NULL, NULL, p->provenance, sizeof p->provenance)) != 0)
-    goto fail_free;
-
-  if ((rc = core_cfg_group(g, "meta", 1, &s)) != 0 || (rc = core_cfg_check_keys(s, meta_keys, "meta")) != 0 ||
-      (rc = copy_string(s, "host", 0, "", NULL, p->host, sizeof p->host)) != 0 ||
-      (rc = copy_string(s, "date", 0, "", NULL, p->date, sizeof p->date)) != 0 ||
-      (rc = copy_string(s, "backend", 0, "", NULL, p->backend, sizeof p->backend)) != 0 ||
-      (rc = copy_string(s, "versions", 0, "", NULL, p->versions, sizeof p->versions)) != 0)
-    goto fail_free;
-  if ((rc = core_cfg_int(s, "nodes", 0, 1, 1, 1 << 24, &v)) != 0)
-    goto fail_free;
-  p->nodes = (int)v;
-  if ((rc = core_cfg_int(s, "ranks_per_node", 0, 1, 1, 1 << 16, &v)) != 0)
-    goto fail_free;
-  p->ranks_per_node = (int)v;
-  if ((rc = core_cfg_double(s, "link_gbps", 0, 0, 0, 1e5, &p->link_gbps)) != 0 ||
-      (rc = core_cfg_int(s, "nics_per_node", 0, 0, 1, 1024, &v)) != 0)
-    goto fail_free;
-  p->nics_per_node = (int)v;
-
-  if ((rc = core_cfg_group(g, "device", 1, &s)) != 0 ||
-      (rc = core_cfg_check_keys(s, device_keys, "device")) != 0 ||
-      (rc = copy_string(s, "kind", 1, NULL, kind_choices, p->device_kind, sizeof p->device_kind)) != 0 ||
-      (rc = copy_string(s, "name", 0, "", NULL, p->device_name, sizeof p->device_name)) != 0 ||
-      (rc = core_cfg_double(s, "memory_GBps", 1, 0, 1e-3, 1e6, &p->memory_GBps)) != 0 ||
-      (rc = core_cfg_double(s, "update_GBps", 0, 0, 1e-3, 1e6, &p->update_GBps)) != 0 ||
-      (rc = core_cfg_double(s, "host_link_GBps", strcmp(p->device_kind, "gpu") == 0, 0, 1e-3, 1e6,
-                            &p->host_link_GBps)) != 0 ||
-      (rc = core_cfg_double(s, "peak_memory_GBps", 0, 0, 1e-3, 1e6, &p->peak_memory_GBps)) != 0 ||
-      (rc = core_cfg_double(s, "nvlink_GBps", 0, 0, 1e-3, 1e6, &p->nvlink_GBps)) != 0)
-    goto fail_free;
-
-  if ((rc = core_cfg_group(g, "host", 1, &s)) != 0 || (rc = core_cfg_check_keys(s, host_keys, "host")) != 0 ||
-      (rc = core_cfg_double(s, "reduce_GBps", 1, 0, 1e-3, 1e6, &p->reduce_GBps)) != 0 ||
-      (rc = core_cfg_double(s, "launch_us", 0, 0, 0, 1e6, &p->launch_us)) != 0)
-    goto fail_free;
-
-  if ((rc = core_cfg_list(g, "compute", 1, &s)) != 0)
-    goto fail_free;
-  for (int i = 0; i < config_setting_length(s); i++)
-    if ((rc = parse_rate(config_setting_get_elem(s, (unsigned)i), p)) != 0)
+  for (size_t i = 0; i < N_SECTIONS; i++)
+    if ((rc = read_section(g, &sections[i], keys, p)) != 0)
       goto fail_free;
-
-  if ((rc = core_cfg_list_or_empty(g, "collectives", 1, &s)) != 0)
-    goto fail_free;
-  p->n_colls = config_setting_length(s);
-  p->colls = calloc((size_t)p->n_colls, sizeof *p->colls);
-  if (!p->colls && p->n_colls) {
-    rc = core_err_set(CORE_ENOMEM, "out of memory loading profile %s", path);
-    goto fail_free;
-  }
-  for (int i = 0; i < p->n_colls; i++) {
-    const config_setting_t *e = config_setting_get_elem(s, (unsigned)i);
-    if ((rc = parse_coll(e, &p->colls[i])) != 0)
-      goto fail_free;
-    const core_prof_coll *c = &p->colls[i];
-    for (int j = 0; j < i; j++) {
-      const core_prof_coll *d = &p->colls[j];
-      if (!strcmp(c->backend, d->backend) && !strcmp(c->op, d->op) &&
-          !strcmp(c->algorithm, d->algorithm) && !strcmp(c->scope, d->scope)) {
-        rc = core_err_set(CORE_EINVAL, "%s: a second %s %s %s %s entry; keep one per backend, op, algorithm and scope",
-                          core_cfg_where(e, w, sizeof w), c->backend, c->op, c->algorithm, c->scope);
-        goto fail_free;
-      }
-    }
-  }
-
-  if ((rc = core_cfg_group(g, "jitter", 0, &s)) != 0)
-    goto fail_free;
-  if (s) {
-    double *params = NULL;
-    int np = 0;
-    if ((rc = core_cfg_check_keys(s, jitter_keys, "jitter")) != 0 ||
-        (rc = core_cfg_string(s, "distribution", 1, NULL, jitter_choices, &str)) != 0)
-      goto fail_free;
-    for (int d = 0; d < 4; d++)
-      if (!strcmp(str, jitter_choices[d]))
-        p->jitter = (enum core_jitter_dist)d;
-    if ((rc = number_array(s, "params", p->jitter != CORE_JITTER_NONE, -1e6, 1e6, 0, &params, &np)) != 0)
-      goto fail_free;
-    if (p->jitter != CORE_JITTER_NONE) {
-      int bad = np != 2;
-      /* Relative step times: bounds far beyond any real machine keep the
-       * distribution's mean and tail finite in double precision. */
-      if (!bad && p->jitter == CORE_JITTER_NORMAL)
-        bad = !(params[0] > 0 && params[1] >= 0 && params[1] <= 10 * params[0]);
-      if (!bad && p->jitter == CORE_JITTER_LOGNORMAL)
-        bad = !(params[0] >= -10 && params[0] <= 10 && params[1] >= 0 && params[1] <= 3);
-      if (!bad && p->jitter == CORE_JITTER_SHIFTED_EXP)
-        bad = !(params[0] >= 0 && params[1] > 0 && params[0] <= 1e6 && params[1] <= 1e6);
-      if (bad) {
-        free(params);
-        rc = core_err_set(CORE_EINVAL, "%s: jitter params for \"%s\" must be %s",
-                          core_cfg_where(s, w, sizeof w), str,
-                          p->jitter == CORE_JITTER_NORMAL ? "[mean > 0, 0 <= sd <= 10 mean]"
-                          : p->jitter == CORE_JITTER_LOGNORMAL ? "[zeta in [-10, 10], sigma in [0, 3]]"
-                                                               : "[shift in [0, 1e6], mean_excess in (0, 1e6]]");
-        goto fail_free;
-      }
-      p->jitter_params[0] = params[0];
-      p->jitter_params[1] = params[1];
-    } else if (np) {
-      free(params);
-      rc = core_err_set(CORE_EINVAL, "%s: distribution \"none\" takes no params; remove them", core_cfg_where(s, w, sizeof w));
-      goto fail_free;
-    }
-    free(params);
-    if ((rc = number_array(s, "samples", 0, 0, 1e6, 1, &p->jitter_samples, &p->n_jitter_samples)) != 0)
-      goto fail_free;
-  }
-
-  if ((rc = core_cfg_group(g, "storage", 0, &s)) != 0)
-    goto fail_free;
-  if (s && ((rc = core_cfg_check_keys(s, storage_keys, "storage")) != 0 ||
-            (rc = core_cfg_double(s, "write_GBps", 1, 0, 1e-6, 1e6, &p->write_GBps)) != 0 ||
-            (rc = core_cfg_double(s, "read_GBps", 1, 0, 1e-6, 1e6, &p->read_GBps)) != 0))
-    goto fail_free;
-
-  if ((rc = core_cfg_group(g, "restart", 0, &s)) != 0)
-    goto fail_free;
-  if (s && ((rc = core_cfg_check_keys(s, restart_keys, "restart")) != 0 ||
-            (rc = core_cfg_double(s, "process_start_s", 1, 0, 0, 1e6, &p->process_start_s)) != 0 ||
-            (rc = core_cfg_double(s, "rendezvous_s", 1, 0, 0, 1e6, &p->rendezvous_s)) != 0 ||
-            (rc = core_cfg_double(s, "comm_init_s", 1, 0, 0, 1e6, &p->comm_init_s)) != 0))
-    goto fail_free;
-
-  if ((rc = core_cfg_group(g, "interference", 0, &s)) != 0)
-    goto fail_free;
-  if (s && ((rc = core_cfg_check_keys(s, interf_keys, "interference")) != 0 ||
-            (rc = core_cfg_double(s, "compute_slowdown", 1, 1, 1, 100, &p->compute_slowdown)) != 0 ||
-            (rc = core_cfg_double(s, "comm_slowdown", 0, 1, 1, 100, &p->comm_slowdown)) != 0 ||
-            (rc = core_cfg_double(s, "cpu_slowdown", 0, 1, 1, 100, &p->cpu_slowdown)) != 0 ||
-            (rc = core_cfg_double(s, "busbw_GBps", 0, 0, 1e-9, 1e6, &p->interf_busbw_GBps)) != 0 ||
-            (rc = core_cfg_double(s, "comm_cpus", 0, 0, 1e-6, 1e6, &p->interf_comm_cpus)) != 0 ||
-            (rc = core_cfg_double(s, "rank_cpus", 0, 0, 1e-3, 1e6, &p->interf_rank_cpus)) != 0))
-    goto fail_free;
-  if ((p->interf_busbw_GBps > 0) != (p->interf_comm_cpus > 0) ||
-      (p->interf_busbw_GBps > 0) != (p->interf_rank_cpus > 0)) {
-    rc = core_err_set(CORE_EINVAL, "%s: interference: busbw_GBps, comm_cpus and rank_cpus go together (the rate "
-                      "the factors were measured at, the CPUs it took and those a rank has): give all three or none",
-                      core_cfg_where(s, w, sizeof w));
-    goto fail_free;
-  }
-
-  if ((rc = core_cfg_group(g, "hooks", 0, &s)) != 0)
-    goto fail_free;
-  if (s && ((rc = core_cfg_check_keys(s, hook_keys, "hooks")) != 0 ||
-            (rc = core_cfg_double(s, "cast_GBps", 0, 0, 1e-6, 1e6, &p->cast_GBps)) != 0 ||
-            (rc = core_cfg_double(s, "cast_bf16_GBps", 0, 0, 1e-6, 1e6, &p->cast_bf16_GBps)) != 0 ||
-            (rc = core_cfg_double(s, "orth_gflops", 0, 0, 1e-6, 1e9, &p->orth_gflops)) != 0 ||
-            (rc = core_cfg_double(s, "sum_fp32_GBps", 0, 0, 1e-6, 1e6, &p->sum_fp32_GBps)) != 0 ||
-            (rc = core_cfg_double(s, "sum_fp16_GBps", 0, 0, 1e-6, 1e6, &p->sum_fp16_GBps)) != 0 ||
-            (rc = core_cfg_double(s, "sum_bf16_GBps", 0, 0, 1e-6, 1e6, &p->sum_bf16_GBps)) != 0 ||
-            (rc = core_cfg_double(s, "psgd_gemm_GBps", 0, 0, 1e-6, 1e6, &p->psgd_gemm_GBps)) != 0 ||
-            (rc = core_cfg_double(s, "psgd_pass_GBps", 0, 0, 1e-6, 1e6, &p->psgd_pass_GBps)) != 0 ||
-            (rc = core_cfg_double(s, "psgd_sync_us", 0, 0, 0, 1e7, &p->psgd_sync_us)) != 0))
-    goto fail_free;
-  if ((rc = parse_price(g, p)) != 0)
-    goto fail_free;
-
   *out = p;
   return 0;
 fail_free:
@@ -452,44 +701,16 @@ int core_profile_load(const char *path, core_profile **out) {
   return rc;
 }
 
-/* --- writing ------------------------------------------------------------ */
-
-static void put_str(FILE *f, const char *s) {
-  fputc('"', f);
-  for (; *s; s++) {
-    if (*s == '"' || *s == '\\')
-      fputc('\\', f);
-    if (*s == '\n')
-      fputs("\\n", f);
-    else
-      fputc(*s, f);
+static int group_written(const section *sec, const core_profile *p) {
+  if (sec->write == GROUP_ALWAYS)
+    return 1;
+  for (const field *f = sec->fields; f->key; f++) {
+    if (given(f, field_num(f, p)))
+      return 1;
+    if (sec->write == GROUP_IF_FIRST)
+      return 0;
   }
-  fputc('"', f);
-}
-
-/* libconfig reads "1" as an integer, so floats always carry a '.' or 'e'. */
-static void put_num(FILE *f, double v) {
-  char buf[64];
-  snprintf(buf, sizeof buf, "%.17g", v);
-  if (!strpbrk(buf, ".eEni"))
-    strcat(buf, ".0");
-  fputs(buf, f);
-}
-
-/* "; key = v" after a group's first setting. */
-static void put_field(FILE *f, const char *key, double v) {
-  fprintf(f, "; %s = ", key);
-  put_num(f, v);
-}
-
-static void put_array(FILE *f, const double *v, int n) {
-  fputc('[', f);
-  for (int i = 0; i < n; i++) {
-    if (i)
-      fputs(", ", f);
-    put_num(f, v[i]);
-  }
-  fputc(']', f);
+  return 0;
 }
 
 int core_profile_write(const core_profile *p, const char *path) {
@@ -497,163 +718,21 @@ int core_profile_write(const core_profile *p, const char *path) {
   int rc = core_afile_open(&a, path);
   if (rc)
     return rc;
-  FILE *f = a.f;
-  fprintf(f, "# ddpsim profile: read by `ddpsim simulate`, written by `ddpsim calibrate` and `ddpsim import`.\n");
-  fprintf(f, "profile = {\n  format = %d;\n  name = ", p->format);
-  put_str(f, p->name);
-  fputs(";\n  provenance = ", f);
-  put_str(f, p->provenance);
-  fputs(";\n  meta = { host = ", f);
-  put_str(f, p->host);
-  fputs("; date = ", f);
-  put_str(f, p->date);
-  fputs("; backend = ", f);
-  put_str(f, p->backend);
-  fputs("; versions = ", f);
-  put_str(f, p->versions);
-  fprintf(f, "; nodes = %d; ranks_per_node = %d;", p->nodes, p->ranks_per_node);
-  if (p->link_gbps > 0) {
-    fputs(" link_gbps = ", f);
-    put_num(f, p->link_gbps);
-    fputc(';', f);
-  }
-  if (p->nics_per_node > 0)
-    fprintf(f, " nics_per_node = %d;", p->nics_per_node);
-  fputs(" };\n", f);
-  fputs("  device = { kind = ", f);
-  put_str(f, p->device_kind);
-  fputs("; name = ", f);
-  put_str(f, p->device_name);
-  put_field(f, "memory_GBps", p->memory_GBps);
-  if (p->update_GBps > 0)
-    put_field(f, "update_GBps", p->update_GBps);
-  if (p->host_link_GBps > 0) {
-    put_field(f, "host_link_GBps", p->host_link_GBps);
-  }
-  if (p->peak_memory_GBps > 0)
-    put_field(f, "peak_memory_GBps", p->peak_memory_GBps);
-  if (p->nvlink_GBps > 0)
-    put_field(f, "nvlink_GBps", p->nvlink_GBps);
-  fputs("; };\n  host = { reduce_GBps = ", f);
-  put_num(f, p->reduce_GBps);
-  if (p->launch_us > 0)
-    put_field(f, "launch_us", p->launch_us);
-  fputs("; };\n  compute = (", f);
-  int first = 1;
-  for (int i = 0; i < CORE_N_PREC; i++) {
-    const core_prof_rate *r = &p->rate[i];
-    if (!r->present)
-      continue;
-    fprintf(f, "%s\n    { precision = \"%s\";\n      gemm_flops = ", first ? "" : ",", core_prec_names[i]);
-    put_array(f, r->gemm_flops, r->n);
-    fputs(";\n      tflops = ", f);
-    put_array(f, r->tflops, r->n);
-    if (r->peak_tflops > 0)
-      put_field(f, "peak_tflops", r->peak_tflops);
-    fputs("; }", f);
-    first = 0;
-  }
-  fputs("\n  );\n  collectives = (", f);
-  for (int i = 0; i < p->n_colls; i++) {
-    const core_prof_coll *c = &p->colls[i];
-    fprintf(f, "%s\n    { backend = \"%s\"; op = \"%s\"; algorithm = \"%s\"; scope = \"%s\"; ranks = %d; nodes = %d;\n      fits = (",
-            i ? "," : "", c->backend, c->op, c->algorithm, c->scope, c->ranks, c->nodes);
-    for (int j = 0; j < c->n_fits; j++) {
-      const core_prof_fit *t = &c->fits[j];
-      fprintf(f, "%s\n        { min_bytes = ", j ? "," : "");
-      put_num(f, t->min_bytes);
-      put_field(f, "max_bytes", t->max_bytes);
-      put_field(f, "alpha_us", t->alpha_us);
-      put_field(f, "algbw_GBps", t->algbw_GBps);
-      if (!isnan(t->r2)) {
-        fputs("; r2 = ", f);
-        put_num(f, t->r2);
-      }
-      if (t->has_ci) {
-        double ac[2] = {t->alpha_us_lo, t->alpha_us_hi}, bc[2] = {t->algbw_GBps_lo, t->algbw_GBps_hi};
-        fputs(";\n          alpha_us_ci = ", f);
-        put_array(f, ac, 2);
-        fputs("; algbw_GBps_ci = ", f);
-        put_array(f, bc, 2);
-      }
-      fputs("; }", f);
+  fputs("# ddpsim profile: read by `ddpsim simulate`, written by `ddpsim calibrate` and `ddpsim import`.\n", a.f);
+  fputs("profile = {\n", a.f);
+  for (size_t i = 0; i < N_SECTIONS; i++) {
+    const section *sec = &sections[i];
+    if (sec->put) {
+      sec->put(a.f, p);
+    } else if (!sec->key) {
+      put_fields(a.f, sec->fields, p, "  ", ";\n");
+    } else if (group_written(sec, p)) {
+      fprintf(a.f, "  %s = {", sec->key);
+      put_fields(a.f, sec->fields, p, " ", ";");
+      fputs(" };\n", a.f);
     }
-    fputs("\n      );", f);
-    if (c->n_points) {
-      fputs("\n      points = { bytes = ", f);
-      put_array(f, c->bytes, c->n_points);
-      fputs(";\n                 time_us = ", f);
-      put_array(f, c->time_us, c->n_points);
-      fputs("; };", f);
-    }
-    fputs("\n    }", f);
   }
-  fputs("\n  );\n", f);
-  if (p->jitter != CORE_JITTER_NONE || p->n_jitter_samples) {
-    fprintf(f, "  jitter = { distribution = \"%s\";", core_jitter_name(p->jitter));
-    if (p->jitter != CORE_JITTER_NONE) {
-      fputs(" params = ", f);
-      put_array(f, p->jitter_params, 2);
-      fputc(';', f);
-    }
-    if (p->n_jitter_samples) {
-      fputs("\n    samples = ", f);
-      put_array(f, p->jitter_samples, p->n_jitter_samples);
-      fputc(';', f);
-    }
-    fputs(" };\n", f);
-  }
-  if (p->write_GBps > 0) {
-    fputs("  storage = { write_GBps = ", f);
-    put_num(f, p->write_GBps);
-    put_field(f, "read_GBps", p->read_GBps);
-    fputs("; };\n", f);
-  }
-  if (p->process_start_s > 0 || p->rendezvous_s > 0 || p->comm_init_s > 0) {
-    fputs("  restart = { process_start_s = ", f);
-    put_num(f, p->process_start_s);
-    put_field(f, "rendezvous_s", p->rendezvous_s);
-    put_field(f, "comm_init_s", p->comm_init_s);
-    fputs("; };\n", f);
-  }
-  fputs("  interference = { compute_slowdown = ", f);
-  put_num(f, p->compute_slowdown);
-  if (p->comm_slowdown != 1.0) {
-    put_field(f, "comm_slowdown", p->comm_slowdown);
-  }
-  if (p->cpu_slowdown != 1.0) {
-    put_field(f, "cpu_slowdown", p->cpu_slowdown);
-  }
-  if (p->interf_busbw_GBps > 0) {
-    put_field(f, "busbw_GBps", p->interf_busbw_GBps);
-    put_field(f, "comm_cpus", p->interf_comm_cpus);
-    put_field(f, "rank_cpus", p->interf_rank_cpus);
-  }
-  fputs("; };\n", f);
-  const struct {
-    const char *key;
-    double v;
-  } hooks[] = {{"cast_GBps", p->cast_GBps},         {"cast_bf16_GBps", p->cast_bf16_GBps},
-               {"orth_gflops", p->orth_gflops},
-               {"sum_fp32_GBps", p->sum_fp32_GBps}, {"sum_fp16_GBps", p->sum_fp16_GBps},
-               {"sum_bf16_GBps", p->sum_bf16_GBps}, {"psgd_gemm_GBps", p->psgd_gemm_GBps},
-               {"psgd_pass_GBps", p->psgd_pass_GBps}, {"psgd_sync_us", p->psgd_sync_us}};
-  int any = 0;
-  for (size_t i = 0; i < sizeof hooks / sizeof *hooks; i++) {
-    if (hooks[i].v <= 0)
-      continue;
-    fprintf(f, "%s %s = ", any++ ? "" : "  hooks = {", hooks[i].key);
-    put_num(f, hooks[i].v);
-    fputc(';', f);
-  }
-  if (any)
-    fputs(" };\n", f);
-  if (p->price_gpu_hour_usd > 0 || p->price_node_hour_usd > 0) {
-    fprintf(f, "  price = { %s = ", p->price_gpu_hour_usd > 0 ? "gpu_hour_usd" : "node_hour_usd");
-    put_num(f, p->price_gpu_hour_usd > 0 ? p->price_gpu_hour_usd : p->price_node_hour_usd);
-    fputs("; };\n", f);
-  }
-  fputs("};\n", f);
+  fputs("};\n", a.f);
   return core_afile_commit(&a);
 }
 

@@ -241,24 +241,12 @@ static int parse_output(sim_scenario *s, const config_setting_t *root) {
   return 0;
 }
 
-static int parse(sim_scenario *s) {
-  static const char *const top_keys[] = {"name", "description", "profile", "model", "training",
-                                         "cluster", "networks", "fabric", "ddp", "simulation", "output",
-                                         "job", "failures", "checkpoint", "cost", "advise", NULL};
-  static const char *const train_keys[] = {"batch", "precision", "optimizer", NULL};
-  static const char *const cluster_keys[] = {"nodes", "devices_per_node", NULL};
-  static const char *const ddp_keys[] = {"backend", "algorithm", "bucket_cap_mb", "first_bucket_mb",
-                                         "overlap", "find_unused_parameters", "gradient_as_bucket_view",
-                                         "timeout_s", "compression",
-                                         "powersgd_min_rate", NULL};
-  char w[4200], path[4096];
-  const config_setting_t *root = core_cfg_root(&s->cfg), *g, *set;
-  const char *str, **strs = NULL;
-  int rc, n;
-
-  if ((rc = core_cfg_check_keys(root, top_keys, "the scenario")) != 0)
-    return rc;
-  /* Default name: the file's base name without .cfg. */
+/* name and description; the name defaults to the file's base name up to
+ * its first '.'. */
+static int parse_name(sim_scenario *s, const config_setting_t *root) {
+  char w[4200];
+  const char *str;
+  int rc;
   const char *base = strrchr(s->path, '/');
   base = base ? base + 1 : s->path;
   /* The default goes through a copy: printing s->name into itself overlaps. */
@@ -273,75 +261,105 @@ static int parse(sim_scenario *s) {
   if ((rc = core_cfg_string(root, "description", 0, "", NULL, &str)) != 0)
     return rc;
   snprintf(s->description, sizeof s->description, "%s", str);
+  return 0;
+}
 
-  /* Profile. */
+/* profile = "FILE": required even where another one replaces it. */
+static int parse_profile(sim_scenario *s, const config_setting_t *root) {
+  char w[4200];
+  const char *str;
+  int rc;
   if ((rc = core_cfg_string(root, "profile", 1, NULL, NULL, &str)) != 0)
     return rc;
-  set = config_setting_get_member(root, "profile");
+  const config_setting_t *set = config_setting_get_member(root, "profile");
   if (s->profile_override[0]) {
     /* Another profile for the same study (simulate --profile): checked
      * against the scenario exactly as its own would be. */
     snprintf(s->profile_path, sizeof s->profile_path, "%s", s->profile_override);
     if ((rc = core_profile_load(s->profile_path, &s->profile)) != 0)
       return core_err_wrap(rc, "--profile");
-  } else {
-    if ((rc = core_cfg_path(set, str, s->profile_path, sizeof s->profile_path)) != 0)
-      return rc;
-    if ((rc = core_profile_load(s->profile_path, &s->profile)) != 0)
-      return core_err_wrap(rc, "%s: profile \"%s\"", where(set, w), str);
+    return 0;
   }
+  if ((rc = core_cfg_path(set, str, s->profile_path, sizeof s->profile_path)) != 0)
+    return rc;
+  if ((rc = core_profile_load(s->profile_path, &s->profile)) != 0)
+    return core_err_wrap(rc, "%s: profile \"%s\"", where(set, w), str);
+  return 0;
+}
 
-  /* Models. */
+/* model = "FILE" or ["A", "B"]: models with names of their own. */
+static int parse_models(sim_scenario *s, const config_setting_t *root) {
+  char w[4200], path[4096];
+  const char **strs;
+  int rc, n;
   if ((rc = core_cfg_string_list(root, "model", 1, NULL, NULL, &strs, &n)) != 0)
     return rc;
-  set = config_setting_get_member(root, "model");
+  const config_setting_t *set = config_setting_get_member(root, "model");
   s->models = calloc((size_t)n, sizeof *s->models);
   if (!s->models) {
-    free(strs);
-    return core_err_set(CORE_ENOMEM, "out of memory loading models");
+    rc = core_err_set(CORE_ENOMEM, "out of memory loading models");
+    goto free_strs;
   }
-  for (int i = 0; i < n; i++) {
+  for (int i = 0; i < n && !rc; i++) {
     if ((rc = core_cfg_path(set, strs[i], path, sizeof path)) != 0 ||
         (rc = core_model_load(path, &s->models[i])) != 0) {
       rc = core_err_wrap(rc, "%s: model \"%s\"", where(set, w), strs[i]);
-      free(strs);
-      return rc;
+      break;
     }
     s->n_models = i + 1;
-    for (int j = 0; j < i; j++)
-      if (strcmp(s->models[j]->name, s->models[i]->name) == 0) {
-        free(strs);
-        return core_err_set(CORE_EINVAL, "%s: two models are named '%s'; results could not tell them apart",
-                            where(set, w), s->models[i]->name);
-      }
+    for (int j = 0; j < i && !rc; j++)
+      if (strcmp(s->models[j]->name, s->models[i]->name) == 0)
+        rc = core_err_set(CORE_EINVAL, "%s: two models are named '%s'; results could not tell them apart",
+                          where(set, w), s->models[i]->name);
   }
-  free(strs);
-  strs = NULL;
   s->n[SIM_DIM_MODEL] = s->n_models;
+free_strs:
+  free(strs);
+  return rc;
+}
 
-  /* Training. */
-  if ((rc = core_cfg_group(root, "training", 1, &g)) != 0 ||
-      (rc = core_cfg_check_keys(g, train_keys, "training")) != 0 ||
-      (rc = core_cfg_int_list(g, "batch", 1, 0, 1, 1 << 24, &s->batch, &s->n[SIM_DIM_BATCH])) != 0 ||
-      (rc = core_cfg_string_list(g, "precision", 0, "fp32", prec_choices, &strs, &n)) != 0)
+/* A sweepable text key of g: its values in *strs (free() it; the texts are
+ * borrowed), n of them, and room for as many values of size bytes in *vals. */
+static int text_sweep(const config_setting_t *g, const char *key, const char *def, const char *const choices[],
+                      size_t size, const char ***strs, void **vals, int *n) {
+  int rc = core_cfg_string_list(g, key, 0, def, choices, strs, n);
+  if (rc)
     return rc;
-  s->precisions = malloc(sizeof *s->precisions * (size_t)n);
-  if (!s->precisions) {
-    free(strs);
+  *vals = malloc(size * (size_t)*n);
+  if (!*vals) {
+    free(*strs);
     return core_err_set(CORE_ENOMEM, "out of memory");
   }
+  return 0;
+}
+
+static int parse_training(sim_scenario *s, const config_setting_t *root) {
+  static const char *const keys[] = {"batch", "precision", "optimizer", NULL};
+  const config_setting_t *g;
+  const char *str, **strs;
+  void *vals;
+  int rc, n;
+  if ((rc = core_cfg_group(root, "training", 1, &g)) != 0 || (rc = core_cfg_check_keys(g, keys, "training")) != 0 ||
+      (rc = core_cfg_int_list(g, "batch", 1, 0, 1, 1 << 24, &s->batch, &s->n[SIM_DIM_BATCH])) != 0 ||
+      (rc = text_sweep(g, "precision", "fp32", prec_choices, sizeof *s->precisions, &strs, &vals, &n)) != 0)
+    return rc;
+  s->precisions = vals;
   for (int i = 0; i < n; i++)
     s->precisions[i] = (enum sim_precision)index_of(prec_choices, strs[i]);
   s->n[SIM_DIM_PRECISION] = n;
   free(strs);
-  strs = NULL;
   if ((rc = core_cfg_string(g, "optimizer", 0, "sgd", opt_choices, &str)) != 0)
     return rc;
   s->optimizer = (enum sim_optimizer)index_of(opt_choices, str);
+  return 0;
+}
 
-  /* Cluster. */
-  if ((rc = core_cfg_group(root, "cluster", 1, &g)) != 0 ||
-      (rc = core_cfg_check_keys(g, cluster_keys, "cluster")) != 0 ||
+static int parse_cluster(sim_scenario *s, const config_setting_t *root) {
+  static const char *const keys[] = {"nodes", "devices_per_node", NULL};
+  char w[4200];
+  const config_setting_t *g;
+  int rc;
+  if ((rc = core_cfg_group(root, "cluster", 1, &g)) != 0 || (rc = core_cfg_check_keys(g, keys, "cluster")) != 0 ||
       (rc = core_cfg_int_list(g, "nodes", 1, 0, 1, 1 << 20, &s->nodes, &s->n[SIM_DIM_NODES])) != 0 ||
       (rc = core_cfg_int_list(g, "devices_per_node", 1, 0, 1, 1024, &s->per_node, &s->n[SIM_DIM_PER_NODE])) != 0)
     return rc;
@@ -350,48 +368,77 @@ static int parse(sim_scenario *s) {
       if (s->nodes[i] * s->per_node[j] > (1 << 24))
         return core_err_set(CORE_EINVAL, "%s: %lld nodes x %lld devices is more than %d ranks",
                             where(g, w), s->nodes[i], s->per_node[j], 1 << 24);
+  return 0;
+}
 
-  /* Networks. */
+static int parse_networks(sim_scenario *s, const config_setting_t *root) {
+  const config_setting_t *set;
+  int rc;
   if ((rc = core_cfg_list(root, "networks", 1, &set)) != 0 ||
       (rc = sim_network_parse_list(set, s->profile, s->profile_path, &s->networks, &s->n_networks)) != 0)
     return rc;
   s->n[SIM_DIM_NETWORK] = s->n_networks;
+  return 0;
+}
 
-  /* DDP. */
-  if ((rc = core_cfg_group(root, "ddp", 0, &g)) != 0)
-    return rc;
-  /* Without a ddp group every key takes its default: look them up in the
-   * root, where the top-level key check has ruled them out. */
-  const config_setting_t *dg = g ? g : root;
-  if (g && (rc = core_cfg_check_keys(g, ddp_keys, "ddp")) != 0)
-    return rc;
+/* ddp.backend (by default the profile's devices': NCCL on GPUs) and
+ * ddp.algorithm ("auto" is -1). */
+static int parse_ddp_comm(sim_scenario *s, const config_setting_t *dg) {
   const char *def_backend = strcmp(s->profile->device_kind, "gpu") == 0 ? "nccl" : "gloo";
-  if ((rc = core_cfg_string_list(dg, "backend", 0, def_backend, backend_choices, &strs, &n)) != 0)
+  const char **strs;
+  void *vals;
+  int rc, n;
+  if ((rc = text_sweep(dg, "backend", def_backend, backend_choices, sizeof *s->backends, &strs, &vals, &n)) != 0)
     return rc;
-  s->backends = malloc(sizeof *s->backends * (size_t)n);
-  if (!s->backends) {
-    free(strs);
-    return core_err_set(CORE_ENOMEM, "out of memory");
-  }
+  s->backends = vals;
   for (int i = 0; i < n; i++)
     s->backends[i] = strcmp(strs[i], "nccl") == 0 ? SIM_BACKEND_NCCL : SIM_BACKEND_GLOO;
   s->n[SIM_DIM_BACKEND] = n;
   free(strs);
-  strs = NULL;
-  if ((rc = core_cfg_string_list(dg, "algorithm", 0, "auto", algo_choices, &strs, &n)) != 0)
+  if ((rc = text_sweep(dg, "algorithm", "auto", algo_choices, sizeof *s->algorithms, &strs, &vals, &n)) != 0)
     return rc;
-  s->algorithms = malloc(sizeof *s->algorithms * (size_t)n);
-  if (!s->algorithms) {
-    free(strs);
-    return core_err_set(CORE_ENOMEM, "out of memory");
-  }
+  s->algorithms = vals;
   for (int i = 0; i < n; i++) {
     enum sim_algo a;
     s->algorithms[i] = strcmp(strs[i], "auto") == 0 ? -1 : (sim_algo_parse(strs[i], &a), (int)a);
   }
   s->n[SIM_DIM_ALGORITHM] = n;
   free(strs);
-  strs = NULL;
+  return 0;
+}
+
+/* ddp.compression: DDP's communication hook, core/vocab.h's forms. */
+static int parse_ddp_compression(sim_scenario *s, const config_setting_t *dg) {
+  char w[4200];
+  const char **strs;
+  void *vals;
+  int rc, n;
+  if ((rc = text_sweep(dg, "compression", "none", NULL, sizeof *s->compression, &strs, &vals, &n)) != 0)
+    return rc;
+  s->compression = vals;
+  for (int i = 0; i < n && !rc; i++)
+    if (core_compression_parse(strs[i], &s->compression[i]) != 0) {
+      const config_setting_t *cs = config_setting_get_member(dg, "compression");
+      rc = core_err_wrap(CORE_EINVAL, "%s", where(cs ? cs : dg, w));
+    }
+  s->n[SIM_DIM_COMPRESSION] = n;
+  free(strs);
+  return rc;
+}
+
+static int parse_ddp(sim_scenario *s, const config_setting_t *root) {
+  static const char *const keys[] = {"backend", "algorithm", "bucket_cap_mb", "first_bucket_mb", "overlap",
+                                     "find_unused_parameters", "gradient_as_bucket_view", "timeout_s",
+                                     "compression", "powersgd_min_rate", NULL};
+  const config_setting_t *g;
+  int rc;
+  if ((rc = core_cfg_group(root, "ddp", 0, &g)) != 0)
+    return rc;
+  /* Without a ddp group every key takes its default: look them up in the
+   * root, where the top-level key check has ruled them out. */
+  const config_setting_t *dg = g ? g : root;
+  if ((g && (rc = core_cfg_check_keys(g, keys, "ddp")) != 0) || (rc = parse_ddp_comm(s, dg)) != 0)
+    return rc;
   if ((rc = core_cfg_double_list(dg, "bucket_cap_mb", 0, 25.0, 1e-3, 1e6, &s->bucket_cap_mb, &s->n[SIM_DIM_BUCKET_CAP])) != 0 ||
       (rc = core_cfg_bool_list(dg, "overlap", 0, 1, &s->overlap, &s->n[SIM_DIM_OVERLAP])) != 0 ||
       (rc = core_cfg_bool_list(dg, "find_unused_parameters", 0, 0, &s->find_unused,
@@ -402,38 +449,42 @@ static int parse(sim_scenario *s) {
       (rc = core_cfg_bool(dg, "gradient_as_bucket_view", 0, 0, &s->gradient_as_bucket_view)) != 0 ||
       (rc = core_cfg_double(dg, "timeout_s", 0, 0, 1e-3, 1e7, &s->timeout_s)) != 0)
     return rc;
+  return parse_ddp_compression(s, dg);
+}
 
-  if ((rc = core_cfg_string_list(dg, "compression", 0, "none", NULL, &strs, &n)) != 0)
-    return rc;
-  s->compression = malloc(sizeof *s->compression * (size_t)n);
-  if (!s->compression) {
-    free(strs);
-    return core_err_set(CORE_ENOMEM, "out of memory");
-  }
-  for (int i = 0; i < n; i++)
-    if (core_compression_parse(strs[i], &s->compression[i]) != 0) {
-      const config_setting_t *cs = config_setting_get_member(dg, "compression");
-      rc = core_err_wrap(CORE_EINVAL, "%s", where(cs ? cs : dg, w));
-      free(strs);
-      return rc;
-    }
-  s->n[SIM_DIM_COMPRESSION] = n;
-  free(strs);
-  strs = NULL;
+static int parse_job(sim_scenario *s, const config_setting_t *root) {
+  return sim_jobcfg_parse(root, s->profile, s->profile_path, &s->job, &s->n[SIM_DIM_FAIL_RATE]);
+}
 
-  if ((rc = sim_fabric_parse(s, root)) != 0 || (rc = parse_simulation(s, root)) != 0 ||
-      (rc = sim_jobcfg_parse(root, s->profile, s->profile_path, &s->job, &s->n[SIM_DIM_FAIL_RATE])) != 0 ||
-      (rc = parse_cost(s, root)) != 0 || (rc = parse_output(s, root)) != 0)
-    return rc;
-
+/* The study's size: the product of the dimensions, within SIM_MAX_POINTS. */
+static int check_points(sim_scenario *s, const config_setting_t *root) {
   long total = 1;
+  (void)root;
   for (int d = 0; d < SIM_N_DIMS; d++) {
     if (total > SIM_MAX_POINTS / s->n[d])
       return core_err_set(CORE_EINVAL, "%s: the sweep has more than %ld points; check for an extra array, or split the study",
                           s->path, SIM_MAX_POINTS);
     total *= s->n[d];
   }
-  return cross_check(s, root);
+  return 0;
+}
+
+/* The scenario's groups in the order they are read (a later one may use
+ * what an earlier one read: the profile, the networks), then the checks
+ * across them. */
+static int (*const parsers[])(sim_scenario *s, const config_setting_t *root) = {
+    parse_name,       parse_profile,    parse_models, parse_training, parse_cluster, parse_networks, parse_ddp,
+    sim_fabric_parse, parse_simulation, parse_job,    parse_cost,     parse_output,  check_points,   cross_check};
+
+static int parse(sim_scenario *s) {
+  static const char *const top_keys[] = {"name", "description", "profile", "model", "training",
+                                         "cluster", "networks", "fabric", "ddp", "simulation", "output",
+                                         "job", "failures", "checkpoint", "cost", "advise", NULL};
+  const config_setting_t *root = core_cfg_root(&s->cfg);
+  int rc = core_cfg_check_keys(root, top_keys, "the scenario");
+  for (size_t i = 0; !rc && i < sizeof parsers / sizeof *parsers; i++)
+    rc = parsers[i](s, root);
+  return rc;
 }
 
 static int finish_load(sim_scenario *s, int rc, sim_scenario **out) {
