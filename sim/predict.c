@@ -383,66 +383,81 @@ static int predict_traced(const sim_scenario *s, const sim_point *p, const core_
   return 0;
 }
 
-int sim_predict_point(const sim_scenario *s, const sim_point *p, sim_engine *e, core_trace *trace,
-                      int trace_ranks, sim_point_result *r) {
+/* What a point's step simulation needs of its layers and buckets. */
+typedef struct point_work {
+  double *fwd, *bwd;      /* [n_layers + 1] each layer's forward and backward */
+  double *copy;           /* [n_layers] work after each layer's backward: copies into buckets, hooks' casts */
+  const char **names;     /* [n_layers] the layers' names (for the trace) */
+  double opt, finalize;   /* the optimizer's step; the copy out of the buckets */
+  int gb;                 /* bytes of a gradient element */
+  core_buckets bk;
+  int *ready;             /* [n_buckets] the layer after whose backward each is ready */
+  double *comm, *bytes, *cpu_frac, *idle_frac; /* [n_buckets] step.h's */
+  double *csd, *msd;      /* [n_buckets] interference by byte rate, or NULL */
+} point_work;
+
+static void work_free(point_work *w) {
+  free(w->fwd);
+  free(w->bwd);
+  free(w->copy);
+  free(w->names);
+  free(w->ready);
+  free(w->comm);
+  free(w->bytes);
+  free(w->cpu_frac);
+  free(w->idle_frac);
+  free(w->csd);
+  free(w->msd);
+  core_bucket_free(&w->bk);
+}
+
+/* The point's links, and on a fabric its collectives' costs (*fc, for the
+ * caller to free). */
+static int point_topo(const sim_scenario *s, const sim_point *p, sim_engine *e, sim_topo *topo,
+                      sim_fabric_costs **fc, sim_point_result *r) {
+  int rc;
+  *fc = NULL;
+  if ((rc = sim_predict_topo(s, p, topo)) != 0)
+    return rc;
+  if (p->fabric) {
+    if (!(*fc = malloc(sizeof **fc)))
+      return core_err_set(CORE_ENOMEM, "out of memory predicting point %ld", p->index);
+    if ((rc = sim_fabric_costs_for(s, p, topo, e, *fc)) != 0)
+      return rc;
+    topo->fabric = *fc;
+    r->has_fabric = 1;
+    r->fab = (*fc)->res;
+  }
+  r->gbps = p->network->gbps > 0 ? p->network->gbps : p->network->from_profile ? s->profile->link_gbps : 0;
+  return 0;
+}
+
+/* Compute per layer, measured or costed on the profile (sim/compute.h),
+ * the copies into the buckets and the one out of them. */
+static int layer_work(const sim_scenario *s, const sim_point *p, point_work *w) {
   const core_model *m = p->model;
   const core_profile *pr = s->profile;
   int L = m->n_layers, rc;
-  memset(r, 0, sizeof *r);
-  r->pt = *p;
-  snprintf(r->status, sizeof r->status, "ok");
-
-  /* A traced job without DDP communicates only through its measured side
-   * work: no buckets, no collectives of the network. */
-  if (m->traced && !m->traced->ddp) {
-    core_buckets none = {0};
-    return predict_traced(s, p, &none, NULL, NULL, trace, r);
-  }
-  sim_topo topo;
-  sim_fabric_costs *fc = NULL;
-  if ((rc = sim_predict_topo(s, p, &topo)) != 0)
+  w->fwd = calloc((size_t)L + 1, sizeof *w->fwd);
+  w->bwd = calloc((size_t)L + 1, sizeof *w->bwd);
+  w->copy = calloc((size_t)L, sizeof *w->copy);
+  w->names = calloc((size_t)L, sizeof *w->names);
+  if (!w->fwd || !w->bwd || !w->copy || !w->names)
+    return core_err_set(CORE_ENOMEM, "out of memory predicting point %ld", p->index);
+  w->gb = sim_precision_grad_bytes(p->precision);
+  double mem_Bps = pr->memory_GBps * 1e9;
+  if ((rc = layer_times(s, p, w->fwd, w->bwd, &w->opt)) != 0)
     return rc;
-  if (p->fabric) {
-    if (!(fc = malloc(sizeof *fc)))
-      return core_err_set(CORE_ENOMEM, "out of memory predicting point %ld", p->index);
-    if ((rc = sim_fabric_costs_for(s, p, &topo, e, fc)) != 0) {
-      free(fc);
-      return rc;
-    }
-    topo.fabric = fc;
-    r->has_fabric = 1;
-    r->fab = fc->res;
-  }
-  r->gbps = p->network->gbps > 0 ? p->network->gbps : p->network->from_profile ? pr->link_gbps : 0;
-
-  double *fwd = calloc((size_t)L + 1, sizeof *fwd);
-  double *bwd = calloc((size_t)L + 1, sizeof *bwd);
-  double *copy = calloc((size_t)L, sizeof *copy);
-  const char **names = calloc((size_t)L, sizeof *names);
-  core_buckets bk = {0};
-  int *ready = NULL;
-  double *comm = NULL, *bytes = NULL, *cpu_frac = NULL, *idle_frac = NULL, *csd = NULL, *msd = NULL;
-  int world = p->nodes * p->per_node;
-  if (!fwd || !bwd || !copy || !names) {
-    rc = core_err_set(CORE_ENOMEM, "out of memory predicting point %ld", p->index);
-    goto out_free;
-  }
-
-  /* Compute per layer: measured, or costed on the profile (sim/compute.h). */
-  int gb = sim_precision_grad_bytes(p->precision);
-  double mem_Bps = pr->memory_GBps * 1e9, opt;
-  if ((rc = layer_times(s, p, fwd, bwd, &opt)) != 0)
-    goto out_free;
   for (int l = 0; l < L; l++) {
     const core_layer *ly = &m->layers[l];
-    names[l] = ly->name;
+    w->names[l] = ly->name;
     if (!s->gradient_as_bucket_view) {
       /* The autograd hook copies each gradient into its bucket: one read and
        * one write (reducer.cpp mark_variable_ready_dense). */
       int64_t el = 0;
       for (int t = 0; t < ly->n_tensors; t++)
         el += m->tensor_elems[ly->first_tensor + t];
-      copy[l] = 2.0 * (double)el * gb / mem_Bps;
+      w->copy[l] = 2.0 * (double)el * w->gb / mem_Bps;
     }
   }
   /* The copy out of the buckets runs at the optimizer's rate (profile
@@ -451,86 +466,97 @@ int sim_predict_point(const sim_scenario *s, const sim_point *p, sim_engine *e, 
    * parameters moved its 28 bytes a parameter at 27-30 GB/s while
    * rt_scale_copy, the bucket copy, measured 10-14 GB/s. */
   double upd_Bps = pr->update_GBps > 0 ? pr->update_GBps * 1e9 : mem_Bps;
-  double grad_bytes = (double)m->n_params * gb;
-  double finalize = s->gradient_as_bucket_view ? 0 : 2.0 * grad_bytes / upd_Bps;
+  double grad_bytes = (double)m->n_params * w->gb;
+  w->finalize = s->gradient_as_bucket_view ? 0 : 2.0 * grad_bytes / upd_Bps;
+  return 0;
+}
 
-  /* Buckets, as PyTorch assigns them in its steady state (core/bucket.h):
-   * rebuilt in gradient-ready order, or with find_unused_parameters the
-   * constructor's, never rebuilt. */
+/* Buckets, as PyTorch assigns them in its steady state (core/bucket.h):
+ * rebuilt in gradient-ready order, or with find_unused_parameters the
+ * constructor's, never rebuilt; and room for their costs. */
+static int assign_buckets(const sim_scenario *s, const sim_point *p, point_work *w) {
+  const core_model *m = p->model;
+  const core_profile *pr = s->profile;
   size_t first = (size_t)llround(s->first_bucket_mb * 1048576.0);
   size_t cap = (size_t)llround(p->bucket_cap_mb * 1048576.0);
+  int rc;
   if (cap == 0)
     cap = 1;
-  if ((rc = core_bucket_assign(m->tensor_elems, m->n_tensors, m->ready_order, (size_t)gb, first, cap,
-                               core_bucket_ddp_order(p->find_unused, 0), &bk)) != 0 ||
-      (rc = ready_layers(m, &bk, &ready)) != 0)
-    goto out_free;
-  comm = malloc(sizeof *comm * (size_t)bk.n_buckets);
-  bytes = malloc(sizeof *bytes * (size_t)bk.n_buckets);
-  cpu_frac = malloc(sizeof *cpu_frac * (size_t)bk.n_buckets);
-  idle_frac = malloc(sizeof *idle_frac * (size_t)bk.n_buckets);
+  if ((rc = core_bucket_assign(m->tensor_elems, m->n_tensors, m->ready_order, (size_t)w->gb, first, cap,
+                               core_bucket_ddp_order(p->find_unused, 0), &w->bk)) != 0 ||
+      (rc = ready_layers(m, &w->bk, &w->ready)) != 0)
+    return rc;
+  size_t nb = (size_t)w->bk.n_buckets;
+  w->comm = malloc(sizeof *w->comm * nb);
+  w->bytes = malloc(sizeof *w->bytes * nb);
+  w->cpu_frac = malloc(sizeof *w->cpu_frac * nb);
+  w->idle_frac = malloc(sizeof *w->idle_frac * nb);
   /* Factors that follow the byte rate where calibration recorded the rate
    * they were measured at, on CPUs (a GPU's collectives take SMs, not the
    * host's CPU, from compute). */
   if (pr->interf_busbw_GBps > 0 && strcmp(pr->device_kind, "gpu") != 0) {
-    csd = malloc(sizeof *csd * (size_t)bk.n_buckets);
-    msd = malloc(sizeof *msd * (size_t)bk.n_buckets);
-    if (!csd || !msd) {
-      rc = core_err_set(CORE_ENOMEM, "out of memory predicting point %ld", p->index);
-      goto out_free;
-    }
+    w->csd = malloc(sizeof *w->csd * nb);
+    w->msd = malloc(sizeof *w->msd * nb);
+    if (!w->csd || !w->msd)
+      return core_err_set(CORE_ENOMEM, "out of memory predicting point %ld", p->index);
   }
-  if (!ready || !comm || !bytes || !cpu_frac || !idle_frac) {
-    rc = core_err_set(CORE_ENOMEM, "out of memory predicting point %ld", p->index);
-    goto out_free;
-  }
-  double timeout = sim_scenario_timeout(s, p->backend);
-  int worst = -1;
-  double worst_t = 0;
-  for (int b = 0; b < bk.n_buckets; b++) {
-    int low = ready[b];
-    bytes[b] = (double)bk.bucket_elems[b] * gb;
+  if (!w->ready || !w->comm || !w->bytes || !w->cpu_frac || !w->idle_frac)
+    return core_err_set(CORE_ENOMEM, "out of memory predicting point %ld", p->index);
+  return 0;
+}
+
+/* Each bucket's communication (hook_time), its shares and interference,
+ * the hooks' work when the bucket is ready; the point's wire bytes, and a
+ * timeout status for the slowest collective past the backend's timeout. */
+static void bucket_costs(const sim_scenario *s, const sim_point *p, const sim_topo *topo, point_work *w,
+                         sim_point_result *r) {
+  const core_profile *pr = s->profile;
+  int world = p->nodes * p->per_node, worst = -1;
+  double timeout = sim_scenario_timeout(s, p->backend), worst_t = 0;
+  for (int b = 0; b < w->bk.n_buckets; b++) {
+    w->bytes[b] = (double)w->bk.bucket_elems[b] * w->gb;
     double pre, cpu, idle, wire, longest;
-    comm[b] = hook_time(s, p, &topo, &bk, b, gb, &pre, &cpu, &idle, &wire, &longest);
-    cpu_frac[b] = comm[b] > 0 && cpu > 0 ? (cpu < comm[b] ? cpu / comm[b] : 1.0) : 0.0;
-    idle_frac[b] = comm[b] > 0 && idle > 0 ? fmin(idle / comm[b], 1.0 - cpu_frac[b]) : 0.0;
-    if (csd) {
+    double comm = w->comm[b] = hook_time(s, p, topo, &w->bk, b, w->gb, &pre, &cpu, &idle, &wire, &longest);
+    w->cpu_frac[b] = comm > 0 && cpu > 0 ? (cpu < comm ? cpu / comm : 1.0) : 0.0;
+    w->idle_frac[b] = comm > 0 && idle > 0 ? fmin(idle / comm, 1.0 - w->cpu_frac[b]) : 0.0;
+    if (w->csd) {
       /* The bucket's bus bandwidth over its time on the network, against the
        * calibration's (step.h: CPU per byte). */
-      double net = comm[b] - cpu - idle, k = 0;
+      double net = comm - cpu - idle, k = 0;
       if (net > 0 && world > 1)
         k = wire * 2.0 * (world - 1) / world / net / (pr->interf_busbw_GBps * 1e9);
       sim_step_scale_interference(pr->compute_slowdown, pr->comm_slowdown, k, pr->interf_comm_cpus,
-                                  pr->interf_rank_cpus, &csd[b], &msd[b]);
+                                  pr->interf_rank_cpus, &w->csd[b], &w->msd[b]);
     }
-    copy[low] += pre; /* the hook starts (casting) when the bucket is ready */
+    w->copy[w->ready[b]] += pre; /* the hook starts (casting) when the bucket is ready */
     r->wire_bytes += wire;
     if (longest > timeout && (worst < 0 || longest > worst_t)) {
       worst = b;
       worst_t = longest;
     }
   }
-  r->n_buckets = bk.n_buckets;
+  r->n_buckets = w->bk.n_buckets;
   if (worst >= 0) {
     snprintf(r->status, sizeof r->status, "timeout");
     snprintf(r->note, sizeof r->note,
              "bucket %d (%.1f MB) allreduce takes %.1f s, past the %s timeout of %.0f s: set ddp.timeout_s above %.0f, lower bucket_cap_mb, or use a faster network",
-             worst, bytes[worst] / 1e6, worst_t, sim_backend_name(p->backend), timeout,
+             worst, w->bytes[worst] / 1e6, worst_t, sim_backend_name(p->backend), timeout,
              ceil(worst_t * 1.5));
   }
+}
 
-  if (m->traced) {
-    rc = predict_traced(s, p, &bk, comm, names, trace, r);
-    goto out_free;
-  }
-
+/* The step simulated (sim/step.h) on the point's work, and its results. */
+static int simulate_step(const sim_scenario *s, const sim_point *p, sim_engine *e, const point_work *w,
+                         core_trace *trace, int trace_ranks, sim_point_result *r) {
+  const core_profile *pr = s->profile;
+  int L = p->model->n_layers, world = p->nodes * p->per_node, rc;
   sim_step_cfg c = {
-      .n_layers = L, .fwd_s = fwd, .bwd_s = bwd, .copy_s = copy, .layer_names = names,
-      .n_buckets = bk.n_buckets, .bucket_ready_layer = ready, .bucket_comm_s = comm,
-      .bucket_bytes = bytes, .bucket_cpu_frac = cpu_frac,
-      .bucket_idle_frac = idle_frac, .random_idle = 1, .finalize_s = finalize, .optimizer_s = opt,
+      .n_layers = L, .fwd_s = w->fwd, .bwd_s = w->bwd, .copy_s = w->copy, .layer_names = w->names,
+      .n_buckets = w->bk.n_buckets, .bucket_ready_layer = w->ready, .bucket_comm_s = w->comm,
+      .bucket_bytes = w->bytes, .bucket_cpu_frac = w->cpu_frac,
+      .bucket_idle_frac = w->idle_frac, .random_idle = 1, .finalize_s = w->finalize, .optimizer_s = w->opt,
       .overlap = p->overlap, .compute_slowdown = pr->compute_slowdown, .comm_slowdown = pr->comm_slowdown,
-      .cpu_slowdown = pr->cpu_slowdown, .bucket_compute_slowdown = csd, .bucket_comm_slowdown = msd,
+      .cpu_slowdown = pr->cpu_slowdown, .bucket_compute_slowdown = w->csd, .bucket_comm_slowdown = w->msd,
       .world = world,
       .every_rank = s->every_rank && !p->fabric_given, .jitter = pr->jitter, .steps = s->steps,
       .seed = sim_predict_seed(s->seed, p->index), .trace_ranks = trace_ranks};
@@ -538,11 +564,10 @@ int sim_predict_point(const sim_scenario *s, const sim_point *p, sim_engine *e, 
   c.jitter_params[1] = pr->jitter_params[1];
   sim_step_result sr;
   if ((rc = sim_step_run(&c, e, &sr, trace)) != 0)
-    goto out_free;
-
-  double single = opt;
+    return rc;
+  double single = w->opt;
   for (int l = 0; l < L; l++)
-    single += fwd[l] + bwd[l];
+    single += w->fwd[l] + w->bwd[l];
   r->step_s = sr.step_s;
   r->compute_s = sr.compute_s;
   r->comm_s = sr.comm_s;
@@ -553,19 +578,34 @@ int sim_predict_point(const sim_scenario *s, const sim_point *p, sim_engine *e, 
   r->samples_per_s = (double)world * p->batch / sr.step_s;
   r->scaling_eff = r->samples_per_s / ((double)world * p->batch / single);
   r->fab.duty = sr.step_s > 0 ? fmin(sr.comm_s / sr.step_s, 1.0) : 0;
+  return 0;
+}
+
+int sim_predict_point(const sim_scenario *s, const sim_point *p, sim_engine *e, core_trace *trace,
+                      int trace_ranks, sim_point_result *r) {
+  memset(r, 0, sizeof *r);
+  r->pt = *p;
+  snprintf(r->status, sizeof r->status, "ok");
+  /* A traced job without DDP communicates only through its measured side
+   * work: no buckets, no collectives of the network. */
+  if (p->model->traced && !p->model->traced->ddp) {
+    core_buckets none = {0};
+    return predict_traced(s, p, &none, NULL, NULL, trace, r);
+  }
+  sim_topo topo;
+  sim_fabric_costs *fc;
+  point_work w = {0};
+  int rc;
+  if ((rc = point_topo(s, p, e, &topo, &fc, r)) != 0 || (rc = layer_work(s, p, &w)) != 0 ||
+      (rc = assign_buckets(s, p, &w)) != 0)
+    goto out_free;
+  bucket_costs(s, p, &topo, &w, r);
+  if (p->model->traced)
+    rc = predict_traced(s, p, &w.bk, w.comm, w.names, trace, r);
+  else
+    rc = simulate_step(s, p, e, &w, trace, trace_ranks, r);
 out_free:
+  work_free(&w);
   free(fc);
-  free(fwd);
-  free(bwd);
-  free(copy);
-  free(names);
-  free(ready);
-  free(comm);
-  free(bytes);
-  free(cpu_frac);
-  free(idle_frac);
-  free(csd);
-  free(msd);
-  core_bucket_free(&bk);
   return rc;
 }
