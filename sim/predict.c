@@ -181,25 +181,111 @@ static double half_sum_s(const core_profile *pr, const sim_point *p, enum core_c
  * against fp32's 48 ms (the sum exposed). */
 static double half_allreduce_s(double net, double sum) { return sum > net / 2 ? net / 2 + sum : net; }
 
-/* A bucket's communication hook: its time on the communication stream
- * (collectives and the work that waits for them), the compute it adds when
- * the bucket becomes ready (*pre), bytes put on the wire, and the longest
- * single collective (for the timeout). Mechanics of PyTorch's hooks
- * (default_hooks.py, powerSGD_hook.py; docs/cost-models.md). A hook's
- * kernels run on the compute stream in PyTorch (the hook is called from the
- * autograd thread, its GPU work goes to the current stream, and on CPUs it
- * takes the autograd thread itself); so the hook body's compute is charged
- * to the compute path, and what its futures' callbacks run after each
- * collective (the cast back; PowerSGD's orthogonalization of P, Q = M^T P,
- * the reconstruction and the new error) to the communication stream. */
-static double hook_time(const sim_scenario *s, const sim_point *p, const sim_topo *t, const core_buckets *bk,
-                        int b, int gb, double *pre, double *cpu, double *idle, double *wire, double *longest) {
+/* What a bucket's hook costs besides its time on the communication stream
+ * (hook_time): the compute it adds when the bucket becomes ready, of the
+ * returned time the callbacks' CPU work (on CPUs; a GPU's hooks run on
+ * streams) and the waiting on idle CPUs, the bytes put on the wire, and
+ * the longest single collective (for the timeout). */
+typedef struct hook_cost {
+  double pre, cpu, idle, wire, longest;
+} hook_cost;
+
+/* A PowerSGD bucket's elements: sent uncompressed, and in the P and Q
+ * factors of its compressed tensors; the compute of the hook's body
+ * (before) and of its callbacks (after), and the bytes its passes over the
+ * gradient move (mem). */
+typedef struct psgd_work {
+  double unc, pn, qn, before, after, mem;
+} psgd_work;
+
+static void psgd_bucket(const sim_scenario *s, const sim_point *p, const core_buckets *bk, int b, psgd_work *w) {
   const core_profile *pr = s->profile;
   const core_model *m = p->model;
-  double elems = (double)bk->bucket_elems[b], T = 0;
-  *pre = 0;
-  *cpu = 0; /* of the returned time, the callbacks' CPU work (on CPUs; a GPU's hooks run on streams) */
-  *idle = 0; /* and waiting on idle CPUs */
+  double r_req = p->compression.rank;
+  memset(w, 0, sizeof *w);
+  for (int i = bk->bucket_first[b]; i < bk->bucket_first[b + 1]; i++) {
+    int ti = bk->bucket_tensors[i];
+    double n = (double)m->tensor_rows[ti], el = (double)m->tensor_elems[ti], mm = el / n;
+    /* powerSGD_hook.py: the rank is capped at min(n, m) before the test. */
+    double r = r_req < n ? (r_req < mm ? r_req : mm) : (n < mm ? n : mm);
+    if ((n + mm) * r * s->powersgd_min_rate < n * mm) {
+      w->pn += n * r;
+      w->qn += mm * r;
+      /* P = M Q, Q = M^T P, M ~ P Q^T: three GEMMs of 2 n m r FLOPs, each
+       * reading the n x m gradient (or writing it, for the
+       * reconstruction) and the thin factors; orthogonalizing the
+       * warm-started Q and P, 2 m r^2 and 2 n r^2 (the runtime's QR,
+       * whose rate calibration measures); error feedback adds the last
+       * error and keeps the new one (a pass reading 2 and writing 1
+       * element each). As powerSGD_hook.py runs them: error feedback, Q
+       * and P = M Q in the hook's body; the rest in the callbacks of the
+       * allreduces. */
+      double gbytes = 4 * (n * mm + (n + mm) * r);
+      double g = pr->psgd_gemm_GBps > 0 ? gbytes / (pr->psgd_gemm_GBps * 1e9) : gemm_s(pr, 2 * n * mm * r, gbytes);
+      double oq = 2 * mm * r * r, op = 2 * n * r * r;
+      w->before += g + (pr->orth_gflops > 0 ? oq / (pr->orth_gflops * 1e9) : gemm_s(pr, oq, 4 * mm * r));
+      w->after += 2 * g + (pr->orth_gflops > 0 ? op / (pr->orth_gflops * 1e9) : gemm_s(pr, op, 4 * n * r));
+      w->mem += 3 * el * 4;
+    } else {
+      w->unc += el;
+      w->mem += el * 4; /* into the contiguous buffer (and out again, after) */
+    }
+  }
+}
+
+/* PowerSGD's hook on bucket b: up to three allreduces (the uncompressed
+ * tensors, P, Q) with the hook's compute between them. */
+static double powersgd_time(const sim_scenario *s, const sim_point *p, const sim_topo *t, const core_buckets *bk,
+                            int b, hook_cost *h) {
+  const core_profile *pr = s->profile;
+  int host = strcmp(pr->device_kind, "gpu") != 0;
+  psgd_work w;
+  psgd_bucket(s, p, bk, b, &w);
+  /* Measured rates of the runtime's hook where calibration has them, else
+   * the roofline from the device's GEMM rate and memory bandwidth. */
+  double mem_s = 1.0 / ((pr->psgd_pass_GBps > 0 ? pr->psgd_pass_GBps : pr->memory_GBps) * 1e9);
+  /* Each allreduce that comes between the hook's CPU work waits longer
+   * than the sweep's back-to-back ones (thread wake-ups and the slower
+   * peer on a host whose CPUs run the hook): by this model's own wait
+   * where calibration measured it (core/model.h), else the profile's
+   * (hooks.psgd_sync_us, the first model calibrated). The wait follows
+   * the work before each allreduce: on two testbed hosts at 1gbit the
+   * reference MLP's nine took 4.1 ms each in training, the small MLP's six
+   * 2.7 ms (`ddpsim train --compress powersgd:1`, its hook summary). It
+   * is the mean of a wait that differs from step to step, which the step
+   * draws (sim/step.h, random_idle): in 57 steps of the small MLP at rank
+   * 1 on two testbed hosts at 4gbit, a bucket's three allreduces took
+   * 0.9-25.6 ms, beyond their shortest a mean of 4.0-5.3 ms with a
+   * standard deviation 0.7-1.0 times that, as an exponential's is 1
+   * (`ddpsim train --trace`, each rank's spans of each bucket). */
+  double sync_us = p->model->psgd_sync_us >= 0 ? p->model->psgd_sync_us : pr->psgd_sync_us;
+  double sync = host ? sync_us * 1e-6 : 0;
+  double a = w.unc > 0 ? sim_predict_allreduce(p, t, w.unc * 4) + sync : 0;
+  double bP = w.pn > 0 ? sim_predict_allreduce(p, t, w.pn * 4) + sync : 0;
+  double bQ = w.qn > 0 ? sim_predict_allreduce(p, t, w.qn * 4) + sync : 0;
+  h->idle = sync * ((w.unc > 0) + (w.pn > 0) + (w.qn > 0));
+  h->wire = (w.unc + w.pn + w.qn) * 4;
+  h->longest = a > bP ? (a > bQ ? a : bQ) : (bP > bQ ? bP : bQ);
+  h->pre = w.before + w.mem * mem_s;
+  h->cpu = host ? w.after + w.mem * mem_s : 0;
+  return a + bP + bQ + w.after + w.mem * mem_s;
+}
+
+/* A bucket's communication hook: its time on the communication stream
+ * (collectives and the work that waits for them), and what else it costs
+ * (hook_cost). Mechanics of PyTorch's hooks (default_hooks.py,
+ * powerSGD_hook.py; docs/cost-models.md). A hook's kernels run on the
+ * compute stream in PyTorch (the hook is called from the autograd thread,
+ * its GPU work goes to the current stream, and on CPUs it takes the
+ * autograd thread itself); so the hook body's compute is charged to the
+ * compute path, and what its futures' callbacks run after each collective
+ * (the cast back; PowerSGD's orthogonalization of P, Q = M^T P, the
+ * reconstruction and the new error) to the communication stream. */
+static double hook_time(const sim_scenario *s, const sim_point *p, const sim_topo *t, const core_buckets *bk,
+                        int b, int gb, hook_cost *h) {
+  const core_profile *pr = s->profile;
+  double elems = (double)bk->bucket_elems[b];
+  memset(h, 0, sizeof *h);
   int host = strcmp(pr->device_kind, "gpu") != 0;
   switch (p->compression.kind) {
   case CORE_COMPRESS_FP16:
@@ -207,78 +293,19 @@ static double hook_time(const sim_scenario *s, const sim_point *p, const sim_top
     /* Cast to half (read gb, write 2 bytes an element), allreduce, cast back. */
     double cast = elems * (gb + 2) * cast_s_per_byte(pr, p->compression.kind);
     double sum = half_sum_s(pr, p, p->compression.kind, elems * 2);
-    *pre = cast;
-    *wire = elems * 2;
-    *longest = half_allreduce_s(sim_predict_allreduce(p, t, *wire), sum);
+    h->pre = cast;
+    h->wire = elems * 2;
+    h->longest = half_allreduce_s(sim_predict_allreduce(p, t, h->wire), sum);
     /* Gloo's half-precision sum is CPU work on the communication thread: it
      * contends with backward for the rank's CPUs as the cast back does. */
-    *cpu = host ? cast + (sum < *longest ? sum : *longest) : 0;
-    return *longest + cast;
+    h->cpu = host ? cast + (sum < h->longest ? sum : h->longest) : 0;
+    return h->longest + cast;
   }
-  case CORE_COMPRESS_POWERSGD: {
-    double r_req = p->compression.rank, unc = 0, pn = 0, qn = 0, before = 0, after = 0, mem = 0;
-    /* Measured rates of the runtime's hook where calibration has them, else
-     * the roofline from the device's GEMM rate and memory bandwidth. */
-    double mem_s = 1.0 / ((pr->psgd_pass_GBps > 0 ? pr->psgd_pass_GBps : pr->memory_GBps) * 1e9);
-    for (int i = bk->bucket_first[b]; i < bk->bucket_first[b + 1]; i++) {
-      int ti = bk->bucket_tensors[i];
-      double n = (double)m->tensor_rows[ti], el = (double)m->tensor_elems[ti], mm = el / n;
-      /* powerSGD_hook.py: the rank is capped at min(n, m) before the test. */
-      double r = r_req < n ? (r_req < mm ? r_req : mm) : (n < mm ? n : mm);
-      if ((n + mm) * r * s->powersgd_min_rate < n * mm) {
-        pn += n * r;
-        qn += mm * r;
-        /* P = M Q, Q = M^T P, M ~ P Q^T: three GEMMs of 2 n m r FLOPs, each
-         * reading the n x m gradient (or writing it, for the
-         * reconstruction) and the thin factors; orthogonalizing the
-         * warm-started Q and P, 2 m r^2 and 2 n r^2 (the runtime's QR,
-         * whose rate calibration measures); error feedback adds the last
-         * error and keeps the new one (a pass reading 2 and writing 1
-         * element each). As powerSGD_hook.py runs them: error feedback, Q
-         * and P = M Q in the hook's body; the rest in the callbacks of the
-         * allreduces. */
-        double gbytes = 4 * (n * mm + (n + mm) * r);
-        double g = pr->psgd_gemm_GBps > 0 ? gbytes / (pr->psgd_gemm_GBps * 1e9) : gemm_s(pr, 2 * n * mm * r, gbytes);
-        double oq = 2 * mm * r * r, op = 2 * n * r * r;
-        before += g + (pr->orth_gflops > 0 ? oq / (pr->orth_gflops * 1e9) : gemm_s(pr, oq, 4 * mm * r));
-        after += 2 * g + (pr->orth_gflops > 0 ? op / (pr->orth_gflops * 1e9) : gemm_s(pr, op, 4 * n * r));
-        mem += 3 * el * 4;
-      } else {
-        unc += el;
-        mem += el * 4; /* into the contiguous buffer (and out again, after) */
-      }
-    }
-    /* Each allreduce that comes between the hook's CPU work waits longer
-     * than the sweep's back-to-back ones (thread wake-ups and the slower
-     * peer on a host whose CPUs run the hook): by this model's own wait
-     * where calibration measured it (core/model.h), else the profile's
-     * (hooks.psgd_sync_us, the first model calibrated). The wait follows
-     * the work before each allreduce: on two testbed hosts at 1gbit the
-     * reference MLP's nine took 4.1 ms each in training, the small MLP's six
-     * 2.7 ms (`ddpsim train --compress powersgd:1`, its hook summary). It
-     * is the mean of a wait that differs from step to step, which the step
-     * draws (sim/step.h, random_idle): in 57 steps of the small MLP at rank
-     * 1 on two testbed hosts at 4gbit, a bucket's three allreduces took
-     * 0.9-25.6 ms, beyond their shortest a mean of 4.0-5.3 ms with a
-     * standard deviation 0.7-1.0 times that, as an exponential's is 1
-     * (`ddpsim train --trace`, each rank's spans of each bucket). */
-    double sync_us = m->psgd_sync_us >= 0 ? m->psgd_sync_us : pr->psgd_sync_us;
-    double sync = host ? sync_us * 1e-6 : 0;
-    double a = unc > 0 ? sim_predict_allreduce(p, t, unc * 4) + sync : 0;
-    double bP = pn > 0 ? sim_predict_allreduce(p, t, pn * 4) + sync : 0;
-    double bQ = qn > 0 ? sim_predict_allreduce(p, t, qn * 4) + sync : 0;
-    *idle = sync * ((unc > 0) + (pn > 0) + (qn > 0));
-    *wire = (unc + pn + qn) * 4;
-    *longest = a > bP ? (a > bQ ? a : bQ) : (bP > bQ ? bP : bQ);
-    *pre = before + mem * mem_s;
-    *cpu = host ? after + mem * mem_s : 0;
-    return a + bP + bQ + after + mem * mem_s;
-  }
+  case CORE_COMPRESS_POWERSGD: return powersgd_time(s, p, t, bk, b, h);
   default:
-    *wire = elems * gb;
-    T = sim_predict_allreduce(p, t, *wire);
-    *longest = T;
-    return T;
+    h->wire = elems * gb;
+    h->longest = sim_predict_allreduce(p, t, h->wire);
+    return h->longest;
   }
 }
 
@@ -515,24 +542,24 @@ static void bucket_costs(const sim_scenario *s, const sim_point *p, const sim_to
   double timeout = sim_scenario_timeout(s, p->backend), worst_t = 0;
   for (int b = 0; b < w->bk.n_buckets; b++) {
     w->bytes[b] = (double)w->bk.bucket_elems[b] * w->gb;
-    double pre, cpu, idle, wire, longest;
-    double comm = w->comm[b] = hook_time(s, p, topo, &w->bk, b, w->gb, &pre, &cpu, &idle, &wire, &longest);
-    w->cpu_frac[b] = comm > 0 && cpu > 0 ? (cpu < comm ? cpu / comm : 1.0) : 0.0;
-    w->idle_frac[b] = comm > 0 && idle > 0 ? fmin(idle / comm, 1.0 - w->cpu_frac[b]) : 0.0;
+    hook_cost h;
+    double comm = w->comm[b] = hook_time(s, p, topo, &w->bk, b, w->gb, &h);
+    w->cpu_frac[b] = comm > 0 && h.cpu > 0 ? (h.cpu < comm ? h.cpu / comm : 1.0) : 0.0;
+    w->idle_frac[b] = comm > 0 && h.idle > 0 ? fmin(h.idle / comm, 1.0 - w->cpu_frac[b]) : 0.0;
     if (w->csd) {
       /* The bucket's bus bandwidth over its time on the network, against the
        * calibration's (step.h: CPU per byte). */
-      double net = comm - cpu - idle, k = 0;
+      double net = comm - h.cpu - h.idle, k = 0;
       if (net > 0 && world > 1)
-        k = wire * 2.0 * (world - 1) / world / net / (pr->interf_busbw_GBps * 1e9);
+        k = h.wire * 2.0 * (world - 1) / world / net / (pr->interf_busbw_GBps * 1e9);
       sim_step_scale_interference(pr->compute_slowdown, pr->comm_slowdown, k, pr->interf_comm_cpus,
                                   pr->interf_rank_cpus, &w->csd[b], &w->msd[b]);
     }
-    w->copy[w->ready[b]] += pre; /* the hook starts (casting) when the bucket is ready */
-    r->wire_bytes += wire;
-    if (longest > timeout && (worst < 0 || longest > worst_t)) {
+    w->copy[w->ready[b]] += h.pre; /* the hook starts (casting) when the bucket is ready */
+    r->wire_bytes += h.wire;
+    if (h.longest > timeout && (worst < 0 || h.longest > worst_t)) {
       worst = b;
-      worst_t = longest;
+      worst_t = h.longest;
     }
   }
   r->n_buckets = w->bk.n_buckets;
