@@ -174,11 +174,8 @@ static double half_sum_s(const core_profile *pr, const sim_point *p, enum core_c
  * seconds and whose bytes take `net` on the fp32 link model: the ring's
  * reduce-scatter (half of net) sums each segment while the next one
  * arrives, so it lasts as long as the slower of the two; the allgather
- * (the other half) has nothing to sum. Measured on the project's 2-vCPU VM
- * (2 testbed hosts, the reference MLP's buckets, every rank its own
- * gradient): fp16 295 ms a pass at 1gbit, where fp32 took 413 ms (the
- * network alone would take 206: the sum half hidden), and 210 ms unshaped
- * against fp32's 48 ms (the sum exposed). */
+ * (the other half) has nothing to sum. The testbed runs that show the sum
+ * hidden and exposed: docs/calibration.md, "Sums inside Gloo". */
 static double half_allreduce_s(double net, double sum) { return sum > net / 2 ? net / 2 + sum : net; }
 
 /* What a bucket's hook costs besides its time on the communication stream
@@ -248,16 +245,10 @@ static double powersgd_time(const sim_scenario *s, const sim_point *p, const sim
    * than the sweep's back-to-back ones (thread wake-ups and the slower
    * peer on a host whose CPUs run the hook): by this model's own wait
    * where calibration measured it (core/model.h), else the profile's
-   * (hooks.psgd_sync_us, the first model calibrated). The wait follows
-   * the work before each allreduce: on two testbed hosts at 1gbit the
-   * reference MLP's nine took 4.1 ms each in training, the small MLP's six
-   * 2.7 ms (`ddpsim train --compress powersgd:1`, its hook summary). It
-   * is the mean of a wait that differs from step to step, which the step
-   * draws (sim/step.h, random_idle): in 57 steps of the small MLP at rank
-   * 1 on two testbed hosts at 4gbit, a bucket's three allreduces took
-   * 0.9-25.6 ms, beyond their shortest a mean of 4.0-5.3 ms with a
-   * standard deviation 0.7-1.0 times that, as an exponential's is 1
-   * (`ddpsim train --trace`, each rank's spans of each bucket). */
+   * (hooks.psgd_sync_us, the first model calibrated). It is the mean of a
+   * wait that differs from step to step, which the step draws (sim/step.h,
+   * random_idle). The runs behind both: docs/calibration.md, "PowerSGD's
+   * wait per allreduce". */
   double sync_us = p->model->psgd_sync_us >= 0 ? p->model->psgd_sync_us : pr->psgd_sync_us;
   double sync = host ? sync_us * 1e-6 : 0;
   double a = w.unc > 0 ? sim_predict_allreduce(p, t, w.unc * 4) + sync : 0;
@@ -488,10 +479,9 @@ static int layer_work(const sim_scenario *s, const sim_point *p, point_work *w) 
     }
   }
   /* The copy out of the buckets runs at the optimizer's rate (profile
-   * device.update_GBps, timed by calibrate on CPUs): on the project's 2-vCPU
-   * test machine the runtime's step over the reference MLP's 12.6 M
-   * parameters moved its 28 bytes a parameter at 27-30 GB/s while
-   * rt_scale_copy, the bucket copy, measured 10-14 GB/s. */
+   * device.update_GBps, timed by calibrate on CPUs), not at the bucket
+   * copy's, which is slower on CPUs (scenarios/profiles/README.md,
+   * device.update_GBps). */
   double upd_Bps = pr->update_GBps > 0 ? pr->update_GBps * 1e9 : mem_Bps;
   double grad_bytes = (double)m->n_params * w->gb;
   w->finalize = s->gradient_as_bucket_view ? 0 : 2.0 * grad_bytes / upd_Bps;
