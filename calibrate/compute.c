@@ -130,10 +130,8 @@ int cal_sum_rates(const float *vals, const float *peer, int64_t n_vals, double s
          * the same values (and the same share of subnormal halves, which
          * Gloo's fp16 sum converts slowly). Two ranks' gradients, not one
          * twice: Gloo converts each half through branches on its exponent,
-         * and with a + a both operands take the same ones; on this
-         * project's 2-vCPU VM the MLP's fp16 gradient (95% of it subnormal
-         * halves) summed at 0.10-0.11 GB/s with itself and 0.079 with
-         * another rank's. */
+         * and with a + a both operands take the same ones, which runs
+         * faster (scenarios/profiles/README.md, hooks' sum rates). */
         if ((rc = rt_gloo_sum(types[k], out, a, b, ne)) != 0)
           goto out;
         reps++;

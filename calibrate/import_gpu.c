@@ -1,6 +1,7 @@
 #include "import_gpu.h"
 
 #include "calibrate/gpu_step.h"
+#include "calibrate/import_common.h"
 #include "calibrate/import_gpu_int.h"
 #include "core/afile.h"
 #include "core/cfg.h"
@@ -21,12 +22,9 @@
 #define WARMUP_SHARE 0.10
 
 void cal_gimport_note(gimport *m, const char *fmt, ...) {
-  if (!m->notes || !m->notes_len)
-    return;
-  size_t l = strlen(m->notes);
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(m->notes + l, m->notes_len - l, fmt, ap);
+  cal_vnote(m->notes, m->notes_len, fmt, ap);
   va_end(ap);
 }
 
@@ -617,41 +615,6 @@ static void describe(gimport *m) {
     cal_gimport_note(m, "no DDP: the job's own communication is kept as measured side work\n");
 }
 
-/* Write cfg to out, checking first that it reads back as a model. */
-static int write_model(config_t *cfg, const char *out) {
-  char *text = NULL;
-  size_t len = 0;
-  FILE *mem = open_memstream(&text, &len);
-  if (!mem)
-    return core_err_set(CORE_ENOMEM, "out of memory writing the model");
-  fprintf(mem, "# Imported by `ddpsim import torch-trace` from a GPU profiler trace (see source below).\n");
-  config_write(cfg, mem);
-  fclose(mem);
-  core_cfg vc;
-  core_model *check = NULL;
-  int rc = core_cfg_load_string(&vc, text, out, "model");
-  if (rc == 0) {
-    rc = core_model_from_setting(core_cfg_root(&vc), out, &check);
-    core_cfg_free(&vc);
-  }
-  core_model_free(check);
-  if (rc) {
-    free(text);
-    return core_err_wrap(CORE_EINTERNAL, "the model written for %s does not load (a bug in ddpsim)", out);
-  }
-  core_afile a;
-  if ((rc = core_afile_open(&a, out)) == 0) {
-    if (fwrite(text, 1, len, a.f) != len) {
-      rc = core_err_errno(EIO, "writing '%s'", out);
-      core_afile_abort(&a);
-    } else {
-      rc = core_afile_commit(&a);
-    }
-  }
-  free(text);
-  return rc;
-}
-
 static void gimport_free(gimport *m) {
   for (int k = 0; k < m->n_steps; k++)
     cal_gstep_free(&m->steps[k]);
@@ -704,7 +667,7 @@ int cal_import_gpu(const char *const *traces, int n_traces, const cal_gpu_opts *
   }
   config_init(&cfg);
   if ((rc = build_model(&m, &cfg, name, traces)) == 0)
-    rc = write_model(&cfg, out);
+    rc = cal_write_model(&cfg, out, "# Imported by `ddpsim import torch-trace` from a GPU profiler trace (see source below).\n");
   config_destroy(&cfg);
 out_free:
   gimport_free(&m);

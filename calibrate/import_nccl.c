@@ -1,5 +1,7 @@
 #include "import_nccl.h"
 
+#include "calibrate/import_common.h"
+
 #include "core/afile.h"
 #include "core/err.h"
 
@@ -128,11 +130,6 @@ static int binary_in(const char *s) {
     if (has_word(s, binaries[i].binary, 0))
       return i;
   return -1;
-}
-
-static const char *base_name(const char *path) {
-  const char *s = strrchr(path, '/');
-  return s ? s + 1 : path;
 }
 
 /* --- parsing one file ------------------------------------------------------ */
@@ -601,7 +598,7 @@ static int named_binary(const parser *ps, char *src, size_t n) {
     snprintf(src, n, "line %ld", ps->text_line);
     return ps->text_bin;
   }
-  const char *b = base_name(ps->path);
+  const char *b = cal_base_name(ps->path);
   int named = -1;
   for (int i = 0; i < N_BINARIES && named < 0; i++)
     if (has_word(b, binaries[i].binary, 1))

@@ -4,6 +4,7 @@
 #include "import_nccl.h"
 
 #include "calibrate/fit.h"
+#include "calibrate/import_common.h"
 
 #include "core/err.h"
 
@@ -14,11 +15,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
-
-static const char *base_name(const char *path) {
-  const char *s = strrchr(path, '/');
-  return s ? s + 1 : path;
-}
 
 /* The fit as a profile entry (the same conversion `ddpsim calibrate` does). */
 static int make_entry(const cal_nccl_run *r, core_prof_coll *c) {
@@ -65,29 +61,16 @@ static void free_coll(core_prof_coll *c) {
   free(c->time_us);
 }
 
-static void note(char *notes, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void note(char *notes, size_t n, const char *fmt, ...) {
-  if (!notes || n == 0)
-    return;
-  size_t len = strlen(notes);
-  if (len + 1 >= n)
-    return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(notes + len, n - len, fmt, ap);
-  va_end(ap);
-}
-
 /* "imported from nccl-tests: a, b (+N more); ..." within the field's size. */
 static void provenance(core_profile *p, const char *const *paths, int n, const char *base) {
   char tail[200];
   snprintf(tail, sizeof tail, "; algorithm assumed ring (nccl-tests does not report NCCL's choice); the rest from %.60s",
-           base_name(base));
+           cal_base_name(base));
   size_t room = sizeof p->provenance - strlen(tail) - 16, len;
   len = (size_t)snprintf(p->provenance, sizeof p->provenance, "imported from nccl-tests:");
   int i = 0;
   for (; i < n; i++) {
-    const char *b = base_name(paths[i]);
+    const char *b = cal_base_name(paths[i]);
     if (len + strlen(b) + 2 > room)
       break;
     len += (size_t)snprintf(p->provenance + len, sizeof p->provenance - len, "%s %s", i ? "," : "", b);
@@ -134,7 +117,7 @@ static void note_fit(const nimport *im, const cal_nccl_run *r, const core_prof_c
     }
   }
   if (worst > 0.10)
-    note(im->notes, im->notes_len, "%s: the fit misses %.0f bytes by %.0f%% (see `ddpsim plot fit`)\n", r->path,
+    cal_note(im->notes, im->notes_len, "%s: the fit misses %.0f bytes by %.0f%% (see `ddpsim plot fit`)\n", r->path,
          worst_bytes, worst * 100);
 }
 
@@ -153,7 +136,7 @@ static int read_run(nimport *im, int i) {
     return rc;
   im->n_fresh++;
   note_fit(im, r, &im->fresh[i]);
-  note(im->notes, im->notes_len, "%s: %s, %d ranks on %d node(s) -> nccl %s ring %s, %d sizes, %d fit regime(s)%s\n",
+  cal_note(im->notes, im->notes_len, "%s: %s, %d ranks on %d node(s) -> nccl %s ring %s, %d sizes, %d fit regime(s)%s\n",
        r->path, r->how, r->ranks, r->nodes, r->op, scope, r->n, im->fresh[i].n_fits,
        r->validated ? "" : " (validation was off: #wrong N/A, data not checked)");
   return 0;
@@ -170,7 +153,7 @@ static int merge(nimport *im) {
       replaced = !strcmp(c->backend, "nccl") && !strcmp(c->op, im->fresh[j].op) &&
                  !strcmp(c->algorithm, "ring") && !strcmp(c->scope, im->fresh[j].scope);
     if (!replaced) {
-      note(im->notes, im->notes_len, "kept from %s: %s %s %s %s (%d ranks)\n", im->o->base, c->backend, c->op,
+      cal_note(im->notes, im->notes_len, "kept from %s: %s %s %s %s (%d ranks)\n", im->o->base, c->backend, c->op,
            c->algorithm, c->scope, c->ranks);
       i++;
       continue;
@@ -233,12 +216,12 @@ static int set_device(nimport *im) {
     p->link_gbps = im->o->link_gbps;
   else if (any_inter) {
     if (p->link_gbps > 0)
-      note(im->notes, im->notes_len, "link_gbps: the base's %g Gb/s is not the measured link's; dropped (pass --link-gbps to record it)\n",
+      cal_note(im->notes, im->notes_len, "link_gbps: the base's %g Gb/s is not the measured link's; dropped (pass --link-gbps to record it)\n",
            p->link_gbps);
     p->link_gbps = 0;
   }
   if (dev && strcmp(dev, p->device_name) != 0) {
-    note(im->notes, im->notes_len, "compute rates, memory and host bandwidth come from %s (device '%s'), the collectives from '%s'\n",
+    cal_note(im->notes, im->notes_len, "compute rates, memory and host bandwidth come from %s (device '%s'), the collectives from '%s'\n",
          im->o->base, p->device_name, dev);
     snprintf(p->device_name, sizeof p->device_name, "%s", dev);
   }

@@ -17,10 +17,8 @@
  * Several traces of one model may be read together (torch.profiler's
  * schedule with repeat=N exports one per cycle): the medians are over the
  * steps of all of them. Short profiling cycles are the way to profile many
- * steps: in one long session of 30 active steps, the reference MLP's steps
- * took 58-86 ms for the first five and 143-184 ms from the sixth on, where
- * cycles of five active steps stayed at 61-123 ms throughout (torch 2.15,
- * CPU, measured on the project's test machine).
+ * steps: in one long session the steps slow down after the first few
+ * (bench/NOTES.md, "Profiler sessions").
  *
  * Mapping, for models built of nn.Linear layers (bench/pytorch/trace_mlp.py
  * writes such traces):

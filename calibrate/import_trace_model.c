@@ -3,6 +3,8 @@
  * shapes (calibrate/import_trace.h). */
 #include "import_trace.h"
 
+#include "calibrate/import_common.h"
+
 #include "core/afile.h"
 #include "core/cfg.h"
 #include "core/err.h"
@@ -41,19 +43,6 @@ static int set_int(config_setting_t *g, const char *key, int v) {
 static int set_ms(config_setting_t *g, const char *key, double us) {
   config_setting_t *s = set_member(g, key, CONFIG_TYPE_FLOAT);
   return s && config_setting_set_float(s, round(us * 1e3) / 1e6) == CONFIG_TRUE ? 0 : -1;
-}
-
-static void note(char *notes, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void note(char *notes, size_t n, const char *fmt, ...) {
-  if (!notes || n == 0)
-    return;
-  size_t len = strlen(notes);
-  if (len + 1 >= n)
-    return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(notes + len, n - len, fmt, ap);
-  va_end(ap);
 }
 
 /* A model name from the output's file name: letters, digits and ._+- only. */
@@ -136,20 +125,20 @@ static void note_trace(const import *im) {
   const cal_trace *t = &im->t;
   char *notes = im->notes;
   size_t n = im->notes_len;
-  note(notes, n, "%s%s: %d linear layer(s), %d step(s)%s, batch %d; %slayers span %.3f ms", im->trace, im->more,
+  cal_note(notes, n, "%s%s: %d linear layer(s), %d step(s)%s, batch %d; %slayers span %.3f ms", im->trace, im->more,
        t->n_layers, t->n_steps, t->n_steps > 1 ? " (per-layer medians)" : "", im->batch,
        t->n_steps > 1 ? "in the first step the " : "", t->span_us / 1e3);
   if (t->step_us > 0)
-    note(notes, n, " of the %.3f ms step (the rest: zero_grad, optimizer)", t->step_us / 1e3);
-  note(notes, n, "\n");
+    cal_note(notes, n, " of the %.3f ms step (the rest: zero_grad, optimizer)", t->step_us / 1e3);
+  cal_note(notes, n, "\n");
   if (t->bucket_copy_us > 0)
-    note(notes, n, "DDP's copy of the gradients into its buckets (%.3f ms a step) is taken out of the layers' backward times: the simulator adds it from the profile's memory bandwidth\n",
+    cal_note(notes, n, "DDP's copy of the gradients into its buckets (%.3f ms a step) is taken out of the layers' backward times: the simulator adds it from the profile's memory bandwidth\n",
          t->bucket_copy_us / 1e3);
   if (t->n_steps > 1 && t->layers_max_us > UNSTEADY_RATIO * t->layers_min_us)
-    note(notes, n, "warning: the layers took %.3f to %.3f ms from step to step (median %.3f): the machine was not steady while profiled (a throttled, shared or frequency-scaling CPU); the medians are written, but profile again on a quiet machine for times to predict from\n",
+    cal_note(notes, n, "warning: the layers took %.3f to %.3f ms from step to step (median %.3f): the machine was not steady while profiled (a throttled, shared or frequency-scaling CPU); the medians are written, but profile again on a quiet machine for times to predict from\n",
          t->layers_min_us / 1e3, t->layers_max_us / 1e3, t->layers_median_us / 1e3);
   if (t->gpu)
-    note(notes, n, "%s holds GPU kernels: the layer times are host-side op times, launch times for asynchronous GPU work unless it ran with CUDA_LAUNCH_BLOCKING=1\n",
+    cal_note(notes, n, "%s holds GPU kernels: the layer times are host-side op times, launch times for asynchronous GPU work unless it ran with CUDA_LAUNCH_BLOCKING=1\n",
          im->trace);
 }
 
@@ -197,7 +186,7 @@ static int add_layer(import *im, int i) {
   const cal_trace_layer *y = &im->t.layers[i];
   char ln[32];
   if (y->other_act[0])
-    note(im->notes, im->notes_len, "layer fc%d is followed by %s, which a model file cannot name: written as activation \"none\" (its time is in the layer's)\n",
+    cal_note(im->notes, im->notes_len, "layer fc%d is followed by %s, which a model file cannot name: written as activation \"none\" (its time is in the layer's)\n",
          i + 1, y->other_act);
   snprintf(ln, sizeof ln, "fc%d", i + 1);
   config_setting_t *l = config_setting_add(im->layers, NULL, CONFIG_TYPE_GROUP);
@@ -246,40 +235,6 @@ static int set_times(import *im) {
   return 0;
 }
 
-/* The model's text, checked to load as a model, written to out atomically. */
-static int write_model(const import *im) {
-  char *text = NULL;
-  size_t len = 0;
-  core_model *check = NULL;
-  core_cfg vc;
-  core_afile a;
-  FILE *mem = open_memstream(&text, &len);
-  if (!mem)
-    return core_err_set(CORE_ENOMEM, "out of memory writing the model");
-  fprintf(mem, "# %s: per-layer times imported by `ddpsim import torch-trace` from %s%s (batch %d).\n", im->name,
-          im->trace, im->more, im->batch);
-  config_write(im->cfg, mem);
-  fclose(mem);
-  int rc = core_cfg_load_string(&vc, text, im->out, "model");
-  if (rc == 0) {
-    rc = core_model_from_setting(core_cfg_root(&vc), im->out, &check);
-    core_cfg_free(&vc);
-    core_model_free(check);
-  }
-  if (rc) {
-    rc = core_err_wrap(CORE_EINTERNAL, "the model written for %s does not load (a bug in ddpsim)", im->out);
-  } else if ((rc = core_afile_open(&a, im->out)) == 0) {
-    if (fwrite(text, 1, len, a.f) != len) {
-      rc = core_err_errno(errno ? errno : EIO, "writing '%s'", im->out);
-      core_afile_abort(&a);
-    } else {
-      rc = core_afile_commit(&a);
-    }
-  }
-  free(text);
-  return rc;
-}
-
 static void import_free(import *im) {
   core_model_free(im->base);
   if (im->have_bc)
@@ -310,7 +265,8 @@ int cal_import_traces(const char *const *traces, int n_traces, const cal_trace_o
     rc = o->base ? from_base(&im) : from_trace(&im);
   }
   if (rc == 0 && (rc = set_times(&im)) == 0)
-    rc = write_model(&im);
+    rc = cal_write_model(im.cfg, im.out, "# %s: per-layer times imported by `ddpsim import torch-trace` from %s%s (batch %d).\n",
+                         im.name, im.trace, im.more, im.batch);
   import_free(&im);
   return rc;
 }

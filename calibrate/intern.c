@@ -68,8 +68,7 @@ static int rehash(cal_intern *p, size_t n_slot) {
   return 0;
 }
 
-/* *v with room for need elements of size bytes (doubling). */
-static int grow(void **v, size_t *cap, size_t need, size_t size) {
+int cal_intern_grow(void **v, size_t *cap, size_t need, size_t size) {
   if (need <= *cap)
     return 0;
   size_t c = *cap ? *cap : 64;
@@ -89,8 +88,8 @@ int32_t cal_intern_add(cal_intern *p, const void *b, size_t len) {
   size_t i = slot_of(p, b, len, hash_bytes(b, len));
   if (p->slot[i])
     return p->slot[i] - 1;
-  if (p->n >= INT32_MAX - 1 || grow((void **)&p->off, &p->n_cap, (size_t)p->n + 2, sizeof *p->off) ||
-      grow((void **)&p->data, &p->cap, p->len + len + 1, 1))
+  if (p->n >= INT32_MAX - 1 || cal_intern_grow((void **)&p->off, &p->n_cap, (size_t)p->n + 2, sizeof *p->off) ||
+      cal_intern_grow((void **)&p->data, &p->cap, p->len + len + 1, 1))
     return -1;
   p->off[p->n] = p->len;
   if (len)

@@ -32,4 +32,9 @@ int32_t cal_intern_find(const cal_intern *p, const void *b, size_t len);
  * Valid until the next cal_intern_add or cal_intern_free. */
 const char *cal_intern_get(const cal_intern *p, int32_t id, size_t *len);
 
+/* *v with room for need elements of size bytes, its capacity *cap (in
+ * elements) doubled from 64 as needed: 0, or -1 out of memory (*v kept).
+ * The table's arrays grow so, and the trace reader's (kineto.c) too. */
+int cal_intern_grow(void **v, size_t *cap, size_t need, size_t size);
+
 #endif

@@ -27,21 +27,6 @@ struct cal_kstore {
   cal_intern str, dims; /* names, threads, dtypes; Input Dims (int64_t values) */
 };
 
-/* *v with room for need elements of size bytes (doubling). */
-static int grow(void **v, size_t *cap, size_t need, size_t size) {
-  if (need <= *cap)
-    return 0;
-  size_t c = *cap ? *cap : 64;
-  while (c < need)
-    c *= 2;
-  void *q = realloc(*v, c * size);
-  if (!q)
-    return -1;
-  *v = q;
-  *cap = c;
-  return 0;
-}
-
 const char *cal_ktrace_str(const cal_ktrace *t, int32_t id) {
   size_t len;
   const char *s = t->store ? cal_intern_get(&t->store->str, id, &len) : NULL;
@@ -185,7 +170,7 @@ static int fail(kparse *P, int rc) {
 }
 
 static int sbuf_set(sbuf *b, const void *s, size_t len) {
-  if (grow((void **)&b->p, &b->cap, len + 1, 1))
+  if (cal_intern_grow((void **)&b->p, &b->cap, len + 1, 1))
     return -1;
   memcpy(b->p, s, len);
   b->p[len] = '\0';
@@ -461,7 +446,7 @@ static int open_frame(kparse *P, enum frame c) {
   else if (c == F_DIM && cal_kdims_input(&p->d))
     return oom(P);
   else if (c == F_DEV) {
-    if (grow((void **)&P->devs, &P->devs_cap, P->n_devs + 1, sizeof *P->devs))
+    if (cal_intern_grow((void **)&P->devs, &P->devs_cap, P->n_devs + 1, sizeof *P->devs))
       return oom(P);
     P->devs[P->n_devs] = (kdev){.id = (int)P->n_devs, .major = -1, .minor = -1, .sms = -1, .mem = -1};
     P->n_devs++;
@@ -569,7 +554,7 @@ static int commit_event(kparse *P) {
   e->index = P->n_elems;
   cal_intern *S = &t->store->str;
   if (sbuf_set(&P->thread, p->pid.p ? p->pid.p : "", p->pid.len) ||
-      grow((void **)&P->thread.p, &P->thread.cap, p->pid.len + p->tid.len + 2, 1))
+      cal_intern_grow((void **)&P->thread.p, &P->thread.cap, p->pid.len + p->tid.len + 2, 1))
     return oom(P);
   P->thread.p[p->pid.len] = '/';
   if (p->tid.len)
@@ -582,7 +567,7 @@ static int commit_event(kparse *P) {
       (p->has_dims && (e->dims = cal_intern_add(&t->store->dims, p->d.v, p->d.n * sizeof *p->d.v)) < 0))
     return oom(P);
   size_t cap = P->ev_cap;
-  if (grow((void **)&t->ev, &cap, (size_t)t->n + 1, sizeof *t->ev))
+  if (cal_intern_grow((void **)&t->ev, &cap, (size_t)t->n + 1, sizeof *t->ev))
     return oom(P);
   P->ev_cap = cap;
   t->ev[t->n++] = *e;

@@ -18,22 +18,14 @@
  * (nccl-tests moves its buffers the same way). */
 enum { OFFSETS = 4, OFFSET_STRIDE = 16 };
 
-/* Each timed operation of up to DRAIN_MAX_BYTES follows an untimed one of
- * its size on scratch buffers, back to back, as nccl-tests' iterations
- * follow each other and DDP's buckets do. Without it the link idles for
- * the fill, check and barrier of every iteration, and a burst allowance
- * refills meanwhile: the testbed's token bucket holds 5 ms of its rate
- * (scripts/testbed.sh), and a lone 1 MiB allreduce at 1gbit took 6.4 ms
- * against 8.4 ms on the line, a fit of such sizes 1.8x the line rate, and
- * the small MLP's 1 MiB buckets, each sent right after the one before, were
- * predicted 20-30% too fast on 3 hosts. Above 16 MiB a refill is a few
- * percent of an operation at 1gbit, and doubling the largest ones would add
- * a minute to a calibration. Below 256 KiB operations are latency-bound and
- * a burst changes little; drained there too, one calibration at 1gbit got a
- * fit of one regime for every size (alpha 224 us, where 1-64 KiB took
- * 430-470 us), which put PowerSGD's allreduces of a few KiB at half their
- * time. Undrained, the next calibration gave those sizes a regime of their
- * own (alpha 561 us). */
+/* Each timed operation of DRAIN_MIN_BYTES to DRAIN_MAX_BYTES follows an
+ * untimed one of its size on scratch buffers, back to back, as nccl-tests'
+ * iterations follow each other and DDP's buckets do: without it the link
+ * idles for the fill, check and barrier of every iteration, and a shaped
+ * link's burst allowance refills meanwhile. Above the range a refill is a
+ * few percent of an operation and draining would lengthen a calibration;
+ * below it operations are latency-bound, and draining them skewed the fit
+ * of small sizes (docs/calibration.md, "Back to back"). */
 enum { DRAIN_MIN_BYTES = 256 << 10, DRAIN_MAX_BYTES = 16 << 20 };
 
 /* Contributions repeat every PERIOD elements (small integers, see sweep.h). */

@@ -2,6 +2,7 @@
 
 #include "calibrate/fit.h"
 #include "calibrate/gpu_datasheet.h"
+#include "calibrate/import_common.h"
 #include "core/afile.h"
 #include "core/bucket.h"
 #include "core/err.h"
@@ -16,17 +17,6 @@
 
 /* Distinct bucket sizes an alpha-beta fit needs; with fewer, one rate. */
 #define FIT_MIN_SIZES 3
-
-static void note(char *notes, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void note(char *notes, size_t n, const char *fmt, ...) {
-  if (!notes || !n)
-    return;
-  size_t l = strlen(notes);
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(notes + l, n - l, fmt, ap);
-  va_end(ap);
-}
 
 /* Nodes of the traced world: one while it fits the traced host's GPUs. */
 static int traced_shape(const core_traced *t, int *nodes, int *per_node) {
@@ -94,7 +84,7 @@ static int bucket_sizes(const core_model *m, double *bytes, double *cap_mb, doub
     }
   free(cand);
   if (best < 1e300)
-    note(notes, n, "the trace does not say its allreduces' sizes: bucket_cap_mb = %.0f (first bucket %.0f MiB) gives its %d buckets and explains their times best\n",
+    cal_note(notes, n, "the trace does not say its allreduces' sizes: bucket_cap_mb = %.0f (first bucket %.0f MiB) gives its %d buckets and explains their times best\n",
          *cap_mb, *first_mb, t->n_buckets);
   return best < 1e300;
 }
@@ -129,7 +119,7 @@ static int allreduce_entry(const core_model *m, int nodes, core_prof_coll *c, do
     f[0].max_bytes = 1e15;
     f[0].beta_s = st / sb; /* one rate: the buckets' bytes over their time */
     nf = 1;
-    note(notes, n, "allreduce: %.3f GB/s over the trace's %d bucket allreduces (too few sizes to fit a latency)\n",
+    cal_note(notes, n, "allreduce: %.3f GB/s over the trace's %d bucket allreduces (too few sizes to fit a latency)\n",
          sb / st / 1e9, t->n_buckets);
   }
   snprintf(c->backend, sizeof c->backend, "nccl");
@@ -307,7 +297,7 @@ int cal_trace_scenario(const char *model, const char *scenario, const char *prof
       (rc = write_scenario(scenario, stem, prof_name, model_ref(model, dir, ref, sizeof ref), m, nodes, per_node,
                                  cap_mb, first_mb)) != 0)
     goto out_free;
-  note(notes, notes_len, "scenario: %d node(s) of %d GPU(s), batch %.0f; profile %s\n", nodes, per_node,
+  cal_note(notes, notes_len, "scenario: %d node(s) of %d GPU(s), batch %.0f; profile %s\n", nodes, per_node,
        m->measured_batch, prof_path);
 out_free:
   core_profile_free(p);

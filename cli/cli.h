@@ -35,6 +35,7 @@ int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(print
 
 /* Strict number parsing for options; 0 or CORE_EUSAGE with a message. */
 int cli_parse_long(const char *cmd, const char *opt, const char *s, long lo, long hi, long *out);
+int cli_parse_double(const char *cmd, const char *opt, const char *s, double lo, double hi, double *out);
 
 /* Directory of the plots/ scripts: $DDPSIM_PLOTS_DIR, else the source tree's. */
 const char *cli_plots_dir(void);

@@ -90,16 +90,6 @@ static int parse_size(const char *opt, const char *s, double *out) {
   return 0;
 }
 
-static int parse_num(const char *opt, const char *s, double lo, double hi, double *out) {
-  char *end;
-  errno = 0;
-  double v = strtod(s, &end);
-  if (errno || end == s || *end || !(v >= lo && v <= hi))
-    return cli_usage("collective", "%s expects a number in [%g, %g], got '%s'", opt, lo, hi, s) ? CORE_EUSAGE : 0;
-  *out = v;
-  return 0;
-}
-
 /* nccl-tests' type names and sizes (src/common.cu test_typenames). */
 static int type_size(const char *t) {
   static const struct {
@@ -146,12 +136,12 @@ static int parse_args(int argc, char **argv, opts *o) {
     case 'A': o->algo = optarg; break;
     case 'b': rc = parse_size("-b", optarg, &o->min_b); break;
     case 'e': rc = parse_size("-e", optarg, &o->max_b); break;
-    case 'f': rc = parse_num("-f", optarg, 1, 1e6, &o->factor); break;
+    case 'f': rc = cli_parse_double("collective", "-f", optarg, 1, 1e6, &o->factor); break;
     case 'i': rc = parse_size("-i", optarg, &o->step_b); break;
     case 'd': o->type = optarg; break;
     case 'r': rc = cli_parse_long("collective", "-r", optarg, 0, 1 << 24, &o->root); break;
-    case 'C': rc = parse_num("--bucket-cap-mb", optarg, 1e-3, 1e6, &o->bucket_mb); break;
-    case 'T': rc = parse_num("--timeout", optarg, 1e-3, 1e7, &o->timeout); break;
+    case 'C': rc = cli_parse_double("collective", "--bucket-cap-mb", optarg, 1e-3, 1e6, &o->bucket_mb); break;
+    case 'T': rc = cli_parse_double("collective", "--timeout", optarg, 1e-3, 1e7, &o->timeout); break;
     case 'h': fputs(cli_collective_help, stdout); return 1;
     case ':': return cli_usage("collective", "option %s needs a value", argv[optind - 1]);
     default: return cli_usage("collective", "unknown option '%s'", argv[optind - 1]);

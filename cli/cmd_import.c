@@ -13,7 +13,6 @@
 #include "core/err.h"
 #include "core/profile.h"
 
-#include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,18 +80,6 @@ const char cli_import_help[] =
     "nccl-tests prints it) is an error naming FILE:LINE or the trace event, and\n"
     "nothing is written.\n";
 
-static int parse_double(const char *opt, const char *s, double lo, double hi, double *out) {
-  char *end;
-  errno = 0;
-  double v = strtod(s, &end);
-  if (errno || end == s || *end || !(v >= lo && v <= hi)) {
-    cli_usage("import", "%s expects a number in [%g, %g], got '%s'", opt, lo, hi, s);
-    return CORE_EUSAGE;
-  }
-  *out = v;
-  return 0;
-}
-
 /* The file name of path without directory and extension (".cfg", ".json",
  * ".json.gz", ".pt.trace"). */
 static void stem_of(const char *path, char *out, size_t n) {
@@ -127,7 +114,7 @@ static int import_nccl(int argc, char **argv) {
     case 'n': o.name = optarg; break;
     case 'l':
       /* The profile's meta.link_gbps range (core/profile.c). */
-      if (parse_double("--link-gbps", optarg, 1e-3, 1e5, &o.link_gbps) != 0)
+      if (cli_parse_double("import", "--link-gbps", optarg, 1e-3, 1e5, &o.link_gbps) != 0)
         return CLI_EXIT_USAGE;
       break;
     case 'd':

@@ -229,6 +229,118 @@ static void pick_nodes(const char *all, char *out, size_t n) {
   }
 }
 
+/* One plot of a CSV: its script, the files it names, and what each of
+ * its gnuplot runs is told besides the model (word lists a and b, the
+ * scaling plot's compression; the compression plot's tables). */
+typedef struct plot_job {
+  const char *kind, *csv, *out_dir, *base; /* base: the CSV's file name */
+  int stem;                                /* base's length without ".csv" */
+  char script[4096], a[4096], b[4096], comp[64], data[4400], breaks[4400];
+} plot_job;
+
+/* The script is readable, the table has the kind's columns and rows, and
+ * the paths can go into gnuplot's string literals. */
+static int check_job(const plot_job *j, const plot_kind *k, const core_csv_table *t) {
+  int rc;
+  if ((rc = core_csv_require(t, k->columns)) != 0)
+    return rc;
+  if (t->nrows == 0)
+    return core_err_set(CORE_EINVAL, "%s has no rows to plot", j->csv);
+  if (access(j->script, R_OK) != 0)
+    return core_err_set(CORE_EIO, "cannot read plot script %s: %s (set DDPSIM_PLOTS_DIR to the plots/ folder)",
+                        j->script, strerror(errno));
+  if (!plain_name(j->csv) || !plain_name(j->out_dir))
+    return core_err_set(CORE_EINVAL, "paths with spaces or quotes cannot be passed to gnuplot: '%s', '%s'", j->csv,
+                        j->out_dir);
+  return 0;
+}
+
+/* The scaling plot's networks, backends and compression: a compression
+ * sweep has its own plot, so scaling draws the baseline (none, or the
+ * first compression of the CSV). */
+static int scaling_lists(const core_csv_table *t, plot_job *j) {
+  int rc;
+  if ((rc = distinct(t, core_csv_col(t, "network"), j->a, sizeof j->a)) != 0 ||
+      (rc = distinct(t, core_csv_col(t, "backend"), j->b, sizeof j->b)) != 0)
+    return rc;
+  int cc = core_csv_col(t, "compression");
+  if (cc >= 0) {
+    snprintf(j->comp, sizeof j->comp, "%s", t->rows[0][cc]);
+    for (long i = 0; i < t->nrows; i++)
+      if (!strcmp(t->rows[i][cc], "none"))
+        snprintf(j->comp, sizeof j->comp, "none");
+  }
+  return 0;
+}
+
+/* The compression plot's panels (node counts), its compressions but none,
+ * and its tables, written beside the plots (hidden; removed after). */
+static int compression_lists(const core_csv_table *t, plot_job *j) {
+  char nodes[4096], hooks[1024];
+  int rc;
+  if ((rc = distinct(t, core_csv_col(t, "nodes"), nodes, sizeof nodes)) != 0 ||
+      (rc = distinct(t, core_csv_col(t, "compression"), hooks, sizeof hooks)) != 0)
+    return rc;
+  pick_nodes(nodes, j->a, sizeof j->a);
+  char *save = NULL;
+  size_t len = 0;
+  j->b[0] = '\0';
+  for (char *h = strtok_r(hooks, " ", &save); h; h = strtok_r(NULL, " ", &save))
+    if (strcmp(h, "none"))
+      len += (size_t)snprintf(j->b + len, sizeof j->b - len, "%s%s", len ? " " : "", h);
+  if (!j->b[0])
+    return core_err_set(CORE_EINVAL, "%s: no compression other than none to compare; sweep ddp.compression", j->csv);
+  snprintf(j->data, sizeof j->data, "%s/.%.*s-speedup.csv", j->out_dir, j->stem, j->base);
+  snprintf(j->breaks, sizeof j->breaks, "%s/.%.*s-breakeven.csv", j->out_dir, j->stem, j->base);
+  return compression_tables(t, j->data, j->breaks);
+}
+
+/* What each script is told besides the model and output. */
+static int kind_lists(const core_csv_table *t, plot_job *j) {
+  if (!strcmp(j->kind, "scaling"))
+    return scaling_lists(t, j);
+  if (!strcmp(j->kind, "fabric"))
+    return distinct(t, core_csv_col(t, "fabric"), j->a, sizeof j->a);
+  if (!strcmp(j->kind, "goodput")) {
+    int rc = distinct(t, core_csv_col(t, "ckpt_mode"), j->a, sizeof j->a);
+    return rc ? rc : distinct(t, core_csv_col(t, "spares"), j->b, sizeof j->b);
+  }
+  return compression_lists(t, j);
+}
+
+/* The gnuplot variables of model m's plot. */
+static void plot_vars(const plot_job *j, const char *m, char *vars, size_t n) {
+  const char *kind = j->kind, *csv = j->csv, *out_dir = j->out_dir, *base = j->base;
+  int stem = j->stem;
+  if (!strcmp(kind, "scaling"))
+    snprintf(vars, n, "csv='%s'; model='%s'; networks='%s'; backends='%s'; comp='%s'; out='%s/%.*s-%s-%s'",
+             csv, m, j->a, j->b, j->comp, out_dir, stem, base, m, kind);
+  else if (!strcmp(kind, "goodput"))
+    snprintf(vars, n, "csv='%s'; model='%s'; modes='%s'; spares='%s'; out='%s/%.*s-%s-%s'", csv, m,
+             j->a, j->b, out_dir, stem, base, m, kind);
+  else if (!strcmp(kind, "fabric"))
+    snprintf(vars, n, "csv='%s'; model='%s'; fabrics='%s'; out='%s/%.*s-%s-%s'", csv, m, j->a, out_dir,
+             stem, base, m, kind);
+  else
+    snprintf(vars, n, "data='%s'; breaks='%s'; model='%s'; nodes='%s'; hooks='%s'; out='%s/%.*s-%s-%s'",
+             j->data, j->breaks, m, j->a, j->b, out_dir, stem, base, m, kind);
+}
+
+/* One gnuplot run per model of models (space separated; cut up here); the
+ * script writes PNG and SVG. */
+static int render_models(const plot_job *j, char *models) {
+  char vars[16384];
+  int rc;
+  char *save = NULL;
+  for (char *m = strtok_r(models, " ", &save); m; m = strtok_r(NULL, " ", &save)) {
+    plot_vars(j, m, vars, sizeof vars);
+    if ((rc = cli_run_gnuplot(j->script, vars)) != 0)
+      return rc;
+    printf("plotted %s/%.*s-%s-%s.png and .svg\n", j->out_dir, j->stem, j->base, m, j->kind);
+  }
+  return 0;
+}
+
 int cli_plot_render(const char *kind, const char *csv, const char *out_dir) {
   const plot_kind *k = NULL;
   for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++)
@@ -236,108 +348,30 @@ int cli_plot_render(const char *kind, const char *csv, const char *out_dir) {
       k = &kinds[i];
   if (!k)
     return core_err_set(CORE_EUSAGE, "no plot kind '%s'; the kinds are: scaling, goodput, compression, pareto, fabric, fit", kind);
-  if (k->own) {
-    char own_script[4096];
-    snprintf(own_script, sizeof own_script, "%s/%s", cli_plots_dir(), k->script);
-    return k->own(own_script, csv, out_dir);
-  }
+  plot_job j = {.kind = kind, .csv = csv, .out_dir = out_dir};
+  snprintf(j.script, sizeof j.script, "%s/%s", cli_plots_dir(), k->script);
+  if (k->own)
+    return k->own(j.script, csv, out_dir);
   core_csv_table t;
   int rc = core_csv_read(csv, &t);
   if (rc)
     return rc;
-  char script[4096], models[4096], a[4096], b[4096], vars[16384], data[4400] = "", breaks[4400] = "";
-  if ((rc = core_csv_require(&t, k->columns)) != 0)
+  char models[4096];
+  if ((rc = check_job(&j, k, &t)) != 0 ||
+      (rc = distinct(&t, core_csv_col(&t, "model"), models, sizeof models)) != 0 || (rc = core_mkdirs(out_dir)) != 0)
     goto out_table;
-  if (t.nrows == 0) {
-    rc = core_err_set(CORE_EINVAL, "%s has no rows to plot", csv);
-    goto out_table;
-  }
-  snprintf(script, sizeof script, "%s/%s", cli_plots_dir(), k->script);
-  if (access(script, R_OK) != 0) {
-    rc = core_err_set(CORE_EIO, "cannot read plot script %s: %s (set DDPSIM_PLOTS_DIR to the plots/ folder)",
-                      script, strerror(errno));
-    goto out_table;
-  }
-  if (!plain_name(csv) || !plain_name(out_dir)) {
-    rc = core_err_set(CORE_EINVAL, "paths with spaces or quotes cannot be passed to gnuplot: '%s', '%s'", csv, out_dir);
-    goto out_table;
-  }
-  if ((rc = distinct(&t, core_csv_col(&t, "model"), models, sizeof models)) != 0 || (rc = core_mkdirs(out_dir)) != 0)
-    goto out_table;
-  const char *base = strrchr(csv, '/');
-  base = base ? base + 1 : csv;
-  int stem = (int)strlen(base);
-  if (stem > 4 && !strcmp(base + stem - 4, ".csv"))
-    stem -= 4;
-
-  /* What each script is told besides the model and output. */
-  char comp[64] = "";
-  if (!strcmp(kind, "scaling")) {
-    if ((rc = distinct(&t, core_csv_col(&t, "network"), a, sizeof a)) != 0 ||
-        (rc = distinct(&t, core_csv_col(&t, "backend"), b, sizeof b)) != 0)
-      goto out_table;
-    /* A compression sweep has its own plot: scaling draws the baseline
-     * (none, or the first compression of the CSV). */
-    int cc = core_csv_col(&t, "compression");
-    if (cc >= 0) {
-      snprintf(comp, sizeof comp, "%s", t.rows[0][cc]);
-      for (long i = 0; i < t.nrows; i++)
-        if (!strcmp(t.rows[i][cc], "none"))
-          snprintf(comp, sizeof comp, "none");
-    }
-  } else if (!strcmp(kind, "fabric")) {
-    if ((rc = distinct(&t, core_csv_col(&t, "fabric"), a, sizeof a)) != 0)
-      goto out_table;
-  } else if (!strcmp(kind, "goodput")) {
-    if ((rc = distinct(&t, core_csv_col(&t, "ckpt_mode"), a, sizeof a)) != 0 ||
-        (rc = distinct(&t, core_csv_col(&t, "spares"), b, sizeof b)) != 0)
-      goto out_table;
-  } else { /* compression */
-    char nodes[4096], hooks[1024];
-    if ((rc = distinct(&t, core_csv_col(&t, "nodes"), nodes, sizeof nodes)) != 0 ||
-        (rc = distinct(&t, core_csv_col(&t, "compression"), hooks, sizeof hooks)) != 0)
-      goto out_table;
-    pick_nodes(nodes, a, sizeof a);
-    /* Every compression but none. */
-    char *save = NULL;
-    size_t len = 0;
-    b[0] = '\0';
-    for (char *h = strtok_r(hooks, " ", &save); h; h = strtok_r(NULL, " ", &save))
-      if (strcmp(h, "none"))
-        len += (size_t)snprintf(b + len, sizeof b - len, "%s%s", len ? " " : "", h);
-    if (!b[0]) {
-      rc = core_err_set(CORE_EINVAL, "%s: no compression other than none to compare; sweep ddp.compression", csv);
-      goto out_table;
-    }
-    snprintf(data, sizeof data, "%s/.%.*s-speedup.csv", out_dir, stem, base);
-    snprintf(breaks, sizeof breaks, "%s/.%.*s-breakeven.csv", out_dir, stem, base);
-    if ((rc = compression_tables(&t, data, breaks)) != 0)
-      goto out_table;
-  }
-  /* One gnuplot run per model; the script writes PNG and SVG. */
-  char *save = NULL, *m = strtok_r(models, " ", &save);
-  for (; m; m = strtok_r(NULL, " ", &save)) {
-    if (!strcmp(kind, "scaling"))
-      snprintf(vars, sizeof vars, "csv='%s'; model='%s'; networks='%s'; backends='%s'; comp='%s'; out='%s/%.*s-%s-%s'",
-               csv, m, a, b, comp, out_dir, stem, base, m, kind);
-    else if (!strcmp(kind, "goodput"))
-      snprintf(vars, sizeof vars, "csv='%s'; model='%s'; modes='%s'; spares='%s'; out='%s/%.*s-%s-%s'", csv, m,
-               a, b, out_dir, stem, base, m, kind);
-    else if (!strcmp(kind, "fabric"))
-      snprintf(vars, sizeof vars, "csv='%s'; model='%s'; fabrics='%s'; out='%s/%.*s-%s-%s'", csv, m, a, out_dir,
-               stem, base, m, kind);
-    else
-      snprintf(vars, sizeof vars, "data='%s'; breaks='%s'; model='%s'; nodes='%s'; hooks='%s'; out='%s/%.*s-%s-%s'",
-               data, breaks, m, a, b, out_dir, stem, base, m, kind);
-    if ((rc = cli_run_gnuplot(script, vars)) != 0)
-      goto out_table;
-    printf("plotted %s/%.*s-%s-%s.png and .svg\n", out_dir, stem, base, m, kind);
-  }
+  j.base = strrchr(csv, '/');
+  j.base = j.base ? j.base + 1 : csv;
+  j.stem = (int)strlen(j.base);
+  if (j.stem > 4 && !strcmp(j.base + j.stem - 4, ".csv"))
+    j.stem -= 4;
+  if ((rc = kind_lists(&t, &j)) == 0)
+    rc = render_models(&j, models);
 out_table:
-  if (data[0])
-    unlink(data);
-  if (breaks[0])
-    unlink(breaks);
+  if (j.data[0])
+    unlink(j.data);
+  if (j.breaks[0])
+    unlink(j.breaks);
   core_csv_table_free(&t);
   return rc;
 }

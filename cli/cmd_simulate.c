@@ -71,8 +71,48 @@ static int parse_shard(const char *s, int *shard, int *n_shards) {
   return 0;
 }
 
-int cli_cmd_simulate(int argc, char **argv) {
-  static const struct option opts[] = {
+typedef struct opts {
+  const char *out_dir, *trace, *profile, *tensorboard;
+  long seed, jobs, trace_point, trace_ranks;
+  int shard, n_shards, plot, quiet, progress, trace_opts;
+} opts;
+
+/* One option c with argument arg: 0, 1 after --help, or an exit status for
+ * a usage error. */
+static int parse_opt(int c, const char *arg, char **argv, opts *o) {
+  switch (c) {
+  case 'o': o->out_dir = arg; return 0;
+  case 's': return cli_parse_long("simulate", "--seed", arg, 0, 0x7fffffffffffffffL, &o->seed) ? CLI_EXIT_USAGE : 0;
+  case 'j': return cli_parse_long("simulate", "--jobs", arg, 1, 1024, &o->jobs) ? CLI_EXIT_USAGE : 0;
+  case 'S':
+    if (parse_shard(arg, &o->shard, &o->n_shards) != 0)
+      return cli_usage("simulate", "--shard expects I/N with 0 <= I < N <= 1000000, e.g. --shard 0/4, got '%s'", arg);
+    return 0;
+  case 't': o->trace = arg; return 0;
+  case 'P':
+    o->trace_opts = 1;
+    return cli_parse_long("simulate", "--trace-point", arg, 0, 0x7fffffffL, &o->trace_point) ? CLI_EXIT_USAGE : 0;
+  case 'R':
+    o->trace_opts = 1;
+    return cli_parse_long("simulate", "--trace-ranks", arg, 1, 4096, &o->trace_ranks) ? CLI_EXIT_USAGE : 0;
+  case 'p': o->plot = 1; return 0;
+  case 'F': o->profile = arg; return 0;
+  case 'T': o->tensorboard = arg; return 0;
+  case 'G':
+    if (strcmp(arg, "on") && strcmp(arg, "off"))
+      return cli_usage("simulate", "--progress expects on or off, got '%s'", arg);
+    o->progress = !strcmp(arg, "on");
+    return 0;
+  case 'q': o->quiet = 1; return 0;
+  case 'h': fputs(cli_simulate_help, stdout); return 1;
+  case ':': return cli_usage("simulate", "option %s needs a value", argv[optind - 1]);
+  default: return cli_usage("simulate", "unknown option '%s'", argv[optind - 1]);
+  }
+}
+
+/* 0, 1 after --help, or an exit status for a usage error. */
+static int parse_args(int argc, char **argv, opts *o) {
+  static const struct option lo[] = {
       {"out", required_argument, NULL, 'o'},   {"seed", required_argument, NULL, 's'},
       {"jobs", required_argument, NULL, 'j'},  {"shard", required_argument, NULL, 'S'},
       {"trace", required_argument, NULL, 't'}, {"trace-point", required_argument, NULL, 'P'},
@@ -81,108 +121,77 @@ int cli_cmd_simulate(int argc, char **argv) {
       {"profile", required_argument, NULL, 'F'}, {"progress", required_argument, NULL, 'G'},
       {"tensorboard", required_argument, NULL, 'T'},
       {NULL, 0, NULL, 0}};
-  const char *out_dir = "results", *trace = NULL, *profile = NULL, *tensorboard = NULL;
-  long seed = -1, jobs = 0, trace_point = 0, trace_ranks = 8;
-  int shard = 0, n_shards = 1, plot = 0, quiet = 0, progress = isatty(2), trace_opts = 0, c, rc;
+  int c, rc;
   optind = 1;
   opterr = 0;
-  while ((c = getopt_long(argc, argv, ":o:j:qh", opts, NULL)) != -1) {
-    switch (c) {
-    case 'o': out_dir = optarg; break;
-    case 's':
-      if (cli_parse_long("simulate", "--seed", optarg, 0, 0x7fffffffffffffffL, &seed))
-        return CLI_EXIT_USAGE;
-      break;
-    case 'j':
-      if (cli_parse_long("simulate", "--jobs", optarg, 1, 1024, &jobs))
-        return CLI_EXIT_USAGE;
-      break;
-    case 'S':
-      if (parse_shard(optarg, &shard, &n_shards) != 0)
-        return cli_usage("simulate", "--shard expects I/N with 0 <= I < N <= 1000000, e.g. --shard 0/4, got '%s'", optarg);
-      break;
-    case 't': trace = optarg; break;
-    case 'P':
-      if (cli_parse_long("simulate", "--trace-point", optarg, 0, 0x7fffffffL, &trace_point))
-        return CLI_EXIT_USAGE;
-      trace_opts = 1;
-      break;
-    case 'R':
-      if (cli_parse_long("simulate", "--trace-ranks", optarg, 1, 4096, &trace_ranks))
-        return CLI_EXIT_USAGE;
-      trace_opts = 1;
-      break;
-    case 'p': plot = 1; break;
-    case 'F': profile = optarg; break;
-    case 'T': tensorboard = optarg; break;
-    case 'G':
-      if (strcmp(optarg, "on") && strcmp(optarg, "off"))
-        return cli_usage("simulate", "--progress expects on or off, got '%s'", optarg);
-      progress = !strcmp(optarg, "on");
-      break;
-    case 'q': quiet = 1; break;
-    case 'h': fputs(cli_simulate_help, stdout); return CLI_EXIT_OK;
-    case ':': return cli_usage("simulate", "option %s needs a value", argv[optind - 1]);
-    default: return cli_usage("simulate", "unknown option '%s'", argv[optind - 1]);
-    }
-  }
+  while ((c = getopt_long(argc, argv, ":o:j:qh", lo, NULL)) != -1)
+    if ((rc = parse_opt(c, optarg, argv, o)) != 0)
+      return rc;
   if (optind != argc - 1)
     return cli_usage("simulate", optind >= argc ? "missing SCENARIO file" : "expected one SCENARIO file, got %d arguments",
                      argc - optind);
-  if (trace_opts && !trace)
+  if (o->trace_opts && !o->trace)
     return cli_usage("simulate", "--trace-point and --trace-ranks choose what --trace FILE writes; give --trace FILE too");
-  if (plot && n_shards > 1)
+  if (o->plot && o->n_shards > 1)
     return cli_usage("simulate", "--plot draws the whole study, which one shard does not hold; merge the shards with `ddpsim merge SCENARIO --shards N --plot`");
-  if (tensorboard && n_shards > 1)
+  if (o->tensorboard && o->n_shards > 1)
     return cli_usage("simulate", "--tensorboard writes the whole study's curves, which one shard does not hold; run it without --shard");
+  return 0;
+}
 
-  sim_scenario *s;
-  if ((rc = sim_scenario_load_with(argv[optind], profile, &s)) != 0)
-    return cli_fail("simulate", rc);
-  if (seed >= 0)
-    s->seed = (uint64_t)seed;
-
-  sim_sweep_opts o = {.jobs = (int)jobs, .shard = shard, .n_shards = n_shards,
-                      .trace_point = trace ? trace_point : -1, .trace_path = trace,
-                      .trace_ranks = (int)trace_ranks, .progress = progress,
-                      .progress_after_s = SIM_SWEEP_PROGRESS_AFTER_S};
+/* Runs the study and writes its CSV (path csv), trace and TensorBoard
+ * files, and the summary. */
+static int run(sim_scenario *s, const opts *o, const char *csv) {
+  sim_sweep_opts so = {.jobs = (int)o->jobs, .shard = o->shard, .n_shards = o->n_shards,
+                       .trace_point = o->trace ? o->trace_point : -1, .trace_path = o->trace,
+                       .trace_ranks = (int)o->trace_ranks, .progress = o->progress,
+                       .progress_after_s = SIM_SWEEP_PROGRESS_AFTER_S};
   sim_sweep w;
-  char csv[8192];
-  if (n_shards > 1)
-    sim_shard_csv_path(s, out_dir, shard, n_shards, csv, sizeof csv);
-  else
-    snprintf(csv, sizeof csv, "%s/%s", out_dir, s->csv_name);
+  int rc;
   /* -o's directory is made now: the trace may go into it. */
-  if ((rc = core_mkdirs(out_dir)) != 0)
-    goto fail_scenario;
-  if (trace && (rc = core_afile_check(trace)) != 0) {
-    rc = core_err_wrap(rc, "--trace");
-    goto fail_scenario;
-  }
-  if (tensorboard && (rc = sim_tb_check(s, tensorboard)) != 0)
-    goto fail_scenario;
-  if ((rc = sim_sweep_run(s, &o, &w)) != 0)
-    goto fail_scenario;
-  if ((rc = core_mkdirs(out_dir)) != 0 || (rc = sim_sweep_write_csv(s, &w, csv, shard == 0)) != 0)
-    goto fail_sweep;
-  if (tensorboard && (rc = sim_tb_write(s, &w, tensorboard)) != 0)
-    goto fail_sweep;
-  if (!quiet) {
+  if ((rc = core_mkdirs(o->out_dir)) != 0)
+    return rc;
+  if (o->trace && (rc = core_afile_check(o->trace)) != 0)
+    return core_err_wrap(rc, "--trace");
+  if (o->tensorboard && (rc = sim_tb_check(s, o->tensorboard)) != 0)
+    return rc;
+  if ((rc = sim_sweep_run(s, &so, &w)) != 0)
+    return rc;
+  if ((rc = core_mkdirs(o->out_dir)) != 0 || (rc = sim_sweep_write_csv(s, &w, csv, o->shard == 0)) != 0)
+    goto out_sweep;
+  if (o->tensorboard && (rc = sim_tb_write(s, &w, o->tensorboard)) != 0)
+    goto out_sweep;
+  if (!o->quiet) {
     sim_summary_print(s, &w, stdout);
-    printf("wrote %s%s%s\n", csv, trace ? " and " : "", trace ? trace : "");
-    if (tensorboard)
-      printf("wrote TensorBoard event files under %s/%s\n", tensorboard, s->name);
+    printf("wrote %s%s%s\n", csv, o->trace ? " and " : "", o->trace ? o->trace : "");
+    if (o->tensorboard)
+      printf("wrote TensorBoard event files under %s/%s\n", o->tensorboard, s->name);
   }
+out_sweep:
   sim_sweep_free(&w);
+  return rc;
+}
+
+int cli_cmd_simulate(int argc, char **argv) {
+  opts o = {.out_dir = "results", .seed = -1, .trace_ranks = 8, .n_shards = 1, .progress = isatty(2)};
+  int rc = parse_args(argc, argv, &o);
+  if (rc)
+    return rc == 1 ? CLI_EXIT_OK : rc;
+  sim_scenario *s;
+  if ((rc = sim_scenario_load_with(argv[optind], o.profile, &s)) != 0)
+    return cli_fail("simulate", rc);
+  if (o.seed >= 0)
+    s->seed = (uint64_t)o.seed;
+  char csv[8192];
+  if (o.n_shards > 1)
+    sim_shard_csv_path(s, o.out_dir, o.shard, o.n_shards, csv, sizeof csv);
+  else
+    snprintf(csv, sizeof csv, "%s/%s", o.out_dir, s->csv_name);
+  rc = run(s, &o, csv);
   sim_scenario_free(s);
-  if (plot && n_shards == 1) {
-    if ((rc = cli_plot_auto(csv, out_dir)) != 0)
-      return cli_fail("simulate", rc);
-  }
+  if (rc)
+    return cli_fail("simulate", rc);
+  if (o.plot && o.n_shards == 1 && (rc = cli_plot_auto(csv, o.out_dir)) != 0)
+    return cli_fail("simulate", rc);
   return CLI_EXIT_OK;
-fail_sweep:
-  sim_sweep_free(&w);
-fail_scenario:
-  sim_scenario_free(s);
-  return cli_fail("simulate", rc);
 }

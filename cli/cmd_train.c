@@ -9,7 +9,6 @@
 #include "core/clock.h"
 #include "core/err.h"
 
-#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,18 +87,6 @@ const char cli_train_help[] =
     "After restarts, rank 0 writes DIR/recovery.csv: per failure, the time to\n"
     "detect it, stop the other ranks, start again, rendezvous, load the\n"
     "checkpoint and replay the lost steps.\n";
-
-static int parse_double(const char *opt, const char *s, double lo, double hi, double *out) {
-  char *end;
-  errno = 0;
-  double v = strtod(s, &end);
-  if (errno || end == s || *end || !(v >= lo && v <= hi)) {
-    cli_usage("train", "%s expects a number in [%g, %g], got '%s'", opt, lo, hi, s);
-    return CORE_EUSAGE;
-  }
-  *out = v;
-  return 0;
-}
 
 /* Rank 0's summary of the run and of its communication hook. */
 static void report(const rt_train_opts *o, const char *hook, const rt_train_result *r) {
@@ -211,15 +198,15 @@ static int parse_opt(int c, const char *arg, train_args *a) {
   case O_CKKEEP: a->ckpt_keep_set = 1; return cli_parse_long("train", "--ckpt-keep", arg, 1, 1000, &o->ckpt_keep);
   case O_FAILSTEP: a->fail_step_set = 1; return parse_fail_steps(arg, o);
   case O_FAILRANK: a->fail_rank_set = 1; return cli_parse_long("train", "--fail-rank", arg, 0, 1 << 24, &o->fail_rank);
-  case O_LR: return parse_double("--lr", arg, 0, 1e6, &o->lr);
-  case O_MOM: return parse_double("--momentum", arg, 0, 1, &o->momentum);
-  case O_CAP: return parse_double("--bucket-cap-mb", arg, 1e-3, 1e6, &o->bucket_cap_mb);
-  case O_FIRST: return parse_double("--first-bucket-mb", arg, 0, 1e6, &o->first_bucket_mb);
-  case O_TIMEOUT: return parse_double("--timeout", arg, 0.1, 1e6, &o->timeout_s);
+  case O_LR: return cli_parse_double("train", "--lr", arg, 0, 1e6, &o->lr);
+  case O_MOM: return cli_parse_double("train", "--momentum", arg, 0, 1, &o->momentum);
+  case O_CAP: return cli_parse_double("train", "--bucket-cap-mb", arg, 1e-3, 1e6, &o->bucket_cap_mb);
+  case O_FIRST: return cli_parse_double("train", "--first-bucket-mb", arg, 0, 1e6, &o->first_bucket_mb);
+  case O_TIMEOUT: return cli_parse_double("train", "--timeout", arg, 0.1, 1e6, &o->timeout_s);
   case O_PSGD_START:
     a->psgd_set = 1;
     return cli_parse_long("train", "--powersgd-start", arg, 0, 1L << 40, &o->compress.start_iter);
-  case O_PSGD_RATE: a->psgd_set = 1; return parse_double("--powersgd-min-rate", arg, 0, 1e9, &o->compress.min_rate);
+  case O_PSGD_RATE: a->psgd_set = 1; return cli_parse_double("train", "--powersgd-min-rate", arg, 0, 1e9, &o->compress.min_rate);
   case O_OVERLAP: case O_ALGO: case O_COMPRESS: case O_TB: return parse_word(c, arg, a);
   case O_RDZV: o->rdzv = arg; return 0;
   case O_BIND: o->bind = arg; return 0;

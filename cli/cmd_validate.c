@@ -38,101 +38,121 @@ const char cli_validate_help[] =
     "Exit status: 0 within tolerance (or none set); 6 beyond it; 2 and 3 as\n"
     "for every command (bad usage, bad input).\n";
 
-int cli_cmd_validate(int argc, char **argv) {
-  enum { O_MEAS = 1000, O_POINT, O_SKIP, O_TOL, O_APPEND, O_LABEL };
-  static const struct option opts[] = {
+typedef struct opts {
+  const char *measured, *append, *label;
+  long point, skip;
+  double tol; /* < 0: none */
+} opts;
+
+enum { O_MEAS = 1000, O_POINT, O_SKIP, O_TOL, O_APPEND, O_LABEL };
+
+/* One option c with argument arg: 0, 1 after --help, or an exit status for
+ * a usage error. */
+static int parse_opt(int c, const char *arg, char **argv, opts *o) {
+  char *end;
+  switch (c) {
+  case O_MEAS: o->measured = arg; return 0;
+  case O_POINT: return cli_parse_long("validate", "--point", arg, 0, 0x7fffffffL, &o->point) ? CLI_EXIT_USAGE : 0;
+  case O_SKIP: return cli_parse_long("validate", "--skip", arg, 0, 1L << 40, &o->skip) ? CLI_EXIT_USAGE : 0;
+  case O_TOL:
+    o->tol = strtod(arg, &end);
+    if (end == arg || *end || !(o->tol >= 0 && o->tol <= 100))
+      return cli_usage("validate", "--tolerance expects a fraction like 0.05, got '%s'", arg);
+    return 0;
+  case O_APPEND: o->append = arg; return 0;
+  case O_LABEL: o->label = arg; return 0;
+  case 'h': fputs(cli_validate_help, stdout); return 1;
+  case ':': return cli_usage("validate", "option %s needs a value", argv[optind - 1]);
+  default: return cli_usage("validate", "unknown option '%s'", argv[optind - 1]);
+  }
+}
+
+/* 0, 1 after --help, or an exit status for a usage error. */
+static int parse_args(int argc, char **argv, opts *o) {
+  static const struct option lo[] = {
       {"measured", required_argument, NULL, O_MEAS}, {"point", required_argument, NULL, O_POINT},
       {"skip", required_argument, NULL, O_SKIP}, {"tolerance", required_argument, NULL, O_TOL},
       {"append", required_argument, NULL, O_APPEND}, {"label", required_argument, NULL, O_LABEL},
       {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
-  const char *measured = NULL, *append = NULL, *label = NULL;
-  long point = 0, skip = 3;
-  double tol = -1;
-  int c;
+  int c, rc;
   optind = 1;
   opterr = 0;
-  while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-    char *end;
-    switch (c) {
-    case O_MEAS: measured = optarg; break;
-    case O_POINT:
-      if (cli_parse_long("validate", "--point", optarg, 0, 0x7fffffffL, &point))
-        return CLI_EXIT_USAGE;
-      break;
-    case O_SKIP:
-      if (cli_parse_long("validate", "--skip", optarg, 0, 1L << 40, &skip))
-        return CLI_EXIT_USAGE;
-      break;
-    case O_TOL:
-      tol = strtod(optarg, &end);
-      if (end == optarg || *end || !(tol >= 0 && tol <= 100))
-        return cli_usage("validate", "--tolerance expects a fraction like 0.05, got '%s'", optarg);
-      break;
-    case O_APPEND: append = optarg; break;
-    case O_LABEL: label = optarg; break;
-    case 'h': fputs(cli_validate_help, stdout); return CLI_EXIT_OK;
-    case ':': return cli_usage("validate", "option %s needs a value", argv[optind - 1]);
-    default: return cli_usage("validate", "unknown option '%s'", argv[optind - 1]);
-    }
-  }
+  while ((c = getopt_long(argc, argv, ":h", lo, NULL)) != -1)
+    if ((rc = parse_opt(c, optarg, argv, o)) != 0)
+      return rc;
   if (optind != argc - 1)
     return cli_usage("validate", "expected one SCENARIO file");
-  if (!measured)
+  if (!o->measured)
     return cli_usage("validate", "missing --measured CSV");
-  if (label && !append)
+  if (o->label && !o->append)
     return cli_usage("validate", "--label names the row --append CSV writes; give --append CSV too");
-  sim_scenario *s;
-  int rc = sim_scenario_load(argv[optind], &s);
+  return 0;
+}
+
+/* The comparison's table, and against --tolerance its exit status. */
+static int report(const sim_scenario *s, const opts *o, const cal_validation *v) {
+  const sim_point *p = &v->pred.pt;
+  printf("point %ld of %s: %s, %d x %d ranks, network %s, bucket %g MB, overlap %s\n", o->point, s->path,
+         p->model->name, p->nodes, p->per_node, p->network->name, p->bucket_cap_mb, p->overlap ? "on" : "off");
+  printf("measured: %s, %ld steps of %d ranks from step %ld\n\n", o->measured, v->steps_used, v->ranks_seen, o->skip);
+  printf("%-16s %14s %14s %9s\n", "metric", "predicted", "measured", "error");
+  for (int k = 0; k < CAL_N_METRICS; k++) {
+    if (isnan(v->m[k].measured))
+      printf("%-16s %14.6g %14s %9s\n", v->m[k].name, v->m[k].predicted, "not measured", "-");
+    else
+      printf("%-16s %14.6g %14.6g %+8.2f%%\n", v->m[k].name, v->m[k].predicted, v->m[k].measured,
+             v->m[k].rel_err * 100);
+  }
+  double err = fabs(v->m[CAL_M_STEP].rel_err);
+  if (o->tol < 0)
+    return CLI_EXIT_OK;
+  printf("\nstep time error %.2f%% %s the tolerance of %.2f%%\n", err * 100, err <= o->tol ? "is within" : "EXCEEDS",
+         o->tol * 100);
+  return err > o->tol ? CLI_EXIT_TOLERANCE : CLI_EXIT_OK;
+}
+
+/* One row for --append CSV (its header first when the file is empty):
+ * CLI_EXIT_OK, or CLI_EXIT_FAIL with the message printed. */
+static int append_row(const opts *o, const cal_validation *v) {
+  const sim_point *p = &v->pred.pt;
+  FILE *f = fopen(o->append, "a");
+  if (!f) {
+    fprintf(stderr, "ddpsim validate: error: cannot append to '%s': %s\n", o->append, strerror(errno));
+    return CLI_EXIT_FAIL;
+  }
+  if (ftell(f) == 0)
+    fprintf(f, "label,model,nodes,gpus_per_node,network,bucket_cap_mb,overlap,pred_step_s,meas_step_s,err_step,"
+               "pred_compute_s,meas_compute_s,err_compute,pred_exposed_s,meas_exposed_s,err_exposed,"
+               "pred_samples_per_s,meas_samples_per_s,err_samples_per_s\n");
+  fprintf(f, "%s,%s,%d,%d,%s,%g,%d", o->label ? o->label : o->measured, p->model->name, p->nodes, p->per_node,
+          p->network->name, p->bucket_cap_mb, p->overlap);
+  static const int order[] = {CAL_M_STEP, CAL_M_COMPUTE, CAL_M_EXPOSED, CAL_M_THROUGHPUT};
+  for (int k = 0; k < 4; k++)
+    fprintf(f, ",%.9g,%.9g,%.6f", v->m[order[k]].predicted, v->m[order[k]].measured, v->m[order[k]].rel_err);
+  fputc('\n', f);
+  if (fclose(f) != 0) {
+    fprintf(stderr, "ddpsim validate: error: writing '%s' failed: %s\n", o->append, strerror(errno));
+    return CLI_EXIT_FAIL;
+  }
+  return CLI_EXIT_OK;
+}
+
+int cli_cmd_validate(int argc, char **argv) {
+  opts o = {.skip = 3, .tol = -1};
+  int rc = parse_args(argc, argv, &o);
   if (rc)
+    return rc == 1 ? CLI_EXIT_OK : rc;
+  sim_scenario *s;
+  if ((rc = sim_scenario_load(argv[optind], &s)) != 0)
     return cli_fail("validate", rc);
   cal_validation v;
-  rc = cal_validate(s, point, measured, skip, &v);
-  if (rc) {
+  if ((rc = cal_validate(s, o.point, o.measured, o.skip, &v)) != 0) {
     sim_scenario_free(s);
     return cli_fail("validate", rc);
   }
-  const sim_point *p = &v.pred.pt;
-  printf("point %ld of %s: %s, %d x %d ranks, network %s, bucket %g MB, overlap %s\n", point, s->path,
-         p->model->name, p->nodes, p->per_node, p->network->name, p->bucket_cap_mb, p->overlap ? "on" : "off");
-  printf("measured: %s, %ld steps of %d ranks from step %ld\n\n", measured, v.steps_used, v.ranks_seen, skip);
-  printf("%-16s %14s %14s %9s\n", "metric", "predicted", "measured", "error");
-  for (int k = 0; k < CAL_N_METRICS; k++) {
-    if (isnan(v.m[k].measured))
-      printf("%-16s %14.6g %14s %9s\n", v.m[k].name, v.m[k].predicted, "not measured", "-");
-    else
-      printf("%-16s %14.6g %14.6g %+8.2f%%\n", v.m[k].name, v.m[k].predicted, v.m[k].measured,
-             v.m[k].rel_err * 100);
-  }
-  int code = CLI_EXIT_OK;
-  double err = fabs(v.m[CAL_M_STEP].rel_err);
-  if (tol >= 0) {
-    printf("\nstep time error %.2f%% %s the tolerance of %.2f%%\n", err * 100, err <= tol ? "is within" : "EXCEEDS",
-           tol * 100);
-    if (err > tol)
-      code = CLI_EXIT_TOLERANCE;
-  }
-  if (append) {
-    FILE *f = fopen(append, "a");
-    if (!f) {
-      fprintf(stderr, "ddpsim validate: error: cannot append to '%s': %s\n", append, strerror(errno));
-      sim_scenario_free(s);
-      return CLI_EXIT_FAIL;
-    }
-    if (ftell(f) == 0)
-      fprintf(f, "label,model,nodes,gpus_per_node,network,bucket_cap_mb,overlap,pred_step_s,meas_step_s,err_step,"
-                 "pred_compute_s,meas_compute_s,err_compute,pred_exposed_s,meas_exposed_s,err_exposed,"
-                 "pred_samples_per_s,meas_samples_per_s,err_samples_per_s\n");
-    fprintf(f, "%s,%s,%d,%d,%s,%g,%d", label ? label : measured, p->model->name, p->nodes, p->per_node,
-            p->network->name, p->bucket_cap_mb, p->overlap);
-    static const int order[] = {CAL_M_STEP, CAL_M_COMPUTE, CAL_M_EXPOSED, CAL_M_THROUGHPUT};
-    for (int k = 0; k < 4; k++)
-      fprintf(f, ",%.9g,%.9g,%.6f", v.m[order[k]].predicted, v.m[order[k]].measured, v.m[order[k]].rel_err);
-    fputc('\n', f);
-    if (fclose(f) != 0) {
-      fprintf(stderr, "ddpsim validate: error: writing '%s' failed: %s\n", append, strerror(errno));
-      code = CLI_EXIT_FAIL;
-    }
-  }
+  int code = report(s, &o, &v);
+  if (o.append && append_row(&o, &v) != CLI_EXIT_OK)
+    code = CLI_EXIT_FAIL;
   sim_scenario_free(s);
   return code;
 }

@@ -81,6 +81,18 @@ int cli_parse_long(const char *cmd, const char *opt, const char *s, long lo, lon
   return 0;
 }
 
+int cli_parse_double(const char *cmd, const char *opt, const char *s, double lo, double hi, double *out) {
+  char *end;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (errno || end == s || *end || !(v >= lo && v <= hi)) {
+    cli_usage(cmd, "%s expects a number in [%g, %g], got '%s'", opt, lo, hi, s);
+    return CORE_EUSAGE;
+  }
+  *out = v;
+  return 0;
+}
+
 const char *cli_plots_dir(void) {
   const char *d = getenv("DDPSIM_PLOTS_DIR");
   if (d && *d)

@@ -408,14 +408,46 @@ static float *tensor_in(const call *k, float *buf, int t, int *n, int *mm) {
   return buf + k->c->bk->tensor_offset[t];
 }
 
+/* The bucket's uncompressed tensors between buf and their contiguous
+ * buffer (for one allreduce): into it, or back out into buf. */
+static void unc_copy(const call *k, float *buf, int back) {
+  const bucket_state *s = &k->c->bs[k->b];
+  const core_model *m = k->c->m;
+  const core_buckets *bk = k->c->bk;
+  int64_t o = 0;
+  for (int i = 0; i < s->n_unc; i++) {
+    int t = s->unc[i];
+    size_t bytes = sizeof *buf * (size_t)m->tensor_elems[t];
+    if (back)
+      memcpy(buf + bk->tensor_offset[t], s->unc_buf + o, bytes);
+    else
+      memcpy(s->unc_buf + o, buf + bk->tensor_offset[t], bytes);
+    o += m->tensor_elems[t];
+  }
+}
+
+/* Each compressed tensor's factor in f (Q: mm x r, of_q; else P: n x r),
+ * consecutive, orthogonalized in place. */
+static int ortho_all(const call *k, float *buf, float *f, int of_q, double *work) {
+  const bucket_state *s = &k->c->bs[k->b];
+  int n, mm, rc;
+  for (int i = 0; i < s->n_comp; i++) {
+    int t = s->comp[i], r = k->c->tensor_rank[t];
+    tensor_in(k, buf, t, &n, &mm);
+    int rows = of_q ? mm : n;
+    if ((rc = rt_compress_orthogonalize(f, rows, r, work)) != 0)
+      return rc;
+    f += (size_t)rows * (size_t)r;
+  }
+  return 0;
+}
+
 /* powerSGD_hook from start_powerSGD_iter on, the part in the hook's body
  * (before its first allreduce is waited for): error feedback, the
  * uncompressed tensors gathered, Q initialized or orthogonalized, P = M Q. */
 static int powersgd_prepare(const call *k, float *buf, int64_t n_el) {
   rt_compressor *c = k->c;
   bucket_state *s = &c->bs[k->b];
-  const core_model *m = c->m;
-  const core_buckets *bk = c->bk;
   rt_compress_stats *st = k->st;
   const int ef = c->o.error_feedback;
   int n, mm, rc;
@@ -434,12 +466,7 @@ static int powersgd_prepare(const call *k, float *buf, int64_t n_el) {
     memcpy(s->input, buf, sizeof *buf * (size_t)n_el);
   }
   /* The uncompressed tensors, contiguous for one allreduce. */
-  int64_t o = 0;
-  for (int i = 0; i < s->n_unc; i++) {
-    int t = s->unc[i];
-    memcpy(s->unc_buf + o, buf + bk->tensor_offset[t], sizeof *buf * (size_t)m->tensor_elems[t]);
-    o += m->tensor_elems[t];
-  }
+  unc_copy(k, buf, 0);
   st->copy_s += core_now() - t0;
 
   /* Q: a fresh random orthonormal start in the first compressed step (and
@@ -451,20 +478,13 @@ static int powersgd_prepare(const call *k, float *buf, int64_t n_el) {
     rt_compress_rng_reseed(c->fill_rng, rt_compress_rng_draw_seed(c->state_rng));
     rt_compress_rng_normal(c->fill_rng, s->q, (size_t)s->q_elems);
   }
-  float *q = s->q;
-  for (int i = 0; i < s->n_comp; i++) {
-    int t = s->comp[i], r = c->tensor_rank[t];
-    tensor_in(k, buf, t, &n, &mm);
-    if ((rc = rt_compress_orthogonalize(q, mm, r, c->work[0])) != 0)
-      return rc;
-    q += (size_t)mm * (size_t)r;
-  }
+  if ((rc = ortho_all(k, buf, s->q, 1, c->work[0])) != 0)
+    return rc;
   st->ortho_s += core_now() - t0;
 
   /* P = M Q. */
   t0 = core_now();
-  float *p = s->p;
-  q = s->q;
+  float *p = s->p, *q = s->q;
   for (int i = 0; i < s->n_comp; i++) {
     int t = s->comp[i], r = c->tensor_rank[t];
     M = tensor_in(k, buf, t, &n, &mm);
@@ -481,8 +501,6 @@ static int powersgd_prepare(const call *k, float *buf, int64_t n_el) {
 static int powersgd_finish(const call *k, float *buf, int64_t n_el) {
   rt_compressor *c = k->c;
   bucket_state *s = &c->bs[k->b];
-  const core_model *m = c->m;
-  const core_buckets *bk = c->bk;
   rt_compress_stats *st = k->st;
   int n, mm, rc;
   float *M;
@@ -492,32 +510,20 @@ static int powersgd_finish(const call *k, float *buf, int64_t n_el) {
   if ((rc = reduce(k, s->unc_buf, s->unc_elems, RT_FP32, RT_PHASE_UNCOMPRESSED)) != 0)
     return rc;
   double t0 = core_now();
-  int64_t o = 0;
-  for (int i = 0; i < s->n_unc; i++) {
-    int t = s->unc[i];
-    memcpy(buf + bk->tensor_offset[t], s->unc_buf + o, sizeof *buf * (size_t)m->tensor_elems[t]);
-    o += m->tensor_elems[t];
-  }
+  unc_copy(k, buf, 1);
   st->copy_s += core_now() - t0;
 
   /* All P, summed; orthogonalized, so their scale does not matter. */
   if ((rc = reduce(k, s->p, s->p_elems, RT_FP32, RT_PHASE_P)) != 0)
     return rc;
   t0 = core_now();
-  float *p = s->p;
-  for (int i = 0; i < s->n_comp; i++) {
-    int t = s->comp[i], r = c->tensor_rank[t];
-    tensor_in(k, buf, t, &n, &mm);
-    if ((rc = rt_compress_orthogonalize(p, n, r, c->work[1])) != 0)
-      return rc;
-    p += (size_t)n * (size_t)r;
-  }
+  if ((rc = ortho_all(k, buf, s->p, 0, c->work[1])) != 0)
+    return rc;
   st->ortho_s += core_now() - t0;
 
   /* Q = M^T P, summed: the mean of the ranks' M^T P. */
   t0 = core_now();
-  p = s->p;
-  float *q = s->q;
+  float *p = s->p, *q = s->q;
   for (int i = 0; i < s->n_comp; i++) {
     int t = s->comp[i], r = c->tensor_rank[t];
     M = tensor_in(k, buf, t, &n, &mm);

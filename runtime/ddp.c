@@ -205,12 +205,25 @@ float *rt_ddp_momentum(rt_ddp *d) { return d->momentum; }
 int rt_ddp_has_momentum(const rt_ddp *d) { return d->has_momentum; }
 void rt_ddp_set_has_momentum(rt_ddp *d, int has) { d->has_momentum = has; }
 
+/* One step's clock: its start, the compute timed so far, and the trace
+ * (may be NULL) with the base its spans are placed at (microseconds). */
+typedef struct step_clock {
+  double t_start, compute, base;
+  core_trace *tr;
+  int rank;
+} step_clock;
+
+static void span(const step_clock *k, const char *name, const char *cat, int tid, double t0, double t1,
+                 const char *args) {
+  if (k->tr)
+    core_trace_span(k->tr, name, cat, k->rank, tid, k->base + (t0 - k->t_start) * 1e6, (t1 - t0) * 1e6, args);
+}
+
 /* Buckets [from, upto) are ready: the hook's body runs for each here, on
  * the compute thread, as PyTorch's reducer calls the hook from the autograd
  * thread (its compute, e.g. a cast or PowerSGD's P = M Q, holds up
  * backward); what follows its allreduces runs on the communication thread. */
-static int prepare(rt_ddp *d, long step, int from, int upto, double *compute, core_trace *tr,
-                   double t_start, double base) {
+static int prepare(rt_ddp *d, long step, int from, int upto, step_clock *k) {
   for (int b = from; b < upto; b++) {
     double t0 = core_now();
     memset(&d->hook_st[b], 0, sizeof d->hook_st[b]);
@@ -218,12 +231,11 @@ static int prepare(rt_ddp *d, long step, int from, int upto, double *compute, co
     if (rc)
       return core_err_wrap(rc, "step %ld: preparing bucket %d", step, b);
     double t1 = core_now();
-    *compute += t1 - t0;
-    if (tr && d->o.compress.kind != CORE_COMPRESS_NONE) {
+    k->compute += t1 - t0;
+    if (d->o.compress.kind != CORE_COMPRESS_NONE) {
       char name[64];
       snprintf(name, sizeof name, "hook bucket %d", b);
-      core_trace_span(tr, name, "hook", d->comm->rank, CORE_TRACE_TID_COMPUTE, base + (t0 - t_start) * 1e6,
-                      (t1 - t0) * 1e6, NULL);
+      span(k, name, "hook", CORE_TRACE_TID_COMPUTE, t0, t1, NULL);
     }
   }
   return 0;
@@ -238,97 +250,107 @@ static void hand_over(rt_ddp *d, int upto) {
   pthread_mutex_unlock(&d->mu);
 }
 
-static void span(core_trace *tr, int rank, const char *name, const char *cat, int tid, double t0,
-                 double t1, double base_us, const char *args) {
-  if (tr)
-    core_trace_span(tr, name, cat, rank, tid, base_us + t0 * 1e6, (t1 - t0) * 1e6, args);
-}
-
-int rt_ddp_step(rt_ddp *d, long step, const float *x, const float *target, rt_step_metrics *m,
-                core_trace *tr, double base) {
-  rt_mlp *n = d->net;
-  const core_model *mo = n->model;
+/* The communication thread's counters and the buckets' pending tensors back
+ * to a step's start. */
+static void step_reset(rt_ddp *d, long step) {
   const core_buckets *bk = &d->bk;
-  int nb = bk->n_buckets, rank = d->comm->rank, rc;
-  float inv_world = 1.0f / (float)d->comm->size;
-  double compute = 0, t, t_start = core_now();
-  char name[96];
-  memset(m, 0, sizeof *m);
-  m->step = step;
-
   pthread_mutex_lock(&d->mu);
   d->n_queued = d->n_started = d->n_done = 0;
   d->step = step;
   pthread_mutex_unlock(&d->mu);
-  for (int b = 0; b < nb; b++)
+  for (int b = 0; b < bk->n_buckets; b++)
     d->pending[b] = bk->bucket_first[b + 1] - bk->bucket_first[b];
+}
 
-  /* Forward. */
+/* Forward layer by layer, then the loss. */
+static double forward(rt_ddp *d, const float *x, const float *target, step_clock *k) {
+  rt_mlp *n = d->net;
+  const core_model *mo = n->model;
+  char name[96];
   memcpy(n->act[0], x, sizeof(float) * (size_t)n->batch * (size_t)mo->layers[0].in);
   for (int l = 0; l < n->n_layers; l++) {
-    t = core_now();
+    double t0 = core_now();
     rt_mlp_forward_layer(n, l);
     double t1 = core_now();
-    compute += t1 - t;
+    k->compute += t1 - t0;
     snprintf(name, sizeof name, "%s forward", mo->layers[l].name);
-    span(tr, rank, name, "forward", CORE_TRACE_TID_COMPUTE, t - t_start, t1 - t_start, base, NULL);
+    span(k, name, "forward", CORE_TRACE_TID_COMPUTE, t0, t1, NULL);
   }
-  t = core_now();
-  m->loss = rt_mlp_loss(n, target);
-  compute += core_now() - t;
+  double t0 = core_now();
+  double loss = rt_mlp_loss(n, target);
+  k->compute += core_now() - t0;
+  return loss;
+}
 
-  /* Backward, layer by layer; each layer's gradients go to their buckets,
-   * and ready buckets are handed over in order. */
-  int next = 0;
+/* Backward, layer by layer; each layer's gradients go to their buckets,
+ * averaged on the way, and ready buckets are handed over in order (all at
+ * the end without overlap). */
+static int backward(rt_ddp *d, long step, step_clock *k) {
+  rt_mlp *n = d->net;
+  const core_model *mo = n->model;
+  const core_buckets *bk = &d->bk;
+  int nb = bk->n_buckets, next = 0, rc;
+  float inv_world = 1.0f / (float)d->comm->size;
+  char name[96];
   for (int l = n->n_layers - 1; l >= 0; l--) {
-    t = core_now();
+    double t0 = core_now();
     rt_mlp_backward_layer(n, l);
     const core_layer *L = &mo->layers[l];
-    for (int k = 0; k < L->n_tensors; k++) {
-      int ti = L->first_tensor + k, b = bk->tensor_bucket[ti];
+    for (int i = 0; i < L->n_tensors; i++) {
+      int ti = L->first_tensor + i, b = bk->tensor_bucket[ti];
       const float *g = n->grads + n->offset[ti];
       rt_scale_copy(d->bucket_buf[b] + bk->tensor_offset[ti], g, mo->tensor_elems[ti], inv_world);
       d->pending[b]--;
     }
     double t1 = core_now();
-    compute += t1 - t;
+    k->compute += t1 - t0;
     snprintf(name, sizeof name, "%s backward", L->name);
-    span(tr, rank, name, "backward", CORE_TRACE_TID_COMPUTE, t - t_start, t1 - t_start, base, NULL);
+    span(k, name, "backward", CORE_TRACE_TID_COMPUTE, t0, t1, NULL);
     int ready = next;
     while (next < nb && d->pending[next] == 0)
       next++;
-    if ((rc = prepare(d, step, ready, next, &compute, tr, t_start, base)) != 0)
-      goto fail;
+    if ((rc = prepare(d, step, ready, next, k)) != 0)
+      return rc;
     if (d->o.overlap)
       hand_over(d, next);
   }
   hand_over(d, nb);
+  return 0;
+}
 
-  /* Wait for the last allreduce. */
+/* Waits for the last allreduce; then each bucket's communication time and
+ * hook statistics go into m, and its span into the trace. */
+static int finish_comm(rt_ddp *d, long step, rt_step_metrics *m, const step_clock *k) {
+  int nb = d->bk.n_buckets;
   pthread_mutex_lock(&d->mu);
   while (d->n_done < nb && !d->failed)
     pthread_cond_wait(&d->cv, &d->mu);
-  int failed = d->failed;
-  rc = d->fail_rc;
+  int failed = d->failed, rc = d->fail_rc;
   pthread_mutex_unlock(&d->mu);
   if (failed)
     return core_err_set(rc, "step %ld: %s", step, d->fail_msg);
   for (int b = 0; b < nb; b++) {
     m->comm_s += d->coll_t1[b] - d->coll_t0[b];
     rt_compress_stats_add(&m->compress, &d->hook_st[b]);
-    if (tr) {
-      char args[96];
+    if (k->tr) {
+      char name[96], args[96];
       snprintf(name, sizeof name, "allreduce bucket %d", b);
       snprintf(args, sizeof args, "\"bytes\": %lld, \"bucket\": %d",
                (long long)rt_compress_stats_bytes(&d->hook_st[b]), b);
-      span(tr, rank, name, "comm", CORE_TRACE_TID_COMM, d->coll_t0[b] - t_start, d->coll_t1[b] - t_start,
-           base, args);
+      span(k, name, "comm", CORE_TRACE_TID_COMM, d->coll_t0[b], d->coll_t1[b], args);
     }
   }
+  return 0;
+}
 
-  /* Copy the averaged gradients back and step SGD (torch.optim.SGD: the
-   * momentum buffer starts as the first gradient, then buf = mu*buf + g). */
-  t = core_now();
+/* Copy the averaged gradients back and step SGD (torch.optim.SGD: the
+ * momentum buffer starts as the first gradient, then buf = mu*buf + g).
+ * Returns when it ended. */
+static double optimizer_step(rt_ddp *d, step_clock *k) {
+  rt_mlp *n = d->net;
+  const core_model *mo = n->model;
+  const core_buckets *bk = &d->bk;
+  double t0 = core_now();
   for (int ti = 0; ti < mo->n_tensors; ti++) {
     int b = bk->tensor_bucket[ti];
     memcpy(n->grads + n->offset[ti], d->bucket_buf[b] + bk->tensor_offset[ti],
@@ -339,20 +361,38 @@ int rt_ddp_step(rt_ddp *d, long step, const float *x, const float *target, rt_st
                 d->has_momentum ? mu : 0.0f);
   if (mu != 0.0f)
     d->has_momentum = 1;
-  double t_end = core_now();
-  compute += t_end - t;
-  span(tr, rank, "optimizer step", "optimizer", CORE_TRACE_TID_COMPUTE, t - t_start, t_end - t_start, base, NULL);
+  double t1 = core_now();
+  k->compute += t1 - t0;
+  span(k, "optimizer step", "optimizer", CORE_TRACE_TID_COMPUTE, t0, t1, NULL);
+  return t1;
+}
 
-  m->step_s = t_end - t_start;
-  m->compute_s = compute;
-  m->exposed_comm_s = m->step_s - compute;
-  return 0;
-fail:
-  /* The buckets already handed over may be in flight: let the communication
-   * thread finish them (or fail) before the caller tears anything down. */
+/* The buckets already handed over may be in flight: let the communication
+ * thread finish them (or fail) before the caller tears anything down. */
+static void drain(rt_ddp *d) {
   pthread_mutex_lock(&d->mu);
   while (d->n_done < d->n_queued && !d->failed)
     pthread_cond_wait(&d->cv, &d->mu);
   pthread_mutex_unlock(&d->mu);
-  return rc;
+}
+
+int rt_ddp_step(rt_ddp *d, long step, const float *x, const float *target, rt_step_metrics *m,
+                core_trace *tr, double base) {
+  step_clock k = {.t_start = core_now(), .base = base, .tr = tr, .rank = d->comm->rank};
+  int rc;
+  memset(m, 0, sizeof *m);
+  m->step = step;
+  step_reset(d, step);
+  m->loss = forward(d, x, target, &k);
+  if ((rc = backward(d, step, &k)) != 0) {
+    drain(d);
+    return rc;
+  }
+  if ((rc = finish_comm(d, step, m, &k)) != 0)
+    return rc;
+  double t_end = optimizer_step(d, &k);
+  m->step_s = t_end - k.t_start;
+  m->compute_s = k.compute;
+  m->exposed_comm_s = m->step_s - k.compute;
+  return 0;
 }

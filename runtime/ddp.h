@@ -87,9 +87,9 @@ void rt_ddp_set_has_momentum(rt_ddp *d, int has);
 /* dst[i] = src[i] * scale: the copy of a gradient into its bucket, averaged
  * on the way. One out-of-line copy of the code, called by the engine and
  * timed by calibrate: how fast a plain loop runs depends on where it lands
- * in the binary (the same loop measured 3-4 GB/s in one build and 6-9 GB/s
- * in another on the same machine), so calibration must time the very
- * instructions training runs, not a copy of their source. */
+ * in the binary (scenarios/profiles/README.md, device.memory_GBps), so
+ * calibration must time the very instructions training runs, not a copy of
+ * their source. */
 void rt_scale_copy(float *restrict dst, const float *restrict src, int64_t n, float scale);
 
 /* The optimizer's update after the allreduces, as torch.optim.SGD: with a

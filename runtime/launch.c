@@ -78,14 +78,10 @@ static void set_env_int(const char *k, long v) {
 
 /* cgroup of one rank with a CPU quota of 1.25 ms a period (a period of
  * 2.5 ms at 0.5 CPU). The kernel checks the quota at its tick (4 ms at
- * HZ=250), and both other choices skewed the rate a rank got, measured on
- * this project's 2-vCPU test machine with a job of 8.3 ms of CPU under 0.5
- * CPU (16.6 ms is exact): over a 2 ms period jobs run back to back took
- * 18-21 ms (a busy loop ran 0.38-0.44 of the time); from a 3 ms period on, a
- * job after an idle spell ran nearly unthrottled (9-11 ms at 4 to 10 ms),
- * so a short compute phase between collectives ran up to twice the
- * calibrated rate. At 2.5 ms: 15.4-16.6 ms after idle, 16.1-18.3 back to
- * back. The kernel takes quotas and periods of 1 ms to 1 s (sched-bwc.rst). */
+ * HZ=250): shorter periods throttle a rank below its quota, longer ones let
+ * a rank run unthrottled after an idle spell, faster than calibrated
+ * (bench/NOTES.md, "CPU quota period"). The kernel takes quotas and periods
+ * of 1 ms to 1 s (sched-bwc.rst). */
 enum { QUOTA_US = 1250, PERIOD_MIN_US = 1000, PERIOD_MAX_US = 1000000 };
 
 static int write_file(const char *path, const char *text) {
@@ -354,9 +350,8 @@ static int check_opts(const rt_launch_opts *o, cpu_set_t *cpus) {
   if (CPU_COUNT(cpus) < o->nproc)
     return core_err_set(CORE_EUSAGE, "--cpu-bind gives every rank CPUs of its own, but %d ranks meet %d CPUs here; "
                         "start at most %d ranks, or drop --cpu-bind", o->nproc, CPU_COUNT(cpus), CPU_COUNT(cpus));
-  /* Measured on the 2-vCPU test machine, 2 testbed hosts unshaped
-   * (bench_allreduce --mib 0.001): 3.96 ms a 1 KB allreduce bound, 0.30
-   * unbound; Gloo's loop thread and the caller take turns on the CPU. */
+  /* With one CPU a rank, Gloo's loop thread and the caller take turns on
+   * it, a scheduler tick at a time (bench/NOTES.md, "--cpu-bind"). */
   if (CPU_COUNT(cpus) / o->nproc < 2 && !o->quiet)
     fprintf(stderr, "ddpsim launch: warning: --cpu-bind leaves each rank one CPU, which Gloo's threads share with "
                     "the rank's own: small collectives may wait a scheduler tick (milliseconds) each\n");

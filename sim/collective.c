@@ -86,7 +86,7 @@ static double nccl_tree(const sim_topo *t, double S) {
   return lat + 2.0 * S * ring_beta(t) / SIM_NCCL_TREE_BW_FACTOR + S * t->gamma_s;
 }
 
-/* reference/cost-models.md, hierarchical allreduce. */
+/* docs/cost-models.md, hierarchical allreduce. */
 static double hierarchical(const sim_topo *t, double S) {
   int N = t->nodes, g = t->per_node;
   double T = 0;

@@ -5,7 +5,7 @@
  * allreduce, allgather, reduce-scatter and broadcast, with NCCL-like
  * (pipelined) and Gloo-like (step-synchronous, host-staged) behaviour.
  *
- * The formulas are those of reference/cost-models.md (MPICH / Thakur et al.
+ * The formulas are those of docs/cost-models.md (MPICH / Thakur et al.
  * 2005, NCCL's tuning.cc, Gloo's algorithms); the topology decides which link
  * each step crosses: ranks of one node talk over the intra-node link, steps
  * that cross nodes use the network, and flows leaving a node at the same time

@@ -174,32 +174,109 @@ static double half_sum_s(const core_profile *pr, const sim_point *p, enum core_c
  * seconds and whose bytes take `net` on the fp32 link model: the ring's
  * reduce-scatter (half of net) sums each segment while the next one
  * arrives, so it lasts as long as the slower of the two; the allgather
- * (the other half) has nothing to sum. Measured on the project's 2-vCPU VM
- * (2 testbed hosts, the reference MLP's buckets, every rank its own
- * gradient): fp16 295 ms a pass at 1gbit, where fp32 took 413 ms (the
- * network alone would take 206: the sum half hidden), and 210 ms unshaped
- * against fp32's 48 ms (the sum exposed). */
+ * (the other half) has nothing to sum. The testbed runs that show the sum
+ * hidden and exposed: docs/calibration.md, "Sums inside Gloo". */
 static double half_allreduce_s(double net, double sum) { return sum > net / 2 ? net / 2 + sum : net; }
 
-/* A bucket's communication hook: its time on the communication stream
- * (collectives and the work that waits for them), the compute it adds when
- * the bucket becomes ready (*pre), bytes put on the wire, and the longest
- * single collective (for the timeout). Mechanics of PyTorch's hooks
- * (default_hooks.py, powerSGD_hook.py; docs/cost-models.md). A hook's
- * kernels run on the compute stream in PyTorch (the hook is called from the
- * autograd thread, its GPU work goes to the current stream, and on CPUs it
- * takes the autograd thread itself); so the hook body's compute is charged
- * to the compute path, and what its futures' callbacks run after each
- * collective (the cast back; PowerSGD's orthogonalization of P, Q = M^T P,
- * the reconstruction and the new error) to the communication stream. */
-static double hook_time(const sim_scenario *s, const sim_point *p, const sim_topo *t, const core_buckets *bk,
-                        int b, int gb, double *pre, double *cpu, double *idle, double *wire, double *longest) {
+/* What a bucket's hook costs besides its time on the communication stream
+ * (hook_time): the compute it adds when the bucket becomes ready, of the
+ * returned time the callbacks' CPU work (on CPUs; a GPU's hooks run on
+ * streams) and the waiting on idle CPUs, the bytes put on the wire, and
+ * the longest single collective (for the timeout). */
+typedef struct hook_cost {
+  double pre, cpu, idle, wire, longest;
+} hook_cost;
+
+/* A PowerSGD bucket's elements: sent uncompressed, and in the P and Q
+ * factors of its compressed tensors; the compute of the hook's body
+ * (before) and of its callbacks (after), and the bytes its passes over the
+ * gradient move (mem). */
+typedef struct psgd_work {
+  double unc, pn, qn, before, after, mem;
+} psgd_work;
+
+static void psgd_bucket(const sim_scenario *s, const sim_point *p, const core_buckets *bk, int b, psgd_work *w) {
   const core_profile *pr = s->profile;
   const core_model *m = p->model;
-  double elems = (double)bk->bucket_elems[b], T = 0;
-  *pre = 0;
-  *cpu = 0; /* of the returned time, the callbacks' CPU work (on CPUs; a GPU's hooks run on streams) */
-  *idle = 0; /* and waiting on idle CPUs */
+  double r_req = p->compression.rank;
+  memset(w, 0, sizeof *w);
+  for (int i = bk->bucket_first[b]; i < bk->bucket_first[b + 1]; i++) {
+    int ti = bk->bucket_tensors[i];
+    double n = (double)m->tensor_rows[ti], el = (double)m->tensor_elems[ti], mm = el / n;
+    /* powerSGD_hook.py: the rank is capped at min(n, m) before the test. */
+    double r = r_req < n ? (r_req < mm ? r_req : mm) : (n < mm ? n : mm);
+    if ((n + mm) * r * s->powersgd_min_rate < n * mm) {
+      w->pn += n * r;
+      w->qn += mm * r;
+      /* P = M Q, Q = M^T P, M ~ P Q^T: three GEMMs of 2 n m r FLOPs, each
+       * reading the n x m gradient (or writing it, for the
+       * reconstruction) and the thin factors; orthogonalizing the
+       * warm-started Q and P, 2 m r^2 and 2 n r^2 (the runtime's QR,
+       * whose rate calibration measures); error feedback adds the last
+       * error and keeps the new one (a pass reading 2 and writing 1
+       * element each). As powerSGD_hook.py runs them: error feedback, Q
+       * and P = M Q in the hook's body; the rest in the callbacks of the
+       * allreduces. */
+      double gbytes = 4 * (n * mm + (n + mm) * r);
+      double g = pr->psgd_gemm_GBps > 0 ? gbytes / (pr->psgd_gemm_GBps * 1e9) : gemm_s(pr, 2 * n * mm * r, gbytes);
+      double oq = 2 * mm * r * r, op = 2 * n * r * r;
+      w->before += g + (pr->orth_gflops > 0 ? oq / (pr->orth_gflops * 1e9) : gemm_s(pr, oq, 4 * mm * r));
+      w->after += 2 * g + (pr->orth_gflops > 0 ? op / (pr->orth_gflops * 1e9) : gemm_s(pr, op, 4 * n * r));
+      w->mem += 3 * el * 4;
+    } else {
+      w->unc += el;
+      w->mem += el * 4; /* into the contiguous buffer (and out again, after) */
+    }
+  }
+}
+
+/* PowerSGD's hook on bucket b: up to three allreduces (the uncompressed
+ * tensors, P, Q) with the hook's compute between them. */
+static double powersgd_time(const sim_scenario *s, const sim_point *p, const sim_topo *t, const core_buckets *bk,
+                            int b, hook_cost *h) {
+  const core_profile *pr = s->profile;
+  int host = strcmp(pr->device_kind, "gpu") != 0;
+  psgd_work w;
+  psgd_bucket(s, p, bk, b, &w);
+  /* Measured rates of the runtime's hook where calibration has them, else
+   * the roofline from the device's GEMM rate and memory bandwidth. */
+  double mem_s = 1.0 / ((pr->psgd_pass_GBps > 0 ? pr->psgd_pass_GBps : pr->memory_GBps) * 1e9);
+  /* Each allreduce that comes between the hook's CPU work waits longer
+   * than the sweep's back-to-back ones (thread wake-ups and the slower
+   * peer on a host whose CPUs run the hook): by this model's own wait
+   * where calibration measured it (core/model.h), else the profile's
+   * (hooks.psgd_sync_us, the first model calibrated). It is the mean of a
+   * wait that differs from step to step, which the step draws (sim/step.h,
+   * random_idle). The runs behind both: docs/calibration.md, "PowerSGD's
+   * wait per allreduce". */
+  double sync_us = p->model->psgd_sync_us >= 0 ? p->model->psgd_sync_us : pr->psgd_sync_us;
+  double sync = host ? sync_us * 1e-6 : 0;
+  double a = w.unc > 0 ? sim_predict_allreduce(p, t, w.unc * 4) + sync : 0;
+  double bP = w.pn > 0 ? sim_predict_allreduce(p, t, w.pn * 4) + sync : 0;
+  double bQ = w.qn > 0 ? sim_predict_allreduce(p, t, w.qn * 4) + sync : 0;
+  h->idle = sync * ((w.unc > 0) + (w.pn > 0) + (w.qn > 0));
+  h->wire = (w.unc + w.pn + w.qn) * 4;
+  h->longest = a > bP ? (a > bQ ? a : bQ) : (bP > bQ ? bP : bQ);
+  h->pre = w.before + w.mem * mem_s;
+  h->cpu = host ? w.after + w.mem * mem_s : 0;
+  return a + bP + bQ + w.after + w.mem * mem_s;
+}
+
+/* A bucket's communication hook: its time on the communication stream
+ * (collectives and the work that waits for them), and what else it costs
+ * (hook_cost). Mechanics of PyTorch's hooks (default_hooks.py,
+ * powerSGD_hook.py; docs/cost-models.md). A hook's kernels run on the
+ * compute stream in PyTorch (the hook is called from the autograd thread,
+ * its GPU work goes to the current stream, and on CPUs it takes the
+ * autograd thread itself); so the hook body's compute is charged to the
+ * compute path, and what its futures' callbacks run after each collective
+ * (the cast back; PowerSGD's orthogonalization of P, Q = M^T P, the
+ * reconstruction and the new error) to the communication stream. */
+static double hook_time(const sim_scenario *s, const sim_point *p, const sim_topo *t, const core_buckets *bk,
+                        int b, int gb, hook_cost *h) {
+  const core_profile *pr = s->profile;
+  double elems = (double)bk->bucket_elems[b];
+  memset(h, 0, sizeof *h);
   int host = strcmp(pr->device_kind, "gpu") != 0;
   switch (p->compression.kind) {
   case CORE_COMPRESS_FP16:
@@ -207,78 +284,19 @@ static double hook_time(const sim_scenario *s, const sim_point *p, const sim_top
     /* Cast to half (read gb, write 2 bytes an element), allreduce, cast back. */
     double cast = elems * (gb + 2) * cast_s_per_byte(pr, p->compression.kind);
     double sum = half_sum_s(pr, p, p->compression.kind, elems * 2);
-    *pre = cast;
-    *wire = elems * 2;
-    *longest = half_allreduce_s(sim_predict_allreduce(p, t, *wire), sum);
+    h->pre = cast;
+    h->wire = elems * 2;
+    h->longest = half_allreduce_s(sim_predict_allreduce(p, t, h->wire), sum);
     /* Gloo's half-precision sum is CPU work on the communication thread: it
      * contends with backward for the rank's CPUs as the cast back does. */
-    *cpu = host ? cast + (sum < *longest ? sum : *longest) : 0;
-    return *longest + cast;
+    h->cpu = host ? cast + (sum < h->longest ? sum : h->longest) : 0;
+    return h->longest + cast;
   }
-  case CORE_COMPRESS_POWERSGD: {
-    double r_req = p->compression.rank, unc = 0, pn = 0, qn = 0, before = 0, after = 0, mem = 0;
-    /* Measured rates of the runtime's hook where calibration has them, else
-     * the roofline from the device's GEMM rate and memory bandwidth. */
-    double mem_s = 1.0 / ((pr->psgd_pass_GBps > 0 ? pr->psgd_pass_GBps : pr->memory_GBps) * 1e9);
-    for (int i = bk->bucket_first[b]; i < bk->bucket_first[b + 1]; i++) {
-      int ti = bk->bucket_tensors[i];
-      double n = (double)m->tensor_rows[ti], el = (double)m->tensor_elems[ti], mm = el / n;
-      /* powerSGD_hook.py: the rank is capped at min(n, m) before the test. */
-      double r = r_req < n ? (r_req < mm ? r_req : mm) : (n < mm ? n : mm);
-      if ((n + mm) * r * s->powersgd_min_rate < n * mm) {
-        pn += n * r;
-        qn += mm * r;
-        /* P = M Q, Q = M^T P, M ~ P Q^T: three GEMMs of 2 n m r FLOPs, each
-         * reading the n x m gradient (or writing it, for the
-         * reconstruction) and the thin factors; orthogonalizing the
-         * warm-started Q and P, 2 m r^2 and 2 n r^2 (the runtime's QR,
-         * whose rate calibration measures); error feedback adds the last
-         * error and keeps the new one (a pass reading 2 and writing 1
-         * element each). As powerSGD_hook.py runs them: error feedback, Q
-         * and P = M Q in the hook's body; the rest in the callbacks of the
-         * allreduces. */
-        double gbytes = 4 * (n * mm + (n + mm) * r);
-        double g = pr->psgd_gemm_GBps > 0 ? gbytes / (pr->psgd_gemm_GBps * 1e9) : gemm_s(pr, 2 * n * mm * r, gbytes);
-        double oq = 2 * mm * r * r, op = 2 * n * r * r;
-        before += g + (pr->orth_gflops > 0 ? oq / (pr->orth_gflops * 1e9) : gemm_s(pr, oq, 4 * mm * r));
-        after += 2 * g + (pr->orth_gflops > 0 ? op / (pr->orth_gflops * 1e9) : gemm_s(pr, op, 4 * n * r));
-        mem += 3 * el * 4;
-      } else {
-        unc += el;
-        mem += el * 4; /* into the contiguous buffer (and out again, after) */
-      }
-    }
-    /* Each allreduce that comes between the hook's CPU work waits longer
-     * than the sweep's back-to-back ones (thread wake-ups and the slower
-     * peer on a host whose CPUs run the hook): by this model's own wait
-     * where calibration measured it (core/model.h), else the profile's
-     * (hooks.psgd_sync_us, the first model calibrated). The wait follows
-     * the work before each allreduce: on two testbed hosts at 1gbit the
-     * reference MLP's nine took 4.1 ms each in training, the small MLP's six
-     * 2.7 ms (`ddpsim train --compress powersgd:1`, its hook summary). It
-     * is the mean of a wait that differs from step to step, which the step
-     * draws (sim/step.h, random_idle): in 57 steps of the small MLP at rank
-     * 1 on two testbed hosts at 4gbit, a bucket's three allreduces took
-     * 0.9-25.6 ms, beyond their shortest a mean of 4.0-5.3 ms with a
-     * standard deviation 0.7-1.0 times that, as an exponential's is 1
-     * (`ddpsim train --trace`, each rank's spans of each bucket). */
-    double sync_us = m->psgd_sync_us >= 0 ? m->psgd_sync_us : pr->psgd_sync_us;
-    double sync = host ? sync_us * 1e-6 : 0;
-    double a = unc > 0 ? sim_predict_allreduce(p, t, unc * 4) + sync : 0;
-    double bP = pn > 0 ? sim_predict_allreduce(p, t, pn * 4) + sync : 0;
-    double bQ = qn > 0 ? sim_predict_allreduce(p, t, qn * 4) + sync : 0;
-    *idle = sync * ((unc > 0) + (pn > 0) + (qn > 0));
-    *wire = (unc + pn + qn) * 4;
-    *longest = a > bP ? (a > bQ ? a : bQ) : (bP > bQ ? bP : bQ);
-    *pre = before + mem * mem_s;
-    *cpu = host ? after + mem * mem_s : 0;
-    return a + bP + bQ + after + mem * mem_s;
-  }
+  case CORE_COMPRESS_POWERSGD: return powersgd_time(s, p, t, bk, b, h);
   default:
-    *wire = elems * gb;
-    T = sim_predict_allreduce(p, t, *wire);
-    *longest = T;
-    return T;
+    h->wire = elems * gb;
+    h->longest = sim_predict_allreduce(p, t, h->wire);
+    return h->longest;
   }
 }
 
@@ -383,154 +401,179 @@ static int predict_traced(const sim_scenario *s, const sim_point *p, const core_
   return 0;
 }
 
-int sim_predict_point(const sim_scenario *s, const sim_point *p, sim_engine *e, core_trace *trace,
-                      int trace_ranks, sim_point_result *r) {
+/* What a point's step simulation needs of its layers and buckets. */
+typedef struct point_work {
+  double *fwd, *bwd;      /* [n_layers + 1] each layer's forward and backward */
+  double *copy;           /* [n_layers] work after each layer's backward: copies into buckets, hooks' casts */
+  const char **names;     /* [n_layers] the layers' names (for the trace) */
+  double opt, finalize;   /* the optimizer's step; the copy out of the buckets */
+  int gb;                 /* bytes of a gradient element */
+  core_buckets bk;
+  int *ready;             /* [n_buckets] the layer after whose backward each is ready */
+  double *comm, *bytes, *cpu_frac, *idle_frac; /* [n_buckets] step.h's */
+  double *csd, *msd;      /* [n_buckets] interference by byte rate, or NULL */
+} point_work;
+
+static void work_free(point_work *w) {
+  free(w->fwd);
+  free(w->bwd);
+  free(w->copy);
+  free(w->names);
+  free(w->ready);
+  free(w->comm);
+  free(w->bytes);
+  free(w->cpu_frac);
+  free(w->idle_frac);
+  free(w->csd);
+  free(w->msd);
+  core_bucket_free(&w->bk);
+}
+
+/* The point's links, and on a fabric its collectives' costs (*fc, for the
+ * caller to free). */
+static int point_topo(const sim_scenario *s, const sim_point *p, sim_engine *e, sim_topo *topo,
+                      sim_fabric_costs **fc, sim_point_result *r) {
+  int rc;
+  *fc = NULL;
+  if ((rc = sim_predict_topo(s, p, topo)) != 0)
+    return rc;
+  if (p->fabric) {
+    if (!(*fc = malloc(sizeof **fc)))
+      return core_err_set(CORE_ENOMEM, "out of memory predicting point %ld", p->index);
+    if ((rc = sim_fabric_costs_for(s, p, topo, e, *fc)) != 0)
+      return rc;
+    topo->fabric = *fc;
+    r->has_fabric = 1;
+    r->fab = (*fc)->res;
+  }
+  r->gbps = p->network->gbps > 0 ? p->network->gbps : p->network->from_profile ? s->profile->link_gbps : 0;
+  return 0;
+}
+
+/* Compute per layer, measured or costed on the profile (sim/compute.h),
+ * the copies into the buckets and the one out of them. */
+static int layer_work(const sim_scenario *s, const sim_point *p, point_work *w) {
   const core_model *m = p->model;
   const core_profile *pr = s->profile;
   int L = m->n_layers, rc;
-  memset(r, 0, sizeof *r);
-  r->pt = *p;
-  snprintf(r->status, sizeof r->status, "ok");
-
-  /* A traced job without DDP communicates only through its measured side
-   * work: no buckets, no collectives of the network. */
-  if (m->traced && !m->traced->ddp) {
-    core_buckets none = {0};
-    return predict_traced(s, p, &none, NULL, NULL, trace, r);
-  }
-  sim_topo topo;
-  sim_fabric_costs *fc = NULL;
-  if ((rc = sim_predict_topo(s, p, &topo)) != 0)
+  w->fwd = calloc((size_t)L + 1, sizeof *w->fwd);
+  w->bwd = calloc((size_t)L + 1, sizeof *w->bwd);
+  w->copy = calloc((size_t)L, sizeof *w->copy);
+  w->names = calloc((size_t)L, sizeof *w->names);
+  if (!w->fwd || !w->bwd || !w->copy || !w->names)
+    return core_err_set(CORE_ENOMEM, "out of memory predicting point %ld", p->index);
+  w->gb = sim_precision_grad_bytes(p->precision);
+  double mem_Bps = pr->memory_GBps * 1e9;
+  if ((rc = layer_times(s, p, w->fwd, w->bwd, &w->opt)) != 0)
     return rc;
-  if (p->fabric) {
-    if (!(fc = malloc(sizeof *fc)))
-      return core_err_set(CORE_ENOMEM, "out of memory predicting point %ld", p->index);
-    if ((rc = sim_fabric_costs_for(s, p, &topo, e, fc)) != 0) {
-      free(fc);
-      return rc;
-    }
-    topo.fabric = fc;
-    r->has_fabric = 1;
-    r->fab = fc->res;
-  }
-  r->gbps = p->network->gbps > 0 ? p->network->gbps : p->network->from_profile ? pr->link_gbps : 0;
-
-  double *fwd = calloc((size_t)L + 1, sizeof *fwd);
-  double *bwd = calloc((size_t)L + 1, sizeof *bwd);
-  double *copy = calloc((size_t)L, sizeof *copy);
-  const char **names = calloc((size_t)L, sizeof *names);
-  core_buckets bk = {0};
-  int *ready = NULL;
-  double *comm = NULL, *bytes = NULL, *cpu_frac = NULL, *idle_frac = NULL, *csd = NULL, *msd = NULL;
-  int world = p->nodes * p->per_node;
-  if (!fwd || !bwd || !copy || !names) {
-    rc = core_err_set(CORE_ENOMEM, "out of memory predicting point %ld", p->index);
-    goto out_free;
-  }
-
-  /* Compute per layer: measured, or costed on the profile (sim/compute.h). */
-  int gb = sim_precision_grad_bytes(p->precision);
-  double mem_Bps = pr->memory_GBps * 1e9, opt;
-  if ((rc = layer_times(s, p, fwd, bwd, &opt)) != 0)
-    goto out_free;
   for (int l = 0; l < L; l++) {
     const core_layer *ly = &m->layers[l];
-    names[l] = ly->name;
+    w->names[l] = ly->name;
     if (!s->gradient_as_bucket_view) {
       /* The autograd hook copies each gradient into its bucket: one read and
        * one write (reducer.cpp mark_variable_ready_dense). */
       int64_t el = 0;
       for (int t = 0; t < ly->n_tensors; t++)
         el += m->tensor_elems[ly->first_tensor + t];
-      copy[l] = 2.0 * (double)el * gb / mem_Bps;
+      w->copy[l] = 2.0 * (double)el * w->gb / mem_Bps;
     }
   }
   /* The copy out of the buckets runs at the optimizer's rate (profile
-   * device.update_GBps, timed by calibrate on CPUs): on the project's 2-vCPU
-   * test machine the runtime's step over the reference MLP's 12.6 M
-   * parameters moved its 28 bytes a parameter at 27-30 GB/s while
-   * rt_scale_copy, the bucket copy, measured 10-14 GB/s. */
+   * device.update_GBps, timed by calibrate on CPUs), not at the bucket
+   * copy's, which is slower on CPUs (scenarios/profiles/README.md,
+   * device.update_GBps). */
   double upd_Bps = pr->update_GBps > 0 ? pr->update_GBps * 1e9 : mem_Bps;
-  double grad_bytes = (double)m->n_params * gb;
-  double finalize = s->gradient_as_bucket_view ? 0 : 2.0 * grad_bytes / upd_Bps;
+  double grad_bytes = (double)m->n_params * w->gb;
+  w->finalize = s->gradient_as_bucket_view ? 0 : 2.0 * grad_bytes / upd_Bps;
+  return 0;
+}
 
-  /* Buckets, as PyTorch assigns them in its steady state (core/bucket.h):
-   * rebuilt in gradient-ready order, or with find_unused_parameters the
-   * constructor's, never rebuilt. */
+/* Buckets, as PyTorch assigns them in its steady state (core/bucket.h):
+ * rebuilt in gradient-ready order, or with find_unused_parameters the
+ * constructor's, never rebuilt; and room for their costs. */
+static int assign_buckets(const sim_scenario *s, const sim_point *p, point_work *w) {
+  const core_model *m = p->model;
+  const core_profile *pr = s->profile;
   size_t first = (size_t)llround(s->first_bucket_mb * 1048576.0);
   size_t cap = (size_t)llround(p->bucket_cap_mb * 1048576.0);
+  int rc;
   if (cap == 0)
     cap = 1;
-  if ((rc = core_bucket_assign(m->tensor_elems, m->n_tensors, m->ready_order, (size_t)gb, first, cap,
-                               core_bucket_ddp_order(p->find_unused, 0), &bk)) != 0 ||
-      (rc = ready_layers(m, &bk, &ready)) != 0)
-    goto out_free;
-  comm = malloc(sizeof *comm * (size_t)bk.n_buckets);
-  bytes = malloc(sizeof *bytes * (size_t)bk.n_buckets);
-  cpu_frac = malloc(sizeof *cpu_frac * (size_t)bk.n_buckets);
-  idle_frac = malloc(sizeof *idle_frac * (size_t)bk.n_buckets);
+  if ((rc = core_bucket_assign(m->tensor_elems, m->n_tensors, m->ready_order, (size_t)w->gb, first, cap,
+                               core_bucket_ddp_order(p->find_unused, 0), &w->bk)) != 0 ||
+      (rc = ready_layers(m, &w->bk, &w->ready)) != 0)
+    return rc;
+  size_t nb = (size_t)w->bk.n_buckets;
+  w->comm = malloc(sizeof *w->comm * nb);
+  w->bytes = malloc(sizeof *w->bytes * nb);
+  w->cpu_frac = malloc(sizeof *w->cpu_frac * nb);
+  w->idle_frac = malloc(sizeof *w->idle_frac * nb);
   /* Factors that follow the byte rate where calibration recorded the rate
    * they were measured at, on CPUs (a GPU's collectives take SMs, not the
    * host's CPU, from compute). */
   if (pr->interf_busbw_GBps > 0 && strcmp(pr->device_kind, "gpu") != 0) {
-    csd = malloc(sizeof *csd * (size_t)bk.n_buckets);
-    msd = malloc(sizeof *msd * (size_t)bk.n_buckets);
-    if (!csd || !msd) {
-      rc = core_err_set(CORE_ENOMEM, "out of memory predicting point %ld", p->index);
-      goto out_free;
-    }
+    w->csd = malloc(sizeof *w->csd * nb);
+    w->msd = malloc(sizeof *w->msd * nb);
+    if (!w->csd || !w->msd)
+      return core_err_set(CORE_ENOMEM, "out of memory predicting point %ld", p->index);
   }
-  if (!ready || !comm || !bytes || !cpu_frac || !idle_frac) {
-    rc = core_err_set(CORE_ENOMEM, "out of memory predicting point %ld", p->index);
-    goto out_free;
-  }
-  double timeout = sim_scenario_timeout(s, p->backend);
-  int worst = -1;
-  double worst_t = 0;
-  for (int b = 0; b < bk.n_buckets; b++) {
-    int low = ready[b];
-    bytes[b] = (double)bk.bucket_elems[b] * gb;
-    double pre, cpu, idle, wire, longest;
-    comm[b] = hook_time(s, p, &topo, &bk, b, gb, &pre, &cpu, &idle, &wire, &longest);
-    cpu_frac[b] = comm[b] > 0 && cpu > 0 ? (cpu < comm[b] ? cpu / comm[b] : 1.0) : 0.0;
-    idle_frac[b] = comm[b] > 0 && idle > 0 ? fmin(idle / comm[b], 1.0 - cpu_frac[b]) : 0.0;
-    if (csd) {
+  if (!w->ready || !w->comm || !w->bytes || !w->cpu_frac || !w->idle_frac)
+    return core_err_set(CORE_ENOMEM, "out of memory predicting point %ld", p->index);
+  return 0;
+}
+
+/* Each bucket's communication (hook_time), its shares and interference,
+ * the hooks' work when the bucket is ready; the point's wire bytes, and a
+ * timeout status for the slowest collective past the backend's timeout. */
+static void bucket_costs(const sim_scenario *s, const sim_point *p, const sim_topo *topo, point_work *w,
+                         sim_point_result *r) {
+  const core_profile *pr = s->profile;
+  int world = p->nodes * p->per_node, worst = -1;
+  double timeout = sim_scenario_timeout(s, p->backend), worst_t = 0;
+  for (int b = 0; b < w->bk.n_buckets; b++) {
+    w->bytes[b] = (double)w->bk.bucket_elems[b] * w->gb;
+    hook_cost h;
+    double comm = w->comm[b] = hook_time(s, p, topo, &w->bk, b, w->gb, &h);
+    w->cpu_frac[b] = comm > 0 && h.cpu > 0 ? (h.cpu < comm ? h.cpu / comm : 1.0) : 0.0;
+    w->idle_frac[b] = comm > 0 && h.idle > 0 ? fmin(h.idle / comm, 1.0 - w->cpu_frac[b]) : 0.0;
+    if (w->csd) {
       /* The bucket's bus bandwidth over its time on the network, against the
        * calibration's (step.h: CPU per byte). */
-      double net = comm[b] - cpu - idle, k = 0;
+      double net = comm - h.cpu - h.idle, k = 0;
       if (net > 0 && world > 1)
-        k = wire * 2.0 * (world - 1) / world / net / (pr->interf_busbw_GBps * 1e9);
+        k = h.wire * 2.0 * (world - 1) / world / net / (pr->interf_busbw_GBps * 1e9);
       sim_step_scale_interference(pr->compute_slowdown, pr->comm_slowdown, k, pr->interf_comm_cpus,
-                                  pr->interf_rank_cpus, &csd[b], &msd[b]);
+                                  pr->interf_rank_cpus, &w->csd[b], &w->msd[b]);
     }
-    copy[low] += pre; /* the hook starts (casting) when the bucket is ready */
-    r->wire_bytes += wire;
-    if (longest > timeout && (worst < 0 || longest > worst_t)) {
+    w->copy[w->ready[b]] += h.pre; /* the hook starts (casting) when the bucket is ready */
+    r->wire_bytes += h.wire;
+    if (h.longest > timeout && (worst < 0 || h.longest > worst_t)) {
       worst = b;
-      worst_t = longest;
+      worst_t = h.longest;
     }
   }
-  r->n_buckets = bk.n_buckets;
+  r->n_buckets = w->bk.n_buckets;
   if (worst >= 0) {
     snprintf(r->status, sizeof r->status, "timeout");
     snprintf(r->note, sizeof r->note,
              "bucket %d (%.1f MB) allreduce takes %.1f s, past the %s timeout of %.0f s: set ddp.timeout_s above %.0f, lower bucket_cap_mb, or use a faster network",
-             worst, bytes[worst] / 1e6, worst_t, sim_backend_name(p->backend), timeout,
+             worst, w->bytes[worst] / 1e6, worst_t, sim_backend_name(p->backend), timeout,
              ceil(worst_t * 1.5));
   }
+}
 
-  if (m->traced) {
-    rc = predict_traced(s, p, &bk, comm, names, trace, r);
-    goto out_free;
-  }
-
+/* The step simulated (sim/step.h) on the point's work, and its results. */
+static int simulate_step(const sim_scenario *s, const sim_point *p, sim_engine *e, const point_work *w,
+                         core_trace *trace, int trace_ranks, sim_point_result *r) {
+  const core_profile *pr = s->profile;
+  int L = p->model->n_layers, world = p->nodes * p->per_node, rc;
   sim_step_cfg c = {
-      .n_layers = L, .fwd_s = fwd, .bwd_s = bwd, .copy_s = copy, .layer_names = names,
-      .n_buckets = bk.n_buckets, .bucket_ready_layer = ready, .bucket_comm_s = comm,
-      .bucket_bytes = bytes, .bucket_cpu_frac = cpu_frac,
-      .bucket_idle_frac = idle_frac, .random_idle = 1, .finalize_s = finalize, .optimizer_s = opt,
+      .n_layers = L, .fwd_s = w->fwd, .bwd_s = w->bwd, .copy_s = w->copy, .layer_names = w->names,
+      .n_buckets = w->bk.n_buckets, .bucket_ready_layer = w->ready, .bucket_comm_s = w->comm,
+      .bucket_bytes = w->bytes, .bucket_cpu_frac = w->cpu_frac,
+      .bucket_idle_frac = w->idle_frac, .random_idle = 1, .finalize_s = w->finalize, .optimizer_s = w->opt,
       .overlap = p->overlap, .compute_slowdown = pr->compute_slowdown, .comm_slowdown = pr->comm_slowdown,
-      .cpu_slowdown = pr->cpu_slowdown, .bucket_compute_slowdown = csd, .bucket_comm_slowdown = msd,
+      .cpu_slowdown = pr->cpu_slowdown, .bucket_compute_slowdown = w->csd, .bucket_comm_slowdown = w->msd,
       .world = world,
       .every_rank = s->every_rank && !p->fabric_given, .jitter = pr->jitter, .steps = s->steps,
       .seed = sim_predict_seed(s->seed, p->index), .trace_ranks = trace_ranks};
@@ -538,11 +581,10 @@ int sim_predict_point(const sim_scenario *s, const sim_point *p, sim_engine *e, 
   c.jitter_params[1] = pr->jitter_params[1];
   sim_step_result sr;
   if ((rc = sim_step_run(&c, e, &sr, trace)) != 0)
-    goto out_free;
-
-  double single = opt;
+    return rc;
+  double single = w->opt;
   for (int l = 0; l < L; l++)
-    single += fwd[l] + bwd[l];
+    single += w->fwd[l] + w->bwd[l];
   r->step_s = sr.step_s;
   r->compute_s = sr.compute_s;
   r->comm_s = sr.comm_s;
@@ -553,19 +595,34 @@ int sim_predict_point(const sim_scenario *s, const sim_point *p, sim_engine *e, 
   r->samples_per_s = (double)world * p->batch / sr.step_s;
   r->scaling_eff = r->samples_per_s / ((double)world * p->batch / single);
   r->fab.duty = sr.step_s > 0 ? fmin(sr.comm_s / sr.step_s, 1.0) : 0;
+  return 0;
+}
+
+int sim_predict_point(const sim_scenario *s, const sim_point *p, sim_engine *e, core_trace *trace,
+                      int trace_ranks, sim_point_result *r) {
+  memset(r, 0, sizeof *r);
+  r->pt = *p;
+  snprintf(r->status, sizeof r->status, "ok");
+  /* A traced job without DDP communicates only through its measured side
+   * work: no buckets, no collectives of the network. */
+  if (p->model->traced && !p->model->traced->ddp) {
+    core_buckets none = {0};
+    return predict_traced(s, p, &none, NULL, NULL, trace, r);
+  }
+  sim_topo topo;
+  sim_fabric_costs *fc;
+  point_work w = {0};
+  int rc;
+  if ((rc = point_topo(s, p, e, &topo, &fc, r)) != 0 || (rc = layer_work(s, p, &w)) != 0 ||
+      (rc = assign_buckets(s, p, &w)) != 0)
+    goto out_free;
+  bucket_costs(s, p, &topo, &w, r);
+  if (p->model->traced)
+    rc = predict_traced(s, p, &w.bk, w.comm, w.names, trace, r);
+  else
+    rc = simulate_step(s, p, e, &w, trace, trace_ranks, r);
 out_free:
+  work_free(&w);
   free(fc);
-  free(fwd);
-  free(bwd);
-  free(copy);
-  free(names);
-  free(ready);
-  free(comm);
-  free(bytes);
-  free(cpu_frac);
-  free(idle_frac);
-  free(csd);
-  free(msd);
-  core_bucket_free(&bk);
   return rc;
 }

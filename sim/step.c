@@ -52,6 +52,11 @@ typedef struct stepsim {
   core_trace *trace;      /* only during the first step */
   int trace_ranks;
   int rc;
+  gsl_rng *rng;           /* the compute multipliers' draws */
+  int waits;              /* 1 if some bucket's wait is drawn each step (random_idle) */
+  size_t *strata;         /* with waits: [n_buckets][steps] each step's stratum of the wait */
+  sim_time *launched_at;  /* [n_buckets] scratch of direct_step */
+  double *samples;        /* [steps] each step's time */
 } stepsim;
 
 double sim_jitter_mean(enum core_jitter_dist d, const double p[2]) {
@@ -400,8 +405,9 @@ static int direct_rank(stepsim *s, int r, sim_time *launched_at) {
 
 /* The step of decoupled ranks: every rank, then the collectives, each
  * starting when launched everywhere and the one before has ended. */
-static uint64_t direct_step(stepsim *s, sim_time *launched_at) {
+static uint64_t direct_step(stepsim *s) {
   const sim_step_cfg *c = s->c;
+  sim_time *launched_at = s->launched_at;
   int tasks = 0;
   memset(launched_at, 0, sizeof *launched_at * (size_t)c->n_buckets);
   for (int r = 0; r < s->R; r++)
@@ -417,13 +423,13 @@ static uint64_t direct_step(stepsim *s, sim_time *launched_at) {
 
 /* One step's ranks from their compute draws to the last collective: rank
  * by rank where nothing couples them, else event by event. */
-static int run_ranks(stepsim *s, gsl_rng *rng, sim_time *launched_at, sim_step_result *res) {
+static int run_ranks(stepsim *s, sim_step_result *res) {
   const sim_step_cfg *c = s->c;
   int direct = decoupled(s);
   for (int r = 0; r < s->R; r++) {
     rank_st *k = &s->ranks[r];
     memset(k, 0, sizeof *k);
-    k->mult = draw_max(c, rng, c->every_rank ? 1 : c->world);
+    k->mult = draw_max(c, s->rng, c->every_rank ? 1 : c->world);
     k->bwd_low = c->n_layers;
     k->phase = PH_FWD;
     k->layer = 0;
@@ -435,7 +441,7 @@ static int run_ranks(stepsim *s, gsl_rng *rng, sim_time *launched_at, sim_step_r
     start_task(s, r, w);
   }
   if (direct) {
-    res->events += direct_step(s, launched_at);
+    res->events += direct_step(s);
     res->direct_steps++;
     return 0;
   }
@@ -450,8 +456,8 @@ static int run_ranks(stepsim *s, gsl_rng *rng, sim_time *launched_at, sim_step_r
   return rc;
 }
 
-int sim_step_run(const sim_step_cfg *c, sim_engine *e, sim_step_result *res, core_trace *trace) {
-  memset(res, 0, sizeof *res);
+/* The configuration's values the simulation relies on. */
+static int check_cfg(const sim_step_cfg *c) {
   if (c->n_layers <= 0 || c->n_buckets <= 0 || c->world <= 0 || c->steps <= 0)
     return core_err_set(CORE_EINVAL, "step simulation needs layers, buckets, ranks and steps");
   if (c->compute_slowdown < 1.0 || c->comm_slowdown < 1.0 || (c->cpu_slowdown != 0.0 && c->cpu_slowdown < 1.0))
@@ -470,145 +476,195 @@ int sim_step_run(const sim_step_cfg *c, sim_engine *e, sim_step_result *res, cor
     if ((c->bucket_compute_slowdown && !(c->bucket_compute_slowdown[b] >= 1.0)) ||
         (c->bucket_comm_slowdown && !(c->bucket_comm_slowdown[b] >= 1.0)))
       return core_err_set(CORE_EINVAL, "bucket %d's interference factors must be >= 1", b);
-  stepsim s = {0};
-  s.c = c;
-  s.e = e;
-  s.R = c->every_rank ? c->world : 1;
-  s.ranks = calloc((size_t)s.R, sizeof *s.ranks);
-  s.colls = calloc((size_t)c->n_buckets, sizeof *s.colls);
-  s.stop_after = calloc((size_t)c->n_layers, sizeof *s.stop_after);
-  s.comm_s = calloc((size_t)c->n_buckets * 3, sizeof *s.comm_s);
-  sim_time *launched_at = malloc(sizeof *launched_at * (size_t)c->n_buckets);
-  gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937), *wrng = NULL;
-  double *samples = NULL;
-  size_t *strata = NULL;
-  int rc = 0;
-  if (!s.ranks || !s.colls || !s.stop_after || !s.comm_s || !rng || !launched_at) {
-    rc = core_err_set(CORE_ENOMEM, "out of memory simulating %d ranks", s.R);
-    goto out_free;
-  }
-  s.cpu_f = s.comm_s + c->n_buckets;
-  s.idle_f = s.cpu_f + c->n_buckets;
-  gsl_rng_set(rng, (unsigned long)c->seed);
+  return 0;
+}
+
+/* The run's state and buffers, each bucket's communication as given; on
+ * failure what was allocated stays for stepsim_free. */
+static int stepsim_init(stepsim *s, const sim_step_cfg *c, sim_engine *e) {
+  s->c = c;
+  s->e = e;
+  s->R = c->every_rank ? c->world : 1;
+  s->ranks = calloc((size_t)s->R, sizeof *s->ranks);
+  s->colls = calloc((size_t)c->n_buckets, sizeof *s->colls);
+  s->stop_after = calloc((size_t)c->n_layers, sizeof *s->stop_after);
+  s->comm_s = calloc((size_t)c->n_buckets * 3, sizeof *s->comm_s);
+  s->launched_at = malloc(sizeof *s->launched_at * (size_t)c->n_buckets);
+  s->rng = gsl_rng_alloc(gsl_rng_mt19937);
+  if (!s->ranks || !s->colls || !s->stop_after || !s->comm_s || !s->rng || !s->launched_at)
+    return core_err_set(CORE_ENOMEM, "out of memory simulating %d ranks", s->R);
+  s->cpu_f = s->comm_s + c->n_buckets;
+  s->idle_f = s->cpu_f + c->n_buckets;
+  gsl_rng_set(s->rng, (unsigned long)c->seed);
   for (int b = 0; b < c->n_buckets; b++) {
-    s.comm_s[b] = c->bucket_comm_s[b];
-    s.cpu_f[b] = c->bucket_cpu_frac ? c->bucket_cpu_frac[b] : 0.0;
-    s.idle_f[b] = c->bucket_idle_frac ? c->bucket_idle_frac[b] : 0.0;
+    s->comm_s[b] = c->bucket_comm_s[b];
+    s->cpu_f[b] = c->bucket_cpu_frac ? c->bucket_cpu_frac[b] : 0.0;
+    s->idle_f[b] = c->bucket_idle_frac ? c->bucket_idle_frac[b] : 0.0;
   }
-  int waits = 0;
   for (int b = 0; c->random_idle && b < c->n_buckets; b++)
-    waits |= s.idle_f[b] > 0 && c->bucket_comm_s[b] > 0;
-  if (waits) {
-    /* A generator of their own keeps the jitter's draws, and so every
-     * prediction without random waits, as they were. */
-    wrng = gsl_rng_alloc(gsl_rng_mt19937);
-    strata = malloc(sizeof *strata * (size_t)c->steps * (size_t)c->n_buckets);
-    if (!wrng || !strata) {
-      rc = core_err_set(CORE_ENOMEM, "out of memory for %d steps' waits", c->steps);
-      goto out_free;
-    }
-    gsl_rng_set(wrng, (unsigned long)(c->seed ^ 0x9e3779b97f4a7c15ull));
-    for (int b = 0; b < c->n_buckets; b++) {
-      size_t *st = strata + (size_t)b * (size_t)c->steps;
-      for (int i = 0; i < c->steps; i++)
-        st[i] = (size_t)i;
-      gsl_ran_shuffle(wrng, st, (size_t)c->steps, sizeof *st);
-    }
+    s->waits |= s->idle_f[b] > 0 && c->bucket_comm_s[b] > 0;
+  return 0;
+}
+
+/* With random waits, each bucket's order of the steps through the wait's
+ * strata, shuffled by a generator of its own: the jitter's draws, and so
+ * every prediction without random waits, stay as they were. */
+static int draw_strata(stepsim *s) {
+  const sim_step_cfg *c = s->c;
+  gsl_rng *wrng = gsl_rng_alloc(gsl_rng_mt19937);
+  s->strata = malloc(sizeof *s->strata * (size_t)c->steps * (size_t)c->n_buckets);
+  if (!wrng || !s->strata) {
+    if (wrng)
+      gsl_rng_free(wrng);
+    return core_err_set(CORE_ENOMEM, "out of memory for %d steps' waits", c->steps);
   }
+  gsl_rng_set(wrng, (unsigned long)(c->seed ^ 0x9e3779b97f4a7c15ull));
+  for (int b = 0; b < c->n_buckets; b++) {
+    size_t *st = s->strata + (size_t)b * (size_t)c->steps;
+    for (int i = 0; i < c->steps; i++)
+      st[i] = (size_t)i;
+    gsl_ran_shuffle(wrng, st, (size_t)c->steps, sizeof *st);
+  }
+  gsl_rng_free(wrng);
+  return 0;
+}
+
+/* Marks the layers after whose backward a bucket is ready. */
+static int mark_ready_layers(stepsim *s) {
+  const sim_step_cfg *c = s->c;
   for (int b = 0; b < c->n_buckets; b++) {
     int l = c->bucket_ready_layer[b];
-    if (l < 0 || l >= c->n_layers) {
-      rc = core_err_set(CORE_EINTERNAL, "bucket %d is ready at layer %d of %d", b, l, c->n_layers);
-      goto out_free;
-    }
-    s.stop_after[l] = 1;
+    if (l < 0 || l >= c->n_layers)
+      return core_err_set(CORE_EINTERNAL, "bucket %d is ready at layer %d of %d", b, l, c->n_layers);
+    s->stop_after[l] = 1;
   }
-  res->ranks_simulated = s.R;
-  res->step_min_s = INFINITY;
-  double comp_sum = 0;
-  samples = malloc(sizeof *samples * (size_t)c->steps);
-  if (!samples) {
-    rc = core_err_set(CORE_ENOMEM, "out of memory for %d step samples", c->steps);
-    goto out_free;
-  }
-  for (int b = 0; !waits && b < c->n_buckets; b++)
-    res->comm_s += c->bucket_comm_s[b];
+  return 0;
+}
 
+/* This step's communication of each bucket with a random wait: the step
+ * falls in its own stratum of the wait's distribution. */
+static void draw_waits(stepsim *s, int step, sim_step_result *res) {
+  const sim_step_cfg *c = s->c;
+  for (int b = 0; b < c->n_buckets; b++) {
+    double T = c->bucket_comm_s[b], f = c->bucket_cpu_frac ? c->bucket_cpu_frac[b] : 0.0;
+    double g = c->bucket_idle_frac ? c->bucket_idle_frac[b] : 0.0;
+    if (!(g > 0 && T > 0))
+      continue;
+    double w = g * T * exp_stratum_mean(s->strata[(size_t)b * (size_t)c->steps + (size_t)step], c->steps);
+    s->comm_s[b] = T * (1.0 - g) + w;
+    s->cpu_f[b] = s->comm_s[b] > 0 ? f * T / s->comm_s[b] : 0.0;
+    s->idle_f[b] = s->comm_s[b] > 0 ? w / s->comm_s[b] : 0.0;
+  }
+  for (int b = 0; b < c->n_buckets; b++)
+    res->comm_s += s->comm_s[b] / c->steps;
+}
+
+/* The engine and the collectives back to a step's start; the trace (the
+ * first step's only) names its ranks. */
+static void step_reset(stepsim *s, core_trace *trace) {
+  const sim_step_cfg *c = s->c;
+  sim_engine_reset(s->e);
+  memset(s->colls, 0, sizeof *s->colls * (size_t)c->n_buckets);
+  s->next_coll = 0;
+  s->comm_active = 0;
+  s->computing = s->R;
+  s->last_done = 0;
+  s->trace = trace;
+  s->trace_ranks = c->trace_ranks;
+  if (s->trace)
+    for (int r = 0; r < s->R && r < s->trace_ranks; r++) {
+      char name[64];
+      if (c->every_rank)
+        snprintf(name, sizeof name, "rank %d", r);
+      else
+        snprintf(name, sizeof name, "slowest of %d ranks (representative)", c->world);
+      core_trace_process(s->trace, r, name);
+    }
+}
+
+/* After the last allreduce nothing interacts across ranks: finalize and
+ * step the optimizer, and the step ends when the slowest rank is done.
+ * Returns the step's time; *comp gets a typical rank's compute. */
+static double step_end(stepsim *s, double *comp) {
+  const sim_step_cfg *c = s->c;
+  sim_time end = 0;
+  *comp = 0;
+  for (int r = 0; r < s->R; r++) {
+    rank_st *k = &s->ranks[r];
+    sim_time t0 = s->last_done > k->bwd_done_t ? s->last_done : k->bwd_done_t;
+    double tail = (c->finalize_s + c->optimizer_s) * k->mult * 1e9;
+    sim_time t1 = t0 + (sim_time)llround(tail);
+    trace_span(s, r, "optimizer step", "optimizer", CORE_TRACE_TID_COMPUTE, t0, t1, NULL);
+    if (t1 > end)
+      end = t1;
+    double rank_comp = (k->compute_ns + tail) / 1e9;
+    /* The representative is the slowest rank; a typical rank computes
+     * 1/mult of its time. */
+    *comp += c->every_rank ? rank_comp : rank_comp / k->mult;
+  }
+  *comp /= s->R;
+  return (double)end / 1e9;
+}
+
+/* Every step in turn, each step's time into s->samples. */
+static int run_steps(stepsim *s, core_trace *trace, sim_step_result *res) {
+  const sim_step_cfg *c = s->c;
+  double comp_sum = 0;
+  for (int b = 0; !s->waits && b < c->n_buckets; b++)
+    res->comm_s += c->bucket_comm_s[b];
   for (int step = 0; step < c->steps; step++) {
-    for (int b = 0; waits && b < c->n_buckets; b++) {
-      /* Each step falls in its own stratum of the wait's distribution. */
-      double T = c->bucket_comm_s[b], f = c->bucket_cpu_frac ? c->bucket_cpu_frac[b] : 0.0;
-      double g = c->bucket_idle_frac ? c->bucket_idle_frac[b] : 0.0;
-      if (!(g > 0 && T > 0))
-        continue;
-      double w = g * T * exp_stratum_mean(strata[(size_t)b * (size_t)c->steps + (size_t)step], c->steps);
-      s.comm_s[b] = T * (1.0 - g) + w;
-      s.cpu_f[b] = s.comm_s[b] > 0 ? f * T / s.comm_s[b] : 0.0;
-      s.idle_f[b] = s.comm_s[b] > 0 ? w / s.comm_s[b] : 0.0;
-    }
-    for (int b = 0; waits && b < c->n_buckets; b++)
-      res->comm_s += s.comm_s[b] / c->steps;
-    sim_engine_reset(e);
-    memset(s.colls, 0, sizeof *s.colls * (size_t)c->n_buckets);
-    s.next_coll = 0;
-    s.comm_active = 0;
-    s.computing = s.R;
-    s.last_done = 0;
-    s.trace = step == 0 ? trace : NULL;
-    s.trace_ranks = c->trace_ranks;
-    if (s.trace)
-      for (int r = 0; r < s.R && r < s.trace_ranks; r++) {
-        char name[64];
-        if (c->every_rank)
-          snprintf(name, sizeof name, "rank %d", r);
-        else
-          snprintf(name, sizeof name, "slowest of %d ranks (representative)", c->world);
-        core_trace_process(s.trace, r, name);
-      }
-    if ((rc = run_ranks(&s, rng, launched_at, res)) != 0)
-      goto out_free;
-    /* After the last allreduce nothing interacts across ranks: finalize and
-     * step the optimizer, and the step ends when the slowest rank is done. */
-    sim_time end = 0;
-    double comp = 0;
-    for (int r = 0; r < s.R; r++) {
-      rank_st *k = &s.ranks[r];
-      sim_time t0 = s.last_done > k->bwd_done_t ? s.last_done : k->bwd_done_t;
-      double tail = (c->finalize_s + c->optimizer_s) * k->mult * 1e9;
-      sim_time t1 = t0 + (sim_time)llround(tail);
-      trace_span(&s, r, "optimizer step", "optimizer", CORE_TRACE_TID_COMPUTE, t0, t1, NULL);
-      if (t1 > end)
-        end = t1;
-      double rank_comp = (k->compute_ns + tail) / 1e9;
-      /* The representative is the slowest rank; a typical rank computes
-       * 1/mult of its time. */
-      comp += c->every_rank ? rank_comp : rank_comp / k->mult;
-    }
-    double step_s = (double)end / 1e9;
-    comp /= s.R;
-    samples[step] = step_s;
+    if (s->waits)
+      draw_waits(s, step, res);
+    step_reset(s, step == 0 ? trace : NULL);
+    int rc = run_ranks(s, res);
+    if (rc)
+      return rc;
+    double comp, step_s = step_end(s, &comp);
+    s->samples[step] = step_s;
     comp_sum += comp;
     if (step_s < res->step_min_s)
       res->step_min_s = step_s;
     if (step_s > res->step_max_s)
       res->step_max_s = step_s;
   }
-  res->step_s = gsl_stats_mean(samples, 1, (size_t)c->steps);
-  res->step_sd_s = c->steps > 1 ? gsl_stats_sd_m(samples, 1, (size_t)c->steps, res->step_s) : 0;
+  res->step_s = gsl_stats_mean(s->samples, 1, (size_t)c->steps);
+  res->step_sd_s = c->steps > 1 ? gsl_stats_sd_m(s->samples, 1, (size_t)c->steps, res->step_s) : 0;
   res->compute_s = comp_sum / c->steps;
   res->exposed_comm_s = res->step_s - res->compute_s;
   if (res->exposed_comm_s < 0)
     res->exposed_comm_s = 0;
+  return 0;
+}
+
+static void stepsim_free(stepsim *s) {
+  free(s->launched_at);
+  free(s->samples);
+  free(s->strata);
+  if (s->rng)
+    gsl_rng_free(s->rng);
+  free(s->comm_s);
+  free(s->ranks);
+  free(s->colls);
+  free(s->stop_after);
+}
+
+int sim_step_run(const sim_step_cfg *c, sim_engine *e, sim_step_result *res, core_trace *trace) {
+  memset(res, 0, sizeof *res);
+  int rc = check_cfg(c);
+  if (rc)
+    return rc;
+  stepsim s = {0};
+  if ((rc = stepsim_init(&s, c, e)) != 0 || (s.waits && (rc = draw_strata(&s)) != 0) ||
+      (rc = mark_ready_layers(&s)) != 0)
+    goto out_free;
+  res->ranks_simulated = s.R;
+  res->step_min_s = INFINITY;
+  if (!(s.samples = malloc(sizeof *s.samples * (size_t)c->steps))) {
+    rc = core_err_set(CORE_ENOMEM, "out of memory for %d step samples", c->steps);
+    goto out_free;
+  }
+  rc = run_steps(&s, trace, res);
 out_free:
-  free(launched_at);
-  free(samples);
-  free(strata);
-  gsl_rng_free(rng);
-  if (wrng)
-    gsl_rng_free(wrng);
-  free(s.comm_s);
-  free(s.ranks);
-  free(s.colls);
-  free(s.stop_after);
+  stepsim_free(&s);
   return rc;
 }

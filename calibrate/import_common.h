@@ -1,0 +1,28 @@
+/*
+ * import_common — what the importers (nccl-tests output, PyTorch traces,
+ * GPU traces, the traced job's scenario) share, inside the import library
+ * only: their notes to the user, file names in their messages, and the
+ * model file they write, checked before it replaces anything.
+ */
+#ifndef CALIBRATE_IMPORT_COMMON_H
+#define CALIBRATE_IMPORT_COMMON_H
+
+#include <libconfig.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+/* Appends a formatted note to notes (n bytes, a C string), cut short where
+ * it is full; nothing where notes is NULL or n is 0. */
+void cal_note(char *notes, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void cal_vnote(char *notes, size_t n, const char *fmt, va_list ap);
+
+/* The file name of path, without its directory (a pointer into path). */
+const char *cal_base_name(const char *path);
+
+/* Writes cfg to out (through core/afile.h) after a first line of comment
+ * formatted from fmt, once the text reads back as a model: a model the
+ * importer cannot read back is a bug, reported as CORE_EINTERNAL, and out
+ * is left alone. */
+int cal_write_model(const config_t *cfg, const char *out, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+#endif
