@@ -38,18 +38,18 @@ int main(int argc, char **argv) {
   rt_comm *c;
   int rc = rt_pg_from_env(&pg);
   if (!rc)
-    rc = rt_pg_connect(&pg, getenv("DDPSIM_RDZV") ? getenv("DDPSIM_RDZV") : "/tmp", getenv("DDPSIM_BIND_ADDR"),
-                       60, "bench-allreduce", &c);
+    rc = rt_pg_connect(&pg, getenv("DDPSIM_RDZV") ? getenv("DDPSIM_RDZV") : "/tmp", getenv("DDPSIM_BIND_ADDR"), 60,
+        "bench-allreduce", &c);
   if (rc) {
     fprintf(stderr, "bench_allreduce: %s\n", core_err_msg());
     return 1;
   }
-  static const enum rt_algo algos[] = {RT_ALGO_DEFAULT, RT_ALGO_RING, RT_ALGO_RING_CHUNKED,
-                                       RT_ALGO_HALVING_DOUBLING, RT_ALGO_BCUBE};
+  static const enum rt_algo algos[] = {
+      RT_ALGO_DEFAULT, RT_ALGO_RING, RT_ALGO_RING_CHUNKED, RT_ALGO_HALVING_DOUBLING, RT_ALGO_BCUBE};
   int n = all ? 5 : 1;
   if (pg.rank == 0)
-    printf("allreduce of %.0f MiB across %d ranks, %d iterations (median)\n%-18s %10s %10s %10s %12s\n",
-           mib, c->size, iters, "algorithm", "time_ms", "algbw_GBps", "busbw_GBps", "busbw/line");
+    printf("allreduce of %.0f MiB across %d ranks, %d iterations (median)\n%-18s %10s %10s %10s %12s\n", mib, c->size,
+        iters, "algorithm", "time_ms", "algbw_GBps", "busbw_GBps", "busbw/line");
   for (int a = 0; a < n; a++) {
     cal_point pt;
     rc = cal_sweep_one(c, CORE_COLL_ALLREDUCE, algos[a], mib * 1048576.0, 1, iters, &pt);
@@ -64,7 +64,7 @@ int main(int argc, char **argv) {
     }
     if (pg.rank == 0)
       printf("%-18s %10.2f %10.4f %10.4f %12.3f\n", rt_algo_name(algos[a]), pt.t_p50_s * 1e3, pt.algbw_GBps,
-             pt.busbw_GBps, line_gbps > 0 ? pt.busbw_GBps / (line_gbps / 8) : 0.0);
+          pt.busbw_GBps, line_gbps > 0 ? pt.busbw_GBps / (line_gbps / 8) : 0.0);
   }
   rt_comm_destroy(c);
   return 0;

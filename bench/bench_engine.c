@@ -31,7 +31,11 @@ static uint64_t xorshift(uint64_t *s) {
   return *s;
 }
 
-static void nop(sim_engine *e, void *ctx, uint64_t arg) { (void)e; (void)ctx; (void)arg; }
+static void nop(sim_engine *e, void *ctx, uint64_t arg) {
+  (void)e;
+  (void)ctx;
+  (void)arg;
+}
 
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
@@ -74,7 +78,8 @@ int main(int argc, char **argv) {
     return 2;
   }
   printf("engine hold model: %ld events per run, %d runs; events per CPU second (low / median / high) "
-         "and per wall second (median)\n", events, runs);
+         "and per wall second (median)\n",
+      events, runs);
   printf("%10s %12s %12s %12s %12s\n", "pending", "cpu_low", "cpu_median", "cpu_high", "wall_median");
   for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
     double cpu[100], wall[100];

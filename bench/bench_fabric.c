@@ -27,17 +27,16 @@
 static const char *src;
 
 /* A scenario from text; the profile and model paths are the source tree's. */
-static sim_scenario *load(const char *profile, int nodes, int nics, double gbps, const char *fabric,
-                          const char *algo) {
+static sim_scenario *load(const char *profile, int nodes, int nics, double gbps, const char *fabric, const char *algo) {
   char text[8192];
   snprintf(text, sizeof text,
-           "profile = \"%s/scenarios/profiles/%s\";\n"
-           "model = \"%s/scenarios/models/resnet50.cfg\";\n"
-           "training = { batch = 32; precision = \"amp_bf16\"; };\n"
-           "cluster = { nodes = %d; devices_per_node = 8; };\n"
-           "networks = ( { name = \"net\"; gbps = %g; latency_us = 14.0; nics_per_node = %d; efficiency = 0.96; } );\n"
-           "%s\nddp = { backend = \"nccl\"; algorithm = \"%s\"; };\n",
-           src, profile, src, nodes, gbps, nics, fabric, algo);
+      "profile = \"%s/scenarios/profiles/%s\";\n"
+      "model = \"%s/scenarios/models/resnet50.cfg\";\n"
+      "training = { batch = 32; precision = \"amp_bf16\"; };\n"
+      "cluster = { nodes = %d; devices_per_node = 8; };\n"
+      "networks = ( { name = \"net\"; gbps = %g; latency_us = 14.0; nics_per_node = %d; efficiency = 0.96; } );\n"
+      "%s\nddp = { backend = \"nccl\"; algorithm = \"%s\"; };\n",
+      src, profile, src, nodes, gbps, nics, fabric, algo);
   sim_scenario *s;
   if (sim_scenario_load_string(text, "bench-fabric.cfg", &s)) {
     fprintf(stderr, "bench_fabric: %s\n", core_err_msg());
@@ -94,7 +93,8 @@ static int one_to_one(sim_engine *e) {
       sim_scenario_free(s);
     }
   printf("1:1 three-tier fat tree vs the single-link model: %d allreduces (ring, tree, hierarchical, auto; "
-         "2-4,096 nodes of 8 H100s; 1 MB-1 GB): largest difference %.3g%%\n", n, worst * 100);
+         "2-4,096 nodes of 8 H100s; 1 MB-1 GB): largest difference %.3g%%\n",
+      n, worst * 100);
   return 0;
 }
 
@@ -104,16 +104,19 @@ static int oversubscribed(sim_engine *e) {
   static const int ports[] = {48, 64, 40, 64};
   printf("\no:1 leaves, 1,024 DGX H100 nodes (8 NDR NICs), ranks in random order; slowdown of each algorithm's "
          "slowest flow vs the closed form of the spine's share, and the allreduce's time on o:1 over 1:1\n");
-  printf("%5s %-5s %12s %10s %12s %10s %14s %14s\n", "o", "rails", "ring", "closed", "tree", "closed",
-         "T(25MB) o/1", "T(1GB) o/1");
+  printf("%5s %-5s %12s %10s %12s %10s %14s %14s\n", "o", "rails", "ring", "closed", "tree", "closed", "T(25MB) o/1",
+      "T(1GB) o/1");
   for (int rail = 1; rail >= 0; rail--)
     for (int k = 0; k < 4; k++) {
       char fab[512], one[512];
-      snprintf(fab, sizeof fab, "fabric = { leaf = { ports = %d; oversubscription = %g; }; spine = { ports = 64; }; "
-               "core = { ports = 64; }; rail_optimized = %s; rank_order = \"random\"; };", ports[k], os[k],
-               rail ? "true" : "false");
-      snprintf(one, sizeof one, "fabric = { leaf = { ports = 64; }; spine = { ports = 64; }; core = { ports = 64; }; "
-               "rail_optimized = %s; rank_order = \"random\"; };", rail ? "true" : "false");
+      snprintf(fab, sizeof fab,
+          "fabric = { leaf = { ports = %d; oversubscription = %g; }; spine = { ports = 64; }; "
+          "core = { ports = 64; }; rail_optimized = %s; rank_order = \"random\"; };",
+          ports[k], os[k], rail ? "true" : "false");
+      snprintf(one, sizeof one,
+          "fabric = { leaf = { ports = 64; }; spine = { ports = 64; }; core = { ports = 64; }; "
+          "rail_optimized = %s; rank_order = \"random\"; };",
+          rail ? "true" : "false");
       double slow[2], T[2][2], T1[2][2], plain;
       for (int a = 0; a < 2; a++) {
         sim_scenario *s = load("dgx-h100.cfg", 1024, 8, 400, fab, a ? "tree" : "ring");
@@ -131,8 +134,8 @@ static int oversubscribed(sim_engine *e) {
         }
       }
       printf("%5g %-5s %12.4f %10.4f %12.4f %10.4f %14.4f %14.4f   (ring; tree %.4f, %.4f)\n", os[k],
-             rail ? "yes" : "no", slow[0], os[k], slow[1], 2 * os[k] / 3 > 1 ? 2 * os[k] / 3 : 1.0,
-             T[0][0] / T1[0][0], T[0][1] / T1[0][1], T[1][0] / T1[1][0], T[1][1] / T1[1][1]);
+          rail ? "yes" : "no", slow[0], os[k], slow[1], 2 * os[k] / 3 > 1 ? 2 * os[k] / 3 : 1.0, T[0][0] / T1[0][0],
+          T[0][1] / T1[0][1], T[1][0] / T1[1][0], T[1][1] / T1[1][1]);
     }
   return 0;
 }
@@ -148,15 +151,15 @@ typedef struct published {
 static int at_scale(sim_engine *e) {
   static const published pub[] = {
       {"1,984 H200 (248 nodes x 8, 8 IB NICs), 512 MB, NCCL's choice: 'typically around 350' GB/s",
-       "https://github.com/NVIDIA/nccl-tests/issues/283", "dgx-h100.cfg", "auto", 248, 8, 400, 512e6, 350,
-       "fabric = { leaf = { ports = 64; }; spine = { ports = 64; }; core = { ports = 64; }; rail_optimized = true; "
-       "intra = \"nvswitch\"; in_network = \"nvls\"; };"},
+          "https://github.com/NVIDIA/nccl-tests/issues/283", "dgx-h100.cfg", "auto", 248, 8, 400, 512e6, 350,
+          "fabric = { leaf = { ports = 64; }; spine = { ports = 64; }; core = { ports = 64; }; rail_optimized = true; "
+          "intra = \"nvswitch\"; in_network = \"nvls\"; };"},
       {"DGX A100, 8 x 200 Gb/s IB a node, ring across nodes: 192 GB/s (NVIDIA's own figure; 4 nodes assumed)",
-       "https://github.com/NVIDIA/nccl/issues/812", "dgx-a100.cfg", "ring", 4, 8, 200, 8e9, 192, ""},
+          "https://github.com/NVIDIA/nccl/issues/812", "dgx-a100.cfg", "ring", 4, 8, 200, 8e9, 192, ""},
       {"40 H100 (5 nodes x 8), 4 x 400 Gb/s RoCE a node, 1 GB: ring 190 GB/s",
-       "https://github.com/NVIDIA/nccl/issues/1368", "dgx-h100.cfg", "ring", 5, 4, 400, 1e9, 190, ""},
+          "https://github.com/NVIDIA/nccl/issues/1368", "dgx-h100.cfg", "ring", 5, 4, 400, 1e9, 190, ""},
       {"40 H100 (5 nodes x 8), 4 x 400 Gb/s RoCE a node, 1 GB: tree 150 GB/s",
-       "https://github.com/NVIDIA/nccl/issues/1368", "dgx-h100.cfg", "tree", 5, 4, 400, 1e9, 150, ""},
+          "https://github.com/NVIDIA/nccl/issues/1368", "dgx-h100.cfg", "tree", 5, 4, 400, 1e9, 150, ""},
   };
   printf("\npublished NCCL allreduce bus bandwidth beside the prediction (datasheet profiles, 0.96 of line rate)\n");
   for (size_t i = 0; i < sizeof pub / sizeof *pub; i++) {
@@ -172,7 +175,7 @@ static int at_scale(sim_engine *e) {
     int p = x->nodes * 8;
     double busbw = x->bytes / T * 2.0 * (p - 1) / p / 1e9;
     printf("  %s\n    %s\n    published %.0f GB/s, predicted %.0f GB/s (%s), %+.0f%%\n", x->what, x->url, x->busbw,
-           busbw, used >= 0 ? sim_algo_name((enum sim_algo)used) : x->algo, (busbw / x->busbw - 1) * 100);
+        busbw, used >= 0 ? sim_algo_name((enum sim_algo)used) : x->algo, (busbw / x->busbw - 1) * 100);
     sim_scenario_free(s);
   }
   return 0;

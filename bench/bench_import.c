@@ -46,14 +46,15 @@ static int write_log(const char *path, int rows) {
   FILE *f = fopen(path, "w");
   if (!f)
     return -1;
-  fprintf(f, "# nccl-tests version 2.17.6 nccl-headers=22703 nccl-library=22703\n"
-             "# Collective test starting: all_reduce_perf\n"
-             "# nThread 1 nGpus 8 minBytes 65536 maxBytes %lld step: 65536(bytes) warmup iters: 5 iters: 20 "
-             "agg iters: 1 validation: 1 graph: 0\n#\n# Using devices\n",
-          (long long)rows * 65536);
+  fprintf(f,
+      "# nccl-tests version 2.17.6 nccl-headers=22703 nccl-library=22703\n"
+      "# Collective test starting: all_reduce_perf\n"
+      "# nThread 1 nGpus 8 minBytes 65536 maxBytes %lld step: 65536(bytes) warmup iters: 5 iters: 20 "
+      "agg iters: 1 validation: 1 graph: 0\n#\n# Using devices\n",
+      (long long)rows * 65536);
   for (int r = 0; r < 8; r++)
-    fprintf(f, "#  Rank %2d Group  0 Pid  4100%d on bench-node device %2d [0000:%02x:00] NVIDIA H100 80GB HBM3\n", r,
-            r, r, 0x18 + r);
+    fprintf(f, "#  Rank %2d Group  0 Pid  4100%d on bench-node device %2d [0000:%02x:00] NVIDIA H100 80GB HBM3\n", r, r,
+        r, 0x18 + r);
   fprintf(f, "#\n#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   "
              "algbw   busbw  #wrong\n");
   unsigned seed = 1;
@@ -61,8 +62,8 @@ static int write_log(const char *path, int rows) {
     long long size = (long long)(i + 1) * 65536;
     double t0 = model_us((double)size, &seed), t1 = model_us((double)size, &seed);
     double a0 = (double)size / t0 / 1e3, a1 = (double)size / t1 / 1e3;
-    fprintf(f, "%12lld  %12lld  %8s  %6s  %6s  %7.2f  %6.2f  %6.2f  %6d  %7.2f  %6.2f  %6.2f  %6d\n", size,
-            size / 4, "float", "sum", "-1", t0, a0, a0 * 1.75, 0, t1, a1, a1 * 1.75, 0);
+    fprintf(f, "%12lld  %12lld  %8s  %6s  %6s  %7.2f  %6.2f  %6.2f  %6d  %7.2f  %6.2f  %6.2f  %6d\n", size, size / 4,
+        "float", "sum", "-1", t0, a0, a0 * 1.75, 0, t1, a1, a1 * 1.75, 0);
   }
   fprintf(f, "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 100.0\n");
   return fclose(f);

@@ -54,8 +54,8 @@ int main(int argc, char **argv) {
       if (per[c])
         printf("%s%s %" PRId64, c ? " " : "", cal_kcat_name(c), per[c]);
     printf("), device %d '%s' (%d listed, %d SMs, cc %d.%d), %s rank %d of %d, %.2f s, peak RSS %.0f MiB\n",
-           t.device_id, t.device_name, t.n_devices, t.sm_count, t.cc_major, t.cc_minor,
-           t.backend[0] ? t.backend : "-", t.rank, t.world_size, dt, peak_rss_mib());
+        t.device_id, t.device_name, t.n_devices, t.sm_count, t.cc_major, t.cc_minor, t.backend[0] ? t.backend : "-",
+        t.rank, t.world_size, dt, peak_rss_mib());
     cal_ktrace_free(&t);
   }
   return status;

@@ -65,8 +65,7 @@ static double run_study(const char *path, int jobs, uint64_t *events, long *poin
 
 /* Load (from text, as if it were `name`) and run a study with one worker;
  * returns wall seconds, or -1 with the error in msg. */
-static double run_job_study(const char *text, const char *name, uint64_t *events, long *points, char *msg,
-                            size_t n) {
+static double run_job_study(const char *text, const char *name, uint64_t *events, long *points, char *msg, size_t n) {
   double t0 = now_s();
   sim_scenario *s;
   sim_sweep w;
@@ -135,7 +134,7 @@ static int bench_job(const char *src) {
     return 1;
   }
   printf("node-failure: %ld points, %llu job-level events, 1 worker: %.3f s, %.3g events/s\n", pts,
-         (unsigned long long)ev, dt, ev / dt);
+      (unsigned long long)ev, dt, ev / dt);
   snprintf(name, sizeof name, "%s/scenarios/bench-interrupted.cfg", src);
   dt = run_job_study(interrupted, name, &ev, &pts, msg, sizeof msg);
   if (dt < 0) {
@@ -144,7 +143,7 @@ static int bench_job(const char *src) {
   }
   printf("failures faster than recovery: %llu events, 1 worker: %.3f s, %.3g events/s; a point at the "
          "default simulation.max_events (%.0e) would take about %.0f s\n",
-         (unsigned long long)ev, dt, ev / dt, SIM_DEFAULT_MAX_EVENTS, SIM_DEFAULT_MAX_EVENTS / (ev / dt));
+      (unsigned long long)ev, dt, ev / dt, SIM_DEFAULT_MAX_EVENTS, SIM_DEFAULT_MAX_EVENTS / (ev / dt));
   char *text = edited(path, "mtbf_h = 6330.0;", "mtbf_h = 1.0;");
   if (!text) {
     fprintf(stderr, "bench_sim: node-failure.cfg has no 'mtbf_h = 6330.0;' to edit\n");
@@ -209,7 +208,7 @@ static int coupled_profile(const char *src, char *path, size_t n) {
   snprintf(from, sizeof from, "%s/scenarios/profiles/dgx-h100.cfg", src);
   snprintf(path, n, "%s/bench-coupled-%d.cfg", P_tmpdir, (int)getpid());
   char *text = edited(from, "interference = { compute_slowdown = 1.0; };",
-                      "interference = { compute_slowdown = 1.05; comm_slowdown = 1.05; };");
+      "interference = { compute_slowdown = 1.05; comm_slowdown = 1.05; };");
   core_afile a;
   int rc = text ? core_afile_open(&a, path) : -1;
   if (!rc) {
@@ -234,21 +233,24 @@ static int bench_fabric_steps(const char *src) {
       snprintf(prof, sizeof prof, ev_path ? "%s" : "%s/scenarios/profiles/dgx-h100.cfg", ev_path ? coupled : src);
       snprintf(name, sizeof name, "%s/scenarios/bench-fabric-%d.cfg", src, nodes[k]);
       snprintf(text, sizeof text,
-               "profile = \"%s\";\nmodel = \"models/gpt2-xl.cfg\";\n"
-               "training = { batch = 8; precision = \"amp_bf16\"; optimizer = \"adam\"; };\n"
-               "cluster = { nodes = %d; devices_per_node = 8; };\n"
-               "networks = ( { name = \"IB-NDR\"; gbps = 400.0; latency_us = 14.0; nics_per_node = 8; efficiency = 0.96; } );\n"
-               "fabric = { leaf = { ports = 128; }; spine = { ports = 128; }; core = { ports = 128; }; rail_optimized = true; };\n"
-               "simulation = { steps = 1; ranks = \"every\"; };\n",
-               prof, nodes[k]);
+          "profile = \"%s\";\nmodel = \"models/gpt2-xl.cfg\";\n"
+          "training = { batch = 8; precision = \"amp_bf16\"; optimizer = \"adam\"; };\n"
+          "cluster = { nodes = %d; devices_per_node = 8; };\n"
+          "networks = ( { name = \"IB-NDR\"; gbps = 400.0; latency_us = 14.0; nics_per_node = 8; efficiency = 0.96; } "
+          ");\n"
+          "fabric = { leaf = { ports = 128; }; spine = { ports = 128; }; core = { ports = 128; }; rail_optimized = "
+          "true; };\n"
+          "simulation = { steps = 1; ranks = \"every\"; };\n",
+          prof, nodes[k]);
       unsigned long long ev = 0;
       double rss = 0, dt = child_study(text, name, &ev, &rss);
       if (dt < 0) {
         rc = 1;
         break;
       }
-      printf("gpt2-xl %6d GPUs, 3-tier fat tree, every rank%s: %.3f s wall (load + fabric + 1 step), %llu events, peak RSS %.1f MiB\n",
-             nodes[k] * 8, ev_path ? ", interference 1.05 (event by event)" : "", dt, ev, rss);
+      printf("gpt2-xl %6d GPUs, 3-tier fat tree, every rank%s: %.3f s wall (load + fabric + 1 step), %llu events, peak "
+             "RSS %.1f MiB\n",
+          nodes[k] * 8, ev_path ? ", interference 1.05 (event by event)" : "", dt, ev, rss);
     }
   unlink(coupled);
   return rc;
@@ -270,8 +272,8 @@ int main(int argc, char **argv) {
       if (dt < best)
         best = dt;
     }
-    printf("gigabit-vs-ib: %ld points, %llu events, %s: best of 5 = %.3f s\n", pts,
-           (unsigned long long)ev, jobs == 1 ? "1 worker" : "1 worker per CPU", best);
+    printf("gigabit-vs-ib: %ld points, %llu events, %s: best of 5 = %.3f s\n", pts, (unsigned long long)ev,
+        jobs == 1 ? "1 worker" : "1 worker per CPU", best);
   }
 
   /* The 16k-rank step in a child, so its peak RSS is its own. */
@@ -299,7 +301,7 @@ int main(int argc, char **argv) {
   double dt;
   unsigned long long events;
   sscanf(buf, "%lf %llu", &dt, &events);
-  printf("gpt2-xl 16384 GPUs, every rank: %.3f s wall (load + 1 step), %llu events, peak RSS %.1f MiB\n",
-         dt, events, ru.ru_maxrss / 1024.0);
+  printf("gpt2-xl 16384 GPUs, every rank: %.3f s wall (load + 1 step), %llu events, peak RSS %.1f MiB\n", dt, events,
+      ru.ru_maxrss / 1024.0);
   return bench_job(src) || bench_fabric_steps(src);
 }

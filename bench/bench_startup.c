@@ -87,7 +87,6 @@ int main(int argc, char **argv) {
   double wmed = median(wall, n), cmed = median(cpu, n), rmed = median(rss, n);
   printf("%-26s runs %3d  wall median %6.1f ms (min %6.1f, max %6.1f)  CPU median %6.1f ms  "
          "max RSS median %6.1f MiB (min %6.1f, max %6.1f)\n",
-         argv[2], n, wmed * 1e3, wall[0] * 1e3, wall[n - 1] * 1e3, cmed * 1e3, rmed, rss[0],
-         rss[n - 1]);
+      argv[2], n, wmed * 1e3, wall[0] * 1e3, wall[n - 1] * 1e3, cmed * 1e3, rmed, rss[0], rss[n - 1]);
   return 0;
 }

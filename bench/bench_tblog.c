@@ -39,8 +39,8 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: bench_tblog [N >= 1] (and a writable /tmp)\n");
     return 2;
   }
-  rt_tblog_opts o = {.dir = dir, .rank = 0, .gpu = -1, .queue_steps = (int)(n < (1 << 20) ? n : 1 << 20),
-                     .sys_every_s = -1};
+  rt_tblog_opts o = {
+      .dir = dir, .rank = 0, .gpu = -1, .queue_steps = (int)(n < (1 << 20) ? n : 1 << 20), .sys_every_s = -1};
   rt_tblog *l;
   rt_tblog_run r = {.world = 2, .batch = 32, .n_buckets = 4, .lr = 0.01};
   if (rt_tblog_open(&o, &l) != 0 || rt_tblog_start(l, &r) != 0) {
@@ -50,8 +50,13 @@ int main(int argc, char **argv) {
   double bucket_s[4] = {0.01, 0.02, 0.03, 0.04};
   double cpu0 = process_cpu(), t0 = now(CLOCK_THREAD_CPUTIME_ID);
   for (long s = 0; s < n; s++) {
-    rt_tblog_figures f = {.step = s, .step_s = 0.2, .compute_s = 0.15, .comm_s = 0.1,
-                          .exposed_comm_s = 0.05, .loss = 1.0 / (double)(s + 1), .bucket_s = bucket_s};
+    rt_tblog_figures f = {.step = s,
+        .step_s = 0.2,
+        .compute_s = 0.15,
+        .comm_s = 0.1,
+        .exposed_comm_s = 0.05,
+        .loss = 1.0 / (double)(s + 1),
+        .bucket_s = bucket_s};
     rt_tblog_step(l, &f);
     if (pace_ms > 0) {
       struct timespec ts = {(time_t)(pace_ms / 1000), (long)((pace_ms - 1000 * (long)(pace_ms / 1000)) * 1e6)};
@@ -64,11 +69,11 @@ int main(int argc, char **argv) {
   double total = process_cpu() - cpu0;
   if (pace_ms > 0)
     printf("bench_tblog: one step every %g ms: logger %.2f us a step (CPU), %.4f%% of the step\n", pace_ms,
-           (total - hand) / (double)n * 1e6, (total - hand) / (double)n / (pace_ms * 1e-3) * 100);
+        (total - hand) / (double)n * 1e6, (total - hand) / (double)n / (pace_ms * 1e-3) * 100);
   printf("bench_tblog: %ld steps: hand-over on the training thread %.1f ns a step (CPU); logger thread "
          "%.2f us a step (CPU: encoding and writing); %ld logged, %ld dropped; %s\n",
-         n, hand / (double)n * 1e9, (total - hand) / (double)n * 1e6, st.logged,
-         st.dropped_queue + st.dropped_write, st.path);
+      n, hand / (double)n * 1e9, (total - hand) / (double)n * 1e6, st.logged, st.dropped_queue + st.dropped_write,
+      st.path);
   unlink(st.path);
   char sub[64];
   snprintf(sub, sizeof sub, "%s/rank_0", dir);

@@ -101,8 +101,8 @@ static int take_place(cal_ctx *r) {
   r->progress = o->progress < 0 ? isatty(2) : o->progress;
   int world = r->pg.world_size, lws = r->pg.local_world_size;
   if (world % lws != 0)
-    return core_err_set(CORE_EUSAGE, "%d ranks do not divide into nodes of %d; set LOCAL_WORLD_SIZE consistently",
-                        world, lws);
+    return core_err_set(
+        CORE_EUSAGE, "%d ranks do not divide into nodes of %d; set LOCAL_WORLD_SIZE consistently", world, lws);
   r->nodes = world / lws;
   return 0;
 }
@@ -115,8 +115,8 @@ static int find_peers(cal_ctx *r) {
   r->spec = o->rdzv ? o->rdzv : getenv("DDPSIM_RDZV");
   if (!r->spec) {
     if (r->pg.world_size > 1)
-      return core_err_set(CORE_EUSAGE, "%d ranks need a rendezvous: run under `ddpsim launch` or pass --rdzv",
-                          r->pg.world_size);
+      return core_err_set(
+          CORE_EUSAGE, "%d ranks need a rendezvous: run under `ddpsim launch` or pass --rdzv", r->pg.world_size);
     int rc = rt_pg_private_dir(r->tmpdir);
     if (rc)
       return rc;

@@ -11,20 +11,20 @@
 #define CALIBRATE_CALIBRATE_H
 
 typedef struct cal_opts {
-  const char *out;          /* profile path */
-  const char *name;         /* profile name; NULL: the host name */
-  const char *backend;      /* "gloo" | "nccl" */
+  const char *out;     /* profile path */
+  const char *name;    /* profile name; NULL: the host name */
+  const char *backend; /* "gloo" | "nccl" */
   int quick;
-  double link_gbps;         /* nominal inter-node line rate, recorded in the profile; 0 = unknown */
-  const char **models;      /* model files to time per layer */
+  double link_gbps;    /* nominal inter-node line rate, recorded in the profile; 0 = unknown */
+  const char **models; /* model files to time per layer */
   int n_models;
   int batch;
-  int threads;              /* BLAS threads per rank, as training will run */
+  int threads; /* BLAS threads per rank, as training will run */
   double timeout_s;
-  const char *scratch_dir;  /* for the checkpoint I/O test */
-  const char *rdzv;         /* rendezvous spec (default $DDPSIM_RDZV) */
-  const char *bind;         /* listen address (default $DDPSIM_BIND_ADDR) */
-  int progress;             /* -1 auto (stderr is a TTY), 0 off, 1 on */
+  const char *scratch_dir; /* for the checkpoint I/O test */
+  const char *rdzv;        /* rendezvous spec (default $DDPSIM_RDZV) */
+  const char *bind;        /* listen address (default $DDPSIM_BIND_ADDR) */
+  int progress;            /* -1 auto (stderr is a TTY), 0 off, 1 on */
 } cal_opts;
 
 int cal_run(const cal_opts *o);

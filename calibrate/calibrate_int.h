@@ -28,21 +28,21 @@ struct cal_windows;
 typedef struct cal_ctx {
   const cal_opts *o;
   rt_pg_info pg;
-  int nodes;               /* pg.world_size / pg.local_world_size */
+  int nodes; /* pg.world_size / pg.local_world_size */
   rt_comm *world;
-  rt_comm *intra, *inter;  /* the collectives' groups, kept open to the end of the run */
+  rt_comm *intra, *inter; /* the collectives' groups, kept open to the end of the run */
   int progress;
-  core_profile *prof;      /* rank 0 only */
-  double t0;               /* core_now() at the start, for progress lines */
-  int nccl;                /* --backend nccl: GPUs, NCCL communicators */
-  int device;              /* NCCL: this rank's CUDA device (LOCAL_RANK) */
-  const cal_buf_ops *bufs; /* where collective buffers live: host (Gloo), device (NCCL) */
-  const char *spec;        /* rendezvous store spec */
-  const char *bind;        /* Gloo's listen address (NULL for NCCL) */
-  rt_store *store;         /* the world's rendezvous store, kept open to the end of the run */
-  struct cal_windows *win; /* CPU memory rates and layer times (Gloo only; phase_windows.c) */
-  char tmpdir[RT_PG_PRIVATE_DIR_MAX];       /* a lone rank's own rendezvous directory, removed at the end; "" if none */
-  char bindbuf[256];       /* bind's storage where it is the default address */
+  core_profile *prof;                 /* rank 0 only */
+  double t0;                          /* core_now() at the start, for progress lines */
+  int nccl;                           /* --backend nccl: GPUs, NCCL communicators */
+  int device;                         /* NCCL: this rank's CUDA device (LOCAL_RANK) */
+  const cal_buf_ops *bufs;            /* where collective buffers live: host (Gloo), device (NCCL) */
+  const char *spec;                   /* rendezvous store spec */
+  const char *bind;                   /* Gloo's listen address (NULL for NCCL) */
+  rt_store *store;                    /* the world's rendezvous store, kept open to the end of the run */
+  struct cal_windows *win;            /* CPU memory rates and layer times (Gloo only; phase_windows.c) */
+  char tmpdir[RT_PG_PRIVATE_DIR_MAX]; /* a lone rank's own rendezvous directory, removed at the end; "" if none */
+  char bindbuf[256];                  /* bind's storage where it is the default address */
 } cal_ctx;
 
 /* A progress line on stderr, from rank 0 when progress is on. */
@@ -61,12 +61,8 @@ int cal_sub_group(cal_ctx *r, const char *prefix, int rank, int size, enum rt_al
 int cal_gather_world(const cal_ctx *r, const void *mine, size_t bytes, void **all);
 /* The reductions' steps: x where it is larger (smaller) than have, else
  * have (so a NaN never replaces a value). */
-static inline double cal_larger(double have, double x) {
-  return x > have ? x : have;
-}
-static inline double cal_smaller(double have, double x) {
-  return x < have ? x : have;
-}
+static inline double cal_larger(double have, double x) { return x > have ? x : have; }
+static inline double cal_smaller(double have, double x) { return x < have ? x : have; }
 
 /* ---- phases, in the order cal_run calls them ---------------------------- */
 

@@ -69,8 +69,8 @@ int cal_model_gradient(const core_model *m, int batch, int rank, int world, floa
     return rc;
   /* The data and seed ddpsim train starts from (cli/cmd_train.c defaults),
    * this rank's shard of them. */
-  if ((rc = rt_data_create(RT_DATA_DEFAULT_SIZE, m->layers[0].in, m->layers[L - 1].out, RT_DATA_DEFAULT_SEED, rank,
-                           world, 1, &d)) != 0)
+  if ((rc = rt_data_create(
+           RT_DATA_DEFAULT_SIZE, m->layers[0].in, m->layers[L - 1].out, RT_DATA_DEFAULT_SEED, rank, world, 1, &d)) != 0)
     goto out;
   target = malloc(sizeof *target * (size_t)batch * (size_t)m->layers[L - 1].out);
   *grad = malloc(sizeof **grad * (size_t)net->n_params);
@@ -311,7 +311,7 @@ typedef struct bg {
   float *buf;
   size_t n;
   int count, rc;
-  double *t;       /* [count] duration of each allreduce */
+  double *t; /* [count] duration of each allreduce */
   atomic_int done;
   char msg[1024];
 } bg;
@@ -455,8 +455,8 @@ double cal_rank_cpus(int sharing) {
   return cpus;
 }
 
-int cal_interference(rt_comm *comm, double bytes, int allreduces, double *compute_slowdown,
-                     double *comm_slowdown, double *alone_s, double *comm_cpus) {
+int cal_interference(rt_comm *comm, double bytes, int allreduces, double *compute_slowdown, double *comm_slowdown,
+    double *alone_s, double *comm_cpus) {
   enum { S = 256 }; /* a GEMM of ~1 ms on one core: many fit in a collective */
   float *a = malloc(sizeof(float) * S * S), *b = malloc(sizeof(float) * S * S), *c = malloc(sizeof(float) * S * S);
   bg g = {.comm = comm, .n = (size_t)(bytes / sizeof(float)), .count = allreduces};

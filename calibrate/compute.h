@@ -54,8 +54,8 @@ int cal_step_samples(const core_model *m, int batch, int n, double *samples);
  * of an allreduce alone (the rate the factors belong to), and the CPUs this
  * process kept busy meanwhile (CPU seconds of all its threads, user and
  * system, per second). */
-int cal_interference(rt_comm *comm, double bytes, int allreduces, double *compute_slowdown,
-                     double *comm_slowdown, double *alone_s, double *comm_cpus);
+int cal_interference(rt_comm *comm, double bytes, int allreduces, double *compute_slowdown, double *comm_slowdown,
+    double *alone_s, double *comm_cpus);
 
 /* The CPUs one rank may use: its CPU affinity shared among the `sharing`
  * ranks on its machine, or less where its cgroup (v2 cpu.max, v1

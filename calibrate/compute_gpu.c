@@ -17,8 +17,8 @@
 
 enum { MAX_REPS = 16, WARMUP = 2, MIN_GEMMS = 10, MAX_GEMMS = 2000 };
 
-int cal_gpu_gemm_sweep(int device, enum core_prec math, const int *sizes, int n, int reps,
-                       double target_flops, double *flops, double *tflops, int *measured) {
+int cal_gpu_gemm_sweep(int device, enum core_prec math, const int *sizes, int n, int reps, double target_flops,
+    double *flops, double *tflops, int *measured) {
   *measured = 0;
   if (reps < 1 || reps > MAX_REPS)
     return core_err_set(CORE_EINVAL, "cal_gpu_gemm_sweep: %d repetitions (1 to %d)", reps, MAX_REPS);
@@ -42,8 +42,7 @@ int cal_gpu_gemm_sweep(int device, enum core_prec math, const int *sizes, int n,
   return 0;
 }
 
-int cal_gpu_bandwidths(int device, size_t bytes, int iters, double *memory_Bps, double *h2d_Bps,
-                       double *d2h_Bps) {
+int cal_gpu_bandwidths(int device, size_t bytes, int iters, double *memory_Bps, double *h2d_Bps, double *d2h_Bps) {
   int rc = rt_gpu_dtod_bandwidth(device, bytes, WARMUP, iters, memory_Bps);
   if (rc)
     return core_err_wrap(rc, "device memory bandwidth (%zu-byte copies)", bytes);
@@ -56,8 +55,8 @@ int cal_gpu_bandwidths(int device, size_t bytes, int iters, double *memory_Bps, 
 /* Seconds of one burst of CAL_GPU_BURST probe GEMMs (GPU time). */
 static int burst(int device, double *seconds) {
   double rate = 0;
-  int rc = rt_gpu_gemm_rate(device, CORE_PREC_FP32, CAL_GPU_PROBE_N, CAL_GPU_PROBE_N, CAL_GPU_PROBE_N, 1,
-                            CAL_GPU_BURST, &rate);
+  int rc = rt_gpu_gemm_rate(
+      device, CORE_PREC_FP32, CAL_GPU_PROBE_N, CAL_GPU_PROBE_N, CAL_GPU_PROBE_N, 1, CAL_GPU_BURST, &rate);
   if (rc)
     return core_err_wrap(rc, "jitter burst of %d fp32 GEMMs of %d", CAL_GPU_BURST, CAL_GPU_PROBE_N);
   if (!(rate > 0))
@@ -82,9 +81,9 @@ typedef struct bg {
   size_t n;
   long count;
   int rc;
-  double *t;          /* [count] durations of allreduces that ran beside GEMMs */
+  double *t; /* [count] durations of allreduces that ran beside GEMMs */
   long nt;
-  atomic_int gemms;   /* the main thread is measuring GEMMs */
+  atomic_int gemms; /* the main thread is measuring GEMMs */
   atomic_int done;
   char msg[1024];
 } bg;
@@ -109,8 +108,8 @@ static void *bg_main(void *arg) {
  * cuBLAS set-up included) in *wall. */
 static int probe(int device, double *rate, double *wall) {
   double t0 = core_now();
-  int rc = rt_gpu_gemm_rate(device, CORE_PREC_FP32, CAL_GPU_PROBE_N, CAL_GPU_PROBE_N, CAL_GPU_PROBE_N, 1,
-                            4 * CAL_GPU_BURST, rate);
+  int rc = rt_gpu_gemm_rate(
+      device, CORE_PREC_FP32, CAL_GPU_PROBE_N, CAL_GPU_PROBE_N, CAL_GPU_PROBE_N, 1, 4 * CAL_GPU_BURST, rate);
   if (wall)
     *wall = core_now() - t0;
   return rc ? core_err_wrap(rc, "interference GEMMs") : 0;
@@ -121,8 +120,8 @@ static int probe(int device, double *rate, double *wall) {
  * That cannot deadlock here: each rank has at most one NCCL operation in
  * flight (the backend waits for each before the next), so the peers'
  * matching operations are never held back by this rank's synchronization. */
-int cal_gpu_interference(rt_comm *comm, int device, double bytes, double min_s,
-                         double *compute_slowdown, double *comm_slowdown) {
+int cal_gpu_interference(
+    rt_comm *comm, int device, double bytes, double min_s, double *compute_slowdown, double *comm_slowdown) {
   enum { ALONE = 3, ALONE_AR = 5, MAX_WITH = 256 };
   bg g = {.comm = comm, .n = (size_t)(bytes / sizeof(float))};
   double alone[ALONE], alone_ar[ALONE_AR], with[MAX_WITH], wall = 0, w;

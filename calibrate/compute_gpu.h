@@ -38,15 +38,14 @@ enum { CAL_GPU_PROBE_N = 2048, CAL_GPU_BURST = 50 };
  * sizes done: a size the device memory cannot hold (CORE_ENOMEM) ends the
  * sweep there unless it is the first. A precision the device lacks (TF32 and
  * bf16 before compute capability 8.0) is CORE_EUNSUPPORTED. */
-int cal_gpu_gemm_sweep(int device, enum core_prec math, const int *sizes, int n, int reps,
-                       double target_flops, double *flops, double *tflops, int *measured);
+int cal_gpu_gemm_sweep(int device, enum core_prec math, const int *sizes, int n, int reps, double target_flops,
+    double *flops, double *tflops, int *measured);
 
 /* Device memory bandwidth in bytes of traffic per second (device-to-device
  * copies, read + write, as CUDA's bandwidthTest counts), and host-to-device
  * and device-to-host bytes per second from pinned memory, over buffers of
  * `bytes`, iters copies each after 2 warm-up ones. */
-int cal_gpu_bandwidths(int device, size_t bytes, int iters, double *memory_Bps, double *h2d_Bps,
-                       double *d2h_Bps);
+int cal_gpu_bandwidths(int device, size_t bytes, int iters, double *memory_Bps, double *h2d_Bps, double *d2h_Bps);
 
 /* n step-time jitter samples in seconds: each the GPU time of one burst of
  * CAL_GPU_BURST fp32 GEMMs of CAL_GPU_PROBE_N (after one warm-up GEMM; one
@@ -65,7 +64,7 @@ int cal_gpu_step_samples(int device, int n, double *samples);
  * background lasts at least min_s and 3 GEMM measurements; only GEMM
  * measurements that ended while it still ran count (the first one if none
  * did). */
-int cal_gpu_interference(rt_comm *comm, int device, double bytes, double min_s,
-                         double *compute_slowdown, double *comm_slowdown);
+int cal_gpu_interference(
+    rt_comm *comm, int device, double bytes, double min_s, double *compute_slowdown, double *comm_slowdown);
 
 #endif

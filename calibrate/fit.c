@@ -23,8 +23,8 @@ static double weight(const double *y, const double *se, int i) {
  * every point of the range, or -1. */
 static double fit_range(const double *x, const double *y, const double *se, int lo, int hi, cal_fit *f) {
   int n = hi - lo;
-  double *w = malloc(sizeof *w * (size_t)n), *xs = malloc(sizeof *xs * (size_t)n),
-         *ys = malloc(sizeof *ys * (size_t)n), *res = malloc(sizeof *res * (size_t)n);
+  double *w = malloc(sizeof *w * (size_t)n), *xs = malloc(sizeof *xs * (size_t)n), *ys = malloc(sizeof *ys * (size_t)n),
+         *res = malloc(sizeof *res * (size_t)n);
   int *keep = malloc(sizeof *keep * (size_t)n);
   double sse = -1;
   if (!w || !xs || !ys || !res || !keep)
@@ -187,8 +187,8 @@ typedef struct moments {
  * range cannot be fitted or its slope is not positive. No rejection: this
  * only ranks candidates. */
 static double screen_sse(const moments *P, int lo, int hi) {
-  double sw = P[hi].w - P[lo].w, sx = P[hi].wx - P[lo].wx, sy = P[hi].wy - P[lo].wy,
-         sxx = P[hi].wxx - P[lo].wxx, sxy = P[hi].wxy - P[lo].wxy, syy = P[hi].wyy - P[lo].wyy;
+  double sw = P[hi].w - P[lo].w, sx = P[hi].wx - P[lo].wx, sy = P[hi].wy - P[lo].wy, sxx = P[hi].wxx - P[lo].wxx,
+         sxy = P[hi].wxy - P[lo].wxy, syy = P[hi].wyy - P[lo].wyy;
   double d = sw * sxx - sx * sx;
   if (!(d > 0) || !(sxx > 0))
     return -1;
@@ -284,8 +284,8 @@ static int search_screened(search *s) {
   P[0] = (moments){0, 0, 0, 0, 0, 0};
   for (int i = 0; i < n; i++) {
     double w = weight(s->y, s->se, i), x = s->x[i], y = s->y[i];
-    P[i + 1] = (moments){P[i].w + w, P[i].wx + w * x, P[i].wy + w * y, P[i].wxx + w * x * x,
-                         P[i].wxy + w * x * y, P[i].wyy + w * y * y};
+    P[i + 1] = (moments){
+        P[i].w + w, P[i].wx + w * x, P[i].wy + w * y, P[i].wxx + w * x * x, P[i].wxy + w * x * y, P[i].wyy + w * y * y};
   }
   keep k2 = {0}, k3 = {0};
   for (int j1 = 3; j1 <= n - 3; j1++) {
@@ -316,14 +316,13 @@ static void search_exhaustive(search *s) {
       try_three(s, j1, j2);
 }
 
-int cal_fit_alpha_beta(const double *bytes, const double *t, const double *se, int n, cal_fit *fits,
-                       int *n_fits) {
+int cal_fit_alpha_beta(const double *bytes, const double *t, const double *se, int n, cal_fit *fits, int *n_fits) {
   if (n < 2)
     return core_err_set(CORE_EINVAL, "an alpha-beta fit needs at least 2 sizes (got %d)", n);
   for (int i = 0; i < n; i++)
     if (!(t[i] > 0) || !(bytes[i] >= 0) || (i && !(bytes[i] > bytes[i - 1])))
-      return core_err_set(CORE_EINVAL, "fit input %d (%g bytes, %g s) is not a positive time at an ascending size", i,
-                          bytes[i], t[i]);
+      return core_err_set(
+          CORE_EINVAL, "fit input %d (%g bytes, %g s) is not a positive time at an ascending size", i, bytes[i], t[i]);
   search s = {.x = bytes, .y = t, .se = se, .n = n};
   double sse = fit_range(bytes, t, se, 0, n, &s.best_f[0]);
   if (sse < 0)
@@ -347,8 +346,10 @@ int cal_fit_alpha_beta(const double *bytes, const double *t, const double *se, i
   *n_fits = s.best_n;
   for (int i = 0; i < *n_fits; i++) {
     if (!(fits[i].beta_s > 0))
-      return core_err_set(CORE_EINVAL, "the fitted bandwidth of sizes %g..%g bytes is not positive (times do not grow with size); measure larger sizes or more iterations",
-                          fits[i].min_bytes, fits[i].max_bytes);
+      return core_err_set(CORE_EINVAL,
+          "the fitted bandwidth of sizes %g..%g bytes is not positive (times do not grow with size); measure larger "
+          "sizes or more iterations",
+          fits[i].min_bytes, fits[i].max_bytes);
   }
   return 0;
 }

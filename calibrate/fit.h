@@ -24,10 +24,10 @@
 #include "core/profile.h"
 
 typedef struct cal_fit {
-  double min_bytes, max_bytes;   /* the regime covers [min, max) */
-  double alpha_s, beta_s;        /* T = alpha + beta * S */
+  double min_bytes, max_bytes; /* the regime covers [min, max) */
+  double alpha_s, beta_s;      /* T = alpha + beta * S */
   double r2;
-  double alpha_lo, alpha_hi;     /* 95% */
+  double alpha_lo, alpha_hi; /* 95% */
   double beta_lo, beta_hi;
   int n_used, n_rejected;
 } cal_fit;
@@ -36,8 +36,7 @@ enum { CAL_FIT_MAX_REGIMES = 3 };
 
 /* bytes ascending; se: standard errors of t, or NULL; fits holds room for
  * CAL_FIT_MAX_REGIMES. */
-int cal_fit_alpha_beta(const double *bytes, const double *t, const double *se, int n, cal_fit *fits,
-                       int *n_fits);
+int cal_fit_alpha_beta(const double *bytes, const double *t, const double *se, int n, cal_fit *fits, int *n_fits);
 
 /* A fit as a profile keeps it: alpha in us, bandwidth 1/beta in GB/s, and
  * the intervals (bandwidth's flipped; unbounded above when beta's reaches

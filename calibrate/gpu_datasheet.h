@@ -16,8 +16,8 @@
 #include <stdint.h>
 
 typedef struct cal_gpu_sheet {
-  const char *model;        /* e.g. "A100-SXM4-40GB" */
-  const char *profile;      /* the shipped profile with the same figures, e.g. "dgx-a100-40gb.cfg" */
+  const char *model;               /* e.g. "A100-SXM4-40GB" */
+  const char *profile;             /* the shipped profile with the same figures, e.g. "dgx-a100-40gb.cfg" */
   double peak_tflops[CORE_N_PREC]; /* dense peaks; 0 where the GPU has no such math */
   double memory_GBps, host_link_GBps, nvlink_GBps; /* per direction; nvlink 0: none */
   const char *source;

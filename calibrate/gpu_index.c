@@ -336,8 +336,8 @@ static int deps_and_gap(cal_gindex *g) {
         (g->kernel_min_s == 0 || (double)e->dur_ns * 1e-9 < g->kernel_min_s))
       g->kernel_min_s = (double)e->dur_ns * 1e-9;
     int64_t gap = e->ts_ns - prev_end[a->stream];
-    if (a->stream == g->compute && prev_end[a->stream] > 0 && launched < prev_end[a->stream] - DELAY_NS &&
-        a->dep < 0 && gap >= 0 && gap < GAP_MAX_NS) {
+    if (a->stream == g->compute && prev_end[a->stream] > 0 && launched < prev_end[a->stream] - DELAY_NS && a->dep < 0 &&
+        gap >= 0 && gap < GAP_MAX_NS) {
       gap_sum += (double)gap;
       gaps++;
     }
@@ -443,8 +443,9 @@ static int find_steps(cal_gindex *g) {
   for (int64_t i = 0; i < t->n; i++)
     n += t->ev[i].cat == CAL_K_USER_ANNOTATION && !strncmp(cal_ktrace_str(t, t->ev[i].name), "ProfilerStep#", 13);
   if (n == 0)
-    return core_err_set(CORE_EINVAL, "%s: no ProfilerStep#N spans: profile with torch.profiler and call prof.step() after each training step",
-                        t->path);
+    return core_err_set(CORE_EINVAL,
+        "%s: no ProfilerStep#N spans: profile with torch.profiler and call prof.step() after each training step",
+        t->path);
   if (!(g->steps = malloc(sizeof *g->steps * (size_t)n)))
     return core_err_set(CORE_ENOMEM, "out of memory indexing %s", t->path);
   for (int64_t i = 0; i < t->n; i++)
@@ -467,8 +468,10 @@ int cal_gindex_build(const cal_ktrace *t, cal_gindex *g) {
     goto fail;
   }
   if (g->n_unlaunched * 2 > g->n_acts) {
-    rc = core_err_set(CORE_EINVAL, "%s: %lld of %lld GPU activities have a correlation id no CUDA runtime call has: the trace's correlation ids do not match (was it edited or merged?)",
-                      t->path, (long long)g->n_unlaunched, (long long)g->n_acts);
+    rc = core_err_set(CORE_EINVAL,
+        "%s: %lld of %lld GPU activities have a correlation id no CUDA runtime call has: the trace's correlation ids "
+        "do not match (was it edited or merged?)",
+        t->path, (long long)g->n_unlaunched, (long long)g->n_acts);
     goto fail;
   }
   pick_compute(g);

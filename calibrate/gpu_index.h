@@ -21,22 +21,22 @@
 #define CAL_GPU_DEP_WINDOW_NS 20000
 
 typedef struct cal_gthread {
-  int32_t thread;       /* interned "pid/tid" */
+  int32_t thread; /* interned "pid/tid" */
   int n_ops;
-  int64_t *ops;         /* cpu_op and user_annotation events, by (ts, -dur) */
-  int *parent;          /* [n_ops] enclosing op's position, -1 */
+  int64_t *ops; /* cpu_op and user_annotation events, by (ts, -dur) */
+  int *parent;  /* [n_ops] enclosing op's position, -1 */
   int n_rt;
-  int64_t *rt;          /* runtime calls by ts */
+  int64_t *rt; /* runtime calls by ts */
   int64_t *rt_ts;
 } cal_gthread;
 
 typedef struct cal_gact {
-  int64_t ev;           /* the activity */
-  int64_t rt;           /* the runtime call that launched it, -1 */
-  int stream;           /* index into cal_gindex.streams */
-  int dep;              /* stream it waited for, -1 */
-  int nccl;             /* an NCCL kernel */
-  float beside;         /* share of it that ran beside an allreduce kernel of another stream */
+  int64_t ev;   /* the activity */
+  int64_t rt;   /* the runtime call that launched it, -1 */
+  int stream;   /* index into cal_gindex.streams */
+  int dep;      /* stream it waited for, -1 */
+  int nccl;     /* an NCCL kernel */
+  float beside; /* share of it that ran beside an allreduce kernel of another stream */
 } cal_gact;
 
 typedef struct cal_gindex {
@@ -44,23 +44,23 @@ typedef struct cal_gindex {
   int n_threads;
   cal_gthread *threads;
   int64_t n_acts;
-  cal_gact *acts;       /* by ts */
-  int64_t *by_rt;       /* [t->n] first activity launched by runtime call ev, -1 (runtime events only) */
-  int64_t *next_of_rt;  /* [n_acts] next activity of the same runtime call, -1 */
+  cal_gact *acts;      /* by ts */
+  int64_t *by_rt;      /* [t->n] first activity launched by runtime call ev, -1 (runtime events only) */
+  int64_t *next_of_rt; /* [n_acts] next activity of the same runtime call, -1 */
   int n_streams;
-  int32_t *streams;     /* stream ids as the trace numbers them */
-  int compute;          /* the stream with the most non-NCCL kernel time */
-  double gap_s;         /* mean gap between queued activities on the compute stream */
-  double kernel_min_s;  /* the shortest kernel on the compute stream (its fixed cost); 0 when none */
-  int32_t *rt_names;    /* runtime call names seen, with their median duration */
+  int32_t *streams;    /* stream ids as the trace numbers them */
+  int compute;         /* the stream with the most non-NCCL kernel time */
+  double gap_s;        /* mean gap between queued activities on the compute stream */
+  double kernel_min_s; /* the shortest kernel on the compute stream (its fixed cost); 0 when none */
+  int32_t *rt_names;   /* runtime call names seen, with their median duration */
   int64_t *rt_median_ns;
   int n_rt_names;
-  int32_t main_thread;  /* the thread of the ProfilerStep spans */
+  int32_t main_thread; /* the thread of the ProfilerStep spans */
   int n_steps;
-  int64_t *steps;       /* ProfilerStep#N events by ts */
-  int n_unlaunched;     /* GPU activities whose correlation id matches no runtime call */
-  int64_t *ends;        /* [n_acts] activity end times, ascending ... */
-  int *end_stream;      /* ... with their streams */
+  int64_t *steps;   /* ProfilerStep#N events by ts */
+  int n_unlaunched; /* GPU activities whose correlation id matches no runtime call */
+  int64_t *ends;    /* [n_acts] activity end times, ascending ... */
+  int *end_stream;  /* ... with their streams */
 } cal_gindex;
 
 int cal_gindex_build(const cal_ktrace *t, cal_gindex *g);

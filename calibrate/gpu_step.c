@@ -14,18 +14,26 @@
 #define DDP_COPY_BACK "torch.distributed.ddp.reducer::copy_bucket_to_grad"
 #define DDP_FORWARD "DistributedDataParallel.forward"
 /* Runtime calls that wait for streams (cuda_runtime_api.h). */
-static const char *const sync_calls[] = {"cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize",
-                                         NULL};
+static const char *const sync_calls[] = {
+    "cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", NULL};
 /* A runtime call blocked when it took this much longer than its median. */
 #define BLOCKED_NS 20000
 
 static const struct {
   const char *op, *kind;
 } layer_ops[] = {
-    {"aten::conv1d", "conv"},         {"aten::conv2d", "conv"},          {"aten::conv3d", "conv"},
-    {"aten::conv_transpose1d", "conv"}, {"aten::conv_transpose2d", "conv"}, {"aten::batch_norm", "batch_norm"},
-    {"aten::layer_norm", "layer_norm"}, {"aten::group_norm", "group_norm"}, {"aten::linear", "linear"},
-    {"aten::addmm", "linear"},        {"aten::embedding", "embedding"},  {"aten::embedding_bag", "embedding"},
+    {"aten::conv1d", "conv"},
+    {"aten::conv2d", "conv"},
+    {"aten::conv3d", "conv"},
+    {"aten::conv_transpose1d", "conv"},
+    {"aten::conv_transpose2d", "conv"},
+    {"aten::batch_norm", "batch_norm"},
+    {"aten::layer_norm", "layer_norm"},
+    {"aten::group_norm", "group_norm"},
+    {"aten::linear", "linear"},
+    {"aten::addmm", "linear"},
+    {"aten::embedding", "embedding"},
+    {"aten::embedding_bag", "embedding"},
 };
 
 const char *cal_gpu_layer_kind(const char *op) {
@@ -42,10 +50,10 @@ typedef struct cutter {
   cal_gstep *s;
   int cap_pieces, cap_spans, cap_beside, cap_side, cap_syncs, cap_buckets, cap_layers, cap_grads, cap_seen;
   int64_t t0, t1, first_bwd, last_bwd;
-  int part;             /* of the pieces being cut: 0 forward, 1 backward, 2 after */
+  int part; /* of the pieces being cut: 0 forward, 1 backward, 2 after */
   int cap_parts;
   const cal_gthread *main, *bwd;
-  int64_t *seq_layer;   /* (seq, layer) pairs of the forward ops, by seq */
+  int64_t *seq_layer; /* (seq, layer) pairs of the forward ops, by seq */
   int n_seq;
 } cutter;
 
@@ -186,9 +194,9 @@ typedef struct launch_ctx {
   core_piece *p;
   const cal_gthread *th;
   int64_t a, b;
-  int grad;         /* a grad piece of a DDP step: its AllReduce kernels are DDP's buckets */
-  int arrival;      /* a grad piece without DDP: its gradient's arrival ordinal; else -1 */
-  double beside;    /* compute-stream time beside an allreduce */
+  int grad;      /* a grad piece of a DDP step: its AllReduce kernels are DDP's buckets */
+  int arrival;   /* a grad piece without DDP: its gradient's arrival ordinal; else -1 */
+  double beside; /* compute-stream time beside an allreduce */
 } launch_ctx;
 
 static int is_sync_call(const char *n) {
@@ -320,8 +328,8 @@ static void ddp_share(cutter *c, const cal_gthread *th, core_piece *p, int64_t a
 }
 
 /* Append a piece for th's host time [a, b). */
-static int add_piece(cutter *c, enum core_piece_kind kind, int index, const char *label, const cal_gthread *th,
-                     int64_t a, int64_t b) {
+static int add_piece(
+    cutter *c, enum core_piece_kind kind, int index, const char *label, const cal_gthread *th, int64_t a, int64_t b) {
   core_traced *tr = &c->s->tr;
   int rc = grow((void **)&tr->pieces, &c->cap_pieces, tr->n_pieces + 1, sizeof *tr->pieces);
   if (rc)
@@ -339,8 +347,8 @@ static int add_piece(cutter *c, enum core_piece_kind kind, int index, const char
   p->kind = kind;
   p->index = index;
   snprintf(p->label, sizeof p->label, "%s", label ? label : "");
-  launch_ctx x = {c, p, th, a, b, kind == CORE_PIECE_GRAD && c->s->ddp,
-                  kind == CORE_PIECE_GRAD && !c->s->ddp ? index : -1, 0};
+  launch_ctx x = {
+      c, p, th, a, b, kind == CORE_PIECE_GRAD && c->s->ddp, kind == CORE_PIECE_GRAD && !c->s->ddp ? index : -1, 0};
   double dev, blocked;
   if ((rc = take_calls(&x, &dev, &blocked)) != 0)
     return rc;
@@ -576,8 +584,8 @@ static void merge_runs(cutter *c) {
   int w = 0;
   for (int r = 0; r < tr->n_pieces; r++) {
     core_piece *p = &tr->pieces[r], *q = w ? &tr->pieces[w - 1] : NULL;
-    int same = q && c->s->part[w - 1] == c->s->part[r] && q->kind == p->kind && (p->kind == CORE_PIECE_FINALIZE ||
-                                           (p->kind == CORE_PIECE_OTHER && !strcmp(p->label, q->label)));
+    int same = q && c->s->part[w - 1] == c->s->part[r] && q->kind == p->kind &&
+               (p->kind == CORE_PIECE_FINALIZE || (p->kind == CORE_PIECE_OTHER && !strcmp(p->label, q->label)));
     if (same && (!p->n_side || !q->n_side || q->first_side + q->n_side == p->first_side) &&
         (!p->n_sync || !q->n_sync || q->first_sync + q->n_sync == p->first_sync)) {
       double hq = q->host_s, hp = p->host_s, h = hq + hp;
@@ -683,7 +691,7 @@ static int find_backward(cutter *c) {
     }
   if (!best)
     return core_err_set(CORE_EINVAL, "%s: step %s has no backward pass (no %s spans): import a trace of training steps",
-                        c->t->path, cal_ktrace_str(c->t, c->t->ev[c->s->ev].name), "autograd::engine::evaluate_function");
+        c->t->path, cal_ktrace_str(c->t, c->t->ev[c->s->ev].name), "autograd::engine::evaluate_function");
   /* On the engine's thread backward lasts to its last span (DDP's copies back
    * after the nodes); on the step's own thread, to its last node's span. */
   const cal_gthread *th = c->bwd;

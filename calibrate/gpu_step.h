@@ -35,14 +35,14 @@
 const char *cal_gpu_layer_kind(const char *op);
 
 typedef struct cal_gstep {
-  int64_t ev;              /* its ProfilerStep event */
+  int64_t ev; /* its ProfilerStep event */
   double step_s;
-  core_traced tr;          /* pieces; a grad piece's index is its arrival ordinal */
-  double *span_s;          /* [tr.n_pieces] each piece's host wall time, blocked time included */
-  int *part;               /* [tr.n_pieces] 0 before backward, 1 backward, 2 after */
-  double *beside_s;        /* [tr.n_pieces] its compute-stream time that ran beside an allreduce */
+  core_traced tr;   /* pieces; a grad piece's index is its arrival ordinal */
+  double *span_s;   /* [tr.n_pieces] each piece's host wall time, blocked time included */
+  int *part;        /* [tr.n_pieces] 0 before backward, 1 backward, 2 after */
+  double *beside_s; /* [tr.n_pieces] its compute-stream time that ran beside an allreduce */
   int n_layers;
-  int64_t *layer_op;       /* [n_layers] the forward operator that starts each */
+  int64_t *layer_op; /* [n_layers] the forward operator that starts each */
   int n_grads;
   int *grad_layer;         /* [n_grads] layer whose backward came last before it; -1 */
   int64_t *grad_bytes;     /* [n_grads] its size from DDP's copy back, -1 when none */
@@ -50,13 +50,13 @@ typedef struct cal_gstep {
   int64_t *grad_elems;     /* [n_grads] its shape's elements as AccumulateGrad recorded it, -1 */
   int *grad_seen;          /* [n_grads] how many of seen_layers had begun their backward before it */
   int n_seen;
-  int *seen_layers;        /* layers in the order their backward began */
-  int n_buckets;           /* DDP's allreduces, in launch order */
+  int *seen_layers; /* layers in the order their backward began */
+  int n_buckets;    /* DDP's allreduces, in launch order */
   double *bucket_bytes, *bucket_s;
-  double launch_host_s;    /* host time of those launches, summed */
+  double launch_host_s;        /* host time of those launches, summed */
   double fwd_s, bwd_s, post_s; /* the step's host time before, in and after backward */
-  int ddp;                 /* DDP ran (its forward annotation is in the step) */
-  double prec_s[CORE_N_PREC]; /* compute-bound kernel time per precision */
+  int ddp;                     /* DDP ran (its forward annotation is in the step) */
+  double prec_s[CORE_N_PREC];  /* compute-bound kernel time per precision */
 } cal_gstep;
 
 /* Cut step `step` of g into s, classing kernels against roofs. */

@@ -73,7 +73,7 @@ static int sizes_from_shapes(gimport *m) {
 static int attribute(gimport *m) {
   cal_gstep *r = &m->steps[m->ref];
   const cal_ktrace *t = trace_of(m, m->ref);
-  int64_t (*want)[2] = calloc((size_t)(r->n_layers ? r->n_layers : 1), sizeof *want);
+  int64_t(*want)[2] = calloc((size_t)(r->n_layers ? r->n_layers : 1), sizeof *want);
   if (!want)
     return core_err_set(CORE_ENOMEM, "out of memory attributing gradients");
   for (int l = 0; l < r->n_layers; l++) {
@@ -102,8 +102,9 @@ static int sizes_from_base(gimport *m) {
   if (rc)
     return rc;
   if (b->n_tensors != r->n_grads) {
-    rc = core_err_set(CORE_EINVAL, "--base %s has %d parameter tensors, the trace's steps %d gradients: give the model the trace ran",
-                      m->o->base, b->n_tensors, r->n_grads);
+    rc = core_err_set(CORE_EINVAL,
+        "--base %s has %d parameter tensors, the trace's steps %d gradients: give the model the trace ran", m->o->base,
+        b->n_tensors, r->n_grads);
   } else {
     for (int g = 0; g < r->n_grads; g++)
       m->arrival_elems[g] = b->tensor_elems[b->ready_order[g]];
@@ -149,11 +150,14 @@ static int arrival_sizes(gimport *m) {
   }
   if (!r->ddp) { /* nothing to put in buckets: the job's communication is measured side work */
     m->sizes_from = NULL;
-    cal_gimport_note(m, "the trace does not say the parameters' sizes (no DDP, no recorded shapes): the model has none, and what depends on them (buckets, checkpoints) needs --base MODEL\n");
+    cal_gimport_note(m, "the trace does not say the parameters' sizes (no DDP, no recorded shapes): the model has "
+                        "none, and what depends on them (buckets, checkpoints) needs --base MODEL\n");
     return 0;
   }
-  return core_err_set(CORE_EINVAL, "%s: the parameters' sizes cannot be told from this trace (no DDP copies, no recorded shapes): profile with record_shapes=True, or pass --base MODEL",
-                      trace_of(m, m->ref)->path);
+  return core_err_set(CORE_EINVAL,
+      "%s: the parameters' sizes cannot be told from this trace (no DDP copies, no recorded shapes): profile with "
+      "record_shapes=True, or pass --base MODEL",
+      trace_of(m, m->ref)->path);
 }
 
 /* Parameters in PyTorch's order: layer by layer as forward runs them, and

@@ -61,18 +61,22 @@ static int has_gpu_work(const cal_ktrace *t) {
     calls |= t->ev[i].cat == CAL_K_RUNTIME;
   }
   if (calls)
-    return core_err_set(CORE_EINVAL, "%s: CUDA runtime calls but no GPU kernels or copies: profile with activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]",
-                        t->path);
+    return core_err_set(CORE_EINVAL,
+        "%s: CUDA runtime calls but no GPU kernels or copies: profile with activities=[ProfilerActivity.CPU, "
+        "ProfilerActivity.CUDA]",
+        t->path);
   return 0;
 }
 
 /* The traced GPU's roofs (calibrate/kclass.h), noted when unknown. */
 static int find_roofs(gimport *m, const cal_ktrace *t) {
-  int rc = cal_kroofs_find(t->device_name, t->device_mem, m->o->profile, &m->roofs, m->roofs_from,
-                           sizeof m->roofs_from);
+  int rc =
+      cal_kroofs_find(t->device_name, t->device_mem, m->o->profile, &m->roofs, m->roofs_from, sizeof m->roofs_from);
   if (rc == 0 && !m->roofs_from[0])
-    cal_gimport_note(m, "no datasheet figures for '%s': kernels classed by their names and durations; retargeting it to another GPU needs --profile-base with its peaks\n",
-         t->device_name);
+    cal_gimport_note(m,
+        "no datasheet figures for '%s': kernels classed by their names and durations; retargeting it to another GPU "
+        "needs --profile-base with its peaks\n",
+        t->device_name);
   return rc;
 }
 
@@ -99,8 +103,9 @@ static int load(gimport *m, const char *const *paths, int n) {
       return rc;
     g->indexed = 1;
     if (g->g.n_unlaunched)
-      cal_gimport_note(m, "%s: %d GPU activities without a launching call (begun before profiling started) were left out\n",
-           paths[k], g->g.n_unlaunched);
+      cal_gimport_note(m,
+          "%s: %d GPU activities without a launching call (begun before profiling started) were left out\n", paths[k],
+          g->g.n_unlaunched);
     if ((rc = cut_steps(m, k)) != 0)
       return rc;
   }
@@ -241,7 +246,8 @@ static int measure_slowdown(gimport *m) {
     if (ns && nc) {
       gsl_sort(slow, 1, (size_t)ns);
       gsl_sort(clean, 1, (size_t)nc);
-      double s = gsl_stats_median_from_sorted_data(slow, 1, (size_t)ns), c = gsl_stats_median_from_sorted_data(clean, 1, (size_t)nc);
+      double s = gsl_stats_median_from_sorted_data(slow, 1, (size_t)ns),
+             c = gsl_stats_median_from_sorted_data(clean, 1, (size_t)nc);
       if (s > 0 && c > 0)
         lsum += s * log(s / c), wsum += s;
     }
@@ -291,8 +297,8 @@ static int report_parts(gimport *m, const double parts[3]) {
   }
   for (int k = 0; k < 3; k++)
     cal_gimport_note(m, "  %-22s pieces %9.3f ms, measured span %9.3f ms (%+.2f%%; each step's own: worst %+.2f%%)\n",
-                     names[k], sum[k] * 1e3, parts[k] * 1e3, parts[k] > 0 ? 100 * (sum[k] - parts[k]) / parts[k] : 0.0,
-                     100 * worst[k]);
+        names[k], sum[k] * 1e3, parts[k] * 1e3, parts[k] > 0 ? 100 * (sum[k] - parts[k]) / parts[k] : 0.0,
+        100 * worst[k]);
   return 0;
 }
 
@@ -323,7 +329,9 @@ static double g_sync_at(const cal_gstep *s, int i) { return s->tr.syncs[i].at; }
 static double g_bucket_bytes(const cal_gstep *s, int i) { return s->bucket_bytes[i]; }
 static double g_bucket_s(const cal_gstep *s, int i) { return s->bucket_s[i]; }
 static double g_step(const cal_gstep *s, int i) { return (void)i, s->step_s; }
-static double g_launch(const cal_gstep *s, int i) { return (void)i, s->n_buckets ? s->launch_host_s / s->n_buckets : 0; }
+static double g_launch(const cal_gstep *s, int i) {
+  return (void)i, s->n_buckets ? s->launch_host_s / s->n_buckets : 0;
+}
 static double g_fwd(const cal_gstep *s, int i) { return (void)i, s->fwd_s; }
 static double g_bwd(const cal_gstep *s, int i) { return (void)i, s->bwd_s; }
 static double g_post(const cal_gstep *s, int i) { return (void)i, s->post_s; }
@@ -429,7 +437,8 @@ static int aggregate(gimport *m) {
     a->syncs[i].at = median_of(m, &w, g_sync_at, i);
   /* Medians of parts add up to less than the median of their sum when the
    * parts' noise is skewed: scale to the median step's totals. */
-  double fh = host > 0 ? median_of(m, &w, g_host_sum, 0) / host : 1, fd = dev > 0 ? median_of(m, &w, g_dev_sum, 0) / dev : 1;
+  double fh = host > 0 ? median_of(m, &w, g_host_sum, 0) / host : 1,
+         fd = dev > 0 ? median_of(m, &w, g_dev_sum, 0) / dev : 1;
   for (int i = 0; i < a->n_pieces; i++) {
     core_piece *p = &a->pieces[i];
     p->host_s *= fh;
@@ -457,9 +466,9 @@ static int aggregate(gimport *m) {
   a->step_min_s = w.v[0];
   a->step_max_s = w.v[m->n_use - 1];
   a->steps = m->n_use;
-  cal_gimport_note(m, "steps: %d of %d used (%d warm-up%s, %d cut otherwise); step %.3f ms median, %.3f-%.3f ms\n", m->n_use,
-       m->n_steps, m->n_warm, m->n_warm == 1 ? "" : "s", m->n_other, a->step_s * 1e3, a->step_min_s * 1e3,
-       a->step_max_s * 1e3);
+  cal_gimport_note(m, "steps: %d of %d used (%d warm-up%s, %d cut otherwise); step %.3f ms median, %.3f-%.3f ms\n",
+      m->n_use, m->n_steps, m->n_warm, m->n_warm == 1 ? "" : "s", m->n_other, a->step_s * 1e3, a->step_min_s * 1e3,
+      a->step_max_s * 1e3);
   double parts[3] = {median_of(m, &w, g_fwd, 0), median_of(m, &w, g_bwd, 0), median_of(m, &w, g_post, 0)};
   free(w.v);
   return report_parts(m, parts);
@@ -554,8 +563,8 @@ static int build_model(gimport *m, config_t *cfg, const char *name, const char *
   char src[1024];
   const cal_ktrace *t = trace_of(m, m->ref);
   snprintf(src, sizeof src, "ddpsim import torch-trace of %s%s: %s, rank %d of %d (%s), %d steps", paths[0],
-           m->n_traces > 1 ? " and more" : "", t->device_name[0] ? t->device_name : "a GPU", t->rank < 0 ? 0 : t->rank,
-           t->world_size > 0 ? t->world_size : 1, t->backend[0] ? t->backend : "no process group", m->n_use);
+      m->n_traces > 1 ? " and more" : "", t->device_name[0] ? t->device_name : "a GPU", t->rank < 0 ? 0 : t->rank,
+      t->world_size > 0 ? t->world_size : 1, t->backend[0] ? t->backend : "no process group", m->n_use);
   if (!g || set_str(g, "name", name) || set_str(g, "source", src) ||
       !(layers = config_setting_add(g, "layers", CONFIG_TYPE_LIST)))
     return core_err_set(CORE_ENOMEM, "out of memory building the model");
@@ -585,8 +594,8 @@ static int find_batch(gimport *m) {
     cal_gimport_note(m, "batch %.0f per GPU, from the first layer's input shape (--batch to set it)\n", m->batch);
     return 0;
   }
-  return core_err_set(CORE_EINVAL, "%s records no shapes to tell the batch from: pass --batch B, the batch per GPU it was taken at",
-                      t->path);
+  return core_err_set(CORE_EINVAL,
+      "%s records no shapes to tell the batch from: pass --batch B, the batch per GPU it was taken at", t->path);
 }
 
 static void describe(gimport *m) {
@@ -597,20 +606,23 @@ static void describe(gimport *m) {
   for (int i = 0; i < a->n_pieces; i++)
     host += a->pieces[i].host_s, dev += a->pieces[i].dev_s;
   cal_gimport_note(m, "%d layers, %d parameter tensors (sizes from %s); %d pieces a step, %d side launches, %d syncs\n",
-       r->n_layers, n_tensors(m), m->sizes_from ? m->sizes_from : "nowhere", a->n_pieces, a->n_side, a->n_syncs);
-  cal_gimport_note(m, "a step: host %.3f ms dispatching, compute stream %.3f ms (gap %.2f us an activity): %s-bound\n", host * 1e3,
-       dev * 1e3, g->gap_s * 1e6, dev > host ? "device" : "host");
+      r->n_layers, n_tensors(m), m->sizes_from ? m->sizes_from : "nowhere", a->n_pieces, a->n_side, a->n_syncs);
+  cal_gimport_note(m, "a step: host %.3f ms dispatching, compute stream %.3f ms (gap %.2f us an activity): %s-bound\n",
+      host * 1e3, dev * 1e3, g->gap_s * 1e6, dev > host ? "device" : "host");
   double cl[3] = {0, 0, 0};
   for (int i = 0; i < a->n_pieces; i++)
     for (int k = 0; k < 3; k++)
       cl[k] += a->pieces[i].dev_class_s[k];
-  cal_gimport_note(m, "kernels: %.3f ms compute-bound (%s), %.3f ms memory-bound, %.3f ms launch-bound (%.2f us or less); roofs %s\n",
-       cl[0] * 1e3, core_prec_name(a->precision), cl[1] * 1e3, cl[2] * 1e3, 2 * m->roofs.floor_s * 1e6,
-       m->roofs_from[0] ? m->roofs_from : "unknown");
+  cal_gimport_note(m,
+      "kernels: %.3f ms compute-bound (%s), %.3f ms memory-bound, %.3f ms launch-bound (%.2f us or less); roofs %s\n",
+      cl[0] * 1e3, core_prec_name(a->precision), cl[1] * 1e3, cl[2] * 1e3, 2 * m->roofs.floor_s * 1e6,
+      m->roofs_from[0] ? m->roofs_from : "unknown");
   if (r->ddp)
-    cal_gimport_note(m, "DDP: %d bucket allreduces a step (%.3f ms), %.1f us of host work each to launch; compute beside them %.2fx slower\n",
-         a->n_buckets, a->n_buckets ? gsl_stats_mean(a->bucket_s, 1, (size_t)a->n_buckets) * a->n_buckets * 1e3 : 0.0,
-         a->launch_host_s * 1e6, m->slowdown);
+    cal_gimport_note(m,
+        "DDP: %d bucket allreduces a step (%.3f ms), %.1f us of host work each to launch; compute beside them %.2fx "
+        "slower\n",
+        a->n_buckets, a->n_buckets ? gsl_stats_mean(a->bucket_s, 1, (size_t)a->n_buckets) * a->n_buckets * 1e3 : 0.0,
+        a->launch_host_s * 1e6, m->slowdown);
   else
     cal_gimport_note(m, "no DDP: the job's own communication is kept as measured side work\n");
 }
@@ -640,8 +652,8 @@ static void gimport_free(gimport *m) {
   free(m->param_elems);
 }
 
-int cal_import_gpu(const char *const *traces, int n_traces, const cal_gpu_opts *o, const char *out, char *notes,
-                   size_t notes_len) {
+int cal_import_gpu(
+    const char *const *traces, int n_traces, const cal_gpu_opts *o, const char *out, char *notes, size_t notes_len) {
   gimport m = {.o = o, .notes = notes, .notes_len = notes_len};
   char name[128];
   config_t cfg;
@@ -667,7 +679,8 @@ int cal_import_gpu(const char *const *traces, int n_traces, const cal_gpu_opts *
   }
   config_init(&cfg);
   if ((rc = build_model(&m, &cfg, name, traces)) == 0)
-    rc = cal_write_model(&cfg, out, "# Imported by `ddpsim import torch-trace` from a GPU profiler trace (see source below).\n");
+    rc = cal_write_model(
+        &cfg, out, "# Imported by `ddpsim import torch-trace` from a GPU profiler trace (see source below).\n");
   config_destroy(&cfg);
 out_free:
   gimport_free(&m);

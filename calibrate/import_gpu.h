@@ -33,16 +33,16 @@
 #include <stddef.h>
 
 typedef struct cal_gpu_opts {
-  const char *name;     /* model name; NULL: out's file name */
-  int batch;            /* batch per GPU the trace was taken at; 0: from its shapes */
-  const char *base;     /* model file whose tensors give the sizes; NULL */
-  const char *profile;  /* profile of the traced GPU whose peaks are its roofs; NULL: its datasheet
+  const char *name;    /* model name; NULL: out's file name */
+  int batch;           /* batch per GPU the trace was taken at; 0: from its shapes */
+  const char *base;    /* model file whose tensors give the sizes; NULL */
+  const char *profile; /* profile of the traced GPU whose peaks are its roofs; NULL: its datasheet
                          * (calibrate/gpu_datasheet.h) */
 } cal_gpu_opts;
 
 /* CORE_EUNSUPPORTED, with no message, when the first trace holds no GPU
  * work: the caller imports it as a CPU trace. */
-int cal_import_gpu(const char *const *traces, int n_traces, const cal_gpu_opts *o, const char *out, char *notes,
-                   size_t notes_len);
+int cal_import_gpu(
+    const char *const *traces, int n_traces, const cal_gpu_opts *o, const char *out, char *notes, size_t notes_len);
 
 #endif

@@ -28,21 +28,21 @@ typedef struct gimport {
   gtrace *tr;
   int n_steps;
   cal_gstep *steps;
-  int *step_trace;          /* [n_steps] */
+  int *step_trace; /* [n_steps] */
   int n_use, n_warm, n_other;
-  int *use;                 /* steps used */
-  int ref;                  /* the used step of median host time: structure, shapes */
-  core_traced agg;          /* medians; grad pieces' index still the arrival ordinal */
-  double *span_s;           /* [agg.n_pieces] median wall time of each piece */
-  int64_t *arrival_elems;   /* [n_grads] tensor size of each arrival */
+  int *use;               /* steps used */
+  int ref;                /* the used step of median host time: structure, shapes */
+  core_traced agg;        /* medians; grad pieces' index still the arrival ordinal */
+  double *span_s;         /* [agg.n_pieces] median wall time of each piece */
+  int64_t *arrival_elems; /* [n_grads] tensor size of each arrival */
   const char *sizes_from;
-  int n_layers;             /* the step's layers, plus one for arrivals before any layer's backward */
-  int *param_of;            /* [n_grads] arrival -> parameter index */
-  int *param_layer;         /* [n_grads] parameter -> layer */
-  int64_t *param_elems;     /* [n_grads] parameter -> elements */
+  int n_layers;         /* the step's layers, plus one for arrivals before any layer's backward */
+  int *param_of;        /* [n_grads] arrival -> parameter index */
+  int *param_layer;     /* [n_grads] parameter -> layer */
+  int64_t *param_elems; /* [n_grads] parameter -> elements */
   double batch;
-  double slowdown;          /* compute kernels beside an allreduce */
-  cal_kroofs roofs;         /* the traced GPU's, the floor of the trace being cut */
+  double slowdown;  /* compute kernels beside an allreduce */
+  cal_kroofs roofs; /* the traced GPU's, the floor of the trace being cut */
   char roofs_from[256];
   char *notes;
   size_t notes_len;
@@ -53,7 +53,6 @@ void cal_gimport_note(gimport *m, const char *fmt, ...) __attribute__((format(pr
 
 static inline const cal_ktrace *trace_of(const gimport *m, int step) { return &m->tr[m->step_trace[step]].t; }
 static inline const cal_gstep *ref_step(const gimport *m) { return &m->steps[m->ref]; }
-
 
 /* The parameters' sizes (from DDP's copies, recorded shapes, --base, the
  * collectives, in that order of trust) and their order in the model:

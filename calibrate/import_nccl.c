@@ -28,11 +28,16 @@ static const struct {
   const char *prof; /* the profile's op name; NULL: not importable */
 } binaries[] = {
     /* Superstrings before their substrings (all_reduce_perf before reduce_perf). */
-    {"all_reduce_perf", C_AR, "allreduce"},   {"all_gather_perf", C_AG, "allgather"},
-    {"reduce_scatter_perf", C_RS, "reducescatter"}, {"broadcast_perf", C_BC, "broadcast"},
-    {"alltoallv_perf", C_OTHER, NULL},        {"alltoall_perf", C_A2A, NULL},
-    {"sendrecv_perf", C_SENDRECV, NULL},      {"hypercube_perf", C_OTHER, NULL},
-    {"reduce_perf", C_REDUCE, NULL},          {"gather_perf", C_OTHER, NULL},
+    {"all_reduce_perf", C_AR, "allreduce"},
+    {"all_gather_perf", C_AG, "allgather"},
+    {"reduce_scatter_perf", C_RS, "reducescatter"},
+    {"broadcast_perf", C_BC, "broadcast"},
+    {"alltoallv_perf", C_OTHER, NULL},
+    {"alltoall_perf", C_A2A, NULL},
+    {"sendrecv_perf", C_SENDRECV, NULL},
+    {"hypercube_perf", C_OTHER, NULL},
+    {"reduce_perf", C_REDUCE, NULL},
+    {"gather_perf", C_OTHER, NULL},
     {"scatter_perf", C_OTHER, NULL},
 };
 enum { N_BINARIES = (int)(sizeof binaries / sizeof *binaries) };
@@ -42,9 +47,14 @@ static const struct {
   const char *word;
   enum coll c;
 } file_words[] = {
-    {"all_reduce", C_AR},     {"allreduce", C_AR},     {"all_gather", C_AG},
-    {"allgather", C_AG},      {"reduce_scatter", C_RS}, {"reducescatter", C_RS},
-    {"broadcast", C_BC},      {"alltoall", C_A2A},
+    {"all_reduce", C_AR},
+    {"allreduce", C_AR},
+    {"all_gather", C_AG},
+    {"allgather", C_AG},
+    {"reduce_scatter", C_RS},
+    {"reducescatter", C_RS},
+    {"broadcast", C_BC},
+    {"alltoall", C_A2A},
 };
 
 static const char *coll_binary(enum coll c) {
@@ -63,10 +73,9 @@ static int type_size(const char *t) {
   static const struct {
     const char *name;
     int size;
-  } types[] = {{"int8", 1},   {"uint8", 1},   {"char", 1},     {"int32", 4},     {"uint32", 4},
-               {"int", 4},    {"float", 4},   {"int64", 8},    {"uint64", 8},    {"double", 8},
-               {"half", 2},   {"bfloat16", 2}, {"f8e4m3", 1},  {"f8e5m2", 1},    {"fp8_e4m3", 1},
-               {"fp8_e5m2", 1}};
+  } types[] = {{"int8", 1}, {"uint8", 1}, {"char", 1}, {"int32", 4}, {"uint32", 4}, {"int", 4}, {"float", 4},
+      {"int64", 8}, {"uint64", 8}, {"double", 8}, {"half", 2}, {"bfloat16", 2}, {"f8e4m3", 1}, {"f8e5m2", 1},
+      {"fp8_e4m3", 1}, {"fp8_e5m2", 1}};
   for (size_t i = 0; i < sizeof types / sizeof *types; i++)
     if (!strcmp(t, types[i].name))
       return types[i].size;
@@ -152,7 +161,7 @@ typedef struct parser {
   long group_line;
   /* Columns. */
   long cols_line;
-  int ncols;        /* fields a data row has */
+  int ncols; /* fields a data row has */
   int c_size, c_count, c_type, c_redop, c_root;
   int c_time[2], c_algbw[2], c_busbw[2], c_wrong[2];
   /* Rows. */
@@ -164,7 +173,7 @@ typedef struct parser {
   long last_size_line;
   long long ratio_size, ratio_count; /* first row with count > 0 */
   long ratio_line;
-  double best_algbw, best_busbw;     /* out-of-place row of the largest algbw */
+  double best_algbw, best_busbw; /* out-of-place row of the largest algbw */
   int cap;
 } parser;
 
@@ -186,8 +195,11 @@ static int add_rank(parser *ps, long long id, const char *host, long line) {
   }
   for (int i = 0; i < ps->n_ranks; i++)
     if (ps->rank_id[i] == id)
-      return core_err_set(CORE_EINVAL, "%s:%ld: rank %lld is listed twice (also on line %ld): the outputs of several runs are mixed, as when nccl-tests built without MPI=1 is started by mpirun (each process then runs alone); build it with MPI=1, or import each run's output on its own",
-                          ps->path, line, id, ps->rank_line[i]);
+      return core_err_set(CORE_EINVAL,
+          "%s:%ld: rank %lld is listed twice (also on line %ld): the outputs of several runs are mixed, as when "
+          "nccl-tests built without MPI=1 is started by mpirun (each process then runs alone); build it with MPI=1, or "
+          "import each run's output on its own",
+          ps->path, line, id, ps->rank_line[i]);
   char *h = strdup(host);
   if (!h)
     return core_err_set(CORE_ENOMEM, "out of memory reading %s", ps->path);
@@ -204,17 +216,21 @@ static int rank_line(parser *ps, char **tok, int n, const char *raw, long line) 
   long long id, group = 0;
   int on = -1;
   if (n < 2 || parse_ll(tok[1], &id) != 0 || id < 0)
-    return core_err_set(CORE_EINVAL, "%s:%ld: a '# Rank' line without a rank number; expected '#  Rank N Group G Pid P on HOST device D [BUS] NAME'",
-                        ps->path, line);
+    return core_err_set(CORE_EINVAL,
+        "%s:%ld: a '# Rank' line without a rank number; expected '#  Rank N Group G Pid P on HOST device D [BUS] NAME'",
+        ps->path, line);
   for (int i = 2; i + 1 < n; i++) {
     if (!strcmp(tok[i], "Group") && parse_ll(tok[i + 1], &group) != 0)
-      return core_err_set(CORE_EINVAL, "%s:%ld: the group of rank %lld is not a number ('%s')", ps->path, line, id, tok[i + 1]);
+      return core_err_set(
+          CORE_EINVAL, "%s:%ld: the group of rank %lld is not a number ('%s')", ps->path, line, id, tok[i + 1]);
     if (!strcmp(tok[i], "on") && on < 0)
       on = i + 1;
   }
   if (on < 0)
-    return core_err_set(CORE_EINVAL, "%s:%ld: the '# Rank %lld' line names no host ('on HOST'); expected '#  Rank N Group G Pid P on HOST device D [BUS] NAME'",
-                        ps->path, line, id);
+    return core_err_set(CORE_EINVAL,
+        "%s:%ld: the '# Rank %lld' line names no host ('on HOST'); expected '#  Rank N Group G Pid P on HOST device D "
+        "[BUS] NAME'",
+        ps->path, line, id);
   if (group != 0 && !ps->mixed_groups) {
     ps->mixed_groups = 1;
     ps->group_line = line;
@@ -234,8 +250,10 @@ static int rank_line(parser *ps, char **tok, int n, const char *raw, long line) 
  * optional #bitdiff, per-iteration and timestamp columns. */
 static int column_header(parser *ps, char **tok, int n, long line) {
   if (ps->cols_line)
-    return core_err_set(CORE_EINVAL, "%s:%ld: a second table header (the first is on line %ld): one file must hold one nccl-tests run; split the file",
-                        ps->path, line, ps->cols_line);
+    return core_err_set(CORE_EINVAL,
+        "%s:%ld: a second table header (the first is on line %ld): one file must hold one nccl-tests run; split the "
+        "file",
+        ps->path, line, ps->cols_line);
   ps->cols_line = line;
   ps->c_size = ps->c_count = ps->c_type = ps->c_redop = ps->c_root = -1;
   for (int h = 0; h < 2; h++)
@@ -255,8 +273,10 @@ static int column_header(parser *ps, char **tok, int n, long line) {
     else if (!strcmp(t, "root"))
       ps->c_root = i;
     else if (!strcmp(t, "cputime"))
-      return core_err_set(CORE_EINVAL, "%s:%ld: the table reports cputime (nccl-tests -C 1), the CPU time to launch, not the collective's duration; rerun without -C",
-                          ps->path, line);
+      return core_err_set(CORE_EINVAL,
+          "%s:%ld: the table reports cputime (nccl-tests -C 1), the CPU time to launch, not the collective's duration; "
+          "rerun without -C",
+          ps->path, line);
     else if (!strcmp(t, "time") && ps->c_time[h] < 0)
       ps->c_time[h] = i;
     else if (!strcmp(t, "algbw") && ps->c_algbw[h] < 0)
@@ -266,17 +286,26 @@ static int column_header(parser *ps, char **tok, int n, long line) {
     else if (!strcmp(t, "#wrong") && ps->c_wrong[h] < 0)
       ps->c_wrong[h] = i;
     else if (!strcmp(t, "error"))
-      return core_err_set(CORE_EINVAL, "%s:%ld: this table has an 'error' column instead of '#wrong': output of an old nccl-tests (before the #wrong count), which the importer does not read; rerun with a current nccl-tests",
-                          ps->path, line);
+      return core_err_set(CORE_EINVAL,
+          "%s:%ld: this table has an 'error' column instead of '#wrong': output of an old nccl-tests (before the "
+          "#wrong count), which the importer does not read; rerun with a current nccl-tests",
+          ps->path, line);
     else if (!strcmp(t, "timestamp"))
       extra = 1; /* printed as "%Y-%m-%d %H:%M:%S", two fields */
   }
-  const char *missing = ps->c_size < 0 ? "size" : ps->c_count < 0 ? "count" : ps->c_type < 0 ? "type"
-                      : ps->c_time[0] < 0 ? "time" : ps->c_algbw[0] < 0 ? "algbw"
-                      : ps->c_busbw[0] < 0 ? "busbw" : ps->c_wrong[0] < 0 ? "#wrong" : NULL;
+  const char *missing = ps->c_size < 0       ? "size"
+                        : ps->c_count < 0    ? "count"
+                        : ps->c_type < 0     ? "type"
+                        : ps->c_time[0] < 0  ? "time"
+                        : ps->c_algbw[0] < 0 ? "algbw"
+                        : ps->c_busbw[0] < 0 ? "busbw"
+                        : ps->c_wrong[0] < 0 ? "#wrong"
+                                             : NULL;
   if (missing)
-    return core_err_set(CORE_EINVAL, "%s:%ld: the table header has no '%s' column; expected '#  size  count  type  redop  root  time  algbw  busbw  #wrong  time  algbw  busbw  #wrong'",
-                        ps->path, line, missing);
+    return core_err_set(CORE_EINVAL,
+        "%s:%ld: the table header has no '%s' column; expected '#  size  count  type  redop  root  time  algbw  busbw  "
+        "#wrong  time  algbw  busbw  #wrong'",
+        ps->path, line, missing);
   ps->ncols = n + extra;
   return 0;
 }
@@ -297,34 +326,37 @@ static int check_size_count(parser *ps, long long size, long long count, const c
     return 0; /* unknown type, or no Rank lines (an error of its own later) */
   int one = times_is(count, ts, size), all = times_is(count, (long long)ts * p, size);
   if (!one && !all)
-    return core_err_set(CORE_EINVAL, "%s:%ld: size %lld bytes is neither count x %d bytes (%s, count %lld) nor that x %d ranks, as nccl-tests prints every collective; are the size and count columns swapped or edited? Import the output as nccl-tests wrote it",
-                        ps->path, line, size, ts, type, count, p);
+    return core_err_set(CORE_EINVAL,
+        "%s:%ld: size %lld bytes is neither count x %d bytes (%s, count %lld) nor that x %d ranks, as nccl-tests "
+        "prints every collective; are the size and count columns swapped or edited? Import the output as nccl-tests "
+        "wrote it",
+        ps->path, line, size, ts, type, count, p);
   if (ps->ratio_count > 0 && count > 0 && one != all) {
     int first_one = times_is(ps->ratio_count, ts, ps->ratio_size);
     if (first_one != one)
-      return core_err_set(CORE_EINVAL, "%s:%ld: size %lld = count %lld x %d bytes%s, but line %ld has size %lld = count %lld x %d bytes%s: the size and count columns changed their meaning; import the output as nccl-tests wrote it",
-                          ps->path, line, size, count, ts, one ? "" : " x ranks", ps->ratio_line, ps->ratio_size,
-                          ps->ratio_count, ts, first_one ? "" : " x ranks");
+      return core_err_set(CORE_EINVAL,
+          "%s:%ld: size %lld = count %lld x %d bytes%s, but line %ld has size %lld = count %lld x %d bytes%s: the size "
+          "and count columns changed their meaning; import the output as nccl-tests wrote it",
+          ps->path, line, size, count, ts, one ? "" : " x ranks", ps->ratio_line, ps->ratio_size, ps->ratio_count, ts,
+          first_one ? "" : " x ranks");
   }
   return 0;
 }
 
 /* One half of a data row (h 0: out-of-place, 1: in-place): its time, and
  * (when wanted) algbw and busbw; a #wrong > 0 is an error. */
-static int row_half(parser *ps, char **tok, int h, long long size, long line, double *t, double *algbw,
-                    double *busbw) {
+static int row_half(parser *ps, char **tok, int h, long long size, long line, double *t, double *algbw, double *busbw) {
   if (ps->c_time[h] < 0)
     return 0;
   const char *what = h ? "in-place" : "out-of-place";
   double a = 0, b = 0, w;
   if (parse_num(tok[ps->c_time[h]], t) != 0 || *t < 0 || (size > 0 && *t <= 0))
-    return core_err_set(CORE_EINVAL, "%s:%ld: the %s time '%s' is not a positive number of microseconds",
-                        ps->path, line, what, tok[ps->c_time[h]]);
+    return core_err_set(CORE_EINVAL, "%s:%ld: the %s time '%s' is not a positive number of microseconds", ps->path,
+        line, what, tok[ps->c_time[h]]);
   if ((ps->c_algbw[h] >= 0 && (parse_num(tok[ps->c_algbw[h]], &a) != 0 || a < 0)) ||
       (ps->c_busbw[h] >= 0 && (parse_num(tok[ps->c_busbw[h]], &b) != 0 || b < 0)))
-    return core_err_set(CORE_EINVAL, "%s:%ld: the %s algbw or busbw ('%s', '%s') is not a number >= 0",
-                        ps->path, line, what, ps->c_algbw[h] >= 0 ? tok[ps->c_algbw[h]] : "",
-                        ps->c_busbw[h] >= 0 ? tok[ps->c_busbw[h]] : "");
+    return core_err_set(CORE_EINVAL, "%s:%ld: the %s algbw or busbw ('%s', '%s') is not a number >= 0", ps->path, line,
+        what, ps->c_algbw[h] >= 0 ? tok[ps->c_algbw[h]] : "", ps->c_busbw[h] >= 0 ? tok[ps->c_busbw[h]] : "");
   if (algbw)
     *algbw = a;
   if (busbw)
@@ -334,10 +366,13 @@ static int row_half(parser *ps, char **tok, int h, long long size, long line, do
     if (!strcmp(s, "N/A"))
       ps->run->validated = 0;
     else if (parse_num(s, &w) != 0 || w < 0)
-      return core_err_set(CORE_EINVAL, "%s:%ld: the %s #wrong '%s' is neither a count nor N/A", ps->path, line, what, s);
+      return core_err_set(
+          CORE_EINVAL, "%s:%ld: the %s #wrong '%s' is neither a count nor N/A", ps->path, line, what, s);
     else if (w > 0)
-      return core_err_set(CORE_EINVAL, "%s:%ld: %s elements were wrong in the %s result at %lld bytes: NCCL returned corrupted data, so the times mean nothing; fix the cluster (driver, NVLink/NIC errors, NCCL version) and measure again",
-                          ps->path, line, s, what, size);
+      return core_err_set(CORE_EINVAL,
+          "%s:%ld: %s elements were wrong in the %s result at %lld bytes: NCCL returned corrupted data, so the times "
+          "mean nothing; fix the cluster (driver, NVLink/NIC errors, NCCL version) and measure again",
+          ps->path, line, s, what, size);
   }
   return 0;
 }
@@ -348,14 +383,18 @@ static int data_row(parser *ps, char **tok, int n, const char *raw, long line) {
   cal_nccl_run *r = ps->run;
   long long size, count;
   if (parse_ll(tok[0], &size) != 0)
-    return core_err_set(CORE_EINVAL, "%s:%ld: not a data row ('%.60s'): rows start with the size in bytes; if the run failed here, import a complete run",
-                        ps->path, line, raw);
+    return core_err_set(CORE_EINVAL,
+        "%s:%ld: not a data row ('%.60s'): rows start with the size in bytes; if the run failed here, import a "
+        "complete run",
+        ps->path, line, raw);
   if (n != ps->ncols)
-    return core_err_set(CORE_EINVAL, "%s:%ld: a data row with %d fields, but the table header (line %ld) has %d columns; the line is cut short or garbled",
-                        ps->path, line, n > MAX_TOK ? MAX_TOK : n, ps->cols_line, ps->ncols);
+    return core_err_set(CORE_EINVAL,
+        "%s:%ld: a data row with %d fields, but the table header (line %ld) has %d columns; the line is cut short or "
+        "garbled",
+        ps->path, line, n > MAX_TOK ? MAX_TOK : n, ps->cols_line, ps->ncols);
   if (parse_ll(tok[ps->c_size], &size) != 0 || size < 0 || parse_ll(tok[ps->c_count], &count) != 0 || count < 0)
-    return core_err_set(CORE_EINVAL, "%s:%ld: size and count must be whole numbers >= 0 (got '%s' and '%s')",
-                        ps->path, line, tok[ps->c_size], tok[ps->c_count]);
+    return core_err_set(CORE_EINVAL, "%s:%ld: size and count must be whole numbers >= 0 (got '%s' and '%s')", ps->path,
+        line, tok[ps->c_size], tok[ps->c_count]);
   const char *redop = ps->c_redop >= 0 ? tok[ps->c_redop] : "";
   long long root = -1;
   if (ps->c_root >= 0 && parse_ll(tok[ps->c_root], &root) != 0)
@@ -366,8 +405,10 @@ static int data_row(parser *ps, char **tok, int n, const char *raw, long line) {
     ps->root = root;
     ps->first_row_line = line;
   } else if (strcmp(ps->type, tok[ps->c_type]) != 0 || strcmp(ps->redop, redop) != 0 || ps->root != root) {
-    return core_err_set(CORE_EINVAL, "%s:%ld: type, redop or root changes (%s %s %lld, was %s %s %lld on line %ld): one file must hold one sweep; run nccl-tests with one -d, -o and -r value per output",
-                        ps->path, line, tok[ps->c_type], redop, root, ps->type, ps->redop, ps->root, ps->first_row_line);
+    return core_err_set(CORE_EINVAL,
+        "%s:%ld: type, redop or root changes (%s %s %lld, was %s %s %lld on line %ld): one file must hold one sweep; "
+        "run nccl-tests with one -d, -o and -r value per output",
+        ps->path, line, tok[ps->c_type], redop, root, ps->type, ps->redop, ps->root, ps->first_row_line);
   }
   int rc = check_size_count(ps, size, count, tok[ps->c_type], line);
   if (rc)
@@ -379,13 +420,17 @@ static int data_row(parser *ps, char **tok, int n, const char *raw, long line) {
   ps->rows++;
   if (size == 0) {
     if (r->n > 0)
-      return core_err_set(CORE_EINVAL, "%s:%ld: size 0 after %lld bytes (line %ld): sizes must ascend; a file with several sweeps (-d all, -o all, or outputs appended) must be split",
-                          ps->path, line, ps->last_size, ps->last_size_line);
+      return core_err_set(CORE_EINVAL,
+          "%s:%ld: size 0 after %lld bytes (line %ld): sizes must ascend; a file with several sweeps (-d all, -o all, "
+          "or outputs appended) must be split",
+          ps->path, line, ps->last_size, ps->last_size_line);
     return 0; /* no data moved: nothing to fit */
   }
   if (r->n > 0 && size <= ps->last_size)
-    return core_err_set(CORE_EINVAL, "%s:%ld: size %lld bytes after %lld (line %ld): sizes must ascend; a file with several sweeps (-d all, -o all, or outputs appended) must be split",
-                        ps->path, line, size, ps->last_size, ps->last_size_line);
+    return core_err_set(CORE_EINVAL,
+        "%s:%ld: size %lld bytes after %lld (line %ld): sizes must ascend; a file with several sweeps (-d all, -o all, "
+        "or outputs appended) must be split",
+        ps->path, line, size, ps->last_size, ps->last_size_line);
   if (r->n == ps->cap) {
     int cap = ps->cap ? 2 * ps->cap : 32;
     double *b = realloc(r->bytes, sizeof *b * (size_t)cap);
@@ -429,22 +474,26 @@ static int hash_line(parser *ps, char *body, const char *raw, long line) {
     /* NCCL_VERSION(X,Y,Z) = X*10000 + Y*100 + Z since 2.9 (nccl.h). */
     if (lib >= 20900)
       snprintf(r->version, sizeof r->version, "nccl-tests %.32s, NCCL %lld.%lld.%lld", tok[2], lib / 10000,
-               lib / 100 % 100, lib % 100);
+          lib / 100 % 100, lib % 100);
     else
       snprintf(r->version, sizeof r->version, "nccl-tests %.32s", tok[2]);
     return 0;
   }
   if (n >= 4 && !strcmp(tok[0], "Collective") && !strcmp(tok[1], "test") && !strcmp(tok[2], "starting:")) {
     if (ps->hdr_line)
-      return core_err_set(CORE_EINVAL, "%s:%ld: a second nccl-tests run starts here (the first on line %ld): one file must hold one run; split the file",
-                          ps->path, line, ps->hdr_line);
+      return core_err_set(CORE_EINVAL,
+          "%s:%ld: a second nccl-tests run starts here (the first on line %ld): one file must hold one run; split the "
+          "file",
+          ps->path, line, ps->hdr_line);
     int b = -1;
     for (int i = 0; i < N_BINARIES; i++)
       if (!strcmp(tok[3], binaries[i].binary))
         b = i;
     if (b < 0 || !binaries[b].prof)
-      return core_err_set(CORE_EINVAL, "%s:%ld: this is the output of %s, not of a collective a profile holds; import the output of all_reduce_perf, all_gather_perf, reduce_scatter_perf or broadcast_perf",
-                          ps->path, line, tok[3]);
+      return core_err_set(CORE_EINVAL,
+          "%s:%ld: this is the output of %s, not of a collective a profile holds; import the output of "
+          "all_reduce_perf, all_gather_perf, reduce_scatter_perf or broadcast_perf",
+          ps->path, line, tok[3]);
     ps->hdr_bin = b;
     ps->hdr_line = line;
     return 0;
@@ -459,8 +508,10 @@ static int hash_line(parser *ps, char *body, const char *raw, long line) {
   if (n >= 6 && !strcmp(tok[0], "Out") && !strcmp(tok[1], "of") && !strcmp(tok[2], "bounds")) {
     long long bad;
     if (parse_ll(tok[5], &bad) == 0 && bad > 0)
-      return core_err_set(CORE_EINVAL, "%s:%ld: nccl-tests found %lld out-of-bounds values (wrong data): the times of a run that corrupts data mean nothing; fix the cluster and measure again",
-                          ps->path, line, bad);
+      return core_err_set(CORE_EINVAL,
+          "%s:%ld: nccl-tests found %lld out-of-bounds values (wrong data): the times of a run that corrupts data mean "
+          "nothing; fix the cluster and measure again",
+          ps->path, line, bad);
     ps->footer_line = line;
   }
   return 0;
@@ -546,20 +597,30 @@ static unsigned column_evidence(const parser *ps, int p, char *why, size_t n) {
 static int check_table(const parser *ps, long lines) {
   const char *path = ps->path;
   if (!ps->cols_line)
-    return core_err_set(CORE_EINVAL, "%s: no nccl-tests table header ('#  size  count  type  redop  root  time  algbw  busbw  #wrong ...') in its %ld lines; is it the output of an nccl-tests binary?",
-                        path, lines);
+    return core_err_set(CORE_EINVAL,
+        "%s: no nccl-tests table header ('#  size  count  type  redop  root  time  algbw  busbw  #wrong ...') in its "
+        "%ld lines; is it the output of an nccl-tests binary?",
+        path, lines);
   if (ps->rows == 0)
-    return core_err_set(CORE_EINVAL, "%s:%ld: the table has no data rows; the run stopped before its first size (see its error messages) and must be repeated",
-                        path, ps->cols_line);
+    return core_err_set(CORE_EINVAL,
+        "%s:%ld: the table has no data rows; the run stopped before its first size (see its error messages) and must "
+        "be repeated",
+        path, ps->cols_line);
   if (ps->n_ranks == 0)
-    return core_err_set(CORE_EINVAL, "%s: no '#  Rank N Group G Pid P on HOST ...' lines; they give the number of ranks and nodes, so import the whole output (nccl-tests prints them under '# Using devices')",
-                        path);
+    return core_err_set(CORE_EINVAL,
+        "%s: no '#  Rank N Group G Pid P on HOST ...' lines; they give the number of ranks and nodes, so import the "
+        "whole output (nccl-tests prints them under '# Using devices')",
+        path);
   if (ps->mixed_groups)
-    return core_err_set(CORE_EINVAL, "%s:%ld: ranks in several groups (NCCL_TESTS_SPLIT_MASK): each group ran its own communicator; import the output of a run without the split",
-                        path, ps->group_line);
+    return core_err_set(CORE_EINVAL,
+        "%s:%ld: ranks in several groups (NCCL_TESTS_SPLIT_MASK): each group ran its own communicator; import the "
+        "output of a run without the split",
+        path, ps->group_line);
   if (ps->n_ranks < 2)
-    return core_err_set(CORE_EINVAL, "%s:%ld: one rank: a collective over one rank moves no data; run nccl-tests over several GPUs (-g N, or one process per GPU under mpirun)",
-                        path, ps->rank_line[0]);
+    return core_err_set(CORE_EINVAL,
+        "%s:%ld: one rank: a collective over one rank moves no data; run nccl-tests over several GPUs (-g N, or one "
+        "process per GPU under mpirun)",
+        path, ps->rank_line[0]);
   return 0;
 }
 
@@ -580,8 +641,10 @@ static int count_nodes(const parser *ps, int *nodes) {
     if (per < 0)
       per = k;
     else if (k != per)
-      return core_err_set(CORE_EINVAL, "%s:%ld: host %s has %d ranks but %s has %d: the profile describes nodes with the same number of ranks each; run nccl-tests with as many GPUs on every node",
-                          ps->path, ps->rank_line[i], ps->rank_host[i], k, ps->rank_host[0], per);
+      return core_err_set(CORE_EINVAL,
+          "%s:%ld: host %s has %d ranks but %s has %d: the profile describes nodes with the same number of ranks each; "
+          "run nccl-tests with as many GPUs on every node",
+          ps->path, ps->rank_line[i], ps->rank_host[i], k, ps->rank_host[0], per);
   }
   return 0;
 }
@@ -622,11 +685,15 @@ static void set_binary(cal_nccl_run *r, int b) {
 static int check_named(const parser *ps, int named, const char *src, unsigned cols, const char *why) {
   cal_nccl_run *r = ps->run;
   if (!binaries[named].prof)
-    return core_err_set(CORE_EINVAL, "%s: %s names %s, not a collective a profile holds; import the output of all_reduce_perf, all_gather_perf, reduce_scatter_perf or broadcast_perf",
-                        ps->path, src, binaries[named].binary);
+    return core_err_set(CORE_EINVAL,
+        "%s: %s names %s, not a collective a profile holds; import the output of all_reduce_perf, all_gather_perf, "
+        "reduce_scatter_perf or broadcast_perf",
+        ps->path, src, binaries[named].binary);
   if (!(cols & BIT(binaries[named].c)))
-    return core_err_set(CORE_EINVAL, "%s:%ld: %s says %s, but the columns (%s) do not fit it; check that the file holds the output it is named after",
-                        ps->path, ps->first_row_line, src, binaries[named].binary, why);
+    return core_err_set(CORE_EINVAL,
+        "%s:%ld: %s says %s, but the columns (%s) do not fit it; check that the file holds the output it is named "
+        "after",
+        ps->path, ps->first_row_line, src, binaries[named].binary, why);
   set_binary(r, named);
   snprintf(r->how, sizeof r->how, "%s from %.120s", r->binary, src);
   return 0;
@@ -642,15 +709,19 @@ static int from_columns(const parser *ps, unsigned cols, const char *why) {
       count++;
     }
   if (count != 1 || (cols & BIT(C_OTHER) && why[0] == '\0'))
-    return core_err_set(CORE_EINVAL, "%s: cannot tell which collective this is: no '# Collective test starting' line, no *_perf name in the file or its name, and the columns (%s) fit several; name the file after the binary, e.g. all_gather_perf.txt",
-                        ps->path, why[0] ? why : "no redop or root column");
+    return core_err_set(CORE_EINVAL,
+        "%s: cannot tell which collective this is: no '# Collective test starting' line, no *_perf name in the file or "
+        "its name, and the columns (%s) fit several; name the file after the binary, e.g. all_gather_perf.txt",
+        ps->path, why[0] ? why : "no redop or root column");
   int b = -1;
   for (int i = 0; i < N_BINARIES; i++)
     if (binaries[i].c == (enum coll)found && binaries[i].prof)
       b = i;
   if (b < 0)
-    return core_err_set(CORE_EINVAL, "%s: the columns (%s) are those of %s, not of a collective a profile holds; import the output of all_reduce_perf, all_gather_perf, reduce_scatter_perf or broadcast_perf",
-                        ps->path, why, coll_binary((enum coll)found));
+    return core_err_set(CORE_EINVAL,
+        "%s: the columns (%s) are those of %s, not of a collective a profile holds; import the output of "
+        "all_reduce_perf, all_gather_perf, reduce_scatter_perf or broadcast_perf",
+        ps->path, why, coll_binary((enum coll)found));
   set_binary(r, b);
   snprintf(r->how, sizeof r->how, "%s from the columns (%.120s)", r->binary, why);
   return 0;
@@ -671,8 +742,9 @@ static int finish(parser *ps, long lines) {
   if ((rc = named >= 0 ? check_named(ps, named, src, cols, why) : from_columns(ps, cols, why)) != 0)
     return rc;
   if (r->n < 2)
-    return core_err_set(CORE_EINVAL, "%s:%ld: only %d size(s) with data; an alpha-beta fit needs a sweep, e.g. nccl-tests -b 8 -e 128M -f 2",
-                        ps->path, ps->cols_line, r->n);
+    return core_err_set(CORE_EINVAL,
+        "%s:%ld: only %d size(s) with data; an alpha-beta fit needs a sweep, e.g. nccl-tests -b 8 -e 128M -f 2",
+        ps->path, ps->cols_line, r->n);
   return 0;
 }
 
@@ -710,7 +782,8 @@ int cal_nccl_parse(const char *path, cal_nccl_run *run) {
     }
     line++;
     if (memchr(buf, '\0', (size_t)k)) {
-      rc = core_err_set(CORE_EINVAL, "%s:%ld: a NUL byte: this is not a text file; import nccl-tests' text output", path, line);
+      rc = core_err_set(
+          CORE_EINVAL, "%s:%ld: a NUL byte: this is not a text file; import nccl-tests' text output", path, line);
       break;
     }
     if ((rc = parse_line(&ps, buf, line)) != 0)

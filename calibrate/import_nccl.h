@@ -39,34 +39,34 @@
 /* One nccl-tests output, parsed. */
 typedef struct cal_nccl_run {
   char path[4096];
-  char binary[32];      /* all_reduce_perf, ... */
-  char op[16];          /* the profile's name: allreduce | allgather | reducescatter | broadcast */
-  char how[192];        /* how the collective was recognized, for notes */
+  char binary[32]; /* all_reduce_perf, ... */
+  char op[16];     /* the profile's name: allreduce | allgather | reducescatter | broadcast */
+  char how[192];   /* how the collective was recognized, for notes */
   int ranks, nodes;
-  char host[128];       /* the first rank's host */
-  char device[128];     /* the first rank's device name, "" if not printed */
-  char version[128];    /* "nccl-tests 2.17.6, NCCL 2.27.3", "" if not printed */
-  int validated;        /* 0 when the run had validation off (#wrong = N/A) */
-  int n;                /* sizes kept (non-zero bytes), ascending */
-  double *bytes;        /* the size column, as nccl-tests counts it */
-  double *time_us;      /* out-of-place time */
+  char host[128];    /* the first rank's host */
+  char device[128];  /* the first rank's device name, "" if not printed */
+  char version[128]; /* "nccl-tests 2.17.6, NCCL 2.27.3", "" if not printed */
+  int validated;     /* 0 when the run had validation off (#wrong = N/A) */
+  int n;             /* sizes kept (non-zero bytes), ascending */
+  double *bytes;     /* the size column, as nccl-tests counts it */
+  double *time_us;   /* out-of-place time */
 } cal_nccl_run;
 
 int cal_nccl_parse(const char *path, cal_nccl_run *run);
 void cal_nccl_run_free(cal_nccl_run *run);
 
 typedef struct cal_nccl_opts {
-  const char *base;         /* profile to take everything else from (required) */
-  const char *name;         /* profile name; NULL: base's */
-  double link_gbps;         /* nominal inter-node line rate; <= 0: unknown */
-  const char *device_kind;  /* "gpu" (default) | "cpu" */
+  const char *base;        /* profile to take everything else from (required) */
+  const char *name;        /* profile name; NULL: base's */
+  double link_gbps;        /* nominal inter-node line rate; <= 0: unknown */
+  const char *device_kind; /* "gpu" (default) | "cpu" */
 } cal_nccl_opts;
 
 /* Parse the files, fit each, and assemble a profile from the base: its
  * nccl entries of the same (op, algorithm, scope) are replaced, the others
  * kept. notes (may be NULL) receives lines for the user: how each file was
  * read and which base entries were kept. */
-int cal_import_nccl(const char *const *paths, int n_paths, const cal_nccl_opts *o,
-                    core_profile **out, char *notes, size_t notes_len);
+int cal_import_nccl(
+    const char *const *paths, int n_paths, const cal_nccl_opts *o, core_profile **out, char *notes, size_t notes_len);
 
 #endif

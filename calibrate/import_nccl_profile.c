@@ -64,8 +64,8 @@ static void free_coll(core_prof_coll *c) {
 /* "imported from nccl-tests: a, b (+N more); ..." within the field's size. */
 static void provenance(core_profile *p, const char *const *paths, int n, const char *base) {
   char tail[200];
-  snprintf(tail, sizeof tail, "; algorithm assumed ring (nccl-tests does not report NCCL's choice); the rest from %.60s",
-           cal_base_name(base));
+  snprintf(tail, sizeof tail,
+      "; algorithm assumed ring (nccl-tests does not report NCCL's choice); the rest from %.60s", cal_base_name(base));
   size_t room = sizeof p->provenance - strlen(tail) - 16, len;
   len = (size_t)snprintf(p->provenance, sizeof p->provenance, "imported from nccl-tests:");
   int i = 0;
@@ -83,22 +83,24 @@ static void provenance(core_profile *p, const char *const *paths, int n, const c
 /* One import: the files parsed and fitted, and the profile built of them. */
 typedef struct nimport {
   const cal_nccl_opts *o;
-  const char *kind;          /* the profile's device kind: gpu | cpu */
+  const char *kind; /* the profile's device kind: gpu | cpu */
   char *notes;
   size_t notes_len;
   const char *const *paths;
-  int n;                     /* files */
-  cal_nccl_run *runs;        /* [n] */
-  core_prof_coll *fresh;     /* [n]: the entries fitted */
-  int n_fresh;               /* of them, those the import still owns */
-  core_profile *p;           /* the base, becoming the result */
+  int n;                 /* files */
+  cal_nccl_run *runs;    /* [n] */
+  core_prof_coll *fresh; /* [n]: the entries fitted */
+  int n_fresh;           /* of them, those the import still owns */
+  core_profile *p;       /* the base, becoming the result */
 } nimport;
 
 static int check_opts(const cal_nccl_opts *o, int n_paths, const char *kind) {
   if (n_paths < 1)
     return core_err_set(CORE_EUSAGE, "no nccl-tests output to import; give one file per collective");
   if (!o->base)
-    return core_err_set(CORE_EUSAGE, "nccl-tests measures collectives only: pass --base PROFILE (e.g. scenarios/profiles/dgx-h100.cfg) for the compute rates, memory and host bandwidth the profile needs as well");
+    return core_err_set(
+        CORE_EUSAGE, "nccl-tests measures collectives only: pass --base PROFILE (e.g. scenarios/profiles/dgx-h100.cfg) "
+                     "for the compute rates, memory and host bandwidth the profile needs as well");
   if (strcmp(kind, "gpu") != 0 && strcmp(kind, "cpu") != 0)
     return core_err_set(CORE_EUSAGE, "--device must be gpu or cpu, not '%s'", kind);
   return 0;
@@ -118,7 +120,7 @@ static void note_fit(const nimport *im, const cal_nccl_run *r, const core_prof_c
   }
   if (worst > 0.10)
     cal_note(im->notes, im->notes_len, "%s: the fit misses %.0f bytes by %.0f%% (see `ddpsim plot fit`)\n", r->path,
-         worst_bytes, worst * 100);
+        worst_bytes, worst * 100);
 }
 
 /* File i: parsed, one entry per collective and scope, fitted. */
@@ -130,15 +132,18 @@ static int read_run(nimport *im, int i) {
   const char *scope = r->nodes > 1 ? "inter" : "intra";
   for (int j = 0; j < i; j++)
     if (!strcmp(im->runs[j].op, r->op) && (im->runs[j].nodes > 1) == (r->nodes > 1))
-      return core_err_set(CORE_EINVAL, "%s: a second %s-node %s (%s already gave one); a profile keeps one entry per collective and scope, so import one of them",
-                          r->path, scope, r->op, im->runs[j].path);
+      return core_err_set(CORE_EINVAL,
+          "%s: a second %s-node %s (%s already gave one); a profile keeps one entry per collective and scope, so "
+          "import one of them",
+          r->path, scope, r->op, im->runs[j].path);
   if ((rc = make_entry(r, &im->fresh[i])) != 0)
     return rc;
   im->n_fresh++;
   note_fit(im, r, &im->fresh[i]);
-  cal_note(im->notes, im->notes_len, "%s: %s, %d ranks on %d node(s) -> nccl %s ring %s, %d sizes, %d fit regime(s)%s\n",
-       r->path, r->how, r->ranks, r->nodes, r->op, scope, r->n, im->fresh[i].n_fits,
-       r->validated ? "" : " (validation was off: #wrong N/A, data not checked)");
+  cal_note(im->notes, im->notes_len,
+      "%s: %s, %d ranks on %d node(s) -> nccl %s ring %s, %d sizes, %d fit regime(s)%s\n", r->path, r->how, r->ranks,
+      r->nodes, r->op, scope, r->n, im->fresh[i].n_fits,
+      r->validated ? "" : " (validation was off: #wrong N/A, data not checked)");
   return 0;
 }
 
@@ -150,11 +155,11 @@ static int merge(nimport *im) {
     core_prof_coll *c = &p->colls[i];
     int replaced = 0;
     for (int j = 0; j < im->n_fresh && !replaced; j++)
-      replaced = !strcmp(c->backend, "nccl") && !strcmp(c->op, im->fresh[j].op) &&
-                 !strcmp(c->algorithm, "ring") && !strcmp(c->scope, im->fresh[j].scope);
+      replaced = !strcmp(c->backend, "nccl") && !strcmp(c->op, im->fresh[j].op) && !strcmp(c->algorithm, "ring") &&
+                 !strcmp(c->scope, im->fresh[j].scope);
     if (!replaced) {
       cal_note(im->notes, im->notes_len, "kept from %s: %s %s %s %s (%d ranks)\n", im->o->base, c->backend, c->op,
-           c->algorithm, c->scope, c->ranks);
+          c->algorithm, c->scope, c->ranks);
       i++;
       continue;
     }
@@ -216,26 +221,34 @@ static int set_device(nimport *im) {
     p->link_gbps = im->o->link_gbps;
   else if (any_inter) {
     if (p->link_gbps > 0)
-      cal_note(im->notes, im->notes_len, "link_gbps: the base's %g Gb/s is not the measured link's; dropped (pass --link-gbps to record it)\n",
-           p->link_gbps);
+      cal_note(im->notes, im->notes_len,
+          "link_gbps: the base's %g Gb/s is not the measured link's; dropped (pass --link-gbps to record it)\n",
+          p->link_gbps);
     p->link_gbps = 0;
   }
   if (dev && strcmp(dev, p->device_name) != 0) {
-    cal_note(im->notes, im->notes_len, "compute rates, memory and host bandwidth come from %s (device '%s'), the collectives from '%s'\n",
-         im->o->base, p->device_name, dev);
+    cal_note(im->notes, im->notes_len,
+        "compute rates, memory and host bandwidth come from %s (device '%s'), the collectives from '%s'\n", im->o->base,
+        p->device_name, dev);
     snprintf(p->device_name, sizeof p->device_name, "%s", dev);
   }
   if (!strcmp(im->kind, "gpu") && !(p->host_link_GBps > 0))
-    return core_err_set(CORE_EINVAL, "%s is a CPU profile without device.host_link_GBps, which a GPU profile needs; pass a GPU base (e.g. scenarios/profiles/dgx-h100.cfg) or --device cpu",
-                        im->o->base);
+    return core_err_set(CORE_EINVAL,
+        "%s is a CPU profile without device.host_link_GBps, which a GPU profile needs; pass a GPU base (e.g. "
+        "scenarios/profiles/dgx-h100.cfg) or --device cpu",
+        im->o->base);
   snprintf(p->device_kind, sizeof p->device_kind, "%s", im->kind);
   return 0;
 }
 
-int cal_import_nccl(const char *const *paths, int n_paths, const cal_nccl_opts *o, core_profile **out,
-                    char *notes, size_t notes_len) {
-  nimport im = {.o = o, .kind = o->device_kind ? o->device_kind : "gpu", .notes = notes,
-                .notes_len = notes_len, .paths = paths, .n = n_paths};
+int cal_import_nccl(
+    const char *const *paths, int n_paths, const cal_nccl_opts *o, core_profile **out, char *notes, size_t notes_len) {
+  nimport im = {.o = o,
+      .kind = o->device_kind ? o->device_kind : "gpu",
+      .notes = notes,
+      .notes_len = notes_len,
+      .paths = paths,
+      .n = n_paths};
   int rc;
   *out = NULL;
   if (notes && notes_len)

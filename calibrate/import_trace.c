@@ -30,12 +30,12 @@ enum ev_kind { EV_LIN, EV_BWD, EV_STEP, EV_RELU, EV_ACT, EV_BCOPY, EV_COPY, EV_A
 
 typedef struct ev {
   const char *name;
-  double ts, dur;    /* µs */
-  int32_t thread;    /* interned "pid/tid" */
+  double ts, dur; /* µs */
+  int32_t thread; /* interned "pid/tid" */
   enum ev_kind kind;
-  long idx;          /* in traceEvents */
+  long idx; /* in traceEvents */
   const cal_kevent *k;
-  int nested;        /* inside another linear or backward op of its thread */
+  int nested; /* inside another linear or backward op of its thread */
 } ev;
 
 typedef struct loaded {
@@ -43,7 +43,7 @@ typedef struct loaded {
   cal_ktrace kt;
   ev *evs;
   long n;
-  ev **by_time;      /* evs by start, for the steps' spans */
+  ev **by_time; /* evs by start, for the steps' spans */
   int gpu;
 } loaded;
 
@@ -124,8 +124,13 @@ static int load(const char *path, loaded *L) {
       L->gpu = 1;
     if (!kind_of(e, name, &kind))
       continue;
-    L->evs[L->n++] = (ev){.name = name, .ts = us_of(e->ts_ns), .dur = us_of(e->dur_ns), .thread = e->thread,
-                          .kind = kind, .idx = (long)e->index, .k = e};
+    L->evs[L->n++] = (ev){.name = name,
+        .ts = us_of(e->ts_ns),
+        .dur = us_of(e->dur_ns),
+        .thread = e->thread,
+        .kind = kind,
+        .idx = (long)e->index,
+        .k = e};
   }
   if (!(L->by_time = malloc(sizeof *L->by_time * (size_t)(L->n ? L->n : 1))))
     return core_err_set(CORE_ENOMEM, "out of memory reading %s", path);
@@ -211,7 +216,7 @@ static int inside(const ev *in, const ev *out) {
  * one's time comes off the backward of the layer whose span holds it
  * (layer l spans c[l] to c[l-1], layer 0 up to end); the total into *sum. */
 static void take_out_bucket_copies(ev **cp, long ncp, ev **acc, long nacc, ev **bwd, long nb, const double *c,
-                                   double end, int F, double *bw, double *sum) {
+    double end, int F, double *bw, double *sum) {
   const ev *last = NULL;
   *sum = 0;
   for (long i = 0; i < ncp; i++) {
@@ -267,9 +272,9 @@ static void step_range(const loaded *L, double lo, double hi, long *a, long *b) 
 typedef struct step_ev {
   ev **ops, **lin, **bwd, **act, **cp, **acc;
   long nops, nl, nb, na, ncp, nacc;
-  long *lbw;       /* bwd[lbw[k]]: the k-th linear backward op */
+  long *lbw; /* bwd[lbw[k]]: the k-th linear backward op */
   long nlb;
-  double b0, end;  /* the first backward op's start; the last one's end */
+  double b0, end; /* the first backward op's start; the last one's end */
 } step_ev;
 
 static void step_free(step_ev *S) {
@@ -333,14 +338,20 @@ static int step_collect(const loaded *L, double lo, double hi, step_ev *S) {
 static int step_check(const loaded *L, const step_ev *S, const char *what) {
   const char *path = L->path;
   if (S->nb == 0)
-    return core_err_set(CORE_EINVAL, "%s: no backward ops (\"" BWD_PREFIX "...\") in %s; profile a whole training step, loss.backward() included",
-                        path, what);
+    return core_err_set(CORE_EINVAL,
+        "%s: no backward ops (\"" BWD_PREFIX "...\") in %s; profile a whole training step, loss.backward() included",
+        path, what);
   if (S->nl == 0)
-    return core_err_set(CORE_EINVAL, "%s: no forward linear ops (top-level aten::linear or aten::addmm) before the backward of %s; the importer reads models built of nn.Linear layers",
-                        path, what);
+    return core_err_set(CORE_EINVAL,
+        "%s: no forward linear ops (top-level aten::linear or aten::addmm) before the backward of %s; the importer "
+        "reads models built of nn.Linear layers",
+        path, what);
   if (S->nl != S->nlb)
-    return core_err_set(CORE_EINVAL, "%s: %s has %ld forward linear ops (the first is traceEvents[%ld]) but %ld linear backward ops (AddmmBackward0/MmBackward0); the trace must hold whole steps of one model: profile forward, loss and backward of each step",
-                        path, what, S->nl, S->lin[0]->idx, S->nlb);
+    return core_err_set(CORE_EINVAL,
+        "%s: %s has %ld forward linear ops (the first is traceEvents[%ld]) but %ld linear backward ops "
+        "(AddmmBackward0/MmBackward0); the trace must hold whole steps of one model: profile forward, loss and "
+        "backward of each step",
+        path, what, S->nl, S->lin[0]->idx, S->nlb);
   if (S->nl > INT_MAX / 2)
     return core_err_set(CORE_EINVAL, "%s: too many layers", path);
   return 0;
@@ -396,7 +407,7 @@ static int layer_details(const loaded *L, const step_ev *S, int F, cal_trace *t)
  * cap layers), the layers' details into t when first; DDP's
  * bucket copies' time (taken out of bwd[]) into *copy_us. */
 static int analyse_step(const loaded *L, double lo, double hi, const char *what, int first, cal_trace *t,
-                        double **fwd_out, double **bwd_out, int *n_out, double *copy_us) {
+    double **fwd_out, double **bwd_out, int *n_out, double *copy_us) {
   step_ev S;
   double *fwd = NULL, *bw = NULL, *c = NULL;
   *fwd_out = *bwd_out = NULL;
@@ -420,9 +431,11 @@ static int analyse_step(const loaded *L, double lo, double hi, const char *what,
   take_out_bucket_copies(S.cp, S.ncp, S.acc, S.nacc, S.bwd, S.nb, c, S.end, F, bw, copy_us);
   for (int l = 0; l < F; l++)
     if (!(fwd[l] > 0) || !(bw[l] > 0)) {
-      rc = core_err_set(CORE_EINVAL, "%s: traceEvents[%ld]: layer %d of %s gets no %s time: its ops overlap the next layer's; was the step run with several threads issuing ops?",
-                        L->path, fwd[l] > 0 ? S.bwd[S.lbw[F - 1 - l]]->idx : S.lin[l]->idx, l + 1, what,
-                        fwd[l] > 0 ? "backward" : "forward");
+      rc = core_err_set(CORE_EINVAL,
+          "%s: traceEvents[%ld]: layer %d of %s gets no %s time: its ops overlap the next layer's; was the step run "
+          "with several threads issuing ops?",
+          L->path, fwd[l] > 0 ? S.bwd[S.lbw[F - 1 - l]]->idx : S.lin[l]->idx, l + 1, what,
+          fwd[l] > 0 ? "backward" : "forward");
       goto free_step;
     }
   if (first && (rc = layer_details(L, &S, F, t)) != 0)
@@ -453,7 +466,7 @@ static double median(double *v, size_t n) {
 
 /* Per-step results of every file read so far, step after step. */
 typedef struct steps_acc {
-  double *f, *b;      /* [n * F] layer times, F per step */
+  double *f, *b; /* [n * F] layer times, F per step */
   double *copy, *span;
   long n, cap;
 } steps_acc;
@@ -470,8 +483,8 @@ static int grow(double **p, size_t n) {
 static int acc_push(steps_acc *A, int F, const double *f, const double *b, double copy_us, const char *path) {
   if (A->n == A->cap) {
     long cap = A->cap ? 2 * A->cap : 16;
-    if (grow(&A->f, (size_t)cap * (size_t)F) || grow(&A->b, (size_t)cap * (size_t)F) ||
-        grow(&A->copy, (size_t)cap) || grow(&A->span, (size_t)cap))
+    if (grow(&A->f, (size_t)cap * (size_t)F) || grow(&A->b, (size_t)cap * (size_t)F) || grow(&A->copy, (size_t)cap) ||
+        grow(&A->span, (size_t)cap))
       return core_err_set(CORE_ENOMEM, "out of memory reading %s", path);
     A->cap = cap;
   }
@@ -524,8 +537,9 @@ static int read_one(const char *path, int first_file, cal_trace *t, steps_acc *A
     if (first && ns)
       t->step_us = steps[0]->dur;
     if (F != t->n_layers)
-      rc = core_err_set(CORE_EINVAL, "%s: %s has %d linear layers but the first step%s has %d; profile steps of one model",
-                        path, what, F, first_file ? "" : " of the first trace", t->n_layers);
+      rc = core_err_set(CORE_EINVAL,
+          "%s: %s has %d linear layers but the first step%s has %d; profile steps of one model", path, what, F,
+          first_file ? "" : " of the first trace", t->n_layers);
     else
       rc = acc_push(A, F, f, b, copy_us, path);
     free(f);

@@ -60,25 +60,25 @@
 #include <stddef.h>
 
 typedef struct cal_trace_layer {
-  double fwd_us, bwd_us;  /* medians over steps */
-  int in, out;            /* from the forward op's shapes; 0 if not recorded */
-  int relu;               /* an aten::relu follows the linear */
-  char other_act[32];     /* another activation op that follows it (aten::gelu, ...), or "" */
-  long fwd_event;         /* index into traceEvents of its (first step's) forward op */
-  long bwd_event;         /* ... and of its linear backward op */
+  double fwd_us, bwd_us; /* medians over steps */
+  int in, out;           /* from the forward op's shapes; 0 if not recorded */
+  int relu;              /* an aten::relu follows the linear */
+  char other_act[32];    /* another activation op that follows it (aten::gelu, ...), or "" */
+  long fwd_event;        /* index into traceEvents of its (first step's) forward op */
+  long bwd_event;        /* ... and of its linear backward op */
 } cal_trace_layer;
 
 typedef struct cal_trace {
   int n_layers;
   cal_trace_layer *layers;
-  int n_steps;            /* ProfilerStep spans analysed in every trace (one without any counts 1) */
-  int batch;              /* rows of the first linear's input; 0 if not recorded */
-  double span_us;         /* first step: first forward linear to the end of backward */
-  double bucket_copy_us;  /* median over steps: DDP's gradient copies into buckets, out of the layers */
+  int n_steps;           /* ProfilerStep spans analysed in every trace (one without any counts 1) */
+  int batch;             /* rows of the first linear's input; 0 if not recorded */
+  double span_us;        /* first step: first forward linear to the end of backward */
+  double bucket_copy_us; /* median over steps: DDP's gradient copies into buckets, out of the layers */
   double layers_min_us, layers_median_us, layers_max_us; /* the layers' time in a step, over steps */
-  double step_us;         /* first step: its ProfilerStep span, 0 without one */
-  int loss_mse;           /* an MseLossBackward0 ran */
-  int gpu;                /* the trace holds GPU kernels */
+  double step_us;                                        /* first step: its ProfilerStep span, 0 without one */
+  int loss_mse;                                          /* an MseLossBackward0 ran */
+  int gpu;                                               /* the trace holds GPU kernels */
 } cal_trace;
 
 int cal_trace_read(const char *path, cal_trace *t);
@@ -89,17 +89,16 @@ int cal_trace_read_many(const char *const *paths, int n_paths, cal_trace *t);
 void cal_trace_free(cal_trace *t);
 
 typedef struct cal_trace_opts {
-  const char *base;       /* model file whose layers get the times, or NULL */
-  const char *name;       /* model name when there is no base; NULL: from out's file name */
-  int batch;              /* batch the trace was taken at; 0: from its shapes */
+  const char *base; /* model file whose layers get the times, or NULL */
+  const char *name; /* model name when there is no base; NULL: from out's file name */
+  int batch;        /* batch the trace was taken at; 0: from its shapes */
 } cal_trace_opts;
 
 /* Read the trace and write the measured model to out (atomically). notes
  * (may be NULL) receives lines for the user. */
-int cal_import_trace(const char *trace, const cal_trace_opts *o, const char *out, char *notes,
-                     size_t notes_len);
+int cal_import_trace(const char *trace, const cal_trace_opts *o, const char *out, char *notes, size_t notes_len);
 /* The same from several traces of one model (cal_trace_read_many). */
-int cal_import_traces(const char *const *traces, int n_traces, const cal_trace_opts *o, const char *out,
-                      char *notes, size_t notes_len);
+int cal_import_traces(
+    const char *const *traces, int n_traces, const cal_trace_opts *o, const char *out, char *notes, size_t notes_len);
 
 #endif

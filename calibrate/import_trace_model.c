@@ -55,8 +55,8 @@ static void name_from(const char *out, char *name, size_t n) {
   size_t k = 0;
   for (size_t i = 0; i < len && k + 1 < n; i++) {
     char ch = b[i];
-    int ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-             ch == '.' || ch == '_' || ch == '+' || ch == '-';
+    int ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '.' ||
+             ch == '_' || ch == '+' || ch == '-';
     name[k++] = ok ? ch : '-';
   }
   name[k] = '\0';
@@ -73,15 +73,15 @@ typedef struct import {
   char *notes;
   size_t notes_len;
   cal_trace t;
-  const char *trace;         /* the first trace: errors about the layers name it */
-  char more[48];             /* " and N more traces", or "" */
+  const char *trace; /* the first trace: errors about the layers name it */
+  char more[48];     /* " and N more traces", or "" */
   int batch;
-  core_model *base;          /* with o->base */
-  core_cfg bc;               /* the base's text, which gets the times */
+  core_model *base; /* with o->base */
+  core_cfg bc;      /* the base's text, which gets the times */
   int have_bc;
-  config_t fresh;            /* without a base: a model built from the trace */
+  config_t fresh; /* without a base: a model built from the trace */
   int have_fresh;
-  config_t *cfg;             /* &bc.cfg or &fresh */
+  config_t *cfg; /* &bc.cfg or &fresh */
   config_setting_t *g, *layers;
   char src[512], name[MODEL_NAME_LEN];
 } import;
@@ -98,9 +98,10 @@ static void set_source(import *im, const char *fmt, ...) {
 
 static int check_name(const char *name) {
   if (name && (strlen(name) == 0 || strlen(name) >= MODEL_NAME_LEN ||
-               strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._+-") != strlen(name)))
-    return core_err_set(CORE_EUSAGE, "model name '%s': use 1 to %d letters, digits and . _ + - (it labels CSV rows and plots)",
-                        name, MODEL_NAME_LEN - 1);
+                  strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._+-") != strlen(name)))
+    return core_err_set(CORE_EUSAGE,
+        "model name '%s': use 1 to %d letters, digits and . _ + - (it labels CSV rows and plots)", name,
+        MODEL_NAME_LEN - 1);
   return 0;
 }
 
@@ -109,13 +110,15 @@ static int batch_of(import *im) {
   const cal_trace *t = &im->t;
   int batch = im->o->batch;
   if (batch > 0 && t->batch > 0 && batch != t->batch)
-    return core_err_set(CORE_EINVAL, "%s: traceEvents[%ld]: --batch %d, but the first linear layer's input has %d rows; give the batch the trace was taken at",
-                        im->trace, t->layers[0].fwd_event, batch, t->batch);
+    return core_err_set(CORE_EINVAL,
+        "%s: traceEvents[%ld]: --batch %d, but the first linear layer's input has %d rows; give the batch the trace "
+        "was taken at",
+        im->trace, t->layers[0].fwd_event, batch, t->batch);
   if (batch <= 0)
     batch = t->batch;
   if (batch <= 0)
-    return core_err_set(CORE_EUSAGE, "%s: the trace has no shapes (record_shapes=True), so the batch is unknown; pass --batch B",
-                        im->trace);
+    return core_err_set(CORE_EUSAGE,
+        "%s: the trace has no shapes (record_shapes=True), so the batch is unknown; pass --batch B", im->trace);
   im->batch = batch;
   return 0;
 }
@@ -126,20 +129,27 @@ static void note_trace(const import *im) {
   char *notes = im->notes;
   size_t n = im->notes_len;
   cal_note(notes, n, "%s%s: %d linear layer(s), %d step(s)%s, batch %d; %slayers span %.3f ms", im->trace, im->more,
-       t->n_layers, t->n_steps, t->n_steps > 1 ? " (per-layer medians)" : "", im->batch,
-       t->n_steps > 1 ? "in the first step the " : "", t->span_us / 1e3);
+      t->n_layers, t->n_steps, t->n_steps > 1 ? " (per-layer medians)" : "", im->batch,
+      t->n_steps > 1 ? "in the first step the " : "", t->span_us / 1e3);
   if (t->step_us > 0)
     cal_note(notes, n, " of the %.3f ms step (the rest: zero_grad, optimizer)", t->step_us / 1e3);
   cal_note(notes, n, "\n");
   if (t->bucket_copy_us > 0)
-    cal_note(notes, n, "DDP's copy of the gradients into its buckets (%.3f ms a step) is taken out of the layers' backward times: the simulator adds it from the profile's memory bandwidth\n",
-         t->bucket_copy_us / 1e3);
+    cal_note(notes, n,
+        "DDP's copy of the gradients into its buckets (%.3f ms a step) is taken out of the layers' backward times: the "
+        "simulator adds it from the profile's memory bandwidth\n",
+        t->bucket_copy_us / 1e3);
   if (t->n_steps > 1 && t->layers_max_us > UNSTEADY_RATIO * t->layers_min_us)
-    cal_note(notes, n, "warning: the layers took %.3f to %.3f ms from step to step (median %.3f): the machine was not steady while profiled (a throttled, shared or frequency-scaling CPU); the medians are written, but profile again on a quiet machine for times to predict from\n",
-         t->layers_min_us / 1e3, t->layers_max_us / 1e3, t->layers_median_us / 1e3);
+    cal_note(notes, n,
+        "warning: the layers took %.3f to %.3f ms from step to step (median %.3f): the machine was not steady while "
+        "profiled (a throttled, shared or frequency-scaling CPU); the medians are written, but profile again on a "
+        "quiet machine for times to predict from\n",
+        t->layers_min_us / 1e3, t->layers_max_us / 1e3, t->layers_median_us / 1e3);
   if (t->gpu)
-    cal_note(notes, n, "%s holds GPU kernels: the layer times are host-side op times, launch times for asynchronous GPU work unless it ran with CUDA_LAUNCH_BLOCKING=1\n",
-         im->trace);
+    cal_note(notes, n,
+        "%s holds GPU kernels: the layer times are host-side op times, launch times for asynchronous GPU work unless "
+        "it ran with CUDA_LAUNCH_BLOCKING=1\n",
+        im->trace);
 }
 
 /* Does the base model have the trace's layers (count, linear shapes)? */
@@ -147,14 +157,18 @@ static int check_base(const import *im) {
   const cal_trace *t = &im->t;
   const core_model *bm = im->base;
   if (bm->n_layers != t->n_layers)
-    return core_err_set(CORE_EINVAL, "%s: %d linear layers (the first forward op is traceEvents[%ld]) but the base %s has %d layers; import against the model the trace was taken of, or without --base",
-                        im->trace, t->n_layers, t->layers[0].fwd_event, im->o->base, bm->n_layers);
+    return core_err_set(CORE_EINVAL,
+        "%s: %d linear layers (the first forward op is traceEvents[%ld]) but the base %s has %d layers; import against "
+        "the model the trace was taken of, or without --base",
+        im->trace, t->n_layers, t->layers[0].fwd_event, im->o->base, bm->n_layers);
   for (int i = 0; i < t->n_layers; i++) {
     const core_layer *L = &bm->layers[i];
     const cal_trace_layer *y = &t->layers[i];
     if (L->kind == CORE_LAYER_LINEAR && y->in > 0 && (L->in != y->in || L->out != y->out))
-      return core_err_set(CORE_EINVAL, "%s: traceEvents[%ld]: linear layer %d takes %d inputs to %d outputs, but layer '%s' of %s is in = %d, out = %d; import against the model the trace was taken of",
-                          im->trace, y->fwd_event, i + 1, y->in, y->out, L->name, im->o->base, L->in, L->out);
+      return core_err_set(CORE_EINVAL,
+          "%s: traceEvents[%ld]: linear layer %d takes %d inputs to %d outputs, but layer '%s' of %s is in = %d, out = "
+          "%d; import against the model the trace was taken of",
+          im->trace, y->fwd_event, i + 1, y->in, y->out, L->name, im->o->base, L->in, L->out);
   }
   return 0;
 }
@@ -174,7 +188,7 @@ static int from_base(import *im) {
   if (!im->layers)
     return core_err_set(CORE_EINTERNAL, "%s: no model.layers after a successful load", o->base);
   set_source(im, "%.280s; per-layer times from the PyTorch profiler trace %.150s%s at batch %d",
-           im->base->source[0] ? im->base->source : o->base, im->trace, im->more, im->batch);
+      im->base->source[0] ? im->base->source : o->base, im->trace, im->more, im->batch);
   snprintf(im->name, sizeof im->name, "%s", o->name ? o->name : im->base->name);
   if (o->name && set_str(im->g, "name", o->name) != 0)
     return core_err_set(CORE_ENOMEM, "out of memory building the model");
@@ -186,8 +200,10 @@ static int add_layer(import *im, int i) {
   const cal_trace_layer *y = &im->t.layers[i];
   char ln[32];
   if (y->other_act[0])
-    cal_note(im->notes, im->notes_len, "layer fc%d is followed by %s, which a model file cannot name: written as activation \"none\" (its time is in the layer's)\n",
-         i + 1, y->other_act);
+    cal_note(im->notes, im->notes_len,
+        "layer fc%d is followed by %s, which a model file cannot name: written as activation \"none\" (its time is in "
+        "the layer's)\n",
+        i + 1, y->other_act);
   snprintf(ln, sizeof ln, "fc%d", i + 1);
   config_setting_t *l = config_setting_add(im->layers, NULL, CONFIG_TYPE_GROUP);
   if (!l || set_str(l, "name", ln) != 0 || set_str(l, "type", "linear") != 0 || set_int(l, "in", y->in) != 0 ||
@@ -202,8 +218,10 @@ static int from_trace(import *im) {
   int rc;
   for (int i = 0; i < t->n_layers; i++)
     if (t->layers[i].in <= 0)
-      return core_err_set(CORE_EINVAL, "%s: traceEvents[%ld]: the linear op has no shapes (record the trace with record_shapes=True), so the layer cannot be described; pass --base MODEL with the model's layers",
-                          im->trace, t->layers[i].fwd_event);
+      return core_err_set(CORE_EINVAL,
+          "%s: traceEvents[%ld]: the linear op has no shapes (record the trace with record_shapes=True), so the layer "
+          "cannot be described; pass --base MODEL with the model's layers",
+          im->trace, t->layers[i].fwd_event);
   config_init(&im->fresh);
   im->have_fresh = 1;
   im->cfg = &im->fresh;
@@ -218,8 +236,8 @@ static int from_trace(import *im) {
   for (int i = 0; i < t->n_layers; i++)
     if ((rc = add_layer(im, i)) != 0)
       return rc;
-  set_source(im, "layers and per-layer times from the PyTorch profiler trace %.380s%s at batch %d",
-           im->trace, im->more, im->batch);
+  set_source(im, "layers and per-layer times from the PyTorch profiler trace %.380s%s at batch %d", im->trace, im->more,
+      im->batch);
   return 0;
 }
 
@@ -244,14 +262,13 @@ static void import_free(import *im) {
   cal_trace_free(&im->t);
 }
 
-int cal_import_trace(const char *trace, const cal_trace_opts *o, const char *out, char *notes,
-                     size_t notes_len) {
+int cal_import_trace(const char *trace, const cal_trace_opts *o, const char *out, char *notes, size_t notes_len) {
   return cal_import_traces(&trace, 1, o, out, notes, notes_len);
 }
 
-int cal_import_traces(const char *const *traces, int n_traces, const cal_trace_opts *o, const char *out,
-                      char *notes, size_t notes_len) {
-  import im = {.o = o, .out = out, .notes = notes, .notes_len = notes_len};
+int cal_import_traces(
+    const char *const *traces, int n_traces, const cal_trace_opts *o, const char *out, char *notes, size_t notes_len) {
+import im = {.o = o, .out = out, .notes = notes, .notes_len = notes_len };
   int rc;
   if (notes && notes_len)
     notes[0] = '\0';
@@ -265,8 +282,9 @@ int cal_import_traces(const char *const *traces, int n_traces, const cal_trace_o
     rc = o->base ? from_base(&im) : from_trace(&im);
   }
   if (rc == 0 && (rc = set_times(&im)) == 0)
-    rc = cal_write_model(im.cfg, im.out, "# %s: per-layer times imported by `ddpsim import torch-trace` from %s%s (batch %d).\n",
-                         im.name, im.trace, im.more, im.batch);
+    rc = cal_write_model(im.cfg, im.out,
+        "# %s: per-layer times imported by `ddpsim import torch-trace` from %s%s (batch %d).\n", im.name, im.trace,
+        im.more, im.batch);
   import_free(&im);
   return rc;
 }

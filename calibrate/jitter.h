@@ -12,10 +12,10 @@
 
 typedef struct cal_jitter {
   enum core_jitter_dist best;
-  double params[2];             /* of best, as the profile stores them */
-  double loglik[3];             /* normal, lognormal, shifted exponential */
-  double fits[3][2];            /* parameters of each */
-  double cv;                    /* coefficient of variation of the samples */
+  double params[2];  /* of best, as the profile stores them */
+  double loglik[3];  /* normal, lognormal, shifted exponential */
+  double fits[3][2]; /* parameters of each */
+  double cv;         /* coefficient of variation of the samples */
 } cal_jitter;
 
 /* x: n >= 3 positive samples; relative is filled with x / mean. */

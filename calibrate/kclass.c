@@ -8,8 +8,8 @@
 
 /* Substrings of compute-bound kernels' names, and of names that contain
  * one of those but reduce or transform data (lower case). */
-static const char *const compute_names[] = {"gemm", "scudnn", "hcudnn", "dgrad", "wgrad", "fprop", "convolution",
-                                            "fmha", "flash", "attention", "xmma", NULL};
+static const char *const compute_names[] = {
+    "gemm", "scudnn", "hcudnn", "dgrad", "wgrad", "fprop", "convolution", "fmha", "flash", "attention", "xmma", NULL};
 static const char *const memory_names[] = {"reduce", "splitk", "transform", NULL};
 
 static void lower(const char *s, char *out, size_t n) {
@@ -53,8 +53,8 @@ static int dims(const cal_ktrace *t, const cal_kevent *op, int i, int64_t *d) {
 }
 
 /* A matrix product of a [.., M, K] by b [.., K, N] (b transposed, [N, K], for linear). */
-static int matmul_cost(const cal_ktrace *t, const cal_kevent *op, int a, int b, int linear, double w, double *F,
-                       double *B) {
+static int matmul_cost(
+    const cal_ktrace *t, const cal_kevent *op, int a, int b, int linear, double w, double *F, double *B) {
   int64_t x[8], y[8];
   int ra = dims(t, op, a, x), rb = dims(t, op, b, y);
   if (ra < 2 || rb < 2)
@@ -98,7 +98,7 @@ int cal_op_cost(const cal_ktrace *t, const cal_kevent *op, double *flops, double
 }
 
 enum cal_kclass cal_kclass_of(const cal_kroofs *r, const char *name, double dur, const cal_ktrace *t,
-                              const cal_kevent *op, enum core_prec *prec) {
+    const cal_kevent *op, enum core_prec *prec) {
   char s[512];
   double F, B;
   *prec = kernel_prec(name, r->has_tf32);
@@ -110,8 +110,8 @@ enum cal_kclass cal_kclass_of(const cal_kroofs *r, const char *name, double dur,
   return any_of(s, compute_names) && !any_of(s, memory_names) ? CAL_KC_COMPUTE : CAL_KC_MEMORY;
 }
 
-int cal_kroofs_find(const char *device_name, int64_t memory_bytes, const char *profile, cal_kroofs *r, char *from,
-                    size_t n) {
+int cal_kroofs_find(
+    const char *device_name, int64_t memory_bytes, const char *profile, cal_kroofs *r, char *from, size_t n) {
   from[0] = '\0';
   if (profile) {
     core_profile *p = NULL;

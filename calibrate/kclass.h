@@ -42,8 +42,8 @@ typedef struct cal_kroofs {
 
 /* Class of a kernel named name that ran dur seconds, launched by op (NULL
  * when unknown) of trace t; its precision into *prec. */
-enum cal_kclass cal_kclass_of(const cal_kroofs *r, const char *name, double dur, const cal_ktrace *t,
-                              const cal_kevent *op, enum core_prec *prec);
+enum cal_kclass cal_kclass_of(
+    const cal_kroofs *r, const char *name, double dur, const cal_ktrace *t, const cal_kevent *op, enum core_prec *prec);
 
 /* The roofs of a traced GPU named device_name with memory_bytes of memory:
  * the peaks of the profile at path `profile` (compute[].peak_tflops,
@@ -51,8 +51,8 @@ enum cal_kclass cal_kclass_of(const cal_kroofs *r, const char *name, double dur,
  * (calibrate/gpu_datasheet.h); where they come from into from ("" when
  * neither knows the GPU: r's rates stay 0). The floor and has_tf32 are
  * the caller's. */
-int cal_kroofs_find(const char *device_name, int64_t memory_bytes, const char *profile, cal_kroofs *r, char *from,
-                    size_t n);
+int cal_kroofs_find(
+    const char *device_name, int64_t memory_bytes, const char *profile, cal_kroofs *r, char *from, size_t n);
 
 /* FLOPs and bytes of op from its recorded shapes: 1 when they tell, 0 when
  * the op records none. */

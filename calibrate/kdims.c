@@ -55,9 +55,7 @@ static int64_t at(const void *enc, size_t len, size_t i) {
   return x;
 }
 
-int cal_kdims_count(const void *enc, size_t len) {
-  return enc && len >= sizeof(int64_t) ? (int)at(enc, len, 0) : -1;
-}
+int cal_kdims_count(const void *enc, size_t len) { return enc && len >= sizeof(int64_t) ? (int)at(enc, len, 0) : -1; }
 
 int cal_kdims_rank(const void *enc, size_t len, int input, int64_t *sizes, int max) {
   if (input < 0 || input >= cal_kdims_count(enc, len))

@@ -57,7 +57,7 @@ int cal_ktrace_dims(const cal_ktrace *t, const cal_kevent *e, int input, int64_t
 const char *cal_kcat_name(int cat) {
   /* libkineto/src/ActivityType.cpp names the categories. */
   static const char *const names[CAL_K_N] = {"cpu_op", "user_annotation", "gpu_user_annotation", "cuda_runtime",
-                                             "kernel", "gpu_memcpy", "gpu_memset", "python_function"};
+      "kernel", "gpu_memcpy", "gpu_memset", "python_function"};
   return cat >= 0 && cat < CAL_K_N ? names[cat] : "?";
 }
 
@@ -80,12 +80,40 @@ enum frame { F_TOP, F_ROOT, F_EVENTS, F_EVENT, F_ARGS, F_DIMS, F_DIM, F_DEVS, F_
 
 /* Keys read, per container. */
 enum key {
-  K_OTHER, K_EVENTS, K_DEVPROPS, K_DISTINFO, K_BASETIME,                          /* top level */
-  K_PH, K_CAT, K_NAME, K_PID, K_TID, K_TS, K_DUR, K_ARGS,                          /* an event */
-  K_EXT, K_CORR, K_SEQ, K_DEVICE, K_STREAM, K_BYTES, K_IN_NEL, K_OUT_NEL, K_DTYPE, /* its args */
-  K_COLL, K_IDIMS,
-  K_ID, K_DEVNAME, K_MEM, K_MAJOR, K_MINOR, K_SMS,                                  /* deviceProperties[i] */
-  K_BACKEND, K_RANK, K_WORLD, K_NCCL                                                /* distributedInfo */
+  K_OTHER,
+  K_EVENTS,
+  K_DEVPROPS,
+  K_DISTINFO,
+  K_BASETIME, /* top level */
+  K_PH,
+  K_CAT,
+  K_NAME,
+  K_PID,
+  K_TID,
+  K_TS,
+  K_DUR,
+  K_ARGS, /* an event */
+  K_EXT,
+  K_CORR,
+  K_SEQ,
+  K_DEVICE,
+  K_STREAM,
+  K_BYTES,
+  K_IN_NEL,
+  K_OUT_NEL,
+  K_DTYPE, /* its args */
+  K_COLL,
+  K_IDIMS,
+  K_ID,
+  K_DEVNAME,
+  K_MEM,
+  K_MAJOR,
+  K_MINOR,
+  K_SMS, /* deviceProperties[i] */
+  K_BACKEND,
+  K_RANK,
+  K_WORLD,
+  K_NCCL /* distributedInfo */
 };
 
 typedef struct kkey {
@@ -96,33 +124,32 @@ typedef struct kkey {
 /* Trace-level keys: libkineto/src/output_json.cpp (deviceProperties,
  * baseTimeNanoseconds), torch/profiler/profiler.py (distributedInfo). */
 static const kkey root_keys[] = {{"traceEvents", K_EVENTS}, {"deviceProperties", K_DEVPROPS},
-                                 {"distributedInfo", K_DISTINFO}, {"baseTimeNanoseconds", K_BASETIME}, {0}};
-static const kkey event_keys[] = {{"ph", K_PH},   {"cat", K_CAT}, {"name", K_NAME}, {"pid", K_PID},
-                                  {"tid", K_TID}, {"ts", K_TS},   {"dur", K_DUR},   {"args", K_ARGS}, {0}};
+    {"distributedInfo", K_DISTINFO}, {"baseTimeNanoseconds", K_BASETIME}, {0}};
+static const kkey event_keys[] = {{"ph", K_PH}, {"cat", K_CAT}, {"name", K_NAME}, {"pid", K_PID}, {"tid", K_TID},
+    {"ts", K_TS}, {"dur", K_DUR}, {"args", K_ARGS}, {0}};
 /* Args: "External id", "correlation", "device", "stream", "bytes" from
  * libkineto/src/output_json.cpp; "Sequence number", "Input Dims" (older
  * "Input dims") from torch/csrc/autograd/profiler_kineto.cpp; the
  * collectives' "Collective name", "dtype", "In msg nelems", "Out msg nelems"
  * from torch/csrc/profiler/util.h (kCommsName, kDtype, kInMsgNelems, ...). */
-static const kkey arg_keys[] = {{"External id", K_EXT},       {"correlation", K_CORR},      {"Sequence number", K_SEQ},
-                                {"device", K_DEVICE},         {"stream", K_STREAM},         {"bytes", K_BYTES},
-                                {"In msg nelems", K_IN_NEL},  {"Out msg nelems", K_OUT_NEL}, {"dtype", K_DTYPE},
-                                {"Collective name", K_COLL},  {"Input Dims", K_IDIMS},      {"Input dims", K_IDIMS},
-                                {0}};
-static const kkey dev_keys[] = {{"id", K_ID},           {"name", K_DEVNAME},        {"totalGlobalMem", K_MEM},
-                                {"computeMajor", K_MAJOR}, {"computeMinor", K_MINOR}, {"numSms", K_SMS}, {0}};
-static const kkey dist_keys[] = {{"backend", K_BACKEND}, {"rank", K_RANK}, {"world_size", K_WORLD},
-                                 {"nccl_version", K_NCCL}, {0}};
+static const kkey arg_keys[] = {{"External id", K_EXT}, {"correlation", K_CORR}, {"Sequence number", K_SEQ},
+    {"device", K_DEVICE}, {"stream", K_STREAM}, {"bytes", K_BYTES}, {"In msg nelems", K_IN_NEL},
+    {"Out msg nelems", K_OUT_NEL}, {"dtype", K_DTYPE}, {"Collective name", K_COLL}, {"Input Dims", K_IDIMS},
+    {"Input dims", K_IDIMS}, {0}};
+static const kkey dev_keys[] = {{"id", K_ID}, {"name", K_DEVNAME}, {"totalGlobalMem", K_MEM}, {"computeMajor", K_MAJOR},
+    {"computeMinor", K_MINOR}, {"numSms", K_SMS}, {0}};
+static const kkey dist_keys[] = {
+    {"backend", K_BACKEND}, {"rank", K_RANK}, {"world_size", K_WORLD}, {"nccl_version", K_NCCL}, {0}};
 /* The categories kept; "Operator" and no "cat" (older exports) are CPU ops. */
-static const kkey cats[] = {{"cpu_op", CAL_K_CPU_OP},        {"Operator", CAL_K_CPU_OP},     {"user_annotation", CAL_K_USER_ANNOTATION},
-                            {"cuda_runtime", CAL_K_RUNTIME}, {"cuda_driver", CAL_K_RUNTIME}, {"gpu_user_annotation", CAL_K_GPU_ANNOTATION},
-                            {"kernel", CAL_K_KERNEL},        {"gpu_memcpy", CAL_K_MEMCPY},   {"gpu_memset", CAL_K_MEMSET},
-                            {"python_function", CAL_K_PYTHON}, {0}};
+static const kkey cats[] = {{"cpu_op", CAL_K_CPU_OP}, {"Operator", CAL_K_CPU_OP},
+    {"user_annotation", CAL_K_USER_ANNOTATION}, {"cuda_runtime", CAL_K_RUNTIME}, {"cuda_driver", CAL_K_RUNTIME},
+    {"gpu_user_annotation", CAL_K_GPU_ANNOTATION}, {"kernel", CAL_K_KERNEL}, {"gpu_memcpy", CAL_K_MEMCPY},
+    {"gpu_memset", CAL_K_MEMSET}, {"python_function", CAL_K_PYTHON}, {0}};
 
-enum vtype { V_NUM, V_STR, V_OTHER }; /* a value's JSON type; V_OTHER: null, boolean, container */
+enum vtype { V_NUM, V_STR, V_OTHER };    /* a value's JSON type; V_OTHER: null, boolean, container */
 enum { T_ABSENT, T_OK, T_BAD, T_OTHER }; /* a field of the event being read; T_OTHER: "ph" not "X" */
-#define CAT_NONE (-1)                 /* no "cat" */
-#define CAT_SKIP (-2)                 /* a category not kept */
+#define CAT_NONE (-1)                    /* no "cat" */
+#define CAT_SKIP (-2)                    /* a category not kept */
 
 typedef struct sbuf {
   char *p;
@@ -154,9 +181,9 @@ typedef struct kparse {
     enum key k;
   } st[MAX_FRAMES];
   int top;
-  long skip;         /* depth inside a value skipped whole */
-  int seen_events;   /* a "traceEvents" array, or the bare array form */
-  int64_t n_elems;   /* elements of traceEvents so far */
+  long skip;       /* depth inside a value skipped whole */
+  int seen_events; /* a "traceEvents" array, or the bare array form */
+  int64_t n_elems; /* elements of traceEvents so far */
   kpending p;
   sbuf thread;
   kdev *devs;
@@ -244,8 +271,8 @@ static int on_key(void *ctx, const unsigned char *s, size_t len) {
   kparse *P = ctx;
   if (P->skip)
     return 1;
-  static const kkey *const tables[] = {[F_ROOT] = root_keys, [F_EVENT] = event_keys, [F_ARGS] = arg_keys,
-                                       [F_DEV] = dev_keys, [F_DIST] = dist_keys};
+  static const kkey *const tables[] = {
+      [F_ROOT] = root_keys, [F_EVENT] = event_keys, [F_ARGS] = arg_keys, [F_DEV] = dev_keys, [F_DIST] = dist_keys};
   enum frame f = P->st[P->top].f;
   const kkey *keys = f < sizeof tables / sizeof *tables ? tables[f] : NULL;
   P->st[P->top].k = keys ? (enum key)lookup(keys, s, len, K_OTHER) : K_OTHER;
@@ -253,14 +280,16 @@ static int on_key(void *ctx, const unsigned char *s, size_t len) {
 }
 
 static int not_object(kparse *P) {
-  return fail(P, core_err_set(CORE_EINVAL, "%s: traceEvents[%" PRId64 "] is not an object; the trace is damaged, export it again",
-                              P->t->path, P->n_elems));
+  return fail(P,
+      core_err_set(CORE_EINVAL, "%s: traceEvents[%" PRId64 "] is not an object; the trace is damaged, export it again",
+          P->t->path, P->n_elems));
 }
 
 /* The top level (or its "traceEvents") is not what a trace holds. */
 static int not_trace(kparse *P, const char *what) {
-  return fail(P, core_err_set(CORE_EINVAL, "%s: %s; expected a Chrome trace from torch.profiler (prof.export_chrome_trace(path))",
-                              P->t->path, what));
+  return fail(
+      P, core_err_set(CORE_EINVAL,
+             "%s: %s; expected a Chrome trace from torch.profiler (prof.export_chrome_trace(path))", P->t->path, what));
 }
 
 #define NOT_TRACE "neither an object with a \"traceEvents\" array nor an array of events"
@@ -273,9 +302,7 @@ static int event_value(kparse *P, enum key k, enum vtype v, const char *s, size_
   kpending *p = &P->p;
   int bad = 0;
   switch (k) {
-  case K_PH:
-    p->ph = v != V_STR ? T_BAD : len == 1 && s[0] == 'X' ? T_OK : T_OTHER;
-    break;
+  case K_PH: p->ph = v != V_STR ? T_BAD : len == 1 && s[0] == 'X' ? T_OK : T_OTHER; break;
   case K_CAT:
     p->cat = v == V_STR ? lookup(cats, s, len, CAT_SKIP) : CAT_NONE;
     p->cat_bad = v != V_STR;
@@ -289,14 +316,9 @@ static int event_value(kparse *P, enum key k, enum vtype v, const char *s, size_
     if (v != V_OTHER)
       bad = sbuf_set(k == K_PID ? &p->pid : &p->tid, s, len);
     break;
-  case K_TS:
-    p->ts = v == V_NUM && parse_ns(s, len, &p->e.ts_ns) == 0 ? T_OK : T_BAD;
-    break;
-  case K_DUR:
-    p->dur = v == V_NUM && parse_ns(s, len, &p->e.dur_ns) == 0 && p->e.dur_ns >= 0 ? T_OK : T_BAD;
-    break;
-  default:
-    break;
+  case K_TS: p->ts = v == V_NUM && parse_ns(s, len, &p->e.ts_ns) == 0 ? T_OK : T_BAD; break;
+  case K_DUR: p->dur = v == V_NUM && parse_ns(s, len, &p->e.dur_ns) == 0 && p->e.dur_ns >= 0 ? T_OK : T_BAD; break;
+  default: break;
   }
   return bad ? oom(P) : 1;
 }
@@ -313,8 +335,13 @@ static int arg_value(kparse *P, enum key k, enum vtype v, const char *s, size_t 
   if (v != V_NUM || parse_int(s, len, &x))
     return 1;
   cal_kevent *e = &p->e;
-  int64_t *to = k == K_EXT ? &e->ext_id : k == K_CORR ? &e->corr : k == K_SEQ ? &e->seq : k == K_BYTES ? &e->bytes
-              : k == K_IN_NEL ? &e->in_nelems : k == K_OUT_NEL ? &e->out_nelems : NULL;
+  int64_t *to = k == K_EXT       ? &e->ext_id
+                : k == K_CORR    ? &e->corr
+                : k == K_SEQ     ? &e->seq
+                : k == K_BYTES   ? &e->bytes
+                : k == K_IN_NEL  ? &e->in_nelems
+                : k == K_OUT_NEL ? &e->out_nelems
+                                 : NULL;
   if (to)
     *to = x;
   else if ((k == K_DEVICE || k == K_STREAM) && x >= INT32_MIN && x <= INT32_MAX)
@@ -368,26 +395,19 @@ static int on_value(kparse *P, enum vtype v, const char *s, size_t len) {
   enum frame f = P->st[P->top].f;
   enum key k = P->st[P->top].k;
   switch (f) {
-  case F_TOP:
-    return not_trace(P, NOT_TRACE);
+  case F_TOP: return not_trace(P, NOT_TRACE);
   case F_ROOT:
     if (k == K_EVENTS)
       return not_trace(P, NOT_ARRAY);
     return meta_value(P, f, k, v, s, len);
-  case F_EVENTS:
-    return not_object(P);
-  case F_EVENT:
-    return event_value(P, k, v, s, len);
-  case F_ARGS:
-    return arg_value(P, k, v, s, len);
+  case F_EVENTS: return not_object(P);
+  case F_EVENT: return event_value(P, k, v, s, len);
+  case F_ARGS: return arg_value(P, k, v, s, len);
   case F_DIMS:
-  case F_DIM:
-    return dims_value(P, f, v, s, len);
+  case F_DIM: return dims_value(P, f, v, s, len);
   case F_DEV:
-  case F_DIST:
-    return meta_value(P, f, k, v, s, len);
-  default:
-    return 1;
+  case F_DIST: return meta_value(P, f, k, v, s, len);
+  default: return 1;
   }
 }
 
@@ -414,24 +434,17 @@ static void pending_reset(kpending *p) {
 /* The frame a container opened under frame f (key k) gets; F_SKIP: not read. */
 static enum frame child_frame(kparse *P, enum frame f, enum key k, int is_map) {
   switch (f) {
-  case F_TOP:
-    return is_map ? F_ROOT : F_EVENTS;
+  case F_TOP: return is_map ? F_ROOT : F_EVENTS;
   case F_ROOT:
     if (k == K_EVENTS)
       return is_map ? (not_trace(P, NOT_ARRAY), F_SKIP) : F_EVENTS;
     return k == K_DEVPROPS && !is_map ? F_DEVS : k == K_DISTINFO && is_map ? F_DIST : F_SKIP;
-  case F_EVENTS:
-    return is_map ? F_EVENT : (not_object(P), F_SKIP);
-  case F_EVENT:
-    return k == K_ARGS && is_map ? F_ARGS : F_SKIP;
-  case F_ARGS:
-    return k == K_IDIMS && !is_map ? F_DIMS : F_SKIP;
-  case F_DIMS:
-    return is_map ? F_SKIP : F_DIM;
-  case F_DEVS:
-    return is_map ? F_DEV : F_SKIP;
-  default:
-    return F_SKIP;
+  case F_EVENTS: return is_map ? F_EVENT : (not_object(P), F_SKIP);
+  case F_EVENT: return k == K_ARGS && is_map ? F_ARGS : F_SKIP;
+  case F_ARGS: return k == K_IDIMS && !is_map ? F_DIMS : F_SKIP;
+  case F_DIMS: return is_map ? F_SKIP : F_DIM;
+  case F_DEVS: return is_map ? F_DEV : F_SKIP;
+  default: return F_SKIP;
   }
 }
 
@@ -518,7 +531,7 @@ static const yajl_callbacks callbacks = {
 static int event_error(kparse *P, const char *what) {
   const kpending *p = &P->p;
   return fail(P, core_err_set(CORE_EINVAL, "%s: traceEvents[%" PRId64 "] (\"%.80s\"): %s", P->t->path, P->n_elems,
-                              p->name == T_OK ? p->sname.p : "?", what));
+                     p->name == T_OK ? p->sname.p : "?", what));
 }
 
 /* Is the complete event just read well-formed, and of a kept category? */
@@ -598,10 +611,13 @@ static int json_error(kparse *P, yajl_handle h, kpos at, int at_end) {
   yajl_free_error(h, m);
   msg[strcspn(msg, "\n")] = '\0';
   if (at_end)
-    return core_err_set(CORE_EINVAL, "%s:%ld:%ld: not valid JSON: the text ends before the JSON does (%s); the trace was cut short: export or copy it again",
-                        P->t->path, at.line, at.col, msg);
-  return core_err_set(CORE_EINVAL, "%s:%ld:%ld: not valid JSON (%s); expected a Chrome trace from torch.profiler (prof.export_chrome_trace(path))",
-                      P->t->path, at.line, at.col, msg);
+    return core_err_set(CORE_EINVAL,
+        "%s:%ld:%ld: not valid JSON: the text ends before the JSON does (%s); the trace was cut short: export or copy "
+        "it again",
+        P->t->path, at.line, at.col, msg);
+  return core_err_set(CORE_EINVAL,
+      "%s:%ld:%ld: not valid JSON (%s); expected a Chrome trace from torch.profiler (prof.export_chrome_trace(path))",
+      P->t->path, at.line, at.col, msg);
 }
 
 /* Decompress (or copy) g through YAJL. */
@@ -617,11 +633,12 @@ static int parse_stream(kparse *P, gzFile g, yajl_handle h, unsigned char *buf) 
     if (zerr == Z_ERRNO)
       return core_err_errno(errno ? errno : EIO, "reading trace '%s'", P->t->path);
     if (zerr == Z_BUF_ERROR)
-      return core_err_set(CORE_EINVAL, "%s: the gzip stream ends early (%s): the file is truncated; copy or export it again",
-                          P->t->path, zmsg);
+      return core_err_set(CORE_EINVAL,
+          "%s: the gzip stream ends early (%s): the file is truncated; copy or export it again", P->t->path, zmsg);
     if (k < 0 || (zerr != Z_OK && zerr != Z_STREAM_END))
-      return core_err_set(CORE_EINVAL, "%s: cannot decompress the trace (%s); it is a damaged .gz file, export it again",
-                          P->t->path, zmsg ? zmsg : "read error");
+      return core_err_set(CORE_EINVAL,
+          "%s: cannot decompress the trace (%s); it is a damaged .gz file, export it again", P->t->path,
+          zmsg ? zmsg : "read error");
     if (k == 0)
       break;
     yajl_status st = yajl_parse(h, buf, (size_t)k);
@@ -659,8 +676,10 @@ static int open_trace(const char *path, gzFile *g) {
   size_t len = strlen(path);
   if (!gz && len > 3 && !strcmp(path + len - 3, ".gz")) {
     close(fd);
-    return core_err_set(CORE_EINVAL, "%s: named .gz but not gzip-compressed (it does not start with the gzip magic bytes 1f 8b); rename it, or compress it with gzip",
-                        path);
+    return core_err_set(CORE_EINVAL,
+        "%s: named .gz but not gzip-compressed (it does not start with the gzip magic bytes 1f 8b); rename it, or "
+        "compress it with gzip",
+        path);
   }
   if (!(*g = gzdopen(fd, "rb"))) {
     close(fd);
@@ -715,8 +734,7 @@ static int read_into(const char *path, cal_ktrace *t, kparse *P) {
   int rc = open_trace(path, &g);
   if (rc)
     return rc;
-  if (!(t->store = calloc(1, sizeof *t->store)) || !(buf = malloc(CHUNK)) ||
-      !(h = yajl_alloc(&callbacks, NULL, P))) {
+  if (!(t->store = calloc(1, sizeof *t->store)) || !(buf = malloc(CHUNK)) || !(h = yajl_alloc(&callbacks, NULL, P))) {
     rc = core_err_set(CORE_ENOMEM, "out of memory reading %s", path);
     goto close_all;
   }
@@ -725,11 +743,15 @@ static int read_into(const char *path, cal_ktrace *t, kparse *P) {
   if ((rc = parse_stream(P, g, h, buf)) != 0)
     goto close_all;
   if (!P->seen_events)
-    rc = core_err_set(CORE_EINVAL, "%s: no \"traceEvents\" array at the top level; expected a Chrome trace from torch.profiler (prof.export_chrome_trace(path))",
-                      path);
+    rc = core_err_set(CORE_EINVAL,
+        "%s: no \"traceEvents\" array at the top level; expected a Chrome trace from torch.profiler "
+        "(prof.export_chrome_trace(path))",
+        path);
   else if (t->n == 0)
-    rc = core_err_set(CORE_EINVAL, "%s: no complete events (\"ph\": \"X\") of the kinds a profiled training step holds (cpu_op, user_annotation, cuda_runtime, kernel, ...) among its %" PRId64 " events; profile at least one step with torch.profiler",
-                      path, P->n_elems);
+    rc = core_err_set(CORE_EINVAL,
+        "%s: no complete events (\"ph\": \"X\") of the kinds a profiled training step holds (cpu_op, user_annotation, "
+        "cuda_runtime, kernel, ...) among its %" PRId64 " events; profile at least one step with torch.profiler",
+        path, P->n_elems);
   else
     pick_device(P);
 close_all:

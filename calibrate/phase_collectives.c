@@ -31,7 +31,7 @@ static const char *profile_algo(enum core_coll op, enum rt_algo a) {
 }
 
 static int add_coll(core_profile *p, const char *backend, enum core_coll op, const char *algo, const char *scope,
-                    int ranks, int nodes, const cal_point *pts, int n) {
+    int ranks, int nodes, const cal_point *pts, int n) {
   double *bytes = malloc(sizeof *bytes * (size_t)n), *t = malloc(sizeof *t * (size_t)n),
          *se = malloc(sizeof *se * (size_t)n);
   core_prof_coll *nc = realloc(p->colls, sizeof *nc * (size_t)(p->n_colls + 1));
@@ -86,15 +86,20 @@ static int add_coll(core_profile *p, const char *backend, enum core_coll op, con
 /* One group's sweeps, recorded by its rank 0 (which is world rank 0). */
 static int sweeps(cal_ctx *r, rt_comm *g, const char *scope, int nodes) {
   const cal_opts *o = r->o;
-  static const enum rt_algo algos[] = {RT_ALGO_DEFAULT, RT_ALGO_RING, RT_ALGO_RING_CHUNKED,
-                                       RT_ALGO_HALVING_DOUBLING, RT_ALGO_BCUBE};
+  static const enum rt_algo algos[] = {
+      RT_ALGO_DEFAULT, RT_ALGO_RING, RT_ALGO_RING_CHUNKED, RT_ALGO_HALVING_DOUBLING, RT_ALGO_BCUBE};
   /* The default algorithm over the whole range (8 B to 256 MiB, as
    * nccl-tests sweeps; --quick: to 32 MiB), enough sizes past the knee for
    * the bandwidth regime; the other algorithms and operations to 4 and
    * 16 MiB, well into it. --quick keeps the default allreduce only. */
-  cal_sweep_opts so = {.min_bytes = 8, .max_bytes = o->quick ? 32 << 20 : 256 << 20, .factor = 2,
-                       .warmup = 1, .min_iters = o->quick ? 2 : 3, .max_iters = o->quick ? 10 : 20,
-                       .budget_s = o->quick ? 0.01 : 0.05, .progress = r->progress};
+  cal_sweep_opts so = {.min_bytes = 8,
+      .max_bytes = o->quick ? 32 << 20 : 256 << 20,
+      .factor = 2,
+      .warmup = 1,
+      .min_iters = o->quick ? 2 : 3,
+      .max_iters = o->quick ? 10 : 20,
+      .budget_s = o->quick ? 0.01 : 0.05,
+      .progress = r->progress};
   for (int op = 0; op < CORE_N_COLLS; op++)
     for (size_t k = 0; k < sizeof algos / sizeof *algos; k++) {
       if (op != CORE_COLL_ALLREDUCE && k > 0)
@@ -113,7 +118,7 @@ static int sweeps(cal_ctx *r, rt_comm *g, const char *scope, int nodes) {
         s.repass_max_bytes = 16 << 20;
       char label[96];
       snprintf(label, sizeof label, "%s %s %s", scope, core_coll_name((enum core_coll)op),
-               profile_algo((enum core_coll)op, algos[k]));
+          profile_algo((enum core_coll)op, algos[k]));
       s.label = label;
       cal_point *pts;
       int n;
@@ -126,7 +131,7 @@ static int sweeps(cal_ctx *r, rt_comm *g, const char *scope, int nodes) {
         return rc;
       if (g->rank == 0)
         rc = add_coll(r->prof, "gloo", (enum core_coll)op, profile_algo((enum core_coll)op, algos[k]), scope, g->size,
-                      nodes, pts, n);
+            nodes, pts, n);
       free(pts);
       if (rc)
         return rc;
@@ -150,14 +155,18 @@ static int nccl_sweeps(cal_ctx *r, rt_comm *g, const char *scope, int nodes, con
     enum core_coll op;
     enum rt_algo algo;
     const char *name;
-  } plan[] = {{CORE_COLL_ALLREDUCE, RT_ALGO_RING, "ring"},
-              {CORE_COLL_ALLREDUCE, RT_ALGO_TREE, "tree"},
-              {CORE_COLL_ALLGATHER, RT_ALGO_DEFAULT, "ring"},
-              {CORE_COLL_REDUCESCATTER, RT_ALGO_DEFAULT, "ring"},
-              {CORE_COLL_BROADCAST, RT_ALGO_DEFAULT, "ring"}};
-  cal_sweep_opts so = {.min_bytes = 8, .max_bytes = o->quick ? 32 << 20 : 256 << 20, .factor = 2,
-                       .warmup = 1, .min_iters = o->quick ? 2 : 3, .max_iters = o->quick ? 10 : 20,
-                       .budget_s = o->quick ? 0.01 : 0.05, .progress = r->progress, .bufs = &cal_device_bufs};
+  } plan[] = {{CORE_COLL_ALLREDUCE, RT_ALGO_RING, "ring"}, {CORE_COLL_ALLREDUCE, RT_ALGO_TREE, "tree"},
+      {CORE_COLL_ALLGATHER, RT_ALGO_DEFAULT, "ring"}, {CORE_COLL_REDUCESCATTER, RT_ALGO_DEFAULT, "ring"},
+      {CORE_COLL_BROADCAST, RT_ALGO_DEFAULT, "ring"}};
+  cal_sweep_opts so = {.min_bytes = 8,
+      .max_bytes = o->quick ? 32 << 20 : 256 << 20,
+      .factor = 2,
+      .warmup = 1,
+      .min_iters = o->quick ? 2 : 3,
+      .max_iters = o->quick ? 10 : 20,
+      .budget_s = o->quick ? 0.01 : 0.05,
+      .progress = r->progress,
+      .bufs = &cal_device_bufs};
   if (!record) { /* a data check of every operation, briefly */
     so.max_bytes = 4 << 20;
     so.min_iters = 2;
@@ -236,7 +245,8 @@ int cal_phase_collectives(cal_ctx *r) {
     }
   }
   if (r->nccl && r->pg.world_size == 1) {
-    cal_say(r, "one rank: every NCCL operation checked on device buffers, not recorded (a one-rank collective is a local copy)");
+    cal_say(r, "one rank: every NCCL operation checked on device buffers, not recorded (a one-rank collective is a "
+               "local copy)");
     if ((rc = nccl_sweeps(r, r->world, "self", 1, "cal-self", 0)) != 0)
       return rc;
   }

@@ -56,8 +56,7 @@ static int gpu_compute_part(cal_ctx *r) {
     if (!rt->gemm_flops || !rt->tflops)
       return core_err_set(CORE_ENOMEM, "out of memory");
     int m = 0;
-    rc = cal_gpu_gemm_sweep(r->device, prec, sizes, ns, o->quick ? 1 : 3, target, rt->gemm_flops,
-                            rt->tflops, &m);
+    rc = cal_gpu_gemm_sweep(r->device, prec, sizes, ns, o->quick ? 1 : 3, target, rt->gemm_flops, rt->tflops, &m);
     if (rc == CORE_EUNSUPPORTED) {
       cal_say(r, "  %s: skipped (%s)", core_prec_name(prec), core_err_msg());
       continue;
@@ -85,10 +84,9 @@ static int gpu_compute_part(cal_ctx *r) {
   r->prof->reduce_GBps = reduce;
   cal_say(r, "  host reduction %.2f GB/s", reduce);
   if (o->n_models)
-    cal_say(r, "  per-layer times: skipped on GPUs (the runtime executes models on CPUs; the simulator uses the GEMM rates)");
+    cal_say(r,
+        "  per-layer times: skipped on GPUs (the runtime executes models on CPUs; the simulator uses the GEMM rates)");
   return 0;
 }
 
-int cal_phase_compute(cal_ctx *r) {
-  return r->nccl ? gpu_compute_part(r) : compute_part(r);
-}
+int cal_phase_compute(cal_ctx *r) { return r->nccl ? gpu_compute_part(r) : compute_part(r); }

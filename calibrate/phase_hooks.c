@@ -32,19 +32,19 @@ typedef struct bench {
   core_model *m;
   core_buckets bk;
   float *buf;
-  float *grad;   /* this rank's, from its own shard of the data */
-  float *peer;   /* another rank's (of at least two), for the sums */
+  float *grad; /* this rank's, from its own shard of the data */
+  float *peer; /* another rank's (of at least two), for the sums */
   int64_t n_grad, n_peer;
 } bench;
 
 /* What the phase measured, each combined over ranks as noted. */
 typedef struct hook_rates {
-  double half_ar_s[3];            /* a pass of allreduces over the buckets: fp32, fp16, bf16 (mean) */
-  double cast_GBps[2];            /* fp16, bf16 casts, bytes moved per second (from the mean times) */
+  double half_ar_s[3];                       /* a pass of allreduces over the buckets: fp32, fp16, bf16 (mean) */
+  double cast_GBps[2];                       /* fp16, bf16 casts, bytes moved per second (from the mean times) */
   double orth_flops, gemm_bytes, pass_bytes; /* PowerSGD's work, this rank's count */
-  double orth_s, gemm_s, pass_s;  /* and the seconds it took (mean) */
-  double sync_us;                 /* PowerSGD's wait per allreduce, the first model's (mean) */
-  double sum_GBps[3];             /* the backend's sums: fp32, fp16, bf16 */
+  double orth_s, gemm_s, pass_s;             /* and the seconds it took (mean) */
+  double sync_us;                            /* PowerSGD's wait per allreduce, the first model's (mean) */
+  double sum_GBps[3];                        /* the backend's sums: fp32, fp16, bf16 */
 } hook_rates;
 
 static void bench_close(bench *b) {
@@ -62,7 +62,7 @@ static int bench_open(cal_ctx *r, bench *b) {
     return rc;
   const core_model *m = b->m;
   if ((rc = core_bucket_assign(m->tensor_elems, m->n_tensors, m->ready_order, sizeof(float), CORE_BUCKET_FIRST_BYTES,
-                               (size_t)(CORE_BUCKET_DEFAULT_CAP_MB * 1048576), CORE_BUCKET_REBUILT, &b->bk)) != 0)
+           (size_t)(CORE_BUCKET_DEFAULT_CAP_MB * 1048576), CORE_BUCKET_REBUILT, &b->bk)) != 0)
     goto out_close;
   int64_t maxb = 0;
   for (int k = 0; k < b->bk.n_buckets; k++)
@@ -86,8 +86,8 @@ out_close:
 /* reps + 1 passes over the buckets, the three kinds (none, fp16, bf16)
  * taking turns pass by pass; every pass but the first timed into comm_s
  * and cast_s. */
-static int cast_passes(cal_ctx *r, const bench *b, rt_compressor *const cc[3], int reps,
-                       double comm_s[3][MAX_PASSES], double cast_s[3][MAX_PASSES]) {
+static int cast_passes(cal_ctx *r, const bench *b, rt_compressor *const cc[3], int reps, double comm_s[3][MAX_PASSES],
+    double cast_s[3][MAX_PASSES]) {
   int rc;
   for (int rep = 0; rep <= reps; rep++)
     for (int k = 0; k < 3; k++) {
@@ -249,7 +249,7 @@ static int measure_sync(cal_ctx *r, const bench *b, hook_rates *h) {
 static int measure_sums(cal_ctx *r, const bench *b, hook_rates *h) {
   int world = r->pg.world_size;
   int rc = cal_sum_rates(b->grad, b->peer, b->n_grad < b->n_peer ? b->n_grad : b->n_peer, 1.0 / world,
-                         r->o->quick ? (4 << 20) : (16 << 20), h->sum_GBps);
+      r->o->quick ? (4 << 20) : (16 << 20), h->sum_GBps);
   if (rc)
     return rc;
   for (int k = 1; k < 3 && world > 1 && h->half_ar_s[0] > 0; k++) {
@@ -273,12 +273,14 @@ static void record(cal_ctx *r, const hook_rates *h) {
   p->sum_fp16_GBps = h->sum_GBps[1];
   p->sum_bf16_GBps = h->sum_GBps[2];
   cal_say(r, "  hooks: casts %.2f GB/s moved for fp16, %.2f for bf16; PowerSGD orthogonalization %.3f GFLOP/s",
-          p->cast_GBps, p->cast_bf16_GBps, p->orth_gflops);
+      p->cast_GBps, p->cast_bf16_GBps, p->orth_gflops);
   cal_say(r, "  PowerSGD GEMMs %.2f GB/s streamed, its passes %.2f GB/s moved, %.0f us more per allreduce",
-          p->psgd_gemm_GBps, p->psgd_pass_GBps, p->psgd_sync_us);
-  cal_say(r, "  Gloo sums: fp32 %.2f, fp16 %.2f, bf16 %.2f GB/s (allreduces of the buckets: fp32 %.1f ms, fp16 %.1f, "
-          "bf16 %.1f)", h->sum_GBps[0], h->sum_GBps[1], h->sum_GBps[2], h->half_ar_s[0] * 1e3,
-          h->half_ar_s[1] * 1e3, h->half_ar_s[2] * 1e3);
+      p->psgd_gemm_GBps, p->psgd_pass_GBps, p->psgd_sync_us);
+  cal_say(r,
+      "  Gloo sums: fp32 %.2f, fp16 %.2f, bf16 %.2f GB/s (allreduces of the buckets: fp32 %.1f ms, fp16 %.1f, "
+      "bf16 %.1f)",
+      h->sum_GBps[0], h->sum_GBps[1], h->sum_GBps[2], h->half_ar_s[0] * 1e3, h->half_ar_s[1] * 1e3,
+      h->half_ar_s[2] * 1e3);
 }
 
 int cal_phase_hooks(cal_ctx *r) {

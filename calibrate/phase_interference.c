@@ -27,9 +27,7 @@
 _Static_assert(sizeof(cal_interf) % sizeof(float) == 0, "allgathered as fp32 words");
 
 /* The allreduces' size on CPUs. */
-static int interf_bytes(const cal_opts *o) {
-  return o->quick ? (4 << 20) : (16 << 20);
-}
+static int interf_bytes(const cal_opts *o) { return o->quick ? (4 << 20) : (16 << 20); }
 
 /* The ranks of the job that share this rank's CPUs: those whose kernel has
  * this one's boot id and whose CPU mask meets this one's (without a boot id,
@@ -83,13 +81,13 @@ static int gemms_and_allreduces(cal_ctx *r, cal_interf *in) {
   cal_say(r, "interference: GEMMs while allreduces run");
   if (!r->nccl)
     return cal_interference(r->world, interf_bytes(o), o->quick ? 3 : 8, &in->compute_slowdown, &in->comm_slowdown,
-                            &in->alone_s, &in->comm_cpus);
+        &in->alone_s, &in->comm_cpus);
   rt_comm *ic = NULL;
   int rc = cal_sub_group(r, "cal-interf", r->pg.rank, r->pg.world_size, RT_ALGO_DEFAULT, &ic);
   if (rc)
     return rc;
   rc = cal_gpu_interference(ic, r->device, o->quick ? (16 << 20) : (64 << 20), o->quick ? 1.0 : 2.0,
-                            &in->compute_slowdown, &in->comm_slowdown);
+      &in->compute_slowdown, &in->comm_slowdown);
   rt_comm_finish(ic, rc);
   return rc;
 }
@@ -119,7 +117,8 @@ int cal_phase_interference(cal_ctx *r, cal_interf *in) {
     return rc;
   if (!r->nccl) { /* the runtime's hooks run on CPUs only */
     cal_say(r, "interference: GEMMs beside GEMMs on a second thread");
-    if ((rc = rt_barrier(r->world)) != 0 || (rc = cal_cpu_interference(r->o->quick ? 0.2 : 0.5, &in->cpu_slowdown)) != 0)
+    if ((rc = rt_barrier(r->world)) != 0 ||
+        (rc = cal_cpu_interference(r->o->quick ? 0.2 : 0.5, &in->cpu_slowdown)) != 0)
       return rc;
     int sharing = 1;
     if ((rc = ranks_sharing_cpus(r, &sharing)) != 0)
@@ -134,8 +133,10 @@ void cal_interference_record(cal_ctx *r, const cal_interf *in) {
   p->compute_slowdown = in->compute_slowdown;
   p->comm_slowdown = in->comm_slowdown;
   p->cpu_slowdown = in->cpu_slowdown;
-  cal_say(r, "  compute slowdown under communication %.3f, communication slowdown under compute %.3f, "
-          "CPU work beside CPU work %.3f", in->compute_slowdown, in->comm_slowdown, in->cpu_slowdown);
+  cal_say(r,
+      "  compute slowdown under communication %.3f, communication slowdown under compute %.3f, "
+      "CPU work beside CPU work %.3f",
+      in->compute_slowdown, in->comm_slowdown, in->cpu_slowdown);
   int n = r->pg.world_size;
   if (in->alone_s > 0 && in->comm_cpus > 0 && in->rank_cpus > 0 && n > 1) {
     /* The slowest rank's allreduce as bus bandwidth (nccl-tests' factor
@@ -144,7 +145,9 @@ void cal_interference_record(cal_ctx *r, const cal_interf *in) {
     p->interf_busbw_GBps = interf_bytes(r->o) * 2.0 * (n - 1) / n / in->alone_s / 1e9;
     p->interf_comm_cpus = in->comm_cpus;
     p->interf_rank_cpus = in->rank_cpus;
-    cal_say(r, "  measured with allreduces at %.3f GB/s of bus bandwidth, which kept %.2f CPUs busy of the %.2f "
-            "a rank may use", p->interf_busbw_GBps, in->comm_cpus, in->rank_cpus);
+    cal_say(r,
+        "  measured with allreduces at %.3f GB/s of bus bandwidth, which kept %.2f CPUs busy of the %.2f "
+        "a rank may use",
+        p->interf_busbw_GBps, in->comm_cpus, in->rank_cpus);
   }
 }

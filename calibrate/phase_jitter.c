@@ -65,7 +65,7 @@ int cal_phase_jitter(cal_ctx *r) {
   r->prof->n_jitter_samples = n;
   rel = NULL;
   cal_say(r, "  cv %.4f; best fit %s (log-likelihood normal %.1f, lognormal %.1f, shifted exponential %.1f)", j.cv,
-          core_jitter_name(j.best), j.loglik[0], j.loglik[1], j.loglik[2]);
+      core_jitter_name(j.best), j.loglik[0], j.loglik[1], j.loglik[2]);
 out_free:
   free(samples);
   free(rel);

@@ -39,8 +39,8 @@ static int psgd_train_allreduces(cal_ctx *r, const core_model *m, int steps, dou
     rt_ddp *d = NULL;
     rt_data *data = NULL;
     if ((rc = rt_ddp_create(m, r->world, r->o->batch, &dop, RT_DATA_DEFAULT_SEED, &d)) != 0 ||
-        (rc = rt_data_create(RT_DATA_DEFAULT_SIZE, in, out, RT_DATA_DEFAULT_SEED, r->pg.rank, r->pg.world_size, 1,
-                             &data)) != 0)
+        (rc = rt_data_create(
+             RT_DATA_DEFAULT_SIZE, in, out, RT_DATA_DEFAULT_SEED, r->pg.rank, r->pg.world_size, 1, &data)) != 0)
       goto out_step;
     for (int step = 0; step <= steps; step++) {
       rt_step_metrics sm;
@@ -87,8 +87,9 @@ int cal_psgd_sync(cal_ctx *r, const core_model *m, double *sync_us) {
   if (n > 0) {
     double us = (t[0] / n - t[1]) * 1e6;
     *sync_us = us > 0 ? us : 0;
-    cal_say(r, "  PowerSGD's allreduces on %s: %.0f us each in training steps, %.0f us back to back (fastest; %.0f bytes)",
-            m->name, t[0] / n * 1e6, t[1] * 1e6, bytes / n);
+    cal_say(r,
+        "  PowerSGD's allreduces on %s: %.0f us each in training steps, %.0f us back to back (fastest; %.0f bytes)",
+        m->name, t[0] / n * 1e6, t[1] * 1e6, bytes / n);
   }
   return 0;
 }

@@ -97,7 +97,7 @@ static void cpu_name(char *buf, size_t n) {
 static int describe_backend(cal_ctx *r, core_profile *p) {
   if (!r->nccl) {
     snprintf(p->versions, sizeof p->versions, "ddpsim %s; %s; OpenBLAS %.120s", DDPSIM_VERSION, rt_gloo_version(),
-             openblas_get_config());
+        openblas_get_config());
     snprintf(p->device_kind, sizeof p->device_kind, "cpu");
     cpu_name(p->device_name, sizeof p->device_name);
     return 0;
@@ -106,8 +106,8 @@ static int describe_backend(cal_ctx *r, core_profile *p) {
   char cuda[160] = "CUDA ?";
   rt_nccl_version(&v);
   rt_gpu_versions(cuda, sizeof cuda);
-  snprintf(p->versions, sizeof p->versions, "ddpsim %s; NCCL %d.%d.%d; %s", DDPSIM_VERSION, v / 10000,
-           v / 100 % 100, v % 100, cuda);
+  snprintf(p->versions, sizeof p->versions, "ddpsim %s; NCCL %d.%d.%d; %s", DDPSIM_VERSION, v / 10000, v / 100 % 100,
+      v % 100, cuda);
   rt_gpu_info info;
   snprintf(p->device_kind, sizeof p->device_kind, "gpu");
   if ((rc = rt_gpu_get_info(r->device, &info)) != 0)
@@ -129,7 +129,7 @@ static int new_profile(cal_ctx *r, const startup *s) {
   gmtime_r(&tt, &tm);
   snprintf(p->name, sizeof p->name, "%s", o->name ? o->name : host);
   snprintf(p->provenance, sizeof p->provenance, "measured by ddpsim calibrate%s%s", r->nccl ? " --backend nccl" : "",
-           o->quick ? " --quick" : "");
+      o->quick ? " --quick" : "");
   snprintf(p->host, sizeof p->host, "%s", host);
   strftime(p->date, sizeof p->date, "%Y-%m-%dT%H:%M:%SZ", &tm);
   snprintf(p->backend, sizeof p->backend, "%s", r->nccl ? "nccl" : "gloo");
@@ -147,7 +147,7 @@ static int new_profile(cal_ctx *r, const startup *s) {
 
 int cal_phase_startup(cal_ctx *r, double start_rt) {
   cal_say(r, "calibrate: %d rank(s) on %d node(s) of %d, backend %s%s", r->pg.world_size, r->nodes,
-          r->pg.local_world_size, r->nccl ? "nccl" : "gloo", r->o->quick ? ", quick" : "");
+      r->pg.local_world_size, r->nccl ? "nccl" : "gloo", r->o->quick ? ", quick" : "");
   startup s = {0, 0, 0};
   const char *lt = getenv("DDPSIM_LAUNCH_TIME");
   if (lt)
@@ -162,6 +162,6 @@ int cal_phase_startup(cal_ctx *r, double start_rt) {
   if ((rc = slowest_rank(r, &s)) != 0 || (r->pg.rank == 0 && (rc = new_profile(r, &s)) != 0))
     return rc;
   cal_say(r, "start-up: process %.3f s, rendezvous %.3f s, communicator %.3f s", s.process_s, s.rendezvous_s,
-          s.comm_init_s);
+      s.comm_init_s);
   return 0;
 }

@@ -81,6 +81,6 @@ int cal_phase_storage(cal_ctx *r) {
   int rc = storage(r, &r->prof->write_GBps, &r->prof->read_GBps);
   if (!rc)
     cal_say(r, "  checkpoint write (CRC, fsync, rename) %.3f GB/s, read and verify %.3f GB/s", r->prof->write_GBps,
-            r->prof->read_GBps);
+        r->prof->read_GBps);
   return rc;
 }

@@ -30,19 +30,21 @@ static int write_measured_model(const cal_ctx *r, const core_model *m, const dou
   if (rc)
     return rc;
   FILE *f = a.f;
-  fprintf(f, "# %s with per-layer times measured by `ddpsim calibrate` on %s (%s).\n", m->name,
-          r->prof->host, r->prof->date);
+  fprintf(f, "# %s with per-layer times measured by `ddpsim calibrate` on %s (%s).\n", m->name, r->prof->host,
+      r->prof->date);
   fprintf(f, "model = {\n  name = \"%s\";\n  source = \"%s; times measured at batch %d\";\n", m->name,
-          m->source[0] ? m->source : m->path, r->o->batch);
+      m->source[0] ? m->source : m->path, r->o->batch);
   fprintf(f, "  loss = \"%s\";\n  measured_batch = %d;\n", m->loss, r->o->batch);
   if (m->psgd_sync_us >= 0)
     fprintf(f, "  psgd_sync_us = %.9g; # PowerSGD's wait per allreduce in this model's steps\n", m->psgd_sync_us);
   fputs("  layers = (\n", f);
   for (int l = 0; l < m->n_layers; l++) {
     const core_layer *L = &m->layers[l];
-    fprintf(f, "    { name = \"%s\"; type = \"linear\"; in = %d; out = %d; activation = \"%s\"; fwd_ms = %.9g; bwd_ms = %.9g; }%s\n",
-            L->name, L->in, L->out, L->act == CORE_ACT_RELU ? "relu" : "none", fwd[l] * 1e3, bwd[l] * 1e3,
-            l + 1 < m->n_layers ? "," : "");
+    fprintf(f,
+        "    { name = \"%s\"; type = \"linear\"; in = %d; out = %d; activation = \"%s\"; fwd_ms = %.9g; bwd_ms = %.9g; "
+        "}%s\n",
+        L->name, L->in, L->out, L->act == CORE_ACT_RELU ? "relu" : "none", fwd[l] * 1e3, bwd[l] * 1e3,
+        l + 1 < m->n_layers ? "," : "");
   }
   fputs("  );\n};\n", f);
   rc = core_afile_commit(&a);
@@ -58,11 +60,11 @@ static int write_measured_model(const cal_ctx *r, const core_model *m, const dou
  * few seconds (docs/calibration.md). --quick measures one window. */
 enum { CAL_WINDOWS = 3 };
 struct cal_windows {
-  int n;                            /* windows measured */
+  int n; /* windows measured */
   double copy[CAL_WINDOWS], reduce[CAL_WINDOWS], update[CAL_WINDOWS];
   int n_models;
-  core_model **m;                   /* [n_models] */
-  double **fwd, **bwd;              /* [n_models][CAL_WINDOWS * n_layers] */
+  core_model **m;      /* [n_models] */
+  double **fwd, **bwd; /* [n_models][CAL_WINDOWS * n_layers] */
 };
 
 void cal_windows_free(struct cal_windows *w) {
@@ -128,7 +130,8 @@ static int machine_window(cal_ctx *r) {
   for (int k = 0; k < w->n_models; k++) {
     const core_model *m = w->m[k];
     double *fwd = w->fwd[k] + (size_t)i * m->n_layers, *bwd = w->bwd[k] + (size_t)i * m->n_layers;
-    if ((rc = rt_barrier(r->world)) != 0 || (rc = cal_layer_times(m, o->batch, o->quick ? 5 : 15, o->quick ? 0.3 : 1.5, fwd, bwd)) != 0)
+    if ((rc = rt_barrier(r->world)) != 0 ||
+        (rc = cal_layer_times(m, o->batch, o->quick ? 5 : 15, o->quick ? 0.3 : 1.5, fwd, bwd)) != 0)
       return rc;
     double step = 0;
     for (int l = 0; l < m->n_layers; l++)
@@ -182,13 +185,9 @@ int cal_windows_open(cal_ctx *r) {
   return rc ? rc : machine_window(r);
 }
 
-int cal_window(cal_ctx *r) {
-  return r->win ? machine_window(r) : 0;
-}
+int cal_window(cal_ctx *r) { return r->win ? machine_window(r) : 0; }
 
-int cal_windows_close(cal_ctx *r) {
-  return r->win ? machine_windows_done(r) : 0;
-}
+int cal_windows_close(cal_ctx *r) { return r->win ? machine_windows_done(r) : 0; }
 
 void cal_windows_set_psgd_sync(cal_ctx *r, int k, double sync_us) {
   if (r->win && k < r->win->n_models)

@@ -55,7 +55,7 @@ static int host_alloc(size_t bytes, void **buf) {
   *buf = bytes ? malloc(bytes) : NULL;
   if (!*buf)
     return core_err_set(bytes ? CORE_ENOMEM : CORE_EINVAL, "%s %zu bytes of host memory",
-                        bytes ? "out of memory allocating" : "cannot allocate", bytes);
+        bytes ? "out of memory allocating" : "cannot allocate", bytes);
   return 0;
 }
 
@@ -158,8 +158,7 @@ static int device_fill(void *buf, size_t count, const cal_data *d) {
     for (int b = 0; b < d->ranks && !rc; b++) {
       cal_data rd = {.kind = CAL_DATA_RANK, .rank = b};
       rt_gpu_pattern p = device_pattern(&rd);
-      rc = rt_gpu_fill(device_offset(buf, (size_t)b * d->block), block_len(d, count, b), RT_FP32,
-                       &p);
+      rc = rt_gpu_fill(device_offset(buf, (size_t)b * d->block), block_len(d, count, b), RT_FP32, &p);
     }
   } else {
     rt_gpu_pattern p = device_pattern(d);
@@ -196,9 +195,7 @@ static int device_put(void *buf, const void *src, size_t bytes) {
   return rc ? rc : rt_gpu_sync();
 }
 
-static int device_get(void *dst, const void *buf, size_t bytes) {
-  return rt_gpu_copy_to_host(dst, buf, bytes);
-}
+static int device_get(void *dst, const void *buf, size_t bytes) { return rt_gpu_copy_to_host(dst, buf, bytes); }
 
 const cal_buf_ops cal_device_bufs = {
     .name = "device",
@@ -222,13 +219,11 @@ const cal_buf_ops *cal_bufs_for(const rt_comm *c) {
 
 static int ctl_bytes_ok(size_t bytes, const char *fn) {
   if (bytes % sizeof(float))
-    return core_err_set(CORE_EINVAL, "%s: %zu bytes is not a whole number of fp32 elements", fn,
-                        bytes);
+    return core_err_set(CORE_EINVAL, "%s: %zu bytes is not a whole number of fp32 elements", fn, bytes);
   return 0;
 }
 
-int cal_allgather_host(rt_comm *c, const cal_buf_ops *b, const void *mine, void *all,
-                       size_t bytes) {
+int cal_allgather_host(rt_comm *c, const cal_buf_ops *b, const void *mine, void *all, size_t bytes) {
   int rc = ctl_bytes_ok(bytes, "cal_allgather_host");
   if (rc || bytes == 0)
     return rc;
@@ -249,8 +244,7 @@ out:
 
 /* Broadcast through stage (a buffer of b of at least bytes) unless b's
  * buffers are host memory. */
-static int broadcast_via(rt_comm *c, const cal_buf_ops *b, void *stage, void *val, size_t bytes,
-                         int root) {
+static int broadcast_via(rt_comm *c, const cal_buf_ops *b, void *stage, void *val, size_t bytes, int root) {
   size_t n = bytes / sizeof(float);
   if (b->host_visible)
     return rt_broadcast(c, val, n, RT_FP32, root);
@@ -298,9 +292,7 @@ static int combine_over_ranks(rt_comm *c, const cal_buf_ops *b, double *v, int n
   return rc;
 }
 
-int cal_max_over_ranks(rt_comm *c, const cal_buf_ops *b, double *v, int n) {
-  return combine_over_ranks(c, b, v, n, 0);
-}
+int cal_max_over_ranks(rt_comm *c, const cal_buf_ops *b, double *v, int n) { return combine_over_ranks(c, b, v, n, 0); }
 
 int cal_mean_over_ranks(rt_comm *c, const cal_buf_ops *b, double *v, int n) {
   return combine_over_ranks(c, b, v, n, 1);
@@ -314,14 +306,20 @@ static void counts(enum core_coll op, double bytes, int p, size_t *send_n, size_
   if (n < (size_t)p)
     n = (size_t)p;
   switch (op) {
-  case CORE_COLL_ALLGATHER: *send_n = n / (size_t)p; *recv_n = *send_n * (size_t)p; break;
-  case CORE_COLL_REDUCESCATTER: *recv_n = n / (size_t)p; *send_n = *recv_n * (size_t)p; break;
+  case CORE_COLL_ALLGATHER:
+    *send_n = n / (size_t)p;
+    *recv_n = *send_n * (size_t)p;
+    break;
+  case CORE_COLL_REDUCESCATTER:
+    *recv_n = n / (size_t)p;
+    *send_n = *recv_n * (size_t)p;
+    break;
   default: *send_n = *recv_n = n; break;
   }
 }
 
-static int fill(const cal_buf_ops *b, enum core_coll op, void *send, void *recv, size_t send_n,
-                size_t recv_n, int rank, int root) {
+static int fill(
+    const cal_buf_ops *b, enum core_coll op, void *send, void *recv, size_t send_n, size_t recv_n, int rank, int root) {
   cal_data d = {.kind = CAL_DATA_RANK, .rank = rank};
   if (op == CORE_COLL_BROADCAST && rank != root)
     d = (cal_data){.kind = CAL_DATA_CONST, .value = -1.0f};
@@ -333,8 +331,8 @@ static int fill(const cal_buf_ops *b, enum core_coll op, void *send, void *recv,
   return rc;
 }
 
-static int run_op(rt_comm *c, enum core_coll op, enum rt_algo algo, void *send, void *recv,
-                  size_t send_n, size_t recv_n, int root) {
+static int run_op(
+    rt_comm *c, enum core_coll op, enum rt_algo algo, void *send, void *recv, size_t send_n, size_t recv_n, int root) {
   switch (op) {
   case CORE_COLL_ALLREDUCE: return rt_allreduce(c, send, send_n, RT_FP32, algo);
   case CORE_COLL_ALLGATHER: return rt_allgather(c, send, recv, send_n, RT_FP32);
@@ -343,8 +341,8 @@ static int run_op(rt_comm *c, enum core_coll op, enum rt_algo algo, void *send, 
   }
 }
 
-static int check(rt_comm *c, const cal_buf_ops *b, enum core_coll op, const void *send,
-                 const void *recv, size_t send_n, size_t recv_n, int root, double bytes) {
+static int check(rt_comm *c, const cal_buf_ops *b, enum core_coll op, const void *send, const void *recv, size_t send_n,
+    size_t recv_n, int root, double bytes) {
   int p = c->size;
   cal_data d = {.kind = CAL_DATA_SUM, .ranks = p};
   const void *buf = send;
@@ -368,8 +366,9 @@ static int check(rt_comm *c, const cal_buf_ops *b, enum core_coll op, const void
     return rc;
   char where[1024];
   snprintf(where, sizeof where, "%s", core_err_msg());
-  return core_err_set(CORE_ECOMM, "%s of %.0f bytes: wrong result on rank %d %s; the backend or the network corrupts data",
-                      core_coll_name(op), bytes, c->rank, where);
+  return core_err_set(CORE_ECOMM,
+      "%s of %.0f bytes: wrong result on rank %d %s; the backend or the network corrupts data", core_coll_name(op),
+      bytes, c->rank, where);
 }
 
 /* The slowest rank's time per iteration: gather everyone's (as raw bytes,
@@ -390,9 +389,8 @@ static int slowest(rt_comm *c, const cal_buf_ops *b, const double *mine, int ite
   return rc;
 }
 
-static int measure(rt_comm *c, rt_comm *ctl_comm, const cal_buf_ops *b, enum core_coll op,
-                   enum rt_algo algo, double bytes, int warmup, int min_iters, int max_iters,
-                   double budget_s, cal_point *pt) {
+static int measure(rt_comm *c, rt_comm *ctl_comm, const cal_buf_ops *b, enum core_coll op, enum rt_algo algo,
+    double bytes, int warmup, int min_iters, int max_iters, double budget_s, cal_point *pt) {
   size_t send_n, recv_n;
   int p = c->size, root = p > 1 ? 1 % p : 0, rc = 0;
   int has_recv = op == CORE_COLL_ALLGATHER || op == CORE_COLL_REDUCESCATTER;
@@ -474,20 +472,21 @@ out_free:
   return rc;
 }
 
-int cal_sweep_one(rt_comm *c, enum core_coll op, enum rt_algo algo, double bytes, int warmup,
-                  int iters, cal_point *pt) {
+int cal_sweep_one(
+    rt_comm *c, enum core_coll op, enum rt_algo algo, double bytes, int warmup, int iters, cal_point *pt) {
   return measure(c, c, cal_bufs_for(c), op, algo, bytes, warmup, iters, iters, 0, pt);
 }
 
-int cal_sweep_run(rt_comm *c, enum core_coll op, enum rt_algo algo, const cal_sweep_opts *o,
-                  cal_point **points, int *n) {
+int cal_sweep_run(
+    rt_comm *c, enum core_coll op, enum rt_algo algo, const cal_sweep_opts *o, cal_point **points, int *n) {
   const cal_buf_ops *b = o->bufs ? o->bufs : cal_bufs_for(c);
   rt_comm *ctl = o->control ? o->control : c;
   *points = NULL;
   *n = 0;
   if (ctl->rank != c->rank || ctl->size != c->size)
-    return core_err_set(CORE_EINVAL, "cal_sweep_run: the control communicator is rank %d of %d, the measured one rank %d of %d",
-                        ctl->rank, ctl->size, c->rank, c->size);
+    return core_err_set(CORE_EINVAL,
+        "cal_sweep_run: the control communicator is rank %d of %d, the measured one rank %d of %d", ctl->rank,
+        ctl->size, c->rank, c->size);
   double f = o->factor > 1 ? o->factor : 2;
   int cap = 0;
   for (double by = o->min_bytes; by <= o->max_bytes * 1.0000001; by *= f)
@@ -499,15 +498,16 @@ int cal_sweep_run(rt_comm *c, enum core_coll op, enum rt_algo algo, const cal_sw
   int k = 0;
   for (double by = o->min_bytes; k < cap; by *= f, k++) {
     int rc = measure(c, ctl, b, op, algo, by, o->warmup, o->min_iters > 0 ? o->min_iters : 3,
-                     o->max_iters > 0 ? o->max_iters : 20, o->budget_s, &(*points)[k]);
+        o->max_iters > 0 ? o->max_iters : 20, o->budget_s, &(*points)[k]);
     if (rc) {
       free(*points);
       *points = NULL;
       return core_err_wrap(rc, "%s sweep (%s)", core_coll_name(op), rt_algo_name(algo));
     }
     if (o->progress && c->rank == 0)
-      fprintf(stderr, "\r  %-28s %2d/%d  %10.0f B  %9.1f us  busbw %7.3f GB/s   ", o->label ? o->label : core_coll_name(op),
-              k + 1, cap, (*points)[k].bytes, (*points)[k].t_p50_s * 1e6, (*points)[k].busbw_GBps);
+      fprintf(stderr, "\r  %-28s %2d/%d  %10.0f B  %9.1f us  busbw %7.3f GB/s   ",
+          o->label ? o->label : core_coll_name(op), k + 1, cap, (*points)[k].bytes, (*points)[k].t_p50_s * 1e6,
+          (*points)[k].busbw_GBps);
   }
   if (o->progress && c->rank == 0)
     fputc('\n', stderr);
@@ -521,15 +521,15 @@ int cal_sweep_run(rt_comm *c, enum core_coll op, enum rt_algo algo, const cal_sw
       continue;
     cal_point again;
     int rc = measure(c, ctl, b, op, algo, by, o->warmup, o->min_iters > 0 ? o->min_iters : 3,
-                     o->max_iters > 0 ? o->max_iters : 20, o->budget_s, &again);
+        o->max_iters > 0 ? o->max_iters : 20, o->budget_s, &again);
     if (rc) {
       free(*points);
       *points = NULL;
       return core_err_wrap(rc, "%s sweep (%s), second pass", core_coll_name(op), rt_algo_name(algo));
     }
     if (o->progress && c->rank == 0)
-      fprintf(stderr, "\r  %-28s again %10.0f B  %9.1f us (first %9.1f us)   ", o->label ? o->label : core_coll_name(op),
-              again.bytes, again.t_p50_s * 1e6, (*points)[k].t_p50_s * 1e6);
+      fprintf(stderr, "\r  %-28s again %10.0f B  %9.1f us (first %9.1f us)   ",
+          o->label ? o->label : core_coll_name(op), again.bytes, again.t_p50_s * 1e6, (*points)[k].t_p50_s * 1e6);
     if (again.t_p50_s < (*points)[k].t_p50_s)
       (*points)[k] = again;
   }

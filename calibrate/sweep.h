@@ -58,16 +58,16 @@ enum cal_data_kind {
 
 typedef struct cal_data {
   enum cal_data_kind kind;
-  int rank;        /* RANK */
-  int ranks;       /* SUM, BLOCKS */
-  size_t first;    /* RANK, SUM */
-  size_t block;    /* BLOCKS */
-  float value;     /* CONST */
+  int rank;     /* RANK */
+  int ranks;    /* SUM, BLOCKS */
+  size_t first; /* RANK, SUM */
+  size_t block; /* BLOCKS */
+  float value;  /* CONST */
 } cal_data;
 
 typedef struct cal_buf_ops {
-  const char *name;   /* "host" | "device" */
-  int host_visible;   /* the caller's host memory can be handed to the communicator */
+  const char *name; /* "host" | "device" */
+  int host_visible; /* the caller's host memory can be handed to the communicator */
   /* A buffer of bytes (> 0); CORE_ENOMEM, or CORE_EUNSUPPORTED without a device. */
   int (*alloc)(size_t bytes, void **buf);
   void (*free)(void *buf); /* NULL is fine */
@@ -100,8 +100,7 @@ const cal_buf_ops *cal_bufs_for(const rt_comm *c);
  * rank r's at r x bytes), and broadcast bytes at `val` from root. Host tables
  * run the collective on the given memory; device tables stage through a
  * device buffer. Bit patterns travel unchanged (moved as fp32 elements). */
-int cal_allgather_host(rt_comm *c, const cal_buf_ops *b, const void *mine, void *all,
-                       size_t bytes);
+int cal_allgather_host(rt_comm *c, const cal_buf_ops *b, const void *mine, void *all, size_t bytes);
 int cal_broadcast_host(rt_comm *c, const cal_buf_ops *b, void *val, size_t bytes, int root);
 /* The median of v[0..n-1] (sorts v in place). */
 double cal_median(double *v, int n);
@@ -115,20 +114,20 @@ int cal_mean_over_ranks(rt_comm *c, const cal_buf_ops *b, double *v, int n);
 typedef struct cal_point {
   double bytes;
   int iters;
-  double t_min_s, t_p50_s, t_max_s;  /* per iteration, slowest rank */
-  double t_se_s;                     /* standard error of the median (robust) */
-  double algbw_GBps, busbw_GBps;     /* from the median */
+  double t_min_s, t_p50_s, t_max_s; /* per iteration, slowest rank */
+  double t_se_s;                    /* standard error of the median (robust) */
+  double algbw_GBps, busbw_GBps;    /* from the median */
 } cal_point;
 
 typedef struct cal_sweep_opts {
-  double min_bytes, max_bytes;  /* sizes min, min*factor, ... <= max */
-  double factor;                /* default 2 */
-  int warmup;                   /* untimed iterations per size (default 1) */
-  int min_iters, max_iters;     /* timed iterations per size */
-  double budget_s;              /* per size: stop adding iterations past this */
-  int progress;                 /* print progress to stderr */
-  const char *label;            /* for progress lines */
-  const cal_buf_ops *bufs;      /* NULL: cal_bufs_for(c) */
+  double min_bytes, max_bytes; /* sizes min, min*factor, ... <= max */
+  double factor;               /* default 2 */
+  int warmup;                  /* untimed iterations per size (default 1) */
+  int min_iters, max_iters;    /* timed iterations per size */
+  double budget_s;             /* per size: stop adding iterations past this */
+  int progress;                /* print progress to stderr */
+  const char *label;           /* for progress lines */
+  const cal_buf_ops *bufs;     /* NULL: cal_bufs_for(c) */
   /* Control values over this communicator instead of the measured one
    * (NULL: the measured one): the same ranks in the same order, buffers of
    * the same table. For NCCL communicators created for one allreduce
@@ -146,11 +145,10 @@ typedef struct cal_sweep_opts {
 /* Run one operation over a range of sizes (and again up to
  * o->repass_max_bytes). *points is malloc'd. On a data mismatch returns
  * CORE_ECOMM naming rank, size and element. */
-int cal_sweep_run(rt_comm *c, enum core_coll op, enum rt_algo algo, const cal_sweep_opts *o,
-                  cal_point **points, int *n);
+int cal_sweep_run(
+    rt_comm *c, enum core_coll op, enum rt_algo algo, const cal_sweep_opts *o, cal_point **points, int *n);
 
 /* One size, for benchmarks: same loop as the sweep, cal_bufs_for(c). */
-int cal_sweep_one(rt_comm *c, enum core_coll op, enum rt_algo algo, double bytes, int warmup,
-                  int iters, cal_point *pt);
+int cal_sweep_one(rt_comm *c, enum core_coll op, enum rt_algo algo, double bytes, int warmup, int iters, cal_point *pt);
 
 #endif

@@ -27,8 +27,9 @@ static int traced_shape(const core_traced *t, int *nodes, int *per_node) {
     return 0;
   }
   if (t->world_size % h)
-    return core_err_set(CORE_EINVAL, "the traced world of %d ranks does not fill hosts of %d GPUs: write the scenario's cluster by hand",
-                        t->world_size, h);
+    return core_err_set(CORE_EINVAL,
+        "the traced world of %d ranks does not fill hosts of %d GPUs: write the scenario's cluster by hand",
+        t->world_size, h);
   *nodes = t->world_size / h;
   *per_node = h;
   return 0;
@@ -50,8 +51,7 @@ static double misfit(const double *bytes, const double *t, int n) {
  * cap (1 to 1024 MiB, the first bucket 1 MiB or the cap) that gives as many
  * buckets and explains their times best as one rate, with the cap in
  * *cap_mb, *first_mb. 0 when neither tells. */
-static int bucket_sizes(const core_model *m, double *bytes, double *cap_mb, double *first_mb, char *notes,
-                        size_t n) {
+static int bucket_sizes(const core_model *m, double *bytes, double *cap_mb, double *first_mb, char *notes, size_t n) {
   const core_traced *t = m->traced;
   int known = t->n_buckets > 0;
   *cap_mb = *first_mb = 0;
@@ -67,7 +67,7 @@ static int bucket_sizes(const core_model *m, double *bytes, double *cap_mb, doub
       core_buckets bk;
       size_t first = f ? (size_t)cap << 20 : CORE_BUCKET_FIRST_BYTES;
       if (core_bucket_assign(m->tensor_elems, m->n_tensors, m->ready_order, 4, first, (size_t)cap << 20,
-                             CORE_BUCKET_REBUILT, &bk) != 0)
+              CORE_BUCKET_REBUILT, &bk) != 0)
         continue;
       if (bk.n_buckets == t->n_buckets) {
         for (int b = 0; b < t->n_buckets; b++)
@@ -84,14 +84,16 @@ static int bucket_sizes(const core_model *m, double *bytes, double *cap_mb, doub
     }
   free(cand);
   if (best < 1e300)
-    cal_note(notes, n, "the trace does not say its allreduces' sizes: bucket_cap_mb = %.0f (first bucket %.0f MiB) gives its %d buckets and explains their times best\n",
-         *cap_mb, *first_mb, t->n_buckets);
+    cal_note(notes, n,
+        "the trace does not say its allreduces' sizes: bucket_cap_mb = %.0f (first bucket %.0f MiB) gives its %d "
+        "buckets and explains their times best\n",
+        *cap_mb, *first_mb, t->n_buckets);
   return best < 1e300;
 }
 
 /* The allreduce entry from the traced buckets. */
-static int allreduce_entry(const core_model *m, int nodes, core_prof_coll *c, double *cap_mb, double *first_mb,
-                           char *notes, size_t n) {
+static int allreduce_entry(
+    const core_model *m, int nodes, core_prof_coll *c, double *cap_mb, double *first_mb, char *notes, size_t n) {
   const core_traced *t = m->traced;
   double *bytes = calloc((size_t)t->n_buckets + 1, sizeof *bytes);
   int rc = 0, nf = 0;
@@ -100,8 +102,10 @@ static int allreduce_entry(const core_model *m, int nodes, core_prof_coll *c, do
   if (!bytes)
     return core_err_set(CORE_ENOMEM, "out of memory fitting the traced allreduces");
   if (!bucket_sizes(m, bytes, cap_mb, first_mb, notes, n)) {
-    rc = core_err_set(CORE_EINVAL, "%s: the traced allreduces' sizes are unknown, so no profile can be fitted to them: pass --profile-base with the cluster's collectives",
-                      m->path);
+    rc = core_err_set(CORE_EINVAL,
+        "%s: the traced allreduces' sizes are unknown, so no profile can be fitted to them: pass --profile-base with "
+        "the cluster's collectives",
+        m->path);
     goto out_free;
   }
   int distinct = 0;
@@ -120,7 +124,7 @@ static int allreduce_entry(const core_model *m, int nodes, core_prof_coll *c, do
     f[0].beta_s = st / sb; /* one rate: the buckets' bytes over their time */
     nf = 1;
     cal_note(notes, n, "allreduce: %.3f GB/s over the trace's %d bucket allreduces (too few sizes to fit a latency)\n",
-         sb / st / 1e9, t->n_buckets);
+        sb / st / 1e9, t->n_buckets);
   }
   snprintf(c->backend, sizeof c->backend, "nccl");
   snprintf(c->op, sizeof c->op, "allreduce");
@@ -144,12 +148,13 @@ out_free:
 static int datasheet_profile(const core_traced *t, core_profile **out) {
   const cal_gpu_sheet *s = cal_gpu_sheet_find(t->device, (int64_t)(t->device_memory_GB * 1e9));
   if (!s)
-    return core_err_set(CORE_EUSAGE, "no datasheet figures for the traced GPU '%s': pass --profile-base PROFILE, a profile of that GPU",
-                        t->device);
+    return core_err_set(CORE_EUSAGE,
+        "no datasheet figures for the traced GPU '%s': pass --profile-base PROFILE, a profile of that GPU", t->device);
   core_profile *p = core_profile_new();
   if (!p)
     return core_err_set(CORE_ENOMEM, "out of memory building a profile");
-  snprintf(p->provenance, sizeof p->provenance, "collectives from the trace's allreduce kernels; device: %s", s->source);
+  snprintf(
+      p->provenance, sizeof p->provenance, "collectives from the trace's allreduce kernels; device: %s", s->source);
   snprintf(p->device_kind, sizeof p->device_kind, "gpu");
   p->memory_GBps = p->peak_memory_GBps = s->memory_GBps;
   p->host_link_GBps = s->host_link_GBps;
@@ -194,7 +199,7 @@ static int put_entry(core_profile *p, core_prof_coll *c) {
 }
 
 static int traced_profile(const core_model *m, const char *base, const char *name, int nodes, int per_node,
-                          core_profile **out, double *cap_mb, double *first_mb, char *notes, size_t n) {
+    core_profile **out, double *cap_mb, double *first_mb, char *notes, size_t n) {
   const core_traced *t = m->traced;
   core_profile *p = NULL;
   int rc = base ? core_profile_load(base, &p) : datasheet_profile(t, &p);
@@ -241,17 +246,17 @@ static const char *model_ref(const char *model, const char *dir, char *buf, size
 }
 
 static int write_scenario(const char *path, const char *stem, const char *profile, const char *model,
-                          const core_model *m, int nodes, int per_node, double cap_mb, double first_mb) {
+    const core_model *m, int nodes, int per_node, double cap_mb, double first_mb) {
   core_afile a;
   int rc = core_afile_open(&a, path);
   if (rc)
     return rc;
   const core_traced *t = m->traced;
   fprintf(a.f,
-          "# The job a GPU trace measured, as `ddpsim import torch-trace --scenario` wrote it:\n"
-          "# %s, %d rank(s), batch %.0f per GPU. Simulated as it stands it replays the traced\n"
-          "# step; change the cluster, network or ddp settings for what-ifs.\n",
-          t->device, t->world_size, m->measured_batch);
+      "# The job a GPU trace measured, as `ddpsim import torch-trace --scenario` wrote it:\n"
+      "# %s, %d rank(s), batch %.0f per GPU. Simulated as it stands it replays the traced\n"
+      "# step; change the cluster, network or ddp settings for what-ifs.\n",
+      t->device, t->world_size, m->measured_batch);
   fprintf(a.f, "name = \"%s\";\ndescription = \"the traced job of %s\";\n", stem, m->name);
   fprintf(a.f, "profile = \"%s\";\nmodel = \"%s\";\n", profile, model);
   /* The traced precision; half kernels are autocast's (fp32 gradients). */
@@ -266,17 +271,18 @@ static int write_scenario(const char *path, const char *stem, const char *profil
     fprintf(a.f, "# One node: no traffic crosses this network; a scenario needs one.\n"
                  "networks = ( { name = \"none\"; gbps = 100.0; latency_us = 14.0; } );\n");
   if (cap_mb > 0)
-    fprintf(a.f, "# The bucket cap that explains the traced allreduces (the trace does not record it).\n"
-                 "ddp = { backend = \"nccl\"; bucket_cap_mb = %.0f.0; first_bucket_mb = %.0f.0; };\n",
-            cap_mb, first_mb);
+    fprintf(a.f,
+        "# The bucket cap that explains the traced allreduces (the trace does not record it).\n"
+        "ddp = { backend = \"nccl\"; bucket_cap_mb = %.0f.0; first_bucket_mb = %.0f.0; };\n",
+        cap_mb, first_mb);
   else
     fprintf(a.f, "ddp = { backend = \"nccl\"; };\n");
   fprintf(a.f, "simulation = { steps = 1; seed = 1; };\n");
   return core_afile_commit(&a);
 }
 
-int cal_trace_scenario(const char *model, const char *scenario, const char *profile_base, char *notes,
-                       size_t notes_len) {
+int cal_trace_scenario(
+    const char *model, const char *scenario, const char *profile_base, char *notes, size_t notes_len) {
   core_model *m = NULL;
   core_profile *p = NULL;
   int nodes = 1, per_node = 1, rc;
@@ -295,10 +301,10 @@ int cal_trace_scenario(const char *model, const char *scenario, const char *prof
       (rc = traced_profile(m, profile_base, stem, nodes, per_node, &p, &cap_mb, &first_mb, notes, notes_len)) != 0 ||
       (rc = core_profile_write(p, prof_path)) != 0 ||
       (rc = write_scenario(scenario, stem, prof_name, model_ref(model, dir, ref, sizeof ref), m, nodes, per_node,
-                                 cap_mb, first_mb)) != 0)
+           cap_mb, first_mb)) != 0)
     goto out_free;
   cal_note(notes, notes_len, "scenario: %d node(s) of %d GPU(s), batch %.0f; profile %s\n", nodes, per_node,
-       m->measured_batch, prof_path);
+      m->measured_batch, prof_path);
 out_free:
   core_profile_free(p);
   core_model_free(m);

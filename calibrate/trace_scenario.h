@@ -16,7 +16,7 @@
 
 /* model: the model file written for the trace; scenario: the file to write
  * (its profile goes beside it, NAME.profile.cfg); profile_base may be NULL. */
-int cal_trace_scenario(const char *model, const char *scenario, const char *profile_base, char *notes,
-                       size_t notes_len);
+int cal_trace_scenario(
+    const char *model, const char *scenario, const char *profile_base, char *notes, size_t notes_len);
 
 #endif

@@ -15,8 +15,8 @@ static int number(const core_csv_table *t, long row, int col, double *out) {
   errno = 0;
   *out = strtod(t->rows[row][col], &end);
   if (errno || end == t->rows[row][col] || *end || !isfinite(*out))
-    return core_err_set(CORE_EINVAL, "%s:%ld: column '%s' holds '%s', not a number", t->path, row + 2,
-                        t->cols[col], t->rows[row][col]);
+    return core_err_set(
+        CORE_EINVAL, "%s:%ld: column '%s' holds '%s', not a number", t->path, row + 2, t->cols[col], t->rows[row][col]);
   return 0;
 }
 
@@ -27,8 +27,10 @@ static int seconds(const core_csv_table *t, long row, int col, int positive, dou
   if (rc)
     return rc;
   if (positive ? !(*out > 0) : !(*out >= 0))
-    return core_err_set(CORE_EINVAL, "%s:%ld: column '%s' holds %s, not a time in seconds %s 0; a measured run has no such step, so check the file (or the tool that wrote it)",
-                        t->path, row + 2, t->cols[col], t->rows[row][col], positive ? ">" : ">=");
+    return core_err_set(CORE_EINVAL,
+        "%s:%ld: column '%s' holds %s, not a time in seconds %s 0; a measured run has no such step, so check the file "
+        "(or the tool that wrote it)",
+        t->path, row + 2, t->cols[col], t->rows[row][col], positive ? ">" : ">=");
   return 0;
 }
 
@@ -39,13 +41,13 @@ static int index_of(const core_csv_table *t, long row, int col, double *out) {
     return rc;
   if (!(*out >= 0) || *out != floor(*out) || *out > 1e15)
     return core_err_set(CORE_EINVAL, "%s:%ld: column '%s' holds %s, not a whole number >= 0", t->path, row + 2,
-                        t->cols[col], t->rows[row][col]);
+        t->cols[col], t->rows[row][col]);
   return 0;
 }
 
 /* What a measured run says: the means of its steps at or after skip. */
 typedef struct measured {
-  double mean[4];  /* step, compute, exposed, comm; NaN where not measured */
+  double mean[4]; /* step, compute, exposed, comm; NaN where not measured */
   long steps;
   int ranks;
 } measured;
@@ -75,8 +77,9 @@ static int read_csv(const char *path, long skip, measured *ms) {
       first_comm = i;
     if (first_empty >= 0 && first_comm >= 0) {
       rc = core_err_set(CORE_EINVAL,
-                        "%s:%ld: column 'comm_s' is empty, but line %ld has a number there; leave it empty in every row (not measured) or in none",
-                        t.path, (no_comm ? i : first_empty) + 2, (no_comm ? first_comm : i) + 2);
+          "%s:%ld: column 'comm_s' is empty, but line %ld has a number there; leave it empty in every row (not "
+          "measured) or in none",
+          t.path, (no_comm ? i : first_empty) + 2, (no_comm ? first_comm : i) + 2);
       goto out;
     }
     if ((rc = index_of(&t, i, c_step, &step)) != 0 || (rc = index_of(&t, i, c_rank, &rank)) != 0 ||
@@ -118,8 +121,9 @@ static int read_trace(const char *path, long skip, measured *ms) {
     }
   }
   if (k == 0)
-    rc = core_err_set(CORE_EINVAL, "%s: no ProfilerStep#N spans to compare with: profile with torch.profiler and call prof.step() after each step",
-                      path);
+    rc = core_err_set(CORE_EINVAL,
+        "%s: no ProfilerStep#N spans to compare with: profile with torch.profiler and call prof.step() after each step",
+        path);
   ms->ranks = t.world_size > 0 ? t.world_size : 1;
   ms->mean[0] = ms->steps ? sum / (double)ms->steps : 0;
   ms->mean[1] = ms->mean[2] = ms->mean[3] = NAN;
@@ -143,15 +147,16 @@ int cal_validate(const sim_scenario *s, long point, const char *measured_path, l
     return rc;
   if (ms.steps == 0)
     return core_err_set(CORE_EINVAL, "%s: no step at or after step %ld to compare with; run more steps or lower --skip",
-                        measured_path, skip);
+        measured_path, skip);
   v->steps_used = ms.steps;
   v->ranks_seen = ms.ranks;
   sim_point p;
   sim_scenario_point(s, point, &p);
   int world = p.nodes * p.per_node;
   if (v->ranks_seen != world)
-    return core_err_set(CORE_EINVAL, "%s holds ranks 0 to %d, but point %ld of %s has %d ranks (%d nodes x %d); compare runs of the same shape",
-                        measured_path, v->ranks_seen - 1, point, s->path, world, p.nodes, p.per_node);
+    return core_err_set(CORE_EINVAL,
+        "%s holds ranks 0 to %d, but point %ld of %s has %d ranks (%d nodes x %d); compare runs of the same shape",
+        measured_path, v->ranks_seen - 1, point, s->path, world, p.nodes, p.per_node);
   sim_engine *e;
   if ((rc = sim_engine_new(&e)) != 0)
     return rc;
@@ -161,10 +166,9 @@ int cal_validate(const sim_scenario *s, long point, const char *measured_path, l
     return rc;
   double meas[CAL_N_METRICS] = {ms.mean[0], ms.mean[1], ms.mean[2], ms.mean[3], 0};
   meas[CAL_M_THROUGHPUT] = (double)world * p.batch / meas[CAL_M_STEP];
-  double pred[CAL_N_METRICS] = {v->pred.step_s, v->pred.compute_s, v->pred.exposed_comm_s, v->pred.comm_s,
-                                v->pred.samples_per_s};
-  static const char *const names[CAL_N_METRICS] = {"step_s", "compute_s", "exposed_comm_s", "comm_s",
-                                                   "samples_per_s"};
+  double pred[CAL_N_METRICS] = {
+      v->pred.step_s, v->pred.compute_s, v->pred.exposed_comm_s, v->pred.comm_s, v->pred.samples_per_s};
+  static const char *const names[CAL_N_METRICS] = {"step_s", "compute_s", "exposed_comm_s", "comm_s", "samples_per_s"};
   for (int k = 0; k < CAL_N_METRICS; k++) {
     v->m[k].name = names[k];
     v->m[k].predicted = pred[k];

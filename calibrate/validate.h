@@ -22,21 +22,20 @@
 
 typedef struct cal_metric {
   const char *name;
-  double predicted, measured;   /* measured NaN: not in the run's file (comm_s left empty) */
-  double rel_err;   /* (predicted - measured) / measured */
+  double predicted, measured; /* measured NaN: not in the run's file (comm_s left empty) */
+  double rel_err;             /* (predicted - measured) / measured */
 } cal_metric;
 
 enum { CAL_M_STEP = 0, CAL_M_COMPUTE, CAL_M_EXPOSED, CAL_M_COMM, CAL_M_THROUGHPUT, CAL_N_METRICS };
 
 typedef struct cal_validation {
   sim_point_result pred;
-  long steps_used;        /* measured rows averaged */
+  long steps_used; /* measured rows averaged */
   int ranks_seen;
   cal_metric m[CAL_N_METRICS];
 } cal_validation;
 
 /* Compare point `point` of s with the measured CSV; skip steps < skip. */
-int cal_validate(const sim_scenario *s, long point, const char *measured_path, long skip,
-                 cal_validation *v);
+int cal_validate(const sim_scenario *s, long point, const char *measured_path, long skip, cal_validation *v);
 
 #endif

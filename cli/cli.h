@@ -15,14 +15,19 @@
 #include <stdio.h>
 
 enum {
-  CLI_EXIT_OK = 0, CLI_EXIT_FAIL = 1, CLI_EXIT_USAGE = 2, CLI_EXIT_INPUT = 3, CLI_EXIT_PEER = 4,
-  CLI_EXIT_UNSUPPORTED = 5, CLI_EXIT_TOLERANCE = 6
+  CLI_EXIT_OK = 0,
+  CLI_EXIT_FAIL = 1,
+  CLI_EXIT_USAGE = 2,
+  CLI_EXIT_INPUT = 3,
+  CLI_EXIT_PEER = 4,
+  CLI_EXIT_UNSUPPORTED = 5,
+  CLI_EXIT_TOLERANCE = 6
 };
 
 typedef struct cli_cmd {
   const char *name;
-  const char *summary;  /* one line for `ddpsim --help` */
-  const char *help;     /* full text for `ddpsim help NAME` */
+  const char *summary;               /* one line for `ddpsim --help` */
+  const char *help;                  /* full text for `ddpsim help NAME` */
   int (*run)(int argc, char **argv); /* argv[0] is the command name */
 } cli_cmd;
 

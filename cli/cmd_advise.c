@@ -18,39 +18,38 @@
 #include <time.h>
 #include <unistd.h>
 
-const char cli_advise_help[] =
-    "Usage: ddpsim advise SCENARIO [-o DIR] [--profile P] [--seed N] [-j N] [--exhaustive]\n"
-    "                    [--no-plot] [-q]\n"
-    "\n"
-    "Search what the scenario lets you change (its arrays of nodes, devices per\n"
-    "node, networks, backends, precisions, batches, bucket caps, overlap,\n"
-    "compression, checkpoint intervals and modes, spares) for the points that\n"
-    "best meet its objective (the advise group: minimize or maximize a column,\n"
-    "time_to_train_h by default, within deadline_h and budget_usd), and print\n"
-    "them ranked, each with the part of the run it shortens against the scenario\n"
-    "as given (exposed communication, checkpoint stalls, lost work, time down,\n"
-    "compute spread over more devices) and what it changes. The scenario needs\n"
-    "job = { samples = N; } (or steps or hours when the global batch is fixed).\n"
-    "For the time to train or the cost, the search skips what bounds show cannot\n"
-    "be on the front of time against cost, and says how many points it\n"
-    "simulated; any other objective simulates every point that can run.\n"
-    "Writes DIR/NAME-advice.csv (every simulated point in rank order: rank, the\n"
-    "settings, time_to_train_h, cost_usd, goodput, pareto, ...) and, with prices,\n"
-    "DIR/NAME-advice-pareto.png and .svg (gnuplot). Nothing is written when no\n"
-    "point meets the deadline or the budget: the error names the closest ones.\n"
-    "\n"
-    "Options:\n"
-    "  -o, --out DIR      directory for the CSV and the plot (default: results)\n"
-    "      --profile FILE use this profile instead of the scenario's\n"
-    "      --seed N       override simulation.seed\n"
-    "  -j, --jobs N       worker threads (default: one per CPU; the advice is the\n"
-    "                     same whatever N)\n"
-    "      --exhaustive   simulate every point of the product (to check the search)\n"
-    "      --no-plot      no Pareto plot\n"
-    "  -q, --quiet        no table\n"
-    "\n"
-    "Example:\n"
-    "  ddpsim advise scenarios/plan.cfg -o results\n";
+const char cli_advise_help[] = "Usage: ddpsim advise SCENARIO [-o DIR] [--profile P] [--seed N] [-j N] [--exhaustive]\n"
+                               "                    [--no-plot] [-q]\n"
+                               "\n"
+                               "Search what the scenario lets you change (its arrays of nodes, devices per\n"
+                               "node, networks, backends, precisions, batches, bucket caps, overlap,\n"
+                               "compression, checkpoint intervals and modes, spares) for the points that\n"
+                               "best meet its objective (the advise group: minimize or maximize a column,\n"
+                               "time_to_train_h by default, within deadline_h and budget_usd), and print\n"
+                               "them ranked, each with the part of the run it shortens against the scenario\n"
+                               "as given (exposed communication, checkpoint stalls, lost work, time down,\n"
+                               "compute spread over more devices) and what it changes. The scenario needs\n"
+                               "job = { samples = N; } (or steps or hours when the global batch is fixed).\n"
+                               "For the time to train or the cost, the search skips what bounds show cannot\n"
+                               "be on the front of time against cost, and says how many points it\n"
+                               "simulated; any other objective simulates every point that can run.\n"
+                               "Writes DIR/NAME-advice.csv (every simulated point in rank order: rank, the\n"
+                               "settings, time_to_train_h, cost_usd, goodput, pareto, ...) and, with prices,\n"
+                               "DIR/NAME-advice-pareto.png and .svg (gnuplot). Nothing is written when no\n"
+                               "point meets the deadline or the budget: the error names the closest ones.\n"
+                               "\n"
+                               "Options:\n"
+                               "  -o, --out DIR      directory for the CSV and the plot (default: results)\n"
+                               "      --profile FILE use this profile instead of the scenario's\n"
+                               "      --seed N       override simulation.seed\n"
+                               "  -j, --jobs N       worker threads (default: one per CPU; the advice is the\n"
+                               "                     same whatever N)\n"
+                               "      --exhaustive   simulate every point of the product (to check the search)\n"
+                               "      --no-plot      no Pareto plot\n"
+                               "  -q, --quiet        no table\n"
+                               "\n"
+                               "Example:\n"
+                               "  ddpsim advise scenarios/plan.cfg -o results\n";
 
 typedef struct opts {
   const char *out, *profile;
@@ -60,12 +59,10 @@ typedef struct opts {
 
 /* 0, 1 after --help, or an exit status for a usage error. */
 static int parse_args(int argc, char **argv, opts *o) {
-  static const struct option lo[] = {
-      {"out", required_argument, NULL, 'o'},     {"profile", required_argument, NULL, 'F'},
-      {"seed", required_argument, NULL, 's'},    {"jobs", required_argument, NULL, 'j'},
-      {"exhaustive", no_argument, NULL, 'E'},    {"no-plot", no_argument, NULL, 'P'},
-      {"quiet", no_argument, NULL, 'q'},         {"help", no_argument, NULL, 'h'},
-      {NULL, 0, NULL, 0}};
+  static const struct option lo[] = {{"out", required_argument, NULL, 'o'}, {"profile", required_argument, NULL, 'F'},
+      {"seed", required_argument, NULL, 's'}, {"jobs", required_argument, NULL, 'j'},
+      {"exhaustive", no_argument, NULL, 'E'}, {"no-plot", no_argument, NULL, 'P'}, {"quiet", no_argument, NULL, 'q'},
+      {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
   int c;
   optind = 1;
   opterr = 0;
@@ -90,8 +87,8 @@ static int parse_args(int argc, char **argv, opts *o) {
     }
   }
   if (optind != argc - 1)
-    return cli_usage("advise", optind >= argc ? "missing SCENARIO file" : "expected one SCENARIO file, got %d arguments",
-                     argc - optind);
+    return cli_usage("advise",
+        optind >= argc ? "missing SCENARIO file" : "expected one SCENARIO file, got %d arguments", argc - optind);
   return 0;
 }
 
@@ -104,7 +101,7 @@ static int plot(const sim_scenario *s, const char *csv, const char *out, int qui
     return 0;
   }
   snprintf(title, sizeof title, "%s: cost against time to train (%s)", s->name,
-           sim_objective_text(&s->objective, obj, sizeof obj));
+      sim_objective_text(&s->objective, obj, sizeof obj));
   return cli_plot_pareto(csv, out, title, s->objective.deadline_h, s->objective.budget_usd);
 }
 

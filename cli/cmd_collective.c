@@ -80,8 +80,10 @@ static int parse_size(const char *opt, const char *s, double *out) {
   char *end;
   errno = 0;
   double v = strtod(s, &end);
-  double mult = *end == 'K' || *end == 'k' ? 1024.0 : *end == 'M' || *end == 'm' ? 1048576.0
-                : *end == 'G' || *end == 'g' ? 1073741824.0 : 1.0;
+  double mult = *end == 'K' || *end == 'k'   ? 1024.0
+                : *end == 'M' || *end == 'm' ? 1048576.0
+                : *end == 'G' || *end == 'g' ? 1073741824.0
+                                             : 1.0;
   if (mult > 1)
     end++;
   if (errno || end == s || *end || !(v >= 0) || v * mult > 1e18)
@@ -105,21 +107,22 @@ static int type_size(const char *t) {
 static int parse_op(const char *s, enum core_coll *op) {
   if (core_coll_parse(s, op) == 0)
     return 0;
-  return cli_usage("collective", "--op expects allreduce, allgather, reducescatter or broadcast, got '%s'", s) ? CORE_EUSAGE : 0;
+  return cli_usage("collective", "--op expects allreduce, allgather, reducescatter or broadcast, got '%s'", s)
+             ? CORE_EUSAGE
+             : 0;
 }
 
 static int parse_args(int argc, char **argv, opts *o) {
-  static const struct option lo[] = {
-      {"profile", required_argument, NULL, 'P'}, {"scenario", required_argument, NULL, 'S'},
-      {"point", required_argument, NULL, 'K'},   {"op", required_argument, NULL, 'O'},
-      {"ngpus", required_argument, NULL, 'g'},   {"nodes", required_argument, NULL, 'N'},
-      {"network", required_argument, NULL, 'W'}, {"backend", required_argument, NULL, 'B'},
-      {"algo", required_argument, NULL, 'A'},    {"minbytes", required_argument, NULL, 'b'},
-      {"maxbytes", required_argument, NULL, 'e'}, {"stepfactor", required_argument, NULL, 'f'},
-      {"stepbytes", required_argument, NULL, 'i'}, {"datatype", required_argument, NULL, 'd'},
-      {"root", required_argument, NULL, 'r'},    {"bucket-cap-mb", required_argument, NULL, 'C'},
-      {"timeout", required_argument, NULL, 'T'}, {"help", no_argument, NULL, 'h'},
-      {NULL, 0, NULL, 0}};
+  static const struct option lo[] = {{"profile", required_argument, NULL, 'P'},
+      {"scenario", required_argument, NULL, 'S'}, {"point", required_argument, NULL, 'K'},
+      {"op", required_argument, NULL, 'O'}, {"ngpus", required_argument, NULL, 'g'},
+      {"nodes", required_argument, NULL, 'N'}, {"network", required_argument, NULL, 'W'},
+      {"backend", required_argument, NULL, 'B'}, {"algo", required_argument, NULL, 'A'},
+      {"minbytes", required_argument, NULL, 'b'}, {"maxbytes", required_argument, NULL, 'e'},
+      {"stepfactor", required_argument, NULL, 'f'}, {"stepbytes", required_argument, NULL, 'i'},
+      {"datatype", required_argument, NULL, 'd'}, {"root", required_argument, NULL, 'r'},
+      {"bucket-cap-mb", required_argument, NULL, 'C'}, {"timeout", required_argument, NULL, 'T'},
+      {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
   int c, rc = 0;
   optind = 1;
   opterr = 0;
@@ -166,8 +169,8 @@ static int parse_args(int argc, char **argv, opts *o) {
 
 /* What the command predicts: the profile and the shape. */
 typedef struct setup {
-  sim_scenario *s;           /* with --scenario */
-  core_profile *own;         /* with --profile alone */
+  sim_scenario *s;   /* with --scenario */
+  core_profile *own; /* with --profile alone */
   const core_profile *pr;
   const char *pr_path;
   sim_network net;
@@ -210,7 +213,7 @@ static int load(const opts *o, setup *u) {
       return rc;
     if (o->point >= sim_scenario_points(u->s))
       return core_err_set(CORE_EUSAGE, "--point %ld: %s has %ld points (0 to %ld)", o->point, o->scenario,
-                          sim_scenario_points(u->s), sim_scenario_points(u->s) - 1);
+          sim_scenario_points(u->s), sim_scenario_points(u->s) - 1);
     sim_point p;
     sim_scenario_point(u->s, o->point, &p);
     u->pr = u->s->profile;
@@ -252,14 +255,18 @@ static int choose(const opts *o, setup *u) {
   if (o->algo) {
     enum sim_algo a;
     if (strcmp(o->algo, "auto") && sim_algo_parse(o->algo, &a) != 0)
-      return core_err_set(CORE_EUSAGE, "--algo expects auto, ring, tree, hierarchical, halving_doubling, ring_chunked, bcube, gloo_ring or segmented_ring, got '%s'", o->algo);
+      return core_err_set(CORE_EUSAGE,
+          "--algo expects auto, ring, tree, hierarchical, halving_doubling, ring_chunked, bcube, gloo_ring or "
+          "segmented_ring, got '%s'",
+          o->algo);
     u->algo = strcmp(o->algo, "auto") ? (int)a : -1;
   }
   if (o->timeout > 0 || !u->s)
     u->timeout = o->timeout > 0 ? o->timeout : u->backend == SIM_BACKEND_NCCL ? SIM_NCCL_TIMEOUT_S : SIM_GLOO_TIMEOUT_S;
   if (u->backend == SIM_BACKEND_NCCL && strcmp(u->pr->device_kind, "gpu") != 0)
-    return core_err_set(CORE_EUSAGE, "backend nccl needs GPUs, and profile '%s' describes %s devices; use --backend gloo",
-                        u->pr_path, u->pr->device_kind);
+    return core_err_set(CORE_EUSAGE,
+        "backend nccl needs GPUs, and profile '%s' describes %s devices; use --backend gloo", u->pr_path,
+        u->pr->device_kind);
   return 0;
 }
 
@@ -279,23 +286,24 @@ static const char *const binaries[] = {"all_reduce_perf", "all_gather_perf", "re
 static void print_head(const opts *o, const setup *u, const sim_colltime *c) {
   int p = u->nodes * u->per_node;
   printf("# ddpsim collective: PREDICTED, not measured (%s; profile %s; network %s; %s)\n",
-         c->measured ? "the profile's fit at this shape" : "cost models on the profile's links", u->pr_path,
-         u->nodes > 1 ? u->net.name : "none (one node)", sim_backend_name(u->backend));
+      c->measured ? "the profile's fit at this shape" : "cost models on the profile's links", u->pr_path,
+      u->nodes > 1 ? u->net.name : "none (one node)", sim_backend_name(u->backend));
   printf("# Collective test starting: %s\n", binaries[o->op]);
-  printf("# nThread 1 nGpus 1 minBytes %.0f maxBytes %.0f step: %g(%s) warmup iters: 0 iters: 0 agg iters: 1 validation: 0 graph: 0\n",
-         o->min_b, o->max_b, o->factor > 1 ? o->factor : o->step_b, o->factor > 1 ? "factor" : "bytes");
+  printf("# nThread 1 nGpus 1 minBytes %.0f maxBytes %.0f step: %g(%s) warmup iters: 0 iters: 0 agg iters: 1 "
+         "validation: 0 graph: 0\n",
+      o->min_b, o->max_b, o->factor > 1 ? o->factor : o->step_b, o->factor > 1 ? "factor" : "bytes");
   printf("#\n# Using devices\n");
   for (int r = 0; r < p && r < 1024; r++)
     printf("#  Rank %2d Group  0 Pid %6d on %10s%d device %2d [predicted] %s\n", r, r, "node", r / u->per_node,
-           r % u->per_node, u->pr->device_name[0] ? u->pr->device_name : u->pr->device_kind);
+        r % u->per_node, u->pr->device_name[0] ? u->pr->device_name : u->pr->device_kind);
   if (p > 1024)
     printf("#  ... %d ranks on %d nodes in all (rank lines after the first 1024 left out)\n", p, u->nodes);
-  printf("#\n# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place          \n", "",
-         "", "", "", "");
+  printf("#\n# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place          \n", "", "", "",
+      "", "");
   printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s \n", "size", "count", "type", "redop",
-         "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong");
+      "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong");
   printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s \n", "(B)", "(elements)", "", "", "",
-         "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "");
+      "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "");
 }
 
 /* The rows; returns the mean busbw, and in *late the smallest size past
@@ -313,10 +321,10 @@ static double print_rows(const opts *o, const setup *u, const sim_colltime *c, d
     char tb[32], ab[32], bb[32];
     long root = o->op == CORE_COLL_BROADCAST ? o->root : -1;
     printf("%12.0f  %12.0f  %8s  %6s  %6ld", bytes, per, o->type,
-           o->op == CORE_COLL_ALLREDUCE || o->op == CORE_COLL_REDUCESCATTER ? "sum" : "none", root);
+        o->op == CORE_COLL_ALLREDUCE || o->op == CORE_COLL_REDUCESCATTER ? "sum" : "none", root);
     for (int h = 0; h < 2; h++)
       printf("  %7s  %6s  %6s  %6s", ffloat(t * 1e6, 7, tb, sizeof tb), ffloat(algbw, 6, ab, sizeof ab),
-             ffloat(busbw, 6, bb, sizeof bb), "N/A");
+          ffloat(busbw, 6, bb, sizeof bb), "N/A");
     putchar('\n');
     sum += 2 * busbw;
     n += 2;
@@ -334,17 +342,21 @@ static double print_rows(const opts *o, const setup *u, const sim_colltime *c, d
  * Gloo's timeout): say so, with what would avoid it. */
 static void warn_timeout(const setup *u, double late) {
   sim_colltime ar;
-  if (sim_colltime_setup(u->pr, u->pr_path, &u->net, u->backend, CORE_COLL_ALLREDUCE, u->algo, u->nodes, u->per_node,
-                         &ar) == 0) {
+  if (sim_colltime_setup(
+          u->pr, u->pr_path, &u->net, u->backend, CORE_COLL_ALLREDUCE, u->algo, u->nodes, u->per_node, &ar) == 0) {
     double bucket = u->bucket_mb * 1048576.0, t = sim_colltime_at(&ar, bucket);
     if (t > u->timeout)
-      fprintf(stderr, "ddpsim collective: warning: an allreduce of one %g MiB bucket (bucket_cap_mb) takes %.3g s on %d x %d ranks over %s, past %s's %g s timeout: the job would abort at its first step; use a faster network, lower bucket_cap_mb, or raise the timeout above %.0f s\n",
-              u->bucket_mb, t, u->nodes, u->per_node, u->nodes > 1 ? u->net.name : "one node",
-              sim_backend_name(u->backend), u->timeout, ceil(t * 1.5));
+      fprintf(stderr,
+          "ddpsim collective: warning: an allreduce of one %g MiB bucket (bucket_cap_mb) takes %.3g s on %d x %d ranks "
+          "over %s, past %s's %g s timeout: the job would abort at its first step; use a faster network, lower "
+          "bucket_cap_mb, or raise the timeout above %.0f s\n",
+          u->bucket_mb, t, u->nodes, u->per_node, u->nodes > 1 ? u->net.name : "one node", sim_backend_name(u->backend),
+          u->timeout, ceil(t * 1.5));
   }
   if (late > 0)
-    fprintf(stderr, "ddpsim collective: warning: from %.0f bytes on, the table's sizes take longer than the %g s timeout of %s\n",
-            late, u->timeout, sim_backend_name(u->backend));
+    fprintf(stderr,
+        "ddpsim collective: warning: from %.0f bytes on, the table's sizes take longer than the %g s timeout of %s\n",
+        late, u->timeout, sim_backend_name(u->backend));
 }
 
 static void setup_free(setup *u) {
@@ -353,8 +365,11 @@ static void setup_free(setup *u) {
 }
 
 int cli_cmd_collective(int argc, char **argv) {
-  opts o = {.op = CORE_COLL_ALLREDUCE, .min_b = 32 * 1048576.0, .max_b = 32 * 1048576.0, .step_b = 1048576.0,
-            .type = "float"};
+  opts o = {.op = CORE_COLL_ALLREDUCE,
+      .min_b = 32 * 1048576.0,
+      .max_b = 32 * 1048576.0,
+      .step_b = 1048576.0,
+      .type = "float"};
   int rc = parse_args(argc, argv, &o);
   if (rc)
     return rc > 0 && rc != CLI_EXIT_USAGE ? CLI_EXIT_OK : rc;
@@ -365,7 +380,8 @@ int cli_cmd_collective(int argc, char **argv) {
     if (rc == CORE_EINVAL && u.pr && u.nodes > 1 && !o.network && !o.scenario) {
       char msg[1024];
       snprintf(msg, sizeof msg, "%s", core_err_msg());
-      rc = core_err_set(CORE_EINVAL, "%s; give the network between the nodes with --network 'gbps = G; latency_us = L; nics_per_node = K;'", msg);
+      rc = core_err_set(CORE_EINVAL,
+          "%s; give the network between the nodes with --network 'gbps = G; latency_us = L; nics_per_node = K;'", msg);
     }
     setup_free(&u);
     return cli_fail("collective", rc);
@@ -374,7 +390,7 @@ int cli_cmd_collective(int argc, char **argv) {
   print_head(&o, &u, &c);
   double avg = print_rows(&o, &u, &c, &late);
   printf("# Out of bounds values : 0 OK\n# Avg bus bandwidth    : %g \n#\n# Collective test concluded: %s\n\n", avg,
-         binaries[o.op]);
+      binaries[o.op]);
   fflush(stdout);
   warn_timeout(&u, late);
   setup_free(&u);

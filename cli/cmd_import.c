@@ -95,13 +95,9 @@ static void stem_of(const char *path, char *out, size_t n) {
 }
 
 static int import_nccl(int argc, char **argv) {
-  static const struct option opts[] = {{"out", required_argument, NULL, 'o'},
-                                       {"base", required_argument, NULL, 'b'},
-                                       {"name", required_argument, NULL, 'n'},
-                                       {"link-gbps", required_argument, NULL, 'l'},
-                                       {"device", required_argument, NULL, 'd'},
-                                       {"help", no_argument, NULL, 'h'},
-                                       {NULL, 0, NULL, 0}};
+  static const struct option opts[] = {{"out", required_argument, NULL, 'o'}, {"base", required_argument, NULL, 'b'},
+      {"name", required_argument, NULL, 'n'}, {"link-gbps", required_argument, NULL, 'l'},
+      {"device", required_argument, NULL, 'd'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
   cal_nccl_opts o = {.device_kind = "gpu"};
   const char *out = "nccl-tests.cfg";
   int c;
@@ -128,9 +124,12 @@ static int import_nccl(int argc, char **argv) {
     }
   }
   if (optind >= argc)
-    return cli_usage("import", "nccl-tests: give the nccl-tests output files, e.g. ddpsim import nccl-tests --base scenarios/profiles/dgx-h100.cfg all_reduce_perf.txt");
+    return cli_usage("import", "nccl-tests: give the nccl-tests output files, e.g. ddpsim import nccl-tests --base "
+                               "scenarios/profiles/dgx-h100.cfg all_reduce_perf.txt");
   if (!o.base)
-    return cli_usage("import", "nccl-tests measures collectives only: pass --base PROFILE (e.g. scenarios/profiles/dgx-h100.cfg) for the compute rates, memory and host bandwidth a profile needs too");
+    return cli_usage(
+        "import", "nccl-tests measures collectives only: pass --base PROFILE (e.g. scenarios/profiles/dgx-h100.cfg) "
+                  "for the compute rates, memory and host bandwidth a profile needs too");
   char name[128];
   if (!o.name) {
     stem_of(out, name, sizeof name);
@@ -151,14 +150,10 @@ static int import_nccl(int argc, char **argv) {
 }
 
 static int import_trace(int argc, char **argv) {
-  static const struct option opts[] = {{"out", required_argument, NULL, 'o'},
-                                       {"base", required_argument, NULL, 'b'},
-                                       {"batch", required_argument, NULL, 'B'},
-                                       {"name", required_argument, NULL, 'n'},
-                                       {"scenario", required_argument, NULL, 's'},
-                                       {"profile-base", required_argument, NULL, 'p'},
-                                       {"help", no_argument, NULL, 'h'},
-                                       {NULL, 0, NULL, 0}};
+  static const struct option opts[] = {{"out", required_argument, NULL, 'o'}, {"base", required_argument, NULL, 'b'},
+      {"batch", required_argument, NULL, 'B'}, {"name", required_argument, NULL, 'n'},
+      {"scenario", required_argument, NULL, 's'}, {"profile-base", required_argument, NULL, 'p'},
+      {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
   cal_trace_opts o = {0};
   const char *scenario = NULL, *profile_base = NULL;
   const char *out = NULL;
@@ -184,7 +179,8 @@ static int import_trace(int argc, char **argv) {
     }
   }
   if (argc - optind < 1)
-    return cli_usage("import", "torch-trace: give a trace, e.g. ddpsim import torch-trace --base scenarios/models/mlp-small.cfg trace.json");
+    return cli_usage("import",
+        "torch-trace: give a trace, e.g. ddpsim import torch-trace --base scenarios/models/mlp-small.cfg trace.json");
   if (argc - optind > 10000)
     return cli_usage("import", "torch-trace: %d traces; give at most 10000", argc - optind);
   const char *trace = argv[optind];

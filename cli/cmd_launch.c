@@ -13,52 +13,51 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-const char cli_launch_help[] =
-    "Usage: ddpsim launch --nproc N [options] -- COMMAND [ARGS...]\n"
-    "\n"
-    "Start N ranks of COMMAND (usually `ddpsim train ...`) with torchrun's\n"
-    "environment (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR,\n"
-    "MASTER_PORT) plus DDPSIM_RDZV (a fresh rendezvous directory per attempt),\n"
-    "DDPSIM_BIND_ADDR and DDPSIM_RESTART_COUNT. SIGINT and SIGTERM are forwarded.\n"
-    "When a rank dies, the others are stopped (SIGTERM, then SIGKILL after the\n"
-    "grace period) and the launcher reports which rank died and how; with\n"
-    "restarts left it starts the group again, and `ddpsim train` resumes from its\n"
-    "newest valid checkpoint.\n"
-    "\n"
-    "Options:\n"
-    "      --nproc N            ranks to start\n"
-    "      --hosts NS1,NS2,...  network namespaces of the testbed (scripts/testbed.sh);\n"
-    "                           ranks go to them in equal contiguous blocks\n"
-    "      --max-restarts R     restart the group up to R times (default 0)\n"
-    "      --grace S            seconds between SIGTERM and SIGKILL (default 5)\n"
-    "      --rdzv-dir DIR       where rendezvous directories go (default: a new\n"
-    "                           directory under /tmp, removed afterwards)\n"
-    "      --master-port P      MASTER_PORT for the ranks (default 29500)\n"
-    "      --cpu-quota C        limit each rank to C CPUs (cgroup cpu quota, root):\n"
-    "                           the same per-rank compute rate whatever the rank\n"
-    "                           count, for calibration and validation runs; the\n"
-    "                           quota is 1.25 ms a period (2.5 ms at C = 0.5)\n"
-    "      --cpu-bind           bind each rank to CPUs of its own: this launcher's\n"
-    "                           CPUs in contiguous blocks, one per rank, so that\n"
-    "                           testbed hosts do not share cores (as Slurm's\n"
-    "                           --cpu-bind); at most one rank per CPU, and a rank\n"
-    "                           of one CPU shares it with Gloo's threads (small\n"
-    "                           collectives then take milliseconds)\n"
-    "      --fail-mtbf S        inject failures: SIGKILL a random rank after an\n"
-    "                           exponential time of mean S seconds, in each attempt\n"
-    "                           that has a restart left (measures recovery; needs\n"
-    "                           --max-restarts R >= 1)\n"
-    "      --fail-seed N        with --fail-mtbf: seed of those draws (default 1)\n"
-    "  -q, --quiet              no progress messages\n"
-    "\n"
-    "Exit status: 0 when every rank of the last attempt succeeded; 4 when a rank\n"
-    "died and no restart was left; 2 or 3 when a rank failed on bad usage or\n"
-    "input (never retried).\n"
-    "\n"
-    "Example (2 hosts of the testbed, one rank each):\n"
-    "  scripts/testbed.sh up 2 --rate 1gbit\n"
-    "  ddpsim launch --nproc 2 --hosts ddpsim-h1,ddpsim-h2 -- \\\n"
-    "      ddpsim train --model scenarios/models/mlp.cfg --steps 20 -o run\n";
+const char cli_launch_help[] = "Usage: ddpsim launch --nproc N [options] -- COMMAND [ARGS...]\n"
+                               "\n"
+                               "Start N ranks of COMMAND (usually `ddpsim train ...`) with torchrun's\n"
+                               "environment (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR,\n"
+                               "MASTER_PORT) plus DDPSIM_RDZV (a fresh rendezvous directory per attempt),\n"
+                               "DDPSIM_BIND_ADDR and DDPSIM_RESTART_COUNT. SIGINT and SIGTERM are forwarded.\n"
+                               "When a rank dies, the others are stopped (SIGTERM, then SIGKILL after the\n"
+                               "grace period) and the launcher reports which rank died and how; with\n"
+                               "restarts left it starts the group again, and `ddpsim train` resumes from its\n"
+                               "newest valid checkpoint.\n"
+                               "\n"
+                               "Options:\n"
+                               "      --nproc N            ranks to start\n"
+                               "      --hosts NS1,NS2,...  network namespaces of the testbed (scripts/testbed.sh);\n"
+                               "                           ranks go to them in equal contiguous blocks\n"
+                               "      --max-restarts R     restart the group up to R times (default 0)\n"
+                               "      --grace S            seconds between SIGTERM and SIGKILL (default 5)\n"
+                               "      --rdzv-dir DIR       where rendezvous directories go (default: a new\n"
+                               "                           directory under /tmp, removed afterwards)\n"
+                               "      --master-port P      MASTER_PORT for the ranks (default 29500)\n"
+                               "      --cpu-quota C        limit each rank to C CPUs (cgroup cpu quota, root):\n"
+                               "                           the same per-rank compute rate whatever the rank\n"
+                               "                           count, for calibration and validation runs; the\n"
+                               "                           quota is 1.25 ms a period (2.5 ms at C = 0.5)\n"
+                               "      --cpu-bind           bind each rank to CPUs of its own: this launcher's\n"
+                               "                           CPUs in contiguous blocks, one per rank, so that\n"
+                               "                           testbed hosts do not share cores (as Slurm's\n"
+                               "                           --cpu-bind); at most one rank per CPU, and a rank\n"
+                               "                           of one CPU shares it with Gloo's threads (small\n"
+                               "                           collectives then take milliseconds)\n"
+                               "      --fail-mtbf S        inject failures: SIGKILL a random rank after an\n"
+                               "                           exponential time of mean S seconds, in each attempt\n"
+                               "                           that has a restart left (measures recovery; needs\n"
+                               "                           --max-restarts R >= 1)\n"
+                               "      --fail-seed N        with --fail-mtbf: seed of those draws (default 1)\n"
+                               "  -q, --quiet              no progress messages\n"
+                               "\n"
+                               "Exit status: 0 when every rank of the last attempt succeeded; 4 when a rank\n"
+                               "died and no restart was left; 2 or 3 when a rank failed on bad usage or\n"
+                               "input (never retried).\n"
+                               "\n"
+                               "Example (2 hosts of the testbed, one rank each):\n"
+                               "  scripts/testbed.sh up 2 --rate 1gbit\n"
+                               "  ddpsim launch --nproc 2 --hosts ddpsim-h1,ddpsim-h2 -- \\\n"
+                               "      ddpsim train --model scenarios/models/mlp.cfg --steps 20 -o run\n";
 
 static int rm_rf(const char *dir) {
   pid_t pid = fork();
@@ -76,18 +75,18 @@ typedef struct launch_args {
   double grace, quota, mtbf;
   int bind, quiet, fseed_set, help;
   const char *hosts, *rdzv;
-  int cmd;                          /* argv[cmd]: COMMAND */
+  int cmd; /* argv[cmd]: COMMAND */
 } launch_args;
 
 enum { O_NPROC = 1000, O_HOSTS, O_RESTARTS, O_GRACE, O_RDZV, O_PORT, O_QUOTA, O_BIND, O_MTBF, O_FSEED };
 
-static const struct option launch_opts[] = {
-    {"nproc", required_argument, NULL, O_NPROC}, {"hosts", required_argument, NULL, O_HOSTS},
-    {"max-restarts", required_argument, NULL, O_RESTARTS}, {"grace", required_argument, NULL, O_GRACE},
-    {"rdzv-dir", required_argument, NULL, O_RDZV}, {"master-port", required_argument, NULL, O_PORT},
-    {"cpu-quota", required_argument, NULL, O_QUOTA}, {"cpu-bind", no_argument, NULL, O_BIND},
-    {"fail-mtbf", required_argument, NULL, O_MTBF}, {"fail-seed", required_argument, NULL, O_FSEED},
-    {"quiet", no_argument, NULL, 'q'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+static const struct option launch_opts[] = {{"nproc", required_argument, NULL, O_NPROC},
+    {"hosts", required_argument, NULL, O_HOSTS}, {"max-restarts", required_argument, NULL, O_RESTARTS},
+    {"grace", required_argument, NULL, O_GRACE}, {"rdzv-dir", required_argument, NULL, O_RDZV},
+    {"master-port", required_argument, NULL, O_PORT}, {"cpu-quota", required_argument, NULL, O_QUOTA},
+    {"cpu-bind", no_argument, NULL, O_BIND}, {"fail-mtbf", required_argument, NULL, O_MTBF},
+    {"fail-seed", required_argument, NULL, O_FSEED}, {"quiet", no_argument, NULL, 'q'},
+    {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
 
 /* All of s as a number; -1 when it is not one. */
 static int parse_real(const char *s, double *v) {
@@ -149,7 +148,8 @@ static int parse_args(int argc, char **argv, launch_args *a) {
   if (a->fseed_set && a->mtbf <= 0)
     return cli_usage("launch", "--fail-seed seeds the failures --fail-mtbf S injects; give --fail-mtbf S too");
   if (a->mtbf > 0 && a->restarts == 0)
-    return cli_usage("launch", "--fail-mtbf injects failures only in attempts that have a restart left; give --max-restarts R (R >= 1)");
+    return cli_usage("launch",
+        "--fail-mtbf injects failures only in attempts that have a restart left; give --max-restarts R (R >= 1)");
   if (a->cmd >= argc)
     return cli_usage("launch", "missing the command to run after --, e.g. -- ddpsim train --model FILE");
   return 0;
@@ -204,10 +204,19 @@ int cli_cmd_launch(int argc, char **argv) {
     }
     a.rdzv = tmp;
   }
-  rt_launch_opts o = {.nproc = (int)a.nproc, .hosts = n_hosts ? hosts : NULL, .n_hosts = n_hosts,
-                      .max_restarts = (int)a.restarts, .grace_s = a.grace, .rdzv_dir = a.rdzv,
-                      .master_port = (int)a.port, .argv = argv + a.cmd, .quiet = a.quiet, .cpu_quota = a.quota,
-                      .cpu_bind = a.bind, .fail_mtbf_s = a.mtbf, .fail_seed = (unsigned long)a.fseed};
+  rt_launch_opts o = {.nproc = (int)a.nproc,
+      .hosts = n_hosts ? hosts : NULL,
+      .n_hosts = n_hosts,
+      .max_restarts = (int)a.restarts,
+      .grace_s = a.grace,
+      .rdzv_dir = a.rdzv,
+      .master_port = (int)a.port,
+      .argv = argv + a.cmd,
+      .quiet = a.quiet,
+      .cpu_quota = a.quota,
+      .cpu_bind = a.bind,
+      .fail_mtbf_s = a.mtbf,
+      .fail_seed = (unsigned long)a.fseed};
   rt_launch_result res;
   rc = rt_launch_run(&o, &res);
   if (tmp[0])

@@ -11,34 +11,30 @@
 #include <getopt.h>
 #include <stdio.h>
 
-const char cli_merge_help[] =
-    "Usage: ddpsim merge SCENARIO --shards N [-o DIR] [--profile FILE] [--plot]\n"
-    "\n"
-    "Merge the CSVs that `ddpsim simulate SCENARIO --shard I/N -o DIR` wrote\n"
-    "for I = 0 .. N-1 (DIR/NAME.shard-I-of-N.csv) into DIR/NAME.csv, the same\n"
-    "bytes as one unsharded run. Every shard must be there and complete;\n"
-    "otherwise nothing is written and the message names the shard to run\n"
-    "again. scripts/slurm/simulate-array.sbatch runs the shards as a Slurm job\n"
-    "array and this merge after them.\n"
-    "\n"
-    "Options:\n"
-    "  -o, --out DIR        directory of the shards and of the merged CSV\n"
-    "                       (default: results)\n"
-    "      --shards N       the N the shards were run with\n"
-    "      --profile FILE   the profile the shards were run with, if not the\n"
-    "                       scenario's (simulate --profile)\n"
-    "      --plot           draw the study's plots from the merged CSV\n"
-    "\n"
-    "Example:\n"
-    "  ddpsim merge scenarios/fabric.cfg --shards 8 -o results --plot\n";
+const char cli_merge_help[] = "Usage: ddpsim merge SCENARIO --shards N [-o DIR] [--profile FILE] [--plot]\n"
+                              "\n"
+                              "Merge the CSVs that `ddpsim simulate SCENARIO --shard I/N -o DIR` wrote\n"
+                              "for I = 0 .. N-1 (DIR/NAME.shard-I-of-N.csv) into DIR/NAME.csv, the same\n"
+                              "bytes as one unsharded run. Every shard must be there and complete;\n"
+                              "otherwise nothing is written and the message names the shard to run\n"
+                              "again. scripts/slurm/simulate-array.sbatch runs the shards as a Slurm job\n"
+                              "array and this merge after them.\n"
+                              "\n"
+                              "Options:\n"
+                              "  -o, --out DIR        directory of the shards and of the merged CSV\n"
+                              "                       (default: results)\n"
+                              "      --shards N       the N the shards were run with\n"
+                              "      --profile FILE   the profile the shards were run with, if not the\n"
+                              "                       scenario's (simulate --profile)\n"
+                              "      --plot           draw the study's plots from the merged CSV\n"
+                              "\n"
+                              "Example:\n"
+                              "  ddpsim merge scenarios/fabric.cfg --shards 8 -o results --plot\n";
 
 int cli_cmd_merge(int argc, char **argv) {
-  static const struct option opts[] = {{"out", required_argument, NULL, 'o'},
-                                       {"shards", required_argument, NULL, 'n'},
-                                       {"profile", required_argument, NULL, 'F'},
-                                       {"plot", no_argument, NULL, 'p'},
-                                       {"help", no_argument, NULL, 'h'},
-                                       {NULL, 0, NULL, 0}};
+  static const struct option opts[] = {{"out", required_argument, NULL, 'o'}, {"shards", required_argument, NULL, 'n'},
+      {"profile", required_argument, NULL, 'F'}, {"plot", no_argument, NULL, 'p'}, {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0}};
   const char *out_dir = "results", *profile = NULL;
   long n_shards = 0;
   int plot = 0, c, rc;
@@ -60,7 +56,7 @@ int cli_cmd_merge(int argc, char **argv) {
   }
   if (optind != argc - 1)
     return cli_usage("merge", optind >= argc ? "missing SCENARIO file" : "expected one SCENARIO file, got %d arguments",
-                     argc - optind);
+        argc - optind);
   if (!n_shards)
     return cli_usage("merge", "--shards N is required: the N of the shards' --shard I/N");
   sim_scenario *s;

@@ -12,36 +12,35 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char cli_model_help[] =
-    "Usage: ddpsim model MODEL [options]\n"
-    "\n"
-    "Print the gradient buckets PyTorch's DistributedDataParallel makes of\n"
-    "MODEL's parameters (fp32 gradients), as CSV: bucket,bytes,params, one row\n"
-    "per bucket in the order DDP launches them, params the tensors' names as\n"
-    "named_parameters() gives them, space-separated, in the bucket's order.\n"
-    "Compare with your job's: a communication hook sees the same through\n"
-    "bucket.index(), bucket.buffer() and bucket.parameters()\n"
-    "(bench/pytorch/buckets.py does it).\n"
-    "\n"
-    "Default DDP puts every gradient into one bucket in its first iteration,\n"
-    "then rebuilds the buckets once in the order the gradients became ready\n"
-    "(the model's ready_order, or the rule for its layer kinds; see\n"
-    "scenarios/README.md). With find_unused_parameters=True the buckets are\n"
-    "filled in parameter order from the start, launched last first, and never\n"
-    "rebuilt.\n"
-    "\n"
-    "Options:\n"
-    "      --bucket-cap-mb X         DDP's bucket_cap_mb (default 25)\n"
-    "      --first-bucket-mb Y       the first bucket's cap: 1 when\n"
-    "                                --bucket-cap-mb is not given, else X, as in\n"
-    "                                PyTorch\n"
-    "      --iteration first|rebuilt the first iteration, or every later one\n"
-    "                                (default rebuilt)\n"
-    "      --find-unused-parameters  DDP(find_unused_parameters=True)\n"
-    "  -o, --out FILE                write the CSV there (default: stdout)\n"
-    "\n"
-    "Example:\n"
-    "  ddpsim model scenarios/models/resnet50.cfg --bucket-cap-mb 25\n";
+const char cli_model_help[] = "Usage: ddpsim model MODEL [options]\n"
+                              "\n"
+                              "Print the gradient buckets PyTorch's DistributedDataParallel makes of\n"
+                              "MODEL's parameters (fp32 gradients), as CSV: bucket,bytes,params, one row\n"
+                              "per bucket in the order DDP launches them, params the tensors' names as\n"
+                              "named_parameters() gives them, space-separated, in the bucket's order.\n"
+                              "Compare with your job's: a communication hook sees the same through\n"
+                              "bucket.index(), bucket.buffer() and bucket.parameters()\n"
+                              "(bench/pytorch/buckets.py does it).\n"
+                              "\n"
+                              "Default DDP puts every gradient into one bucket in its first iteration,\n"
+                              "then rebuilds the buckets once in the order the gradients became ready\n"
+                              "(the model's ready_order, or the rule for its layer kinds; see\n"
+                              "scenarios/README.md). With find_unused_parameters=True the buckets are\n"
+                              "filled in parameter order from the start, launched last first, and never\n"
+                              "rebuilt.\n"
+                              "\n"
+                              "Options:\n"
+                              "      --bucket-cap-mb X         DDP's bucket_cap_mb (default 25)\n"
+                              "      --first-bucket-mb Y       the first bucket's cap: 1 when\n"
+                              "                                --bucket-cap-mb is not given, else X, as in\n"
+                              "                                PyTorch\n"
+                              "      --iteration first|rebuilt the first iteration, or every later one\n"
+                              "                                (default rebuilt)\n"
+                              "      --find-unused-parameters  DDP(find_unused_parameters=True)\n"
+                              "  -o, --out FILE                write the CSV there (default: stdout)\n"
+                              "\n"
+                              "Example:\n"
+                              "  ddpsim model scenarios/models/resnet50.cfg --bucket-cap-mb 25\n";
 
 static int parse_mb(const char *opt, const char *s, double lo, double *out) {
   char *end;
@@ -63,8 +62,8 @@ static char *bucket_names(const core_model *m, const core_buckets *b, int k) {
     return NULL;
   s[0] = '\0';
   for (int i = b->bucket_first[k]; i < b->bucket_first[k + 1]; i++)
-    pos += (size_t)snprintf(s + pos, len - pos, "%s%s", pos ? " " : "",
-                            core_model_tensor_name(m, b->bucket_tensors[i], name, sizeof name));
+    pos += (size_t)snprintf(
+        s + pos, len - pos, "%s%s", pos ? " " : "", core_model_tensor_name(m, b->bucket_tensors[i], name, sizeof name));
   return s;
 }
 
@@ -97,10 +96,10 @@ static int write_csv(const core_model *m, const core_buckets *b, const char *pat
 
 int cli_cmd_model(int argc, char **argv) {
   enum { O_CAP = 1000, O_FIRST, O_ITER, O_UNUSED };
-  static const struct option opts[] = {
-      {"bucket-cap-mb", required_argument, NULL, O_CAP}, {"first-bucket-mb", required_argument, NULL, O_FIRST},
-      {"iteration", required_argument, NULL, O_ITER}, {"find-unused-parameters", no_argument, NULL, O_UNUSED},
-      {"out", required_argument, NULL, 'o'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+  static const struct option opts[] = {{"bucket-cap-mb", required_argument, NULL, O_CAP},
+      {"first-bucket-mb", required_argument, NULL, O_FIRST}, {"iteration", required_argument, NULL, O_ITER},
+      {"find-unused-parameters", no_argument, NULL, O_UNUSED}, {"out", required_argument, NULL, 'o'},
+      {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
   double cap_mb = CORE_BUCKET_DEFAULT_CAP_MB, first_mb = -1;
   int cap_given = 0, first_iter = 0, unused = 0, c, rc;
   const char *out = NULL;
@@ -130,8 +129,8 @@ int cli_cmd_model(int argc, char **argv) {
     }
   }
   if (optind != argc - 1)
-    return cli_usage("model", optind >= argc ? "missing MODEL file" : "expected one MODEL file, got %d arguments",
-                     argc - optind);
+    return cli_usage(
+        "model", optind >= argc ? "missing MODEL file" : "expected one MODEL file, got %d arguments", argc - optind);
   /* _BucketCapacityConfig.create (torch 2.15.0): bytes = int(MiB * 2^20);
    * the first bucket is 1 MiB only while bucket_cap_mb is left unset. */
   size_t cap = (size_t)(cap_mb * 1048576.0);
@@ -142,8 +141,8 @@ int cli_cmd_model(int argc, char **argv) {
   if ((rc = core_model_load(argv[optind], &m)) != 0)
     return cli_fail("model", rc);
   core_buckets b;
-  rc = core_bucket_assign(m->tensor_elems, m->n_tensors, m->ready_order, 4, first, cap,
-                          core_bucket_ddp_order(unused, first_iter), &b);
+  rc = core_bucket_assign(
+      m->tensor_elems, m->n_tensors, m->ready_order, 4, first, cap, core_bucket_ddp_order(unused, first_iter), &b);
   if (rc == 0) {
     rc = write_csv(m, &b, out);
     core_bucket_free(&b);

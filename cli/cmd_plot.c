@@ -14,35 +14,34 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-const char cli_plot_help[] =
-    "Usage: ddpsim plot KIND CSV [-o DIR]\n"
-    "       ddpsim plot fit PROFILE [-o DIR]\n"
-    "\n"
-    "Draw a plot from a results CSV into DIR (default: the CSV's directory), as\n"
-    "PNG and SVG, with gnuplot (found on PATH). KIND is one of:\n"
-    "  scaling   throughput and scaling efficiency vs GPUs, one curve per\n"
-    "            network and backend, one file per model\n"
-    "            (CSV from `ddpsim simulate`)\n"
-    "  goodput   goodput vs checkpoint interval with 95% intervals, Young's and\n"
-    "            Daly's optima and the best simulated interval marked, one\n"
-    "            curve per checkpoint mode and spare pool (scenarios with\n"
-    "            failures and checkpoints, e.g. scenarios/node-failure.cfg)\n"
-    "  compression  speedup of each compression over none vs the network's line\n"
-    "            rate, one panel per node count (up to 4), break-even rates\n"
-    "            marked (scenarios sweeping ddp.compression)\n"
-    "  pareto    cost against time to train of every point `ddpsim advise`\n"
-    "            simulated, the front joined, the recommendation circled, the\n"
-    "            scenario as given marked, the deadline and budget drawn\n"
-    "            (CSV: DIR/NAME-advice.csv; one file, CSV-pareto.png)\n"
-    "  fabric    scaling efficiency and one bucket allreduce's bus bandwidth vs\n"
-    "            GPUs, one curve per fabric, one file per model (scenarios with\n"
-    "            a fabric, e.g. scenarios/fabric.cfg)\n"
-    "  fit       calibration fit: for each collective entry of a profile, the\n"
-    "            measured points over the fitted alpha-beta curve, log-log, one\n"
-    "            panel per entry (give a PROFILE instead of a CSV)\n"
-    "\n"
-    "Files are named after the CSV: results/x.csv -> DIR/x-MODEL-scaling.png;\n"
-    "for fit, after the profile: p/x.cfg -> DIR/x-fit.png\n";
+const char cli_plot_help[] = "Usage: ddpsim plot KIND CSV [-o DIR]\n"
+                             "       ddpsim plot fit PROFILE [-o DIR]\n"
+                             "\n"
+                             "Draw a plot from a results CSV into DIR (default: the CSV's directory), as\n"
+                             "PNG and SVG, with gnuplot (found on PATH). KIND is one of:\n"
+                             "  scaling   throughput and scaling efficiency vs GPUs, one curve per\n"
+                             "            network and backend, one file per model\n"
+                             "            (CSV from `ddpsim simulate`)\n"
+                             "  goodput   goodput vs checkpoint interval with 95% intervals, Young's and\n"
+                             "            Daly's optima and the best simulated interval marked, one\n"
+                             "            curve per checkpoint mode and spare pool (scenarios with\n"
+                             "            failures and checkpoints, e.g. scenarios/node-failure.cfg)\n"
+                             "  compression  speedup of each compression over none vs the network's line\n"
+                             "            rate, one panel per node count (up to 4), break-even rates\n"
+                             "            marked (scenarios sweeping ddp.compression)\n"
+                             "  pareto    cost against time to train of every point `ddpsim advise`\n"
+                             "            simulated, the front joined, the recommendation circled, the\n"
+                             "            scenario as given marked, the deadline and budget drawn\n"
+                             "            (CSV: DIR/NAME-advice.csv; one file, CSV-pareto.png)\n"
+                             "  fabric    scaling efficiency and one bucket allreduce's bus bandwidth vs\n"
+                             "            GPUs, one curve per fabric, one file per model (scenarios with\n"
+                             "            a fabric, e.g. scenarios/fabric.cfg)\n"
+                             "  fit       calibration fit: for each collective entry of a profile, the\n"
+                             "            measured points over the fitted alpha-beta curve, log-log, one\n"
+                             "            panel per entry (give a PROFILE instead of a CSV)\n"
+                             "\n"
+                             "Files are named after the CSV: results/x.csv -> DIR/x-MODEL-scaling.png;\n"
+                             "for fit, after the profile: p/x.cfg -> DIR/x-fit.png\n";
 
 /* Plot kinds: the script and the CSV columns it reads; own, for a kind
  * drawn by a function of its own (given the script, the input and the
@@ -56,20 +55,17 @@ typedef struct plot_kind {
 
 static int pareto_own(const char *script, const char *csv, const char *out_dir);
 
-static const char *const scaling_cols[] = {"model", "gpus", "network", "backend", "samples_per_s",
-                                           "scaling_eff", NULL};
-static const char *const goodput_cols[] = {"model", "ckpt_mode", "spares", "ckpt_every_s", "goodput",
-                                           "goodput_lo", "goodput_hi", "young_s", "daly_s", "best_every_s", NULL};
+static const char *const scaling_cols[] = {"model", "gpus", "network", "backend", "samples_per_s", "scaling_eff", NULL};
+static const char *const goodput_cols[] = {"model", "ckpt_mode", "spares", "ckpt_every_s", "goodput", "goodput_lo",
+    "goodput_hi", "young_s", "daly_s", "best_every_s", NULL};
 static const char *const compression_cols[] = {"model", "nodes", "gbps", "compression", "step_s", NULL};
 static const char *const fabric_cols[] = {"model", "gpus", "fabric", "scaling_eff", "busbw_GBps", "status", NULL};
 static const char *const pareto_cols[] = {"rank", "feasible", "pareto", "time_to_train_h", "cost_usd", "why", NULL};
 /* fit reads a profile, not a CSV (cmd_plot_fit.c). */
 static const plot_kind kinds[] = {{"scaling", "scaling.gp", scaling_cols, NULL},
-                                  {"pareto", "pareto.gp", pareto_cols, pareto_own},
-                                  {"goodput", "goodput.gp", goodput_cols, NULL},
-                                  {"compression", "compression.gp", compression_cols, NULL},
-                                  {"fabric", "fabric.gp", fabric_cols, NULL},
-                                  {"fit", "fit.gp", NULL, cli_plot_fit}};
+    {"pareto", "pareto.gp", pareto_cols, pareto_own}, {"goodput", "goodput.gp", goodput_cols, NULL},
+    {"compression", "compression.gp", compression_cols, NULL}, {"fabric", "fabric.gp", fabric_cols, NULL},
+    {"fit", "fit.gp", NULL, cli_plot_fit}};
 
 /* Names go into gnuplot string literals and word lists. */
 static int plain_name(const char *s) {
@@ -91,8 +87,9 @@ static int distinct(const core_csv_table *t, int col, char *out, size_t n) {
     if (seen)
       continue;
     if (!plain_name(v))
-      return core_err_set(CORE_EINVAL, "%s:%ld: '%s' holds a space or quote, which the plot scripts cannot label; rename it in the scenario",
-                          t->path, i + 2, v);
+      return core_err_set(CORE_EINVAL,
+          "%s:%ld: '%s' holds a space or quote, which the plot scripts cannot label; rename it in the scenario",
+          t->path, i + 2, v);
     int w = snprintf(out + len, n - len, "%s%s", len ? " " : "", v);
     if (w < 0 || (size_t)w >= n - len)
       return core_err_set(CORE_EINVAL, "%s: too many distinct values in column '%s' to plot", t->path, t->cols[col]);
@@ -115,7 +112,8 @@ int cli_run_gnuplot(const char *script, const char *vars) {
     if (errno != EINTR)
       return core_err_errno(errno, "waiting for gnuplot");
   if (WIFEXITED(st) && WEXITSTATUS(st) == 127)
-    return core_err_set(CORE_EUNSUPPORTED, "gnuplot was not found on PATH; install it (scripts/setup.sh does) and run again");
+    return core_err_set(
+        CORE_EUNSUPPORTED, "gnuplot was not found on PATH; install it (scripts/setup.sh does) and run again");
   if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
     return core_err_set(CORE_EIO, "gnuplot failed on %s (its messages are above)", script);
   return 0;
@@ -145,9 +143,8 @@ static int by_curve(const void *pa, const void *pb) {
  * line rate where a curve falls to 1 (linear in log rate between the two
  * rates around it), into two CSVs for plots/compression.gp. */
 static int compression_tables(const core_csv_table *t, const char *data, const char *breaks) {
-  static const char *const same[] = {"model", "nodes", "gpus_per_node", "network", "backend", "algorithm",
-                                     "precision", "batch", "bucket_cap_mb", "overlap",
-                                     "find_unused_parameters", NULL};
+  static const char *const same[] = {"model", "nodes", "gpus_per_node", "network", "backend", "algorithm", "precision",
+      "batch", "bucket_cap_mb", "overlap", "find_unused_parameters", NULL};
   int cc = core_csv_col(t, "compression"), cs = core_csv_col(t, "step_s"), cg = core_csv_col(t, "gbps"),
       cm = core_csv_col(t, "model"), cn = core_csv_col(t, "nodes");
   core_afile a, b;
@@ -248,10 +245,10 @@ static int check_job(const plot_job *j, const plot_kind *k, const core_csv_table
     return core_err_set(CORE_EINVAL, "%s has no rows to plot", j->csv);
   if (access(j->script, R_OK) != 0)
     return core_err_set(CORE_EIO, "cannot read plot script %s: %s (set DDPSIM_PLOTS_DIR to the plots/ folder)",
-                        j->script, strerror(errno));
+        j->script, strerror(errno));
   if (!plain_name(j->csv) || !plain_name(j->out_dir))
-    return core_err_set(CORE_EINVAL, "paths with spaces or quotes cannot be passed to gnuplot: '%s', '%s'", j->csv,
-                        j->out_dir);
+    return core_err_set(
+        CORE_EINVAL, "paths with spaces or quotes cannot be passed to gnuplot: '%s', '%s'", j->csv, j->out_dir);
   return 0;
 }
 
@@ -313,17 +310,17 @@ static void plot_vars(const plot_job *j, const char *m, char *vars, size_t n) {
   const char *kind = j->kind, *csv = j->csv, *out_dir = j->out_dir, *base = j->base;
   int stem = j->stem;
   if (!strcmp(kind, "scaling"))
-    snprintf(vars, n, "csv='%s'; model='%s'; networks='%s'; backends='%s'; comp='%s'; out='%s/%.*s-%s-%s'",
-             csv, m, j->a, j->b, j->comp, out_dir, stem, base, m, kind);
+    snprintf(vars, n, "csv='%s'; model='%s'; networks='%s'; backends='%s'; comp='%s'; out='%s/%.*s-%s-%s'", csv, m,
+        j->a, j->b, j->comp, out_dir, stem, base, m, kind);
   else if (!strcmp(kind, "goodput"))
-    snprintf(vars, n, "csv='%s'; model='%s'; modes='%s'; spares='%s'; out='%s/%.*s-%s-%s'", csv, m,
-             j->a, j->b, out_dir, stem, base, m, kind);
+    snprintf(vars, n, "csv='%s'; model='%s'; modes='%s'; spares='%s'; out='%s/%.*s-%s-%s'", csv, m, j->a, j->b, out_dir,
+        stem, base, m, kind);
   else if (!strcmp(kind, "fabric"))
-    snprintf(vars, n, "csv='%s'; model='%s'; fabrics='%s'; out='%s/%.*s-%s-%s'", csv, m, j->a, out_dir,
-             stem, base, m, kind);
+    snprintf(
+        vars, n, "csv='%s'; model='%s'; fabrics='%s'; out='%s/%.*s-%s-%s'", csv, m, j->a, out_dir, stem, base, m, kind);
   else
-    snprintf(vars, n, "data='%s'; breaks='%s'; model='%s'; nodes='%s'; hooks='%s'; out='%s/%.*s-%s-%s'",
-             j->data, j->breaks, m, j->a, j->b, out_dir, stem, base, m, kind);
+    snprintf(vars, n, "data='%s'; breaks='%s'; model='%s'; nodes='%s'; hooks='%s'; out='%s/%.*s-%s-%s'", j->data,
+        j->breaks, m, j->a, j->b, out_dir, stem, base, m, kind);
 }
 
 /* One gnuplot run per model of models (space separated; cut up here); the
@@ -347,7 +344,8 @@ int cli_plot_render(const char *kind, const char *csv, const char *out_dir) {
     if (!strcmp(kinds[i].name, kind))
       k = &kinds[i];
   if (!k)
-    return core_err_set(CORE_EUSAGE, "no plot kind '%s'; the kinds are: scaling, goodput, compression, pareto, fabric, fit", kind);
+    return core_err_set(
+        CORE_EUSAGE, "no plot kind '%s'; the kinds are: scaling, goodput, compression, pareto, fabric, fit", kind);
   plot_job j = {.kind = kind, .csv = csv, .out_dir = out_dir};
   snprintf(j.script, sizeof j.script, "%s/%s", cli_plots_dir(), k->script);
   if (k->own)
@@ -357,8 +355,8 @@ int cli_plot_render(const char *kind, const char *csv, const char *out_dir) {
   if (rc)
     return rc;
   char models[4096];
-  if ((rc = check_job(&j, k, &t)) != 0 ||
-      (rc = distinct(&t, core_csv_col(&t, "model"), models, sizeof models)) != 0 || (rc = core_mkdirs(out_dir)) != 0)
+  if ((rc = check_job(&j, k, &t)) != 0 || (rc = distinct(&t, core_csv_col(&t, "model"), models, sizeof models)) != 0 ||
+      (rc = core_mkdirs(out_dir)) != 0)
     goto out_table;
   j.base = strrchr(csv, '/');
   j.base = j.base ? j.base + 1 : csv;
@@ -424,10 +422,11 @@ int cli_plot_pareto(const char *csv, const char *out_dir, const char *title, dou
   char script[4096], vars[16384], t[512], front[4400];
   snprintf(script, sizeof script, "%s/pareto.gp", cli_plots_dir());
   if (access(script, R_OK) != 0)
-    return core_err_set(CORE_EIO, "cannot read plot script %s: %s (set DDPSIM_PLOTS_DIR to the plots/ folder)",
-                        script, strerror(errno));
+    return core_err_set(CORE_EIO, "cannot read plot script %s: %s (set DDPSIM_PLOTS_DIR to the plots/ folder)", script,
+        strerror(errno));
   if (!plain_name(csv) || !plain_name(out_dir))
-    return core_err_set(CORE_EINVAL, "paths with spaces or quotes cannot be passed to gnuplot: '%s', '%s'", csv, out_dir);
+    return core_err_set(
+        CORE_EINVAL, "paths with spaces or quotes cannot be passed to gnuplot: '%s', '%s'", csv, out_dir);
   const char *base = strrchr(csv, '/');
   base = base ? base + 1 : csv;
   int stem = (int)strlen(base);
@@ -445,7 +444,7 @@ int cli_plot_pareto(const char *csv, const char *out_dir, const char *title, dou
   if (rc || (rc = front_table(csv, front)) != 0)
     return rc;
   snprintf(vars, sizeof vars, "csv='%s'; front='%s'; title='%s'; deadline=%.17g; budget=%.17g; out='%s/%.*s-pareto'",
-           csv, front, t, deadline_h, budget_usd, out_dir, stem, base);
+      csv, front, t, deadline_h, budget_usd, out_dir, stem, base);
   rc = cli_run_gnuplot(script, vars);
   unlink(front);
   if (rc == 0)
@@ -474,9 +473,8 @@ int cli_plot_auto(const char *csv, const char *out_dir) {
 }
 
 int cli_cmd_plot(int argc, char **argv) {
-  static const struct option opts[] = {{"out", required_argument, NULL, 'o'},
-                                       {"help", no_argument, NULL, 'h'},
-                                       {NULL, 0, NULL, 0}};
+  static const struct option opts[] = {
+      {"out", required_argument, NULL, 'o'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
   const char *out = NULL;
   int c;
   optind = 1;

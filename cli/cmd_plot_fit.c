@@ -85,17 +85,19 @@ int cli_plot_fit(const char *script, const char *profile, const char *out_dir) {
   if ((rc = core_profile_load(profile, &p)) != 0)
     return rc;
   if (p->n_colls == 0) {
-    rc = core_err_set(CORE_EINVAL, "%s has no collective entries to plot (a one-rank calibration measures none): calibrate with --nproc 2 or more", profile);
+    rc = core_err_set(CORE_EINVAL,
+        "%s has no collective entries to plot (a one-rank calibration measures none): calibrate with --nproc 2 or more",
+        profile);
     goto out;
   }
   if (access(script, R_OK) != 0) {
     rc = core_err_set(CORE_EIO, "cannot read plot script %s: %s (set DDPSIM_PLOTS_DIR to the plots/ folder)", script,
-                      strerror(errno));
+        strerror(errno));
     goto out;
   }
   if (!plain(profile) || !plain(out_dir) || !plain(script)) {
-    rc = core_err_set(CORE_EINVAL, "paths with quotes or backslashes cannot be passed to gnuplot: '%s', '%s'", profile,
-                      out_dir);
+    rc = core_err_set(
+        CORE_EINVAL, "paths with quotes or backslashes cannot be passed to gnuplot: '%s', '%s'", profile, out_dir);
     goto out;
   }
   if ((rc = core_mkdirs(out_dir)) != 0)
@@ -115,7 +117,7 @@ int cli_plot_fit(const char *script, const char *profile, const char *out_dir) {
   for (int i = 0; i < p->n_colls; i++) {
     const core_prof_coll *c = &p->colls[i];
     int w = snprintf(titles + len, sizeof titles - len, "%s\"%s %s %s %s: %d ranks, %d node%s\"", i ? " " : "",
-                     c->backend, c->op, c->algorithm, c->scope, c->ranks, c->nodes, c->nodes > 1 ? "s" : "");
+        c->backend, c->op, c->algorithm, c->scope, c->ranks, c->nodes, c->nodes > 1 ? "s" : "");
     if (w < 0 || (size_t)w >= sizeof titles - len) {
       rc = core_err_set(CORE_EINVAL, "%s: too many collective entries (%d) for one plot", profile, p->n_colls);
       goto out;
@@ -137,7 +139,7 @@ int cli_plot_fit(const char *script, const char *profile, const char *out_dir) {
 
   int ncols = (int)ceil(sqrt((double)p->n_colls)), nrows = (p->n_colls + ncols - 1) / ncols;
   snprintf(vars, sizeof vars, "csv='%s'; n=%d; titles='%s'; name='%s'; rows=%d; cols=%d; out='%s'", csv_path,
-           p->n_colls, titles, name, nrows, ncols, out);
+      p->n_colls, titles, name, nrows, ncols, out);
   if ((rc = cli_run_gnuplot(script, vars)) != 0)
     goto out;
   printf("plotted %s.png and .svg\n", out);

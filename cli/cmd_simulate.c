@@ -17,47 +17,46 @@
 #include <string.h>
 #include <unistd.h>
 
-const char cli_simulate_help[] =
-    "Usage: ddpsim simulate SCENARIO [options]\n"
-    "\n"
-    "Predict step time, compute, communication, exposed communication,\n"
-    "throughput and scaling efficiency for every point of the scenario's sweep\n"
-    "(the Cartesian product of its arrays and lists), write one CSV row per\n"
-    "point and print a summary table with a column for every swept dimension.\n"
-    "With a job group, also the whole run (time to train, goodput, ETTR,\n"
-    "failures and waste, with 95% intervals; more replications where the best\n"
-    "checkpoint interval is not told apart yet, ties named); with prices, the\n"
-    "cost. Nothing is written if the scenario is invalid or any point fails.\n"
-    "\n"
-    "Options:\n"
-    "  -o, --out DIR        directory for the CSV (default: results)\n"
-    "      --profile FILE   use this profile instead of the scenario's (e.g. one\n"
-    "                       `ddpsim calibrate` made of your machines; a traced\n"
-    "                       GPU job on another GPU's profile is retargeted)\n"
-    "      --seed N         override simulation.seed (same seed, same bytes)\n"
-    "  -j, --jobs N         worker threads (default: one per CPU)\n"
-    "      --shard I/N      run only shard I of N (a Slurm array task): the\n"
-    "                       step-level configurations c with c % N == I; writes\n"
-    "                       DIR/NAME.shard-I-of-N.csv, and `ddpsim merge` puts\n"
-    "                       the shards together into the unsharded CSV\n"
-    "      --trace FILE     write a Chrome/Perfetto trace-event JSON of one step\n"
-    "      --trace-point K  with --trace: the point to trace (default 0, the first\n"
-    "                       row)\n"
-    "      --trace-ranks R  with --trace: ranks to include (default 8)\n"
-    "      --plot           also draw the plots into the same directory: scaling,\n"
-    "                       compression (when swept), goodput (with failures);\n"
-    "                       not with --shard\n"
-    "      --tensorboard DIR  also each point's predicted figures as TensorBoard\n"
-    "                       scalars (Predicted/StepTime, ExposedComm,\n"
-    "                       SamplesPerSec, Goodput, ...) against the innermost\n"
-    "                       swept dimension, one run per combination of the\n"
-    "                       others, in DIR/NAME/...; not with --shard\n"
-    "  -q, --quiet          no summary table\n"
-    "      --progress on|off  progress on stderr when the study runs longer than a\n"
-    "                       few seconds (default: on when stderr is a terminal)\n"
-    "\n"
-    "Example:\n"
-    "  ddpsim simulate scenarios/gigabit-vs-ib.cfg -o results --plot\n";
+const char cli_simulate_help[] = "Usage: ddpsim simulate SCENARIO [options]\n"
+                                 "\n"
+                                 "Predict step time, compute, communication, exposed communication,\n"
+                                 "throughput and scaling efficiency for every point of the scenario's sweep\n"
+                                 "(the Cartesian product of its arrays and lists), write one CSV row per\n"
+                                 "point and print a summary table with a column for every swept dimension.\n"
+                                 "With a job group, also the whole run (time to train, goodput, ETTR,\n"
+                                 "failures and waste, with 95% intervals; more replications where the best\n"
+                                 "checkpoint interval is not told apart yet, ties named); with prices, the\n"
+                                 "cost. Nothing is written if the scenario is invalid or any point fails.\n"
+                                 "\n"
+                                 "Options:\n"
+                                 "  -o, --out DIR        directory for the CSV (default: results)\n"
+                                 "      --profile FILE   use this profile instead of the scenario's (e.g. one\n"
+                                 "                       `ddpsim calibrate` made of your machines; a traced\n"
+                                 "                       GPU job on another GPU's profile is retargeted)\n"
+                                 "      --seed N         override simulation.seed (same seed, same bytes)\n"
+                                 "  -j, --jobs N         worker threads (default: one per CPU)\n"
+                                 "      --shard I/N      run only shard I of N (a Slurm array task): the\n"
+                                 "                       step-level configurations c with c % N == I; writes\n"
+                                 "                       DIR/NAME.shard-I-of-N.csv, and `ddpsim merge` puts\n"
+                                 "                       the shards together into the unsharded CSV\n"
+                                 "      --trace FILE     write a Chrome/Perfetto trace-event JSON of one step\n"
+                                 "      --trace-point K  with --trace: the point to trace (default 0, the first\n"
+                                 "                       row)\n"
+                                 "      --trace-ranks R  with --trace: ranks to include (default 8)\n"
+                                 "      --plot           also draw the plots into the same directory: scaling,\n"
+                                 "                       compression (when swept), goodput (with failures);\n"
+                                 "                       not with --shard\n"
+                                 "      --tensorboard DIR  also each point's predicted figures as TensorBoard\n"
+                                 "                       scalars (Predicted/StepTime, ExposedComm,\n"
+                                 "                       SamplesPerSec, Goodput, ...) against the innermost\n"
+                                 "                       swept dimension, one run per combination of the\n"
+                                 "                       others, in DIR/NAME/...; not with --shard\n"
+                                 "  -q, --quiet          no summary table\n"
+                                 "      --progress on|off  progress on stderr when the study runs longer than a\n"
+                                 "                       few seconds (default: on when stderr is a terminal)\n"
+                                 "\n"
+                                 "Example:\n"
+                                 "  ddpsim simulate scenarios/gigabit-vs-ib.cfg -o results --plot\n";
 
 /* "I/N" with 0 <= I < N <= 1000000; 0 or -1. */
 static int parse_shard(const char *s, int *shard, int *n_shards) {
@@ -112,15 +111,12 @@ static int parse_opt(int c, const char *arg, char **argv, opts *o) {
 
 /* 0, 1 after --help, or an exit status for a usage error. */
 static int parse_args(int argc, char **argv, opts *o) {
-  static const struct option lo[] = {
-      {"out", required_argument, NULL, 'o'},   {"seed", required_argument, NULL, 's'},
-      {"jobs", required_argument, NULL, 'j'},  {"shard", required_argument, NULL, 'S'},
+  static const struct option lo[] = {{"out", required_argument, NULL, 'o'}, {"seed", required_argument, NULL, 's'},
+      {"jobs", required_argument, NULL, 'j'}, {"shard", required_argument, NULL, 'S'},
       {"trace", required_argument, NULL, 't'}, {"trace-point", required_argument, NULL, 'P'},
       {"trace-ranks", required_argument, NULL, 'R'}, {"plot", no_argument, NULL, 'p'},
-      {"quiet", no_argument, NULL, 'q'},       {"help", no_argument, NULL, 'h'},
-      {"profile", required_argument, NULL, 'F'}, {"progress", required_argument, NULL, 'G'},
-      {"tensorboard", required_argument, NULL, 'T'},
-      {NULL, 0, NULL, 0}};
+      {"quiet", no_argument, NULL, 'q'}, {"help", no_argument, NULL, 'h'}, {"profile", required_argument, NULL, 'F'},
+      {"progress", required_argument, NULL, 'G'}, {"tensorboard", required_argument, NULL, 'T'}, {NULL, 0, NULL, 0}};
   int c, rc;
   optind = 1;
   opterr = 0;
@@ -128,24 +124,31 @@ static int parse_args(int argc, char **argv, opts *o) {
     if ((rc = parse_opt(c, optarg, argv, o)) != 0)
       return rc;
   if (optind != argc - 1)
-    return cli_usage("simulate", optind >= argc ? "missing SCENARIO file" : "expected one SCENARIO file, got %d arguments",
-                     argc - optind);
+    return cli_usage("simulate",
+        optind >= argc ? "missing SCENARIO file" : "expected one SCENARIO file, got %d arguments", argc - optind);
   if (o->trace_opts && !o->trace)
-    return cli_usage("simulate", "--trace-point and --trace-ranks choose what --trace FILE writes; give --trace FILE too");
+    return cli_usage(
+        "simulate", "--trace-point and --trace-ranks choose what --trace FILE writes; give --trace FILE too");
   if (o->plot && o->n_shards > 1)
-    return cli_usage("simulate", "--plot draws the whole study, which one shard does not hold; merge the shards with `ddpsim merge SCENARIO --shards N --plot`");
+    return cli_usage("simulate", "--plot draws the whole study, which one shard does not hold; merge the shards with "
+                                 "`ddpsim merge SCENARIO --shards N --plot`");
   if (o->tensorboard && o->n_shards > 1)
-    return cli_usage("simulate", "--tensorboard writes the whole study's curves, which one shard does not hold; run it without --shard");
+    return cli_usage("simulate",
+        "--tensorboard writes the whole study's curves, which one shard does not hold; run it without --shard");
   return 0;
 }
 
 /* Runs the study and writes its CSV (path csv), trace and TensorBoard
  * files, and the summary. */
 static int run(sim_scenario *s, const opts *o, const char *csv) {
-  sim_sweep_opts so = {.jobs = (int)o->jobs, .shard = o->shard, .n_shards = o->n_shards,
-                       .trace_point = o->trace ? o->trace_point : -1, .trace_path = o->trace,
-                       .trace_ranks = (int)o->trace_ranks, .progress = o->progress,
-                       .progress_after_s = SIM_SWEEP_PROGRESS_AFTER_S};
+  sim_sweep_opts so = {.jobs = (int)o->jobs,
+      .shard = o->shard,
+      .n_shards = o->n_shards,
+      .trace_point = o->trace ? o->trace_point : -1,
+      .trace_path = o->trace,
+      .trace_ranks = (int)o->trace_ranks,
+      .progress = o->progress,
+      .progress_after_s = SIM_SWEEP_PROGRESS_AFTER_S};
   sim_sweep w;
   int rc;
   /* -o's directory is made now: the trace may go into it. */

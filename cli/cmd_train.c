@@ -15,83 +15,82 @@
 #include <string.h>
 #include <time.h>
 
-const char cli_train_help[] =
-    "Usage: ddpsim train --model FILE [options]\n"
-    "\n"
-    "Run one rank of a data-parallel training job with PyTorch DDP's mechanics on\n"
-    "CPUs (Gloo over TCP, OpenBLAS): forward, backward layer by layer, gradients\n"
-    "in buckets allreduced on a communication thread as soon as each is ready,\n"
-    "averaged, SGD. Rank and world come from the environment (torchrun's RANK,\n"
-    "WORLD_SIZE, LOCAL_RANK, MASTER_ADDR; Slurm; Open MPI); run it under\n"
-    "`ddpsim launch` to start several ranks. Alone, it is rank 0 of 1.\n"
-    "\n"
-    "Model and data:\n"
-    "      --model FILE         model file of linear layers (scenarios/models/mlp.cfg)\n"
-    "      --batch N            samples per rank per step (default 32)\n"
-    "      --steps N            train until N steps are done (default 20)\n"
-    "      --dataset N          synthetic samples (default 65536), sharded like\n"
-    "                           DistributedSampler; --no-shuffle keeps index order\n"
-    "      --seed N             data and initial parameters (default 1)\n"
-    "      --lr X               SGD learning rate (default 0.01)\n"
-    "      --momentum X         SGD momentum (default 0.9)\n"
-    "      --threads N          OpenBLAS threads of this rank (default 1)\n"
-    "DDP:\n"
-    "      --bucket-cap-mb X    bucket size (default 25, PyTorch's)\n"
-    "      --first-bucket-mb X  first bucket (default 1, PyTorch's)\n"
-    "      --overlap on|off     allreduce during backward (default on)\n"
-    "      --algorithm A        default (gloo::allreduce, as PyTorch), ring,\n"
-    "                           ring_chunked, halving_doubling, bcube\n"
-    "      --compress H         communication hook of every bucket (PyTorch's\n"
-    "                           ddp_comm_hooks): none (default: fp32 allreduce),\n"
-    "                           fp16 or bf16 (cast, allreduce, cast back; bf16\n"
-    "                           needs --algorithm default), powersgd:R (PowerSGD\n"
-    "                           of rank R >= 1 as powerSGD_hook, with error\n"
-    "                           feedback and warm start)\n"
-    "      --powersgd-start N   plain allreduce for steps before N (default 1000,\n"
-    "                           PyTorch's start_powerSGD_iter)\n"
-    "      --powersgd-min-rate X\n"
-    "                           compress an n x m gradient at rank r only when\n"
-    "                           (n + m) r X < n m (default 2, PyTorch's\n"
-    "                           min_compression_rate)\n"
-    "Rendezvous:\n"
-    "      --rdzv SPEC          DIR or file://DIR (Gloo FileStore) or\n"
-    "                           redis://HOST:PORT (default $DDPSIM_RDZV)\n"
-    "      --bind ADDR          address to listen on (default $DDPSIM_BIND_ADDR, or\n"
-    "                           the address routed to MASTER_ADDR)\n"
-    "      --timeout S          rendezvous and collective timeout (default 30)\n"
-    "Output:\n"
-    "  -o, --out DIR            per-step metrics (DIR/rank-R.attempt-A.csv; rank 0\n"
-    "                           merges them into DIR/steps.csv) (default run)\n"
-    "      --trace              also DIR/trace-rank-R.json (Chrome/Perfetto)\n"
-    "      --params-out FILE    rank 0 writes the final parameters (raw fp32)\n"
-    "      --tensorboard DIR    TensorBoard event files, one per rank in DIR/rank_R/:\n"
-    "                           Train/ (Loss, LR, SamplesPerSec, StepTime, Attempt),\n"
-    "                           Dist/ (SyncTime, ExposedComm, CommRatio,\n"
-    "                           BucketAllreduce/K), System/ (CPUUtil, MemoryRSS,\n"
-    "                           NetRxGbps, NetTxGbps), Logger/Dropped; written by a\n"
-    "                           logger thread that never holds up a step (what it\n"
-    "                           cannot write is dropped and counted); after a\n"
-    "                           restart or with --resume each rank's file goes on\n"
-    "Checkpoints:\n"
-    "      --ckpt-dir DIR       where checkpoints go (rank 0 writes them)\n"
-    "      --ckpt-every N       every N steps (default 0: never)\n"
-    "      --ckpt-keep N        keep the newest N (default 2; with --ckpt-every)\n"
-    "      --resume             continue from the newest valid checkpoint; implied\n"
-    "                           when the launcher restarts the group\n"
-    "Fault injection:\n"
-    "      --fail-at-step S[,S2,...] --fail-rank R\n"
-    "                           rank R SIGKILLs itself in the middle of step S's\n"
-    "                           allreduces in the first attempt, at S2 in the second\n"
-    "                           (after a restart), and so on\n"
-    "\n"
-    "After restarts, rank 0 writes DIR/recovery.csv: per failure, the time to\n"
-    "detect it, stop the other ranks, start again, rendezvous, load the\n"
-    "checkpoint and replay the lost steps.\n";
+const char cli_train_help[] = "Usage: ddpsim train --model FILE [options]\n"
+                              "\n"
+                              "Run one rank of a data-parallel training job with PyTorch DDP's mechanics on\n"
+                              "CPUs (Gloo over TCP, OpenBLAS): forward, backward layer by layer, gradients\n"
+                              "in buckets allreduced on a communication thread as soon as each is ready,\n"
+                              "averaged, SGD. Rank and world come from the environment (torchrun's RANK,\n"
+                              "WORLD_SIZE, LOCAL_RANK, MASTER_ADDR; Slurm; Open MPI); run it under\n"
+                              "`ddpsim launch` to start several ranks. Alone, it is rank 0 of 1.\n"
+                              "\n"
+                              "Model and data:\n"
+                              "      --model FILE         model file of linear layers (scenarios/models/mlp.cfg)\n"
+                              "      --batch N            samples per rank per step (default 32)\n"
+                              "      --steps N            train until N steps are done (default 20)\n"
+                              "      --dataset N          synthetic samples (default 65536), sharded like\n"
+                              "                           DistributedSampler; --no-shuffle keeps index order\n"
+                              "      --seed N             data and initial parameters (default 1)\n"
+                              "      --lr X               SGD learning rate (default 0.01)\n"
+                              "      --momentum X         SGD momentum (default 0.9)\n"
+                              "      --threads N          OpenBLAS threads of this rank (default 1)\n"
+                              "DDP:\n"
+                              "      --bucket-cap-mb X    bucket size (default 25, PyTorch's)\n"
+                              "      --first-bucket-mb X  first bucket (default 1, PyTorch's)\n"
+                              "      --overlap on|off     allreduce during backward (default on)\n"
+                              "      --algorithm A        default (gloo::allreduce, as PyTorch), ring,\n"
+                              "                           ring_chunked, halving_doubling, bcube\n"
+                              "      --compress H         communication hook of every bucket (PyTorch's\n"
+                              "                           ddp_comm_hooks): none (default: fp32 allreduce),\n"
+                              "                           fp16 or bf16 (cast, allreduce, cast back; bf16\n"
+                              "                           needs --algorithm default), powersgd:R (PowerSGD\n"
+                              "                           of rank R >= 1 as powerSGD_hook, with error\n"
+                              "                           feedback and warm start)\n"
+                              "      --powersgd-start N   plain allreduce for steps before N (default 1000,\n"
+                              "                           PyTorch's start_powerSGD_iter)\n"
+                              "      --powersgd-min-rate X\n"
+                              "                           compress an n x m gradient at rank r only when\n"
+                              "                           (n + m) r X < n m (default 2, PyTorch's\n"
+                              "                           min_compression_rate)\n"
+                              "Rendezvous:\n"
+                              "      --rdzv SPEC          DIR or file://DIR (Gloo FileStore) or\n"
+                              "                           redis://HOST:PORT (default $DDPSIM_RDZV)\n"
+                              "      --bind ADDR          address to listen on (default $DDPSIM_BIND_ADDR, or\n"
+                              "                           the address routed to MASTER_ADDR)\n"
+                              "      --timeout S          rendezvous and collective timeout (default 30)\n"
+                              "Output:\n"
+                              "  -o, --out DIR            per-step metrics (DIR/rank-R.attempt-A.csv; rank 0\n"
+                              "                           merges them into DIR/steps.csv) (default run)\n"
+                              "      --trace              also DIR/trace-rank-R.json (Chrome/Perfetto)\n"
+                              "      --params-out FILE    rank 0 writes the final parameters (raw fp32)\n"
+                              "      --tensorboard DIR    TensorBoard event files, one per rank in DIR/rank_R/:\n"
+                              "                           Train/ (Loss, LR, SamplesPerSec, StepTime, Attempt),\n"
+                              "                           Dist/ (SyncTime, ExposedComm, CommRatio,\n"
+                              "                           BucketAllreduce/K), System/ (CPUUtil, MemoryRSS,\n"
+                              "                           NetRxGbps, NetTxGbps), Logger/Dropped; written by a\n"
+                              "                           logger thread that never holds up a step (what it\n"
+                              "                           cannot write is dropped and counted); after a\n"
+                              "                           restart or with --resume each rank's file goes on\n"
+                              "Checkpoints:\n"
+                              "      --ckpt-dir DIR       where checkpoints go (rank 0 writes them)\n"
+                              "      --ckpt-every N       every N steps (default 0: never)\n"
+                              "      --ckpt-keep N        keep the newest N (default 2; with --ckpt-every)\n"
+                              "      --resume             continue from the newest valid checkpoint; implied\n"
+                              "                           when the launcher restarts the group\n"
+                              "Fault injection:\n"
+                              "      --fail-at-step S[,S2,...] --fail-rank R\n"
+                              "                           rank R SIGKILLs itself in the middle of step S's\n"
+                              "                           allreduces in the first attempt, at S2 in the second\n"
+                              "                           (after a restart), and so on\n"
+                              "\n"
+                              "After restarts, rank 0 writes DIR/recovery.csv: per failure, the time to\n"
+                              "detect it, stop the other ranks, start again, rendezvous, load the\n"
+                              "checkpoint and replay the lost steps.\n";
 
 /* Rank 0's summary of the run and of its communication hook. */
 static void report(const rt_train_opts *o, const char *hook, const rt_train_result *r) {
   printf("ddpsim train: %d rank(s), steps %ld..%ld, mean step %.4f s, final loss %.6g, rendezvous %.3f s\n",
-         r->world_size, r->first_step, o->steps - 1, r->mean_step_s, r->final_loss, r->rdzv_s);
+      r->world_size, r->first_step, o->steps - 1, r->mean_step_s, r->final_loss, r->rdzv_s);
   if (o->compress.kind == CORE_COMPRESS_NONE || r->steps_run <= 0)
     return;
   /* Per step: allreduce payload (fp32 would be n_params * 4) and the
@@ -104,41 +103,65 @@ static void report(const rt_train_opts *o, const char *hook, const rt_train_resu
   printf("ddpsim train: hook %s: %.0f bytes allreduced a step (fp32: %lld), %.1f allreduces a "
          "step taking %.3f ms, hook compute %.3f ms a step (casts %.3f, GEMMs %.3f, QR %.3f, "
          "copies %.3f); %ld of %ld steps in PowerSGD's vanilla phase\n",
-         hook, (double)rt_compress_stats_bytes(h) * per, (long long)r->n_params * 4, (double)n_ar * per,
-         h->comm_s * per * 1e3, rt_compress_stats_compute_s(h) * per * 1e3, h->cast_s * per * 1e3,
-         h->gemm_s * per * 1e3, h->ortho_s * per * 1e3, h->copy_s * per * 1e3, r->vanilla_steps, r->steps_run);
+      hook, (double)rt_compress_stats_bytes(h) * per, (long long)r->n_params * 4, (double)n_ar * per,
+      h->comm_s * per * 1e3, rt_compress_stats_compute_s(h) * per * 1e3, h->cast_s * per * 1e3, h->gemm_s * per * 1e3,
+      h->ortho_s * per * 1e3, h->copy_s * per * 1e3, r->vanilla_steps, r->steps_run);
 }
 
 /* What the command line asks for: the run's options, and which were given. */
 typedef struct train_args {
   rt_train_opts o;
-  const char *compress_spec;  /* --compress as given, for the report */
+  const char *compress_spec; /* --compress as given, for the report */
   int fail_step_set, fail_rank_set, psgd_set, ckpt_keep_set, help;
 } train_args;
 
-enum { O_BATCH = 1000, O_STEPS, O_DATASET, O_SEED, O_LR, O_MOM, O_THREADS, O_CAP, O_FIRST,
-       O_OVERLAP, O_ALGO, O_RDZV, O_BIND, O_TIMEOUT, O_TRACE, O_PARAMS, O_CKDIR, O_CKEVERY,
-       O_CKKEEP, O_RESUME, O_FAILSTEP, O_FAILRANK, O_NOSHUF, O_MODEL, O_COMPRESS, O_PSGD_START,
-       O_PSGD_RATE, O_TB };
+enum {
+  O_BATCH = 1000,
+  O_STEPS,
+  O_DATASET,
+  O_SEED,
+  O_LR,
+  O_MOM,
+  O_THREADS,
+  O_CAP,
+  O_FIRST,
+  O_OVERLAP,
+  O_ALGO,
+  O_RDZV,
+  O_BIND,
+  O_TIMEOUT,
+  O_TRACE,
+  O_PARAMS,
+  O_CKDIR,
+  O_CKEVERY,
+  O_CKKEEP,
+  O_RESUME,
+  O_FAILSTEP,
+  O_FAILRANK,
+  O_NOSHUF,
+  O_MODEL,
+  O_COMPRESS,
+  O_PSGD_START,
+  O_PSGD_RATE,
+  O_TB
+};
 
-static const struct option train_opts[] = {
-    {"model", required_argument, NULL, O_MODEL}, {"batch", required_argument, NULL, O_BATCH},
-    {"steps", required_argument, NULL, O_STEPS}, {"dataset", required_argument, NULL, O_DATASET},
-    {"seed", required_argument, NULL, O_SEED}, {"lr", required_argument, NULL, O_LR},
-    {"momentum", required_argument, NULL, O_MOM}, {"threads", required_argument, NULL, O_THREADS},
-    {"bucket-cap-mb", required_argument, NULL, O_CAP}, {"first-bucket-mb", required_argument, NULL, O_FIRST},
-    {"overlap", required_argument, NULL, O_OVERLAP}, {"algorithm", required_argument, NULL, O_ALGO},
-    {"rdzv", required_argument, NULL, O_RDZV}, {"bind", required_argument, NULL, O_BIND},
-    {"timeout", required_argument, NULL, O_TIMEOUT}, {"out", required_argument, NULL, 'o'},
-    {"trace", no_argument, NULL, O_TRACE}, {"params-out", required_argument, NULL, O_PARAMS},
-    {"ckpt-dir", required_argument, NULL, O_CKDIR}, {"ckpt-every", required_argument, NULL, O_CKEVERY},
-    {"ckpt-keep", required_argument, NULL, O_CKKEEP}, {"resume", no_argument, NULL, O_RESUME},
-    {"fail-at-step", required_argument, NULL, O_FAILSTEP}, {"fail-rank", required_argument, NULL, O_FAILRANK},
-    {"no-shuffle", no_argument, NULL, O_NOSHUF}, {"help", no_argument, NULL, 'h'},
-    {"compress", required_argument, NULL, O_COMPRESS},
+static const struct option train_opts[] = {{"model", required_argument, NULL, O_MODEL},
+    {"batch", required_argument, NULL, O_BATCH}, {"steps", required_argument, NULL, O_STEPS},
+    {"dataset", required_argument, NULL, O_DATASET}, {"seed", required_argument, NULL, O_SEED},
+    {"lr", required_argument, NULL, O_LR}, {"momentum", required_argument, NULL, O_MOM},
+    {"threads", required_argument, NULL, O_THREADS}, {"bucket-cap-mb", required_argument, NULL, O_CAP},
+    {"first-bucket-mb", required_argument, NULL, O_FIRST}, {"overlap", required_argument, NULL, O_OVERLAP},
+    {"algorithm", required_argument, NULL, O_ALGO}, {"rdzv", required_argument, NULL, O_RDZV},
+    {"bind", required_argument, NULL, O_BIND}, {"timeout", required_argument, NULL, O_TIMEOUT},
+    {"out", required_argument, NULL, 'o'}, {"trace", no_argument, NULL, O_TRACE},
+    {"params-out", required_argument, NULL, O_PARAMS}, {"ckpt-dir", required_argument, NULL, O_CKDIR},
+    {"ckpt-every", required_argument, NULL, O_CKEVERY}, {"ckpt-keep", required_argument, NULL, O_CKKEEP},
+    {"resume", no_argument, NULL, O_RESUME}, {"fail-at-step", required_argument, NULL, O_FAILSTEP},
+    {"fail-rank", required_argument, NULL, O_FAILRANK}, {"no-shuffle", no_argument, NULL, O_NOSHUF},
+    {"help", no_argument, NULL, 'h'}, {"compress", required_argument, NULL, O_COMPRESS},
     {"powersgd-start", required_argument, NULL, O_PSGD_START},
-    {"powersgd-min-rate", required_argument, NULL, O_PSGD_RATE},
-    {"tensorboard", required_argument, NULL, O_TB},
+    {"powersgd-min-rate", required_argument, NULL, O_PSGD_RATE}, {"tensorboard", required_argument, NULL, O_TB},
     {NULL, 0, NULL, 0}};
 
 /* --fail-at-step S[,S2,...]; 0 or nonzero after a usage message. */
@@ -169,7 +192,8 @@ static int parse_word(int c, const char *arg, train_args *a) {
     return 0;
   case O_ALGO:
     if (rt_algo_parse(arg, &o->algo) != 0 || o->algo == RT_ALGO_TREE)
-      return cli_usage("train", "--algorithm expects default, ring, ring_chunked, halving_doubling or bcube, got '%s'", arg);
+      return cli_usage(
+          "train", "--algorithm expects default, ring, ring_chunked, halving_doubling or bcube, got '%s'", arg);
     return 0;
   case O_COMPRESS:
     if (rt_compress_parse(arg, &o->compress) != 0)
@@ -206,8 +230,13 @@ static int parse_opt(int c, const char *arg, train_args *a) {
   case O_PSGD_START:
     a->psgd_set = 1;
     return cli_parse_long("train", "--powersgd-start", arg, 0, 1L << 40, &o->compress.start_iter);
-  case O_PSGD_RATE: a->psgd_set = 1; return cli_parse_double("train", "--powersgd-min-rate", arg, 0, 1e9, &o->compress.min_rate);
-  case O_OVERLAP: case O_ALGO: case O_COMPRESS: case O_TB: return parse_word(c, arg, a);
+  case O_PSGD_RATE:
+    a->psgd_set = 1;
+    return cli_parse_double("train", "--powersgd-min-rate", arg, 0, 1e9, &o->compress.min_rate);
+  case O_OVERLAP:
+  case O_ALGO:
+  case O_COMPRESS:
+  case O_TB: return parse_word(c, arg, a);
   case O_RDZV: o->rdzv = arg; return 0;
   case O_BIND: o->bind = arg; return 0;
   case 'o': o->out = arg; return 0;
@@ -232,18 +261,21 @@ static int check_args(const train_args *a) {
   if (o->ckpt_every > 0 && !o->ckpt_dir)
     return cli_usage("train", "--ckpt-every needs --ckpt-dir DIR: without it no checkpoint is written");
   if (o->ckpt_dir && o->ckpt_every == 0 && !o->resume)
-    return cli_usage("train", "--ckpt-dir needs --ckpt-every N (to write checkpoints) or --resume (to continue from them): alone it does nothing");
+    return cli_usage("train", "--ckpt-dir needs --ckpt-every N (to write checkpoints) or --resume (to continue from "
+                              "them): alone it does nothing");
   if (a->ckpt_keep_set && o->ckpt_every == 0)
     return cli_usage("train", "--ckpt-keep says how many checkpoints --ckpt-every N keeps; give --ckpt-every N too");
   for (int i = 0; i < o->n_fail_steps; i++)
     if (o->fail_steps[i] >= o->steps)
       return cli_usage("train", "--fail-at-step %ld: the run has steps 0 to %ld, so that failure would never happen",
-                       o->fail_steps[i], o->steps - 1);
+          o->fail_steps[i], o->steps - 1);
   if (a->psgd_set && o->compress.kind != CORE_COMPRESS_POWERSGD)
     return cli_usage("train", "--powersgd-start and --powersgd-min-rate go with --compress powersgd:R");
   if (o->compress.kind == CORE_COMPRESS_BF16 && o->algo != RT_ALGO_DEFAULT)
-    return cli_usage("train", "--compress bf16 needs --algorithm default: Gloo's %s algorithm has no "
-                              "bf16 arithmetic (use fp16 with it)", rt_algo_name(o->algo));
+    return cli_usage("train",
+        "--compress bf16 needs --algorithm default: Gloo's %s algorithm has no "
+        "bf16 arithmetic (use fp16 with it)",
+        rt_algo_name(o->algo));
   return 0;
 }
 
@@ -269,11 +301,23 @@ static int parse_args(int argc, char **argv, train_args *a) {
 
 int cli_cmd_train(int argc, char **argv) {
   train_args a = {.compress_spec = "none",
-                  .o = {.process_start_rt = core_wall_now(), .batch = 32, .steps = 20, .dataset = RT_DATA_DEFAULT_SIZE,
-                        .seed = RT_DATA_DEFAULT_SEED, .threads = 1, .ckpt_keep = 2, .fail_rank = -1,
-                        .lr = RT_DDP_DEFAULT_LR, .momentum = RT_DDP_DEFAULT_MOMENTUM,
-                        .bucket_cap_mb = CORE_BUCKET_DEFAULT_CAP_MB, .first_bucket_mb = 1, .timeout_s = 30,
-                        .overlap = 1, .shuffle = 1, .out = "run", .algo = RT_ALGO_DEFAULT}};
+      .o = {.process_start_rt = core_wall_now(),
+          .batch = 32,
+          .steps = 20,
+          .dataset = RT_DATA_DEFAULT_SIZE,
+          .seed = RT_DATA_DEFAULT_SEED,
+          .threads = 1,
+          .ckpt_keep = 2,
+          .fail_rank = -1,
+          .lr = RT_DDP_DEFAULT_LR,
+          .momentum = RT_DDP_DEFAULT_MOMENTUM,
+          .bucket_cap_mb = CORE_BUCKET_DEFAULT_CAP_MB,
+          .first_bucket_mb = 1,
+          .timeout_s = 30,
+          .overlap = 1,
+          .shuffle = 1,
+          .out = "run",
+          .algo = RT_ALGO_DEFAULT}};
   rt_compress_opts_default(&a.o.compress);
   int rc = parse_args(argc, argv, &a);
   if (rc)

@@ -11,32 +11,31 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char cli_validate_help[] =
-    "Usage: ddpsim validate SCENARIO --measured CSV|TRACE [options]\n"
-    "\n"
-    "Simulate one point of SCENARIO and compare it with a measured run's\n"
-    "per-step metrics (the steps.csv of `ddpsim train`, or the same columns\n"
-    "from PyTorch: rank, step, step_s, compute_s, comm_s, exposed_comm_s; comm_s\n"
-    "may be empty in every row when communication was not timed), or a\n"
-    "PyTorch profiler trace of the run (TRACE.json or .json.gz: its\n"
-    "ProfilerStep spans; step time and throughput only).\n"
-    "Prints predicted and measured step time, compute, exposed communication,\n"
-    "communication and throughput with the relative error of each.\n"
-    "\n"
-    "Options:\n"
-    "      --measured FILE    the measured run, CSV or trace (required)\n"
-    "      --point K          the scenario point (row of `simulate`'s CSV; default 0)\n"
-    "      --skip N           ignore steps before N (warm-up; default 3; in a\n"
-    "                         trace, its first N steps)\n"
-    "      --tolerance X      exit with status 6 when the step-time error exceeds\n"
-    "                         X (a fraction: 0.05 = 5%; default: report only)\n"
-    "      --append CSV       also append one row (label, predicted and measured\n"
-    "                         metrics, errors) to CSV, for collecting many runs\n"
-    "      --label TEXT       with --append: the row's label (default: the measured\n"
-    "                         file)\n"
-    "\n"
-    "Exit status: 0 within tolerance (or none set); 6 beyond it; 2 and 3 as\n"
-    "for every command (bad usage, bad input).\n";
+const char cli_validate_help[] = "Usage: ddpsim validate SCENARIO --measured CSV|TRACE [options]\n"
+                                 "\n"
+                                 "Simulate one point of SCENARIO and compare it with a measured run's\n"
+                                 "per-step metrics (the steps.csv of `ddpsim train`, or the same columns\n"
+                                 "from PyTorch: rank, step, step_s, compute_s, comm_s, exposed_comm_s; comm_s\n"
+                                 "may be empty in every row when communication was not timed), or a\n"
+                                 "PyTorch profiler trace of the run (TRACE.json or .json.gz: its\n"
+                                 "ProfilerStep spans; step time and throughput only).\n"
+                                 "Prints predicted and measured step time, compute, exposed communication,\n"
+                                 "communication and throughput with the relative error of each.\n"
+                                 "\n"
+                                 "Options:\n"
+                                 "      --measured FILE    the measured run, CSV or trace (required)\n"
+                                 "      --point K          the scenario point (row of `simulate`'s CSV; default 0)\n"
+                                 "      --skip N           ignore steps before N (warm-up; default 3; in a\n"
+                                 "                         trace, its first N steps)\n"
+                                 "      --tolerance X      exit with status 6 when the step-time error exceeds\n"
+                                 "                         X (a fraction: 0.05 = 5%; default: report only)\n"
+                                 "      --append CSV       also append one row (label, predicted and measured\n"
+                                 "                         metrics, errors) to CSV, for collecting many runs\n"
+                                 "      --label TEXT       with --append: the row's label (default: the measured\n"
+                                 "                         file)\n"
+                                 "\n"
+                                 "Exit status: 0 within tolerance (or none set); 6 beyond it; 2 and 3 as\n"
+                                 "for every command (bad usage, bad input).\n";
 
 typedef struct opts {
   const char *measured, *append, *label;
@@ -69,11 +68,10 @@ static int parse_opt(int c, const char *arg, char **argv, opts *o) {
 
 /* 0, 1 after --help, or an exit status for a usage error. */
 static int parse_args(int argc, char **argv, opts *o) {
-  static const struct option lo[] = {
-      {"measured", required_argument, NULL, O_MEAS}, {"point", required_argument, NULL, O_POINT},
-      {"skip", required_argument, NULL, O_SKIP}, {"tolerance", required_argument, NULL, O_TOL},
-      {"append", required_argument, NULL, O_APPEND}, {"label", required_argument, NULL, O_LABEL},
-      {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+  static const struct option lo[] = {{"measured", required_argument, NULL, O_MEAS},
+      {"point", required_argument, NULL, O_POINT}, {"skip", required_argument, NULL, O_SKIP},
+      {"tolerance", required_argument, NULL, O_TOL}, {"append", required_argument, NULL, O_APPEND},
+      {"label", required_argument, NULL, O_LABEL}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
   int c, rc;
   optind = 1;
   opterr = 0;
@@ -93,21 +91,21 @@ static int parse_args(int argc, char **argv, opts *o) {
 static int report(const sim_scenario *s, const opts *o, const cal_validation *v) {
   const sim_point *p = &v->pred.pt;
   printf("point %ld of %s: %s, %d x %d ranks, network %s, bucket %g MB, overlap %s\n", o->point, s->path,
-         p->model->name, p->nodes, p->per_node, p->network->name, p->bucket_cap_mb, p->overlap ? "on" : "off");
+      p->model->name, p->nodes, p->per_node, p->network->name, p->bucket_cap_mb, p->overlap ? "on" : "off");
   printf("measured: %s, %ld steps of %d ranks from step %ld\n\n", o->measured, v->steps_used, v->ranks_seen, o->skip);
   printf("%-16s %14s %14s %9s\n", "metric", "predicted", "measured", "error");
   for (int k = 0; k < CAL_N_METRICS; k++) {
     if (isnan(v->m[k].measured))
       printf("%-16s %14.6g %14s %9s\n", v->m[k].name, v->m[k].predicted, "not measured", "-");
     else
-      printf("%-16s %14.6g %14.6g %+8.2f%%\n", v->m[k].name, v->m[k].predicted, v->m[k].measured,
-             v->m[k].rel_err * 100);
+      printf(
+          "%-16s %14.6g %14.6g %+8.2f%%\n", v->m[k].name, v->m[k].predicted, v->m[k].measured, v->m[k].rel_err * 100);
   }
   double err = fabs(v->m[CAL_M_STEP].rel_err);
   if (o->tol < 0)
     return CLI_EXIT_OK;
   printf("\nstep time error %.2f%% %s the tolerance of %.2f%%\n", err * 100, err <= o->tol ? "is within" : "EXCEEDS",
-         o->tol * 100);
+      o->tol * 100);
   return err > o->tol ? CLI_EXIT_TOLERANCE : CLI_EXIT_OK;
 }
 
@@ -125,7 +123,7 @@ static int append_row(const opts *o, const cal_validation *v) {
                "pred_compute_s,meas_compute_s,err_compute,pred_exposed_s,meas_exposed_s,err_exposed,"
                "pred_samples_per_s,meas_samples_per_s,err_samples_per_s\n");
   fprintf(f, "%s,%s,%d,%d,%s,%g,%d", o->label ? o->label : o->measured, p->model->name, p->nodes, p->per_node,
-          p->network->name, p->bucket_cap_mb, p->overlap);
+      p->network->name, p->bucket_cap_mb, p->overlap);
   static const int order[] = {CAL_M_STEP, CAL_M_COMPUTE, CAL_M_EXPOSED, CAL_M_THROUGHPUT};
   for (int k = 0; k < 4; k++)
     fprintf(f, ",%.9g,%.9g,%.6f", v->m[order[k]].predicted, v->m[order[k]].measured, v->m[order[k]].rel_err);

@@ -15,27 +15,22 @@
 #endif
 
 static const cli_cmd commands[] = {
-    {"simulate", "predict step time, throughput and scaling for every point of a scenario",
-     cli_simulate_help, cli_cmd_simulate},
-    {"merge", "merge the shards of a study (simulate --shard I/N) into its CSV", cli_merge_help,
-     cli_cmd_merge},
-    {"plot", "draw capacity-planning plots (PNG and SVG) from a results CSV", cli_plot_help,
-     cli_cmd_plot},
-    {"model", "print a model's DDP gradient buckets as CSV, to compare with PyTorch's", cli_model_help,
-     cli_cmd_model},
-    {"advise", "search what a scenario lets you change for the fastest or cheapest way to train",
-     cli_advise_help, cli_cmd_advise},
-    {"collective", "predict one collective over a range of sizes, as nccl-tests prints it",
-     cli_collective_help, cli_cmd_collective},
-    {"import", "build a profile from nccl-tests output, or a measured model from a PyTorch trace",
-     cli_import_help, cli_cmd_import},
+    {"simulate", "predict step time, throughput and scaling for every point of a scenario", cli_simulate_help,
+        cli_cmd_simulate},
+    {"merge", "merge the shards of a study (simulate --shard I/N) into its CSV", cli_merge_help, cli_cmd_merge},
+    {"plot", "draw capacity-planning plots (PNG and SVG) from a results CSV", cli_plot_help, cli_cmd_plot},
+    {"model", "print a model's DDP gradient buckets as CSV, to compare with PyTorch's", cli_model_help, cli_cmd_model},
+    {"advise", "search what a scenario lets you change for the fastest or cheapest way to train", cli_advise_help,
+        cli_cmd_advise},
+    {"collective", "predict one collective over a range of sizes, as nccl-tests prints it", cli_collective_help,
+        cli_cmd_collective},
+    {"import", "build a profile from nccl-tests output, or a measured model from a PyTorch trace", cli_import_help,
+        cli_cmd_import},
 #ifdef DDPSIM_HAVE_RUNTIME
-    {"train", "run one rank of real data-parallel training (Gloo on CPUs)", cli_train_help,
-     cli_cmd_train},
-    {"launch", "start, watch and restart the ranks of a job, like torchrun", cli_launch_help,
-     cli_cmd_launch},
-    {"calibrate", "measure this cluster into a profile (run under ddpsim launch)",
-     cli_calibrate_help, cli_cmd_calibrate},
+    {"train", "run one rank of real data-parallel training (Gloo on CPUs)", cli_train_help, cli_cmd_train},
+    {"launch", "start, watch and restart the ranks of a job, like torchrun", cli_launch_help, cli_cmd_launch},
+    {"calibrate", "measure this cluster into a profile (run under ddpsim launch)", cli_calibrate_help,
+        cli_cmd_calibrate},
     {"validate", "compare a prediction with a measured run", cli_validate_help, cli_cmd_validate},
 #endif
 };
@@ -106,21 +101,20 @@ const char *cli_plots_dir(void) {
 
 static void print_help(FILE *f) {
   fprintf(f,
-          "ddpsim %s — predict and measure distributed data-parallel training\n\n"
-          "Usage: ddpsim COMMAND [OPTIONS] [ARGS]\n"
-          "       ddpsim help COMMAND | --help | --version\n\nCommands:\n",
-          DDPSIM_VERSION);
+      "ddpsim %s — predict and measure distributed data-parallel training\n\n"
+      "Usage: ddpsim COMMAND [OPTIONS] [ARGS]\n"
+      "       ddpsim help COMMAND | --help | --version\n\nCommands:\n",
+      DDPSIM_VERSION);
   for (int i = 0; i < n_commands; i++)
     fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
-  fprintf(f,
-          "\nExit status:\n"
-          "  0  success\n"
-          "  1  failure while running (I/O error, backend error)\n"
-          "  2  wrong usage (unknown command or option, bad option value)\n"
-          "  3  invalid input file (scenario, profile, model, checkpoint, CSV)\n"
-          "  4  a peer rank died or timed out\n"
-          "  5  not supported by this build (e.g. NCCL without CUDA)\n"
-          "  6  validate: the prediction error exceeds --tolerance\n");
+  fprintf(f, "\nExit status:\n"
+             "  0  success\n"
+             "  1  failure while running (I/O error, backend error)\n"
+             "  2  wrong usage (unknown command or option, bad option value)\n"
+             "  3  invalid input file (scenario, profile, model, checkpoint, CSV)\n"
+             "  4  a peer rank died or timed out\n"
+             "  5  not supported by this build (e.g. NCCL without CUDA)\n"
+             "  6  validate: the prediction error exceeds --tolerance\n");
 }
 
 static const cli_cmd *find(const char *name) {

@@ -85,9 +85,9 @@ enum kind { K_NEW, K_REGULAR, K_DIRECT };
 
 typedef struct target {
   enum kind kind;
-  int append;         /* direct write to a regular file reached through /proc (/dev/stdout) */
-  mode_t mode;        /* of the file replaced */
-  char final[4096];   /* the name that is replaced or created: path after symlinks */
+  int append;       /* direct write to a regular file reached through /proc (/dev/stdout) */
+  mode_t mode;      /* of the file replaced */
+  char final[4096]; /* the name that is replaced or created: path after symlinks */
 } target;
 
 static void dir_of(const char *path, char *dir, size_t n) {
@@ -168,28 +168,34 @@ static int resolve(const char *path, int regular_only, target *t) {
     struct stat ds;
     dir_of(t->final, dir, sizeof dir);
     if (stat(dir, &ds) != 0 || !S_ISDIR(ds.st_mode))
-      return core_err_set(CORE_EUSAGE, "cannot write '%s': the directory '%s' does not exist; create it first or choose another path",
-                          path, dir);
+      return core_err_set(CORE_EUSAGE,
+          "cannot write '%s': the directory '%s' does not exist; create it first or choose another path", path, dir);
     t->kind = K_NEW;
     return writable_dir(t->final);
   }
   char other[256];
   const char *in = input_of(&st, other, sizeof other);
   if (in)
-    return core_err_set(CORE_EUSAGE, "output '%s' is the same file as the input '%s' of this command: writing it would destroy that input; choose another output path",
-                        path, in);
+    return core_err_set(CORE_EUSAGE,
+        "output '%s' is the same file as the input '%s' of this command: writing it would destroy that input; choose "
+        "another output path",
+        path, in);
   if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode) || (S_ISREG(st.st_mode) && via_proc)) {
     if (regular_only)
-      return core_err_set(CORE_EUSAGE, "output '%s' is %s; this output is replaced by a rename, so it must be a regular file",
-                          path, S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISCHR(st.st_mode) ? "a character device" : "an open file");
+      return core_err_set(CORE_EUSAGE,
+          "output '%s' is %s; this output is replaced by a rename, so it must be a regular file", path,
+          S_ISFIFO(st.st_mode)  ? "a FIFO"
+          : S_ISCHR(st.st_mode) ? "a character device"
+                                : "an open file");
     t->kind = K_DIRECT;
     t->append = S_ISREG(st.st_mode);
     snprintf(t->final, sizeof t->final, "%s", path);
     return 0;
   }
   if (!S_ISREG(st.st_mode))
-    return core_err_set(CORE_EUSAGE, "output '%s' is %s; name a regular file (or a character device or FIFO to write through)",
-                        path, kind_name(st.st_mode));
+    return core_err_set(CORE_EUSAGE,
+        "output '%s' is %s; name a regular file (or a character device or FIFO to write through)", path,
+        kind_name(st.st_mode));
   t->kind = K_REGULAR;
   t->mode = st.st_mode & 07777;
   return writable_dir(t->final);
@@ -383,7 +389,7 @@ static int sweep_one(const char *dir, const char *name) {
   int removed = 0;
   if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && flock(fd, LOCK_EX | LOCK_NB) == 0 && unlink(path) == 0) {
     fprintf(stderr, "ddpsim: removed '%s' (%lld bytes), the temp file of a writer that died\n", path,
-            (long long)st.st_size);
+        (long long)st.st_size);
     removed = 1;
   }
   close(fd);

@@ -39,8 +39,9 @@ static int visit_order(int n, const int *ready, enum core_bucket_order order, in
   memset(visit, 0, sizeof *visit * (size_t)n);
   for (int k = 0; k < n; k++) {
     if (ready[k] < 0 || ready[k] >= n || visit[ready[k]])
-      return core_err_set(CORE_EINVAL, "gradient-ready order: entry %d (%d) is %s; it must list every tensor index 0..%d once",
-                          k, ready[k], ready[k] < 0 || ready[k] >= n ? "out of range" : "repeated", n - 1);
+      return core_err_set(CORE_EINVAL,
+          "gradient-ready order: entry %d (%d) is %s; it must list every tensor index 0..%d once", k, ready[k],
+          ready[k] < 0 || ready[k] >= n ? "out of range" : "repeated", n - 1);
     visit[ready[k]] = 1;
   }
   memcpy(visit, ready, sizeof *visit * (size_t)n);
@@ -49,8 +50,8 @@ static int visit_order(int n, const int *ready, enum core_bucket_order order, in
 
 /* Fill buckets visiting tensors in visit[]; limits[0] for the first, then
  * limits[1]. Buckets are numbered in fill order. */
-static int fill(const int64_t *elems, int n, const int *visit, size_t elem_bytes,
-                const size_t limits[2], core_buckets *out) {
+static int fill(
+    const int64_t *elems, int n, const int *visit, size_t elem_bytes, const size_t limits[2], core_buckets *out) {
   int nb = 0;
   size_t bytes = 0, limit = limits[0];
   out->bucket_first[0] = 0;
@@ -58,8 +59,8 @@ static int fill(const int64_t *elems, int n, const int *visit, size_t elem_bytes
   for (int k = 0; k < n; k++) {
     int t = visit[k];
     if (elems[t] <= 0)
-      return core_err_set(CORE_EINVAL, "parameter tensor %d has %lld elements; every tensor needs at least one",
-                          t, (long long)elems[t]);
+      return core_err_set(CORE_EINVAL, "parameter tensor %d has %lld elements; every tensor needs at least one", t,
+          (long long)elems[t]);
     out->bucket_tensors[k] = t;
     out->tensor_bucket[t] = nb;
     out->tensor_offset[t] = out->bucket_elems[nb];
@@ -112,9 +113,8 @@ static int reverse(core_buckets *b) {
   return 0;
 }
 
-int core_bucket_assign(const int64_t *elems, int n, const int *ready, size_t elem_bytes,
-                       size_t first_cap_bytes, size_t cap_bytes, enum core_bucket_order order,
-                       core_buckets *out) {
+int core_bucket_assign(const int64_t *elems, int n, const int *ready, size_t elem_bytes, size_t first_cap_bytes,
+    size_t cap_bytes, enum core_bucket_order order, core_buckets *out) {
   memset(out, 0, sizeof *out);
   if (n <= 0 || elem_bytes == 0 || cap_bytes == 0)
     return core_err_set(CORE_EINVAL, "bucket assignment needs at least one tensor and a positive cap");
@@ -126,8 +126,8 @@ int core_bucket_assign(const int64_t *elems, int n, const int *ready, size_t ele
   out->bucket_first = malloc(sizeof(int) * (size_t)(n + 1));
   out->bucket_tensors = malloc(sizeof(int) * (size_t)n);
   out->bucket_elems = malloc(sizeof(int64_t) * (size_t)n);
-  if (!visit || !out->tensor_bucket || !out->tensor_offset || !out->bucket_first ||
-      !out->bucket_tensors || !out->bucket_elems) {
+  if (!visit || !out->tensor_bucket || !out->tensor_offset || !out->bucket_first || !out->bucket_tensors ||
+      !out->bucket_elems) {
     rc = core_err_set(CORE_ENOMEM, "out of memory assigning %d tensors to buckets", n);
     goto fail_free;
   }

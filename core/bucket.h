@@ -46,11 +46,11 @@ enum core_bucket_order { CORE_BUCKET_REBUILT = 0, CORE_BUCKET_FIRST_ITER = 1, CO
 typedef struct core_buckets {
   int n_buckets;
   int n_tensors;
-  int *tensor_bucket;   /* [n_tensors] bucket index of each parameter tensor */
+  int *tensor_bucket;     /* [n_tensors] bucket index of each parameter tensor */
   int64_t *tensor_offset; /* [n_tensors] element offset of the tensor inside its bucket */
-  int *bucket_first;    /* [n_buckets + 1] CSR rows into bucket_tensors */
-  int *bucket_tensors;  /* tensor indices per bucket, in the order they were added */
-  int64_t *bucket_elems;/* [n_buckets] elements in each bucket */
+  int *bucket_first;      /* [n_buckets + 1] CSR rows into bucket_tensors */
+  int *bucket_tensors;    /* tensor indices per bucket, in the order they were added */
+  int64_t *bucket_elems;  /* [n_buckets] elements in each bucket */
 } core_buckets;
 
 /* elems[i] is the element count of parameter tensor i (parameter order);
@@ -60,9 +60,8 @@ typedef struct core_buckets {
  * CORE_BUCKET_REBUILT visits tensors in that order, and fails with
  * CORE_EINVAL when it is not a permutation of 0..n-1. Bucket 0 is the first
  * one DDP launches. first_cap_bytes = 0 means "no separate first bucket". */
-int core_bucket_assign(const int64_t *elems, int n, const int *ready, size_t elem_bytes,
-                       size_t first_cap_bytes, size_t cap_bytes, enum core_bucket_order order,
-                       core_buckets *out);
+int core_bucket_assign(const int64_t *elems, int n, const int *ready, size_t elem_bytes, size_t first_cap_bytes,
+    size_t cap_bytes, enum core_bucket_order order, core_buckets *out);
 void core_bucket_free(core_buckets *b);
 
 /* The assignment DDP uses with find_unused_parameters set or not, in its

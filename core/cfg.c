@@ -38,9 +38,10 @@ static void set_dir(core_cfg *c) {
 
 static int parse_error(core_cfg *c, const char *what) {
   const char *file = config_error_file(&c->cfg);
-  int code = core_err_set(CORE_EINVAL, "%s:%d: %s file does not parse: %s (see the libconfig syntax: key = value; groups in { }, lists in ( ), arrays in [ ])",
-                          file ? file : c->path, config_error_line(&c->cfg), what,
-                          config_error_text(&c->cfg));
+  int code = core_err_set(CORE_EINVAL,
+      "%s:%d: %s file does not parse: %s (see the libconfig syntax: key = value; groups in { }, lists in ( ), arrays "
+      "in [ ])",
+      file ? file : c->path, config_error_line(&c->cfg), what, config_error_text(&c->cfg));
   config_destroy(&c->cfg);
   c->loaded = 0;
   return code;
@@ -130,8 +131,9 @@ static int find_wide(const core_cfg *c, const char *text, const char *what, offs
       size_t k = number_len(p);
       int neg = p > text && p[-1] == '-', w = integer_width(p, k, neg);
       if (w == -2)
-        rc = core_err_set(CORE_EINVAL, "%s:%d: the integer %s%.*s does not fit in 64 bits (at most 9223372036854775807); check the %s file",
-                          c->path, line, neg ? "-" : "", (int)(k > 40 ? 40 : k), p, what);
+        rc = core_err_set(CORE_EINVAL,
+            "%s:%d: the integer %s%.*s does not fit in 64 bits (at most 9223372036854775807); check the %s file",
+            c->path, line, neg ? "-" : "", (int)(k > 40 ? 40 : k), p, what);
       else if (w >= 0 && in_array) {
         rc = offsets_push(&arr, (size_t)(p - text) + k);
         arr_wide |= w;
@@ -193,8 +195,9 @@ static int parse_text(core_cfg *c, const char *text, const char *what) {
   for (const char *p = text;; line++) {
     const char *q = p + strspn(p, " \t");
     if (strncmp(q, "@include", 8) == 0)
-      return core_err_set(CORE_EINVAL, "%s:%d: %s file uses @include, which ddpsim does not support; put the settings into the file itself",
-                          c->path, line, what);
+      return core_err_set(CORE_EINVAL,
+          "%s:%d: %s file uses @include, which ddpsim does not support; put the settings into the file itself", c->path,
+          line, what);
     const char *nl = strchr(p, '\n');
     if (!nl)
       break;
@@ -222,16 +225,12 @@ int core_cfg_load(core_cfg *c, const char *path, const char *what) {
   FILE *f = fopen(path, "r");
   if (!f)
     /* A path that leads nowhere is bad input; only real I/O trouble is not. */
-    return core_err_set(errno == EIO || errno == ENOMEM || errno == EMFILE || errno == ENFILE
-                            ? CORE_EIO
-                            : CORE_EINVAL,
-                        "cannot open %s file '%s': %s (check the path)", what, path,
-                        strerror(errno));
+    return core_err_set(errno == EIO || errno == ENOMEM || errno == EMFILE || errno == ENFILE ? CORE_EIO : CORE_EINVAL,
+        "cannot open %s file '%s': %s (check the path)", what, path, strerror(errno));
   struct stat st;
   if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
     fclose(f);
-    return core_err_set(CORE_EINVAL, "cannot read %s file '%s': not a regular file (check the path)",
-                        what, path);
+    return core_err_set(CORE_EINVAL, "cannot read %s file '%s': not a regular file (check the path)", what, path);
   }
   core_afile_note_input_fd(fileno(f));
   size_t cap = (size_t)st.st_size + 1, n = 0;
@@ -290,8 +289,7 @@ static const char *group_name(const config_setting_t *g) {
   return g->name ? g->name : (g->parent ? "(list element)" : "(top level)");
 }
 
-int core_cfg_check_keys(const config_setting_t *group, const char *const allowed[],
-                        const char *what) {
+int core_cfg_check_keys(const config_setting_t *group, const char *const allowed[], const char *what) {
   char w[4200];
   int n = config_setting_length(group);
   for (int i = 0; i < n; i++) {
@@ -308,7 +306,7 @@ int core_cfg_check_keys(const config_setting_t *group, const char *const allowed
       for (const char *const *a = allowed; *a && len < sizeof list - 64; a++)
         len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", a == allowed ? "" : ", ", *a);
       return core_err_set(CORE_EINVAL, "%s: unknown key '%s' in %s; expected one of: %s (check the spelling)",
-                          core_cfg_where(s, w, sizeof w), s->name ? s->name : "?", what, list);
+          core_cfg_where(s, w, sizeof w), s->name ? s->name : "?", what, list);
     }
   }
   return 0;
@@ -316,26 +314,25 @@ int core_cfg_check_keys(const config_setting_t *group, const char *const allowed
 
 static int missing(const config_setting_t *g, const char *key, const char *expect) {
   char w[4200];
-  return core_err_set(CORE_EINVAL, "%s: group '%s' is missing key '%s'; add it (%s)",
-                      core_cfg_where(g, w, sizeof w), group_name(g), key, expect);
+  return core_err_set(CORE_EINVAL, "%s: group '%s' is missing key '%s'; add it (%s)", core_cfg_where(g, w, sizeof w),
+      group_name(g), key, expect);
 }
 
 static int wrong(const config_setting_t *s, const char *expect) {
   char w[4200];
-  return core_err_set(CORE_EINVAL, "%s: bad value for '%s': expected %s",
-                      core_cfg_where(s, w, sizeof w), s->name ? s->name : group_name(s->parent), expect);
+  return core_err_set(CORE_EINVAL, "%s: bad value for '%s': expected %s", core_cfg_where(s, w, sizeof w),
+      s->name ? s->name : group_name(s->parent), expect);
 }
 
-static int child(const config_setting_t *g, const char *key, int required, const char *expect,
-                 const config_setting_t **out) {
+static int child(
+    const config_setting_t *g, const char *key, int required, const char *expect, const config_setting_t **out) {
   *out = config_setting_get_member(g, key);
   if (!*out && required)
     return missing(g, key, expect);
   return 0;
 }
 
-int core_cfg_group(const config_setting_t *parent, const char *key, int required,
-                   const config_setting_t **out) {
+int core_cfg_group(const config_setting_t *parent, const char *key, int required, const config_setting_t **out) {
   int rc = child(parent, key, required, "a group: key = { ... };", out);
   if (rc || !*out)
     return rc;
@@ -344,8 +341,8 @@ int core_cfg_group(const config_setting_t *parent, const char *key, int required
   return 0;
 }
 
-static int list_of_groups(const config_setting_t *parent, const char *key, int required,
-                          int allow_empty, const config_setting_t **out) {
+static int list_of_groups(
+    const config_setting_t *parent, const char *key, int required, int allow_empty, const config_setting_t **out) {
   int rc = child(parent, key, required, "a list of groups: key = ( { ... }, { ... } );", out);
   if (rc || !*out)
     return rc;
@@ -359,13 +356,12 @@ static int list_of_groups(const config_setting_t *parent, const char *key, int r
   return 0;
 }
 
-int core_cfg_list(const config_setting_t *parent, const char *key, int required,
-                  const config_setting_t **out) {
+int core_cfg_list(const config_setting_t *parent, const char *key, int required, const config_setting_t **out) {
   return list_of_groups(parent, key, required, 0, out);
 }
 
-int core_cfg_list_or_empty(const config_setting_t *parent, const char *key, int required,
-                           const config_setting_t **out) {
+int core_cfg_list_or_empty(
+    const config_setting_t *parent, const char *key, int required, const config_setting_t **out) {
   return list_of_groups(parent, key, required, 1, out);
 }
 
@@ -382,9 +378,8 @@ static int scalar_double(const config_setting_t *s, double lo, double hi, double
   }
   if (!isfinite(v) || v < lo || v > hi) {
     char w[4200];
-    return core_err_set(CORE_EINVAL, "%s: '%s' = %g is out of range; expected %s",
-                        core_cfg_where(s, w, sizeof w), s->name ? s->name : group_name(s->parent), v,
-                        expect);
+    return core_err_set(CORE_EINVAL, "%s: '%s' = %g is out of range; expected %s", core_cfg_where(s, w, sizeof w),
+        s->name ? s->name : group_name(s->parent), v, expect);
   }
   *out = v;
   return 0;
@@ -401,9 +396,8 @@ static int scalar_int(const config_setting_t *s, long long lo, long long hi, lon
   }
   if (v < lo || v > hi) {
     char w[4200];
-    return core_err_set(CORE_EINVAL, "%s: '%s' = %lld is out of range; expected %s",
-                        core_cfg_where(s, w, sizeof w), s->name ? s->name : group_name(s->parent), v,
-                        expect);
+    return core_err_set(CORE_EINVAL, "%s: '%s' = %lld is out of range; expected %s", core_cfg_where(s, w, sizeof w),
+        s->name ? s->name : group_name(s->parent), v, expect);
   }
   *out = v;
   return 0;
@@ -416,8 +410,7 @@ static int scalar_bool(const config_setting_t *s, int *out) {
   return 0;
 }
 
-static int scalar_string(const config_setting_t *s, const char *const choices[], int nonempty,
-                         const char **out) {
+static int scalar_string(const config_setting_t *s, const char *const choices[], int nonempty, const char **out) {
   char expect[1024];
   size_t len = 0;
   if (choices) {
@@ -437,9 +430,8 @@ static int scalar_string(const config_setting_t *s, const char *const choices[],
         return 0;
       }
     char w[4200];
-    return core_err_set(CORE_EINVAL, "%s: '%s' = \"%s\" is not accepted; expected %s",
-                        core_cfg_where(s, w, sizeof w), s->name ? s->name : group_name(s->parent), v,
-                        expect);
+    return core_err_set(CORE_EINVAL, "%s: '%s' = \"%s\" is not accepted; expected %s", core_cfg_where(s, w, sizeof w),
+        s->name ? s->name : group_name(s->parent), v, expect);
   }
   if (nonempty && !v[0])
     return wrong(s, "a non-empty text");
@@ -447,8 +439,8 @@ static int scalar_string(const config_setting_t *s, const char *const choices[],
   return 0;
 }
 
-int core_cfg_double(const config_setting_t *g, const char *key, int required, double def,
-                    double lo, double hi, double *out) {
+int core_cfg_double(
+    const config_setting_t *g, const char *key, int required, double def, double lo, double hi, double *out) {
   const config_setting_t *s;
   char expect[160];
   snprintf(expect, sizeof expect, "a number in [%g, %g]", lo, hi);
@@ -462,8 +454,8 @@ int core_cfg_double(const config_setting_t *g, const char *key, int required, do
   return scalar_double(s, lo, hi, out);
 }
 
-int core_cfg_int(const config_setting_t *g, const char *key, int required, long long def,
-                 long long lo, long long hi, long long *out) {
+int core_cfg_int(const config_setting_t *g, const char *key, int required, long long def, long long lo, long long hi,
+    long long *out) {
   const config_setting_t *s;
   char expect[160];
   snprintf(expect, sizeof expect, "an integer in [%lld, %lld]", lo, hi);
@@ -490,7 +482,7 @@ int core_cfg_bool(const config_setting_t *g, const char *key, int required, int 
 }
 
 int core_cfg_string(const config_setting_t *g, const char *key, int required, const char *def,
-                    const char *const choices[], const char **out) {
+    const char *const choices[], const char **out) {
   const config_setting_t *s;
   int rc = child(g, key, required, "a text in double quotes", &s);
   if (rc)
@@ -503,8 +495,8 @@ int core_cfg_string(const config_setting_t *g, const char *key, int required, co
 }
 
 /* Shared shape of the sweepable getters: scalar or non-empty array. */
-static int sweep_elems(const config_setting_t *g, const char *key, int required, const char *expect,
-                       const config_setting_t **s, int *n) {
+static int sweep_elems(
+    const config_setting_t *g, const char *key, int required, const char *expect, const config_setting_t **s, int *n) {
   int rc = child(g, key, required, expect, s);
   if (rc || !*s)
     return rc;
@@ -533,8 +525,8 @@ typedef struct elem_type {
 
 /* Read a scalar or a non-empty array of elem_type values into a malloc'd
  * array; a missing optional key gives the one default value *def. */
-static int read_list(const config_setting_t *g, const char *key, int required, const elem_type *et,
-                     const void *arg, const void *def, void **vals, int *n) {
+static int read_list(const config_setting_t *g, const char *key, int required, const elem_type *et, const void *arg,
+    const void *def, void **vals, int *n) {
   const config_setting_t *s;
   *vals = NULL;
   *n = 0;
@@ -577,33 +569,29 @@ static int read_bool(const config_setting_t *s, const void *a, void *slot) {
   (void)a;
   return scalar_bool(s, slot);
 }
-static int read_string(const config_setting_t *s, const void *a, void *slot) {
-  return scalar_string(s, a, 1, slot);
-}
+static int read_string(const config_setting_t *s, const void *a, void *slot) { return scalar_string(s, a, 1, slot); }
 
-int core_cfg_double_list(const config_setting_t *g, const char *key, int required, double def,
-                         double lo, double hi, double **vals, int *n) {
+int core_cfg_double_list(
+    const config_setting_t *g, const char *key, int required, double def, double lo, double hi, double **vals, int *n) {
   static const elem_type t = {"a number or an array of numbers", sizeof(double), read_double};
   drange r = {lo, hi};
   return read_list(g, key, required, &t, &r, &def, (void **)vals, n);
 }
 
-int core_cfg_int_list(const config_setting_t *g, const char *key, int required, long long def,
-                      long long lo, long long hi, long long **vals, int *n) {
+int core_cfg_int_list(const config_setting_t *g, const char *key, int required, long long def, long long lo,
+    long long hi, long long **vals, int *n) {
   static const elem_type t = {"an integer or an array of integers", sizeof(long long), read_int};
   irange r = {lo, hi};
   return read_list(g, key, required, &t, &r, &def, (void **)vals, n);
 }
 
-int core_cfg_bool_list(const config_setting_t *g, const char *key, int required, int def,
-                       int **vals, int *n) {
+int core_cfg_bool_list(const config_setting_t *g, const char *key, int required, int def, int **vals, int *n) {
   static const elem_type t = {"true, false or an array of them", sizeof(int), read_bool};
   return read_list(g, key, required, &t, NULL, &def, (void **)vals, n);
 }
 
-int core_cfg_string_list(const config_setting_t *g, const char *key, int required,
-                         const char *def, const char *const choices[], const char ***vals,
-                         int *n) {
+int core_cfg_string_list(const config_setting_t *g, const char *key, int required, const char *def,
+    const char *const choices[], const char ***vals, int *n) {
   static const elem_type t = {"a text or an array of texts", sizeof(const char *), read_string};
   return read_list(g, key, required, &t, choices, &def, (void **)vals, n);
 }

@@ -36,42 +36,36 @@ const char *core_cfg_where(const config_setting_t *s, char *buf, size_t n);
 
 /* Every key of group must be in allowed (NULL-terminated). what names the
  * group in messages ("ddp"). */
-int core_cfg_check_keys(const config_setting_t *group, const char *const allowed[],
-                        const char *what);
+int core_cfg_check_keys(const config_setting_t *group, const char *const allowed[], const char *what);
 
 /* A child group; missing is an error when required, else *out = NULL. */
-int core_cfg_group(const config_setting_t *parent, const char *key, int required,
-                   const config_setting_t **out);
+int core_cfg_group(const config_setting_t *parent, const char *key, int required, const config_setting_t **out);
 /* A child list of groups: ( {...}, {...} ). */
-int core_cfg_list(const config_setting_t *parent, const char *key, int required,
-                  const config_setting_t **out);
+int core_cfg_list(const config_setting_t *parent, const char *key, int required, const config_setting_t **out);
 /* The same, where an empty list ( ) is a value: a profile calibrated on one
  * rank measured no collective. */
-int core_cfg_list_or_empty(const config_setting_t *parent, const char *key, int required,
-                           const config_setting_t **out);
+int core_cfg_list_or_empty(const config_setting_t *parent, const char *key, int required, const config_setting_t **out);
 
-int core_cfg_double(const config_setting_t *g, const char *key, int required, double def,
-                    double lo, double hi, double *out);
-int core_cfg_int(const config_setting_t *g, const char *key, int required, long long def,
-                 long long lo, long long hi, long long *out);
+int core_cfg_double(
+    const config_setting_t *g, const char *key, int required, double def, double lo, double hi, double *out);
+int core_cfg_int(const config_setting_t *g, const char *key, int required, long long def, long long lo, long long hi,
+    long long *out);
 int core_cfg_bool(const config_setting_t *g, const char *key, int required, int def, int *out);
 /* choices: NULL-terminated list of accepted values, or NULL for any text;
  * a required text must not be empty. */
 int core_cfg_string(const config_setting_t *g, const char *key, int required, const char *def,
-                    const char *const choices[], const char **out);
+    const char *const choices[], const char **out);
 
 /* Sweepable keys: a scalar, or an array [a, b, c] with at least one element.
  * *vals is malloc'd (free() it); on a missing optional key it holds def. */
-int core_cfg_double_list(const config_setting_t *g, const char *key, int required, double def,
-                         double lo, double hi, double **vals, int *n);
-int core_cfg_int_list(const config_setting_t *g, const char *key, int required, long long def,
-                      long long lo, long long hi, long long **vals, int *n);
-int core_cfg_bool_list(const config_setting_t *g, const char *key, int required, int def,
-                       int **vals, int *n);
+int core_cfg_double_list(
+    const config_setting_t *g, const char *key, int required, double def, double lo, double hi, double **vals, int *n);
+int core_cfg_int_list(const config_setting_t *g, const char *key, int required, long long def, long long lo,
+    long long hi, long long **vals, int *n);
+int core_cfg_bool_list(const config_setting_t *g, const char *key, int required, int def, int **vals, int *n);
 /* Strings are borrowed from the parsed file; the array itself is malloc'd. */
-int core_cfg_string_list(const config_setting_t *g, const char *key, int required,
-                         const char *def, const char *const choices[], const char ***vals,
-                         int *n);
+int core_cfg_string_list(const config_setting_t *g, const char *key, int required, const char *def,
+    const char *const choices[], const char ***vals, int *n);
 
 /* Resolve rel against the directory of the file that holds setting s. */
 int core_cfg_path(const config_setting_t *s, const char *rel, char *out, size_t n);

@@ -73,8 +73,8 @@ void core_csv_end_row(core_csv *c) {
 int core_csv_commit(core_csv *c) {
   if (c->bad) {
     core_afile_abort(&c->a);
-    return core_err_set(CORE_EINTERNAL, "CSV '%s': a row did not have %d fields; nothing was written",
-                        c->a.path, c->ncols);
+    return core_err_set(
+        CORE_EINTERNAL, "CSV '%s': a row did not have %d fields; nothing was written", c->a.path, c->ncols);
   }
   return core_afile_commit(&c->a);
 }
@@ -217,8 +217,8 @@ int core_csv_read(const char *path, core_csv_table *t) {
   snprintf(t->path, sizeof t->path, "%s", path);
   FILE *f = fopen(path, "r");
   if (!f)
-    return core_err_set(errno == ENOENT ? CORE_EINVAL : CORE_EIO, "cannot open CSV '%s': %s (check the path)",
-                        path, strerror(errno));
+    return core_err_set(
+        errno == ENOENT ? CORE_EINVAL : CORE_EIO, "cannot open CSV '%s': %s (check the path)", path, strerror(errno));
   core_afile_note_input_fd(fileno(f));
   long line = 1, cap = 0;
   char **fields;
@@ -245,8 +245,8 @@ int core_csv_read(const char *path, core_csv_table *t) {
       for (int i = 0; i < nf; i++)
         free(fields[i]);
       free(fields);
-      rc = core_err_set(CORE_EINVAL, "%s:%ld: %d fields, but the header has %d; fix or remove the row",
-                        path, at, nf, t->ncols);
+      rc = core_err_set(
+          CORE_EINVAL, "%s:%ld: %d fields, but the header has %d; fix or remove the row", path, at, nf, t->ncols);
       goto fail;
     }
     if (t->nrows == cap) {

@@ -14,13 +14,13 @@ typedef struct core_csv {
   core_afile a;
   int ncols;
   int col;
-  int bad;      /* a row had the wrong number of fields */
+  int bad; /* a row had the wrong number of fields */
 } core_csv;
 
 int core_csv_open(core_csv *c, const char *path, const char *const cols[], int ncols);
 
 void core_csv_str(core_csv *c, const char *s);
-void core_csv_num(core_csv *c, double v);   /* %.9g; NaN and inf as empty */
+void core_csv_num(core_csv *c, double v); /* %.9g; NaN and inf as empty */
 void core_csv_int(core_csv *c, long long v);
 void core_csv_end_row(core_csv *c);
 
@@ -42,7 +42,7 @@ typedef struct core_csv_table {
   int ncols;
   char **cols;
   long nrows;
-  char ***rows;   /* rows[i][j] */
+  char ***rows; /* rows[i][j] */
 } core_csv_table;
 
 /* Read an RFC 4180 file; every row must have the header's field count

@@ -69,9 +69,11 @@ int core_err_errno(int errnum, const char *fmt, ...) {
   va_end(ap);
   int code = (errnum == ENOSPC
 #ifdef EDQUOT
-              || errnum == EDQUOT
+                 || errnum == EDQUOT
 #endif
-              ) ? CORE_ENOSPC : CORE_EIO;
-  return core_err_set(code, "%s: %s%s", what, strerror(errnum),
-                      code == CORE_ENOSPC ? " (free some space and run again)" : "");
+                 )
+                 ? CORE_ENOSPC
+                 : CORE_EIO;
+  return core_err_set(
+      code, "%s: %s%s", what, strerror(errnum), code == CORE_ENOSPC ? " (free some space and run again)" : "");
 }

@@ -28,12 +28,10 @@ enum core_err_code {
 
 /* Record a message for the calling thread and return code (for one-line
  * `return core_err_set(...)`). */
-int core_err_set(int code, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+int core_err_set(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Prefix the current message with context ("loading profile x: ..."). */
-int core_err_wrap(int code, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+int core_err_wrap(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 const char *core_err_msg(void);
 void core_err_clear(void);
@@ -43,7 +41,6 @@ const char *core_err_name(int code);
 
 /* Record errno-based failure: "<what>: <strerror>"; maps ENOSPC and EDQUOT
  * to CORE_ENOSPC, everything else to CORE_EIO. */
-int core_err_errno(int errnum, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+int core_err_errno(int errnum, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif

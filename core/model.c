@@ -14,23 +14,18 @@ enum { MODEL_MAX_LAYERS = 100000, MODEL_MAX_TENSORS = 1000000 };
 #define MODEL_MAX_DIM 1000000LL
 #define MODEL_MAX_ELEMS 1e13
 
-static const char *const model_keys[] = {"name", "source", "loss", "sample", "layers",
-                                         "measured_batch", "seq_len", "image", "psgd_sync_us",
-                                         "ready_order", "traced", NULL};
-static const char *const layer_keys[] = {"name", "type", "kind", "in", "out", "activation", "params",
-                                         "param_names", "rows", "fwd_flops", "bwd_flops", "act_bytes",
-                                         "fwd_ms", "bwd_ms", "inputs", "in_bytes", NULL};
+static const char *const model_keys[] = {"name", "source", "loss", "sample", "layers", "measured_batch", "seq_len",
+    "image", "psgd_sync_us", "ready_order", "traced", NULL};
+static const char *const layer_keys[] = {"name", "type", "kind", "in", "out", "activation", "params", "param_names",
+    "rows", "fwd_flops", "bwd_flops", "act_bytes", "fwd_ms", "bwd_ms", "inputs", "in_bytes", NULL};
 static const char *const layer_types[] = {"generic", "linear", NULL};
 /* In enum core_op's order. */
-static const char *const op_names[] = {"other", "conv", "batch_norm", "layer_norm", "group_norm",
-                                       "linear", "embedding", "attention", "activation", "pooling",
-                                       "loss", NULL};
+static const char *const op_names[] = {"other", "conv", "batch_norm", "layer_norm", "group_norm", "linear", "embedding",
+    "attention", "activation", "pooling", "loss", NULL};
 static const char *const activations[] = {"none", "relu", NULL};
 static const char *const losses[] = {"mse", "none", NULL};
 
-const char *core_op_name(enum core_op op) {
-  return (unsigned)op < CORE_N_OPS ? op_names[op] : "?";
-}
+const char *core_op_name(enum core_op op) { return (unsigned)op < CORE_N_OPS ? op_names[op] : "?"; }
 
 void core_model_free(core_model *m) {
   if (!m)
@@ -65,7 +60,7 @@ static int count_tensors(const config_setting_t *layers, int *total, int *named)
       n = 0; /* reported with its line by the layer parser */
     if (*total > MODEL_MAX_TENSORS - n)
       return core_err_set(CORE_EINVAL, "%s: more than %d parameter tensors; split the model or merge tensors",
-                          core_cfg_where(l, w, sizeof w), MODEL_MAX_TENSORS);
+          core_cfg_where(l, w, sizeof w), MODEL_MAX_TENSORS);
     *total += n;
     *named |= config_setting_get_member(l, "param_names") != NULL;
   }
@@ -85,12 +80,15 @@ static int parse_linear(const config_setting_t *l, core_model *m, core_layer *L,
   for (int k = 0; k < 3; k++)
     if (config_setting_get_member(l, derived[k]))
       return core_err_set(CORE_EINVAL, "%s: layer '%s' is linear, so its %s follow from in and out; remove '%s'",
-                          core_cfg_where(config_setting_get_member(l, derived[k]), w, sizeof w), L->name,
-                          k == 2 ? "tensors' names (weight, bias)" : k ? "shapes" : "params", derived[k]);
+          core_cfg_where(config_setting_get_member(l, derived[k]), w, sizeof w), L->name,
+          k == 2 ? "tensors' names (weight, bias)"
+          : k    ? "shapes"
+                 : "params",
+          derived[k]);
   if (L->op != CORE_OP_LINEAR)
-    return core_err_set(CORE_EINVAL, "%s: layer '%s' is type = \"linear\", so its kind is \"linear\"; remove kind = \"%s\"",
-                        core_cfg_where(config_setting_get_member(l, "kind"), w, sizeof w), L->name,
-                        core_op_name(L->op));
+    return core_err_set(CORE_EINVAL,
+        "%s: layer '%s' is type = \"linear\", so its kind is \"linear\"; remove kind = \"%s\"",
+        core_cfg_where(config_setting_get_member(l, "kind"), w, sizeof w), L->name, core_op_name(L->op));
   if ((rc = core_cfg_string(l, "activation", 0, "none", activations, &s)) != 0)
     return rc;
   L->act = strcmp(s, "relu") == 0 ? CORE_ACT_RELU : CORE_ACT_NONE;
@@ -116,8 +114,9 @@ static int parse_rows(const config_setting_t *l, core_model *m, core_layer *L) {
   if (!rows)
     return 0;
   if (!config_setting_is_array(rows) || config_setting_length(rows) != L->n_tensors)
-    return core_err_set(CORE_EINVAL, "%s: layer '%s': 'rows' must be an array with one first dimension per tensor of params (%d)",
-                        core_cfg_where(rows, w, sizeof w), L->name, L->n_tensors);
+    return core_err_set(CORE_EINVAL,
+        "%s: layer '%s': 'rows' must be an array with one first dimension per tensor of params (%d)",
+        core_cfg_where(rows, w, sizeof w), L->name, L->n_tensors);
   for (int i = 0; i < L->n_tensors; i++) {
     const config_setting_t *e = config_setting_get_elem(rows, (unsigned)i);
     int64_t el = m->tensor_elems[L->first_tensor + i], r;
@@ -127,8 +126,10 @@ static int parse_rows(const config_setting_t *l, core_model *m, core_layer *L) {
     default: r = 0;
     }
     if (r < 1 || el % r != 0)
-      return core_err_set(CORE_EINVAL, "%s: layer '%s' rows[%d]: expected a whole number that divides the tensor's %lld elements (its first dimension)",
-                          core_cfg_where(rows, w, sizeof w), L->name, i, (long long)el);
+      return core_err_set(CORE_EINVAL,
+          "%s: layer '%s' rows[%d]: expected a whole number that divides the tensor's %lld elements (its first "
+          "dimension)",
+          core_cfg_where(rows, w, sizeof w), L->name, i, (long long)el);
     m->tensor_rows[L->first_tensor + i] = r;
   }
   return 0;
@@ -142,19 +143,23 @@ static int parse_pnames(const config_setting_t *l, core_model *m, core_layer *L)
   if (!pn)
     return 0;
   if (!config_setting_is_array(pn) || config_setting_length(pn) != L->n_tensors)
-    return core_err_set(CORE_EINVAL, "%s: layer '%s': 'param_names' must be an array with one name per tensor of params (%d), e.g. param_names = [\"bias\"];",
-                        core_cfg_where(pn, w, sizeof w), L->name, L->n_tensors);
+    return core_err_set(CORE_EINVAL,
+        "%s: layer '%s': 'param_names' must be an array with one name per tensor of params (%d), e.g. param_names = "
+        "[\"bias\"];",
+        core_cfg_where(pn, w, sizeof w), L->name, L->n_tensors);
   for (int i = 0; i < L->n_tensors; i++) {
     const char *s = config_setting_get_string_elem(pn, (unsigned)i);
     size_t len = s ? strlen(s) : 0;
     if (!s || len == 0 || len >= CORE_PNAME_MAX ||
         strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.") != len)
-      return core_err_set(CORE_EINVAL, "%s: layer '%s' param_names[%d]: expected a name of 1 to %d letters, digits, _ and . (PyTorch's, e.g. \"bias\")",
-                          core_cfg_where(pn, w, sizeof w), L->name, i, CORE_PNAME_MAX - 1);
+      return core_err_set(CORE_EINVAL,
+          "%s: layer '%s' param_names[%d]: expected a name of 1 to %d letters, digits, _ and . (PyTorch's, e.g. "
+          "\"bias\")",
+          core_cfg_where(pn, w, sizeof w), L->name, i, CORE_PNAME_MAX - 1);
     for (int j = 0; j < i; j++)
       if (strcmp(m->tensor_pname[L->first_tensor + j], s) == 0)
         return core_err_set(CORE_EINVAL, "%s: layer '%s' names two tensors '%s'; param_names must differ",
-                            core_cfg_where(pn, w, sizeof w), L->name, s);
+            core_cfg_where(pn, w, sizeof w), L->name, s);
     snprintf(m->tensor_pname[L->first_tensor + i], CORE_PNAME_MAX, "%s", s);
   }
   return 0;
@@ -171,12 +176,13 @@ static int parse_generic(const config_setting_t *l, core_model *m, core_layer *L
     return rc;
   if (config_setting_get_member(l, "activation") || config_setting_get_member(l, "in") ||
       config_setting_get_member(l, "out"))
-    return core_err_set(CORE_EINVAL, "%s: layer '%s': in, out and activation belong to type = \"linear\" layers; list params and fwd_flops instead",
-                        core_cfg_where(l, w, sizeof w), L->name);
+    return core_err_set(CORE_EINVAL,
+        "%s: layer '%s': in, out and activation belong to type = \"linear\" layers; list params and fwd_flops instead",
+        core_cfg_where(l, w, sizeof w), L->name);
   p = config_setting_get_member(l, "params");
   if (p && !config_setting_is_array(p))
     return core_err_set(CORE_EINVAL, "%s: 'params' must be an array of tensor sizes, e.g. params = [4096, 64];",
-                        core_cfg_where(p, w, sizeof w));
+        core_cfg_where(p, w, sizeof w));
   L->n_tensors = p ? config_setting_length(p) : 0;
   for (int i = 0; i < L->n_tensors; i++) {
     const config_setting_t *e = config_setting_get_elem(p, (unsigned)i);
@@ -189,7 +195,7 @@ static int parse_generic(const config_setting_t *l, core_model *m, core_layer *L
     }
     if (!(v >= 1 && v <= MODEL_MAX_ELEMS) || v != (double)(int64_t)v)
       return core_err_set(CORE_EINVAL, "%s: layer '%s' params[%d]: expected a whole number of elements in [1, %g]",
-                          core_cfg_where(p, w, sizeof w), L->name, i, MODEL_MAX_ELEMS);
+          core_cfg_where(p, w, sizeof w), L->name, i, MODEL_MAX_ELEMS);
     m->tensor_elems[*tensor_pos] = (int64_t)v;
     m->tensor_rows[*tensor_pos] = (int64_t)v;
     m->tensor_layer[*tensor_pos] = idx;
@@ -217,7 +223,7 @@ static int parse_costs(const config_setting_t *l, core_layer *L, int idx) {
   int has_b = config_setting_get_member(l, "bwd_ms") != NULL;
   if (has_f != has_b)
     return core_err_set(CORE_EINVAL, "%s: layer '%s' has only one of fwd_ms and bwd_ms; give both or neither",
-                        core_cfg_where(l, w, sizeof w), L->name);
+        core_cfg_where(l, w, sizeof w), L->name);
   if (has_f) {
     if ((rc = core_cfg_double(l, "fwd_ms", 1, 0, 0, 1e7, &fwd_ms)) != 0 ||
         (rc = core_cfg_double(l, "bwd_ms", 1, 0, 0, 1e7, &bwd_ms)) != 0)
@@ -241,16 +247,19 @@ static int parse_inputs(const config_setting_t *l, core_model *m, int idx, int *
   L->first_input = *n_used;
   L->n_inputs = n;
   for (int k = 0; k < n; k++) {
-    const char *s = !in ? NULL : config_setting_is_array(in) ? config_setting_get_string_elem(in, (unsigned)k)
-                                                             : config_setting_get_string(in);
+    const char *s = !in                           ? NULL
+                    : config_setting_is_array(in) ? config_setting_get_string_elem(in, (unsigned)k)
+                                                  : config_setting_get_string(in);
     int j = in ? -1 : idx - 1;
     for (int q = 0; s && q < idx && j < 0; q++)
       if (!strcmp(m->layers[q].name, s))
         j = q;
     if (j < 0)
-      return core_err_set(CORE_EINVAL, "%s: layer '%s' inputs[%d]: expected the name of a layer listed before it (%s%s%s); list layers in the order they run",
-                          core_cfg_where(in, w, sizeof w), L->name, k, s ? "no earlier layer is named '" : "not a name",
-                          s ? s : "", s ? "'" : "");
+      return core_err_set(CORE_EINVAL,
+          "%s: layer '%s' inputs[%d]: expected the name of a layer listed before it (%s%s%s); list layers in the order "
+          "they run",
+          core_cfg_where(in, w, sizeof w), L->name, k, s ? "no earlier layer is named '" : "not a name", s ? s : "",
+          s ? "'" : "");
     m->inputs[(*n_used)++] = j;
   }
   double def = L->kind == CORE_LAYER_LINEAR && n == 0 ? 4.0 * L->in : 0;
@@ -270,16 +279,14 @@ static int parse_layer(const config_setting_t *l, core_model *m, int idx, int *t
   if ((rc = core_cfg_string(l, "type", 0, "generic", layer_types, &s)) != 0)
     return rc;
   L->kind = strcmp(s, "linear") == 0 ? CORE_LAYER_LINEAR : CORE_LAYER_GENERIC;
-  if ((rc = core_cfg_string(l, "kind", 0, L->kind == CORE_LAYER_LINEAR ? "linear" : "other", op_names,
-                            &s)) != 0)
+  if ((rc = core_cfg_string(l, "kind", 0, L->kind == CORE_LAYER_LINEAR ? "linear" : "other", op_names, &s)) != 0)
     return rc;
   for (int k = 0; k < CORE_N_OPS; k++)
     if (strcmp(s, op_names[k]) == 0)
       L->op = (enum core_op)k;
   L->first_tensor = *tensor_pos;
   L->fwd_s = L->bwd_s = -1.0;
-  rc = L->kind == CORE_LAYER_LINEAR ? parse_linear(l, m, L, idx, tensor_pos)
-                                    : parse_generic(l, m, L, idx, tensor_pos);
+  rc = L->kind == CORE_LAYER_LINEAR ? parse_linear(l, m, L, idx, tensor_pos) : parse_generic(l, m, L, idx, tensor_pos);
   if (rc)
     return rc;
   return parse_costs(l, L, idx);
@@ -291,8 +298,7 @@ static int parse_layer(const config_setting_t *l, core_model *m, int idx, int *t
  * first and the weight through a transpose; embeddings have one tensor
  * (PyTorch 2.15.0, bench/pytorch/buckets.py). */
 static int op_weight_first(enum core_op op) {
-  return op == CORE_OP_CONV || op == CORE_OP_BATCH_NORM || op == CORE_OP_LAYER_NORM ||
-         op == CORE_OP_GROUP_NORM;
+  return op == CORE_OP_CONV || op == CORE_OP_BATCH_NORM || op == CORE_OP_LAYER_NORM || op == CORE_OP_GROUP_NORM;
 }
 
 /* The gradient-ready order of a model run layer after layer (core/model.h). */
@@ -315,8 +321,10 @@ static int parse_ready_order(const config_setting_t *g, core_model *m) {
   }
   core_cfg_where(r, w, sizeof w);
   if (!config_setting_is_array(r) || config_setting_length(r) != m->n_tensors)
-    return core_err_set(CORE_EINVAL, "%s: ready_order must be an array of the %d tensor indices (parameter order) in the order their gradients became ready, e.g. [%d, ..., 0]",
-                        w, m->n_tensors, m->n_tensors - 1);
+    return core_err_set(CORE_EINVAL,
+        "%s: ready_order must be an array of the %d tensor indices (parameter order) in the order their gradients "
+        "became ready, e.g. [%d, ..., 0]",
+        w, m->n_tensors, m->n_tensors - 1);
   char *seen = calloc((size_t)m->n_tensors, 1);
   if (!seen)
     return core_err_set(CORE_ENOMEM, "out of memory reading %s's ready_order", m->path);
@@ -328,11 +336,10 @@ static int parse_ready_order(const config_setting_t *g, core_model *m) {
                                                                 : -1;
     core_cfg_where(config_setting_source_line(e) ? e : r, w, sizeof w);
     if (t < 0 || t >= m->n_tensors)
-      rc = core_err_set(CORE_EINVAL, "%s: ready_order[%d]: expected a tensor index in [0, %d]", w, k,
-                        m->n_tensors - 1);
+      rc = core_err_set(CORE_EINVAL, "%s: ready_order[%d]: expected a tensor index in [0, %d]", w, k, m->n_tensors - 1);
     else if (seen[t])
-      rc = core_err_set(CORE_EINVAL, "%s: ready_order[%d]: tensor %lld is listed twice; every tensor must appear once",
-                        w, k, t);
+      rc = core_err_set(
+          CORE_EINVAL, "%s: ready_order[%d]: tensor %lld is listed twice; every tensor must appear once", w, k, t);
     else {
       seen[t] = 1;
       m->ready_order[k] = (int)t;
@@ -352,8 +359,9 @@ static int parse_header(const config_setting_t *g, core_model *m) {
     return rc;
   if (strlen(s) >= sizeof m->name ||
       strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._+-") != strlen(s))
-    return core_err_set(CORE_EINVAL, "%s: model name \"%s\" must be at most %zu letters, digits and . _ + - (it labels CSV rows and plots)",
-                        core_cfg_where(config_setting_get_member(g, "name"), w, sizeof w), s, sizeof m->name - 1);
+    return core_err_set(CORE_EINVAL,
+        "%s: model name \"%s\" must be at most %zu letters, digits and . _ + - (it labels CSV rows and plots)",
+        core_cfg_where(config_setting_get_member(g, "name"), w, sizeof w), s, sizeof m->name - 1);
   snprintf(m->name, sizeof m->name, "%s", s);
   if ((rc = core_cfg_string(g, "source", 0, "", NULL, &s)) != 0)
     return rc;
@@ -381,7 +389,7 @@ static int parse_layers(const config_setting_t *layers, core_model *m) {
     for (int j = 0; j < i; j++)
       if (strcmp(m->layers[j].name, m->layers[i].name) == 0)
         return core_err_set(CORE_EINVAL, "%s: layer name '%s' is used twice; layer names must be unique",
-                            core_cfg_where(l, w, sizeof w), m->layers[i].name);
+            core_cfg_where(l, w, sizeof w), m->layers[i].name);
     m->fwd_flops += m->layers[i].fwd_flops;
     m->bwd_flops += m->layers[i].bwd_flops;
   }
@@ -393,8 +401,9 @@ static int parse_layers(const config_setting_t *layers, core_model *m) {
   if (tr)
     config_setting_lookup_bool(tr, "ddp", &ddp);
   if (m->n_tensors == 0 && ddp)
-    return core_err_set(CORE_EINVAL, "%s: model '%s' has no parameters; data-parallel training has nothing to synchronize",
-                        core_cfg_where(layers, w, sizeof w), m->name);
+    return core_err_set(CORE_EINVAL,
+        "%s: model '%s' has no parameters; data-parallel training has nothing to synchronize",
+        core_cfg_where(layers, w, sizeof w), m->name);
   for (int t = 0; t < m->n_tensors; t++)
     m->n_params += m->tensor_elems[t];
   return 0;
@@ -407,14 +416,15 @@ static int parse_measured(const config_setting_t *g, const config_setting_t *lay
   for (int i = 0; i < m->n_layers; i++)
     n_measured += m->layers[i].fwd_s >= 0;
   if (n_measured != 0 && n_measured != m->n_layers)
-    return core_err_set(CORE_EINVAL, "%s: %d of %d layers have measured times (fwd_ms/bwd_ms); give them for every layer or none",
-                        core_cfg_where(layers, w, sizeof w), n_measured, m->n_layers);
+    return core_err_set(CORE_EINVAL,
+        "%s: %d of %d layers have measured times (fwd_ms/bwd_ms); give them for every layer or none",
+        core_cfg_where(layers, w, sizeof w), n_measured, m->n_layers);
   m->measured = n_measured == m->n_layers;
   if ((rc = core_cfg_double(g, "measured_batch", m->measured, 0, 1, 1e9, &m->measured_batch)) != 0)
     return rc;
   if (!m->measured && config_setting_get_member(g, "measured_batch"))
     return core_err_set(CORE_EINVAL, "%s: measured_batch is set but no layer has fwd_ms/bwd_ms",
-                        core_cfg_where(config_setting_get_member(g, "measured_batch"), w, sizeof w));
+        core_cfg_where(config_setting_get_member(g, "measured_batch"), w, sizeof w));
   return 0;
 }
 
@@ -456,8 +466,8 @@ int core_model_from_setting(const config_setting_t *root, const char *path, core
     goto fail_free;
   }
   snprintf(m->path, sizeof m->path, "%s", path);
-  if ((rc = parse_header(g, m)) != 0 || (rc = parse_layers(layers, m)) != 0 ||
-      (rc = parse_ready_order(g, m)) != 0 || (rc = parse_measured(g, layers, m)) != 0)
+  if ((rc = parse_header(g, m)) != 0 || (rc = parse_layers(layers, m)) != 0 || (rc = parse_ready_order(g, m)) != 0 ||
+      (rc = parse_measured(g, layers, m)) != 0)
     goto fail_free;
   /* An hour of waiting per allreduce is no measurement. */
   if ((rc = core_cfg_double(g, "psgd_sync_us", 0, -1, 0, 3.6e9, &m->psgd_sync_us)) != 0)
@@ -498,11 +508,14 @@ int core_model_check_runnable(const core_model *m) {
   for (int i = 0; i < m->n_layers; i++) {
     const core_layer *L = &m->layers[i];
     if (L->kind != CORE_LAYER_LINEAR)
-      return core_err_set(CORE_EINVAL, "%s: layer '%s' is not type = \"linear\"; the CPU runtime trains stacks of linear layers only (use it for simulation, or pick the MLP model)",
-                          m->path, L->name);
+      return core_err_set(CORE_EINVAL,
+          "%s: layer '%s' is not type = \"linear\"; the CPU runtime trains stacks of linear layers only (use it for "
+          "simulation, or pick the MLP model)",
+          m->path, L->name);
     if (i > 0 && m->layers[i - 1].out != L->in)
-      return core_err_set(CORE_EINVAL, "%s: layer '%s' takes in = %d but the previous layer gives out = %d; make them match",
-                          m->path, L->name, L->in, m->layers[i - 1].out);
+      return core_err_set(CORE_EINVAL,
+          "%s: layer '%s' takes in = %d but the previous layer gives out = %d; make them match", m->path, L->name,
+          L->in, m->layers[i - 1].out);
   }
   return 0;
 }

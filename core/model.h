@@ -76,9 +76,18 @@
 enum core_layer_kind { CORE_LAYER_GENERIC = 0, CORE_LAYER_LINEAR = 1 };
 /* The file's `kind`: what the layer computes. */
 enum core_op {
-  CORE_OP_OTHER = 0, CORE_OP_CONV, CORE_OP_BATCH_NORM, CORE_OP_LAYER_NORM, CORE_OP_GROUP_NORM,
-  CORE_OP_LINEAR, CORE_OP_EMBEDDING, CORE_OP_ATTENTION, CORE_OP_ACTIVATION, CORE_OP_POOLING,
-  CORE_OP_LOSS, CORE_N_OPS
+  CORE_OP_OTHER = 0,
+  CORE_OP_CONV,
+  CORE_OP_BATCH_NORM,
+  CORE_OP_LAYER_NORM,
+  CORE_OP_GROUP_NORM,
+  CORE_OP_LINEAR,
+  CORE_OP_EMBEDDING,
+  CORE_OP_ATTENTION,
+  CORE_OP_ACTIVATION,
+  CORE_OP_POOLING,
+  CORE_OP_LOSS,
+  CORE_N_OPS
 };
 /* The name the file uses ("batch_norm"). */
 const char *core_op_name(enum core_op op);
@@ -91,17 +100,17 @@ typedef struct core_layer {
   int line;                  /* where the file defines it; 0 unknown */
   enum core_layer_kind kind; /* the file's `type` */
   enum core_op op;           /* the file's `kind` */
-  int in, out;             /* linear only */
-  enum core_act act;       /* linear only */
-  int first_tensor;        /* index into core_model.tensor_elems */
+  int in, out;               /* linear only */
+  enum core_act act;         /* linear only */
+  int first_tensor;          /* index into core_model.tensor_elems */
   int n_tensors;
-  double fwd_flops;        /* per sample */
-  double bwd_flops;        /* per sample; default 2 x forward (1 x for the first layer) */
-  double act_bytes;        /* output activation bytes per sample at fp32's 4 bytes an element;
+  double fwd_flops;          /* per sample */
+  double bwd_flops;          /* per sample; default 2 x forward (1 x for the first layer) */
+  double act_bytes;          /* output activation bytes per sample at fp32's 4 bytes an element;
                               the simulator charges the elementwise work on it (sim/predict.h) */
-  double fwd_s, bwd_s;     /* measured at model.measured_batch; < 0 when not measured */
+  double fwd_s, bwd_s;       /* measured at model.measured_batch; < 0 when not measured */
   int first_input, n_inputs; /* into core_model.inputs: the earlier layers it reads */
-  double in_bytes;         /* data it reads per sample at fp32 when n_inputs == 0 */
+  double in_bytes;           /* data it reads per sample at fp32 when n_inputs == 0 */
 } core_layer;
 
 typedef struct core_model {
@@ -112,19 +121,19 @@ typedef struct core_model {
   int n_layers;
   core_layer *layers;
   int n_tensors;
-  int64_t *tensor_elems;   /* [n_tensors] in parameter order */
-  int64_t *tensor_rows;    /* [n_tensors] shape[0]: a gradient viewed as rows x elems/rows (PowerSGD) */
-  int *tensor_layer;       /* [n_tensors] */
+  int64_t *tensor_elems;                /* [n_tensors] in parameter order */
+  int64_t *tensor_rows;                 /* [n_tensors] shape[0]: a gradient viewed as rows x elems/rows (PowerSGD) */
+  int *tensor_layer;                    /* [n_tensors] */
   char (*tensor_pname)[CORE_PNAME_MAX]; /* [n_tensors] param_names; NULL when no layer gives them */
-  int *ready_order;        /* [n_tensors] tensor indices in gradient-ready order */
-  int *inputs;             /* the layers' inputs, layer indices (core_layer.first_input) */
-  int ready_given;         /* ready_order came from the file */
+  int *ready_order;                     /* [n_tensors] tensor indices in gradient-ready order */
+  int *inputs;                          /* the layers' inputs, layer indices (core_layer.first_input) */
+  int ready_given;                      /* ready_order came from the file */
   int64_t n_params;
-  double fwd_flops;        /* per sample, all layers */
+  double fwd_flops; /* per sample, all layers */
   double bwd_flops;
-  int measured;            /* every layer has fwd_s and bwd_s */
+  int measured; /* every layer has fwd_s and bwd_s */
   double measured_batch;
-  double psgd_sync_us;     /* PowerSGD's wait per allreduce, measured for this model; < 0 when not */
+  double psgd_sync_us;        /* PowerSGD's wait per allreduce, measured for this model; < 0 when not */
   struct core_traced *traced; /* the step a GPU trace measured (core/traced.h); NULL when none */
 } core_model;
 

@@ -14,13 +14,10 @@ static const char *const jitter_choices[] = {"none", "normal", "lognormal", "shi
 static const char *const backend_choices[] = {"nccl", "gloo", NULL};
 static const char *const scope_choices[] = {"intra", "inter", NULL};
 static const char *const kind_choices[] = {"gpu", "cpu", NULL};
-static const char *const algo_choices[] = {"ring", "tree", "hierarchical", "halving_doubling",
-                                           "ring_chunked", "bcube", "gloo_ring", "segmented_ring",
-                                           NULL};
+static const char *const algo_choices[] = {
+    "ring", "tree", "hierarchical", "halving_doubling", "ring_chunked", "bcube", "gloo_ring", "segmented_ring", NULL};
 
-const char *core_jitter_name(enum core_jitter_dist d) {
-  return (unsigned)d < 4 ? jitter_choices[d] : "?";
-}
+const char *core_jitter_name(enum core_jitter_dist d) { return (unsigned)d < 4 ? jitter_choices[d] : "?"; }
 
 core_profile *core_profile_new(void) {
   core_profile *p = calloc(1, sizeof *p);
@@ -52,26 +49,27 @@ void core_profile_free(core_profile *p) {
 
 /* A fixed array of numbers (not a sweep): an empty array is allowed when
  * allow_empty, a scalar is not. */
-static int number_array(const config_setting_t *g, const char *key, int required, double lo,
-                        double hi, int allow_empty, double **vals, int *n) {
+static int number_array(const config_setting_t *g, const char *key, int required, double lo, double hi, int allow_empty,
+    double **vals, int *n) {
   char w[4200];
   const config_setting_t *s = config_setting_get_member(g, key);
   *vals = NULL;
   *n = 0;
   if (!s) {
     if (required)
-      return core_err_set(CORE_EINVAL, "%s: group is missing key '%s'; add it (an array of numbers, e.g. %s = [1.0, 2.0];)",
-                          core_cfg_where(g, w, sizeof w), key, key);
+      return core_err_set(CORE_EINVAL,
+          "%s: group is missing key '%s'; add it (an array of numbers, e.g. %s = [1.0, 2.0];)",
+          core_cfg_where(g, w, sizeof w), key, key);
     return 0;
   }
   if (!config_setting_is_array(s))
     return core_err_set(CORE_EINVAL, "%s: bad value for '%s': expected an array of numbers in [ ]",
-                        core_cfg_where(s, w, sizeof w), key);
+        core_cfg_where(s, w, sizeof w), key);
   if (config_setting_length(s) == 0) {
     if (allow_empty)
       return 0;
-    return core_err_set(CORE_EINVAL, "%s: '%s' is empty; expected at least one number",
-                        core_cfg_where(s, w, sizeof w), key);
+    return core_err_set(
+        CORE_EINVAL, "%s: '%s' is empty; expected at least one number", core_cfg_where(s, w, sizeof w), key);
   }
   return core_cfg_double_list(g, key, 1, 0, lo, hi, vals, n);
 }
@@ -97,66 +95,52 @@ enum fshow {
 typedef struct field {
   const char *key;
   enum ftype type;
-  size_t off, size;           /* size: of a text member, its NUL included */
+  size_t off, size; /* size: of a text member, its NUL included */
   enum freq req;
   enum fshow show;
   double def, lo, hi;         /* numbers: the default of an absent key, the bounds */
   const char *const *choices; /* text: the accepted values, or NULL for any */
 } field;
 
-#define TEXT(T, key, m, req, choices) {key, F_TEXT, offsetof(T, m), sizeof((T *)0)->m, req, SHOW_ALWAYS, 0, 0, 0, choices}
-#define INT(T, key, m, req, show, def, lo, hi) {key, F_INT, offsetof(T, m), 0, req, show, def, lo, hi, NULL}
-#define NUM(T, key, m, req, show, def, lo, hi) {key, F_NUM, offsetof(T, m), 0, req, show, def, lo, hi, NULL}
-#define END {NULL, F_NUM, 0, 0, OPTIONAL, SHOW_ALWAYS, 0, 0, 0, NULL}
+#define TEXT(T, key, m, req, choices)                                                                                  \
+  { key, F_TEXT, offsetof(T, m), sizeof((T *)0)->m, req, SHOW_ALWAYS, 0, 0, 0, choices }
+#define INT(T, key, m, req, show, def, lo, hi)                                                                         \
+  { key, F_INT, offsetof(T, m), 0, req, show, def, lo, hi, NULL }
+#define NUM(T, key, m, req, show, def, lo, hi)                                                                         \
+  { key, F_NUM, offsetof(T, m), 0, req, show, def, lo, hi, NULL }
+#define END                                                                                                            \
+  { NULL, F_NUM, 0, 0, OPTIONAL, SHOW_ALWAYS, 0, 0, 0, NULL }
 #define P core_profile
 
-static const field top_fields[] = {
-    INT(P, "format", format, REQUIRED, SHOW_ALWAYS, 1, 1, 1),
-    TEXT(P, "name", name, REQUIRED, NULL),
-    TEXT(P, "provenance", provenance, REQUIRED, NULL),
-    END};
-static const field meta_fields[] = {
-    TEXT(P, "host", host, OPTIONAL, NULL),
-    TEXT(P, "date", date, OPTIONAL, NULL),
-    TEXT(P, "backend", backend, OPTIONAL, NULL),
-    TEXT(P, "versions", versions, OPTIONAL, NULL),
+static const field top_fields[] = {INT(P, "format", format, REQUIRED, SHOW_ALWAYS, 1, 1, 1),
+    TEXT(P, "name", name, REQUIRED, NULL), TEXT(P, "provenance", provenance, REQUIRED, NULL), END};
+static const field meta_fields[] = {TEXT(P, "host", host, OPTIONAL, NULL), TEXT(P, "date", date, OPTIONAL, NULL),
+    TEXT(P, "backend", backend, OPTIONAL, NULL), TEXT(P, "versions", versions, OPTIONAL, NULL),
     INT(P, "nodes", nodes, OPTIONAL, SHOW_ALWAYS, 1, 1, 1 << 24),
     INT(P, "ranks_per_node", ranks_per_node, OPTIONAL, SHOW_ALWAYS, 1, 1, 1 << 16),
     NUM(P, "link_gbps", link_gbps, OPTIONAL, SHOW_POSITIVE, 0, 0, 1e5),
-    INT(P, "nics_per_node", nics_per_node, OPTIONAL, SHOW_POSITIVE, 0, 1, 1024),
-    END};
-static const field device_fields[] = {
-    TEXT(P, "kind", device_kind, REQUIRED, kind_choices),
+    INT(P, "nics_per_node", nics_per_node, OPTIONAL, SHOW_POSITIVE, 0, 1, 1024), END};
+static const field device_fields[] = {TEXT(P, "kind", device_kind, REQUIRED, kind_choices),
     TEXT(P, "name", device_name, OPTIONAL, NULL),
     NUM(P, "memory_GBps", memory_GBps, REQUIRED, SHOW_ALWAYS, 0, 1e-3, 1e6),
     NUM(P, "update_GBps", update_GBps, OPTIONAL, SHOW_POSITIVE, 0, 1e-3, 1e6),
     NUM(P, "host_link_GBps", host_link_GBps, REQUIRED_ON_GPU, SHOW_POSITIVE, 0, 1e-3, 1e6),
     NUM(P, "peak_memory_GBps", peak_memory_GBps, OPTIONAL, SHOW_POSITIVE, 0, 1e-3, 1e6),
-    NUM(P, "nvlink_GBps", nvlink_GBps, OPTIONAL, SHOW_POSITIVE, 0, 1e-3, 1e6),
-    END};
-static const field host_fields[] = {
-    NUM(P, "reduce_GBps", reduce_GBps, REQUIRED, SHOW_ALWAYS, 0, 1e-3, 1e6),
-    NUM(P, "launch_us", launch_us, OPTIONAL, SHOW_POSITIVE, 0, 0, 1e6),
-    END};
-static const field storage_fields[] = {
-    NUM(P, "write_GBps", write_GBps, REQUIRED, SHOW_ALWAYS, 0, 1e-6, 1e6),
-    NUM(P, "read_GBps", read_GBps, REQUIRED, SHOW_ALWAYS, 0, 1e-6, 1e6),
-    END};
-static const field restart_fields[] = {
-    NUM(P, "process_start_s", process_start_s, REQUIRED, SHOW_ALWAYS, 0, 0, 1e6),
+    NUM(P, "nvlink_GBps", nvlink_GBps, OPTIONAL, SHOW_POSITIVE, 0, 1e-3, 1e6), END};
+static const field host_fields[] = {NUM(P, "reduce_GBps", reduce_GBps, REQUIRED, SHOW_ALWAYS, 0, 1e-3, 1e6),
+    NUM(P, "launch_us", launch_us, OPTIONAL, SHOW_POSITIVE, 0, 0, 1e6), END};
+static const field storage_fields[] = {NUM(P, "write_GBps", write_GBps, REQUIRED, SHOW_ALWAYS, 0, 1e-6, 1e6),
+    NUM(P, "read_GBps", read_GBps, REQUIRED, SHOW_ALWAYS, 0, 1e-6, 1e6), END};
+static const field restart_fields[] = {NUM(P, "process_start_s", process_start_s, REQUIRED, SHOW_ALWAYS, 0, 0, 1e6),
     NUM(P, "rendezvous_s", rendezvous_s, REQUIRED, SHOW_ALWAYS, 0, 0, 1e6),
-    NUM(P, "comm_init_s", comm_init_s, REQUIRED, SHOW_ALWAYS, 0, 0, 1e6),
-    END};
-static const field interf_fields[] = {
-    NUM(P, "compute_slowdown", compute_slowdown, REQUIRED, SHOW_ALWAYS, 1, 1, 100),
+    NUM(P, "comm_init_s", comm_init_s, REQUIRED, SHOW_ALWAYS, 0, 0, 1e6), END};
+static const field interf_fields[] = {NUM(P, "compute_slowdown", compute_slowdown, REQUIRED, SHOW_ALWAYS, 1, 1, 100),
     NUM(P, "comm_slowdown", comm_slowdown, OPTIONAL, SHOW_NOT_ONE, 1, 1, 100),
     NUM(P, "cpu_slowdown", cpu_slowdown, OPTIONAL, SHOW_NOT_ONE, 1, 1, 100),
     NUM(P, "busbw_GBps", interf_busbw_GBps, OPTIONAL, SHOW_POSITIVE, 0, 1e-9, 1e6),
     NUM(P, "comm_cpus", interf_comm_cpus, OPTIONAL, SHOW_WITH_PREV, 0, 1e-6, 1e6),
-    NUM(P, "rank_cpus", interf_rank_cpus, OPTIONAL, SHOW_WITH_PREV, 0, 1e-3, 1e6),
-    END};
-static const field hook_fields[] = {
-    NUM(P, "cast_GBps", cast_GBps, OPTIONAL, SHOW_UNLESS_NONPOS, 0, 1e-6, 1e6),
+    NUM(P, "rank_cpus", interf_rank_cpus, OPTIONAL, SHOW_WITH_PREV, 0, 1e-3, 1e6), END};
+static const field hook_fields[] = {NUM(P, "cast_GBps", cast_GBps, OPTIONAL, SHOW_UNLESS_NONPOS, 0, 1e-6, 1e6),
     NUM(P, "cast_bf16_GBps", cast_bf16_GBps, OPTIONAL, SHOW_UNLESS_NONPOS, 0, 1e-6, 1e6),
     NUM(P, "orth_gflops", orth_gflops, OPTIONAL, SHOW_UNLESS_NONPOS, 0, 1e-6, 1e9),
     NUM(P, "sum_fp32_GBps", sum_fp32_GBps, OPTIONAL, SHOW_UNLESS_NONPOS, 0, 1e-6, 1e6),
@@ -164,29 +148,22 @@ static const field hook_fields[] = {
     NUM(P, "sum_bf16_GBps", sum_bf16_GBps, OPTIONAL, SHOW_UNLESS_NONPOS, 0, 1e-6, 1e6),
     NUM(P, "psgd_gemm_GBps", psgd_gemm_GBps, OPTIONAL, SHOW_UNLESS_NONPOS, 0, 1e-6, 1e6),
     NUM(P, "psgd_pass_GBps", psgd_pass_GBps, OPTIONAL, SHOW_UNLESS_NONPOS, 0, 1e-6, 1e6),
-    NUM(P, "psgd_sync_us", psgd_sync_us, OPTIONAL, SHOW_UNLESS_NONPOS, 0, 0, 1e7),
-    END};
+    NUM(P, "psgd_sync_us", psgd_sync_us, OPTIONAL, SHOW_UNLESS_NONPOS, 0, 0, 1e7), END};
 /* One of the two (check_price). */
-static const field price_fields[] = {
-    NUM(P, "gpu_hour_usd", price_gpu_hour_usd, OPTIONAL, SHOW_ONE_OF, 0, 1e-9, 1e9),
-    NUM(P, "node_hour_usd", price_node_hour_usd, OPTIONAL, SHOW_ONE_OF, 0, 1e-9, 1e9),
-    END};
+static const field price_fields[] = {NUM(P, "gpu_hour_usd", price_gpu_hour_usd, OPTIONAL, SHOW_ONE_OF, 0, 1e-9, 1e9),
+    NUM(P, "node_hour_usd", price_node_hour_usd, OPTIONAL, SHOW_ONE_OF, 0, 1e-9, 1e9), END};
 #undef P
-static const field coll_fields[] = {
-    TEXT(core_prof_coll, "backend", backend, REQUIRED, backend_choices),
+static const field coll_fields[] = {TEXT(core_prof_coll, "backend", backend, REQUIRED, backend_choices),
     TEXT(core_prof_coll, "op", op, REQUIRED, core_coll_names),
     TEXT(core_prof_coll, "algorithm", algorithm, REQUIRED, algo_choices),
     TEXT(core_prof_coll, "scope", scope, REQUIRED, scope_choices),
     INT(core_prof_coll, "ranks", ranks, REQUIRED, SHOW_ALWAYS, 0, 2, 1 << 24),
-    INT(core_prof_coll, "nodes", nodes, REQUIRED, SHOW_ALWAYS, 0, 1, 1 << 24),
-    END};
-static const field fit_fields[] = {
-    NUM(core_prof_fit, "min_bytes", min_bytes, REQUIRED, SHOW_ALWAYS, 0, 0, 1e15),
+    INT(core_prof_coll, "nodes", nodes, REQUIRED, SHOW_ALWAYS, 0, 1, 1 << 24), END};
+static const field fit_fields[] = {NUM(core_prof_fit, "min_bytes", min_bytes, REQUIRED, SHOW_ALWAYS, 0, 0, 1e15),
     NUM(core_prof_fit, "max_bytes", max_bytes, REQUIRED, SHOW_ALWAYS, 0, 0, 1e15),
     NUM(core_prof_fit, "alpha_us", alpha_us, REQUIRED, SHOW_ALWAYS, 0, 0, 1e9),
     NUM(core_prof_fit, "algbw_GBps", algbw_GBps, REQUIRED, SHOW_ALWAYS, 0, 1e-9, 1e9),
-    NUM(core_prof_fit, "r2", r2, OPTIONAL, SHOW_NUMBER, NAN, -1e9, 1),
-    END};
+    NUM(core_prof_fit, "r2", r2, OPTIONAL, SHOW_NUMBER, NAN, -1e9, 1), END};
 #undef TEXT
 #undef INT
 #undef NUM
@@ -224,8 +201,8 @@ static int read_field(const config_setting_t *g, const field *f, void *base, con
 
 /* Check g's keys (the table's, then extra's), then read the table's keys in
  * order. what names g in messages. */
-static int read_fields(const config_setting_t *g, const field *fl, const char *const extra[],
-                       const char *what, void *base, const core_profile *p) {
+static int read_fields(const config_setting_t *g, const field *fl, const char *const extra[], const char *what,
+    void *base, const core_profile *p) {
   const char *keys[32]; /* more than any group has */
   int n = 0, rc;
   for (const field *f = fl; f->key; f++)
@@ -326,7 +303,7 @@ static int parse_rate(const config_setting_t *e, core_profile *p) {
   core_prof_rate *r = &p->rate[prec];
   if (r->present)
     return core_err_set(CORE_EINVAL, "%s: precision \"%s\" appears twice in compute; merge the entries",
-                        core_cfg_where(e, w, sizeof w), s);
+        core_cfg_where(e, w, sizeof w), s);
   int nx, ny;
   if ((rc = number_array(e, "gemm_flops", 1, 1, 1e30, 0, &r->gemm_flops, &nx)) != 0)
     return rc;
@@ -335,14 +312,14 @@ static int parse_rate(const config_setting_t *e, core_profile *p) {
     return rc;
   if (nx != ny)
     return core_err_set(CORE_EINVAL, "%s: gemm_flops has %d values but tflops has %d; they pair up one to one",
-                        core_cfg_where(e, w, sizeof w), nx, ny);
+        core_cfg_where(e, w, sizeof w), nx, ny);
   /* Rates are interpolated in log(size) (core_profile_flops), and GSL aborts
    * the process on x values that are not strictly increasing: sizes so close
    * that their logarithms are equal are not ascending either. */
   for (int i = 1; i < nx; i++)
     if (!(log(r->gemm_flops[i]) > log(r->gemm_flops[i - 1])))
       return core_err_set(CORE_EINVAL, "%s: gemm_flops must be strictly ascending (value %d is %.17g after %.17g)",
-                          core_cfg_where(e, w, sizeof w), i, r->gemm_flops[i], r->gemm_flops[i - 1]);
+          core_cfg_where(e, w, sizeof w), i, r->gemm_flops[i], r->gemm_flops[i - 1]);
   r->n = nx;
   r->present = 1;
   return 0;
@@ -355,8 +332,8 @@ static int parse_fit(const config_setting_t *f, core_prof_fit *fit) {
   if ((rc = read_fields(f, fit_fields, extra, "a fit", fit, NULL)) != 0)
     return rc;
   if (!(fit->max_bytes > fit->min_bytes))
-    return core_err_set(CORE_EINVAL, "%s: max_bytes (%g) must exceed min_bytes (%g)",
-                        core_cfg_where(f, w, sizeof w), fit->max_bytes, fit->min_bytes);
+    return core_err_set(CORE_EINVAL, "%s: max_bytes (%g) must exceed min_bytes (%g)", core_cfg_where(f, w, sizeof w),
+        fit->max_bytes, fit->min_bytes);
   double *a = NULL, *b = NULL;
   int na = 0, nb = 0;
   if ((rc = number_array(f, "alpha_us_ci", 0, -1e9, 1e9, 0, &a, &na)) != 0 ||
@@ -365,7 +342,7 @@ static int parse_fit(const config_setting_t *f, core_prof_fit *fit) {
   if (na || nb) {
     if (na != 2 || nb != 2) {
       rc = core_err_set(CORE_EINVAL, "%s: alpha_us_ci and algbw_GBps_ci go together, each [low, high]",
-                        core_cfg_where(f, w, sizeof w));
+          core_cfg_where(f, w, sizeof w));
       goto done;
     }
     fit->has_ci = 1;
@@ -394,9 +371,10 @@ static int parse_fits(const config_setting_t *e, core_prof_coll *c) {
     if ((rc = parse_fit(config_setting_get_elem(fits, (unsigned)i), &c->fits[i])) != 0)
       return rc;
     if (i > 0 && c->fits[i].min_bytes != c->fits[i - 1].max_bytes)
-      return core_err_set(CORE_EINVAL, "%s: fit %d starts at %g bytes but fit %d ends at %g; fits must tile the size range in order",
-                          core_cfg_where(config_setting_get_elem(fits, (unsigned)i), w, sizeof w), i,
-                          c->fits[i].min_bytes, i - 1, c->fits[i - 1].max_bytes);
+      return core_err_set(CORE_EINVAL,
+          "%s: fit %d starts at %g bytes but fit %d ends at %g; fits must tile the size range in order",
+          core_cfg_where(config_setting_get_elem(fits, (unsigned)i), w, sizeof w), i, c->fits[i].min_bytes, i - 1,
+          c->fits[i - 1].max_bytes);
   }
   return 0;
 }
@@ -414,7 +392,7 @@ static int parse_points(const config_setting_t *e, core_prof_coll *c) {
     return rc;
   if (nb != nt)
     return core_err_set(CORE_EINVAL, "%s: points has %d sizes but %d times; they pair up one to one",
-                        core_cfg_where(pts, w, sizeof w), nb, nt);
+        core_cfg_where(pts, w, sizeof w), nb, nt);
   c->n_points = nb;
   return 0;
 }
@@ -426,11 +404,11 @@ static int parse_coll(const config_setting_t *e, core_prof_coll *c) {
   if ((rc = read_fields(e, coll_fields, extra, "a collective entry", c, NULL)) != 0)
     return rc;
   if (c->nodes > c->ranks || c->ranks % c->nodes != 0)
-    return core_err_set(CORE_EINVAL, "%s: %d ranks do not spread evenly over %d nodes",
-                        core_cfg_where(e, w, sizeof w), c->ranks, c->nodes);
+    return core_err_set(CORE_EINVAL, "%s: %d ranks do not spread evenly over %d nodes", core_cfg_where(e, w, sizeof w),
+        c->ranks, c->nodes);
   if (strcmp(c->scope, "intra") == 0 && c->nodes != 1)
-    return core_err_set(CORE_EINVAL, "%s: an intra-node entry has nodes = 1 (it has %d)",
-                        core_cfg_where(e, w, sizeof w), c->nodes);
+    return core_err_set(
+        CORE_EINVAL, "%s: an intra-node entry has nodes = 1 (it has %d)", core_cfg_where(e, w, sizeof w), c->nodes);
   if (strcmp(c->scope, "inter") == 0 && c->nodes < 2)
     return core_err_set(CORE_EINVAL, "%s: an inter-node entry spans at least 2 nodes", core_cfg_where(e, w, sizeof w));
   if ((rc = parse_fits(e, c)) != 0)
@@ -487,7 +465,7 @@ static int read_colls(const config_setting_t *g, core_profile *p) {
     /* The first entry with these names is an earlier one: a duplicate. */
     if (core_profile_coll(p, c->backend, c->op, c->algorithm, c->scope) != c)
       return core_err_set(CORE_EINVAL, "%s: a second %s %s %s %s entry; keep one per backend, op, algorithm and scope",
-                          core_cfg_where(e, w, sizeof w), c->backend, c->op, c->algorithm, c->scope);
+          core_cfg_where(e, w, sizeof w), c->backend, c->op, c->algorithm, c->scope);
   }
   return 0;
 }
@@ -542,7 +520,7 @@ static int jitter_params_ok(enum core_jitter_dist d, const double *v, int n) {
 
 static int read_jitter_params(const config_setting_t *s, const char *dist, core_profile *p) {
   static const char *const need[] = {"", "[mean > 0, 0 <= sd <= 10 mean]", "[zeta in [-10, 10], sigma in [0, 3]]",
-                                     "[shift in [0, 1e6], mean_excess in (0, 1e6]]"};
+      "[shift in [0, 1e6], mean_excess in (0, 1e6]]"};
   char w[4200];
   double *v = NULL;
   int n = 0;
@@ -550,10 +528,11 @@ static int read_jitter_params(const config_setting_t *s, const char *dist, core_
   if (rc)
     return rc;
   if (p->jitter == CORE_JITTER_NONE && n) {
-    rc = core_err_set(CORE_EINVAL, "%s: distribution \"none\" takes no params; remove them", core_cfg_where(s, w, sizeof w));
+    rc = core_err_set(
+        CORE_EINVAL, "%s: distribution \"none\" takes no params; remove them", core_cfg_where(s, w, sizeof w));
   } else if (p->jitter != CORE_JITTER_NONE && !jitter_params_ok(p->jitter, v, n)) {
-    rc = core_err_set(CORE_EINVAL, "%s: jitter params for \"%s\" must be %s", core_cfg_where(s, w, sizeof w), dist,
-                      need[p->jitter]);
+    rc = core_err_set(
+        CORE_EINVAL, "%s: jitter params for \"%s\" must be %s", core_cfg_where(s, w, sizeof w), dist, need[p->jitter]);
   } else if (p->jitter != CORE_JITTER_NONE) {
     p->jitter_params[0] = v[0];
     p->jitter_params[1] = v[1];
@@ -601,9 +580,10 @@ static int check_interference(const config_setting_t *s, const core_profile *p) 
   char w[4200];
   if ((p->interf_busbw_GBps > 0) != (p->interf_comm_cpus > 0) ||
       (p->interf_busbw_GBps > 0) != (p->interf_rank_cpus > 0))
-    return core_err_set(CORE_EINVAL, "%s: interference: busbw_GBps, comm_cpus and rank_cpus go together (the rate "
-                        "the factors were measured at, the CPUs it took and those a rank has): give all three or none",
-                        core_cfg_where(s, w, sizeof w));
+    return core_err_set(CORE_EINVAL,
+        "%s: interference: busbw_GBps, comm_cpus and rank_cpus go together (the rate "
+        "the factors were measured at, the CPUs it took and those a rank has): give all three or none",
+        core_cfg_where(s, w, sizeof w));
   return 0;
 }
 
@@ -611,8 +591,9 @@ static int check_price(const config_setting_t *s, const core_profile *p) {
   char w[4200];
   (void)p;
   if (!config_setting_get_member(s, "gpu_hour_usd") == !config_setting_get_member(s, "node_hour_usd"))
-    return core_err_set(CORE_EINVAL, "%s: price takes one of gpu_hour_usd (per device and hour) and node_hour_usd (per node and hour)",
-                        core_cfg_where(s, w, sizeof w));
+    return core_err_set(CORE_EINVAL,
+        "%s: price takes one of gpu_hour_usd (per device and hour) and node_hour_usd (per node and hour)",
+        core_cfg_where(s, w, sizeof w));
   return 0;
 }
 
@@ -767,9 +748,8 @@ double core_profile_flops(const core_profile *p, enum core_prec prec, double flo
   return y * 1e12;
 }
 
-const core_prof_coll *core_profile_coll(const core_profile *p, const char *backend,
-                                        const char *op, const char *algorithm,
-                                        const char *scope) {
+const core_prof_coll *core_profile_coll(
+    const core_profile *p, const char *backend, const char *op, const char *algorithm, const char *scope) {
   for (int i = 0; i < p->n_colls; i++) {
     const core_prof_coll *c = &p->colls[i];
     if (!strcmp(c->backend, backend) && !strcmp(c->op, op) && !strcmp(c->algorithm, algorithm) &&
@@ -786,10 +766,9 @@ const core_prof_fit *core_prof_coll_fit(const core_prof_coll *c, double bytes) {
   return &c->fits[c->n_fits - 1];
 }
 
-const core_prof_coll *core_profile_allreduce(const core_profile *p, const char *backend,
-                                             const char *scope) {
-  static const char *const pref[] = {"ring", "segmented_ring", "ring_chunked", "halving_doubling",
-                                     "bcube", "gloo_ring", "tree", NULL};
+const core_prof_coll *core_profile_allreduce(const core_profile *p, const char *backend, const char *scope) {
+  static const char *const pref[] = {
+      "ring", "segmented_ring", "ring_chunked", "halving_doubling", "bcube", "gloo_ring", "tree", NULL};
   for (const char *const *a = pref; *a; a++) {
     const core_prof_coll *c = core_profile_coll(p, backend, "allreduce", *a, scope);
     if (c)

@@ -46,18 +46,18 @@
 
 enum core_jitter_dist {
   CORE_JITTER_NONE = 0,
-  CORE_JITTER_NORMAL,      /* params = [mean, sd] of the relative step time */
-  CORE_JITTER_LOGNORMAL,   /* params = [zeta, sigma] of its logarithm */
-  CORE_JITTER_SHIFTED_EXP  /* params = [shift, mean_excess] */
+  CORE_JITTER_NORMAL,     /* params = [mean, sd] of the relative step time */
+  CORE_JITTER_LOGNORMAL,  /* params = [zeta, sigma] of its logarithm */
+  CORE_JITTER_SHIFTED_EXP /* params = [shift, mean_excess] */
 };
 const char *core_jitter_name(enum core_jitter_dist d);
 
 typedef struct core_prof_rate {
   int present;
   int n;
-  double *gemm_flops;   /* FLOPs of one GEMM call, ascending */
-  double *tflops;       /* achieved 1e12 FLOP/s */
-  double peak_tflops;   /* the datasheet's dense peak at this precision; 0 = not given */
+  double *gemm_flops; /* FLOPs of one GEMM call, ascending */
+  double *tflops;     /* achieved 1e12 FLOP/s */
+  double peak_tflops; /* the datasheet's dense peak at this precision; 0 = not given */
 } core_prof_rate;
 
 typedef struct core_prof_fit {
@@ -69,10 +69,10 @@ typedef struct core_prof_fit {
 } core_prof_fit;
 
 typedef struct core_prof_coll {
-  char backend[8];      /* nccl | gloo */
-  char op[16];          /* allreduce | allgather | reducescatter | broadcast */
-  char algorithm[24];   /* ring, tree, ... as the backend names them */
-  char scope[8];        /* intra | inter */
+  char backend[8];    /* nccl | gloo */
+  char op[16];        /* allreduce | allgather | reducescatter | broadcast */
+  char algorithm[24]; /* ring, tree, ... as the backend names them */
+  char scope[8];      /* intra | inter */
   int ranks, nodes;
   int n_fits;
   core_prof_fit *fits;
@@ -87,17 +87,17 @@ typedef struct core_profile {
   char provenance[256];
   char host[128], date[64], backend[16], versions[256];
   int nodes, ranks_per_node;
-  double link_gbps;       /* nominal line rate of the measured inter-node link; 0 = unknown */
-  int nics_per_node;      /* the nodes' network adapters for the inter-node fabric; 0 = not given */
-  char device_kind[8];  /* gpu | cpu */
+  double link_gbps;    /* nominal line rate of the measured inter-node link; 0 = unknown */
+  int nics_per_node;   /* the nodes' network adapters for the inter-node fabric; 0 = not given */
+  char device_kind[8]; /* gpu | cpu */
   char device_name[128];
-  double memory_GBps;     /* device memory bandwidth (optimizer, copies) */
+  double memory_GBps;      /* device memory bandwidth (optimizer, copies) */
   double peak_memory_GBps; /* the datasheet's memory bandwidth; 0 = not given */
-  double nvlink_GBps;     /* GPU-to-GPU link bandwidth per direction per GPU (NVLink); 0 = none or not given */
-  double update_GBps;     /* the runtime's optimizer step on CPUs, bytes moved per second; 0 = memory_GBps */
-  double host_link_GBps;  /* device<->host copies; Gloo stages GPU tensors through it */
-  double reduce_GBps;     /* host reduction of two buffers, bytes of output per second */
-  double launch_us;       /* host time eager PyTorch takes to issue one kernel of a training step; 0 = not given */
+  double nvlink_GBps;      /* GPU-to-GPU link bandwidth per direction per GPU (NVLink); 0 = none or not given */
+  double update_GBps;      /* the runtime's optimizer step on CPUs, bytes moved per second; 0 = memory_GBps */
+  double host_link_GBps;   /* device<->host copies; Gloo stages GPU tensors through it */
+  double reduce_GBps;      /* host reduction of two buffers, bytes of output per second */
+  double launch_us;        /* host time eager PyTorch takes to issue one kernel of a training step; 0 = not given */
   core_prof_rate rate[CORE_N_PREC];
   int n_colls;
   core_prof_coll *colls;
@@ -108,8 +108,8 @@ typedef struct core_profile {
   double write_GBps, read_GBps;
   double process_start_s, rendezvous_s, comm_init_s;
   double compute_slowdown;
-  double comm_slowdown;   /* collectives running while ranks compute take this factor longer */
-  double cpu_slowdown;    /* two CPU-bound threads of one rank (a hook's callbacks beside backward) each
+  double comm_slowdown; /* collectives running while ranks compute take this factor longer */
+  double cpu_slowdown;  /* two CPU-bound threads of one rank (a hook's callbacks beside backward) each
                            * take this factor longer than one alone */
   /* Where compute_slowdown and comm_slowdown were measured: the bus
    * bandwidth of the allreduces alone, the CPUs they kept busy, and the CPUs
@@ -118,9 +118,10 @@ typedef struct core_profile {
    * with each collective's CPU demand at its own rate (sim/step.h); where
    * not, they hold at every rate. */
   double interf_busbw_GBps, interf_comm_cpus, interf_rank_cpus;
-  double cast_GBps;       /* hooks: fp32 <-> fp16 casts (and bf16's without cast_bf16_GBps), bytes moved per second; 0 = unknown */
-  double cast_bf16_GBps;  /* hooks: fp32 <-> bf16 casts; 0 = as cast_GBps */
-  double orth_gflops;     /* hooks: PowerSGD orthogonalization rate; 0 = unknown */
+  double
+      cast_GBps; /* hooks: fp32 <-> fp16 casts (and bf16's without cast_bf16_GBps), bytes moved per second; 0 = unknown */
+  double cast_bf16_GBps; /* hooks: fp32 <-> bf16 casts; 0 = as cast_GBps */
+  double orth_gflops;    /* hooks: PowerSGD orthogonalization rate; 0 = unknown */
   /* hooks: the backend's host sum (Gloo's, for fp32, fp16, bf16), bytes of
    * output per second; 0 = unknown. */
   double sum_fp32_GBps, sum_fp16_GBps, sum_bf16_GBps;
@@ -159,13 +160,11 @@ double core_profile_flops(const core_profile *p, enum core_prec prec, double flo
 double core_profile_peak_flops(const core_profile *p, enum core_prec prec);
 
 /* The collective entry for (backend, op, algorithm, scope), or NULL. */
-const core_prof_coll *core_profile_coll(const core_profile *p, const char *backend,
-                                        const char *op, const char *algorithm,
-                                        const char *scope);
+const core_prof_coll *core_profile_coll(
+    const core_profile *p, const char *backend, const char *op, const char *algorithm, const char *scope);
 /* The allreduce measurement to derive a backend's per-link α and β from, for
  * scope "intra" or "inter": ring first, then the other algorithms. */
-const core_prof_coll *core_profile_allreduce(const core_profile *p, const char *backend,
-                                             const char *scope);
+const core_prof_coll *core_profile_allreduce(const core_profile *p, const char *backend, const char *scope);
 /* The fit that covers `bytes` (the last one for sizes beyond the range). */
 const core_prof_fit *core_prof_coll_fit(const core_prof_coll *c, double bytes);
 

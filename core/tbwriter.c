@@ -134,8 +134,7 @@ int core_tb_put_start(core_tb_buf *b, double wall_time, int64_t step, const char
   return put_event(b, &ev);
 }
 
-int core_tb_record(const unsigned char *p, size_t n, const unsigned char **data, size_t *len,
-                   size_t *used) {
+int core_tb_record(const unsigned char *p, size_t n, const unsigned char **data, size_t *len, size_t *used) {
   if (n < 12)
     return 1;
   if ((uint32_t)get_le(p + 8, 4) != core_tb_mask(core_tb_crc32c(p, 8)))
@@ -144,8 +143,7 @@ int core_tb_record(const unsigned char *p, size_t n, const unsigned char **data,
   if (l > n - 12 || n - 12 - l < 4)
     return 1;
   if ((uint32_t)get_le(p + 12 + l, 4) != core_tb_mask(core_tb_crc32c(p + 12, (size_t)l)))
-    return core_err_set(CORE_ECORRUPT, "the data of a record of %llu bytes fails its CRC-32C",
-                        (unsigned long long)l);
+    return core_err_set(CORE_ECORRUPT, "the data of a record of %llu bytes fails its CRC-32C", (unsigned long long)l);
   *data = p + 12;
   *len = (size_t)l;
   *used = (size_t)l + CORE_TB_RECORD_OVERHEAD;
@@ -175,8 +173,7 @@ int core_tb_newest(const char *dir, char *path, size_t n) {
 }
 
 /* Fill buf[have..cap) from the file at offset base + have; *got bytes. */
-static int fill(int fd, const char *path, unsigned char *buf, size_t have, size_t cap, int64_t base,
-                size_t *got) {
+static int fill(int fd, const char *path, unsigned char *buf, size_t have, size_t cap, int64_t base, size_t *got) {
   *got = 0;
   for (;;) {
     ssize_t r = pread(fd, buf + have, cap - have, (off_t)(base + (int64_t)have));
@@ -219,8 +216,8 @@ static int scan(int fd, const char *path, int64_t size, int64_t *valid) {
     if (need > cap) {
       unsigned char *p = realloc(buf, (size_t)need);
       if (!p) {
-        rc = core_err_set(CORE_ENOMEM, "out of memory for a record of %llu bytes in '%s'",
-                          (unsigned long long)need, path);
+        rc = core_err_set(
+            CORE_ENOMEM, "out of memory for a record of %llu bytes in '%s'", (unsigned long long)need, path);
         goto free_buf;
       }
       buf = p;
@@ -249,7 +246,8 @@ static int open_existing(core_tb_log *l, int64_t *cut) {
     return core_err_errno(errno, "cannot open the event file '%s' to append to it", l->path);
   struct stat st;
   if (fstat(l->fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    rc = core_err_set(CORE_EUSAGE, "'%s' is not a regular file: an event file cannot continue in it; move it away", l->path);
+    rc = core_err_set(
+        CORE_EUSAGE, "'%s' is not a regular file: an event file cannot continue in it; move it away", l->path);
     goto close_fd;
   }
   int64_t valid = 0;
@@ -284,8 +282,8 @@ int core_tb_log_open(core_tb_log *l, const char *dir, const char *tail, int appe
   char host[256] = "localhost";
   gethostname(host, sizeof host - 1);
   host[sizeof host - 1] = 0;
-  if ((size_t)snprintf(l->path, sizeof l->path, "%s/" CORE_TB_PREFIX "%010lld.%s.%s", dir,
-                       (long long)time(NULL), host, tail) >= sizeof l->path)
+  if ((size_t)snprintf(l->path, sizeof l->path, "%s/" CORE_TB_PREFIX "%010lld.%s.%s", dir, (long long)time(NULL), host,
+          tail) >= sizeof l->path)
     return core_err_set(CORE_EUSAGE, "the event file's path in '%s' is too long", dir);
   int rc = core_afile_check(l->path);
   if (rc)

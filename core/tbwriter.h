@@ -37,8 +37,8 @@
 #define CORE_TB_RECORD_OVERHEAD 16
 
 typedef struct core_tb_scalar {
-  const char *tag;  /* "Train/Loss" */
-  double value;     /* stored as float32 */
+  const char *tag; /* "Train/Loss" */
+  double value;    /* stored as float32 */
 } core_tb_scalar;
 
 /* Records built in memory, then written at once. */
@@ -64,8 +64,7 @@ uint32_t core_tb_mask(uint32_t crc);
 /* The record at p[0..n): its data in *data and *len, its size in *used.
  * 0; 1 when p holds only part of a record; CORE_ECORRUPT when a CRC does
  * not match. */
-int core_tb_record(const unsigned char *p, size_t n, const unsigned char **data, size_t *len,
-                   size_t *used);
+int core_tb_record(const unsigned char *p, size_t n, const unsigned char **data, size_t *len, size_t *used);
 
 /* The last event file of dir by name (TensorBoard's order) into path: 0,
  * 1 when there is none (or no dir), or a negative code. */
@@ -74,7 +73,7 @@ int core_tb_newest(const char *dir, char *path, size_t n);
 /* A streamed event file. */
 typedef struct core_tb_log {
   int fd;
-  int64_t size;        /* bytes of whole records */
+  int64_t size; /* bytes of whole records */
   char path[4400];
 } core_tb_log;
 

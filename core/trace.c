@@ -34,15 +34,16 @@ void core_trace_process(core_trace *t, int pid, const char *name) {
   fprintf(t->a.f, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"args\":{\"name\":", pid);
   json_str(t->a.f, name);
   fputs("}},\n", t->a.f);
-  fprintf(t->a.f, "{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":%d,\"args\":{\"sort_index\":%d}},\n", pid, pid);
+  fprintf(
+      t->a.f, "{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":%d,\"args\":{\"sort_index\":%d}},\n", pid, pid);
   fprintf(t->a.f, "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":\"compute\"}},\n",
-          pid, CORE_TRACE_TID_COMPUTE);
+      pid, CORE_TRACE_TID_COMPUTE);
   fprintf(t->a.f, "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":\"communication\"}}",
-          pid, CORE_TRACE_TID_COMM);
+      pid, CORE_TRACE_TID_COMM);
 }
 
-void core_trace_span(core_trace *t, const char *name, const char *cat, int pid, int tid,
-                     double ts_us, double dur_us, const char *args_json) {
+void core_trace_span(core_trace *t, const char *name, const char *cat, int pid, int tid, double ts_us, double dur_us,
+    const char *args_json) {
   comma(t);
   fputs("{\"ph\":\"X\",\"name\":", t->a.f);
   json_str(t->a.f, name);

@@ -22,8 +22,8 @@ int core_trace_open(core_trace *t, const char *path);
 /* Name a process (rank) and its compute/comm threads. */
 void core_trace_process(core_trace *t, int pid, const char *name);
 /* A complete event; args_json is NULL or the inside of an object ("\"bytes\": 5"). */
-void core_trace_span(core_trace *t, const char *name, const char *cat, int pid, int tid,
-                     double ts_us, double dur_us, const char *args_json);
+void core_trace_span(core_trace *t, const char *name, const char *cat, int pid, int tid, double ts_us, double dur_us,
+    const char *args_json);
 int core_trace_commit(core_trace *t);
 void core_trace_abort(core_trace *t);
 

@@ -8,13 +8,11 @@
 #include <string.h>
 
 static const char *const kind_names[] = {"other", "fwd", "bwd", "grad", "finalize", NULL};
-static const char *const traced_keys[] = {"device", "device_memory_GB", "host_devices", "backend", "world_size", "rank", "ddp", "steps", "step_ms",
-                                          "step_min_ms", "step_max_ms", "overlap_slowdown", "launch_host_us",
-                                          "streams", "precision", "peak_tflops", "peak_memory_GBps", "roofs_from", "pieces",
-                                          "side", "syncs", "waits", "buckets", NULL};
-static const char *const piece_keys[] = {"kind", "layer", "tensor", "label", "host_us", "dev_us",
-                                         "copy_host_us", "copy_dev_us", "dev_compute_us", "dev_memory_us",
-                                         "dev_launch_us", NULL};
+static const char *const traced_keys[] = {"device", "device_memory_GB", "host_devices", "backend", "world_size", "rank",
+    "ddp", "steps", "step_ms", "step_min_ms", "step_max_ms", "overlap_slowdown", "launch_host_us", "streams",
+    "precision", "peak_tflops", "peak_memory_GBps", "roofs_from", "pieces", "side", "syncs", "waits", "buckets", NULL};
+static const char *const piece_keys[] = {"kind", "layer", "tensor", "label", "host_us", "dev_us", "copy_host_us",
+    "copy_dev_us", "dev_compute_us", "dev_memory_us", "dev_launch_us", NULL};
 static const char *const class_keys[] = {"dev_compute_us", "dev_memory_us", "dev_launch_us"};
 static const char *const side_keys[] = {"piece", "at", "stream", "us", "nccl", "dep", NULL};
 static const char *const sync_keys[] = {"piece", "at", "streams", NULL};
@@ -25,9 +23,7 @@ static const char *const bucket_keys[] = {"bytes", "us", NULL};
 enum { MAX_STREAMS = 63, MAX_ITEMS = 10000000 };
 #define MAX_US 1e12
 
-static const char *piece_kind_name(enum core_piece_kind k) {
-  return k >= 0 && k < CORE_PIECE_N ? kind_names[k] : "?";
-}
+static const char *piece_kind_name(enum core_piece_kind k) { return k >= 0 && k < CORE_PIECE_N ? kind_names[k] : "?"; }
 
 void core_traced_free(core_traced *t) {
   if (!t)
@@ -55,11 +51,14 @@ static int parse_classes(const config_setting_t *g, double dev, core_piece *p) {
     p->dev_class_s[k] *= 1e-6;
   }
   if (n != 0 && n != 3)
-    return core_err_set(CORE_EINVAL, "%s: a piece gives %d of dev_compute_us, dev_memory_us and dev_launch_us; give all three or none",
-                        core_cfg_where(g, w, sizeof w), n);
+    return core_err_set(CORE_EINVAL,
+        "%s: a piece gives %d of dev_compute_us, dev_memory_us and dev_launch_us; give all three or none",
+        core_cfg_where(g, w, sizeof w), n);
   if (n == 3 && !(sum <= dev * (1 + 1e-9) + 1e-9 && sum >= dev * (1 - 1e-9) - 1e-9))
-    return core_err_set(CORE_EINVAL, "%s: dev_compute_us + dev_memory_us + dev_launch_us = %.17g, but dev_us = %.17g; they split the piece's device time and must add up to it",
-                        core_cfg_where(g, w, sizeof w), sum, dev);
+    return core_err_set(CORE_EINVAL,
+        "%s: dev_compute_us + dev_memory_us + dev_launch_us = %.17g, but dev_us = %.17g; they split the piece's device "
+        "time and must add up to it",
+        core_cfg_where(g, w, sizeof w), sum, dev);
   p->classed = n == 3;
   return 0;
 }
@@ -78,8 +77,8 @@ static int parse_piece(const config_setting_t *g, int n_layers, int n_tensors, c
     if (!strcmp(kind, kind_names[k]))
       p->kind = (enum core_piece_kind)k;
   const char *ikey = p->kind == CORE_PIECE_FWD || p->kind == CORE_PIECE_BWD ? "layer"
-                     : p->kind == CORE_PIECE_GRAD                         ? "tensor"
-                                                                          : NULL;
+                     : p->kind == CORE_PIECE_GRAD                           ? "tensor"
+                                                                            : NULL;
   int limit = p->kind == CORE_PIECE_GRAD ? n_tensors : n_layers;
   if (ikey && (rc = core_cfg_int(g, ikey, 1, 0, 0, limit - 1, &idx)) != 0)
     return rc;
@@ -101,8 +100,8 @@ static int parse_piece(const config_setting_t *g, int n_layers, int n_tensors, c
 
 /* The list of groups under key (empty or missing: n = 0), its elements
  * allocated as n items of item_size. */
-static int open_list(const config_setting_t *parent, const char *key, size_t item_size,
-                     const config_setting_t **l, void **items, int *n) {
+static int open_list(const config_setting_t *parent, const char *key, size_t item_size, const config_setting_t **l,
+    void **items, int *n) {
   int rc = core_cfg_list_or_empty(parent, key, 0, l);
   *n = 0;
   *items = NULL;
@@ -111,8 +110,8 @@ static int open_list(const config_setting_t *parent, const char *key, size_t ite
   int len = config_setting_length(*l);
   if (len > MAX_ITEMS) {
     char w[4200];
-    return core_err_set(CORE_EINVAL, "%s: more than %d entries in '%s'", core_cfg_where(*l, w, sizeof w),
-                        MAX_ITEMS, key);
+    return core_err_set(
+        CORE_EINVAL, "%s: more than %d entries in '%s'", core_cfg_where(*l, w, sizeof w), MAX_ITEMS, key);
   }
   if (len > 0 && !(*items = calloc((size_t)len, item_size)))
     return core_err_set(CORE_ENOMEM, "out of memory reading '%s'", key);
@@ -130,7 +129,7 @@ static int piece_ref(const config_setting_t *g, const core_traced *t, int prev, 
   if (rc == 0 && p < prev) {
     char w[4200];
     rc = core_err_set(CORE_EINVAL, "%s: entries must come in piece order (piece %lld after piece %d)",
-                      core_cfg_where(g, w, sizeof w), p, prev);
+        core_cfg_where(g, w, sizeof w), p, prev);
   }
   *piece = (int)p;
   return rc;
@@ -182,7 +181,8 @@ static int parse_pieces(const config_setting_t *g, core_traced *t, int n_layers,
     return rc;
   if (t->n_pieces == 0) {
     char w[4200];
-    return core_err_set(CORE_EINVAL, "%s: a traced step needs its pieces (traced.pieces)", core_cfg_where(g, w, sizeof w));
+    return core_err_set(
+        CORE_EINVAL, "%s: a traced step needs its pieces (traced.pieces)", core_cfg_where(g, w, sizeof w));
   }
   t->classed = 1;
   for (int i = 0; i < t->n_pieces; i++) {
@@ -305,8 +305,8 @@ int core_traced_parse(const config_setting_t *g, int n_layers, int n_tensors, co
     return core_err_set(CORE_ENOMEM, "out of memory reading a traced step");
   t->line = config_setting_source_line(g);
   if ((rc = parse_header(g, t)) != 0 || (rc = parse_roofs(g, t)) != 0 ||
-      (rc = parse_pieces(g, t, n_layers, n_tensors)) != 0 ||
-      (rc = parse_extras(g, t)) != 0 || (rc = parse_buckets(g, t)) != 0) {
+      (rc = parse_pieces(g, t, n_layers, n_tensors)) != 0 || (rc = parse_extras(g, t)) != 0 ||
+      (rc = parse_buckets(g, t)) != 0) {
     core_traced_free(t);
     return rc;
   }
@@ -400,7 +400,8 @@ static int write_lists(config_setting_t *g, const core_traced *t) {
   }
   for (int b = 0; b < t->n_buckets; b++) {
     config_setting_t *w = add(bl, NULL, CONFIG_TYPE_GROUP);
-    if (!w || (t->bucket_bytes[b] > 0 && add_num(w, "bytes", t->bucket_bytes[b])) || add_num(w, "us", t->bucket_s[b] * 1e6))
+    if (!w || (t->bucket_bytes[b] > 0 && add_num(w, "bytes", t->bucket_bytes[b])) ||
+        add_num(w, "us", t->bucket_s[b] * 1e6))
       return -1;
   }
   return 0;
@@ -411,11 +412,10 @@ int core_traced_write(const core_traced *t, config_setting_t *parent) {
   if (!g || add_str(g, "device", t->device) || add_num(g, "device_memory_GB", t->device_memory_GB) ||
       add_int(g, "host_devices", t->host_devices) || add_str(g, "backend", t->backend) ||
       add_int(g, "world_size", t->world_size) || add_int(g, "rank", t->rank) || add_bool(g, "ddp", t->ddp) ||
-      add_int(g, "steps", t->steps) ||
-      add_num(g, "step_ms", t->step_s * 1e3) || add_num(g, "step_min_ms", t->step_min_s * 1e3) ||
-      add_num(g, "step_max_ms", t->step_max_s * 1e3) || add_num(g, "overlap_slowdown", t->overlap_slowdown) ||
-      add_num(g, "launch_host_us", t->launch_host_s * 1e6) || add_int(g, "streams", t->streams) ||
-      add_str(g, "precision", core_prec_name(t->precision)) ||
+      add_int(g, "steps", t->steps) || add_num(g, "step_ms", t->step_s * 1e3) ||
+      add_num(g, "step_min_ms", t->step_min_s * 1e3) || add_num(g, "step_max_ms", t->step_max_s * 1e3) ||
+      add_num(g, "overlap_slowdown", t->overlap_slowdown) || add_num(g, "launch_host_us", t->launch_host_s * 1e6) ||
+      add_int(g, "streams", t->streams) || add_str(g, "precision", core_prec_name(t->precision)) ||
       (t->peak_flops > 0 && add_num(g, "peak_tflops", t->peak_flops * 1e-12)) ||
       (t->peak_memory_Bps > 0 && add_num(g, "peak_memory_GBps", t->peak_memory_Bps * 1e-9)) ||
       (t->roofs_from[0] && add_str(g, "roofs_from", t->roofs_from)) || write_lists(g, t))

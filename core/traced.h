@@ -66,55 +66,60 @@
 #include <stdint.h>
 
 enum core_piece_kind {
-  CORE_PIECE_OTHER = 0, CORE_PIECE_FWD, CORE_PIECE_BWD, CORE_PIECE_GRAD, CORE_PIECE_FINALIZE, CORE_PIECE_N
+  CORE_PIECE_OTHER = 0,
+  CORE_PIECE_FWD,
+  CORE_PIECE_BWD,
+  CORE_PIECE_GRAD,
+  CORE_PIECE_FINALIZE,
+  CORE_PIECE_N
 };
 
 typedef struct core_piece {
   enum core_piece_kind kind;
-  int index;                   /* FWD/BWD: layer; GRAD: tensor (parameter order); else -1 */
-  char label[64];              /* OTHER: what it is; else "" */
+  int index;      /* FWD/BWD: layer; GRAD: tensor (parameter order); else -1 */
+  char label[64]; /* OTHER: what it is; else "" */
   double host_s, dev_s;
   double copy_host_s, copy_dev_s; /* GRAD: DDP's copy into the bucket, inside host_s/dev_s */
-  int classed;                 /* dev_class_s is known */
-  double dev_class_s[3];       /* dev_s of compute-, memory- and launch-bound kernels (CORE_DEV_*) */
-  int first_side, n_side;      /* into core_traced.side, in launch order */
-  int first_sync, n_sync;      /* into core_traced.syncs */
-  uint64_t waits;              /* bit k: its compute work waited for side stream k (1..63) */
+  int classed;                    /* dev_class_s is known */
+  double dev_class_s[3];          /* dev_s of compute-, memory- and launch-bound kernels (CORE_DEV_*) */
+  int first_side, n_side;         /* into core_traced.side, in launch order */
+  int first_sync, n_sync;         /* into core_traced.syncs */
+  uint64_t waits;                 /* bit k: its compute work waited for side stream k (1..63) */
 } core_piece;
 
 enum { CORE_DEV_COMPUTE = 0, CORE_DEV_MEMORY, CORE_DEV_LAUNCH };
 
 typedef struct core_side {
-  double at;                   /* share of the piece's host time before the launch */
-  int stream;                  /* 1..streams */
+  double at;  /* share of the piece's host time before the launch */
+  int stream; /* 1..streams */
   double dur_s;
-  int dep;                     /* stream it waited for: 0 compute, k side, -1 none */
-  int nccl;                    /* a communication kernel (measured, not rescaled) */
+  int dep;  /* stream it waited for: 0 compute, k side, -1 none */
+  int nccl; /* a communication kernel (measured, not rescaled) */
 } core_side;
 
 typedef struct core_sync {
   double at;
-  uint64_t streams;            /* bit 0: compute stream; bit k: side stream k */
+  uint64_t streams; /* bit 0: compute stream; bit k: side stream k */
 } core_sync;
 
 typedef struct core_traced {
-  int line;                    /* where the model file's traced group starts; 0 unknown */
+  int line; /* where the model file's traced group starts; 0 unknown */
   char device[128];
   char backend[16];
   int world_size, rank;
-  int host_devices;            /* GPUs the traced host listed (deviceProperties); 0 unknown */
-  double device_memory_GB;     /* the traced GPU's memory; 0 unknown */
-  int ddp;                     /* DDP ran: its bucket allreduces are simulated; without it the job's
+  int host_devices;        /* GPUs the traced host listed (deviceProperties); 0 unknown */
+  double device_memory_GB; /* the traced GPU's memory; 0 unknown */
+  int ddp;                 /* DDP ran: its bucket allreduces are simulated; without it the job's
                                 * communication is only its measured side work */
   int steps;
   double step_s, step_min_s, step_max_s;
   double overlap_slowdown;
   double launch_host_s;
   int streams;
-  enum core_prec precision;    /* of the compute-bound kernels (fp32 when unknown) */
+  enum core_prec precision;           /* of the compute-bound kernels (fp32 when unknown) */
   double peak_flops, peak_memory_Bps; /* the traced GPU's roofs at that precision; 0 unknown */
   char roofs_from[256];
-  int classed;                 /* every piece's device time is split by class */
+  int classed; /* every piece's device time is split by class */
   int n_pieces, n_side, n_syncs, n_buckets;
   core_piece *pieces;
   core_side *side;
@@ -128,6 +133,5 @@ int core_traced_parse(const config_setting_t *g, int n_layers, int n_tensors, co
 void core_traced_free(core_traced *t);
 /* Add the `traced` group for t under parent (a model group). */
 int core_traced_write(const core_traced *t, config_setting_t *parent);
-
 
 #endif

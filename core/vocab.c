@@ -43,8 +43,10 @@ int core_compression_parse(const char *s, core_compression *out) {
   errno = 0;
   long v = (*r >= '0' && *r <= '9') ? strtol(r, &end, 10) : -1;
   if (v < 1 || errno || *end || v > CORE_POWERSGD_MAX_RANK)
-    return core_err_set(CORE_EINVAL, "compression '%s': the PowerSGD rank must be a whole number from 1 to %d "
-                        "(PyTorch's matrix_approximation_rank; 1 to 4 is usual)", s, CORE_POWERSGD_MAX_RANK);
+    return core_err_set(CORE_EINVAL,
+        "compression '%s': the PowerSGD rank must be a whole number from 1 to %d "
+        "(PyTorch's matrix_approximation_rank; 1 to 4 is usual)",
+        s, CORE_POWERSGD_MAX_RANK);
   out->kind = CORE_COMPRESS_POWERSGD;
   out->rank = (int)v;
   return 0;

@@ -18,8 +18,19 @@ static const char MAGIC[8] = {'D', 'D', 'P', 'S', 'I', 'M', 'C', 'K'};
 
 /* Offsets in the header (version 2; version 1 has its header CRC at 72). */
 enum {
-  H_MAGIC = 0, H_VERSION = 8, H_HBYTES = 12, H_PBYTES = 16, H_STEP = 24, H_EPOCH = 32,
-  H_POS = 40, H_NPARAMS = 48, H_HASH = 56, H_MOM = 64, H_PCRC = 68, H_TIME = 72, H_HCRC = 80,
+  H_MAGIC = 0,
+  H_VERSION = 8,
+  H_HBYTES = 12,
+  H_PBYTES = 16,
+  H_STEP = 24,
+  H_EPOCH = 32,
+  H_POS = 40,
+  H_NPARAMS = 48,
+  H_HASH = 56,
+  H_MOM = 64,
+  H_PCRC = 68,
+  H_TIME = 72,
+  H_HCRC = 80,
   H_HCRC_V1 = 72
 };
 
@@ -95,8 +106,8 @@ static int parse_header(const char *path, const unsigned char *h, const struct s
     if (h[i] != 0)
       return core_err_set(CORE_ECORRUPT, "%s: header padding byte %d is not zero (corrupt header)", path, i);
   if ((version != 1 && version != RT_CKPT_VERSION) || get32(h + H_HBYTES) != RT_CKPT_HEADER_BYTES)
-    return core_err_set(CORE_ECORRUPT, "%s: version %u, this ddpsim reads versions 1 to %d", path, version,
-                        RT_CKPT_VERSION);
+    return core_err_set(
+        CORE_ECORRUPT, "%s: version %u, this ddpsim reads versions 1 to %d", path, version, RT_CKPT_VERSION);
   out->step = (int64_t)get64(h + H_STEP);
   out->epoch = (int64_t)get64(h + H_EPOCH);
   out->pos = (int64_t)get64(h + H_POS);
@@ -132,7 +143,7 @@ static int read_header(FILE *f, const char *path, const struct stat *st, header 
   unsigned char b[RT_CKPT_HEADER_BYTES];
   if (fread(b, 1, sizeof b, f) != sizeof b)
     return core_err_set(CORE_ECORRUPT, "%s: truncated header (%lld bytes, need %d)", path, (long long)st->st_size,
-                        RT_CKPT_HEADER_BYTES);
+        RT_CKPT_HEADER_BYTES);
   return parse_header(path, b, st, h);
 }
 
@@ -251,8 +262,8 @@ static void make_header(const core_model *m, const rt_ckpt *c, unsigned char h[R
   put64(h + H_NPARAMS, (uint64_t)c->n_params);
   put64(h + H_HASH, rt_ckpt_model_hash(m));
   put32(h + H_MOM, (uint32_t)c->has_momentum);
-  uint32_t pcrc = crc_floats(crc_floats((uint32_t)crc32(0, Z_NULL, 0), c->params, c->n_params),
-                             c->momentum, c->n_params);
+  uint32_t pcrc =
+      crc_floats(crc_floats((uint32_t)crc32(0, Z_NULL, 0), c->params, c->n_params), c->momentum, c->n_params);
   put32(h + H_PCRC, pcrc);
   put64(h + H_TIME, (uint64_t)now_ns());
   put32(h + H_HCRC, (uint32_t)crc32(0, h, H_HCRC));
@@ -305,12 +316,14 @@ int rt_ckpt_write(const char *dir, const core_model *m, const rt_ckpt *c, int ke
 
 static int check_fits(const char *path, const header *h, const struct stat *st, const core_model *m) {
   if (h->n_params != m->n_params || h->hash != rt_ckpt_model_hash(m))
-    return core_err_set(CORE_ECORRUPT, "%s: written for a model with %lld parameters of another shape, not '%s' (%lld parameters); use the checkpoint directory of this model",
-                        path, (long long)h->n_params, m->name, (long long)m->n_params);
+    return core_err_set(CORE_ECORRUPT,
+        "%s: written for a model with %lld parameters of another shape, not '%s' (%lld parameters); use the checkpoint "
+        "directory of this model",
+        path, (long long)h->n_params, m->name, (long long)m->n_params);
   if (h->pbytes != 2ull * (uint64_t)h->n_params * sizeof(float) ||
       (uint64_t)st->st_size != RT_CKPT_HEADER_BYTES + h->pbytes)
     return core_err_set(CORE_ECORRUPT, "%s: %lld bytes on disk, the header promises %llu (truncated?)", path,
-                        (long long)st->st_size, (unsigned long long)(RT_CKPT_HEADER_BYTES + h->pbytes));
+        (long long)st->st_size, (unsigned long long)(RT_CKPT_HEADER_BYTES + h->pbytes));
   return 0;
 }
 
@@ -355,16 +368,16 @@ int rt_ckpt_read(const char *path, const core_model *m, rt_ckpt *c) {
   return rc;
 }
 
-int rt_ckpt_load_latest(const char *dir, const core_model *m, rt_ckpt *c, char *path_used,
-                        size_t n) {
+int rt_ckpt_load_latest(const char *dir, const core_model *m, rt_ckpt *c, char *path_used, size_t n) {
   entry *es;
   int count, rc = rt_ckpt_sweep(dir);
   if (rc || (rc = list_ckpts(dir, 1, &es, &count)) != 0)
     return rc;
   for (int i = 0; i < count; i++)
     if (!entry_genuine(&es[i]))
-      fprintf(stderr, "ddpsim: checkpoint '%s/%s' holds step %lld, not the step its name says (a copy?): it counts as step %lld\n",
-              dir, es[i].name, (long long)es[i].h.step, (long long)es[i].h.step);
+      fprintf(stderr,
+          "ddpsim: checkpoint '%s/%s' holds step %lld, not the step its name says (a copy?): it counts as step %lld\n",
+          dir, es[i].name, (long long)es[i].h.step, (long long)es[i].h.step);
   for (int i = 0; i < count; i++) {
     char path[4400];
     snprintf(path, sizeof path, "%s/%s", dir, es[i].name);
@@ -376,6 +389,6 @@ int rt_ckpt_load_latest(const char *dir, const core_model *m, rt_ckpt *c, char *
     fprintf(stderr, "ddpsim: skipping checkpoint: %s\n", core_err_msg());
   }
   free(es);
-  return core_err_set(CORE_EINVAL, "no valid checkpoint in '%s'%s", dir,
-                      count ? " (all were rejected; see above)" : "");
+  return core_err_set(
+      CORE_EINVAL, "no valid checkpoint in '%s'%s", dir, count ? " (all were rejected; see above)" : "");
 }

@@ -33,13 +33,13 @@
 #define RT_CKPT_HEADER_BYTES 96
 
 typedef struct rt_ckpt {
-  int64_t step;        /* steps completed */
-  int64_t epoch, pos;  /* sampler position for the next batch */
+  int64_t step;       /* steps completed */
+  int64_t epoch, pos; /* sampler position for the next batch */
   int64_t n_params;
   int has_momentum;
-  float *params;       /* n_params */
-  float *momentum;     /* n_params */
-  int64_t written_ns;  /* read: when it was written (ns since the Unix epoch); ignored by write */
+  float *params;      /* n_params */
+  float *momentum;    /* n_params */
+  int64_t written_ns; /* read: when it was written (ns since the Unix epoch); ignored by write */
 } rt_ckpt;
 
 /* Hash of the model's tensor shapes: a checkpoint only loads into the model
@@ -54,8 +54,7 @@ int rt_ckpt_read(const char *path, const core_model *m, rt_ckpt *c);
 /* Load the newest valid checkpoint of dir into c; CORE_EINVAL with a message
  * if there is none (path_used gets the file name). Rejected files, strays
  * and non-regular files are reported on stderr with the reason. */
-int rt_ckpt_load_latest(const char *dir, const core_model *m, rt_ckpt *c, char *path_used,
-                        size_t n);
+int rt_ckpt_load_latest(const char *dir, const core_model *m, rt_ckpt *c, char *path_used, size_t n);
 
 /* Remove the temp files that writers killed mid-write left in dir; each is
  * reported on stderr. Done by rt_ckpt_write and rt_ckpt_load_latest too. */

@@ -24,22 +24,18 @@ int rt_dtype_parse(const char *s, enum rt_dtype *out) {
   static const struct {
     const char *name;
     enum rt_dtype t;
-  } aliases[] = {{"fp32", RT_FP32},    {"float32", RT_FP32}, {"float", RT_FP32},
-                 {"fp16", RT_FP16},    {"float16", RT_FP16}, {"half", RT_FP16},
-                 {"bf16", RT_BF16},    {"bfloat16", RT_BF16}};
+  } aliases[] = {{"fp32", RT_FP32}, {"float32", RT_FP32}, {"float", RT_FP32}, {"fp16", RT_FP16}, {"float16", RT_FP16},
+      {"half", RT_FP16}, {"bf16", RT_BF16}, {"bfloat16", RT_BF16}};
   for (size_t i = 0; s && i < sizeof aliases / sizeof aliases[0]; i++) {
     if (strcmp(s, aliases[i].name) == 0) {
       *out = aliases[i].t;
       return 0;
     }
   }
-  return core_err_set(CORE_EINVAL, "unknown dtype '%s': use fp32, fp16 or bf16",
-                      s ? s : "(null)");
+  return core_err_set(CORE_EINVAL, "unknown dtype '%s': use fp32, fp16 or bf16", s ? s : "(null)");
 }
 
-const char *rt_algo_name(enum rt_algo a) {
-  return (unsigned)a < RT_N_ALGOS ? algo_names[a] : "unknown";
-}
+const char *rt_algo_name(enum rt_algo a) { return (unsigned)a < RT_N_ALGOS ? algo_names[a] : "unknown"; }
 
 int rt_algo_parse(const char *s, enum rt_algo *out) {
   for (int i = 0; s && i < RT_N_ALGOS; i++) {
@@ -48,7 +44,8 @@ int rt_algo_parse(const char *s, enum rt_algo *out) {
       return 0;
     }
   }
-  return core_err_set(CORE_EINVAL, "unknown allreduce algorithm '%s': use default, ring, "
-                                   "ring_chunked, halving_doubling, bcube or tree",
-                      s ? s : "(null)");
+  return core_err_set(CORE_EINVAL,
+      "unknown allreduce algorithm '%s': use default, ring, "
+      "ring_chunked, halving_doubling, bcube or tree",
+      s ? s : "(null)");
 }

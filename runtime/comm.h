@@ -49,8 +49,7 @@ typedef struct rt_comm_ops {
   /* recv holds count * size elements; rank r's send lands at r * count. */
   int (*allgather)(rt_comm *c, const void *send, void *recv, size_t count, enum rt_dtype t);
   /* send holds recvcount * size elements; sum of block r lands in rank r's recv. */
-  int (*reduce_scatter)(rt_comm *c, const void *send, void *recv, size_t recvcount,
-                        enum rt_dtype t);
+  int (*reduce_scatter)(rt_comm *c, const void *send, void *recv, size_t recvcount, enum rt_dtype t);
   int (*broadcast)(rt_comm *c, void *buf, size_t count, enum rt_dtype t, int root);
   int (*barrier)(rt_comm *c);
   void (*destroy)(rt_comm *c);

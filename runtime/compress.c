@@ -154,29 +154,28 @@ int rt_compress_to_half(enum rt_dtype t, const float *in, uint16_t *out, int64_t
  * per bucket so that the two threads never share one. */
 typedef struct bucket_state {
   int n_comp, n_unc;
-  int *comp, *unc;                    /* tensor indices, in bucket order */
+  int *comp, *unc; /* tensor indices, in bucket order */
   int64_t unc_elems, p_elems, q_elems;
-  float *q;                           /* all Q of the bucket, kept for warm start */
-  float *err;                         /* error feedback, bucket_elems */
+  float *q;   /* all Q of the bucket, kept for warm start */
+  float *err; /* error feedback, bucket_elems */
   int have_q, have_err;
-  uint16_t *half;                     /* fp16/bf16: the bucket cast down */
-  float *p;                           /* PowerSGD: all P of the bucket */
-  float *unc_buf;                     /* PowerSGD: its uncompressed tensors, together */
-  float *input;                       /* PowerSGD: the input after error feedback */
-  long prepared;                      /* step prepared and not yet finished, else -1 */
+  uint16_t *half; /* fp16/bf16: the bucket cast down */
+  float *p;       /* PowerSGD: all P of the bucket */
+  float *unc_buf; /* PowerSGD: its uncompressed tensors, together */
+  float *input;   /* PowerSGD: the input after error feedback */
+  long prepared;  /* step prepared and not yet finished, else -1 */
 } bucket_state;
 
 struct rt_compressor {
   rt_compress_opts o;
   const core_model *m;
   const core_buckets *bk;
-  int *tensor_rank;      /* [n_tensors] PowerSGD rank, 0 = uncompressed */
+  int *tensor_rank; /* [n_tensors] PowerSGD rank, 0 = uncompressed */
   int64_t max_bucket;
-  bucket_state *bs;      /* [n_buckets] */
-  double *work[2];       /* orthogonalization scratch: prepare's, finish's */
+  bucket_state *bs; /* [n_buckets] */
+  double *work[2];  /* orthogonalization scratch: prepare's, finish's */
   rt_compress_rng *state_rng, *fill_rng;
 };
-
 
 int rt_compress_tensor_rank(const rt_compressor *c, int t) {
   if (!c || !c->tensor_rank || t < 0 || t >= c->m->n_tensors)
@@ -223,12 +222,12 @@ static int check_opts(const rt_compress_opts *o) {
   if (o->rank < 1)
     return core_err_set(CORE_EINVAL, "PowerSGD rank %d: it must be at least 1", o->rank);
   if (o->start_iter < 0)
-    return core_err_set(CORE_EINVAL, "PowerSGD start step %ld: it must be 0 or more",
-                        o->start_iter);
+    return core_err_set(CORE_EINVAL, "PowerSGD start step %ld: it must be 0 or more", o->start_iter);
   if (!(o->min_rate >= 0) || !isfinite(o->min_rate))
-    return core_err_set(CORE_EINVAL, "PowerSGD minimum compression rate %g: it must be a finite "
-                                     "number >= 0 (PyTorch's default is 2)",
-                        o->min_rate);
+    return core_err_set(CORE_EINVAL,
+        "PowerSGD minimum compression rate %g: it must be a finite "
+        "number >= 0 (PyTorch's default is 2)",
+        o->min_rate);
   return 0;
 }
 
@@ -243,9 +242,10 @@ static int plan_powersgd(rt_compressor *c) {
   for (int t = 0; t < m->n_tensors; t++) {
     int64_t n = m->tensor_rows[t], el = m->tensor_elems[t];
     if (n < 1 || el % n != 0 || n > INT_MAX || el / n > INT_MAX)
-      return core_err_set(CORE_EINVAL, "PowerSGD on model %s: tensor %d has %lld elements and "
-                                       "first dimension %lld, not a matrix it can view",
-                          m->name, t, (long long)el, (long long)n);
+      return core_err_set(CORE_EINVAL,
+          "PowerSGD on model %s: tensor %d has %lld elements and "
+          "first dimension %lld, not a matrix it can view",
+          m->name, t, (long long)el, (long long)n);
     int r;
     if (rt_compress_should(n, el / n, c->o.rank, c->o.min_rate, &r))
       c->tensor_rank[t] = r;
@@ -279,12 +279,13 @@ static int plan_powersgd(rt_compressor *c) {
         (s->p_elems && !(s->p = malloc(sizeof *s->p * (size_t)s->p_elems))) ||
         (s->unc_elems && !(s->unc_buf = malloc(sizeof *s->unc_buf * (size_t)s->unc_elems))) ||
         (ef && !(s->err = malloc(sizeof *s->err * el))) || (ef && !(s->input = malloc(sizeof *s->input * el))))
-      return core_err_set(CORE_ENOMEM, "out of memory for PowerSGD's state of bucket %d "
-                                       "(%lld elements)",
-                          b, (long long)bk->bucket_elems[b]);
+      return core_err_set(CORE_ENOMEM,
+          "out of memory for PowerSGD's state of bucket %d "
+          "(%lld elements)",
+          b, (long long)bk->bucket_elems[b]);
   }
-  if (max_work && (!(c->work[0] = malloc(sizeof *c->work[0] * max_work)) ||
-                   !(c->work[1] = malloc(sizeof *c->work[1] * max_work))))
+  if (max_work &&
+      (!(c->work[0] = malloc(sizeof *c->work[0] * max_work)) || !(c->work[1] = malloc(sizeof *c->work[1] * max_work))))
     return core_err_set(CORE_ENOMEM, "out of memory for PowerSGD's scratch buffers");
   int rc = rt_compress_rng_create(c->o.seed, &c->state_rng);
   if (rc == 0)
@@ -292,8 +293,7 @@ static int plan_powersgd(rt_compressor *c) {
   return rc;
 }
 
-int rt_compress_create(const rt_compress_opts *o, const core_model *m, const core_buckets *bk,
-                       rt_compressor **out) {
+int rt_compress_create(const rt_compress_opts *o, const core_model *m, const core_buckets *bk, rt_compressor **out) {
   if (!out)
     return core_err_set(CORE_EINVAL, "rt_compress_create: no output pointer");
   *out = NULL;
@@ -303,8 +303,8 @@ int rt_compress_create(const rt_compress_opts *o, const core_model *m, const cor
   if (rc)
     return rc;
   if (bk->n_tensors != m->n_tensors)
-    return core_err_set(CORE_EINVAL, "compression: the buckets hold %d tensors but model %s has %d",
-                        bk->n_tensors, m->name, m->n_tensors);
+    return core_err_set(CORE_EINVAL, "compression: the buckets hold %d tensors but model %s has %d", bk->n_tensors,
+        m->name, m->n_tensors);
   if (bk->n_buckets <= 0)
     return core_err_set(CORE_EINVAL, "compression: model %s has no gradient buckets", m->name);
   rt_compressor *c = calloc(1, sizeof *c);
@@ -326,7 +326,7 @@ int rt_compress_create(const rt_compress_opts *o, const core_model *m, const cor
     for (int b = 0; b < bk->n_buckets; b++)
       if (bk->bucket_elems[b] && !(c->bs[b].half = malloc(sizeof *c->bs[b].half * (size_t)bk->bucket_elems[b]))) {
         rc = core_err_set(CORE_ENOMEM, "out of memory for the %s hook's buffer of bucket %d (%lld elements)",
-                          core_compress_kind_name(o->kind), b, (long long)bk->bucket_elems[b]);
+            core_compress_kind_name(o->kind), b, (long long)bk->bucket_elems[b]);
         goto fail_free;
       }
   } else if (o->kind == CORE_COMPRESS_POWERSGD) {
@@ -361,8 +361,7 @@ static int reduce(const call *k, void *buf, int64_t n, enum rt_dtype t, enum rt_
     if (k->c->o.kind == CORE_COMPRESS_NONE)
       return rc; /* the plain allreduce keeps the backend's message */
     return core_err_wrap(rc, "%s hook, bucket %d, allreduce of %s (%lld %s elements)",
-                         core_compress_kind_name(k->c->o.kind), k->b, phase_names[ph], (long long)n,
-                         rt_dtype_name(t));
+        core_compress_kind_name(k->c->o.kind), k->b, phase_names[ph], (long long)n, rt_dtype_name(t));
   }
   k->st->bytes[ph] += n * (int64_t)rt_dtype_size(t);
   k->st->allreduces[ph]++;
@@ -583,21 +582,18 @@ int rt_compress_prepare(rt_compressor *c, int b, float *buf, long step, rt_compr
     return rc;
   bucket_state *s = &c->bs[b];
   if (s->prepared >= 0)
-    return core_err_set(CORE_EINVAL, "rt_compress_prepare: bucket %d was prepared for step %ld and not finished",
-                        b, s->prepared);
+    return core_err_set(
+        CORE_EINVAL, "rt_compress_prepare: bucket %d was prepared for step %ld and not finished", b, s->prepared);
   int64_t n = c->bk->bucket_elems[b];
   call k = {.c = c, .b = b, .st = st};
   switch (c->o.kind) {
   case CORE_COMPRESS_FP16:
-  case CORE_COMPRESS_BF16:
-    half_prepare(&k, buf, n);
-    break;
+  case CORE_COMPRESS_BF16: half_prepare(&k, buf, n); break;
   case CORE_COMPRESS_POWERSGD:
     if (step >= c->o.start_iter && (rc = powersgd_prepare(&k, buf, n)) != 0)
       return rc;
     break;
-  default:
-    break;
+  default: break;
   }
   s->prepared = step;
   return 0;
@@ -623,21 +619,18 @@ int rt_compress_finish(rt_compressor *c, rt_comm *comm, int b, float *buf, long 
   st->buckets++;
   switch (c->o.kind) {
   case CORE_COMPRESS_FP16:
-  case CORE_COMPRESS_BF16:
-    return half_finish(&k, buf, n);
+  case CORE_COMPRESS_BF16: return half_finish(&k, buf, n);
   case CORE_COMPRESS_POWERSGD:
     if (step >= c->o.start_iter)
       return powersgd_finish(&k, buf, n);
     /* The vanilla phase: default._allreduce_fut. */
     st->vanilla++;
     return reduce(&k, buf, n, RT_FP32, RT_PHASE_BUCKET);
-  default:
-    return reduce(&k, buf, n, RT_FP32, RT_PHASE_BUCKET);
+  default: return reduce(&k, buf, n, RT_FP32, RT_PHASE_BUCKET);
   }
 }
 
-int rt_compress_bucket(rt_compressor *c, rt_comm *comm, int b, float *buf, long step,
-                       rt_compress_stats *st) {
+int rt_compress_bucket(rt_compressor *c, rt_comm *comm, int b, float *buf, long step, rt_compress_stats *st) {
   rt_compress_stats local;
   if (!st) {
     memset(&local, 0, sizeof local);

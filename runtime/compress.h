@@ -57,23 +57,22 @@
 #include "core/model.h"
 #include "core/vocab.h"
 
-
 /* PowerSGDState's defaults (torch/distributed/algorithms/ddp_comm_hooks/
  * powerSGD_hook.py, PowerSGDState.__init__). */
-#define RT_POWERSGD_DEFAULT_RANK 1        /* matrix_approximation_rank */
-#define RT_POWERSGD_DEFAULT_START 1000    /* start_powerSGD_iter */
-#define RT_POWERSGD_DEFAULT_MIN_RATE 2.0  /* min_compression_rate */
-#define RT_POWERSGD_DEFAULT_SEED 0        /* random_seed */
+#define RT_POWERSGD_DEFAULT_RANK 1       /* matrix_approximation_rank */
+#define RT_POWERSGD_DEFAULT_START 1000   /* start_powerSGD_iter */
+#define RT_POWERSGD_DEFAULT_MIN_RATE 2.0 /* min_compression_rate */
+#define RT_POWERSGD_DEFAULT_SEED 0       /* random_seed */
 
 typedef struct rt_compress_opts {
   enum core_compress kind;
   /* PowerSGD only: */
-  int rank;              /* matrix_approximation_rank R >= 1 */
-  long start_iter;       /* steps < start_iter run the vanilla allreduce */
-  double min_rate;       /* min_compression_rate >= 0 */
-  int error_feedback;    /* use_error_feedback */
-  int warm_start;        /* warm_start: reuse Q from the previous step */
-  uint64_t seed;         /* random_seed */
+  int rank;           /* matrix_approximation_rank R >= 1 */
+  long start_iter;    /* steps < start_iter run the vanilla allreduce */
+  double min_rate;    /* min_compression_rate >= 0 */
+  int error_feedback; /* use_error_feedback */
+  int warm_start;     /* warm_start: reuse Q from the previous step */
+  uint64_t seed;      /* random_seed */
   /* Every allreduce of the hook uses this algorithm (bf16 on Gloo: default
    * only). */
   enum rt_algo algo;
@@ -112,13 +111,13 @@ enum rt_compress_phase {
 typedef struct rt_compress_stats {
   int64_t bytes[RT_COMPRESS_N_PHASES];
   int64_t allreduces[RT_COMPRESS_N_PHASES];
-  int64_t buckets;         /* hook calls */
-  int64_t vanilla;         /* of which PowerSGD's vanilla phase */
-  double comm_s;           /* inside allreduces */
-  double cast_s;           /* fp32 <-> fp16/bf16 */
-  double gemm_s;           /* P = M Q, Q = M^T P, M = P Q^T (CBLAS) */
-  double ortho_s;          /* QR of every P and warm-started Q (GSL), random Q */
-  double copy_s;           /* error feedback, gathering uncompressed tensors */
+  int64_t buckets; /* hook calls */
+  int64_t vanilla; /* of which PowerSGD's vanilla phase */
+  double comm_s;   /* inside allreduces */
+  double cast_s;   /* fp32 <-> fp16/bf16 */
+  double gemm_s;   /* P = M Q, Q = M^T P, M = P Q^T (CBLAS) */
+  double ortho_s;  /* QR of every P and warm-started Q (GSL), random Q */
+  double copy_s;   /* error feedback, gathering uncompressed tensors */
 } rt_compress_stats;
 
 void rt_compress_stats_add(rt_compress_stats *dst, const rt_compress_stats *src);
@@ -131,8 +130,7 @@ typedef struct rt_compressor rt_compressor;
 /* A compressor for model m whose gradients are packed into buckets bk
  * (both must outlive it). PowerSGD needs every tensor's shape
  * (m->tensor_rows) and preallocates its P, Q, error and scratch buffers. */
-int rt_compress_create(const rt_compress_opts *o, const core_model *m, const core_buckets *bk,
-                       rt_compressor **out);
+int rt_compress_create(const rt_compress_opts *o, const core_model *m, const core_buckets *bk, rt_compressor **out);
 void rt_compress_free(rt_compressor *c);
 
 /* Run the hook on bucket b: buf holds bk->bucket_elems[b] fp32 gradients,
@@ -151,8 +149,7 @@ void rt_compress_free(rt_compressor *c);
  * that follows them). Prepare and finish of one bucket alternate, and may
  * run on two threads, each in bucket order, while other buckets are in the
  * other stage: each bucket has buffers of its own. */
-int rt_compress_bucket(rt_compressor *c, rt_comm *comm, int b, float *buf, long step,
-                       rt_compress_stats *st);
+int rt_compress_bucket(rt_compressor *c, rt_comm *comm, int b, float *buf, long step, rt_compress_stats *st);
 int rt_compress_prepare(rt_compressor *c, int b, float *buf, long step, rt_compress_stats *st);
 int rt_compress_finish(rt_compressor *c, rt_comm *comm, int b, float *buf, long step, rt_compress_stats *st);
 

@@ -17,9 +17,10 @@ size_t rt_compress_ortho_work(int rows, int cols) {
 
 int rt_compress_orthogonalize(float *a, int rows, int cols, double *work) {
   if (!a || !work || rows < 1 || cols < 1 || cols > rows)
-    return core_err_set(CORE_EINVAL, "orthogonalizing a %d x %d matrix: need 1 <= cols <= rows "
-                                     "and a buffer (a bug in the PowerSGD hook)",
-                        rows, cols);
+    return core_err_set(CORE_EINVAL,
+        "orthogonalizing a %d x %d matrix: need 1 <= cols <= rows "
+        "and a buffer (a bug in the PowerSGD hook)",
+        rows, cols);
   const size_t rc = (size_t)rows * (size_t)cols;
   gsl_matrix_view A = gsl_matrix_view_array(work, (size_t)rows, (size_t)cols);
   gsl_matrix_view Q = gsl_matrix_view_array(work + rc, (size_t)rows, (size_t)cols);
@@ -37,8 +38,7 @@ int rt_compress_orthogonalize(float *a, int rows, int cols, double *work) {
     g = gsl_linalg_QR_Qvec(&A.matrix, &tau.vector, &col.vector);
   }
   if (g != 0)
-    return core_err_set(CORE_EINTERNAL, "QR decomposition of a %d x %d matrix failed: %s",
-                        rows, cols, gsl_strerror(g));
+    return core_err_set(CORE_EINTERNAL, "QR decomposition of a %d x %d matrix failed: %s", rows, cols, gsl_strerror(g));
   const double *q = work + rc;
   for (size_t i = 0; i < rc; i++)
     a[i] = (float)q[i];
@@ -70,9 +70,7 @@ void rt_compress_rng_free(rt_compress_rng *r) {
   free(r);
 }
 
-void rt_compress_rng_reseed(rt_compress_rng *r, uint64_t seed) {
-  gsl_rng_set(r->g, (unsigned long)seed);
-}
+void rt_compress_rng_reseed(rt_compress_rng *r, uint64_t seed) { gsl_rng_set(r->g, (unsigned long)seed); }
 
 uint64_t rt_compress_rng_draw_seed(rt_compress_rng *r) {
   /* numpy's randint(1_000_000_000): PowerSGDState draws a seed this size. */

@@ -80,9 +80,7 @@ static void load_cublas(void) {
   settle(&cublas_state, rc);
 }
 
-static int result(once_state *s) {
-  return s->rc ? core_err_set(s->rc, "%s", s->msg) : 0;
-}
+static int result(once_state *s) { return s->rc ? core_err_set(s->rc, "%s", s->msg) : 0; }
 
 int rt_cudart_load(const rt_cudart **api) {
   pthread_once(&cudart_state.once, load_cudart);
@@ -96,6 +94,4 @@ int rt_cublas_load(const rt_cublas **api) {
   return result(&cublas_state);
 }
 
-const rt_cudart *rt_cudart_loaded(void) {
-  return atomic_load(&cudart_state.ok) ? &cudart : NULL;
-}
+const rt_cudart *rt_cudart_loaded(void) { return atomic_load(&cudart_state.ok) ? &cudart : NULL; }

@@ -21,42 +21,42 @@
 
 /* Every CUDA runtime function called through rt_cudart (cudaLaunchHostFunc
  * for the tests' stalled streams). */
-#define RT_CUDART_FUNCS(X)                                                                     \
-  X(cudaDeviceGetPCIBusId)                                                                     \
-  X(cudaDeviceSynchronize)                                                                     \
-  X(cudaDriverGetVersion)                                                                      \
-  X(cudaEventCreate)                                                                           \
-  X(cudaEventDestroy)                                                                          \
-  X(cudaEventElapsedTime)                                                                      \
-  X(cudaEventRecord)                                                                           \
-  X(cudaEventSynchronize)                                                                      \
-  X(cudaFree)                                                                                  \
-  X(cudaFreeHost)                                                                              \
-  X(cudaGetDevice)                                                                             \
-  X(cudaGetDeviceCount)                                                                        \
-  X(cudaGetDeviceProperties)                                                                   \
-  X(cudaGetErrorName)                                                                          \
-  X(cudaGetErrorString)                                                                        \
-  X(cudaGetLastError)                                                                          \
-  X(cudaLaunchHostFunc)                                                                        \
-  X(cudaMalloc)                                                                                \
-  X(cudaMallocHost)                                                                            \
-  X(cudaMemGetInfo)                                                                            \
-  X(cudaMemcpy)                                                                                \
-  X(cudaMemcpyAsync)                                                                           \
-  X(cudaMemset)                                                                                \
-  X(cudaRuntimeGetVersion)                                                                     \
-  X(cudaSetDevice)                                                                             \
-  X(cudaStreamCreateWithFlags)                                                                 \
-  X(cudaStreamDestroy)                                                                         \
+#define RT_CUDART_FUNCS(X)                                                                                             \
+  X(cudaDeviceGetPCIBusId)                                                                                             \
+  X(cudaDeviceSynchronize)                                                                                             \
+  X(cudaDriverGetVersion)                                                                                              \
+  X(cudaEventCreate)                                                                                                   \
+  X(cudaEventDestroy)                                                                                                  \
+  X(cudaEventElapsedTime)                                                                                              \
+  X(cudaEventRecord)                                                                                                   \
+  X(cudaEventSynchronize)                                                                                              \
+  X(cudaFree)                                                                                                          \
+  X(cudaFreeHost)                                                                                                      \
+  X(cudaGetDevice)                                                                                                     \
+  X(cudaGetDeviceCount)                                                                                                \
+  X(cudaGetDeviceProperties)                                                                                           \
+  X(cudaGetErrorName)                                                                                                  \
+  X(cudaGetErrorString)                                                                                                \
+  X(cudaGetLastError)                                                                                                  \
+  X(cudaLaunchHostFunc)                                                                                                \
+  X(cudaMalloc)                                                                                                        \
+  X(cudaMallocHost)                                                                                                    \
+  X(cudaMemGetInfo)                                                                                                    \
+  X(cudaMemcpy)                                                                                                        \
+  X(cudaMemcpyAsync)                                                                                                   \
+  X(cudaMemset)                                                                                                        \
+  X(cudaRuntimeGetVersion)                                                                                             \
+  X(cudaSetDevice)                                                                                                     \
+  X(cudaStreamCreateWithFlags)                                                                                         \
+  X(cudaStreamDestroy)                                                                                                 \
   X(cudaStreamQuery)
 
-#define RT_CUBLAS_FUNCS(X)                                                                     \
-  X(cublasCreate)                                                                              \
-  X(cublasDestroy)                                                                             \
-  X(cublasGemmEx)                                                                              \
-  X(cublasGetProperty)                                                                         \
-  X(cublasGetStatusName)                                                                       \
+#define RT_CUBLAS_FUNCS(X)                                                                                             \
+  X(cublasCreate)                                                                                                      \
+  X(cublasDestroy)                                                                                                     \
+  X(cublasGemmEx)                                                                                                      \
+  X(cublasGetProperty)                                                                                                 \
+  X(cublasGetStatusName)                                                                                               \
   X(cublasGetStatusString)
 
 typedef struct rt_cudart {

@@ -56,7 +56,7 @@ int rt_data_epoch_indices(const rt_data *d, int64_t epoch, int rank, int64_t *ou
 int rt_data_seek(rt_data *d, int64_t epoch, int64_t pos) {
   if (epoch < 0 || pos < 0 || pos > d->num_samples)
     return core_err_set(CORE_ECORRUPT, "sampler position epoch %lld, index %lld is out of range (%lld per epoch)",
-                        (long long)epoch, (long long)pos, (long long)d->num_samples);
+        (long long)epoch, (long long)pos, (long long)d->num_samples);
   int rc = rt_data_epoch_indices(d, epoch, d->rank, d->shard);
   if (rc)
     return rc;
@@ -65,11 +65,10 @@ int rt_data_seek(rt_data *d, int64_t epoch, int64_t pos) {
   return 0;
 }
 
-int rt_data_create(int64_t size, int in, int out, uint64_t seed, int rank, int world, int shuffle,
-                   rt_data **res) {
+int rt_data_create(int64_t size, int in, int out, uint64_t seed, int rank, int world, int shuffle, rt_data **res) {
   if (size < 1 || world < 1 || rank < 0 || rank >= world || in < 1 || out < 1)
-    return core_err_set(CORE_EINVAL, "dataset of %lld samples for rank %d of %d: sizes must be positive",
-                        (long long)size, rank, world);
+    return core_err_set(
+        CORE_EINVAL, "dataset of %lld samples for rank %d of %d: sizes must be positive", (long long)size, rank, world);
   rt_data *d = calloc(1, sizeof *d);
   if (!d)
     return core_err_set(CORE_ENOMEM, "out of memory creating the dataset");
@@ -107,8 +106,9 @@ fail_free:
 
 int rt_data_next(rt_data *d, int batch, float *x, float *target) {
   if (batch > d->num_samples)
-    return core_err_set(CORE_EINVAL, "batch %d is larger than this rank's %lld samples per epoch; use a bigger --dataset or a smaller --batch",
-                        batch, (long long)d->num_samples);
+    return core_err_set(CORE_EINVAL,
+        "batch %d is larger than this rank's %lld samples per epoch; use a bigger --dataset or a smaller --batch",
+        batch, (long long)d->num_samples);
   if (d->pos + batch > d->num_samples) {
     int rc = rt_data_seek(d, d->epoch + 1, 0);
     if (rc)

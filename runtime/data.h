@@ -17,14 +17,14 @@
 #include <stdint.h>
 
 typedef struct rt_data {
-  int64_t size;         /* samples in the dataset */
+  int64_t size; /* samples in the dataset */
   int in, out;
   uint64_t seed;
   int rank, world, shuffle;
-  int64_t num_samples;  /* per rank per epoch: ceil(size / world) */
-  int64_t epoch, pos;   /* sampler position: next index is shard[pos] of epoch */
-  int64_t *shard;       /* this rank's indices for the current epoch */
-  float *teacher;       /* [out x in] */
+  int64_t num_samples; /* per rank per epoch: ceil(size / world) */
+  int64_t epoch, pos;  /* sampler position: next index is shard[pos] of epoch */
+  int64_t *shard;      /* this rank's indices for the current epoch */
+  float *teacher;      /* [out x in] */
 } rt_data;
 
 /* ddpsim train's dataset, and the seed of its data and initial parameters,
@@ -33,8 +33,7 @@ typedef struct rt_data {
 #define RT_DATA_DEFAULT_SIZE 65536
 #define RT_DATA_DEFAULT_SEED 1
 
-int rt_data_create(int64_t size, int in, int out, uint64_t seed, int rank, int world, int shuffle,
-                   rt_data **res);
+int rt_data_create(int64_t size, int in, int out, uint64_t seed, int rank, int world, int shuffle, rt_data **res);
 void rt_data_free(rt_data *d);
 
 /* Fill x [batch x in] and target [batch x out] with the next batch. */

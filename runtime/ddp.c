@@ -15,11 +15,11 @@ struct rt_ddp {
   rt_comm *comm;
   rt_ddp_opts o;
   core_buckets bk;
-  float **bucket_buf;      /* [n_buckets] flat bucket contents */
-  int *pending;            /* [n_buckets] tensors not yet copied in this step */
+  float **bucket_buf; /* [n_buckets] flat bucket contents */
+  int *pending;       /* [n_buckets] tensors not yet copied in this step */
   float *momentum;
   int has_momentum;
-  rt_compressor *hook;     /* the communication hook (none = plain allreduce) */
+  rt_compressor *hook;        /* the communication hook (none = plain allreduce) */
   rt_compress_stats *hook_st; /* [n_buckets] what it did this step */
 
   /* Communication thread: buckets [0, n_queued) are handed over, in order;
@@ -33,14 +33,13 @@ struct rt_ddp {
   double *coll_t0, *coll_t1; /* [n_buckets] per step */
 };
 
-__attribute__((noinline)) void rt_scale_copy(float *restrict dst, const float *restrict src, int64_t n,
-                                             float scale) {
+__attribute__((noinline)) void rt_scale_copy(float *restrict dst, const float *restrict src, int64_t n, float scale) {
   for (int64_t i = 0; i < n; i++)
     dst[i] = src[i] * scale;
 }
 
-__attribute__((noinline)) void rt_sgd_update(float *restrict p, float *restrict buf, const float *restrict g,
-                                             int64_t n, float lr, float keep) {
+__attribute__((noinline)) void rt_sgd_update(
+    float *restrict p, float *restrict buf, const float *restrict g, int64_t n, float lr, float keep) {
   if (!buf) {
     for (int64_t i = 0; i < n; i++)
       p[i] -= lr * g[i];
@@ -102,9 +101,12 @@ static void *comm_main(void *arg) {
 
 void rt_ddp_opts_default(rt_ddp_opts *o) {
   *o = (rt_ddp_opts){.bucket_cap_mb = CORE_BUCKET_DEFAULT_CAP_MB,
-                     .first_bucket_mb = (double)CORE_BUCKET_FIRST_BYTES / 1048576.0, .overlap = 1,
-                     .algo = RT_ALGO_DEFAULT, .lr = RT_DDP_DEFAULT_LR, .momentum = RT_DDP_DEFAULT_MOMENTUM,
-                     .fail_step = -1};
+      .first_bucket_mb = (double)CORE_BUCKET_FIRST_BYTES / 1048576.0,
+      .overlap = 1,
+      .algo = RT_ALGO_DEFAULT,
+      .lr = RT_DDP_DEFAULT_LR,
+      .momentum = RT_DDP_DEFAULT_MOMENTUM,
+      .fail_step = -1};
   rt_compress_opts_default(&o->compress);
 }
 
@@ -135,14 +137,15 @@ void rt_ddp_free(rt_ddp *d) {
   free(d);
 }
 
-int rt_ddp_create(const core_model *m, rt_comm *comm, int batch, const rt_ddp_opts *o,
-                  uint64_t seed, rt_ddp **out) {
+int rt_ddp_create(const core_model *m, rt_comm *comm, int batch, const rt_ddp_opts *o, uint64_t seed, rt_ddp **out) {
   /* Gloo's AllreduceRing sums the whole buffer in a different order on each
    * rank (rank r adds r, r-1, r-2, ...), so with more than 2 ranks the fp32
    * results differ in their last bits and the replicas would drift apart. */
   if (o->algo == RT_ALGO_RING && comm->size > 2 && strcmp(comm->ops->name, "gloo") == 0)
-    return core_err_set(CORE_EUNSUPPORTED, "DDP with Gloo's ring allreduce on %d ranks: it sums in a different order on every rank, so the replicas' parameters would drift apart; use default, ring_chunked or halving_doubling",
-                        comm->size);
+    return core_err_set(CORE_EUNSUPPORTED,
+        "DDP with Gloo's ring allreduce on %d ranks: it sums in a different order on every rank, so the replicas' "
+        "parameters would drift apart; use default, ring_chunked or halving_doubling",
+        comm->size);
   rt_ddp *d = calloc(1, sizeof *d);
   if (!d)
     return core_err_set(CORE_ENOMEM, "out of memory creating the DDP engine");
@@ -156,7 +159,7 @@ int rt_ddp_create(const core_model *m, rt_comm *comm, int batch, const rt_ddp_op
   size_t first = (size_t)(o->first_bucket_mb * 1048576.0 + 0.5);
   size_t cap = (size_t)(o->bucket_cap_mb * 1048576.0 + 0.5);
   if ((rc = core_bucket_assign(m->tensor_elems, m->n_tensors, m->ready_order, sizeof(float), first, cap ? cap : 1,
-                               CORE_BUCKET_REBUILT, &d->bk)) != 0)
+           CORE_BUCKET_REBUILT, &d->bk)) != 0)
     goto fail_free;
   int nb = d->bk.n_buckets;
   d->bucket_buf = calloc((size_t)nb, sizeof *d->bucket_buf);
@@ -213,8 +216,8 @@ typedef struct step_clock {
   int rank;
 } step_clock;
 
-static void span(const step_clock *k, const char *name, const char *cat, int tid, double t0, double t1,
-                 const char *args) {
+static void span(
+    const step_clock *k, const char *name, const char *cat, int tid, double t0, double t1, const char *args) {
   if (k->tr)
     core_trace_span(k->tr, name, cat, k->rank, tid, k->base + (t0 - k->t_start) * 1e6, (t1 - t0) * 1e6, args);
 }
@@ -335,8 +338,8 @@ static int finish_comm(rt_ddp *d, long step, rt_step_metrics *m, const step_cloc
     if (k->tr) {
       char name[96], args[96];
       snprintf(name, sizeof name, "allreduce bucket %d", b);
-      snprintf(args, sizeof args, "\"bytes\": %lld, \"bucket\": %d",
-               (long long)rt_compress_stats_bytes(&d->hook_st[b]), b);
+      snprintf(
+          args, sizeof args, "\"bytes\": %lld, \"bucket\": %d", (long long)rt_compress_stats_bytes(&d->hook_st[b]), b);
       span(k, name, "comm", CORE_TRACE_TID_COMM, d->coll_t0[b], d->coll_t1[b], args);
     }
   }
@@ -354,11 +357,11 @@ static double optimizer_step(rt_ddp *d, step_clock *k) {
   for (int ti = 0; ti < mo->n_tensors; ti++) {
     int b = bk->tensor_bucket[ti];
     memcpy(n->grads + n->offset[ti], d->bucket_buf[b] + bk->tensor_offset[ti],
-           sizeof(float) * (size_t)mo->tensor_elems[ti]);
+        sizeof(float) * (size_t)mo->tensor_elems[ti]);
   }
   float mu = (float)d->o.momentum;
-  rt_sgd_update(n->params, mu != 0.0f ? d->momentum : NULL, n->grads, n->n_params, (float)d->o.lr,
-                d->has_momentum ? mu : 0.0f);
+  rt_sgd_update(
+      n->params, mu != 0.0f ? d->momentum : NULL, n->grads, n->n_params, (float)d->o.lr, d->has_momentum ? mu : 0.0f);
   if (mu != 0.0f)
     d->has_momentum = 1;
   double t1 = core_now();
@@ -376,8 +379,8 @@ static void drain(rt_ddp *d) {
   pthread_mutex_unlock(&d->mu);
 }
 
-int rt_ddp_step(rt_ddp *d, long step, const float *x, const float *target, rt_step_metrics *m,
-                core_trace *tr, double base) {
+int rt_ddp_step(
+    rt_ddp *d, long step, const float *x, const float *target, rt_step_metrics *m, core_trace *tr, double base) {
   step_clock k = {.t_start = core_now(), .base = base, .tr = tr, .rank = d->comm->rank};
   int rc;
   memset(m, 0, sizeof *m);

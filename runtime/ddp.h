@@ -31,14 +31,14 @@
 #include "core/trace.h"
 
 typedef struct rt_ddp_opts {
-  double bucket_cap_mb;     /* PyTorch default 25 */
-  double first_bucket_mb;   /* PyTorch default 1 */
+  double bucket_cap_mb;   /* PyTorch default 25 */
+  double first_bucket_mb; /* PyTorch default 1 */
   int overlap;
   enum rt_algo algo;
   double lr;
-  double momentum;          /* SGD momentum; 0 = plain SGD */
-  int fail_step;            /* SIGKILL this rank mid-allreduce at this step; -1 = never */
-  const char *fail_mark;    /* file to write the wall-clock time of the injected death to, or NULL */
+  double momentum;       /* SGD momentum; 0 = plain SGD */
+  int fail_step;         /* SIGKILL this rank mid-allreduce at this step; -1 = never */
+  const char *fail_mark; /* file to write the wall-clock time of the injected death to, or NULL */
   /* Communication hook for every bucket; zeroed = none (a plain allreduce).
    * Its allreduces use algo above, whatever compress.algo says. */
   rt_compress_opts compress;
@@ -63,14 +63,13 @@ typedef struct rt_step_metrics {
 
 typedef struct rt_ddp rt_ddp;
 
-int rt_ddp_create(const core_model *m, rt_comm *comm, int batch, const rt_ddp_opts *o,
-                  uint64_t seed, rt_ddp **out);
+int rt_ddp_create(const core_model *m, rt_comm *comm, int batch, const rt_ddp_opts *o, uint64_t seed, rt_ddp **out);
 void rt_ddp_free(rt_ddp *d);
 
 /* One training step on x [batch x in] and target [batch x out]. trace may
  * be NULL; spans are placed at trace_t0 + offset (microseconds). */
-int rt_ddp_step(rt_ddp *d, long step, const float *x, const float *target, rt_step_metrics *m,
-                core_trace *trace, double trace_t0_us);
+int rt_ddp_step(rt_ddp *d, long step, const float *x, const float *target, rt_step_metrics *m, core_trace *trace,
+    double trace_t0_us);
 
 rt_mlp *rt_ddp_mlp(rt_ddp *d);
 const core_buckets *rt_ddp_buckets(const rt_ddp *d);
@@ -97,7 +96,6 @@ void rt_scale_copy(float *restrict dst, const float *restrict src, int64_t n, fl
  * pass (read p, g, buf; write buf, p: 20 bytes a parameter; keep = 0 on the
  * first step, where the buffer starts as the gradient); with buf NULL,
  * p -= lr * g. Out of line and timed by calibrate, as rt_scale_copy. */
-void rt_sgd_update(float *restrict p, float *restrict buf, const float *restrict g, int64_t n, float lr,
-                   float keep);
+void rt_sgd_update(float *restrict p, float *restrict buf, const float *restrict g, int64_t n, float lr, float keep);
 
 #endif

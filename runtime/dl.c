@@ -25,9 +25,8 @@ static const char *example_name(const rt_dl_lib *lib) {
 }
 
 static int not_found(const rt_dl_lib *lib, const char *name, const char *why, const char *also) {
-  return core_err_set(CORE_EUNSUPPORTED,
-                      "%s not found: cannot load %s (%s)%s; %s or set %s=/path/%s", lib->what,
-                      name, why, also, lib->hint, lib->env, example_name(lib));
+  return core_err_set(CORE_EUNSUPPORTED, "%s not found: cannot load %s (%s)%s; %s or set %s=/path/%s", lib->what, name,
+      why, also, lib->hint, lib->env, example_name(lib));
 }
 
 int rt_dl_open(const rt_dl_lib *lib, void **handle, const char **loaded_as) {
@@ -63,16 +62,14 @@ int rt_dl_open(const rt_dl_lib *lib, void **handle, const char **loaded_as) {
   return not_found(lib, first ? first : example_name(lib), why, also);
 }
 
-int rt_dl_sym(const rt_dl_lib *lib, const char *loaded_as, void *handle, const char *name,
-              void **addr) {
+int rt_dl_sym(const rt_dl_lib *lib, const char *loaded_as, void *handle, const char *name, void **addr) {
   (void)dlerror();
   *addr = dlsym(handle, name);
   if (*addr)
     return 0;
   const char *e = dlerror();
   return core_err_set(CORE_EUNSUPPORTED,
-                      "%s (%s) lacks %s (%s): it is older than the release ddpsim was built "
-                      "with; %s or set %s=/path/%s",
-                      lib->what, loaded_as, name, e ? e : "a null symbol", lib->hint, lib->env,
-                      example_name(lib));
+      "%s (%s) lacks %s (%s): it is older than the release ddpsim was built "
+      "with; %s or set %s=/path/%s",
+      lib->what, loaded_as, name, e ? e : "a null symbol", lib->hint, lib->env, example_name(lib));
 }

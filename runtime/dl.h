@@ -35,8 +35,7 @@ int rt_dl_open(const rt_dl_lib *lib, void **handle, const char **loaded_as);
 /* The address of symbol name in handle (opened from lib as loaded_as), or
  * CORE_EUNSUPPORTED saying the library lacks it (an older release than the
  * build's headers). */
-int rt_dl_sym(const rt_dl_lib *lib, const char *loaded_as, void *handle, const char *name,
-              void **addr);
+int rt_dl_sym(const rt_dl_lib *lib, const char *loaded_as, void *handle, const char *name, void **addr);
 
 /* Tables of functions: RT_DL_FN(f) declares a member f with the type of
  * &f from the library's header, RT_DL_STR(f) is the symbol to look up.
@@ -47,11 +46,11 @@ int rt_dl_sym(const rt_dl_lib *lib, const char *loaded_as, void *handle, const c
 #define RT_DL_STR_(f) #f
 
 /* Resolve member f of *table; no-op once rc is non-zero (for X-macros). */
-#define RT_DL_RESOLVE(lib, loaded_as, handle, table, rc, f)                                   \
-  do {                                                                                        \
-    void *addr_ = NULL;                                                                       \
-    if (!(rc) && !((rc) = rt_dl_sym((lib), (loaded_as), (handle), RT_DL_STR(f), &addr_)))     \
-      memcpy(&(table)->f, &addr_, sizeof addr_);                                              \
+#define RT_DL_RESOLVE(lib, loaded_as, handle, table, rc, f)                                                            \
+  do {                                                                                                                 \
+    void *addr_ = NULL;                                                                                                \
+    if (!(rc) && !((rc) = rt_dl_sym((lib), (loaded_as), (handle), RT_DL_STR(f), &addr_)))                              \
+      memcpy(&(table)->f, &addr_, sizeof addr_);                                                                       \
   } while (0);
 
 #endif

@@ -7,23 +7,20 @@
 
 static rt_gloo_ctx *ctx_of(rt_comm *c) { return (rt_gloo_ctx *)c->impl; }
 
-static int gloo_allreduce(rt_comm *c, void *buf, size_t count, enum rt_dtype t,
-                          enum rt_algo a) {
+static int gloo_allreduce(rt_comm *c, void *buf, size_t count, enum rt_dtype t, enum rt_algo a) {
   if (a == RT_ALGO_TREE)
     return core_err_set(CORE_EUNSUPPORTED,
-                        "allreduce on rank %d of %d: the tree algorithm is NCCL's; Gloo offers "
-                        "default, ring, ring_chunked, halving_doubling and bcube",
-                        c->rank, c->size);
+        "allreduce on rank %d of %d: the tree algorithm is NCCL's; Gloo offers "
+        "default, ring, ring_chunked, halving_doubling and bcube",
+        c->rank, c->size);
   return rt_gloo_ctx_allreduce(ctx_of(c), buf, count, t, a);
 }
 
-static int gloo_allgather(rt_comm *c, const void *send, void *recv, size_t count,
-                          enum rt_dtype t) {
+static int gloo_allgather(rt_comm *c, const void *send, void *recv, size_t count, enum rt_dtype t) {
   return rt_gloo_ctx_allgather(ctx_of(c), send, recv, count, t);
 }
 
-static int gloo_reduce_scatter(rt_comm *c, const void *send, void *recv, size_t recvcount,
-                               enum rt_dtype t) {
+static int gloo_reduce_scatter(rt_comm *c, const void *send, void *recv, size_t recvcount, enum rt_dtype t) {
   return rt_gloo_ctx_reduce_scatter(ctx_of(c), send, recv, recvcount, t);
 }
 
@@ -54,15 +51,13 @@ static const rt_comm_ops gloo_ops = {
     .abort = gloo_abort,
 };
 
-int rt_gloo_connect(rt_store *store, int rank, int size, const char *bind_addr,
-                    double timeout_s, rt_comm **out) {
+int rt_gloo_connect(rt_store *store, int rank, int size, const char *bind_addr, double timeout_s, rt_comm **out) {
   if (!out)
     return core_err_set(CORE_EINVAL, "rt_gloo_connect: no output pointer");
   *out = NULL;
   /* Gloo takes milliseconds in an int-sized count. */
   if (!(timeout_s > 0) || timeout_s > INT_MAX / 1000.0)
-    return core_err_set(CORE_EINVAL, "Gloo timeout %g s is out of range (0, %d]", timeout_s,
-                        INT_MAX / 1000);
+    return core_err_set(CORE_EINVAL, "Gloo timeout %g s is out of range (0, %d]", timeout_s, INT_MAX / 1000);
   int timeout_ms = (int)(timeout_s * 1000.0 + 0.5);
   if (timeout_ms < 1)
     timeout_ms = 1;

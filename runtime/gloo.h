@@ -23,7 +23,6 @@
  * in *out. timeout_s (> 0) bounds the rendezvous and every later collective.
  * Release with rt_comm_destroy() on every rank: while the communicator is
  * healthy that is collective (see rt_gloo_ctx_destroy). */
-int rt_gloo_connect(rt_store *store, int rank, int size, const char *bind_addr,
-                    double timeout_s, rt_comm **out);
+int rt_gloo_connect(rt_store *store, int rank, int size, const char *bind_addr, double timeout_s, rt_comm **out);
 
 #endif

@@ -71,9 +71,8 @@ bool contains_ci(const std::string &s, const char *needle) {
 // a dead peer; "Read timeout", "Timed out waiting", "Wait timeout for key(s)",
 // "Application timeout caused pair closure" for a silent one.
 int classify(const std::string &what) {
-  static const char *const peer[] = {"closed by peer", "socket closed",
-                                     "socket unexpectedly closed", "connection reset",
-                                     "broken pipe"};
+  static const char *const peer[] = {
+      "closed by peer", "socket closed", "socket unexpectedly closed", "connection reset", "broken pipe"};
   for (const char *p : peer)
     if (contains_ci(what, p))
       return CORE_EPEER;
@@ -163,8 +162,7 @@ struct rt_store {
 #endif
 };
 
-static int store_fail(const rt_store *s, const char *op, const char *key, int code,
-                      const std::string &what) {
+static int store_fail(const rt_store *s, const char *op, const char *key, int code, const std::string &what) {
   const char *hint = "";
   if (code == CORE_ETIMEDOUT) {
     hint = "; a rank that should have set it did not start, or uses another store or prefix";
@@ -172,15 +170,13 @@ static int store_fail(const rt_store *s, const char *op, const char *key, int co
     code = CORE_EINVAL; // a reused prefix, not a communication failure
     hint = "; a key can be set once per store: use a prefix no earlier run used";
   }
-  return core_err_set(code, "store %s of key '%s' on %s: %s%s", op, key, s->desc.c_str(),
-                      what.c_str(), hint);
+  return core_err_set(code, "store %s of key '%s' on %s: %s%s", op, key, s->desc.c_str(), what.c_str(), hint);
 }
 
 static int store_finish(rt_store *s, rt_store **out, const char *prefix) {
   s->prefix = prefix;
   std::string what;
-  int rc = guarded([&] { s->top.reset(new gloo::rendezvous::PrefixStore(prefix, *s->base)); },
-                   &what);
+  int rc = guarded([&] { s->top.reset(new gloo::rendezvous::PrefixStore(prefix, *s->base)); }, &what);
   if (rc) {
     core_err_set(rc, "opening store %s: %s", s->desc.c_str(), what.c_str());
     delete s;
@@ -196,14 +192,20 @@ extern "C" int rt_store_open_file(const char *dir, const char *prefix, rt_store 
     return core_err_set(CORE_EINVAL, "FileStore needs a directory and a non-empty prefix");
   struct stat st;
   if (stat(dir, &st) != 0)
-    return core_err_errno(errno, "rendezvous directory '%s' (it must exist, on a filesystem "
-                                 "every rank can reach)", dir);
+    return core_err_errno(errno,
+        "rendezvous directory '%s' (it must exist, on a filesystem "
+        "every rank can reach)",
+        dir);
   if (!S_ISDIR(st.st_mode))
-    return core_err_set(CORE_EINVAL, "rendezvous path '%s' is not a directory: give a "
-                                     "directory shared by all ranks", dir);
+    return core_err_set(CORE_EINVAL,
+        "rendezvous path '%s' is not a directory: give a "
+        "directory shared by all ranks",
+        dir);
   if (access(dir, W_OK | X_OK) != 0)
-    return core_err_errno(errno, "rendezvous directory '%s' is not writable (every rank "
-                                 "writes its address there)", dir);
+    return core_err_errno(errno,
+        "rendezvous directory '%s' is not writable (every rank "
+        "writes its address there)",
+        dir);
   rt_store *s = new (std::nothrow) rt_store;
   if (!s)
     return core_err_set(CORE_ENOMEM, "out of memory opening FileStore on %s", dir);
@@ -212,14 +214,12 @@ extern "C" int rt_store_open_file(const char *dir, const char *prefix, rt_store 
   int rc = guarded([&] { s->base.reset(new gloo::rendezvous::FileStore(dir)); }, &what);
   if (rc) {
     delete s;
-    return core_err_set(rc == CORE_ENOMEM ? rc : CORE_EIO, "opening FileStore on %s: %s", dir,
-                        what.c_str());
+    return core_err_set(rc == CORE_ENOMEM ? rc : CORE_EIO, "opening FileStore on %s: %s", dir, what.c_str());
   }
   return store_finish(s, out, prefix);
 }
 
-extern "C" int rt_store_open_redis(const char *host, int port, const char *prefix,
-                                   rt_store **out) {
+extern "C" int rt_store_open_redis(const char *host, int port, const char *prefix, rt_store **out) {
   *out = nullptr;
   if (!host || !*host || !prefix || !*prefix)
     return core_err_set(CORE_EINVAL, "RedisStore needs a host and a non-empty prefix");
@@ -232,14 +232,14 @@ extern "C" int rt_store_open_redis(const char *host, int port, const char *prefi
   // constructor uses (redisConnectWithTimeout in redis_store.cc).
   std::string why;
   if (!tcp_reachable(host, port, 2000, &why))
-    return core_err_set(CORE_ECOMM, "connecting to redis-server at %s:%d: %s; start it "
-                                    "(redis-server --port %d) or fix the redis:// spec",
-                        host, port, why.c_str(), port);
+    return core_err_set(CORE_ECOMM,
+        "connecting to redis-server at %s:%d: %s; start it "
+        "(redis-server --port %d) or fix the redis:// spec",
+        host, port, why.c_str(), port);
   rt_store *s = new (std::nothrow) rt_store;
   if (!s)
     return core_err_set(CORE_ENOMEM, "out of memory opening RedisStore on %s:%d", host, port);
-  s->desc = std::string("redis://") + host + ":" + std::to_string(port) + " (prefix " + prefix +
-            ")";
+  s->desc = std::string("redis://") + host + ":" + std::to_string(port) + " (prefix " + prefix + ")";
   std::string what;
   int rc = guarded(
       [&] {
@@ -248,18 +248,20 @@ extern "C" int rt_store_open_redis(const char *host, int port, const char *prefi
       },
       &what);
   if (rc) {
-    core_err_set(CORE_ECOMM, "connecting to redis-server at %s:%d: %s; start it (redis-server "
-                             "--port %d) or fix the redis:// spec",
-                 host, port, what.c_str(), port);
+    core_err_set(CORE_ECOMM,
+        "connecting to redis-server at %s:%d: %s; start it (redis-server "
+        "--port %d) or fix the redis:// spec",
+        host, port, what.c_str(), port);
     delete s;
     return CORE_ECOMM;
   }
   return store_finish(s, out, prefix);
 #else
   (void)out;
-  return core_err_set(CORE_EUNSUPPORTED, "RedisStore on %s:%d: this Gloo was built without "
-                                         "Redis (GLOO_USE_REDIS=0); use a FileStore directory",
-                      host, port);
+  return core_err_set(CORE_EUNSUPPORTED,
+      "RedisStore on %s:%d: this Gloo was built without "
+      "Redis (GLOO_USE_REDIS=0); use a FileStore directory",
+      host, port);
 #endif
 }
 
@@ -273,17 +275,16 @@ extern "C" void rt_store_close(rt_store *s) {
   }
 }
 
-extern "C" const char *rt_store_describe(const rt_store *s) {
-  return s ? s->desc.c_str() : "(no store)";
-}
+extern "C" const char *rt_store_describe(const rt_store *s) { return s ? s->desc.c_str() : "(no store)"; }
 
 extern "C" int rt_store_set(rt_store *s, const char *key, const void *val, size_t len) {
   if (!s || !key || !*key || (!val && len))
     return core_err_set(CORE_EINVAL, "rt_store_set: needs a store, a key and a value");
   if (len == 0)
-    return core_err_set(CORE_EINVAL, "store set of key '%s' on %s: empty value (FileStore "
-                                     "cannot read one back); store at least one byte",
-                        key, s->desc.c_str());
+    return core_err_set(CORE_EINVAL,
+        "store set of key '%s' on %s: empty value (FileStore "
+        "cannot read one back); store at least one byte",
+        key, s->desc.c_str());
   std::string what;
   int rc = guarded(
       [&] {
@@ -300,8 +301,7 @@ extern "C" int rt_store_set(rt_store *s, const char *key, const void *val, size_
   return rc ? store_fail(s, "set", key, rc, what) : 0;
 }
 
-extern "C" int rt_store_get(rt_store *s, const char *key, int timeout_ms, void **val,
-                            size_t *len) {
+extern "C" int rt_store_get(rt_store *s, const char *key, int timeout_ms, void **val, size_t *len) {
   if (!s || !key || !*key || !val || !len || timeout_ms <= 0)
     return core_err_set(CORE_EINVAL, "rt_store_get: needs a store, a key, outputs and a "
                                      "positive timeout");
@@ -321,8 +321,7 @@ extern "C" int rt_store_get(rt_store *s, const char *key, int timeout_ms, void *
     return store_fail(s, "get", key, rc, what);
   void *p = malloc(data.size() ? data.size() : 1);
   if (!p)
-    return core_err_set(CORE_ENOMEM, "store get of key '%s': out of memory for %zu bytes", key,
-                        data.size());
+    return core_err_set(CORE_ENOMEM, "store get of key '%s': out of memory for %zu bytes", key, data.size());
   if (!data.empty())
     memcpy(p, data.data(), data.size());
   *val = p;
@@ -330,8 +329,7 @@ extern "C" int rt_store_get(rt_store *s, const char *key, int timeout_ms, void *
   return 0;
 }
 
-extern "C" int rt_store_wait(rt_store *s, const char *const *keys, size_t nkeys,
-                             int timeout_ms) {
+extern "C" int rt_store_wait(rt_store *s, const char *const *keys, size_t nkeys, int timeout_ms) {
   if (!s || (!keys && nkeys) || timeout_ms <= 0)
     return core_err_set(CORE_EINVAL, "rt_store_wait: needs a store, keys and a positive "
                                      "timeout");
@@ -368,19 +366,20 @@ static void ignore_sigpipe(void) {
   }
 }
 
-extern "C" int rt_gloo_ctx_create(rt_store *store, int rank, int size, const char *bind_addr,
-                                  int timeout_ms, rt_gloo_ctx **out) {
+extern "C" int rt_gloo_ctx_create(
+    rt_store *store, int rank, int size, const char *bind_addr, int timeout_ms, rt_gloo_ctx **out) {
   if (!out)
     return core_err_set(CORE_EINVAL, "rt_gloo_ctx_create: no output pointer");
   *out = nullptr;
   if (!store)
     return core_err_set(CORE_EINVAL, "Gloo rendezvous: no store");
   if (size < 1 || rank < 0 || rank >= size)
-    return core_err_set(CORE_EINVAL, "Gloo rendezvous: rank %d of world size %d is out of "
-                                     "range (need 0 <= rank < size)", rank, size);
+    return core_err_set(CORE_EINVAL,
+        "Gloo rendezvous: rank %d of world size %d is out of "
+        "range (need 0 <= rank < size)",
+        rank, size);
   if (timeout_ms <= 0)
-    return core_err_set(CORE_EINVAL, "Gloo rendezvous: timeout %d ms must be positive",
-                        timeout_ms);
+    return core_err_set(CORE_EINVAL, "Gloo rendezvous: timeout %d ms must be positive", timeout_ms);
   if (!bind_addr || !*bind_addr)
     return core_err_set(CORE_EINVAL, "Gloo rendezvous: no address to bind (give this host's "
                                      "address on the network the ranks share)");
@@ -403,9 +402,10 @@ extern "C" int rt_gloo_ctx_create(rt_store *store, int rank, int size, const cha
       },
       &what);
   if (rc) {
-    core_err_set(CORE_ECOMM, "Gloo TCP device on rank %d of %d cannot bind '%s': %s; give an "
-                             "address of this host (see `ip addr`) that the other ranks reach",
-                 rank, size, bind_addr, what.c_str());
+    core_err_set(CORE_ECOMM,
+        "Gloo TCP device on rank %d of %d cannot bind '%s': %s; give an "
+        "address of this host (see `ip addr`) that the other ranks reach",
+        rank, size, bind_addr, what.c_str());
     delete c;
     return CORE_ECOMM;
   }
@@ -422,18 +422,21 @@ extern "C" int rt_gloo_ctx_create(rt_store *store, int rank, int size, const cha
       &what);
   if (rc) {
     if (rc == CORE_ETIMEDOUT)
-      core_err_set(rc, "rendezvous of rank %d through %s: not all %d ranks connected within "
-                       "%d ms: %s; start every rank with the same store, prefix and world "
-                       "size, or raise the timeout",
-                   rank, store->desc.c_str(), size, timeout_ms, what.c_str());
+      core_err_set(rc,
+          "rendezvous of rank %d through %s: not all %d ranks connected within "
+          "%d ms: %s; start every rank with the same store, prefix and world "
+          "size, or raise the timeout",
+          rank, store->desc.c_str(), size, timeout_ms, what.c_str());
     else if (rc == CORE_EPEER)
-      core_err_set(rc, "rendezvous of rank %d of %d through %s: a peer closed its connection "
-                       "(rank died?): %s; restart the group under a new prefix",
-                   rank, size, store->desc.c_str(), what.c_str());
+      core_err_set(rc,
+          "rendezvous of rank %d of %d through %s: a peer closed its connection "
+          "(rank died?): %s; restart the group under a new prefix",
+          rank, size, store->desc.c_str(), what.c_str());
     else
-      core_err_set(rc, "rendezvous of rank %d of %d through %s (binding %s): %s; use a fresh "
-                       "prefix per run and an address the other ranks can reach",
-                   rank, size, store->desc.c_str(), bind_addr, what.c_str());
+      core_err_set(rc,
+          "rendezvous of rank %d of %d through %s (binding %s): %s; use a fresh "
+          "prefix per run and an address the other ranks can reach",
+          rank, size, store->desc.c_str(), bind_addr, what.c_str());
     delete c;
     return rc;
   }
@@ -484,23 +487,20 @@ namespace {
 int op_fail(rt_gloo_ctx *c, const std::string &op, int code, const std::string &what) {
   switch (code) {
   case CORE_EPEER:
-    core_err_set(code, "%s on rank %d of %d: peer closed the connection (rank died?): %s; "
-                       "find the rank that failed first, then restart the group",
-                 op.c_str(), c->rank, c->size, what.c_str());
+    core_err_set(code,
+        "%s on rank %d of %d: peer closed the connection (rank died?): %s; "
+        "find the rank that failed first, then restart the group",
+        op.c_str(), c->rank, c->size, what.c_str());
     break;
   case CORE_ETIMEDOUT:
-    core_err_set(code, "%s on rank %d of %d: no answer from a peer within %d ms (a rank is "
-                       "hung, stopped or far slower): %s; find the stuck rank, or raise the "
-                       "timeout if this collective is legitimately that long",
-                 op.c_str(), c->rank, c->size, c->timeout_ms, what.c_str());
+    core_err_set(code,
+        "%s on rank %d of %d: no answer from a peer within %d ms (a rank is "
+        "hung, stopped or far slower): %s; find the stuck rank, or raise the "
+        "timeout if this collective is legitimately that long",
+        op.c_str(), c->rank, c->size, c->timeout_ms, what.c_str());
     break;
-  case CORE_ENOMEM:
-    core_err_set(code, "%s on rank %d of %d: out of memory", op.c_str(), c->rank, c->size);
-    break;
-  default:
-    core_err_set(code, "%s on rank %d of %d: Gloo error: %s", op.c_str(), c->rank, c->size,
-                 what.c_str());
-    break;
+  case CORE_ENOMEM: core_err_set(code, "%s on rank %d of %d: out of memory", op.c_str(), c->rank, c->size); break;
+  default: core_err_set(code, "%s on rank %d of %d: Gloo error: %s", op.c_str(), c->rank, c->size, what.c_str()); break;
   }
   if (!c->failed) {
     c->failed = code;
@@ -522,10 +522,11 @@ int op_check(rt_gloo_ctx *c, const char *op) {
   if (!c)
     return core_err_set(CORE_EINVAL, "%s: no Gloo context", op);
   if (c->failed)
-    return core_err_set(c->failed, "%s on rank %d of %d: this communicator already failed "
-                                   "and cannot be used again (first failure: %s); destroy it "
-                                   "and rendezvous again under a new prefix",
-                        op, c->rank, c->size, c->first_error.c_str());
+    return core_err_set(c->failed,
+        "%s on rank %d of %d: this communicator already failed "
+        "and cannot be used again (first failure: %s); destroy it "
+        "and rendezvous again under a new prefix",
+        op, c->rank, c->size, c->first_error.c_str());
   return 0;
 }
 
@@ -542,16 +543,15 @@ std::string describe(const char *op, enum rt_algo a, enum rt_dtype t, size_t cou
 }
 
 // The classic algorithm classes keep counts and byte sizes in int.
-bool fits_int(size_t count, size_t elsize) {
-  return count <= (size_t)INT_MAX / elsize;
-}
+bool fits_int(size_t count, size_t elsize) { return count <= (size_t)INT_MAX / elsize; }
 
 int unsupported_dtype(const char *op, enum rt_dtype t) {
-  return core_err_set(CORE_EUNSUPPORTED, "%s: Gloo 0.5 has no %s arithmetic (gloo/types.h "
-                                         "defines float16 only) and ddpsim adds it for "
-                                         "allreduce only; reduce in fp32 or fp16, or use the "
-                                         "NCCL backend",
-                      op, rt_dtype_name(t));
+  return core_err_set(CORE_EUNSUPPORTED,
+      "%s: Gloo 0.5 has no %s arithmetic (gloo/types.h "
+      "defines float16 only) and ddpsim adds it for "
+      "allreduce only; reduce in fp32 or fp16, or use the "
+      "NCCL backend",
+      op, rt_dtype_name(t));
 }
 
 // ---- bf16 ----------------------------------------------------------------
@@ -597,8 +597,7 @@ void allreduce_bf16(rt_gloo_ctx *c, uint16_t *p, size_t count) {
   gloo::allreduce(opts);
 }
 
-template <typename T>
-void allreduce_typed(rt_gloo_ctx *c, T *p, size_t count, enum rt_algo a) {
+template <typename T> void allreduce_typed(rt_gloo_ctx *c, T *p, size_t count, enum rt_algo a) {
   const std::vector<T *> ptrs{p};
   const int n = static_cast<int>(count);
   switch (a) {
@@ -608,27 +607,17 @@ void allreduce_typed(rt_gloo_ctx *c, T *p, size_t count, enum rt_algo a) {
     gloo::AllreduceOptions opts(c->ctx);
     opts.setOutput(p, count);
     opts.setReduceFunction(
-        gloo::AllreduceOptions::Func(static_cast<void (*)(void *, const void *, const void *,
-                                                          size_t)>(&gloo::sum<T>)));
+        gloo::AllreduceOptions::Func(static_cast<void (*)(void *, const void *, const void *, size_t)>(&gloo::sum<T>)));
     opts.setTag(c->tag++);
     opts.setTimeout(std::chrono::milliseconds(c->timeout_ms));
     gloo::allreduce(opts);
     break;
   }
-  case RT_ALGO_RING:
-    gloo::AllreduceRing<T>(c->ctx, ptrs, n).run();
-    break;
-  case RT_ALGO_RING_CHUNKED:
-    gloo::AllreduceRingChunked<T>(c->ctx, ptrs, n).run();
-    break;
-  case RT_ALGO_HALVING_DOUBLING:
-    gloo::AllreduceHalvingDoubling<T>(c->ctx, ptrs, n).run();
-    break;
-  case RT_ALGO_BCUBE:
-    gloo::AllreduceBcube<T>(c->ctx, ptrs, n).run();
-    break;
-  default:
-    GLOO_THROW_INVALID_OPERATION_EXCEPTION("unreachable algorithm ", static_cast<int>(a));
+  case RT_ALGO_RING: gloo::AllreduceRing<T>(c->ctx, ptrs, n).run(); break;
+  case RT_ALGO_RING_CHUNKED: gloo::AllreduceRingChunked<T>(c->ctx, ptrs, n).run(); break;
+  case RT_ALGO_HALVING_DOUBLING: gloo::AllreduceHalvingDoubling<T>(c->ctx, ptrs, n).run(); break;
+  case RT_ALGO_BCUBE: gloo::AllreduceBcube<T>(c->ctx, ptrs, n).run(); break;
+  default: GLOO_THROW_INVALID_OPERATION_EXCEPTION("unreachable algorithm ", static_cast<int>(a));
   }
 }
 
@@ -637,8 +626,7 @@ void allreduce_typed(rt_gloo_ctx *c, T *p, size_t count, enum rt_algo a) {
 // bytes of a true reduce-scatter. Gloo's own ReduceScatterHalvingDoubling is
 // not used: it returned wrong sums from 128 KiB up on 2 ranks over loopback
 // here (compare pytorch/gloo#303), and PyTorch does not run it either.
-template <typename T>
-void reduce_scatter_typed(rt_gloo_ctx *c, const T *send, T *recv, size_t recvcount) {
+template <typename T> void reduce_scatter_typed(rt_gloo_ctx *c, const T *send, T *recv, size_t recvcount) {
   const size_t total = recvcount * static_cast<size_t>(c->size);
   std::vector<T> scratch(send, send + total);
   allreduce_typed(c, scratch.data(), total, RT_ALGO_DEFAULT);
@@ -646,8 +634,7 @@ void reduce_scatter_typed(rt_gloo_ctx *c, const T *send, T *recv, size_t recvcou
   std::copy(first, first + static_cast<std::ptrdiff_t>(recvcount), recv);
 }
 
-template <typename T>
-void allgather_typed(rt_gloo_ctx *c, const void *send, void *recv, size_t count) {
+template <typename T> void allgather_typed(rt_gloo_ctx *c, const void *send, void *recv, size_t count) {
   gloo::AllgatherOptions opts(c->ctx);
   // Without an input Gloo gathers in place; with one it memcpy's it into
   // the output, which must not be the very same bytes.
@@ -671,8 +658,7 @@ template <typename T> void broadcast_typed(rt_gloo_ctx *c, void *buf, size_t cou
 
 } // namespace
 
-extern "C" int rt_gloo_ctx_allreduce(rt_gloo_ctx *c, void *buf, size_t count, enum rt_dtype t,
-                                     enum rt_algo a) {
+extern "C" int rt_gloo_ctx_allreduce(rt_gloo_ctx *c, void *buf, size_t count, enum rt_dtype t, enum rt_algo a) {
   int rc = op_check(c, "allreduce");
   if (rc)
     return rc;
@@ -687,28 +673,31 @@ extern "C" int rt_gloo_ctx_allreduce(rt_gloo_ctx *c, void *buf, size_t count, en
   // The classic algorithm classes are templates over a type with
   // arithmetic, which Gloo defines for float and float16 only.
   if (t == RT_BF16 && a != RT_ALGO_DEFAULT)
-    return core_err_set(CORE_EUNSUPPORTED, "allreduce (%s, bf16): Gloo's classic algorithm "
-                                           "classes have no bf16 arithmetic; bf16 reduces with "
-                                           "the default algorithm (gloo::allreduce with a bf16 "
-                                           "sum, as PyTorch's ProcessGroupGloo), or use fp16",
-                        rt_algo_name(a));
+    return core_err_set(CORE_EUNSUPPORTED,
+        "allreduce (%s, bf16): Gloo's classic algorithm "
+        "classes have no bf16 arithmetic; bf16 reduces with "
+        "the default algorithm (gloo::allreduce with a bf16 "
+        "sum, as PyTorch's ProcessGroupGloo), or use fp16",
+        rt_algo_name(a));
   if (count == 0)
     return 0;
   if (!buf)
     return core_err_set(CORE_EINVAL, "allreduce: NULL buffer for %zu elements", count);
   if (a != RT_ALGO_DEFAULT && !fits_int(count, rt_dtype_size(t)))
-    return core_err_set(CORE_EINVAL, "allreduce (%s): %zu elements exceed what Gloo's classic "
-                                     "algorithms address (2 GiB per buffer); split the buffer "
-                                     "or use the default algorithm",
-                        rt_algo_name(a), count);
+    return core_err_set(CORE_EINVAL,
+        "allreduce (%s): %zu elements exceed what Gloo's classic "
+        "algorithms address (2 GiB per buffer); split the buffer "
+        "or use the default algorithm",
+        rt_algo_name(a), count);
   // Gloo's AllreduceBcube documents that the world size must be divisible
   // by its base (2); otherwise it returns wrong sums without an error (seen
   // on 3 ranks with Gloo 0.5), so refuse instead.
   if (a == RT_ALGO_BCUBE && c->size > 1 && c->size % c->ctx->base != 0)
-    return core_err_set(CORE_EUNSUPPORTED, "allreduce (bcube) on %d ranks: Gloo's "
-                                           "AllreduceBcube needs a world size divisible by its "
-                                           "base %d; use halving_doubling or ring",
-                        c->size, c->ctx->base);
+    return core_err_set(CORE_EUNSUPPORTED,
+        "allreduce (bcube) on %d ranks: Gloo's "
+        "AllreduceBcube needs a world size divisible by its "
+        "base %d; use halving_doubling or ring",
+        c->size, c->ctx->base);
   std::string what;
   rc = guarded(
       [&] {
@@ -723,8 +712,7 @@ extern "C" int rt_gloo_ctx_allreduce(rt_gloo_ctx *c, void *buf, size_t count, en
   return rc ? op_fail(c, describe("allreduce", a, t, count), rc, what) : 0;
 }
 
-extern "C" int rt_gloo_ctx_allgather(rt_gloo_ctx *c, const void *send, void *recv,
-                                     size_t count, enum rt_dtype t) {
+extern "C" int rt_gloo_ctx_allgather(rt_gloo_ctx *c, const void *send, void *recv, size_t count, enum rt_dtype t) {
   int rc = op_check(c, "allgather");
   if (rc)
     return rc;
@@ -735,17 +723,17 @@ extern "C" int rt_gloo_ctx_allgather(rt_gloo_ctx *c, const void *send, void *rec
   if (!send || !recv)
     return core_err_set(CORE_EINVAL, "allgather: NULL buffer for %zu elements", count);
   if (count > SIZE_MAX / rt_dtype_size(t) / (size_t)c->size)
-    return core_err_set(CORE_EINVAL, "allgather: %zu elements on %d ranks overflow", count,
-                        c->size);
+    return core_err_set(CORE_EINVAL, "allgather: %zu elements on %d ranks overflow", count, c->size);
   {
     // send may be this rank's block of recv (in place), but no other overlap.
     const size_t es = rt_dtype_size(t);
     const char *sb = static_cast<const char *>(send), *rb = static_cast<const char *>(recv);
     const char *mine = rb + (size_t)c->rank * count * es;
     if (sb != mine && sb < rb + count * es * (size_t)c->size && rb < sb + count * es)
-      return core_err_set(CORE_EINVAL, "allgather on rank %d: send overlaps recv other than at "
-                                       "this rank's block (offset rank * count)",
-                          c->rank);
+      return core_err_set(CORE_EINVAL,
+          "allgather on rank %d: send overlaps recv other than at "
+          "this rank's block (offset rank * count)",
+          c->rank);
   }
   std::string what;
   rc = guarded(
@@ -760,8 +748,8 @@ extern "C" int rt_gloo_ctx_allgather(rt_gloo_ctx *c, const void *send, void *rec
   return rc ? op_fail(c, describe("allgather", RT_N_ALGOS, t, count), rc, what) : 0;
 }
 
-extern "C" int rt_gloo_ctx_reduce_scatter(rt_gloo_ctx *c, const void *send, void *recv,
-                                          size_t recvcount, enum rt_dtype t) {
+extern "C" int rt_gloo_ctx_reduce_scatter(
+    rt_gloo_ctx *c, const void *send, void *recv, size_t recvcount, enum rt_dtype t) {
   int rc = op_check(c, "reduce_scatter");
   if (rc)
     return rc;
@@ -771,38 +759,34 @@ extern "C" int rt_gloo_ctx_reduce_scatter(rt_gloo_ctx *c, const void *send, void
   if (recvcount == 0)
     return 0;
   if (!send || !recv)
-    return core_err_set(CORE_EINVAL, "reduce_scatter: NULL buffer for %zu elements",
-                        recvcount);
-  if (recvcount > SIZE_MAX / (size_t)c->size ||
-      !fits_int(recvcount * (size_t)c->size, rt_dtype_size(t)))
-    return core_err_set(CORE_EINVAL, "reduce_scatter: %zu elements per rank on %d ranks exceed "
-                                     "what one Gloo allreduce addresses (2 GiB); split "
-                                     "the buffer",
-                        recvcount, c->size);
+    return core_err_set(CORE_EINVAL, "reduce_scatter: NULL buffer for %zu elements", recvcount);
+  if (recvcount > SIZE_MAX / (size_t)c->size || !fits_int(recvcount * (size_t)c->size, rt_dtype_size(t)))
+    return core_err_set(CORE_EINVAL,
+        "reduce_scatter: %zu elements per rank on %d ranks exceed "
+        "what one Gloo allreduce addresses (2 GiB); split "
+        "the buffer",
+        recvcount, c->size);
   std::string what;
   rc = guarded(
       [&] {
         if (t == RT_FP32)
-          reduce_scatter_typed(c, static_cast<const float *>(send), static_cast<float *>(recv),
-                               recvcount);
+          reduce_scatter_typed(c, static_cast<const float *>(send), static_cast<float *>(recv), recvcount);
         else
-          reduce_scatter_typed(c, static_cast<const gloo::float16 *>(send),
-                               static_cast<gloo::float16 *>(recv), recvcount);
+          reduce_scatter_typed(
+              c, static_cast<const gloo::float16 *>(send), static_cast<gloo::float16 *>(recv), recvcount);
       },
       &what);
   return rc ? op_fail(c, describe("reduce_scatter", RT_N_ALGOS, t, recvcount), rc, what) : 0;
 }
 
-extern "C" int rt_gloo_ctx_broadcast(rt_gloo_ctx *c, void *buf, size_t count, enum rt_dtype t,
-                                     int root) {
+extern "C" int rt_gloo_ctx_broadcast(rt_gloo_ctx *c, void *buf, size_t count, enum rt_dtype t, int root) {
   int rc = op_check(c, "broadcast");
   if (rc)
     return rc;
   if ((unsigned)t > RT_BF16)
     return core_err_set(CORE_EINVAL, "broadcast: unknown dtype %d", (int)t);
   if (root < 0 || root >= c->size)
-    return core_err_set(CORE_EINVAL, "broadcast: root %d is not a rank of this group of %d",
-                        root, c->size);
+    return core_err_set(CORE_EINVAL, "broadcast: root %d is not a rank of this group of %d", root, c->size);
   if (count == 0)
     return 0;
   if (!buf)
@@ -817,9 +801,7 @@ extern "C" int rt_gloo_ctx_broadcast(rt_gloo_ctx *c, void *buf, size_t count, en
       },
       &what);
   if (rc)
-    return op_fail(c, describe("broadcast", RT_N_ALGOS, t, count) + " from root " +
-                          std::to_string(root),
-                   rc, what);
+    return op_fail(c, describe("broadcast", RT_N_ALGOS, t, count) + " from root " + std::to_string(root), rc, what);
   return 0;
 }
 

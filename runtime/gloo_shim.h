@@ -47,8 +47,7 @@ typedef struct rt_gloo_ctx rt_gloo_ctx;
  * Ignores SIGPIPE if it was at its default, as the Python interpreter does
  * for PyTorch: Gloo writes with writev(2), and a write to a dead peer must
  * become an error, not kill this rank. */
-int rt_gloo_ctx_create(rt_store *store, int rank, int size, const char *bind_addr,
-                       int timeout_ms, rt_gloo_ctx **out);
+int rt_gloo_ctx_create(rt_store *store, int rank, int size, const char *bind_addr, int timeout_ms, rt_gloo_ctx **out);
 /* Collective while the context is healthy: it first waits (at most the
  * timeout) until every rank has returned from its collectives, since a rank
  * closing its sockets can fail a peer still finishing the last one. Call it
@@ -64,16 +63,13 @@ void rt_gloo_ctx_destroy(rt_gloo_ctx *c);
  * adds in float and rounds to nearest even, as ProcessGroupGloo does with
  * c10::BFloat16), other algorithms CORE_EUNSUPPORTED; RT_ALGO_TREE
  * CORE_EUNSUPPORTED. */
-int rt_gloo_ctx_allreduce(rt_gloo_ctx *c, void *buf, size_t count, enum rt_dtype t,
-                          enum rt_algo a);
+int rt_gloo_ctx_allreduce(rt_gloo_ctx *c, void *buf, size_t count, enum rt_dtype t, enum rt_algo a);
 /* recv holds size * count elements; rank r's send lands at r * count. Any
  * dtype (it only moves bytes). */
-int rt_gloo_ctx_allgather(rt_gloo_ctx *c, const void *send, void *recv, size_t count,
-                          enum rt_dtype t);
+int rt_gloo_ctx_allgather(rt_gloo_ctx *c, const void *send, void *recv, size_t count, enum rt_dtype t);
 /* send holds size * recvcount elements; the sum over ranks of block r lands
  * in rank r's recv (Gloo's ReduceScatterHalvingDoubling). fp32 and fp16. */
-int rt_gloo_ctx_reduce_scatter(rt_gloo_ctx *c, const void *send, void *recv,
-                               size_t recvcount, enum rt_dtype t);
+int rt_gloo_ctx_reduce_scatter(rt_gloo_ctx *c, const void *send, void *recv, size_t recvcount, enum rt_dtype t);
 /* In place from root. Any dtype. */
 int rt_gloo_ctx_broadcast(rt_gloo_ctx *c, void *buf, size_t count, enum rt_dtype t, int root);
 int rt_gloo_ctx_barrier(rt_gloo_ctx *c);

@@ -24,24 +24,23 @@ enum { STAGE_BYTES = 8 << 20 };
 
 /* CUDA errors that mean "there is no usable device here". */
 static int no_device_error(cudaError_t e) {
-  return e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver ||
-         e == cudaErrorStubLibrary || e == cudaErrorDevicesUnavailable ||
-         e == cudaErrorSystemDriverMismatch || e == cudaErrorCompatNotSupportedOnDevice;
+  return e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver || e == cudaErrorStubLibrary ||
+         e == cudaErrorDevicesUnavailable || e == cudaErrorSystemDriverMismatch ||
+         e == cudaErrorCompatNotSupportedOnDevice;
 }
 
 /* Record a failed CUDA call (what) and clear CUDA's last error. */
 static int cuda_fail(const rt_cudart *cu, cudaError_t e, const char *what) {
   (void)cu->cudaGetLastError();
   if (no_device_error(e))
-    return core_err_set(CORE_EUNSUPPORTED, "no CUDA device: %s: %s (%s)", what,
-                        cu->cudaGetErrorString(e), cu->cudaGetErrorName(e));
+    return core_err_set(
+        CORE_EUNSUPPORTED, "no CUDA device: %s: %s (%s)", what, cu->cudaGetErrorString(e), cu->cudaGetErrorName(e));
   int code = CORE_EIO;
   if (e == cudaErrorMemoryAllocation)
     code = CORE_ENOMEM;
   else if (e == cudaErrorInvalidValue || e == cudaErrorInvalidDevice)
     code = CORE_EINVAL;
-  return core_err_set(code, "%s: %s (%s)", what, cu->cudaGetErrorString(e),
-                      cu->cudaGetErrorName(e));
+  return core_err_set(code, "%s: %s (%s)", what, cu->cudaGetErrorString(e), cu->cudaGetErrorName(e));
 }
 
 static int cublas_fail(const rt_cublas *cb, cublasStatus_t s, const char *what) {
@@ -50,8 +49,7 @@ static int cublas_fail(const rt_cublas *cb, cublasStatus_t s, const char *what) 
     code = CORE_ENOMEM;
   else if (s == CUBLAS_STATUS_NOT_SUPPORTED || s == CUBLAS_STATUS_ARCH_MISMATCH)
     code = CORE_EUNSUPPORTED;
-  return core_err_set(code, "%s: %s (%s)", what, cb->cublasGetStatusString(s),
-                      cb->cublasGetStatusName(s));
+  return core_err_set(code, "%s: %s (%s)", what, cb->cublasGetStatusString(s), cb->cublasGetStatusName(s));
 }
 
 /* ---- devices ------------------------------------------------------------- */
@@ -69,15 +67,14 @@ int rt_gpu_count(int *n) {
   if (e != cudaSuccess) {
     (void)cu->cudaGetLastError();
     return core_err_set(CORE_EUNSUPPORTED,
-                        "no CUDA device: cudaGetDeviceCount: %s (%s); GPU measurements and "
-                        "the NCCL backend need an NVIDIA GPU with its driver",
-                        cu->cudaGetErrorString(e), cu->cudaGetErrorName(e));
+        "no CUDA device: cudaGetDeviceCount: %s (%s); GPU measurements and "
+        "the NCCL backend need an NVIDIA GPU with its driver",
+        cu->cudaGetErrorString(e), cu->cudaGetErrorName(e));
   }
   if (c <= 0) {
     const char *vis = getenv("CUDA_VISIBLE_DEVICES");
-    return core_err_set(CORE_EUNSUPPORTED,
-                        "no CUDA device: the driver reports none (CUDA_VISIBLE_DEVICES=%s)",
-                        vis ? vis : "unset");
+    return core_err_set(
+        CORE_EUNSUPPORTED, "no CUDA device: the driver reports none (CUDA_VISIBLE_DEVICES=%s)", vis ? vis : "unset");
   }
   *n = c;
   return 0;
@@ -91,8 +88,7 @@ static int check_device(int device, const rt_cudart **cu) {
   if (rc)
     return rc;
   if (device < 0 || device >= n)
-    return core_err_set(CORE_EINVAL, "CUDA device %d does not exist: this host has %d (0..%d)",
-                        device, n, n - 1);
+    return core_err_set(CORE_EINVAL, "CUDA device %d does not exist: this host has %d (0..%d)", device, n, n - 1);
   return rt_cudart_load(cu);
 }
 
@@ -172,8 +168,7 @@ int rt_gpu_versions(char *buf, size_t len) {
     snprintf(d, sizeof d, "%d.%d", drv / 1000, drv % 1000 / 10);
   else
     snprintf(d, sizeof d, "none");
-  snprintf(buf, len, "CUDA runtime %d.%d, driver %s, cuBLAS %d.%d.%d", rt / 1000,
-           rt % 1000 / 10, d, v[0], v[1], v[2]);
+  snprintf(buf, len, "CUDA runtime %d.%d, driver %s, cuBLAS %d.%d.%d", rt / 1000, rt % 1000 / 10, d, v[0], v[1], v[2]);
   /* Say what is known even without a device, but report its absence. */
   int n = 0;
   return rt_gpu_count(&n);
@@ -249,8 +244,7 @@ int rt_gpu_memset(void *dptr, int byte, size_t bytes) {
   return e == cudaSuccess ? 0 : cuda_fail(cu, e, "cudaMemset");
 }
 
-static int copy(void *dst, const void *src, size_t bytes, enum cudaMemcpyKind kind,
-                const char *what) {
+static int copy(void *dst, const void *src, size_t bytes, enum cudaMemcpyKind kind, const char *what) {
   if ((!dst || !src) && bytes)
     return core_err_set(CORE_EINVAL, "%s: null buffer", what);
   const rt_cudart *cu;
@@ -316,8 +310,7 @@ static float f16_to_f32(uint16_t h) {
     float v = ldexpf((float)mant, -24);
     return sign ? -v : v;
   }
-  uint32_t x = exp == 0x1f ? sign | 0x7f800000u | (mant << 13)
-                           : sign | ((exp + 112u) << 23) | (mant << 13);
+  uint32_t x = exp == 0x1f ? sign | 0x7f800000u | (mant << 13) : sign | ((exp + 112u) << 23) | (mant << 13);
   float f;
   memcpy(&f, &x, sizeof f);
   return f;
@@ -368,8 +361,7 @@ static float expected(const rt_gpu_pattern *p, enum rt_dtype t, size_t i) {
 
 /* ---- patterns --------------------------------------------------------------- */
 
-static int pattern_args(const void *dptr, size_t count, enum rt_dtype t, const rt_gpu_pattern *p,
-                        const char *fn) {
+static int pattern_args(const void *dptr, size_t count, enum rt_dtype t, const rt_gpu_pattern *p, const char *fn) {
   if (rt_dtype_size(t) == 0)
     return core_err_set(CORE_EINVAL, "%s: unknown dtype %d", fn, (int)t);
   if (!p || p->period < 1)
@@ -404,8 +396,7 @@ int rt_gpu_fill(void *dptr, size_t count, enum rt_dtype t, const rt_gpu_pattern 
   return rc;
 }
 
-int rt_gpu_check(const void *dptr, size_t count, enum rt_dtype t, const rt_gpu_pattern *p,
-                 size_t *nbad) {
+int rt_gpu_check(const void *dptr, size_t count, enum rt_dtype t, const rt_gpu_pattern *p, size_t *nbad) {
   if (nbad)
     *nbad = 0;
   int rc = pattern_args(dptr, count, t, p, "rt_gpu_check");
@@ -435,10 +426,9 @@ int rt_gpu_check(const void *dptr, size_t count, enum rt_dtype t, const rt_gpu_p
     *nbad = bad;
   if (bad)
     return core_err_set(CORE_ECORRUPT,
-                        "data check: element %zu of %zu (%s) is %g, expected %g; %zu of %zu "
-                        "elements differ",
-                        first, count, rt_dtype_name(t), (double)first_got, (double)first_want,
-                        bad, count);
+        "data check: element %zu of %zu (%s) is %g, expected %g; %zu of %zu "
+        "elements differ",
+        first, count, rt_dtype_name(t), (double)first_got, (double)first_want, bad, count);
   return 0;
 }
 
@@ -479,23 +469,20 @@ static int ev_timer_seconds(ev_timer *tm, double *s) {
   if ((e = cu->cudaEventElapsedTime(&ms, tm->start, tm->stop)) != cudaSuccess)
     return cuda_fail(cu, e, "cudaEventElapsedTime");
   if (!(ms > 0))
-    return core_err_set(CORE_EIO, "CUDA events measured %g ms; use more iterations",
-                        (double)ms);
+    return core_err_set(CORE_EIO, "CUDA events measured %g ms; use more iterations", (double)ms);
   *s = ms / 1e3;
   return 0;
 }
 
 static int loop_args(int warmup, int iters, const char *fn) {
   if (warmup < 0 || iters < 1)
-    return core_err_set(CORE_EINVAL, "%s: warm-up %d must be >= 0 and iterations %d >= 1", fn,
-                        warmup, iters);
+    return core_err_set(CORE_EINVAL, "%s: warm-up %d must be >= 0 and iterations %d >= 1", fn, warmup, iters);
   return 0;
 }
 
 /* Time iters GEMMs C = A·B (column-major, no transposes) after warmup. */
-static int time_gemms(const rt_cublas *cb, enum core_prec math, int m, int n, int k,
-                      const void *a, const void *b, void *c, int warmup, int iters,
-                      double *seconds) {
+static int time_gemms(const rt_cublas *cb, enum core_prec math, int m, int n, int k, const void *a, const void *b,
+    void *c, int warmup, int iters, double *seconds) {
   cudaDataType_t dt = CUDA_R_32F;
   cublasComputeType_t ct = CUBLAS_COMPUTE_32F;
   if (math == CORE_PREC_TF32)
@@ -520,8 +507,8 @@ static int time_gemms(const rt_cublas *cb, enum core_prec math, int m, int n, in
   for (int i = 0; i < warmup + iters; i++) {
     if (i == warmup && (e = tm.cu->cudaEventRecord(tm.start, 0)) != cudaSuccess)
       break;
-    st = cb->cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &alpha, a, dt, m, b, dt, k, &beta,
-                          c, dt, m, ct, CUBLAS_GEMM_DEFAULT);
+    st = cb->cublasGemmEx(
+        h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &alpha, a, dt, m, b, dt, k, &beta, c, dt, m, ct, CUBLAS_GEMM_DEFAULT);
     if (st != CUBLAS_STATUS_SUCCESS) {
       rc = cublas_fail(cb, st, what);
       goto destroy_timer;
@@ -529,8 +516,7 @@ static int time_gemms(const rt_cublas *cb, enum core_prec math, int m, int n, in
   }
   if (e == cudaSuccess)
     e = tm.cu->cudaEventRecord(tm.stop, 0);
-  rc = e == cudaSuccess ? ev_timer_seconds(&tm, seconds)
-                        : cuda_fail(tm.cu, e, "cudaEventRecord");
+  rc = e == cudaSuccess ? ev_timer_seconds(&tm, seconds) : cuda_fail(tm.cu, e, "cudaEventRecord");
 destroy_timer:
   ev_timer_destroy(&tm);
 destroy_handle:
@@ -538,8 +524,7 @@ destroy_handle:
   return rc;
 }
 
-int rt_gpu_gemm_rate(int device, enum core_prec math, int m, int n, int k, int warmup,
-                     int iters, double *flops_per_s) {
+int rt_gpu_gemm_rate(int device, enum core_prec math, int m, int n, int k, int warmup, int iters, double *flops_per_s) {
   if (!flops_per_s)
     return core_err_set(CORE_EINVAL, "rt_gpu_gemm_rate: no output pointer");
   *flops_per_s = 0;
@@ -547,22 +532,18 @@ int rt_gpu_gemm_rate(int device, enum core_prec math, int m, int n, int k, int w
   if (rc)
     return rc;
   if (m < 1 || n < 1 || k < 1)
-    return core_err_set(CORE_EINVAL, "rt_gpu_gemm_rate: shape %dx%dx%d must be positive", m, n,
-                        k);
+    return core_err_set(CORE_EINVAL, "rt_gpu_gemm_rate: shape %dx%dx%d must be positive", m, n, k);
   if ((unsigned)math >= CORE_N_PREC)
     return core_err_set(CORE_EINVAL, "rt_gpu_gemm_rate: unknown precision %d", (int)math);
   const rt_cublas *cb;
   rt_gpu_info info;
-  if ((rc = rt_gpu_get_info(device, &info)) || (rc = rt_gpu_set_device(device)) ||
-      (rc = rt_cublas_load(&cb)))
+  if ((rc = rt_gpu_get_info(device, &info)) || (rc = rt_gpu_set_device(device)) || (rc = rt_cublas_load(&cb)))
     return rc;
   /* TF32 and bf16 need Ampere tensor cores; cuBLAS would quietly fall back
    * to fp32 math and this would measure the wrong thing. */
   if ((math == CORE_PREC_TF32 || math == CORE_PREC_BF16) && info.cc_major < 8)
-    return core_err_set(CORE_EUNSUPPORTED,
-                        "%s GEMMs need compute capability 8.0 or later; device %d (%s) is %d.%d",
-                        core_prec_name(math), device, info.name, info.cc_major,
-                        info.cc_minor);
+    return core_err_set(CORE_EUNSUPPORTED, "%s GEMMs need compute capability 8.0 or later; device %d (%s) is %d.%d",
+        core_prec_name(math), device, info.name, info.cc_major, info.cc_minor);
 
   enum rt_dtype et = math == CORE_PREC_FP16 ? RT_FP16 : math == CORE_PREC_BF16 ? RT_BF16 : RT_FP32;
 
@@ -576,8 +557,7 @@ int rt_gpu_gemm_rate(int device, enum core_prec math, int m, int n, int k, int w
     goto free_bufs;
   /* Small values: sums of k products stay finite in fp16. */
   rt_gpu_pattern pa = {1.0 / 64, 7, 0}, pb = {1.0 / 64, 5, 3};
-  if ((rc = rt_gpu_fill(a, (size_t)m * (size_t)k, et, &pa)) ||
-      (rc = rt_gpu_fill(b, (size_t)k * (size_t)n, et, &pb)) ||
+  if ((rc = rt_gpu_fill(a, (size_t)m * (size_t)k, et, &pa)) || (rc = rt_gpu_fill(b, (size_t)k * (size_t)n, et, &pb)) ||
       (rc = rt_gpu_memset(c, 0, (size_t)m * (size_t)n * es)))
     goto free_bufs;
 
@@ -594,8 +574,8 @@ free_bufs:
 }
 
 /* Time iters copies of bytes from src to dst after warmup ones. */
-static int time_copies(void *dst, const void *src, size_t bytes, enum cudaMemcpyKind kind,
-                       int warmup, int iters, double *seconds) {
+static int time_copies(
+    void *dst, const void *src, size_t bytes, enum cudaMemcpyKind kind, int warmup, int iters, double *seconds) {
   ev_timer tm;
   int rc = ev_timer_create(&tm);
   if (rc)
@@ -609,14 +589,12 @@ static int time_copies(void *dst, const void *src, size_t bytes, enum cudaMemcpy
   }
   if (e == cudaSuccess)
     e = tm.cu->cudaEventRecord(tm.stop, 0);
-  rc = e == cudaSuccess ? ev_timer_seconds(&tm, seconds)
-                        : cuda_fail(tm.cu, e, "timed cudaMemcpyAsync");
+  rc = e == cudaSuccess ? ev_timer_seconds(&tm, seconds) : cuda_fail(tm.cu, e, "timed cudaMemcpyAsync");
   ev_timer_destroy(&tm);
   return rc;
 }
 
-int rt_gpu_dtod_bandwidth(int device, size_t bytes, int warmup, int iters,
-                          double *bytes_per_s) {
+int rt_gpu_dtod_bandwidth(int device, size_t bytes, int warmup, int iters, double *bytes_per_s) {
   if (!bytes_per_s)
     return core_err_set(CORE_EINVAL, "rt_gpu_dtod_bandwidth: no output pointer");
   *bytes_per_s = 0;
@@ -627,8 +605,7 @@ int rt_gpu_dtod_bandwidth(int device, size_t bytes, int warmup, int iters,
     return rc;
   void *a = NULL, *b = NULL;
   double s = 0;
-  if ((rc = rt_gpu_alloc(bytes, &a)) || (rc = rt_gpu_alloc(bytes, &b)) ||
-      (rc = rt_gpu_memset(a, 1, bytes)))
+  if ((rc = rt_gpu_alloc(bytes, &a)) || (rc = rt_gpu_alloc(bytes, &b)) || (rc = rt_gpu_memset(a, 1, bytes)))
     goto free_bufs;
   if ((rc = time_copies(b, a, bytes, cudaMemcpyDeviceToDevice, warmup, iters, &s)))
     goto free_bufs;
@@ -639,8 +616,7 @@ free_bufs:
   return rc;
 }
 
-int rt_gpu_host_bandwidth(int device, size_t bytes, int warmup, int iters, double *h2d_per_s,
-                          double *d2h_per_s) {
+int rt_gpu_host_bandwidth(int device, size_t bytes, int warmup, int iters, double *h2d_per_s, double *d2h_per_s) {
   if (h2d_per_s)
     *h2d_per_s = 0;
   if (d2h_per_s)

@@ -37,7 +37,7 @@
 typedef struct rt_gpu_info {
   int device;
   char name[256];
-  char pci_bus_id[32];  /* "0000:19:00.0" */
+  char pci_bus_id[32];    /* "0000:19:00.0" */
   int cc_major, cc_minor; /* compute capability, e.g. 9.0 for H100/H200 */
   int sm_count;
   size_t total_mem, free_mem; /* bytes, free at the time of the call */
@@ -87,8 +87,7 @@ int rt_gpu_fill(void *dptr, size_t count, enum rt_dtype t, const rt_gpu_pattern 
  * rounded to t, compared exactly). 0 when all match; CORE_ECORRUPT with the
  * first differing index, its value, the expected value and the number of
  * differing elements otherwise. *nbad (may be NULL) gets that number. */
-int rt_gpu_check(const void *dptr, size_t count, enum rt_dtype t, const rt_gpu_pattern *p,
-                 size_t *nbad);
+int rt_gpu_check(const void *dptr, size_t count, enum rt_dtype t, const rt_gpu_pattern *p, size_t *nbad);
 
 /* ---- measurements ------------------------------------------------------- */
 
@@ -96,18 +95,15 @@ int rt_gpu_check(const void *dptr, size_t count, enum rt_dtype t, const rt_gpu_p
  * at precision math (core/vocab.h),
  * m×k times k×n, column-major, over iters GEMMs after warmup untimed ones,
  * timed with CUDA events. Buffers are allocated, filled and freed here. */
-int rt_gpu_gemm_rate(int device, enum core_prec math, int m, int n, int k, int warmup,
-                     int iters, double *flops_per_s);
+int rt_gpu_gemm_rate(int device, enum core_prec math, int m, int n, int k, int warmup, int iters, double *flops_per_s);
 
 /* Device memory bandwidth from device-to-device cudaMemcpy of bytes, in
  * bytes of memory traffic per second (read + write: 2 × bytes per copy, as
  * CUDA's bandwidthTest counts it). */
-int rt_gpu_dtod_bandwidth(int device, size_t bytes, int warmup, int iters,
-                          double *bytes_per_s);
+int rt_gpu_dtod_bandwidth(int device, size_t bytes, int warmup, int iters, double *bytes_per_s);
 
 /* Host-to-device and device-to-host copy bandwidth from pinned host memory,
  * bytes per second each way (either output may be NULL). */
-int rt_gpu_host_bandwidth(int device, size_t bytes, int warmup, int iters, double *h2d_per_s,
-                          double *d2h_per_s);
+int rt_gpu_host_bandwidth(int device, size_t bytes, int warmup, int iters, double *h2d_per_s, double *d2h_per_s);
 
 #endif

@@ -9,9 +9,9 @@
 
 static int unsupported(const char *what) {
   return core_err_set(CORE_EUNSUPPORTED,
-                      "%s: this ddpsim was built without CUDA/NCCL; rebuild where the CUDA "
-                      "Toolkit and NCCL are installed (cmake -DDDPSIM_WITH_CUDA=ON)",
-                      what);
+      "%s: this ddpsim was built without CUDA/NCCL; rebuild where the CUDA "
+      "Toolkit and NCCL are installed (cmake -DDDPSIM_WITH_CUDA=ON)",
+      what);
 }
 
 int rt_gpu_count(int *n) {
@@ -83,32 +83,28 @@ int rt_gpu_fill(void *dptr, size_t count, enum rt_dtype t, const rt_gpu_pattern 
   return unsupported("filling a device buffer");
 }
 
-int rt_gpu_check(const void *dptr, size_t count, enum rt_dtype t, const rt_gpu_pattern *p,
-                 size_t *nbad) {
+int rt_gpu_check(const void *dptr, size_t count, enum rt_dtype t, const rt_gpu_pattern *p, size_t *nbad) {
   (void)dptr, (void)count, (void)t, (void)p;
   if (nbad)
     *nbad = 0;
   return unsupported("checking a device buffer");
 }
 
-int rt_gpu_gemm_rate(int device, enum core_prec math, int m, int n, int k, int warmup,
-                     int iters, double *flops_per_s) {
+int rt_gpu_gemm_rate(int device, enum core_prec math, int m, int n, int k, int warmup, int iters, double *flops_per_s) {
   (void)device, (void)math, (void)m, (void)n, (void)k, (void)warmup, (void)iters;
   if (flops_per_s)
     *flops_per_s = 0;
   return unsupported("cuBLAS GEMM rate");
 }
 
-int rt_gpu_dtod_bandwidth(int device, size_t bytes, int warmup, int iters,
-                          double *bytes_per_s) {
+int rt_gpu_dtod_bandwidth(int device, size_t bytes, int warmup, int iters, double *bytes_per_s) {
   (void)device, (void)bytes, (void)warmup, (void)iters;
   if (bytes_per_s)
     *bytes_per_s = 0;
   return unsupported("device memory bandwidth");
 }
 
-int rt_gpu_host_bandwidth(int device, size_t bytes, int warmup, int iters, double *h2d_per_s,
-                          double *d2h_per_s) {
+int rt_gpu_host_bandwidth(int device, size_t bytes, int warmup, int iters, double *h2d_per_s, double *d2h_per_s) {
   (void)device, (void)bytes, (void)warmup, (void)iters;
   if (h2d_per_s)
     *h2d_per_s = 0;

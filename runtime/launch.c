@@ -57,8 +57,9 @@ static int enter_netns(const char *name) {
   snprintf(path, sizeof path, "/var/run/netns/%s", name);
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
-    fprintf(stderr, "ddpsim launch: cannot open network namespace '%s' (%s): %s; is the testbed up? (scripts/testbed.sh status)\n",
-            name, path, strerror(errno));
+    fprintf(stderr,
+        "ddpsim launch: cannot open network namespace '%s' (%s): %s; is the testbed up? (scripts/testbed.sh status)\n",
+        name, path, strerror(errno));
     return -1;
   }
   if (setns(fd, CLONE_NEWNET) != 0) {
@@ -101,8 +102,8 @@ static void cgroup_path(char *buf, size_t n, int rank, int v2) {
 static int enter_cgroup(int rank, double quota, pid_t launcher) {
   char dir[256], f[320], v[64];
   int v2 = access("/sys/fs/cgroup/cpu/cpu.cfs_quota_us", F_OK) != 0;
-  snprintf(dir, sizeof dir, v2 ? "/sys/fs/cgroup/ddpsim-%d-r%d" : "/sys/fs/cgroup/cpu/ddpsim-%d-r%d",
-           (int)launcher, rank);
+  snprintf(
+      dir, sizeof dir, v2 ? "/sys/fs/cgroup/ddpsim-%d-r%d" : "/sys/fs/cgroup/cpu/ddpsim-%d-r%d", (int)launcher, rank);
   if (mkdir(dir, 0755) != 0 && errno != EEXIST)
     goto fail;
   long period = (long)(QUOTA_US / quota + 0.5);
@@ -134,8 +135,9 @@ static int enter_cgroup(int rank, double quota, pid_t launcher) {
     goto fail;
   return 0;
 fail:
-  fprintf(stderr, "ddpsim launch: cannot limit rank %d to %.2f CPUs in cgroup %s: %s (needs root and the cgroup cpu controller)\n",
-          rank, quota, dir, strerror(errno));
+  fprintf(stderr,
+      "ddpsim launch: cannot limit rank %d to %.2f CPUs in cgroup %s: %s (needs root and the cgroup cpu controller)\n",
+      rank, quota, dir, strerror(errno));
   return -1;
 }
 
@@ -185,8 +187,8 @@ static int host_addrs(const rt_launch_opts *o, char (*addr)[64]) {
     int st;
     waitpid(pid, &st, 0);
     if (n <= 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
-      return core_err_set(CORE_EUSAGE, "cannot enter host '%s' (network namespace); is the testbed up? (scripts/testbed.sh status)",
-                          o->hosts[h]);
+      return core_err_set(CORE_EUSAGE,
+          "cannot enter host '%s' (network namespace); is the testbed up? (scripts/testbed.sh status)", o->hosts[h]);
     addr[h][n < 63 ? n : 63] = '\0';
   }
   return 0;
@@ -214,8 +216,8 @@ static void cpu_block(const cpu_set_t *all, int nproc, int r, cpu_set_t *out) {
 }
 
 /* Start one attempt's ranks. */
-static int start_group(const rt_launch_opts *o, int attempt, const char *rdzv, char (*addr)[64],
-                       const cpu_set_t *cpus, child *ch) {
+static int start_group(
+    const rt_launch_opts *o, int attempt, const char *rdzv, char (*addr)[64], const cpu_set_t *cpus, child *ch) {
   int per_host = o->n_hosts ? o->nproc / o->n_hosts : o->nproc;
   pid_t launcher = getpid();
   char launch_time[64], fail_time[64], stop_s[64];
@@ -329,10 +331,10 @@ static void stop_group(const rt_launch_opts *o, child *ch) {
 typedef struct launcher {
   const rt_launch_opts *o;
   rt_launch_result *res;
-  cpu_set_t cpus;               /* with cpu_bind: the CPUs dealt out to the ranks */
-  child *ch;                    /* [nproc]: the current attempt's ranks */
-  char (*addr)[64];             /* each host's address */
-  gsl_rng *rng;                 /* with fail_mtbf_s: the injected failures' draws */
+  cpu_set_t cpus;   /* with cpu_bind: the CPUs dealt out to the ranks */
+  child *ch;        /* [nproc]: the current attempt's ranks */
+  char (*addr)[64]; /* each host's address */
+  gsl_rng *rng;     /* with fail_mtbf_s: the injected failures' draws */
   struct sigaction old_int, old_term;
 } launcher;
 
@@ -341,15 +343,17 @@ static int check_opts(const rt_launch_opts *o, cpu_set_t *cpus) {
     return core_err_set(CORE_EUSAGE, "--nproc must be at least 1");
   if (o->n_hosts && o->nproc % o->n_hosts != 0)
     return core_err_set(CORE_EUSAGE, "--nproc %d does not divide over %d hosts; give a multiple of the host count",
-                        o->nproc, o->n_hosts);
+        o->nproc, o->n_hosts);
   CPU_ZERO(cpus);
   if (!o->cpu_bind)
     return 0;
   if (sched_getaffinity(0, sizeof *cpus, cpus) != 0)
     return core_err_errno(errno, "--cpu-bind: cannot read the CPUs this launcher may use");
   if (CPU_COUNT(cpus) < o->nproc)
-    return core_err_set(CORE_EUSAGE, "--cpu-bind gives every rank CPUs of its own, but %d ranks meet %d CPUs here; "
-                        "start at most %d ranks, or drop --cpu-bind", o->nproc, CPU_COUNT(cpus), CPU_COUNT(cpus));
+    return core_err_set(CORE_EUSAGE,
+        "--cpu-bind gives every rank CPUs of its own, but %d ranks meet %d CPUs here; "
+        "start at most %d ranks, or drop --cpu-bind",
+        o->nproc, CPU_COUNT(cpus), CPU_COUNT(cpus));
   /* With one CPU a rank, Gloo's loop thread and the caller take turns on
    * it, a scheduler tick at a time (bench/NOTES.md, "--cpu-bind"). */
   if (CPU_COUNT(cpus) / o->nproc < 2 && !o->quiet)
@@ -495,17 +499,17 @@ static int after_failure(launcher *L, int attempt, int bad) {
   int code = WIFEXITED(c->status) ? WEXITSTATUS(c->status) : 0;
   if (!o->quiet)
     fprintf(stderr, "ddpsim launch: rank %d (pid %d%s%s) %s; stopped the other %d rank(s) in %.2f s\n", bad,
-            (int)c->pid, o->n_hosts ? ", host " : "", o->n_hosts ? o->hosts[bad / (o->nproc / o->n_hosts)] : "",
-            how, o->nproc - 1, res->stop_s);
+        (int)c->pid, o->n_hosts ? ", host " : "", o->n_hosts ? o->hosts[bad / (o->nproc / o->n_hosts)] : "", how,
+        o->nproc - 1, res->stop_s);
   if (code == 2 || code == 3) {
     res->exit_code = code;
     return core_err_set(code == 2 ? CORE_EUSAGE : CORE_EINVAL,
-                        "rank %d %s (bad usage or input); not restarting, fix the command", bad, how);
+        "rank %d %s (bad usage or input); not restarting, fix the command", bad, how);
   }
   if (attempt >= o->max_restarts) {
     res->exit_code = 4;
-    return core_err_set(CORE_EPEER, "rank %d %s%s", bad, how,
-                        o->max_restarts ? "; no restarts left (--max-restarts)" : "");
+    return core_err_set(
+        CORE_EPEER, "rank %d %s%s", bad, how, o->max_restarts ? "; no restarts left (--max-restarts)" : "");
   }
   if (!o->quiet)
     fprintf(stderr, "ddpsim launch: restarting the group (restart %d of %d)\n", attempt + 1, o->max_restarts);

@@ -25,26 +25,26 @@
 
 typedef struct rt_launch_opts {
   int nproc;
-  const char **hosts;   /* network namespace names, or NULL */
+  const char **hosts; /* network namespace names, or NULL */
   int n_hosts;
   int max_restarts;
   double grace_s;       /* SIGTERM to SIGKILL */
   const char *rdzv_dir; /* parent of the per-attempt rendezvous directories */
   int master_port;
-  char **argv;          /* command to run, NULL-terminated */
+  char **argv; /* command to run, NULL-terminated */
   int quiet;
-  double cpu_quota;     /* CPUs each rank may use (cgroup cpu quota); 0 = no limit */
-  int cpu_bind;         /* 1: each rank bound to CPUs of its own (sched_setaffinity) */
-  double fail_mtbf_s;   /* > 0: SIGKILL a random rank after an exponential time of this
+  double cpu_quota;   /* CPUs each rank may use (cgroup cpu quota); 0 = no limit */
+  int cpu_bind;       /* 1: each rank bound to CPUs of its own (sched_setaffinity) */
+  double fail_mtbf_s; /* > 0: SIGKILL a random rank after an exponential time of this
                          * mean, in every attempt but the last one --max-restarts allows */
   unsigned long fail_seed;
 } rt_launch_opts;
 
 typedef struct rt_launch_result {
-  int attempts;          /* groups started */
-  int failed_rank;       /* last rank that failed, -1 if none */
-  int exit_code;         /* what ddpsim launch should exit with */
-  double stop_s;         /* time to stop the others after the last failure */
+  int attempts;    /* groups started */
+  int failed_rank; /* last rank that failed, -1 if none */
+  int exit_code;   /* what ddpsim launch should exit with */
+  double stop_s;   /* time to stop the others after the last failure */
 } rt_launch_result;
 
 /* Run to completion. Returns 0 when the last attempt succeeded; otherwise a

@@ -86,8 +86,8 @@ int rt_mlp_create(const core_model *m, int batch, uint64_t seed, rt_mlp **out) {
   return 0;
 fail_nomem:
   rt_mlp_free(n);
-  return core_err_set(CORE_ENOMEM, "out of memory building the MLP (%lld parameters, batch %d)",
-                      (long long)m->n_params, batch);
+  return core_err_set(
+      CORE_ENOMEM, "out of memory building the MLP (%lld parameters, batch %d)", (long long)m->n_params, batch);
 }
 
 void rt_mlp_forward_layer(rt_mlp *n, int l) {
@@ -99,8 +99,8 @@ void rt_mlp_forward_layer(rt_mlp *n, int l) {
   /* y = b broadcast over the batch, then y += x W^T. */
   for (int i = 0; i < n->batch; i++)
     memcpy(y + (size_t)i * L->out, b, sizeof(float) * (size_t)L->out);
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n->batch, L->out, L->in, 1.0f, x, L->in, w,
-              L->in, 1.0f, y, L->out);
+  cblas_sgemm(
+      CblasRowMajor, CblasNoTrans, CblasTrans, n->batch, L->out, L->in, 1.0f, x, L->in, w, L->in, 1.0f, y, L->out);
   if (L->act == CORE_ACT_RELU) {
     size_t k = (size_t)n->batch * (size_t)L->out;
     for (size_t i = 0; i < k; i++)
@@ -139,16 +139,16 @@ void rt_mlp_backward_layer(rt_mlp *n, int l) {
   float *gw = n->grads + n->offset[L->first_tensor];
   float *gb = n->grads + n->offset[L->first_tensor + 1];
   /* dW = G^T X  [out x in];  db = column sums of G;  dX = G W  [batch x in]. */
-  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, L->out, L->in, n->batch, 1.0f, g, L->out, x,
-              L->in, 0.0f, gw, L->in);
+  cblas_sgemm(
+      CblasRowMajor, CblasTrans, CblasNoTrans, L->out, L->in, n->batch, 1.0f, g, L->out, x, L->in, 0.0f, gw, L->in);
   memset(gb, 0, sizeof(float) * (size_t)L->out);
   for (int i = 0; i < n->batch; i++)
     cblas_saxpy(L->out, 1.0f, g + (size_t)i * L->out, 1, gb, 1);
   if (l > 0) {
     const float *w = n->params + n->offset[L->first_tensor];
     float *gx = n->dbuf[1 - n->cur];
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n->batch, L->in, L->out, 1.0f, g, L->out,
-                w, L->in, 0.0f, gx, L->in);
+    cblas_sgemm(
+        CblasRowMajor, CblasNoTrans, CblasNoTrans, n->batch, L->in, L->out, 1.0f, g, L->out, w, L->in, 0.0f, gx, L->in);
     n->cur = 1 - n->cur;
   }
 }

@@ -23,12 +23,12 @@ typedef struct rt_mlp {
   int n_layers;
   int batch;
   int64_t n_params;
-  size_t *offset;     /* [n_tensors] element offset of each tensor in params/grads */
+  size_t *offset; /* [n_tensors] element offset of each tensor in params/grads */
   float *params;
   float *grads;
-  float **act;        /* [n_layers + 1]: act[0] = input batch, act[l+1] = output of layer l */
-  float *dbuf[2];     /* gradient w.r.t. activations, ping-pong, batch x max width */
-  int cur;            /* which dbuf holds the gradient flowing into the next layer down */
+  float **act;    /* [n_layers + 1]: act[0] = input batch, act[l+1] = output of layer l */
+  float *dbuf[2]; /* gradient w.r.t. activations, ping-pong, batch x max width */
+  int cur;        /* which dbuf holds the gradient flowing into the next layer down */
   double loss;
 } rt_mlp;
 

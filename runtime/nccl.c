@@ -38,12 +38,12 @@
 typedef struct nccl_impl {
   const rt_cudart *cu;
   const rt_nccl_api *nc;
-  ncclComm_t comm;    /* NULL once aborted or destroyed */
+  ncclComm_t comm; /* NULL once aborted or destroyed */
   cudaStream_t stream;
   int device;
-  enum rt_algo algo;  /* what NCCL_ALGO allowed at creation */
-  int failed;         /* 0, or the first failure's code */
-  float *one;         /* one device float for the barrier */
+  enum rt_algo algo; /* what NCCL_ALGO allowed at creation */
+  int failed;        /* 0, or the first failure's code */
+  float *one;        /* one device float for the barrier */
   char first_err[768];
 } nccl_impl;
 
@@ -76,12 +76,11 @@ static int fail_nccl(rt_comm *c, const char *op, ncclResult_t r) {
   snprintf(detail, sizeof detail, "%s", last && *last ? last : "no detail from NCCL");
   if (r == ncclRemoteError)
     return fail(c, CORE_EPEER,
-                "NCCL %s on rank %d of %d (device %d): a peer failed: %s (%s); check the other "
-                "ranks' logs",
-                op, c->rank, c->size, im->device, im->nc->ncclGetErrorString(r), detail);
-  return fail(c, CORE_ECOMM,
-              "NCCL %s on rank %d of %d (device %d) failed: %s (%s); NCCL_DEBUG=WARN shows more",
-              op, c->rank, c->size, im->device, im->nc->ncclGetErrorString(r), detail);
+        "NCCL %s on rank %d of %d (device %d): a peer failed: %s (%s); check the other "
+        "ranks' logs",
+        op, c->rank, c->size, im->device, im->nc->ncclGetErrorString(r), detail);
+  return fail(c, CORE_ECOMM, "NCCL %s on rank %d of %d (device %d) failed: %s (%s); NCCL_DEBUG=WARN shows more", op,
+      c->rank, c->size, im->device, im->nc->ncclGetErrorString(r), detail);
 }
 
 /* ---- the wait loop ---------------------------------------------------------- */
@@ -106,17 +105,16 @@ static int nccl_wait(rt_comm *c, const char *op, int on_stream) {
       if (q == cudaSuccess)
         return 0;
       if (q != cudaErrorNotReady)
-        return fail(c, CORE_ECOMM, "NCCL %s on rank %d of %d (device %d): CUDA error %s (%s)",
-                    op, c->rank, c->size, im->device, im->cu->cudaGetErrorString(q),
-                    im->cu->cudaGetErrorName(q));
+        return fail(c, CORE_ECOMM, "NCCL %s on rank %d of %d (device %d): CUDA error %s (%s)", op, c->rank, c->size,
+            im->device, im->cu->cudaGetErrorString(q), im->cu->cudaGetErrorName(q));
     }
     double t = core_now();
     if (t > deadline)
       return fail(c, CORE_ETIMEDOUT,
-                  "NCCL %s on rank %d of %d (device %d) did not finish within the %g s "
-                  "timeout: a peer is hung, dead or never joined; the communicator was "
-                  "aborted (check the other ranks, or raise the timeout)",
-                  op, c->rank, c->size, im->device, c->timeout_s);
+          "NCCL %s on rank %d of %d (device %d) did not finish within the %g s "
+          "timeout: a peer is hung, dead or never joined; the communicator was "
+          "aborted (check the other ranks, or raise the timeout)",
+          op, c->rank, c->size, im->device, c->timeout_s);
     if (t - t0 < 1e-3) {
       sched_yield();
     } else {
@@ -140,14 +138,14 @@ static int ready(rt_comm *c, const char *op) {
   nccl_impl *im = impl_of(c);
   if (im->failed)
     return core_err_set(im->failed,
-                        "NCCL %s on rank %d of %d: the communicator was aborted after an "
-                        "earlier failure (%s); destroy it and connect again under a new store "
-                        "prefix",
-                        op, c->rank, c->size, im->first_err);
+        "NCCL %s on rank %d of %d: the communicator was aborted after an "
+        "earlier failure (%s); destroy it and connect again under a new store "
+        "prefix",
+        op, c->rank, c->size, im->first_err);
   cudaError_t e = im->cu->cudaSetDevice(im->device);
   if (e != cudaSuccess)
-    return fail(c, CORE_ECOMM, "NCCL %s on rank %d of %d: cudaSetDevice(%d): %s", op, c->rank,
-                c->size, im->device, im->cu->cudaGetErrorString(e));
+    return fail(c, CORE_ECOMM, "NCCL %s on rank %d of %d: cudaSetDevice(%d): %s", op, c->rank, c->size, im->device,
+        im->cu->cudaGetErrorString(e));
   return 0;
 }
 
@@ -157,18 +155,15 @@ static int dtype_of(rt_comm *c, enum rt_dtype t, const char *op, ncclDataType_t 
   case RT_FP16: *out = ncclFloat16; return 0;
   case RT_BF16: *out = ncclBfloat16; return 0;
   }
-  return core_err_set(CORE_EINVAL, "NCCL %s on rank %d of %d: unknown dtype %d", op, c->rank,
-                      c->size, (int)t);
+  return core_err_set(CORE_EINVAL, "NCCL %s on rank %d of %d: unknown dtype %d", op, c->rank, c->size, (int)t);
 }
 
 /* ---- collectives ------------------------------------------------------------- */
 
-static int nccl_allreduce(rt_comm *c, void *buf, size_t count, enum rt_dtype t,
-                          enum rt_algo a) {
+static int nccl_allreduce(rt_comm *c, void *buf, size_t count, enum rt_dtype t, enum rt_algo a) {
   nccl_impl *im = impl_of(c);
   char op[128];
-  snprintf(op, sizeof op, "allreduce (%s, %zu elements, %s)", rt_dtype_name(t), count,
-           rt_algo_name(a));
+  snprintf(op, sizeof op, "allreduce (%s, %zu elements, %s)", rt_dtype_name(t), count, rt_algo_name(a));
   ncclDataType_t dt = ncclFloat32;
   int rc = ready(c, op);
   if (rc || (rc = dtype_of(c, t, op, &dt)))
@@ -176,27 +171,24 @@ static int nccl_allreduce(rt_comm *c, void *buf, size_t count, enum rt_dtype t,
   if (a != RT_ALGO_DEFAULT && a != im->algo) {
     if (a == RT_ALGO_RING || a == RT_ALGO_TREE)
       return core_err_set(CORE_EUNSUPPORTED,
-                          "NCCL %s on rank %d of %d: NCCL reads its algorithm (NCCL_ALGO) only "
-                          "when a communicator is created and this one was created with '%s'; "
-                          "create a communicator with rt_nccl_connect_algo(..., RT_ALGO_%s, ...) "
-                          "to run '%s'",
-                          op, c->rank, c->size, rt_algo_name(im->algo),
-                          a == RT_ALGO_RING ? "RING" : "TREE", rt_algo_name(a));
+          "NCCL %s on rank %d of %d: NCCL reads its algorithm (NCCL_ALGO) only "
+          "when a communicator is created and this one was created with '%s'; "
+          "create a communicator with rt_nccl_connect_algo(..., RT_ALGO_%s, ...) "
+          "to run '%s'",
+          op, c->rank, c->size, rt_algo_name(im->algo), a == RT_ALGO_RING ? "RING" : "TREE", rt_algo_name(a));
     return core_err_set(CORE_EUNSUPPORTED,
-                        "NCCL %s on rank %d of %d: '%s' is a Gloo algorithm; NCCL offers "
-                        "default, ring and tree",
-                        op, c->rank, c->size, rt_algo_name(a));
+        "NCCL %s on rank %d of %d: '%s' is a Gloo algorithm; NCCL offers "
+        "default, ring and tree",
+        op, c->rank, c->size, rt_algo_name(a));
   }
   if (count == 0)
     return 0;
   if (!buf)
     return core_err_set(CORE_EINVAL, "NCCL %s: null buffer", op);
-  return issued(c, op,
-                im->nc->ncclAllReduce(buf, buf, count, dt, ncclSum, im->comm, im->stream));
+  return issued(c, op, im->nc->ncclAllReduce(buf, buf, count, dt, ncclSum, im->comm, im->stream));
 }
 
-static int nccl_allgather(rt_comm *c, const void *send, void *recv, size_t count,
-                          enum rt_dtype t) {
+static int nccl_allgather(rt_comm *c, const void *send, void *recv, size_t count, enum rt_dtype t) {
   nccl_impl *im = impl_of(c);
   char op[128];
   snprintf(op, sizeof op, "allgather (%s, %zu elements per rank)", rt_dtype_name(t), count);
@@ -209,41 +201,34 @@ static int nccl_allgather(rt_comm *c, const void *send, void *recv, size_t count
   return issued(c, op, im->nc->ncclAllGather(send, recv, count, dt, im->comm, im->stream));
 }
 
-static int nccl_reduce_scatter(rt_comm *c, const void *send, void *recv, size_t recvcount,
-                               enum rt_dtype t) {
+static int nccl_reduce_scatter(rt_comm *c, const void *send, void *recv, size_t recvcount, enum rt_dtype t) {
   nccl_impl *im = impl_of(c);
   char op[128];
-  snprintf(op, sizeof op, "reduce-scatter (%s, %zu elements per rank)", rt_dtype_name(t),
-           recvcount);
+  snprintf(op, sizeof op, "reduce-scatter (%s, %zu elements per rank)", rt_dtype_name(t), recvcount);
   ncclDataType_t dt = ncclFloat32;
   int rc = ready(c, op);
   if (rc || (rc = dtype_of(c, t, op, &dt)) || recvcount == 0)
     return rc;
   if (!send || !recv)
     return core_err_set(CORE_EINVAL, "NCCL %s: null buffer", op);
-  return issued(c, op,
-                im->nc->ncclReduceScatter(send, recv, recvcount, dt, ncclSum, im->comm,
-                                          im->stream));
+  return issued(c, op, im->nc->ncclReduceScatter(send, recv, recvcount, dt, ncclSum, im->comm, im->stream));
 }
 
 static int nccl_broadcast(rt_comm *c, void *buf, size_t count, enum rt_dtype t, int root) {
   nccl_impl *im = impl_of(c);
   char op[128];
-  snprintf(op, sizeof op, "broadcast (%s, %zu elements, root %d)", rt_dtype_name(t), count,
-           root);
+  snprintf(op, sizeof op, "broadcast (%s, %zu elements, root %d)", rt_dtype_name(t), count, root);
   ncclDataType_t dt = ncclFloat32;
   int rc = ready(c, op);
   if (rc || (rc = dtype_of(c, t, op, &dt)))
     return rc;
   if (root < 0 || root >= c->size)
-    return core_err_set(CORE_EINVAL, "NCCL %s on rank %d of %d: root out of range", op,
-                        c->rank, c->size);
+    return core_err_set(CORE_EINVAL, "NCCL %s on rank %d of %d: root out of range", op, c->rank, c->size);
   if (count == 0)
     return 0;
   if (!buf)
     return core_err_set(CORE_EINVAL, "NCCL %s: null buffer", op);
-  return issued(c, op,
-                im->nc->ncclBroadcast(buf, buf, count, dt, root, im->comm, im->stream));
+  return issued(c, op, im->nc->ncclBroadcast(buf, buf, count, dt, root, im->comm, im->stream));
 }
 
 /* NCCL has no barrier: a one-element allreduce, as torch.distributed does. */
@@ -252,9 +237,7 @@ static int nccl_barrier(rt_comm *c) {
   int rc = ready(c, "barrier");
   if (rc)
     return rc;
-  return issued(c, "barrier",
-                im->nc->ncclAllReduce(im->one, im->one, 1, ncclFloat32, ncclSum, im->comm,
-                                      im->stream));
+  return issued(c, "barrier", im->nc->ncclAllReduce(im->one, im->one, 1, ncclFloat32, ncclSum, im->comm, im->stream));
 }
 
 /* ---- lifetime ---------------------------------------------------------------- */
@@ -286,8 +269,7 @@ static void nccl_destroy(rt_comm *c) {
     /* Collective: flushes every rank's outstanding work, bounded by the
      * timeout (nccl_wait aborts on a timeout or an error). */
     ncclResult_t r = im->nc->ncclCommFinalize(im->comm);
-    int rc = r == ncclSuccess || r == ncclInProgress ? nccl_wait(c, "finalize", 0)
-                                                     : fail_nccl(c, "finalize", r);
+    int rc = r == ncclSuccess || r == ncclInProgress ? nccl_wait(c, "finalize", 0) : fail_nccl(c, "finalize", r);
     if (rc == 0) {
       (void)im->nc->ncclCommDestroy(im->comm);
       im->comm = NULL;
@@ -329,9 +311,7 @@ static const rt_comm_ops nccl_ops = {
     .abort = nccl_abort,
 };
 
-void *rt_nccl_stream(rt_comm *c) {
-  return c && c->ops == &nccl_ops && c->impl ? (void *)impl_of(c)->stream : NULL;
-}
+void *rt_nccl_stream(rt_comm *c) { return c && c->ops == &nccl_ops && c->impl ? (void *)impl_of(c)->stream : NULL; }
 
 int rt_nccl_version(int *version) {
   if (!version)
@@ -350,13 +330,12 @@ int rt_nccl_version(int *version) {
 /* ---- connecting ------------------------------------------------------------- */
 
 /* Rank 0 creates the unique id and publishes it; the others wait for it. */
-static int exchange_id(const rt_nccl_api *nc, rt_store *store, int rank, int size, int timeout_ms,
-                       ncclUniqueId *id) {
+static int exchange_id(const rt_nccl_api *nc, rt_store *store, int rank, int size, int timeout_ms, ncclUniqueId *id) {
   if (rank == 0) {
     ncclResult_t r = nc->ncclGetUniqueId(id);
     if (r != ncclSuccess)
-      return core_err_set(CORE_ECOMM, "NCCL rank 0 of %d: ncclGetUniqueId: %s (%s)", size,
-                          nc->ncclGetErrorString(r), nc->ncclGetLastError(NULL));
+      return core_err_set(CORE_ECOMM, "NCCL rank 0 of %d: ncclGetUniqueId: %s (%s)", size, nc->ncclGetErrorString(r),
+          nc->ncclGetLastError(NULL));
     int rc = rt_store_set(store, UID_KEY, id, sizeof *id);
     return rc ? core_err_wrap(rc, "NCCL rank 0 of %d publishing its unique id: ", size) : 0;
   }
@@ -368,9 +347,9 @@ static int exchange_id(const rt_nccl_api *nc, rt_store *store, int rank, int siz
   if (len != sizeof *id) {
     free(v);
     return core_err_set(CORE_EINVAL,
-                        "NCCL rank %d of %d: the store's %s has %zu bytes, not the %zu of an "
-                        "ncclUniqueId (a prefix shared with another program?)",
-                        rank, size, UID_KEY, len, sizeof *id);
+        "NCCL rank %d of %d: the store's %s has %zu bytes, not the %zu of an "
+        "ncclUniqueId (a prefix shared with another program?)",
+        rank, size, UID_KEY, len, sizeof *id);
   }
   memcpy(id, v, sizeof *id);
   free(v);
@@ -391,8 +370,8 @@ static int algo_env_set(const rt_nccl_api *nc, algo_env *ae, enum rt_algo algo) 
   int v = 0;
   /* Per-collective lists ("allreduce:ring") arrived in NCCL 2.24. */
   int per_coll = nc->ncclGetVersion(&v) == ncclSuccess && v >= 22400;
-  const char *value = algo == RT_ALGO_RING ? (per_coll ? "allreduce:ring" : "Ring")
-                                           : (per_coll ? "allreduce:tree" : "Tree");
+  const char *value =
+      algo == RT_ALGO_RING ? (per_coll ? "allreduce:ring" : "Ring") : (per_coll ? "allreduce:tree" : "Tree");
   const char *old = getenv("NCCL_ALGO");
   if (old && !(ae->saved = strdup(old)))
     return core_err_set(CORE_ENOMEM, "saving NCCL_ALGO: out of memory");
@@ -419,29 +398,26 @@ static void algo_env_restore(algo_env *ae) {
 
 /* The arguments, NCCL and the device, checked before the store is touched;
  * device made current. The libraries' tables in *nc and *cu. */
-static int connect_checks(rt_store *store, int rank, int size, int device, double timeout_s,
-                          enum rt_algo algo, const rt_nccl_api **nc, const rt_cudart **cu) {
+static int connect_checks(rt_store *store, int rank, int size, int device, double timeout_s, enum rt_algo algo,
+    const rt_nccl_api **nc, const rt_cudart **cu) {
   if (!store)
     return core_err_set(CORE_EINVAL, "rt_nccl_connect: no rendezvous store");
   if (size < 1 || rank < 0 || rank >= size)
-    return core_err_set(CORE_EINVAL, "rt_nccl_connect: rank %d of %d is out of range", rank,
-                        size);
+    return core_err_set(CORE_EINVAL, "rt_nccl_connect: rank %d of %d is out of range", rank, size);
   if (!(timeout_s > 0) || timeout_s > INT_MAX / 1000.0)
-    return core_err_set(CORE_EINVAL, "NCCL timeout %g s is out of range (0, %d]", timeout_s,
-                        INT_MAX / 1000);
+    return core_err_set(CORE_EINVAL, "NCCL timeout %g s is out of range (0, %d]", timeout_s, INT_MAX / 1000);
   if (algo != RT_ALGO_DEFAULT && algo != RT_ALGO_RING && algo != RT_ALGO_TREE)
     return core_err_set(CORE_EUNSUPPORTED,
-                        "NCCL communicator: '%s' is a Gloo algorithm; NCCL offers default, "
-                        "ring and tree",
-                        rt_algo_name(algo));
+        "NCCL communicator: '%s' is a Gloo algorithm; NCCL offers default, "
+        "ring and tree",
+        rt_algo_name(algo));
   int ndev = 0;
   int rc = rt_nccl_api_load(nc);
   if (rc || (rc = rt_gpu_count(&ndev)))
     return core_err_wrap(rc, "NCCL rank %d of %d: ", rank, size);
   if (device < 0 || device >= ndev)
-    return core_err_set(CORE_EINVAL,
-                        "NCCL rank %d of %d: CUDA device %d does not exist (this host has %d)",
-                        rank, size, device, ndev);
+    return core_err_set(
+        CORE_EINVAL, "NCCL rank %d of %d: CUDA device %d does not exist (this host has %d)", rank, size, device, ndev);
   if ((rc = rt_gpu_set_device(device)) || (rc = rt_cudart_load(cu)))
     return core_err_wrap(rc, "NCCL rank %d of %d: ", rank, size);
   return 0;
@@ -453,12 +429,11 @@ static int stream_and_scratch(rt_comm *c) {
   const rt_cudart *cu = im->cu;
   cudaError_t e = cu->cudaStreamCreateWithFlags(&im->stream, cudaStreamNonBlocking);
   if (e != cudaSuccess)
-    return core_err_set(CORE_ECOMM, "NCCL rank %d of %d: cudaStreamCreate on device %d: %s",
-                        c->rank, c->size, im->device, cu->cudaGetErrorString(e));
+    return core_err_set(CORE_ECOMM, "NCCL rank %d of %d: cudaStreamCreate on device %d: %s", c->rank, c->size,
+        im->device, cu->cudaGetErrorString(e));
   if ((e = cu->cudaMalloc((void **)&im->one, sizeof *im->one)) != cudaSuccess) {
     int rc = core_err_set(e == cudaErrorMemoryAllocation ? CORE_ENOMEM : CORE_ECOMM,
-                          "NCCL rank %d of %d: cudaMalloc on device %d: %s", c->rank, c->size,
-                          im->device, cu->cudaGetErrorString(e));
+        "NCCL rank %d of %d: cudaMalloc on device %d: %s", c->rank, c->size, im->device, cu->cudaGetErrorString(e));
     (void)cu->cudaStreamDestroy(im->stream);
     im->stream = NULL;
     return rc;
@@ -486,8 +461,8 @@ static int create_comm(rt_comm *c, ncclUniqueId id, enum rt_algo algo) {
   return rc; /* after a failure, fail() has aborted the communicator */
 }
 
-int rt_nccl_connect_algo(rt_store *store, int rank, int size, int device, double timeout_s,
-                         enum rt_algo algo, rt_comm **out) {
+int rt_nccl_connect_algo(
+    rt_store *store, int rank, int size, int device, double timeout_s, enum rt_algo algo, rt_comm **out) {
   if (!out)
     return core_err_set(CORE_EINVAL, "rt_nccl_connect: no output pointer");
   *out = NULL;
@@ -532,7 +507,6 @@ free_comm:
   return rc;
 }
 
-int rt_nccl_connect(rt_store *store, int rank, int size, int device, double timeout_s,
-                    rt_comm **out) {
+int rt_nccl_connect(rt_store *store, int rank, int size, int device, double timeout_s, rt_comm **out) {
   return rt_nccl_connect_algo(store, rank, size, device, timeout_s, RT_ALGO_DEFAULT, out);
 }

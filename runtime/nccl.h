@@ -60,13 +60,12 @@
  * the timeout, then ncclCommDestroy); after a failure it is local.
  * rt_comm_abort() is local at once (ncclCommAbort), for a rank that failed
  * on its own. */
-int rt_nccl_connect(rt_store *store, int rank, int size, int device, double timeout_s,
-                    rt_comm **out);
+int rt_nccl_connect(rt_store *store, int rank, int size, int device, double timeout_s, rt_comm **out);
 
 /* The same with the allreduce algorithm fixed at creation: RT_ALGO_DEFAULT,
  * RT_ALGO_RING or RT_ALGO_TREE (see above); others are CORE_EUNSUPPORTED. */
-int rt_nccl_connect_algo(rt_store *store, int rank, int size, int device, double timeout_s,
-                         enum rt_algo algo, rt_comm **out);
+int rt_nccl_connect_algo(
+    rt_store *store, int rank, int size, int device, double timeout_s, enum rt_algo algo, rt_comm **out);
 
 /* The CUDA stream (a cudaStream_t) a communicator from rt_nccl_connect runs
  * its collectives on, so callers can order their own work with them (CUDA

@@ -17,19 +17,19 @@
 
 #include "runtime/dl.h"
 
-#define RT_NCCL_FUNCS(X)                                                                       \
-  X(ncclAllGather)                                                                             \
-  X(ncclAllReduce)                                                                             \
-  X(ncclBroadcast)                                                                             \
-  X(ncclCommAbort)                                                                             \
-  X(ncclCommDestroy)                                                                           \
-  X(ncclCommFinalize)                                                                          \
-  X(ncclCommGetAsyncError)                                                                     \
-  X(ncclCommInitRankConfig)                                                                    \
-  X(ncclGetErrorString)                                                                        \
-  X(ncclGetLastError)                                                                          \
-  X(ncclGetUniqueId)                                                                           \
-  X(ncclGetVersion)                                                                            \
+#define RT_NCCL_FUNCS(X)                                                                                               \
+  X(ncclAllGather)                                                                                                     \
+  X(ncclAllReduce)                                                                                                     \
+  X(ncclBroadcast)                                                                                                     \
+  X(ncclCommAbort)                                                                                                     \
+  X(ncclCommDestroy)                                                                                                   \
+  X(ncclCommFinalize)                                                                                                  \
+  X(ncclCommGetAsyncError)                                                                                             \
+  X(ncclCommInitRankConfig)                                                                                            \
+  X(ncclGetErrorString)                                                                                                \
+  X(ncclGetLastError)                                                                                                  \
+  X(ncclGetUniqueId)                                                                                                   \
+  X(ncclGetVersion)                                                                                                    \
   X(ncclReduceScatter)
 
 typedef struct rt_nccl_api {

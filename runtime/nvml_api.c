@@ -20,11 +20,11 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 static int load_rc;
 static char load_msg[1024];
 
-#define RESOLVE(f)                                                                             \
-  do {                                                                                         \
-    void *addr_ = NULL;                                                                        \
-    if (!rc && !(rc = rt_dl_sym(&nvml_lib, as, h, #f, &addr_)))                                \
-      memcpy(&nvml.f, &addr_, sizeof addr_);                                                   \
+#define RESOLVE(f)                                                                                                     \
+  do {                                                                                                                 \
+    void *addr_ = NULL;                                                                                                \
+    if (!rc && !(rc = rt_dl_sym(&nvml_lib, as, h, #f, &addr_)))                                                        \
+      memcpy(&nvml.f, &addr_, sizeof addr_);                                                                           \
   } while (0)
 
 static void load(void) {

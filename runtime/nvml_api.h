@@ -21,11 +21,11 @@
 #ifndef RUNTIME_NVML_API_H
 #define RUNTIME_NVML_API_H
 
-typedef struct rt_nvml_device_st *rt_nvml_device;  /* nvmlDevice_t */
-typedef struct rt_nvml_utilization {               /* nvmlUtilization_t */
+typedef struct rt_nvml_device_st *rt_nvml_device; /* nvmlDevice_t */
+typedef struct rt_nvml_utilization {              /* nvmlUtilization_t */
   unsigned int gpu, memory;
 } rt_nvml_utilization;
-typedef struct rt_nvml_memory {                    /* nvmlMemory_t */
+typedef struct rt_nvml_memory { /* nvmlMemory_t */
   unsigned long long total, free, used;
 } rt_nvml_memory;
 

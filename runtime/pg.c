@@ -23,8 +23,7 @@ enum { REDIS_DEFAULT_PORT = 6379 };
 /* Read the integer variable name into *out; *present says whether it is set.
  * A value that is not a whole decimal number in [min, max] is an error that
  * names the variable and what to set it to. */
-static int env_int(const char *name, int min, int max, const char *hint, int *out,
-                   int *present) {
+static int env_int(const char *name, int min, int max, const char *hint, int *out, int *present) {
   const char *v = getenv(name);
   *present = v != NULL;
   if (!v)
@@ -36,17 +35,15 @@ static int env_int(const char *name, int min, int max, const char *hint, int *ou
   errno = 0;
   long x = strtol(p, &end, 10);
   if (end == p || errno == ERANGE) {
-    return core_err_set(CORE_EINVAL, "environment variable %s='%s' is not an integer: %s",
-                        name, v, hint);
+    return core_err_set(CORE_EINVAL, "environment variable %s='%s' is not an integer: %s", name, v, hint);
   }
   while (isspace((unsigned char)*end))
     end++;
   if (*end != '\0')
-    return core_err_set(CORE_EINVAL, "environment variable %s='%s' is not an integer: %s",
-                        name, v, hint);
+    return core_err_set(CORE_EINVAL, "environment variable %s='%s' is not an integer: %s", name, v, hint);
   if (x < min || x > max)
-    return core_err_set(CORE_EINVAL, "environment variable %s=%ld is out of range [%d, %d]: %s",
-                        name, x, min, max, hint);
+    return core_err_set(
+        CORE_EINVAL, "environment variable %s=%ld is out of range [%d, %d]: %s", name, x, min, max, hint);
   *out = (int)x;
   return 0;
 }
@@ -63,52 +60,52 @@ static int env_int_req(const char *name, int min, int max, const char *hint, int
 }
 
 /* Checks every convention shares once its values are read. */
-static int check_shape(rt_pg_info *in, const char *v_rank, const char *v_world,
-                       const char *v_lrank, const char *v_lsize) {
+static int check_shape(
+    rt_pg_info *in, const char *v_rank, const char *v_world, const char *v_lrank, const char *v_lsize) {
   if (in->rank >= in->world_size)
-    return core_err_set(CORE_EINVAL, "%s=%d is not below %s=%d: ranks run from 0 to %s-1; fix "
-                                     "the launcher's rank numbering or the world size",
-                        v_rank, in->rank, v_world, in->world_size, v_world);
+    return core_err_set(CORE_EINVAL,
+        "%s=%d is not below %s=%d: ranks run from 0 to %s-1; fix "
+        "the launcher's rank numbering or the world size",
+        v_rank, in->rank, v_world, in->world_size, v_world);
   if (in->local_world_size > in->world_size)
-    return core_err_set(CORE_EINVAL, "%s=%d exceeds %s=%d: a node cannot hold more ranks than "
-                                     "the job",
-                        v_lsize, in->local_world_size, v_world, in->world_size);
+    return core_err_set(CORE_EINVAL,
+        "%s=%d exceeds %s=%d: a node cannot hold more ranks than "
+        "the job",
+        v_lsize, in->local_world_size, v_world, in->world_size);
   if (in->local_rank >= in->local_world_size)
-    return core_err_set(CORE_EINVAL, "%s=%d is not below %s=%d: local ranks run from 0 to "
-                                     "%s-1",
-                        v_lrank, in->local_rank, v_lsize, in->local_world_size, v_lsize);
+    return core_err_set(CORE_EINVAL,
+        "%s=%d is not below %s=%d: local ranks run from 0 to "
+        "%s-1",
+        v_lrank, in->local_rank, v_lsize, in->local_world_size, v_lsize);
   if (in->local_rank > in->rank)
-    return core_err_set(CORE_EINVAL, "%s=%d exceeds %s=%d: a local rank cannot exceed the "
-                                     "global rank",
-                        v_lrank, in->local_rank, v_rank, in->rank);
+    return core_err_set(CORE_EINVAL,
+        "%s=%d exceeds %s=%d: a local rank cannot exceed the "
+        "global rank",
+        v_lrank, in->local_rank, v_rank, in->rank);
   return 0;
 }
 
 static int from_torchrun(rt_pg_info *in) {
-  int rc = env_int_req("WORLD_SIZE", 1, INT_MAX,
-                       "set WORLD_SIZE to the number of ranks (torchrun sets it)",
-                       &in->world_size);
+  int rc = env_int_req(
+      "WORLD_SIZE", 1, INT_MAX, "set WORLD_SIZE to the number of ranks (torchrun sets it)", &in->world_size);
   if (rc)
     return rc;
-  rc = env_int_req("RANK", 0, INT_MAX, "set RANK to this process's rank, 0..WORLD_SIZE-1",
-                   &in->rank);
+  rc = env_int_req("RANK", 0, INT_MAX, "set RANK to this process's rank, 0..WORLD_SIZE-1", &in->rank);
   if (rc)
     return rc;
   int has_lr = 0, has_lw = 0, has_group = 0;
-  rc = env_int("LOCAL_RANK", 0, INT_MAX, "set LOCAL_RANK to the rank within this node",
-               &in->local_rank, &has_lr);
+  rc = env_int("LOCAL_RANK", 0, INT_MAX, "set LOCAL_RANK to the rank within this node", &in->local_rank, &has_lr);
   if (rc)
     return rc;
-  rc = env_int("LOCAL_WORLD_SIZE", 1, INT_MAX,
-               "set LOCAL_WORLD_SIZE to the number of ranks on this node",
-               &in->local_world_size, &has_lw);
+  rc = env_int("LOCAL_WORLD_SIZE", 1, INT_MAX, "set LOCAL_WORLD_SIZE to the number of ranks on this node",
+      &in->local_world_size, &has_lw);
   if (rc)
     return rc;
   if (has_lr != has_lw)
-    return core_err_set(CORE_EINVAL, "environment variable %s is set but %s is not: set both "
-                                     "(torchrun does) or neither (one node)",
-                        has_lr ? "LOCAL_RANK" : "LOCAL_WORLD_SIZE",
-                        has_lr ? "LOCAL_WORLD_SIZE" : "LOCAL_RANK");
+    return core_err_set(CORE_EINVAL,
+        "environment variable %s is set but %s is not: set both "
+        "(torchrun does) or neither (one node)",
+        has_lr ? "LOCAL_RANK" : "LOCAL_WORLD_SIZE", has_lr ? "LOCAL_WORLD_SIZE" : "LOCAL_RANK");
   if (!has_lr) {
     /* Neither: every rank is on this node. */
     in->local_rank = in->rank;
@@ -119,8 +116,7 @@ static int from_torchrun(rt_pg_info *in) {
     return rc;
   /* torchrun's node index is GROUP_RANK; without it, nodes are filled in
    * rank order as torchrun numbers them. */
-  rc = env_int("GROUP_RANK", 0, INT_MAX, "set GROUP_RANK to this node's index",
-               &in->node_rank, &has_group);
+  rc = env_int("GROUP_RANK", 0, INT_MAX, "set GROUP_RANK to this node's index", &in->node_rank, &has_group);
   if (rc)
     return rc;
   if (!has_group)
@@ -161,30 +157,30 @@ static int slurm_tasks_on_node(const char *v, const char *var, int node, int *ou
     else if (*p)
       goto bad;
   }
-  return core_err_set(CORE_EINVAL, "environment variable %s='%s' lists %d nodes but "
-                                   "SLURM_NODEID=%d: run under srun, or set "
-                                   "SLURM_NTASKS_PER_NODE",
-                      var, v, idx, node);
+  return core_err_set(CORE_EINVAL,
+      "environment variable %s='%s' lists %d nodes but "
+      "SLURM_NODEID=%d: run under srun, or set "
+      "SLURM_NTASKS_PER_NODE",
+      var, v, idx, node);
 bad:
-  return core_err_set(CORE_EINVAL, "environment variable %s='%s' is not a list like "
-                                   "'2(x3),1': run under srun, or set SLURM_NTASKS_PER_NODE",
-                      var, v);
+  return core_err_set(CORE_EINVAL,
+      "environment variable %s='%s' is not a list like "
+      "'2(x3),1': run under srun, or set SLURM_NTASKS_PER_NODE",
+      var, v);
 }
 
 static int from_slurm(rt_pg_info *in) {
-  int rc = env_int_req("SLURM_PROCID", 0, INT_MAX,
-                       "run under srun, which sets SLURM_PROCID to the task's rank", &in->rank);
+  int rc =
+      env_int_req("SLURM_PROCID", 0, INT_MAX, "run under srun, which sets SLURM_PROCID to the task's rank", &in->rank);
   if (rc)
     return rc;
   int has = 0;
-  rc = env_int("SLURM_NTASKS", 1, INT_MAX, "set SLURM_NTASKS to the number of tasks (srun -n)",
-               &in->world_size, &has);
+  rc = env_int("SLURM_NTASKS", 1, INT_MAX, "set SLURM_NTASKS to the number of tasks (srun -n)", &in->world_size, &has);
   if (rc)
     return rc;
   if (!has) {
     /* SLURM_NPROCS is the older name of the same value. */
-    rc = env_int("SLURM_NPROCS", 1, INT_MAX, "set SLURM_NTASKS to the number of tasks",
-                 &in->world_size, &has);
+    rc = env_int("SLURM_NPROCS", 1, INT_MAX, "set SLURM_NTASKS to the number of tasks", &in->world_size, &has);
     if (rc)
       return rc;
     if (!has)
@@ -192,13 +188,12 @@ static int from_slurm(rt_pg_info *in) {
                                        "SLURM_PROCID is: run the job with srun -n N (or set "
                                        "SLURM_NTASKS)");
   }
-  rc = env_int("SLURM_NODEID", 0, INT_MAX, "set SLURM_NODEID to this node's index",
-               &in->node_rank, &has);
+  rc = env_int("SLURM_NODEID", 0, INT_MAX, "set SLURM_NODEID to this node's index", &in->node_rank, &has);
   if (rc)
     return rc;
   int has_lr = 0;
-  rc = env_int("SLURM_LOCALID", 0, INT_MAX, "set SLURM_LOCALID to the task's index on its node",
-               &in->local_rank, &has_lr);
+  rc = env_int(
+      "SLURM_LOCALID", 0, INT_MAX, "set SLURM_LOCALID to the task's index on its node", &in->local_rank, &has_lr);
   if (rc)
     return rc;
 
@@ -208,9 +203,8 @@ static int from_slurm(rt_pg_info *in) {
   const char *list = getenv(lsize_var);
   if (!list) {
     lsize_var = "SLURM_NTASKS_PER_NODE";
-    rc = env_int(lsize_var, 1, INT_MAX,
-                 "set SLURM_NTASKS_PER_NODE to the tasks per node (srun --ntasks-per-node)",
-                 &in->local_world_size, &has);
+    rc = env_int(lsize_var, 1, INT_MAX, "set SLURM_NTASKS_PER_NODE to the tasks per node (srun --ntasks-per-node)",
+        &in->local_world_size, &has);
     if (rc)
       return rc;
     if (!has) {
@@ -245,37 +239,35 @@ static int from_slurm(rt_pg_info *in) {
 
 static int from_openmpi(rt_pg_info *in) {
   int rc = env_int_req("OMPI_COMM_WORLD_SIZE", 1, INT_MAX,
-                       "run under mpirun, which sets OMPI_COMM_WORLD_SIZE to the number of "
-                       "ranks",
-                       &in->world_size);
+      "run under mpirun, which sets OMPI_COMM_WORLD_SIZE to the number of "
+      "ranks",
+      &in->world_size);
   if (rc)
     return rc;
-  rc = env_int_req("OMPI_COMM_WORLD_RANK", 0, INT_MAX,
-                   "run under mpirun, which sets OMPI_COMM_WORLD_RANK", &in->rank);
+  rc = env_int_req("OMPI_COMM_WORLD_RANK", 0, INT_MAX, "run under mpirun, which sets OMPI_COMM_WORLD_RANK", &in->rank);
   if (rc)
     return rc;
   int has_lr = 0, has_ls = 0;
-  rc = env_int("OMPI_COMM_WORLD_LOCAL_RANK", 0, INT_MAX,
-               "set OMPI_COMM_WORLD_LOCAL_RANK to the rank within this node", &in->local_rank,
-               &has_lr);
+  rc = env_int("OMPI_COMM_WORLD_LOCAL_RANK", 0, INT_MAX, "set OMPI_COMM_WORLD_LOCAL_RANK to the rank within this node",
+      &in->local_rank, &has_lr);
   if (rc)
     return rc;
   rc = env_int("OMPI_COMM_WORLD_LOCAL_SIZE", 1, INT_MAX,
-               "set OMPI_COMM_WORLD_LOCAL_SIZE to the number of ranks on this node",
-               &in->local_world_size, &has_ls);
+      "set OMPI_COMM_WORLD_LOCAL_SIZE to the number of ranks on this node", &in->local_world_size, &has_ls);
   if (rc)
     return rc;
   if (has_lr != has_ls)
-    return core_err_set(CORE_EINVAL, "environment variable %s is set but %s is not: set both "
-                                     "(mpirun does) or neither (one node)",
-                        has_lr ? "OMPI_COMM_WORLD_LOCAL_RANK" : "OMPI_COMM_WORLD_LOCAL_SIZE",
-                        has_lr ? "OMPI_COMM_WORLD_LOCAL_SIZE" : "OMPI_COMM_WORLD_LOCAL_RANK");
+    return core_err_set(CORE_EINVAL,
+        "environment variable %s is set but %s is not: set both "
+        "(mpirun does) or neither (one node)",
+        has_lr ? "OMPI_COMM_WORLD_LOCAL_RANK" : "OMPI_COMM_WORLD_LOCAL_SIZE",
+        has_lr ? "OMPI_COMM_WORLD_LOCAL_SIZE" : "OMPI_COMM_WORLD_LOCAL_RANK");
   if (!has_lr) {
     in->local_rank = in->rank;
     in->local_world_size = in->world_size;
   }
-  rc = check_shape(in, "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
-                   "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE");
+  rc = check_shape(
+      in, "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE");
   if (rc)
     return rc;
   /* Open MPI exports no node index; its default mapping fills nodes by slot,
@@ -292,14 +284,15 @@ static int read_master(rt_pg_info *in) {
       return core_err_set(CORE_EINVAL, "environment variable MASTER_ADDR is empty: set it to "
                                        "the host name or address of rank 0, or unset it");
     if (strlen(a) >= sizeof in->master_addr)
-      return core_err_set(CORE_EINVAL, "environment variable MASTER_ADDR is longer than %zu "
-                                       "characters: set it to a host name or address",
-                          sizeof in->master_addr - 1);
+      return core_err_set(CORE_EINVAL,
+          "environment variable MASTER_ADDR is longer than %zu "
+          "characters: set it to a host name or address",
+          sizeof in->master_addr - 1);
     memcpy(in->master_addr, a, strlen(a) + 1);
   }
   int has = 0;
-  return env_int("MASTER_PORT", 1, 65535, "set MASTER_PORT to a free TCP port on rank 0's host",
-                 &in->master_port, &has);
+  return env_int(
+      "MASTER_PORT", 1, 65535, "set MASTER_PORT to a free TCP port on rank 0's host", &in->master_port, &has);
 }
 
 int rt_pg_from_env(rt_pg_info *info) {
@@ -309,8 +302,7 @@ int rt_pg_from_env(rt_pg_info *info) {
   in.local_world_size = 1;
   in.source = "single";
   int rc;
-  if (getenv("RANK") || getenv("WORLD_SIZE") || getenv("LOCAL_RANK") ||
-      getenv("LOCAL_WORLD_SIZE"))
+  if (getenv("RANK") || getenv("WORLD_SIZE") || getenv("LOCAL_RANK") || getenv("LOCAL_WORLD_SIZE"))
     rc = from_torchrun(&in);
   else if (getenv("SLURM_PROCID"))
     rc = from_slurm(&in);
@@ -330,11 +322,12 @@ int rt_pg_from_env(rt_pg_info *info) {
 /* ---- rendezvous specs ----------------------------------------------------- */
 
 static int spec_usage(const char *spec, const char *why) {
-  return core_err_set(CORE_EUSAGE, "rendezvous spec '%s': %s; accepted forms: a shared "
-                                   "directory (/path/to/dir, ./dir or file:///path/to/dir) "
-                                   "for Gloo's FileStore, or redis://HOST:PORT for its "
-                                   "RedisStore",
-                      spec, why);
+  return core_err_set(CORE_EUSAGE,
+      "rendezvous spec '%s': %s; accepted forms: a shared "
+      "directory (/path/to/dir, ./dir or file:///path/to/dir) "
+      "for Gloo's FileStore, or redis://HOST:PORT for its "
+      "RedisStore",
+      spec, why);
 }
 
 static int parse_redis(const char *spec, const char *rest, rt_pg_spec *out) {
@@ -426,9 +419,10 @@ static int route_source(const char *host, char *buf, size_t len) {
   hints.ai_socktype = SOCK_DGRAM;
   int g = getaddrinfo(host, "9", &hints, &res); /* any port: nothing is sent */
   if (g != 0)
-    return core_err_set(CORE_EINVAL, "MASTER_ADDR '%s' does not resolve: %s; set it to rank "
-                                     "0's address, or pass a bind address",
-                        host, gai_strerror(g));
+    return core_err_set(CORE_EINVAL,
+        "MASTER_ADDR '%s' does not resolve: %s; set it to rank "
+        "0's address, or pass a bind address",
+        host, gai_strerror(g));
   int rc = 0;
   int fd = socket(res->ai_family, SOCK_DGRAM, 0);
   if (fd < 0) {
@@ -436,8 +430,10 @@ static int route_source(const char *host, char *buf, size_t len) {
     goto free_res;
   }
   if (connect(fd, res->ai_addr, res->ai_addrlen) != 0) {
-    rc = core_err_errno(errno, "finding the route to MASTER_ADDR '%s' (no route from this "
-                               "host? pass a bind address)", host);
+    rc = core_err_errno(errno,
+        "finding the route to MASTER_ADDR '%s' (no route from this "
+        "host? pass a bind address)",
+        host);
     goto close_fd;
   }
   struct sockaddr_storage ss;
@@ -448,8 +444,7 @@ static int route_source(const char *host, char *buf, size_t len) {
   }
   g = getnameinfo((struct sockaddr *)&ss, sl, buf, (socklen_t)len, NULL, 0, NI_NUMERICHOST);
   if (g != 0)
-    rc = core_err_set(CORE_EIO, "finding the route to MASTER_ADDR '%s': %s", host,
-                      gai_strerror(g));
+    rc = core_err_set(CORE_EIO, "finding the route to MASTER_ADDR '%s': %s", host, gai_strerror(g));
 close_fd:
   close(fd);
 free_res:
@@ -461,11 +456,12 @@ int rt_pg_default_bind(const rt_pg_info *info, char *buf, size_t len) {
   if (info->master_addr[0])
     return route_source(info->master_addr, buf, len);
   if (info->local_world_size < info->world_size)
-    return core_err_set(CORE_EUSAGE, "rank %d: the job spans nodes (%d ranks, %d on this one) "
-                                     "but MASTER_ADDR is not set, so there is no way to tell "
-                                     "which address the other nodes reach: set MASTER_ADDR to "
-                                     "rank 0's host, or pass a bind address",
-                        info->rank, info->world_size, info->local_world_size);
+    return core_err_set(CORE_EUSAGE,
+        "rank %d: the job spans nodes (%d ranks, %d on this one) "
+        "but MASTER_ADDR is not set, so there is no way to tell "
+        "which address the other nodes reach: set MASTER_ADDR to "
+        "rank 0's host, or pass a bind address",
+        info->rank, info->world_size, info->local_world_size);
   snprintf(buf, len, "127.0.0.1");
   return 0;
 }
@@ -497,8 +493,8 @@ void rt_pg_private_dir_remove(const char *dir) {
   rmdir(dir);
 }
 
-int rt_pg_connect(const rt_pg_info *info, const char *spec, const char *bind_addr,
-                  double timeout_s, const char *prefix, rt_comm **out) {
+int rt_pg_connect(const rt_pg_info *info, const char *spec, const char *bind_addr, double timeout_s, const char *prefix,
+    rt_comm **out) {
   if (!info || !out)
     return core_err_set(CORE_EINVAL, "rt_pg_connect: no process-group info or output");
   *out = NULL;
@@ -519,12 +515,11 @@ int rt_pg_connect(const rt_pg_info *info, const char *spec, const char *bind_add
   if (rc)
     return rc == CORE_EUSAGE
                ? rc
-               : core_err_wrap(rc, "process group rank %d of %d (rendezvous '%s')", info->rank,
-                               info->world_size, spec);
+               : core_err_wrap(rc, "process group rank %d of %d (rendezvous '%s')", info->rank, info->world_size, spec);
   rc = rt_gloo_connect(store, info->rank, info->world_size, bind, timeout_s, out);
   if (rc)
-    core_err_wrap(rc, "process group rank %d of %d (rendezvous '%s', timeout %g s)", info->rank,
-                  info->world_size, spec, timeout_s);
+    core_err_wrap(rc, "process group rank %d of %d (rendezvous '%s', timeout %g s)", info->rank, info->world_size, spec,
+        timeout_s);
   /* The mesh is connected; the store was only needed to find the peers. */
   rt_store_close(store);
   return rc;

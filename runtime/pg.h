@@ -47,9 +47,9 @@ enum rt_pg_store_kind { RT_PG_STORE_FILE, RT_PG_STORE_REDIS };
 
 typedef struct rt_pg_spec {
   enum rt_pg_store_kind kind;
-  char path[4096];             /* FILE: the shared directory */
-  char host[RT_PG_ADDR_MAX];   /* REDIS */
-  int port;                    /* REDIS */
+  char path[4096];           /* FILE: the shared directory */
+  char host[RT_PG_ADDR_MAX]; /* REDIS */
+  int port;                  /* REDIS */
 } rt_pg_spec;
 
 /* Accepted forms: "file://DIR", a directory path ("/shared/rdv", "./rdv", or
@@ -85,7 +85,7 @@ int rt_pg_default_bind(const rt_pg_info *info, char *buf, size_t len);
  * communicator in *out. timeout_s bounds the rendezvous and then every
  * collective; a rank that never shows up makes this fail with CORE_ETIMEDOUT
  * within about that time. */
-int rt_pg_connect(const rt_pg_info *info, const char *spec, const char *bind_addr,
-                  double timeout_s, const char *prefix, rt_comm **out);
+int rt_pg_connect(const rt_pg_info *info, const char *spec, const char *bind_addr, double timeout_s, const char *prefix,
+    rt_comm **out);
 
 #endif

@@ -52,9 +52,8 @@ void rt_recovery_begin(const char *out_dir, int attempt, rt_recovery *rec) {
   }
 }
 
-static const char *const cols[] = {"attempt", "fail_step", "detect_s", "stop_s", "restart_s",
-                                   "rendezvous_s", "ckpt_load_s", "resume_step", "replay_steps",
-                                   "replay_s", "recovery_s"};
+static const char *const cols[] = {"attempt", "fail_step", "detect_s", "stop_s", "restart_s", "rendezvous_s",
+    "ckpt_load_s", "resume_step", "replay_steps", "replay_s", "recovery_s"};
 enum { N_COLS = 11 };
 
 int rt_recovery_done(const char *out_dir, int attempt, double process_start_rt, const rt_recovery *rec) {

@@ -17,7 +17,7 @@ struct rt_sysmon {
   double t, cpu_s;           /* at the last sample */
   unsigned long long rx, tx; /* bytes, at the last sample */
   int has_net;
-  const rt_nvml *nvml;       /* NULL: no GPU figures */
+  const rt_nvml *nvml; /* NULL: no GPU figures */
   rt_nvml_device dev;
 };
 
@@ -42,8 +42,8 @@ static int net_bytes(unsigned long long *rx, unsigned long long *tx) {
   while (fgets(line, sizeof line, f)) {
     char *colon = strchr(line, ':');
     unsigned long long r, skip, t;
-    if (!colon || sscanf(colon + 1, "%llu %llu %llu %llu %llu %llu %llu %llu %llu", &r, &skip, &skip,
-                         &skip, &skip, &skip, &skip, &skip, &t) != 9)
+    if (!colon || sscanf(colon + 1, "%llu %llu %llu %llu %llu %llu %llu %llu %llu", &r, &skip, &skip, &skip, &skip,
+                      &skip, &skip, &skip, &t) != 9)
       continue;
     *rx += r;
     *tx += t;
@@ -94,8 +94,7 @@ int rt_sysmon_open(int gpu, rt_sysmon **out, char *gpu_why, int why_len) {
 static void sample_gpu(rt_sysmon *m, rt_sysstat *s) {
   rt_nvml_utilization u;
   rt_nvml_memory mem;
-  if (m->nvml->nvmlDeviceGetUtilizationRates(m->dev, &u) != 0 ||
-      m->nvml->nvmlDeviceGetMemoryInfo(m->dev, &mem) != 0)
+  if (m->nvml->nvmlDeviceGetUtilizationRates(m->dev, &u) != 0 || m->nvml->nvmlDeviceGetMemoryInfo(m->dev, &mem) != 0)
     return;
   s->has_gpu = 1;
   s->gpu_pct = u.gpu;

@@ -14,13 +14,13 @@
 #define RUNTIME_SYSSTAT_H
 
 typedef struct rt_sysstat {
-  double cpu_pct;            /* percent of one CPU */
-  double rss_mib;            /* resident set, MiB */
+  double cpu_pct; /* percent of one CPU */
+  double rss_mib; /* resident set, MiB */
   int has_net;
-  double rx_gbps, tx_gbps;   /* Gbit/s since the last sample */
+  double rx_gbps, tx_gbps; /* Gbit/s since the last sample */
   int has_gpu;
-  double gpu_pct;            /* NVML utilization.gpu */
-  double gpu_mem_mib;        /* NVML memory used, MiB */
+  double gpu_pct;     /* NVML utilization.gpu */
+  double gpu_mem_mib; /* NVML memory used, MiB */
 } rt_sysstat;
 
 typedef struct rt_sysmon rt_sysmon;

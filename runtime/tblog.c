@@ -24,7 +24,7 @@
 typedef struct slot {
   double wall;
   rt_tblog_figures s;
-  double *bucket_s;        /* n_buckets, preallocated */
+  double *bucket_s; /* n_buckets, preallocated */
 } slot;
 
 /* Scalars of a step without the buckets': the figures listed in tblog.h. */
@@ -35,7 +35,7 @@ struct rt_tblog {
   rt_tblog_run r;
   core_tb_log log;
   int64_t cut;
-  int append;              /* continued an earlier attempt's file */
+  int append; /* continued an earlier attempt's file */
   /* The ring: the producer owns head, the consumer tail. */
   slot *slots;
   double *bucket_mem;
@@ -43,8 +43,8 @@ struct rt_tblog {
   atomic_size_t head, tail;
   atomic_long dropped_queue;
   atomic_int stop;
-  pthread_mutex_t mu;      /* only for the logger's wait */
-  pthread_cond_t cv;       /* signalled, never waited on, by the producer */
+  pthread_mutex_t mu; /* only for the logger's wait */
+  pthread_cond_t cv;  /* signalled, never waited on, by the producer */
   pthread_t thread;
   int started, sync_ok;
   /* The logger thread's own. */
@@ -71,9 +71,11 @@ static int open_dir(const rt_tblog_opts *o, int append, char *dir, size_t n) {
   if (found < 0)
     return core_err_wrap(CORE_EUSAGE, "--tensorboard %s", o->dir);
   if (found == 0 && !append)
-    return core_err_set(CORE_EUSAGE, "--tensorboard %s: %s already holds an event file of an earlier run "
-                        "(%s), and TensorBoard would draw both runs as one; use an empty directory, or "
-                        "--resume to continue that run", o->dir, dir, old);
+    return core_err_set(CORE_EUSAGE,
+        "--tensorboard %s: %s already holds an event file of an earlier run "
+        "(%s), and TensorBoard would draw both runs as one; use an empty directory, or "
+        "--resume to continue that run",
+        o->dir, dir, old);
   return 0;
 }
 
@@ -97,8 +99,7 @@ int rt_tblog_open(const rt_tblog_opts *o, rt_tblog **out) {
   if (l->log.size == 0) {
     /* A new file starts with its version; writing it now also shows that
      * the disk takes the events, before any training. */
-    if ((rc = core_tb_put_version(&l->buf, core_wall_now())) != 0 ||
-        (rc = core_tb_log_write(&l->log, &l->buf)) != 0) {
+    if ((rc = core_tb_put_version(&l->buf, core_wall_now())) != 0 || (rc = core_tb_log_write(&l->log, &l->buf)) != 0) {
       rc = core_err_wrap(rc, "--tensorboard %s", o->dir);
       goto close_log;
     }

@@ -45,36 +45,36 @@
 #define RT_TBLOG_SYS_EVERY_S 0.2
 
 typedef struct rt_tblog_opts {
-  const char *dir;     /* --tensorboard DIR */
+  const char *dir; /* --tensorboard DIR */
   int rank;
-  int attempt;         /* restarts before this attempt (DDPSIM_RESTART_COUNT) */
-  int resume;          /* continue the event file of an earlier run */
-  int gpu;             /* NVML device index for System/GPU*, or -1 */
-  int queue_steps;     /* 0: RT_TBLOG_QUEUE_STEPS */
-  double sys_every_s;  /* < 0: RT_TBLOG_SYS_EVERY_S; 0: with every step */
+  int attempt;        /* restarts before this attempt (DDPSIM_RESTART_COUNT) */
+  int resume;         /* continue the event file of an earlier run */
+  int gpu;            /* NVML device index for System/GPU*, or -1 */
+  int queue_steps;    /* 0: RT_TBLOG_QUEUE_STEPS */
+  double sys_every_s; /* < 0: RT_TBLOG_SYS_EVERY_S; 0: with every step */
 } rt_tblog_opts;
 
 /* What the figures of every step share, known once the group is up. */
 typedef struct rt_tblog_run {
   int world, batch, n_buckets;
   double lr;
-  long first_step;     /* where this attempt starts (after a checkpoint load) */
+  long first_step; /* where this attempt starts (after a checkpoint load) */
 } rt_tblog_run;
 
 typedef struct rt_tblog_figures {
   long step;
   double step_s, compute_s, comm_s, exposed_comm_s, loss;
-  const double *bucket_s;  /* n_buckets allreduce times */
+  const double *bucket_s; /* n_buckets allreduce times */
 } rt_tblog_figures;
 
 typedef struct rt_tblog_stats {
-  long logged;             /* steps written */
-  long dropped_queue;      /* steps dropped with the queue full */
-  long dropped_write;      /* steps dropped by failed writes */
-  int64_t cut_bytes;       /* torn record cut from the end of the file appended to */
-  char path[4400];         /* the event file */
-  char write_error[600];   /* the first failed write's message, or "" */
-  char gpu_why[600];       /* why GPU figures were asked for and are missing, or "" */
+  long logged;           /* steps written */
+  long dropped_queue;    /* steps dropped with the queue full */
+  long dropped_write;    /* steps dropped by failed writes */
+  int64_t cut_bytes;     /* torn record cut from the end of the file appended to */
+  char path[4400];       /* the event file */
+  char write_error[600]; /* the first failed write's message, or "" */
+  char gpu_why[600];     /* why GPU figures were asked for and are missing, or "" */
 } rt_tblog_stats;
 
 typedef struct rt_tblog rt_tblog;

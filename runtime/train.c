@@ -45,8 +45,8 @@ typedef struct train_ctx {
 
 /* Merge every rank's attempt files into DIR/steps.csv (rank 0, at the end). */
 static int merge_metrics(const char *dir, int world, int attempts) {
-  static const char *const cols[] = {"rank", "attempt", "step", "step_s", "compute_s", "comm_s",
-                                     "exposed_comm_s", "loss"};
+  static const char *const cols[] = {
+      "rank", "attempt", "step", "step_s", "compute_s", "comm_s", "exposed_comm_s", "loss"};
   char path[4400];
   core_csv out;
   snprintf(path, sizeof path, "%s/steps.csv", dir);
@@ -121,8 +121,12 @@ static int tb_open(train_ctx *c) {
   if (!c->o->tensorboard)
     return 0;
   /* gpu -1: training runs on CPUs (Gloo), so there are no GPU figures. */
-  rt_tblog_opts to = {.dir = c->o->tensorboard, .rank = c->pg.rank, .attempt = c->attempt,
-                      .resume = c->o->resume, .gpu = -1, .sys_every_s = -1};
+  rt_tblog_opts to = {.dir = c->o->tensorboard,
+      .rank = c->pg.rank,
+      .attempt = c->attempt,
+      .resume = c->o->resume,
+      .gpu = -1,
+      .sys_every_s = -1};
   return rt_tblog_open(&to, &c->tb);
 }
 
@@ -132,15 +136,20 @@ static int tb_start(train_ctx *c) {
   int nb = rt_ddp_buckets(c->ddp)->n_buckets;
   if (!(c->bucket_s = calloc((size_t)(nb > 0 ? nb : 1), sizeof *c->bucket_s)))
     return core_err_set(CORE_ENOMEM, "out of memory for %d buckets' times", nb);
-  rt_tblog_run r = {.world = c->pg.world_size, .batch = (int)c->o->batch, .n_buckets = nb, .lr = c->o->lr,
-                    .first_step = c->start};
+  rt_tblog_run r = {
+      .world = c->pg.world_size, .batch = (int)c->o->batch, .n_buckets = nb, .lr = c->o->lr, .first_step = c->start};
   return rt_tblog_start(c->tb, &r);
 }
 
 static void tb_step(train_ctx *c, long step, const rt_step_metrics *sm) {
   rt_ddp_bucket_comm_s(c->ddp, c->bucket_s);
-  rt_tblog_figures f = {.step = step, .step_s = sm->step_s, .compute_s = sm->compute_s, .comm_s = sm->comm_s,
-                        .exposed_comm_s = sm->exposed_comm_s, .loss = sm->loss, .bucket_s = c->bucket_s};
+  rt_tblog_figures f = {.step = step,
+      .step_s = sm->step_s,
+      .compute_s = sm->compute_s,
+      .comm_s = sm->comm_s,
+      .exposed_comm_s = sm->exposed_comm_s,
+      .loss = sm->loss,
+      .bucket_s = c->bucket_s};
   rt_tblog_step(c->tb, &f);
 }
 
@@ -153,14 +162,17 @@ static void tb_close(rt_tblog *tb, int rank) {
   if (rt_tblog_close(tb, &st) != 0)
     fprintf(stderr, "ddpsim train: rank %d: TensorBoard: %s\n", rank, core_err_msg());
   if (st.cut_bytes > 0)
-    fprintf(stderr, "ddpsim train: rank %d: TensorBoard: cut a torn record (%lld bytes) from the end of %s: "
-            "the previous attempt died writing it\n", rank, (long long)st.cut_bytes, st.path);
+    fprintf(stderr,
+        "ddpsim train: rank %d: TensorBoard: cut a torn record (%lld bytes) from the end of %s: "
+        "the previous attempt died writing it\n",
+        rank, (long long)st.cut_bytes, st.path);
   long dropped = st.dropped_queue + st.dropped_write;
   if (dropped > 0)
-    fprintf(stderr, "ddpsim train: rank %d: TensorBoard: dropped %ld of %ld steps (%ld with the logger's "
-            "queue full, %ld in failed writes%s%s); %s holds the other %ld\n", rank, dropped,
-            dropped + st.logged, st.dropped_queue, st.dropped_write, st.write_error[0] ? ": " : "",
-            st.write_error, st.path, st.logged);
+    fprintf(stderr,
+        "ddpsim train: rank %d: TensorBoard: dropped %ld of %ld steps (%ld with the logger's "
+        "queue full, %ld in failed writes%s%s); %s holds the other %ld\n",
+        rank, dropped, dropped + st.logged, st.dropped_queue, st.dropped_write, st.write_error[0] ? ": " : "",
+        st.write_error, st.path, st.logged);
 }
 
 /* ---- setting up --------------------------------------------------------- */
@@ -174,7 +186,7 @@ static int prepare(train_ctx *c) {
     return rc;
   if (o->fail_rank >= c->pg.world_size)
     return core_err_set(CORE_EUSAGE, "--fail-rank %ld: the job has ranks 0 to %d, so that failure would never happen",
-                        o->fail_rank, c->pg.world_size - 1);
+        o->fail_rank, c->pg.world_size - 1);
   if ((rc = core_model_load(o->model, &c->m)) != 0 || (rc = core_model_check_runnable(c->m)) != 0)
     return rc;
   if (c->pg.rank == 0 && o->params_out && (rc = core_afile_check(o->params_out)) != 0)
@@ -193,8 +205,10 @@ static int meet(train_ctx *c) {
   char own[RT_PG_PRIVATE_DIR_MAX] = "", prefix[64];
   int rc;
   if (!spec && c->pg.world_size > 1)
-    return core_err_set(CORE_EUSAGE, "%d ranks need a rendezvous: pass --rdzv DIR|redis://HOST:PORT or run under "
-                        "`ddpsim launch`", c->pg.world_size);
+    return core_err_set(CORE_EUSAGE,
+        "%d ranks need a rendezvous: pass --rdzv DIR|redis://HOST:PORT or run under "
+        "`ddpsim launch`",
+        c->pg.world_size);
   if (!spec) {
     if ((rc = rt_pg_private_dir(own)) != 0)
       return rc;
@@ -217,16 +231,21 @@ static int build(train_ctx *c) {
   if ((rc = core_mkdirs(o->out)) != 0)
     return rc;
   int fails_here = c->attempt < o->n_fail_steps && o->fail_rank == c->pg.rank;
-  rt_ddp_opts dop = {.bucket_cap_mb = o->bucket_cap_mb, .first_bucket_mb = o->first_bucket_mb,
-                     .overlap = o->overlap, .algo = o->algo, .lr = o->lr, .momentum = o->momentum,
-                     .fail_step = fails_here ? (int)o->fail_steps[c->attempt] : -1,
-                     .fail_mark = c->fail_mark, .compress = o->compress};
+  rt_ddp_opts dop = {.bucket_cap_mb = o->bucket_cap_mb,
+      .first_bucket_mb = o->first_bucket_mb,
+      .overlap = o->overlap,
+      .algo = o->algo,
+      .lr = o->lr,
+      .momentum = o->momentum,
+      .fail_step = fails_here ? (int)o->fail_steps[c->attempt] : -1,
+      .fail_mark = c->fail_mark,
+      .compress = o->compress};
   if ((rc = rt_ddp_create(c->m, c->comm, (int)o->batch, &dop, (uint64_t)o->seed, &c->ddp)) != 0)
     return rc;
   const core_model *m = c->m;
   int in = m->layers[0].in, outw = m->layers[m->n_layers - 1].out;
-  if ((rc = rt_data_create(o->dataset, in, outw, (uint64_t)o->seed, c->pg.rank, c->pg.world_size, o->shuffle,
-                           &c->data)) != 0)
+  if ((rc = rt_data_create(
+           o->dataset, in, outw, (uint64_t)o->seed, c->pg.rank, c->pg.world_size, o->shuffle, &c->data)) != 0)
     return rc;
   c->x = malloc(sizeof *c->x * (size_t)o->batch * (size_t)in);
   c->target = malloc(sizeof *c->target * (size_t)o->batch * (size_t)outw);
@@ -252,8 +271,10 @@ static int check_ckpt_dir(const train_ctx *c) {
   if (cd)
     closedir(cd);
   if (found)
-    return core_err_set(CORE_EUSAGE, "--ckpt-dir %s already holds checkpoints of an earlier run; pass --resume to "
-                        "continue it, or use an empty directory", o->ckpt_dir);
+    return core_err_set(CORE_EUSAGE,
+        "--ckpt-dir %s already holds checkpoints of an earlier run; pass --resume to "
+        "continue it, or use an empty directory",
+        o->ckpt_dir);
   return 0;
 }
 
@@ -303,9 +324,13 @@ static int checkpoint(train_ctx *c, long done) {
     return 0;
   if (c->pg.rank == 0) {
     rt_mlp *net = rt_ddp_mlp(c->ddp);
-    rt_ckpt k = {.step = done, .epoch = c->data->epoch, .pos = c->data->pos, .n_params = net->n_params,
-                 .has_momentum = rt_ddp_has_momentum(c->ddp), .params = net->params,
-                 .momentum = rt_ddp_momentum(c->ddp)};
+    rt_ckpt k = {.step = done,
+        .epoch = c->data->epoch,
+        .pos = c->data->pos,
+        .n_params = net->n_params,
+        .has_momentum = rt_ddp_has_momentum(c->ddp),
+        .params = net->params,
+        .momentum = rt_ddp_momentum(c->ddp)};
     int rc = rt_ckpt_write(o->ckpt_dir, c->m, &k, (int)o->ckpt_keep);
     if (rc)
       return rc;
@@ -320,14 +345,14 @@ static int train(train_ctx *c, rt_train_result *res) {
   for (long s = c->start; s < o->steps; s++) {
     rt_step_metrics sm;
     if ((rc = rt_data_next(c->data, (int)o->batch, c->x, c->target)) != 0 ||
-        (rc = rt_ddp_step(c->ddp, s, c->x, c->target, &sm, c->tracing ? &c->trace : NULL,
-                          (core_now() - t_run) * 1e6)) != 0)
+        (rc = rt_ddp_step(
+             c->ddp, s, c->x, c->target, &sm, c->tracing ? &c->trace : NULL, (core_now() - t_run) * 1e6)) != 0)
       return rc;
     sum_step += sm.step_s;
     rt_compress_stats_add(&res->hook, &sm.compress);
     res->vanilla_steps += sm.compress.vanilla > 0;
-    fprintf(c->metrics, "%d,%d,%ld,%.9f,%.9f,%.9f,%.9f,%.9g\n", c->pg.rank, c->attempt, s, sm.step_s,
-            sm.compute_s, sm.comm_s, sm.exposed_comm_s, sm.loss);
+    fprintf(c->metrics, "%d,%d,%ld,%.9f,%.9f,%.9f,%.9f,%.9g\n", c->pg.rank, c->attempt, s, sm.step_s, sm.compute_s,
+        sm.comm_s, sm.exposed_comm_s, sm.loss);
     fflush(c->metrics);
     if (c->tb)
       tb_step(c, s, &sm);

@@ -23,19 +23,19 @@
 enum { RT_TRAIN_MAX_FAILS = 64 };
 
 typedef struct rt_train_opts {
-  const char *model;                /* model file of linear layers */
-  const char *rdzv;                 /* rendezvous spec; NULL: $DDPSIM_RDZV, else a lone rank's own */
-  const char *bind;                 /* listen address; NULL: $DDPSIM_BIND_ADDR, else routed */
-  const char *out;                  /* metrics directory (created) */
-  const char *params_out;           /* rank 0 writes the final parameters (raw fp32); NULL: none */
-  const char *ckpt_dir;             /* checkpoints; NULL: none */
-  const char *tensorboard;          /* event files in DIR/rank_R; NULL: none */
+  const char *model;       /* model file of linear layers */
+  const char *rdzv;        /* rendezvous spec; NULL: $DDPSIM_RDZV, else a lone rank's own */
+  const char *bind;        /* listen address; NULL: $DDPSIM_BIND_ADDR, else routed */
+  const char *out;         /* metrics directory (created) */
+  const char *params_out;  /* rank 0 writes the final parameters (raw fp32); NULL: none */
+  const char *ckpt_dir;    /* checkpoints; NULL: none */
+  const char *tensorboard; /* event files in DIR/rank_R; NULL: none */
   long batch, steps, dataset, seed, threads;
   long ckpt_every, ckpt_keep;
-  long fail_rank;                   /* rank that kills itself, -1: none */
+  long fail_rank;                      /* rank that kills itself, -1: none */
   long fail_steps[RT_TRAIN_MAX_FAILS]; /* at which step, per attempt */
   int n_fail_steps;
-  double process_start_rt;          /* wall clock when the process started */
+  double process_start_rt; /* wall clock when the process started */
   double lr, momentum, bucket_cap_mb, first_bucket_mb, timeout_s;
   int overlap, shuffle, trace, resume;
   enum rt_algo algo;
@@ -45,11 +45,11 @@ typedef struct rt_train_opts {
 /* What the run did, for rank 0 to report. */
 typedef struct rt_train_result {
   int rank, world_size;
-  long first_step, steps_run;       /* this attempt ran steps first_step .. first_step + steps_run - 1 */
+  long first_step, steps_run; /* this attempt ran steps first_step .. first_step + steps_run - 1 */
   double mean_step_s, final_loss, rdzv_s;
   int64_t n_params;
-  rt_compress_stats hook;           /* rank 0's communication hook, all steps */
-  long vanilla_steps;               /* of which in PowerSGD's vanilla phase */
+  rt_compress_stats hook; /* rank 0's communication hook, all steps */
+  long vanilla_steps;     /* of which in PowerSGD's vanilla phase */
 } rt_train_result;
 
 /* Run this rank to opts.steps. Usage errors found before training (a

@@ -10,15 +10,13 @@
 #include <string.h>
 
 static const char *const part_names[SIM_N_PARTS] = {"compute", "exposed communication", "checkpoint stalls",
-                                                    "lost work", "time down (detection, repair, restart, load)"};
-static const char *const part_keys[SIM_N_PARTS] = {"compute", "exposed_comm", "checkpoints", "lost_work",
-                                                   "restarts"};
+    "lost work", "time down (detection, repair, restart, load)"};
+static const char *const part_keys[SIM_N_PARTS] = {"compute", "exposed_comm", "checkpoints", "lost_work", "restarts"};
 
 /* The dimensions advise chooses, in the CSV's and the table's order. */
-static const enum sim_dim knob_dims[] = {SIM_DIM_NODES, SIM_DIM_PER_NODE, SIM_DIM_NETWORK, SIM_DIM_FABRIC, SIM_DIM_BACKEND,
-                                         SIM_DIM_ALGORITHM, SIM_DIM_PRECISION, SIM_DIM_BATCH, SIM_DIM_BUCKET_CAP,
-                                         SIM_DIM_OVERLAP, SIM_DIM_FIND_UNUSED, SIM_DIM_COMPRESSION,
-                                         SIM_DIM_CKPT_MODE, SIM_DIM_CKPT_EVERY, SIM_DIM_SPARES};
+static const enum sim_dim knob_dims[] = {SIM_DIM_NODES, SIM_DIM_PER_NODE, SIM_DIM_NETWORK, SIM_DIM_FABRIC,
+    SIM_DIM_BACKEND, SIM_DIM_ALGORITHM, SIM_DIM_PRECISION, SIM_DIM_BATCH, SIM_DIM_BUCKET_CAP, SIM_DIM_OVERLAP,
+    SIM_DIM_FIND_UNUSED, SIM_DIM_COMPRESSION, SIM_DIM_CKPT_MODE, SIM_DIM_CKPT_EVERY, SIM_DIM_SPARES};
 enum { N_KNOBS = (int)(sizeof knob_dims / sizeof *knob_dims) };
 
 /* The value of objective column c at a point. */
@@ -87,7 +85,8 @@ static void changes(const sim_scenario *s, const sim_point *from, const sim_poin
     sim_summary_dim_value(s, from, knob_dims[k], u, sizeof u);
     sim_summary_dim_value(s, to, knob_dims[k], v, sizeof v);
     if (strcmp(u, v))
-      len += (size_t)snprintf(buf + len, n - len, "%s%s %s -> %s", len ? ", " : "", sim_dim_name(s, knob_dims[k]), u, v);
+      len +=
+          (size_t)snprintf(buf + len, n - len, "%s%s %s -> %s", len ? ", " : "", sim_dim_name(s, knob_dims[k]), u, v);
   }
 }
 
@@ -152,10 +151,12 @@ static int none_meets(const sim_scenario *s, sim_advice *a, long *order) {
     char ch[160];
     changes(s, &a->pts[a->baseline >= 0 ? a->baseline : 0].r.pt, &x->r.pt, ch, sizeof ch);
     len += snprintf(msg + len, sizeof msg - (size_t)len, " %.4g h and %.4g USD (%s);", t_of(x), c_of(x),
-                    ch[0] ? ch : "the scenario as given");
+        ch[0] ? ch : "the scenario as given");
   }
   return core_err_set(CORE_EINVAL, "%s relax %s, or widen what the scenario sweeps", msg,
-                      o->deadline_h > 0 && o->budget_usd > 0 ? "them" : o->deadline_h > 0 ? "the deadline" : "the budget");
+      o->deadline_h > 0 && o->budget_usd > 0 ? "them"
+      : o->deadline_h > 0                    ? "the deadline"
+                                             : "the budget");
 }
 
 int sim_advice_rank(const sim_scenario *s, sim_advice *a) {
@@ -168,14 +169,17 @@ int sim_advice_rank(const sim_scenario *s, sim_advice *a) {
   for (long i = 0; i < a->n; i++) {
     sim_advised *x = &a->pts[i];
     order[i] = i;
-    x->feasible = (!(o->deadline_h > 0) || t_of(x) <= o->deadline_h) && (!(o->budget_usd > 0) || c_of(x) <= o->budget_usd);
+    x->feasible =
+        (!(o->deadline_h > 0) || t_of(x) <= o->deadline_h) && (!(o->budget_usd > 0) || c_of(x) <= o->budget_usd);
     feasible += x->feasible;
   }
   mark_front(a, order);
   int rc = 0;
   if (a->n == 0)
-    rc = core_err_set(CORE_EINVAL, "%s: no point of the study can run: all %ld step configurations simulated time out (see `ddpsim simulate`'s status column); use faster networks or raise ddp.timeout_s",
-                      s->path, a->timeouts);
+    rc = core_err_set(CORE_EINVAL,
+        "%s: no point of the study can run: all %ld step configurations simulated time out (see `ddpsim simulate`'s "
+        "status column); use faster networks or raise ddp.timeout_s",
+        s->path, a->timeouts);
   else if (feasible == 0)
     rc = none_meets(s, a, order);
   if (rc == 0) {
@@ -193,14 +197,12 @@ int sim_advice_rank(const sim_scenario *s, sim_advice *a) {
 }
 
 static const char *const head_cols[] = {"rank", "feasible", "pareto", "nodes", "gpus_per_node", "gpus", "network",
-                                        "backend", "algorithm", "precision", "batch", "bucket_cap_mb", "overlap",
-                                        "find_unused_parameters", "compression", "ckpt_mode", "ckpt_every_s",
-                                        "spares", "step_s", "exposed_comm_s", "samples_per_s", "scaling_eff",
-                                        "replications", "time_to_train_h", "time_to_train_h_lo",
-                                        "time_to_train_h_hi", "goodput", "goodput_lo", "goodput_hi"};
+    "backend", "algorithm", "precision", "batch", "bucket_cap_mb", "overlap", "find_unused_parameters", "compression",
+    "ckpt_mode", "ckpt_every_s", "spares", "step_s", "exposed_comm_s", "samples_per_s", "scaling_eff", "replications",
+    "time_to_train_h", "time_to_train_h_lo", "time_to_train_h_hi", "goodput", "goodput_lo", "goodput_hi"};
 static const char *const cost_cols[] = {"usd_per_hour", "cost_usd", "cost_usd_lo", "cost_usd_hi"};
 static const char *const tail_cols[] = {"compute_h", "exposed_comm_h", "waste_ckpt_h", "waste_lost_h",
-                                        "waste_restart_h", "failures", "unfinished", "bottleneck", "why"};
+    "waste_restart_h", "failures", "unfinished", "bottleneck", "why"};
 #define N_COLS(a) ((int)(sizeof a / sizeof *a))
 
 static void write_row(core_csv *c, const sim_scenario *s, const sim_advised *x, int priced) {
@@ -228,8 +230,8 @@ static void write_row(core_csv *c, const sim_scenario *s, const sim_advised *x, 
   for (int k = 0; k < 4; k++)
     core_csv_num(c, step[k]);
   core_csv_int(c, r->job.replications);
-  const double job[] = {m[SIM_JOB_TIME_H], lo[SIM_JOB_TIME_H], hi[SIM_JOB_TIME_H],
-                        m[SIM_JOB_GOODPUT], lo[SIM_JOB_GOODPUT], hi[SIM_JOB_GOODPUT]};
+  const double job[] = {m[SIM_JOB_TIME_H], lo[SIM_JOB_TIME_H], hi[SIM_JOB_TIME_H], m[SIM_JOB_GOODPUT],
+      lo[SIM_JOB_GOODPUT], hi[SIM_JOB_GOODPUT]};
   for (int k = 0; k < 6; k++)
     core_csv_num(c, job[k]);
   if (priced) {
@@ -285,8 +287,9 @@ static void print_row(const sim_scenario *s, const sim_advised *x, FILE *f) {
   fprintf(f, "%4ld%s ", x->rank, x->feasible ? " " : "!");
   for (int k = 0; k < N_KNOBS; k++)
     if (s->n[knob_dims[k]] > 1)
-      fprintf(f, "%*.*s ", (int)strlen(sim_dim_name(s, knob_dims[k])) > 8 ? (int)strlen(sim_dim_name(s, knob_dims[k])) : 8,
-              24, sim_summary_dim_value(s, &x->r.pt, knob_dims[k], buf, sizeof buf));
+      fprintf(f, "%*.*s ",
+          (int)strlen(sim_dim_name(s, knob_dims[k])) > 8 ? (int)strlen(sim_dim_name(s, knob_dims[k])) : 8, 24,
+          sim_summary_dim_value(s, &x->r.pt, knob_dims[k], buf, sizeof buf));
   fprintf(f, "%9.1f [%7.1f, %7.1f] ", t_of(x), x->r.job.lo[SIM_JOB_TIME_H], x->r.job.hi[SIM_JOB_TIME_H]);
   if (s->prices.priced)
     fprintf(f, "%11.4g ", c_of(x));
@@ -298,19 +301,22 @@ void sim_advice_print(const sim_scenario *s, const sim_advice *a, double wall_s,
   fprintf(f, "%s: advise, %s", s->name, sim_objective_text(&s->objective, obj, sizeof obj));
   if (s->description[0])
     fprintf(f, " — %s", s->description);
-  fprintf(f, "\nsimulated %ld of the %ld points of the study (%.3g%%), the step level of %ld of %ld configurations, in %.3g s",
-          a->n, a->full_points, 100.0 * a->n / a->full_points, a->step_simulated, a->step_configs, wall_s);
+  fprintf(f,
+      "\nsimulated %ld of the %ld points of the study (%.3g%%), the step level of %ld of %ld configurations, in %.3g s",
+      a->n, a->full_points, 100.0 * a->n / a->full_points, a->step_simulated, a->step_configs, wall_s);
   if (a->pruned_search)
-    fprintf(f, "; pruned by their bounds: %ld of %ld hardware configurations before their step level, %ld job settings after it",
-            a->groups_pruned, a->groups, a->job_pruned);
+    fprintf(f,
+        "; pruned by their bounds: %ld of %ld hardware configurations before their step level, %ld job settings after "
+        "it",
+        a->groups_pruned, a->groups, a->job_pruned);
   if (a->timeouts)
     fprintf(f, "; %ld step configurations time out", a->timeouts);
   fprintf(f, "\n%5s ", "rank");
   for (int k = 0; k < N_KNOBS; k++)
     if (s->n[knob_dims[k]] > 1)
       fprintf(f, "%8s ", sim_dim_name(s, knob_dims[k]));
-  fprintf(f, "%9s %17s %s%7s %5s  %s\n", "ttt_h", "[95% CI]", s->prices.priced ? "   cost_usd " : "", "goodput", "front",
-          "what it removes against the scenario as given");
+  fprintf(f, "%9s %17s %s%7s %5s  %s\n", "ttt_h", "[95% CI]", s->prices.priced ? "   cost_usd " : "", "goodput",
+      "front", "what it removes against the scenario as given");
   long *order = rank_order(a);
   for (long i = 0; order && i < a->n && i < s->objective.top; i++)
     print_row(s, &a->pts[order[i]], f);

@@ -18,13 +18,13 @@
 enum { ADVISE_BATCH = 8 };
 
 /* The dimensions by their role in the search (advise.h). */
-static const enum sim_dim hw_dims[] = {SIM_DIM_NETWORK, SIM_DIM_FABRIC, SIM_DIM_BACKEND, SIM_DIM_PRECISION, SIM_DIM_BATCH,
-                                       SIM_DIM_PER_NODE, SIM_DIM_NODES};
-static const enum sim_dim comm_dims[] = {SIM_DIM_ALGORITHM, SIM_DIM_BUCKET_CAP, SIM_DIM_OVERLAP,
-                                         SIM_DIM_FIND_UNUSED, SIM_DIM_COMPRESSION};
+static const enum sim_dim hw_dims[] = {SIM_DIM_NETWORK, SIM_DIM_FABRIC, SIM_DIM_BACKEND, SIM_DIM_PRECISION,
+    SIM_DIM_BATCH, SIM_DIM_PER_NODE, SIM_DIM_NODES};
+static const enum sim_dim comm_dims[] = {
+    SIM_DIM_ALGORITHM, SIM_DIM_BUCKET_CAP, SIM_DIM_OVERLAP, SIM_DIM_FIND_UNUSED, SIM_DIM_COMPRESSION};
 static const enum sim_dim job_dims[] = {SIM_DIM_CKPT_MODE, SIM_DIM_SPARES};
 static const enum sim_dim fixed_dims[] = {SIM_DIM_MODEL, SIM_DIM_FAIL_RATE, SIM_DIM_WEIBULL_SHAPE, SIM_DIM_DETECT,
-                                          SIM_DIM_MTTR, SIM_DIM_RESTART, SIM_DIM_LOAD, SIM_DIM_CKPT_COST};
+    SIM_DIM_MTTR, SIM_DIM_RESTART, SIM_DIM_LOAD, SIM_DIM_CKPT_COST};
 #define N_OF(a) ((int)(sizeof a / sizeof *a))
 
 /* A list of simulated points. */
@@ -59,13 +59,13 @@ typedef struct task {
 
 typedef struct adv {
   const sim_scenario *s;
-  int pruning;            /* bounds and the interval search */
+  int pruning; /* bounds and the interval search */
   long stride[SIM_N_DIMS];
   long n_hw, n_comm, n_job;
   double *front_t, *front_c; /* time and cost of every simulated point */
   long n_front, cap_front;
-  sim_advised base;       /* the scenario as given */
-  char *step_done;        /* per step configuration: simulated */
+  sim_advised base; /* the scenario as given */
+  char *step_done;  /* per step configuration: simulated */
   task *tasks;
   long batch_first, batch_n;
   atomic_long next;
@@ -120,8 +120,8 @@ static int front_add(adv *a, double t, double c) {
 }
 
 /* The job level of point `index`, whose step level is `step`, into x. */
-static int simulate_job(const sim_scenario *s, long index, const sim_point_result *step, sim_engine *e,
-                        sim_advised *x) {
+static int simulate_job(
+    const sim_scenario *s, long index, const sim_point_result *step, sim_engine *e, sim_advised *x) {
   memset(x, 0, sizeof *x);
   x->r = *step;
   sim_scenario_point(s, index, &x->r.pt);
@@ -154,13 +154,13 @@ static double time_h(const sim_advised *x) { return x->r.job.mean[SIM_JOB_TIME_H
 /* The intervals of one job setting, ordered by value. */
 typedef struct ivals {
   int n, order[64];
-  double tm[64];          /* time to train at each, NAN: not simulated */
+  double tm[64]; /* time to train at each, NAN: not simulated */
 } ivals;
 
 /* Simulates interval k of iv (idx holds the job setting); its time in
  * iv->tm[k]. */
-static int eval_interval(const adv *a, task *t, int idx[SIM_N_DIMS], const sim_point_result *step, sim_engine *e,
-                         ivals *iv, int k) {
+static int eval_interval(
+    const adv *a, task *t, int idx[SIM_N_DIMS], const sim_point_result *step, sim_engine *e, ivals *iv, int k) {
   sim_advised x;
   idx[SIM_DIM_CKPT_EVERY] = iv->order[k];
   int rc = evaluate(a, index_of(a, idx), step, e, &x);
@@ -197,7 +197,8 @@ static int search_intervals(const adv *a, task *t, int idx[SIM_N_DIMS], const si
   ivals iv = {.n = s->n[SIM_DIM_CKPT_EVERY]};
   int rc, k0 = 0, k;
   if (iv.n > 64)
-    return core_err_set(CORE_EINVAL, "%s: advise takes at most 64 checkpoint intervals, the scenario has %d", s->path, iv.n);
+    return core_err_set(
+        CORE_EINVAL, "%s: advise takes at most 64 checkpoint intervals, the scenario has %d", s->path, iv.n);
   for (int i = 0; i < iv.n; i++) {
     iv.order[i] = i;
     iv.tm[i] = NAN;
@@ -379,16 +380,21 @@ static void where_key(const sim_scenario *s, const char *path, char *buf, size_t
 }
 
 static int check_fixed(const sim_scenario *s) {
-  static const char *const keys[] = {"model", NULL, "failures.weibull_shape", "failures.detect_s",
-                                     "failures.mttr_h", "failures.restart_s", "failures.load_s", "checkpoint.cost_s"};
+  static const char *const keys[] = {"model", NULL, "failures.weibull_shape", "failures.detect_s", "failures.mttr_h",
+      "failures.restart_s", "failures.load_s", "checkpoint.cost_s"};
   char w[4200], key[64];
   for (int i = 0; i < N_OF(fixed_dims); i++) {
     if (s->n[fixed_dims[i]] == 1)
       continue;
-    snprintf(key, sizeof key, "%s", keys[i] ? keys[i] : s->job.fail_dist == 2 ? "failures.weibull_scale_h" : "failures.mtbf_h");
+    snprintf(key, sizeof key, "%s",
+        keys[i]                 ? keys[i]
+        : s->job.fail_dist == 2 ? "failures.weibull_scale_h"
+                                : "failures.mtbf_h");
     where_key(s, key, w, sizeof w);
-    return core_err_set(CORE_EINVAL, "%s: %s has %d values, and advise chooses among what you may change, not what the cluster or the model is; give it one value (run `ddpsim simulate` to compare them)",
-                        w, key, s->n[fixed_dims[i]]);
+    return core_err_set(CORE_EINVAL,
+        "%s: %s has %d values, and advise chooses among what you may change, not what the cluster or the model is; "
+        "give it one value (run `ddpsim simulate` to compare them)",
+        w, key, s->n[fixed_dims[i]]);
   }
   return 0;
 }
@@ -396,20 +402,27 @@ static int check_fixed(const sim_scenario *s) {
 int sim_advise_check(const sim_scenario *s) {
   char w[4200];
   if (!s->job.present)
-    return core_err_set(CORE_EINVAL, "%s: advise compares points by their time to train, which needs the run's length: add job = { samples = N; } (the same work whatever the cluster)",
-                        s->path);
+    return core_err_set(CORE_EINVAL,
+        "%s: advise compares points by their time to train, which needs the run's length: add job = { samples = N; } "
+        "(the same work whatever the cluster)",
+        s->path);
   int rc = check_fixed(s);
   if (rc)
     return rc;
   long knobs = sim_scenario_points(s);
   if (knobs == 1)
-    return core_err_set(CORE_EINVAL, "%s: the search space is empty: the scenario sweeps nothing advise may change; make an array of what you could change (cluster.nodes, devices_per_node, networks, ddp.backend, bucket_cap_mb, overlap, compression, training.precision or batch, checkpoint.every_s or mode, failures.spares)",
-                        s->path);
+    return core_err_set(CORE_EINVAL,
+        "%s: the search space is empty: the scenario sweeps nothing advise may change; make an array of what you could "
+        "change (cluster.nodes, devices_per_node, networks, ddp.backend, bucket_cap_mb, overlap, compression, "
+        "training.precision or batch, checkpoint.every_s or mode, failures.spares)",
+        s->path);
   int batch_varies = s->n[SIM_DIM_NODES] > 1 || s->n[SIM_DIM_PER_NODE] > 1 || s->n[SIM_DIM_BATCH] > 1;
   if (batch_varies && !(s->job.samples > 0)) {
     where_key(s, "job", w, sizeof w);
-    return core_err_set(CORE_EINVAL, "%s: the points advise compares differ in their global batch (nodes x devices x batch), so job.%s would be different work at each; give job.samples, the samples to train",
-                        w, s->job.steps > 0 ? "steps" : "hours");
+    return core_err_set(CORE_EINVAL,
+        "%s: the points advise compares differ in their global batch (nodes x devices x batch), so job.%s would be "
+        "different work at each; give job.samples, the samples to train",
+        w, s->job.steps > 0 ? "steps" : "hours");
   }
   return 0;
 }
@@ -508,7 +521,7 @@ int sim_advise_run(const sim_scenario *s, const sim_advise_opts *o, sim_advice *
   if ((rc = run_baseline(&a)) != 0)
     goto out_free;
   if (a.base.r.has_job && ((rc = plist_add(&all, &a.base)) != 0 ||
-                           (rc = front_add(&a, time_h(&a.base), time_h(&a.base) * a.base.r.usd_per_hour)) != 0))
+                              (rc = front_add(&a, time_h(&a.base), time_h(&a.base) * a.base.r.usd_per_hour)) != 0))
     goto out_free;
   int jobs = o->jobs > 0 ? o->jobs : (int)sysconf(_SC_NPROCESSORS_ONLN);
   if ((rc = search(&a, jobs < 1 ? 1 : jobs, &all, out)) != 0)

@@ -46,33 +46,38 @@ typedef struct sim_advise_opts {
 
 /* Parts of a run's wall time, the bottlenecks a recommendation removes. */
 enum sim_advice_part {
-  SIM_PART_COMPUTE = 0, SIM_PART_EXPOSED_COMM, SIM_PART_CKPT, SIM_PART_LOST, SIM_PART_DOWN, SIM_N_PARTS
+  SIM_PART_COMPUTE = 0,
+  SIM_PART_EXPOSED_COMM,
+  SIM_PART_CKPT,
+  SIM_PART_LOST,
+  SIM_PART_DOWN,
+  SIM_N_PARTS
 };
 
 /* One simulated point: its step and job levels (the replications
  * themselves not kept), and what sim/advice.h makes of it. */
 typedef struct sim_advised {
   sim_point_result r;
-  double steps;           /* steps it trains */
+  double steps;                /* steps it trains */
   double parts_h[SIM_N_PARTS]; /* its wall time in parts, hours */
-  int feasible;           /* within the deadline and the budget */
-  int pareto;             /* on the front of time to train against cost */
-  long rank;              /* 1: the recommendation */
-  int bottleneck;         /* the part it removes most against the scenario as given; -1: none */
+  int feasible;                /* within the deadline and the budget */
+  int pareto;                  /* on the front of time to train against cost */
+  long rank;                   /* 1: the recommendation */
+  int bottleneck;              /* the part it removes most against the scenario as given; -1: none */
   char why[256];
 } sim_advised;
 
 typedef struct sim_advice {
   long n;
-  sim_advised *pts;       /* in point order */
-  long baseline;          /* the scenario as given (its point 0) in pts */
-  long full_points;       /* points of the product */
-  long step_configs;      /* step-level configurations of the product */
-  long step_simulated;    /* of which simulated */
+  sim_advised *pts;           /* in point order */
+  long baseline;              /* the scenario as given (its point 0) in pts */
+  long full_points;           /* points of the product */
+  long step_configs;          /* step-level configurations of the product */
+  long step_simulated;        /* of which simulated */
   long groups, groups_pruned; /* hardware configurations, pruned before their step level */
-  long job_pruned;        /* job settings pruned after their step level */
-  long timeouts;          /* simulated step configurations that time out */
-  int pruned_search;      /* bounds were used (objective time or cost, not exhaustive) */
+  long job_pruned;            /* job settings pruned after their step level */
+  long timeouts;              /* simulated step configurations that time out */
+  int pruned_search;          /* bounds were used (objective time or cost, not exhaustive) */
 } sim_advice;
 
 /* What advise may search: a job group, one model, one value of every

@@ -5,9 +5,8 @@
 #include <math.h>
 #include <string.h>
 
-static const char *const algo_names[SIM_N_ALGOS] = {
-    "ring", "tree", "hierarchical", "halving_doubling", "ring_chunked", "bcube", "gloo_ring",
-    "segmented_ring", "collnet", "nvls", "nvls_tree"};
+static const char *const algo_names[SIM_N_ALGOS] = {"ring", "tree", "hierarchical", "halving_doubling", "ring_chunked",
+    "bcube", "gloo_ring", "segmented_ring", "collnet", "nvls", "nvls_tree"};
 
 const char *sim_backend_name(enum sim_backend b) { return b == SIM_BACKEND_NCCL ? "nccl" : "gloo"; }
 
@@ -54,8 +53,7 @@ static double crossing_beta(const sim_topo *t, int flows_per_node) {
 }
 
 static double slowest_alpha(const sim_topo *t) {
-  return t->nodes > 1 ? max2(t->inter.alpha_s, t->per_node > 1 ? t->intra.alpha_s : 0)
-                      : t->intra.alpha_s;
+  return t->nodes > 1 ? max2(t->inter.alpha_s, t->per_node > 1 ? t->intra.alpha_s : 0) : t->intra.alpha_s;
 }
 
 static int ilog2_floor(int p) {
@@ -69,9 +67,21 @@ static double nccl_ring(enum core_coll op, const sim_topo *t, double S) {
   int p = t->nodes * t->per_node, N = t->nodes;
   double steps, inter, factor;
   switch (op) {
-  case CORE_COLL_ALLREDUCE: steps = 2.0 * (p - 1); inter = 2.0 * (N - 1); factor = 2.0 * (p - 1) / p; break;
-  case CORE_COLL_BROADCAST: steps = p - 1; inter = N - 1; factor = 1.0; break;
-  default: steps = p - 1; inter = N - 1; factor = (double)(p - 1) / p; break;
+  case CORE_COLL_ALLREDUCE:
+    steps = 2.0 * (p - 1);
+    inter = 2.0 * (N - 1);
+    factor = 2.0 * (p - 1) / p;
+    break;
+  case CORE_COLL_BROADCAST:
+    steps = p - 1;
+    inter = N - 1;
+    factor = 1.0;
+    break;
+  default:
+    steps = p - 1;
+    inter = N - 1;
+    factor = (double)(p - 1) / p;
+    break;
   }
   /* NCCL pipelines chunks along the ring, so hop latencies add up while the
    * bandwidth term is set by the slowest link (tuning.cc ring model). */
@@ -91,13 +101,12 @@ static double hierarchical(const sim_topo *t, double S) {
   int N = t->nodes, g = t->per_node;
   double T = 0;
   if (g > 1)
-    T += 2.0 * (g - 1) * t->intra.alpha_s + 2.0 * S * (g - 1) / g * t->intra.beta_s +
-         S * (g - 1) / g * t->gamma_s;
+    T += 2.0 * (g - 1) * t->intra.alpha_s + 2.0 * S * (g - 1) / g * t->intra.beta_s + S * (g - 1) / g * t->gamma_s;
   if (N > 1) {
     /* g inter-node allreduces run at once, one per local rank. */
     double Sg = S / g;
-    T += 2.0 * (N - 1) * t->inter.alpha_s + 2.0 * Sg * (N - 1) / N * crossing_beta(t, g) +
-         Sg * (N - 1) / N * t->gamma_s;
+    T +=
+        2.0 * (N - 1) * t->inter.alpha_s + 2.0 * Sg * (N - 1) / N * crossing_beta(t, g) + Sg * (N - 1) / N * t->gamma_s;
   }
   return T;
 }
@@ -182,8 +191,7 @@ static sim_link regime(const sim_link *l, double S, int p) {
   return r;
 }
 
-double sim_coll_time(enum sim_backend b, enum core_coll op, enum sim_algo a, const sim_topo *topo,
-                     double S) {
+double sim_coll_time(enum sim_backend b, enum core_coll op, enum sim_algo a, const sim_topo *topo, double S) {
   int p = topo->nodes * topo->per_node;
   if (p <= 1 || S <= 0)
     return 0;
@@ -226,16 +234,13 @@ double sim_coll_time(enum sim_backend b, enum core_coll op, enum sim_algo a, con
     T = 2.0 * (p - 1) * am + 2.0 * S * f * bm + S * f * g;
     break;
   case CORE_COLL_ALLGATHER: T = (p - 1) * am + S * f * bm; break;
-  default: /* broadcast_one_to_all: the root's link carries p-1 copies */
-    T = (p - 1) * (am + S * bm);
-    break;
+  default: /* broadcast_one_to_all: the root's link carries p-1 copies */ T = (p - 1) * (am + S * bm); break;
   }
   /* GPU tensors go to pinned host memory and back (cost-models.md, Gloo). */
   return t->launch_s + T + S * t->stage_s;
 }
 
-int sim_coll_coeffs(enum sim_backend bk, enum core_coll op, enum sim_algo a, int p, double *ca,
-                    double *cb) {
+int sim_coll_coeffs(enum sim_backend bk, enum core_coll op, enum sim_algo a, int p, double *ca, double *cb) {
   if (p < 2)
     return core_err_set(CORE_EINVAL, "a collective fit needs at least 2 ranks");
   double f = (double)(p - 1) / p;
@@ -257,17 +262,28 @@ int sim_coll_coeffs(enum sim_backend bk, enum core_coll op, enum sim_algo a, int
   int k = ilog2_floor(p), pow2 = (1 << k) == p;
   switch (a) {
   case SIM_ALGO_RING:
-  case SIM_ALGO_SEGMENTED_RING: *ca = 2.0 * (p - 1); *cb = 2.0 * f; return 0;
-  case SIM_ALGO_GLOO_RING: *ca = p - 1; *cb = p - 1; return 0;
-  case SIM_ALGO_RING_CHUNKED: *ca = 4.0 * (p - 1); *cb = 2.0 * f; return 0;
+  case SIM_ALGO_SEGMENTED_RING:
+    *ca = 2.0 * (p - 1);
+    *cb = 2.0 * f;
+    return 0;
+  case SIM_ALGO_GLOO_RING:
+    *ca = p - 1;
+    *cb = p - 1;
+    return 0;
+  case SIM_ALGO_RING_CHUNKED:
+    *ca = 4.0 * (p - 1);
+    *cb = 2.0 * f;
+    return 0;
   case SIM_ALGO_HALVING_DOUBLING:
   case SIM_ALGO_BCUBE:
     *ca = 2.0 * k + (pow2 ? 0 : 2);
     *cb = 2.0 * (1.0 - 1.0 / (1 << k)) + (pow2 ? 0 : 2);
     return 0;
-  case SIM_ALGO_TREE: *ca = 2.0 * (p - 1); *cb = 2.0 / SIM_NCCL_TREE_BW_FACTOR; return 0;
+  case SIM_ALGO_TREE:
+    *ca = 2.0 * (p - 1);
+    *cb = 2.0 / SIM_NCCL_TREE_BW_FACTOR;
+    return 0;
   default:
-    return core_err_set(CORE_EINVAL, "%s allreduce has no single-link form; measure ring instead",
-                        sim_algo_name(a));
+    return core_err_set(CORE_EINVAL, "%s allreduce has no single-link form; measure ring instead", sim_algo_name(a));
   }
 }

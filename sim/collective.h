@@ -63,26 +63,24 @@ struct sim_fabric_costs;
 
 typedef struct sim_topo {
   int nodes, per_node;
-  sim_link intra;     /* between ranks of one node (aggregate per rank) */
-  sim_link inter;     /* one flow between nodes */
-  int rails;          /* flows NCCL spreads over a node's NICs; 1 for Gloo */
-  double node_Bps;    /* all of a node's NICs, after oversubscription */
-  double gamma_s;     /* host reduction, s per byte (0 when folded into β) */
-  double stage_s;     /* device<->host staging, s per byte of message (Gloo on GPUs) */
-  double launch_s;    /* fixed cost per call */
+  sim_link intra;  /* between ranks of one node (aggregate per rank) */
+  sim_link inter;  /* one flow between nodes */
+  int rails;       /* flows NCCL spreads over a node's NICs; 1 for Gloo */
+  double node_Bps; /* all of a node's NICs, after oversubscription */
+  double gamma_s;  /* host reduction, s per byte (0 when folded into β) */
+  double stage_s;  /* device<->host staging, s per byte of message (Gloo on GPUs) */
+  double launch_s; /* fixed cost per call */
   /* The point's fabric (sim/fabric.h), or NULL: each algorithm's topology
    * there, for the allreduce a bucket makes (sim_predict_allreduce). */
   const struct sim_fabric_costs *fabric;
 } sim_topo;
 
 /* Time in seconds of one collective of S bytes (nccl-tests' S). */
-double sim_coll_time(enum sim_backend b, enum core_coll op, enum sim_algo a, const sim_topo *t,
-                     double bytes);
+double sim_coll_time(enum sim_backend b, enum core_coll op, enum sim_algo a, const sim_topo *t, double bytes);
 
 /* For p ranks on one kind of link: T = a*alpha + b*S*beta. Returns 0, or
  * CORE_EINVAL for combinations that have no single-link form. */
-int sim_coll_coeffs(enum sim_backend bk, enum core_coll op, enum sim_algo a, int p, double *ca,
-                    double *cb);
+int sim_coll_coeffs(enum sim_backend bk, enum core_coll op, enum sim_algo a, int p, double *ca, double *cb);
 
 /* NCCL's tree bandwidth factors (src/graph/tuning.cc): tree allreduce gets
  * 0.92 of the bus bandwidth, and algorithm bandwidth is half of it. */

@@ -8,8 +8,8 @@
 
 /* The profile's entry for op measured on exactly this many ranks and nodes
  * (any algorithm: nccl-tests does not say which NCCL chose). */
-static const core_prof_coll *same_shape(const core_profile *pr, enum sim_backend b, enum core_coll op, int nodes,
-                                        int per_node) {
+static const core_prof_coll *same_shape(
+    const core_profile *pr, enum sim_backend b, enum core_coll op, int nodes, int per_node) {
   for (int i = 0; i < pr->n_colls; i++) {
     const core_prof_coll *c = &pr->colls[i];
     if (!strcmp(c->backend, sim_backend_name(b)) && !strcmp(c->op, core_coll_name(op)) && c->nodes == nodes &&
@@ -19,8 +19,8 @@ static const core_prof_coll *same_shape(const core_profile *pr, enum sim_backend
   return NULL;
 }
 
-int sim_colltime_setup(const core_profile *pr, const char *profile_path, const sim_network *n,
-                       enum sim_backend b, enum core_coll op, int algo, int nodes, int per_node, sim_colltime *c) {
+int sim_colltime_setup(const core_profile *pr, const char *profile_path, const sim_network *n, enum sim_backend b,
+    enum core_coll op, int algo, int nodes, int per_node, sim_colltime *c) {
   memset(c, 0, sizeof *c);
   c->backend = b;
   c->op = op;
@@ -28,11 +28,11 @@ int sim_colltime_setup(const core_profile *pr, const char *profile_path, const s
   c->nodes = nodes;
   c->per_node = per_node;
   if (algo >= 0 && op == CORE_COLL_ALLREDUCE && !sim_algo_valid(b, (enum sim_algo)algo))
-    return core_err_set(CORE_EINVAL, "%s has no allreduce algorithm '%s'", sim_backend_name(b),
-                        sim_algo_name((enum sim_algo)algo));
+    return core_err_set(
+        CORE_EINVAL, "%s has no allreduce algorithm '%s'", sim_backend_name(b), sim_algo_name((enum sim_algo)algo));
   if (algo >= 0 && op != CORE_COLL_ALLREDUCE && algo != SIM_ALGO_RING)
     return core_err_set(CORE_EINVAL, "%s runs as a ring; '%s' is an allreduce algorithm", core_coll_name(op),
-                        sim_algo_name((enum sim_algo)algo));
+        sim_algo_name((enum sim_algo)algo));
   /* The measurement stands for itself only on the network it was made on. */
   int measured_net = nodes == 1 || (n->from_profile && !(n->gbps > 0));
   if (algo < 0 && measured_net && (c->measured = same_shape(pr, b, op, nodes, per_node)) != NULL)

@@ -22,16 +22,16 @@
 typedef struct sim_colltime {
   enum sim_backend backend;
   enum core_coll op;
-  int algo;                      /* enum sim_algo, or -1: auto */
+  int algo; /* enum sim_algo, or -1: auto */
   int nodes, per_node;
   const core_prof_coll *measured; /* the profile's entry at this shape, or NULL */
-  sim_topo topo;                 /* otherwise */
+  sim_topo topo;                  /* otherwise */
 } sim_colltime;
 
 /* algo: -1 for auto. Fails (CORE_EINVAL) when the profile lacks what the
  * shape needs, or the algorithm does not exist for the backend and op. */
-int sim_colltime_setup(const core_profile *pr, const char *profile_path, const sim_network *n,
-                       enum sim_backend b, enum core_coll op, int algo, int nodes, int per_node, sim_colltime *c);
+int sim_colltime_setup(const core_profile *pr, const char *profile_path, const sim_network *n, enum sim_backend b,
+    enum core_coll op, int algo, int nodes, int per_node, sim_colltime *c);
 
 /* Seconds for a collective of S bytes (nccl-tests' size). */
 double sim_colltime_at(const sim_colltime *c, double bytes);

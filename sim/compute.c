@@ -52,12 +52,12 @@ enum { MATH_FP32, MATH_TF32, MATH_HALF };
 typedef struct ctx {
   const core_model *m;
   const core_profile *pr;
-  double b;             /* batch */
-  enum core_prec cp;    /* GEMM precision */
-  int math, amp, half;  /* math class; autocast; a model in half */
-  double bw;            /* streaming bytes/s */
-  double *width;        /* [n_layers] bytes an element of each layer's output */
-  double dev;           /* this layer's device time so far */
+  double b;            /* batch */
+  enum core_prec cp;   /* GEMM precision */
+  int math, amp, half; /* math class; autocast; a model in half */
+  double bw;           /* streaming bytes/s */
+  double *width;       /* [n_layers] bytes an element of each layer's output */
+  double dev;          /* this layer's device time so far */
   int kernels, casts;
 } ctx;
 
@@ -280,7 +280,7 @@ static void layer(ctx *c, int l, double *fwd, double *bwd) {
 }
 
 int sim_compute_layers(const core_model *m, const core_profile *pr, enum sim_precision p, double batch,
-                       enum sim_optimizer o, sim_compute_out *out) {
+    enum sim_optimizer o, sim_compute_out *out) {
   ctx c = {.m = m, .pr = pr, .b = batch, .cp = sim_precision_compute(p)};
   c.math = math_of(c.cp);
   c.amp = p == SIM_PREC_AMP_FP16 || p == SIM_PREC_AMP_BF16;
@@ -316,8 +316,11 @@ int sim_compute_check(const core_model *m, const core_profile *pr, enum sim_prec
   for (int l = 0; l < m->n_layers; l++) {
     const core_layer *L = &m->layers[l];
     if (L->op == CORE_OP_OTHER && L->act_bytes > 0)
-      return core_err_set(CORE_EINVAL, "%s:%d: layer '%s' has kind \"other\", which has no cost rule at %s: the generic rule counts its act_bytes as fp32 traffic; set its kind (conv, linear, attention, embedding, batch_norm, layer_norm, group_norm, activation, pooling, loss), or give every layer measured times (fwd_ms, bwd_ms)",
-                          m->path, L->line, L->name, sim_precision_name(p));
+      return core_err_set(CORE_EINVAL,
+          "%s:%d: layer '%s' has kind \"other\", which has no cost rule at %s: the generic rule counts its act_bytes "
+          "as fp32 traffic; set its kind (conv, linear, attention, embedding, batch_norm, layer_norm, group_norm, "
+          "activation, pooling, loss), or give every layer measured times (fwd_ms, bwd_ms)",
+          m->path, L->line, L->name, sim_precision_name(p));
   }
   return 0;
 }

@@ -45,18 +45,18 @@
 #define SIM_ELEMENTWISE_BWD_PASSES 4.5
 
 typedef struct sim_compute_out {
-  double *fwd_s, *bwd_s;   /* [n_layers], the caller's */
-  double optimizer_s;      /* the optimizer's step (GPU profiles with per-operation layers); < 0: not costed
+  double *fwd_s, *bwd_s; /* [n_layers], the caller's */
+  double optimizer_s;    /* the optimizer's step (GPU profiles with per-operation layers); < 0: not costed
                             * here, the caller's rule applies */
-  double device_s;         /* the step's compute on the device, before any host-bound stretch */
-  double host_s;           /* the host's time to issue its kernels; 0 without host.launch_us */
-  int kernels;             /* kernels of a step (per-operation layers and optimizer) */
+  double device_s;       /* the step's compute on the device, before any host-bound stretch */
+  double host_s;         /* the host's time to issue its kernels; 0 without host.launch_us */
+  int kernels;           /* kernels of a step (per-operation layers and optimizer) */
 } sim_compute_out;
 
 /* Per-layer times of model m on profile pr at precision p, batch b and
  * optimizer o into out (fwd_s and bwd_s allocated by the caller). */
 int sim_compute_layers(const core_model *m, const core_profile *pr, enum sim_precision p, double batch,
-                       enum sim_optimizer o, sim_compute_out *out);
+    enum sim_optimizer o, sim_compute_out *out);
 
 /* Can every layer of m be costed at precision p on pr? CORE_EINVAL with a
  * message naming the model file, the layer and the key to add when not. */

@@ -16,12 +16,12 @@
 #include <libconfig.h>
 
 typedef struct sim_prices {
-  int priced;                 /* compute has a price: cost columns are written */
-  double gpu_hour_usd;        /* per GPU (device) and hour, or */
-  double node_hour_usd;       /* per node and hour */
-  double storage_hour_usd;    /* the checkpoint storage system, per hour of the run */
+  int priced;                  /* compute has a price: cost columns are written */
+  double gpu_hour_usd;         /* per GPU (device) and hour, or */
+  double node_hour_usd;        /* per node and hour */
+  double storage_hour_usd;     /* the checkpoint storage system, per hour of the run */
   double storage_GB_month_usd; /* capacity of the checkpoints kept, per GB and month */
-  int ckpt_kept;              /* checkpoints kept on the storage */
+  int ckpt_kept;               /* checkpoints kept on the storage */
   /* For messages: where the compute price comes from ("cost.gpu_hour_usd",
    * "profile price.node_hour_usd"), and the group, NULL when none. */
   char source[64];
@@ -39,7 +39,7 @@ int sim_cost_parse(const config_setting_t *root, const core_profile *pr, sim_pri
  * devices with `spares` spare nodes, over a network priced at
  * net_node_hour_usd per node, keeping checkpoints of ckpt_bytes (0 without
  * checkpoints). */
-double sim_cost_per_hour(const sim_prices *c, double net_node_hour_usd, int nodes, int per_node, long long spares,
-                         double ckpt_bytes);
+double sim_cost_per_hour(
+    const sim_prices *c, double net_node_hour_usd, int nodes, int per_node, long long spares, double ckpt_bytes);
 
 #endif

@@ -34,17 +34,17 @@ typedef struct slot {
   sim_handler h;
   void *ctx;
   uint64_t arg;
-  uint64_t w;       /* key word while pending; 0 when free */
+  uint64_t w; /* key word while pending; 0 when free */
   uint32_t next_free;
   uint8_t cancelled;
 } slot;
 
 struct sim_engine {
   cell c[LEVELS][FAN];
-  uint64_t occ[LEVELS];  /* bit s: cell s of the level holds keys */
-  uint32_t levels;       /* bit l: level l holds keys */
-  sim_time base;         /* every key held has t >= base (the wheel's position) */
-  uint32_t n;            /* keys held, cancelled ones included */
+  uint64_t occ[LEVELS]; /* bit s: cell s of the level holds keys */
+  uint32_t levels;      /* bit l: level l holds keys */
+  sim_time base;        /* every key held has t >= base (the wheel's position) */
+  uint32_t n;           /* keys held, cancelled ones included */
   slot *slots;
   uint32_t n_slots, slots_cap, free_head; /* free_head: 0 = none, else index+1 */
   uint64_t seq;
@@ -52,7 +52,7 @@ struct sim_engine {
   sim_counters c_;
   uint64_t dead_in_heap; /* cancelled keys not yet taken out */
   int stop;
-  int broken;            /* out of memory while moving keys: the order is lost until reset */
+  int broken; /* out of memory while moving keys: the order is lost until reset */
 };
 
 static inline int key_less(key a, key b) { return a.t < b.t || (a.t == b.t && a.w < b.w); }
@@ -174,11 +174,10 @@ static int refile_all(sim_engine *e, sim_time base) {
   return rc;
 }
 
-int sim_engine_push(sim_engine *e, sim_time t, sim_handler h, void *ctx, uint64_t arg,
-                    sim_event_id *id) {
+int sim_engine_push(sim_engine *e, sim_time t, sim_handler h, void *ctx, uint64_t arg, sim_event_id *id) {
   if (t < e->now)
-    return core_err_set(CORE_EINTERNAL, "event scheduled in the past (%llu ns < now %llu ns)",
-                        (unsigned long long)t, (unsigned long long)e->now);
+    return core_err_set(CORE_EINTERNAL, "event scheduled in the past (%llu ns < now %llu ns)", (unsigned long long)t,
+        (unsigned long long)e->now);
   if (e->seq >= SEQ_MAX)
     return core_err_set(CORE_EINTERNAL, "more than 2^40 events in one run");
   if (e->broken)
@@ -218,8 +217,7 @@ int sim_engine_push(sim_engine *e, sim_time t, sim_handler h, void *ctx, uint64_
 int sim_engine_cancel(sim_engine *e, sim_event_id id) {
   uint32_t s = (uint32_t)(id & SLOT_MASK);
   if (s >= e->n_slots || e->slots[s].w == 0 || e->slots[s].w != id || e->slots[s].cancelled)
-    return core_err_set(CORE_EINVAL, "event %llu is not pending (already run or cancelled)",
-                        (unsigned long long)id);
+    return core_err_set(CORE_EINVAL, "event %llu is not pending (already run or cancelled)", (unsigned long long)id);
   e->slots[s].cancelled = 1;
   e->dead_in_heap++;
   e->c_.cancelled++;
@@ -361,12 +359,11 @@ int sim_engine_check(const sim_engine *e) {
   const sim_counters *c = &e->c_;
   if (e->broken)
     return core_err_set(CORE_ENOMEM, "the event queue ran out of memory moving %u pending events", e->n);
-  if (c->scheduled != c->executed + c->cancelled + c->pending ||
-      c->pending != e->n - e->dead_in_heap)
+  if (c->scheduled != c->executed + c->cancelled + c->pending || c->pending != e->n - e->dead_in_heap)
     return core_err_set(CORE_EINTERNAL,
-                        "event counters disagree: scheduled %llu != executed %llu + cancelled %llu + pending %llu (queue holds %u, %llu cancelled)",
-                        (unsigned long long)c->scheduled, (unsigned long long)c->executed,
-                        (unsigned long long)c->cancelled, (unsigned long long)c->pending, e->n,
-                        (unsigned long long)e->dead_in_heap);
+        "event counters disagree: scheduled %llu != executed %llu + cancelled %llu + pending %llu (queue holds %u, "
+        "%llu cancelled)",
+        (unsigned long long)c->scheduled, (unsigned long long)c->executed, (unsigned long long)c->cancelled,
+        (unsigned long long)c->pending, e->n, (unsigned long long)e->dead_in_heap);
   return 0;
 }

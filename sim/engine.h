@@ -38,8 +38,7 @@ void sim_engine_free(sim_engine *e);
 void sim_engine_reset(sim_engine *e);
 
 /* Schedule handler(ctx, arg) at absolute time t (>= now). id may be NULL. */
-int sim_engine_push(sim_engine *e, sim_time t, sim_handler h, void *ctx, uint64_t arg,
-                    sim_event_id *id);
+int sim_engine_push(sim_engine *e, sim_time t, sim_handler h, void *ctx, uint64_t arg, sim_event_id *id);
 /* Cancel a pending event; CORE_EINVAL if it already ran or was cancelled. */
 int sim_engine_cancel(sim_engine *e, sim_event_id id);
 

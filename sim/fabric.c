@@ -58,14 +58,18 @@ static int parse_tier(sim_fabric *f, const config_setting_t *g, int t, int top) 
   x->at = tg;
   for (const char *const *k = keys + 1; top && *k; k++)
     if (config_setting_get_member(tg, *k))
-      return core_err_set(CORE_EINVAL, "%s: the %s is the fabric's top tier: all its ports face down, so '%s' does not apply; remove it, or add a tier above",
-                          where(config_setting_get_member(tg, *k), w), tier_names[t], *k);
+      return core_err_set(CORE_EINVAL,
+          "%s: the %s is the fabric's top tier: all its ports face down, so '%s' does not apply; remove it, or add a "
+          "tier above",
+          where(config_setting_get_member(tg, *k), w), tier_names[t], *k);
   int down, up;
   if (!top && !split_ports(x->ports, x->oversub, &down, &up))
-    return core_err_set(CORE_EINVAL, "%s: %d ports do not split %g:1 into whole down and up ports (%g down); choose ports that divide, e.g. %d for %g:1, or another oversubscription",
-                        where(config_setting_get_member(tg, "ports"), w), x->ports, x->oversub,
-                        x->ports * x->oversub / (1.0 + x->oversub),
-                        (int)(ceil(x->ports / (1.0 + x->oversub)) * (1.0 + x->oversub) + 0.5), x->oversub);
+    return core_err_set(CORE_EINVAL,
+        "%s: %d ports do not split %g:1 into whole down and up ports (%g down); choose ports that divide, e.g. %d for "
+        "%g:1, or another oversubscription",
+        where(config_setting_get_member(tg, "ports"), w), x->ports, x->oversub,
+        x->ports * x->oversub / (1.0 + x->oversub),
+        (int)(ceil(x->ports / (1.0 + x->oversub)) * (1.0 + x->oversub) + 0.5), x->oversub);
   return 0;
 }
 
@@ -107,12 +111,14 @@ static int parse_jobs(sim_scenario *s, sim_fabric *f, const config_setting_t *g)
     if ((rc = core_cfg_path(ms, model, path, sizeof path)) != 0 || (rc = core_model_load(path, &j->model)) != 0)
       return core_err_wrap(rc, "%s: neighbour model \"%s\"", where(ms, w), model);
     if (j->model->traced)
-      return core_err_set(CORE_EINVAL, "%s: neighbour '%s' is a traced job; a neighbour is predicted from its layers, so give a model file of layers",
-                          where(ms, w), j->name);
+      return core_err_set(CORE_EINVAL,
+          "%s: neighbour '%s' is a traced job; a neighbour is predicted from its layers, so give a model file of "
+          "layers",
+          where(ms, w), j->name);
     if (j->precision >= 0 && !j->model->measured &&
         !s->profile->rate[sim_precision_compute((enum sim_precision)j->precision)].present)
       return core_err_set(CORE_EINVAL, "%s: precision \"%s\" has no compute rates in profile '%s'",
-                          where(config_setting_get_member(jg, "precision"), w), prec, s->profile_path);
+          where(config_setting_get_member(jg, "precision"), w), prec, s->profile_path);
   }
   return 0;
 }
@@ -132,23 +138,28 @@ static int parse_in_network(sim_fabric *f, const config_setting_t *g) {
     else if (!strcmp(v[i], kinds[1]))
       f->nvls = 1;
     else {
-      rc = core_err_set(CORE_EINVAL, "%s: in_network \"%s\" is not \"sharp\" (switches that reduce, NCCL's CollNet), \"nvls\" (NVSwitches that reduce, NVLink SHARP) or \"none\"",
-                        where(config_setting_get_member(g, "in_network"), w), v[i]);
+      rc = core_err_set(CORE_EINVAL,
+          "%s: in_network \"%s\" is not \"sharp\" (switches that reduce, NCCL's CollNet), \"nvls\" (NVSwitches that "
+          "reduce, NVLink SHARP) or \"none\"",
+          where(config_setting_get_member(g, "in_network"), w), v[i]);
       break;
     }
   }
   free(v);
   if (!rc && f->nvls && f->intra != SIM_INTRA_NVSWITCH)
-    rc = core_err_set(CORE_EINVAL, "%s: in_network \"nvls\" reduces in the NVSwitches of a node, but fabric '%s' has intra = \"%s\"; set intra = \"nvswitch\", or drop \"nvls\"",
-                      where(config_setting_get_member(g, "in_network"), w), f->name,
-                      f->intra == SIM_INTRA_NVLINK ? "nvlink" : f->intra == SIM_INTRA_PCIE ? "pcie" : "(the profile's)");
+    rc = core_err_set(CORE_EINVAL,
+        "%s: in_network \"nvls\" reduces in the NVSwitches of a node, but fabric '%s' has intra = \"%s\"; set intra = "
+        "\"nvswitch\", or drop \"nvls\"",
+        where(config_setting_get_member(g, "in_network"), w), f->name,
+        f->intra == SIM_INTRA_NVLINK ? "nvlink"
+        : f->intra == SIM_INTRA_PCIE ? "pcie"
+                                     : "(the profile's)");
   return rc;
 }
 
 static int parse_one(sim_scenario *s, sim_fabric *f, const config_setting_t *g, int named) {
-  static const char *const keys[] = {"name", "leaf", "spine", "core", "rail_optimized", "leaves_per_rack",
-                                     "intra", "intra_GBps", "in_network", "placement", "rank_order",
-                                     "neighbours", NULL};
+  static const char *const keys[] = {"name", "leaf", "spine", "core", "rail_optimized", "leaves_per_rack", "intra",
+      "intra_GBps", "in_network", "placement", "rank_order", "neighbours", NULL};
   static const char *const intras[] = {"profile", "nvswitch", "nvlink", "pcie", NULL};
   static const char *const places[] = {"packed", "interleaved", "random", NULL};
   static const char *const orders[] = {"rack", "random", NULL};
@@ -163,8 +174,10 @@ static int parse_one(sim_scenario *s, sim_fabric *f, const config_setting_t *g, 
     return rc;
   if (strlen(str) >= sizeof f->name ||
       strspn(str, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._+-") != strlen(str))
-    return core_err_set(CORE_EINVAL, "%s: fabric name \"%.40s\" may use only letters, digits and . _ + -, up to %zu of them (it labels CSV rows and plots)",
-                        where(config_setting_get_member(g, "name"), w), str, sizeof f->name - 1);
+    return core_err_set(CORE_EINVAL,
+        "%s: fabric name \"%.40s\" may use only letters, digits and . _ + -, up to %zu of them (it labels CSV rows and "
+        "plots)",
+        where(config_setting_get_member(g, "name"), w), str, sizeof f->name - 1);
   snprintf(f->name, sizeof f->name, "%s", str);
   f->n_tiers = config_setting_get_member(g, "core") ? 3 : 2;
   for (int t = 0; t < f->n_tiers; t++)
@@ -182,8 +195,10 @@ static int parse_one(sim_scenario *s, sim_fabric *f, const config_setting_t *g, 
   if ((rc = core_cfg_double(g, "intra_GBps", 0, 0.0, 0.1, 1e5, &f->intra_GBps)) != 0)
     return rc;
   if (f->intra_GBps > 0 && f->intra == SIM_INTRA_PROFILE)
-    return core_err_set(CORE_EINVAL, "%s: intra_GBps gives the bandwidth of the node's own fabric; say which it is with intra = \"nvswitch\", \"nvlink\" or \"pcie\"",
-                        where(config_setting_get_member(g, "intra_GBps"), w));
+    return core_err_set(CORE_EINVAL,
+        "%s: intra_GBps gives the bandwidth of the node's own fabric; say which it is with intra = \"nvswitch\", "
+        "\"nvlink\" or \"pcie\"",
+        where(config_setting_get_member(g, "intra_GBps"), w));
   if ((rc = parse_in_network(f, g)) != 0 || (rc = core_cfg_string(g, "placement", 0, "packed", places, &str)) != 0)
     return rc;
   for (int k = 0; places[k]; k++)
@@ -208,11 +223,14 @@ static int check_networks(const sim_scenario *s, const sim_fabric *f, const conf
     const sim_network *n = &s->networks[i];
     const config_setting_t *ns = network_setting(root, i);
     if (n->from_profile)
-      return core_err_set(CORE_EINVAL, "%s: network '%s' takes its link from the profile, but fabric '%s' (line %d) builds its links from a line rate; give the network gbps, latency_us and nics_per_node instead",
-                          where(ns, w), n->name, f->name, f->line);
+      return core_err_set(CORE_EINVAL,
+          "%s: network '%s' takes its link from the profile, but fabric '%s' (line %d) builds its links from a line "
+          "rate; give the network gbps, latency_us and nics_per_node instead",
+          where(ns, w), n->name, f->name, f->line);
     if (config_setting_get_member(ns, "oversubscription"))
-      return core_err_set(CORE_EINVAL, "%s: fabric '%s' (line %d) sets oversubscription per tier; remove network '%s''s oversubscription",
-                          where(config_setting_get_member(ns, "oversubscription"), w), f->name, f->line, n->name);
+      return core_err_set(CORE_EINVAL,
+          "%s: fabric '%s' (line %d) sets oversubscription per tier; remove network '%s''s oversubscription",
+          where(config_setting_get_member(ns, "oversubscription"), w), f->name, f->line, n->name);
   }
   return 0;
 }
@@ -229,12 +247,13 @@ static int check_sizes(const sim_scenario *s, const sim_fabric *f, const config_
     for (int k = 0; k < s->n[SIM_DIM_NODES]; k++) {
       const sim_network *n = &s->networks[i];
       sim_fabric_layout L;
-      int rc = sim_fabric_layout_for(f, s->nodes[k] + others, n->nics_per_node, n->gbps * 1e9 / 8.0 * n->efficiency, &L);
+      int rc =
+          sim_fabric_layout_for(f, s->nodes[k] + others, n->nics_per_node, n->gbps * 1e9 / 8.0 * n->efficiency, &L);
       if (rc) {
         char msg[2048];
         snprintf(msg, sizeof msg, "%s", core_err_msg());
         return core_err_set(rc, "%s (network '%s': %d NICs a node; cluster.nodes = %lld at %s%s)", msg, n->name,
-                            n->nics_per_node, s->nodes[k], where(nd, w), others ? ", plus the neighbours' nodes" : "");
+            n->nics_per_node, s->nodes[k], where(nd, w), others ? ", plus the neighbours' nodes" : "");
       }
     }
   return 0;
@@ -255,14 +274,15 @@ static int check_algorithms(const sim_scenario *s, const config_setting_t *root)
     if (s->algorithms[a] < 0 || (x != SIM_ALGO_COLLNET && x != SIM_ALGO_NVLS && x != SIM_ALGO_NVLS_TREE))
       continue;
     if (!s->n_fabrics)
-      return core_err_set(CORE_EINVAL, "%s: algorithm \"%s\" reduces in the network, and the scenario has no fabric group to say which switches can; add fabric = { ...; in_network = [\"%s\"]; }, or use \"auto\", ring or tree",
-                          where(al ? al : root, w), sim_algo_name(x), x == SIM_ALGO_COLLNET ? "sharp" : "nvls");
+      return core_err_set(CORE_EINVAL,
+          "%s: algorithm \"%s\" reduces in the network, and the scenario has no fabric group to say which switches "
+          "can; add fabric = { ...; in_network = [\"%s\"]; }, or use \"auto\", ring or tree",
+          where(al ? al : root, w), sim_algo_name(x), x == SIM_ALGO_COLLNET ? "sharp" : "nvls");
     for (int f = 0; f < s->n_fabrics; f++)
       for (int k = 0; k < s->n[SIM_DIM_NODES]; k++)
         if (algo_ok(&s->fabrics[f], (int)s->nodes[k], x, why, sizeof why))
           return core_err_set(CORE_EINVAL, "%s: algorithm \"%s\" on fabric '%s' (line %d) at %lld nodes: %s",
-                              where(al ? al : root, w), sim_algo_name(x), s->fabrics[f].name, s->fabrics[f].line,
-                              s->nodes[k], why);
+              where(al ? al : root, w), sim_algo_name(x), s->fabrics[f].name, s->fabrics[f].line, s->nodes[k], why);
   }
   return 0;
 }
@@ -276,11 +296,12 @@ int sim_fabric_parse(sim_scenario *s, const config_setting_t *root) {
   if (g) {
     int list = config_setting_type(g) == CONFIG_TYPE_LIST;
     if (!list && config_setting_type(g) != CONFIG_TYPE_GROUP)
-      return core_err_set(CORE_EINVAL, "%s: fabric must be a group { ... } or a list of named groups ( { name = ...; ... }, ... )",
-                          where(g, w));
+      return core_err_set(CORE_EINVAL,
+          "%s: fabric must be a group { ... } or a list of named groups ( { name = ...; ... }, ... )", where(g, w));
     int n = list ? config_setting_length(g) : 1;
     if (n < 1)
-      return core_err_set(CORE_EINVAL, "%s: the fabric list is empty; give at least one fabric, or remove the key", where(g, w));
+      return core_err_set(
+          CORE_EINVAL, "%s: the fabric list is empty; give at least one fabric, or remove the key", where(g, w));
     s->fabrics = calloc((size_t)n, sizeof *s->fabrics);
     if (!s->fabrics)
       return core_err_set(CORE_ENOMEM, "out of memory reading fabrics");
@@ -293,7 +314,7 @@ int sim_fabric_parse(sim_scenario *s, const config_setting_t *root) {
       for (int j = 0; !rc && j < i; j++)
         if (!strcmp(s->fabrics[j].name, s->fabrics[i].name))
           rc = core_err_set(CORE_EINVAL, "%s: fabric name '%s' is already used at line %d; names must be unique",
-                            where(fg, w), s->fabrics[i].name, s->fabrics[j].line);
+              where(fg, w), s->fabrics[i].name, s->fabrics[j].line);
       if (!rc)
         rc = check_networks(s, &s->fabrics[i], root);
       if (!rc)
@@ -323,17 +344,22 @@ static int layout_leaves(const sim_fabric *f, int rails, sim_fabric_layout *L) {
   const config_setting_t *lpr = key_or(f->at, f->leaves_per_rack ? "leaves_per_rack" : "rail_optimized");
   if (f->rail_optimized) {
     if (L->leaves_per_rack < rails)
-      return core_err_set(CORE_EINVAL, "%s: fabric '%s' is rail-optimized (NIC k of every node on leaf k of its rack), but a rack has %d leaves for nodes of %d NICs; set leaves_per_rack to %d or a multiple, or rail_optimized = false",
-                          where(lpr, w), f->name, L->leaves_per_rack, rails, rails);
+      return core_err_set(CORE_EINVAL,
+          "%s: fabric '%s' is rail-optimized (NIC k of every node on leaf k of its rack), but a rack has %d leaves for "
+          "nodes of %d NICs; set leaves_per_rack to %d or a multiple, or rail_optimized = false",
+          where(lpr, w), f->name, L->leaves_per_rack, rails, rails);
     if (L->leaves_per_rack % rails)
-      return core_err_set(CORE_EINVAL, "%s: %d leaves a rack do not divide among %d rails; set leaves_per_rack to a multiple of %d",
-                          where(lpr, w), L->leaves_per_rack, rails, rails);
+      return core_err_set(CORE_EINVAL,
+          "%s: %d leaves a rack do not divide among %d rails; set leaves_per_rack to a multiple of %d", where(lpr, w),
+          L->leaves_per_rack, rails, rails);
     L->nodes_per_leaf = L->leaf_down;
     L->nodes_per_rack = L->leaves_per_rack / rails * L->leaf_down;
   } else {
     if (L->leaf_down % rails)
-      return core_err_set(CORE_EINVAL, "%s: a leaf's %d node ports do not divide among nodes of %d NICs (all of a node's NICs on one leaf); choose leaf ports whose node-facing share is a multiple of %d, or rail_optimized = true",
-                          where(key_or(leaf->at, "ports"), w), L->leaf_down, rails, rails);
+      return core_err_set(CORE_EINVAL,
+          "%s: a leaf's %d node ports do not divide among nodes of %d NICs (all of a node's NICs on one leaf); choose "
+          "leaf ports whose node-facing share is a multiple of %d, or rail_optimized = true",
+          where(key_or(leaf->at, "ports"), w), L->leaf_down, rails, rails);
     L->nodes_per_leaf = L->leaf_down / rails;
     L->nodes_per_rack = L->leaves_per_rack * L->nodes_per_leaf;
   }
@@ -353,8 +379,10 @@ static int layout_pods(const sim_fabric *f, sim_fabric_layout *L) {
     L->spine_down = spine->ports, L->spine_up = 0;
   L->leaves_per_pod = L->spine_down;
   if (L->leaves_per_pod % L->leaves_per_rack)
-    return core_err_set(CORE_EINVAL, "%s: a spine's %d leaf-facing ports do not hold whole racks of %d leaves; choose spine ports whose down share is a multiple of %d, or another leaves_per_rack",
-                        where(key_or(spine->at, "ports"), w), L->leaves_per_pod, L->leaves_per_rack, L->leaves_per_rack);
+    return core_err_set(CORE_EINVAL,
+        "%s: a spine's %d leaf-facing ports do not hold whole racks of %d leaves; choose spine ports whose down share "
+        "is a multiple of %d, or another leaves_per_rack",
+        where(key_or(spine->at, "ports"), w), L->leaves_per_pod, L->leaves_per_rack, L->leaves_per_rack);
   L->racks_per_pod = L->leaves_per_pod / L->leaves_per_rack;
   L->spines_per_pod = L->leaf_up;
   L->max_nodes = max_pods(f) * L->racks_per_pod * L->nodes_per_rack;
@@ -370,11 +398,12 @@ int sim_fabric_layout_for(const sim_fabric *f, long nodes, int rails, double nic
     return rc;
   if (nodes > L->max_nodes) {
     const sim_fabric_tier *top = &f->tier[f->n_tiers - 1];
-    return core_err_set(CORE_EINVAL, "%s: fabric '%s' holds at most %ld nodes (%ld pod%s of %d racks of %d nodes under %d-port %s switches), but %ld are asked for; use switches with more ports, %s, or fewer nodes",
-                        where(key_or(top->at, "ports"), w), f->name, L->max_nodes, max_pods(f),
-                        max_pods(f) == 1 ? "" : "s", L->racks_per_pod, L->nodes_per_rack, top->ports,
-                        tier_names[f->n_tiers - 1], nodes,
-                        f->n_tiers == 3 ? "less oversubscription" : "a core tier above the spines");
+    return core_err_set(CORE_EINVAL,
+        "%s: fabric '%s' holds at most %ld nodes (%ld pod%s of %d racks of %d nodes under %d-port %s switches), but "
+        "%ld are asked for; use switches with more ports, %s, or fewer nodes",
+        where(key_or(top->at, "ports"), w), f->name, L->max_nodes, max_pods(f), max_pods(f) == 1 ? "" : "s",
+        L->racks_per_pod, L->nodes_per_rack, top->ports, tier_names[f->n_tiers - 1], nodes,
+        f->n_tiers == 3 ? "less oversubscription" : "a core tier above the spines");
   }
   L->nodes = (int)nodes;
   L->racks = (int)((nodes + L->nodes_per_rack - 1) / L->nodes_per_rack);
@@ -391,9 +420,11 @@ static int algo_ok(const sim_fabric *f, int nodes, enum sim_algo a, char *why, s
   if (a == SIM_ALGO_COLLNET && !f->sharp)
     msg = "its switches do not reduce; add in_network = [\"sharp\"] if they do (SHARP), or use \"auto\", ring or tree";
   else if ((a == SIM_ALGO_NVLS || a == SIM_ALGO_NVLS_TREE) && !f->nvls)
-    msg = "its nodes' NVSwitches do not reduce; add in_network = [\"nvls\"] (with intra = \"nvswitch\") if they do, or use \"auto\", ring or tree";
+    msg = "its nodes' NVSwitches do not reduce; add in_network = [\"nvls\"] (with intra = \"nvswitch\") if they do, or "
+          "use \"auto\", ring or tree";
   else if (a == SIM_ALGO_NVLS && nodes > 1 && !f->sharp)
-    msg = "NVLink SHARP across nodes reduces in the network as well (NCCL runs NVLS on several nodes only with CollNet); add \"sharp\" to in_network, or use nvls_tree";
+    msg = "NVLink SHARP across nodes reduces in the network as well (NCCL runs NVLS on several nodes only with "
+          "CollNet); add \"sharp\" to in_network, or use nvls_tree";
   if (!msg)
     return 0;
   snprintf(why, n, "%s", msg);

@@ -38,9 +38,9 @@ enum sim_rank_order { SIM_ORDER_RACK = 0, SIM_ORDER_RANDOM };
 
 typedef struct sim_fabric_tier {
   int present;
-  int ports;            /* switch radix */
-  double oversub;       /* node- (or down-) facing ports over up ports */
-  double background;    /* share of the tier's uplink capacity other traffic holds */
+  int ports;                  /* switch radix */
+  double oversub;             /* node- (or down-) facing ports over up ports */
+  double background;          /* share of the tier's uplink capacity other traffic holds */
   const config_setting_t *at; /* the tier's group, for errors */
 } sim_fabric_tier;
 
@@ -52,20 +52,20 @@ typedef struct sim_fabric_job {
   char name[64];
   core_model *model;
   int nodes, batch;
-  int precision;        /* enum sim_precision; -1: the point's */
-  int traffic;          /* 0: its nodes are taken but it puts nothing on the fabric */
+  int precision; /* enum sim_precision; -1: the point's */
+  int traffic;   /* 0: its nodes are taken but it puts nothing on the fabric */
   const config_setting_t *at;
 } sim_fabric_job;
 
 typedef struct sim_fabric {
   char name[64];
   sim_fabric_tier tier[SIM_N_TIERS];
-  int n_tiers;          /* 2 or 3 */
+  int n_tiers; /* 2 or 3 */
   int rail_optimized;
-  int leaves_per_rack;  /* 0: the default (NICs per node if rail-optimized, else 1) */
+  int leaves_per_rack; /* 0: the default (NICs per node if rail-optimized, else 1) */
   enum sim_intra_kind intra;
-  double intra_GBps;    /* 0: the profile's intra-node link */
-  int sharp, nvls;      /* in-network reductions offered */
+  double intra_GBps; /* 0: the profile's intra-node link */
+  int sharp, nvls;   /* in-network reductions offered */
   enum sim_placement placement;
   enum sim_rank_order rank_order;
   int n_jobs;
@@ -77,7 +77,7 @@ typedef struct sim_fabric {
 /* The fabric built for a number of nodes with `rails` NICs each. */
 typedef struct sim_fabric_layout {
   int rails, nodes;
-  int leaf_down, leaf_up;         /* ports of a leaf towards nodes and spines */
+  int leaf_down, leaf_up;                              /* ports of a leaf towards nodes and spines */
   int leaves_per_rack, nodes_per_rack, nodes_per_leaf; /* nodes_per_leaf: rail-optimized, per rail */
   int spine_down, spine_up;
   int leaves_per_pod, racks_per_pod, spines_per_pod;
@@ -100,15 +100,15 @@ int sim_fabric_layout_for(const sim_fabric *f, long nodes, int rails, double nic
 /* What a point's fabric made of its collectives (CSV columns). */
 typedef struct sim_fabric_result {
   int racks, pods, other_gpus;
-  int used_algo;        /* the algorithm of a bucket_cap_mb allreduce */
-  double slowdown;      /* the fabric's slowdown of that algorithm */
-  double busbw_GBps;    /* that allreduce's bus bandwidth (nccl-tests' busbw) */
-  double duty;          /* share of the step this job's collectives run */
+  int used_algo;     /* the algorithm of a bucket_cap_mb allreduce */
+  double slowdown;   /* the fabric's slowdown of that algorithm */
+  double busbw_GBps; /* that allreduce's bus bandwidth (nccl-tests' busbw) */
+  double duty;       /* share of the step this job's collectives run */
 } sim_fabric_result;
 
 /* Per-algorithm costs of a point on its fabric. */
 typedef struct sim_fabric_costs {
-  sim_topo topo[SIM_N_ALGOS];  /* the point's topology with each algorithm's slowdown */
+  sim_topo topo[SIM_N_ALGOS]; /* the point's topology with each algorithm's slowdown */
   double slowdown[SIM_N_ALGOS];
   int sharp, nvls;
   sim_fabric_result res;
@@ -124,8 +124,8 @@ typedef struct sim_fabric_given {
  * network and profile give (base): the layout, the flows of each
  * algorithm, and with other jobs the agreement of everyone's share of time
  * communicating (each job's step predicted on e). */
-int sim_fabric_costs_for(const struct sim_scenario *s, const struct sim_point *p, const sim_topo *base,
-                         sim_engine *e, sim_fabric_costs *fc);
+int sim_fabric_costs_for(
+    const struct sim_scenario *s, const struct sim_point *p, const sim_topo *base, sim_engine *e, sim_fabric_costs *fc);
 
 /* Allreduce time on the fabric: the algorithm asked for, or with auto
  * NCCL's choice among ring, tree and the in-network reductions the fabric

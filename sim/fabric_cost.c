@@ -19,15 +19,15 @@
 #define DUTY_ROUNDS 50
 
 typedef struct fjob {
-  sim_point pt;                    /* its point, for predicting its step */
-  int N, *nodes;                   /* its nodes in rank order */
+  sim_point pt;  /* its point, for predicting its step */
+  int N, *nodes; /* its nodes in rank order */
   sim_topo base;
-  unsigned kinds;                  /* flow kinds its candidate algorithms use */
-  double ideal[SIM_FNET_N];        /* slowest flow of each kind with only its NICs */
-  double alone[SIM_FNET_N];        /* slowdown of each kind on the fabric, alone */
-  enum sim_fnet_kind kind;         /* the flows its bucket allreduce puts on the fabric */
-  double duty;                     /* share of its step its collectives run */
-  int quiet;                       /* a neighbour without traffic: placed, never on the links */
+  unsigned kinds;           /* flow kinds its candidate algorithms use */
+  double ideal[SIM_FNET_N]; /* slowest flow of each kind with only its NICs */
+  double alone[SIM_FNET_N]; /* slowdown of each kind on the fabric, alone */
+  enum sim_fnet_kind kind;  /* the flows its bucket allreduce puts on the fabric */
+  double duty;              /* share of its step its collectives run */
+  int quiet;                /* a neighbour without traffic: placed, never on the links */
 } fjob;
 
 /* The allreduce algorithms a point may use: the one asked for, or those
@@ -167,8 +167,8 @@ static void mixed(const fjob *jobs, int n_jobs, int k, const double *shared, sim
 }
 
 /* Predict every job with the others' shares until the shares agree. */
-static int contend(const sim_scenario *s, fjob *jobs, int n_jobs, const double *shared, sim_engine *e,
-                   sim_fabric_given *mine) {
+static int contend(
+    const sim_scenario *s, fjob *jobs, int n_jobs, const double *shared, sim_engine *e, sim_fabric_given *mine) {
   sim_fabric_given *g = calloc((size_t)n_jobs, sizeof *g);
   if (!g)
     return core_err_set(CORE_ENOMEM, "out of memory for %d jobs' slowdowns", n_jobs);
@@ -249,8 +249,8 @@ static void bucket_kinds(fjob *jobs, int n_jobs) {
 
 /* Slowdowns of the point's algorithms with the neighbours placed on the
  * fabric (their shares of time found by contend). */
-static int with_neighbours(const sim_scenario *s, const sim_fnet *net, fjob *jobs, int n_jobs, sim_flows *fl,
-                           sim_engine *e, double *slow) {
+static int with_neighbours(
+    const sim_scenario *s, const sim_fnet *net, fjob *jobs, int n_jobs, sim_flows *fl, sim_engine *e, double *slow) {
   double *shared = malloc(sizeof *shared * (size_t)(n_jobs * n_jobs * SIM_FNET_N));
   if (!shared)
     return core_err_set(CORE_ENOMEM, "out of memory for %d jobs' shared slowdowns", n_jobs);
@@ -270,8 +270,8 @@ static int with_neighbours(const sim_scenario *s, const sim_fnet *net, fjob *job
   return rc;
 }
 
-static int place_and_cost(const sim_scenario *s, const sim_point *p, const sim_fabric_layout *L, fjob *jobs,
-                          int n_jobs, sim_engine *e, double *slow) {
+static int place_and_cost(const sim_scenario *s, const sim_point *p, const sim_fabric_layout *L, fjob *jobs, int n_jobs,
+    sim_engine *e, double *slow) {
   const sim_fabric *f = p->fabric;
   int *sizes = malloc(sizeof *sizes * (size_t)n_jobs), **nodes = calloc((size_t)n_jobs, sizeof *nodes), rc;
   sim_fnet net = {0};
@@ -303,8 +303,8 @@ out:
   return rc;
 }
 
-int sim_fabric_costs_for(const sim_scenario *s, const sim_point *p, const sim_topo *base, sim_engine *e,
-                         sim_fabric_costs *fc) {
+int sim_fabric_costs_for(
+    const sim_scenario *s, const sim_point *p, const sim_topo *base, sim_engine *e, sim_fabric_costs *fc) {
   const sim_fabric *f = p->fabric;
   memset(fc, 0, sizeof *fc);
   fc->sharp = f->sharp;
@@ -326,10 +326,9 @@ int sim_fabric_costs_for(const sim_scenario *s, const sim_point *p, const sim_to
   fjob *jobs = calloc((size_t)n_jobs, sizeof *jobs);
   if (!jobs)
     return core_err_set(CORE_ENOMEM, "out of memory for %d jobs", n_jobs);
-  if ((rc = sim_fabric_layout_for(f, total, p->network->nics_per_node,
-                                  p->network->gbps * 1e9 / 8.0 * p->network->efficiency, &L)) != 0 ||
-      (rc = set_up_jobs(s, p, base, jobs, n_jobs)) != 0 ||
-      (rc = place_and_cost(s, p, &L, jobs, n_jobs, e, slow)) != 0)
+  if ((rc = sim_fabric_layout_for(
+           f, total, p->network->nics_per_node, p->network->gbps * 1e9 / 8.0 * p->network->efficiency, &L)) != 0 ||
+      (rc = set_up_jobs(s, p, base, jobs, n_jobs)) != 0 || (rc = place_and_cost(s, p, &L, jobs, n_jobs, e, slow)) != 0)
     goto out;
   fill_topos(&jobs[0].base, slow, fc);
   fc->res.racks = L.racks;

@@ -164,8 +164,8 @@ static int collnet_flows(const sim_fnet *n, const int *nodes, int N, int owner, 
   return rc;
 }
 
-int sim_fnet_flows(const sim_fnet *n, enum sim_fnet_kind kind, const int *nodes, int N, int channels, int owner,
-                   sim_flows *fl) {
+int sim_fnet_flows(
+    const sim_fnet *n, enum sim_fnet_kind kind, const int *nodes, int N, int channels, int owner, sim_flows *fl) {
   int R = channels >= 1 && channels <= n->L->rails ? channels : n->L->rails;
   if (N < 2)
     return 0;

@@ -49,8 +49,8 @@ int sim_fnet_place(const sim_fabric *f, const int *sizes, int n_jobs, uint64_t s
 /* Add the flows of a collective of `kind` over nodes[0..N-1] to fl, owned
  * by owner, on `channels` NICs of each node (NCCL spreads its channels over
  * every rail; Gloo's ring uses one NIC). */
-int sim_fnet_flows(const sim_fnet *n, enum sim_fnet_kind kind, const int *nodes, int N, int channels, int owner,
-                   sim_flows *fl);
+int sim_fnet_flows(
+    const sim_fnet *n, enum sim_fnet_kind kind, const int *nodes, int N, int channels, int owner, sim_flows *fl);
 
 /* The flow kind of an algorithm on N nodes. */
 enum sim_fnet_kind sim_fnet_kind_of(enum sim_algo a, int N);

@@ -119,9 +119,9 @@ static entry heap_pop(heap *h) {
  * owner to stop, its rate in *first (INFINITY if none). */
 typedef struct filling {
   const sim_flows *f;
-  int *lstart, *lflows;  /* flows of each link (CSR) */
-  double *rem;           /* capacity left */
-  int *cnt;              /* flows still rising */
+  int *lstart, *lflows; /* flows of each link (CSR) */
+  double *rem;          /* capacity left */
+  int *cnt;             /* flows still rising */
   char *done;
   heap h;
 } filling;

@@ -13,12 +13,12 @@
 
 typedef struct sim_flows {
   int n_links;
-  double *cap;          /* [n_links] bytes per second */
+  double *cap; /* [n_links] bytes per second */
   int n_flows, flows_cap;
-  int *start;           /* [n_flows + 1] each flow's links in path[] */
+  int *start; /* [n_flows + 1] each flow's links in path[] */
   int *path;
   long n_path, path_cap;
-  int *owner;           /* [n_flows] */
+  int *owner; /* [n_flows] */
 } sim_flows;
 
 /* n_links links of capacity 0 (set cap[] after). */

@@ -27,9 +27,9 @@ typedef struct job {
   const sim_job_params *p;
   gsl_rng *rng;
   sim_engine *e;
-  double scale_ns;        /* engine ticks are ns */
-  uint64_t events;        /* popped in this Monte Carlo */
-  uint64_t unreported;    /* popped since the last progress call */
+  double scale_ns;     /* engine ticks are ns */
+  uint64_t events;     /* popped in this Monte Carlo */
+  uint64_t unreported; /* popped since the last progress call */
 } job;
 
 /* Events between progress calls: often enough for a report a second, rarely
@@ -37,7 +37,11 @@ typedef struct job {
 #define PROGRESS_EVERY (UINT64_C(1) << 16)
 #define OVER_BOUND 3
 
-static void nop(sim_engine *e, void *c, uint64_t a) { (void)e; (void)c; (void)a; }
+static void nop(sim_engine *e, void *c, uint64_t a) {
+  (void)e;
+  (void)c;
+  (void)a;
+}
 
 static int push(job *j, double t_s, uint64_t arg) {
   return sim_engine_push(j->e, (sim_time)llround(t_s * 1e9), nop, NULL, arg, NULL);
@@ -148,8 +152,8 @@ static void metrics(const run_state *st, double ideal, double *m) {
 /* The run reached the wall-time cap: checkpoints completed in the current
  * segment count as progress, the rest is in progress (neither kept nor
  * lost); time down so far counts as down. */
-static void stop_at_cap(const cycle *c, double ideal, double cap, int running, double run_start,
-                        double down_since, run_state *st) {
+static void stop_at_cap(
+    const cycle *c, double ideal, double cap, int running, double run_start, double down_since, run_state *st) {
   if (running) {
     double elapsed = cap - run_start, k = 0;
     if (c->len > 0 && elapsed > c->lag) {
@@ -168,7 +172,7 @@ typedef struct rep {
   cycle c;
   double ideal, cap;
   run_state st;
-  double run_start;               /* when the current run segment began (or begins) */
+  double run_start; /* when the current run segment began (or begins) */
   double down_since, last_detect;
   int running, pool, need, sched;
 } rep;
@@ -274,9 +278,9 @@ static void summarize(sim_job_result *r) {
   for (int k = 0; k < SIM_JOB_N_METRICS; k++) {
     const double *x = r->reps + k;
     r->mean[k] = gsl_stats_mean(x, SIM_JOB_N_METRICS, (size_t)n);
-    double h = n > 1 ? gsl_cdf_tdist_Pinv(0.975, n - 1) *
-                           gsl_stats_sd_m(x, SIM_JOB_N_METRICS, (size_t)n, r->mean[k]) / sqrt(n)
-                     : 0;
+    double h =
+        n > 1 ? gsl_cdf_tdist_Pinv(0.975, n - 1) * gsl_stats_sd_m(x, SIM_JOB_N_METRICS, (size_t)n, r->mean[k]) / sqrt(n)
+              : 0;
     r->lo[k] = r->mean[k] - h;
     r->hi[k] = r->mean[k] + h;
   }
@@ -315,7 +319,7 @@ int sim_job_run(const sim_job_params *p, sim_engine *e, sim_job_result *r) {
       goto out;
     if (rc == OVER_BOUND) {
       rc = core_err_set(CORE_EINVAL, "the failure study took more than %llu events in %d of its %d replications",
-                        (unsigned long long)p->max_events, i + 1, R);
+          (unsigned long long)p->max_events, i + 1, R);
       goto out;
     }
     r->events += sim_engine_counters(e).executed;
@@ -349,7 +353,7 @@ int sim_job_merge(sim_job_result *into, sim_job_result *more) {
     return core_err_set(CORE_ENOMEM, "out of memory for %zu replications", n / SIM_JOB_N_METRICS);
   }
   memcpy(reps + (size_t)into->replications * SIM_JOB_N_METRICS, more->reps,
-         sizeof *reps * (size_t)more->replications * SIM_JOB_N_METRICS);
+      sizeof *reps * (size_t)more->replications * SIM_JOB_N_METRICS);
   into->reps = reps;
   into->replications += more->replications;
   into->unfinished += more->unfinished;

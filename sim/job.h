@@ -32,28 +32,28 @@
 enum sim_fail_dist { SIM_FAIL_NONE = 0, SIM_FAIL_EXPONENTIAL, SIM_FAIL_WEIBULL, SIM_FAIL_SCHEDULED };
 
 typedef struct sim_job_params {
-  double step_s;          /* mean step time (step level) */
-  double total_steps;     /* steps to train */
+  double step_s;      /* mean step time (step level) */
+  double total_steps; /* steps to train */
   int nodes;
   enum sim_fail_dist dist;
   double node_mtbf_s;     /* exponential: mean time between failures of one node */
   double weibull_scale_s; /* Weibull, per node */
   double weibull_shape;
-  const double *at_steps;  /* scheduled: fail in the middle of these steps, in order */
+  const double *at_steps; /* scheduled: fail in the middle of these steps, in order */
   int n_at_steps;
-  double detect_s;        /* failure to detection */
-  double mttr_s;          /* repair of a failed node */
-  int spares;             /* spare nodes at the start */
-  double restart_s;       /* process start + rendezvous + communicator init */
-  double load_s;          /* reading the checkpoint back */
-  double every_steps;     /* checkpoint interval; 0 = never */
+  double detect_s;    /* failure to detection */
+  double mttr_s;      /* repair of a failed node */
+  int spares;         /* spare nodes at the start */
+  double restart_s;   /* process start + rendezvous + communicator init */
+  double load_s;      /* reading the checkpoint back */
+  double every_steps; /* checkpoint interval; 0 = never */
   int async;
-  double ckpt_block_s;    /* sync: the write; async: the snapshot */
-  double ckpt_write_s;    /* async: the background write */
+  double ckpt_block_s; /* sync: the write; async: the snapshot */
+  double ckpt_write_s; /* async: the background write */
   int replications;
-  int first_rep;          /* replications are numbered from here (more of the same study) */
-  uint64_t seed;          /* replication i draws from a stream of (seed, i) */
-  uint64_t max_events;    /* events the whole Monte Carlo may take; 0: no bound */
+  int first_rep;       /* replications are numbered from here (more of the same study) */
+  uint64_t seed;       /* replication i draws from a stream of (seed, i) */
+  uint64_t max_events; /* events the whole Monte Carlo may take; 0: no bound */
   /* Called now and then from the running Monte Carlo with the events run
    * since the last call (progress reports); may be NULL. */
   void (*progress)(void *ctx, uint64_t events);
@@ -74,8 +74,14 @@ typedef struct sim_job_params {
  * Then failures, and the hours lost to checkpoint stalls, lost work and
  * downtime. */
 enum {
-  SIM_JOB_TIME_H = 0, SIM_JOB_GOODPUT, SIM_JOB_ETTR, SIM_JOB_FAILURES, SIM_JOB_WASTE_CKPT_H,
-  SIM_JOB_WASTE_LOST_H, SIM_JOB_WASTE_RESTART_H, SIM_JOB_N_METRICS
+  SIM_JOB_TIME_H = 0,
+  SIM_JOB_GOODPUT,
+  SIM_JOB_ETTR,
+  SIM_JOB_FAILURES,
+  SIM_JOB_WASTE_CKPT_H,
+  SIM_JOB_WASTE_LOST_H,
+  SIM_JOB_WASTE_RESTART_H,
+  SIM_JOB_N_METRICS
 };
 
 /* Every replication's metrics are kept (reps, one row of SIM_JOB_N_METRICS
@@ -95,11 +101,11 @@ typedef struct sim_job_result {
   double mtti_s;          /* mean time between interruptions of the job */
   double young_s, daly_s; /* optimal checkpoint intervals, seconds of training */
   int replications;
-  int unfinished;         /* replications that did not finish within the wall-time cap */
-  int stalled;            /* of those, the ones that saved no progress before it */
-  double cap_h;           /* the cap, hours of wall time */
+  int unfinished; /* replications that did not finish within the wall-time cap */
+  int stalled;    /* of those, the ones that saved no progress before it */
+  double cap_h;   /* the cap, hours of wall time */
   uint64_t events;
-  double *reps;           /* replications x SIM_JOB_N_METRICS, malloc'd */
+  double *reps; /* replications x SIM_JOB_N_METRICS, malloc'd */
 } sim_job_result;
 
 /* Young's interval sqrt(2 delta M); Daly's higher-order one (Daly 2006, as

@@ -13,8 +13,8 @@ enum { D_RATE, D_SHAPE, D_DETECT, D_MTTR, D_RESTART, D_LOAD, D_COST, D_MODE, D_S
 static const char *where(const config_setting_t *s, char *buf) { return core_cfg_where(s, buf, 4200); }
 
 void sim_jobcfg_free(sim_job_cfg *j) {
-  double **arrays[] = {&j->rate_h, &j->shape, &j->detect_s, &j->mttr_h, &j->restart_s,
-                       &j->load_s, &j->cost_s, &j->every, &j->at_steps};
+  double **arrays[] = {
+      &j->rate_h, &j->shape, &j->detect_s, &j->mttr_h, &j->restart_s, &j->load_s, &j->cost_s, &j->every, &j->at_steps};
   for (size_t i = 0; i < sizeof arrays / sizeof *arrays; i++) {
     free(*arrays[i]);
     *arrays[i] = NULL;
@@ -71,32 +71,36 @@ static int parse_length(const config_setting_t *jg, sim_job_cfg *j) {
       (rc = core_cfg_double(jg, "samples", 0, 0, 1, 1e18, &j->samples)) != 0)
     return rc;
   if ((j->steps > 0) + (j->hours > 0) + (j->samples > 0) != 1)
-    return core_err_set(CORE_EINVAL, "%s: give exactly one of job.steps, job.hours (failure-free training time) and job.samples (the same work whatever the cluster)",
-                        where(jg, w));
+    return core_err_set(CORE_EINVAL,
+        "%s: give exactly one of job.steps, job.hours (failure-free training time) and job.samples (the same work "
+        "whatever the cluster)",
+        where(jg, w));
   return 0;
 }
 
 /* checkpoint = { every_s | every_steps; mode; sharded; state_GB;
  * storage_GBps; snapshot_GBps; cost_s; } */
 static int parse_checkpoint(const config_setting_t *cg, sim_job_cfg *j, int n[N_D]) {
-  static const char *const ck_keys[] = {"every_s", "every_steps", "mode", "sharded", "state_GB", "storage_GBps",
-                                        "snapshot_GBps", "cost_s", NULL};
+  static const char *const ck_keys[] = {
+      "every_s", "every_steps", "mode", "sharded", "state_GB", "storage_GBps", "snapshot_GBps", "cost_s", NULL};
   static const char *const modes[] = {"sync", "async", NULL};
   char w[4200];
   const char **strs = NULL;
   int rc, m;
   if ((rc = core_cfg_check_keys(cg, ck_keys, "checkpoint")) != 0)
     return rc;
-  int has_s = config_setting_get_member(cg, "every_s") != NULL, has_steps = config_setting_get_member(cg, "every_steps") != NULL;
+  int has_s = config_setting_get_member(cg, "every_s") != NULL,
+      has_steps = config_setting_get_member(cg, "every_steps") != NULL;
   if (has_s == has_steps)
-    return core_err_set(CORE_EINVAL, "%s: give exactly one of checkpoint.every_s and checkpoint.every_steps", where(cg, w));
+    return core_err_set(
+        CORE_EINVAL, "%s: give exactly one of checkpoint.every_s and checkpoint.every_steps", where(cg, w));
   free(j->every);
   j->every = NULL;
   j->every_in_steps = has_steps;
   free(j->cost_s);
   j->cost_s = NULL;
-  if ((rc = core_cfg_double_list(cg, has_s ? "every_s" : "every_steps", 1, 0, has_s ? 1e-3 : 1, 1e12, &j->every,
-                                 &n[D_EVERY])) != 0 ||
+  if ((rc = core_cfg_double_list(
+           cg, has_s ? "every_s" : "every_steps", 1, 0, has_s ? 1e-3 : 1, 1e12, &j->every, &n[D_EVERY])) != 0 ||
       (rc = core_cfg_double_list(cg, "cost_s", 0, -1, 0, 1e7, &j->cost_s, &n[D_COST])) != 0 ||
       (rc = core_cfg_string_list(cg, "mode", 0, "sync", modes, &strs, &m)) != 0)
     return rc;
@@ -132,11 +136,12 @@ static int parse_distribution(const config_setting_t *fg, sim_job_cfg *j, int n[
       return rc;
     for (int i = 1; i < j->n_at_steps; i++)
       if (!(j->at_steps[i] > j->at_steps[i - 1]))
-        return core_err_set(CORE_EINVAL, "%s: at_steps must be strictly ascending (each failure happens after a restart from an earlier checkpoint)",
-                            where(config_setting_get_member(fg, "at_steps"), w));
+        return core_err_set(CORE_EINVAL,
+            "%s: at_steps must be strictly ascending (each failure happens after a restart from an earlier checkpoint)",
+            where(config_setting_get_member(fg, "at_steps"), w));
   } else if (config_setting_get_member(fg, "at_steps")) {
     return core_err_set(CORE_EINVAL, "%s: at_steps needs distribution = \"scheduled\"",
-                        where(config_setting_get_member(fg, "at_steps"), w));
+        where(config_setting_get_member(fg, "at_steps"), w));
   }
   free(j->rate_h);
   j->rate_h = NULL;
@@ -144,7 +149,8 @@ static int parse_distribution(const config_setting_t *fg, sim_job_cfg *j, int n[
     if ((rc = core_cfg_double_list(fg, "mtbf_h", 1, 0, 1e-3, 1e12, &j->rate_h, &n[D_RATE])) != 0)
       return rc;
     if (config_setting_get_member(fg, "weibull_scale_h") || config_setting_get_member(fg, "weibull_shape"))
-      return core_err_set(CORE_EINVAL, "%s: weibull_scale_h and weibull_shape need distribution = \"weibull\"", where(fg, w));
+      return core_err_set(
+          CORE_EINVAL, "%s: weibull_scale_h and weibull_shape need distribution = \"weibull\"", where(fg, w));
     return 0;
   }
   if (j->fail_dist == 2) {
@@ -154,8 +160,9 @@ static int parse_distribution(const config_setting_t *fg, sim_job_cfg *j, int n[
         (rc = core_cfg_double_list(fg, "weibull_shape", 1, 0, 0.05, 20, &j->shape, &n[D_SHAPE])) != 0)
       return rc;
     if (config_setting_get_member(fg, "mtbf_h"))
-      return core_err_set(CORE_EINVAL, "%s: mtbf_h is for distribution = \"exponential\"; a Weibull takes weibull_scale_h and weibull_shape",
-                          where(config_setting_get_member(fg, "mtbf_h"), w));
+      return core_err_set(CORE_EINVAL,
+          "%s: mtbf_h is for distribution = \"exponential\"; a Weibull takes weibull_scale_h and weibull_shape",
+          where(config_setting_get_member(fg, "mtbf_h"), w));
     return 0;
   }
   return one_value(&j->rate_h, 0, &n[D_RATE]);
@@ -164,9 +171,8 @@ static int parse_distribution(const config_setting_t *fg, sim_job_cfg *j, int n[
 /* failures = { distribution; mtbf_h | weibull_scale_h, weibull_shape |
  * at_steps; per; detect_s; mttr_h; restart_s; load_s; spares; } */
 static int parse_failures(const config_setting_t *fg, sim_job_cfg *j, int n[N_D]) {
-  static const char *const fail_keys[] = {"distribution", "mtbf_h", "weibull_scale_h", "weibull_shape",
-                                          "at_steps", "per", "detect_s", "mttr_h", "restart_s", "load_s",
-                                          "spares", NULL};
+  static const char *const fail_keys[] = {"distribution", "mtbf_h", "weibull_scale_h", "weibull_shape", "at_steps",
+      "per", "detect_s", "mttr_h", "restart_s", "load_s", "spares", NULL};
   static const char *const pers[] = {"node", "gpu", NULL};
   const char *str;
   int rc;
@@ -194,22 +200,28 @@ static int parse_failures(const config_setting_t *fg, sim_job_cfg *j, int n[N_D]
  * for checkpoints without cost_s (and their async writes) and for loads
  * without load_s, restart costs without restart_s. */
 static int check_profile(const config_setting_t *fg, const config_setting_t *cg, const core_profile *pr,
-                         const char *profile_path, const sim_job_cfg *j) {
+    const char *profile_path, const sim_job_cfg *j) {
   char w[4200];
   if (cg && j->cost_s[0] < 0 && !(pr->write_GBps > 0))
-    return core_err_set(CORE_EINVAL, "%s: checkpoints need the storage bandwidth, and profile '%s' has no storage group; calibrate, add storage = { write_GBps; read_GBps; } to the profile, or set checkpoint.cost_s",
-                        where(cg, w), profile_path);
+    return core_err_set(CORE_EINVAL,
+        "%s: checkpoints need the storage bandwidth, and profile '%s' has no storage group; calibrate, add storage = { "
+        "write_GBps; read_GBps; } to the profile, or set checkpoint.cost_s",
+        where(cg, w), profile_path);
   if (fg && j->load_s[0] < 0 && !(pr->read_GBps > 0))
-    return core_err_set(CORE_EINVAL, "%s: a restart reads the checkpoint back, and profile '%s' has no storage group to say how fast; calibrate, or set failures.load_s",
-                        where(fg, w), profile_path);
+    return core_err_set(CORE_EINVAL,
+        "%s: a restart reads the checkpoint back, and profile '%s' has no storage group to say how fast; calibrate, or "
+        "set failures.load_s",
+        where(fg, w), profile_path);
   if (fg && j->restart_s[0] < 0 && !(pr->process_start_s + pr->rendezvous_s + pr->comm_init_s > 0))
-    return core_err_set(CORE_EINVAL, "%s: failures need the restart cost, and profile '%s' has no restart group; calibrate, or set failures.restart_s",
-                        where(fg, w), profile_path);
+    return core_err_set(CORE_EINVAL,
+        "%s: failures need the restart cost, and profile '%s' has no restart group; calibrate, or set "
+        "failures.restart_s",
+        where(fg, w), profile_path);
   return 0;
 }
 
-int sim_jobcfg_parse(const config_setting_t *root, const core_profile *pr, const char *profile_path,
-                     sim_job_cfg *j, int n[N_D]) {
+int sim_jobcfg_parse(
+    const config_setting_t *root, const core_profile *pr, const char *profile_path, sim_job_cfg *j, int n[N_D]) {
   char w[4200];
   const config_setting_t *jg, *fg, *cg;
   int rc;
@@ -222,13 +234,17 @@ int sim_jobcfg_parse(const config_setting_t *root, const core_profile *pr, const
   if (!j->present)
     return 0;
   if (!jg)
-    return core_err_set(CORE_EINVAL, "%s: failures and checkpoints need the run's length: add job = { hours = H; } (failure-free training time), job = { steps = N; } or job = { samples = N; }",
-                        where(fg ? fg : cg, w));
+    return core_err_set(CORE_EINVAL,
+        "%s: failures and checkpoints need the run's length: add job = { hours = H; } (failure-free training time), "
+        "job = { steps = N; } or job = { samples = N; }",
+        where(fg ? fg : cg, w));
   if ((rc = parse_length(jg, j)) != 0)
     return rc;
   if (fg && !cg)
-    return core_err_set(CORE_EINVAL, "%s: with failures but no checkpoints every failure restarts the run from scratch; add checkpoint = { every_s = ...; }",
-                        where(fg, w));
+    return core_err_set(CORE_EINVAL,
+        "%s: with failures but no checkpoints every failure restarts the run from scratch; add checkpoint = { every_s "
+        "= ...; }",
+        where(fg, w));
   if ((cg && (rc = parse_checkpoint(cg, j, n)) != 0) || (fg && (rc = parse_failures(fg, j, n)) != 0))
     return rc;
   return check_profile(fg, cg, pr, profile_path, j);

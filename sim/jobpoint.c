@@ -43,14 +43,14 @@ static double restart_from_profile(const sim_scenario *s, const sim_point *p, co
   double scale = pw > 1 && world > 1 ? log2(world) / log2(pw) : 1.0;
   return pr->process_start_s + (pr->rendezvous_s + pr->comm_init_s) * (scale > 1 ? scale : 1) +
          sim_coll_time(p->backend, CORE_COLL_BROADCAST, SIM_ALGO_RING, t,
-                       (double)p->model->n_params * sim_precision_grad_bytes(p->precision));
+             (double)p->model->n_params * sim_precision_grad_bytes(p->precision));
 }
 
 /* Reading the checkpoint back on restart, and (sharded) exchanging the
  * shares: every node reads the whole file, or only its share at its share
  * of the storage, then an allgather of the whole state (jobpoint.h). */
-static void load_from_storage(const sim_scenario *s, const sim_point *p, const sim_topo *t, double bytes,
-                              double load[2]) {
+static void load_from_storage(
+    const sim_scenario *s, const sim_point *p, const sim_topo *t, double bytes, double load[2]) {
   double rbw = s->profile->read_GBps * 1e9, cap = s->job.storage_GBps * 1e9;
   if (!s->job.sharded) {
     load[0] = bytes * p->nodes / min_cap(rbw * p->nodes, cap);
@@ -66,15 +66,15 @@ static void checkpoint_costs(const sim_scenario *s, const sim_point *p, double b
   const sim_job_cfg *j = &s->job;
   const core_profile *pr = s->profile;
   double wbw = pr->write_GBps * 1e9, cap = j->storage_GBps * 1e9;
-  double write_s = p->ckpt_cost_s >= 0 ? p->ckpt_cost_s
-                                       : bytes / (j->sharded ? min_cap(wbw * p->nodes, cap) : min_cap(wbw, cap));
+  double write_s =
+      p->ckpt_cost_s >= 0 ? p->ckpt_cost_s : bytes / (j->sharded ? min_cap(wbw * p->nodes, cap) : min_cap(wbw, cap));
   jp->every_steps = j->every_in_steps ? p->ckpt_every : p->ckpt_every / jp->step_s;
   jp->async = p->ckpt_async;
   if (!jp->async) {
     jp->ckpt_block_s = write_s;
     return;
   }
-  double snap_bw = j->snapshot_GBps > 0 ? j->snapshot_GBps * 1e9
+  double snap_bw = j->snapshot_GBps > 0                  ? j->snapshot_GBps * 1e9
                    : strcmp(pr->device_kind, "gpu") == 0 ? pr->host_link_GBps * 1e9
                                                          : pr->memory_GBps * 1e9;
   jp->ckpt_block_s = (j->sharded ? bytes / ((double)p->nodes * p->per_node) : bytes) / snap_bw;
@@ -89,9 +89,8 @@ static void failure_params(const sim_scenario *s, const sim_point *p, sim_job_pa
   int g = p->per_node;
   jp->dist = (enum sim_fail_dist)j->fail_dist;
   jp->node_mtbf_s = p->fail_rate_h * 3600.0 / (j->per_gpu ? g : 1);
-  jp->weibull_scale_s = jp->dist == SIM_FAIL_WEIBULL
-                            ? p->fail_rate_h * 3600.0 / (j->per_gpu ? pow(g, 1.0 / p->weibull_shape) : 1)
-                            : 0;
+  jp->weibull_scale_s =
+      jp->dist == SIM_FAIL_WEIBULL ? p->fail_rate_h * 3600.0 / (j->per_gpu ? pow(g, 1.0 / p->weibull_shape) : 1) : 0;
   jp->weibull_shape = p->weibull_shape;
   jp->at_steps = j->at_steps;
   jp->n_at_steps = j->n_at_steps;
@@ -100,8 +99,8 @@ static void failure_params(const sim_scenario *s, const sim_point *p, sim_job_pa
   jp->spares = (int)p->spares;
 }
 
-int sim_jobpoint_params(const sim_scenario *s, const sim_point *p, const sim_point_result *r, sim_job_params *out,
-                        double load[2]) {
+int sim_jobpoint_params(
+    const sim_scenario *s, const sim_point *p, const sim_point_result *r, sim_job_params *out, double load[2]) {
   const sim_job_cfg *j = &s->job;
   sim_job_params jp;
   sim_topo t;
@@ -136,7 +135,7 @@ int sim_jobpoint_params(const sim_scenario *s, const sim_point *p, const sim_poi
 }
 
 int sim_jobpoint_run(const sim_scenario *s, const sim_point *p, int first_rep, int replications, sim_engine *e,
-                     void (*progress)(void *ctx, uint64_t events), void *ctx, sim_point_result *r) {
+    void (*progress)(void *ctx, uint64_t events), void *ctx, sim_point_result *r) {
   sim_job_params jp;
   double load[2];
   if (!s->job.present)

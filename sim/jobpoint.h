@@ -28,8 +28,8 @@
  * the point's crn_index's, so points with the same nodes, devices per node
  * and failure distribution draw the same failures. load (may be NULL) receives
  * the load's two parts, reading and exchanging. */
-int sim_jobpoint_params(const sim_scenario *s, const sim_point *p, const sim_point_result *r, sim_job_params *jp,
-                        double load[2]);
+int sim_jobpoint_params(
+    const sim_scenario *s, const sim_point *p, const sim_point_result *r, sim_job_params *jp, double load[2]);
 
 /* Steps the job trains: job.steps; job.hours at this step time; or
  * job.samples over this point's global batch. */
@@ -39,7 +39,7 @@ double sim_jobpoint_steps(const sim_scenario *s, const sim_point *p, double step
  * from replication first_rep, into r (its job-level fields). progress (may
  * be NULL) is called with the events run since its last call. */
 int sim_jobpoint_run(const sim_scenario *s, const sim_point *p, int first_rep, int replications, sim_engine *e,
-                     void (*progress)(void *ctx, uint64_t events), void *ctx, sim_point_result *r);
+    void (*progress)(void *ctx, uint64_t events), void *ctx, sim_point_result *r);
 
 /* Checkpoint bytes: checkpoint.state_GB, or the point's model's parameters
  * and optimizer state in fp32. */

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const keys[] = {"name", "gbps", "latency_us", "nics_per_node", "efficiency",
-                                   "oversubscription", "from_profile", "node_hour_usd", NULL};
+static const char *const keys[] = {"name", "gbps", "latency_us", "nics_per_node", "efficiency", "oversubscription",
+    "from_profile", "node_hour_usd", NULL};
 
 static const char *where(const config_setting_t *s, char *buf) { return core_cfg_where(s, buf, 4200); }
 
@@ -19,39 +19,43 @@ static int parse_name(const config_setting_t *g, int anonymous, sim_network *n) 
   if (rc)
     return rc;
   if (strlen(name) >= sizeof n->name)
-    return core_err_set(CORE_EINVAL, "%s: network name '%.20s...' is longer than %zu characters",
-                        where(g, w), name, sizeof n->name - 1);
+    return core_err_set(CORE_EINVAL, "%s: network name '%.20s...' is longer than %zu characters", where(g, w), name,
+        sizeof n->name - 1);
   if (strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._+-") != strlen(name))
-    return core_err_set(CORE_EINVAL, "%s: network name \"%s\" may use only letters, digits and . _ + - (it labels CSV rows and plots)",
-                        where(config_setting_get_member(g, "name"), w), name);
+    return core_err_set(CORE_EINVAL,
+        "%s: network name \"%s\" may use only letters, digits and . _ + - (it labels CSV rows and plots)",
+        where(config_setting_get_member(g, "name"), w), name);
   snprintf(n->name, sizeof n->name, "%s", name);
   return 0;
 }
 
 /* The measured link as it is, or rescaled to another line rate (gbps):
  * same latency and efficiency, bandwidth in proportion. */
-static int parse_measured(const config_setting_t *g, const core_profile *pr, const char *profile_path,
-                          sim_network *n) {
+static int parse_measured(const config_setting_t *g, const core_profile *pr, const char *profile_path, sim_network *n) {
   char w[4200];
   int rc;
   for (const char *const *k = keys + 1; *k; k++)
     if (strcmp(*k, "from_profile") && strcmp(*k, "gbps") && strcmp(*k, "node_hour_usd") &&
         config_setting_get_member(g, *k))
-      return core_err_set(CORE_EINVAL, "%s: network '%s' takes its link from the profile, so '%s' does not apply; remove it (only gbps may rescale the measured link) or set from_profile = false",
-                          where(config_setting_get_member(g, *k), w), n->name, *k);
+      return core_err_set(CORE_EINVAL,
+          "%s: network '%s' takes its link from the profile, so '%s' does not apply; remove it (only gbps may rescale "
+          "the measured link) or set from_profile = false",
+          where(config_setting_get_member(g, *k), w), n->name, *k);
   if ((rc = core_cfg_double(g, "gbps", 0, 0, 1e-3, 1e5, &n->gbps)) != 0)
     return rc;
   if (n->gbps > 0 && !(pr->link_gbps > 0))
-    return core_err_set(CORE_EINVAL, "%s: network '%s' rescales the measured link to %g Gb/s, but profile '%s' does not say the line rate it was measured at (meta.link_gbps); calibrate with --link-gbps, or drop gbps",
-                        where(config_setting_get_member(g, "gbps"), w), n->name, n->gbps, profile_path);
+    return core_err_set(CORE_EINVAL,
+        "%s: network '%s' rescales the measured link to %g Gb/s, but profile '%s' does not say the line rate it was "
+        "measured at (meta.link_gbps); calibrate with --link-gbps, or drop gbps",
+        where(config_setting_get_member(g, "gbps"), w), n->name, n->gbps, profile_path);
   n->nics_per_node = 1;
   n->efficiency = 1;
   n->oversubscription = 1;
   return 0;
 }
 
-int sim_network_parse(const config_setting_t *g, const core_profile *pr, const char *profile_path,
-                      int anonymous, sim_network *n) {
+int sim_network_parse(
+    const config_setting_t *g, const core_profile *pr, const char *profile_path, int anonymous, sim_network *n) {
   long long v;
   int rc;
   memset(n, 0, sizeof *n);
@@ -79,8 +83,8 @@ int sim_network_parse(const config_setting_t *g, const core_profile *pr, const c
              : core_cfg_double(g, "oversubscription", 0, 1.0, 1.0, 1000.0, &n->oversubscription);
 }
 
-int sim_network_parse_list(const config_setting_t *list, const core_profile *pr, const char *profile_path,
-                           sim_network **out, int *count) {
+int sim_network_parse_list(
+    const config_setting_t *list, const core_profile *pr, const char *profile_path, sim_network **out, int *count) {
   char w[4200];
   int n = config_setting_length(list), rc;
   sim_network *nets = calloc((size_t)n, sizeof *nets);
@@ -95,7 +99,7 @@ int sim_network_parse_list(const config_setting_t *list, const core_profile *pr,
     for (int j = 0; j < i; j++)
       if (strcmp(nets[j].name, nets[i].name) == 0) {
         rc = core_err_set(CORE_EINVAL, "%s: network name '%s' is already used at line %d; names must be unique",
-                          where(g, w), nets[i].name, nets[j].line);
+            where(g, w), nets[i].name, nets[j].line);
         goto fail;
       }
   }

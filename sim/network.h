@@ -15,9 +15,9 @@
 
 typedef struct sim_network {
   char name[64];
-  int from_profile;        /* use the profile's measured inter-node link (gbps > 0: rescaled to it) */
-  double gbps;             /* line rate per NIC */
-  double latency_us;       /* per message, software stack included */
+  int from_profile;  /* use the profile's measured inter-node link (gbps > 0: rescaled to it) */
+  double gbps;       /* line rate per NIC */
+  double latency_us; /* per message, software stack included */
   int nics_per_node;
   double efficiency;       /* achievable fraction of the line rate */
   double oversubscription; /* fabric: >= 1 */
@@ -29,11 +29,11 @@ typedef struct sim_network {
 /* One network group g (name required unless anonymous is set, when it
  * defaults to "network"); pr and profile_path are the profile it may take
  * its link from. */
-int sim_network_parse(const config_setting_t *g, const core_profile *pr, const char *profile_path,
-                      int anonymous, sim_network *n);
+int sim_network_parse(
+    const config_setting_t *g, const core_profile *pr, const char *profile_path, int anonymous, sim_network *n);
 
 /* A list of network groups with unique names; *out malloc'd. */
-int sim_network_parse_list(const config_setting_t *list, const core_profile *pr, const char *profile_path,
-                           sim_network **out, int *n);
+int sim_network_parse_list(
+    const config_setting_t *list, const core_profile *pr, const char *profile_path, sim_network **out, int *n);
 
 #endif

@@ -6,9 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
-static const char *const col_names[SIM_OBJ_N] = {
-    "time_to_train_h", "cost_usd", "usd_per_hour", "goodput", "step_s", "samples_per_s", "scaling_eff",
-    "exposed_comm_s", "waste_ckpt_h", "waste_lost_h", "waste_restart_h"};
+static const char *const col_names[SIM_OBJ_N] = {"time_to_train_h", "cost_usd", "usd_per_hour", "goodput", "step_s",
+    "samples_per_s", "scaling_eff", "exposed_comm_s", "waste_ckpt_h", "waste_lost_h", "waste_restart_h"};
 
 static int col_of(const char *name) {
   for (int i = 0; i < SIM_OBJ_N; i++)
@@ -20,8 +19,8 @@ static int col_of(const char *name) {
 /* Every column but the step level's and the price per hour needs the job
  * level; the cost ones need prices. */
 static int needs_job(int c) {
-  return c != SIM_OBJ_STEP_S && c != SIM_OBJ_SAMPLES_PER_S && c != SIM_OBJ_SCALING_EFF &&
-         c != SIM_OBJ_EXPOSED_COMM_S && c != SIM_OBJ_USD_PER_HOUR;
+  return c != SIM_OBJ_STEP_S && c != SIM_OBJ_SAMPLES_PER_S && c != SIM_OBJ_SCALING_EFF && c != SIM_OBJ_EXPOSED_COMM_S &&
+         c != SIM_OBJ_USD_PER_HOUR;
 }
 static int needs_price(int c) { return c == SIM_OBJ_COST_USD || c == SIM_OBJ_USD_PER_HOUR; }
 
@@ -39,14 +38,16 @@ static int check_column(const config_setting_t *key, const char *name, int has_j
     for (int i = 0; i < SIM_OBJ_N; i++)
       snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "", col_names[i]);
     return core_err_set(CORE_EINVAL, "%s: advise.%s names '%s', which is not a column of the advice; choose one of %s",
-                        w, config_setting_name(key), name, list);
+        w, config_setting_name(key), name, list);
   }
   if (needs_price(c) && !priced)
-    return core_err_set(CORE_EINVAL, "%s: %s needs prices, and the study has none: add cost = { gpu_hour_usd = ...; } (or node_hour_usd) to the scenario, or price = { ... } to its profile",
-                        w, what);
+    return core_err_set(CORE_EINVAL,
+        "%s: %s needs prices, and the study has none: add cost = { gpu_hour_usd = ...; } (or node_hour_usd) to the "
+        "scenario, or price = { ... } to its profile",
+        w, what);
   if (needs_job(c) && !has_job)
-    return core_err_set(CORE_EINVAL, "%s: %s needs the run's length: add job = { samples = N; } (the same work whatever the cluster)",
-                        w, what);
+    return core_err_set(CORE_EINVAL,
+        "%s: %s needs the run's length: add job = { samples = N; } (the same work whatever the cluster)", w, what);
   return c;
 }
 
@@ -66,7 +67,8 @@ int sim_objective_parse(const config_setting_t *root, int has_job, int priced, s
   if ((rc = core_cfg_check_keys(g, keys, "advise")) != 0)
     return rc;
   if (mn && mx)
-    return core_err_set(CORE_EINVAL, "%s: give one of advise.minimize and advise.maximize", core_cfg_where(mx, w, sizeof w));
+    return core_err_set(
+        CORE_EINVAL, "%s: give one of advise.minimize and advise.maximize", core_cfg_where(mx, w, sizeof w));
   if (mn || mx) {
     o->key = mn ? mn : mx;
     o->maximize = mx != NULL;

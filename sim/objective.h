@@ -14,17 +14,26 @@
 
 /* The numeric columns of the advice an objective may name. */
 enum sim_obj_col {
-  SIM_OBJ_TIME_H = 0, SIM_OBJ_COST_USD, SIM_OBJ_USD_PER_HOUR, SIM_OBJ_GOODPUT, SIM_OBJ_STEP_S,
-  SIM_OBJ_SAMPLES_PER_S, SIM_OBJ_SCALING_EFF, SIM_OBJ_EXPOSED_COMM_S, SIM_OBJ_WASTE_CKPT_H,
-  SIM_OBJ_WASTE_LOST_H, SIM_OBJ_WASTE_RESTART_H, SIM_OBJ_N
+  SIM_OBJ_TIME_H = 0,
+  SIM_OBJ_COST_USD,
+  SIM_OBJ_USD_PER_HOUR,
+  SIM_OBJ_GOODPUT,
+  SIM_OBJ_STEP_S,
+  SIM_OBJ_SAMPLES_PER_S,
+  SIM_OBJ_SCALING_EFF,
+  SIM_OBJ_EXPOSED_COMM_S,
+  SIM_OBJ_WASTE_CKPT_H,
+  SIM_OBJ_WASTE_LOST_H,
+  SIM_OBJ_WASTE_RESTART_H,
+  SIM_OBJ_N
 };
 
 typedef struct sim_objective {
   enum sim_obj_col col;
-  int maximize;            /* else minimize */
-  double deadline_h;       /* 0: none */
-  double budget_usd;       /* 0: none */
-  int top;                 /* rows of the ranked table */
+  int maximize;      /* else minimize */
+  double deadline_h; /* 0: none */
+  double budget_usd; /* 0: none */
+  int top;           /* rows of the ranked table */
   /* For messages: the keys, NULL when not given. Borrowed from the file. */
   const config_setting_t *key, *deadline_key, *budget_key;
 } sim_objective;

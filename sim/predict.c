@@ -22,7 +22,6 @@ uint64_t sim_predict_seed(uint64_t seed, long index) {
   return z ^ (z >> 31);
 }
 
-
 /* A measured fit of op at c->ranks becomes per-link α and β by dividing
  * out the algorithm's coefficients, one pair per fitted regime (the
  * collective then uses the regime its size falls into). */
@@ -51,8 +50,8 @@ static int link_from_profile(const core_prof_coll *c, enum sim_backend b, enum c
 
 /* The profile's measurement of op in scope, else its allreduce's: the link
  * it gives. */
-static int measured_link(const core_profile *pr, const char *path, enum sim_backend b, enum core_coll op,
-                         const char *scope, sim_link *l) {
+static int measured_link(
+    const core_profile *pr, const char *path, enum sim_backend b, enum core_coll op, const char *scope, sim_link *l) {
   const char *bn = sim_backend_name(b);
   const core_prof_coll *c = NULL;
   if (op != CORE_COLL_ALLREDUCE)
@@ -64,12 +63,12 @@ static int measured_link(const core_profile *pr, const char *path, enum sim_back
     return link_from_profile(c, b, op, l);
   if (!(c = core_profile_allreduce(pr, bn, scope)))
     return core_err_set(CORE_EINVAL, "profile '%s' has no %s-node allreduce for %s", path,
-                        !strcmp(scope, "intra") ? "intra" : "inter", bn);
+        !strcmp(scope, "intra") ? "intra" : "inter", bn);
   return link_from_profile(c, b, CORE_COLL_ALLREDUCE, l);
 }
 
 int sim_topo_build(const core_profile *pr, const char *profile_path, const sim_network *n, enum sim_backend b,
-                   enum core_coll op, int nodes, int per_node, sim_topo *t) {
+    enum core_coll op, int nodes, int per_node, sim_topo *t) {
   int rc;
   memset(t, 0, sizeof *t);
   t->nodes = nodes;
@@ -109,8 +108,8 @@ int sim_topo_build(const core_profile *pr, const char *profile_path, const sim_n
 }
 
 int sim_predict_topo(const sim_scenario *s, const sim_point *p, sim_topo *t) {
-  return sim_topo_build(s->profile, s->profile_path, p->network, p->backend, CORE_COLL_ALLREDUCE, p->nodes,
-                        p->per_node, t);
+  return sim_topo_build(
+      s->profile, s->profile_path, p->network, p->backend, CORE_COLL_ALLREDUCE, p->nodes, p->per_node, t);
 }
 
 double sim_predict_allreduce(const sim_point *p, const sim_topo *t, double bytes) {
@@ -232,8 +231,8 @@ static void psgd_bucket(const sim_scenario *s, const sim_point *p, const core_bu
 
 /* PowerSGD's hook on bucket b: up to three allreduces (the uncompressed
  * tensors, P, Q) with the hook's compute between them. */
-static double powersgd_time(const sim_scenario *s, const sim_point *p, const sim_topo *t, const core_buckets *bk,
-                            int b, hook_cost *h) {
+static double powersgd_time(
+    const sim_scenario *s, const sim_point *p, const sim_topo *t, const core_buckets *bk, int b, hook_cost *h) {
   const core_profile *pr = s->profile;
   int host = strcmp(pr->device_kind, "gpu") != 0;
   psgd_work w;
@@ -272,8 +271,8 @@ static double powersgd_time(const sim_scenario *s, const sim_point *p, const sim
  * compute path, and what its futures' callbacks run after each collective
  * (the cast back; PowerSGD's orthogonalization of P, Q = M^T P, the
  * reconstruction and the new error) to the communication stream. */
-static double hook_time(const sim_scenario *s, const sim_point *p, const sim_topo *t, const core_buckets *bk,
-                        int b, int gb, hook_cost *h) {
+static double hook_time(
+    const sim_scenario *s, const sim_point *p, const sim_topo *t, const core_buckets *bk, int b, int gb, hook_cost *h) {
   const core_profile *pr = s->profile;
   double elems = (double)bk->bucket_elems[b];
   memset(h, 0, sizeof *h);
@@ -379,14 +378,18 @@ double sim_predict_compute_s(const sim_scenario *s, const sim_point *p) {
  * GPU and precision. One device without DDP is the replay with free
  * communication. */
 static int predict_traced(const sim_scenario *s, const sim_point *p, const core_buckets *bk, const double *comm,
-                          const char **names, core_trace *trace, sim_point_result *r) {
+    const char **names, core_trace *trace, sim_point_result *r) {
   const core_model *m = p->model;
-  sim_replay_cfg c = {.t = m->traced, .bk = bk, .bucket_comm_s = comm, .dev_scale = p->batch / m->measured_batch,
-                      .overlap = p->overlap, .layer_names = names};
+  sim_replay_cfg c = {.t = m->traced,
+      .bk = bk,
+      .bucket_comm_s = comm,
+      .dev_scale = p->batch / m->measured_batch,
+      .overlap = p->overlap,
+      .layer_names = names};
   sim_replay_result rr;
   int world = p->nodes * p->per_node;
   int rc = sim_replay_retarget(m->traced, m->path, s->profile, s->profile_path, sim_precision_compute(p->precision),
-                               &c.compute_scale, &c.memory_scale);
+      &c.compute_scale, &c.memory_scale);
   if (rc == 0)
     rc = sim_replay_run(&c, &rr, trace);
   if (rc)
@@ -403,15 +406,15 @@ static int predict_traced(const sim_scenario *s, const sim_point *p, const core_
 
 /* What a point's step simulation needs of its layers and buckets. */
 typedef struct point_work {
-  double *fwd, *bwd;      /* [n_layers + 1] each layer's forward and backward */
-  double *copy;           /* [n_layers] work after each layer's backward: copies into buckets, hooks' casts */
-  const char **names;     /* [n_layers] the layers' names (for the trace) */
-  double opt, finalize;   /* the optimizer's step; the copy out of the buckets */
-  int gb;                 /* bytes of a gradient element */
+  double *fwd, *bwd;    /* [n_layers + 1] each layer's forward and backward */
+  double *copy;         /* [n_layers] work after each layer's backward: copies into buckets, hooks' casts */
+  const char **names;   /* [n_layers] the layers' names (for the trace) */
+  double opt, finalize; /* the optimizer's step; the copy out of the buckets */
+  int gb;               /* bytes of a gradient element */
   core_buckets bk;
-  int *ready;             /* [n_buckets] the layer after whose backward each is ready */
+  int *ready;                                  /* [n_buckets] the layer after whose backward each is ready */
   double *comm, *bytes, *cpu_frac, *idle_frac; /* [n_buckets] step.h's */
-  double *csd, *msd;      /* [n_buckets] interference by byte rate, or NULL */
+  double *csd, *msd;                           /* [n_buckets] interference by byte rate, or NULL */
 } point_work;
 
 static void work_free(point_work *w) {
@@ -431,8 +434,8 @@ static void work_free(point_work *w) {
 
 /* The point's links, and on a fabric its collectives' costs (*fc, for the
  * caller to free). */
-static int point_topo(const sim_scenario *s, const sim_point *p, sim_engine *e, sim_topo *topo,
-                      sim_fabric_costs **fc, sim_point_result *r) {
+static int point_topo(const sim_scenario *s, const sim_point *p, sim_engine *e, sim_topo *topo, sim_fabric_costs **fc,
+    sim_point_result *r) {
   int rc;
   *fc = NULL;
   if ((rc = sim_predict_topo(s, p, topo)) != 0)
@@ -500,7 +503,7 @@ static int assign_buckets(const sim_scenario *s, const sim_point *p, point_work 
   if (cap == 0)
     cap = 1;
   if ((rc = core_bucket_assign(m->tensor_elems, m->n_tensors, m->ready_order, (size_t)w->gb, first, cap,
-                               core_bucket_ddp_order(p->find_unused, 0), &w->bk)) != 0 ||
+           core_bucket_ddp_order(p->find_unused, 0), &w->bk)) != 0 ||
       (rc = ready_layers(m, &w->bk, &w->ready)) != 0)
     return rc;
   size_t nb = (size_t)w->bk.n_buckets;
@@ -525,8 +528,8 @@ static int assign_buckets(const sim_scenario *s, const sim_point *p, point_work 
 /* Each bucket's communication (hook_time), its shares and interference,
  * the hooks' work when the bucket is ready; the point's wire bytes, and a
  * timeout status for the slowest collective past the backend's timeout. */
-static void bucket_costs(const sim_scenario *s, const sim_point *p, const sim_topo *topo, point_work *w,
-                         sim_point_result *r) {
+static void bucket_costs(
+    const sim_scenario *s, const sim_point *p, const sim_topo *topo, point_work *w, sim_point_result *r) {
   const core_profile *pr = s->profile;
   int world = p->nodes * p->per_node, worst = -1;
   double timeout = sim_scenario_timeout(s, p->backend), worst_t = 0;
@@ -543,7 +546,7 @@ static void bucket_costs(const sim_scenario *s, const sim_point *p, const sim_to
       if (net > 0 && world > 1)
         k = h.wire * 2.0 * (world - 1) / world / net / (pr->interf_busbw_GBps * 1e9);
       sim_step_scale_interference(pr->compute_slowdown, pr->comm_slowdown, k, pr->interf_comm_cpus,
-                                  pr->interf_rank_cpus, &w->csd[b], &w->msd[b]);
+          pr->interf_rank_cpus, &w->csd[b], &w->msd[b]);
     }
     w->copy[w->ready[b]] += h.pre; /* the hook starts (casting) when the bucket is ready */
     r->wire_bytes += h.wire;
@@ -556,27 +559,43 @@ static void bucket_costs(const sim_scenario *s, const sim_point *p, const sim_to
   if (worst >= 0) {
     snprintf(r->status, sizeof r->status, "timeout");
     snprintf(r->note, sizeof r->note,
-             "bucket %d (%.1f MB) allreduce takes %.1f s, past the %s timeout of %.0f s: set ddp.timeout_s above %.0f, lower bucket_cap_mb, or use a faster network",
-             worst, w->bytes[worst] / 1e6, worst_t, sim_backend_name(p->backend), timeout,
-             ceil(worst_t * 1.5));
+        "bucket %d (%.1f MB) allreduce takes %.1f s, past the %s timeout of %.0f s: set ddp.timeout_s above %.0f, "
+        "lower bucket_cap_mb, or use a faster network",
+        worst, w->bytes[worst] / 1e6, worst_t, sim_backend_name(p->backend), timeout, ceil(worst_t * 1.5));
   }
 }
 
 /* The step simulated (sim/step.h) on the point's work, and its results. */
 static int simulate_step(const sim_scenario *s, const sim_point *p, sim_engine *e, const point_work *w,
-                         core_trace *trace, int trace_ranks, sim_point_result *r) {
+    core_trace *trace, int trace_ranks, sim_point_result *r) {
   const core_profile *pr = s->profile;
   int L = p->model->n_layers, world = p->nodes * p->per_node, rc;
-  sim_step_cfg c = {
-      .n_layers = L, .fwd_s = w->fwd, .bwd_s = w->bwd, .copy_s = w->copy, .layer_names = w->names,
-      .n_buckets = w->bk.n_buckets, .bucket_ready_layer = w->ready, .bucket_comm_s = w->comm,
-      .bucket_bytes = w->bytes, .bucket_cpu_frac = w->cpu_frac,
-      .bucket_idle_frac = w->idle_frac, .random_idle = 1, .finalize_s = w->finalize, .optimizer_s = w->opt,
-      .overlap = p->overlap, .compute_slowdown = pr->compute_slowdown, .comm_slowdown = pr->comm_slowdown,
-      .cpu_slowdown = pr->cpu_slowdown, .bucket_compute_slowdown = w->csd, .bucket_comm_slowdown = w->msd,
+  sim_step_cfg c = {.n_layers = L,
+      .fwd_s = w->fwd,
+      .bwd_s = w->bwd,
+      .copy_s = w->copy,
+      .layer_names = w->names,
+      .n_buckets = w->bk.n_buckets,
+      .bucket_ready_layer = w->ready,
+      .bucket_comm_s = w->comm,
+      .bucket_bytes = w->bytes,
+      .bucket_cpu_frac = w->cpu_frac,
+      .bucket_idle_frac = w->idle_frac,
+      .random_idle = 1,
+      .finalize_s = w->finalize,
+      .optimizer_s = w->opt,
+      .overlap = p->overlap,
+      .compute_slowdown = pr->compute_slowdown,
+      .comm_slowdown = pr->comm_slowdown,
+      .cpu_slowdown = pr->cpu_slowdown,
+      .bucket_compute_slowdown = w->csd,
+      .bucket_comm_slowdown = w->msd,
       .world = world,
-      .every_rank = s->every_rank && !p->fabric_given, .jitter = pr->jitter, .steps = s->steps,
-      .seed = sim_predict_seed(s->seed, p->index), .trace_ranks = trace_ranks};
+      .every_rank = s->every_rank && !p->fabric_given,
+      .jitter = pr->jitter,
+      .steps = s->steps,
+      .seed = sim_predict_seed(s->seed, p->index),
+      .trace_ranks = trace_ranks};
   c.jitter_params[0] = pr->jitter_params[0];
   c.jitter_params[1] = pr->jitter_params[1];
   sim_step_result sr;
@@ -598,8 +617,8 @@ static int simulate_step(const sim_scenario *s, const sim_point *p, sim_engine *
   return 0;
 }
 
-int sim_predict_point(const sim_scenario *s, const sim_point *p, sim_engine *e, core_trace *trace,
-                      int trace_ranks, sim_point_result *r) {
+int sim_predict_point(
+    const sim_scenario *s, const sim_point *p, sim_engine *e, core_trace *trace, int trace_ranks, sim_point_result *r) {
   memset(r, 0, sizeof *r);
   r->pt = *p;
   snprintf(r->status, sizeof r->status, "ok");

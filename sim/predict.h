@@ -21,27 +21,26 @@ typedef struct sim_point_result {
   int n_buckets;
   double step_s, compute_s, comm_s, exposed_comm_s, step_sd_s;
   double samples_per_s, scaling_eff;
-  double single_step_s;     /* one device, no DDP */
-  double wire_bytes;        /* bytes each rank's collectives reduce per step (after compression) */
-  double gbps;              /* the network's line rate per NIC (measured links: the profile's), 0 if unknown */
-  char status[16];          /* "ok" or "timeout" */
+  double single_step_s; /* one device, no DDP */
+  double wire_bytes;    /* bytes each rank's collectives reduce per step (after compression) */
+  double gbps;          /* the network's line rate per NIC (measured links: the profile's), 0 if unknown */
+  char status[16];      /* "ok" or "timeout" */
   char note[320];
   uint64_t events;
-  int has_fabric;           /* the point has a fabric: fab holds what it made of the collectives */
+  int has_fabric; /* the point has a fabric: fab holds what it made of the collectives */
   sim_fabric_result fab;
   /* Job level, when the scenario has one (sim/jobpoint.h). */
   int has_job;
   sim_job_result job;
   double ckpt_bytes, ckpt_block_s, ckpt_every_s, restart_s, detect_s, mttr_h;
   double load_s, load_read_s, load_exchange_s; /* the load: reading from storage, then exchanging shares */
-  double usd_per_hour;      /* with prices (sim/cost.h) */
+  double usd_per_hour;                         /* with prices (sim/cost.h) */
   /* Among the points that differ only in the checkpoint interval: the best
    * interval's and its goodput's interval, and the intervals whose goodput
    * cannot be told from it (paired over the same failures), ';'-separated. */
   double best_every_s, best_goodput_lo, best_goodput_hi;
   char ties[96];
 } sim_point_result;
-
 
 /* Topology and links for a point (its allreduces). */
 int sim_predict_topo(const sim_scenario *s, const sim_point *p, sim_topo *t);
@@ -50,7 +49,7 @@ int sim_predict_topo(const sim_scenario *s, const sim_point *p, sim_topo *t);
  * its allreduce's (docs/cost-models.md; the network's own figures
  * unless it takes its link from the profile). */
 int sim_topo_build(const core_profile *pr, const char *profile_path, const sim_network *n, enum sim_backend b,
-                   enum core_coll op, int nodes, int per_node, sim_topo *t);
+    enum core_coll op, int nodes, int per_node, sim_topo *t);
 
 /* Per-bucket allreduce time, choosing the algorithm when p->algorithm is
  * auto (NCCL: the faster of ring and tree, as NCCL's tuner does; Gloo: the
@@ -60,8 +59,8 @@ int sim_topo_build(const core_profile *pr, const char *profile_path, const sim_n
 double sim_predict_allreduce(const sim_point *p, const sim_topo *t, double bytes);
 
 /* trace may be NULL; trace_ranks limits the ranks written. */
-int sim_predict_point(const sim_scenario *s, const sim_point *p, sim_engine *e, core_trace *trace,
-                      int trace_ranks, sim_point_result *r);
+int sim_predict_point(
+    const sim_scenario *s, const sim_point *p, sim_engine *e, core_trace *trace, int trace_ranks, sim_point_result *r);
 
 uint64_t sim_predict_seed(uint64_t seed, long index);
 

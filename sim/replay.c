@@ -14,16 +14,16 @@ typedef struct span {
 
 typedef struct rstate {
   const sim_replay_cfg *c;
-  double comm_factor;    /* 0: communication free (the compute-only replay) */
-  int ddp;               /* DDP's buckets are launched (the trace ran DDP) */
-  double H, G, C;        /* host, compute stream, allreduce stream */
-  double *side;          /* [streams + 1] side streams' free times (index 0 unused) */
-  int *left;             /* [n_buckets] gradients still to arrive */
-  int next;              /* next bucket to launch */
-  span *comm;            /* this step's allreduces */
+  double comm_factor; /* 0: communication free (the compute-only replay) */
+  int ddp;            /* DDP's buckets are launched (the trace ran DDP) */
+  double H, G, C;     /* host, compute stream, allreduce stream */
+  double *side;       /* [streams + 1] side streams' free times (index 0 unused) */
+  int *left;          /* [n_buckets] gradients still to arrive */
+  int next;           /* next bucket to launch */
+  span *comm;         /* this step's allreduces */
   int n_comm;
-  core_trace *trace;     /* only during the last repetition */
-  double t_base;         /* its start, the trace's zero */
+  core_trace *trace; /* only during the last repetition */
+  double t_base;     /* its start, the trace's zero */
 } rstate;
 
 static void emit(rstate *s, const char *name, const char *cat, int tid, double t0, double t1) {
@@ -103,7 +103,7 @@ static double piece_events(rstate *s, const core_piece *p, double hb, double w) 
       t0 = t0 > dep ? t0 : dep;
       s->side[sd->stream] = t0 + sd->dur_s;
       emit(s, sd->nccl ? "communication (measured)" : "side work (measured)", "side", TID_SIDE0 + sd->stream - 1, t0,
-           s->side[sd->stream]);
+          s->side[sd->stream]);
       i++;
     } else {
       double h = hb + waited + sy->at * w, done = stream_done(s, sy->streams);
@@ -175,8 +175,9 @@ static int run_step(rstate *s) {
   for (int i = 0; i < c->t->n_pieces; i++)
     run_piece(s, &c->t->pieces[i]);
   if (s->ddp && s->next < c->bk->n_buckets)
-    return core_err_set(CORE_EINVAL, "the traced step fills %d of %d buckets: its grad pieces do not cover every parameter tensor",
-                        s->next, c->bk->n_buckets);
+    return core_err_set(CORE_EINVAL,
+        "the traced step fills %d of %d buckets: its grad pieces do not cover every parameter tensor", s->next,
+        c->bk->n_buckets);
   return 0;
 }
 
@@ -241,28 +242,45 @@ static int same_bytes(enum core_prec a, enum core_prec b) {
 }
 
 int sim_replay_retarget(const core_traced *t, const char *model, const core_profile *pr, const char *profile,
-                        enum core_prec p, double *compute_scale, double *memory_scale) {
+    enum core_prec p, double *compute_scale, double *memory_scale) {
   *compute_scale = *memory_scale = 1;
   if (!strcmp(pr->device_name, t->device) && p == t->precision)
     return 0; /* the traced GPU at the traced precision: the step as traced */
   const char *want = core_prec_name(t->precision);
   if (!same_bytes(p, t->precision))
-    return core_err_set(CORE_EINVAL, "%s:%d: the traced step computed in %s and its kernels moved %s's bytes; simulate it at training.precision = \"%s\"%s (a traced step cannot change the width of its tensors)",
-                        model, t->line, want, want, t->precision == CORE_PREC_FP16 ? "amp_fp16" : t->precision == CORE_PREC_BF16 ? "amp_bf16" : want,
-                        t->precision == CORE_PREC_FP32 ? " or \"tf32\"" : t->precision == CORE_PREC_TF32 ? " or \"fp32\"" : "");
+    return core_err_set(CORE_EINVAL,
+        "%s:%d: the traced step computed in %s and its kernels moved %s's bytes; simulate it at training.precision = "
+        "\"%s\"%s (a traced step cannot change the width of its tensors)",
+        model, t->line, want, want,
+        t->precision == CORE_PREC_FP16   ? "amp_fp16"
+        : t->precision == CORE_PREC_BF16 ? "amp_bf16"
+                                         : want,
+        t->precision == CORE_PREC_FP32   ? " or \"tf32\""
+        : t->precision == CORE_PREC_TF32 ? " or \"fp32\""
+                                         : "");
   if (!t->classed)
-    return core_err_set(CORE_EINVAL, "%s:%d: the traced step records no kernel classes (its pieces lack dev_compute_us, dev_memory_us and dev_launch_us), so it replays on its own GPU ('%s') only: re-import the trace with `ddpsim import torch-trace`, or simulate with a profile of that GPU",
-                        model, t->line, t->device);
+    return core_err_set(CORE_EINVAL,
+        "%s:%d: the traced step records no kernel classes (its pieces lack dev_compute_us, dev_memory_us and "
+        "dev_launch_us), so it replays on its own GPU ('%s') only: re-import the trace with `ddpsim import "
+        "torch-trace`, or simulate with a profile of that GPU",
+        model, t->line, t->device);
   if (!(t->peak_flops > 0) || !(t->peak_memory_Bps > 0))
-    return core_err_set(CORE_EINVAL, "%s:%d: traced.peak_tflops and traced.peak_memory_GBps (the traced GPU '%s''s roofs at %s) are missing, so its step cannot be retargeted: re-import the trace with --scenario and --profile-base PROFILE, a profile of that GPU with compute[].peak_tflops and device.peak_memory_GBps",
-                        model, t->line, t->device, want);
+    return core_err_set(CORE_EINVAL,
+        "%s:%d: traced.peak_tflops and traced.peak_memory_GBps (the traced GPU '%s''s roofs at %s) are missing, so its "
+        "step cannot be retargeted: re-import the trace with --scenario and --profile-base PROFILE, a profile of that "
+        "GPU with compute[].peak_tflops and device.peak_memory_GBps",
+        model, t->line, t->device, want);
   double tf = core_profile_peak_flops(pr, p), mem = pr->peak_memory_GBps * 1e9;
   if (!(tf > 0))
-    return core_err_set(CORE_EINVAL, "%s: retargeting the traced step of %s onto this GPU needs its %s peak: add peak_tflops (the datasheet's dense peak) to the %s entry of compute, or simulate at a precision it has",
-                        profile, model, core_prec_name(p), core_prec_name(p));
+    return core_err_set(CORE_EINVAL,
+        "%s: retargeting the traced step of %s onto this GPU needs its %s peak: add peak_tflops (the datasheet's dense "
+        "peak) to the %s entry of compute, or simulate at a precision it has",
+        profile, model, core_prec_name(p), core_prec_name(p));
   if (!(mem > 0))
-    return core_err_set(CORE_EINVAL, "%s: retargeting the traced step of %s onto this GPU needs device.peak_memory_GBps (the datasheet's memory bandwidth); add it",
-                        profile, model);
+    return core_err_set(CORE_EINVAL,
+        "%s: retargeting the traced step of %s onto this GPU needs device.peak_memory_GBps (the datasheet's memory "
+        "bandwidth); add it",
+        profile, model);
   *compute_scale = t->peak_flops / tf;
   *memory_scale = t->peak_memory_Bps / mem;
   return 0;

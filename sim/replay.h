@@ -40,21 +40,21 @@
 
 typedef struct sim_replay_cfg {
   const core_traced *t;
-  const core_buckets *bk;       /* tensor -> bucket, buckets in launch order */
-  const double *bucket_comm_s;  /* [n_buckets] allreduce time */
-  double dev_scale;             /* device work multiplier (batch / measured batch) */
-  double compute_scale;         /* compute-bound device time multiplier (retargeting); 0: 1 */
-  double memory_scale;          /* memory-bound device time multiplier; 0: 1 */
+  const core_buckets *bk;      /* tensor -> bucket, buckets in launch order */
+  const double *bucket_comm_s; /* [n_buckets] allreduce time */
+  double dev_scale;            /* device work multiplier (batch / measured batch) */
+  double compute_scale;        /* compute-bound device time multiplier (retargeting); 0: 1 */
+  double memory_scale;         /* memory-bound device time multiplier; 0: 1 */
   int overlap;
   const char *const *layer_names; /* for the trace; may be NULL */
 } sim_replay_cfg;
 
 typedef struct sim_replay_result {
-  double step_s;                /* period of a step */
-  double compute_s;             /* the same step with free communication */
-  double comm_s;                /* the buckets' allreduce time, summed */
-  double exposed_comm_s;        /* step_s - compute_s, at least 0 */
-  double host_s, device_s;      /* host dispatch and compute-stream work of a step */
+  double step_s;           /* period of a step */
+  double compute_s;        /* the same step with free communication */
+  double comm_s;           /* the buckets' allreduce time, summed */
+  double exposed_comm_s;   /* step_s - compute_s, at least 0 */
+  double host_s, device_s; /* host dispatch and compute-stream work of a step */
 } sim_replay_result;
 
 /* The retargeting multipliers (see above) for traced step t of model file
@@ -64,7 +64,7 @@ typedef struct sim_replay_result {
  * p moves other bytes than the traced precision (fp32 and tf32 may stand
  * for each other). */
 int sim_replay_retarget(const core_traced *t, const char *model, const core_profile *pr, const char *profile,
-                        enum core_prec p, double *compute_scale, double *memory_scale);
+    enum core_prec p, double *compute_scale, double *memory_scale);
 
 /* trace (may be NULL) receives the last replayed step: the host, the
  * compute stream, the allreduce stream and the side streams of rank 0. */

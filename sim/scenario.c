@@ -20,9 +20,8 @@ static const char *const prec_names[SIM_N_PRECS] = {"fp32", "tf32", "fp16", "bf1
 static const char *const prec_choices[] = {"fp32", "tf32", "fp16", "bf16", "amp_fp16", "amp_bf16", NULL};
 static const char *const opt_choices[] = {"sgd", "sgd_momentum", "adam", NULL};
 static const char *const backend_choices[] = {"nccl", "gloo", NULL};
-static const char *const algo_choices[] = {"auto", "ring", "tree", "hierarchical", "halving_doubling",
-                                           "ring_chunked", "bcube", "gloo_ring", "segmented_ring",
-                                           "collnet", "nvls", "nvls_tree", NULL};
+static const char *const algo_choices[] = {"auto", "ring", "tree", "hierarchical", "halving_doubling", "ring_chunked",
+    "bcube", "gloo_ring", "segmented_ring", "collnet", "nvls", "nvls_tree", NULL};
 static const char *const ranks_choices[] = {"representative", "every", NULL};
 
 const char *sim_precision_name(enum sim_precision p) { return (unsigned)p < SIM_N_PRECS ? prec_names[p] : "?"; }
@@ -40,9 +39,7 @@ enum core_prec sim_precision_compute(enum sim_precision p) {
 
 /* Mixed precision (torch.autocast) keeps fp32 parameters, so DDP reduces fp32
  * gradients; pure fp16/bf16 models reduce 2-byte gradients. */
-int sim_precision_grad_bytes(enum sim_precision p) {
-  return (p == SIM_PREC_FP16 || p == SIM_PREC_BF16) ? 2 : 4;
-}
+int sim_precision_grad_bytes(enum sim_precision p) { return (p == SIM_PREC_FP16 || p == SIM_PREC_BF16) ? 2 : 4; }
 
 static int index_of(const char *const names[], const char *s) {
   for (int i = 0; names[i]; i++)
@@ -95,15 +92,18 @@ static int cross_check(sim_scenario *s, const config_setting_t *root) {
   for (int b = 0; b < s->n[SIM_DIM_BACKEND]; b++) {
     enum sim_backend be = s->backends[b];
     if (be == SIM_BACKEND_NCCL && !gpu)
-      return core_err_set(CORE_EINVAL, "%s: backend \"nccl\" needs GPUs, but profile '%s' describes %s devices; use backend = \"gloo\" or a GPU profile",
-                          where(bk ? bk : root, w), s->profile_path, p->device_kind);
+      return core_err_set(CORE_EINVAL,
+          "%s: backend \"nccl\" needs GPUs, but profile '%s' describes %s devices; use backend = \"gloo\" or a GPU "
+          "profile",
+          where(bk ? bk : root, w), s->profile_path, p->device_kind);
     for (int a = 0; a < s->n[SIM_DIM_ALGORITHM]; a++)
       if (s->algorithms[a] >= 0 && !sim_algo_valid(be, (enum sim_algo)s->algorithms[a]))
-        return core_err_set(CORE_EINVAL, "%s: algorithm \"%s\" is not one of %s's allreduce algorithms (%s); use \"auto\" or sweep the backends separately",
-                            where(al ? al : root, w), sim_algo_name((enum sim_algo)s->algorithms[a]),
-                            sim_backend_name(be),
-                            be == SIM_BACKEND_NCCL ? "ring, tree, hierarchical; collnet, nvls, nvls_tree on a fabric that offers them"
-                                                   : "segmented_ring, gloo_ring, ring_chunked, halving_doubling, bcube, hierarchical");
+        return core_err_set(CORE_EINVAL,
+            "%s: algorithm \"%s\" is not one of %s's allreduce algorithms (%s); use \"auto\" or sweep the backends "
+            "separately",
+            where(al ? al : root, w), sim_algo_name((enum sim_algo)s->algorithms[a]), sim_backend_name(be),
+            be == SIM_BACKEND_NCCL ? "ring, tree, hierarchical; collnet, nvls, nvls_tree on a fabric that offers them"
+                                   : "segmented_ring, gloo_ring, ring_chunked, halving_doubling, bcube, hierarchical");
     int need_intra = 0, need_inter_profile = 0;
     for (int i = 0; i < s->n[SIM_DIM_PER_NODE]; i++)
       if (!need_intra && s->per_node[i] > 1)
@@ -119,11 +119,15 @@ static int cross_check(sim_scenario *s, const config_setting_t *root) {
     need_intra *= uses_ddp;
     need_inter_profile *= uses_ddp;
     if (need_intra && !core_profile_allreduce(p, sim_backend_name(be), "intra"))
-      return core_err_set(CORE_EINVAL, "%s: %d devices per node need an intra-node allreduce measurement for %s, and profile '%s' has none; calibrate with several ranks per node, or use devices_per_node = 1",
-                          where(pn ? pn : root, w), need_intra, sim_backend_name(be), s->profile_path);
+      return core_err_set(CORE_EINVAL,
+          "%s: %d devices per node need an intra-node allreduce measurement for %s, and profile '%s' has none; "
+          "calibrate with several ranks per node, or use devices_per_node = 1",
+          where(pn ? pn : root, w), need_intra, sim_backend_name(be), s->profile_path);
     if (need_inter_profile && multi_node && !core_profile_allreduce(p, sim_backend_name(be), "inter"))
-      return core_err_set(CORE_EINVAL, "%s: a network with from_profile = true needs an inter-node allreduce measurement for %s, and profile '%s' has none; calibrate across nodes, or give the network's gbps and latency_us",
-                          where(nd ? nd : root, w), sim_backend_name(be), s->profile_path);
+      return core_err_set(CORE_EINVAL,
+          "%s: a network with from_profile = true needs an inter-node allreduce measurement for %s, and profile '%s' "
+          "has none; calibrate across nodes, or give the network's gbps and latency_us",
+          where(nd ? nd : root, w), sim_backend_name(be), s->profile_path);
   }
   return check_compute(s, root);
 }
@@ -141,11 +145,11 @@ static int check_compute(const sim_scenario *s, const config_setting_t *root) {
     const config_setting_t *mk = config_setting_get_member(root, "model");
     for (int i = 0; md->traced && i < s->n[SIM_DIM_PRECISION]; i++) {
       double cs, ms;
-      int rc = sim_replay_retarget(md->traced, md->path, p, s->profile_path, sim_precision_compute(s->precisions[i]),
-                                   &cs, &ms);
+      int rc = sim_replay_retarget(
+          md->traced, md->path, p, s->profile_path, sim_precision_compute(s->precisions[i]), &cs, &ms);
       if (rc)
         return core_err_wrap(rc, "%s: model \"%s\" on profile '%s' at precision \"%s\"", where(mk ? mk : root, w),
-                             md->name, s->profile_path, sim_precision_name(s->precisions[i]));
+            md->name, s->profile_path, sim_precision_name(s->precisions[i]));
     }
     if (s->models[m]->measured)
       continue;
@@ -154,11 +158,13 @@ static int check_compute(const sim_scenario *s, const config_setting_t *root) {
       int rc = sim_compute_check(s->models[m], p, s->precisions[i]);
       if (rc)
         return core_err_wrap(rc, "%s: model \"%s\" at precision \"%s\"", where(mk ? mk : root, w), md->name,
-                             sim_precision_name(s->precisions[i]));
+            sim_precision_name(s->precisions[i]));
       if (!p->rate[cp].present)
-        return core_err_set(CORE_EINVAL, "%s: precision \"%s\" computes in %s, but profile '%s' has no %s compute rates; choose a precision the profile measured, or add its rates",
-                            where(pr ? pr : (prof ? prof : root), w), sim_precision_name(s->precisions[i]),
-                            core_prec_name(cp), s->profile_path, core_prec_name(cp));
+        return core_err_set(CORE_EINVAL,
+            "%s: precision \"%s\" computes in %s, but profile '%s' has no %s compute rates; choose a precision the "
+            "profile measured, or add its rates",
+            where(pr ? pr : (prof ? prof : root), w), sim_precision_name(s->precisions[i]), core_prec_name(cp),
+            s->profile_path, core_prec_name(cp));
     }
   }
   return 0;
@@ -167,8 +173,8 @@ static int check_compute(const sim_scenario *s, const config_setting_t *root) {
 /* simulation = { steps; seed; ranks; replications; max_replications;
  * tie_goodput; max_events; } */
 static int parse_simulation(sim_scenario *s, const config_setting_t *root) {
-  static const char *const simk[] = {"steps", "seed", "ranks", "replications", "max_replications", "tie_goodput",
-                                     "max_events", NULL};
+  static const char *const simk[] = {
+      "steps", "seed", "ranks", "replications", "max_replications", "tie_goodput", "max_events", NULL};
   const config_setting_t *g;
   const char *str;
   long long v;
@@ -213,8 +219,10 @@ static int parse_cost(sim_scenario *s, const config_setting_t *root) {
     return rc;
   for (int i = 0; i < s->n_networks && !s->prices.priced; i++)
     if (s->networks[i].priced)
-      return core_err_set(CORE_EINVAL, "%s:%d: network '%s' has a price but compute has none: add cost = { gpu_hour_usd = ...; } (or node_hour_usd), or price = { ... } to profile '%s'",
-                          s->path, s->networks[i].line, s->networks[i].name, s->profile_path);
+      return core_err_set(CORE_EINVAL,
+          "%s:%d: network '%s' has a price but compute has none: add cost = { gpu_hour_usd = ...; } (or "
+          "node_hour_usd), or price = { ... } to profile '%s'",
+          s->path, s->networks[i].line, s->networks[i].name, s->profile_path);
   return sim_objective_parse(root, s->job.present, s->prices.priced, &s->objective);
 }
 
@@ -235,8 +243,10 @@ static int parse_output(sim_scenario *s, const config_setting_t *root) {
       (rc = core_cfg_string(g, "csv", 0, def_csv, NULL, &str)) != 0)
     return rc;
   if (!str[0] || !strcmp(str, ".") || !strcmp(str, "..") || strchr(str, '/') || strlen(str) >= sizeof s->csv_name)
-    return core_err_set(CORE_EINVAL, "%s: output csv \"%s\" must be a plain file name, not empty, \".\" or \"..\" and without '/' (the directory comes from -o)",
-                        where(config_setting_get_member(g, "csv") ? config_setting_get_member(g, "csv") : g, w), str);
+    return core_err_set(CORE_EINVAL,
+        "%s: output csv \"%s\" must be a plain file name, not empty, \".\" or \"..\" and without '/' (the directory "
+        "comes from -o)",
+        where(config_setting_get_member(g, "csv") ? config_setting_get_member(g, "csv") : g, w), str);
   snprintf(s->csv_name, sizeof s->csv_name, "%s", str);
   return 0;
 }
@@ -256,7 +266,7 @@ static int parse_name(sim_scenario *s, const config_setting_t *root) {
     return rc;
   if (strchr(str, '/'))
     return core_err_set(CORE_EINVAL, "%s: scenario name \"%s\" names the CSV file, so it must not contain '/'",
-                        where(config_setting_get_member(root, "name"), w), str);
+        where(config_setting_get_member(root, "name"), w), str);
   snprintf(s->name, sizeof s->name, "%s", str);
   if ((rc = core_cfg_string(root, "description", 0, "", NULL, &str)) != 0)
     return rc;
@@ -310,7 +320,7 @@ static int parse_models(sim_scenario *s, const config_setting_t *root) {
     for (int j = 0; j < i && !rc; j++)
       if (strcmp(s->models[j]->name, s->models[i]->name) == 0)
         rc = core_err_set(CORE_EINVAL, "%s: two models are named '%s'; results could not tell them apart",
-                          where(set, w), s->models[i]->name);
+            where(set, w), s->models[i]->name);
   }
   s->n[SIM_DIM_MODEL] = s->n_models;
 free_strs:
@@ -321,7 +331,7 @@ free_strs:
 /* A sweepable text key of g: its values in *strs (free() it; the texts are
  * borrowed), n of them, and room for as many values of size bytes in *vals. */
 static int text_sweep(const config_setting_t *g, const char *key, const char *def, const char *const choices[],
-                      size_t size, const char ***strs, void **vals, int *n) {
+    size_t size, const char ***strs, void **vals, int *n) {
   int rc = core_cfg_string_list(g, key, 0, def, choices, strs, n);
   if (rc)
     return rc;
@@ -366,8 +376,8 @@ static int parse_cluster(sim_scenario *s, const config_setting_t *root) {
   for (int i = 0; i < s->n[SIM_DIM_NODES]; i++)
     for (int j = 0; j < s->n[SIM_DIM_PER_NODE]; j++)
       if (s->nodes[i] * s->per_node[j] > (1 << 24))
-        return core_err_set(CORE_EINVAL, "%s: %lld nodes x %lld devices is more than %d ranks",
-                            where(g, w), s->nodes[i], s->per_node[j], 1 << 24);
+        return core_err_set(CORE_EINVAL, "%s: %lld nodes x %lld devices is more than %d ranks", where(g, w),
+            s->nodes[i], s->per_node[j], 1 << 24);
   return 0;
 }
 
@@ -428,8 +438,7 @@ static int parse_ddp_compression(sim_scenario *s, const config_setting_t *dg) {
 
 static int parse_ddp(sim_scenario *s, const config_setting_t *root) {
   static const char *const keys[] = {"backend", "algorithm", "bucket_cap_mb", "first_bucket_mb", "overlap",
-                                     "find_unused_parameters", "gradient_as_bucket_view", "timeout_s",
-                                     "compression", "powersgd_min_rate", NULL};
+      "find_unused_parameters", "gradient_as_bucket_view", "timeout_s", "compression", "powersgd_min_rate", NULL};
   const config_setting_t *g;
   int rc;
   if ((rc = core_cfg_group(root, "ddp", 0, &g)) != 0)
@@ -439,10 +448,10 @@ static int parse_ddp(sim_scenario *s, const config_setting_t *root) {
   const config_setting_t *dg = g ? g : root;
   if ((g && (rc = core_cfg_check_keys(g, keys, "ddp")) != 0) || (rc = parse_ddp_comm(s, dg)) != 0)
     return rc;
-  if ((rc = core_cfg_double_list(dg, "bucket_cap_mb", 0, 25.0, 1e-3, 1e6, &s->bucket_cap_mb, &s->n[SIM_DIM_BUCKET_CAP])) != 0 ||
+  if ((rc = core_cfg_double_list(
+           dg, "bucket_cap_mb", 0, 25.0, 1e-3, 1e6, &s->bucket_cap_mb, &s->n[SIM_DIM_BUCKET_CAP])) != 0 ||
       (rc = core_cfg_bool_list(dg, "overlap", 0, 1, &s->overlap, &s->n[SIM_DIM_OVERLAP])) != 0 ||
-      (rc = core_cfg_bool_list(dg, "find_unused_parameters", 0, 0, &s->find_unused,
-                               &s->n[SIM_DIM_FIND_UNUSED])) != 0 ||
+      (rc = core_cfg_bool_list(dg, "find_unused_parameters", 0, 0, &s->find_unused, &s->n[SIM_DIM_FIND_UNUSED])) != 0 ||
       /* PyTorch's PowerSGD default min_compression_rate (powerSGD_hook.py). */
       (rc = core_cfg_double(dg, "powersgd_min_rate", 0, 2.0, 1e-3, 1e6, &s->powersgd_min_rate)) != 0 ||
       (rc = core_cfg_double(dg, "first_bucket_mb", 0, 1.0, 0, 1e6, &s->first_bucket_mb)) != 0 ||
@@ -462,8 +471,9 @@ static int check_points(sim_scenario *s, const config_setting_t *root) {
   (void)root;
   for (int d = 0; d < SIM_N_DIMS; d++) {
     if (total > SIM_MAX_POINTS / s->n[d])
-      return core_err_set(CORE_EINVAL, "%s: the sweep has more than %ld points; check for an extra array, or split the study",
-                          s->path, SIM_MAX_POINTS);
+      return core_err_set(CORE_EINVAL,
+          "%s: the sweep has more than %ld points; check for an extra array, or split the study", s->path,
+          SIM_MAX_POINTS);
     total *= s->n[d];
   }
   return 0;
@@ -472,14 +482,13 @@ static int check_points(sim_scenario *s, const config_setting_t *root) {
 /* The scenario's groups in the order they are read (a later one may use
  * what an earlier one read: the profile, the networks), then the checks
  * across them. */
-static int (*const parsers[])(sim_scenario *s, const config_setting_t *root) = {
-    parse_name,       parse_profile,    parse_models, parse_training, parse_cluster, parse_networks, parse_ddp,
-    sim_fabric_parse, parse_simulation, parse_job,    parse_cost,     parse_output,  check_points,   cross_check};
+static int (*const parsers[])(sim_scenario *s, const config_setting_t *root) = {parse_name, parse_profile, parse_models,
+    parse_training, parse_cluster, parse_networks, parse_ddp, sim_fabric_parse, parse_simulation, parse_job, parse_cost,
+    parse_output, check_points, cross_check};
 
 static int parse(sim_scenario *s) {
-  static const char *const top_keys[] = {"name", "description", "profile", "model", "training",
-                                         "cluster", "networks", "fabric", "ddp", "simulation", "output",
-                                         "job", "failures", "checkpoint", "cost", "advise", NULL};
+  static const char *const top_keys[] = {"name", "description", "profile", "model", "training", "cluster", "networks",
+      "fabric", "ddp", "simulation", "output", "job", "failures", "checkpoint", "cost", "advise", NULL};
   const config_setting_t *root = core_cfg_root(&s->cfg);
   int rc = core_cfg_check_keys(root, top_keys, "the scenario");
   for (size_t i = 0; !rc && i < sizeof parsers / sizeof *parsers; i++)
@@ -498,9 +507,7 @@ static int finish_load(sim_scenario *s, int rc, sim_scenario **out) {
   return 0;
 }
 
-int sim_scenario_load(const char *path, sim_scenario **out) {
-  return sim_scenario_load_with(path, NULL, out);
-}
+int sim_scenario_load(const char *path, sim_scenario **out) { return sim_scenario_load_with(path, NULL, out); }
 
 int sim_scenario_load_with(const char *path, const char *profile, sim_scenario **out) {
   *out = NULL;
@@ -578,10 +585,9 @@ void sim_scenario_point(const sim_scenario *s, long index, sim_point *p) {
 }
 
 const char *sim_dim_name(const sim_scenario *s, enum sim_dim d) {
-  static const char *const names[SIM_N_DIMS] = {
-      "model", "network", "fabric", "backend", "algorithm", "precision", "batch", "bucket_cap_mb", "overlap",
-      "find_unused_parameters", "compression", "devices_per_node", "nodes", "mtbf_h", "weibull_shape",
-      "detect_s", "mttr_h", "restart_s", "load_s", "cost_s", "mode", "spares", "every_s"};
+  static const char *const names[SIM_N_DIMS] = {"model", "network", "fabric", "backend", "algorithm", "precision",
+      "batch", "bucket_cap_mb", "overlap", "find_unused_parameters", "compression", "devices_per_node", "nodes",
+      "mtbf_h", "weibull_shape", "detect_s", "mttr_h", "restart_s", "load_s", "cost_s", "mode", "spares", "every_s"};
   if (d == SIM_DIM_FAIL_RATE && s->job.fail_dist == SIM_FAIL_WEIBULL)
     return "weibull_scale_h";
   if (d == SIM_DIM_CKPT_EVERY && s->job.every_in_steps)

@@ -26,8 +26,13 @@
 #include <stdint.h>
 
 enum sim_precision {
-  SIM_PREC_FP32 = 0, SIM_PREC_TF32, SIM_PREC_FP16, SIM_PREC_BF16, SIM_PREC_AMP_FP16,
-  SIM_PREC_AMP_BF16, SIM_N_PRECS
+  SIM_PREC_FP32 = 0,
+  SIM_PREC_TF32,
+  SIM_PREC_FP16,
+  SIM_PREC_BF16,
+  SIM_PREC_AMP_FP16,
+  SIM_PREC_AMP_BF16,
+  SIM_N_PRECS
 };
 const char *sim_precision_name(enum sim_precision p);
 /* Compute precision used for the GEMMs, and bytes per gradient element. */
@@ -40,7 +45,6 @@ enum sim_optimizer { SIM_OPT_SGD = 0, SIM_OPT_SGD_MOMENTUM, SIM_OPT_ADAM };
  * default_hooks.py and powerSGD_hook.py). */
 typedef core_compression sim_compression; /* core/vocab.h */
 
-
 /* Sweep dimensions, outermost first; a point is one index per dimension.
  * A dimension of one value leaves every point's index as it was.
  * The job-level ones (the numbers of failures, the checkpoint's cost, mode,
@@ -48,45 +52,64 @@ typedef core_compression sim_compression; /* core/vocab.h */
  * configuration are consecutive, and so are the intervals of one
  * configuration of everything else. */
 enum sim_dim {
-  SIM_DIM_MODEL = 0, SIM_DIM_NETWORK, SIM_DIM_FABRIC, SIM_DIM_BACKEND, SIM_DIM_ALGORITHM, SIM_DIM_PRECISION,
-  SIM_DIM_BATCH, SIM_DIM_BUCKET_CAP, SIM_DIM_OVERLAP, SIM_DIM_FIND_UNUSED, SIM_DIM_COMPRESSION, SIM_DIM_PER_NODE,
+  SIM_DIM_MODEL = 0,
+  SIM_DIM_NETWORK,
+  SIM_DIM_FABRIC,
+  SIM_DIM_BACKEND,
+  SIM_DIM_ALGORITHM,
+  SIM_DIM_PRECISION,
+  SIM_DIM_BATCH,
+  SIM_DIM_BUCKET_CAP,
+  SIM_DIM_OVERLAP,
+  SIM_DIM_FIND_UNUSED,
+  SIM_DIM_COMPRESSION,
+  SIM_DIM_PER_NODE,
   SIM_DIM_NODES,
-  SIM_DIM_FAIL_RATE, SIM_DIM_WEIBULL_SHAPE, SIM_DIM_DETECT, SIM_DIM_MTTR, SIM_DIM_RESTART, SIM_DIM_LOAD,
-  SIM_DIM_CKPT_COST, SIM_DIM_CKPT_MODE, SIM_DIM_SPARES, SIM_DIM_CKPT_EVERY, SIM_N_DIMS
+  SIM_DIM_FAIL_RATE,
+  SIM_DIM_WEIBULL_SHAPE,
+  SIM_DIM_DETECT,
+  SIM_DIM_MTTR,
+  SIM_DIM_RESTART,
+  SIM_DIM_LOAD,
+  SIM_DIM_CKPT_COST,
+  SIM_DIM_CKPT_MODE,
+  SIM_DIM_SPARES,
+  SIM_DIM_CKPT_EVERY,
+  SIM_N_DIMS
 };
 #define SIM_N_STEP_DIMS SIM_DIM_FAIL_RATE
 
 typedef struct sim_scenario {
-  core_cfg cfg;             /* kept open: names are borrowed from it */
+  core_cfg cfg; /* kept open: names are borrowed from it */
   char path[4096];
   char name[128];
   char description[512];
   char profile_path[4096];
-  char profile_override[4096];  /* used instead of the file's profile when set */
+  char profile_override[4096]; /* used instead of the file's profile when set */
   core_profile *profile;
   int n_models;
   core_model **models;
   int n_networks;
   sim_network *networks;
-  int n_fabrics;            /* 0: no fabric group (sim/fabric.h) */
+  int n_fabrics; /* 0: no fabric group (sim/fabric.h) */
   struct sim_fabric *fabrics;
-  int n[SIM_N_DIMS];        /* values per dimension */
+  int n[SIM_N_DIMS]; /* values per dimension */
   enum sim_backend *backends;
-  int *algorithms;          /* enum sim_algo, or -1 for "auto" */
+  int *algorithms; /* enum sim_algo, or -1 for "auto" */
   enum sim_precision *precisions;
   long long *batch;
   double *bucket_cap_mb;
   int *overlap;
-  int *find_unused;         /* ddp.find_unused_parameters */
+  int *find_unused; /* ddp.find_unused_parameters */
   long long *per_node;
   long long *nodes;
   sim_compression *compression;
-  double powersgd_min_rate;    /* PyTorch's min_compression_rate, default 2 */
+  double powersgd_min_rate; /* PyTorch's min_compression_rate, default 2 */
   double first_bucket_mb;
   int gradient_as_bucket_view;
-  double timeout_s;         /* 0: the backend's default */
+  double timeout_s; /* 0: the backend's default */
   enum sim_optimizer optimizer;
-  int steps;                /* simulated steps per point */
+  int steps; /* simulated steps per point */
   uint64_t seed;
   int every_rank;
   char csv_name[256];
@@ -99,29 +122,29 @@ typedef struct sim_point {
   long index;
   const core_model *model;
   const sim_network *network;
-  const struct sim_fabric *fabric;  /* NULL without a fabric group */
+  const struct sim_fabric *fabric; /* NULL without a fabric group */
   /* Set only inside the fabric's contention loop (sim/fabric.h): the
    * slowdowns to use, one representative rank. */
   const struct sim_fabric_given *fabric_given;
   enum sim_backend backend;
-  int algorithm;            /* -1 = auto */
+  int algorithm; /* -1 = auto */
   enum sim_precision precision;
   int batch;
   double bucket_cap_mb;
   int overlap;
-  int find_unused;          /* find_unused_parameters=True: capped buckets, never rebuilt */
+  int find_unused; /* find_unused_parameters=True: capped buckets, never rebuilt */
   sim_compression compression;
   int per_node, nodes;
   /* Job level (when the scenario has one). */
-  double fail_rate_h;       /* mtbf_h or weibull_scale_h */
+  double fail_rate_h; /* mtbf_h or weibull_scale_h */
   double weibull_shape;
   double detect_s, mttr_h, restart_s, load_s, ckpt_cost_s; /* < 0: the default (jobcfg.h) */
   int ckpt_async;
   long long spares;
-  double ckpt_every;        /* seconds, or steps if job.every_in_steps; 0: none */
-  long step_index;          /* the point's index among step-level configurations */
-  long group;               /* its index among groups of points that differ only in the interval */
-  long crn_index;           /* the point of its nodes, devices per node and failure distribution with
+  double ckpt_every; /* seconds, or steps if job.every_in_steps; 0: none */
+  long step_index;   /* the point's index among step-level configurations */
+  long group;        /* its index among groups of points that differ only in the interval */
+  long crn_index;    /* the point of its nodes, devices per node and failure distribution with
                              * every other setting the first: its failures are drawn from this index's
                              * seed, so that points alike in these face the same failures (common
                              * random numbers) */

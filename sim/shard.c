@@ -30,7 +30,7 @@ typedef struct shard_file {
   char path[4200];
   char *text;
   long n_lines, next;
-  size_t *start;        /* [n_lines + 1] offsets into text */
+  size_t *start; /* [n_lines + 1] offsets into text */
 } shard_file;
 
 static void shard_file_free(shard_file *f) {
@@ -64,8 +64,8 @@ static int read_lines(shard_file *f) {
   if (err)
     return core_err_set(CORE_EIO, "cannot read shard %s", f->path);
   if (len && f->text[len - 1] != '\n')
-    return core_err_set(CORE_EINVAL, "%s: the last row has no end of line; the shard was cut short, run its task again",
-                        f->path);
+    return core_err_set(
+        CORE_EINVAL, "%s: the last row has no end of line; the shard was cut short, run its task again", f->path);
   for (size_t i = 0; i < len; i++)
     f->n_lines += f->text[i] == '\n';
   f->start = malloc(sizeof *f->start * (size_t)(f->n_lines + 1));
@@ -114,8 +114,10 @@ int sim_shard_merge(const sim_scenario *s, const char *dir, int n_shards, const 
       break;
     long want = configs_of(configs, k, n_shards) * J + (k == 0);
     if (sh[k].n_lines != want)
-      rc = core_err_set(CORE_EINVAL, "%s holds %ld lines, but shard %d of %d of %s has %ld%s; was it written by another version of the scenario, or cut short? Run its task again",
-                        sh[k].path, sh[k].n_lines, k, n_shards, s->path, want, k == 0 ? " (with the header)" : "");
+      rc = core_err_set(CORE_EINVAL,
+          "%s holds %ld lines, but shard %d of %d of %s has %ld%s; was it written by another version of the scenario, "
+          "or cut short? Run its task again",
+          sh[k].path, sh[k].n_lines, k, n_shards, s->path, want, k == 0 ? " (with the header)" : "");
   }
   if (!rc)
     rc = write_merged(sh, n_shards, configs, J, out);

@@ -14,16 +14,16 @@
 enum phase { PH_FWD = 0, PH_BWD = 1, PH_WAIT = 2 };
 
 typedef struct rank_st {
-  double mult;            /* compute multiplier this step */
+  double mult; /* compute multiplier this step */
   int phase;
-  int layer;              /* first layer of the running task (fwd) or its top (bwd) */
-  int task_last;          /* last layer of the running task (fwd: highest; bwd: lowest) */
-  sim_time span_t0;       /* when the running task started (for the trace) */
-  sim_time task_t0;       /* when the work left was last brought up to date */
-  double task_left_ns;    /* work left, at full speed */
+  int layer;           /* first layer of the running task (fwd) or its top (bwd) */
+  int task_last;       /* last layer of the running task (fwd: highest; bwd: lowest) */
+  sim_time span_t0;    /* when the running task started (for the trace) */
+  sim_time task_t0;    /* when the work left was last brought up to date */
+  double task_left_ns; /* work left, at full speed */
   sim_event_id task_ev;
   double compute_ns;
-  int bwd_low;            /* lowest layer whose backward is done; n_layers before */
+  int bwd_low; /* lowest layer whose backward is done; n_layers before */
   int launched;
   sim_time bwd_done_t;
 } rank_st;
@@ -36,14 +36,14 @@ typedef struct coll_st {
 typedef struct stepsim {
   const sim_step_cfg *c;
   sim_engine *e;
-  int R;                  /* ranks simulated */
+  int R; /* ranks simulated */
   rank_st *ranks;
   coll_st *colls;
-  int next_coll;          /* first collective not yet started */
+  int next_coll; /* first collective not yet started */
   int comm_active;
-  int computing;          /* ranks with a compute task in flight */
-  sim_time coll_t0;       /* running collective: when its work left was last updated */
-  double coll_left_ns;    /* its work left at full speed */
+  int computing;       /* ranks with a compute task in flight */
+  sim_time coll_t0;    /* running collective: when its work left was last updated */
+  double coll_left_ns; /* its work left at full speed */
   sim_event_id coll_ev;
   sim_time last_done;
   int *stop_after;        /* [n_layers] 1 if a backward task must end after this layer */
@@ -52,11 +52,11 @@ typedef struct stepsim {
   core_trace *trace;      /* only during the first step */
   int trace_ranks;
   int rc;
-  gsl_rng *rng;           /* the compute multipliers' draws */
-  int waits;              /* 1 if some bucket's wait is drawn each step (random_idle) */
-  size_t *strata;         /* with waits: [n_buckets][steps] each step's stratum of the wait */
-  sim_time *launched_at;  /* [n_buckets] scratch of direct_step */
-  double *samples;        /* [steps] each step's time */
+  gsl_rng *rng;          /* the compute multipliers' draws */
+  int waits;             /* 1 if some bucket's wait is drawn each step (random_idle) */
+  size_t *strata;        /* with waits: [n_buckets][steps] each step's stratum of the wait */
+  sim_time *launched_at; /* [n_buckets] scratch of direct_step */
+  double *samples;       /* [steps] each step's time */
 } stepsim;
 
 double sim_jitter_mean(enum core_jitter_dist d, const double p[2]) {
@@ -86,8 +86,7 @@ static double draw_max(const sim_step_cfg *c, gsl_rng *rng, int n) {
   double q = -expm1(log(u) / n);
   if (q <= 0)
     q = 1e-300;
-  double m = sim_jitter_upper_quantile(c->jitter, c->jitter_params, q) /
-             sim_jitter_mean(c->jitter, c->jitter_params);
+  double m = sim_jitter_upper_quantile(c->jitter, c->jitter_params, q) / sim_jitter_mean(c->jitter, c->jitter_params);
   return m > 0.01 ? m : 0.01; /* a normal fit's far left tail would go negative */
 }
 
@@ -145,8 +144,8 @@ static double cpu_compute_sd(double d, double a) {
 }
 static double cpu_comm_sd(double d, double a) { return d > 0 ? d / comm_grant(d, a) : 1.0; }
 
-void sim_step_scale_interference(double compute_sd, double comm_sd, double k, double comm_cpus, double rank_cpus,
-                                 double *sc, double *sm) {
+void sim_step_scale_interference(
+    double compute_sd, double comm_sd, double k, double comm_cpus, double rank_cpus, double *sc, double *sm) {
   if (!(k >= 0) || !(comm_cpus > 0) || !(rank_cpus > 0)) {
     *sc = compute_sd;
     *sm = comm_sd;
@@ -175,8 +174,7 @@ static void schedule(stepsim *s, int r, double work_ns) {
   sim_time now = sim_engine_now(s->e);
   k->task_t0 = now;
   k->task_left_ns = work_ns;
-  int rc = sim_engine_push(s->e, now + (sim_time)llround(work_ns / rate(s)), task_done, s,
-                           (uint64_t)r, &k->task_ev);
+  int rc = sim_engine_push(s->e, now + (sim_time)llround(work_ns / rate(s)), task_done, s, (uint64_t)r, &k->task_ev);
   if (rc)
     fail(s, rc);
 }
@@ -211,8 +209,8 @@ static void coll_schedule(stepsim *s, int b, double work_ns) {
   sim_time now = sim_engine_now(s->e);
   s->coll_t0 = now;
   s->coll_left_ns = work_ns;
-  int rc = sim_engine_push(s->e, now + (sim_time)llround(work_ns / comm_rate(s)), coll_done, s, (uint64_t)b,
-                           &s->coll_ev);
+  int rc =
+      sim_engine_push(s->e, now + (sim_time)llround(work_ns / comm_rate(s)), coll_done, s, (uint64_t)b, &s->coll_ev);
   if (rc)
     fail(s, rc);
 }
@@ -255,8 +253,8 @@ static void try_launch(stepsim *s, int r) {
     arrive(s, k->launched++);
 }
 
-static void trace_span(stepsim *s, int r, const char *name, const char *cat, int tid, sim_time t0,
-                       sim_time t1, const char *args) {
+static void trace_span(
+    stepsim *s, int r, const char *name, const char *cat, int tid, sim_time t0, sim_time t1, const char *args) {
   if (s->trace && r < s->trace_ranks)
     core_trace_span(s->trace, name, cat, r, tid, (double)t0 / 1e3, (double)(t1 - t0) / 1e3, args);
 }
@@ -272,8 +270,8 @@ static void coll_done(sim_engine *e, void *ctx, uint64_t b) {
   if (s->trace) {
     char name[48], args[96];
     snprintf(name, sizeof name, "allreduce bucket %d", (int)b);
-    snprintf(args, sizeof args, "\"bytes\": %.0f, \"bucket\": %d",
-             s->c->bucket_bytes ? s->c->bucket_bytes[b] : 0.0, (int)b);
+    snprintf(
+        args, sizeof args, "\"bytes\": %.0f, \"bucket\": %d", s->c->bucket_bytes ? s->c->bucket_bytes[b] : 0.0, (int)b);
     for (int r = 0; r < s->R && r < s->trace_ranks; r++)
       trace_span(s, r, name, "comm", CORE_TRACE_TID_COMM, s->colls[b].start, now, args);
   }
@@ -464,13 +462,15 @@ static int check_cfg(const sim_step_cfg *c) {
     return core_err_set(CORE_EINVAL, "compute_slowdown, comm_slowdown and cpu_slowdown must be >= 1");
   for (int b = 0; c->bucket_cpu_frac && b < c->n_buckets; b++)
     if (!(c->bucket_cpu_frac[b] >= 0.0 && c->bucket_cpu_frac[b] <= 1.0))
-      return core_err_set(CORE_EINVAL, "bucket %d's CPU share of its communication is %g, not in [0, 1]", b,
-                          c->bucket_cpu_frac[b]);
+      return core_err_set(
+          CORE_EINVAL, "bucket %d's CPU share of its communication is %g, not in [0, 1]", b, c->bucket_cpu_frac[b]);
   for (int b = 0; c->bucket_idle_frac && b < c->n_buckets; b++) {
     double f = c->bucket_cpu_frac ? c->bucket_cpu_frac[b] : 0.0, g = c->bucket_idle_frac[b];
     if (!(g >= 0.0 && f + g <= 1.0 + 1e-12))
-      return core_err_set(CORE_EINVAL, "bucket %d's idle share of its communication is %g (CPU share %g): "
-                          "each in [0, 1], together at most 1", b, g, f);
+      return core_err_set(CORE_EINVAL,
+          "bucket %d's idle share of its communication is %g (CPU share %g): "
+          "each in [0, 1], together at most 1",
+          b, g, f);
   }
   for (int b = 0; b < c->n_buckets; b++)
     if ((c->bucket_compute_slowdown && !(c->bucket_compute_slowdown[b] >= 1.0)) ||

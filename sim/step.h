@@ -68,9 +68,9 @@
 
 typedef struct sim_step_cfg {
   int n_layers;
-  const double *fwd_s;          /* [n_layers] forward time of a nominal rank */
-  const double *bwd_s;          /* [n_layers] backward time */
-  const double *copy_s;         /* [n_layers] copying its gradients into buckets; NULL = none */
+  const double *fwd_s;            /* [n_layers] forward time of a nominal rank */
+  const double *bwd_s;            /* [n_layers] backward time */
+  const double *copy_s;           /* [n_layers] copying its gradients into buckets; NULL = none */
   const char *const *layer_names; /* for the trace; may be NULL */
   int n_buckets;
   const int *bucket_ready_layer;  /* [n_buckets] lowest layer index holding one of its tensors */
@@ -82,9 +82,9 @@ typedef struct sim_step_cfg {
   double finalize_s;              /* after the last allreduce: copy-out of averaged grads */
   double optimizer_s;
   int overlap;
-  double compute_slowdown;        /* >= 1 */
-  double comm_slowdown;           /* >= 1: a collective while any rank computes */
-  double cpu_slowdown;            /* >= 1: CPU work on the communication stream beside compute;
+  double compute_slowdown; /* >= 1 */
+  double comm_slowdown;    /* >= 1: a collective while any rank computes */
+  double cpu_slowdown;     /* >= 1: CPU work on the communication stream beside compute;
                                    * 0 is taken as 1 */
   /* [n_buckets] the network factors for each bucket's collective, in place
    * of compute_slowdown and comm_slowdown; NULL = those for every bucket. */
@@ -94,10 +94,10 @@ typedef struct sim_step_cfg {
   int every_rank;
   enum core_jitter_dist jitter;
   double jitter_params[2];
-  int steps;                      /* steps to simulate; results are means */
+  int steps; /* steps to simulate; results are means */
   uint64_t seed;
-  int trace_ranks;                /* ranks written to the trace (first step only) */
-  int events_only;                /* 1: event by event even where nothing couples the ranks
+  int trace_ranks; /* ranks written to the trace (first step only) */
+  int events_only; /* 1: event by event even where nothing couples the ranks
                                    * (tests compare the two ways) */
 } sim_step_cfg;
 
@@ -106,7 +106,7 @@ typedef struct sim_step_result {
   double step_sd_s, step_min_s, step_max_s;
   uint64_t events;
   int ranks_simulated;
-  int direct_steps;               /* steps computed rank by rank, without events (decoupled) */
+  int direct_steps; /* steps computed rank by rank, without events (decoupled) */
 } sim_step_result;
 
 /* Mean of the jitter distribution, the divisor that normalizes draws. */
@@ -126,8 +126,8 @@ double sim_jitter_upper_quantile(enum core_jitter_dist d, const double params[2]
  * the factors hold beyond CPU time (caches, memory bandwidth, waking up)
  * stays as measured. k = 1 returns the calibrated factors; nothing to scale
  * (comm_cpus or rank_cpus 0) returns them too; results are at least 1. */
-void sim_step_scale_interference(double compute_sd, double comm_sd, double k, double comm_cpus, double rank_cpus,
-                                 double *sc, double *sm);
+void sim_step_scale_interference(
+    double compute_sd, double comm_sd, double k, double comm_cpus, double rank_cpus, double *sc, double *sm);
 
 /* e is reused between calls (reset inside). trace may be NULL. */
 int sim_step_run(const sim_step_cfg *c, sim_engine *e, sim_step_result *r, core_trace *trace);

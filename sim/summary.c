@@ -10,11 +10,14 @@ void sim_summary_unfinished(const sim_point_result *r, char *buf, size_t n) {
   buf[0] = '\0';
   if (!j->unfinished)
     return;
-  int k = snprintf(buf, n, "%d of %d runs still running at the cap of %.6g h (%g x the failure-free time + 1 h): interrupted every %.3g h, each recovery %.3g h; their times are projected from their progress",
-                   j->unfinished, j->replications, j->cap_h, SIM_JOB_WALL_CAP_FACTOR, j->mtti_s / 3600.0,
-                   (r->detect_s + r->restart_s + r->load_s) / 3600.0);
+  int k = snprintf(buf, n,
+      "%d of %d runs still running at the cap of %.6g h (%g x the failure-free time + 1 h): interrupted every %.3g h, "
+      "each recovery %.3g h; their times are projected from their progress",
+      j->unfinished, j->replications, j->cap_h, SIM_JOB_WALL_CAP_FACTOR, j->mtti_s / 3600.0,
+      (r->detect_s + r->restart_s + r->load_s) / 3600.0);
   if (j->stalled && k > 0 && (size_t)k < n)
-    snprintf(buf + k, n - (size_t)k, "; %d saved no progress at all, so their times are the cap, a lower bound", j->stalled);
+    snprintf(
+        buf + k, n - (size_t)k, "; %d saved no progress at all, so their times are the cap, a lower bound", j->stalled);
 }
 
 const char *sim_summary_dim_value(const sim_scenario *s, const sim_point *p, enum sim_dim d, char *buf, size_t n) {
@@ -23,7 +26,9 @@ const char *sim_summary_dim_value(const sim_scenario *s, const sim_point *p, enu
   case SIM_DIM_NETWORK: snprintf(buf, n, "%s", p->network->name); break;
   case SIM_DIM_FABRIC: snprintf(buf, n, "%s", p->fabric ? p->fabric->name : "none"); break;
   case SIM_DIM_BACKEND: snprintf(buf, n, "%s", sim_backend_name(p->backend)); break;
-  case SIM_DIM_ALGORITHM: snprintf(buf, n, "%s", p->algorithm < 0 ? "auto" : sim_algo_name((enum sim_algo)p->algorithm)); break;
+  case SIM_DIM_ALGORITHM:
+    snprintf(buf, n, "%s", p->algorithm < 0 ? "auto" : sim_algo_name((enum sim_algo)p->algorithm));
+    break;
   case SIM_DIM_PRECISION: snprintf(buf, n, "%s", sim_precision_name(p->precision)); break;
   case SIM_DIM_BATCH: snprintf(buf, n, "%d", p->batch); break;
   case SIM_DIM_BUCKET_CAP: snprintf(buf, n, "%g", p->bucket_cap_mb); break;
@@ -39,7 +44,9 @@ const char *sim_summary_dim_value(const sim_scenario *s, const sim_point *p, enu
   case SIM_DIM_RESTART: snprintf(buf, n, "%g", p->restart_s); break;
   case SIM_DIM_LOAD: snprintf(buf, n, "%g", p->load_s); break;
   case SIM_DIM_CKPT_COST: snprintf(buf, n, "%g", p->ckpt_cost_s); break;
-  case SIM_DIM_CKPT_MODE: snprintf(buf, n, "%s", !s->job.has_checkpoints ? "none" : p->ckpt_async ? "async" : "sync"); break;
+  case SIM_DIM_CKPT_MODE:
+    snprintf(buf, n, "%s", !s->job.has_checkpoints ? "none" : p->ckpt_async ? "async" : "sync");
+    break;
   case SIM_DIM_SPARES: snprintf(buf, n, "%lld", p->spares); break;
   case SIM_DIM_CKPT_EVERY: snprintf(buf, n, "%g", p->ckpt_every); break;
   default: snprintf(buf, n, "?"); break;
@@ -100,13 +107,13 @@ static void print_title(const sim_scenario *s, const sim_sweep *w, FILE *f) {
 /* The line under a group of intervals: the best, its interval, its ties. */
 static void print_best(const sim_point_result *r, FILE *f) {
   fprintf(f, "  -> best interval %.0f s, goodput [%.4f, %.4f] (95%%, %d replications); ", r->best_every_s,
-          r->best_goodput_lo, r->best_goodput_hi, r->job.replications);
+      r->best_goodput_lo, r->best_goodput_hi, r->job.replications);
   if (r->ties[0])
     fprintf(f, "tied with %s s; ", r->ties);
   else
     fprintf(f, "no tie; ");
-  fprintf(f, "Young %.0f s, Daly %.0f s (checkpoint %.2f s, interrupt every %.2f h)\n", r->job.young_s,
-          r->job.daly_s, r->ckpt_block_s, r->job.mtti_s / 3600.0);
+  fprintf(f, "Young %.0f s, Daly %.0f s (checkpoint %.2f s, interrupt every %.2f h)\n", r->job.young_s, r->job.daly_s,
+      r->ckpt_block_s, r->job.mtti_s / 3600.0);
 }
 
 static void print_job_summary(const sim_scenario *s, const sim_sweep *w, FILE *f) {
@@ -115,14 +122,14 @@ static void print_job_summary(const sim_scenario *s, const sim_sweep *w, FILE *f
   dim_widths(s, w, width);
   print_dim_header(s, width, f);
   fprintf(f, "%6s %22s %8s %8s %8s %8s %8s%s\n", "gpus", "goodput [95% CI]", "ttt_h", "fails", "ckpt_h", "lost_h",
-          "down_h", priced ? "   cost_usd" : "");
+      "down_h", priced ? "   cost_usd" : "");
   for (long i = 0; i < w->n; i++) {
     const sim_point_result *r = &w->res[i];
     const double *m = r->job.mean;
     print_dims(s, &r->pt, width, f);
     fprintf(f, "%6d  %6.4f [%6.4f, %6.4f] %8.1f %8.1f %8.1f %8.1f %8.1f", r->pt.nodes * r->pt.per_node,
-            m[SIM_JOB_GOODPUT], r->job.lo[SIM_JOB_GOODPUT], r->job.hi[SIM_JOB_GOODPUT], m[SIM_JOB_TIME_H],
-            m[SIM_JOB_FAILURES], m[SIM_JOB_WASTE_CKPT_H], m[SIM_JOB_WASTE_LOST_H], m[SIM_JOB_WASTE_RESTART_H]);
+        m[SIM_JOB_GOODPUT], r->job.lo[SIM_JOB_GOODPUT], r->job.hi[SIM_JOB_GOODPUT], m[SIM_JOB_TIME_H],
+        m[SIM_JOB_FAILURES], m[SIM_JOB_WASTE_CKPT_H], m[SIM_JOB_WASTE_LOST_H], m[SIM_JOB_WASTE_RESTART_H]);
     if (priced)
       fprintf(f, " %10.4g", r->usd_per_hour * m[SIM_JOB_TIME_H]);
     if (r->job.unfinished)
@@ -141,13 +148,13 @@ static void print_step_summary(const sim_scenario *s, const sim_sweep *w, FILE *
   int width[SIM_N_DIMS], priced = s->prices.priced, timeouts = 0;
   dim_widths(s, w, width);
   print_dim_header(s, width, f);
-  fprintf(f, "%6s %10s %10s %10s %12s %6s %s %s\n", "gpus", "step_ms", "compute_ms", "exposed_ms", "samples/s",
-          "eff", priced ? "   usd/Msample" : "", "status");
+  fprintf(f, "%6s %10s %10s %10s %12s %6s %s %s\n", "gpus", "step_ms", "compute_ms", "exposed_ms", "samples/s", "eff",
+      priced ? "   usd/Msample" : "", "status");
   for (long i = 0; i < w->n; i++) {
     const sim_point_result *r = &w->res[i];
     print_dims(s, &r->pt, width, f);
     fprintf(f, "%6d %10.2f %10.2f %10.2f %12.1f %5.1f%% ", r->pt.nodes * r->pt.per_node, r->step_s * 1e3,
-            r->compute_s * 1e3, r->exposed_comm_s * 1e3, r->samples_per_s, r->scaling_eff * 100);
+        r->compute_s * 1e3, r->exposed_comm_s * 1e3, r->samples_per_s, r->scaling_eff * 100);
     if (priced)
       fprintf(f, "%14.4g ", r->usd_per_hour / (r->samples_per_s * 3600.0) * 1e6);
     fprintf(f, " %s\n", r->status);

@@ -18,23 +18,20 @@
 #include <unistd.h>
 
 /* The step level's CSV columns (header order). */
-static const char *const step_columns[] = {
-    "model", "nodes", "gpus_per_node", "gpus", "network", "gbps", "backend", "algorithm",
-    "precision", "batch", "bucket_cap_mb", "overlap", "find_unused_parameters",
-    "compression", "buckets", "wire_mb", "step_s",
-    "compute_s", "comm_s", "exposed_comm_s", "samples_per_s", "scaling_eff", "step_sd_s", "status"};
+static const char *const step_columns[] = {"model", "nodes", "gpus_per_node", "gpus", "network", "gbps", "backend",
+    "algorithm", "precision", "batch", "bucket_cap_mb", "overlap", "find_unused_parameters", "compression", "buckets",
+    "wire_mb", "step_s", "compute_s", "comm_s", "exposed_comm_s", "samples_per_s", "scaling_eff", "step_sd_s",
+    "status"};
 enum { N_STEP_COLUMNS = (int)(sizeof step_columns / sizeof *step_columns) };
 
 /* Extra columns of scenarios with a job level; each metric of the job
  * level is followed by its 95% interval as _lo and _hi. */
-static const char *const job_columns[] = {
-    "ckpt_mode", "ckpt_every_s", "spares", "replications", "ckpt_s", "detect_s", "mttr_h", "restart_s", "load_s",
-    "load_read_s", "load_exchange_s", "mtti_h",
-    "time_to_train_h", "time_to_train_h_lo", "time_to_train_h_hi", "goodput", "goodput_lo", "goodput_hi",
-    "ettr", "ettr_lo", "ettr_hi", "failures", "failures_lo", "failures_hi", "waste_ckpt_h",
-    "waste_ckpt_h_lo", "waste_ckpt_h_hi", "waste_lost_h", "waste_lost_h_lo", "waste_lost_h_hi",
-    "waste_restart_h", "waste_restart_h_lo", "waste_restart_h_hi", "young_s", "daly_s", "best_every_s",
-    "best_goodput_lo", "best_goodput_hi", "ties_every_s", "unfinished", "unfinished_why"};
+static const char *const job_columns[] = {"ckpt_mode", "ckpt_every_s", "spares", "replications", "ckpt_s", "detect_s",
+    "mttr_h", "restart_s", "load_s", "load_read_s", "load_exchange_s", "mtti_h", "time_to_train_h",
+    "time_to_train_h_lo", "time_to_train_h_hi", "goodput", "goodput_lo", "goodput_hi", "ettr", "ettr_lo", "ettr_hi",
+    "failures", "failures_lo", "failures_hi", "waste_ckpt_h", "waste_ckpt_h_lo", "waste_ckpt_h_hi", "waste_lost_h",
+    "waste_lost_h_lo", "waste_lost_h_hi", "waste_restart_h", "waste_restart_h_lo", "waste_restart_h_hi", "young_s",
+    "daly_s", "best_every_s", "best_goodput_lo", "best_goodput_hi", "ties_every_s", "unfinished", "unfinished_why"};
 enum { N_JOB_COLUMNS = (int)(sizeof job_columns / sizeof *job_columns) };
 
 /* Columns of a study with prices: its price per hour, then the cost of the
@@ -46,8 +43,8 @@ static const char *const step_cost_columns[] = {"usd_per_hour", "usd_per_Msample
  * size, the other jobs' GPUs, and what it made of one bucket_cap_mb
  * allreduce: NCCL's algorithm, the fabric's slowdown of it, its bus
  * bandwidth; and the share of the step the job's collectives run. */
-static const char *const fabric_columns[] = {"fabric", "racks", "pods", "other_gpus", "bucket_algorithm",
-                                             "fabric_slowdown", "busbw_GBps", "comm_duty"};
+static const char *const fabric_columns[] = {
+    "fabric", "racks", "pods", "other_gpus", "bucket_algorithm", "fabric_slowdown", "busbw_GBps", "comm_duty"};
 enum { N_FABRIC_COLUMNS = (int)(sizeof fabric_columns / sizeof *fabric_columns) };
 
 static void write_fabric_cells(core_csv *c, const sim_point_result *r) {
@@ -72,8 +69,8 @@ enum phase { PHASE_STEP, PHASE_JOB, PHASE_MORE };
 
 /* What the progress report reads while workers run. */
 typedef struct progress {
-  atomic_long points;         /* done in the current phase */
-  atomic_ullong events;       /* job-level events run */
+  atomic_long points;          /* done in the current phase */
+  atomic_ullong events;        /* job-level events run */
   _Atomic double total_events; /* estimated, for the job phase */
   atomic_int phase;
   atomic_int stop;
@@ -82,11 +79,11 @@ typedef struct progress {
 typedef struct work {
   const sim_scenario *s;
   const sim_sweep_opts *o;
-  long *points;          /* indices to run */
+  long *points; /* indices to run */
   long n;
   sim_point_result *res;
-  double *estimate;      /* job-level events per point (job phase) */
-  int *more;             /* replications to add to each point (more phase) */
+  double *estimate; /* job-level events per point (job phase) */
+  int *more;        /* replications to add to each point (more phase) */
   enum phase phase;
   atomic_long next;
   atomic_int failed;
@@ -115,8 +112,8 @@ static void count_events(void *ctx, uint64_t events) {
 
 /* A point in messages: "point 3 (model mlp, 2 x 1, network 1GbE, gloo)". */
 static void point_name(const sim_point *p, char *buf, size_t n) {
-  snprintf(buf, n, "point %ld (model %s, %d x %d, network %s, %s)", p->index, p->model->name, p->nodes,
-           p->per_node, p->network->name, sim_backend_name(p->backend));
+  snprintf(buf, n, "point %ld (model %s, %d x %d, network %s, %s)", p->index, p->model->name, p->nodes, p->per_node,
+      p->network->name, sim_backend_name(p->backend));
 }
 
 /* The step level of point i. Points that differ only in job-level settings
@@ -166,8 +163,10 @@ static int run_job(work *w, long i, sim_engine *e) {
   snprintf(msg, sizeof msg, "%s", core_err_msg());
   point_name(&r->pt, name, sizeof name);
   work_where(w->s, 0, wh, sizeof wh);
-  return core_err_set(CORE_EINVAL, "%s: %s: %s (estimated %.2g events); raise simulation.max_events, or lower simulation.replications, the job's length or the failure rate",
-                      wh, name, msg, w->estimate[i]);
+  return core_err_set(CORE_EINVAL,
+      "%s: %s: %s (estimated %.2g events); raise simulation.max_events, or lower simulation.replications, the job's "
+      "length or the failure rate",
+      wh, name, msg, w->estimate[i]);
 }
 
 static void *worker(void *arg) {
@@ -276,9 +275,12 @@ static int check_work(work *w) {
   work_where(s, 1, wh, sizeof wh);
   if (worst_capped)
     snprintf(capped, sizeof capped, ", so most runs would not finish within %g times their failure-free time",
-             SIM_JOB_WALL_CAP_FACTOR);
-  return core_err_set(CORE_EINVAL, "%s: this study would take about %.2g events (~%s at %.0e events/s); %s alone about %.2g, over simulation.max_events = %.15g a point: the job is interrupted every %s and each interruption costs %s%s. Raise simulation.max_events, or lower simulation.replications, the job's length or the failure rate",
-                      wh, total, t_all, JOB_EVENTS_PER_S, name, worst, s->job.max_events, mtti, rec, capped);
+        SIM_JOB_WALL_CAP_FACTOR);
+  return core_err_set(CORE_EINVAL,
+      "%s: this study would take about %.2g events (~%s at %.0e events/s); %s alone about %.2g, over "
+      "simulation.max_events = %.15g a point: the job is interrupted every %s and each interruption costs %s%s. Raise "
+      "simulation.max_events, or lower simulation.replications, the job's length or the failure rate",
+      wh, total, t_all, JOB_EVENTS_PER_S, name, worst, s->job.max_events, mtti, rec, capped);
 }
 
 void sim_sweep_free(sim_sweep *w) {
@@ -314,7 +316,7 @@ static void report_line(reporter *r, double now) {
       human_time((now - r->job_t0) * (tot - ev) / ev, left, sizeof left);
     }
     snprintf(line, sizeof line, "simulate: failures, %ld of %ld points, %.3g of ~%.3g events, %.0f s%s%s", done, w->n,
-             ev, tot, now - r->t0, left[0] ? ", about " : "", left[0] ? left : "");
+        ev, tot, now - r->t0, left[0] ? ", about " : "", left[0] ? left : "");
     if (left[0])
       strncat(line, " left", sizeof line - strlen(line) - 1);
   }
@@ -399,8 +401,8 @@ int sim_sweep_run(const sim_scenario *s, const sim_sweep_opts *o, sim_sweep *out
   if (o->shard < 0 || o->shard >= n_shards)
     return core_err_set(CORE_EUSAGE, "shard %d/%d: the shard index must be in [0, %d)", o->shard, n_shards, n_shards);
   if (o->trace_point >= total)
-    return core_err_set(CORE_EUSAGE, "--trace-point %ld: the scenario has %ld points (0 to %ld)",
-                        o->trace_point, total, total - 1);
+    return core_err_set(
+        CORE_EUSAGE, "--trace-point %ld: the scenario has %ld points (0 to %ld)", o->trace_point, total, total - 1);
   work w = {.s = s, .o = o};
   pthread_mutex_init(&w.err_lock, NULL);
   long J = sim_shard_job_points(s);
@@ -464,7 +466,7 @@ static void write_job_cells(core_csv *c, const sim_scenario *s, const sim_point_
   core_csv_int(c, p->spares);
   core_csv_int(c, r->job.replications);
   const double nums[] = {r->ckpt_block_s, r->detect_s, r->mttr_h, r->restart_s, r->load_s, r->load_read_s,
-                         r->load_exchange_s, r->job.mtti_s / 3600.0};
+      r->load_exchange_s, r->job.mtti_s / 3600.0};
   for (size_t k = 0; k < sizeof nums / sizeof *nums; k++)
     core_csv_num(c, nums[k]);
   for (int k = 0; k < SIM_JOB_N_METRICS; k++) {
@@ -527,8 +529,8 @@ static void write_step_cells(core_csv *c, const sim_point_result *r) {
   core_csv_int(c, p->find_unused);
   core_csv_str(c, core_compression_name(&p->compression, cname, sizeof cname));
   core_csv_int(c, r->n_buckets);
-  const double nums[] = {r->wire_bytes / 1e6, r->step_s, r->compute_s, r->comm_s, r->exposed_comm_s,
-                         r->samples_per_s, r->scaling_eff, r->step_sd_s};
+  const double nums[] = {r->wire_bytes / 1e6, r->step_s, r->compute_s, r->comm_s, r->exposed_comm_s, r->samples_per_s,
+      r->scaling_eff, r->step_sd_s};
   for (size_t k = 0; k < sizeof nums / sizeof *nums; k++)
     core_csv_num(c, nums[k]);
   core_csv_str(c, r->status);

@@ -16,12 +16,12 @@
 #include "sim/scenario.h"
 
 typedef struct sim_sweep_opts {
-  int jobs;              /* worker threads; <= 0: one per online CPU */
-  int shard, n_shards;   /* run shard `shard` of n_shards (sim/shard.h) */
-  long trace_point;      /* point to trace, or -1 */
+  int jobs;            /* worker threads; <= 0: one per online CPU */
+  int shard, n_shards; /* run shard `shard` of n_shards (sim/shard.h) */
+  long trace_point;    /* point to trace, or -1 */
   const char *trace_path;
   int trace_ranks;
-  int progress;          /* report progress on stderr ... */
+  int progress;            /* report progress on stderr ... */
   double progress_after_s; /* ... once the sweep has run this long (0: from the start) */
 } sim_sweep_opts;
 
@@ -35,7 +35,6 @@ typedef struct sim_sweep {
 
 int sim_sweep_run(const sim_scenario *s, const sim_sweep_opts *o, sim_sweep *out);
 void sim_sweep_free(sim_sweep *w);
-
 
 /* Write rows to path atomically; with_header 0 for shards after the first.
  * A study with a job level has its columns; one with prices, the cost

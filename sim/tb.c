@@ -14,10 +14,9 @@
 /* Dimension names as the CSV's columns name them; the failure
  * distribution's own dimensions, which have no column, as the summary does. */
 static const char *dim_name(const sim_scenario *s, int d) {
-  static const char *const names[SIM_N_DIMS] = {
-      "model", "network", "fabric", "backend", "algorithm", "precision", "batch", "bucket_cap_mb", "overlap",
-      "find_unused_parameters", "compression", "gpus_per_node", "nodes", NULL, NULL,
-      "detect_s", "mttr_h", "restart_s", "load_s", "ckpt_s", "ckpt_mode", "spares", "ckpt_every_s"};
+  static const char *const names[SIM_N_DIMS] = {"model", "network", "fabric", "backend", "algorithm", "precision",
+      "batch", "bucket_cap_mb", "overlap", "find_unused_parameters", "compression", "gpus_per_node", "nodes", NULL,
+      NULL, "detect_s", "mttr_h", "restart_s", "load_s", "ckpt_s", "ckpt_mode", "spares", "ckpt_every_s"};
   if (d == SIM_DIM_CKPT_EVERY && s->job.every_in_steps)
     return "ckpt_every_steps";
   return names[d] ? names[d] : sim_dim_name(s, (enum sim_dim)d);
@@ -28,17 +27,38 @@ static const char *dim_name(const sim_scenario *s, int d) {
 static void dim_value(const sim_scenario *s, int d, int i, char *txt, size_t n, double *num, int *numeric) {
   *numeric = 1;
   switch (d) {
-  case SIM_DIM_MODEL: snprintf(txt, n, "%s", s->models[i]->name); *numeric = 0; return;
-  case SIM_DIM_NETWORK: snprintf(txt, n, "%s", s->networks[i].name); *numeric = 0; return;
-  case SIM_DIM_FABRIC: snprintf(txt, n, "%s", s->n_fabrics ? s->fabrics[i].name : "none"); *numeric = 0; return;
-  case SIM_DIM_BACKEND: snprintf(txt, n, "%s", sim_backend_name(s->backends[i])); *numeric = 0; return;
+  case SIM_DIM_MODEL:
+    snprintf(txt, n, "%s", s->models[i]->name);
+    *numeric = 0;
+    return;
+  case SIM_DIM_NETWORK:
+    snprintf(txt, n, "%s", s->networks[i].name);
+    *numeric = 0;
+    return;
+  case SIM_DIM_FABRIC:
+    snprintf(txt, n, "%s", s->n_fabrics ? s->fabrics[i].name : "none");
+    *numeric = 0;
+    return;
+  case SIM_DIM_BACKEND:
+    snprintf(txt, n, "%s", sim_backend_name(s->backends[i]));
+    *numeric = 0;
+    return;
   case SIM_DIM_ALGORITHM:
     snprintf(txt, n, "%s", s->algorithms[i] < 0 ? "auto" : sim_algo_name((enum sim_algo)s->algorithms[i]));
     *numeric = 0;
     return;
-  case SIM_DIM_PRECISION: snprintf(txt, n, "%s", sim_precision_name(s->precisions[i])); *numeric = 0; return;
-  case SIM_DIM_COMPRESSION: core_compression_name(&s->compression[i], txt, (int)n); *numeric = 0; return;
-  case SIM_DIM_CKPT_MODE: snprintf(txt, n, "%s", s->job.async[i] ? "async" : "sync"); *numeric = 0; return;
+  case SIM_DIM_PRECISION:
+    snprintf(txt, n, "%s", sim_precision_name(s->precisions[i]));
+    *numeric = 0;
+    return;
+  case SIM_DIM_COMPRESSION:
+    core_compression_name(&s->compression[i], txt, (int)n);
+    *numeric = 0;
+    return;
+  case SIM_DIM_CKPT_MODE:
+    snprintf(txt, n, "%s", s->job.async[i] ? "async" : "sync");
+    *numeric = 0;
+    return;
   case SIM_DIM_BATCH: *num = (double)s->batch[i]; break;
   case SIM_DIM_BUCKET_CAP: *num = s->bucket_cap_mb[i]; break;
   case SIM_DIM_OVERLAP: *num = s->overlap[i]; break;
@@ -158,8 +178,8 @@ static void order_by_step(const long *step, int n, int *order) {
 }
 
 /* The event file of the run whose points are w->res[first .. first + nx). */
-static int write_run(const sim_scenario *s, const sim_sweep *w, const char *dir, long first, int xd,
-                     const long *step, const double *val, const int *order, int nx) {
+static int write_run(const sim_scenario *s, const sim_sweep *w, const char *dir, long first, int xd, const long *step,
+    const double *val, const int *order, int nx) {
   char path[8192], tag[96];
   core_tb_buf b = {0};
   snprintf(tag, sizeof tag, "Sweep/%s", xd >= 0 ? dim_name(s, xd) : "point");

@@ -67,8 +67,7 @@ int main(int argc, char **argv) {
     CU_basic_run_suite(only);
   else
     CU_basic_run_tests();
-  unsigned fails = CU_get_number_of_failures() + CU_get_number_of_tests_failed() +
-                   CU_get_number_of_suites_failed();
+  unsigned fails = CU_get_number_of_failures() + CU_get_number_of_tests_failed() + CU_get_number_of_suites_failed();
   unsigned ran = CU_get_number_of_tests_run();
   CU_cleanup_registry();
   if (ran == 0) {

@@ -76,7 +76,7 @@ static void exercise_model(const core_model *m) {
     fail("accepted model without parameters", "");
   core_buckets b;
   int rc = core_bucket_assign(m->tensor_elems, m->n_tensors, m->ready_order, 4, CORE_BUCKET_FIRST_BYTES,
-                              (size_t)25 << 20, CORE_BUCKET_REBUILT, &b);
+      (size_t)25 << 20, CORE_BUCKET_REBUILT, &b);
   if (rc && rc != CORE_ENOMEM)
     fail("an accepted model cannot be bucketed", core_err_msg());
   if (rc == 0) {

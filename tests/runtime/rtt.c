@@ -76,8 +76,8 @@ int rtt_wait(rtt_group *g, double deadline_s) {
       in_time = 0;
       for (int i = 0; i < g->n; i++) {
         if (!g->reaped[i]) {
-          fprintf(stderr, "rtt: child %d (pid %d) still running after %.1f s: SIGKILL\n", i,
-                  (int)g->pid[i], deadline_s);
+          fprintf(
+              stderr, "rtt: child %d (pid %d) still running after %.1f s: SIGKILL\n", i, (int)g->pid[i], deadline_s);
           kill(g->pid[i], SIGKILL);
           /* A SIGSTOPped child dies of SIGKILL too; reap it blocking. */
           while (waitpid(g->pid[i], &g->status[i], 0) < 0 && errno == EINTR)
@@ -118,8 +118,7 @@ int rtt_run(int size, rtt_rank_fn fn, void *arg, double deadline_s) {
   for (int i = 0; i < g.n; i++) {
     if (!rtt_ok(&g, i)) {
       char b[64];
-      fprintf(stderr, "rtt: rank %d of %d ended with %s\n", i, size,
-              rtt_describe(&g, i, b, sizeof b));
+      fprintf(stderr, "rtt: rank %d of %d ended with %s\n", i, size, rtt_describe(&g, i, b, sizeof b));
       ok = 0;
     }
   }
@@ -281,8 +280,7 @@ static int free_port(void) {
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   socklen_t l = sizeof a;
   int port = -1;
-  if (bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
-      getsockname(fd, (struct sockaddr *)&a, &l) == 0)
+  if (bind(fd, (struct sockaddr *)&a, sizeof a) == 0 && getsockname(fd, (struct sockaddr *)&a, &l) == 0)
     port = ntohs(a.sin_port);
   close(fd);
   return port;
@@ -321,10 +319,9 @@ int rtt_redis_start(rtt_redis *r) {
       dup2(devnull, STDOUT_FILENO);
       close(devnull);
     }
-    execlp("redis-server", "redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "",
-           "--appendonly", "no", "--daemonize", "no", (char *)NULL);
-    fprintf(stderr, "rtt: cannot run redis-server: %s (install redis-server)\n",
-            strerror(errno));
+    execlp("redis-server", "redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+        "--daemonize", "no", (char *)NULL);
+    fprintf(stderr, "rtt: cannot run redis-server: %s (install redis-server)\n", strerror(errno));
     _exit(127);
   }
   r->pid = pid;
@@ -334,16 +331,14 @@ int rtt_redis_start(rtt_redis *r) {
       return 0;
     int st;
     if (waitpid(pid, &st, WNOHANG) == pid) {
-      fprintf(stderr, "rtt: redis-server on port %d exited before accepting connections\n",
-              r->port);
+      fprintf(stderr, "rtt: redis-server on port %d exited before accepting connections\n", r->port);
       r->pid = -1;
       return -1;
     }
     struct timespec ts = {0, 20 * 1000 * 1000};
     nanosleep(&ts, NULL);
   }
-  fprintf(stderr, "rtt: redis-server on port %d did not accept connections within 10 s\n",
-          r->port);
+  fprintf(stderr, "rtt: redis-server on port %d did not accept connections within 10 s\n", r->port);
   rtt_redis_stop(r);
   return -1;
 }

@@ -22,9 +22,9 @@ enum { RTT_MAX_RANKS = 8 };
 typedef int (*rtt_rank_fn)(int rank, int size, void *arg);
 
 typedef struct rtt_group {
-  int n;                      /* children started */
+  int n; /* children started */
   pid_t pid[RTT_MAX_RANKS];
-  int status[RTT_MAX_RANKS];  /* wait status, once reaped */
+  int status[RTT_MAX_RANKS]; /* wait status, once reaped */
   int reaped[RTT_MAX_RANKS];
 } rtt_group;
 
@@ -49,24 +49,24 @@ int rtt_run(int size, rtt_rank_fn fn, void *arg, double deadline_s);
  * counts them in rtt_fails (reset it when the rank starts), and its body
  * returns a nonzero exit status when any failed. */
 extern int rtt_fails;
-#define RTT_CHECK(cond, ...)                                                                   \
-  do {                                                                                         \
-    if (!(cond)) {                                                                             \
-      if (rtt_fails++ < 20) {                                                                  \
-        fprintf(stderr, "rank check failed at %s:%d: ", __FILE__, __LINE__);                  \
-        fprintf(stderr, __VA_ARGS__);                                                          \
-        fputc('\n', stderr);                                                                   \
-      }                                                                                        \
-    }                                                                                          \
+#define RTT_CHECK(cond, ...)                                                                                           \
+  do {                                                                                                                 \
+    if (!(cond)) {                                                                                                     \
+      if (rtt_fails++ < 20) {                                                                                          \
+        fprintf(stderr, "rank check failed at %s:%d: ", __FILE__, __LINE__);                                           \
+        fprintf(stderr, __VA_ARGS__);                                                                                  \
+        fputc('\n', stderr);                                                                                           \
+      }                                                                                                                \
+    }                                                                                                                  \
   } while (0)
 
 /* ---- reports from ranks ---------------------------------------------- */
 
 typedef struct rtt_report {
   int rank;
-  int code;       /* what the rank saw: 0 or a core_err code */
-  int64_t t_ns;   /* CLOCK_MONOTONIC when it saw it */
-  char msg[768];  /* core_err_msg() or a note */
+  int code;      /* what the rank saw: 0 or a core_err code */
+  int64_t t_ns;  /* CLOCK_MONOTONIC when it saw it */
+  char msg[768]; /* core_err_msg() or a note */
 } rtt_report;
 
 /* A pipe opened before spawning; children write whole reports (smaller than

@@ -53,7 +53,6 @@
 /* One GPU, --quick (sweeps to 32 MiB, GEMMs, jitter, interference). */
 #define GPU_RUN_DEADLINE_S 300.0
 
-
 /* The loop's values before the buffer tables existed (calibrate/sweep.c). */
 static float legacy_value(int rank, size_t i) { return (float)(rank + 1 + (int)(i % 7)); }
 
@@ -224,8 +223,8 @@ static double legacy_bytes(enum core_coll op, double bytes, int p) {
   return (double)n * sizeof(float);
 }
 
-static void check_points(enum core_coll op, const cal_sweep_opts *o, const cal_point *pts, int n,
-                         int p, const char *what) {
+static void check_points(
+    enum core_coll op, const cal_sweep_opts *o, const cal_point *pts, int n, int p, const char *what) {
   int want = 0;
   for (double b = o->min_bytes; b <= o->max_bytes * 1.0000001; b *= o->factor)
     want++;
@@ -233,18 +232,17 @@ static void check_points(enum core_coll op, const cal_sweep_opts *o, const cal_p
   double b = o->min_bytes;
   for (int k = 0; k < n && k < want; k++, b *= o->factor) {
     const cal_point *t = &pts[k];
-    RTT_CHECK(t->bytes == legacy_bytes(op, b, p), "%s %s point %d: %g bytes, expected %g", what,
-          core_coll_name(op), k, t->bytes, legacy_bytes(op, b, p));
-    RTT_CHECK(t->iters >= o->min_iters && t->iters <= o->max_iters, "%s %s point %d: %d iterations",
-          what, core_coll_name(op), k, t->iters);
-    RTT_CHECK(t->t_min_s > 0 && t->t_min_s <= t->t_p50_s && t->t_p50_s <= t->t_max_s,
-          "%s %s point %d: times %g %g %g", what, core_coll_name(op), k, t->t_min_s, t->t_p50_s,
-          t->t_max_s);
+    RTT_CHECK(t->bytes == legacy_bytes(op, b, p), "%s %s point %d: %g bytes, expected %g", what, core_coll_name(op), k,
+        t->bytes, legacy_bytes(op, b, p));
+    RTT_CHECK(t->iters >= o->min_iters && t->iters <= o->max_iters, "%s %s point %d: %d iterations", what,
+        core_coll_name(op), k, t->iters);
+    RTT_CHECK(t->t_min_s > 0 && t->t_min_s <= t->t_p50_s && t->t_p50_s <= t->t_max_s, "%s %s point %d: times %g %g %g",
+        what, core_coll_name(op), k, t->t_min_s, t->t_p50_s, t->t_max_s);
     RTT_CHECK(t->t_se_s >= 0, "%s: negative standard error", what);
-    RTT_CHECK(fabs(t->algbw_GBps - t->bytes / t->t_p50_s / 1e9) <= 1e-9 * t->algbw_GBps,
-          "%s: algbw is not S / t", what);
+    RTT_CHECK(
+        fabs(t->algbw_GBps - t->bytes / t->t_p50_s / 1e9) <= 1e-9 * t->algbw_GBps, "%s: algbw is not S / t", what);
     RTT_CHECK(fabs(t->busbw_GBps - t->algbw_GBps * core_coll_busbw_factor(op, p)) <= 1e-9 * t->algbw_GBps,
-          "%s: busbw is not algbw times nccl-tests' factor", what);
+        "%s: busbw is not algbw times nccl-tests' factor", what);
   }
 }
 
@@ -253,8 +251,8 @@ static int sweep_body(rt_comm *c, int rank, int size) {
   RTT_CHECK(cal_bufs_for(c) == &cal_host_bufs, "Gloo got the %s table", cal_bufs_for(c)->name);
   /* To 1 MiB: past 128 KiB, where Gloo's own reduce-scatter went wrong
    * (runtime/gloo_shim.cc no longer uses it). */
-  cal_sweep_opts o = {.min_bytes = 8, .max_bytes = 1 << 20, .factor = 2, .warmup = 1,
-                      .min_iters = 2, .max_iters = 4, .budget_s = 0};
+  cal_sweep_opts o = {
+      .min_bytes = 8, .max_bytes = 1 << 20, .factor = 2, .warmup = 1, .min_iters = 2, .max_iters = 4, .budget_s = 0};
   for (int op = 0; op < CORE_N_COLLS; op++) {
     for (int named = 0; named < 2; named++) {
       cal_sweep_opts s = o;
@@ -263,7 +261,7 @@ static int sweep_body(rt_comm *c, int rank, int size) {
       int n = 0;
       int rc = cal_sweep_run(c, (enum core_coll)op, RT_ALGO_DEFAULT, &s, &pts, &n);
       RTT_CHECK(rc == 0, "%s sweep (%s table): %s", core_coll_name((enum core_coll)op),
-            named ? "named host" : "backend's", core_err_msg());
+          named ? "named host" : "backend's", core_err_msg());
       if (rc == 0)
         check_points((enum core_coll)op, &s, pts, n, size, named ? "named host table" : "backend's table");
       free(pts);
@@ -274,8 +272,8 @@ static int sweep_body(rt_comm *c, int rank, int size) {
   /* The benchmark's entry point: the same loop, one size. */
   cal_point pt;
   int rc = cal_sweep_one(c, CORE_COLL_ALLREDUCE, RT_ALGO_RING, 4096, 1, 3, &pt);
-  RTT_CHECK(rc == 0 && pt.iters == 3 && pt.bytes == 4096, "cal_sweep_one: rc %d, %d iterations, %g bytes",
-        rc, pt.iters, pt.bytes);
+  RTT_CHECK(rc == 0 && pt.iters == 3 && pt.bytes == 4096, "cal_sweep_one: rc %d, %d iterations, %g bytes", rc, pt.iters,
+      pt.bytes);
 
   /* Data, by hand, through the table: an allreduce of every rank's
    * contribution is the legacy sum. */
@@ -338,12 +336,12 @@ static int cnt_barrier(rt_comm *c) {
 }
 static void cnt_keep(rt_comm *c) { (void)c; }
 static const rt_comm_ops counting = {.name = "gloo-counting",
-                                     .allreduce = cnt_allreduce,
-                                     .allgather = cnt_allgather,
-                                     .reduce_scatter = cnt_reduce_scatter,
-                                     .broadcast = cnt_broadcast,
-                                     .barrier = cnt_barrier,
-                                     .destroy = cnt_keep};
+    .allreduce = cnt_allreduce,
+    .allgather = cnt_allgather,
+    .reduce_scatter = cnt_reduce_scatter,
+    .broadcast = cnt_broadcast,
+    .barrier = cnt_barrier,
+    .destroy = cnt_keep};
 
 /* Control values over a second communicator of the same ranks: the
  * measured one sees only the barriers and the allreduces it measures. */
@@ -364,8 +362,8 @@ static int control_comm_body(rt_comm *c, int rank, int size) {
   counted mc = {.in = c}, cc = {.in = c2};
   rt_comm m = {.ops = &counting, .rank = c->rank, .size = c->size, .timeout_s = c->timeout_s, .impl = &mc};
   rt_comm k = {.ops = &counting, .rank = c2->rank, .size = c2->size, .timeout_s = c2->timeout_s, .impl = &cc};
-  cal_sweep_opts o = {.min_bytes = 8, .max_bytes = 1024, .factor = 2, .warmup = 1, .min_iters = 2,
-                      .max_iters = 3, .control = &k};
+  cal_sweep_opts o = {
+      .min_bytes = 8, .max_bytes = 1024, .factor = 2, .warmup = 1, .min_iters = 2, .max_iters = 3, .control = &k};
   cal_point *pts = NULL;
   int n = 0;
   int rc = cal_sweep_run(&m, CORE_COLL_ALLREDUCE, RT_ALGO_DEFAULT, &o, &pts, &n);
@@ -374,17 +372,17 @@ static int control_comm_body(rt_comm *c, int rank, int size) {
     check_points(CORE_COLL_ALLREDUCE, &o, pts, n, size, "control communicator");
   free(pts);
   RTT_CHECK(mc.broadcast == 0 && mc.allgather == 0, "the measured communicator carried %d broadcasts, %d allgathers",
-        mc.broadcast, mc.allgather);
+      mc.broadcast, mc.allgather);
   RTT_CHECK(mc.barrier > 0 && mc.allreduce > 0, "the measured communicator ran %d barriers, %d allreduces", mc.barrier,
-        mc.allreduce);
+      mc.allreduce);
   RTT_CHECK(cc.broadcast > 0 && cc.allgather == 8 && cc.allreduce == 0 && cc.barrier == 0,
-        "the control communicator carried %d broadcasts, %d allgathers, %d allreduces, %d barriers",
-        cc.broadcast, cc.allgather, cc.allreduce, cc.barrier);
+      "the control communicator carried %d broadcasts, %d allgathers, %d allreduces, %d barriers", cc.broadcast,
+      cc.allgather, cc.allreduce, cc.barrier);
   /* A control communicator of other ranks is refused before any collective. */
   rt_comm wrong = k;
   wrong.rank = (k.rank + 1) % size;
-  rc = cal_sweep_run(&m, CORE_COLL_ALLREDUCE, RT_ALGO_DEFAULT, &(cal_sweep_opts){.min_bytes = 8, .max_bytes = 8, .factor = 2, .control = &wrong},
-                     &pts, &n);
+  rc = cal_sweep_run(&m, CORE_COLL_ALLREDUCE, RT_ALGO_DEFAULT,
+      &(cal_sweep_opts){.min_bytes = 8, .max_bytes = 8, .factor = 2, .control = &wrong}, &pts, &n);
   RTT_CHECK(rc == CORE_EINVAL && pts == NULL && n == 0, "a mismatched control communicator gave %d", rc);
   rt_comm_destroy(c2);
   return 0;
@@ -421,31 +419,32 @@ static int pass_broadcast(rt_comm *c, void *buf, size_t n, enum rt_dtype t, int 
 static int pass_barrier(rt_comm *c) { return rt_barrier(inner(c)); }
 static void keep(rt_comm *c) { (void)c; }
 static const rt_comm_ops spoiling = {.name = "gloo-spoiling",
-                                     .allreduce = bad_allreduce,
-                                     .allgather = bad_allgather,
-                                     .reduce_scatter = pass_reduce_scatter,
-                                     .broadcast = pass_broadcast,
-                                     .barrier = pass_barrier,
-                                     .destroy = keep};
+    .allreduce = bad_allreduce,
+    .allgather = bad_allgather,
+    .reduce_scatter = pass_reduce_scatter,
+    .broadcast = pass_broadcast,
+    .barrier = pass_barrier,
+    .destroy = keep};
 
 static int corrupt_body(rt_comm *c, int rank, int size) {
   rt_comm w = {.ops = &spoiling, .rank = c->rank, .size = c->size, .timeout_s = c->timeout_s, .impl = c};
   RTT_CHECK(cal_bufs_for(&w) == &cal_host_bufs, "a Gloo wrapper got the device table");
-  cal_sweep_opts o = {.min_bytes = 64, .max_bytes = 64, .factor = 2, .warmup = 0, .min_iters = 1,
-                      .max_iters = 1};
+  cal_sweep_opts o = {.min_bytes = 64, .max_bytes = 64, .factor = 2, .warmup = 0, .min_iters = 1, .max_iters = 1};
   cal_point *pts = NULL;
   int n = 0;
   int rc = cal_sweep_run(&w, CORE_COLL_ALLREDUCE, RT_ALGO_DEFAULT, &o, &pts, &n);
   char want[256];
-  snprintf(want, sizeof want, "allreduce of 64 bytes: wrong result on rank %d at element 15 (%g, expected %g); the backend or the network corrupts data",
-           rank, (double)(size * (size + 1) / 2 + size * 1) + 1.0, (double)(size * (size + 1) / 2 + size * 1));
+  snprintf(want, sizeof want,
+      "allreduce of 64 bytes: wrong result on rank %d at element 15 (%g, expected %g); the backend or the network "
+      "corrupts data",
+      rank, (double)(size * (size + 1) / 2 + size * 1) + 1.0, (double)(size * (size + 1) / 2 + size * 1));
   RTT_CHECK(rc == CORE_ECOMM, "a corrupted allreduce gave %d", rc);
   RTT_CHECK(strstr(core_err_msg(), want) != NULL, "message '%s' lacks '%s'", core_err_msg(), want);
   RTT_CHECK(pts == NULL && n == 0, "a failed sweep left points");
   /* An allgather's block of the last rank. */
   rc = cal_sweep_run(&w, CORE_COLL_ALLGATHER, RT_ALGO_DEFAULT, &o, &pts, &n);
   RTT_CHECK(rc == CORE_ECOMM && strstr(core_err_msg(), "allgather of 64 bytes: wrong result on rank"),
-        "a corrupted allgather gave %d: %s", rc, core_err_msg());
+      "a corrupted allgather gave %d: %s", rc, core_err_msg());
   /* The wrapped communicator itself is still healthy. */
   RTT_CHECK(rt_barrier(c) == 0, "barrier after the failures: %s", core_err_msg());
   return 0;
@@ -460,8 +459,14 @@ static void test_corruption(void) { run_job(2, corrupt_body); }
 static int repass_body(rt_comm *c, int rank, int size) {
   (void)rank;
   const double stall_s = 0.03;
-  cal_sweep_opts o = {.min_bytes = 64, .max_bytes = 4096, .factor = 2, .warmup = 1, .min_iters = 3,
-                      .max_iters = 3, .budget_s = 0, .repass_max_bytes = 1024};
+  cal_sweep_opts o = {.min_bytes = 64,
+      .max_bytes = 4096,
+      .factor = 2,
+      .warmup = 1,
+      .min_iters = 3,
+      .max_iters = 3,
+      .budget_s = 0,
+      .repass_max_bytes = 1024};
   int k512 = 3; /* 64, 128, 256, 512 */
   for (int repass = 1; repass >= 0; repass--) {
     /* The first pass's warm-up and timed iterations of 512 bytes stall. */
@@ -480,10 +485,10 @@ static int repass_body(rt_comm *c, int rank, int size) {
     RTT_CHECK(st.stall_left == 0, "%d stalls left unused", st.stall_left);
     if (repass)
       RTT_CHECK(pts[k512].t_p50_s < stall_s / 2, "with a second pass the stalled size took %g s (stall %g s)",
-                pts[k512].t_p50_s, stall_s);
+          pts[k512].t_p50_s, stall_s);
     else
       RTT_CHECK(pts[k512].t_p50_s >= stall_s, "in one pass the stalled size took %g s, under the %g s stall",
-                pts[k512].t_p50_s, stall_s);
+          pts[k512].t_p50_s, stall_s);
     free(pts);
   }
   return 0;
@@ -497,12 +502,12 @@ static int control_body(rt_comm *c, int rank, int size) {
   RTT_CHECK(cal_allgather_host(c, h, mine, all, sizeof mine) == 0, "allgather: %s", core_err_msg());
   for (int r = 0; r < size; r++)
     RTT_CHECK(all[3 * r] == r + 0.5 && all[3 * r + 1] == -r && all[3 * r + 2] == 1e300 * (r + 1),
-          "rank %d's doubles arrived changed", r);
+        "rank %d's doubles arrived changed", r);
   double v[2] = {rank == 1 ? 7.0 : 1.0, -(double)rank};
   RTT_CHECK(cal_max_over_ranks(c, h, v, 2) == 0 && v[0] == 7.0 && v[1] == 0.0, "max over ranks: %g %g", v[0], v[1]);
   double m[2] = {rank == 1 ? 7.0 : 1.0, (double)rank};
   RTT_CHECK(size == 2 && cal_mean_over_ranks(c, h, m, 2) == 0 && m[0] == 4.0 && m[1] == 0.5, "mean over ranks: %g %g",
-            m[0], m[1]);
+      m[0], m[1]);
   double odd3[3] = {3, 1, 2}, even4[4] = {4, 1, 3, 2};
   RTT_CHECK(cal_median(odd3, 3) == 2.0 && cal_median(even4, 4) == 2.5, "medians of 3 and 4 values");
   float stop = rank == 0 ? 1.0f : 0.0f;
@@ -522,18 +527,22 @@ static int device_body(rt_comm *c, int rank, int size) {
   void *p = NULL;
   int rc = cal_device_bufs.alloc(4096, &p);
   RTT_CHECK(rc == CORE_EUNSUPPORTED && p == NULL && strstr(core_err_msg(), "CUDA"),
-        "device alloc without a device: %d (%s)", rc, core_err_msg());
+      "device alloc without a device: %d (%s)", rc, core_err_msg());
   cal_device_bufs.free(NULL);
-  cal_sweep_opts o = {.min_bytes = 8, .max_bytes = 1024, .factor = 2, .warmup = 1, .min_iters = 1,
-                      .max_iters = 2, .bufs = &cal_device_bufs};
+  cal_sweep_opts o = {.min_bytes = 8,
+      .max_bytes = 1024,
+      .factor = 2,
+      .warmup = 1,
+      .min_iters = 1,
+      .max_iters = 2,
+      .bufs = &cal_device_bufs};
   cal_point *pts = NULL;
   int n = -1;
   double t0 = rtt_now();
   rc = cal_sweep_run(c, CORE_COLL_ALLREDUCE, RT_ALGO_DEFAULT, &o, &pts, &n);
-  RTT_CHECK(rc == CORE_EUNSUPPORTED && pts == NULL && n == 0, "device sweep without a device: %d (%s)", rc,
-        core_err_msg());
-  RTT_CHECK(strstr(core_err_msg(), "device buffers") != NULL, "message '%s' does not name the buffers",
-        core_err_msg());
+  RTT_CHECK(
+      rc == CORE_EUNSUPPORTED && pts == NULL && n == 0, "device sweep without a device: %d (%s)", rc, core_err_msg());
+  RTT_CHECK(strstr(core_err_msg(), "device buffers") != NULL, "message '%s' does not name the buffers", core_err_msg());
   RTT_CHECK(rtt_now() - t0 < OP_TIMEOUT_S / 2, "the failure took %.1f s", rtt_now() - t0);
   double v = 1;
   RTT_CHECK(cal_max_over_ranks(c, &cal_device_bufs, &v, 1) == CORE_EUNSUPPORTED, "staged max without a device");
@@ -711,8 +720,8 @@ static void test_model_gradient(void) {
   snprintf(run, sizeof run, "%s/run", outdir);
   static char bin[1024];
   snprintf(bin, sizeof bin, "%s/ddpsim", DDPSIM_BINARY_DIR);
-  const char *argv[] = {"ddpsim", "launch", "-q", "--nproc", "2", "--", bin, "train", "--model", model,
-                        "--steps", "1", "--lr", "1", "--momentum", "0", "-o", run, "--params-out", params, NULL};
+  const char *argv[] = {"ddpsim", "launch", "-q", "--nproc", "2", "--", bin, "train", "--model", model, "--steps", "1",
+      "--lr", "1", "--momentum", "0", "-o", run, "--params-out", params, NULL};
   char *out = NULL;
   double secs = 0;
   int st = run_ddpsim(argv, logdir, 120, &out, &secs);
@@ -734,8 +743,8 @@ static void test_model_gradient(void) {
     CU_ASSERT_EQUAL(i, n[0]);
     CU_ASSERT_EQUAL(bad, 0);
     if (bad)
-      fprintf(stderr, "\n  %lld of %lld parameters are not the initial ones minus the mean gradient\n",
-              (long long)bad, (long long)n[0]);
+      fprintf(stderr, "\n  %lld of %lld parameters are not the initial ones minus the mean gradient\n", (long long)bad,
+          (long long)n[0]);
   }
 out:
   rt_mlp_free(net);

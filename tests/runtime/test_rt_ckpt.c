@@ -48,8 +48,8 @@ static core_model *make_model(const char *dir, const char *name, const int *w, i
     return NULL;
   fprintf(f, "model = {\n  name = \"%s\";\n  loss = \"mse\";\n  layers = (\n", name);
   for (int l = 0; l < n_layers; l++)
-    fprintf(f, "    { name = \"fc%d\"; type = \"linear\"; in = %d; out = %d; activation = \"%s\"; }%s\n",
-            l + 1, w[l], w[l + 1], l + 1 < n_layers ? "relu" : "none", l + 1 < n_layers ? "," : "");
+    fprintf(f, "    { name = \"fc%d\"; type = \"linear\"; in = %d; out = %d; activation = \"%s\"; }%s\n", l + 1, w[l],
+        w[l + 1], l + 1 < n_layers ? "relu" : "none", l + 1 < n_layers ? "," : "");
   fprintf(f, "  );\n};\n");
   fclose(f);
   core_model *m = NULL;
@@ -114,14 +114,19 @@ static void state_fill(state *s, uint64_t seed) {
   }
   if (s->n >= 4) {
     uint32_t special[4] = {0x7FC01234u /* quiet NaN with payload */, 0x80000000u /* -0 */,
-                           0x00000001u /* smallest subnormal */, 0xFF800000u /* -inf */};
+        0x00000001u /* smallest subnormal */, 0xFF800000u /* -inf */};
     memcpy(s->params, special, sizeof special);
   }
 }
 
 static rt_ckpt as_ckpt(const state *s, int64_t step, int64_t epoch, int64_t pos, int mom) {
-  rt_ckpt c = {.step = step, .epoch = epoch, .pos = pos, .n_params = s->n, .has_momentum = mom,
-               .params = s->params, .momentum = s->momentum};
+  rt_ckpt c = {.step = step,
+      .epoch = epoch,
+      .pos = pos,
+      .n_params = s->n,
+      .has_momentum = mom,
+      .params = s->params,
+      .momentum = s->momentum};
   return c;
 }
 
@@ -306,7 +311,7 @@ static void test_round_trip(void) {
 typedef struct reject_env {
   char dir[512];
   core_model *m;
-  state good;        /* what ckpt-00000001 holds */
+  state good;           /* what ckpt-00000001 holds */
   unsigned char *bytes; /* a valid ckpt-00000002 */
   size_t len;
   state scratch;
@@ -368,12 +373,17 @@ static int check_rejected(reject_env *e, const unsigned char *b, size_t len, con
   }
   memset(e->scratch.params, 0xA5, sizeof(float) * (size_t)e->scratch.n);
   memset(e->scratch.momentum, 0x5A, sizeof(float) * (size_t)e->scratch.n);
-  rt_ckpt c = {.step = -7, .epoch = -7, .pos = -7, .n_params = -7, .has_momentum = -7,
-               .params = e->scratch.params, .momentum = e->scratch.momentum};
+  rt_ckpt c = {.step = -7,
+      .epoch = -7,
+      .pos = -7,
+      .n_params = -7,
+      .has_momentum = -7,
+      .params = e->scratch.params,
+      .momentum = e->scratch.momentum};
   int rc = rt_ckpt_read(e->bad_path, e->m, &c);
   if (rc != CORE_ECORRUPT || !strstr(core_err_msg(), e->bad_path)) {
-    fprintf(stderr, "\n%s: read gave %d (%s), expected a corrupt-file error naming the file\n",
-            what, rc, rc ? core_err_msg() : "accepted");
+    fprintf(stderr, "\n%s: read gave %d (%s), expected a corrupt-file error naming the file\n", what, rc,
+        rc ? core_err_msg() : "accepted");
     ok = 0;
   }
   /* Never half-loaded. */
@@ -398,13 +408,13 @@ static int check_rejected(reject_env *e, const unsigned char *b, size_t len, con
   if (lrc != 0 || c.step != 1 || c.pos != 3 || !strstr(l.used, "ckpt-00000001.ddpc") ||
       memcmp(e->scratch.params, e->good.params, sizeof(float) * (size_t)e->good.n) != 0 ||
       memcmp(e->scratch.momentum, e->good.momentum, sizeof(float) * (size_t)e->good.n) != 0) {
-    fprintf(stderr, "\n%s: load_latest gave %d (%s), step %lld, file %s; expected ckpt-00000001\n",
-            what, lrc, lrc ? core_err_msg() : "ok", (long long)c.step, l.used);
+    fprintf(stderr, "\n%s: load_latest gave %d (%s), step %lld, file %s; expected ckpt-00000001\n", what, lrc,
+        lrc ? core_err_msg() : "ok", (long long)c.step, l.used);
     ok = 0;
   }
   if (!err || !strstr(err, "skipping checkpoint") || !strstr(err, "ckpt-00000002.ddpc")) {
     fprintf(stderr, "\n%s: load_latest did not say why it skipped ckpt-00000002: %s\n", what,
-            err ? err : "(nothing captured)");
+        err ? err : "(nothing captured)");
     ok = 0;
   }
   free(err);
@@ -583,15 +593,13 @@ static void test_other_shape(void) {
 
 /* ---- keep --------------------------------------------------------------- */
 
-static int cmp_str(const void *a, const void *b) {
-  return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
+static int cmp_str(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
 
 /* The listing a directory should have: the checkpoints named plus the
  * files that are not checkpoints, sorted like listing(). */
 static void expected(const char *ckpts, char *out, size_t n) {
-  static const char *const others[] = {"notes.txt", "ckpt-00000001.ddpc.bak", "ckpt-x.ddpc",
-                                       "ckpt-00000002.ddpcx", "ckpt-00000003.ddpc.tmp.Ab12Cd"};
+  static const char *const others[] = {
+      "notes.txt", "ckpt-00000001.ddpc.bak", "ckpt-x.ddpc", "ckpt-00000002.ddpcx", "ckpt-00000003.ddpc.tmp.Ab12Cd"};
   const char *v[32];
   char buf[1024];
   int k = 0;
@@ -615,8 +623,8 @@ static void test_keep(void) {
   CU_ASSERT_PTR_NOT_NULL_FATAL(m);
   /* Files that are not checkpoints stay, whatever keep says (among them
    * the temp file of another writer, alive: it holds its lock). */
-  static const char *const others[] = {"notes.txt", "ckpt-00000001.ddpc.bak", "ckpt-x.ddpc",
-                                       "ckpt-00000002.ddpcx", "ckpt-00000003.ddpc.tmp.Ab12Cd"};
+  static const char *const others[] = {
+      "notes.txt", "ckpt-00000001.ddpc.bak", "ckpt-x.ddpc", "ckpt-00000002.ddpcx", "ckpt-00000003.ddpc.tmp.Ab12Cd"};
   for (size_t i = 0; i < sizeof others / sizeof others[0]; i++) {
     snprintf(path, sizeof path, "%s/%s", dir, others[i]);
     CU_ASSERT_EQUAL(spit(path, (const unsigned char *)"x", 1), 0);
@@ -762,7 +770,8 @@ static void test_dead_writer_temp(void) {
   int rc;
   char *err = capture_stderr(dir, call_latest, &l, &rc);
   CU_ASSERT_EQUAL(rc, 0);
-  CU_ASSERT_PTR_NOT_NULL(err && strstr(err, "ckpt-00000006.ddpc.tmp.dead01' (7 bytes), the temp file of a writer that died"));
+  CU_ASSERT_PTR_NOT_NULL(
+      err && strstr(err, "ckpt-00000006.ddpc.tmp.dead01' (7 bytes), the temp file of a writer that died"));
   free(err);
   listing(dir, names, sizeof names);
   CU_ASSERT_STRING_EQUAL(names, "ckpt-00000005.ddpc ckpt-00000006.ddpc.tmp.live01");
@@ -821,14 +830,14 @@ typedef struct full_job {
   int report_w;
 } full_job;
 
-#define FULL_CHECK(cond, ...)                                                                      \
-  do {                                                                                             \
-    if (!(cond)) {                                                                                 \
-      char m_[600];                                                                                \
-      snprintf(m_, sizeof m_, __VA_ARGS__);                                                        \
-      rtt_report_send(j->report_w, 0, 1, m_);                                                      \
-      fails++;                                                                                     \
-    }                                                                                              \
+#define FULL_CHECK(cond, ...)                                                                                          \
+  do {                                                                                                                 \
+    if (!(cond)) {                                                                                                     \
+      char m_[600];                                                                                                    \
+      snprintf(m_, sizeof m_, __VA_ARGS__);                                                                            \
+      rtt_report_send(j->report_w, 0, 1, m_);                                                                          \
+      fails++;                                                                                                         \
+    }                                                                                                                  \
   } while (0)
 
 /* The child's report when the kernel refuses the namespace or the mount (a
@@ -873,11 +882,11 @@ static int full_child(int rank, int size, void *arg) {
       c = as_ckpt(&t, 20, 1, 5, 1);
       rc = rt_ckpt_write(dir, m, &c, 2);
       FULL_CHECK(rc == CORE_ENOSPC, "the second checkpoint gave %d, expected CORE_ENOSPC: %s", rc,
-                 rc ? core_err_msg() : "accepted");
+          rc ? core_err_msg() : "accepted");
       FULL_CHECK(strstr(core_err_msg(), "space") || strstr(core_err_msg(), "disk"),
-                 "message does not mention the disk or space: %s", core_err_msg());
-      FULL_CHECK(strstr(core_err_msg(), "ckpt-00000020.ddpc") != NULL,
-                 "message does not name the checkpoint: %s", core_err_msg());
+          "message does not mention the disk or space: %s", core_err_msg());
+      FULL_CHECK(strstr(core_err_msg(), "ckpt-00000020.ddpc") != NULL, "message does not name the checkpoint: %s",
+          core_err_msg());
       fprintf(stderr, "\n  full disk: %s\n", core_err_msg());
       state_free(&t);
     }
@@ -888,14 +897,12 @@ static int full_child(int rank, int size, void *arg) {
     rt_ckpt got = {.params = r.params, .momentum = r.momentum};
     rc = rt_ckpt_read(path, m, &got);
     FULL_CHECK(rc == 0, "the previous checkpoint no longer loads: %s", core_err_msg());
-    FULL_CHECK(got.step == 10 && got.pos == 2 &&
-                   memcmp(r.params, s.params, sizeof(float) * (size_t)s.n) == 0 &&
+    FULL_CHECK(got.step == 10 && got.pos == 2 && memcmp(r.params, s.params, sizeof(float) * (size_t)s.n) == 0 &&
                    memcmp(r.momentum, s.momentum, sizeof(float) * (size_t)s.n) == 0,
-               "the previous checkpoint changed");
+        "the previous checkpoint changed");
     char used[700];
     rc = rt_ckpt_load_latest(dir, m, &got, used, sizeof used);
-    FULL_CHECK(rc == 0 && got.step == 10, "load_latest after the full disk: %d step %lld", rc,
-               (long long)got.step);
+    FULL_CHECK(rc == 0 && got.step == 10, "load_latest after the full disk: %d step %lld", rc, (long long)got.step);
     /* The failed write holds no space (its temp file is gone, not just
      * unlinked while open): with the first removed, a new one fits. */
     FULL_CHECK(unlink(path) == 0, "cannot remove %.300s: %s", path, strerror(errno));

@@ -51,12 +51,12 @@
 #define U16 0x1p-11 /* of fp16 */
 #define UBF 0x1p-8  /* of bf16 */
 
-#define CHECK_OK(expr)                                                                         \
-  do {                                                                                         \
-    int rc_ = (expr);                                                                          \
-    RTT_CHECK(rc_ == 0, "%s: %d %s", #expr, rc_, core_err_msg());                                  \
-    if (rc_)                                                                                   \
-      return 5;                                                                                \
+#define CHECK_OK(expr)                                                                                                 \
+  do {                                                                                                                 \
+    int rc_ = (expr);                                                                                                  \
+    RTT_CHECK(rc_ == 0, "%s: %d %s", #expr, rc_, core_err_msg());                                                      \
+    if (rc_)                                                                                                           \
+      return 5;                                                                                                        \
   } while (0)
 
 /* ---- ranks ----------------------------------------------------------------- */
@@ -89,8 +89,7 @@ static int rank_main(int rank, int size, void *arg) {
   return body ? body : (rtt_fails ? 3 : 0);
 }
 
-static void run_job(int size, int (*body)(rt_comm *, int, int, const job *), int param,
-                    const char *name) {
+static void run_job(int size, int (*body)(rt_comm *, int, int, const job *), int param, const char *name) {
   job j;
   memset(&j, 0, sizeof j);
   CU_ASSERT_EQUAL_FATAL(rtt_mkdtemp(j.dir, sizeof j.dir), 0);
@@ -130,8 +129,7 @@ typedef struct tmodel {
 
 /* Tensors t of rows[t] x cols[t] (cols 1 = a vector), parameter order;
  * buckets as DDP assigns them with caps in bytes (0: one bucket). */
-static int tmodel_init(tmodel *t, int nt, const int64_t *rows, const int64_t *cols,
-                       size_t first_cap, size_t cap) {
+static int tmodel_init(tmodel *t, int nt, const int64_t *rows, const int64_t *cols, size_t first_cap, size_t cap) {
   memset(t, 0, sizeof *t);
   snprintf(t->m.name, sizeof t->m.name, "test");
   t->m.n_tensors = nt;
@@ -147,8 +145,7 @@ static int tmodel_init(tmodel *t, int nt, const int64_t *rows, const int64_t *co
   }
   if (!cap)
     cap = first_cap = (size_t)t->m.n_params * 4 + 4;
-  return core_bucket_assign(t->elems, nt, NULL, sizeof(float), first_cap, cap, CORE_BUCKET_REBUILT,
-                            &t->bk);
+  return core_bucket_assign(t->elems, nt, NULL, sizeof(float), first_cap, cap, CORE_BUCKET_REBUILT, &t->bk);
 }
 
 /* Parameter layout <-> bucket b. */
@@ -168,8 +165,7 @@ static void unpack(const tmodel *t, int b, const float *buf, float *flat) {
 
 /* Run the hook over every bucket of t in order: flat (parameter layout) in,
  * the hook's result out. */
-static int hook_all(rt_compressor *h, rt_comm *c, const tmodel *t, float *flat, long step,
-                    rt_compress_stats *st) {
+static int hook_all(rt_compressor *h, rt_comm *c, const tmodel *t, float *flat, long step, rt_compress_stats *st) {
   for (int b = 0; b < t->bk.n_buckets; b++) {
     float *buf = malloc(sizeof *buf * (size_t)t->bk.bucket_elems[b]);
     if (!buf)
@@ -187,8 +183,7 @@ static int hook_all(rt_compressor *h, rt_comm *c, const tmodel *t, float *flat, 
 /* Rank r's gradients at step s, every rank able to make every rank's:
  * g = base + noise * N(0, 1) per element, then divided by world in fp32 as
  * the DDP engine does before the hook. base may be NULL. */
-static void gradients(int r, int size, long s, uint64_t seed, const float *base, double noise,
-                      float *g, int64_t n) {
+static void gradients(int r, int size, long s, uint64_t seed, const float *base, double noise, float *g, int64_t n) {
   gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
   gsl_rng_set(rng, (unsigned long)(seed * 1000003u + (uint64_t)s * 101u + (uint64_t)r + 1u));
   float inv = 1.0f / (float)size;
@@ -220,8 +215,8 @@ static void test_parse(void) {
   CU_ASSERT(o.kind == CORE_COMPRESS_POWERSGD && o.rank == 1);
   CU_ASSERT_EQUAL(rt_compress_parse("none", &o), 0);
   CU_ASSERT_EQUAL(o.kind, CORE_COMPRESS_NONE);
-  static const char *const bad[] = {"powersgd:0", "powersgd:", "powersgd:-1", "powersgd:2x",
-                                    "powersgd: 2", "zip", "", "FP16", "powersgd:1.5"};
+  static const char *const bad[] = {
+      "powersgd:0", "powersgd:", "powersgd:-1", "powersgd:2x", "powersgd: 2", "zip", "", "FP16", "powersgd:1.5"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     rt_compress_opts_default(&o);
     CU_ASSERT_EQUAL(rt_compress_parse(bad[i], &o), CORE_EINVAL);
@@ -240,16 +235,16 @@ static void test_rule(void) {
     double rate;
     int want, r;
   } c[] = {
-      {1024, 512, 1, 2, 1, 1},  /* 1536 * 2 = 3072 < 524288 */
-      {1024, 1, 1, 2, 0, 1},    /* a bias: 1025 * 2 = 2050 >= 1024 */
-      {1024, 1, 4, 2, 0, 1},    /* rank clamped to 1 */
-      {4, 4, 1, 2, 0, 1},       /* 8 * 2 = 16, not < 16 */
-      {5, 5, 1, 2, 1, 1},       /* 10 * 2 = 20 < 25 */
-      {4, 4, 4, 2, 0, 4},       /* 8 * 4 * 2 = 64 >= 16 */
-      {3, 100, 8, 2, 0, 3},     /* clamped to 3: 103 * 3 * 2 = 618 >= 300 */
-      {3, 100, 8, 0.9, 1, 3},   /* 103 * 3 * 0.9 = 278.1 < 300 */
-      {16, 1, 1, 0.5, 1, 1},    /* rate < 1 compresses vectors too: 8.5 < 16 */
-      {2048, 2048, 4, 2, 1, 4}, /* 4096 * 4 * 2 = 32768 < 4194304 */
+      {1024, 512, 1, 2, 1, 1},      /* 1536 * 2 = 3072 < 524288 */
+      {1024, 1, 1, 2, 0, 1},        /* a bias: 1025 * 2 = 2050 >= 1024 */
+      {1024, 1, 4, 2, 0, 1},        /* rank clamped to 1 */
+      {4, 4, 1, 2, 0, 1},           /* 8 * 2 = 16, not < 16 */
+      {5, 5, 1, 2, 1, 1},           /* 10 * 2 = 20 < 25 */
+      {4, 4, 4, 2, 0, 4},           /* 8 * 4 * 2 = 64 >= 16 */
+      {3, 100, 8, 2, 0, 3},         /* clamped to 3: 103 * 3 * 2 = 618 >= 300 */
+      {3, 100, 8, 0.9, 1, 3},       /* 103 * 3 * 0.9 = 278.1 < 300 */
+      {16, 1, 1, 0.5, 1, 1},        /* rate < 1 compresses vectors too: 8.5 < 16 */
+      {2048, 2048, 4, 2, 1, 4},     /* 4096 * 4 * 2 = 32768 < 4194304 */
       {2048, 2048, 512, 2, 0, 512}, /* 4096 * 512 * 2 = 4194304, not < */
       {2048, 2048, 511, 2, 1, 511}, /* 4096 * 511 * 2 = 4186112 < */
   };
@@ -257,8 +252,8 @@ static void test_rule(void) {
     int r = -1;
     int got = rt_compress_should(c[i].n, c[i].m, c[i].R, c[i].rate, &r);
     if (got != c[i].want || r != c[i].r)
-      fprintf(stderr, "\n  case %zu: %lld x %lld R %d rate %g: got %d rank %d\n", i,
-              (long long)c[i].n, (long long)c[i].m, c[i].R, c[i].rate, got, r);
+      fprintf(stderr, "\n  case %zu: %lld x %lld R %d rate %g: got %d rank %d\n", i, (long long)c[i].n,
+          (long long)c[i].m, c[i].R, c[i].rate, got, r);
     CU_ASSERT_EQUAL(got, c[i].want);
     CU_ASSERT_EQUAL(r, c[i].r);
   }
@@ -269,8 +264,9 @@ static void test_rule(void) {
   core_model *m = NULL;
   CU_ASSERT_EQUAL_FATAL(core_model_load(DDPSIM_SOURCE_DIR "/scenarios/models/mlp.cfg", &m), 0);
   core_buckets bk;
-  CU_ASSERT_EQUAL_FATAL(core_bucket_assign(m->tensor_elems, m->n_tensors, m->ready_order, 4, 1 << 20, 25 << 20,
-                                           CORE_BUCKET_REBUILT, &bk), 0);
+  CU_ASSERT_EQUAL_FATAL(
+      core_bucket_assign(m->tensor_elems, m->n_tensors, m->ready_order, 4, 1 << 20, 25 << 20, CORE_BUCKET_REBUILT, &bk),
+      0);
   rt_compress_opts o;
   rt_compress_opts_default(&o);
   CU_ASSERT_EQUAL(rt_compress_parse("powersgd:4", &o), 0);
@@ -332,8 +328,8 @@ static int bf16_body(rt_comm *c, int rank, int size, const job *j) {
     bad += h[i] != bf16_bits(want[i % 3]);
   RTT_CHECK(bad == 0, "bf16 sums: %d wrong, [0..2] = %04x %04x %04x", bad, h[0], h[1], h[2]);
   /* Only the default algorithm has bf16 arithmetic. */
-  RTT_CHECK(rt_allreduce(c, h, N, RT_BF16, RT_ALGO_HALVING_DOUBLING) == CORE_EUNSUPPORTED,
-        "bf16 halving_doubling accepted");
+  RTT_CHECK(
+      rt_allreduce(c, h, N, RT_BF16, RT_ALGO_HALVING_DOUBLING) == CORE_EUNSUPPORTED, "bf16 halving_doubling accepted");
   RTT_CHECK(strstr(core_err_msg(), "default") != NULL, "message: %s", core_err_msg());
   free(h);
   return 0;
@@ -404,20 +400,16 @@ static int half_body(rt_comm *c, int rank, int size, const job *j) {
     over += !(e <= b);
     differ += (double)mine[i] != (double)(float)sum[i];
   }
-  RTT_CHECK(over == 0, "%s hook: %d of %d elements beyond the bound (worst %.3g x bound)",
-        bf ? "bf16" : "fp16", over, N, worst);
+  RTT_CHECK(over == 0, "%s hook: %d of %d elements beyond the bound (worst %.3g x bound)", bf ? "bf16" : "fp16", over,
+      N, worst);
   /* The cast did happen: most results are not the fp32 sum. */
-  RTT_CHECK(differ > N / 2, "%s hook: only %d of %d results differ from the fp32 sum",
-        bf ? "bf16" : "fp16", differ, N);
+  RTT_CHECK(differ > N / 2, "%s hook: only %d of %d results differ from the fp32 sum", bf ? "bf16" : "fp16", differ, N);
   RTT_CHECK(same_everywhere(c, mine, N), "%s hook: ranks differ", bf ? "bf16" : "fp16");
   RTT_CHECK(st.bytes[RT_PHASE_BUCKET] == 2 * N && st.allreduces[RT_PHASE_BUCKET] == 1 &&
-            rt_compress_stats_bytes(&st) == 2 * N && st.buckets == 1 && st.cast_s > 0 &&
-            st.comm_s > 0,
-        "stats: %lld bytes, %lld allreduces, cast %g s", (long long)st.bytes[0],
-        (long long)st.allreduces[0], st.cast_s);
+                rt_compress_stats_bytes(&st) == 2 * N && st.buckets == 1 && st.cast_s > 0 && st.comm_s > 0,
+      "stats: %lld bytes, %lld allreduces, cast %g s", (long long)st.bytes[0], (long long)st.allreduces[0], st.cast_s);
   if (rank == 0)
-    fprintf(stderr, " [%s on %d ranks: worst error %.3f x bound]", bf ? "bf16" : "fp16", size,
-            worst);
+    fprintf(stderr, " [%s on %d ranks: worst error %.3f x bound]", bf ? "bf16" : "fp16", size, worst);
   free(x);
   free(mine);
   free(sum);
@@ -480,8 +472,8 @@ static int full_rank_body(rt_comm *c, int rank, int size, const job *j) {
   const int *want = j->param ? want0 : want09;
   int64_t p_el = 0, q_el = 0, unc_el = 0;
   for (int i = 0; i < 4; i++) {
-    RTT_CHECK(rt_compress_tensor_rank(h, i) == want[i], "tensor %d: rank %d, want %d", i,
-          rt_compress_tensor_rank(h, i), want[i]);
+    RTT_CHECK(rt_compress_tensor_rank(h, i) == want[i], "tensor %d: rank %d, want %d", i, rt_compress_tensor_rank(h, i),
+        want[i]);
     p_el += FR_ROWS[i] * want[i];
     q_el += FR_COLS[i] * want[i];
     unc_el += want[i] ? 0 : t.elems[i];
@@ -518,30 +510,25 @@ static int full_rank_body(rt_comm *c, int rank, int size, const job *j) {
         a2 += a[i] * a[i];
       }
       norm_a[ti] = sqrt(a2);
-      double b = want[ti]
-                     ? full_rank_bound((int)FR_ROWS[ti], want[ti], size, norm_a[ti], sum_norm[ti])
-                     : 2 * (size - 1) * U32 * sum_norm[ti]; /* a plain fp32 sum of W terms */
-      RTT_CHECK(sqrt(d2) <= b + prev_bound[ti],
-            "step %ld tensor %d (rank %d): |result - mean| = %.3g > bound %.3g", s, ti, want[ti],
-            sqrt(d2), b + prev_bound[ti]);
+      double b = want[ti] ? full_rank_bound((int)FR_ROWS[ti], want[ti], size, norm_a[ti], sum_norm[ti])
+                          : 2 * (size - 1) * U32 * sum_norm[ti]; /* a plain fp32 sum of W terms */
+      RTT_CHECK(sqrt(d2) <= b + prev_bound[ti], "step %ld tensor %d (rank %d): |result - mean| = %.3g > bound %.3g", s,
+          ti, want[ti], sqrt(d2), b + prev_bound[ti]);
       if (rank == 0 && s == 2 && ti == 0)
-        fprintf(stderr, " [W1 8x200 at rank 8: error %.2g, bound %.2g]", sqrt(d2),
-                b + prev_bound[ti]);
+        fprintf(stderr, " [W1 8x200 at rank 8: error %.2g, bound %.2g]", sqrt(d2), b + prev_bound[ti]);
       prev_bound[ti] = b;
     }
     /* One allreduce each of the uncompressed tensors, all P, all Q. */
     RTT_CHECK(st.vanilla == 0 && st.bytes[RT_PHASE_BUCKET] == 0, "vanilla phase at step %ld", s);
     RTT_CHECK(st.bytes[RT_PHASE_P] == 4 * p_el && st.bytes[RT_PHASE_Q] == 4 * q_el &&
-              st.bytes[RT_PHASE_UNCOMPRESSED] == 4 * unc_el,
-          "bytes P %lld (want %lld), Q %lld (want %lld), uncompressed %lld (want %lld)",
-          (long long)st.bytes[RT_PHASE_P], (long long)(4 * p_el), (long long)st.bytes[RT_PHASE_Q],
-          (long long)(4 * q_el), (long long)st.bytes[RT_PHASE_UNCOMPRESSED],
-          (long long)(4 * unc_el));
+                  st.bytes[RT_PHASE_UNCOMPRESSED] == 4 * unc_el,
+        "bytes P %lld (want %lld), Q %lld (want %lld), uncompressed %lld (want %lld)", (long long)st.bytes[RT_PHASE_P],
+        (long long)(4 * p_el), (long long)st.bytes[RT_PHASE_Q], (long long)(4 * q_el),
+        (long long)st.bytes[RT_PHASE_UNCOMPRESSED], (long long)(4 * unc_el));
     RTT_CHECK(st.allreduces[RT_PHASE_P] == 1 && st.allreduces[RT_PHASE_Q] == 1 &&
-              st.allreduces[RT_PHASE_UNCOMPRESSED] == (unc_el ? 1 : 0),
-          "allreduces: %lld uncompressed, %lld P, %lld Q",
-          (long long)st.allreduces[RT_PHASE_UNCOMPRESSED], (long long)st.allreduces[RT_PHASE_P],
-          (long long)st.allreduces[RT_PHASE_Q]);
+                  st.allreduces[RT_PHASE_UNCOMPRESSED] == (unc_el ? 1 : 0),
+        "allreduces: %lld uncompressed, %lld P, %lld Q", (long long)st.allreduces[RT_PHASE_UNCOMPRESSED],
+        (long long)st.allreduces[RT_PHASE_P], (long long)st.allreduces[RT_PHASE_Q]);
     RTT_CHECK(st.gemm_s > 0 && st.ortho_s > 0, "no compute recorded");
     RTT_CHECK(same_everywhere(c, mine, (size_t)np), "step %ld: ranks differ", s);
   }
@@ -584,8 +571,8 @@ static int ef_run(rt_comm *c, int rank, int size, int ef, double *gap_norm, doub
   rt_compressor *h = NULL;
   CHECK_OK(rt_compress_create(&o, &t.m, &t.bk, &h));
   RTT_CHECK(rt_compress_tensor_rank(h, 0) == 1 && rt_compress_tensor_rank(h, 1) == 0 &&
-            rt_compress_tensor_rank(h, 2) == 1 && rt_compress_tensor_rank(h, 3) == 0,
-        "compression decision");
+                rt_compress_tensor_rank(h, 2) == 1 && rt_compress_tensor_rank(h, 3) == 0,
+      "compression decision");
   const int64_t np = t.m.n_params;
   float *base = malloc(sizeof *base * (size_t)np), *g = malloc(sizeof *g * (size_t)np);
   float *mine = malloc(sizeof *mine * (size_t)np), *errsum = malloc(sizeof *errsum * (size_t)np);
@@ -622,8 +609,8 @@ static int ef_run(rt_comm *c, int rank, int size, int ef, double *gap_norm, doub
     if (sqrt(sc) > scale)
       scale = sqrt(sc);
     if (!ef) {
-      RTT_CHECK(rt_compress_error(h, 0) == NULL && rt_compress_error(h, 1) == NULL,
-            "error buffers without error feedback");
+      RTT_CHECK(
+          rt_compress_error(h, 0) == NULL && rt_compress_error(h, 1) == NULL, "error buffers without error feedback");
       continue;
     }
     /* Sum over ranks of the error buffers (parameter layout). */
@@ -643,8 +630,8 @@ static int ef_run(rt_comm *c, int rank, int size, int ef, double *gap_norm, doub
      * W, and this allreduce) adds at most a few u per element and step:
      * 4 (s + 1) W u times the largest input + output norm. */
     double tol = 4.0 * (double)(s + 1) * size * U32 * scale;
-    RTT_CHECK(sqrt(d2) <= tol, "step %ld: |gap - sum of errors| = %.3g > %.3g (|gap| %.3g)", s,
-          sqrt(d2), tol, gap_norm[s]);
+    RTT_CHECK(
+        sqrt(d2) <= tol, "step %ld: |gap - sum of errors| = %.3g > %.3g (|gap| %.3g)", s, sqrt(d2), tol, gap_norm[s]);
   }
   free(base);
   free(g);
@@ -682,18 +669,20 @@ static int ef_body(rt_comm *c, int rank, int size, const job *j) {
     mid = with[s] > mid ? with[s] : mid;
   for (int s = 50; s < EF_STEPS; s++)
     late = with[s] > late ? with[s] : late;
-  RTT_CHECK(late <= 1.5 * mid, "with error feedback the gap grew: steps 20-49 max %.3g, 50-99 max "
-        "%.3g", mid, late);
-  RTT_CHECK(late <= 2 * 16 * gn, "with error feedback the gap %.3g exceeds 2 k |G| = %.3g", late,
-        32 * gn);
+  RTT_CHECK(late <= 1.5 * mid,
+      "with error feedback the gap grew: steps 20-49 max %.3g, 50-99 max "
+      "%.3g",
+      mid, late);
+  RTT_CHECK(late <= 2 * 16 * gn, "with error feedback the gap %.3g exceeds 2 k |G| = %.3g", late, 32 * gn);
   RTT_CHECK(without[EF_STEPS - 1] >= 1.8 * without[49],
-        "without error feedback the gap did not grow: step 50 %.3g, step 100 %.3g", without[49],
-        without[EF_STEPS - 1]);
-  RTT_CHECK(without[EF_STEPS - 1] >= 5 * late, "without error feedback the gap (%.3g) is not well "
-        "above the one with it (%.3g)", without[EF_STEPS - 1], late);
+      "without error feedback the gap did not grow: step 50 %.3g, step 100 %.3g", without[49], without[EF_STEPS - 1]);
+  RTT_CHECK(without[EF_STEPS - 1] >= 5 * late,
+      "without error feedback the gap (%.3g) is not well "
+      "above the one with it (%.3g)",
+      without[EF_STEPS - 1], late);
   if (rank == 0)
-    fprintf(stderr, " [|gap| with EF: step 50 %.3g, 100 %.3g; without: %.3g, %.3g; |G| %.3g]",
-            with[49], with[EF_STEPS - 1], without[49], without[EF_STEPS - 1], gn);
+    fprintf(stderr, " [|gap| with EF: step 50 %.3g, 100 %.3g; without: %.3g, %.3g; |G| %.3g]", with[49],
+        with[EF_STEPS - 1], without[49], without[EF_STEPS - 1], gn);
   return 0;
 }
 
@@ -739,17 +728,16 @@ static int vanilla_body(rt_comm *c, int rank, int size, const job *j) {
     if (s < 3) {
       RTT_CHECK(same, "step %ld (before start 3): not the plain allreduce", s);
       RTT_CHECK(st.vanilla == t.bk.n_buckets && st.allreduces[RT_PHASE_BUCKET] == t.bk.n_buckets &&
-                st.bytes[RT_PHASE_BUCKET] == 4 * np && st.bytes[RT_PHASE_P] == 0 &&
-                st.bytes[RT_PHASE_Q] == 0,
-            "step %ld stats: vanilla %lld, bucket allreduces %lld", s, (long long)st.vanilla,
-            (long long)st.allreduces[RT_PHASE_BUCKET]);
+                    st.bytes[RT_PHASE_BUCKET] == 4 * np && st.bytes[RT_PHASE_P] == 0 && st.bytes[RT_PHASE_Q] == 0,
+          "step %ld stats: vanilla %lld, bucket allreduces %lld", s, (long long)st.vanilla,
+          (long long)st.allreduces[RT_PHASE_BUCKET]);
       RTT_CHECK(rt_compress_error(h, 0) == NULL, "an error buffer before PowerSGD starts");
     } else {
       RTT_CHECK(!same, "step %ld (from start 3 on): still the plain allreduce", s);
       RTT_CHECK(st.vanilla == 0 && st.allreduces[RT_PHASE_P] == t.bk.n_buckets &&
-                st.allreduces[RT_PHASE_Q] == t.bk.n_buckets && st.bytes[RT_PHASE_BUCKET] == 0,
-            "step %ld stats: vanilla %lld, P allreduces %lld", s, (long long)st.vanilla,
-            (long long)st.allreduces[RT_PHASE_P]);
+                    st.allreduces[RT_PHASE_Q] == t.bk.n_buckets && st.bytes[RT_PHASE_BUCKET] == 0,
+          "step %ld stats: vanilla %lld, P allreduces %lld", s, (long long)st.vanilla,
+          (long long)st.allreduces[RT_PHASE_P]);
       RTT_CHECK(rt_compress_error(h, 0) != NULL, "no error buffer once PowerSGD runs");
     }
   }
@@ -806,15 +794,13 @@ static int split_body(rt_comm *c, int rank, int size, const job *j) {
         unpack(&t, b, bufs[b], apart);
       }
       RTT_CHECK(memcmp(whole, apart, sizeof *whole * (size_t)np) == 0,
-            "%s step %ld: prepared apart differs from the whole hook", specs[k], s);
+          "%s step %ld: prepared apart differs from the whole hook", specs[k], s);
     }
     /* Out of turn: a finish without its prepare, a second prepare. */
-    RTT_CHECK(rt_compress_finish(h2, c, 0, bufs[0], 4, NULL) == CORE_EINVAL, "%s: finish without prepare",
-          specs[k]);
+    RTT_CHECK(rt_compress_finish(h2, c, 0, bufs[0], 4, NULL) == CORE_EINVAL, "%s: finish without prepare", specs[k]);
     CHECK_OK(rt_compress_prepare(h2, 0, bufs[0], 4, NULL));
     RTT_CHECK(rt_compress_prepare(h2, 0, bufs[0], 4, NULL) == CORE_EINVAL, "%s: prepared twice", specs[k]);
-    RTT_CHECK(rt_compress_finish(h2, c, 0, bufs[0], 5, NULL) == CORE_EINVAL, "%s: finish of another step",
-          specs[k]);
+    RTT_CHECK(rt_compress_finish(h2, c, 0, bufs[0], 5, NULL) == CORE_EINVAL, "%s: finish of another step", specs[k]);
     rt_compress_free(h1);
     rt_compress_free(h2);
   }
@@ -842,9 +828,10 @@ static int write_model(const char *dir, char *path, size_t n) {
     return -1;
   fprintf(f, "model = {\n  name = \"compress-test\";\n  loss = \"mse\";\n  layers = (\n");
   for (int l = 0; l < 3; l++)
-    fprintf(f, "    { name = \"fc%d\"; type = \"linear\"; in = %d; out = %d; "
-               "activation = \"%s\"; }%s\n",
-            l + 1, DDP_WIDTH[l], DDP_WIDTH[l + 1], l < 2 ? "relu" : "none", l < 2 ? "," : "");
+    fprintf(f,
+        "    { name = \"fc%d\"; type = \"linear\"; in = %d; out = %d; "
+        "activation = \"%s\"; }%s\n",
+        l + 1, DDP_WIDTH[l], DDP_WIDTH[l + 1], l < 2 ? "relu" : "none", l < 2 ? "," : "");
   fprintf(f, "  );\n};\n");
   return fclose(f);
 }
@@ -860,9 +847,13 @@ static int ddp_body(rt_comm *c, int rank, int size, const job *j) {
   CHECK_OK(rt_barrier(c)); /* the others read it once rank 0 has written it */
   core_model *m = NULL;
   CHECK_OK(core_model_load(path, &m));
-  rt_ddp_opts o = {.bucket_cap_mb = 4096.0 / 1048576.0, .first_bucket_mb = 2048.0 / 1048576.0,
-                   .overlap = 1, .algo = RT_ALGO_DEFAULT, .lr = 0.05, .momentum = 0.9,
-                   .fail_step = -1};
+  rt_ddp_opts o = {.bucket_cap_mb = 4096.0 / 1048576.0,
+      .first_bucket_mb = 2048.0 / 1048576.0,
+      .overlap = 1,
+      .algo = RT_ALGO_DEFAULT,
+      .lr = 0.05,
+      .momentum = 0.9,
+      .fail_step = -1};
   rt_compress_opts_default(&o.compress);
   CHECK_OK(rt_compress_parse(spec, &o.compress));
   o.compress.start_iter = DDP_START;
@@ -881,21 +872,20 @@ static int ddp_body(rt_comm *c, int rank, int size, const job *j) {
     CHECK_OK(rt_ddp_step(d, s, x, tg, &sm, NULL, 0));
     RTT_CHECK(isfinite(sm.loss) && sm.comm_s > 0, "step %ld: loss %g comm %g", s, sm.loss, sm.comm_s);
     RTT_CHECK(sm.compress.buckets == nb, "step %ld: the hook ran %lld times for %d buckets", s,
-          (long long)sm.compress.buckets, nb);
+        (long long)sm.compress.buckets, nb);
     if (psgd && s < DDP_START)
-      RTT_CHECK(sm.compress.vanilla == nb && sm.compress.allreduces[RT_PHASE_P] == 0,
-            "step %ld: not the vanilla phase", s);
+      RTT_CHECK(
+          sm.compress.vanilla == nb && sm.compress.allreduces[RT_PHASE_P] == 0, "step %ld: not the vanilla phase", s);
     else if (psgd)
       RTT_CHECK(sm.compress.vanilla == 0 && sm.compress.allreduces[RT_PHASE_P] > 0 &&
-                rt_compress_stats_bytes(&sm.compress) < 4 * m->n_params,
-            "step %ld: PowerSGD did not run (%lld bytes of %lld)", s,
-            (long long)rt_compress_stats_bytes(&sm.compress), (long long)(4 * m->n_params));
+                    rt_compress_stats_bytes(&sm.compress) < 4 * m->n_params,
+          "step %ld: PowerSGD did not run (%lld bytes of %lld)", s, (long long)rt_compress_stats_bytes(&sm.compress),
+          (long long)(4 * m->n_params));
     else
-      RTT_CHECK(rt_compress_stats_bytes(&sm.compress) == 2 * m->n_params,
-            "step %ld: %lld bytes, want %lld", s, (long long)rt_compress_stats_bytes(&sm.compress),
-            (long long)(2 * m->n_params));
+      RTT_CHECK(rt_compress_stats_bytes(&sm.compress) == 2 * m->n_params, "step %ld: %lld bytes, want %lld", s,
+          (long long)rt_compress_stats_bytes(&sm.compress), (long long)(2 * m->n_params));
     RTT_CHECK(same_everywhere(c, net->params, (size_t)net->n_params),
-          "%s: parameters differ across ranks after step %ld", spec, s);
+        "%s: parameters differ across ranks after step %ld", spec, s);
   }
   rt_data_free(data);
   rt_ddp_free(d);

@@ -33,8 +33,7 @@ static int64_t *indices(rt_data *d, int64_t epoch, int rank) {
 
 /* ---- shuffle off: the exact lists ------------------------------------- */
 
-static void check_exact(int64_t n, int world, const int64_t *expect /* [world][per] */,
-                        int64_t per) {
+static void check_exact(int64_t n, int world, const int64_t *expect /* [world][per] */, int64_t per) {
   for (int r = 0; r < world; r++) {
     rt_data *d = NULL;
     CU_ASSERT_EQUAL_FATAL(rt_data_create(n, 3, 2, 7, r, world, 0, &d), 0);
@@ -43,9 +42,8 @@ static void check_exact(int64_t n, int world, const int64_t *expect /* [world][p
     CU_ASSERT_PTR_NOT_NULL_FATAL(v);
     for (int64_t j = 0; j < per; j++) {
       if (v[j] != expect[r * per + j])
-        fprintf(stderr, "\nn=%lld world=%d rank %d: index %lld is %lld, expected %lld\n",
-                (long long)n, world, r, (long long)j, (long long)v[j],
-                (long long)expect[r * per + j]);
+        fprintf(stderr, "\nn=%lld world=%d rank %d: index %lld is %lld, expected %lld\n", (long long)n, world, r,
+            (long long)j, (long long)v[j], (long long)expect[r * per + j]);
       CU_ASSERT_EQUAL(v[j], expect[r * per + j]);
     }
     /* Not shuffled: every epoch is the same list. */
@@ -144,10 +142,10 @@ static void check_structure(int64_t n, int world) {
 }
 
 static void test_shuffled_structure(void) {
-  check_structure(100, 3);  /* padding 2 */
-  check_structure(101, 4);  /* padding 3 */
-  check_structure(64, 2);   /* none */
-  check_structure(3, 7);    /* padding longer than the dataset */
+  check_structure(100, 3); /* padding 2 */
+  check_structure(101, 4); /* padding 3 */
+  check_structure(64, 2);  /* none */
+  check_structure(3, 7);   /* padding longer than the dataset */
 }
 
 static void test_shuffle_seed_epoch(void) {

@@ -38,7 +38,7 @@
 enum { IN = 24, H1 = 40, H2 = 32, OUT = 16, N_LAYERS = 3 };
 static const int WIDTH[N_LAYERS + 1] = {IN, H1, H2, OUT};
 enum { BATCH = 4, STEPS = 5, DATASET = 38 };
-#define SEED0 100       /* rank r initializes from SEED0 + r; rank 0's wins */
+#define SEED0 100 /* rank r initializes from SEED0 + r; rank 0's wins */
 #define DATA_SEED 7
 #define LR 0.05
 #define MOMENTUM 0.9
@@ -49,8 +49,8 @@ enum { BATCH = 4, STEPS = 5, DATASET = 38 };
 #define DEADLINE_S 90.0
 
 typedef struct ddp_job {
-  char dir[512];     /* rendezvous directory and the ranks' output */
-  char tag[32];      /* file name prefix of this run */
+  char dir[512]; /* rendezvous directory and the ranks' output */
+  char tag[32];  /* file name prefix of this run */
   char model[600];
   char prefix[128];
   int overlap;
@@ -65,15 +65,13 @@ static int write_model(const char *dir, char *path, size_t n) {
     return -1;
   fprintf(f, "model = {\n  name = \"ddp-test\";\n  loss = \"mse\";\n  layers = (\n");
   for (int l = 0; l < N_LAYERS; l++)
-    fprintf(f, "    { name = \"fc%d\"; type = \"linear\"; in = %d; out = %d; activation = \"%s\"; }%s\n",
-            l + 1, WIDTH[l], WIDTH[l + 1], l + 1 < N_LAYERS ? "relu" : "none",
-            l + 1 < N_LAYERS ? "," : "");
+    fprintf(f, "    { name = \"fc%d\"; type = \"linear\"; in = %d; out = %d; activation = \"%s\"; }%s\n", l + 1,
+        WIDTH[l], WIDTH[l + 1], l + 1 < N_LAYERS ? "relu" : "none", l + 1 < N_LAYERS ? "," : "");
   fprintf(f, "  );\n};\n");
   return fclose(f);
 }
 
-static int put_floats(const ddp_job *j, const char *what, int rank, int step, const float *v,
-                      int64_t n) {
+static int put_floats(const ddp_job *j, const char *what, int rank, int step, const float *v, int64_t n) {
   char path[800];
   snprintf(path, sizeof path, "%s/%s-%s-r%d-s%d.bin", j->dir, j->tag, what, rank, step);
   FILE *f = fopen(path, "wb");
@@ -127,8 +125,13 @@ static int ddp_rank(int rank, int size, void *arg) {
     fail(j, rank, rc, "connecting");
     goto out;
   }
-  rt_ddp_opts o = {.bucket_cap_mb = CAP_MB, .first_bucket_mb = FIRST_MB, .overlap = j->overlap,
-                   .algo = j->algo, .lr = LR, .momentum = MOMENTUM, .fail_step = -1};
+  rt_ddp_opts o = {.bucket_cap_mb = CAP_MB,
+      .first_bucket_mb = FIRST_MB,
+      .overlap = j->overlap,
+      .algo = j->algo,
+      .lr = LR,
+      .momentum = MOMENTUM,
+      .fail_step = -1};
   if ((rc = rt_ddp_create(m, c, BATCH, &o, SEED0 + (uint64_t)rank, &d)) != 0) {
     fail(j, rank, rc, "creating the DDP engine");
     goto out;
@@ -156,11 +159,11 @@ static int ddp_rank(int rank, int size, void *arg) {
       fail(j, rank, rc, "step");
       goto out;
     }
-    if (sm.step != s || !(sm.step_s > 0) || !(sm.compute_s > 0) || !(sm.comm_s > 0) ||
-        sm.compute_s > sm.step_s || !isfinite(sm.loss)) {
+    if (sm.step != s || !(sm.step_s > 0) || !(sm.compute_s > 0) || !(sm.comm_s > 0) || sm.compute_s > sm.step_s ||
+        !isfinite(sm.loss)) {
       char msg[200];
-      snprintf(msg, sizeof msg, "step %d metrics: step %ld step_s %g compute_s %g comm_s %g loss %g",
-               s, sm.step, sm.step_s, sm.compute_s, sm.comm_s, sm.loss);
+      snprintf(msg, sizeof msg, "step %d metrics: step %ld step_s %g compute_s %g comm_s %g loss %g", s, sm.step,
+          sm.step_s, sm.compute_s, sm.comm_s, sm.loss);
       rtt_report_send(j->report_w, rank, -1, msg);
       goto out;
     }
@@ -225,8 +228,7 @@ static int run_job(ddp_job *j, int world, int *n_buckets) {
  * computation over absolute values (|x|, |W|, |b|, |dL/dy|, with the ReLU
  * masks of the real pass): the sum of the magnitudes of every term that
  * rounding could have perturbed, the scale of its fp32 error. */
-static void ref_grad(const float *p, const float *x, const float *t, int n, double *g,
-                     double *mag) {
+static void ref_grad(const float *p, const float *x, const float *t, int n, double *g, double *mag) {
   double *a[N_LAYERS + 1], *A[N_LAYERS + 1];
   size_t off[N_LAYERS];
   size_t o = 0;
@@ -336,12 +338,11 @@ static double grad_bound(int world, double mag) {
 }
 
 typedef struct cmp_stat {
-  double worst;   /* max |a - b| / bound */
-  int64_t over;   /* elements over the bound */
+  double worst; /* max |a - b| / bound */
+  int64_t over; /* elements over the bound */
 } cmp_stat;
 
-static cmp_stat compare(const float *got, const double *want, const double *mag, int64_t n,
-                        int world) {
+static cmp_stat compare(const float *got, const double *want, const double *mag, int64_t n, int world) {
   cmp_stat st = {0, 0};
   for (int64_t i = 0; i < n; i++) {
     double bound = grad_bound(world, mag[i]) + 1e-30;
@@ -377,8 +378,8 @@ static void check_training(int world, enum rt_algo algo) {
   double t0 = rtt_now();
   int ok_on = run_job(&on, world, &nb_on);
   int ok_off = run_job(&off, world, &nb_off);
-  fprintf(stderr, "\n  %d ranks, %s: two runs of %d steps in %.2f s, %d buckets\n", world,
-          rt_algo_name(algo), STEPS, rtt_now() - t0, nb_on);
+  fprintf(stderr, "\n  %d ranks, %s: two runs of %d steps in %.2f s, %d buckets\n", world, rt_algo_name(algo), STEPS,
+      rtt_now() - t0, nb_on);
   CU_ASSERT(ok_on);
   CU_ASSERT(ok_off);
   CU_ASSERT(nb_on >= 3);
@@ -490,9 +491,10 @@ static void check_training(int world, enum rt_algo algo) {
     g2 += g[i] * g[i];
   }
   double rel_ddp = sqrt(e2_ddp / g2), rel_mlp = sqrt(e2_mlp / g2);
-  fprintf(stderr, "  step-0 gradient (max |g| %.3g): error / bound: mlp %.3g, ddp %.3g, ddp vs mlp %.3g; "
-                  "relative L2 error: mlp %.3g, ddp %.3g\n",
-          gmax, s_mlp.worst, s_ddp.worst, worst_pair, rel_mlp, rel_ddp);
+  fprintf(stderr,
+      "  step-0 gradient (max |g| %.3g): error / bound: mlp %.3g, ddp %.3g, ddp vs mlp %.3g; "
+      "relative L2 error: mlp %.3g, ddp %.3g\n",
+      gmax, s_mlp.worst, s_ddp.worst, worst_pair, rel_mlp, rel_ddp);
   CU_ASSERT(gmax > 1e-3); /* a gradient worth comparing */
   CU_ASSERT_EQUAL(s_mlp.over, 0);
   CU_ASSERT_EQUAL(s_ddp.over, 0);
@@ -560,8 +562,13 @@ static int ring3_rank(int rank, int size, void *arg) {
   if ((rc = rt_pg_connect(&in, j->dir, "127.0.0.1", 30, j->prefix, &c)) != 0) {
     fail(j, rank, rc, "connecting");
   } else {
-    rt_ddp_opts o = {.bucket_cap_mb = CAP_MB, .first_bucket_mb = FIRST_MB, .overlap = 1,
-                     .algo = RT_ALGO_RING, .lr = LR, .momentum = MOMENTUM, .fail_step = -1};
+    rt_ddp_opts o = {.bucket_cap_mb = CAP_MB,
+        .first_bucket_mb = FIRST_MB,
+        .overlap = 1,
+        .algo = RT_ALGO_RING,
+        .lr = LR,
+        .momentum = MOMENTUM,
+        .fail_step = -1};
     rc = rt_ddp_create(m, c, BATCH, &o, SEED0, &d);
     rtt_report_send(j->report_w, rank, rc, rc ? core_err_msg() : "created");
     rt_ddp_free(d);

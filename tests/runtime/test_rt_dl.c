@@ -24,8 +24,7 @@ static const rt_dl_lib zlib_lib = {
 static const rt_dl_lib missing_lib = {
     .what = "NCCL",
     .env = ENV,
-    .names = {"libddpsim-missing.so.2", "/nonexistent/libddpsim-missing.so.2",
-              "libddpsim-missing.so"},
+    .names = {"libddpsim-missing.so.2", "/nonexistent/libddpsim-missing.so.2", "libddpsim-missing.so"},
     .hint = "install NCCL",
 };
 
@@ -79,8 +78,7 @@ static void test_missing_symbol(void) {
   void *h = NULL, *addr = (void *)1;
   const char *as = NULL;
   CU_ASSERT_EQUAL_FATAL(rt_dl_open(&zlib_lib, &h, &as), 0);
-  CU_ASSERT_EQUAL(rt_dl_sym(&zlib_lib, as, h, "ncclCommInitRankConfig", &addr),
-                  CORE_EUNSUPPORTED);
+  CU_ASSERT_EQUAL(rt_dl_sym(&zlib_lib, as, h, "ncclCommInitRankConfig", &addr), CORE_EUNSUPPORTED);
   CU_ASSERT_PTR_NULL(addr);
   CU_ASSERT(has("zlib (libz.so.1) lacks ncclCommInitRankConfig"));
   CU_ASSERT(has("older than the release ddpsim was built with"));

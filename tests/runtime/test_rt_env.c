@@ -14,12 +14,10 @@
 #include "runtime/pg.h"
 #include "rtt.h"
 
-static const char *const all_vars[] = {
-    "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "MASTER_ADDR",
-    "MASTER_PORT", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_NPROCS", "SLURM_LOCALID",
-    "SLURM_NODEID", "SLURM_NTASKS_PER_NODE", "SLURM_TASKS_PER_NODE",
-    "SLURM_STEP_TASKS_PER_NODE", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
-    "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"};
+static const char *const all_vars[] = {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK",
+    "MASTER_ADDR", "MASTER_PORT", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_NPROCS", "SLURM_LOCALID", "SLURM_NODEID",
+    "SLURM_NTASKS_PER_NODE", "SLURM_TASKS_PER_NODE", "SLURM_STEP_TASKS_PER_NODE", "OMPI_COMM_WORLD_RANK",
+    "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"};
 
 static void clear_env(void) {
   for (size_t i = 0; i < sizeof all_vars / sizeof all_vars[0]; i++)
@@ -71,8 +69,8 @@ static void test_single_process(void) {
 
 static void test_torchrun(void) {
   clear_env();
-  set_env("RANK", "5", "WORLD_SIZE", "8", "LOCAL_RANK", "1", "LOCAL_WORLD_SIZE", "4",
-          "GROUP_RANK", "1", "MASTER_ADDR", "node-a.example", "MASTER_PORT", "29500", NULL);
+  set_env("RANK", "5", "WORLD_SIZE", "8", "LOCAL_RANK", "1", "LOCAL_WORLD_SIZE", "4", "GROUP_RANK", "1", "MASTER_ADDR",
+      "node-a.example", "MASTER_PORT", "29500", NULL);
   rt_pg_info in;
   CU_ASSERT_EQUAL_FATAL(rt_pg_from_env(&in), 0);
   CU_ASSERT_EQUAL(in.rank, 5);
@@ -103,8 +101,8 @@ static void test_torchrun(void) {
 
 static void test_slurm(void) {
   clear_env();
-  set_env("SLURM_PROCID", "3", "SLURM_NTASKS", "4", "SLURM_LOCALID", "1", "SLURM_NODEID", "1",
-          "SLURM_NTASKS_PER_NODE", "2", "MASTER_ADDR", "10.1.2.3", NULL);
+  set_env("SLURM_PROCID", "3", "SLURM_NTASKS", "4", "SLURM_LOCALID", "1", "SLURM_NODEID", "1", "SLURM_NTASKS_PER_NODE",
+      "2", "MASTER_ADDR", "10.1.2.3", NULL);
   rt_pg_info in;
   CU_ASSERT_EQUAL_FATAL(rt_pg_from_env(&in), 0);
   CU_ASSERT_EQUAL(in.rank, 3);
@@ -117,8 +115,8 @@ static void test_slurm(void) {
 
   /* Uneven nodes: SLURM_TASKS_PER_NODE's compressed list. */
   clear_env();
-  set_env("SLURM_PROCID", "6", "SLURM_NTASKS", "7", "SLURM_LOCALID", "0", "SLURM_NODEID", "3",
-          "SLURM_TASKS_PER_NODE", "2(x3),1", NULL);
+  set_env("SLURM_PROCID", "6", "SLURM_NTASKS", "7", "SLURM_LOCALID", "0", "SLURM_NODEID", "3", "SLURM_TASKS_PER_NODE",
+      "2(x3),1", NULL);
   CU_ASSERT_EQUAL_FATAL(rt_pg_from_env(&in), 0);
   CU_ASSERT_EQUAL(in.local_world_size, 1);
   CU_ASSERT_EQUAL(in.node_rank, 3);
@@ -129,7 +127,7 @@ static void test_slurm(void) {
   /* The step's own list wins over the job's --ntasks-per-node. */
   clear_env();
   set_env("SLURM_PROCID", "2", "SLURM_NTASKS", "4", "SLURM_LOCALID", "2", "SLURM_NODEID", "0",
-          "SLURM_STEP_TASKS_PER_NODE", "3,1", "SLURM_NTASKS_PER_NODE", "2", NULL);
+      "SLURM_STEP_TASKS_PER_NODE", "3,1", "SLURM_NTASKS_PER_NODE", "2", NULL);
   CU_ASSERT_EQUAL_FATAL(rt_pg_from_env(&in), 0);
   CU_ASSERT_EQUAL(in.local_world_size, 3);
   CU_ASSERT_EQUAL(in.local_rank, 2);
@@ -145,9 +143,8 @@ static void test_slurm(void) {
 
 static void test_openmpi(void) {
   clear_env();
-  set_env("OMPI_COMM_WORLD_RANK", "2", "OMPI_COMM_WORLD_SIZE", "4",
-          "OMPI_COMM_WORLD_LOCAL_RANK", "0", "OMPI_COMM_WORLD_LOCAL_SIZE", "2", "MASTER_PORT",
-          "1234", NULL);
+  set_env("OMPI_COMM_WORLD_RANK", "2", "OMPI_COMM_WORLD_SIZE", "4", "OMPI_COMM_WORLD_LOCAL_RANK", "0",
+      "OMPI_COMM_WORLD_LOCAL_SIZE", "2", "MASTER_PORT", "1234", NULL);
   rt_pg_info in;
   CU_ASSERT_EQUAL_FATAL(rt_pg_from_env(&in), 0);
   CU_ASSERT_EQUAL(in.rank, 2);
@@ -165,16 +162,15 @@ static void test_precedence(void) {
   /* torchrun inside an srun allocation: torchrun's variables describe this
    * process (Slurm's describe the torchrun agent). */
   clear_env();
-  set_env("RANK", "1", "WORLD_SIZE", "2", "SLURM_PROCID", "0", "SLURM_NTASKS", "1",
-          "OMPI_COMM_WORLD_RANK", "0", "OMPI_COMM_WORLD_SIZE", "1", NULL);
+  set_env("RANK", "1", "WORLD_SIZE", "2", "SLURM_PROCID", "0", "SLURM_NTASKS", "1", "OMPI_COMM_WORLD_RANK", "0",
+      "OMPI_COMM_WORLD_SIZE", "1", NULL);
   CU_ASSERT_EQUAL_FATAL(rt_pg_from_env(&in), 0);
   CU_ASSERT_STRING_EQUAL(in.source, "torchrun");
   CU_ASSERT_EQUAL(in.rank, 1);
   CU_ASSERT_EQUAL(in.world_size, 2);
 
   clear_env();
-  set_env("SLURM_PROCID", "2", "SLURM_NTASKS", "3", "OMPI_COMM_WORLD_RANK", "0",
-          "OMPI_COMM_WORLD_SIZE", "1", NULL);
+  set_env("SLURM_PROCID", "2", "SLURM_NTASKS", "3", "OMPI_COMM_WORLD_RANK", "0", "OMPI_COMM_WORLD_SIZE", "1", NULL);
   CU_ASSERT_EQUAL_FATAL(rt_pg_from_env(&in), 0);
   CU_ASSERT_STRING_EQUAL(in.source, "slurm");
   CU_ASSERT_EQUAL(in.rank, 2);
@@ -253,8 +249,7 @@ static void test_bad_slurm(void) {
   expect_env_error(CORE_EINVAL, "SLURM_PROCID=4 is not below SLURM_NTASKS=4", NULL);
   set_env("SLURM_PROCID", "1", "SLURM_NTASKS", "-2", NULL);
   expect_env_error(CORE_EINVAL, "SLURM_NTASKS=-2", NULL);
-  set_env("SLURM_NTASKS", "4", "SLURM_LOCALID", "0", "SLURM_NODEID", "0",
-          "SLURM_TASKS_PER_NODE", "2(y3)", NULL);
+  set_env("SLURM_NTASKS", "4", "SLURM_LOCALID", "0", "SLURM_NODEID", "0", "SLURM_TASKS_PER_NODE", "2(y3)", NULL);
   expect_env_error(CORE_EINVAL, "SLURM_TASKS_PER_NODE='2(y3)'", "SLURM_NTASKS_PER_NODE");
   set_env("SLURM_TASKS_PER_NODE", "2", "SLURM_NODEID", "5", NULL);
   expect_env_error(CORE_EINVAL, "SLURM_NODEID=5", NULL);
@@ -269,8 +264,7 @@ static void test_bad_slurm(void) {
 static void test_bad_openmpi(void) {
   clear_env();
   set_env("OMPI_COMM_WORLD_RANK", "3", "OMPI_COMM_WORLD_SIZE", "3", NULL);
-  expect_env_error(CORE_EINVAL, "OMPI_COMM_WORLD_RANK=3 is not below OMPI_COMM_WORLD_SIZE=3",
-                   NULL);
+  expect_env_error(CORE_EINVAL, "OMPI_COMM_WORLD_RANK=3 is not below OMPI_COMM_WORLD_SIZE=3", NULL);
   set_env("OMPI_COMM_WORLD_SIZE", "abc", NULL);
   expect_env_error(CORE_EINVAL, "OMPI_COMM_WORLD_SIZE='abc'", "mpirun");
   clear_env();
@@ -279,9 +273,7 @@ static void test_bad_openmpi(void) {
   set_env("OMPI_COMM_WORLD_SIZE", "2", "OMPI_COMM_WORLD_LOCAL_RANK", "0", NULL);
   expect_env_error(CORE_EINVAL, "OMPI_COMM_WORLD_LOCAL_SIZE is not", "set both");
   set_env("OMPI_COMM_WORLD_LOCAL_SIZE", "1", "OMPI_COMM_WORLD_LOCAL_RANK", "1", NULL);
-  expect_env_error(CORE_EINVAL,
-                   "OMPI_COMM_WORLD_LOCAL_RANK=1 is not below OMPI_COMM_WORLD_LOCAL_SIZE=1",
-                   NULL);
+  expect_env_error(CORE_EINVAL, "OMPI_COMM_WORLD_LOCAL_RANK=1 is not below OMPI_COMM_WORLD_LOCAL_SIZE=1", NULL);
   clear_env();
 }
 
@@ -325,10 +317,8 @@ static void test_spec_forms(void) {
 }
 
 static void test_spec_bad(void) {
-  static const char *const bad[] = {"",          "tcp://host:1",   "redis://",
-                                    "redis://:6379", "redis://h:0", "redis://h:65536",
-                                    "redis://h:abc", "redis://h:1/x", "redis://[::1",
-                                    "file://",   "env://",         "no-such-dir-here"};
+  static const char *const bad[] = {"", "tcp://host:1", "redis://", "redis://:6379", "redis://h:0", "redis://h:65536",
+      "redis://h:abc", "redis://h:1/x", "redis://[::1", "file://", "env://", "no-such-dir-here"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     rt_pg_spec s;
     core_err_clear();

@@ -82,8 +82,7 @@ static int series_rank(int rank, int size, void *arg) {
     /* A failed communicator stays failed, with the first error's code. */
     int again = rt_allreduce(c, buf, N, RT_FP32, j->algo);
     if (again != rc || !strstr(core_err_msg(), "already failed")) {
-      fprintf(stderr, "rank %d: second call after failure gave %d: %s\n", rank, again,
-              core_err_msg());
+      fprintf(stderr, "rank %d: second call after failure gave %d: %s\n", rank, again, core_err_msg());
       status = 6;
     }
   }
@@ -145,8 +144,7 @@ static void run_fault(int size, enum fault f, enum rt_algo algo, double timeout_
     while (got < size - 1 && rtt_report_recv(rp[0], &r, timeout_s + SLACK_S + 10)) {
       got++;
       double after = (double)(r.t_ns - t_fault) / 1e9;
-      fprintf(stderr, "\n  rank %d saw %s after %.2f s: %s\n", r.rank, core_err_name(r.code),
-              after, r.msg);
+      fprintf(stderr, "\n  rank %d saw %s after %.2f s: %s\n", r.rank, core_err_name(r.code), after, r.msg);
       CU_ASSERT(r.rank != victim);
       CU_ASSERT(after <= timeout_s + SLACK_S);
       if (f == FAULT_KILL) {
@@ -226,8 +224,7 @@ static void test_missing_rank(void) {
   while (spawned && got < size - 1 && rtt_report_recv(rp[0], &r, j.timeout_s + SLACK_S + 10)) {
     got++;
     double after = (double)(r.t_ns - t0) / 1e9;
-    fprintf(stderr, "\n  rank %d saw %s after %.2f s: %s\n", r.rank, core_err_name(r.code),
-            after, r.msg);
+    fprintf(stderr, "\n  rank %d saw %s after %.2f s: %s\n", r.rank, core_err_name(r.code), after, r.msg);
     CU_ASSERT_EQUAL(r.code, CORE_ETIMEDOUT);
     CU_ASSERT(after <= j.timeout_s + SLACK_S);
     CU_ASSERT_PTR_NOT_NULL(strstr(r.msg, "3 ranks"));
@@ -241,8 +238,7 @@ static void test_missing_rank(void) {
 
 static void test_bad_spec(void) {
   rt_pg_info in = info_for(0, 2);
-  static const char *const bad[] = {"tcp://127.0.0.1:29500", "redis://", "no-such-dir-xyz",
-                                    "redis://127.0.0.1:http"};
+  static const char *const bad[] = {"tcp://127.0.0.1:29500", "redis://", "no-such-dir-xyz", "redis://127.0.0.1:http"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     rt_comm *c = NULL;
     int64_t t0 = rtt_now_ns();
@@ -255,8 +251,7 @@ static void test_bad_spec(void) {
   /* A well-formed spec naming a directory that is not there is an I/O
    * error naming it. */
   rt_comm *c = NULL;
-  CU_ASSERT_EQUAL(rt_pg_connect(&in, "/nonexistent/ddpsim-rdv", "127.0.0.1", 2, "p", &c),
-                  CORE_EIO);
+  CU_ASSERT_EQUAL(rt_pg_connect(&in, "/nonexistent/ddpsim-rdv", "127.0.0.1", 2, "p", &c), CORE_EIO);
   CU_ASSERT_PTR_NOT_NULL(strstr(core_err_msg(), "/nonexistent/ddpsim-rdv"));
 }
 
@@ -291,8 +286,7 @@ static void test_bad_bind(void) {
   int got = spawned && rtt_report_recv(rp[0], &r, j.timeout_s + SLACK_S + 10);
   CU_ASSERT(got);
   if (got) {
-    fprintf(stderr, "\n  rank 0 saw %s after %.2f s: %s\n", core_err_name(r.code),
-            (double)(r.t_ns - t0) / 1e9, r.msg);
+    fprintf(stderr, "\n  rank 0 saw %s after %.2f s: %s\n", core_err_name(r.code), (double)(r.t_ns - t0) / 1e9, r.msg);
     CU_ASSERT_EQUAL(r.code, CORE_ECOMM);
     CU_ASSERT_PTR_NOT_NULL(strstr(r.msg, "192.0.2.1"));
     CU_ASSERT((double)(r.t_ns - t0) / 1e9 <= j.timeout_s + SLACK_S);

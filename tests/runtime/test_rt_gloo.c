@@ -28,7 +28,6 @@ typedef struct job {
   int64_t t0_ns;
 } job;
 
-
 /* Each rank: connect through the process group, run the body, disconnect. */
 static int rank_main(int rank, int size, void *arg) {
   const job *j = arg;
@@ -120,8 +119,7 @@ static int allreduce_body(rt_comm *c, int rank, int size, const job *j) {
         if (a == RT_ALGO_BCUBE && size > 1 && size % 2 != 0) {
           /* Gloo's AllreduceBcube needs a world size divisible by its base
            * (2) and returns wrong sums otherwise: refused. */
-          RTT_CHECK(rc == CORE_EUNSUPPORTED, "bcube on %d ranks gave %d: %s", size, rc,
-                core_err_msg());
+          RTT_CHECK(rc == CORE_EUNSUPPORTED, "bcube on %d ranks gave %d: %s", size, rc, core_err_msg());
           RTT_CHECK(strstr(core_err_msg(), "bcube") != NULL, "message: %s", core_err_msg());
           free(b);
           continue;
@@ -138,10 +136,9 @@ static int allreduce_body(rt_comm *c, int rank, int size, const job *j) {
               first = i;
           }
         }
-        RTT_CHECK(bad == 0, "allreduce %s %s n=%zu: %zu wrong, first [%zu] = %g, want %d", an, tn,
-              n, bad, first, get(b, (enum rt_dtype)t, first), s * (int)(first % 13 + 1));
-        RTT_CHECK(guard_intact(b, n, (enum rt_dtype)t), "allreduce %s %s n=%zu wrote past the end",
-              an, tn, n);
+        RTT_CHECK(bad == 0, "allreduce %s %s n=%zu: %zu wrong, first [%zu] = %g, want %d", an, tn, n, bad, first,
+            get(b, (enum rt_dtype)t, first), s * (int)(first % 13 + 1));
+        RTT_CHECK(guard_intact(b, n, (enum rt_dtype)t), "allreduce %s %s n=%zu wrote past the end", an, tn, n);
         free(b);
       }
     }
@@ -151,14 +148,12 @@ static int allreduce_body(rt_comm *c, int rank, int size, const job *j) {
   float x = (float)(rank + 1);
   RTT_CHECK(rt_allreduce(c, &x, 0, RT_FP32, RT_ALGO_RING) == 0, "count 0: %s", core_err_msg());
   RTT_CHECK(rt_allreduce(c, &x, 1, RT_FP32, RT_ALGO_TREE) == CORE_EUNSUPPORTED, "tree accepted");
-  RTT_CHECK(strstr(core_err_msg(), "tree") && strstr(core_err_msg(), "NCCL"), "tree msg: %s",
-        core_err_msg());
+  RTT_CHECK(strstr(core_err_msg(), "tree") && strstr(core_err_msg(), "NCCL"), "tree msg: %s", core_err_msg());
   uint16_t h = 0;
   /* bf16 reduces with the default algorithm only (test_rt_compress checks its sums). */
   RTT_CHECK(rt_allreduce(c, &h, 1, RT_BF16, RT_ALGO_RING) == CORE_EUNSUPPORTED, "bf16 ring accepted");
   RTT_CHECK(strstr(core_err_msg(), "bf16") != NULL, "bf16 msg: %s", core_err_msg());
-  RTT_CHECK(rt_allreduce(c, &x, 1, RT_FP32, RT_ALGO_DEFAULT) == 0, "after rejects: %s",
-        core_err_msg());
+  RTT_CHECK(rt_allreduce(c, &x, 1, RT_FP32, RT_ALGO_DEFAULT) == 0, "after rejects: %s", core_err_msg());
   RTT_CHECK(x == (float)s, "after rejects: %g", x);
   return 0;
 }
@@ -178,15 +173,14 @@ static int allgather_body(rt_comm *c, int rank, int size, const job *j) {
       for (size_t i = 0; i < n; i++)
         put(send, (enum rt_dtype)t, i, rank * 100 + (int)(i % 100));
       int rc = rt_allgather(c, send, recv, n, (enum rt_dtype)t);
-      RTT_CHECK(rc == 0, "allgather %s n=%zu: %s", rt_dtype_name((enum rt_dtype)t), n,
-            core_err_msg());
+      RTT_CHECK(rc == 0, "allgather %s n=%zu: %s", rt_dtype_name((enum rt_dtype)t), n, core_err_msg());
       if (rc)
         return 5;
       for (int r = 0; r < size; r++)
         for (size_t i = 0; i < n; i++) {
           double got = get(recv, (enum rt_dtype)t, (size_t)r * n + i);
           RTT_CHECK(got == r * 100 + (int)(i % 100), "allgather %s n=%zu: [%d][%zu] = %g",
-                rt_dtype_name((enum rt_dtype)t), n, r, i, got);
+              rt_dtype_name((enum rt_dtype)t), n, r, i, got);
         }
       RTT_CHECK(guard_intact(recv, total, (enum rt_dtype)t), "allgather wrote past the end");
 
@@ -195,15 +189,14 @@ static int allgather_body(rt_comm *c, int rank, int size, const job *j) {
       memset(recv, 0, total * es);
       memcpy((char *)recv + (size_t)rank * n * es, send, n * es);
       rc = rt_allgather(c, (char *)recv + (size_t)rank * n * es, recv, n, (enum rt_dtype)t);
-      RTT_CHECK(rc == 0, "in-place allgather %s n=%zu: %s", rt_dtype_name((enum rt_dtype)t), n,
-            core_err_msg());
+      RTT_CHECK(rc == 0, "in-place allgather %s n=%zu: %s", rt_dtype_name((enum rt_dtype)t), n, core_err_msg());
       if (rc)
         return 5;
       for (int r = 0; r < size; r++)
         for (size_t i = 0; i < n; i++) {
           double got = get(recv, (enum rt_dtype)t, (size_t)r * n + i);
           RTT_CHECK(got == r * 100 + (int)(i % 100), "in-place allgather %s n=%zu: [%d][%zu] = %g",
-                rt_dtype_name((enum rt_dtype)t), n, r, i, got);
+              rt_dtype_name((enum rt_dtype)t), n, r, i, got);
         }
       free(send);
       free(recv);
@@ -229,15 +222,14 @@ static int reduce_scatter_body(rt_comm *c, int rank, int size, const job *j) {
         for (size_t i = 0; i < n; i++)
           put(send, (enum rt_dtype)t, (size_t)b * n + i, (rank + 1) * (b + 1) + (int)(i % 5));
       int rc = rt_reduce_scatter(c, send, recv, n, (enum rt_dtype)t);
-      RTT_CHECK(rc == 0, "reduce_scatter %s n=%zu: %s", rt_dtype_name((enum rt_dtype)t), n,
-            core_err_msg());
+      RTT_CHECK(rc == 0, "reduce_scatter %s n=%zu: %s", rt_dtype_name((enum rt_dtype)t), n, core_err_msg());
       if (rc)
         return 5;
       for (size_t i = 0; i < n; i++) {
         double got = get(recv, (enum rt_dtype)t, i);
         double want = s * (rank + 1) + size * (int)(i % 5);
-        RTT_CHECK(got == want, "reduce_scatter %s n=%zu: [%zu] = %g, want %g",
-              rt_dtype_name((enum rt_dtype)t), n, i, got, want);
+        RTT_CHECK(got == want, "reduce_scatter %s n=%zu: [%zu] = %g, want %g", rt_dtype_name((enum rt_dtype)t), n, i,
+            got, want);
       }
       /* send is input only. */
       RTT_CHECK(get(send, (enum rt_dtype)t, 0) == rank + 1, "reduce_scatter changed send");
@@ -266,14 +258,12 @@ static int broadcast_body(rt_comm *c, int rank, int size, const job *j) {
         for (size_t i = 0; i < n; i++)
           put(b, (enum rt_dtype)t, i, rank == root ? root * 10 + (int)(i % 50) : -1);
         int rc = rt_broadcast(c, b, n, (enum rt_dtype)t, root);
-        RTT_CHECK(rc == 0, "broadcast from %d %s n=%zu: %s", root, rt_dtype_name((enum rt_dtype)t),
-              n, core_err_msg());
+        RTT_CHECK(rc == 0, "broadcast from %d %s n=%zu: %s", root, rt_dtype_name((enum rt_dtype)t), n, core_err_msg());
         if (rc)
           return 5;
         for (size_t i = 0; i < n; i++) {
           double got = get(b, (enum rt_dtype)t, i);
-          RTT_CHECK(got == root * 10 + (int)(i % 50), "broadcast from %d: [%zu] = %g", root, i,
-                got);
+          RTT_CHECK(got == root * 10 + (int)(i % 50), "broadcast from %d: [%zu] = %g", root, i, got);
         }
         RTT_CHECK(guard_intact(b, n, (enum rt_dtype)t), "broadcast wrote past the end");
         free(b);
@@ -301,9 +291,10 @@ static int barrier_body(rt_comm *c, int rank, int size, const job *j) {
   RTT_CHECK(rc == 0, "second barrier: %s", core_err_msg());
   double waited_ms = (double)(rtt_now_ns() - t1) / 1e6;
   /* Ranks leave the first barrier a little apart; allow 50 ms of that. */
-  RTT_CHECK(waited_ms >= (size - 1) * BARRIER_STEP_MS - 50, "rank %d left the barrier after %.0f "
-        "ms, before the last rank (%d ms late) arrived", rank, waited_ms,
-        (size - 1) * BARRIER_STEP_MS);
+  RTT_CHECK(waited_ms >= (size - 1) * BARRIER_STEP_MS - 50,
+      "rank %d left the barrier after %.0f "
+      "ms, before the last rank (%d ms late) arrived",
+      rank, waited_ms, (size - 1) * BARRIER_STEP_MS);
   return 0;
 }
 

@@ -78,8 +78,7 @@ static int suite_init(void) {
   if (ndev > 0)
     printf("\n  %d CUDA device(s): running the GPU checks\n", ndev);
   else if (ndev == 0)
-    printf("\n  no usable CUDA device (%s): checking that every GPU function says so\n",
-           probe_msg);
+    printf("\n  no usable CUDA device (%s): checking that every GPU function says so\n", probe_msg);
   return 0;
 }
 
@@ -109,13 +108,13 @@ static int says_unsupported(const char *msg, int built) {
   return strstr(msg, built ? "no CUDA device" : "built without CUDA") != NULL;
 }
 
-#define EXPECT_UNSUPPORTED_IN(call, built)                                                     \
-  do {                                                                                         \
-    int rc_ = (call);                                                                          \
-    int ok_ = rc_ == CORE_EUNSUPPORTED && says_unsupported(core_err_msg(), built);             \
-    CU_ASSERT(ok_);                                                                            \
-    if (!ok_)                                                                                  \
-      fprintf(stderr, "\n  %s gave %d: %s\n", #call, rc_, core_err_msg());                      \
+#define EXPECT_UNSUPPORTED_IN(call, built)                                                                             \
+  do {                                                                                                                 \
+    int rc_ = (call);                                                                                                  \
+    int ok_ = rc_ == CORE_EUNSUPPORTED && says_unsupported(core_err_msg(), built);                                     \
+    CU_ASSERT(ok_);                                                                                                    \
+    if (!ok_)                                                                                                          \
+      fprintf(stderr, "\n  %s gave %d: %s\n", #call, rc_, core_err_msg());                                             \
   } while (0)
 #define EXPECT_UNSUPPORTED(call) EXPECT_UNSUPPORTED_IN(call, CUDA_BUILT)
 #define EXPECT_NCCL_UNSUPPORTED(call) EXPECT_UNSUPPORTED_IN(call, NCCL_BUILT)
@@ -214,11 +213,10 @@ static void test_no_gpu_nccl(void) {
 
 /* ---- checks inside GPU children ----------------------------------------------- */
 
-
-#define CHECK_OK(call)                                                                         \
-  do {                                                                                         \
-    int rc_ = (call);                                                                          \
-    RTT_CHECK(rc_ == 0, "%s gave %d: %s", #call, rc_, core_err_msg());                             \
+#define CHECK_OK(call)                                                                                                 \
+  do {                                                                                                                 \
+    int rc_ = (call);                                                                                                  \
+    RTT_CHECK(rc_ == 0, "%s gave %d: %s", #call, rc_, core_err_msg());                                                 \
   } while (0)
 
 typedef struct job {
@@ -264,13 +262,11 @@ static int guard_intact(const void *d, size_t n, enum rt_dtype t) {
   return rt_gpu_check((const char *)d + n * rt_dtype_size(t), GUARD, t, &guard_pat, NULL) == 0;
 }
 
-static void check_data(const void *d, size_t n, enum rt_dtype t, const rt_gpu_pattern *p,
-                       const char *what, int rank) {
+static void check_data(const void *d, size_t n, enum rt_dtype t, const rt_gpu_pattern *p, const char *what, int rank) {
   int rc = rt_gpu_check(d, n, t, p, NULL);
-  RTT_CHECK(rc == 0, "rank %d: %s (%s, %zu elements): %s", rank, what, rt_dtype_name(t), n,
-        core_err_msg());
-  RTT_CHECK(guard_intact(d, n, t), "rank %d: %s (%s, %zu elements) wrote past its buffer", rank,
-        what, rt_dtype_name(t), n);
+  RTT_CHECK(rc == 0, "rank %d: %s (%s, %zu elements): %s", rank, what, rt_dtype_name(t), n, core_err_msg());
+  RTT_CHECK(
+      guard_intact(d, n, t), "rank %d: %s (%s, %zu elements) wrote past its buffer", rank, what, rt_dtype_name(t), n);
 }
 
 static const size_t coll_counts[] = {1, 7, 1000, (1u << 20) + 3};
@@ -303,8 +299,7 @@ static void coll_checks(rt_comm *c, int rank, int size) {
         for (int r = 0; r < size; r++) {
           rt_gpu_pattern theirs = {r + 1, 13, 0};
           RTT_CHECK(rt_gpu_check((char *)recv + (size_t)r * n * es, n, t, &theirs, NULL) == 0,
-                "rank %d: allgather block %d (%s, %zu): %s", rank, r, rt_dtype_name(t), n,
-                core_err_msg());
+              "rank %d: allgather block %d (%s, %zu): %s", rank, r, rt_dtype_name(t), n, core_err_msg());
         }
         RTT_CHECK(guard_intact(recv, n * (size_t)size, t), "allgather wrote past its buffer");
         RTT_CHECK(guard_intact(send, n, t), "allgather wrote past its send buffer");
@@ -360,17 +355,15 @@ static int gpu_basics_child(int rank, int size, void *arg) {
   RTT_CHECK(n > 0, "%d devices", n);
   rt_gpu_info info;
   CHECK_OK(rt_gpu_get_info(0, &info));
-  RTT_CHECK(info.name[0] && info.total_mem > 0 && info.free_mem <= info.total_mem &&
-            info.cc_major >= 3 && info.sm_count > 0,
-        "device info: %s cc %d.%d, %d SMs, %zu of %zu bytes free", info.name, info.cc_major,
-        info.cc_minor, info.sm_count, info.free_mem, info.total_mem);
+  RTT_CHECK(
+      info.name[0] && info.total_mem > 0 && info.free_mem <= info.total_mem && info.cc_major >= 3 && info.sm_count > 0,
+      "device info: %s cc %d.%d, %d SMs, %zu of %zu bytes free", info.name, info.cc_major, info.cc_minor, info.sm_count,
+      info.free_mem, info.total_mem);
   char v[256];
   CHECK_OK(rt_gpu_versions(v, sizeof v));
-  printf("  device 0: %s (%s), cc %d.%d, %d SMs, %.1f GiB (%.1f free); %s\n", info.name,
-         info.pci_bus_id, info.cc_major, info.cc_minor, info.sm_count,
-         (double)info.total_mem / (1 << 30), (double)info.free_mem / (1 << 30), v);
-  RTT_CHECK(rt_gpu_get_info(n, &info) == CORE_EINVAL, "device %d out of range: %s", n,
-        core_err_msg());
+  printf("  device 0: %s (%s), cc %d.%d, %d SMs, %.1f GiB (%.1f free); %s\n", info.name, info.pci_bus_id, info.cc_major,
+      info.cc_minor, info.sm_count, (double)info.total_mem / (1 << 30), (double)info.free_mem / (1 << 30), v);
+  RTT_CHECK(rt_gpu_get_info(n, &info) == CORE_EINVAL, "device %d out of range: %s", n, core_err_msg());
   RTT_CHECK(rt_gpu_set_device(-1) == CORE_EINVAL, "device -1: %s", core_err_msg());
   CHECK_OK(rt_gpu_set_device(0));
 
@@ -401,8 +394,7 @@ static int gpu_basics_child(int rank, int size, void *arg) {
     char idx[32];
     snprintf(idx, sizeof idx, "element %zu ", at);
     RTT_CHECK(rc == CORE_ECORRUPT && nbad == 1 && strstr(core_err_msg(), idx),
-          "%s: corrupted element %zu: rc %d, %zu bad: %s", rt_dtype_name(t), at, rc, nbad,
-          core_err_msg());
+        "%s: corrupted element %zu: rc %d, %zu bad: %s", rt_dtype_name(t), at, rc, nbad, core_err_msg());
     unsigned char back[4] = {1, 1, 1, 1};
     CHECK_OK(rt_gpu_copy_to_host(back, (char *)d + at * es, es));
     RTT_CHECK(memcmp(back, one, es) == 0, "copy back differs");
@@ -421,31 +413,28 @@ static int gpu_basics_child(int rank, int size, void *arg) {
     double f = 0;
     int rc = rt_gpu_gemm_rate(0, (enum core_prec)m, 1024, 1024, 1024, 2, 5, &f);
     if (rc == CORE_EUNSUPPORTED && info.cc_major < 8) {
-      printf("  GEMM %s: not on cc %d.%d\n", core_prec_name((enum core_prec)m),
-             info.cc_major, info.cc_minor);
+      printf("  GEMM %s: not on cc %d.%d\n", core_prec_name((enum core_prec)m), info.cc_major, info.cc_minor);
       continue;
     }
-    RTT_CHECK(rc == 0 && f > 0, "GEMM %s: rc %d, %g FLOP/s: %s",
-          core_prec_name((enum core_prec)m), rc, f, core_err_msg());
+    RTT_CHECK(
+        rc == 0 && f > 0, "GEMM %s: rc %d, %g FLOP/s: %s", core_prec_name((enum core_prec)m), rc, f, core_err_msg());
     printf("  GEMM %s 1024^3: %.1f TFLOP/s\n", core_prec_name((enum core_prec)m), f / 1e12);
   }
   double f = 1;
-  RTT_CHECK(rt_gpu_gemm_rate(0, CORE_PREC_FP32, 0, 8, 8, 1, 1, &f) == CORE_EINVAL && f == 0,
-        "empty GEMM accepted");
+  RTT_CHECK(rt_gpu_gemm_rate(0, CORE_PREC_FP32, 0, 8, 8, 1, 1, &f) == CORE_EINVAL && f == 0, "empty GEMM accepted");
   double bw = 0, h2d = 0, d2h = 0;
   CHECK_OK(rt_gpu_dtod_bandwidth(0, 64 << 20, 2, 10, &bw));
   CHECK_OK(rt_gpu_host_bandwidth(0, 64 << 20, 2, 10, &h2d, &d2h));
   RTT_CHECK(bw > 0 && h2d > 0 && d2h > 0, "bandwidths %g %g %g", bw, h2d, d2h);
-  printf("  device memory %.0f GB/s, host to device %.1f GB/s, device to host %.1f GB/s\n",
-         bw / 1e9, h2d / 1e9, d2h / 1e9);
+  printf("  device memory %.0f GB/s, host to device %.1f GB/s, device to host %.1f GB/s\n", bw / 1e9, h2d / 1e9,
+      d2h / 1e9);
   return rtt_fails ? 3 : 0;
 }
 
 /* The GPU suite's tests skip, saying why, where they cannot run. */
 static int gpu_here(int need_nccl, int need_devices) {
   if (ndev < need_devices) {
-    test_skip("needs %d CUDA device(s), this machine has %d (%s)", need_devices, ndev,
-              ndev ? "one" : probe_msg);
+    test_skip("needs %d CUDA device(s), this machine has %d (%s)", need_devices, ndev, ndev ? "one" : probe_msg);
     return 0;
   }
   if (need_nccl && !NCCL_BUILT) {
@@ -475,17 +464,17 @@ static int nccl_one_child(int rank, int size, void *arg) {
   int rc = s ? rt_nccl_connect(s, 0, 1, 0, OP_TIMEOUT_S, &c) : -1;
   RTT_CHECK(rc == 0, "connect: %s", core_err_msg());
   if (rc == 0) {
-    RTT_CHECK(strcmp(c->ops->name, "nccl") == 0 && c->rank == 0 && c->size == 1,
-          "comm is %s rank %d of %d", c->ops->name, c->rank, c->size);
+    RTT_CHECK(strcmp(c->ops->name, "nccl") == 0 && c->rank == 0 && c->size == 1, "comm is %s rank %d of %d",
+        c->ops->name, c->rank, c->size);
     RTT_CHECK(rt_nccl_stream(c) != NULL, "no stream");
     coll_checks(c, 0, 1);
     void *d = alloc_guarded(16, RT_FP32);
     rc = rt_allreduce(c, d, 16, RT_FP32, RT_ALGO_RING);
     RTT_CHECK(rc == CORE_EUNSUPPORTED && strstr(core_err_msg(), "rt_nccl_connect_algo"),
-          "ring on a default communicator: %d: %s", rc, core_err_msg());
+        "ring on a default communicator: %d: %s", rc, core_err_msg());
     rc = rt_allreduce(c, d, 16, RT_FP32, RT_ALGO_HALVING_DOUBLING);
-    RTT_CHECK(rc == CORE_EUNSUPPORTED && strstr(core_err_msg(), "Gloo"),
-          "halving_doubling: %d: %s", rc, core_err_msg());
+    RTT_CHECK(
+        rc == CORE_EUNSUPPORTED && strstr(core_err_msg(), "Gloo"), "halving_doubling: %d: %s", rc, core_err_msg());
     /* Rejections are local: the communicator still works. */
     CHECK_OK(rt_allreduce(c, d, 16, RT_FP32, RT_ALGO_DEFAULT));
     CHECK_OK(rt_allreduce(c, d, 0, RT_FP16, RT_ALGO_DEFAULT));
@@ -496,8 +485,7 @@ static int nccl_one_child(int rank, int size, void *arg) {
   /* The same prefix cannot serve a second communicator. */
   c = NULL;
   rc = s ? rt_nccl_connect(s, 0, 1, 0, OP_TIMEOUT_S, &c) : -1;
-  RTT_CHECK(rc == CORE_EINVAL && strstr(core_err_msg(), "prefix") && !c,
-        "reused prefix: %d: %s", rc, core_err_msg());
+  RTT_CHECK(rc == CORE_EINVAL && strstr(core_err_msg(), "prefix") && !c, "reused prefix: %d: %s", rc, core_err_msg());
   rt_store_close(s);
 
   /* Abort is local and immediate on a healthy communicator. */
@@ -520,8 +508,8 @@ static int nccl_one_child(int rank, int size, void *arg) {
     rt_store_close(s);
     RTT_CHECK(rc == 0, "connect with %s: %s", rt_algo_name(forced[i]), core_err_msg());
     const char *after = getenv("NCCL_ALGO");
-    RTT_CHECK(strcmp(before, after ? after : "(unset)") == 0, "NCCL_ALGO left as %s, was %s",
-          after ? after : "(unset)", before);
+    RTT_CHECK(strcmp(before, after ? after : "(unset)") == 0, "NCCL_ALGO left as %s, was %s", after ? after : "(unset)",
+        before);
     if (rc)
       continue;
     void *d = alloc_guarded(1000, RT_BF16);
@@ -531,8 +519,8 @@ static int nccl_one_child(int rank, int size, void *arg) {
     CHECK_OK(rt_allreduce(c, d, 1000, RT_BF16, RT_ALGO_DEFAULT));
     check_data(d, 1000, RT_BF16, &p, rt_algo_name(forced[i]), 0);
     rc = rt_allreduce(c, d, 1000, RT_BF16, forced[1 - i]);
-    RTT_CHECK(rc == CORE_EUNSUPPORTED, "%s on a %s communicator: %d",
-          rt_algo_name(forced[1 - i]), rt_algo_name(forced[i]), rc);
+    RTT_CHECK(rc == CORE_EUNSUPPORTED, "%s on a %s communicator: %d", rt_algo_name(forced[1 - i]),
+        rt_algo_name(forced[i]), rc);
     rt_gpu_free(d);
     rt_comm_destroy(c);
   }
@@ -568,12 +556,12 @@ static int nccl_two_child(int rank, int size, void *arg) {
      * detected") or hangs. The id went through the store and NCCL's
      * bootstrap ran; either way the end must be a clean error in bounded
      * time (a hang is the timeout path). */
-    RTT_CHECK(rc == CORE_ECOMM || rc == CORE_EPEER || rc == CORE_ETIMEDOUT,
-          "rank %d: connect gave %d: %s", rank, rc, core_err_msg());
+    RTT_CHECK(rc == CORE_ECOMM || rc == CORE_EPEER || rc == CORE_ETIMEDOUT, "rank %d: connect gave %d: %s", rank, rc,
+        core_err_msg());
     RTT_CHECK(strstr(core_err_msg(), "NCCL") != NULL, "message: %s", core_err_msg());
     RTT_CHECK(took < timeout + 30.0, "took %.1f s", took);
-    printf("  rank %d: two ranks on one GPU refused in %.1f s (%s): %.200s\n", rank, took,
-           core_err_name(rc), core_err_msg());
+    printf("  rank %d: two ranks on one GPU refused in %.1f s (%s): %.200s\n", rank, took, core_err_name(rc),
+        core_err_msg());
     return rtt_fails ? 3 : 0;
   }
   if (rc == 0) {
@@ -606,8 +594,7 @@ static int init_timeout_child(int rank, int size, void *arg) {
   rt_store_close(s);
   RTT_CHECK(rc == CORE_ETIMEDOUT && !c, "rank 0 alone: %d: %s", rc, core_err_msg());
   const char *m = core_err_msg();
-  RTT_CHECK(strstr(m, "communicator creation") && strstr(m, "rank 0 of 2") && strstr(m, "3 s"),
-        "message: %s", m);
+  RTT_CHECK(strstr(m, "communicator creation") && strstr(m, "rank 0 of 2") && strstr(m, "3 s"), "message: %s", m);
   RTT_CHECK(took >= 2.9 && took < 3.0 + 30.0, "took %.1f s for a 3 s timeout", took);
   printf("  creation alone: CORE_ETIMEDOUT after %.1f s (timeout 3 s)\n", took);
 
@@ -617,8 +604,7 @@ static int init_timeout_child(int rank, int size, void *arg) {
   rc = s ? rt_nccl_connect(s, 1, 2, 0, 1.0, &c) : -1;
   took = rtt_now() - t0;
   rt_store_close(s);
-  RTT_CHECK(rc == CORE_ETIMEDOUT && strstr(core_err_msg(), "unique id"), "rank 1 alone: %d: %s",
-        rc, core_err_msg());
+  RTT_CHECK(rc == CORE_ETIMEDOUT && strstr(core_err_msg(), "unique id"), "rank 1 alone: %d: %s", rc, core_err_msg());
   RTT_CHECK(took >= 0.9 && took < 1.0 + 10.0, "took %.1f s for a 1 s timeout", took);
   return rtt_fails ? 3 : 0;
 }
@@ -661,15 +647,14 @@ static int hung_collective_child(int rank, int size, void *arg) {
   rc = rt_allreduce(c, d, 1024, RT_FP32, RT_ALGO_DEFAULT);
   double took = rtt_now() - t0;
   const char *m = core_err_msg();
-  RTT_CHECK(rc == CORE_ETIMEDOUT && strstr(m, "allreduce") && strstr(m, "rank 0 of 1") &&
-            strstr(m, "1 s") && strstr(m, "aborted"),
-        "stalled allreduce: %d: %s", rc, m);
+  RTT_CHECK(rc == CORE_ETIMEDOUT && strstr(m, "allreduce") && strstr(m, "rank 0 of 1") && strstr(m, "1 s") &&
+                strstr(m, "aborted"),
+      "stalled allreduce: %d: %s", rc, m);
   RTT_CHECK(took >= 0.9 && took < 1.0 + 20.0, "took %.1f s for a 1 s timeout", took);
   printf("  stalled allreduce: CORE_ETIMEDOUT after %.1f s (timeout 1 s)\n", took);
   /* Every later call gives the first failure. */
   rc = rt_barrier(c);
-  RTT_CHECK(rc == CORE_ETIMEDOUT && strstr(core_err_msg(), "earlier failure"), "after: %d: %s",
-        rc, core_err_msg());
+  RTT_CHECK(rc == CORE_ETIMEDOUT && strstr(core_err_msg(), "earlier failure"), "after: %d: %s", rc, core_err_msg());
   t0 = rtt_now();
   rt_comm_destroy(c);
   RTT_CHECK(rtt_now() - t0 < 20.0, "destroy after a failure took %.1f s", rtt_now() - t0);
@@ -726,8 +711,8 @@ static int figures_child(int rank, int size, void *arg) {
   rtt_fails = 0;
   rt_gpu_info info;
   CHECK_OK(rt_gpu_get_info(0, &info));
-  printf("\n  device 0: %s, cc %d.%d, %d SMs, %.0f GiB\n", info.name, info.cc_major,
-         info.cc_minor, info.sm_count, (double)info.total_mem / (1 << 30));
+  printf("\n  device 0: %s, cc %d.%d, %d SMs, %.0f GiB\n", info.name, info.cc_major, info.cc_minor, info.sm_count,
+      (double)info.total_mem / (1 << 30));
   printf("  %-6s %8s %12s\n", "GEMM", "m=n=k", "TFLOP/s");
   static const int sizes[] = {1024, 4096, 8192};
   for (int m = 0; m < CORE_N_PREC; m++)
@@ -735,18 +720,16 @@ static int figures_child(int rank, int size, void *arg) {
       double f = 0;
       int rc = rt_gpu_gemm_rate(0, (enum core_prec)m, sizes[k], sizes[k], sizes[k], 3, 10, &f);
       if (rc)
-        printf("  %-6s %8d %12s  (%s)\n", core_prec_name((enum core_prec)m), sizes[k], "-",
-               core_err_msg());
+        printf("  %-6s %8d %12s  (%s)\n", core_prec_name((enum core_prec)m), sizes[k], "-", core_err_msg());
       else
-        printf("  %-6s %8d %12.1f\n", core_prec_name((enum core_prec)m), sizes[k],
-               f / 1e12);
+        printf("  %-6s %8d %12.1f\n", core_prec_name((enum core_prec)m), sizes[k], f / 1e12);
     }
   double bw = 0, h2d = 0, d2h = 0;
   CHECK_OK(rt_gpu_dtod_bandwidth(0, 256 << 20, 3, 20, &bw));
   CHECK_OK(rt_gpu_host_bandwidth(0, 256 << 20, 2, 10, &h2d, &d2h));
   printf("  device memory (read+write) %.0f GB/s; pinned host->device %.1f GB/s, "
          "device->host %.1f GB/s\n",
-         bw / 1e9, h2d / 1e9, d2h / 1e9);
+      bw / 1e9, h2d / 1e9, d2h / 1e9);
 
   if (!NCCL_BUILT) {
     printf("  NCCL backend not built: no allreduce figures\n");

@@ -38,7 +38,7 @@
 typedef struct events {
   Tb__Event *e[4096];
   int n;
-  int damaged;         /* a record failed its checks */
+  int damaged; /* a record failed its checks */
 } events;
 
 static void events_read(const char *path, events *ev) {
@@ -91,9 +91,13 @@ static void sleep_ms(int ms) {
 static rt_tblog_figures figures(long step, double *bucket_s) {
   for (int b = 0; b < 3; b++)
     bucket_s[b] = 0.001 * (double)(b + 1) + 1e-6 * (double)step;
-  return (rt_tblog_figures){.step = step, .step_s = 0.02 + 1e-4 * (double)step, .compute_s = 0.015,
-                            .comm_s = 0.006, .exposed_comm_s = 0.005 + 1e-4 * (double)step,
-                            .loss = 2.0 / (double)(step + 1), .bucket_s = bucket_s};
+  return (rt_tblog_figures){.step = step,
+      .step_s = 0.02 + 1e-4 * (double)step,
+      .compute_s = 0.015,
+      .comm_s = 0.006,
+      .exposed_comm_s = 0.005 + 1e-4 * (double)step,
+      .loss = 2.0 / (double)(step + 1),
+      .bucket_s = bucket_s};
 }
 
 /* ---- the figures --------------------------------------------------------- */
@@ -126,8 +130,8 @@ static void check_step_event(const Tb__Event *e, long step, int attempt, int wit
 }
 
 static rt_tblog *open_logger(const char *dir, int attempt, int resume, int gpu, int queue, long first) {
-  rt_tblog_opts o = {.dir = dir, .rank = 1, .attempt = attempt, .resume = resume, .gpu = gpu,
-                     .queue_steps = queue, .sys_every_s = 0};
+  rt_tblog_opts o = {
+      .dir = dir, .rank = 1, .attempt = attempt, .resume = resume, .gpu = gpu, .queue_steps = queue, .sys_every_s = 0};
   rt_tblog *l = NULL;
   int rc = rt_tblog_open(&o, &l);
   if (rc) {
@@ -252,9 +256,9 @@ static void test_queue_full(void) {
 
 typedef struct gpu_case {
   char dir[512];
-  const char *nvml;   /* DDPSIM_NVML */
+  const char *nvml; /* DDPSIM_NVML */
   int device;
-  const char *why;    /* expected in gpu_why, or NULL: figures expected */
+  const char *why; /* expected in gpu_why, or NULL: figures expected */
 } gpu_case;
 
 static int gpu_child(int rank, int size, void *arg) {
@@ -334,14 +338,13 @@ static void disk_checks(const disk_job *j) {
   }
   rt_tblog_stats st;
   rt_tblog_close(l, &st);
-  RTT_CHECK(st.dropped_queue == 0 && st.dropped_write > 0 && st.logged > 0 &&
-                st.logged + st.dropped_write == DISK_STEPS,
-            "logged %ld, dropped %ld (queue) %ld (writes)", st.logged, st.dropped_queue, st.dropped_write);
+  RTT_CHECK(
+      st.dropped_queue == 0 && st.dropped_write > 0 && st.logged > 0 && st.logged + st.dropped_write == DISK_STEPS,
+      "logged %ld, dropped %ld (queue) %ld (writes)", st.logged, st.dropped_queue, st.dropped_write);
   RTT_CHECK(strstr(st.write_error, "No space left") != NULL, "write error: '%s'", st.write_error);
   events ev;
   events_read(st.path, &ev);
-  RTT_CHECK(!ev.damaged && ev.n == 1 + st.logged, "%d events (damaged %d) for %ld logged", ev.n, ev.damaged,
-            st.logged);
+  RTT_CHECK(!ev.damaged && ev.n == 1 + st.logged, "%d events (damaged %d) for %ld logged", ev.n, ev.damaged, st.logged);
   for (int i = 2; i < ev.n; i++)
     RTT_CHECK(ev.e[i]->step > ev.e[i - 1]->step, "steps out of order at event %d", i);
   events_free(&ev);

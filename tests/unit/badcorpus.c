@@ -109,8 +109,7 @@ int bad_case_check_msg(const bad_case *c, const char *msg, char *why, unsigned l
     return 0;
   }
   if (c->ref_line && at != c->ref_line) {
-    snprintf(why, n, "message starts at scenario line %ld, expected the reference at %d", at,
-             c->ref_line);
+    snprintf(why, n, "message starts at scenario line %ld, expected the reference at %d", at, c->ref_line);
     return -1;
   }
   /* The file that holds the error, with its line. */

@@ -10,12 +10,12 @@
 #define TESTS_UNIT_BADCORPUS_H
 
 typedef struct bad_case {
-  char path[4096];     /* the scenario */
+  char path[4096]; /* the scenario */
   char expect[1024];
-  int line;            /* 0: not given */
-  char file[4096];     /* full path of the file holding the error */
+  int line;        /* 0: not given */
+  char file[4096]; /* full path of the file holding the error */
   int in_aux;
-  int ref_line;        /* line of the reference in the scenario, 0 if none */
+  int ref_line; /* line of the reference in the scenario, 0 if none */
 } bad_case;
 
 /* All cases of dir, sorted by name; *n set. Returns NULL on failure. */

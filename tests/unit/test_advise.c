@@ -27,21 +27,21 @@ static int suite_clean(void) {
 /* 5 node counts x 2 networks x 2 bucket caps x 2 overlap settings, then 4
  * intervals x 2 modes x 2 spare pools: 640 points. ADVISE is the advise
  * group's body. */
-#define STUDY(ADVISE)                                                                                     \
-  "name = \"tiny-plan\";\n"                                                                               \
-  "profile = \"../../scenarios/profiles/dgx-h100.cfg\";\n"                                                \
-  "model = \"../../scenarios/models/mlp.cfg\";\n"                                                         \
-  "training = { batch = 64; precision = \"bf16\"; };\n"                                                   \
-  "cluster = { nodes = [1, 2, 4, 8, 16]; devices_per_node = 8; };\n"                                      \
-  "networks = ( { name = \"1GbE\"; gbps = 1.0; latency_us = 14.0; },\n"                                   \
-  "             { name = \"IB\"; gbps = 200.0; latency_us = 14.0; nics_per_node = 8; efficiency = 0.96;\n" \
-  "               node_hour_usd = 20.0; } );\n"                                                           \
-  "cost = { gpu_hour_usd = 2.0; };\n"                                                                     \
-  "ddp = { bucket_cap_mb = [1.0, 25.0]; overlap = [true, false]; };\n"                                    \
-  "job = { samples = 2e10; };\n"                                                                          \
-  "failures = { mtbf_h = 20.0; restart_s = 60.0; mttr_h = 2.0; spares = [0, 1]; };\n"                     \
-  "checkpoint = { every_s = [60.0, 300.0, 900.0, 1800.0]; mode = [\"sync\", \"async\"]; };\n"             \
-  "simulation = { steps = 3; replications = 40; };\n"                                                     \
+#define STUDY(ADVISE)                                                                                                  \
+  "name = \"tiny-plan\";\n"                                                                                            \
+  "profile = \"../../scenarios/profiles/dgx-h100.cfg\";\n"                                                             \
+  "model = \"../../scenarios/models/mlp.cfg\";\n"                                                                      \
+  "training = { batch = 64; precision = \"bf16\"; };\n"                                                                \
+  "cluster = { nodes = [1, 2, 4, 8, 16]; devices_per_node = 8; };\n"                                                   \
+  "networks = ( { name = \"1GbE\"; gbps = 1.0; latency_us = 14.0; },\n"                                                \
+  "             { name = \"IB\"; gbps = 200.0; latency_us = 14.0; nics_per_node = 8; efficiency = 0.96;\n"             \
+  "               node_hour_usd = 20.0; } );\n"                                                                        \
+  "cost = { gpu_hour_usd = 2.0; };\n"                                                                                  \
+  "ddp = { bucket_cap_mb = [1.0, 25.0]; overlap = [true, false]; };\n"                                                 \
+  "job = { samples = 2e10; };\n"                                                                                       \
+  "failures = { mtbf_h = 20.0; restart_s = 60.0; mttr_h = 2.0; spares = [0, 1]; };\n"                                  \
+  "checkpoint = { every_s = [60.0, 300.0, 900.0, 1800.0]; mode = [\"sync\", \"async\"]; };\n"                          \
+  "simulation = { steps = 3; replications = 40; };\n"                                                                  \
   "advise = { " ADVISE " };\n"
 
 static sim_scenario *load(const char *text) {
@@ -85,7 +85,7 @@ static const sim_advised *top(const sim_advice *a) {
  * is the exhaustive run's, with far fewer points simulated. */
 static void test_same_as_exhaustive(void) {
   const char *objectives[] = {"minimize = \"time_to_train_h\";", "minimize = \"cost_usd\";",
-                              "minimize = \"cost_usd\"; deadline_h = 30.0;", "minimize = \"time_to_train_h\"; budget_usd = 3000.0;"};
+      "minimize = \"cost_usd\"; deadline_h = 30.0;", "minimize = \"time_to_train_h\"; budget_usd = 3000.0;"};
   for (int k = 0; k < 4; k++) {
     sim_scenario *s, *sx;
     sim_advice a, x;
@@ -94,8 +94,8 @@ static void test_same_as_exhaustive(void) {
     CU_ASSERT(a.pruned_search && !x.pruned_search);
     CU_ASSERT_EQUAL(x.n, x.full_points);
     CU_ASSERT(a.n * 4 < x.n);
-    printf("\n    %-50s searched %ld of %ld points, step level %ld of %ld", objectives[k], a.n, x.n,
-           a.step_simulated, a.step_configs);
+    printf("\n    %-50s searched %ld of %ld points, step level %ld of %ld", objectives[k], a.n, x.n, a.step_simulated,
+        a.step_configs);
     int missing = 0;
     for (long i = 0; i < x.n; i++) {
       if (!x.pts[i].pareto)
@@ -189,7 +189,8 @@ static void test_deadline_unmet(void) {
   CU_ASSERT_EQUAL(sim_advice_rank(s, &a), CORE_EINVAL);
   const char *msg = core_err_msg();
   char where[4200];
-  snprintf(where, sizeof where, "%s:15: no point meets the deadline of 0.001 h; the closest of the ", TU_DATA("tiny-plan.cfg"));
+  snprintf(where, sizeof where, "%s:15: no point meets the deadline of 0.001 h; the closest of the ",
+      TU_DATA("tiny-plan.cfg"));
   CU_ASSERT(strncmp(msg, where, strlen(where)) == 0);
   CU_ASSERT(strstr(msg, "relax the deadline") != NULL);
   if (strncmp(msg, where, strlen(where)))
@@ -204,8 +205,10 @@ static void test_refused(void) {
     const char *from, *to, *expect;
   } cases[] = {
       {"nodes = [1, 2, 4, 8, 16]", "nodes = 4", NULL}, /* still something to choose */
-      {"mtbf_h = 20.0;", "mtbf_h = [20.0, 40.0];", ":12: failures.mtbf_h has 2 values, and advise chooses among what you may change"},
-      {"job = { samples = 2e10; };", "job = { steps = 1e6; };", ":11: the points advise compares differ in their global batch"},
+      {"mtbf_h = 20.0;", "mtbf_h = [20.0, 40.0];",
+          ":12: failures.mtbf_h has 2 values, and advise chooses among what you may change"},
+      {"job = { samples = 2e10; };", "job = { steps = 1e6; };",
+          ":11: the points advise compares differ in their global batch"},
   };
   for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
     char text[4096], edited[4096];

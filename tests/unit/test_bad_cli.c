@@ -78,12 +78,10 @@ static void test_control_good_scenario(void) {
 
 /* A spread of the corpus: scenario syntax, keys, ranges, sweeps, files,
  * cross-checks, and errors inside profiles and models. */
-static const char *const picks[] = {
-    "syntax-unclosed-array.cfg", "unknown-network-key.cfg", "out-of-range-nodes.cfg",
-    "empty-sweep-nodes.cfg", "missing-profile-file.cfg", "duplicate-network-names.cfg",
-    "nccl-on-cpu.cfg", "profile-fits-out-of-order.cfg", "profile-jitter-lognormal-sigma.cfg",
-    "model-duplicate-layer-names.cfg", "model-zero-element-tensor.cfg", "output-csv-path.cfg",
-    "output-csv-dotdot.cfg", "output-csv-empty.cfg",
+static const char *const picks[] = {"syntax-unclosed-array.cfg", "unknown-network-key.cfg", "out-of-range-nodes.cfg",
+    "empty-sweep-nodes.cfg", "missing-profile-file.cfg", "duplicate-network-names.cfg", "nccl-on-cpu.cfg",
+    "profile-fits-out-of-order.cfg", "profile-jitter-lognormal-sigma.cfg", "model-duplicate-layer-names.cfg",
+    "model-zero-element-tensor.cfg", "output-csv-path.cfg", "output-csv-dotdot.cfg", "output-csv-empty.cfg",
     "profile-is-directory.cfg", "include-directory.cfg", NULL};
 
 static void test_bad_files(void) {
@@ -116,7 +114,7 @@ static void test_bad_files(void) {
     int left = n_entries(out);
     if (!ok_status || !ok_prefix || why[0] || left != 0)
       fprintf(stderr, "\n  %s: exit %d, %d files left in -o, %s\n    stderr: %s", c->path, status, left,
-              why[0] ? why : "", text);
+          why[0] ? why : "", text);
     CU_ASSERT(ok_status);
     CU_ASSERT(ok_prefix);
     CU_ASSERT(why[0] == '\0');

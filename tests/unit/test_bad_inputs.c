@@ -90,8 +90,8 @@ static void test_load_string(void) {
     int rc2 = sim_scenario_load_string(text, c->path, &s);
     if (rc1 != rc2 || strcmp(msg1, core_err_msg()) != 0) {
       failures++;
-      fprintf(stderr, "\n  %s: from a string: %d \"%s\"\n    from the file: %d \"%s\"", c->path, rc2,
-              core_err_msg(), rc1, msg1);
+      fprintf(stderr, "\n  %s: from a string: %d \"%s\"\n    from the file: %d \"%s\"", c->path, rc2, core_err_msg(),
+          rc1, msg1);
     }
     if (rc2 == 0)
       sim_scenario_free(s);
@@ -158,8 +158,8 @@ static void test_aux_cases_are_otherwise_valid(void) {
       free(text);
       continue;
     }
-    const char *good = strncmp(rel + 5, "profile-", 8) == 0 ? "\"../data/cpu-test.cfg\""
-                                                            : "\"../../scenarios/models/mlp-small.cfg\"";
+    const char *good =
+        strncmp(rel + 5, "profile-", 8) == 0 ? "\"../data/cpu-test.cfg\"" : "\"../../scenarios/models/mlp-small.cfg\"";
     size_t need = strlen(text) + strlen(good) + 1;
     char *fixed = malloc(need);
     CU_ASSERT_FATAL(fixed != NULL);

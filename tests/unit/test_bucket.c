@@ -29,8 +29,7 @@ static const int64_t seq3[6] = {512 * 512, 512, 512 * 512, 512, 512 * 512, 512};
 
 /* Compare an assignment with the expected buckets (tensor indices in the
  * order they were added), and check every derived array against them. */
-static int same(const core_buckets *b, const int *const want[], const int *want_n, int nb,
-                const int64_t *elems) {
+static int same(const core_buckets *b, const int *const want[], const int *want_n, int nb, const int64_t *elems) {
   if (b->n_buckets != nb)
     return 0;
   int pos = 0;
@@ -40,8 +39,7 @@ static int same(const core_buckets *b, const int *const want[], const int *want_
     int64_t sum = 0;
     for (int j = 0; j < want_n[k]; j++) {
       int t = want[k][j];
-      if (b->bucket_tensors[pos + j] != t || b->tensor_bucket[t] != k ||
-          b->tensor_offset[t] != sum)
+      if (b->bucket_tensors[pos + j] != t || b->tensor_bucket[t] != k || b->tensor_offset[t] != sum)
         return 0;
       sum += elems[t];
     }
@@ -140,8 +138,7 @@ static void test_torch_rebuilt(void) {
    * is [5, 4] (it reaches 1 MiB), the remaining 2 MiB + 4 KiB stay below 25
    * MiB and form one bucket. */
   CU_ASSERT_FATAL(core_bucket_assign(seq3, 6, NULL, 4, CORE_BUCKET_FIRST_BYTES,
-                                     (size_t)(CORE_BUCKET_DEFAULT_CAP_MB * MiB),
-                                     CORE_BUCKET_REBUILT, &b) == 0);
+                      (size_t)(CORE_BUCKET_DEFAULT_CAP_MB * MiB), CORE_BUCKET_REBUILT, &b) == 0);
   static const int c0[] = {5, 4}, c1[] = {3, 2, 1, 0};
   const int *want2[] = {c0, c1};
   const int n2[] = {2, 4};
@@ -159,8 +156,8 @@ static void test_pytorch_defaults(void) {
 static void test_single_huge_limit(void) {
   core_buckets b;
   for (int order = 0; order < 3; order++) {
-    CU_ASSERT_FATAL(core_bucket_assign(seq3, 6, NULL, 4, (size_t)1 << 40, (size_t)1 << 40,
-                                       (enum core_bucket_order)order, &b) == 0);
+    CU_ASSERT_FATAL(
+        core_bucket_assign(seq3, 6, NULL, 4, (size_t)1 << 40, (size_t)1 << 40, (enum core_bucket_order)order, &b) == 0);
     CU_ASSERT_EQUAL(b.n_buckets, 1);
     CU_ASSERT_EQUAL(b.bucket_first[0], 0);
     CU_ASSERT_EQUAL(b.bucket_first[1], 6);

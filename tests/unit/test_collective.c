@@ -84,16 +84,17 @@ static void test_measured_or_modelled(void) {
   CU_ASSERT_DOUBLE_EQUAL(sim_colltime_at(&c, 1e8), f->alpha_us * 1e-6 + 1e8 / (f->algbw_GBps * 1e9), 1e-15);
   CU_ASSERT_FATAL(sim_colltime_setup(pr, H100, &ib, SIM_BACKEND_NCCL, CORE_COLL_ALLREDUCE, -1, 2, 8, &c) == 0);
   CU_ASSERT(c.measured == NULL);
-  CU_ASSERT_FATAL(sim_colltime_setup(pr, H100, &ib, SIM_BACKEND_NCCL, CORE_COLL_ALLREDUCE, SIM_ALGO_RING, 4, 8, &c) == 0);
+  CU_ASSERT_FATAL(
+      sim_colltime_setup(pr, H100, &ib, SIM_BACKEND_NCCL, CORE_COLL_ALLREDUCE, SIM_ALGO_RING, 4, 8, &c) == 0);
   CU_ASSERT_DOUBLE_EQUAL(sim_colltime_at(&c, 1e8),
-                         sim_coll_time(SIM_BACKEND_NCCL, CORE_COLL_ALLREDUCE, SIM_ALGO_RING, &c.topo, 1e8), 1e-15);
+      sim_coll_time(SIM_BACKEND_NCCL, CORE_COLL_ALLREDUCE, SIM_ALGO_RING, &c.topo, 1e8), 1e-15);
   /* busbw factors of nccl-tests' doc/PERFORMANCE.md. */
   CU_ASSERT_DOUBLE_EQUAL(core_coll_busbw_factor(CORE_COLL_ALLREDUCE, 16), 2.0 * 15 / 16, 1e-15);
   CU_ASSERT_DOUBLE_EQUAL(core_coll_busbw_factor(CORE_COLL_ALLGATHER, 16), 15.0 / 16, 1e-15);
   CU_ASSERT_DOUBLE_EQUAL(core_coll_busbw_factor(CORE_COLL_BROADCAST, 16), 1.0, 1e-15);
   /* An algorithm the collective has not. */
-  CU_ASSERT_EQUAL(sim_colltime_setup(pr, H100, &ib, SIM_BACKEND_NCCL, CORE_COLL_ALLGATHER, SIM_ALGO_TREE, 4, 8, &c),
-                  CORE_EINVAL);
+  CU_ASSERT_EQUAL(
+      sim_colltime_setup(pr, H100, &ib, SIM_BACKEND_NCCL, CORE_COLL_ALLGATHER, SIM_ALGO_TREE, 4, 8, &c), CORE_EINVAL);
   core_profile_free(pr);
 }
 
@@ -105,8 +106,8 @@ static void test_table_imports(void) {
   CU_ASSERT_FATAL(core_profile_load(H100, &pr) == 0);
   sim_network ib = {.gbps = 400, .latency_us = 14, .nics_per_node = 8, .efficiency = 0.96, .oversubscription = 1};
   for (int k = 0; k < 4; k++) {
-    char *args[] = {"--profile", H100, "--op", (char *)ops[k], "-g", "8", "--nodes", "4", "--network", IB,
-                    "-b", "1K", "-e", "64M", "-f", "4", NULL};
+    char *args[] = {"--profile", H100, "--op", (char *)ops[k], "-g", "8", "--nodes", "4", "--network", IB, "-b", "1K",
+        "-e", "64M", "-f", "4", NULL};
     CU_ASSERT_FATAL(run(args) == 0);
     cal_nccl_run r;
     int rc = cal_nccl_parse(out_path, &r);
@@ -134,8 +135,9 @@ static void test_table_imports(void) {
 /* A bucket's allreduce past the timeout is a warning that says what to do;
  * so is a size of the table past it. */
 static void test_timeout_warning(void) {
-  char *slow[] = {"--profile", H100, "-g", "8", "--nodes", "512", "--network", "gbps = 1.0; latency_us = 14.0; nics_per_node = 1;",
-                  "-b", "1M", "-e", "1G", "-f", "32", "--timeout", "0.3", NULL};
+  char *slow[] = {"--profile", H100, "-g", "8", "--nodes", "512", "--network",
+      "gbps = 1.0; latency_us = 14.0; nics_per_node = 1;", "-b", "1M", "-e", "1G", "-f", "32", "--timeout", "0.3",
+      NULL};
   CU_ASSERT_EQUAL(run(slow), 0);
   CU_ASSERT(err_has("warning: an allreduce of one 25 MiB bucket (bucket_cap_mb) takes"));
   CU_ASSERT(err_has("past nccl's 0.3 s timeout"));

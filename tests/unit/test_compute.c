@@ -19,18 +19,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define REL(a, b, tol) (fabs((a) - (b)) <= (tol) * fabs(b))
+#define REL(a, b, tol) (fabs((a) - (b)) <= (tol)*fabs(b))
 
 static core_profile *profile(const char *host_extra, const char *kind) {
   char text[2048];
   snprintf(text, sizeof text,
-           "profile = { format = 1; name = \"cmp\"; provenance = \"test\"; meta = { };\n"
-           "  device = { kind = \"gpu\"; memory_GBps = 1000.0; host_link_GBps = 10.0; peak_memory_GBps = 2000.0; };\n"
-           "  host = { reduce_GBps = 1.0; %s };\n"
-           "  compute = ( { precision = \"fp32\"; gemm_flops = [1e9]; tflops = [10.0]; peak_tflops = 12.0; },\n"
-           "    { precision = \"bf16\"; gemm_flops = [1e10, 1e12]; tflops = [50.0, 200.0]; peak_tflops = 250.0; } );\n"
-           "  collectives = ( ); };\n",
-           host_extra);
+      "profile = { format = 1; name = \"cmp\"; provenance = \"test\"; meta = { };\n"
+      "  device = { kind = \"gpu\"; memory_GBps = 1000.0; host_link_GBps = 10.0; peak_memory_GBps = 2000.0; };\n"
+      "  host = { reduce_GBps = 1.0; %s };\n"
+      "  compute = ( { precision = \"fp32\"; gemm_flops = [1e9]; tflops = [10.0]; peak_tflops = 12.0; },\n"
+      "    { precision = \"bf16\"; gemm_flops = [1e10, 1e12]; tflops = [50.0, 200.0]; peak_tflops = 250.0; } );\n"
+      "  collectives = ( ); };\n",
+      host_extra);
   if (strcmp(kind, "gpu")) {
     char *k = strstr(text, "\"gpu\"");
     memcpy(k, "\"cpu\"", 5);
@@ -65,8 +65,8 @@ typedef struct run {
   sim_compute_out o;
 } run;
 
-static run costs(const core_model *m, const core_profile *p, enum sim_precision prec, double batch,
-                 enum sim_optimizer opt) {
+static run costs(
+    const core_model *m, const core_profile *p, enum sim_precision prec, double batch, enum sim_optimizer opt) {
   run r;
   memset(&r, 0, sizeof r);
   r.o.fwd_s = r.fwd;
@@ -83,10 +83,11 @@ static run costs(const core_model *m, const core_profile *p, enum sim_precision 
  * layer norm stays fp32 under autocast, half in a pure bf16 model. */
 static void test_bytes_at_width(void) {
   core_profile *p = profile("", "gpu");
-  core_model *m = model("{ name = \"fc\"; kind = \"linear\"; params = [64]; fwd_flops = 1.0; act_bytes = " BIG "; },\n"
-                        "{ name = \"relu\"; kind = \"activation\"; fwd_flops = 0.0; act_bytes = " BIG "; },\n"
-                        "{ name = \"add\"; kind = \"activation\"; inputs = [\"fc\", \"relu\"]; fwd_flops = 0.0; act_bytes = " BIG "; },\n"
-                        "{ name = \"ln\"; kind = \"layer_norm\"; params = [8, 8]; fwd_flops = 0.0; act_bytes = " BIG "; }");
+  core_model *m = model(
+      "{ name = \"fc\"; kind = \"linear\"; params = [64]; fwd_flops = 1.0; act_bytes = " BIG "; },\n"
+      "{ name = \"relu\"; kind = \"activation\"; fwd_flops = 0.0; act_bytes = " BIG "; },\n"
+      "{ name = \"add\"; kind = \"activation\"; inputs = [\"fc\", \"relu\"]; fwd_flops = 0.0; act_bytes = " BIG "; },\n"
+      "{ name = \"ln\"; kind = \"layer_norm\"; params = [8, 8]; fwd_flops = 0.0; act_bytes = " BIG "; }");
   CU_ASSERT_PTR_NOT_NULL_FATAL(p);
   CU_ASSERT_PTR_NOT_NULL_FATAL(m);
   run f = costs(m, p, SIM_PREC_FP32, 1, SIM_OPT_SGD), a = costs(m, p, SIM_PREC_AMP_BF16, 1, SIM_OPT_SGD);
@@ -124,7 +125,8 @@ static void test_gemm_rate(void) {
  * SGD 12, momentum 32. */
 static void test_optimizer(void) {
   core_profile *p = profile("", "gpu");
-  core_model *m = model("{ name = \"fc\"; kind = \"linear\"; params = [1000000000]; fwd_flops = 1.0; act_bytes = 4.0; }");
+  core_model *m =
+      model("{ name = \"fc\"; kind = \"linear\"; params = [1000000000]; fwd_flops = 1.0; act_bytes = 4.0; }");
   CU_ASSERT_PTR_NOT_NULL_FATAL(p);
   CU_ASSERT_PTR_NOT_NULL_FATAL(m);
   double sgd = costs(m, p, SIM_PREC_FP32, 1, SIM_OPT_SGD).o.optimizer_s;
@@ -165,7 +167,7 @@ static void test_generic_rule(void) {
   double want = 1e9 / 10e12 + SIM_ELEMENTWISE_FWD_PASSES * 1e8 / 1000e9;
   run c = costs(m, cpu, SIM_PREC_FP32, 1, SIM_OPT_SGD), g = costs(m, gpu, SIM_PREC_FP32, 1, SIM_OPT_SGD);
   CU_ASSERT(REL(c.fwd[0], want, 1e-12) && REL(c.fwd[1], want, 1e-12) && REL(g.fwd[1], want, 1e-12));
-  CU_ASSERT(c.o.optimizer_s < 0); /* the caller's rule */
+  CU_ASSERT(c.o.optimizer_s < 0);        /* the caller's rule */
   CU_ASSERT(!REL(g.fwd[0], want, 1e-3)); /* a linear layer on a GPU: its own rule */
   CU_ASSERT_EQUAL(sim_compute_check(m, gpu, SIM_PREC_FP32), 0);
   CU_ASSERT_EQUAL(sim_compute_check(m, gpu, SIM_PREC_AMP_BF16), CORE_EINVAL);
@@ -177,10 +179,11 @@ static void test_generic_rule(void) {
 
 /* `inputs` must name layers listed before. */
 static void test_inputs_errors(void) {
-  static const char *const bad[] = {
-      "model = { name = \"m\"; layers = ( { name = \"a\"; kind = \"activation\"; inputs = [\"b\"]; fwd_flops = 0.0; },\n"
-      "  { name = \"b\"; kind = \"activation\"; fwd_flops = 0.0; } ); };",
-      "model = { name = \"m\"; layers = ( { name = \"a\"; kind = \"activation\"; fwd_flops = 0.0; inputs = [1]; } ); };"};
+  static const char *const bad[] = {"model = { name = \"m\"; layers = ( { name = \"a\"; kind = \"activation\"; inputs "
+                                    "= [\"b\"]; fwd_flops = 0.0; },\n"
+                                    "  { name = \"b\"; kind = \"activation\"; fwd_flops = 0.0; } ); };",
+      "model = { name = \"m\"; layers = ( { name = \"a\"; kind = \"activation\"; fwd_flops = 0.0; inputs = [1]; } ); "
+      "};"};
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     core_cfg c;
     core_model *m = NULL;

@@ -39,9 +39,9 @@ typedef struct ref_ev {
 } ref_ev;
 
 typedef struct ref_q {
-  ref_ev *all;   /* every event ever pushed, by push order */
+  ref_ev *all; /* every event ever pushed, by push order */
   size_t n_all, cap_all;
-  size_t *pend;  /* indices into all, sorted by (t, order) */
+  size_t *pend; /* indices into all, sorted by (t, order) */
   size_t n_pend, cap_pend;
 } ref_q;
 
@@ -100,11 +100,10 @@ static void h_nop(sim_engine *e, void *ctx, uint64_t arg) {
 
 /* --- the differential test -------------------------------------------------- */
 
-static int counters_ok(const sim_engine *e, uint64_t sched, uint64_t exec, uint64_t canc,
-                       uint64_t pend) {
+static int counters_ok(const sim_engine *e, uint64_t sched, uint64_t exec, uint64_t canc, uint64_t pend) {
   sim_counters c = sim_engine_counters(e);
-  return sim_engine_check(e) == 0 && c.scheduled == c.executed + c.cancelled + c.pending &&
-         c.scheduled == sched && c.executed == exec && c.cancelled == canc && c.pending == pend;
+  return sim_engine_check(e) == 0 && c.scheduled == c.executed + c.cancelled + c.pending && c.scheduled == sched &&
+         c.executed == exec && c.cancelled == canc && c.pending == pend;
 }
 
 /* time_spread 0: each push picks its own spread, from 1 ns to 2^63 ns,
@@ -233,13 +232,12 @@ static void differential(uint64_t seed, int n_ops, uint64_t time_spread) {
 static void test_differential_seeds(void) {
   static const uint64_t seeds[] = {1, 2, 42, 0xdeadbeef, 987654321};
   for (size_t i = 0; i < sizeof seeds / sizeof *seeds; i++)
-    differential(seeds[i], 40000, 4);  /* very many ties */
-  differential(7, 40000, 1);           /* every push at "now": pure FIFO by sequence */
-  differential(8, 30000, 1000);        /* mostly distinct times */
+    differential(seeds[i], 40000, 4);        /* very many ties */
+  differential(7, 40000, 1);                 /* every push at "now": pure FIFO by sequence */
+  differential(8, 30000, 1000);              /* mostly distinct times */
   differential(9, 30000, UINT64_C(1) << 40); /* keys far apart: every level of the wheel */
-  differential(10, 30000, 0);          /* spreads of every size mixed */
+  differential(10, 30000, 0);                /* spreads of every size mixed */
 }
-
 
 /* The heap grows past its initial capacity and slots are reused many times. */
 static void test_large_queue(void) {

@@ -77,7 +77,8 @@ static void test_maxmin_random(void) {
       }
       sim_flows_add(&f, p, k, (int)(uni() * 3));
     }
-    double *r = malloc(sizeof *r * (size_t)F), *load = calloc((size_t)L, sizeof *load), *top = calloc((size_t)L, sizeof *top);
+    double *r = malloc(sizeof *r * (size_t)F), *load = calloc((size_t)L, sizeof *load),
+           *top = calloc((size_t)L, sizeof *top);
     CU_ASSERT_FATAL(sim_flows_maxmin(&f, r) == 0);
     for (int i = 0; i < F; i++)
       for (int k = f.start[i]; k < f.start[i + 1]; k++) {
@@ -182,7 +183,8 @@ static void test_ring_closed_form(void) {
       CU_ASSERT_FATAL(sim_fabric_layout_for(&f, 1, 8, 50e9, &L) == 0);
       /* Four full groups of nodes that share a leaf (a rack when
        * rail-optimized), in stride: node q of each group, then q + 1. */
-      int per = L.nodes_per_leaf, N = 4 * per, *order = malloc(sizeof *order * (size_t)N), *rack = malloc(sizeof *rack * (size_t)N), n = 0;
+      int per = L.nodes_per_leaf, N = 4 * per, *order = malloc(sizeof *order * (size_t)N),
+          *rack = malloc(sizeof *rack * (size_t)N), n = 0;
       for (int q = 0; q < per; q++)
         for (int g = 0; g < 4; g++)
           order[n++] = g * per + q;
@@ -238,10 +240,12 @@ static void test_one_to_one_is_single_link(void) {
   for (int a = 0; a < 4; a++)
     for (int nodes = 2; nodes <= 512; nodes *= 4) {
       char plain[512], fab[1024];
-      snprintf(plain, sizeof plain, "cluster = { nodes = %d; devices_per_node = 8; };\nddp = { algorithm = \"%s\"; };\n",
-               nodes, algos[a]);
-      snprintf(fab, sizeof fab, "%sfabric = { leaf = { ports = 64; }; spine = { ports = 64; }; core = { ports = 64; }; rail_optimized = %s; rank_order = \"%s\"; };\n",
-               plain, nodes % 8 ? "true" : "false", nodes > 8 ? "random" : "rack");
+      snprintf(plain, sizeof plain,
+          "cluster = { nodes = %d; devices_per_node = 8; };\nddp = { algorithm = \"%s\"; };\n", nodes, algos[a]);
+      snprintf(fab, sizeof fab,
+          "%sfabric = { leaf = { ports = 64; }; spine = { ports = 64; }; core = { ports = 64; }; rail_optimized = %s; "
+          "rank_order = \"%s\"; };\n",
+          plain, nodes % 8 ? "true" : "false", nodes > 8 ? "random" : "rack");
       sim_point_result x, y;
       CU_ASSERT_FATAL(predict(plain, 0, &x) == 0 && predict(fab, 0, &y) == 0);
       CU_ASSERT(x.comm_s == y.comm_s && x.step_s == y.step_s);
@@ -253,8 +257,10 @@ static void test_one_to_one_is_single_link(void) {
  * leaves, and the collectives take longer than on 1:1. */
 static void test_oversubscribed_slower(void) {
   const char *body = "cluster = { nodes = 512; devices_per_node = 8; };\nddp = { algorithm = \"tree\"; };\n"
-                     "fabric = ( { name = \"a\"; leaf = { ports = 64; }; spine = { ports = 64; }; core = { ports = 64; }; rank_order = \"random\"; },\n"
-                     "           { name = \"b\"; leaf = { ports = 64; oversubscription = 3.0; }; spine = { ports = 64; }; core = { ports = 64; }; rank_order = \"random\"; } );\n";
+                     "fabric = ( { name = \"a\"; leaf = { ports = 64; }; spine = { ports = 64; }; core = { ports = 64; "
+                     "}; rank_order = \"random\"; },\n"
+                     "           { name = \"b\"; leaf = { ports = 64; oversubscription = 3.0; }; spine = { ports = 64; "
+                     "}; core = { ports = 64; }; rank_order = \"random\"; } );\n";
   sim_point_result one, three;
   CU_ASSERT_FATAL(predict(body, 0, &one) == 0 && predict(body, 1, &three) == 0);
   CU_ASSERT(one.fab.slowdown == 1.0 && three.fab.slowdown > 1.5);
@@ -266,10 +272,11 @@ static void test_oversubscribed_slower(void) {
  * bandwidth is above the ring's and the tree's; NVLS on one node beats the
  * ring over NVLink. */
 static void test_in_network(void) {
-  const char *body = "cluster = { nodes = [1, 256]; devices_per_node = 8; };\n"
-                     "fabric = ( { name = \"plain\"; leaf = { ports = 64; }; spine = { ports = 64; }; core = { ports = 64; }; },\n"
-                     "           { name = \"sharp\"; leaf = { ports = 64; }; spine = { ports = 64; }; core = { ports = 64; };\n"
-                     "             intra = \"nvswitch\"; in_network = [\"sharp\", \"nvls\"]; } );\n";
+  const char *body =
+      "cluster = { nodes = [1, 256]; devices_per_node = 8; };\n"
+      "fabric = ( { name = \"plain\"; leaf = { ports = 64; }; spine = { ports = 64; }; core = { ports = 64; }; },\n"
+      "           { name = \"sharp\"; leaf = { ports = 64; }; spine = { ports = 64; }; core = { ports = 64; };\n"
+      "             intra = \"nvswitch\"; in_network = [\"sharp\", \"nvls\"]; } );\n";
   sim_point_result plain1, plain256, sharp1, sharp256;
   CU_ASSERT_FATAL(predict(body, 0, &plain1) == 0 && predict(body, 1, &plain256) == 0);
   CU_ASSERT_FATAL(predict(body, 2, &sharp1) == 0 && predict(body, 3, &sharp256) == 0);
@@ -284,12 +291,12 @@ static void test_in_network(void) {
  * collectives slow down against the same neighbour without traffic, and
  * the same seed gives the same bytes. */
 static void test_neighbour(void) {
-#define NEIGHBOUR_FMT                                                                                      \
-  "cluster = { nodes = 256; devices_per_node = 8; };\nddp = { algorithm = \"tree\"; };\n"                       \
-  "fabric = { leaf = { ports = 64; oversubscription = 3.0; }; spine = { ports = 64; }; core = { ports = 64; };\n" \
+#define NEIGHBOUR_FMT                                                                                                  \
+  "cluster = { nodes = 256; devices_per_node = 8; };\nddp = { algorithm = \"tree\"; };\n"                              \
+  "fabric = { leaf = { ports = 64; oversubscription = 3.0; }; spine = { ports = 64; }; core = { ports = 64; };\n"      \
   "           placement = \"interleaved\"; rank_order = \"random\"; %s };\n"
-#define NEIGHBOUR(traffic)                                                                            \
-  "neighbours = ( { name = \"n\"; model = \"" DDPSIM_SOURCE_DIR "/scenarios/models/bert-large.cfg\"; nodes = 256; " \
+#define NEIGHBOUR(traffic)                                                                                             \
+  "neighbours = ( { name = \"n\"; model = \"" DDPSIM_SOURCE_DIR "/scenarios/models/bert-large.cfg\"; nodes = 256; "    \
   "batch = 8; traffic = " traffic "; } );"
   char alone[2048], with[2048];
   snprintf(alone, sizeof alone, NEIGHBOUR_FMT, NEIGHBOUR("false"));

@@ -28,14 +28,14 @@ static double n_params(void) {
 static sim_scenario *load_with(const char *profile, const char *compression, int overlap) {
   char text[2048];
   snprintf(text, sizeof text,
-           "profile = \"%s\"; model = \"../../scenarios/models/mlp.cfg\";\n"
-           "training = { batch = %d; };\n"
-           "cluster = { nodes = 2; devices_per_node = 1; };\n"
-           "networks = ( { name = \"n\"; gbps = 1.0; latency_us = 60.0; efficiency = 1.0; } );\n"
-           "ddp = { backend = \"gloo\"; bucket_cap_mb = %s; first_bucket_mb = 0.0; overlap = %s;\n"
-           "        gradient_as_bucket_view = true; compression = \"%s\"; };\n"
-           "simulation = { steps = 1; };\n",
-           profile, overlap ? 64 : 8, overlap ? "10.0" : "10000.0", overlap ? "true" : "false", compression);
+      "profile = \"%s\"; model = \"../../scenarios/models/mlp.cfg\";\n"
+      "training = { batch = %d; };\n"
+      "cluster = { nodes = 2; devices_per_node = 1; };\n"
+      "networks = ( { name = \"n\"; gbps = 1.0; latency_us = 60.0; efficiency = 1.0; } );\n"
+      "ddp = { backend = \"gloo\"; bucket_cap_mb = %s; first_bucket_mb = 0.0; overlap = %s;\n"
+      "        gradient_as_bucket_view = true; compression = \"%s\"; };\n"
+      "simulation = { steps = 1; };\n",
+      profile, overlap ? 64 : 8, overlap ? "10.0" : "10000.0", overlap ? "true" : "false", compression);
   sim_scenario *s = NULL;
   if (sim_scenario_load_string(text, TU_DATA("inline-hooks.cfg"), &s) != 0)
     fprintf(stderr, "\n%s\n", core_err_msg());

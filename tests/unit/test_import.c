@@ -196,7 +196,7 @@ static void test_nccl_fits_reproduce_samples(void) {
       if (c->bytes[k] <= 65536 || c->bytes[k] >= 8388608) {
         if (e >= 0.03)
           fprintf(stderr, "\n%s: %g bytes: fit %g us, sample %g us\n", s->file, c->bytes[k], fit_us(c, c->bytes[k]),
-                  c->time_us[k]);
+              c->time_us[k]);
         CU_ASSERT(e < 0.03);
       }
     }
@@ -245,13 +245,14 @@ static void test_nccl_profile_in_scenario(void) {
 
   char text[4096];
   snprintf(text, sizeof text,
-           "profile = \"%s\"; model = \"big-test.cfg\";\n"
-           "training = { batch = 8; precision = \"fp32\"; };\n"
-           "cluster = { nodes = [1, 2]; devices_per_node = 8; };\n"
-           "networks = ( { name = \"measured\"; from_profile = true; } );\n"
-           "ddp = { backend = \"nccl\"; algorithm = \"ring\"; bucket_cap_mb = 100000.0; first_bucket_mb = 100000.0; overlap = false; };\n"
-           "simulation = { steps = 2; };\n",
-           path);
+      "profile = \"%s\"; model = \"big-test.cfg\";\n"
+      "training = { batch = 8; precision = \"fp32\"; };\n"
+      "cluster = { nodes = [1, 2]; devices_per_node = 8; };\n"
+      "networks = ( { name = \"measured\"; from_profile = true; } );\n"
+      "ddp = { backend = \"nccl\"; algorithm = \"ring\"; bucket_cap_mb = 100000.0; first_bucket_mb = 100000.0; overlap "
+      "= false; };\n"
+      "simulation = { steps = 2; };\n",
+      path);
   sim_scenario *s = NULL;
   rc = sim_scenario_load_string(text, TU_DATA("inline-import.cfg"), &s);
   if (rc)
@@ -355,7 +356,8 @@ static void test_nccl_validation_off_and_noise(void) {
       if (w && !strcmp(w, " 0"))
         snprintf(w, sizeof buf - (size_t)(w - buf), "    N/A  2026-12-02 10:00:%02d", rows % 60);
       if (++rows == 3)
-        k += (size_t)snprintf(out + k, cap - k, "dgx-h100-07:41210:41300 [0] NCCL INFO Channel 00/24 : 0 1 2 3 4 5 6 7\n");
+        k += (size_t)snprintf(
+            out + k, cap - k, "dgx-h100-07:41210:41300 [0] NCCL INFO Channel 00/24 : 0 1 2 3 4 5 6 7\n");
     } else if (strstr(buf, "#wrong")) {
       strcat(buf, "          timestamp"); /* -R 1 (nccl-tests 2.17): a date and a time per row */
     }
@@ -634,13 +636,13 @@ static void test_trace_model_in_scenario(void) {
   cal_trace_free(&t);
   char text[4096];
   snprintf(text, sizeof text,
-           "profile = \"cpu-test.cfg\"; model = \"%s\";\n"
-           "training = { batch = 32; };\n"
-           "cluster = { nodes = [1, 2]; devices_per_node = 1; };\n"
-           "networks = ( { name = \"n\"; gbps = 10.0; latency_us = 20.0; } );\n"
-           "ddp = { backend = \"gloo\"; };\n"
-           "simulation = { steps = 2; };\n",
-           model);
+      "profile = \"cpu-test.cfg\"; model = \"%s\";\n"
+      "training = { batch = 32; };\n"
+      "cluster = { nodes = [1, 2]; devices_per_node = 1; };\n"
+      "networks = ( { name = \"n\"; gbps = 10.0; latency_us = 20.0; } );\n"
+      "ddp = { backend = \"gloo\"; };\n"
+      "simulation = { steps = 2; };\n",
+      model);
   sim_scenario *s = NULL;
   int rc = sim_scenario_load_string(text, TU_DATA("inline-import.cfg"), &s);
   if (rc)
@@ -969,10 +971,11 @@ static void test_trace_errors(void) {
   CU_ASSERT(strstr(core_err_msg(), "has 4 layers") != NULL);
   /* A base with 3 layers of other sizes. */
   p = in_scratch("other-base.cfg");
-  CU_ASSERT_FATAL(tu_write_file(p, "model = { name = \"other\"; layers = (\n"
-                                   "  { name = \"a\"; type = \"linear\"; in = 512; out = 1024; activation = \"relu\"; },\n"
-                                   "  { name = \"b\"; type = \"linear\"; in = 1024; out = 2048; activation = \"relu\"; },\n"
-                                   "  { name = \"c\"; type = \"linear\"; in = 2048; out = 512; } ); };\n") == 0);
+  CU_ASSERT_FATAL(
+      tu_write_file(p, "model = { name = \"other\"; layers = (\n"
+                       "  { name = \"a\"; type = \"linear\"; in = 512; out = 1024; activation = \"relu\"; },\n"
+                       "  { name = \"b\"; type = \"linear\"; in = 1024; out = 2048; activation = \"relu\"; },\n"
+                       "  { name = \"c\"; type = \"linear\"; in = 2048; out = 512; } ); };\n") == 0);
   cal_trace_opts other = {.base = p};
   cal_trace t;
   CU_ASSERT_FATAL(cal_trace_read(TRACE, &t) == 0);
@@ -994,11 +997,12 @@ static void test_trace_cli(void) {
   CU_ASSERT_FATAL(mkdir(out_dir, 0755) == 0);
   snprintf(out, sizeof out, "%s/m.cfg", out_dir);
   snprintf(err, sizeof err, "%s", in_scratch("trace-err.txt"));
-  char *argv_bad[] = {"ddpsim", "import", "torch-trace", "--base", TU_SRC("scenarios/models/mlp.cfg"), "--out", out,
-                      TRACE, NULL};
+  char *argv_bad[] = {
+      "ddpsim", "import", "torch-trace", "--base", TU_SRC("scenarios/models/mlp.cfg"), "--out", out, TRACE, NULL};
   CU_ASSERT_EQUAL(run_ddpsim(argv_bad, err), 3);
   CU_ASSERT_EQUAL(n_entries(out_dir), 0);
-  char *argv_ok[] = {"ddpsim", "import", "torch-trace", "--base", MLP_SMALL, "--batch", "32", "--out", out, TRACE, NULL};
+  char *argv_ok[] = {
+      "ddpsim", "import", "torch-trace", "--base", MLP_SMALL, "--batch", "32", "--out", out, TRACE, NULL};
   CU_ASSERT_EQUAL(run_ddpsim(argv_ok, err), 0);
   CU_ASSERT_EQUAL(n_entries(out_dir), 1);
   core_model *m = NULL;
@@ -1045,8 +1049,8 @@ static void test_plot_fit(void) {
   core_profile_free(p);
   struct {
     const char *profile, *stem;
-  } cases[] = {{TU_DATA("cpu-test.cfg"), "cpu-test"}, {TU_DATA("gpu-test.cfg"), "gpu-test"},
-               {imported, "imported-for-plot"}};
+  } cases[] = {
+      {TU_DATA("cpu-test.cfg"), "cpu-test"}, {TU_DATA("gpu-test.cfg"), "gpu-test"}, {imported, "imported-for-plot"}};
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
     char dir[8192], png[8400], svg[8400], err[8300];
     snprintf(dir, sizeof dir, "%s/plots-%zu", scratch, i);

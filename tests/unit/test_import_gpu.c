@@ -99,8 +99,8 @@ static void test_datasheets(void) {
     double gb;
     const char *model;
   } names[] = {{"Tesla V100-SXM2-32GB", 34.1, "V100-SXM2"}, {"NVIDIA A100-PG509-200", 42.3, "A100-SXM4-40GB"},
-               {"NVIDIA A100-SXM4-80GB", 85.1, "A100-SXM4-80GB"}, {"NVIDIA H100 80GB HBM3", 85.0, "H100-SXM"},
-               {"NVIDIA H200", 150.0, "H200-SXM"}, {"NVIDIA B200", 191.0, "B200-SXM"}, {"NVIDIA L40S", 48.0, "L40S"}};
+      {"NVIDIA A100-SXM4-80GB", 85.1, "A100-SXM4-80GB"}, {"NVIDIA H100 80GB HBM3", 85.0, "H100-SXM"},
+      {"NVIDIA H200", 150.0, "H200-SXM"}, {"NVIDIA B200", 191.0, "B200-SXM"}, {"NVIDIA L40S", 48.0, "L40S"}};
   for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
     const cal_gpu_sheet *s = cal_gpu_sheet_find(names[i].name, (int64_t)(names[i].gb * 1e9));
     CU_ASSERT(s && !strcmp(s->model, names[i].model));
@@ -172,11 +172,16 @@ static void test_kernel_classes(void) {
     const char *label;
     double us[3]; /* compute, memory, launch */
   } want[] = {
-      {CORE_PIECE_FWD, 0, NULL, {150, 0, 0}},   {CORE_PIECE_FWD, 1, NULL, {0, 40, 0}},
-      {CORE_PIECE_FWD, 2, NULL, {60, 0, 0}},    {CORE_PIECE_BWD, 2, NULL, {50, 0, 0}},
-      {CORE_PIECE_BWD, 1, NULL, {0, 70, 0}},    {CORE_PIECE_BWD, 0, NULL, {200, 0, 0}},
-      {CORE_PIECE_GRAD, 4, NULL, {0, 0, 2}},    {CORE_PIECE_GRAD, 3, NULL, {0, 20, 0}},
-      {CORE_PIECE_GRAD, 0, NULL, {0, 0, 3}},    {CORE_PIECE_FINALIZE, -1, NULL, {0, 25, 0}},
+      {CORE_PIECE_FWD, 0, NULL, {150, 0, 0}},
+      {CORE_PIECE_FWD, 1, NULL, {0, 40, 0}},
+      {CORE_PIECE_FWD, 2, NULL, {60, 0, 0}},
+      {CORE_PIECE_BWD, 2, NULL, {50, 0, 0}},
+      {CORE_PIECE_BWD, 1, NULL, {0, 70, 0}},
+      {CORE_PIECE_BWD, 0, NULL, {200, 0, 0}},
+      {CORE_PIECE_GRAD, 4, NULL, {0, 0, 2}},
+      {CORE_PIECE_GRAD, 3, NULL, {0, 20, 0}},
+      {CORE_PIECE_GRAD, 0, NULL, {0, 0, 3}},
+      {CORE_PIECE_FINALIZE, -1, NULL, {0, 25, 0}},
   };
   for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
     const core_piece *p = find(t, want[i].kind, want[i].index, want[i].label);

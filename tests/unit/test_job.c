@@ -189,7 +189,8 @@ static void test_weibull_shape_one_is_exponential(void) {
   p.replications = 100;
   CU_ASSERT_FATAL(run(&p, &w1) == 0);
   CU_ASSERT_DOUBLE_EQUAL(w1.mtti_s, e1.mtti_s, 1e-6 * e1.mtti_s);
-  double tol = (e1.hi[SIM_JOB_FAILURES] - e1.lo[SIM_JOB_FAILURES]) + (w1.hi[SIM_JOB_FAILURES] - w1.lo[SIM_JOB_FAILURES]);
+  double tol =
+      (e1.hi[SIM_JOB_FAILURES] - e1.lo[SIM_JOB_FAILURES]) + (w1.hi[SIM_JOB_FAILURES] - w1.lo[SIM_JOB_FAILURES]);
   CU_ASSERT(fabs(w1.mean[SIM_JOB_FAILURES] - e1.mean[SIM_JOB_FAILURES]) < 2 * tol);
 }
 

@@ -28,13 +28,13 @@ static int suite_clean(void) {
 }
 
 /* 4 DGX H100 nodes over IB; EXTRA adds or overrides groups. */
-#define BASE                                                                                                   \
-  "name = \"t\";\n"                                                                                            \
-  "profile = \"../../scenarios/profiles/dgx-h100.cfg\";\n"                                                     \
-  "model = \"../../scenarios/models/gpt2-xl.cfg\";\n"                                                          \
-  "training = { batch = 8; precision = \"amp_bf16\"; optimizer = \"adam\"; };\n"                               \
-  "cluster = { nodes = 4; devices_per_node = 8; };\n"                                                          \
-  "networks = ( { name = \"IB\"; gbps = 400.0; latency_us = 14.0; nics_per_node = 8; efficiency = 0.96;\n"     \
+#define BASE                                                                                                           \
+  "name = \"t\";\n"                                                                                                    \
+  "profile = \"../../scenarios/profiles/dgx-h100.cfg\";\n"                                                             \
+  "model = \"../../scenarios/models/gpt2-xl.cfg\";\n"                                                                  \
+  "training = { batch = 8; precision = \"amp_bf16\"; optimizer = \"adam\"; };\n"                                       \
+  "cluster = { nodes = 4; devices_per_node = 8; };\n"                                                                  \
+  "networks = ( { name = \"IB\"; gbps = 400.0; latency_us = 14.0; nics_per_node = 8; efficiency = 0.96;\n"             \
   "               node_hour_usd = 10.0; } );\n"
 #define SIM "simulation = { steps = 3; replications = 50; };\n"
 
@@ -63,12 +63,13 @@ static int params(const sim_scenario *s, long index, sim_job_params *jp, double 
  * allgather of the whole state; unsharded: every node reads all of it. */
 static void test_sharded_load(void) {
   const char *ck[] = {"checkpoint = { every_s = 600.0; sharded = true; storage_GBps = 100.0; };\n",
-                      "checkpoint = { every_s = 600.0; sharded = false; storage_GBps = 100.0; };\n"};
+      "checkpoint = { every_s = 600.0; sharded = false; storage_GBps = 100.0; };\n"};
   for (int k = 0; k < 2; k++) {
     char text[4096];
     snprintf(text, sizeof text,
-             BASE SIM "job = { hours = 10.0; };\nfailures = { mtbf_h = 100.0; restart_s = 1.0; };\n"
-                      "cost = { gpu_hour_usd = 1.0; };\n%s", ck[k]);
+        BASE SIM "job = { hours = 10.0; };\nfailures = { mtbf_h = 100.0; restart_s = 1.0; };\n"
+                 "cost = { gpu_hour_usd = 1.0; };\n%s",
+        ck[k]);
     sim_scenario *s = load(text);
     CU_ASSERT_FATAL(s != NULL);
     sim_job_params jp;
@@ -81,8 +82,8 @@ static void test_sharded_load(void) {
       sim_topo t;
       CU_ASSERT_FATAL(sim_predict_topo(s, &r.pt, &t) == 0);
       CU_ASSERT_DOUBLE_EQUAL(load[0], bytes / nodes / fmin(rbw, cap / nodes), 1e-9 * load[0]);
-      CU_ASSERT_DOUBLE_EQUAL(load[1], sim_coll_time(SIM_BACKEND_NCCL, CORE_COLL_ALLGATHER, SIM_ALGO_RING, &t, bytes),
-                             1e-12);
+      CU_ASSERT_DOUBLE_EQUAL(
+          load[1], sim_coll_time(SIM_BACKEND_NCCL, CORE_COLL_ALLGATHER, SIM_ALGO_RING, &t, bytes), 1e-12);
       CU_ASSERT(load[1] > 0);
     } else {
       CU_ASSERT_DOUBLE_EQUAL(load[0], bytes * nodes / fmin(rbw * nodes, cap), 1e-9 * load[0]);
@@ -97,9 +98,10 @@ static void test_sharded_load(void) {
  * checkpoint blocks for cost_s, an async one writes it in the background;
  * state_GB sets the checkpoint's size. */
 static void test_costs_set(void) {
-  const char *text = BASE SIM "job = { hours = 10.0; };\ncost = { gpu_hour_usd = 1.0; };\n"
-                          "failures = { mtbf_h = 100.0; restart_s = 0.0; load_s = 0.0; };\n"
-                          "checkpoint = { every_s = 600.0; cost_s = 42.0; mode = [\"sync\", \"async\"]; state_GB = 500.0; };\n";
+  const char *text =
+      BASE SIM "job = { hours = 10.0; };\ncost = { gpu_hour_usd = 1.0; };\n"
+               "failures = { mtbf_h = 100.0; restart_s = 0.0; load_s = 0.0; };\n"
+               "checkpoint = { every_s = 600.0; cost_s = 42.0; mode = [\"sync\", \"async\"]; state_GB = 500.0; };\n";
   sim_scenario *s = load(text);
   CU_ASSERT_FATAL(s != NULL);
   sim_job_params jp;
@@ -120,9 +122,10 @@ static void test_costs_set(void) {
  * the storage per hour and per GB-month of the checkpoints kept; the
  * profile's price when the scenario has none. */
 static void test_price(void) {
-  sim_scenario *s = load(BASE SIM "job = { hours = 10.0; };\nfailures = { mtbf_h = 100.0; restart_s = 1.0; spares = [0, 2]; };\n"
-                              "checkpoint = { every_s = 600.0; };\n"
-                              "cost = { gpu_hour_usd = 3.0; storage_hour_usd = 5.0; storage_GB_month_usd = 0.1; checkpoints_kept = 3; };\n");
+  sim_scenario *s = load(BASE SIM
+      "job = { hours = 10.0; };\nfailures = { mtbf_h = 100.0; restart_s = 1.0; spares = [0, 2]; };\n"
+      "checkpoint = { every_s = 600.0; };\n"
+      "cost = { gpu_hour_usd = 3.0; storage_hour_usd = 5.0; storage_GB_month_usd = 0.1; checkpoints_kept = 3; };\n");
   CU_ASSERT_FATAL(s != NULL);
   sim_point p;
   sim_scenario_point(s, 1, &p);
@@ -138,12 +141,13 @@ static void test_price(void) {
 
 /* Every number of failures is a dimension; the CSV names them. */
 static void test_failures_swept(void) {
-  sim_scenario *s = load(BASE SIM "job = { hours = 10.0; };\n"
-                              "failures = { mtbf_h = [100.0, 200.0]; detect_s = [10.0, 60.0]; mttr_h = [1.0, 2.0];\n"
-                              "             spares = 10;\n"
-                              "             restart_s = [5.0, 50.0]; load_s = [1.0, 2.0]; };\n"
-                              "checkpoint = { every_s = 600.0; cost_s = [1.0, 3.0]; };\n"
-                              "cost = { gpu_hour_usd = 1.0; };\n");
+  sim_scenario *s =
+      load(BASE SIM "job = { hours = 10.0; };\n"
+                    "failures = { mtbf_h = [100.0, 200.0]; detect_s = [10.0, 60.0]; mttr_h = [1.0, 2.0];\n"
+                    "             spares = 10;\n"
+                    "             restart_s = [5.0, 50.0]; load_s = [1.0, 2.0]; };\n"
+                    "checkpoint = { every_s = 600.0; cost_s = [1.0, 3.0]; };\n"
+                    "cost = { gpu_hour_usd = 1.0; };\n");
   CU_ASSERT_FATAL(s != NULL);
   CU_ASSERT_EQUAL(sim_scenario_points(s), 64);
   sim_point p;
@@ -174,7 +178,7 @@ static void test_failures_swept(void) {
   /* A longer detection costs time, all else equal (a spare replaces the
    * node once the failure is detected). */
   printf("\n    down %g h with 10 s detection, %g h with 60 s", w.res[4].job.mean[SIM_JOB_WASTE_RESTART_H],
-         w.res[4 + 16].job.mean[SIM_JOB_WASTE_RESTART_H]);
+      w.res[4 + 16].job.mean[SIM_JOB_WASTE_RESTART_H]);
   CU_ASSERT(w.res[4].job.mean[SIM_JOB_WASTE_RESTART_H] < w.res[4 + 16].job.mean[SIM_JOB_WASTE_RESTART_H]);
   core_csv_table_free(&t);
   sim_sweep_free(&w);
@@ -184,11 +188,11 @@ static void test_failures_swept(void) {
 /* Two intervals the Monte Carlo cannot tell apart at 20 replications: more
  * are run, up to max_replications, and the other is named a tie. With a
  * tolerance wider than any difference, none are added. */
-#define TIES(TOL)                                                                                     \
-  BASE "job = { hours = 100.0; };\n"                                                                  \
-       "failures = { mtbf_h = 40.0; restart_s = 60.0; load_s = 10.0; spares = 10; };\n"               \
-       "checkpoint = { every_s = [1000.0, 1001.0, 4000.0]; cost_s = 5.0; };\n"                        \
-       "cost = { gpu_hour_usd = 1.0; };\n"                                                            \
+#define TIES(TOL)                                                                                                      \
+  BASE "job = { hours = 100.0; };\n"                                                                                   \
+       "failures = { mtbf_h = 40.0; restart_s = 60.0; load_s = 10.0; spares = 10; };\n"                                \
+       "checkpoint = { every_s = [1000.0, 1001.0, 4000.0]; cost_s = 5.0; };\n"                                         \
+       "cost = { gpu_hour_usd = 1.0; };\n"                                                                             \
        "simulation = { steps = 3; replications = 20; max_replications = 160; tie_goodput = " TOL "; };\n"
 
 static void test_ties(void) {
@@ -201,7 +205,7 @@ static void test_ties(void) {
   CU_ASSERT_EQUAL(w.res[2].job.replications, 160);
   int best = fabs(w.res[0].best_every_s - 1000) < 1e-6 ? 0 : 1;
   printf("\n    goodput %.6f %.6f %.6f, best %g, ties '%s'", w.res[0].job.mean[SIM_JOB_GOODPUT],
-         w.res[1].job.mean[SIM_JOB_GOODPUT], w.res[2].job.mean[SIM_JOB_GOODPUT], w.res[0].best_every_s, w.res[0].ties);
+      w.res[1].job.mean[SIM_JOB_GOODPUT], w.res[2].job.mean[SIM_JOB_GOODPUT], w.res[0].best_every_s, w.res[0].ties);
   CU_ASSERT(fabs(w.res[0].best_every_s - 1000) < 1e-6 || fabs(w.res[0].best_every_s - 1001) < 1e-6);
   CU_ASSERT_STRING_EQUAL(w.res[0].ties, best == 0 ? "1001" : "1000");
   CU_ASSERT_EQUAL(w.res[0].best_goodput_lo, w.res[best].job.lo[SIM_JOB_GOODPUT]);
@@ -236,7 +240,7 @@ static void test_job_alone(void) {
  * only in compression or bucket cap say so. */
 static void test_summary_columns(void) {
   sim_scenario *s = load(BASE SIM "ddp = { compression = [\"none\", \"fp16\"]; bucket_cap_mb = [10.0, 50.0]; };\n"
-                              "cost = { gpu_hour_usd = 2.0; };\n");
+                                  "cost = { gpu_hour_usd = 2.0; };\n");
   CU_ASSERT_FATAL(s != NULL);
   sim_sweep_opts o = {.jobs = 1, .n_shards = 1, .trace_point = -1};
   sim_sweep w;

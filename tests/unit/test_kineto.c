@@ -65,18 +65,12 @@ static const struct {
   int cat;
   const char *name;
 } small_events[] = {
-    {1, CAL_K_CPU_OP, "aten::linear"},
-    {2, CAL_K_CPU_OP, "aten::cat"},
-    {3, CAL_K_RUNTIME, "cudaLaunchKernel"},
-    {5, CAL_K_KERNEL, "ampere_sgemm_128x64_tn"},
-    {7, CAL_K_RUNTIME, "cuLaunchKernel"},
-    {8, CAL_K_MEMCPY, "Memcpy HtoD (Pageable -> Device)"},
-    {9, CAL_K_MEMSET, "Memset (Device)"},
+    {1, CAL_K_CPU_OP, "aten::linear"}, {2, CAL_K_CPU_OP, "aten::cat"}, {3, CAL_K_RUNTIME, "cudaLaunchKernel"},
+    {5, CAL_K_KERNEL, "ampere_sgemm_128x64_tn"}, {7, CAL_K_RUNTIME, "cuLaunchKernel"},
+    {8, CAL_K_MEMCPY, "Memcpy HtoD (Pageable -> Device)"}, {9, CAL_K_MEMSET, "Memset (Device)"},
     {10, CAL_K_KERNEL, "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)"},
-    {11, CAL_K_KERNEL, "ampere_sgemm_128x64_tn"},
-    {12, CAL_K_CPU_OP, "record_param_comms"},
-    {13, CAL_K_USER_ANNOTATION, "ProfilerStep#3"},
-    {14, CAL_K_GPU_ANNOTATION, "ProfilerStep#3"},
+    {11, CAL_K_KERNEL, "ampere_sgemm_128x64_tn"}, {12, CAL_K_CPU_OP, "record_param_comms"},
+    {13, CAL_K_USER_ANNOTATION, "ProfilerStep#3"}, {14, CAL_K_GPU_ANNOTATION, "ProfilerStep#3"},
     {15, CAL_K_PYTHON, "torch/nn/modules/linear.py(116): forward"},
     {16, CAL_K_CPU_OP, "aten::linear"}, /* no "cat": a CPU op */
 };
@@ -145,9 +139,9 @@ static void test_args(void) {
   /* Interned: one id per distinct string. */
   CU_ASSERT_EQUAL(comms->dtype, nccl->dtype);
   CU_ASSERT_EQUAL(comms->coll, nccl->coll);
-  CU_ASSERT(step->ext_id == -1 && step->corr == -1 && step->seq == -1 && step->device == -1 &&
-            step->stream == -1 && step->bytes == -1 && step->in_nelems == -1 && step->out_nelems == -1 &&
-            step->dtype == -1 && step->coll == -1 && step->dims == -1);
+  CU_ASSERT(step->ext_id == -1 && step->corr == -1 && step->seq == -1 && step->device == -1 && step->stream == -1 &&
+            step->bytes == -1 && step->in_nelems == -1 && step->out_nelems == -1 && step->dtype == -1 &&
+            step->coll == -1 && step->dims == -1);
   cal_ktrace_free(&t);
 }
 
@@ -357,13 +351,15 @@ static void test_errors_event(void) {
   const char *p = file_with("no-ts.json", "[{\"ph\": \"M\", \"name\": \"m\"},"
                                           " {\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"dur\": 2}]");
   CU_ASSERT(refused(p, "\"ts\" is missing", where(p, ": traceEvents[1] (\"k\")")));
-  p = file_with("no-dur.json", "{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::mm\", \"ts\": 5}]}");
+  p = file_with(
+      "no-dur.json", "{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::mm\", \"ts\": 5}]}");
   CU_ASSERT(refused(p, "\"dur\" is missing", where(p, ": traceEvents[0]")));
   p = file_with("str-dur.json", "[{\"ph\": \"X\", \"name\": \"a\", \"ts\": 5, \"dur\": \"abc\"}]");
   CU_ASSERT(refused(p, "\"dur\" is missing or not a number", where(p, ": traceEvents[0]")));
   p = file_with("neg-dur.json", "[{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"a\", \"ts\": 5, \"dur\": -1}]");
   CU_ASSERT(refused(p, ">= 0", where(p, ": traceEvents[0]")));
-  p = file_with("obj-ts.json", "[{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"a\", \"ts\": {\"v\": 1}, \"dur\": 1}]");
+  p = file_with(
+      "obj-ts.json", "[{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"a\", \"ts\": {\"v\": 1}, \"dur\": 1}]");
   CU_ASSERT(refused(p, "\"ts\" is missing or not a number", where(p, ": traceEvents[0]")));
   p = file_with("no-name.json", "[{\"ph\": \"X\", \"cat\": \"cpu_op\", \"ts\": 5, \"dur\": 1}]");
   CU_ASSERT(refused(p, "without a \"name\" string", where(p, ": traceEvents[0]")));

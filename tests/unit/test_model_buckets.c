@@ -73,8 +73,7 @@ static void test_tensor_names(void) {
   core_model *m = model_from(kinds_model);
   CU_ASSERT_FATAL(m != NULL);
   static const char *const want[16] = {"c.weight", "c.bias", "bn.weight", "bn.bias", "fc.weight", "fc.bias",
-                                       "emb.weight", "ln.weight", "ln.bias", "blk.0", "blk.1", "blk.2",
-                                       "gn.weight", "gn.bias", "proj.w", "proj.b"};
+      "emb.weight", "ln.weight", "ln.bias", "blk.0", "blk.1", "blk.2", "gn.weight", "gn.bias", "proj.w", "proj.b"};
   char buf[128];
   for (int t = 0; t < 16; t++)
     CU_ASSERT_STRING_EQUAL(core_model_tensor_name(m, t, buf, sizeof buf), want[t]);
@@ -84,22 +83,21 @@ static void test_tensor_names(void) {
 /* A ready_order in the file replaces the rule, and the rebuilt buckets
  * follow it. */
 static void test_given_ready_order(void) {
-  core_model *m = model_from(
-      "model = { name = \"given\"; layers = (\n"
-      "  { name = \"a\"; kind = \"linear\"; params = [262144, 512]; fwd_flops = 1.0; },\n"
-      "  { name = \"b\"; kind = \"linear\"; params = [262144, 512]; fwd_flops = 1.0; }\n"
-      "); ready_order = [0, 1, 2, 3]; };\n");
+  core_model *m = model_from("model = { name = \"given\"; layers = (\n"
+                             "  { name = \"a\"; kind = \"linear\"; params = [262144, 512]; fwd_flops = 1.0; },\n"
+                             "  { name = \"b\"; kind = \"linear\"; params = [262144, 512]; fwd_flops = 1.0; }\n"
+                             "); ready_order = [0, 1, 2, 3]; };\n");
   CU_ASSERT_FATAL(m != NULL);
   CU_ASSERT_EQUAL(m->ready_given, 1);
   for (int k = 0; k < 4; k++)
     CU_ASSERT_EQUAL(m->ready_order[k], k);
   core_buckets b;
-  CU_ASSERT_FATAL(core_bucket_assign(m->tensor_elems, 4, m->ready_order, 4, 1 << 20, 1 << 20,
-                                     CORE_BUCKET_REBUILT, &b) == 0);
+  CU_ASSERT_FATAL(
+      core_bucket_assign(m->tensor_elems, 4, m->ready_order, 4, 1 << 20, 1 << 20, CORE_BUCKET_REBUILT, &b) == 0);
   /* 1 MiB reached by tensor 0 alone, then [1, 2], then [3]. */
   CU_ASSERT_EQUAL(b.n_buckets, 3);
-  CU_ASSERT(b.bucket_tensors[0] == 0 && b.bucket_tensors[1] == 1 && b.bucket_tensors[2] == 2 &&
-            b.bucket_tensors[3] == 3);
+  CU_ASSERT(
+      b.bucket_tensors[0] == 0 && b.bucket_tensors[1] == 1 && b.bucket_tensors[2] == 2 && b.bucket_tensors[3] == 3);
   CU_ASSERT(b.bucket_first[1] == 1 && b.bucket_first[2] == 3);
   core_bucket_free(&b);
   core_model_free(m);
@@ -136,8 +134,7 @@ static int same_as_torch(const char *model, const char *cap, const char *iter) {
     ok = atoi(t.rows[k][cb]) == k && atoll(t.rows[k][cy]) == b.bucket_elems[k] * 4;
     int i = b.bucket_first[k];
     for (tok = strtok_r(want, " ", &save); ok && tok; tok = strtok_r(NULL, " ", &save), i++)
-      ok = i < b.bucket_first[k + 1] &&
-           !strcmp(tok, core_model_tensor_name(m, b.bucket_tensors[i], name, sizeof name));
+      ok = i < b.bucket_first[k + 1] && !strcmp(tok, core_model_tensor_name(m, b.bucket_tensors[i], name, sizeof name));
     ok = ok && i == b.bucket_first[k + 1];
     if (!ok)
       fprintf(stderr, "\n%s: bucket %d differs from %s\n", model, k, cpath);

@@ -86,8 +86,7 @@ static double nccl_tree_cost(int g, int N, double a_intra, double a_inter, doubl
   return 2.0 * ((g - 1) * a_intra + ceil_lg(N) * a_inter) + 2.0 * n * b / 0.92;
 }
 
-static double hier_cost(int g, int N, double al, double bl, double ag, double bg, double gam,
-                        double n) {
+static double hier_cost(int g, int N, double al, double bl, double ag, double bg, double gam, double n) {
   double T = 0;
   if (g > 1)
     T += 2.0 * (g - 1) * al + 2.0 * n * (g - 1) / g * bl + n * (g - 1) / g * gam;
@@ -98,9 +97,7 @@ static double hier_cost(int g, int N, double al, double bl, double ag, double bg
   return T;
 }
 
-static double rel_err(double got, double want) {
-  return fabs(got - want) / (fabs(want) > 0 ? fabs(want) : 1.0);
-}
+static double rel_err(double got, double want) { return fabs(got - want) / (fabs(want) > 0 ? fabs(want) : 1.0); }
 
 /* --- loading scenarios and running points --------------------------------- */
 
@@ -143,9 +140,8 @@ static void check_closed_form(const sim_point_result *r, double want, const char
   double e2 = rel_err(r->step_s - r->compute_s, want);
   double e3 = rel_err(r->exposed_comm_s, want);
   if (!(r->n_buckets == 1 && e1 < 1e-9 && e2 < 1e-9 && e3 < 1e-9))
-    fprintf(stderr, "\n%s, %d x %d: buckets %d, comm %.12g step-compute %.12g want %.12g (rel %.3g %.3g)\n",
-            what, r->pt.nodes, r->pt.per_node, r->n_buckets, r->comm_s, r->step_s - r->compute_s,
-            want, e1, e2);
+    fprintf(stderr, "\n%s, %d x %d: buckets %d, comm %.12g step-compute %.12g want %.12g (rel %.3g %.3g)\n", what,
+        r->pt.nodes, r->pt.per_node, r->n_buckets, r->comm_s, r->step_s - r->compute_s, want, e1, e2);
   CU_ASSERT_EQUAL(r->n_buckets, 1);
   CU_ASSERT(e1 < 1e-9);
   CU_ASSERT(e2 < 1e-9);
@@ -157,13 +153,12 @@ static void check_closed_form(const sim_point_result *r, double want, const char
 
 static void test_closed_form_nccl_ring(void) {
   const double gbps = 1.0, lat_us = 50.0;
-  sim_scenario *s = load(
-      "profile = \"gpu-test.cfg\"; model = \"big-test.cfg\";\n"
-      "training = { batch = 8; precision = \"fp32\"; };\n"
-      "cluster = { nodes = [2, 3, 4, 5, 8, 13]; devices_per_node = 1; };\n"
-      "networks = ( { name = \"n\"; gbps = %g; latency_us = %g; efficiency = 1.0; } );\n"
-      "ddp = { backend = \"nccl\"; algorithm = \"ring\"; " ONE_BUCKET_DDP " };\n"
-      "simulation = { steps = 2; };\n",
+  sim_scenario *s = load("profile = \"gpu-test.cfg\"; model = \"big-test.cfg\";\n"
+                         "training = { batch = 8; precision = \"fp32\"; };\n"
+                         "cluster = { nodes = [2, 3, 4, 5, 8, 13]; devices_per_node = 1; };\n"
+                         "networks = ( { name = \"n\"; gbps = %g; latency_us = %g; efficiency = 1.0; } );\n"
+                         "ddp = { backend = \"nccl\"; algorithm = \"ring\"; " ONE_BUCKET_DDP " };\n"
+                         "simulation = { steps = 2; };\n",
       gbps, lat_us);
   CU_ASSERT_FATAL(s != NULL);
   CU_ASSERT_EQUAL(sim_scenario_points(s), 6);
@@ -179,13 +174,12 @@ static void test_closed_form_nccl_ring(void) {
 
 static void test_closed_form_nccl_tree(void) {
   const double gbps = 1.0, lat_us = 40.0;
-  sim_scenario *s = load(
-      "profile = \"gpu-test.cfg\"; model = \"big-test.cfg\";\n"
-      "training = { batch = 8; };\n"
-      "cluster = { nodes = [2, 3, 4, 5, 8, 9, 16]; devices_per_node = 1; };\n"
-      "networks = ( { name = \"n\"; gbps = %g; latency_us = %g; efficiency = 1.0; } );\n"
-      "ddp = { backend = \"nccl\"; algorithm = \"tree\"; " ONE_BUCKET_DDP " };\n"
-      "simulation = { steps = 2; };\n",
+  sim_scenario *s = load("profile = \"gpu-test.cfg\"; model = \"big-test.cfg\";\n"
+                         "training = { batch = 8; };\n"
+                         "cluster = { nodes = [2, 3, 4, 5, 8, 9, 16]; devices_per_node = 1; };\n"
+                         "networks = ( { name = \"n\"; gbps = %g; latency_us = %g; efficiency = 1.0; } );\n"
+                         "ddp = { backend = \"nccl\"; algorithm = \"tree\"; " ONE_BUCKET_DDP " };\n"
+                         "simulation = { steps = 2; };\n",
       gbps, lat_us);
   CU_ASSERT_FATAL(s != NULL);
   for (long i = 0; i < sim_scenario_points(s); i++) {
@@ -201,14 +195,14 @@ static void test_closed_form_nccl_hierarchical(void) {
   /* 4 devices per node, 4 NICs per node: each local rank has its own NIC, so
    * the g concurrent inter-node allreduces each get a full flow. */
   const double gbps = 0.5, lat_us = 25.0;
-  sim_scenario *s = load(
-      "profile = \"gpu-test.cfg\"; model = \"big-test.cfg\";\n"
-      "training = { batch = 8; };\n"
-      "cluster = { nodes = [1, 2, 3, 4, 7]; devices_per_node = 4; };\n"
-      "networks = ( { name = \"n\"; gbps = %g; latency_us = %g; nics_per_node = 4; efficiency = 1.0; } );\n"
-      "ddp = { backend = \"nccl\"; algorithm = \"hierarchical\"; " ONE_BUCKET_DDP " };\n"
-      "simulation = { steps = 2; };\n",
-      gbps, lat_us);
+  sim_scenario *s =
+      load("profile = \"gpu-test.cfg\"; model = \"big-test.cfg\";\n"
+           "training = { batch = 8; };\n"
+           "cluster = { nodes = [1, 2, 3, 4, 7]; devices_per_node = 4; };\n"
+           "networks = ( { name = \"n\"; gbps = %g; latency_us = %g; nics_per_node = 4; efficiency = 1.0; } );\n"
+           "ddp = { backend = \"nccl\"; algorithm = \"hierarchical\"; " ONE_BUCKET_DDP " };\n"
+           "simulation = { steps = 2; };\n",
+          gbps, lat_us);
   CU_ASSERT_FATAL(s != NULL);
   double al = link_alpha(GPU_INTRA_ALPHA_FIT, GPU_INTRA_P);
   double bl = link_beta(GPU_INTRA_ALGBW, GPU_INTRA_P);
@@ -231,21 +225,20 @@ static void test_closed_form_nccl_hierarchical(void) {
 static void test_closed_form_gloo_ring_cpu(void) {
   /* Gloo reduces on the host: the g term applies, g = 1 / host.reduce_GBps. */
   const double gbps = 1.0, lat_us = 60.0;
-  sim_scenario *s = load(
-      "profile = \"cpu-test.cfg\"; model = \"big-test.cfg\";\n"
-      "training = { batch = 8; };\n"
-      "cluster = { nodes = [2, 3, 4, 6]; devices_per_node = 1; };\n"
-      "networks = ( { name = \"n\"; gbps = %g; latency_us = %g; efficiency = 1.0; } );\n"
-      "ddp = { backend = \"gloo\"; algorithm = [\"segmented_ring\", \"auto\"]; " ONE_BUCKET_DDP " };\n"
-      "simulation = { steps = 2; };\n",
-      gbps, lat_us);
+  sim_scenario *s =
+      load("profile = \"cpu-test.cfg\"; model = \"big-test.cfg\";\n"
+           "training = { batch = 8; };\n"
+           "cluster = { nodes = [2, 3, 4, 6]; devices_per_node = 1; };\n"
+           "networks = ( { name = \"n\"; gbps = %g; latency_us = %g; efficiency = 1.0; } );\n"
+           "ddp = { backend = \"gloo\"; algorithm = [\"segmented_ring\", \"auto\"]; " ONE_BUCKET_DDP " };\n"
+           "simulation = { steps = 2; };\n",
+          gbps, lat_us);
   CU_ASSERT_FATAL(s != NULL);
   CU_ASSERT_EQUAL(sim_scenario_points(s), 8);
   for (long i = 0; i < sim_scenario_points(s); i++) {
     sim_point_result r;
     CU_ASSERT_FATAL(run_point(s, i, &r) == 0);
-    double want = ring_cost(r.pt.nodes, lat_us * 1e-6, flow_beta(gbps, 1.0), 1.0 / CPU_REDUCE_BPS,
-                            BIG_BYTES);
+    double want = ring_cost(r.pt.nodes, lat_us * 1e-6, flow_beta(gbps, 1.0), 1.0 / CPU_REDUCE_BPS, BIG_BYTES);
     check_closed_form(&r, want, "gloo ring (cpu)");
   }
   sim_scenario_free(s);
@@ -255,20 +248,18 @@ static void test_closed_form_gloo_ring_gpu(void) {
   /* Gloo on GPUs: the same ring plus staging through pinned host memory,
    * device to host and back, 2n / host_link. */
   const double gbps = 1.0, lat_us = 60.0;
-  sim_scenario *s = load(
-      "profile = \"gpu-test.cfg\"; model = \"big-test.cfg\";\n"
-      "training = { batch = 8; };\n"
-      "cluster = { nodes = [2, 5]; devices_per_node = 1; };\n"
-      "networks = ( { name = \"n\"; gbps = %g; latency_us = %g; efficiency = 1.0; } );\n"
-      "ddp = { backend = \"gloo\"; " ONE_BUCKET_DDP " };\n"
-      "simulation = { steps = 2; };\n",
+  sim_scenario *s = load("profile = \"gpu-test.cfg\"; model = \"big-test.cfg\";\n"
+                         "training = { batch = 8; };\n"
+                         "cluster = { nodes = [2, 5]; devices_per_node = 1; };\n"
+                         "networks = ( { name = \"n\"; gbps = %g; latency_us = %g; efficiency = 1.0; } );\n"
+                         "ddp = { backend = \"gloo\"; " ONE_BUCKET_DDP " };\n"
+                         "simulation = { steps = 2; };\n",
       gbps, lat_us);
   CU_ASSERT_FATAL(s != NULL);
   for (long i = 0; i < sim_scenario_points(s); i++) {
     sim_point_result r;
     CU_ASSERT_FATAL(run_point(s, i, &r) == 0);
-    double want = ring_cost(r.pt.nodes, lat_us * 1e-6, flow_beta(gbps, 1.0), 1.0 / GPU_REDUCE_BPS,
-                            BIG_BYTES) +
+    double want = ring_cost(r.pt.nodes, lat_us * 1e-6, flow_beta(gbps, 1.0), 1.0 / GPU_REDUCE_BPS, BIG_BYTES) +
                   2.0 * BIG_BYTES / GPU_HOST_LINK_BPS;
     check_closed_form(&r, want, "gloo ring (gpu)");
   }
@@ -277,22 +268,22 @@ static void test_closed_form_gloo_ring_gpu(void) {
 
 static void test_closed_form_gloo_hierarchical(void) {
   const double gbps = 0.5, lat_us = 80.0;
-  sim_scenario *s = load(
-      "profile = \"cpu-test.cfg\"; model = \"big-test.cfg\";\n"
-      "training = { batch = 8; };\n"
-      "cluster = { nodes = [2, 3, 5]; devices_per_node = 2; };\n"
-      "networks = ( { name = \"n\"; gbps = %g; latency_us = %g; nics_per_node = 2; efficiency = 1.0; } );\n"
-      "ddp = { backend = \"gloo\"; algorithm = \"hierarchical\"; " ONE_BUCKET_DDP " };\n"
-      "simulation = { steps = 2; };\n",
-      gbps, lat_us);
+  sim_scenario *s =
+      load("profile = \"cpu-test.cfg\"; model = \"big-test.cfg\";\n"
+           "training = { batch = 8; };\n"
+           "cluster = { nodes = [2, 3, 5]; devices_per_node = 2; };\n"
+           "networks = ( { name = \"n\"; gbps = %g; latency_us = %g; nics_per_node = 2; efficiency = 1.0; } );\n"
+           "ddp = { backend = \"gloo\"; algorithm = \"hierarchical\"; " ONE_BUCKET_DDP " };\n"
+           "simulation = { steps = 2; };\n",
+          gbps, lat_us);
   CU_ASSERT_FATAL(s != NULL);
   double al = link_alpha(CPU_INTRA_ALPHA_FIT, CPU_INTRA_P);
   double bl = link_beta(CPU_INTRA_ALGBW, CPU_INTRA_P);
   for (long i = 0; i < sim_scenario_points(s); i++) {
     sim_point_result r;
     CU_ASSERT_FATAL(run_point(s, i, &r) == 0);
-    double want = hier_cost(2, r.pt.nodes, al, bl, lat_us * 1e-6, flow_beta(gbps, 1.0),
-                            1.0 / CPU_REDUCE_BPS, BIG_BYTES);
+    double want =
+        hier_cost(2, r.pt.nodes, al, bl, lat_us * 1e-6, flow_beta(gbps, 1.0), 1.0 / CPU_REDUCE_BPS, BIG_BYTES);
     check_closed_form(&r, want, "gloo hierarchical");
   }
   sim_scenario_free(s);
@@ -304,13 +295,12 @@ static void test_nccl_auto_is_min(void) {
   const double gbps = 1.0;
   /* High latency makes the tree win at scale (lg N vs N hops); at 2 nodes
    * the ring's bandwidth term wins. */
-  sim_scenario *s = load(
-      "profile = \"gpu-test.cfg\"; model = \"big-test.cfg\";\n"
-      "training = { batch = 8; };\n"
-      "cluster = { nodes = [2, 64, 1024]; devices_per_node = 1; };\n"
-      "networks = ( { name = \"n\"; gbps = %g; latency_us = 20000.0; efficiency = 1.0; } );\n"
-      "ddp = { backend = \"nccl\"; algorithm = \"auto\"; " ONE_BUCKET_DDP " timeout_s = 1e6; };\n"
-      "simulation = { steps = 1; };\n",
+  sim_scenario *s = load("profile = \"gpu-test.cfg\"; model = \"big-test.cfg\";\n"
+                         "training = { batch = 8; };\n"
+                         "cluster = { nodes = [2, 64, 1024]; devices_per_node = 1; };\n"
+                         "networks = ( { name = \"n\"; gbps = %g; latency_us = 20000.0; efficiency = 1.0; } );\n"
+                         "ddp = { backend = \"nccl\"; algorithm = \"auto\"; " ONE_BUCKET_DDP " timeout_s = 1e6; };\n"
+                         "simulation = { steps = 1; };\n",
       gbps);
   CU_ASSERT_FATAL(s != NULL);
   int ring_won = 0, tree_won = 0;
@@ -352,29 +342,29 @@ static void test_coll_time_mpi_table(void) {
     int lg = ceil_lg(p);
     /* Gloo allreduce_ring: whole buffer around the ring p-1 times. */
     CU_ASSERT(rel_err(sim_coll_time(SIM_BACKEND_GLOO, CORE_COLL_ALLREDUCE, SIM_ALGO_GLOO_RING, &t, n),
-                      (p - 1) * (a + n * b + n * g)) < 1e-12);
+                  (p - 1) * (a + n * b + n * g)) < 1e-12);
     /* allreduce_ring_chunked. */
     CU_ASSERT(rel_err(sim_coll_time(SIM_BACKEND_GLOO, CORE_COLL_ALLREDUCE, SIM_ALGO_RING_CHUNKED, &t, n),
-                      4.0 * (p - 1) * a + 2.0 * n * f * b + n * f * g) < 1e-12);
+                  4.0 * (p - 1) * a + 2.0 * n * f * b + n * f * g) < 1e-12);
     /* Rabenseifner (halving-doubling) for p = 2^k. */
     CU_ASSERT(rel_err(sim_coll_time(SIM_BACKEND_GLOO, CORE_COLL_ALLREDUCE, SIM_ALGO_HALVING_DOUBLING, &t, n),
-                      2.0 * lg * a + 2.0 * n * f * b + n * f * g) < 1e-12);
+                  2.0 * lg * a + 2.0 * n * f * b + n * f * g) < 1e-12);
     /* Segmented ring: reduce-scatter ring then allgather ring. */
     CU_ASSERT(rel_err(sim_coll_time(SIM_BACKEND_GLOO, CORE_COLL_ALLREDUCE, SIM_ALGO_SEGMENTED_RING, &t, n),
-                      ring_cost(p, a, b, g, n)) < 1e-12);
+                  ring_cost(p, a, b, g, n)) < 1e-12);
     /* Allgather ring; reduce-scatter as ProcessGroupGloo runs it, an
      * allreduce of the whole input (the NCCL ring below is the true one). */
     CU_ASSERT(rel_err(sim_coll_time(SIM_BACKEND_GLOO, CORE_COLL_ALLGATHER, SIM_ALGO_SEGMENTED_RING, &t, n),
-                      (p - 1) * a + n * f * b) < 1e-12);
+                  (p - 1) * a + n * f * b) < 1e-12);
     CU_ASSERT(rel_err(sim_coll_time(SIM_BACKEND_GLOO, CORE_COLL_REDUCESCATTER, SIM_ALGO_SEGMENTED_RING, &t, n),
-                      ring_cost(p, a, b, g, n)) < 1e-12);
+                  ring_cost(p, a, b, g, n)) < 1e-12);
     CU_ASSERT(rel_err(sim_coll_time(SIM_BACKEND_NCCL, CORE_COLL_REDUCESCATTER, SIM_ALGO_RING, &t, n),
-                      (p - 1) * a + n * f * (b + g)) < 1e-12);
+                  (p - 1) * a + n * f * (b + g)) < 1e-12);
     /* NCCL ring, allreduce and allgather (pipelined, same closed forms). */
     CU_ASSERT(rel_err(sim_coll_time(SIM_BACKEND_NCCL, CORE_COLL_ALLREDUCE, SIM_ALGO_RING, &t, n),
-                      ring_cost(p, a, b, g, n)) < 1e-12);
+                  ring_cost(p, a, b, g, n)) < 1e-12);
     CU_ASSERT(rel_err(sim_coll_time(SIM_BACKEND_NCCL, CORE_COLL_ALLGATHER, SIM_ALGO_RING, &t, n),
-                      (p - 1) * a + n * f * b) < 1e-12);
+                  (p - 1) * a + n * f * b) < 1e-12);
   }
   /* One rank or nothing to send: no time. */
   sim_topo one = flat_topo(1, a, b, g);
@@ -452,13 +442,12 @@ static void test_algo_valid(void) {
  * buckets (gradient_as_bucket_view = false) DDP adds a copy in and a copy out
  * of every gradient, 2 x (read + write) of n bytes at memory bandwidth. */
 static void test_single_device(void) {
-  sim_scenario *s = load(
-      "profile = \"gpu-test.cfg\"; model = \"big-test.cfg\";\n"
-      "training = { batch = 8; };\n"
-      "cluster = { nodes = 1; devices_per_node = 1; };\n"
-      "networks = ( { name = \"n\"; gbps = 1.0; latency_us = 10.0; } );\n"
-      "ddp = { backend = \"nccl\"; gradient_as_bucket_view = %s; };\n"
-      "simulation = { steps = 3; };\n",
+  sim_scenario *s = load("profile = \"gpu-test.cfg\"; model = \"big-test.cfg\";\n"
+                         "training = { batch = 8; };\n"
+                         "cluster = { nodes = 1; devices_per_node = 1; };\n"
+                         "networks = ( { name = \"n\"; gbps = 1.0; latency_us = 10.0; } );\n"
+                         "ddp = { backend = \"nccl\"; gradient_as_bucket_view = %s; };\n"
+                         "simulation = { steps = 3; };\n",
       "false");
   CU_ASSERT_FATAL(s != NULL);
   /* Forward and backward FLOPs of 8 samples at the profile's one fp32 rate;
@@ -483,7 +472,7 @@ static void test_single_device(void) {
            "cluster = { nodes = 1; devices_per_node = 1; };\n"
            "networks = ( { name = \"n\"; gbps = 1.0; latency_us = 10.0; } );\n"
            "ddp = { backend = \"nccl\"; gradient_as_bucket_view = %s; };\n",
-           "true");
+      "true");
   CU_ASSERT_FATAL(s != NULL);
   CU_ASSERT_FATAL(run_point(s, 0, &r) == 0);
   CU_ASSERT_EQUAL(r.comm_s, 0.0);
@@ -497,14 +486,14 @@ static void test_single_device(void) {
  * communicates after backward, one collective after another, so the exposed
  * communication is all of it. */
 static void test_overlap(void) {
-  sim_scenario *s = load(
-      "profile = \"cpu-test.cfg\"; model = [\"../../scenarios/models/mlp.cfg\", \"../../scenarios/models/mlp-small.cfg\"];\n"
-      "training = { batch = 32; };\n"
-      "cluster = { nodes = [1, 2, 4, 8]; devices_per_node = [1, 2]; };\n"
-      "networks = ( { name = \"1GbE\"; gbps = 1.0; latency_us = 30.0; },\n"
-      "             { name = \"100GbE\"; gbps = 100.0; latency_us = 10.0; } );\n"
-      "ddp = { bucket_cap_mb = [1.0, 5.0, 25.0]; overlap = [true, false]; };\n"
-      "simulation = { steps = 2; };\n");
+  sim_scenario *s = load("profile = \"cpu-test.cfg\"; model = [\"../../scenarios/models/mlp.cfg\", "
+                         "\"../../scenarios/models/mlp-small.cfg\"];\n"
+                         "training = { batch = 32; };\n"
+                         "cluster = { nodes = [1, 2, 4, 8]; devices_per_node = [1, 2]; };\n"
+                         "networks = ( { name = \"1GbE\"; gbps = 1.0; latency_us = 30.0; },\n"
+                         "             { name = \"100GbE\"; gbps = 100.0; latency_us = 10.0; } );\n"
+                         "ddp = { bucket_cap_mb = [1.0, 5.0, 25.0]; overlap = [true, false]; };\n"
+                         "simulation = { steps = 2; };\n");
   CU_ASSERT_FATAL(s != NULL);
   /* overlap is the dimension just outside devices_per_node and nodes. */
   long n = sim_scenario_points(s);
@@ -538,8 +527,8 @@ static void test_overlap(void) {
  * with core_profile_write into a scratch directory. */
 static char scratch[4096];
 
-static int profile_variant(const char *name, enum core_jitter_dist d, double p0, double p1,
-                           double slowdown, char *out, size_t n) {
+static int profile_variant(
+    const char *name, enum core_jitter_dist d, double p0, double p1, double slowdown, char *out, size_t n) {
   core_profile *p;
   if (core_profile_load(TU_DATA("cpu-test.cfg"), &p) != 0)
     return -1;
@@ -583,29 +572,31 @@ static void test_elementwise_traffic(void) {
   const double A = 3e7, N = 1e7; /* bytes a sample: a GEMM layer's output, a norm's */
   char text[1024];
   snprintf(text, sizeof text,
-           "model = { name = \"act-test\"; source = \"test fixture\"; layers = (\n"
-           "  { name = \"a\"; params = [60000000]; fwd_flops = 1e8; act_bytes = %.17g; },\n"
-           "  { name = \"norm\"; params = [1024, 1024]; fwd_flops = 0.0; act_bytes = %.17g; },\n"
-           "  { name = \"b\"; params = [40000000]; fwd_flops = 1e8; } ); };\n",
-           A, N);
+      "model = { name = \"act-test\"; source = \"test fixture\"; layers = (\n"
+      "  { name = \"a\"; params = [60000000]; fwd_flops = 1e8; act_bytes = %.17g; },\n"
+      "  { name = \"norm\"; params = [1024, 1024]; fwd_flops = 0.0; act_bytes = %.17g; },\n"
+      "  { name = \"b\"; params = [40000000]; fwd_flops = 1e8; } ); };\n",
+      A, N);
   CU_ASSERT_FATAL(tu_write_file(model, text) == 0);
   /* The same layers with measured times at batch 8: nothing is added. */
-  CU_ASSERT_FATAL(tu_write_file(measured,
-                                "model = { name = \"act-measured\"; source = \"test fixture\"; measured_batch = 8; layers = (\n"
-                                "  { name = \"a\"; params = [60000000]; fwd_flops = 1e8; fwd_ms = 1.0; bwd_ms = 2.0; act_bytes = 3e7; },\n"
-                                "  { name = \"norm\"; params = [1024, 1024]; fwd_flops = 0.0; fwd_ms = 0.5; bwd_ms = 0.25; act_bytes = 1e7; },\n"
-                                "  { name = \"b\"; params = [40000000]; fwd_flops = 1e8; fwd_ms = 1.0; bwd_ms = 2.0; } ); };\n") == 0);
+  CU_ASSERT_FATAL(
+      tu_write_file(measured,
+          "model = { name = \"act-measured\"; source = \"test fixture\"; measured_batch = 8; layers = (\n"
+          "  { name = \"a\"; params = [60000000]; fwd_flops = 1e8; fwd_ms = 1.0; bwd_ms = 2.0; act_bytes = 3e7; },\n"
+          "  { name = \"norm\"; params = [1024, 1024]; fwd_flops = 0.0; fwd_ms = 0.5; bwd_ms = 0.25; act_bytes = 1e7; "
+          "},\n"
+          "  { name = \"b\"; params = [40000000]; fwd_flops = 1e8; fwd_ms = 1.0; bwd_ms = 2.0; } ); };\n") == 0);
   const double passes = SIM_ELEMENTWISE_FWD_PASSES + SIM_ELEMENTWISE_BWD_PASSES;
   const double opt = (1e8 + 2048.0) * 12.0 / GPU_MEM_BPS; /* SGD: 12 bytes a parameter */
   const char *half[] = {"bf16", "amp_bf16"};
   for (int k = 0; k < 2; k++) {
     char text2[8192];
     snprintf(text2, sizeof text2,
-             "profile = \"gpu-test.cfg\"; model = \"%s\";\n"
-             "training = { batch = 8; precision = \"%s\"; };\n"
-             "cluster = { nodes = 1; devices_per_node = 1; };\n"
-             "networks = ( { name = \"n\"; gbps = 1.0; latency_us = 10.0; } );\n",
-             model, half[k]);
+        "profile = \"gpu-test.cfg\"; model = \"%s\";\n"
+        "training = { batch = 8; precision = \"%s\"; };\n"
+        "cluster = { nodes = 1; devices_per_node = 1; };\n"
+        "networks = ( { name = \"n\"; gbps = 1.0; latency_us = 10.0; } );\n",
+        model, half[k]);
     sim_scenario *s = NULL;
     CU_ASSERT(sim_scenario_load_string(text2, TU_DATA("inline-test.cfg"), &s) == CORE_EINVAL);
     CU_ASSERT(strstr(core_err_msg(), "act-test.cfg") && strstr(core_err_msg(), "layer 'a'") &&
@@ -618,7 +609,7 @@ static void test_elementwise_traffic(void) {
                            "cluster = { nodes = 1; devices_per_node = 1; };\n"
                            "networks = ( { name = \"n\"; gbps = 1.0; latency_us = 10.0; } );\n"
                            "ddp = { backend = \"nccl\"; gradient_as_bucket_view = true; };\n",
-                           model, measured, k ? "bf16" : "fp32");
+        model, measured, k ? "bf16" : "fp32");
     CU_ASSERT_FATAL(s != NULL);
     /* Points: big-test (act_bytes 0: no elementwise term), act-test (the
      * same FLOPs, a norm layer more), act-measured. */
@@ -672,19 +663,18 @@ static double trace_bucket_bytes(const char *json, int b) {
 static void test_find_unused(void) {
   char trace_path[4200];
   snprintf(trace_path, sizeof trace_path, "%s/unused-trace.json", scratch);
-  sim_scenario *s = load(
-      "profile = \"cpu-test.cfg\"; model = \"../../scenarios/models/mlp-small.cfg\";\n"
-      "training = { batch = 8; }; cluster = { nodes = 2; devices_per_node = 1; };\n"
-      "networks = ( { name = \"1GbE\"; gbps = 1.0; latency_us = 30.0; } );\n"
-      "ddp = { find_unused_parameters = [false, true]; };\n"
-      "simulation = { steps = 1; };\n");
+  sim_scenario *s = load("profile = \"cpu-test.cfg\"; model = \"../../scenarios/models/mlp-small.cfg\";\n"
+                         "training = { batch = 8; }; cluster = { nodes = 2; devices_per_node = 1; };\n"
+                         "networks = ( { name = \"1GbE\"; gbps = 1.0; latency_us = 30.0; } );\n"
+                         "ddp = { find_unused_parameters = [false, true]; };\n"
+                         "simulation = { steps = 1; };\n");
   CU_ASSERT_FATAL(s != NULL);
   const core_model *m = s->models[0];
   double first[2] = {0, 0};
   for (int k = 0; k < 2; k++) {
     core_buckets want;
     CU_ASSERT_FATAL(core_bucket_assign(m->tensor_elems, m->n_tensors, m->ready_order, 4, 1 << 20, 25 << 20,
-                                       k ? CORE_BUCKET_FIND_UNUSED : CORE_BUCKET_REBUILT, &want) == 0);
+                        k ? CORE_BUCKET_FIND_UNUSED : CORE_BUCKET_REBUILT, &want) == 0);
     sim_engine *e;
     CU_ASSERT_FATAL(sim_engine_new(&e) == 0);
     sim_point p;
@@ -709,12 +699,12 @@ static void test_find_unused(void) {
   sim_scenario_free(s);
 }
 
-#define JITTER_SCENARIO                                                                            \
-  "profile = \"%s\"; model = \"../../scenarios/models/%s.cfg\";\n"                                  \
-  "training = { batch = 32; };\n"                                                                  \
-  "cluster = { nodes = %s; devices_per_node = 1; };\n"                                             \
-  "networks = ( { name = \"10GbE\"; gbps = 10.0; latency_us = 20.0; } );\n"                         \
-  "ddp = { overlap = %s; gradient_as_bucket_view = true; bucket_cap_mb = 5.0; };\n"                 \
+#define JITTER_SCENARIO                                                                                                \
+  "profile = \"%s\"; model = \"../../scenarios/models/%s.cfg\";\n"                                                     \
+  "training = { batch = 32; };\n"                                                                                      \
+  "cluster = { nodes = %s; devices_per_node = 1; };\n"                                                                 \
+  "networks = ( { name = \"10GbE\"; gbps = 10.0; latency_us = 20.0; } );\n"                                            \
+  "ddp = { overlap = %s; gradient_as_bucket_view = true; bucket_cap_mb = 5.0; };\n"                                    \
   "simulation = { steps = %d; seed = %d; ranks = \"%s\"; };\n"
 
 /* Without jitter every rank is the same, so one representative rank and
@@ -725,10 +715,9 @@ static void test_representative_equals_every_rank(void) {
   const char *profiles[] = {TU_DATA("cpu-test.cfg"), prof};
   for (int k = 0; k < 2; k++) {
     for (int ov = 0; ov < 2; ov++) {
-      sim_scenario *a = load(JITTER_SCENARIO, profiles[k], "mlp", "[1, 2, 3, 8]",
-                             ov ? "true" : "false", 2, 1, "representative");
-      sim_scenario *b = load(JITTER_SCENARIO, profiles[k], "mlp", "[1, 2, 3, 8]",
-                             ov ? "true" : "false", 2, 1, "every");
+      sim_scenario *a =
+          load(JITTER_SCENARIO, profiles[k], "mlp", "[1, 2, 3, 8]", ov ? "true" : "false", 2, 1, "representative");
+      sim_scenario *b = load(JITTER_SCENARIO, profiles[k], "mlp", "[1, 2, 3, 8]", ov ? "true" : "false", 2, 1, "every");
       CU_ASSERT_FATAL(a && b);
       CU_ASSERT_FATAL(a->every_rank == 0 && b->every_rank == 1);
       for (long i = 0; i < sim_scenario_points(a); i++) {
@@ -749,8 +738,8 @@ static void test_representative_equals_every_rank(void) {
 }
 
 /* Mean step time over `steps` steps, and its standard error. */
-static void mean_step(const char *prof, const char *model, int world, int steps, int seed,
-                      const char *mode, double *mean, double *se, double *comm) {
+static void mean_step(const char *prof, const char *model, int world, int steps, int seed, const char *mode,
+    double *mean, double *se, double *comm) {
   char nodes[32];
   snprintf(nodes, sizeof nodes, "%d", world);
   sim_scenario *s = load(JITTER_SCENARIO, prof, model, nodes, "false", steps, seed, mode);
@@ -773,8 +762,7 @@ static void mean_step(const char *prof, const char *model, int world, int steps,
  * shifted exponential a + H_W / lambda. Draws are normalized to mean 1.
  * The mean of `steps` steps is within 5 standard errors of its expectation
  * with probability 1 - 6e-7; the table's 3-decimal e_W adds 5e-4 sigma. */
-static void check_straggler_mean(const char *prof, int world, double e_max, int steps,
-                                 const char *mode) {
+static void check_straggler_mean(const char *prof, int world, double e_max, int steps, const char *mode) {
   double m0, se0, T0, m, se, T;
   mean_step(TU_DATA("cpu-test.cfg"), "mlp-small", world, 2, 1, mode, &m0, &se0, &T0);
   mean_step(prof, "mlp-small", world, steps, 11, mode, &m, &se, &T);
@@ -782,8 +770,8 @@ static void check_straggler_mean(const char *prof, int world, double e_max, int 
   double want = C * e_max + T0;
   double tol = 5.0 * se + C * 1e-3 * (e_max - 1.0) + 1e-8;
   if (!(fabs(m - want) < tol) || getenv("DDPSIM_TEST_VERBOSE"))
-    fprintf(stderr, "\n%s, W = %d: mean step %.9g, expected %.9g (tol %.3g; C %.6g T %.6g se %.3g)\n", mode,
-            world, m, want, tol, C, T0, se);
+    fprintf(stderr, "\n%s, W = %d: mean step %.9g, expected %.9g (tol %.3g; C %.6g T %.6g se %.3g)\n", mode, world, m,
+        want, tol, C, T0, se);
   CU_ASSERT(fabs(m - want) < tol);
   CU_ASSERT(T == T0);
   /* Not vacuous: the straggler effect is many tolerances wide. */
@@ -848,13 +836,13 @@ static void test_representative_vs_every_lognormal(void) {
  * and backward is the critical path, so slowing it shows; on a slow network
  * the communication stream is busy from the first bucket to the end and
  * compute slowed under it changes nothing. */
-#define SLOWDOWN_SCENARIO \
-  "profile = \"%s\"; model = \"../../scenarios/models/mlp.cfg\";\n" \
-  "training = { batch = 32; };\n" \
-  "cluster = { nodes = [2, 4, 8]; devices_per_node = 1; };\n" \
-  "networks = ( { name = \"1GbE\"; gbps = 1.0; latency_us = 30.0; },\n" \
-  "             { name = \"100GbE\"; gbps = 100.0; latency_us = 10.0; } );\n" \
-  "ddp = { overlap = [true, false]; bucket_cap_mb = 5.0; };\n" \
+#define SLOWDOWN_SCENARIO                                                                                              \
+  "profile = \"%s\"; model = \"../../scenarios/models/mlp.cfg\";\n"                                                    \
+  "training = { batch = 32; };\n"                                                                                      \
+  "cluster = { nodes = [2, 4, 8]; devices_per_node = 1; };\n"                                                          \
+  "networks = ( { name = \"1GbE\"; gbps = 1.0; latency_us = 30.0; },\n"                                                \
+  "             { name = \"100GbE\"; gbps = 100.0; latency_us = 10.0; } );\n"                                          \
+  "ddp = { overlap = [true, false]; bucket_cap_mb = 5.0; };\n"                                                         \
   "simulation = { steps = 2; };\n"
 
 static void test_compute_slowdown(void) {
@@ -870,8 +858,8 @@ static void test_compute_slowdown(void) {
     CU_ASSERT_FATAL(run_point(base, i, &rb) == 0);
     CU_ASSERT_FATAL(run_point(slow, i, &rs) == 0);
     if (getenv("DDPSIM_TEST_VERBOSE"))
-      fprintf(stderr, "\n%s n=%d overlap=%d: base %.9g slow %.9g", rb.pt.network->name,
-              rb.pt.nodes, rb.pt.overlap, rb.step_s, rs.step_s);
+      fprintf(stderr, "\n%s n=%d overlap=%d: base %.9g slow %.9g", rb.pt.network->name, rb.pt.nodes, rb.pt.overlap,
+          rb.step_s, rs.step_s);
     if (rb.pt.overlap) {
       sim_point_result off;
       CU_ASSERT_FATAL(run_point(slow, i + 3, &off) == 0);
@@ -905,12 +893,12 @@ static void test_update_rate(void) {
   snprintf(prof, sizeof prof, "%s/update.cfg", scratch);
   CU_ASSERT_FATAL(core_profile_write(p, prof) == 0);
   core_profile_free(p);
-#define UPDATE_SCENARIO                                                                            \
-  "profile = \"%s\"; model = \"../../scenarios/models/mlp.cfg\";\n"                                  \
-  "training = { batch = 32; optimizer = \"sgd_momentum\"; };\n"                                       \
-  "cluster = { nodes = [1, 2]; devices_per_node = 1; };\n"                                            \
-  "networks = ( { name = \"1GbE\"; gbps = 1.0; latency_us = 30.0; } );\n"                              \
-  "ddp = { overlap = [true, false]; bucket_cap_mb = 5.0; };\n"                                        \
+#define UPDATE_SCENARIO                                                                                                \
+  "profile = \"%s\"; model = \"../../scenarios/models/mlp.cfg\";\n"                                                    \
+  "training = { batch = 32; optimizer = \"sgd_momentum\"; };\n"                                                        \
+  "cluster = { nodes = [1, 2]; devices_per_node = 1; };\n"                                                             \
+  "networks = ( { name = \"1GbE\"; gbps = 1.0; latency_us = 30.0; } );\n"                                              \
+  "ddp = { overlap = [true, false]; bucket_cap_mb = 5.0; };\n"                                                         \
   "simulation = { steps = 2; };\n"
   sim_scenario *base = load(UPDATE_SCENARIO, TU_DATA("cpu-test.cfg"));
   sim_scenario *fast = load(UPDATE_SCENARIO, prof);
@@ -977,7 +965,7 @@ static void test_scale_interference(void) {
 /* base with other interference factors and, where busbw > 0, the rate,
  * CPUs taken and CPUs a rank has, where they were measured. */
 static int interference_variant(const char *base, const char *name, double csd, double msd, double busbw,
-                                double comm_cpus, double rank_cpus, char *out, size_t n) {
+    double comm_cpus, double rank_cpus, char *out, size_t n) {
   core_profile *p;
   if (core_profile_load(base, &p) != 0)
     return -1;
@@ -1060,12 +1048,12 @@ static void test_interference_follows_rate(void) {
  * "timeout" and a note naming the setting (ddp.timeout_s) and a value that
  * would avoid it. Defaults: Gloo 30 s, NCCL 10 min (reference; torch's
  * default_pg_nccl_timeout). */
-#define TIMEOUT_SCENARIO \
-  "profile = \"gpu-test.cfg\"; model = \"big-test.cfg\";\n" \
-  "training = { batch = 8; };\n" \
-  "cluster = { nodes = 2; devices_per_node = 1; };\n" \
-  "networks = ( { name = \"slow\"; gbps = 0.1; latency_us = 10.0; efficiency = 1.0; } );\n" \
-  "ddp = { backend = \"%s\"; " ONE_BUCKET_DDP " %s };\n" \
+#define TIMEOUT_SCENARIO                                                                                               \
+  "profile = \"gpu-test.cfg\"; model = \"big-test.cfg\";\n"                                                            \
+  "training = { batch = 8; };\n"                                                                                       \
+  "cluster = { nodes = 2; devices_per_node = 1; };\n"                                                                  \
+  "networks = ( { name = \"slow\"; gbps = 0.1; latency_us = 10.0; efficiency = 1.0; } );\n"                            \
+  "ddp = { backend = \"%s\"; " ONE_BUCKET_DDP " %s };\n"                                                               \
   "simulation = { steps = 1; };\n"
 
 static void test_timeout(void) {
@@ -1126,10 +1114,19 @@ static void test_step_by_hand(void) {
    * Overlap off: both start after backward: 10..15, 15..16; then 16..18. */
   const double fwd[2] = {1e-3, 2e-3}, bwd[2] = {3e-3, 4e-3}, comm[2] = {5e-3, 1e-3};
   const int ready[2] = {1, 0};
-  sim_step_cfg c = {.n_layers = 2, .fwd_s = fwd, .bwd_s = bwd, .n_buckets = 2,
-                    .bucket_ready_layer = ready, .bucket_comm_s = comm, .optimizer_s = 2e-3,
-                    .overlap = 1, .compute_slowdown = 1.0, .comm_slowdown = 1.0, .world = 4,
-                    .steps = 3, .seed = 1};
+  sim_step_cfg c = {.n_layers = 2,
+      .fwd_s = fwd,
+      .bwd_s = bwd,
+      .n_buckets = 2,
+      .bucket_ready_layer = ready,
+      .bucket_comm_s = comm,
+      .optimizer_s = 2e-3,
+      .overlap = 1,
+      .compute_slowdown = 1.0,
+      .comm_slowdown = 1.0,
+      .world = 4,
+      .steps = 3,
+      .seed = 1};
   sim_engine *e;
   CU_ASSERT_FATAL(sim_engine_new(&e) == 0);
   sim_step_result r;
@@ -1212,10 +1209,20 @@ static void test_step_random_waits(void) {
   const double fwd[2] = {1e-3, 2e-3}, bwd[2] = {3e-3, 4e-3}, comm[2] = {2e-3, 1e-3};
   const double idle[2] = {0.5, 0.0}, cpu[2] = {0.25, 0.0};
   const int ready[2] = {1, 0};
-  sim_step_cfg c = {.n_layers = 2, .fwd_s = fwd, .bwd_s = bwd, .n_buckets = 2,
-                    .bucket_ready_layer = ready, .bucket_comm_s = comm, .bucket_idle_frac = idle,
-                    .optimizer_s = 2e-3, .overlap = 1, .compute_slowdown = 1.0, .comm_slowdown = 1.0,
-                    .world = 4, .steps = 1000, .seed = 1};
+  sim_step_cfg c = {.n_layers = 2,
+      .fwd_s = fwd,
+      .bwd_s = bwd,
+      .n_buckets = 2,
+      .bucket_ready_layer = ready,
+      .bucket_comm_s = comm,
+      .bucket_idle_frac = idle,
+      .optimizer_s = 2e-3,
+      .overlap = 1,
+      .compute_slowdown = 1.0,
+      .comm_slowdown = 1.0,
+      .world = 4,
+      .steps = 1000,
+      .seed = 1};
   sim_engine *e;
   CU_ASSERT_FATAL(sim_engine_new(&e) == 0);
   sim_step_result r, r2;

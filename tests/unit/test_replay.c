@@ -238,8 +238,8 @@ static void test_retarget_classes(void) {
   a->dev_class_s[CORE_DEV_COMPUTE] = 500 * US, a->dev_class_s[CORE_DEV_MEMORY] = 80 * US;
   a->dev_class_s[CORE_DEV_LAUNCH] = 20 * US;
   b->dev_class_s[CORE_DEV_MEMORY] = 390 * US, b->dev_class_s[CORE_DEV_LAUNCH] = 10 * US;
-  sim_replay_cfg c = {.t = &f.t, .bk = &f.bk, .bucket_comm_s = f.comm, .dev_scale = 2.0, .compute_scale = 0.25,
-                      .memory_scale = 0.5};
+  sim_replay_cfg c = {
+      .t = &f.t, .bk = &f.bk, .bucket_comm_s = f.comm, .dev_scale = 2.0, .compute_scale = 0.25, .memory_scale = 0.5};
   sim_replay_result r;
   CU_ASSERT_EQUAL_FATAL(sim_replay_run(&c, &r, NULL), 0);
   double want = (500 * 0.25 + 80 * 0.5) * 2 + 20 + 390 * 0.5 * 2 + 10;
@@ -301,20 +301,21 @@ static void test_file_errors(void) {
     const char *text, *want;
   } bad[] = {
       {"traced = { world_size = 2; pieces = ( { kind = \"grad\"; tensor = 5; host_us = 1.0; dev_us = 0.0; } ); };",
-       "'tensor'"},
+          "'tensor'"},
       {"traced = { world_size = 2; streams = 1; pieces = ( { kind = \"other\"; host_us = 1.0; dev_us = 0.0; } );\n"
        "  side = ( { piece = 0; at = 0.5; stream = 2; us = 3.0; } ); };",
-       "'stream'"},
+          "'stream'"},
       {"traced = { world_size = 2; pieces = ( { kind = \"other\"; host_us = 1.0; dev_us = 0.0; },\n"
        "  { kind = \"other\"; host_us = 1.0; dev_us = 0.0; } );\n"
        "  syncs = ( { piece = 1; at = 0.5; streams = [0]; }, { piece = 0; at = 0.5; streams = [0]; } ); };",
-       "piece order"},
+          "piece order"},
       {"traced = { world_size = 2; pieces = ( ); };", "needs its pieces"},
-      {"traced = { world_size = 2; pieces = ( { kind = \"other\"; host_us = 1.0; dev_us = 5.0; dev_compute_us = 5.0; } ); };",
-       "all three or none"},
+      {"traced = { world_size = 2; pieces = ( { kind = \"other\"; host_us = 1.0; dev_us = 5.0; dev_compute_us = 5.0; } "
+       "); };",
+          "all three or none"},
       {"traced = { world_size = 2; pieces = ( { kind = \"other\"; host_us = 1.0; dev_us = 5.0; dev_compute_us = 1.0;\n"
        "  dev_memory_us = 1.0; dev_launch_us = 1.0; } ); };",
-       "must add up"},
+          "must add up"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     core_cfg c;

@@ -41,19 +41,19 @@ static int same_array(const double *a, const double *b, int n) {
 /* Every field but path (where it was loaded from). Reports the first
  * difference on stderr. */
 static int profiles_equal(const core_profile *a, const core_profile *b) {
-#define DIFF(what)                                                                                 \
-  do {                                                                                             \
-    fprintf(stderr, "\nprofile field differs: %s\n", what);                                        \
-    return 0;                                                                                      \
+#define DIFF(what)                                                                                                     \
+  do {                                                                                                                 \
+    fprintf(stderr, "\nprofile field differs: %s\n", what);                                                            \
+    return 0;                                                                                                          \
   } while (0)
-#define STR(f)                                                                                     \
-  if (strcmp(a->f, b->f))                                                                          \
+#define STR(f)                                                                                                         \
+  if (strcmp(a->f, b->f))                                                                                              \
   DIFF(#f)
-#define NUM(f)                                                                                     \
-  if (!same_bits(a->f, b->f))                                                                      \
+#define NUM(f)                                                                                                         \
+  if (!same_bits(a->f, b->f))                                                                                          \
   DIFF(#f)
-#define INT(f)                                                                                     \
-  if (a->f != b->f)                                                                                \
+#define INT(f)                                                                                                         \
+  if (a->f != b->f)                                                                                                    \
   DIFF(#f)
   INT(format);
   STR(name);
@@ -74,7 +74,7 @@ static int profiles_equal(const core_profile *a, const core_profile *b) {
     INT(rate[i].present);
     INT(rate[i].n);
     if (a->rate[i].present && (!same_array(a->rate[i].gemm_flops, b->rate[i].gemm_flops, a->rate[i].n) ||
-                               !same_array(a->rate[i].tflops, b->rate[i].tflops, a->rate[i].n)))
+                                  !same_array(a->rate[i].tflops, b->rate[i].tflops, a->rate[i].n)))
       DIFF("rate arrays");
   }
   INT(n_colls);
@@ -204,16 +204,20 @@ static const char maximal_profile[] =
     "  format = 1;\n"
     "  name = \"max \\\"quoted\\\" \\\\ back\\tslash\";\n"
     "  provenance = \"line one\\nline two\";\n"
-    "  meta = { host = \"h\"; date = \"2026-12-02\"; backend = \"gloo\"; versions = \"gloo 0.0 / libconfig 1.7\"; nodes = 3; ranks_per_node = 5; };\n"
-    "  device = { kind = \"gpu\"; name = \"\"; memory_GBps = 0.1; update_GBps = 7e-3; host_link_GBps = 3.0000000000000004; };\n"
+    "  meta = { host = \"h\"; date = \"2026-12-02\"; backend = \"gloo\"; versions = \"gloo 0.0 / libconfig 1.7\"; "
+    "nodes = 3; ranks_per_node = 5; };\n"
+    "  device = { kind = \"gpu\"; name = \"\"; memory_GBps = 0.1; update_GBps = 7e-3; host_link_GBps = "
+    "3.0000000000000004; };\n"
     "  host = { reduce_GBps = 1e-3; };\n"
     "  compute = (\n"
-    "    { precision = \"bf16\"; gemm_flops = [1.0, 1e3, 123456789.123, 1e30]; tflops = [1e-9, 0.1, 0.30000000000000004, 1e9]; },\n"
+    "    { precision = \"bf16\"; gemm_flops = [1.0, 1e3, 123456789.123, 1e30]; tflops = [1e-9, 0.1, "
+    "0.30000000000000004, 1e9]; },\n"
     "    { precision = \"fp32\"; gemm_flops = [1.0000000000000002]; tflops = [4.9406564584124654e-5]; },\n"
     "    { precision = \"tf32\"; gemm_flops = [7]; tflops = [3]; }\n"
     "  );\n"
     "  collectives = (\n"
-    "    { backend = \"gloo\"; op = \"allreduce\"; algorithm = \"halving_doubling\"; scope = \"inter\"; ranks = 15; nodes = 3;\n"
+    "    { backend = \"gloo\"; op = \"allreduce\"; algorithm = \"halving_doubling\"; scope = \"inter\"; ranks = 15; "
+    "nodes = 3;\n"
     "      fits = ( { min_bytes = 0.0; max_bytes = 8192.0; alpha_us = 0.0; algbw_GBps = 1e-9; r2 = -0.5;\n"
     "                 alpha_us_ci = [-1.5, 2.5]; algbw_GBps_ci = [0.1, 1e9]; },\n"
     "               { min_bytes = 8192.0; max_bytes = 1e15; alpha_us = 1e9; algbw_GBps = 0.1; } );\n"
@@ -228,7 +232,8 @@ static const char maximal_profile[] =
     "  interference = { compute_slowdown = 100.0; comm_slowdown = 1.5; busbw_GBps = 0.117;\n"
     "                   comm_cpus = 0.21; rank_cpus = 0.5; };\n"
     "  hooks = { cast_GBps = 0.30000000000000004; cast_bf16_GBps = 1e6; orth_gflops = 1e-6; sum_fp32_GBps = 4.0;\n"
-    "            sum_fp16_GBps = 0.068757459122181147; sum_bf16_GBps = 2.0; psgd_gemm_GBps = 3.5; psgd_pass_GBps = 6.0;\n"
+    "            sum_fp16_GBps = 0.068757459122181147; sum_bf16_GBps = 2.0; psgd_gemm_GBps = 3.5; psgd_pass_GBps = "
+    "6.0;\n"
     "            psgd_sync_us = 3101.36669921875; };\n"
     "  price = { node_hour_usd = 55.04; };\n"
     "};\n";
@@ -268,19 +273,21 @@ static void test_round_trip_maximal(void) {
 
   /* Defaults of optional parts, and "none" jitter with samples only. */
   snprintf(path, sizeof path, "%s/minimal.cfg", scratch);
-  CU_ASSERT_FATAL(tu_write_file(path,
-      "profile = { format = 1; name = \"m\"; provenance = \"p\"; meta = { };\n"
-      "  device = { kind = \"cpu\"; memory_GBps = 1.0; }; host = { reduce_GBps = 1.0; };\n"
-      "  compute = ( { precision = \"fp32\"; gemm_flops = [1.0]; tflops = [1.0]; } );\n"
-      "  collectives = ( { backend = \"gloo\"; op = \"allgather\"; algorithm = \"ring\"; scope = \"intra\"; ranks = 2; nodes = 1;\n"
-      "                    fits = ( { min_bytes = 0.0; max_bytes = 1.0; alpha_us = 1.0; algbw_GBps = 1.0; } ); } );\n"
-      "  jitter = { distribution = \"none\"; samples = [1.0, 1.5]; };\n"
-      "};\n") == 0);
+  CU_ASSERT_FATAL(
+      tu_write_file(path, "profile = { format = 1; name = \"m\"; provenance = \"p\"; meta = { };\n"
+                          "  device = { kind = \"cpu\"; memory_GBps = 1.0; }; host = { reduce_GBps = 1.0; };\n"
+                          "  compute = ( { precision = \"fp32\"; gemm_flops = [1.0]; tflops = [1.0]; } );\n"
+                          "  collectives = ( { backend = \"gloo\"; op = \"allgather\"; algorithm = \"ring\"; scope = "
+                          "\"intra\"; ranks = 2; nodes = 1;\n"
+                          "                    fits = ( { min_bytes = 0.0; max_bytes = 1.0; alpha_us = 1.0; algbw_GBps "
+                          "= 1.0; } ); } );\n"
+                          "  jitter = { distribution = \"none\"; samples = [1.0, 1.5]; };\n"
+                          "};\n") == 0);
   CU_ASSERT_FATAL(core_profile_load(path, &p) == 0);
   CU_ASSERT_EQUAL(p->nodes, 1);
   CU_ASSERT_EQUAL(p->ranks_per_node, 1);
   CU_ASSERT_EQUAL(p->host_link_GBps, 0.0);
-  CU_ASSERT_EQUAL(p->compute_slowdown, 1.0); /* no interference measured: none */
+  CU_ASSERT_EQUAL(p->compute_slowdown, 1.0);  /* no interference measured: none */
   CU_ASSERT_EQUAL(p->interf_busbw_GBps, 0.0); /* and the factors hold at every rate */
   CU_ASSERT_EQUAL(p->jitter, CORE_JITTER_NONE);
   CU_ASSERT_EQUAL(p->n_jitter_samples, 2);
@@ -303,16 +310,15 @@ static void test_profile_write_fails_cleanly(void) {
 /* --- sweep expansion ------------------------------------------------------- */
 
 static void test_sweep_order_and_count(void) {
-  const char *text =
-      "profile = \"gpu-test.cfg\";\n"
-      "model = [\"../../scenarios/models/mlp.cfg\", \"../../scenarios/models/mlp-small.cfg\"];\n"
-      "training = { batch = [8, 16]; precision = [\"fp32\", \"amp_bf16\", \"bf16\"]; };\n"
-      "cluster = { nodes = [1, 2, 4, 8, 16]; devices_per_node = [1, 4]; };\n"
-      "networks = ( { name = \"a\"; gbps = 1.0; latency_us = 1.0; },\n"
-      "             { name = \"b\"; gbps = 2.0; latency_us = 1.0; },\n"
-      "             { name = \"c\"; gbps = 3.0; latency_us = 1.0; } );\n"
-      "ddp = { backend = [\"nccl\", \"gloo\"]; algorithm = [\"auto\", \"hierarchical\"];\n"
-      "        bucket_cap_mb = [1.0, 5.0, 25.0]; overlap = [true, false]; };\n";
+  const char *text = "profile = \"gpu-test.cfg\";\n"
+                     "model = [\"../../scenarios/models/mlp.cfg\", \"../../scenarios/models/mlp-small.cfg\"];\n"
+                     "training = { batch = [8, 16]; precision = [\"fp32\", \"amp_bf16\", \"bf16\"]; };\n"
+                     "cluster = { nodes = [1, 2, 4, 8, 16]; devices_per_node = [1, 4]; };\n"
+                     "networks = ( { name = \"a\"; gbps = 1.0; latency_us = 1.0; },\n"
+                     "             { name = \"b\"; gbps = 2.0; latency_us = 1.0; },\n"
+                     "             { name = \"c\"; gbps = 3.0; latency_us = 1.0; } );\n"
+                     "ddp = { backend = [\"nccl\", \"gloo\"]; algorithm = [\"auto\", \"hierarchical\"];\n"
+                     "        bucket_cap_mb = [1.0, 5.0, 25.0]; overlap = [true, false]; };\n";
   sim_scenario *s = NULL;
   int rc = sim_scenario_load_string(text, TU_DATA("sweep-test.cfg"), &s);
   if (rc)
@@ -347,11 +353,10 @@ static void test_sweep_order_and_count(void) {
                       sim_point p;
                       memset(&p, 0xff, sizeof p);
                       sim_scenario_point(s, idx, &p);
-                      if (p.index != idx || strcmp(p.model->name, models[a]) ||
-                          strcmp(p.network->name, nets[b]) || p.backend != backs[c] ||
-                          p.algorithm != algos[d] || p.precision != precs[e] || p.batch != batch[f] ||
-                          p.bucket_cap_mb != caps[g] || p.overlap != ovl[h] || p.per_node != pn[i] ||
-                          p.nodes != nodes[j])
+                      if (p.index != idx || strcmp(p.model->name, models[a]) || strcmp(p.network->name, nets[b]) ||
+                          p.backend != backs[c] || p.algorithm != algos[d] || p.precision != precs[e] ||
+                          p.batch != batch[f] || p.bucket_cap_mb != caps[g] || p.overlap != ovl[h] ||
+                          p.per_node != pn[i] || p.nodes != nodes[j])
                         bad++;
                     }
   CU_ASSERT_EQUAL(bad, 0);
@@ -362,12 +367,11 @@ static void test_sweep_order_and_count(void) {
 /* ddp.find_unused_parameters sweeps like overlap: its dimension sits just
  * inside overlap's and outside compression's. */
 static void test_sweep_find_unused(void) {
-  const char *text =
-      "profile = \"gpu-test.cfg\"; model = \"../../scenarios/models/mlp.cfg\";\n"
-      "training = { batch = 8; }; cluster = { nodes = 2; devices_per_node = 1; };\n"
-      "networks = ( { name = \"a\"; gbps = 1.0; latency_us = 1.0; } );\n"
-      "ddp = { overlap = [true, false]; find_unused_parameters = [false, true];\n"
-      "        compression = [\"none\", \"fp16\"]; };\n";
+  const char *text = "profile = \"gpu-test.cfg\"; model = \"../../scenarios/models/mlp.cfg\";\n"
+                     "training = { batch = 8; }; cluster = { nodes = 2; devices_per_node = 1; };\n"
+                     "networks = ( { name = \"a\"; gbps = 1.0; latency_us = 1.0; } );\n"
+                     "ddp = { overlap = [true, false]; find_unused_parameters = [false, true];\n"
+                     "        compression = [\"none\", \"fp16\"]; };\n";
   sim_scenario *s = NULL;
   int rc = sim_scenario_load_string(text, TU_DATA("sweep-unused.cfg"), &s);
   if (rc)
@@ -424,11 +428,11 @@ static void test_shipped_scenario_points(void) {
 /* --- defaults -------------------------------------------------------------- */
 
 static void test_scenario_defaults(void) {
-#define MINIMAL_SCENARIO \
-      "profile = \"%s\"; model = \"../../scenarios/models/mlp.cfg\";\n" \
-      "training = { batch = 4; };\n" \
-      "cluster = { nodes = 2; devices_per_node = 1; };\n" \
-      "networks = ( { name = \"n\"; gbps = 1.0; latency_us = 5.0; } );\n"
+#define MINIMAL_SCENARIO                                                                                               \
+  "profile = \"%s\"; model = \"../../scenarios/models/mlp.cfg\";\n"                                                    \
+  "training = { batch = 4; };\n"                                                                                       \
+  "cluster = { nodes = 2; devices_per_node = 1; };\n"                                                                  \
+  "networks = ( { name = \"n\"; gbps = 1.0; latency_us = 5.0; } );\n"
   char text[1024];
   const char *profiles[] = {"cpu-test.cfg", "gpu-test.cfg"};
   for (int k = 0; k < 2; k++) {
@@ -520,11 +524,12 @@ static void test_integers_beyond_32_bits(void) {
   sim_scenario_free(s);
   /* At the edges of 32 bits, and in hexadecimal. */
   core_cfg c;
-  CU_ASSERT_FATAL(core_cfg_load_string(&c, "a = -2147483648; b = -2147483649; c = 2147483647;\n"
-                                           "d = 2147483648; e = 0x100000000; f = 9223372036854775807;\n",
-                                       "edges.cfg", "test") == 0);
-  const long long want[] = {-2147483648LL, -2147483649LL, 2147483647LL, 2147483648LL, 4294967296LL,
-                            9223372036854775807LL};
+  CU_ASSERT_FATAL(core_cfg_load_string(&c,
+                      "a = -2147483648; b = -2147483649; c = 2147483647;\n"
+                      "d = 2147483648; e = 0x100000000; f = 9223372036854775807;\n",
+                      "edges.cfg", "test") == 0);
+  const long long want[] = {
+      -2147483648LL, -2147483649LL, 2147483647LL, 2147483648LL, 4294967296LL, 9223372036854775807LL};
   const char *keys[] = {"a", "b", "c", "d", "e", "f"};
   for (int i = 0; i < 6; i++) {
     long long v = 0;
@@ -535,17 +540,17 @@ static void test_integers_beyond_32_bits(void) {
 }
 
 static void test_explicit_values(void) {
-  const char *text =
-      "name = \"explicit\"; description = \"d\"; profile = \"gpu-test.cfg\"; model = \"big-test.cfg\";\n"
-      "training = { batch = 3; precision = \"bf16\"; optimizer = \"adam\"; };\n"
-      "cluster = { nodes = 2; devices_per_node = 4; };\n"
-      "networks = ( { name = \"n\"; gbps = 2.5; latency_us = 0.0; nics_per_node = 3; efficiency = 0.5; oversubscription = 2.0; },\n"
-      "             { name = \"m\"; from_profile = true; } );\n"
-      "ddp = { backend = \"nccl\"; algorithm = \"tree\"; bucket_cap_mb = 0.5; first_bucket_mb = 0.0;\n"
-      "        overlap = false; gradient_as_bucket_view = true; timeout_s = 12.5;\n"
-      "        find_unused_parameters = true; };\n"
-      "simulation = { steps = 3; seed = 0; ranks = \"every\"; };\n"
-      "output = { csv = \"out.csv\"; };\n";
+  const char *text = "name = \"explicit\"; description = \"d\"; profile = \"gpu-test.cfg\"; model = \"big-test.cfg\";\n"
+                     "training = { batch = 3; precision = \"bf16\"; optimizer = \"adam\"; };\n"
+                     "cluster = { nodes = 2; devices_per_node = 4; };\n"
+                     "networks = ( { name = \"n\"; gbps = 2.5; latency_us = 0.0; nics_per_node = 3; efficiency = 0.5; "
+                     "oversubscription = 2.0; },\n"
+                     "             { name = \"m\"; from_profile = true; } );\n"
+                     "ddp = { backend = \"nccl\"; algorithm = \"tree\"; bucket_cap_mb = 0.5; first_bucket_mb = 0.0;\n"
+                     "        overlap = false; gradient_as_bucket_view = true; timeout_s = 12.5;\n"
+                     "        find_unused_parameters = true; };\n"
+                     "simulation = { steps = 3; seed = 0; ranks = \"every\"; };\n"
+                     "output = { csv = \"out.csv\"; };\n";
   sim_scenario *s = NULL;
   int rc = sim_scenario_load_string(text, TU_DATA("explicit.cfg"), &s);
   if (rc)
@@ -609,12 +614,13 @@ static void test_model_defaults(void) {
 
   /* Generic layers, measured times and PowerSGD's wait, a layer without parameters. */
   core_cfg c;
-  CU_ASSERT_FATAL(core_cfg_load_string(&c,
-      "model = { name = \"g\"; measured_batch = 16; psgd_sync_us = 2500;\n"
-      "  layers = ( { name = \"x\"; params = [10, 5]; fwd_flops = 100.0; fwd_ms = 1.5; bwd_ms = 3.0; },\n"
-      "             { name = \"y\"; fwd_flops = 7.0; bwd_flops = 1.0; fwd_ms = 0.5; bwd_ms = 0.25; },\n"
-      "             { name = \"z\"; params = [3]; fwd_flops = 0.0; fwd_ms = 0.0; bwd_ms = 0.0; } ); };\n",
-      TU_DATA("inline-model.cfg"), "model") == 0);
+  CU_ASSERT_FATAL(
+      core_cfg_load_string(&c,
+          "model = { name = \"g\"; measured_batch = 16; psgd_sync_us = 2500;\n"
+          "  layers = ( { name = \"x\"; params = [10, 5]; fwd_flops = 100.0; fwd_ms = 1.5; bwd_ms = 3.0; },\n"
+          "             { name = \"y\"; fwd_flops = 7.0; bwd_flops = 1.0; fwd_ms = 0.5; bwd_ms = 0.25; },\n"
+          "             { name = \"z\"; params = [3]; fwd_flops = 0.0; fwd_ms = 0.0; bwd_ms = 0.0; } ); };\n",
+          TU_DATA("inline-model.cfg"), "model") == 0);
   rc = core_model_from_setting(core_cfg_root(&c), TU_DATA("inline-model.cfg"), &m);
   if (rc)
     fprintf(stderr, "\n%s\n", core_err_msg());

@@ -28,13 +28,13 @@ static int suite_clean(void) {
   return 0;
 }
 
-#define SCENARIO(name, cluster, ddp)                                                           \
-  "name = \"" name "\";\n"                                                                    \
-  "profile = \"cpu-test.cfg\";\n"                                                             \
-  "model = \"../../scenarios/models/mlp-small.cfg\";\n"                                       \
-  "training = { batch = 32; precision = \"fp32\"; };\n"                                       \
-  "cluster = " cluster ";\n"                                                                  \
-  "networks = ( { name = \"measured\"; from_profile = true; } );\n"                           \
+#define SCENARIO(name, cluster, ddp)                                                                                   \
+  "name = \"" name "\";\n"                                                                                             \
+  "profile = \"cpu-test.cfg\";\n"                                                                                      \
+  "model = \"../../scenarios/models/mlp-small.cfg\";\n"                                                                \
+  "training = { batch = 32; precision = \"fp32\"; };\n"                                                                \
+  "cluster = " cluster ";\n"                                                                                           \
+  "networks = ( { name = \"measured\"; from_profile = true; } );\n"                                                    \
   "ddp = " ddp ";\n"
 
 /* Each event's step and the values of two tags, from the run's file. */
@@ -93,8 +93,9 @@ static void test_whole_values(void) {
   sim_scenario *s;
   sim_sweep w;
   CU_ASSERT_EQUAL_FATAL(run_study(SCENARIO("tbwhole", "{ nodes = [4, 1, 2]; devices_per_node = 1; }",
-                                           "{ backend = \"gloo\"; overlap = [true, false]; }"),
-                                  &s, &w), 0);
+                                      "{ backend = \"gloo\"; overlap = [true, false]; }"),
+                            &s, &w),
+      0);
   char out[4400], run[8800];
   snprintf(out, sizeof out, "%s/whole", dir);
   CU_ASSERT_EQUAL(sim_tb_check(s, out), 0);
@@ -135,8 +136,9 @@ static void test_fractional_values(void) {
   sim_scenario *s;
   sim_sweep w;
   CU_ASSERT_EQUAL_FATAL(run_study(SCENARIO("tbfrac", "{ nodes = 2; devices_per_node = 1; }",
-                                           "{ backend = \"gloo\"; bucket_cap_mb = [25.0, 0.5]; }"),
-                                  &s, &w), 0);
+                                      "{ backend = \"gloo\"; bucket_cap_mb = [25.0, 0.5]; }"),
+                            &s, &w),
+      0);
   char out[4400], run[8800];
   snprintf(out, sizeof out, "%s/frac", dir);
   CU_ASSERT_EQUAL_FATAL(sim_tb_write(s, &w, out), 0);

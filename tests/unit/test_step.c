@@ -92,9 +92,8 @@ static void test_direct_equals_events(void) {
     if (memcmp(&a, &b, sizeof a) != 0) {
       differ++;
       if (differ < 4)
-        fprintf(stderr, "\ntrial %d: step %.17g vs %.17g, compute %.17g vs %.17g, events %llu vs %llu", trial,
-                a.step_s, b.step_s, a.compute_s, b.compute_s, (unsigned long long)a.events,
-                (unsigned long long)b.events);
+        fprintf(stderr, "\ntrial %d: step %.17g vs %.17g, compute %.17g vs %.17g, events %llu vs %llu", trial, a.step_s,
+            b.step_s, a.compute_s, b.compute_s, (unsigned long long)a.events, (unsigned long long)b.events);
     }
   }
   CU_ASSERT_EQUAL(differ, 0);

@@ -26,16 +26,16 @@ static int suite_clean(void) {
 /* Two nodes interrupted every 1.8 s (mtbf_h on line 8), each failure
  * waiting for a repair: every run goes on to the wall-time cap, about
  * 4,000 events a replication. EXTRA goes into the simulation group. */
-#define STUDY(EXTRA)                                                                          \
-  "name = \"tiny-mtbf\";\n"                                                                   \
-  "profile = \"../../scenarios/profiles/example-2core.cfg\";\n"                               \
-  "model = \"../../scenarios/models/mlp-small.cfg\";\n"                                       \
-  "training = { batch = 32; };\n"                                                             \
-  "cluster = { nodes = 2; devices_per_node = 1; };\n"                                         \
-  "networks = ( { name = \"1GbE\"; gbps = 1.0; latency_us = 30.0; } );\n"                     \
-  "job = { hours = 0.005; };\n"                                                               \
-  "failures = { mtbf_h = 0.001; };\n"                                                         \
-  "checkpoint = { every_s = [60.0, 120.0]; };\n"                                              \
+#define STUDY(EXTRA)                                                                                                   \
+  "name = \"tiny-mtbf\";\n"                                                                                            \
+  "profile = \"../../scenarios/profiles/example-2core.cfg\";\n"                                                        \
+  "model = \"../../scenarios/models/mlp-small.cfg\";\n"                                                                \
+  "training = { batch = 32; };\n"                                                                                      \
+  "cluster = { nodes = 2; devices_per_node = 1; };\n"                                                                  \
+  "networks = ( { name = \"1GbE\"; gbps = 1.0; latency_us = 30.0; } );\n"                                              \
+  "job = { hours = 0.005; };\n"                                                                                        \
+  "failures = { mtbf_h = 0.001; };\n"                                                                                  \
+  "checkpoint = { every_s = [60.0, 120.0]; };\n"                                                                       \
   "simulation = { replications = 4; " EXTRA " };\n"
 
 static sim_scenario *load(const char *text) {

@@ -20,14 +20,23 @@
 static char scratch[4096];
 static sim_scenario *scen;
 
-static const char scenario_text[] =
-    "profile = \"" TU_SRC("scenarios/profiles/example-2core.cfg") "\";\n"
-    "model = \"" TU_SRC("scenarios/models/mlp-small.cfg") "\";\n"
-    "training = { batch = 32; precision = \"fp32\"; optimizer = \"sgd_momentum\"; };\n"
-    "cluster = { nodes = 1; devices_per_node = 2; };\n"
-    "networks = ( { name = \"1GbE\"; gbps = 1.0; latency_us = 14.0; } );\n"
-    "ddp = { backend = \"gloo\"; bucket_cap_mb = 25.0; overlap = true; };\n"
-    "simulation = { steps = 20; ranks = \"every\"; };\n";
+static const char scenario_text[] = "profile = \"" TU_SRC(
+    "scenarios/profiles/example-2core.cfg") "\";\n"
+                                            "model = \"" TU_SRC(
+                                                "scenarios/models/mlp-small.cfg") "\";\n"
+                                                                                  "training = { batch = 32; precision "
+                                                                                  "= \"fp32\"; optimizer = "
+                                                                                  "\"sgd_momentum\"; };\n"
+                                                                                  "cluster = { nodes = 1; "
+                                                                                  "devices_per_node = 2; };\n"
+                                                                                  "networks = ( { name = \"1GbE\"; "
+                                                                                  "gbps = 1.0; latency_us = 14.0; } "
+                                                                                  ");\n"
+                                                                                  "ddp = { backend = \"gloo\"; "
+                                                                                  "bucket_cap_mb = 25.0; overlap = "
+                                                                                  "true; };\n"
+                                                                                  "simulation = { steps = 20; ranks = "
+                                                                                  "\"every\"; };\n";
 
 static int suite_init(void) {
   if (tu_mkdtemp(scratch, sizeof scratch, "validate"))
@@ -58,17 +67,16 @@ static int validate_text(const char *name, const char *text, long skip, cal_vali
 
 /* Steps 0 and 1 are warm-up with outlandish values: skipping them must leave
  * the means of steps 2-4 of both ranks. */
-static const char two_ranks[] = HEADER
-    "0,0,0,9.0,9.0,9.0,9.0\n"
-    "0,0,1,9.0,9.0,9.0,9.0\n"
-    "0,0,2,0.10,0.04,0.08,0.06\n"
-    "0,0,3,0.12,0.05,0.09,0.07\n"
-    "0,0,4,0.11,0.04,0.10,0.07\n"
-    "1,0,0,9.0,9.0,9.0,9.0\n"
-    "1,0,1,9.0,9.0,9.0,9.0\n"
-    "1,0,2,0.13,0.06,0.08,0.07\n"
-    "1,0,3,0.10,0.05,0.07,0.05\n"
-    "1,0,4,0.14,0.06,0.12,0.08\n";
+static const char two_ranks[] = HEADER "0,0,0,9.0,9.0,9.0,9.0\n"
+                                       "0,0,1,9.0,9.0,9.0,9.0\n"
+                                       "0,0,2,0.10,0.04,0.08,0.06\n"
+                                       "0,0,3,0.12,0.05,0.09,0.07\n"
+                                       "0,0,4,0.11,0.04,0.10,0.07\n"
+                                       "1,0,0,9.0,9.0,9.0,9.0\n"
+                                       "1,0,1,9.0,9.0,9.0,9.0\n"
+                                       "1,0,2,0.13,0.06,0.08,0.07\n"
+                                       "1,0,3,0.10,0.05,0.07,0.05\n"
+                                       "1,0,4,0.14,0.06,0.12,0.08\n";
 
 static void test_means_after_skip(void) {
   cal_validation v;
@@ -90,11 +98,10 @@ static void test_means_after_skip(void) {
 /* PyTorch's built-in allreduce, not timed: comm_s empty in every row. The
  * other metrics are compared as usual; communication is "not measured". */
 static void test_comm_not_measured(void) {
-  static const char text[] = HEADER
-      "0,0,0,0.10,0.04,,0.06\n"
-      "0,0,1,0.12,0.05,,0.07\n"
-      "1,0,0,0.13,0.06,,0.07\n"
-      "1,0,1,0.10,0.05,,0.05\n";
+  static const char text[] = HEADER "0,0,0,0.10,0.04,,0.06\n"
+                                    "0,0,1,0.12,0.05,,0.07\n"
+                                    "1,0,0,0.13,0.06,,0.07\n"
+                                    "1,0,1,0.10,0.05,,0.05\n";
   cal_validation v;
   CU_ASSERT_EQUAL_FATAL(validate_text("nocomm.csv", text, 0, &v), 0);
   CU_ASSERT(isnan(v.m[CAL_M_COMM].measured));
@@ -118,34 +125,33 @@ static void expect_error(const char *name, const char *text, long skip, const ch
 static void test_broken_files(void) {
   /* comm_s timed in some rows only. */
   expect_error("mixed.csv", HEADER "0,0,0,0.10,0.04,0.08,0.06\n1,0,0,0.13,0.06,,0.07\n", 0,
-               "mixed.csv:3: column 'comm_s' is empty, but line 2 has a number there",
-               "in every row (not measured) or in none");
+      "mixed.csv:3: column 'comm_s' is empty, but line 2 has a number there", "in every row (not measured) or in none");
   expect_error("mixed2.csv", HEADER "0,0,0,0.10,0.04,,0.06\n1,0,0,0.13,0.06,0.08,0.07\n", 0,
-               "mixed2.csv:2: column 'comm_s' is empty, but line 3 has a number there", NULL);
+      "mixed2.csv:2: column 'comm_s' is empty, but line 3 has a number there", NULL);
   expect_error("word.csv", HEADER "0,0,0,0.10,0.04,0.08,0.06\n1,0,0,fast,0.06,0.08,0.07\n", 0,
-               "word.csv:3: column 'step_s' holds 'fast', not a number", NULL);
+      "word.csv:3: column 'step_s' holds 'fast', not a number", NULL);
   /* An empty step time is not "not measured". */
   expect_error("empty-step.csv", HEADER "0,0,0,,0.04,0.08,0.06\n1,0,0,0.1,0.06,0.08,0.07\n", 0,
-               "empty-step.csv:2: column 'step_s'", NULL);
-  expect_error("shape.csv", HEADER "0,0,0,0.1,0.04,0.08,0.06\n1,0,0,0.1,0.04,0.08,0.06\n2,0,0,0.1,0.04,0.08,0.06\n",
-               0, "holds ranks 0 to 2, but point 0 of", "compare runs of the same shape");
+      "empty-step.csv:2: column 'step_s'", NULL);
+  expect_error("shape.csv", HEADER "0,0,0,0.1,0.04,0.08,0.06\n1,0,0,0.1,0.04,0.08,0.06\n2,0,0,0.1,0.04,0.08,0.06\n", 0,
+      "holds ranks 0 to 2, but point 0 of", "compare runs of the same shape");
   expect_error("short.csv", two_ranks, 5, "no step at or after step 5", "lower --skip");
   /* Times that no run measures: negative, NaN, a zero step; ranks and
    * steps that are not whole numbers >= 0. */
   expect_error("negative.csv", HEADER "0,0,0,0.10,0.04,0.08,0.06\n1,0,0,-0.5,0.06,0.08,0.07\n", 0,
-               "negative.csv:3: column 'step_s' holds -0.5, not a time in seconds > 0", NULL);
+      "negative.csv:3: column 'step_s' holds -0.5, not a time in seconds > 0", NULL);
   expect_error("nan.csv", HEADER "0,0,0,0.10,0.04,0.08,0.06\n1,0,0,0.1,nan,0.08,0.07\n", 0,
-               "nan.csv:3: column 'compute_s' holds 'nan', not a number", NULL);
+      "nan.csv:3: column 'compute_s' holds 'nan', not a number", NULL);
   expect_error("zero-step.csv", HEADER "0,0,0,0,0.04,0.08,0.06\n", 0,
-               "zero-step.csv:2: column 'step_s' holds 0, not a time in seconds > 0", NULL);
+      "zero-step.csv:2: column 'step_s' holds 0, not a time in seconds > 0", NULL);
   expect_error("neg-comm.csv", HEADER "0,0,0,0.10,0.04,-1e-3,0.06\n", 0,
-               "neg-comm.csv:2: column 'comm_s' holds -1e-3, not a time in seconds >= 0", NULL);
+      "neg-comm.csv:2: column 'comm_s' holds -1e-3, not a time in seconds >= 0", NULL);
   expect_error("neg-exposed.csv", HEADER "0,0,0,0.10,0.04,0.08,-0.06\n", 0,
-               "neg-exposed.csv:2: column 'exposed_comm_s' holds -0.06", NULL);
+      "neg-exposed.csv:2: column 'exposed_comm_s' holds -0.06", NULL);
   expect_error("neg-rank.csv", HEADER "-1,0,0,0.10,0.04,0.08,0.06\n", 0,
-               "neg-rank.csv:2: column 'rank' holds -1, not a whole number >= 0", NULL);
+      "neg-rank.csv:2: column 'rank' holds -1, not a whole number >= 0", NULL);
   expect_error("half-step.csv", HEADER "0,0,2.5,0.10,0.04,0.08,0.06\n", 0,
-               "half-step.csv:2: column 'step' holds 2.5, not a whole number >= 0", NULL);
+      "half-step.csv:2: column 'step' holds 2.5, not a whole number >= 0", NULL);
 }
 
 void test_register(void) {
