@@ -17,10 +17,11 @@ cd "$(dirname "$0")/.."
 # protobuf-c-compiler, which generates the Event/Summary code from core/tbevent.proto at build time),
 # ISA-L (libisal-dev: its crc32_iscsi is the CRC-32C of the record format; Debian packages no libcrc32c);
 # python3-venv (with pip: the tensorboard test installs the tensorboard package from PyPI into a
-# venv in the build directory to read the files with TensorBoard's own reader).
+# venv in the build directory to read the files with TensorBoard's own reader). clang-format: the
+# format test checks the sources against .clang-format.
 PACKAGES=(build-essential cmake pkg-config libgsl-dev libconfig-dev libcunit1-dev libgloo-dev libhiredis-dev
           libopenblas-dev zlib1g-dev libyajl-dev libjansson-dev gnuplot-nox iproute2 redis-server procps python3
-          time libprotobuf-c-dev protobuf-c-compiler libisal-dev python3-venv)
+          time libprotobuf-c-dev protobuf-c-compiler libisal-dev python3-venv clang-format)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
