@@ -98,9 +98,9 @@ static int check_opts(const cal_nccl_opts *o, int n_paths, const char *kind) {
   if (n_paths < 1)
     return core_err_set(CORE_EUSAGE, "no nccl-tests output to import; give one file per collective");
   if (!o->base)
-    return core_err_set(
-        CORE_EUSAGE, "nccl-tests measures collectives only: pass --base PROFILE (e.g. scenarios/profiles/dgx-h100.cfg) "
-                     "for the compute rates, memory and host bandwidth the profile needs as well");
+    return core_err_set(CORE_EUSAGE,
+        "nccl-tests measures collectives only: pass --base PROFILE (e.g. scenarios/profiles/dgx-h100.cfg) "
+        "for the compute rates, memory and host bandwidth the profile needs as well");
   if (strcmp(kind, "gpu") != 0 && strcmp(kind, "cpu") != 0)
     return core_err_set(CORE_EUSAGE, "--device must be gpu or cpu, not '%s'", kind);
   return 0;

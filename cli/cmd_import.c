@@ -127,9 +127,9 @@ static int import_nccl(int argc, char **argv) {
     return cli_usage("import", "nccl-tests: give the nccl-tests output files, e.g. ddpsim import nccl-tests --base "
                                "scenarios/profiles/dgx-h100.cfg all_reduce_perf.txt");
   if (!o.base)
-    return cli_usage(
-        "import", "nccl-tests measures collectives only: pass --base PROFILE (e.g. scenarios/profiles/dgx-h100.cfg) "
-                  "for the compute rates, memory and host bandwidth a profile needs too");
+    return cli_usage("import",
+        "nccl-tests measures collectives only: pass --base PROFILE (e.g. scenarios/profiles/dgx-h100.cfg) "
+        "for the compute rates, memory and host bandwidth a profile needs too");
   char name[128];
   if (!o.name) {
     stem_of(out, name, sizeof name);
