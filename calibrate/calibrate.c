@@ -6,6 +6,7 @@
  */
 #include "calibrate/calibrate_int.h"
 
+#include "runtime/blas.h"
 #include "runtime/ddp.h"
 #include "runtime/gloo.h"
 #include "runtime/gpu.h"
@@ -97,7 +98,8 @@ static int take_place(cal_ctx *r) {
   }
   if (r->pg.rank == 0 && (rc = core_afile_check(o->out)) != 0)
     return core_err_wrap(rc, "the profile cannot be written to '%s'", o->out);
-  rt_blas_threads(o->threads > 0 ? o->threads : 1);
+  if ((rc = rt_blas_threads(o->threads > 0 ? o->threads : 1)) != 0)
+    return rc;
   r->progress = o->progress < 0 ? isatty(2) : o->progress;
   int world = r->pg.world_size, lws = r->pg.local_world_size;
   if (world % lws != 0)

@@ -13,7 +13,7 @@
 #include "core/clock.h"
 #include "core/err.h"
 
-#include <cblas.h>
+#include "runtime/blas.h"
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -25,6 +25,9 @@
 enum { MAX_ITERS = 64 };
 
 int cal_gemm_sweep(const int *sizes, int n, double budget_s, double *flops, double *tflops) {
+  int rc = rt_blas_load();
+  if (rc)
+    return rc;
   for (int k = 0; k < n; k++) {
     int s = sizes[k];
     size_t e = (size_t)s * (size_t)s;
@@ -43,7 +46,7 @@ int cal_gemm_sweep(const int *sizes, int n, double budget_s, double *flops, doub
     int it = 0;
     for (int w = -1; it < MAX_ITERS && (it < 3 || spent < budget_s); w++) {
       double t0 = core_now();
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, s, s, s, 1.0f, a, s, b, s, 0.0f, c, s);
+      rt_blas_sgemm(RT_BLAS_N, RT_BLAS_N, s, s, s, 1.0f, a, s, b, s, 0.0f, c, s);
       double dt = core_now() - t0;
       if (w < 0)
         continue; /* warm-up: thread start, page faults */
@@ -333,7 +336,7 @@ static double gemm_rate(int s, const float *a, const float *b, float *c, double 
   int k = 0;
   double t0 = core_now(), dt;
   do {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, s, s, s, 1.0f, a, s, b, s, 0.0f, c, s);
+    rt_blas_sgemm(RT_BLAS_N, RT_BLAS_N, s, s, s, 1.0f, a, s, b, s, 0.0f, c, s);
     k++;
     dt = core_now() - t0;
   } while (stop ? !atomic_load(stop) : dt < min_s);
@@ -355,9 +358,11 @@ static void *gemm_bg_main(void *arg) {
 int cal_cpu_interference(double secs, double *cpu_slowdown) {
   enum { S = 256 };
   *cpu_slowdown = 1.0;
+  int rc = rt_blas_load();
+  if (rc)
+    return rc;
   float *a = malloc(sizeof(float) * S * S), *b = malloc(sizeof(float) * S * S), *c = malloc(sizeof(float) * S * S),
         *c2 = malloc(sizeof(float) * S * S);
-  int rc = 0;
   if (!a || !b || !c || !c2) {
     rc = core_err_set(CORE_ENOMEM, "out of memory measuring CPU interference");
     goto out;

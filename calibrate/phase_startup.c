@@ -7,6 +7,7 @@
  */
 #include "calibrate/calibrate_int.h"
 
+#include "runtime/blas.h"
 #include "runtime/ddp.h"
 #include "runtime/gloo.h"
 #include "runtime/gpu.h"
@@ -24,10 +25,6 @@
 #ifndef DDPSIM_VERSION
 #define DDPSIM_VERSION "0.0.0"
 #endif
-
-/* OpenBLAS reports its build (cblas.h; declared here to keep GSL's and
- * OpenBLAS's CBLAS headers out of one file). */
-char *openblas_get_config(void);
 
 /* Start-up costs, each the slowest rank's: a job starts when its last rank
  * does. */
@@ -97,7 +94,7 @@ static void cpu_name(char *buf, size_t n) {
 static int describe_backend(cal_ctx *r, core_profile *p) {
   if (!r->nccl) {
     snprintf(p->versions, sizeof p->versions, "ddpsim %s; %s; OpenBLAS %.120s", DDPSIM_VERSION, rt_gloo_version(),
-        openblas_get_config());
+        rt_blas_config());
     snprintf(p->device_kind, sizeof p->device_kind, "cpu");
     cpu_name(p->device_name, sizeof p->device_name);
     return 0;

@@ -366,20 +366,41 @@ int core_cfg_list_or_empty(
 }
 
 /* One scalar element (a setting or an array element) as a number. */
+/* What a key expects, formatted only when a message needs it. */
+static const char *expect_number(double lo, double hi, char *buf, size_t n) {
+  snprintf(buf, n, "a number in [%g, %g]", lo, hi);
+  return buf;
+}
+
+static const char *expect_integer(long long lo, long long hi, char *buf, size_t n) {
+  snprintf(buf, n, "an integer in [%lld, %lld]", lo, hi);
+  return buf;
+}
+
+static const char *expect_text(const char *const choices[], char *buf, size_t n) {
+  if (!choices) {
+    snprintf(buf, n, "a text in double quotes");
+    return buf;
+  }
+  size_t len = (size_t)snprintf(buf, n, "one of");
+  for (const char *const *c = choices; *c && len < n - 64; c++)
+    len += (size_t)snprintf(buf + len, n - len, "%s \"%s\"", c == choices ? "" : ",", *c);
+  return buf;
+}
+
 static int scalar_double(const config_setting_t *s, double lo, double hi, double *out) {
   char expect[160];
-  snprintf(expect, sizeof expect, "a number in [%g, %g]", lo, hi);
   double v;
   switch (config_setting_type(s)) {
   case CONFIG_TYPE_INT: v = (double)config_setting_get_int(s); break;
   case CONFIG_TYPE_INT64: v = (double)config_setting_get_int64(s); break;
   case CONFIG_TYPE_FLOAT: v = config_setting_get_float(s); break;
-  default: return wrong(s, expect);
+  default: return wrong(s, expect_number(lo, hi, expect, sizeof expect));
   }
   if (!isfinite(v) || v < lo || v > hi) {
     char w[4200];
     return core_err_set(CORE_EINVAL, "%s: '%s' = %g is out of range; expected %s", core_cfg_where(s, w, sizeof w),
-        s->name ? s->name : group_name(s->parent), v, expect);
+        s->name ? s->name : group_name(s->parent), v, expect_number(lo, hi, expect, sizeof expect));
   }
   *out = v;
   return 0;
@@ -387,17 +408,16 @@ static int scalar_double(const config_setting_t *s, double lo, double hi, double
 
 static int scalar_int(const config_setting_t *s, long long lo, long long hi, long long *out) {
   char expect[160];
-  snprintf(expect, sizeof expect, "an integer in [%lld, %lld]", lo, hi);
   long long v;
   switch (config_setting_type(s)) {
   case CONFIG_TYPE_INT: v = config_setting_get_int(s); break;
   case CONFIG_TYPE_INT64: v = config_setting_get_int64(s); break;
-  default: return wrong(s, expect);
+  default: return wrong(s, expect_integer(lo, hi, expect, sizeof expect));
   }
   if (v < lo || v > hi) {
     char w[4200];
     return core_err_set(CORE_EINVAL, "%s: '%s' = %lld is out of range; expected %s", core_cfg_where(s, w, sizeof w),
-        s->name ? s->name : group_name(s->parent), v, expect);
+        s->name ? s->name : group_name(s->parent), v, expect_integer(lo, hi, expect, sizeof expect));
   }
   *out = v;
   return 0;
@@ -412,16 +432,8 @@ static int scalar_bool(const config_setting_t *s, int *out) {
 
 static int scalar_string(const config_setting_t *s, const char *const choices[], int nonempty, const char **out) {
   char expect[1024];
-  size_t len = 0;
-  if (choices) {
-    len += (size_t)snprintf(expect, sizeof expect, "one of");
-    for (const char *const *c = choices; *c && len < sizeof expect - 64; c++)
-      len += (size_t)snprintf(expect + len, sizeof expect - len, "%s \"%s\"", c == choices ? "" : ",", *c);
-  } else {
-    snprintf(expect, sizeof expect, "a text in double quotes");
-  }
   if (config_setting_type(s) != CONFIG_TYPE_STRING)
-    return wrong(s, expect);
+    return wrong(s, expect_text(choices, expect, sizeof expect));
   const char *v = config_setting_get_string(s);
   if (choices) {
     for (const char *const *c = choices; *c; c++)
@@ -431,7 +443,7 @@ static int scalar_string(const config_setting_t *s, const char *const choices[],
       }
     char w[4200];
     return core_err_set(CORE_EINVAL, "%s: '%s' = \"%s\" is not accepted; expected %s", core_cfg_where(s, w, sizeof w),
-        s->name ? s->name : group_name(s->parent), v, expect);
+        s->name ? s->name : group_name(s->parent), v, expect_text(choices, expect, sizeof expect));
   }
   if (nonempty && !v[0])
     return wrong(s, "a non-empty text");
@@ -441,12 +453,10 @@ static int scalar_string(const config_setting_t *s, const char *const choices[],
 
 int core_cfg_double(
     const config_setting_t *g, const char *key, int required, double def, double lo, double hi, double *out) {
-  const config_setting_t *s;
+  const config_setting_t *s = config_setting_get_member(g, key);
   char expect[160];
-  snprintf(expect, sizeof expect, "a number in [%g, %g]", lo, hi);
-  int rc = child(g, key, required, expect, &s);
-  if (rc)
-    return rc;
+  if (!s && required)
+    return missing(g, key, expect_number(lo, hi, expect, sizeof expect));
   if (!s) {
     *out = def;
     return 0;
@@ -456,12 +466,10 @@ int core_cfg_double(
 
 int core_cfg_int(const config_setting_t *g, const char *key, int required, long long def, long long lo, long long hi,
     long long *out) {
-  const config_setting_t *s;
+  const config_setting_t *s = config_setting_get_member(g, key);
   char expect[160];
-  snprintf(expect, sizeof expect, "an integer in [%lld, %lld]", lo, hi);
-  int rc = child(g, key, required, expect, &s);
-  if (rc)
-    return rc;
+  if (!s && required)
+    return missing(g, key, expect_integer(lo, hi, expect, sizeof expect));
   if (!s) {
     *out = def;
     return 0;

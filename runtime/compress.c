@@ -5,7 +5,7 @@
 #include "core/clock.h"
 #include "core/err.h"
 
-#include <cblas.h>
+#include "runtime/blas.h"
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -300,7 +300,7 @@ int rt_compress_create(const rt_compress_opts *o, const core_model *m, const cor
   if (!o || !m || !bk)
     return core_err_set(CORE_EINVAL, "rt_compress_create: needs options, a model and buckets");
   int rc = check_opts(o);
-  if (rc)
+  if (rc || (rc = rt_blas_load()) != 0)
     return rc;
   if (bk->n_tensors != m->n_tensors)
     return core_err_set(CORE_EINVAL, "compression: the buckets hold %d tensors but model %s has %d", bk->n_tensors,
@@ -487,7 +487,7 @@ static int powersgd_prepare(const call *k, float *buf, int64_t n_el) {
   for (int i = 0; i < s->n_comp; i++) {
     int t = s->comp[i], r = c->tensor_rank[t];
     M = tensor_in(k, buf, t, &n, &mm);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, r, mm, 1.0f, M, mm, q, r, 0.0f, p, r);
+    rt_blas_sgemm(RT_BLAS_N, RT_BLAS_N, n, r, mm, 1.0f, M, mm, q, r, 0.0f, p, r);
     p += (size_t)n * (size_t)r;
     q += (size_t)mm * (size_t)r;
   }
@@ -526,7 +526,7 @@ static int powersgd_finish(const call *k, float *buf, int64_t n_el) {
   for (int i = 0; i < s->n_comp; i++) {
     int t = s->comp[i], r = c->tensor_rank[t];
     M = tensor_in(k, buf, t, &n, &mm);
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, mm, r, n, 1.0f, M, mm, p, r, 0.0f, q, r);
+    rt_blas_sgemm(RT_BLAS_T, RT_BLAS_N, mm, r, n, 1.0f, M, mm, p, r, 0.0f, q, r);
     p += (size_t)n * (size_t)r;
     q += (size_t)mm * (size_t)r;
   }
@@ -541,7 +541,7 @@ static int powersgd_finish(const call *k, float *buf, int64_t n_el) {
   for (int i = 0; i < s->n_comp; i++) {
     int t = s->comp[i], r = c->tensor_rank[t];
     M = tensor_in(k, buf, t, &n, &mm);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, mm, r, 1.0f, p, r, q, r, 0.0f, M, mm);
+    rt_blas_sgemm(RT_BLAS_N, RT_BLAS_T, n, mm, r, 1.0f, p, r, q, r, 0.0f, M, mm);
     p += (size_t)n * (size_t)r;
     q += (size_t)mm * (size_t)r;
   }

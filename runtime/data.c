@@ -1,5 +1,6 @@
 #include "data.h"
 
+#include "runtime/blas.h"
 #include "runtime/mlp.h"
 
 #include "core/err.h"
@@ -69,6 +70,9 @@ int rt_data_create(int64_t size, int in, int out, uint64_t seed, int rank, int w
   if (size < 1 || world < 1 || rank < 0 || rank >= world || in < 1 || out < 1)
     return core_err_set(
         CORE_EINVAL, "dataset of %lld samples for rank %d of %d: sizes must be positive", (long long)size, rank, world);
+  int rc = rt_blas_load(); /* the teacher's targets are a GEMM */
+  if (rc)
+    return rc;
   rt_data *d = calloc(1, sizeof *d);
   if (!d)
     return core_err_set(CORE_ENOMEM, "out of memory creating the dataset");
@@ -83,7 +87,6 @@ int rt_data_create(int64_t size, int in, int out, uint64_t seed, int rank, int w
   d->shard = malloc(sizeof *d->shard * (size_t)d->num_samples);
   d->teacher = malloc(sizeof *d->teacher * (size_t)in * (size_t)out);
   gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
-  int rc;
   if (!d->shard || !d->teacher || !r) {
     rc = core_err_set(CORE_ENOMEM, "out of memory creating the dataset");
     goto fail_free;

@@ -2,16 +2,14 @@
 
 #include "core/err.h"
 
-#include <cblas.h>
+#include "runtime/blas.h"
 #include <gsl/gsl_rng.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-void rt_blas_threads(int n) { openblas_set_num_threads(n > 0 ? n : 1); }
-
 void rt_matmul_nt(const float *x, const float *w, float *y, int rows, int in, int out) {
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, out, in, 1.0f, x, in, w, in, 0.0f, y, out);
+  rt_blas_sgemm(RT_BLAS_N, RT_BLAS_T, rows, out, in, 1.0f, x, in, w, in, 0.0f, y, out);
 }
 
 void rt_mlp_free(rt_mlp *n) {
@@ -31,7 +29,7 @@ void rt_mlp_free(rt_mlp *n) {
 
 int rt_mlp_create(const core_model *m, int batch, uint64_t seed, rt_mlp **out) {
   int rc = core_model_check_runnable(m);
-  if (rc)
+  if (rc || (rc = rt_blas_load()) != 0)
     return rc;
   if (batch < 1)
     return core_err_set(CORE_EINVAL, "batch must be at least 1 (got %d)", batch);
@@ -99,8 +97,7 @@ void rt_mlp_forward_layer(rt_mlp *n, int l) {
   /* y = b broadcast over the batch, then y += x W^T. */
   for (int i = 0; i < n->batch; i++)
     memcpy(y + (size_t)i * L->out, b, sizeof(float) * (size_t)L->out);
-  cblas_sgemm(
-      CblasRowMajor, CblasNoTrans, CblasTrans, n->batch, L->out, L->in, 1.0f, x, L->in, w, L->in, 1.0f, y, L->out);
+  rt_blas_sgemm(RT_BLAS_N, RT_BLAS_T, n->batch, L->out, L->in, 1.0f, x, L->in, w, L->in, 1.0f, y, L->out);
   if (L->act == CORE_ACT_RELU) {
     size_t k = (size_t)n->batch * (size_t)L->out;
     for (size_t i = 0; i < k; i++)
@@ -139,16 +136,14 @@ void rt_mlp_backward_layer(rt_mlp *n, int l) {
   float *gw = n->grads + n->offset[L->first_tensor];
   float *gb = n->grads + n->offset[L->first_tensor + 1];
   /* dW = G^T X  [out x in];  db = column sums of G;  dX = G W  [batch x in]. */
-  cblas_sgemm(
-      CblasRowMajor, CblasTrans, CblasNoTrans, L->out, L->in, n->batch, 1.0f, g, L->out, x, L->in, 0.0f, gw, L->in);
+  rt_blas_sgemm(RT_BLAS_T, RT_BLAS_N, L->out, L->in, n->batch, 1.0f, g, L->out, x, L->in, 0.0f, gw, L->in);
   memset(gb, 0, sizeof(float) * (size_t)L->out);
   for (int i = 0; i < n->batch; i++)
-    cblas_saxpy(L->out, 1.0f, g + (size_t)i * L->out, 1, gb, 1);
+    rt_blas_saxpy(L->out, 1.0f, g + (size_t)i * L->out, 1, gb, 1);
   if (l > 0) {
     const float *w = n->params + n->offset[L->first_tensor];
     float *gx = n->dbuf[1 - n->cur];
-    cblas_sgemm(
-        CblasRowMajor, CblasNoTrans, CblasNoTrans, n->batch, L->in, L->out, 1.0f, g, L->out, w, L->in, 0.0f, gx, L->in);
+    rt_blas_sgemm(RT_BLAS_N, RT_BLAS_N, n->batch, L->in, L->out, 1.0f, g, L->out, w, L->in, 0.0f, gx, L->in);
     n->cur = 1 - n->cur;
   }
 }

@@ -52,7 +52,4 @@ static inline float *rt_mlp_tensor(rt_mlp *n, float *base, int t) { return base 
 /* y [rows x out] = x [rows x in] times w^T, w being [out x in] (CBLAS). */
 void rt_matmul_nt(const float *x, const float *w, float *y, int rows, int in, int out);
 
-/* OpenBLAS threads for this process (1 per rank unless told otherwise). */
-void rt_blas_threads(int n);
-
 #endif

@@ -13,6 +13,7 @@
 #include "core/err.h"
 #include "core/model.h"
 #include "core/trace.h"
+#include "runtime/blas.h"
 #include "runtime/ckpt.h"
 #include "runtime/data.h"
 #include "runtime/ddp.h"
@@ -193,8 +194,7 @@ static int prepare(train_ctx *c) {
     return core_err_wrap(rc, "--params-out");
   if ((rc = tb_open(c)) != 0)
     return rc;
-  rt_blas_threads((int)o->threads);
-  return 0;
+  return rt_blas_threads((int)o->threads);
 }
 
 /* Meet the other ranks under this attempt's prefix. A lone rank without a

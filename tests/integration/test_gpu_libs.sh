@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# The GPU libraries load only for GPU work: the binary names none of
-# libcudart, libcublas, libnccl (no DT_NEEDED entry); `--version` and
-# `simulate` load none of them (the dynamic loader's own log, LD_DEBUG=libs),
-# while `calibrate --backend nccl` does load NCCL (so the check can see a
-# load at all); and NCCL or the CUDA runtime missing is exit 5 at once, with
-# a message naming the library and the variable that points at it, writing
-# nothing.
+# The GPU libraries load only for GPU work, OpenBLAS only for real steps
+# and CPU sweeps: the binary names none of libcudart, libcublas, libnccl,
+# libopenblas (no DT_NEEDED entry); `--version` and `simulate` load none of
+# them (the dynamic loader's own log, LD_DEBUG=libs), while `calibrate
+# --backend nccl` does load NCCL and `calibrate` OpenBLAS (so the check can
+# see a load at all); and NCCL, the CUDA runtime or OpenBLAS missing is
+# exit 5 at once, with a message naming the library and the variable that
+# points at it, writing nothing.
 #
 #   test_gpu_libs.sh DDPSIM_BINARY SOURCE_DIR nccl|none|noruntime
 #   (nccl: built with the NCCL backend; none: the runtime without it;
@@ -21,11 +22,11 @@ it_begin test_gpu_libs
 it_watchdog=60
 it_quiet=" 0 5 "
 
-gpu_libs='lib(cudart|cublas|cublasLt|nccl|cuda)\.so'
+gpu_libs='lib(cudart|cublas|cublasLt|nccl|cuda|openblas)\.so'
 
 needed=$(readelf -d "$bin" | grep NEEDED)
 check "readelf lists the binary's libraries" [ -n "$needed" ]
-check "no DT_NEEDED on CUDA or NCCL: $(echo "$needed" | grep -oE "$gpu_libs[^]]*" | paste -sd' ')" \
+check "no DT_NEEDED on CUDA, NCCL or OpenBLAS: $(echo "$needed" | grep -oE "$gpu_libs[^]]*" | paste -sd' ')" \
   bash -c "! grep -qE '$gpu_libs' <<< \"\$1\"" _ "$needed"
 
 # NAME: the loader logged its work (it initializes every library it loads,
@@ -38,17 +39,28 @@ loads_no_gpu_lib() {
 
 LD_DEBUG=libs run version --version
 check "--version: exit 0" [ "$status" -eq 0 ]
-check "--version loads no CUDA/NCCL library" loads_no_gpu_lib version
+check "--version loads no CUDA/NCCL/OpenBLAS library" loads_no_gpu_lib version
 
 LD_DEBUG=libs run simulate simulate "$src/scenarios/gigabit-vs-ib.cfg" -o "$work/sim" -q
 check "simulate: exit 0" [ "$status" -eq 0 ]
-check "simulate loads no CUDA/NCCL library" loads_no_gpu_lib simulate
+check "simulate loads no CUDA/NCCL/OpenBLAS library" loads_no_gpu_lib simulate
+
+empty() { [ -z "$(ls -A "$1")" ]; }
+
+if [ "$mode" != noruntime ]; then
+  mkdir -p "$work/no_blas-out"
+  DDPSIM_OPENBLAS=/nonexistent/libopenblas.so.0 run no_blas calibrate --quick --out "$work/no_blas-out/cpu.cfg"
+  check "no OpenBLAS: exit 5" [ "$status" -eq 5 ]
+  check "... the message names OpenBLAS and DDPSIM_OPENBLAS" grep -q \
+    "OpenBLAS not found: cannot load /nonexistent/libopenblas.so.0 (.*); install libopenblas0.* or set DDPSIM_OPENBLAS=/path/libopenblas\.so\.0" \
+    "$work/no_blas.err"
+  check "... nothing written" empty "$work/no_blas-out"
+fi
 
 calibrate_nccl() { # NAME: calibrate --backend nccl into an empty folder
   mkdir -p "$work/$1-out"
   run "$1" calibrate --backend nccl --quick --out "$work/$1-out/gpu.cfg"
 }
-empty() { [ -z "$(ls -A "$1")" ]; }
 
 case $mode in
 nccl)

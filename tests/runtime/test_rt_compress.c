@@ -35,6 +35,7 @@
 #include "core/bucket.h"
 #include "core/err.h"
 #include "core/model.h"
+#include "runtime/blas.h"
 #include "runtime/comm.h"
 #include "runtime/compress.h"
 #include "runtime/data.h"

@@ -27,6 +27,7 @@
 
 #include "core/err.h"
 #include "core/model.h"
+#include "runtime/blas.h"
 #include "runtime/comm.h"
 #include "runtime/data.h"
 #include "runtime/ddp.h"
