@@ -4,7 +4,6 @@
 #include "runtime/blas.h"
 
 #include <cblas.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -36,9 +35,7 @@ static const rt_dl_lib blas_lib = {
 };
 
 static blas_api table;
-static pthread_once_t once = PTHREAD_ONCE_INIT;
-static int load_rc;
-static char load_msg[1024];
+static rt_dl_once loaded = RT_DL_ONCE_INIT;
 
 static void load(void) {
   void *h = NULL;
@@ -47,15 +44,10 @@ static void load(void) {
 #define RESOLVE(f) RT_DL_RESOLVE(&blas_lib, as, h, &table, rc, f)
   RT_BLAS_FUNCS(RESOLVE)
 #undef RESOLVE
-  load_rc = rc;
-  if (rc)
-    snprintf(load_msg, sizeof load_msg, "%s", core_err_msg());
+  rt_dl_settle(&loaded, rc);
 }
 
-int rt_blas_load(void) {
-  pthread_once(&once, load);
-  return load_rc ? core_err_set(load_rc, "%s", load_msg) : 0;
-}
+int rt_blas_load(void) { return rt_dl_load_once(&loaded, load); }
 
 int rt_blas_threads(int n) {
   int rc = rt_blas_load();
@@ -67,7 +59,7 @@ int rt_blas_threads(int n) {
 /* The table of a process that loaded OpenBLAS; calling without loading is a
  * bug in the caller, not an input error. */
 static const blas_api *api(void) {
-  if (!table.cblas_sgemm) {
+  if (!rt_dl_loaded(&loaded)) {
     fprintf(stderr, "ddpsim: internal error: OpenBLAS used before rt_blas_load()\n");
     abort();
   }

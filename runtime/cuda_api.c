@@ -38,27 +38,10 @@ static const rt_dl_lib cublas_lib = {
     .hint = "install cuBLAS (libcublas, part of the CUDA Toolkit)",
 };
 
-/* One library's table, filled once; a failure is kept with its message
- * and repeated to every caller (messages are per thread). */
-typedef struct once_state {
-  pthread_once_t once;
-  int rc;
-  char msg[1024];
-  atomic_int ok;
-} once_state;
-
 static rt_cudart cudart;
 static rt_cublas cublas;
-static once_state cudart_state = {.once = PTHREAD_ONCE_INIT};
-static once_state cublas_state = {.once = PTHREAD_ONCE_INIT};
-
-static void settle(once_state *s, int rc) {
-  s->rc = rc;
-  if (rc)
-    snprintf(s->msg, sizeof s->msg, "%s", core_err_msg());
-  else
-    atomic_store(&s->ok, 1);
-}
+static rt_dl_once cudart_state = RT_DL_ONCE_INIT;
+static rt_dl_once cublas_state = RT_DL_ONCE_INIT;
 
 static void load_cudart(void) {
   void *h = NULL;
@@ -67,7 +50,7 @@ static void load_cudart(void) {
 #define RESOLVE(f) RT_DL_RESOLVE(&cudart_lib, as, h, &cudart, rc, f)
   RT_CUDART_FUNCS(RESOLVE)
 #undef RESOLVE
-  settle(&cudart_state, rc);
+  rt_dl_settle(&cudart_state, rc);
 }
 
 static void load_cublas(void) {
@@ -77,21 +60,19 @@ static void load_cublas(void) {
 #define RESOLVE(f) RT_DL_RESOLVE(&cublas_lib, as, h, &cublas, rc, f)
   RT_CUBLAS_FUNCS(RESOLVE)
 #undef RESOLVE
-  settle(&cublas_state, rc);
+  rt_dl_settle(&cublas_state, rc);
 }
 
-static int result(once_state *s) { return s->rc ? core_err_set(s->rc, "%s", s->msg) : 0; }
-
 int rt_cudart_load(const rt_cudart **api) {
-  pthread_once(&cudart_state.once, load_cudart);
-  *api = cudart_state.rc ? NULL : &cudart;
-  return result(&cudart_state);
+  int rc = rt_dl_load_once(&cudart_state, load_cudart);
+  *api = rc ? NULL : &cudart;
+  return rc;
 }
 
 int rt_cublas_load(const rt_cublas **api) {
-  pthread_once(&cublas_state.once, load_cublas);
-  *api = cublas_state.rc ? NULL : &cublas;
-  return result(&cublas_state);
+  int rc = rt_dl_load_once(&cublas_state, load_cublas);
+  *api = rc ? NULL : &cublas;
+  return rc;
 }
 
-const rt_cudart *rt_cudart_loaded(void) { return atomic_load(&cudart_state.ok) ? &cudart : NULL; }
+const rt_cudart *rt_cudart_loaded(void) { return rt_dl_loaded(&cudart_state) ? &cudart : NULL; }

@@ -62,6 +62,21 @@ int rt_dl_open(const rt_dl_lib *lib, void **handle, const char **loaded_as) {
   return not_found(lib, first ? first : example_name(lib), why, also);
 }
 
+void rt_dl_settle(rt_dl_once *o, int rc) {
+  o->rc = rc;
+  if (rc)
+    snprintf(o->msg, sizeof o->msg, "%s", core_err_msg());
+  else
+    atomic_store(&o->ok, 1);
+}
+
+int rt_dl_load_once(rt_dl_once *o, void (*loader)(void)) {
+  pthread_once(&o->once, loader);
+  return o->rc ? core_err_set(o->rc, "%s", o->msg) : 0;
+}
+
+int rt_dl_loaded(rt_dl_once *o) { return atomic_load(&o->ok); }
+
 int rt_dl_sym(const rt_dl_lib *lib, const char *loaded_as, void *handle, const char *name, void **addr) {
   (void)dlerror();
   *addr = dlsym(handle, name);

@@ -14,6 +14,8 @@
 #ifndef RUNTIME_DL_H
 #define RUNTIME_DL_H
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <string.h> /* memcpy, for RT_DL_RESOLVE */
 
@@ -52,5 +54,26 @@ int rt_dl_sym(const rt_dl_lib *lib, const char *loaded_as, void *handle, const c
     if (!(rc) && !((rc) = rt_dl_sym((lib), (loaded_as), (handle), RT_DL_STR(f), &addr_)))                              \
       memcpy(&(table)->f, &addr_, sizeof addr_);                                                                       \
   } while (0);
+
+/* A table filled once: pthread_once runs its loader, which ends with
+ * rt_dl_settle(); a failure is kept with its message and repeated to every
+ * caller (messages are per thread). */
+typedef struct rt_dl_once {
+  pthread_once_t once;
+  int rc;
+  char msg[1024];
+  atomic_int ok;
+} rt_dl_once;
+#define RT_DL_ONCE_INIT                                                                                                \
+  { .once = PTHREAD_ONCE_INIT }
+
+/* In a loader: record its result (rc and, on failure, the current message). */
+void rt_dl_settle(rt_dl_once *o, int rc);
+
+/* Run loader once; then 0, or its error with its message, on every call. */
+int rt_dl_load_once(rt_dl_once *o, void (*loader)(void));
+
+/* Whether the table loaded, without loading it. */
+int rt_dl_loaded(rt_dl_once *o);
 
 #endif

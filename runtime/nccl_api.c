@@ -24,9 +24,7 @@ static const rt_dl_lib nccl_lib = {
 };
 
 static rt_nccl_api table;
-static pthread_once_t once = PTHREAD_ONCE_INIT;
-static int load_rc;
-static char load_msg[1024];
+static rt_dl_once loaded = RT_DL_ONCE_INIT;
 
 static void load(void) {
   void *h = NULL;
@@ -35,13 +33,11 @@ static void load(void) {
 #define RESOLVE(f) RT_DL_RESOLVE(&nccl_lib, as, h, &table, rc, f)
   RT_NCCL_FUNCS(RESOLVE)
 #undef RESOLVE
-  load_rc = rc;
-  if (rc)
-    snprintf(load_msg, sizeof load_msg, "%s", core_err_msg());
+  rt_dl_settle(&loaded, rc);
 }
 
 int rt_nccl_api_load(const rt_nccl_api **api) {
-  pthread_once(&once, load);
-  *api = load_rc ? NULL : &table;
-  return load_rc ? core_err_set(load_rc, "%s", load_msg) : 0;
+  int rc = rt_dl_load_once(&loaded, load);
+  *api = rc ? NULL : &table;
+  return rc;
 }

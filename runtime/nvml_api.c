@@ -16,36 +16,27 @@ static const rt_dl_lib nvml_lib = {
 };
 
 static rt_nvml nvml;
-static pthread_once_t once = PTHREAD_ONCE_INIT;
-static int load_rc;
-static char load_msg[1024];
+static rt_dl_once loaded = RT_DL_ONCE_INIT;
 
-#define RESOLVE(f)                                                                                                     \
-  do {                                                                                                                 \
-    void *addr_ = NULL;                                                                                                \
-    if (!rc && !(rc = rt_dl_sym(&nvml_lib, as, h, #f, &addr_)))                                                        \
-      memcpy(&nvml.f, &addr_, sizeof addr_);                                                                           \
-  } while (0)
+#define RESOLVE(f) RT_DL_RESOLVE(&nvml_lib, as, h, &nvml, rc, f)
 
 static void load(void) {
   void *h = NULL;
   const char *as = NULL;
   int rc = rt_dl_open(&nvml_lib, &h, &as);
-  RESOLVE(nvmlInit_v2);
-  RESOLVE(nvmlShutdown);
-  RESOLVE(nvmlDeviceGetHandleByIndex_v2);
-  RESOLVE(nvmlDeviceGetUtilizationRates);
-  RESOLVE(nvmlDeviceGetMemoryInfo);
-  RESOLVE(nvmlErrorString);
-  load_rc = rc;
-  if (rc)
-    snprintf(load_msg, sizeof load_msg, "%s", core_err_msg());
+  RESOLVE(nvmlInit_v2)
+  RESOLVE(nvmlShutdown)
+  RESOLVE(nvmlDeviceGetHandleByIndex_v2)
+  RESOLVE(nvmlDeviceGetUtilizationRates)
+  RESOLVE(nvmlDeviceGetMemoryInfo)
+  RESOLVE(nvmlErrorString)
+  rt_dl_settle(&loaded, rc);
 }
 
 int rt_nvml_load(const rt_nvml **api) {
-  pthread_once(&once, load);
-  *api = load_rc ? NULL : &nvml;
-  return load_rc ? core_err_set(load_rc, "%s", load_msg) : 0;
+  int rc = rt_dl_load_once(&loaded, load);
+  *api = rc ? NULL : &nvml;
+  return rc;
 }
 
 static int nvml_fail(const rt_nvml *api, const char *call, int r) {
