@@ -771,7 +771,7 @@ int cal_nccl_parse(const char *path, cal_nccl_run *run) {
   FILE *f = fopen(path, "r");
   if (!f)
     return core_err_errno(errno, "cannot open nccl-tests output '%s'", path);
-  core_afile_note_input_fd(fileno(f));
+  core_afile_note_input_fd(fileno(f), path);
   for (;;) {
     errno = 0;
     ssize_t k = getline(&buf, &cap, f);

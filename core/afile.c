@@ -58,12 +58,10 @@ void core_afile_note_input(const char *path) {
     note(&st, path);
 }
 
-void core_afile_note_input_fd(int fd) {
+void core_afile_note_input_fd(int fd, const char *path) {
   struct stat st;
-  char path[64];
-  snprintf(path, sizeof path, "(descriptor %d)", fd);
   if (fstat(fd, &st) == 0)
-    note(&st, path);
+    note(&st, path ? path : "an input");
 }
 
 /* The input that st is, or NULL. The copy of its name lives in buf. */

@@ -53,9 +53,10 @@ int core_afile_check(const char *path);
  * library user (a test writing and rereading one path) need not. */
 void core_afile_track_inputs(int on);
 /* Note a file this command reads (call after opening it): no output may then
- * be the same file. Missing files are ignored. */
+ * be the same file. Missing files are ignored. The _fd form takes the
+ * identity from the open descriptor and path only to name it in messages. */
 void core_afile_note_input(const char *path);
-void core_afile_note_input_fd(int fd);
+void core_afile_note_input_fd(int fd, const char *path);
 
 /* Remove the temp files ("<name>.tmp.*") that writers left in dir when they
  * died: those nobody holds locked. Each removal is reported on stderr.

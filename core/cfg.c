@@ -232,7 +232,7 @@ int core_cfg_load(core_cfg *c, const char *path, const char *what) {
     fclose(f);
     return core_err_set(CORE_EINVAL, "cannot read %s file '%s': not a regular file (check the path)", what, path);
   }
-  core_afile_note_input_fd(fileno(f));
+  core_afile_note_input_fd(fileno(f), path);
   size_t cap = (size_t)st.st_size + 1, n = 0;
   char *text = malloc(cap);
   while (text) {

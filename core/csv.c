@@ -219,7 +219,7 @@ int core_csv_read(const char *path, core_csv_table *t) {
   if (!f)
     return core_err_set(
         errno == ENOENT ? CORE_EINVAL : CORE_EIO, "cannot open CSV '%s': %s (check the path)", path, strerror(errno));
-  core_afile_note_input_fd(fileno(f));
+  core_afile_note_input_fd(fileno(f), path);
   long line = 1, cap = 0;
   char **fields;
   int nf, rc = read_record(f, path, &line, &t->cols, &t->ncols);

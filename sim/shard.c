@@ -42,7 +42,7 @@ static int read_lines(shard_file *f) {
   FILE *in = fopen(f->path, "rb");
   if (!in)
     return core_err_errno(errno, "cannot read shard %s (has its array task finished?)", f->path);
-  core_afile_note_input_fd(fileno(in));
+  core_afile_note_input_fd(fileno(in), f->path);
   size_t cap = 1 << 16, len = 0, got;
   f->text = malloc(cap);
   while (f->text && (got = fread(f->text + len, 1, cap - len, in)) > 0) {

@@ -65,7 +65,7 @@ check "its target holds the trace" python3 -m json.tool "$work/real/trace.json" 
 # ---- an output onto an input of the same command -------------------------------------
 run trace_onto_scenario simulate "$work/S.cfg" -o "$work/o2" --trace "$work/S.cfg"
 check "simulate S --trace S: exit 2" [ "$status" -eq 2 ]
-check "... naming the input" grep -q "same file as the input" "$work/trace_onto_scenario.err"
+check "... naming the input by its path" grep -q "same file as the input '$work/S.cfg'" "$work/trace_onto_scenario.err"
 check "the scenario is unchanged" same "$work/S.cfg" "$work/S.orig"
 ln -s S.cfg "$work/S-link.cfg"
 run trace_onto_scenario_link simulate "$work/S.cfg" -o "$work/o2" --trace "$work/S-link.cfg"
@@ -79,7 +79,7 @@ check "the log is unchanged" same "$work/L.txt" "$log"
 cp "$src/scenarios/profiles/dgx-h100.cfg" "$work/P.cfg"
 run import_onto_base import nccl-tests --base "$work/P.cfg" --out "$work/P.cfg" "$log"
 check "import nccl-tests --base P --out P: exit 2" [ "$status" -eq 2 ]
-check "... naming the input" grep -q "same file as the input" "$work/import_onto_base.err"
+check "... naming the input by its path" grep -q "same file as the input '$work/P.cfg'" "$work/import_onto_base.err"
 check "the base profile is unchanged" same "$work/P.cfg" "$src/scenarios/profiles/dgx-h100.cfg"
 
 if "$bin" help train >/dev/null 2>&1; then
