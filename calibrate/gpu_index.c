@@ -308,14 +308,28 @@ static int waited_for(const end_stream *ends, int64_t n, int64_t from, int64_t s
   return -1;
 }
 
+/* Was a kernel of stream s that could have started at `from` but started at
+ * `start` held back by the compute stream: a kernel of it running since
+ * `from` or before and still at `start`, holding the SMs? last[k] is 1 +
+ * the latest activity begun on stream k. */
+static int held_by(const cal_gindex *g, const int64_t *last, int64_t from, int64_t start, int s) {
+  int k = g->compute;
+  if (k == s || !last[k])
+    return 0;
+  const cal_kevent *e = &g->t->ev[g->acts[last[k] - 1].ev];
+  return e->cat == CAL_K_KERNEL && e->ts_ns <= from && e->ts_ns + e->dur_ns > start;
+}
+
 /* Cross-stream waits, and the compute stream's gap between queued work. */
 static int deps_and_gap(cal_gindex *g) {
   const cal_ktrace *t = g->t;
   end_stream *ends = malloc(sizeof *ends * (size_t)(g->n_acts ? g->n_acts : 1));
   int64_t *prev_end = calloc((size_t)(g->n_streams ? g->n_streams : 1), sizeof *prev_end);
-  if (!ends || !prev_end) {
+  int64_t *last = calloc((size_t)(g->n_streams ? g->n_streams : 1), sizeof *last);
+  if (!ends || !prev_end || !last) {
     free(ends);
     free(prev_end);
+    free(last);
     return core_err_set(CORE_ENOMEM, "out of memory indexing %s", t->path);
   }
   for (int64_t i = 0; i < g->n_acts; i++)
@@ -330,8 +344,12 @@ static int deps_and_gap(cal_gindex *g) {
      * copy's call lasts as long as the copy waits */
     int64_t launched = a->rt >= 0 ? t->ev[a->rt].ts_ns + t->ev[a->rt].dur_ns - cal_gindex_blocked_ns(g, a->rt) : 0;
     int64_t ready = launched > prev_end[a->stream] ? launched : prev_end[a->stream];
-    if (e->ts_ns - ready > DELAY_NS)
-      a->dep = waited_for(ends, g->n_acts, ready, e->ts_ns, a->stream);
+    if (e->ts_ns - ready > DELAY_NS) {
+      a->held = e->cat == CAL_K_KERNEL && held_by(g, last, ready, e->ts_ns, a->stream);
+      if (!a->held)
+        a->dep = waited_for(ends, g->n_acts, ready, e->ts_ns, a->stream);
+    }
+    last[a->stream] = i + 1; /* activities are by start time */
     if (a->stream == g->compute && !a->nccl && e->cat == CAL_K_KERNEL && e->dur_ns > 0 &&
         (g->kernel_min_s == 0 || (double)e->dur_ns * 1e-9 < g->kernel_min_s))
       g->kernel_min_s = (double)e->dur_ns * 1e-9;
@@ -346,6 +364,7 @@ static int deps_and_gap(cal_gindex *g) {
   }
   g->gap_s = gaps ? gap_sum / (double)gaps * 1e-9 : 0;
   free(prev_end);
+  free(last);
   g->ends = malloc(sizeof *g->ends * (size_t)(g->n_acts ? g->n_acts : 1));
   g->end_stream = malloc(sizeof *g->end_stream * (size_t)(g->n_acts ? g->n_acts : 1));
   if (!g->ends || !g->end_stream) {

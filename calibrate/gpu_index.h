@@ -6,7 +6,10 @@
  * stream; the device's gap between back-to-back activities; for every
  * activity that started later than its launch and its stream allowed, the
  * other stream whose activity it waited for (ended just before it started:
- * the trace has no event ids, so a cross-stream wait is told by timing); the
+ * the trace has no event ids, so a cross-stream wait is told by timing), or,
+ * for a kernel that started while a compute-stream kernel running since it
+ * could have started was still running, that it was held back by that
+ * kernel (the GPU's SMs were taken: no wait ends before it starts); the
  * time a runtime call spent blocked (beyond the median call of its name);
  * and the steps (ProfilerStep#N spans).
  */
@@ -35,6 +38,7 @@ typedef struct cal_gact {
   int64_t rt;   /* the runtime call that launched it, -1 */
   int stream;   /* index into cal_gindex.streams */
   int dep;      /* stream it waited for, -1 */
+  int held;     /* a kernel held back by the compute stream's kernel (dep then -1) */
   int nccl;     /* an NCCL kernel */
   float beside; /* share of it that ran beside an allreduce kernel of another stream */
 } cal_gact;

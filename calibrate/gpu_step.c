@@ -148,14 +148,15 @@ static double comm_bytes(const cutter *c, const cal_gthread *th, int64_t a, int6
   return -1;
 }
 
-static int add_side(cutter *c, core_piece *p, double at, int stream, double dur, int dep, int nccl) {
+static int add_side(cutter *c, core_piece *p, double at, int stream, double dur, int dep, int nccl, int held) {
   core_traced *tr = &c->s->tr;
   int rc = grow((void **)&tr->side, &c->cap_side, tr->n_side + 1, sizeof *tr->side);
   if (rc)
     return rc;
   if (!p->n_side++)
     p->first_side = tr->n_side;
-  tr->side[tr->n_side++] = (core_side){at, stream, dur, dep, nccl};
+  tr->side[tr->n_side++] =
+      (core_side){.at = at, .stream = stream, .dur_s = dur, .dep = dep, .nccl = nccl, .held = held};
   if (stream > tr->streams)
     tr->streams = stream;
   if (dep > tr->streams)
@@ -266,7 +267,8 @@ static int take_call(launch_ctx *x, int64_t rt, double *dev) {
     } else if (x->grad && ac->nccl && strstr(name, "AllReduce")) {
       rc = add_bucket(c, comm_bytes(c, x->th, x->a, r->ts_ns), dur);
     } else {
-      rc = add_side(c, x->p, at, stream_bit(c, ac->stream), dur, ac->dep < 0 ? -1 : stream_bit(c, ac->dep), ac->nccl);
+      rc = add_side(
+          c, x->p, at, stream_bit(c, ac->stream), dur, ac->dep < 0 ? -1 : stream_bit(c, ac->dep), ac->nccl, ac->held);
       if (x->arrival >= 0 && ac->nccl) {
         double bytes = comm_bytes(c, x->th, x->a, r->ts_ns);
         c->s->grad_comm_bytes[x->arrival] += bytes > 0 ? bytes : 0;

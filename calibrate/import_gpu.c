@@ -387,6 +387,57 @@ static int copy_structure(gimport *m) {
   return 0;
 }
 
+/* Cross-stream waits are told by timing, and a step's timing can make a
+ * coincidence look like one (a stream busy throughout ends a kernel just
+ * before any delayed activity starts): a wait the program makes shows in
+ * step after step, so each one kept is what at least half the steps used
+ * show, not what the reference step alone does. */
+static int most(const gimport *m, int n) { return n > 0 && 2 * n >= m->n_use; }
+
+static uint64_t g_sync_mask(const cal_gstep *s, int i) { return s->tr.syncs[i].streams; }
+static uint64_t g_waits(const cal_gstep *s, int i) { return s->tr.pieces[i].waits; }
+
+/* The bits of get(step, i) that most steps used set. */
+static uint64_t mask_of_most(const gimport *m, uint64_t (*get)(const cal_gstep *, int), int i) {
+  uint64_t out = 0;
+  for (int b = 0; b < 64; b++) {
+    int n = 0;
+    for (int k = 0; k < m->n_use; k++)
+      n += (int)(get(&m->steps[m->use[k]], i) >> b & 1);
+    out |= most(m, n) ? 1ull << b : 0;
+  }
+  return out;
+}
+
+/* The stream side entry i waited for in the most steps used (none, -1,
+ * counting as one; a tie goes to none). */
+static int dep_of_most(const gimport *m, int i) {
+  int best = -1, best_n = 0;
+  for (int k = 0; k < m->n_use; k++) {
+    int d = m->steps[m->use[k]].tr.side[i].dep, n = 0;
+    for (int j = 0; j < m->n_use; j++)
+      n += m->steps[m->use[j]].tr.side[i].dep == d;
+    if (n > best_n || (n == best_n && d < best))
+      best = d, best_n = n;
+  }
+  return best;
+}
+
+static void vote_waits(gimport *m) {
+  core_traced *a = &m->agg;
+  for (int i = 0; i < a->n_side; i++) {
+    int held = 0;
+    for (int k = 0; k < m->n_use; k++)
+      held += m->steps[m->use[k]].tr.side[i].held != 0;
+    a->side[i].held = most(m, held);
+    a->side[i].dep = a->side[i].held ? -1 : dep_of_most(m, i);
+  }
+  for (int i = 0; i < a->n_syncs; i++)
+    a->syncs[i].streams = mask_of_most(m, g_sync_mask, i);
+  for (int i = 0; i < a->n_pieces; i++)
+    a->pieces[i].waits = mask_of_most(m, g_waits, i);
+}
+
 /* The piece's classes: their medians, scaled to add up to its device time. */
 static void split_classes(gimport *m, medians *w, int i, core_piece *p) {
   double c[3] = {median_of(m, w, g_compute, i), median_of(m, w, g_memory, i), median_of(m, w, g_launch_dev, i)};
@@ -435,6 +486,7 @@ static int aggregate(gimport *m) {
   }
   for (int i = 0; i < a->n_syncs; i++)
     a->syncs[i].at = median_of(m, &w, g_sync_at, i);
+  vote_waits(m);
   /* Medians of parts add up to less than the median of their sum when the
    * parts' noise is skewed: scale to the median step's totals. */
   double fh = host > 0 ? median_of(m, &w, g_host_sum, 0) / host : 1,

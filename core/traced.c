@@ -14,7 +14,7 @@ static const char *const traced_keys[] = {"device", "device_memory_GB", "host_de
 static const char *const piece_keys[] = {"kind", "layer", "tensor", "label", "host_us", "dev_us", "copy_host_us",
     "copy_dev_us", "dev_compute_us", "dev_memory_us", "dev_launch_us", NULL};
 static const char *const class_keys[] = {"dev_compute_us", "dev_memory_us", "dev_launch_us"};
-static const char *const side_keys[] = {"piece", "at", "stream", "us", "nccl", "dep", NULL};
+static const char *const side_keys[] = {"piece", "at", "stream", "us", "nccl", "dep", "held", NULL};
 static const char *const sync_keys[] = {"piece", "at", "streams", NULL};
 static const char *const wait_keys[] = {"piece", "stream", NULL};
 static const char *const bucket_keys[] = {"bytes", "us", NULL};
@@ -144,7 +144,7 @@ static int parse_side(const config_setting_t *g, core_traced *t, int i, int *pre
       (rc = core_cfg_int(g, "stream", 1, 0, 1, t->streams, &st)) != 0 ||
       (rc = core_cfg_double(g, "us", 1, 0, 0, MAX_US, &s->dur_s)) != 0 ||
       (rc = core_cfg_int(g, "dep", 0, -1, -1, t->streams, &dep)) != 0 ||
-      (rc = core_cfg_bool(g, "nccl", 0, 0, &s->nccl)) != 0)
+      (rc = core_cfg_bool(g, "nccl", 0, 0, &s->nccl)) != 0 || (rc = core_cfg_bool(g, "held", 0, 0, &s->held)) != 0)
     return rc;
   s->stream = (int)st;
   s->dep = (int)dep;
@@ -360,7 +360,8 @@ static int write_piece(config_setting_t *l, const core_piece *p) {
 static int write_side(config_setting_t *l, const core_side *s, int piece) {
   config_setting_t *g = add(l, NULL, CONFIG_TYPE_GROUP);
   return !g || add_int(g, "piece", piece) || add_num(g, "at", s->at) || add_int(g, "stream", s->stream) ||
-                 add_num(g, "us", s->dur_s * 1e6) || add_bool(g, "nccl", s->nccl) || add_int(g, "dep", s->dep)
+                 add_num(g, "us", s->dur_s * 1e6) || add_bool(g, "nccl", s->nccl) || add_int(g, "dep", s->dep) ||
+                 (s->held && add_bool(g, "held", 1))
              ? -1
              : 0;
 }

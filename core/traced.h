@@ -40,7 +40,8 @@
  *       { kind = "finalize"; host_us = 9000.0; dev_us = 410.0; },
  *       ...
  *     );
- *     side = ( { piece = 1; at = 0.5; stream = 1; us = 30.8; nccl = true; dep = -1; }, ... );
+ *     side = ( { piece = 1; at = 0.5; stream = 1; us = 30.8; nccl = true; dep = -1; },
+ *              { piece = 9; at = 0.2; stream = 3; us = 24.0; dep = -1; held = true; }, ... );
  *     syncs = ( { piece = 40; at = 0.3; streams = [0, 1]; }, ... );
  *     waits = ( { piece = 12; stream = 1; }, ... );
  *     buckets = ( { bytes = 8196000.0; us = 2520.6; }, ... );   # as traced, for reference (bytes when known)
@@ -48,7 +49,9 @@
  *
  * `at` is the share of the piece's host time done before the launch or the
  * sync; `dep` the side stream (or 0, the compute stream) whose work the side
- * work waited for, -1 none. Every grad piece's copy_* time is part of its
+ * work waited for, -1 none; `held` (default false) that it was held back by
+ * the compute stream's kernels occupying the GPU rather than by a wait: it
+ * starts when the compute-stream work running when it could start is done. Every grad piece's copy_* time is part of its
  * host_us/dev_us (DDP's share of it).
  *
  * A piece's dev_compute_us, dev_memory_us and dev_launch_us (all three or
@@ -94,6 +97,7 @@ typedef struct core_side {
   int stream; /* 1..streams */
   double dur_s;
   int dep;  /* stream it waited for: 0 compute, k side, -1 none */
+  int held; /* held back by the compute stream's running work (the SMs it occupied) */
   int nccl; /* a communication kernel (measured, not rescaled) */
 } core_side;
 

@@ -22,6 +22,8 @@ typedef struct rstate {
   int next;           /* next bucket to launch */
   span *comm;         /* this step's allreduces */
   int n_comm;
+  span *work; /* the compute stream's pieces, in order */
+  int n_work;
   core_trace *trace; /* only during the last repetition */
   double t_base;     /* its start, the trace's zero */
 } rstate;
@@ -82,6 +84,15 @@ static void launch_ready(rstate *s) {
     launch_bucket(s, s->next++);
 }
 
+/* When the compute-stream piece running at t (if any) ends: side work
+ * held back by the compute stream's kernels starts then. */
+static double held_until(const rstate *s, double t) {
+  for (int i = s->n_work - 1; i >= 0 && s->work[i].t1 > t; i--)
+    if (s->work[i].t0 <= t)
+      return s->work[i].t1;
+  return t;
+}
+
 /* Side work and syncs of piece p, in host order; returns the host time the
  * syncs waited. hb is the piece's host start, w its host time. */
 static double piece_events(rstate *s, const core_piece *p, double hb, double w) {
@@ -101,6 +112,8 @@ static double piece_events(rstate *s, const core_piece *p, double hb, double w) 
         dep = before;
       t0 = t0 > h ? t0 : h;
       t0 = t0 > dep ? t0 : dep;
+      if (sd->held)
+        t0 = held_until(s, t0);
       s->side[sd->stream] = t0 + sd->dur_s;
       emit(s, sd->nccl ? "communication (measured)" : "side work (measured)", "side", TID_SIDE0 + sd->stream - 1, t0,
           s->side[sd->stream]);
@@ -151,6 +164,8 @@ static void run_piece(rstate *s, const core_piece *p) {
     start = s->C;
   double end = advance(s, start, piece_dev(c, p));
   s->G = end;
+  if (end > start)
+    s->work[s->n_work++] = (span){start, end};
   double waited = piece_events(s, p, hb, w);
   s->H = hb + waited + w;
   char name[96];
@@ -188,7 +203,8 @@ static int replay(const sim_replay_cfg *c, double comm_factor, core_trace *trace
   s.side = calloc((size_t)c->t->streams + 1, sizeof *s.side);
   s.left = calloc((size_t)c->bk->n_buckets + 1, sizeof *s.left);
   s.comm = calloc((size_t)c->bk->n_buckets + 1, sizeof *s.comm);
-  if (!s.side || !s.left || !s.comm) {
+  s.work = calloc((size_t)c->t->n_pieces * REPEATS + 1, sizeof *s.work);
+  if (!s.side || !s.left || !s.comm || !s.work) {
     rc = core_err_set(CORE_ENOMEM, "out of memory replaying a traced step");
     goto out_free;
   }
@@ -210,6 +226,7 @@ out_free:
   free(s.side);
   free(s.left);
   free(s.comm);
+  free(s.work);
   return rc;
 }
 

@@ -8,12 +8,14 @@
  * host has started dispatching it, the stream is free and the side streams it
  * waited for in the trace are done; and one per side stream, whose measured
  * work starts when launched, when its stream is free and when the stream it
- * waited for is done. DDP's bucket allreduces run on a stream of their own: a
- * bucket is launched (costing the host launch_host_us) when the gradient
- * arrivals (grad pieces) have filled it and every earlier bucket has been
- * launched, and starts once the compute stream has done what was dispatched
- * before it and the previous allreduce is done; compute-stream work beside a
- * running allreduce takes overlap_slowdown times longer. The finalize piece's
+ * waited for is done (side work the compute stream's kernels held back, once
+ * the compute-stream piece running then is done). DDP's bucket allreduces
+ * run on a stream of their own: a bucket is launched (costing the host
+ * launch_host_us) when the gradient arrivals (grad pieces) have filled it and
+ * every earlier bucket has been launched, and starts once the compute stream
+ * has done what was dispatched before it and the previous allreduce is done;
+ * compute-stream work beside a running allreduce takes overlap_slowdown
+ * times longer. The finalize piece's
  * device work waits for the last allreduce. With overlap off, every bucket is
  * launched just before finalize.
  *

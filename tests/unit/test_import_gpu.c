@@ -3,7 +3,8 @@
  * states: layers from the operators with their kinds and tensors, the
  * gradients' real ready order, the warm-up step left out, each piece's host
  * and device time, DDP's copies, launches and bucket allreduces kept apart,
- * the side work and its dependency; --scenario's traced job replays the
+ * the side work and its dependency (as most steps show it, or held back by
+ * the compute stream's kernel); --scenario's traced job replays the
  * trace's median step; and bad traces (no steps, no kernels, no backward,
  * correlation ids that match nothing, not JSON, truncated) are errors that
  * name the file and write nothing. */
@@ -146,6 +147,36 @@ static void test_pieces(void) {
   for (int i = 0; i < t->n_pieces; i++)
     host += t->pieces[i].host_s;
   CU_ASSERT(NEAR(host + 2 * t->launch_host_s, 1265 * US)); /* the pieces and launches are the step */
+  core_model_free(m);
+}
+
+/* gpu-side.json (gen_gpu_fixture.py): the loss launches a side kernel that
+ * starts at once, except in step 1 (the reference step), where it starts
+ * just after the loss's compute kernel ends, as if it waited for it: the
+ * steps' vote keeps no wait. The optimizer launches one while its compute
+ * kernel runs, and every step it starts in that kernel's last microseconds,
+ * before any activity ends: held back by the compute stream, not a wait. */
+static void test_side_waits_voted(void) {
+  char out[4200];
+  snprintf(out, sizeof out, "%s/side.cfg", dir);
+  const char *traces[] = {TU_DATA("torch-trace/gpu-side.json")};
+  cal_gpu_opts o = {0};
+  char notes[8192];
+  int rc = cal_import_gpu(traces, 1, &o, out, notes, sizeof notes);
+  if (rc)
+    fprintf(stderr, "\n%s\n", core_err_msg());
+  CU_ASSERT_EQUAL_FATAL(rc, 0);
+  core_model *m = NULL;
+  CU_ASSERT_FATAL(core_model_load(out, &m) == 0 && m->traced);
+  const core_traced *t = m->traced;
+  const core_piece *p = find(t, CORE_PIECE_OTHER, -1, "aten::cross_entropy_loss");
+  CU_ASSERT_FATAL(p && p->n_side == 1);
+  const core_side *sd = &t->side[p->first_side];
+  CU_ASSERT(sd->stream > 0 && sd->dep == -1 && !sd->held && NEAR(sd->dur_s, 5 * US));
+  p = find(t, CORE_PIECE_OTHER, -1, "Optimizer.step#SGD.step");
+  CU_ASSERT_FATAL(p && p->n_side == 1);
+  sd = &t->side[p->first_side];
+  CU_ASSERT(sd->stream > 0 && sd->dep == -1 && sd->held && NEAR(sd->dur_s, 20 * US));
   core_model_free(m);
 }
 
@@ -355,6 +386,7 @@ void test_register(void) {
   CU_add_test(s, "datasheet table: the shipped profiles' figures, names", test_datasheets);
   CU_add_test(s, "layers, tensors, ready order, kernel times", test_layers_and_tensors);
   CU_add_test(s, "pieces, DDP's share, side work, buckets", test_pieces);
+  CU_add_test(s, "side work: waits as most steps show them, held back by compute", test_side_waits_voted);
   CU_add_test(s, "the traced job's scenario replays its step", test_scenario_replays);
   CU_add_test(s, "kernels classed: compute, memory, launch; the roofs", test_kernel_classes);
   CU_add_test(s, "retargeted to another GPU: each class at its ratio", test_retarget);

@@ -5,9 +5,11 @@
  * compute beside it runs overlap_slowdown times slower; finalize waits for
  * the last allreduce; with overlap off every bucket goes at finalize; a
  * sync makes the host wait for the streams it names; side work waits for the
- * stream it depends on. Retargeted, compute-bound device time scales by the
- * peak ratio, memory-bound by the bandwidth ratio, launch-bound by neither
- * (nor by the batch). And core/traced's file form round-trips. */
+ * stream it depends on, or, held back by the compute stream's kernels, for
+ * the compute-stream piece running when it could start. Retargeted,
+ * compute-bound device time scales by the peak ratio, memory-bound by the
+ * bandwidth ratio, launch-bound by neither (nor by the batch). And
+ * core/traced's file form round-trips. */
 #include "testutil.h"
 
 #include "core/bucket.h"
@@ -173,6 +175,41 @@ static void test_sync_and_side(void) {
   CU_ASSERT(NEAR(r.step_s, 600 * US));
 }
 
+/* Side work the compute stream's kernels held back starts when the
+ * compute-stream piece running when it could start ends: not at once (no
+ * wait), nor after all the compute work dispatched before it (a wait for the
+ * compute stream). */
+static void test_held_side(void) {
+  fixture f;
+  init(&f, 0);
+  f.t.streams = 1;
+  add(&f, CORE_PIECE_OTHER, -1, 100, 500);
+  core_piece *p = add(&f, CORE_PIECE_OTHER, -1, 100, 300);
+  add(&f, CORE_PIECE_OTHER, -1, 100, 0);
+  /* piece 1 launches 400 us of side work half-way (host 150); piece 2's
+   * host waits for it at its start */
+  p->n_side = 1;
+  f.side[0] = (core_side){.at = 0.5, .stream = 1, .dur_s = 400 * US, .dep = -1, .held = 1};
+  f.t.n_side = 1;
+  f.p[2].n_sync = 1;
+  f.sync[0] = (core_sync){.at = 0.0, .streams = 1ull << 1};
+  f.t.n_syncs = 1;
+  /* Held: piece 0's compute (0-500) runs at 150, the side work 500-900, the
+   * host waits to 900 and ends at 1,000: a period of 1,000. */
+  sim_replay_result r = run(&f, 1);
+  CU_ASSERT(NEAR(r.step_s, 1000 * US));
+  /* Not held: the side work runs from the launch; the compute stream (800
+   * a step) is the bottleneck. */
+  f.side[0].held = 0;
+  r = run(&f, 1);
+  CU_ASSERT(NEAR(r.step_s, 800 * US));
+  /* Waiting for the compute stream: after piece 1's compute too (800), the
+   * host to 1,200 + 100. */
+  f.side[0].dep = 0;
+  r = run(&f, 1);
+  CU_ASSERT(NEAR(r.step_s, 1300 * US));
+}
+
 static void test_file_round_trip(void) {
   fixture f;
   comm_fixture(&f);
@@ -181,10 +218,11 @@ static void test_file_round_trip(void) {
   f.t.steps = 3;
   f.t.step_s = 0.9e-3, f.t.step_min_s = 0.85e-3, f.t.step_max_s = 0.95e-3;
   f.t.streams = 2;
-  f.p[1].n_side = 1;
   f.p[1].first_side = 0;
   f.side[0] = (core_side){.at = 0.25, .stream = 2, .dur_s = 33 * US, .dep = 1, .nccl = 1};
-  f.t.n_side = 1;
+  f.side[1] = (core_side){.at = 0.5, .stream = 1, .dur_s = 12 * US, .dep = -1, .held = 1};
+  f.p[1].n_side = 2;
+  f.t.n_side = 2;
   f.p[5].n_sync = 1;
   f.sync[0] = (core_sync){.at = 0.5, .streams = 5};
   f.t.n_syncs = 1;
@@ -214,7 +252,8 @@ static void test_file_round_trip(void) {
     CU_ASSERT_EQUAL(back->pieces[i].n_sync, f.p[i].n_sync);
   }
   CU_ASSERT(NEAR(back->pieces[2].copy_host_s, 5 * US));
-  CU_ASSERT(back->side[0].stream == 2 && back->side[0].dep == 1 && back->side[0].nccl == 1);
+  CU_ASSERT(back->side[0].stream == 2 && back->side[0].dep == 1 && back->side[0].nccl == 1 && !back->side[0].held);
+  CU_ASSERT(back->side[1].stream == 1 && back->side[1].dep == -1 && back->side[1].held && !back->side[1].nccl);
   CU_ASSERT(NEAR(back->side[0].at, 0.25) && NEAR(back->side[0].dur_s, 33 * US));
   CU_ASSERT(back->syncs[0].streams == 5 && NEAR(back->syncs[0].at, 0.5));
   CU_ASSERT(back->ddp == 1 && back->world_size == 2 && back->steps == 3 && NEAR(back->launch_host_s, 10 * US));
@@ -338,6 +377,7 @@ void test_register(void) {
   CU_add_test(s, "buckets, compute beside them, finalize", test_buckets_overlap_and_finalize);
   CU_add_test(s, "overlap off: every bucket at finalize", test_overlap_off);
   CU_add_test(s, "syncs and side streams", test_sync_and_side);
+  CU_add_test(s, "side work held back by the compute stream's kernels", test_held_side);
   s = CU_add_suite("traced file", NULL, NULL);
   CU_add_test(s, "write then parse gives the same step", test_file_round_trip);
   CU_add_test(s, "bad entries: file:line errors", test_file_errors);

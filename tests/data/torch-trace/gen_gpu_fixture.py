@@ -39,8 +39,14 @@ The step span ends 50 after the optimizer, on the host: the device's work
 Streams run their work in order; the allreduce kernels wait for the compute
 stream's work launched before them, DDP's copies back for the allreduces.
 
-  python3 tests/data/torch-trace/gen_gpu_fixture.py          # writes gpu-ddp.json beside it
-  python3 tests/data/torch-trace/gen_gpu_fixture.py --check  # exit 1 if it differs
+gpu-side.json is the same job with two kernels on a third stream (22): in the
+loss, one of 5 us launched 20 after its start that starts 3 later, except in
+step 1, where it starts 2 after the loss's compute kernel ends (as if it
+waited for it); in the optimizer, one of 20 us launched while the optimizer's
+kernel runs that starts 4 before that kernel ends (held back by it).
+
+  python3 tests/data/torch-trace/gen_gpu_fixture.py          # writes both beside it
+  python3 tests/data/torch-trace/gen_gpu_fixture.py --check  # exit 1 if either differs
 """
 
 import json
@@ -48,7 +54,7 @@ import os
 import sys
 
 MAIN, BWD = 1000, 1001          # host threads: the step's, the autograd engine's
-COMPUTE, NCCL = 7, 20           # streams
+COMPUTE, NCCL, SIDE = 7, 20, 22  # streams
 T0 = 1_700_000_000_000.0        # µs
 
 
@@ -78,9 +84,10 @@ class Trace:
                         "ts": round(start, 3), "dur": dur, "args": args})
 
 
-def step(tr, n, t0, scale, ends):
+def step(tr, n, t0, scale, ends, side=False):
     """One step from t0; scale stretches every time (the warm-up). Returns its
-    end on the host; ends holds each stream's end across steps."""
+    end on the host; ends holds each stream's end across steps. side: also the
+    side-stream kernels of gpu-side.json (see side_kernel)."""
     s = lambda x: x * scale
     t, seq = t0, 1000 * n
     def k(tid, at, dur, name="void kernel<float>", stream=COMPUTE, kind="kernel", nbytes=None, after_comm=False):
@@ -113,7 +120,9 @@ def step(tr, n, t0, scale, ends):
         k(MAIN, t + 1, dev, kernels[name])
         t += s(host)
     tr.op("aten::cross_entropy_loss", MAIN, t, s(40), **{"Sequence number": seq + 4})
-    k(MAIN, t + 1, 10, "void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float, float>")
+    loss_end = k(MAIN, t + 1, 10, "void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float, float>")
+    if side:  # no wait: at once, but in step 1 just after the loss kernel ends
+        side_kernel(tr, t + 20, loss_end + 2 if n == 1 else t + 23, 5, ends)
     t += s(40)
     b = t  # backward, on the engine's thread
 
@@ -161,17 +170,28 @@ def step(tr, n, t0, scale, ends):
     t = b
     tr.op("Optimizer.step#SGD.step", MAIN, t, s(500), cat="user_annotation")
     tr.op("aten::_foreach_add_", MAIN, t + 1, s(490))
-    k(MAIN, t + 2, 100, "void at::native::multi_tensor_apply_kernel<TensorListMetadata<2>, BinaryOpListAlphaFunctor<float>>")
+    opt_end = k(MAIN, t + 2, 100,
+                "void at::native::multi_tensor_apply_kernel<TensorListMetadata<2>, BinaryOpListAlphaFunctor<float>>")
+    if side:  # launched while the optimizer's kernel runs, started in its last 4 us
+        at = max(t + 10, opt_end - s(100) + 10)
+        assert at + 2 + 5 < opt_end - 4
+        side_kernel(tr, at, opt_end - 4, 20, ends)
     t += s(500) + s(50)
     tr.op("ProfilerStep#%d" % n, MAIN, t0, t - t0, cat="user_annotation")
     return t
 
 
-def build():
+def side_kernel(tr, at, start, dur, ends):
+    """A kernel launched at `at` on the side stream, starting at `start`."""
+    tr.launch(MAIN, at, "kernel", "void fbgemm_gpu::permute_2D_lengths_kernel<int>", SIDE, start, dur)
+    ends[SIDE] = start + dur
+
+
+def build(side=False):
     tr = Trace()
-    t, ends = T0, {COMPUTE: T0, NCCL: T0}
+    t, ends = T0, {COMPUTE: T0, NCCL: T0, SIDE: T0}
     for n in range(4):
-        t = step(tr, n, t, 2.0 if n == 0 else 1.0, ends)
+        t = step(tr, n, t, 2.0 if n == 0 else 1.0, ends, side)
     return {"schemaVersion": 1,
             "deviceProperties": [{"id": i, "name": "NVIDIA A100-SXM4-80GB", "totalGlobalMem": 85_000_000_000,
                                   "computeMajor": 8, "computeMinor": 0, "numSms": 108} for i in range(8)],
@@ -180,13 +200,18 @@ def build():
 
 
 def main():
-    out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "gpu-ddp.json")
-    text = json.dumps(build(), indent=None, separators=(",", ":")) + "\n"
-    if "--check" in sys.argv:
-        with open(out) as f:
-            sys.exit(0 if f.read() == text else 1)
-    with open(out, "w") as f:
-        f.write(text)
+    here = os.path.dirname(os.path.abspath(__file__))
+    same = True
+    for name, side in (("gpu-ddp.json", False), ("gpu-side.json", True)):
+        out = os.path.join(here, name)
+        text = json.dumps(build(side), indent=None, separators=(",", ":")) + "\n"
+        if "--check" in sys.argv:
+            with open(out) as f:
+                same = same and f.read() == text
+            continue
+        with open(out, "w") as f:
+            f.write(text)
+    sys.exit(0 if same else 1)
 
 
 if __name__ == "__main__":
