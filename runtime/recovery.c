@@ -64,7 +64,10 @@ int rt_recovery_done(const char *out_dir, int attempt, double process_start_rt, 
   int rc = core_csv_open(&c, path, cols, N_COLS);
   if (rc)
     return rc;
-  long replay = rec->prev_last + 1 - rec->resume_step;
+  /* The steps done since the checkpoint are lost and run again. fail_step,
+   * not rank 0's last row: a survivor killed just after a step may not have
+   * recorded it. */
+  long replay = rec->fail_step - rec->resume_step;
   core_csv_int(&c, attempt);
   core_csv_int(&c, rec->fail_step);
   core_csv_num(&c, rec->seen_rt - rec->death_rt);

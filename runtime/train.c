@@ -308,7 +308,7 @@ static int resume(train_ctx *c) {
   c->rec.load_s = t_load;
   c->rec.loaded_rt = core_wall_now();
   c->rec.resume_step = c->start;
-  if (c->rec.active && c->rec.prev_last < c->start)
+  if (c->rec.active && c->rec.fail_step <= c->start)
     return rt_recovery_done(o->out, c->attempt, o->process_start_rt, &c->rec);
   return 0;
 }
@@ -356,7 +356,7 @@ static int train(train_ctx *c, rt_train_result *res) {
     fflush(c->metrics);
     if (c->tb)
       tb_step(c, s, &sm);
-    if (c->rec.active && s == c->rec.prev_last &&
+    if (c->rec.active && s + 1 == c->rec.fail_step &&
         (rc = rt_recovery_done(o->out, c->attempt, o->process_start_rt, &c->rec)) != 0)
       return rc;
     if ((rc = checkpoint(c, s + 1)) != 0)
