@@ -272,7 +272,7 @@ static int open_direct(core_afile *a, const target *t) {
   return 0;
 }
 
-static int open_temp(core_afile *a, const target *t) {
+static int open_temp(core_afile *a, const target *t, const char *mode) {
   snprintf(a->tmp, sizeof a->tmp, "%s.tmp.XXXXXX", t->final);
   int fd = mkstemp(a->tmp);
   if (fd < 0)
@@ -280,7 +280,7 @@ static int open_temp(core_afile *a, const target *t) {
   a->slot = slot_take(a->tmp);
   flock(fd, LOCK_EX | LOCK_NB); /* held until closed: core_afile_sweep_stale leaves it be */
   fchmod(fd, t->kind == K_REGULAR ? t->mode : 0644);
-  if (!(a->f = fdopen(fd, "w"))) {
+  if (!(a->f = fdopen(fd, mode))) {
     int e = errno;
     close(fd);
     unlink(a->tmp);
@@ -290,7 +290,72 @@ static int open_temp(core_afile *a, const target *t) {
   return 0;
 }
 
-static int open_with(core_afile *a, const char *path, int regular_only) {
+/* Appenders take turns on the target's directory: the lock covers a file
+ * not yet created, and outlives the rename that replaces the file's inode.
+ * A file system without flock leaves them unserialised. */
+static int lock_dir(core_afile *a) {
+  char dir[4096];
+  dir_of(a->path, dir, sizeof dir);
+  int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0)
+    return core_err_errno(errno, "cannot open directory '%s' to append to '%s'", dir, a->path);
+  while (flock(fd, LOCK_EX) != 0 && errno == EINTR)
+    ;
+  a->locked = 1;
+  a->lock_fd = fd;
+  return 0;
+}
+
+static void unlock_dir(core_afile *a) {
+  if (a->locked)
+    close(a->lock_fd); /* releases the flock */
+  a->locked = 0;
+}
+
+/* What a->path holds now (under the lock: a file another appender created
+ * since resolve counts) into the temp file, with its mode. */
+static int copy_existing(core_afile *a, long long *had) {
+  int fd = open(a->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0)
+    return errno == ENOENT ? 0 : core_err_errno(errno, "cannot read '%s' to append to it", a->path);
+  struct stat st;
+  int rc = 0;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    rc = core_err_set(CORE_EUSAGE, "'%s' is no longer a regular file; cannot append to it", a->path);
+    goto out_close;
+  }
+  fchmod(fileno(a->f), st.st_mode & 07777);
+  char buf[65536];
+  ssize_t k;
+  while ((k = read(fd, buf, sizeof buf)) > 0) {
+    if (fwrite(buf, 1, (size_t)k, a->f) != (size_t)k) {
+      rc = core_err_errno(errno ? errno : EIO, "copying '%s' to append to it failed", a->path);
+      goto out_close;
+    }
+    *had += k;
+  }
+  if (k < 0)
+    rc = core_err_errno(errno, "reading '%s' to append to it failed", a->path);
+out_close:
+  close(fd);
+  return rc;
+}
+
+/* The temp file of an append (had != NULL) starts as a copy of the file. */
+static int open_appending(core_afile *a, const target *t, long long *had) {
+  int rc = lock_dir(a);
+  if (rc)
+    return rc;
+  if ((rc = open_temp(a, t, "w+")) != 0) {
+    unlock_dir(a);
+    return rc;
+  }
+  if ((rc = copy_existing(a, had)) != 0)
+    core_afile_abort(a);
+  return rc;
+}
+
+static int open_with(core_afile *a, const char *path, int regular_only, long long *had) {
   memset(a, 0, sizeof *a);
   a->slot = -1;
   target t;
@@ -298,11 +363,18 @@ static int open_with(core_afile *a, const char *path, int regular_only) {
   if (rc)
     return rc;
   snprintf(a->path, sizeof a->path, "%s", t.final);
-  return t.kind == K_DIRECT ? open_direct(a, &t) : open_temp(a, &t);
+  if (t.kind == K_DIRECT)
+    return open_direct(a, &t);
+  return had ? open_appending(a, &t, had) : open_temp(a, &t, "w");
 }
 
-int core_afile_open(core_afile *a, const char *path) { return open_with(a, path, 0); }
-int core_afile_open_atomic(core_afile *a, const char *path) { return open_with(a, path, 1); }
+int core_afile_open(core_afile *a, const char *path) { return open_with(a, path, 0, NULL); }
+int core_afile_open_atomic(core_afile *a, const char *path) { return open_with(a, path, 1, NULL); }
+
+int core_afile_open_append(core_afile *a, const char *path, long long *had) {
+  *had = 0;
+  return open_with(a, path, 0, had);
+}
 
 void core_afile_abort(core_afile *a) {
   if (a->f) {
@@ -312,6 +384,7 @@ void core_afile_abort(core_afile *a) {
       unlink(a->tmp);
   }
   slot_give(a);
+  unlock_dir(a);
 }
 
 static int fsync_dir_of(const char *path) {
@@ -364,13 +437,16 @@ int core_afile_commit(core_afile *a) {
     goto fail_unlink;
   }
   slot_give(a);
-  return fsync_dir_of(a->path);
+  rc = fsync_dir_of(a->path);
+  unlock_dir(a);
+  return rc;
 fail_abort:
   core_afile_abort(a);
   return rc;
 fail_unlink:
   unlink(a->tmp);
   slot_give(a);
+  unlock_dir(a);
   return rc;
 }
 
