@@ -354,6 +354,24 @@ EOF
 run gpu_validate validate "$work/gpu/fx-job.cfg" --measured "$gpu_trace" --skip 1 --tolerance 0.02
 expect_status gpu_validate 0
 expect_in gpu_validate out "3 steps of 2 ranks"
+# Appended rows: what a trace does not measure (compute, exposed communication)
+# and its error are empty cells, never "nan"; a label with a comma is quoted.
+for k in 1 2; do
+  run gpu_append$k validate "$work/gpu/fx-job.cfg" --measured "$gpu_trace" --skip 1 --append "$work/gpu/v.csv" \
+    --label "fx,run $k"
+  expect_status gpu_append$k 0
+done
+checks=$((checks + 1))
+python3 - "$work/gpu/v.csv" <<'EOF' || fail "gpu_append: the appended rows are not as expected"
+import csv, sys
+text = open(sys.argv[1]).read()
+assert "nan" not in text.lower() and "inf" not in text.lower(), text
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert [r["label"] for r in rows] == ["fx,run 1", "fx,run 2"], rows
+for r in rows:
+    assert r["meas_compute_s"] == r["err_compute"] == r["meas_exposed_s"] == r["err_exposed"] == "", r
+    assert float(r["meas_step_s"]) > 0 and abs(float(r["err_step"])) < 0.02, r
+EOF
 run gpu_scenario_cpu import torch-trace -o "$work/gpu/cpu.cfg" --scenario "$work/gpu/cpu-job.cfg" \
   "$src/tests/data/torch-trace/mlp-small-b32.json"
 expect_status gpu_scenario_cpu 2
