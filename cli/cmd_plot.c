@@ -138,6 +138,22 @@ static int by_curve(const void *pa, const void *pb) {
   return c;
 }
 
+/* Is cell a finite number (not empty, as a value that does not exist is)? */
+static int cell_num(const char *cell, double *v) {
+  char *end;
+  *v = strtod(cell, &end);
+  return end != cell && !*end && isfinite(*v);
+}
+
+static void speedup_row(core_csv *c, const speedup *x) {
+  core_csv_str(c, x->model);
+  core_csv_int(c, x->nodes);
+  core_csv_num(c, x->gbps);
+  core_csv_str(c, x->comp);
+  core_csv_num(c, x->x);
+  core_csv_end_row(c);
+}
+
 /* Speedups of each compression over none at the same point, sorted so each
  * curve's rows are consecutive (gnuplot joins consecutive rows), and the
  * line rate where a curve falls to 1 (linear in log rate between the two
@@ -147,7 +163,9 @@ static int compression_tables(const core_csv_table *t, const char *data, const c
       "batch", "bucket_cap_mb", "overlap", "find_unused_parameters", NULL};
   int cc = core_csv_col(t, "compression"), cs = core_csv_col(t, "step_s"), cg = core_csv_col(t, "gbps"),
       cm = core_csv_col(t, "model"), cn = core_csv_col(t, "nodes");
-  core_afile a, b;
+  static const char *const data_cols[] = {"model", "nodes", "gbps", "compression", "speedup"};
+  static const char *const break_cols[] = {"model", "nodes", "compression", "gbps"};
+  core_csv a, b;
   speedup *sp = calloc((size_t)t->nrows + 1, sizeof *sp);
   long n = 0;
   if (!sp)
@@ -164,40 +182,45 @@ static int compression_tables(const core_csv_table *t, const char *data, const c
         match = c < 0 || !strcmp(t->rows[i][c], t->rows[j][c]);
       }
       if (match) {
+        double none_s, comp_s;
         sp[n].model = t->rows[i][cm];
         sp[n].comp = t->rows[i][cc];
         sp[n].nodes = atoi(t->rows[i][cn]);
-        sp[n].gbps = atof(t->rows[i][cg]);
-        sp[n].x = atof(t->rows[j][cs]) / atof(t->rows[i][cs]);
-        if (sp[n].gbps > 0)
+        /* A point without a step time (empty: it timed out) has no speedup. */
+        if (cell_num(t->rows[i][cg], &sp[n].gbps) && cell_num(t->rows[j][cs], &none_s) &&
+            cell_num(t->rows[i][cs], &comp_s) && sp[n].gbps > 0 && none_s > 0 && comp_s > 0) {
+          sp[n].x = none_s / comp_s;
           n++;
+        }
         break;
       }
     }
   }
   qsort(sp, (size_t)n, sizeof *sp, by_curve);
-  int rc = core_afile_open(&a, data);
+  int rc = core_csv_open(&a, data, data_cols, 5);
   if (rc)
     goto out_free;
-  if ((rc = core_afile_open(&b, breaks)) != 0) {
-    core_afile_abort(&a);
+  if ((rc = core_csv_open(&b, breaks, break_cols, 4)) != 0) {
+    core_csv_abort(&a);
     goto out_free;
   }
-  fprintf(a.f, "model,nodes,gbps,compression,speedup\n");
-  fprintf(b.f, "model,nodes,compression,gbps\n");
   for (long i = 0; i < n; i++) {
-    fprintf(a.f, "%s,%d,%.6g,%s,%.6g\n", sp[i].model, sp[i].nodes, sp[i].gbps, sp[i].comp, sp[i].x);
+    speedup_row(&a, &sp[i]);
     int same_curve = i + 1 < n && !strcmp(sp[i].model, sp[i + 1].model) && sp[i].nodes == sp[i + 1].nodes &&
                      !strcmp(sp[i].comp, sp[i + 1].comp);
     if (same_curve && sp[i].x > 1 && sp[i + 1].x <= 1) {
       double l0 = log(sp[i].gbps), l1 = log(sp[i + 1].gbps), f = (sp[i].x - 1) / (sp[i].x - sp[i + 1].x);
-      fprintf(b.f, "%s,%d,%s,%.6g\n", sp[i].model, sp[i].nodes, sp[i].comp, exp(l0 + f * (l1 - l0)));
+      core_csv_str(&b, sp[i].model);
+      core_csv_int(&b, sp[i].nodes);
+      core_csv_str(&b, sp[i].comp);
+      core_csv_num(&b, exp(l0 + f * (l1 - l0)));
+      core_csv_end_row(&b);
     }
   }
-  if ((rc = core_afile_commit(&a)) != 0)
-    core_afile_abort(&b);
+  if ((rc = core_csv_commit(&a)) != 0)
+    core_csv_abort(&b);
   else
-    rc = core_afile_commit(&b);
+    rc = core_csv_commit(&b);
 out_free:
   free(sp);
   return rc;
@@ -382,8 +405,9 @@ static int by_first(const void *pa, const void *pb) {
 /* The front's points of an advice CSV in order of time (gnuplot joins
  * rows in file order), into path. */
 static int front_table(const char *csv, const char *path) {
+  static const char *const cols[] = {"time_to_train_h", "cost_usd"};
   core_csv_table t;
-  core_afile f;
+  core_csv f;
   int rc = core_csv_read(csv, &t);
   if (rc)
     return rc;
@@ -396,17 +420,17 @@ static int front_table(const char *csv, const char *path) {
   }
   int cp = core_csv_col(&t, "pareto"), ct = core_csv_col(&t, "time_to_train_h"), cc = core_csv_col(&t, "cost_usd");
   for (long i = 0; i < t.nrows; i++)
-    if (!strcmp(t.rows[i][cp], "1")) {
-      pts[2 * n] = atof(t.rows[i][ct]);
-      pts[2 * n++ + 1] = atof(t.rows[i][cc]);
-    }
+    if (!strcmp(t.rows[i][cp], "1") && cell_num(t.rows[i][ct], &pts[2 * n]) && cell_num(t.rows[i][cc], &pts[2 * n + 1]))
+      n++;
   qsort(pts, (size_t)n, 2 * sizeof *pts, by_first);
-  if ((rc = core_afile_open(&f, path)) != 0)
+  if ((rc = core_csv_open(&f, path, cols, 2)) != 0)
     goto out;
-  fprintf(f.f, "time_to_train_h,cost_usd\n");
-  for (long i = 0; i < n; i++)
-    fprintf(f.f, "%.9g,%.9g\n", pts[2 * i], pts[2 * i + 1]);
-  rc = core_afile_commit(&f);
+  for (long i = 0; i < n; i++) {
+    core_csv_num(&f, pts[2 * i]);
+    core_csv_num(&f, pts[2 * i + 1]);
+    core_csv_end_row(&f);
+  }
+  rc = core_csv_commit(&f);
 out:
   free(pts);
   core_csv_table_free(&t);

@@ -75,6 +75,38 @@ expect_status plot_fit_one_rank 3
 expect_in plot_fit_one_rank err "no collective entries to plot"
 expect_in plot_fit_one_rank err "--nproc 2 or more"
 
+# The tables `plot` derives for gnuplot: a point without a step time or a cost
+# (an empty cell) is left out, never written as nan or inf. A stand-in gnuplot
+# keeps them (plot removes them after).
+mkdir -p "$work/fakegp" "$work/gpdata"
+cat > "$work/fakegp/gnuplot" <<'EOF'
+#!/usr/bin/env bash
+for k in data breaks front; do
+  f=$(printf '%s\n' "$2" | sed -n "s/.*\b$k='\([^']*\)'.*/\1/p")
+  if [ -n "$f" ]; then cp "$f" "$GP_KEEP/$k.csv"; fi
+done
+EOF
+chmod +x "$work/fakegp/gnuplot"
+printf '%s\n' model,nodes,network,gbps,compression,step_s,status m,2,n1,1,none,0.2,ok m,2,n1,1,fp16,0.1,ok \
+  m,2,n10,10,none,0.1,ok m,2,n10,10,fp16,,timeout m,2,n100,100,none,0.05,ok m,2,n100,100,fp16,0.06,ok >"$work/comp.csv"
+GP_KEEP="$work/gpdata" PATH="$work/fakegp:$PATH" run plot_comp_gaps plot compression "$work/comp.csv"
+expect_status plot_comp_gaps 0
+checks=$((checks + 1))
+python3 - "$work/gpdata/data.csv" "$work/gpdata/breaks.csv" <<'EOF' || fail "plot_comp_gaps: the speedup tables are not as expected"
+import csv, sys
+for p in sys.argv[1:]:
+    assert "nan" not in open(p).read().lower() and "inf" not in open(p).read().lower(), open(p).read()
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert [(float(r["gbps"]), round(float(r["speedup"]), 6)) for r in rows] == [(1, 2), (100, round(0.05 / 0.06, 6))], rows
+assert len(list(csv.DictReader(open(sys.argv[2])))) == 1
+EOF
+printf '%s\n' rank,feasible,pareto,time_to_train_h,cost_usd,why 1,1,1,10,100,x 2,1,1,5,,y 3,1,1,2,300,z >"$work/adv.csv"
+GP_KEEP="$work/gpdata" PATH="$work/fakegp:$PATH" run plot_front_gaps plot pareto "$work/adv.csv"
+expect_status plot_front_gaps 0
+checks=$((checks + 1))
+[ "$(cat "$work/gpdata/front.csv")" = "$(printf 'time_to_train_h,cost_usd\n2,300\n10,100')" ] ||
+  fail "plot_front_gaps: the front is $(cat "$work/gpdata/front.csv")"
+
 run simulate_help simulate --help
 expect_status simulate_help 0
 expect_in simulate_help out "Usage: ddpsim simulate"
