@@ -4,6 +4,7 @@
 #include "core/afile.h"
 #include "core/csv.h"
 #include "core/err.h"
+#include "core/path.h"
 
 #include <errno.h>
 #include <math.h>
@@ -381,11 +382,8 @@ int cli_plot_render(const char *kind, const char *csv, const char *out_dir) {
   if ((rc = check_job(&j, k, &t)) != 0 || (rc = distinct(&t, core_csv_col(&t, "model"), models, sizeof models)) != 0 ||
       (rc = core_mkdirs(out_dir)) != 0)
     goto out_table;
-  j.base = strrchr(csv, '/');
-  j.base = j.base ? j.base + 1 : csv;
-  j.stem = (int)strlen(j.base);
-  if (j.stem > 4 && !strcmp(j.base + j.stem - 4, ".csv"))
-    j.stem -= 4;
+  j.base = core_path_base(csv);
+  j.stem = core_path_stem_len(j.base, ".csv");
   if ((rc = kind_lists(&t, &j)) == 0)
     rc = render_models(&j, models);
 out_table:
@@ -451,11 +449,8 @@ int cli_plot_pareto(const char *csv, const char *out_dir, const char *title, dou
   if (!plain_name(csv) || !plain_name(out_dir))
     return core_err_set(
         CORE_EINVAL, "paths with spaces or quotes cannot be passed to gnuplot: '%s', '%s'", csv, out_dir);
-  const char *base = strrchr(csv, '/');
-  base = base ? base + 1 : csv;
-  int stem = (int)strlen(base);
-  if (stem > 4 && !strcmp(base + stem - 4, ".csv"))
-    stem -= 4;
+  const char *base = core_path_base(csv);
+  int stem = core_path_stem_len(base, ".csv");
   /* The title goes into a gnuplot string: no quotes or backslashes. */
   snprintf(t, sizeof t, "%s", title ? title : "");
   for (char *c = t; *c; c++)
@@ -515,11 +510,10 @@ int cli_cmd_plot(int argc, char **argv) {
     return cli_usage("plot", "expected KIND and CSV, e.g. ddpsim plot scaling results/gigabit-vs-ib.csv");
   const char *csv = argv[optind + 1];
   char dir[4096];
-  if (!out) {
-    const char *slash = strrchr(csv, '/');
-    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - csv) : 1, slash ? csv : ".");
+  int rc = 0;
+  if (!out && (rc = core_path_dir(csv, dir, sizeof dir)) == 0)
     out = dir;
-  }
-  int rc = cli_plot_render(argv[optind], csv, out);
+  if (rc == 0)
+    rc = cli_plot_render(argv[optind], csv, out);
   return rc ? cli_fail("plot", rc) : CLI_EXIT_OK;
 }

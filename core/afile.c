@@ -1,6 +1,7 @@
 #include "afile.h"
 
 #include "err.h"
+#include "path.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -87,17 +88,7 @@ typedef struct target {
   mode_t mode;      /* of the file replaced */
   char final[4096]; /* the name that is replaced or created: path after symlinks */
 } target;
-
-static void dir_of(const char *path, char *dir, size_t n) {
-  snprintf(dir, n, "%s", path);
-  char *slash = strrchr(dir, '/');
-  if (slash == dir)
-    dir[1] = '\0';
-  else if (slash)
-    *slash = '\0';
-  else
-    snprintf(dir, n, ".");
-}
+/* Directories go into buffers of the paths' size, where core_path_dir cannot fail. */
 
 /* Follow path's symlinks to the name they end at (which may not exist).
  * *via_proc is set when a hop passes through /proc (/dev/stdout, /dev/fd/N):
@@ -121,7 +112,7 @@ static int follow_links(const char *path, char *out, size_t n, int *via_proc) {
     if (link[0] == '/') {
       snprintf(cur, sizeof cur, "%s", link);
     } else {
-      dir_of(cur, dir, sizeof dir);
+      core_path_dir(cur, dir, sizeof dir);
       size_t dl = strlen(dir), ll = strlen(link);
       if (dl + 1 + ll >= sizeof cur)
         return core_err_set(CORE_EUSAGE, "output '%s': its link target is too long", path);
@@ -143,7 +134,7 @@ static const char *kind_name(mode_t m) {
 /* The temp file goes beside the target. */
 static int writable_dir(const char *final) {
   char dir[4096];
-  dir_of(final, dir, sizeof dir);
+  core_path_dir(final, dir, sizeof dir);
   if (access(dir, W_OK | X_OK) != 0)
     return core_err_errno(errno, "cannot write into directory '%s' (for '%s'); check its permissions", dir, final);
   return 0;
@@ -164,7 +155,7 @@ static int resolve(const char *path, int regular_only, target *t) {
       return core_err_errno(errno, "cannot look at output '%s'", path);
     char dir[4096];
     struct stat ds;
-    dir_of(t->final, dir, sizeof dir);
+    core_path_dir(t->final, dir, sizeof dir);
     if (stat(dir, &ds) != 0 || !S_ISDIR(ds.st_mode))
       return core_err_set(CORE_EUSAGE,
           "cannot write '%s': the directory '%s' does not exist; create it first or choose another path", path, dir);
@@ -295,7 +286,7 @@ static int open_temp(core_afile *a, const target *t, const char *mode) {
  * A file system without flock leaves them unserialised. */
 static int lock_dir(core_afile *a) {
   char dir[4096];
-  dir_of(a->path, dir, sizeof dir);
+  core_path_dir(a->path, dir, sizeof dir);
   int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0)
     return core_err_errno(errno, "cannot open directory '%s' to append to '%s'", dir, a->path);
@@ -389,7 +380,7 @@ void core_afile_abort(core_afile *a) {
 
 static int fsync_dir_of(const char *path) {
   char dir[4096];
-  dir_of(path, dir, sizeof dir);
+  core_path_dir(path, dir, sizeof dir);
   int fd = open(dir, O_RDONLY | O_DIRECTORY);
   if (fd < 0)
     return core_err_errno(errno, "cannot open directory '%s' to sync it", dir);
