@@ -565,12 +565,17 @@ static int check_call(const rt_compressor *c, const char *fn, int b, const float
   return 0;
 }
 
+/* The caller's stats, or local zeroed when it keeps none. */
+static rt_compress_stats *stats_or(rt_compress_stats *st, rt_compress_stats *local) {
+  if (st)
+    return st;
+  memset(local, 0, sizeof *local);
+  return local;
+}
+
 int rt_compress_prepare(rt_compressor *c, int b, float *buf, long step, rt_compress_stats *st) {
   rt_compress_stats local;
-  if (!st) {
-    memset(&local, 0, sizeof local);
-    st = &local;
-  }
+  st = stats_or(st, &local);
   int rc = check_call(c, "rt_compress_prepare", b, buf);
   if (rc)
     return rc;
@@ -595,10 +600,7 @@ int rt_compress_prepare(rt_compressor *c, int b, float *buf, long step, rt_compr
 
 int rt_compress_finish(rt_compressor *c, rt_comm *comm, int b, float *buf, long step, rt_compress_stats *st) {
   rt_compress_stats local;
-  if (!st) {
-    memset(&local, 0, sizeof local);
-    st = &local;
-  }
+  st = stats_or(st, &local);
   int rc = check_call(c, "rt_compress_finish", b, buf);
   if (rc)
     return rc;
@@ -626,10 +628,7 @@ int rt_compress_finish(rt_compressor *c, rt_comm *comm, int b, float *buf, long 
 
 int rt_compress_bucket(rt_compressor *c, rt_comm *comm, int b, float *buf, long step, rt_compress_stats *st) {
   rt_compress_stats local;
-  if (!st) {
-    memset(&local, 0, sizeof local);
-    st = &local;
-  }
+  st = stats_or(st, &local);
   if (!comm)
     return core_err_set(CORE_EINVAL, "rt_compress_bucket: needs a compressor and a communicator");
   int rc = rt_compress_prepare(c, b, buf, step, st);
