@@ -146,6 +146,42 @@ static int cell_num(const char *cell, double *v) {
   return end != cell && !*end && isfinite(*v);
 }
 
+/* Is row j (compression none) the same point as row i but for it? */
+static int same_point(const core_csv_table *t, long i, long j) {
+  static const char *const same[] = {"model", "nodes", "gpus_per_node", "network", "backend", "algorithm", "precision",
+      "batch", "bucket_cap_mb", "overlap", "find_unused_parameters", NULL};
+  for (const char *const *k = same; *k; k++) {
+    int c = core_csv_col(t, *k);
+    if (c >= 0 && strcmp(t->rows[i][c], t->rows[j][c]))
+      return 0;
+  }
+  return 1;
+}
+
+/* The speedups of each compressed point over none at the same point, into
+ * sp; how many. A point without a step time (empty: it timed out) has none. */
+static long speedups(const core_csv_table *t, speedup *sp) {
+  int cc = core_csv_col(t, "compression"), cs = core_csv_col(t, "step_s"), cg = core_csv_col(t, "gbps"),
+      cm = core_csv_col(t, "model"), cn = core_csv_col(t, "nodes");
+  long n = 0;
+  for (long i = 0; i < t->nrows; i++) {
+    if (!strcmp(t->rows[i][cc], "none"))
+      continue;
+    long j = 0;
+    while (j < t->nrows && (strcmp(t->rows[j][cc], "none") || !same_point(t, i, j)))
+      j++;
+    double none_s, comp_s;
+    if (j == t->nrows || !cell_num(t->rows[i][cg], &sp[n].gbps) || !cell_num(t->rows[j][cs], &none_s) ||
+        !cell_num(t->rows[i][cs], &comp_s) || !(sp[n].gbps > 0 && none_s > 0 && comp_s > 0))
+      continue;
+    sp[n].model = t->rows[i][cm];
+    sp[n].comp = t->rows[i][cc];
+    sp[n].nodes = atoi(t->rows[i][cn]);
+    sp[n++].x = none_s / comp_s;
+  }
+  return n;
+}
+
 static void speedup_row(core_csv *c, const speedup *x) {
   core_csv_str(c, x->model);
   core_csv_int(c, x->nodes);
@@ -155,48 +191,28 @@ static void speedup_row(core_csv *c, const speedup *x) {
   core_csv_end_row(c);
 }
 
+/* Where the curve falls to 1 between x and the next point of its curve. */
+static void breakeven_row(core_csv *c, const speedup *x, const speedup *next) {
+  double l0 = log(x->gbps), l1 = log(next->gbps), f = (x->x - 1) / (x->x - next->x);
+  core_csv_str(c, x->model);
+  core_csv_int(c, x->nodes);
+  core_csv_str(c, x->comp);
+  core_csv_num(c, exp(l0 + f * (l1 - l0)));
+  core_csv_end_row(c);
+}
+
 /* Speedups of each compression over none at the same point, sorted so each
  * curve's rows are consecutive (gnuplot joins consecutive rows), and the
  * line rate where a curve falls to 1 (linear in log rate between the two
  * rates around it), into two CSVs for plots/compression.gp. */
 static int compression_tables(const core_csv_table *t, const char *data, const char *breaks) {
-  static const char *const same[] = {"model", "nodes", "gpus_per_node", "network", "backend", "algorithm", "precision",
-      "batch", "bucket_cap_mb", "overlap", "find_unused_parameters", NULL};
-  int cc = core_csv_col(t, "compression"), cs = core_csv_col(t, "step_s"), cg = core_csv_col(t, "gbps"),
-      cm = core_csv_col(t, "model"), cn = core_csv_col(t, "nodes");
   static const char *const data_cols[] = {"model", "nodes", "gbps", "compression", "speedup"};
   static const char *const break_cols[] = {"model", "nodes", "compression", "gbps"};
   core_csv a, b;
   speedup *sp = calloc((size_t)t->nrows + 1, sizeof *sp);
-  long n = 0;
   if (!sp)
     return core_err_set(CORE_ENOMEM, "out of memory");
-  for (long i = 0; i < t->nrows; i++) {
-    if (!strcmp(t->rows[i][cc], "none"))
-      continue;
-    for (long j = 0; j < t->nrows; j++) {
-      if (strcmp(t->rows[j][cc], "none"))
-        continue;
-      int match = 1;
-      for (const char *const *k = same; *k && match; k++) {
-        int c = core_csv_col(t, *k);
-        match = c < 0 || !strcmp(t->rows[i][c], t->rows[j][c]);
-      }
-      if (match) {
-        double none_s, comp_s;
-        sp[n].model = t->rows[i][cm];
-        sp[n].comp = t->rows[i][cc];
-        sp[n].nodes = atoi(t->rows[i][cn]);
-        /* A point without a step time (empty: it timed out) has no speedup. */
-        if (cell_num(t->rows[i][cg], &sp[n].gbps) && cell_num(t->rows[j][cs], &none_s) &&
-            cell_num(t->rows[i][cs], &comp_s) && sp[n].gbps > 0 && none_s > 0 && comp_s > 0) {
-          sp[n].x = none_s / comp_s;
-          n++;
-        }
-        break;
-      }
-    }
-  }
+  long n = speedups(t, sp);
   qsort(sp, (size_t)n, sizeof *sp, by_curve);
   int rc = core_csv_open(&a, data, data_cols, 5);
   if (rc)
@@ -209,14 +225,8 @@ static int compression_tables(const core_csv_table *t, const char *data, const c
     speedup_row(&a, &sp[i]);
     int same_curve = i + 1 < n && !strcmp(sp[i].model, sp[i + 1].model) && sp[i].nodes == sp[i + 1].nodes &&
                      !strcmp(sp[i].comp, sp[i + 1].comp);
-    if (same_curve && sp[i].x > 1 && sp[i + 1].x <= 1) {
-      double l0 = log(sp[i].gbps), l1 = log(sp[i + 1].gbps), f = (sp[i].x - 1) / (sp[i].x - sp[i + 1].x);
-      core_csv_str(&b, sp[i].model);
-      core_csv_int(&b, sp[i].nodes);
-      core_csv_str(&b, sp[i].comp);
-      core_csv_num(&b, exp(l0 + f * (l1 - l0)));
-      core_csv_end_row(&b);
-    }
+    if (same_curve && sp[i].x > 1 && sp[i + 1].x <= 1)
+      breakeven_row(&b, &sp[i], &sp[i + 1]);
   }
   if ((rc = core_csv_commit(&a)) != 0)
     core_csv_abort(&b);
