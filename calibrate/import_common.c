@@ -26,11 +26,6 @@ void cal_note(char *notes, size_t n, const char *fmt, ...) {
   va_end(ap);
 }
 
-const char *cal_base_name(const char *path) {
-  const char *s = strrchr(path, '/');
-  return s ? s + 1 : path;
-}
-
 /* Does text, meant for out, read back as a model? */
 static int reads_back(const char *text, const char *out) {
   core_cfg vc;

@@ -16,9 +16,6 @@
 void cal_note(char *notes, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void cal_vnote(char *notes, size_t n, const char *fmt, va_list ap);
 
-/* The file name of path, without its directory (a pointer into path). */
-const char *cal_base_name(const char *path);
-
 /* Writes cfg to out (through core/afile.h) after a first line of comment
  * formatted from fmt, once the text reads back as a model: a model the
  * importer cannot read back is a bug, reported as CORE_EINTERNAL, and out

@@ -6,6 +6,7 @@
 #include "core/afile.h"
 #include "core/cfg.h"
 #include "core/err.h"
+#include "core/path.h"
 #include "core/model.h"
 
 #include <gsl/gsl_sort.h>
@@ -723,8 +724,7 @@ int cal_import_gpu(
   if (o->name) {
     snprintf(name, sizeof name, "%s", o->name);
   } else {
-    const char *b = strrchr(out, '/');
-    snprintf(name, sizeof name, "%s", b ? b + 1 : out);
+    snprintf(name, sizeof name, "%s", core_path_base(out));
     char *dot = strrchr(name, '.');
     if (dot && dot != name)
       *dot = '\0';

@@ -4,6 +4,7 @@
 
 #include "core/afile.h"
 #include "core/err.h"
+#include "core/path.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -661,7 +662,7 @@ static int named_binary(const parser *ps, char *src, size_t n) {
     snprintf(src, n, "line %ld", ps->text_line);
     return ps->text_bin;
   }
-  const char *b = cal_base_name(ps->path);
+  const char *b = core_path_base(ps->path);
   int named = -1;
   for (int i = 0; i < N_BINARIES && named < 0; i++)
     if (has_word(b, binaries[i].binary, 1))

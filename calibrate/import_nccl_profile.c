@@ -7,6 +7,7 @@
 #include "calibrate/import_common.h"
 
 #include "core/err.h"
+#include "core/path.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -65,12 +66,12 @@ static void free_coll(core_prof_coll *c) {
 static void provenance(core_profile *p, const char *const *paths, int n, const char *base) {
   char tail[200];
   snprintf(tail, sizeof tail,
-      "; algorithm assumed ring (nccl-tests does not report NCCL's choice); the rest from %.60s", cal_base_name(base));
+      "; algorithm assumed ring (nccl-tests does not report NCCL's choice); the rest from %.60s", core_path_base(base));
   size_t room = sizeof p->provenance - strlen(tail) - 16, len;
   len = (size_t)snprintf(p->provenance, sizeof p->provenance, "imported from nccl-tests:");
   int i = 0;
   for (; i < n; i++) {
-    const char *b = cal_base_name(paths[i]);
+    const char *b = core_path_base(paths[i]);
     if (len + strlen(b) + 2 > room)
       break;
     len += (size_t)snprintf(p->provenance + len, sizeof p->provenance - len, "%s %s", i ? "," : "", b);

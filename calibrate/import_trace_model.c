@@ -8,6 +8,7 @@
 #include "core/afile.h"
 #include "core/cfg.h"
 #include "core/err.h"
+#include "core/path.h"
 #include "core/model.h"
 
 #include <libconfig.h>
@@ -47,11 +48,8 @@ static int set_ms(config_setting_t *g, const char *key, double us) {
 
 /* A model name from the output's file name: letters, digits and ._+- only. */
 static void name_from(const char *out, char *name, size_t n) {
-  const char *b = strrchr(out, '/');
-  b = b ? b + 1 : out;
-  size_t len = strlen(b);
-  if (len > 4 && !strcmp(b + len - 4, ".cfg"))
-    len -= 4;
+  const char *b = core_path_base(out);
+  size_t len = (size_t)core_path_stem_len(b, ".cfg");
   size_t k = 0;
   for (size_t i = 0; i < len && k + 1 < n; i++) {
     char ch = b[i];

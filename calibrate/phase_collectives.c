@@ -83,6 +83,20 @@ static int add_coll(core_profile *p, const char *backend, enum core_coll op, con
   return 0;
 }
 
+/* Both backends' sweep: 8 B to 256 MiB, as nccl-tests sweeps (--quick: to
+ * 32 MiB), doubling, with their repetitions and time budget per size. */
+static cal_sweep_opts sweep_opts(const cal_ctx *r) {
+  const int quick = r->o->quick;
+  return (cal_sweep_opts){.min_bytes = 8,
+      .max_bytes = quick ? 32 << 20 : 256 << 20,
+      .factor = 2,
+      .warmup = 1,
+      .min_iters = quick ? 2 : 3,
+      .max_iters = quick ? 10 : 20,
+      .budget_s = quick ? 0.01 : 0.05,
+      .progress = r->progress};
+}
+
 /* One group's sweeps, recorded by its rank 0 (which is world rank 0). */
 static int sweeps(cal_ctx *r, rt_comm *g, const char *scope, int nodes) {
   const cal_opts *o = r->o;
@@ -92,14 +106,7 @@ static int sweeps(cal_ctx *r, rt_comm *g, const char *scope, int nodes) {
    * nccl-tests sweeps; --quick: to 32 MiB), enough sizes past the knee for
    * the bandwidth regime; the other algorithms and operations to 4 and
    * 16 MiB, well into it. --quick keeps the default allreduce only. */
-  cal_sweep_opts so = {.min_bytes = 8,
-      .max_bytes = o->quick ? 32 << 20 : 256 << 20,
-      .factor = 2,
-      .warmup = 1,
-      .min_iters = o->quick ? 2 : 3,
-      .max_iters = o->quick ? 10 : 20,
-      .budget_s = o->quick ? 0.01 : 0.05,
-      .progress = r->progress};
+  cal_sweep_opts so = sweep_opts(r);
   for (int op = 0; op < CORE_N_COLLS; op++)
     for (size_t k = 0; k < sizeof algos / sizeof *algos; k++) {
       if (op != CORE_COLL_ALLREDUCE && k > 0)
@@ -158,15 +165,8 @@ static int nccl_sweeps(cal_ctx *r, rt_comm *g, const char *scope, int nodes, con
   } plan[] = {{CORE_COLL_ALLREDUCE, RT_ALGO_RING, "ring"}, {CORE_COLL_ALLREDUCE, RT_ALGO_TREE, "tree"},
       {CORE_COLL_ALLGATHER, RT_ALGO_DEFAULT, "ring"}, {CORE_COLL_REDUCESCATTER, RT_ALGO_DEFAULT, "ring"},
       {CORE_COLL_BROADCAST, RT_ALGO_DEFAULT, "ring"}};
-  cal_sweep_opts so = {.min_bytes = 8,
-      .max_bytes = o->quick ? 32 << 20 : 256 << 20,
-      .factor = 2,
-      .warmup = 1,
-      .min_iters = o->quick ? 2 : 3,
-      .max_iters = o->quick ? 10 : 20,
-      .budget_s = o->quick ? 0.01 : 0.05,
-      .progress = r->progress,
-      .bufs = &cal_device_bufs};
+  cal_sweep_opts so = sweep_opts(r);
+  so.bufs = &cal_device_bufs;
   if (!record) { /* a data check of every operation, briefly */
     so.max_bytes = 4 << 20;
     so.min_iters = 2;

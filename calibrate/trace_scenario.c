@@ -6,6 +6,7 @@
 #include "core/afile.h"
 #include "core/bucket.h"
 #include "core/err.h"
+#include "core/path.h"
 #include "core/model.h"
 #include "core/profile.h"
 #include "core/traced.h"
@@ -222,23 +223,21 @@ static int traced_profile(const core_model *m, const char *base, const char *nam
   return 0;
 }
 
-static void stem_dir(const char *path, char *dir, size_t dn, char *stem, size_t sn) {
-  const char *slash = strrchr(path, '/');
-  snprintf(dir, dn, "%.*s", slash ? (int)(slash - path) : 0, path);
-  snprintf(stem, sn, "%s", slash ? slash + 1 : path);
+/* The scenario's file name up to its last '.'. */
+static void stem_of(const char *path, char *stem, size_t sn) {
+  snprintf(stem, sn, "%s", core_path_base(path));
   char *dot = strrchr(stem, '.');
   if (dot && dot != stem)
     *dot = '\0';
 }
 
 /* The model's path as the scenario refers to it (relative to the scenario's
- * directory): its name when both are in one directory, else its full path. */
-static const char *model_ref(const char *model, const char *dir, char *buf, size_t n) {
-  size_t l = strlen(dir);
-  if (l && !strncmp(model, dir, l) && model[l] == '/' && !strchr(model + l + 1, '/'))
-    return model + l + 1;
-  if (!l && !strchr(model, '/'))
-    return model;
+ * directory): its name when both are in one directory, as the paths name
+ * it, else its full path. */
+static const char *model_ref(const char *model, const char *scenario, char *buf, size_t n) {
+  const char *mb = core_path_base(model), *sb = core_path_base(scenario);
+  if (mb - model == sb - scenario && !strncmp(model, scenario, (size_t)(sb - scenario)))
+    return mb;
   char *full = realpath(model, NULL);
   snprintf(buf, n, "%s", full ? full : model);
   free(full);
@@ -287,20 +286,21 @@ int cal_trace_scenario(
   core_profile *p = NULL;
   int nodes = 1, per_node = 1, rc;
   double cap_mb = 0, first_mb = 0;
-  char dir[4096], stem[256], prof_name[300], prof_path[4400], ref[4096];
+  char stem[256], prof_name[300], prof_path[4400], ref[4096];
   if ((rc = core_afile_check(scenario)) != 0 || (rc = core_model_load(model, &m)) != 0)
     return rc;
   if (!m->traced) {
     rc = core_err_set(CORE_EINVAL, "%s holds no traced step: --scenario goes with a GPU trace", model);
     goto out_free;
   }
-  stem_dir(scenario, dir, sizeof dir, stem, sizeof stem);
+  stem_of(scenario, stem, sizeof stem);
   snprintf(prof_name, sizeof prof_name, "%s.profile.cfg", stem);
-  snprintf(prof_path, sizeof prof_path, "%s%s%s", dir, dir[0] ? "/" : "", prof_name);
+  /* Beside the scenario, in its directory as its path names it. */
+  snprintf(prof_path, sizeof prof_path, "%.*s%s", (int)(core_path_base(scenario) - scenario), scenario, prof_name);
   if ((rc = traced_shape(m->traced, &nodes, &per_node)) != 0 ||
       (rc = traced_profile(m, profile_base, stem, nodes, per_node, &p, &cap_mb, &first_mb, notes, notes_len)) != 0 ||
       (rc = core_profile_write(p, prof_path)) != 0 ||
-      (rc = write_scenario(scenario, stem, prof_name, model_ref(model, dir, ref, sizeof ref), m, nodes, per_node,
+      (rc = write_scenario(scenario, stem, prof_name, model_ref(model, scenario, ref, sizeof ref), m, nodes, per_node,
            cap_mb, first_mb)) != 0)
     goto out_free;
   cal_note(notes, notes_len, "scenario: %d node(s) of %d GPU(s), batch %.0f; profile %s\n", nodes, per_node,

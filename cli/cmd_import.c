@@ -11,6 +11,7 @@
 #include "core/afile.h"
 
 #include "core/err.h"
+#include "core/path.h"
 #include "core/profile.h"
 
 #include <getopt.h>
@@ -83,9 +84,7 @@ const char cli_import_help[] =
 /* The file name of path without directory and extension (".cfg", ".json",
  * ".json.gz", ".pt.trace"). */
 static void stem_of(const char *path, char *out, size_t n) {
-  const char *b = strrchr(path, '/');
-  b = b ? b + 1 : path;
-  snprintf(out, n, "%s", b);
+  snprintf(out, n, "%s", core_path_base(path));
   static const char *const exts[] = {".gz", ".json", ".pt.trace", ".trace", ".cfg", NULL};
   for (const char *const *e = exts; *e; e++) {
     size_t len = strlen(out), el = strlen(*e);

@@ -4,6 +4,7 @@
 #include "core/afile.h"
 #include "core/csv.h"
 #include "core/err.h"
+#include "core/path.h"
 
 #include <errno.h>
 #include <math.h>
@@ -138,66 +139,99 @@ static int by_curve(const void *pa, const void *pb) {
   return c;
 }
 
+/* Is cell a finite number (not empty, as a value that does not exist is)? */
+static int cell_num(const char *cell, double *v) {
+  char *end;
+  *v = strtod(cell, &end);
+  return end != cell && !*end && isfinite(*v);
+}
+
+/* Is row j (compression none) the same point as row i but for it? */
+static int same_point(const core_csv_table *t, long i, long j) {
+  static const char *const same[] = {"model", "nodes", "gpus_per_node", "network", "backend", "algorithm", "precision",
+      "batch", "bucket_cap_mb", "overlap", "find_unused_parameters", NULL};
+  for (const char *const *k = same; *k; k++) {
+    int c = core_csv_col(t, *k);
+    if (c >= 0 && strcmp(t->rows[i][c], t->rows[j][c]))
+      return 0;
+  }
+  return 1;
+}
+
+/* The speedups of each compressed point over none at the same point, into
+ * sp; how many. A point without a step time (empty: it timed out) has none. */
+static long speedups(const core_csv_table *t, speedup *sp) {
+  int cc = core_csv_col(t, "compression"), cs = core_csv_col(t, "step_s"), cg = core_csv_col(t, "gbps"),
+      cm = core_csv_col(t, "model"), cn = core_csv_col(t, "nodes");
+  long n = 0;
+  for (long i = 0; i < t->nrows; i++) {
+    if (!strcmp(t->rows[i][cc], "none"))
+      continue;
+    long j = 0;
+    while (j < t->nrows && (strcmp(t->rows[j][cc], "none") || !same_point(t, i, j)))
+      j++;
+    double none_s, comp_s;
+    if (j == t->nrows || !cell_num(t->rows[i][cg], &sp[n].gbps) || !cell_num(t->rows[j][cs], &none_s) ||
+        !cell_num(t->rows[i][cs], &comp_s) || !(sp[n].gbps > 0 && none_s > 0 && comp_s > 0))
+      continue;
+    sp[n].model = t->rows[i][cm];
+    sp[n].comp = t->rows[i][cc];
+    sp[n].nodes = atoi(t->rows[i][cn]);
+    sp[n++].x = none_s / comp_s;
+  }
+  return n;
+}
+
+static void speedup_row(core_csv *c, const speedup *x) {
+  core_csv_str(c, x->model);
+  core_csv_int(c, x->nodes);
+  core_csv_num(c, x->gbps);
+  core_csv_str(c, x->comp);
+  core_csv_num(c, x->x);
+  core_csv_end_row(c);
+}
+
+/* Where the curve falls to 1 between x and the next point of its curve. */
+static void breakeven_row(core_csv *c, const speedup *x, const speedup *next) {
+  double l0 = log(x->gbps), l1 = log(next->gbps), f = (x->x - 1) / (x->x - next->x);
+  core_csv_str(c, x->model);
+  core_csv_int(c, x->nodes);
+  core_csv_str(c, x->comp);
+  core_csv_num(c, exp(l0 + f * (l1 - l0)));
+  core_csv_end_row(c);
+}
+
 /* Speedups of each compression over none at the same point, sorted so each
  * curve's rows are consecutive (gnuplot joins consecutive rows), and the
  * line rate where a curve falls to 1 (linear in log rate between the two
  * rates around it), into two CSVs for plots/compression.gp. */
 static int compression_tables(const core_csv_table *t, const char *data, const char *breaks) {
-  static const char *const same[] = {"model", "nodes", "gpus_per_node", "network", "backend", "algorithm", "precision",
-      "batch", "bucket_cap_mb", "overlap", "find_unused_parameters", NULL};
-  int cc = core_csv_col(t, "compression"), cs = core_csv_col(t, "step_s"), cg = core_csv_col(t, "gbps"),
-      cm = core_csv_col(t, "model"), cn = core_csv_col(t, "nodes");
-  core_afile a, b;
+  static const char *const data_cols[] = {"model", "nodes", "gbps", "compression", "speedup"};
+  static const char *const break_cols[] = {"model", "nodes", "compression", "gbps"};
+  core_csv a, b;
   speedup *sp = calloc((size_t)t->nrows + 1, sizeof *sp);
-  long n = 0;
   if (!sp)
     return core_err_set(CORE_ENOMEM, "out of memory");
-  for (long i = 0; i < t->nrows; i++) {
-    if (!strcmp(t->rows[i][cc], "none"))
-      continue;
-    for (long j = 0; j < t->nrows; j++) {
-      if (strcmp(t->rows[j][cc], "none"))
-        continue;
-      int match = 1;
-      for (const char *const *k = same; *k && match; k++) {
-        int c = core_csv_col(t, *k);
-        match = c < 0 || !strcmp(t->rows[i][c], t->rows[j][c]);
-      }
-      if (match) {
-        sp[n].model = t->rows[i][cm];
-        sp[n].comp = t->rows[i][cc];
-        sp[n].nodes = atoi(t->rows[i][cn]);
-        sp[n].gbps = atof(t->rows[i][cg]);
-        sp[n].x = atof(t->rows[j][cs]) / atof(t->rows[i][cs]);
-        if (sp[n].gbps > 0)
-          n++;
-        break;
-      }
-    }
-  }
+  long n = speedups(t, sp);
   qsort(sp, (size_t)n, sizeof *sp, by_curve);
-  int rc = core_afile_open(&a, data);
+  int rc = core_csv_open(&a, data, data_cols, 5);
   if (rc)
     goto out_free;
-  if ((rc = core_afile_open(&b, breaks)) != 0) {
-    core_afile_abort(&a);
+  if ((rc = core_csv_open(&b, breaks, break_cols, 4)) != 0) {
+    core_csv_abort(&a);
     goto out_free;
   }
-  fprintf(a.f, "model,nodes,gbps,compression,speedup\n");
-  fprintf(b.f, "model,nodes,compression,gbps\n");
   for (long i = 0; i < n; i++) {
-    fprintf(a.f, "%s,%d,%.6g,%s,%.6g\n", sp[i].model, sp[i].nodes, sp[i].gbps, sp[i].comp, sp[i].x);
+    speedup_row(&a, &sp[i]);
     int same_curve = i + 1 < n && !strcmp(sp[i].model, sp[i + 1].model) && sp[i].nodes == sp[i + 1].nodes &&
                      !strcmp(sp[i].comp, sp[i + 1].comp);
-    if (same_curve && sp[i].x > 1 && sp[i + 1].x <= 1) {
-      double l0 = log(sp[i].gbps), l1 = log(sp[i + 1].gbps), f = (sp[i].x - 1) / (sp[i].x - sp[i + 1].x);
-      fprintf(b.f, "%s,%d,%s,%.6g\n", sp[i].model, sp[i].nodes, sp[i].comp, exp(l0 + f * (l1 - l0)));
-    }
+    if (same_curve && sp[i].x > 1 && sp[i + 1].x <= 1)
+      breakeven_row(&b, &sp[i], &sp[i + 1]);
   }
-  if ((rc = core_afile_commit(&a)) != 0)
-    core_afile_abort(&b);
+  if ((rc = core_csv_commit(&a)) != 0)
+    core_csv_abort(&b);
   else
-    rc = core_afile_commit(&b);
+    rc = core_csv_commit(&b);
 out_free:
   free(sp);
   return rc;
@@ -358,11 +392,8 @@ int cli_plot_render(const char *kind, const char *csv, const char *out_dir) {
   if ((rc = check_job(&j, k, &t)) != 0 || (rc = distinct(&t, core_csv_col(&t, "model"), models, sizeof models)) != 0 ||
       (rc = core_mkdirs(out_dir)) != 0)
     goto out_table;
-  j.base = strrchr(csv, '/');
-  j.base = j.base ? j.base + 1 : csv;
-  j.stem = (int)strlen(j.base);
-  if (j.stem > 4 && !strcmp(j.base + j.stem - 4, ".csv"))
-    j.stem -= 4;
+  j.base = core_path_base(csv);
+  j.stem = core_path_stem_len(j.base, ".csv");
   if ((rc = kind_lists(&t, &j)) == 0)
     rc = render_models(&j, models);
 out_table:
@@ -382,8 +413,9 @@ static int by_first(const void *pa, const void *pb) {
 /* The front's points of an advice CSV in order of time (gnuplot joins
  * rows in file order), into path. */
 static int front_table(const char *csv, const char *path) {
+  static const char *const cols[] = {"time_to_train_h", "cost_usd"};
   core_csv_table t;
-  core_afile f;
+  core_csv f;
   int rc = core_csv_read(csv, &t);
   if (rc)
     return rc;
@@ -396,17 +428,17 @@ static int front_table(const char *csv, const char *path) {
   }
   int cp = core_csv_col(&t, "pareto"), ct = core_csv_col(&t, "time_to_train_h"), cc = core_csv_col(&t, "cost_usd");
   for (long i = 0; i < t.nrows; i++)
-    if (!strcmp(t.rows[i][cp], "1")) {
-      pts[2 * n] = atof(t.rows[i][ct]);
-      pts[2 * n++ + 1] = atof(t.rows[i][cc]);
-    }
+    if (!strcmp(t.rows[i][cp], "1") && cell_num(t.rows[i][ct], &pts[2 * n]) && cell_num(t.rows[i][cc], &pts[2 * n + 1]))
+      n++;
   qsort(pts, (size_t)n, 2 * sizeof *pts, by_first);
-  if ((rc = core_afile_open(&f, path)) != 0)
+  if ((rc = core_csv_open(&f, path, cols, 2)) != 0)
     goto out;
-  fprintf(f.f, "time_to_train_h,cost_usd\n");
-  for (long i = 0; i < n; i++)
-    fprintf(f.f, "%.9g,%.9g\n", pts[2 * i], pts[2 * i + 1]);
-  rc = core_afile_commit(&f);
+  for (long i = 0; i < n; i++) {
+    core_csv_num(&f, pts[2 * i]);
+    core_csv_num(&f, pts[2 * i + 1]);
+    core_csv_end_row(&f);
+  }
+  rc = core_csv_commit(&f);
 out:
   free(pts);
   core_csv_table_free(&t);
@@ -427,11 +459,8 @@ int cli_plot_pareto(const char *csv, const char *out_dir, const char *title, dou
   if (!plain_name(csv) || !plain_name(out_dir))
     return core_err_set(
         CORE_EINVAL, "paths with spaces or quotes cannot be passed to gnuplot: '%s', '%s'", csv, out_dir);
-  const char *base = strrchr(csv, '/');
-  base = base ? base + 1 : csv;
-  int stem = (int)strlen(base);
-  if (stem > 4 && !strcmp(base + stem - 4, ".csv"))
-    stem -= 4;
+  const char *base = core_path_base(csv);
+  int stem = core_path_stem_len(base, ".csv");
   /* The title goes into a gnuplot string: no quotes or backslashes. */
   snprintf(t, sizeof t, "%s", title ? title : "");
   for (char *c = t; *c; c++)
@@ -491,11 +520,10 @@ int cli_cmd_plot(int argc, char **argv) {
     return cli_usage("plot", "expected KIND and CSV, e.g. ddpsim plot scaling results/gigabit-vs-ib.csv");
   const char *csv = argv[optind + 1];
   char dir[4096];
-  if (!out) {
-    const char *slash = strrchr(csv, '/');
-    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - csv) : 1, slash ? csv : ".");
+  int rc = 0;
+  if (!out && (rc = core_path_dir(csv, dir, sizeof dir)) == 0)
     out = dir;
-  }
-  int rc = cli_plot_render(argv[optind], csv, out);
+  if (rc == 0)
+    rc = cli_plot_render(argv[optind], csv, out);
   return rc ? cli_fail("plot", rc) : CLI_EXIT_OK;
 }

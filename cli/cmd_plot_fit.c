@@ -8,6 +8,7 @@
 #include "core/afile.h"
 #include "core/csv.h"
 #include "core/err.h"
+#include "core/path.h"
 #include "core/profile.h"
 
 #include <errno.h>
@@ -102,11 +103,8 @@ int cli_plot_fit(const char *script, const char *profile, const char *out_dir) {
   }
   if ((rc = core_mkdirs(out_dir)) != 0)
     goto out;
-  const char *base = strrchr(profile, '/');
-  base = base ? base + 1 : profile;
-  int stem = (int)strlen(base);
-  if (stem > 4 && !strcmp(base + stem - 4, ".cfg"))
-    stem -= 4;
+  const char *base = core_path_base(profile);
+  int stem = core_path_stem_len(base, ".cfg");
   snprintf(out, sizeof out, "%s/%.*s-fit", out_dir, stem, base);
   snprintf(csv_path, sizeof csv_path, "%s/.%.*s-fit-%ld.csv", out_dir, stem, base, (long)getpid());
 

@@ -3,6 +3,8 @@
 
 #include "calibrate/validate.h"
 
+#include "core/afile.h"
+#include "core/csv.h"
 #include "core/err.h"
 
 #include <errno.h>
@@ -30,7 +32,12 @@ const char cli_validate_help[] = "Usage: ddpsim validate SCENARIO --measured CSV
                                  "      --tolerance X      exit with status 6 when the step-time error exceeds\n"
                                  "                         X (a fraction: 0.05 = 5%; default: report only)\n"
                                  "      --append CSV       also append one row (label, predicted and measured\n"
-                                 "                         metrics, errors) to CSV, for collecting many runs\n"
+                                 "                         metrics, errors; empty where not measured) to CSV,\n"
+                                 "                         for collecting many runs; the file is replaced\n"
+                                 "                         whole with the row added, never left half-written;\n"
+                                 "                         runs appending at once take turns (an flock on\n"
+                                 "                         the directory; without one, as on some network\n"
+                                 "                         file systems, a row can be lost)\n"
                                  "      --label TEXT       with --append: the row's label (default: the measured\n"
                                  "                         file)\n"
                                  "\n"
@@ -109,30 +116,33 @@ static int report(const sim_scenario *s, const opts *o, const cal_validation *v)
   return err > o->tol ? CLI_EXIT_TOLERANCE : CLI_EXIT_OK;
 }
 
-/* One row for --append CSV (its header first when the file is empty):
- * CLI_EXIT_OK, or CLI_EXIT_FAIL with the message printed. */
+/* One row for --append CSV (its header first when the file is new):
+ * CLI_EXIT_OK, or the exit status of the failure with the message printed.
+ * A metric not measured, and its error, are empty cells. */
 static int append_row(const opts *o, const cal_validation *v) {
-  const sim_point *p = &v->pred.pt;
-  FILE *f = fopen(o->append, "a");
-  if (!f) {
-    fprintf(stderr, "ddpsim validate: error: cannot append to '%s': %s\n", o->append, strerror(errno));
-    return CLI_EXIT_FAIL;
-  }
-  if (ftell(f) == 0)
-    fprintf(f, "label,model,nodes,gpus_per_node,network,bucket_cap_mb,overlap,pred_step_s,meas_step_s,err_step,"
-               "pred_compute_s,meas_compute_s,err_compute,pred_exposed_s,meas_exposed_s,err_exposed,"
-               "pred_samples_per_s,meas_samples_per_s,err_samples_per_s\n");
-  fprintf(f, "%s,%s,%d,%d,%s,%g,%d", o->label ? o->label : o->measured, p->model->name, p->nodes, p->per_node,
-      p->network->name, p->bucket_cap_mb, p->overlap);
+  static const char *const cols[] = {"label", "model", "nodes", "gpus_per_node", "network", "bucket_cap_mb", "overlap",
+      "pred_step_s", "meas_step_s", "err_step", "pred_compute_s", "meas_compute_s", "err_compute", "pred_exposed_s",
+      "meas_exposed_s", "err_exposed", "pred_samples_per_s", "meas_samples_per_s", "err_samples_per_s"};
   static const int order[] = {CAL_M_STEP, CAL_M_COMPUTE, CAL_M_EXPOSED, CAL_M_THROUGHPUT};
-  for (int k = 0; k < 4; k++)
-    fprintf(f, ",%.9g,%.9g,%.6f", v->m[order[k]].predicted, v->m[order[k]].measured, v->m[order[k]].rel_err);
-  fputc('\n', f);
-  if (fclose(f) != 0) {
-    fprintf(stderr, "ddpsim validate: error: writing '%s' failed: %s\n", o->append, strerror(errno));
-    return CLI_EXIT_FAIL;
+  const sim_point *p = &v->pred.pt;
+  core_csv c;
+  int rc = core_csv_open_append(&c, o->append, cols, (int)(sizeof cols / sizeof *cols));
+  if (rc)
+    return cli_fail("validate", rc);
+  core_csv_str(&c, o->label ? o->label : o->measured);
+  core_csv_str(&c, p->model->name);
+  core_csv_int(&c, p->nodes);
+  core_csv_int(&c, p->per_node);
+  core_csv_str(&c, p->network->name);
+  core_csv_num(&c, p->bucket_cap_mb);
+  core_csv_int(&c, p->overlap);
+  for (int k = 0; k < 4; k++) {
+    core_csv_num(&c, v->m[order[k]].predicted);
+    core_csv_num(&c, v->m[order[k]].measured);
+    core_csv_fixed(&c, v->m[order[k]].rel_err, 6);
   }
-  return CLI_EXIT_OK;
+  core_csv_end_row(&c);
+  return (rc = core_csv_commit(&c)) != 0 ? cli_fail("validate", rc) : CLI_EXIT_OK;
 }
 
 int cli_cmd_validate(int argc, char **argv) {
@@ -141,16 +151,16 @@ int cli_cmd_validate(int argc, char **argv) {
   if (rc)
     return rc == 1 ? CLI_EXIT_OK : rc;
   sim_scenario *s;
-  if ((rc = sim_scenario_load(argv[optind], &s)) != 0)
+  if ((o.append && (rc = core_afile_check(o.append)) != 0) || (rc = sim_scenario_load(argv[optind], &s)) != 0)
     return cli_fail("validate", rc);
   cal_validation v;
   if ((rc = cal_validate(s, o.point, o.measured, o.skip, &v)) != 0) {
     sim_scenario_free(s);
     return cli_fail("validate", rc);
   }
-  int code = report(s, &o, &v);
-  if (o.append && append_row(&o, &v) != CLI_EXIT_OK)
-    code = CLI_EXIT_FAIL;
+  int code = report(s, &o, &v), arc = o.append ? append_row(&o, &v) : CLI_EXIT_OK;
+  if (arc != CLI_EXIT_OK)
+    code = arc;
   sim_scenario_free(s);
   return code;
 }

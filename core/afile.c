@@ -1,6 +1,7 @@
 #include "afile.h"
 
 #include "err.h"
+#include "path.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -87,17 +88,7 @@ typedef struct target {
   mode_t mode;      /* of the file replaced */
   char final[4096]; /* the name that is replaced or created: path after symlinks */
 } target;
-
-static void dir_of(const char *path, char *dir, size_t n) {
-  snprintf(dir, n, "%s", path);
-  char *slash = strrchr(dir, '/');
-  if (slash == dir)
-    dir[1] = '\0';
-  else if (slash)
-    *slash = '\0';
-  else
-    snprintf(dir, n, ".");
-}
+/* Directories go into buffers of the paths' size, where core_path_dir cannot fail. */
 
 /* Follow path's symlinks to the name they end at (which may not exist).
  * *via_proc is set when a hop passes through /proc (/dev/stdout, /dev/fd/N):
@@ -121,7 +112,7 @@ static int follow_links(const char *path, char *out, size_t n, int *via_proc) {
     if (link[0] == '/') {
       snprintf(cur, sizeof cur, "%s", link);
     } else {
-      dir_of(cur, dir, sizeof dir);
+      core_path_dir(cur, dir, sizeof dir);
       size_t dl = strlen(dir), ll = strlen(link);
       if (dl + 1 + ll >= sizeof cur)
         return core_err_set(CORE_EUSAGE, "output '%s': its link target is too long", path);
@@ -143,7 +134,7 @@ static const char *kind_name(mode_t m) {
 /* The temp file goes beside the target. */
 static int writable_dir(const char *final) {
   char dir[4096];
-  dir_of(final, dir, sizeof dir);
+  core_path_dir(final, dir, sizeof dir);
   if (access(dir, W_OK | X_OK) != 0)
     return core_err_errno(errno, "cannot write into directory '%s' (for '%s'); check its permissions", dir, final);
   return 0;
@@ -164,7 +155,7 @@ static int resolve(const char *path, int regular_only, target *t) {
       return core_err_errno(errno, "cannot look at output '%s'", path);
     char dir[4096];
     struct stat ds;
-    dir_of(t->final, dir, sizeof dir);
+    core_path_dir(t->final, dir, sizeof dir);
     if (stat(dir, &ds) != 0 || !S_ISDIR(ds.st_mode))
       return core_err_set(CORE_EUSAGE,
           "cannot write '%s': the directory '%s' does not exist; create it first or choose another path", path, dir);
@@ -272,7 +263,7 @@ static int open_direct(core_afile *a, const target *t) {
   return 0;
 }
 
-static int open_temp(core_afile *a, const target *t) {
+static int open_temp(core_afile *a, const target *t, const char *mode) {
   snprintf(a->tmp, sizeof a->tmp, "%s.tmp.XXXXXX", t->final);
   int fd = mkstemp(a->tmp);
   if (fd < 0)
@@ -280,7 +271,7 @@ static int open_temp(core_afile *a, const target *t) {
   a->slot = slot_take(a->tmp);
   flock(fd, LOCK_EX | LOCK_NB); /* held until closed: core_afile_sweep_stale leaves it be */
   fchmod(fd, t->kind == K_REGULAR ? t->mode : 0644);
-  if (!(a->f = fdopen(fd, "w"))) {
+  if (!(a->f = fdopen(fd, mode))) {
     int e = errno;
     close(fd);
     unlink(a->tmp);
@@ -290,7 +281,72 @@ static int open_temp(core_afile *a, const target *t) {
   return 0;
 }
 
-static int open_with(core_afile *a, const char *path, int regular_only) {
+/* Appenders take turns on the target's directory: the lock covers a file
+ * not yet created, and outlives the rename that replaces the file's inode.
+ * A file system without flock leaves them unserialised. */
+static int lock_dir(core_afile *a) {
+  char dir[4096];
+  core_path_dir(a->path, dir, sizeof dir);
+  int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0)
+    return core_err_errno(errno, "cannot open directory '%s' to append to '%s'", dir, a->path);
+  while (flock(fd, LOCK_EX) != 0 && errno == EINTR)
+    ;
+  a->locked = 1;
+  a->lock_fd = fd;
+  return 0;
+}
+
+static void unlock_dir(core_afile *a) {
+  if (a->locked)
+    close(a->lock_fd); /* releases the flock */
+  a->locked = 0;
+}
+
+/* What a->path holds now (under the lock: a file another appender created
+ * since resolve counts) into the temp file, with its mode. */
+static int copy_existing(core_afile *a, long long *had) {
+  int fd = open(a->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0)
+    return errno == ENOENT ? 0 : core_err_errno(errno, "cannot read '%s' to append to it", a->path);
+  struct stat st;
+  int rc = 0;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    rc = core_err_set(CORE_EUSAGE, "'%s' is no longer a regular file; cannot append to it", a->path);
+    goto out_close;
+  }
+  fchmod(fileno(a->f), st.st_mode & 07777);
+  char buf[65536];
+  ssize_t k;
+  while ((k = read(fd, buf, sizeof buf)) > 0) {
+    if (fwrite(buf, 1, (size_t)k, a->f) != (size_t)k) {
+      rc = core_err_errno(errno ? errno : EIO, "copying '%s' to append to it failed", a->path);
+      goto out_close;
+    }
+    *had += k;
+  }
+  if (k < 0)
+    rc = core_err_errno(errno, "reading '%s' to append to it failed", a->path);
+out_close:
+  close(fd);
+  return rc;
+}
+
+/* The temp file of an append (had != NULL) starts as a copy of the file. */
+static int open_appending(core_afile *a, const target *t, long long *had) {
+  int rc = lock_dir(a);
+  if (rc)
+    return rc;
+  if ((rc = open_temp(a, t, "w+")) != 0) {
+    unlock_dir(a);
+    return rc;
+  }
+  if ((rc = copy_existing(a, had)) != 0)
+    core_afile_abort(a);
+  return rc;
+}
+
+static int open_with(core_afile *a, const char *path, int regular_only, long long *had) {
   memset(a, 0, sizeof *a);
   a->slot = -1;
   target t;
@@ -298,11 +354,18 @@ static int open_with(core_afile *a, const char *path, int regular_only) {
   if (rc)
     return rc;
   snprintf(a->path, sizeof a->path, "%s", t.final);
-  return t.kind == K_DIRECT ? open_direct(a, &t) : open_temp(a, &t);
+  if (t.kind == K_DIRECT)
+    return open_direct(a, &t);
+  return had ? open_appending(a, &t, had) : open_temp(a, &t, "w");
 }
 
-int core_afile_open(core_afile *a, const char *path) { return open_with(a, path, 0); }
-int core_afile_open_atomic(core_afile *a, const char *path) { return open_with(a, path, 1); }
+int core_afile_open(core_afile *a, const char *path) { return open_with(a, path, 0, NULL); }
+int core_afile_open_atomic(core_afile *a, const char *path) { return open_with(a, path, 1, NULL); }
+
+int core_afile_open_append(core_afile *a, const char *path, long long *had) {
+  *had = 0;
+  return open_with(a, path, 0, had);
+}
 
 void core_afile_abort(core_afile *a) {
   if (a->f) {
@@ -312,11 +375,12 @@ void core_afile_abort(core_afile *a) {
       unlink(a->tmp);
   }
   slot_give(a);
+  unlock_dir(a);
 }
 
 static int fsync_dir_of(const char *path) {
   char dir[4096];
-  dir_of(path, dir, sizeof dir);
+  core_path_dir(path, dir, sizeof dir);
   int fd = open(dir, O_RDONLY | O_DIRECTORY);
   if (fd < 0)
     return core_err_errno(errno, "cannot open directory '%s' to sync it", dir);
@@ -364,13 +428,16 @@ int core_afile_commit(core_afile *a) {
     goto fail_unlink;
   }
   slot_give(a);
-  return fsync_dir_of(a->path);
+  rc = fsync_dir_of(a->path);
+  unlock_dir(a);
+  return rc;
 fail_abort:
   core_afile_abort(a);
   return rc;
 fail_unlink:
   unlink(a->tmp);
   slot_give(a);
+  unlock_dir(a);
   return rc;
 }
 

@@ -33,12 +33,24 @@ typedef struct core_afile {
   int slot;        /* entry in the signal handler's table of temp files; -1 if none */
   char path[4096]; /* what is replaced: the target after symlinks */
   char tmp[4200];  /* the temp file; empty when direct */
+  int locked;      /* appending: lock_fd is the target's directory, held locked */
+  int lock_fd;
 } core_afile;
 
 /* Open path for writing; write through a->f. */
 int core_afile_open(core_afile *a, const char *path);
 /* The same, but path must end up a regular file (no write-through). */
 int core_afile_open_atomic(core_afile *a, const char *path);
+/* Open path to add to its end, as atomically as core_afile_open writes it:
+ * an existing regular file is copied into the temp file, a->f (open for
+ * reading too, so the caller may look back) is left at its end, and commit
+ * renames it over path; a crash or a full disk mid-write leaves the file as
+ * it was. *had: the bytes copied (0 for a new file, or for a character
+ * device or FIFO, which are written through). Symlinks, devices and inputs
+ * as for core_afile_open. Appenders of one directory take turns (an flock on
+ * it, from the copy to the rename), so none loses another's rows; where the
+ * file system has no flock (some network ones), the last rename wins. */
+int core_afile_open_append(core_afile *a, const char *path, long long *had);
 /* Flush, fsync, rename into place, fsync the directory (direct: flush and
  * close). On any failure the temp file is removed and the target untouched. */
 int core_afile_commit(core_afile *a);

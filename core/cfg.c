@@ -2,6 +2,7 @@
 
 #include "afile.h"
 #include "err.h"
+#include "path.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -27,14 +28,8 @@ const char *core_cfg_where(const config_setting_t *s, char *buf, size_t n) {
   return buf;
 }
 
-static void set_dir(core_cfg *c) {
-  snprintf(c->dir, sizeof c->dir, "%s", c->path);
-  char *slash = strrchr(c->dir, '/');
-  if (slash)
-    slash[slash == c->dir ? 1 : 0] = '\0';
-  else
-    snprintf(c->dir, sizeof c->dir, ".");
-}
+/* The directory fits: c->path is no longer than c->dir. */
+static void set_dir(core_cfg *c) { core_path_dir(c->path, c->dir, sizeof c->dir); }
 
 static int parse_error(core_cfg *c, const char *what) {
   const char *file = config_error_file(&c->cfg);

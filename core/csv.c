@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 static void header(FILE *f, const char *const cols[], int ncols) {
@@ -21,6 +22,58 @@ int core_csv_open(core_csv *c, const char *path, const char *const cols[], int n
   c->ncols = ncols;
   header(c->a.f, cols, ncols);
   return 0;
+}
+
+/* Is the first line of f (CRLF or LF) the header of cols? */
+static int starts_with_header(FILE *f, const char *const cols[], int ncols) {
+  char *line = NULL;
+  size_t cap = 0;
+  ssize_t n = fseek(f, 0, SEEK_SET) == 0 ? getline(&line, &cap, f) : -1;
+  while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
+    line[--n] = '\0';
+  const char *p = n >= 0 ? line : "";
+  int ok = n >= 0;
+  for (int i = 0; ok && i < ncols; i++) {
+    size_t k = strlen(cols[i]);
+    ok = strncmp(p, cols[i], k) == 0 && p[k] == (i + 1 < ncols ? ',' : '\0');
+    p += k + 1;
+  }
+  free(line);
+  return ok;
+}
+
+/* The copied file's first line is this header; its last line ends. */
+static int check_appended(core_csv *c, const char *const cols[], int ncols) {
+  FILE *f = c->a.f;
+  if (!starts_with_header(f, cols, ncols))
+    return core_err_set(CORE_EINVAL,
+        "%s:1: not the header of the rows this command appends (%s,%s,...); append to a new file or to one it "
+        "wrote",
+        c->a.path, cols[0], ncols > 1 ? cols[1] : "");
+  if (fseek(f, -1, SEEK_END) != 0)
+    return core_err_errno(errno, "cannot read back '%s' to append to it", c->a.path);
+  int last = fgetc(f);
+  if (fseek(f, 0, SEEK_END) != 0)
+    return core_err_errno(errno, "cannot read back '%s' to append to it", c->a.path);
+  if (last != '\n')
+    fputc('\n', f);
+  return 0;
+}
+
+int core_csv_open_append(core_csv *c, const char *path, const char *const cols[], int ncols) {
+  memset(c, 0, sizeof *c);
+  long long had;
+  int rc = core_afile_open_append(&c->a, path, &had);
+  if (rc)
+    return rc;
+  c->ncols = ncols;
+  if (had == 0) {
+    header(c->a.f, cols, ncols);
+    return 0;
+  }
+  if ((rc = check_appended(c, cols, ncols)) != 0)
+    core_afile_abort(&c->a);
+  return rc;
 }
 
 static void sep(core_csv *c) {
@@ -56,6 +109,12 @@ void core_csv_num(core_csv *c, double v) {
   char buf[48];
   sep(c);
   fputs(fmt_num(v, buf, sizeof buf), c->a.f);
+}
+
+void core_csv_fixed(core_csv *c, double v, int decimals) {
+  sep(c);
+  if (isfinite(v))
+    fprintf(c->a.f, "%.*f", decimals, v == 0 ? 0.0 : v);
 }
 
 void core_csv_int(core_csv *c, long long v) {
@@ -100,9 +159,6 @@ int core_csv_stream_end(core_csv *c) {
 }
 
 /* --- reading ------------------------------------------------------------ */
-
-#include <errno.h>
-#include <stdlib.h>
 
 void core_csv_table_free(core_csv_table *t) {
   for (int j = 0; j < t->ncols; j++)

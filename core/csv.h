@@ -3,7 +3,9 @@
  * never leaves a truncated CSV where an old good one stood. Numbers are
  * printed with a fixed format so that equal values give equal bytes, which
  * the simulator's determinism guarantee relies on. Fields holding commas or
- * quotes are quoted as RFC 4180 says.
+ * quotes are quoted as RFC 4180 says. A value that does not exist (not
+ * measured, not defined: NaN, or infinite) is an empty cell, never "nan" or
+ * "inf", in every CSV ddpsim writes.
  */
 #ifndef CORE_CSV_H
 #define CORE_CSV_H
@@ -18,9 +20,15 @@ typedef struct core_csv {
 } core_csv;
 
 int core_csv_open(core_csv *c, const char *path, const char *const cols[], int ncols);
+/* Rows added to the end of path (core_afile_open_append): a new or empty
+ * file gets the header first; an existing one must start with that header
+ * (CORE_EINVAL otherwise: rows under another table's columns would be
+ * misread), and a last line without its newline gets one. */
+int core_csv_open_append(core_csv *c, const char *path, const char *const cols[], int ncols);
 
 void core_csv_str(core_csv *c, const char *s);
-void core_csv_num(core_csv *c, double v); /* %.9g; NaN and inf as empty */
+void core_csv_num(core_csv *c, double v);                 /* %.9g; NaN and inf as empty */
+void core_csv_fixed(core_csv *c, double v, int decimals); /* %.*f; NaN and inf as empty */
 void core_csv_int(core_csv *c, long long v);
 void core_csv_end_row(core_csv *c);
 

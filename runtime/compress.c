@@ -441,6 +441,30 @@ static int ortho_all(const call *k, float *buf, float *f, int of_q, double *work
   return 0;
 }
 
+/* PowerSGD's three products, for every compressed tensor M (n x mm) of the
+ * bucket with its rank r: P = M Q, Q = M^T P, or M = P Q^T (row-major). */
+enum psgd_product { PSGD_P_MQ, PSGD_Q_MTP, PSGD_M_PQT };
+
+/* One product over the bucket's tensors, its time into gemm_s. */
+static void gemm_all(const call *k, float *buf, enum psgd_product g) {
+  rt_compressor *c = k->c;
+  bucket_state *s = &c->bs[k->b];
+  double t0 = core_now();
+  float *p = s->p, *q = s->q;
+  for (int i = 0; i < s->n_comp; i++) {
+    int t = s->comp[i], r = c->tensor_rank[t], n, mm;
+    float *M = tensor_in(k, buf, t, &n, &mm);
+    switch (g) {
+    case PSGD_P_MQ: rt_blas_sgemm(RT_BLAS_N, RT_BLAS_N, n, r, mm, 1.0f, M, mm, q, r, 0.0f, p, r); break;
+    case PSGD_Q_MTP: rt_blas_sgemm(RT_BLAS_T, RT_BLAS_N, mm, r, n, 1.0f, M, mm, p, r, 0.0f, q, r); break;
+    case PSGD_M_PQT: rt_blas_sgemm(RT_BLAS_N, RT_BLAS_T, n, mm, r, 1.0f, p, r, q, r, 0.0f, M, mm); break;
+    }
+    p += (size_t)n * (size_t)r;
+    q += (size_t)mm * (size_t)r;
+  }
+  k->st->gemm_s += core_now() - t0;
+}
+
 /* powerSGD_hook from start_powerSGD_iter on, the part in the hook's body
  * (before its first allreduce is waited for): error feedback, the
  * uncompressed tensors gathered, Q initialized or orthogonalized, P = M Q. */
@@ -449,8 +473,7 @@ static int powersgd_prepare(const call *k, float *buf, int64_t n_el) {
   bucket_state *s = &c->bs[k->b];
   rt_compress_stats *st = k->st;
   const int ef = c->o.error_feedback;
-  int n, mm, rc;
-  float *M;
+  int rc;
 
   /* Error feedback: the input becomes gradient + last error; keep a copy
    * to compute the new error from. */
@@ -482,16 +505,7 @@ static int powersgd_prepare(const call *k, float *buf, int64_t n_el) {
   st->ortho_s += core_now() - t0;
 
   /* P = M Q. */
-  t0 = core_now();
-  float *p = s->p, *q = s->q;
-  for (int i = 0; i < s->n_comp; i++) {
-    int t = s->comp[i], r = c->tensor_rank[t];
-    M = tensor_in(k, buf, t, &n, &mm);
-    rt_blas_sgemm(RT_BLAS_N, RT_BLAS_N, n, r, mm, 1.0f, M, mm, q, r, 0.0f, p, r);
-    p += (size_t)n * (size_t)r;
-    q += (size_t)mm * (size_t)r;
-  }
-  st->gemm_s += core_now() - t0;
+  gemm_all(k, buf, PSGD_P_MQ);
   return 0;
 }
 
@@ -501,8 +515,7 @@ static int powersgd_finish(const call *k, float *buf, int64_t n_el) {
   rt_compressor *c = k->c;
   bucket_state *s = &c->bs[k->b];
   rt_compress_stats *st = k->st;
-  int n, mm, rc;
-  float *M;
+  int rc;
 
   /* The uncompressed tensors: their sum is their mean (the inputs are
    * divided by the world size already); back into the bucket. */
@@ -521,31 +534,12 @@ static int powersgd_finish(const call *k, float *buf, int64_t n_el) {
   st->ortho_s += core_now() - t0;
 
   /* Q = M^T P, summed: the mean of the ranks' M^T P. */
-  t0 = core_now();
-  float *p = s->p, *q = s->q;
-  for (int i = 0; i < s->n_comp; i++) {
-    int t = s->comp[i], r = c->tensor_rank[t];
-    M = tensor_in(k, buf, t, &n, &mm);
-    rt_blas_sgemm(RT_BLAS_T, RT_BLAS_N, mm, r, n, 1.0f, M, mm, p, r, 0.0f, q, r);
-    p += (size_t)n * (size_t)r;
-    q += (size_t)mm * (size_t)r;
-  }
-  st->gemm_s += core_now() - t0;
+  gemm_all(k, buf, PSGD_Q_MTP);
   if ((rc = reduce(k, s->q, s->q_elems, RT_FP32, RT_PHASE_Q)) != 0)
     return rc;
 
   /* M = P Q^T: the rank-r approximation of the mean. */
-  t0 = core_now();
-  p = s->p;
-  q = s->q;
-  for (int i = 0; i < s->n_comp; i++) {
-    int t = s->comp[i], r = c->tensor_rank[t];
-    M = tensor_in(k, buf, t, &n, &mm);
-    rt_blas_sgemm(RT_BLAS_N, RT_BLAS_T, n, mm, r, 1.0f, p, r, q, r, 0.0f, M, mm);
-    p += (size_t)n * (size_t)r;
-    q += (size_t)mm * (size_t)r;
-  }
-  st->gemm_s += core_now() - t0;
+  gemm_all(k, buf, PSGD_M_PQT);
   s->have_q = c->o.warm_start;
 
   /* The new error, PyTorch's input_tensor_cp - input_tensor in the input's
@@ -571,12 +565,17 @@ static int check_call(const rt_compressor *c, const char *fn, int b, const float
   return 0;
 }
 
+/* The caller's stats, or local zeroed when it keeps none. */
+static rt_compress_stats *stats_or(rt_compress_stats *st, rt_compress_stats *local) {
+  if (st)
+    return st;
+  memset(local, 0, sizeof *local);
+  return local;
+}
+
 int rt_compress_prepare(rt_compressor *c, int b, float *buf, long step, rt_compress_stats *st) {
   rt_compress_stats local;
-  if (!st) {
-    memset(&local, 0, sizeof local);
-    st = &local;
-  }
+  st = stats_or(st, &local);
   int rc = check_call(c, "rt_compress_prepare", b, buf);
   if (rc)
     return rc;
@@ -601,10 +600,7 @@ int rt_compress_prepare(rt_compressor *c, int b, float *buf, long step, rt_compr
 
 int rt_compress_finish(rt_compressor *c, rt_comm *comm, int b, float *buf, long step, rt_compress_stats *st) {
   rt_compress_stats local;
-  if (!st) {
-    memset(&local, 0, sizeof local);
-    st = &local;
-  }
+  st = stats_or(st, &local);
   int rc = check_call(c, "rt_compress_finish", b, buf);
   if (rc)
     return rc;
@@ -632,10 +628,7 @@ int rt_compress_finish(rt_compressor *c, rt_comm *comm, int b, float *buf, long 
 
 int rt_compress_bucket(rt_compressor *c, rt_comm *comm, int b, float *buf, long step, rt_compress_stats *st) {
   rt_compress_stats local;
-  if (!st) {
-    memset(&local, 0, sizeof local);
-    st = &local;
-  }
+  st = stats_or(st, &local);
   if (!comm)
     return core_err_set(CORE_EINVAL, "rt_compress_bucket: needs a compressor and a communicator");
   int rc = rt_compress_prepare(c, b, buf, step, st);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/err.h"
+#include "core/path.h"
 
 /* RT_DL_RESOLVE copies a void * into a function pointer (POSIX dlsym). */
 _Static_assert(sizeof(void *) == sizeof(void (*)(void)), "function and data pointers differ");
@@ -17,10 +18,8 @@ static int usable(const char *name) { return name && *name; }
  * candidate, as a file name. */
 static const char *example_name(const rt_dl_lib *lib) {
   for (int i = 0; i < RT_DL_MAX_NAMES; i++)
-    if (usable(lib->names[i])) {
-      const char *slash = strrchr(lib->names[i], '/');
-      return slash ? slash + 1 : lib->names[i];
-    }
+    if (usable(lib->names[i]))
+      return core_path_base(lib->names[i]);
   return "the library";
 }
 

@@ -32,6 +32,7 @@ typedef struct train_ctx {
   rt_data *data;
   float *x, *target;
   FILE *metrics;
+  core_csv mcsv; /* rows to metrics */
   rt_tblog *tb;
   double *bucket_s;
   core_trace trace;
@@ -44,14 +45,15 @@ typedef struct train_ctx {
 
 /* ---- outputs ------------------------------------------------------------ */
 
+static const char *const metric_cols[] = {
+    "rank", "attempt", "step", "step_s", "compute_s", "comm_s", "exposed_comm_s", "loss"};
+
 /* Merge every rank's attempt files into DIR/steps.csv (rank 0, at the end). */
 static int merge_metrics(const char *dir, int world, int attempts) {
-  static const char *const cols[] = {
-      "rank", "attempt", "step", "step_s", "compute_s", "comm_s", "exposed_comm_s", "loss"};
   char path[4400];
   core_csv out;
   snprintf(path, sizeof path, "%s/steps.csv", dir);
-  int rc = core_csv_open(&out, path, cols, 8);
+  int rc = core_csv_open(&out, path, metric_cols, 8);
   if (rc)
     return rc;
   for (int r = 0; r < world; r++)
@@ -100,7 +102,7 @@ static int open_outputs(train_ctx *c) {
     return rc;
   if (!(c->metrics = fopen(path, "w")))
     return core_err_errno(errno, "cannot create metrics file '%s'", path);
-  fprintf(c->metrics, "rank,attempt,step,step_s,compute_s,comm_s,exposed_comm_s,loss\n");
+  core_csv_stream(&c->mcsv, c->metrics, path, metric_cols, 8);
   fflush(c->metrics);
   if (!o->trace)
     return 0;
@@ -338,6 +340,20 @@ static int checkpoint(train_ctx *c, long done) {
   return rt_barrier(c->comm);
 }
 
+/* One step's row of the rank's metrics file, flushed at once; a loss that
+ * is not finite (a diverged run) is an empty cell. */
+static void metrics_row(train_ctx *c, long step, const rt_step_metrics *sm) {
+  core_csv_int(&c->mcsv, c->pg.rank);
+  core_csv_int(&c->mcsv, c->attempt);
+  core_csv_int(&c->mcsv, step);
+  const double t[] = {sm->step_s, sm->compute_s, sm->comm_s, sm->exposed_comm_s};
+  for (int k = 0; k < 4; k++)
+    core_csv_fixed(&c->mcsv, t[k], 9);
+  core_csv_num(&c->mcsv, sm->loss);
+  core_csv_end_row(&c->mcsv);
+  fflush(c->metrics);
+}
+
 static int train(train_ctx *c, rt_train_result *res) {
   const rt_train_opts *o = c->o;
   double t_run = core_now(), sum_step = 0;
@@ -351,9 +367,7 @@ static int train(train_ctx *c, rt_train_result *res) {
     sum_step += sm.step_s;
     rt_compress_stats_add(&res->hook, &sm.compress);
     res->vanilla_steps += sm.compress.vanilla > 0;
-    fprintf(c->metrics, "%d,%d,%ld,%.9f,%.9f,%.9f,%.9f,%.9g\n", c->pg.rank, c->attempt, s, sm.step_s, sm.compute_s,
-        sm.comm_s, sm.exposed_comm_s, sm.loss);
-    fflush(c->metrics);
+    metrics_row(c, s, &sm);
     if (c->tb)
       tb_step(c, s, &sm);
     if (c->rec.active && s + 1 == c->rec.fail_step &&

@@ -6,6 +6,7 @@
 #include "sim/replay.h"
 
 #include "core/err.h"
+#include "core/path.h"
 #include "core/traced.h"
 
 #include <stdio.h>
@@ -257,8 +258,7 @@ static int parse_name(sim_scenario *s, const config_setting_t *root) {
   char w[4200];
   const char *str;
   int rc;
-  const char *base = strrchr(s->path, '/');
-  base = base ? base + 1 : s->path;
+  const char *base = core_path_base(s->path);
   /* The default goes through a copy: printing s->name into itself overlaps. */
   char def_name[sizeof s->name];
   snprintf(def_name, sizeof def_name, "%.*s", (int)(strcspn(base, ".")), base);

@@ -2,6 +2,7 @@
 
 #include "core/afile.h"
 #include "core/err.h"
+#include "core/path.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -20,8 +21,7 @@ int sim_shard_owns(const sim_scenario *s, int shard, int n_shards, long index) {
 }
 
 void sim_shard_csv_path(const sim_scenario *s, const char *dir, int shard, int n_shards, char *buf, size_t n) {
-  size_t len = strlen(s->csv_name);
-  int stem = (int)(len > 4 && !strcmp(s->csv_name + len - 4, ".csv") ? len - 4 : len);
+  int stem = core_path_stem_len(s->csv_name, ".csv");
   snprintf(buf, n, "%s/%.*s.shard-%d-of-%d.csv", dir, stem, s->csv_name, shard, n_shards);
 }
 

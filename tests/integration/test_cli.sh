@@ -75,6 +75,38 @@ expect_status plot_fit_one_rank 3
 expect_in plot_fit_one_rank err "no collective entries to plot"
 expect_in plot_fit_one_rank err "--nproc 2 or more"
 
+# The tables `plot` derives for gnuplot: a point without a step time or a cost
+# (an empty cell) is left out, never written as nan or inf. A stand-in gnuplot
+# keeps them (plot removes them after).
+mkdir -p "$work/fakegp" "$work/gpdata"
+cat > "$work/fakegp/gnuplot" <<'EOF'
+#!/usr/bin/env bash
+for k in data breaks front; do
+  f=$(printf '%s\n' "$2" | sed -n "s/.*\b$k='\([^']*\)'.*/\1/p")
+  if [ -n "$f" ]; then cp "$f" "$GP_KEEP/$k.csv"; fi
+done
+EOF
+chmod +x "$work/fakegp/gnuplot"
+printf '%s\n' model,nodes,network,gbps,compression,step_s,status m,2,n1,1,none,0.2,ok m,2,n1,1,fp16,0.1,ok \
+  m,2,n10,10,none,0.1,ok m,2,n10,10,fp16,,timeout m,2,n100,100,none,0.05,ok m,2,n100,100,fp16,0.06,ok >"$work/comp.csv"
+GP_KEEP="$work/gpdata" PATH="$work/fakegp:$PATH" run plot_comp_gaps plot compression "$work/comp.csv"
+expect_status plot_comp_gaps 0
+checks=$((checks + 1))
+python3 - "$work/gpdata/data.csv" "$work/gpdata/breaks.csv" <<'EOF' || fail "plot_comp_gaps: the speedup tables are not as expected"
+import csv, sys
+for p in sys.argv[1:]:
+    assert "nan" not in open(p).read().lower() and "inf" not in open(p).read().lower(), open(p).read()
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert [(float(r["gbps"]), round(float(r["speedup"]), 6)) for r in rows] == [(1, 2), (100, round(0.05 / 0.06, 6))], rows
+assert len(list(csv.DictReader(open(sys.argv[2])))) == 1
+EOF
+printf '%s\n' rank,feasible,pareto,time_to_train_h,cost_usd,why 1,1,1,10,100,x 2,1,1,5,,y 3,1,1,2,300,z >"$work/adv.csv"
+GP_KEEP="$work/gpdata" PATH="$work/fakegp:$PATH" run plot_front_gaps plot pareto "$work/adv.csv"
+expect_status plot_front_gaps 0
+checks=$((checks + 1))
+[ "$(cat "$work/gpdata/front.csv")" = "$(printf 'time_to_train_h,cost_usd\n2,300\n10,100')" ] ||
+  fail "plot_front_gaps: the front is $(cat "$work/gpdata/front.csv")"
+
 run simulate_help simulate --help
 expect_status simulate_help 0
 expect_in simulate_help out "Usage: ddpsim simulate"
@@ -354,6 +386,24 @@ EOF
 run gpu_validate validate "$work/gpu/fx-job.cfg" --measured "$gpu_trace" --skip 1 --tolerance 0.02
 expect_status gpu_validate 0
 expect_in gpu_validate out "3 steps of 2 ranks"
+# Appended rows: what a trace does not measure (compute, exposed communication)
+# and its error are empty cells, never "nan"; a label with a comma is quoted.
+for k in 1 2; do
+  run gpu_append$k validate "$work/gpu/fx-job.cfg" --measured "$gpu_trace" --skip 1 --append "$work/gpu/v.csv" \
+    --label "fx,run $k"
+  expect_status gpu_append$k 0
+done
+checks=$((checks + 1))
+python3 - "$work/gpu/v.csv" <<'EOF' || fail "gpu_append: the appended rows are not as expected"
+import csv, sys
+text = open(sys.argv[1]).read()
+assert "nan" not in text.lower() and "inf" not in text.lower(), text
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert [r["label"] for r in rows] == ["fx,run 1", "fx,run 2"], rows
+for r in rows:
+    assert r["meas_compute_s"] == r["err_compute"] == r["meas_exposed_s"] == r["err_exposed"] == "", r
+    assert float(r["meas_step_s"]) > 0 and abs(float(r["err_step"])) < 0.02, r
+EOF
 run gpu_scenario_cpu import torch-trace -o "$work/gpu/cpu.cfg" --scenario "$work/gpu/cpu-job.cfg" \
   "$src/tests/data/torch-trace/mlp-small-b32.json"
 expect_status gpu_scenario_cpu 2

@@ -3,7 +3,9 @@
 # a FIFO or a symlink are written through or to the link's target, never
 # replaced; an output that is one of the command's own inputs is refused
 # (exit 2) before anything is written; empty and impossible paths are usage
-# errors; options that would do nothing are refused.
+# errors; options that would do nothing are refused. An append (validate
+# --append) replaces the file whole with the row added, and refuses what an
+# output refuses and a file under another header.
 #
 #   test_outputs.sh DDPSIM_BINARY SOURCE_DIR
 set -u
@@ -115,6 +117,35 @@ if "$bin" help train >/dev/null 2>&1; then
   check "the new checkpoint and the last real one are kept" [ -f "$ck/ckpt-00000006.ddpc" ] && [ -f "$ck/ckpt-00000004.ddpc" ]
   check "the stray and the FIFO are left alone" [ -f "$ck/ckpt-00000050.ddpc" ] && [ -p "$ck/ckpt-00000060.ddpc" ]
 fi
+
+# ---- validate --append: the file replaced whole with the row added ------------------------
+printf 'rank,attempt,step,step_s,compute_s,comm_s,exposed_comm_s\n0,0,0,0.1,0.05,0.04,0.03\n' > "$work/m.csv"
+cp "$work/m.csv" "$work/m.orig"
+mkdir "$work/v"
+ln -s v/runs.csv "$work/runs-link.csv"
+run append_1 validate "$work/S.cfg" --measured "$work/m.csv" --skip 0 --append "$work/runs-link.csv" --label one
+run append_2 validate "$work/S.cfg" --measured "$work/m.csv" --skip 0 --append "$work/runs-link.csv" --label two
+check "validate --append twice through a symlink: exit 0" [ "$status" -eq 0 ]
+check "the link is still a link" [ -L "$work/runs-link.csv" ]
+check "its target has the header and both rows" python3 -c '
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert [r["label"] for r in rows] == ["one", "two"], rows' "$work/v/runs.csv"
+cp "$work/v/runs.csv" "$work/runs.before"
+run append_onto_measured validate "$work/S.cfg" --measured "$work/m.csv" --skip 0 --append "$work/m.csv"
+check "validate --measured M --append M: exit 2" [ "$status" -eq 2 ]
+check "the measured run is unchanged" same "$work/m.csv" "$work/m.orig"
+printf 'a,b\n1,2' > "$work/other.csv"
+cp "$work/other.csv" "$work/other.orig"
+run append_other validate "$work/S.cfg" --measured "$work/m.csv" --skip 0 --append "$work/other.csv"
+check "--append to another table's CSV: exit 3" [ "$status" -eq 3 ]
+check "... naming its header" grep -q "other.csv:1: not the header" "$work/append_other.err"
+check "... which is unchanged" same "$work/other.csv" "$work/other.orig"
+run append_dir validate "$work/S.cfg" --measured "$work/m.csv" --skip 0 --append "$work/v"
+check "--append to a directory: exit 2, before simulating" [ "$status" -eq 2 ] && [ ! -s "$work/append_dir.out" ]
+check "the appended file is unchanged by the refusals" same "$work/v/runs.csv" "$work/runs.before"
+run append_devnull validate "$work/S.cfg" --measured "$work/m.csv" --skip 0 --append /dev/null
+check "--append /dev/null: exit 0, still a character device" [ "$status" -eq 0 ] && [ -c /dev/null ]
 
 # ---- empty and impossible output paths: usage errors, nothing created ------------------
 run trace_empty simulate "$work/S.cfg" -o "$work/o3" --trace ""

@@ -3,7 +3,9 @@
  * /dev/null and FIFOs are written through and stay what they are; an output
  * that is an input of the command, a directory, an empty path or a missing
  * directory is refused (CORE_EUSAGE) with nothing created; temp files go on
- * abort, on SIGTERM, and, when their writer died, at the next sweep. */
+ * abort, on SIGTERM, and, when their writer died, at the next sweep. An
+ * append copies the file and renames the copy with the rows added: until
+ * then the file is as it was, and appenders at once lose no row. */
 #define _GNU_SOURCE
 #include "testutil.h"
 
@@ -150,7 +152,7 @@ static void test_inputs_refused(void) {
   CU_ASSERT_EQUAL(temps(), 0);
   unlink(hard);
   unlink(soft);
-  unlink(in);
+  /* in stays: a noted input's inode, reused by a later file, would refuse it. */
 }
 
 static void test_bad_paths(void) {
@@ -215,6 +217,95 @@ static void test_sweep(void) {
   unlink(other);
 }
 
+/* Append text to path; had: what the file held. */
+static int append_text(const char *path, const char *text, long long *had) {
+  core_afile a;
+  int rc = core_afile_open_append(&a, path, had);
+  if (rc)
+    return rc;
+  fputs(text, a.f);
+  return core_afile_commit(&a);
+}
+
+static void test_append(void) {
+  char f[4200], l[4200], in[4200];
+  long long had = -1;
+  at(f, sizeof f, "runs.csv");
+  CU_ASSERT_EQUAL(append_text(f, "h\n", &had), 0); /* a new file */
+  CU_ASSERT_EQUAL(had, 0);
+  CU_ASSERT(has(f, "h\n"));
+  chmod(f, 0600);
+  CU_ASSERT_EQUAL(append_text(f, "r1\n", &had), 0);
+  CU_ASSERT_EQUAL(had, 2);
+  CU_ASSERT(has(f, "h\nr1\n"));
+  struct stat st;
+  CU_ASSERT(stat(f, &st) == 0 && (st.st_mode & 0777) == 0600);
+  /* Until the commit, the file is as it was; an abort leaves it so. */
+  core_afile a;
+  CU_ASSERT_EQUAL_FATAL(core_afile_open_append(&a, f, &had), 0);
+  fputs("half", a.f);
+  fflush(a.f);
+  CU_ASSERT(has(f, "h\nr1\n"));
+  CU_ASSERT_EQUAL(temps(), 1);
+  core_afile_abort(&a);
+  CU_ASSERT(has(f, "h\nr1\n"));
+  CU_ASSERT_EQUAL(temps(), 0);
+  /* Through a symlink: its target grows, the link stays. */
+  at(l, sizeof l, "runs-link.csv");
+  CU_ASSERT_EQUAL(symlink("runs.csv", l), 0);
+  CU_ASSERT_EQUAL(append_text(l, "r2\n", &had), 0);
+  CU_ASSERT(lstat(l, &st) == 0 && S_ISLNK(st.st_mode));
+  CU_ASSERT(has(f, "h\nr1\nr2\n"));
+  /* Written through, as outputs are; refused, as outputs are. */
+  CU_ASSERT_EQUAL(append_text("/dev/null", "x\n", &had), 0);
+  CU_ASSERT_EQUAL(had, 0);
+  CU_ASSERT_EQUAL(append_text(dir, "x\n", &had), CORE_EUSAGE);
+  at(in, sizeof in, "measured.csv");
+  put(in, "input");
+  core_afile_note_input(in);
+  CU_ASSERT_EQUAL(append_text(in, "x\n", &had), CORE_EUSAGE);
+  CU_ASSERT(has(in, "input")); /* stays, as in test_inputs_refused */
+  CU_ASSERT_EQUAL(temps(), 0);
+  unlink(l);
+  unlink(f);
+}
+
+/* Writers appending to one file at once: every row arrives. */
+static void test_append_concurrent(void) {
+  enum { WRITERS = 4, ROWS = 25 };
+  char f[4200];
+  at(f, sizeof f, "shared.csv");
+  pid_t pid[WRITERS];
+  for (int w = 0; w < WRITERS; w++) {
+    pid[w] = fork();
+    CU_ASSERT_FATAL(pid[w] >= 0);
+    if (pid[w] == 0) {
+      for (int r = 0; r < ROWS; r++) {
+        char row[64];
+        long long had;
+        snprintf(row, sizeof row, "writer %d row %d\n", w, r);
+        if (append_text(f, row, &had) != 0)
+          _exit(3);
+      }
+      _exit(0);
+    }
+  }
+  for (int w = 0; w < WRITERS; w++) {
+    int status;
+    CU_ASSERT_EQUAL(waitpid(pid[w], &status, 0), pid[w]);
+    CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  FILE *in = fopen(f, "r");
+  CU_ASSERT_PTR_NOT_NULL_FATAL(in);
+  int lines = 0, ch;
+  while ((ch = fgetc(in)) != EOF)
+    lines += ch == '\n';
+  fclose(in);
+  CU_ASSERT_EQUAL(lines, WRITERS * ROWS);
+  CU_ASSERT_EQUAL(temps(), 0);
+  unlink(f);
+}
+
 void test_register(void) {
   CU_pSuite s = CU_add_suite("afile", suite_init, suite_clean);
   CU_add_test(s, "regular files replaced whole; symlinks followed", test_regular_and_links);
@@ -223,4 +314,6 @@ void test_register(void) {
   CU_add_test(s, "empty path, directory, missing directory refused", test_bad_paths);
   CU_add_test(s, "temp file gone on abort and on SIGTERM", test_abort_and_signal);
   CU_add_test(s, "temp files of dead writers swept, live ones kept", test_sweep);
+  CU_add_test(s, "append: the file whole before and after; links, devices, inputs", test_append);
+  CU_add_test(s, "append: writers at once lose no row", test_append_concurrent);
 }

@@ -3,7 +3,7 @@
  * exchanged as an allgather, costs set directly, the price per hour, the
  * failure numbers as sweep dimensions, more replications until the best
  * interval is told apart with its ties named, the cost columns, a job
- * without failures, and a summary that shows every swept dimension. */
+ * without failures (Young's and Daly's intervals empty cells), and a summary that shows every swept dimension. */
 #include "sim/jobpoint.h"
 #include "sim/summary.h"
 #include "sim/sweep.h"
@@ -232,6 +232,22 @@ static void test_job_alone(void) {
   CU_ASSERT_EQUAL(r->job.mean[SIM_JOB_GOODPUT], 1.0);
   CU_ASSERT_EQUAL(r->job.mean[SIM_JOB_FAILURES], 0);
   CU_ASSERT_DOUBLE_EQUAL(r->usd_per_hour, 4 * (50.0 + 10.0), 1e-12);
+  /* Without failures, Young's and Daly's intervals do not exist: empty cells. */
+  CU_ASSERT(isnan(r->job.young_s) && isnan(r->job.daly_s));
+  char path[4200];
+  snprintf(path, sizeof path, "%s/alone.csv", scratch);
+  CU_ASSERT_FATAL(sim_sweep_write_csv(s, &w, path, 1) == 0);
+  char *text = tu_read_file(path, NULL);
+  CU_ASSERT_FATAL(text != NULL);
+  CU_ASSERT(strstr(text, "nan") == NULL && strstr(text, "inf") == NULL);
+  free(text);
+  core_csv_table t;
+  CU_ASSERT_FATAL(core_csv_read(path, &t) == 0);
+  int cy = core_csv_col(&t, "young_s"), cd = core_csv_col(&t, "daly_s");
+  CU_ASSERT_FATAL(cy >= 0 && cd >= 0 && t.nrows == 1);
+  CU_ASSERT_STRING_EQUAL(t.rows[0][cy], "");
+  CU_ASSERT_STRING_EQUAL(t.rows[0][cd], "");
+  core_csv_table_free(&t);
   sim_sweep_free(&w);
   sim_scenario_free(s);
 }
