@@ -96,8 +96,8 @@ static int check_outputs(const cal_ctx *r) {
 
 /* This rank's place in the launch: its process group, its device (NCCL:
  * one per rank of a node, by LOCAL_RANK, torchrun's rule), its nodes; on
- * rank 0, that the profile can be written where asked, found out now rather
- * than after minutes of measuring. */
+ * rank 0, that the profile and the measured models can be written where
+ * asked, found out now rather than after minutes of measuring. */
 static int take_place(cal_ctx *r) {
   const cal_opts *o = r->o;
   int rc;
