@@ -82,10 +82,22 @@ static int choose_backend(cal_ctx *r) {
   return 0;
 }
 
+/* That the profile and the measured model files (Gloo) can be written and
+ * are none of the inputs, the models noted as inputs first. */
+static int check_outputs(const cal_ctx *r) {
+  const cal_opts *o = r->o;
+  int rc;
+  for (int k = 0; k < o->n_models; k++)
+    core_afile_note_input(o->models[k]);
+  if ((rc = core_afile_check(o->out)) != 0)
+    return core_err_wrap(rc, "the profile cannot be written to '%s'", o->out);
+  return r->nccl ? 0 : cal_windows_check_outputs(o);
+}
+
 /* This rank's place in the launch: its process group, its device (NCCL:
  * one per rank of a node, by LOCAL_RANK, torchrun's rule), its nodes; on
- * rank 0, that the profile can be written where asked, found out now rather
- * than after minutes of measuring. */
+ * rank 0, that the profile and the measured models can be written where
+ * asked, found out now rather than after minutes of measuring. */
 static int take_place(cal_ctx *r) {
   const cal_opts *o = r->o;
   int rc;
@@ -96,8 +108,8 @@ static int take_place(cal_ctx *r) {
     if ((rc = rt_gpu_set_device(r->device)) != 0)
       return core_err_wrap(rc, "rank %d uses CUDA device %d (its LOCAL_RANK)", r->pg.rank, r->device);
   }
-  if (r->pg.rank == 0 && (rc = core_afile_check(o->out)) != 0)
-    return core_err_wrap(rc, "the profile cannot be written to '%s'", o->out);
+  if (r->pg.rank == 0 && (rc = check_outputs(r)) != 0)
+    return rc;
   if ((rc = rt_blas_threads(o->threads > 0 ? o->threads : 1)) != 0)
     return rc;
   r->progress = o->progress < 0 ? isatty(2) : o->progress;

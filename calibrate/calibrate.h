@@ -10,13 +10,16 @@
 #ifndef CALIBRATE_CALIBRATE_H
 #define CALIBRATE_CALIBRATE_H
 
+/* The most --model files one calibration times. */
+enum { CAL_MAX_MODELS = 64 };
+
 typedef struct cal_opts {
   const char *out;     /* profile path */
   const char *name;    /* profile name; NULL: the host name */
   const char *backend; /* "gloo" | "nccl" */
   int quick;
   double link_gbps;    /* nominal inter-node line rate, recorded in the profile; 0 = unknown */
-  const char **models; /* model files to time per layer */
+  const char **models; /* model files to time per layer (at most CAL_MAX_MODELS) */
   int n_models;
   int batch;
   int threads; /* BLAS threads per rank, as training will run */
@@ -27,6 +30,8 @@ typedef struct cal_opts {
   int progress;            /* -1 auto (stderr is a TTY), 0 off, 1 on */
 } cal_opts;
 
+/* Rank 0 checks, before it measures anything, that the profile and the
+ * measured model files can be written and are none of the inputs. */
 int cal_run(const cal_opts *o);
 
 #endif

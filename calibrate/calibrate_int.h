@@ -78,6 +78,10 @@ int cal_phase_startup(cal_ctx *r, double start_rt);
  * (one with --quick); close (rank 0) puts the windows' medians into the
  * profile and writes the measured model files beside it. */
 int cal_windows_open(cal_ctx *r);
+/* Before any measurement: every measured model file can be written where
+ * cal_windows_close will write it, none is an input (the models are loaded
+ * here, and so noted as inputs), and no two models share a name. */
+int cal_windows_check_outputs(const cal_opts *o);
 int cal_window(cal_ctx *r);
 int cal_windows_close(cal_ctx *r);
 void cal_windows_free(struct cal_windows *w);

@@ -12,19 +12,55 @@
 #include "core/afile.h"
 #include "core/err.h"
 #include "core/model.h"
+#include "core/path.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* Where the measured times of the model named name go: beside the profile
+ * out, "PROFILE.NAME.cfg" (the profile's ".cfg" dropped). */
+static void measured_model_path(const char *out, const char *name, char *path, size_t n) {
+  snprintf(path, n, "%.*s.%s.cfg", core_path_stem_len(out, ".cfg"), out, name);
+}
+
+/* Model k's name into names[k], and that no earlier model has it (their
+ * measured times would go to one file). */
+static int model_name(const cal_opts *o, int k, char (*names)[64]) {
+  core_model *m;
+  int rc = core_model_load(o->models[k], &m);
+  if (rc)
+    return rc;
+  snprintf(names[k], sizeof names[k], "%s", m->name);
+  core_model_free(m);
+  for (int j = 0; j < k; j++)
+    if (!strcmp(names[j], names[k]))
+      return core_err_set(CORE_EUSAGE,
+          "--model %s and --model %s are both the model '%s': their measured times would go to one file; give "
+          "each model once",
+          o->models[j], o->models[k], names[k]);
+  return 0;
+}
+
+int cal_windows_check_outputs(const cal_opts *o) {
+  char names[CAL_MAX_MODELS][64], path[4400];
+  int rc = 0;
+  if (o->n_models > CAL_MAX_MODELS)
+    return core_err_set(CORE_EUSAGE, "at most %d --model files", CAL_MAX_MODELS);
+  for (int k = 0; k < o->n_models && !rc; k++)
+    rc = model_name(o, k, names);
+  for (int k = 0; k < o->n_models && !rc; k++) {
+    measured_model_path(o->out, names[k], path, sizeof path);
+    if ((rc = core_afile_check(path)) != 0)
+      rc = core_err_wrap(rc, "the measured times of --model %s cannot be written to '%s'", o->models[k], path);
+  }
+  return rc;
+}
+
 /* Measured per-layer times as a model file beside the profile. */
 static int write_measured_model(const cal_ctx *r, const core_model *m, const double *fwd, const double *bwd) {
   char path[4400];
-  const char *out = r->o->out;
-  size_t stem = strlen(out);
-  if (stem > 4 && !strcmp(out + stem - 4, ".cfg"))
-    stem -= 4;
-  snprintf(path, sizeof path, "%.*s.%s.cfg", (int)stem, out, m->name);
+  measured_model_path(r->o->out, m->name, path, sizeof path);
   core_afile a;
   int rc = core_afile_open(&a, path);
   if (rc)

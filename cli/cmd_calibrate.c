@@ -88,7 +88,7 @@ int cli_cmd_calibrate(int argc, char **argv) {
       {"scratch", required_argument, NULL, O_SCRATCH}, {"rdzv", required_argument, NULL, O_RDZV},
       {"progress", required_argument, NULL, O_PROGRESS}, {"threads", required_argument, NULL, O_THREADS},
       {"name", required_argument, NULL, O_NAME}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
-  static const char *models[64];
+  static const char *models[CAL_MAX_MODELS];
   static char default_model[4200];
   cal_opts o = {.out = "calibrated.cfg",
       .backend = "gloo",
@@ -119,8 +119,8 @@ int cli_cmd_calibrate(int argc, char **argv) {
         return cli_usage("calibrate", "--link-gbps expects a line rate in Gb/s, got '%s'", optarg);
       break;
     case O_MODEL:
-      if (o.n_models == 64)
-        return cli_usage("calibrate", "at most 64 --model files");
+      if (o.n_models == CAL_MAX_MODELS)
+        return cli_usage("calibrate", "at most %d --model files", CAL_MAX_MODELS);
       models[o.n_models++] = optarg;
       break;
     case O_BATCH:

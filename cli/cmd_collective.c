@@ -50,13 +50,18 @@ const char cli_collective_help[] =
     "                     hierarchical, or a Gloo algorithm (like NCCL_ALGO)\n"
     "  -b, --minbytes S   smallest size (default 32M); K, M, G suffixes (x1024)\n"
     "  -e, --maxbytes S   largest size (default 32M)\n"
-    "  -f, --stepfactor F multiply the size by F each row\n"
-    "  -i, --stepbytes S  or add S each row (default 1M, when -f is not given)\n"
+    "  -f, --stepfactor F multiply the size by F (above 1) each row\n"
+    "  -i, --stepbytes S  or add S each row (default 1M, when -f is not given);\n"
+    "                     one of -f and -i\n"
     "  -d, --datatype T   float (default), half, bfloat16, double, int32, int8\n"
     "  -r, --root R       broadcast's root (default 0)\n"
     "  --bucket-cap-mb X  DDP's bucket cap the timeout warning checks (default 25)\n"
     "  --timeout S        the backend's collective timeout (default NCCL 600 s,\n"
     "                     Gloo 30 s)\n"
+    "\n"
+    "A size counts whole elements (of each rank, for allgather and reducescatter),\n"
+    "so sizes that round to the same row print it once; a table of more than\n"
+    "100000 rows is refused (narrow -b..-e or step further).\n"
     "\n"
     "A warning on stderr says when a bucket's allreduce, or a size of the table,\n"
     "would take longer than the timeout: the job would abort there.\n"
@@ -71,9 +76,15 @@ typedef struct opts {
   long point, per_node, nodes, root;
   enum core_coll op;
   double min_b, max_b, factor, step_b, bucket_mb, timeout;
+  int step_given; /* -i given (so it must not be ignored for -f) */
   const char *type;
   int type_size;
 } opts;
+
+/* The most rows one table prints: a range and step that would print more
+ * (an unbounded run, for -e 99999999G at the default -i 1M) is refused,
+ * before any row, with what to narrow. The cli_collective_help names it. */
+enum { COLL_MAX_ROWS = 100000 };
 
 /* "32M", "8", "1G": bytes, with nccl-tests' binary suffixes. */
 static int parse_size(const char *opt, const char *s, double *out) {
@@ -112,6 +123,25 @@ static int parse_op(const char *s, enum core_coll *op) {
              : 0;
 }
 
+/* -b, -e and one step that goes from one to the other, as nccl-tests
+ * steps (by -f when above 1, else by -i), with nothing given that it would
+ * ignore. */
+static int check_steps(const opts *o) {
+  if (o->max_b < o->min_b)
+    return cli_usage("collective", "-e %.0f is below -b %.0f", o->max_b, o->min_b);
+  if (o->factor == 1)
+    return cli_usage("collective",
+        "-f 1 would not grow the size (nccl-tests takes a factor of 1 as none and steps by -i); give -f above 1, "
+        "or -i STEP");
+  if (o->factor > 1 && o->step_given)
+    return cli_usage("collective", "-f and -i both set the step, and -f would win (as in nccl-tests); give one");
+  if (o->factor > 1 && o->min_b <= 0 && o->max_b > o->min_b)
+    return cli_usage("collective", "-f multiplies the size, which from -b 0 stays 0; give -b above 0");
+  if (o->factor <= 1 && o->step_b <= 0 && o->max_b > o->min_b)
+    return cli_usage("collective", "-i must be above 0 to step from -b to -e");
+  return 0;
+}
+
 static int parse_args(int argc, char **argv, opts *o) {
   static const struct option lo[] = {{"profile", required_argument, NULL, 'P'},
       {"scenario", required_argument, NULL, 'S'}, {"point", required_argument, NULL, 'K'},
@@ -140,7 +170,10 @@ static int parse_args(int argc, char **argv, opts *o) {
     case 'b': rc = parse_size("-b", optarg, &o->min_b); break;
     case 'e': rc = parse_size("-e", optarg, &o->max_b); break;
     case 'f': rc = cli_parse_double("collective", "-f", optarg, 1, 1e6, &o->factor); break;
-    case 'i': rc = parse_size("-i", optarg, &o->step_b); break;
+    case 'i':
+      rc = parse_size("-i", optarg, &o->step_b);
+      o->step_given = 1;
+      break;
     case 'd': o->type = optarg; break;
     case 'r': rc = cli_parse_long("collective", "-r", optarg, 0, 1 << 24, &o->root); break;
     case 'C': rc = cli_parse_double("collective", "--bucket-cap-mb", optarg, 1e-3, 1e6, &o->bucket_mb); break;
@@ -160,11 +193,7 @@ static int parse_args(int argc, char **argv, opts *o) {
     return cli_usage("collective", "--point chooses a point of --scenario; give --scenario FILE too");
   if (!(o->type_size = type_size(o->type)))
     return cli_usage("collective", "-d expects float, half, bfloat16, double, int32 or int8, got '%s'", o->type);
-  if (o->max_b < o->min_b)
-    return cli_usage("collective", "-e %.0f is below -b %.0f", o->max_b, o->min_b);
-  if (o->factor <= 1 && o->step_b <= 0 && o->max_b > o->min_b)
-    return cli_usage("collective", "-i must be above 0 to step from -b to -e");
-  return 0;
+  return check_steps(o);
 }
 
 /* What the command predicts: the profile and the shape. */
@@ -306,16 +335,56 @@ static void print_head(const opts *o, const setup *u, const sim_colltime *c) {
       "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "");
 }
 
+/* What one row's size rounds down to: whole elements, and for allgather
+ * and reduce-scatter whole elements on every rank (nccl-tests' count =
+ * size / wordSize, split over the ranks). */
+static double row_unit(const opts *o, const setup *u) {
+  int gathered = o->op == CORE_COLL_ALLGATHER || o->op == CORE_COLL_REDUCESCATTER;
+  return (double)o->type_size * (gathered ? (double)u->nodes * u->per_node : 1.0);
+}
+
+/* The first size of nccl-tests' sequence after size (times -f, or plus -i)
+ * whose row differs from size's: the sizes between round to the same row.
+ * Not above size when the sequence stops growing. */
+static double next_size(const opts *o, double size, double unit) {
+  double boundary = (floor(size / unit) + 1) * unit, next;
+  if (o->factor > 1) {
+    next = size * o->factor;
+    if (next < boundary && next > 0) /* skip ahead, one step short, then step */
+      next *= pow(o->factor, fmax(floor(log(boundary / next) / log(o->factor)) - 1, 0));
+    while (next < boundary && next > size)
+      next *= o->factor;
+  } else {
+    next = size + o->step_b;
+    if (next < boundary && o->step_b > 0)
+      next += o->step_b * fmax(floor((boundary - next) / o->step_b) - 1, 0);
+    while (next < boundary && next > size)
+      next += o->step_b;
+  }
+  return next;
+}
+
+/* The rows from -b to -e, or COLL_MAX_ROWS + 1 if there are more. */
+static long count_rows(const opts *o, double unit) {
+  long n = 0;
+  for (double size = o->min_b; size <= o->max_b && n <= COLL_MAX_ROWS; n++) {
+    double next = next_size(o, size, unit);
+    if (next <= size)
+      return n + 1;
+    size = next;
+  }
+  return n;
+}
+
 /* The rows; returns the mean busbw, and in *late the smallest size past
  * the timeout (0 if none). */
 static double print_rows(const opts *o, const setup *u, const sim_colltime *c, double *late) {
   int p = u->nodes * u->per_node, gathered = o->op == CORE_COLL_ALLGATHER || o->op == CORE_COLL_REDUCESCATTER;
-  double sum = 0;
+  double sum = 0, unit = row_unit(o, u);
   long n = 0;
   *late = 0;
   for (double size = o->min_b; size <= o->max_b;) {
-    double count = floor(size / o->type_size), per = gathered ? floor(count / p) : count;
-    double bytes = per * o->type_size * (gathered ? p : 1);
+    double bytes = floor(size / unit) * unit, per = bytes / o->type_size / (gathered ? p : 1);
     double t = bytes > 0 ? sim_colltime_at(c, bytes) : 0, algbw = t > 0 ? bytes / 1e9 / t : 0;
     double busbw = algbw * core_coll_busbw_factor(o->op, p);
     char tb[32], ab[32], bb[32];
@@ -330,7 +399,7 @@ static double print_rows(const opts *o, const setup *u, const sim_colltime *c, d
     n += 2;
     if (t > u->timeout && *late == 0)
       *late = bytes;
-    double next = o->factor > 1 ? size * o->factor : size + o->step_b;
+    double next = next_size(o, size, unit);
     if (next <= size)
       break;
     size = next;
@@ -385,6 +454,15 @@ int cli_cmd_collective(int argc, char **argv) {
     }
     setup_free(&u);
     return cli_fail("collective", rc);
+  }
+  long rows = count_rows(&o, row_unit(&o, &u));
+  if (rows > COLL_MAX_ROWS) {
+    setup_free(&u);
+    return cli_usage("collective",
+        "-b %.0f to -e %.0f by %s %.*f makes more than %d rows; narrow the range (-b, -e) or step further (a "
+        "larger -i, or -f 2)",
+        o.min_b, o.max_b, o.factor > 1 ? "-f" : "-i", o.factor > 1 ? 6 : 0, o.factor > 1 ? o.factor : o.step_b,
+        COLL_MAX_ROWS);
   }
   double late;
   print_head(&o, &u, &c);

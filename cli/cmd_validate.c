@@ -151,8 +151,15 @@ int cli_cmd_validate(int argc, char **argv) {
   if (rc)
     return rc == 1 ? CLI_EXIT_OK : rc;
   sim_scenario *s;
-  if ((o.append && (rc = core_afile_check(o.append)) != 0) || (rc = sim_scenario_load(argv[optind], &s)) != 0)
+  /* --append is checked against every input (the scenario, the files it
+   * names, the measured run) before any work, so a refusal prints nothing. */
+  if ((rc = sim_scenario_load(argv[optind], &s)) != 0)
     return cli_fail("validate", rc);
+  core_afile_note_input(o.measured);
+  if (o.append && (rc = core_afile_check(o.append)) != 0) {
+    sim_scenario_free(s);
+    return cli_fail("validate", rc);
+  }
   cal_validation v;
   if ((rc = cal_validate(s, o.point, o.measured, o.skip, &v)) != 0) {
     sim_scenario_free(s);

@@ -69,7 +69,8 @@ expect_status plan1 0
 check "the same advice with 1 and 2 workers" cmp -s "$csv" "$work/plan1/plan-advice.csv"
 check "--no-plot draws nothing" [ ! -e "$work/plan1/plan-advice-pareto.png" ]
 if command -v gnuplot >/dev/null 2>&1; then
-  check "the Pareto plot" [ -s "$work/plan/plan-advice-pareto.png" ] && [ -s "$work/plan/plan-advice-pareto.svg" ]
+  check "the Pareto plot (PNG)" [ -s "$work/plan/plan-advice-pareto.png" ]
+  check "the Pareto plot (SVG)" [ -s "$work/plan/plan-advice-pareto.svg" ]
   check "no temporary file left" [ -z "$(ls -A "$work/plan" | grep '^\.')" ]
   run replot plot pareto "$csv" -o "$work/replot"
   expect_status replot 0

@@ -69,6 +69,33 @@ run help_plot help plot
 expect_status help_plot 0
 expect_in help_plot out "Usage: ddpsim plot"
 
+# The README's usage line of a command names every option its help lists
+# (short or long form), so that what the walkthrough uses is in the summary.
+readme_names_options() { # COMMAND
+  "$bin" help "$1" > "$work/help_$1.out" 2>&1 || return 0 # not in this build (validate without the runtime)
+  checks=$((checks + 1))
+  python3 - "$src/README.md" "$work/help_$1.out" "$1" <<'PY' || fail "README's usage of '$1' lacks options of its help"
+import re, sys
+readme, help_text, cmd = sys.argv[1:]
+usage = open(readme).read().split("## The `ddpsim` command")[1]
+line = [l for l in usage.splitlines() if l.startswith("ddpsim %s " % cmd)][0]
+words = set(re.findall(r"-[\w-]+", line))
+section, missing = False, []
+for l in open(help_text):  # the options: from "Options" to the next blank line
+    if section and l == "\n":
+        break
+    section = section or l.startswith("Options")
+    m = re.match(r"^ {2,6}(?:(-\w), )?(--[\w-]+) ", l) if section else None
+    if m and not (m.group(1) in words or m.group(2) in words):
+        missing.append(m.group(2))
+if missing:
+    print("README's 'ddpsim %s' line lacks %s" % (cmd, " ".join(missing)), file=sys.stderr)
+    sys.exit(1)
+PY
+}
+readme_names_options validate
+readme_names_options collective
+
 # A one-rank profile (no collectives) loads, and plotting its fits says why not.
 run plot_fit_one_rank plot fit "$src/scenarios/profiles/h200-1gpu.cfg" -o "$work/plots"
 expect_status plot_fit_one_rank 3

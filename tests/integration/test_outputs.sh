@@ -92,6 +92,29 @@ if "$bin" help train >/dev/null 2>&1; then
   check "train --model M --params-out M: exit 2" [ "$status" -eq 2 ]
   check "... before training (within 10 s)" [ $((t1 - t0)) -le 10 ]
   check "the model is unchanged" same "$work/M.cfg" "$src/tests/data/runtime/mlp-tiny.cfg"
+  # calibrate refuses an output onto an input before it measures anything
+  # (--progress on: any measurement would say so on stderr), and leaves nothing.
+  mkdir "$work/cal"
+  cp "$src/scenarios/models/mlp-small.cfg" "$work/cal/m.cfg"
+  run cal_onto_model calibrate --quick --progress on --out "$work/cal/m.cfg" --model "$work/cal/m.cfg"
+  check "calibrate --out M --model M: exit 2" [ "$status" -eq 2 ]
+  check "... before measuring (stderr is the refusal alone)" [ "$(wc -l < "$work/cal_onto_model.err")" -eq 1 ]
+  check "... naming the input" grep -q "same file as the input '$work/cal/m.cfg'" "$work/cal_onto_model.err"
+  check "... leaving the model as it was" same "$work/cal/m.cfg" "$src/scenarios/models/mlp-small.cfg"
+  check "... and nothing beside it" [ "$(ls "$work/cal")" = "m.cfg" ]
+  cp "$work/cal/m.cfg" "$work/cal/p.mlp-small.cfg"
+  run cal_measured_onto_model calibrate --quick --progress on --out "$work/cal/p.cfg" --model "$work/cal/p.mlp-small.cfg"
+  check "calibrate --out P --model P.NAME.cfg (its measured times' file): exit 2" [ "$status" -eq 2 ]
+  check "... before measuring" [ "$(wc -l < "$work/cal_measured_onto_model.err")" -eq 1 ]
+  check "... naming the measured model file" grep -q "measured times of --model .* cannot be written to '$work/cal/p.mlp-small.cfg'" \
+    "$work/cal_measured_onto_model.err"
+  check "... which is unchanged" same "$work/cal/p.mlp-small.cfg" "$src/scenarios/models/mlp-small.cfg"
+  run cal_same_model_twice calibrate --quick --progress on --out "$work/cal/q.cfg" --model "$work/cal/m.cfg" \
+    --model "$work/cal/p.mlp-small.cfg"
+  check "calibrate with two models of one name (one measured file): exit 2" [ "$status" -eq 2 ]
+  check "... before measuring" [ "$(wc -l < "$work/cal_same_model_twice.err")" -eq 1 ]
+  check "... saying why" grep -q "both the model 'mlp-small'" "$work/cal_same_model_twice.err"
+  check "... and nothing written" [ "$(ls "$work/cal")" = "$(printf 'm.cfg\np.mlp-small.cfg')" ]
   run every_without_dir train --model "$work/M.cfg" --steps 2 --ckpt-every 1 -o "$work/run"
   check "train --ckpt-every without --ckpt-dir: exit 2" [ "$status" -eq 2 ]
   check "... saying it would write nothing" grep -q "without it no checkpoint is written" "$work/every_without_dir.err"
@@ -114,8 +137,10 @@ if "$bin" help train >/dev/null 2>&1; then
   check "... reporting the stray copy" grep -q "ckpt-00000050.ddpc' holds step 2" "$work/ckpt_resume.err"
   check "... reporting the FIFO" grep -q "ckpt-00000060.ddpc: not a regular file" "$work/ckpt_resume.err"
   check "... removing the dead writer's temp file" grep -q "ckpt-00000006.ddpc.tmp.Dead01' (1000 bytes)" "$work/ckpt_resume.err"
-  check "the new checkpoint and the last real one are kept" [ -f "$ck/ckpt-00000006.ddpc" ] && [ -f "$ck/ckpt-00000004.ddpc" ]
-  check "the stray and the FIFO are left alone" [ -f "$ck/ckpt-00000050.ddpc" ] && [ -p "$ck/ckpt-00000060.ddpc" ]
+  check "the new checkpoint is kept" [ -f "$ck/ckpt-00000006.ddpc" ]
+  check "the last real one is kept" [ -f "$ck/ckpt-00000004.ddpc" ]
+  check "the stray is left alone" [ -f "$ck/ckpt-00000050.ddpc" ]
+  check "the FIFO is left alone" [ -p "$ck/ckpt-00000060.ddpc" ]
 fi
 
 # ---- validate --append: the file replaced whole with the row added ------------------------
@@ -134,7 +159,19 @@ assert [r["label"] for r in rows] == ["one", "two"], rows' "$work/v/runs.csv"
 cp "$work/v/runs.csv" "$work/runs.before"
 run append_onto_measured validate "$work/S.cfg" --measured "$work/m.csv" --skip 0 --append "$work/m.csv"
 check "validate --measured M --append M: exit 2" [ "$status" -eq 2 ]
+check "... before validating (no report)" [ ! -s "$work/append_onto_measured.out" ]
 check "the measured run is unchanged" same "$work/m.csv" "$work/m.orig"
+run append_onto_scenario validate "$work/S.cfg" --measured "$work/m.csv" --skip 0 --append "$work/S.cfg"
+check "validate S --append S: exit 2" [ "$status" -eq 2 ]
+check "... before validating (no report)" [ ! -s "$work/append_onto_scenario.out" ]
+check "... naming the input by its path" grep -q "same file as the input '$work/S.cfg'" "$work/append_onto_scenario.err"
+check "the scenario is unchanged (append)" same "$work/S.cfg" "$work/S.orig"
+cp "$src/scenarios/models/mlp-small.cfg" "$work/Mv.cfg"
+sed "s#^model = .*#model = \"$work/Mv.cfg\";#" "$work/S.cfg" > "$work/Sv.cfg"
+run append_onto_model validate "$work/Sv.cfg" --measured "$work/m.csv" --skip 0 --append "$work/Mv.cfg"
+check "validate --append onto the scenario's model: exit 2" [ "$status" -eq 2 ]
+check "... before validating (no report)" [ ! -s "$work/append_onto_model.out" ]
+check "the model is unchanged (append)" same "$work/Mv.cfg" "$src/scenarios/models/mlp-small.cfg"
 printf 'a,b\n1,2' > "$work/other.csv"
 cp "$work/other.csv" "$work/other.orig"
 run append_other validate "$work/S.cfg" --measured "$work/m.csv" --skip 0 --append "$work/other.csv"
@@ -142,10 +179,12 @@ check "--append to another table's CSV: exit 3" [ "$status" -eq 3 ]
 check "... naming its header" grep -q "other.csv:1: not the header" "$work/append_other.err"
 check "... which is unchanged" same "$work/other.csv" "$work/other.orig"
 run append_dir validate "$work/S.cfg" --measured "$work/m.csv" --skip 0 --append "$work/v"
-check "--append to a directory: exit 2, before simulating" [ "$status" -eq 2 ] && [ ! -s "$work/append_dir.out" ]
+check "--append to a directory: exit 2" [ "$status" -eq 2 ]
+check "... before simulating" [ ! -s "$work/append_dir.out" ]
 check "the appended file is unchanged by the refusals" same "$work/v/runs.csv" "$work/runs.before"
 run append_devnull validate "$work/S.cfg" --measured "$work/m.csv" --skip 0 --append /dev/null
-check "--append /dev/null: exit 0, still a character device" [ "$status" -eq 0 ] && [ -c /dev/null ]
+check "--append /dev/null: exit 0" [ "$status" -eq 0 ]
+check "... still a character device" [ -c /dev/null ]
 
 # ---- empty and impossible output paths: usage errors, nothing created ------------------
 run trace_empty simulate "$work/S.cfg" -o "$work/o3" --trace ""

@@ -1,7 +1,8 @@
 /* `ddpsim collective` (sim/colltime.h, cli/cmd_collective.c): the profile's
  * own fit where it measured the shape, the cost models elsewhere; the
  * table nccl-tests prints, which the nccl-tests importer reads back with
- * the same ranks, nodes, collective and times; nccl-tests' options and the
+ * the same ranks, nodes, collective and times; nccl-tests' options (sizes
+ * rounded to whole elements print once; at most 100000 rows) and the
  * warning of a bucket allreduce past the timeout; usage errors. */
 #include "sim/colltime.h"
 
@@ -149,6 +150,59 @@ static void test_timeout_warning(void) {
   free(e);
 }
 
+/* The rows of the last table printed, or -1 if their sizes do not grow
+ * strictly (a size printed twice). */
+static long table_rows(void) {
+  char *out = tu_read_file(out_path, NULL);
+  long n = 0;
+  double last = -1;
+  for (char *line = out ? strtok(out, "\n") : NULL; line && n >= 0; line = strtok(NULL, "\n")) {
+    if (line[0] == '#')
+      continue;
+    double size = strtod(line, NULL);
+    n = size > last ? n + 1 : -1;
+    last = size;
+  }
+  free(out);
+  return out ? n : -1;
+}
+
+/* nccl-tests' -b, -e, -f and -i: a step that would do nothing or be
+ * ignored is refused, sizes that round to one row of whole elements print
+ * it once, and a table past its documented most rows is refused before any
+ * row. */
+static void test_steps(void) {
+  char *factor_one[] = {"--profile", H100, "-b", "8", "-e", "64", "-f", "1", NULL};
+  CU_ASSERT_EQUAL(run(factor_one), 2);
+  CU_ASSERT(err_has("-f 1 would not grow the size"));
+  char *both[] = {"--profile", H100, "-b", "8", "-e", "64", "-f", "2", "-i", "8", NULL};
+  CU_ASSERT_EQUAL(run(both), 2);
+  CU_ASSERT(err_has("-f and -i both set the step"));
+  char *from_zero[] = {"--profile", H100, "-b", "0", "-e", "64", "-f", "2", NULL};
+  CU_ASSERT_EQUAL(run(from_zero), 2);
+  CU_ASSERT(err_has("from -b 0 stays 0"));
+  char *bytes[] = {"--profile", H100, "-b", "1", "-e", "64", "-i", "1", NULL}; /* floats: 0, 4, ..., 64 */
+  CU_ASSERT_EQUAL(run(bytes), 0);
+  CU_ASSERT_EQUAL(table_rows(), 17);
+  char *gathered[] = {"--profile", H100, "-g", "8", "--op", "allgather", "-b", "1", "-e", "1K", "-i", "1", NULL};
+  CU_ASSERT_EQUAL(run(gathered), 0);
+  CU_ASSERT_EQUAL(table_rows(), 33); /* a float on each of 8 ranks: 0, 32, ..., 1024 */
+  char *slow_factor[] = {"--profile", H100, "-b", "8", "-e", "64", "-f", "1.01", NULL};
+  CU_ASSERT_EQUAL(run(slow_factor), 0);
+  CU_ASSERT_EQUAL(table_rows(), 14); /* 8, 12, ..., 60 (8 x 1.01^208 is just under 64) */
+  char *most[] = {"--profile", H100, "-d", "int8", "-b", "0", "-e", "99999", "-i", "1", NULL};
+  CU_ASSERT_EQUAL(run(most), 0);
+  CU_ASSERT_EQUAL(table_rows(), 100000);
+  char *one_more[] = {"--profile", H100, "-d", "int8", "-b", "0", "-e", "100000", "-i", "1", NULL};
+  CU_ASSERT_EQUAL(run(one_more), 2);
+  CU_ASSERT(err_has("makes more than 100000 rows; narrow the range"));
+  char *unbounded[] = {"--profile", H100, "-e", "99999999G", NULL};
+  CU_ASSERT_EQUAL(run(unbounded), 2);
+  CU_ASSERT(err_has("more than 100000 rows"));
+  char *tiny_steps[] = {"--profile", H100, "-b", "1", "-e", "1G", "-i", "1", NULL};
+  CU_ASSERT_EQUAL(run(tiny_steps), 2);
+}
+
 /* Usage errors exit 2, input errors 3, with what to do. */
 static void test_errors(void) {
   char *no_profile[] = {"-g", "8", NULL};
@@ -182,5 +236,6 @@ void test_register(void) {
   CU_add_test(s, "the profile's fit at its shape, the models elsewhere", test_measured_or_modelled);
   CU_add_test(s, "the table imports back with the same shape and times", test_table_imports);
   CU_add_test(s, "a bucket allreduce past the timeout is a warning", test_timeout_warning);
+  CU_add_test(s, "the sizes of -b, -e, -f and -i", test_steps);
   CU_add_test(s, "usage and input errors", test_errors);
 }
