@@ -112,6 +112,10 @@ static void print_best(const sim_point_result *r, FILE *f) {
     fprintf(f, "tied with %s s; ", r->ties);
   else
     fprintf(f, "no tie; ");
+  if (!isfinite(r->job.mtti_s)) {
+    fprintf(f, "no interruptions, so no Young or Daly interval (checkpoint %.2f s)\n", r->ckpt_block_s);
+    return;
+  }
   fprintf(f, "Young %.0f s, Daly %.0f s (checkpoint %.2f s, interrupt every %.2f h)\n", r->job.young_s, r->job.daly_s,
       r->ckpt_block_s, r->job.mtti_s / 3600.0);
 }

@@ -252,6 +252,30 @@ static void test_job_alone(void) {
   sim_scenario_free(s);
 }
 
+/* Checkpoints without failures: the summary says there is no Young or Daly
+ * interval rather than printing nan. */
+static void test_summary_no_failures(void) {
+  sim_scenario *s = load(BASE SIM "job = { hours = 10.0; };\n"
+                                  "checkpoint = { every_s = [600.0, 1200.0]; storage_GBps = 100.0; };\n"
+                                  "cost = { gpu_hour_usd = 2.0; };\n");
+  CU_ASSERT_FATAL(s != NULL);
+  sim_sweep_opts o = {.jobs = 1, .n_shards = 1, .trace_point = -1};
+  sim_sweep w;
+  CU_ASSERT_FATAL(sim_sweep_run(s, &o, &w) == 0);
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  CU_ASSERT_FATAL(f != NULL);
+  sim_summary_print(s, &w, f);
+  fclose(f);
+  CU_ASSERT(strstr(buf, "best interval") != NULL);
+  CU_ASSERT(strstr(buf, "no interruptions, so no Young or Daly interval") != NULL);
+  CU_ASSERT(strstr(buf, "nan") == NULL && strstr(buf, "inf ") == NULL);
+  free(buf);
+  sim_sweep_free(&w);
+  sim_scenario_free(s);
+}
+
 /* The summary has a column for every swept dimension: rows that differ
  * only in compression or bucket cap say so. */
 static void test_summary_columns(void) {
@@ -294,4 +318,5 @@ void test_register(void) {
   CU_add_test(s, "more replications until the best interval is told apart; ties named", test_ties);
   CU_add_test(s, "a job group alone: the failure-free time to train", test_job_alone);
   CU_add_test(s, "the summary shows every swept dimension", test_summary_columns);
+  CU_add_test(s, "checkpoints without failures: no Young or Daly interval, no nan", test_summary_no_failures);
 }
