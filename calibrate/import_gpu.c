@@ -3,6 +3,7 @@
 #include "calibrate/gpu_step.h"
 #include "calibrate/import_common.h"
 #include "calibrate/import_gpu_int.h"
+#include "calibrate/import_trace.h"
 #include "core/afile.h"
 #include "core/cfg.h"
 #include "core/err.h"
@@ -713,7 +714,9 @@ int cal_import_gpu(
   int rc;
   if (notes && notes_len)
     notes[0] = '\0';
-  if ((rc = core_afile_check(out)) != 0 || (rc = load(&m, traces, n_traces)) != 0 || (rc = choose_steps(&m)) != 0)
+  /* --base is an input whether or not its sizes are needed. */
+  if ((rc = cal_trace_check_io(traces, n_traces, o->base, o->profile, out, NULL)) != 0 ||
+      (rc = load(&m, traces, n_traces)) != 0 || (rc = choose_steps(&m)) != 0)
     goto out_free;
   pick_ref(&m);
   if ((rc = measure_slowdown(&m)) != 0 || (rc = aggregate(&m)) != 0 || (rc = cal_gimport_tensors(&m)) != 0 ||

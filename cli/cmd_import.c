@@ -134,9 +134,15 @@ static int import_nccl(int argc, char **argv) {
     stem_of(out, name, sizeof name);
     o.name = name;
   }
+  for (int k = optind; k < argc; k++)
+    core_afile_note_input(argv[k]);
+  core_afile_note_input(o.base);
+  int rc = core_afile_check(out);
+  if (rc)
+    return cli_fail("import", core_err_wrap(rc, "--out"));
   core_profile *p;
   char notes[8192];
-  int rc = cal_import_nccl((const char *const *)argv + optind, argc - optind, &o, &p, notes, sizeof notes);
+  rc = cal_import_nccl((const char *const *)argv + optind, argc - optind, &o, &p, notes, sizeof notes);
   if (rc)
     return cli_fail("import", rc);
   fputs(notes, stderr);
@@ -196,8 +202,8 @@ static int import_trace(int argc, char **argv) {
   cal_gpu_opts go = {.name = o.name, .batch = o.batch, .base = o.base, .profile = profile_base};
   if (profile_base && !scenario)
     return cli_usage("import", "--profile-base goes with --scenario FILE");
-  if (scenario && (rc = core_afile_check(scenario)) != 0)
-    return cli_fail("import", core_err_wrap(rc, "--scenario"));
+  if ((rc = cal_trace_check_io(traces, argc - optind, o.base, profile_base, out, scenario)) != 0)
+    return cli_fail("import", rc);
   rc = cal_import_gpu(traces, argc - optind, &go, out, notes, sizeof notes);
   if (rc == CORE_EUNSUPPORTED) { /* no GPU work: a CPU trace */
     if (scenario)
