@@ -6,12 +6,14 @@
 #include "calibrate/import_gpu.h"
 #include "calibrate/import_nccl.h"
 #include "calibrate/import_trace.h"
+#include "calibrate/kineto.h"
 #include "calibrate/trace_scenario.h"
 
 #include "core/afile.h"
 
 #include "core/err.h"
 #include "core/path.h"
+#include "core/progress.h"
 #include "core/profile.h"
 
 #include <getopt.h>
@@ -204,6 +206,7 @@ static int import_trace(int argc, char **argv) {
     return cli_usage("import", "--profile-base goes with --scenario FILE");
   if ((rc = cal_trace_check_io(traces, argc - optind, o.base, profile_base, out, scenario)) != 0)
     return cli_fail("import", rc);
+  cal_ktrace_progress("import", CORE_PROGRESS_AFTER_S); /* a trace of a GB reads for a minute */
   rc = cal_import_gpu(traces, argc - optind, &go, out, notes, sizeof notes);
   if (rc == CORE_EUNSUPPORTED) { /* no GPU work: a CPU trace */
     if (scenario)
