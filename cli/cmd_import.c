@@ -78,10 +78,15 @@ const char cli_import_help[] =
     "  --base MODEL     the model the trace was taken of (GPU: its tensors' sizes)\n"
     "  --name NAME      model name (default: the base's, or the output's file name)\n"
     "\n"
+    "Several TRACE files must be of one job: the same GPU, world size and model\n"
+    "(a step's layers); a GPU trace must hold kernels, not copies alone. A read\n"
+    "longer than 3 s reports how far it is on stderr.\n"
+    "\n"
     "Bad input (a malformed table or trace, a row with #wrong > 0, a size that is\n"
     "not count x type size (x ranks for allgather and reduce-scatter) as\n"
     "nccl-tests prints it) is an error naming FILE:LINE or the trace event, and\n"
-    "nothing is written.\n";
+    "nothing is written. Before any input is read, an output that is one of the\n"
+    "inputs (--base included, used or not) or another output is refused.\n";
 
 /* The file name of path without directory and extension (".cfg", ".json",
  * ".json.gz", ".pt.trace"). */
