@@ -161,6 +161,33 @@ static int import_nccl(int argc, char **argv) {
   return CLI_EXIT_OK;
 }
 
+/* The traces, their outputs checked first: a GPU job's model (and with
+ * scenario its traced job), else a CPU job's measured layers. */
+static int import_traces(const char *const *traces, int n, const cal_trace_opts *o, const char *out,
+    const char *scenario, const char *profile_base) {
+  char notes[16384];
+  int rc;
+  cal_gpu_opts go = {.name = o->name, .batch = o->batch, .base = o->base, .profile = profile_base};
+  if ((rc = cal_trace_check_io(traces, n, o->base, profile_base, out, scenario)) != 0)
+    return cli_fail("import", rc);
+  cal_ktrace_progress("import", CORE_PROGRESS_AFTER_S); /* a trace of a GB reads for a minute */
+  rc = cal_import_gpu(traces, n, &go, out, notes, sizeof notes);
+  if (rc == CORE_EUNSUPPORTED) { /* no GPU work: a CPU trace */
+    if (scenario)
+      return cli_usage("import", "--scenario writes the traced job of a GPU trace; %s holds no GPU work", traces[0]);
+    rc = cal_import_traces(traces, n, o, out, notes, sizeof notes);
+  } else if (rc == 0 && scenario) {
+    fputs(notes, stderr);
+    notes[0] = '\0';
+    rc = cal_trace_scenario(out, scenario, profile_base, notes, sizeof notes);
+  }
+  if (rc)
+    return cli_fail("import", rc);
+  fputs(notes, stderr);
+  fprintf(stderr, "import: wrote %s\n", out);
+  return CLI_EXIT_OK;
+}
+
 static int import_trace(int argc, char **argv) {
   static const struct option opts[] = {{"out", required_argument, NULL, 'o'}, {"base", required_argument, NULL, 'b'},
       {"batch", required_argument, NULL, 'B'}, {"name", required_argument, NULL, 'n'},
@@ -203,30 +230,9 @@ static int import_trace(int argc, char **argv) {
     snprintf(def, sizeof def, "%s.cfg", stem);
     out = def;
   }
-  char notes[16384];
-  int rc;
-  const char *const *traces = (const char *const *)(argv + optind);
-  cal_gpu_opts go = {.name = o.name, .batch = o.batch, .base = o.base, .profile = profile_base};
   if (profile_base && !scenario)
     return cli_usage("import", "--profile-base goes with --scenario FILE");
-  if ((rc = cal_trace_check_io(traces, argc - optind, o.base, profile_base, out, scenario)) != 0)
-    return cli_fail("import", rc);
-  cal_ktrace_progress("import", CORE_PROGRESS_AFTER_S); /* a trace of a GB reads for a minute */
-  rc = cal_import_gpu(traces, argc - optind, &go, out, notes, sizeof notes);
-  if (rc == CORE_EUNSUPPORTED) { /* no GPU work: a CPU trace */
-    if (scenario)
-      return cli_usage("import", "--scenario writes the traced job of a GPU trace; %s holds no GPU work", traces[0]);
-    rc = cal_import_traces(traces, argc - optind, &o, out, notes, sizeof notes);
-  } else if (rc == 0 && scenario) {
-    fputs(notes, stderr);
-    notes[0] = '\0';
-    rc = cal_trace_scenario(out, scenario, profile_base, notes, sizeof notes);
-  }
-  if (rc)
-    return cli_fail("import", rc);
-  fputs(notes, stderr);
-  fprintf(stderr, "import: wrote %s\n", out);
-  return CLI_EXIT_OK;
+  return import_traces((const char *const *)(argv + optind), argc - optind, &o, out, scenario, profile_base);
 }
 
 int cli_cmd_import(int argc, char **argv) {
