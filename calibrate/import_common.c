@@ -1,14 +1,19 @@
 #include "import_common.h"
 
+#include "calibrate/import_trace.h"
+#include "calibrate/trace_scenario.h"
 #include "core/afile.h"
 #include "core/cfg.h"
 #include "core/err.h"
 #include "core/model.h"
+#include "core/path.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 void cal_vnote(char *notes, size_t n, const char *fmt, va_list ap) {
   if (!notes || n == 0)
@@ -65,4 +70,84 @@ int cal_write_model(const config_t *cfg, const char *out, const char *fmt, ...) 
   }
   free(text);
   return rc;
+}
+
+/* What an output names: an existing file by its device and inode, a new one
+ * by its directory's real path and its name, after symlinks (a dangling one
+ * names the file it would create). */
+typedef struct out_id {
+  int exists;
+  dev_t dev;
+  ino_t ino;
+  char where[8400];
+} out_id;
+
+static void identify(const char *path, out_id *id) {
+  struct stat st;
+  char cur[4096], link[4096], dir[4096];
+  memset(id, 0, sizeof *id);
+  if (stat(path, &st) == 0) {
+    id->exists = 1, id->dev = st.st_dev, id->ino = st.st_ino;
+    return;
+  }
+  snprintf(cur, sizeof cur, "%s", path);
+  for (int hop = 0; hop < 40 && lstat(cur, &st) == 0 && S_ISLNK(st.st_mode); hop++) {
+    ssize_t k = readlink(cur, link, sizeof link - 1);
+    if (k < 0)
+      break;
+    link[k] = '\0';
+    core_path_dir(cur, dir, sizeof dir);
+    if (link[0] == '/')
+      snprintf(cur, sizeof cur, "%s", link);
+    else if (snprintf(cur, sizeof cur, "%s/%s", dir, link) >= (int)sizeof cur)
+      break;
+  }
+  core_path_dir(cur, dir, sizeof dir);
+  char *real = realpath(dir, NULL);
+  snprintf(id->where, sizeof id->where, "%s/%s", real ? real : dir, core_path_base(cur));
+  free(real);
+}
+
+static int same_output(const out_id *a, const out_id *b) {
+  if (a->exists || b->exists)
+    return a->exists && b->exists && a->dev == b->dev && a->ino == b->ino;
+  return !strcmp(a->where, b->where);
+}
+
+int cal_check_outputs(const char *const *out, const char *const *what, int n) {
+  out_id *ids = calloc((size_t)(n > 0 ? n : 1), sizeof *ids);
+  int rc = ids ? 0 : core_err_set(CORE_ENOMEM, "out of memory checking the outputs");
+  for (int i = 0; i < n && !rc; i++) {
+    if (!out[i])
+      continue;
+    if ((rc = core_afile_check(out[i])) != 0) {
+      rc = core_err_wrap(rc, "%s", what[i]);
+      break;
+    }
+    identify(out[i], &ids[i]);
+    for (int j = 0; j < i && !rc; j++)
+      if (out[j] && same_output(&ids[i], &ids[j]))
+        rc = core_err_set(CORE_EUSAGE,
+            "%s '%s' and %s '%s' are the same file: one would replace the other; choose another path for one of "
+            "them",
+            what[j], out[j], what[i], out[i]);
+  }
+  free(ids);
+  return rc;
+}
+
+int cal_trace_check_io(const char *const *traces, int n_traces, const char *base, const char *profile_base,
+    const char *out, const char *scenario) {
+  char prof[4400];
+  for (int k = 0; k < n_traces; k++)
+    core_afile_note_input(traces[k]);
+  if (base)
+    core_afile_note_input(base);
+  if (profile_base)
+    core_afile_note_input(profile_base);
+  if (scenario)
+    cal_trace_scenario_profile(scenario, prof, sizeof prof);
+  const char *outs[3] = {out, scenario, scenario ? prof : NULL};
+  const char *what[3] = {"the model", "--scenario", "the scenario's profile"};
+  return cal_check_outputs(outs, what, 3);
 }

@@ -1,8 +1,9 @@
 /*
  * import_common — what the importers (nccl-tests output, PyTorch traces,
  * GPU traces, the traced job's scenario) share, inside the import library
- * only: their notes to the user, file names in their messages, and the
- * model file they write, checked before it replaces anything.
+ * only: their notes to the user, the check of a command's outputs before it
+ * starts, and the model file they write, checked before it replaces
+ * anything.
  */
 #ifndef CALIBRATE_IMPORT_COMMON_H
 #define CALIBRATE_IMPORT_COMMON_H
@@ -21,5 +22,12 @@ void cal_vnote(char *notes, size_t n, const char *fmt, va_list ap);
  * importer cannot read back is a bug, reported as CORE_EINTERNAL, and out
  * is left alone. */
 int cal_write_model(const config_t *cfg, const char *out, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* The outputs of one command, checked before it reads or writes anything:
+ * each as core_afile_check does (so against the inputs noted by then: note
+ * them first with core_afile_note_input), and no two the same file. out[i]
+ * is what[i]'s path ("--scenario"); a NULL path is skipped. CORE_EUSAGE
+ * with a message naming both when two outputs are one file. */
+int cal_check_outputs(const char *const *out, const char *const *what, int n);
 
 #endif

@@ -101,4 +101,13 @@ int cal_import_trace(const char *trace, const cal_trace_opts *o, const char *out
 int cal_import_traces(
     const char *const *traces, int n_traces, const cal_trace_opts *o, const char *out, char *notes, size_t notes_len);
 
+/* What `import torch-trace` must know before it reads a trace: its inputs
+ * (the traces, base and profile_base, either may be NULL) noted as such, and
+ * its outputs (out; scenario, when not NULL, and the profile written beside
+ * it) checked against them and against each other, so that a refusal comes
+ * before any work and leaves nothing written. CORE_EUSAGE with the message
+ * naming both files. */
+int cal_trace_check_io(const char *const *traces, int n_traces, const char *base, const char *profile_base,
+    const char *out, const char *scenario);
+
 #endif

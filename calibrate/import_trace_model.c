@@ -270,7 +270,8 @@ import im = {.o = o, .out = out, .notes = notes, .notes_len = notes_len };
   int rc;
   if (notes && notes_len)
     notes[0] = '\0';
-  if ((rc = check_name(o->name)) != 0 || (rc = cal_trace_read_many(traces, n_traces, &im.t)) != 0)
+  if ((rc = check_name(o->name)) != 0 || (rc = cal_trace_check_io(traces, n_traces, o->base, NULL, out, NULL)) != 0 ||
+      (rc = cal_trace_read_many(traces, n_traces, &im.t)) != 0)
     return rc;
   im.trace = traces[0];
   if (n_traces > 1)

@@ -3,7 +3,10 @@
 #include "kdims.h"
 
 #include "core/afile.h"
+#include "core/clock.h"
 #include "core/err.h"
+#include "core/path.h"
+#include "core/progress.h"
 
 #include <yajl/yajl_parse.h>
 #include <zlib.h>
@@ -188,7 +191,9 @@ typedef struct kparse {
   sbuf thread;
   kdev *devs;
   size_t n_devs, devs_cap;
-  int rc; /* the error that stopped the parse */
+  int rc;             /* the error that stopped the parse */
+  int64_t file_bytes; /* the file's size, for progress */
+  core_progress pr;
 } kparse;
 
 static int fail(kparse *P, int rc) {
@@ -620,6 +625,28 @@ static int json_error(kparse *P, yajl_handle h, kpos at, int at_end) {
       P->t->path, at.line, at.col, msg);
 }
 
+/* Who reports reads that run long (cal_ktrace_progress); NULL: nobody. */
+static _Atomic(const char *) progress_who;
+static _Atomic double progress_after_s;
+
+void cal_ktrace_progress(const char *who, double after_s) {
+  progress_after_s = after_s;
+  progress_who = who;
+}
+
+/* How far the read of g is, on stderr when it is due. */
+static void progress(kparse *P, gzFile g) {
+  double now = core_now();
+  if (!core_progress_due(&P->pr, now))
+    return;
+  double at = (double)gzoffset(g), of = (double)P->file_bytes;
+  char size[64] = "";
+  if (of > 0) /* not a pipe */
+    snprintf(size, sizeof size, " of %.0f MB (%.0f%%)", of / 1e6, 100.0 * fmin(at / of, 1.0));
+  core_progress_line(&P->pr, now, "%s: reading %s, %.0f MB%s, %.0f s", progress_who, core_path_base(P->t->path),
+      at / 1e6, size, now - P->pr.t0);
+}
+
 /* Decompress (or copy) g through YAJL. */
 static int parse_stream(kparse *P, gzFile g, yajl_handle h, unsigned char *buf) {
   kpos at = {1, 1};
@@ -650,6 +677,7 @@ static int parse_stream(kparse *P, gzFile g, yajl_handle h, unsigned char *buf) 
     }
     advance(&at, buf, (size_t)k);
     total += (size_t)k;
+    progress(P, g);
   }
   if (total == 0)
     return core_err_set(CORE_EINVAL, "%s: the file is empty; expected a Chrome trace from torch.profiler", P->t->path);
@@ -660,16 +688,17 @@ static int parse_stream(kparse *P, gzFile g, yajl_handle h, unsigned char *buf) 
 }
 
 /* Open path for gzread: gzip or plain, told by the magic bytes. */
-static int open_trace(const char *path, gzFile *g) {
+static int open_trace(const char *path, gzFile *g, int64_t *bytes) {
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0)
     return core_err_errno(errno, "cannot open trace '%s'", path);
-  struct stat sb;
+  struct stat sb = {0};
   unsigned char magic[2] = {0, 0};
   if (fstat(fd, &sb) == 0 && S_ISDIR(sb.st_mode)) {
     close(fd);
     return core_err_set(CORE_EINVAL, "%s: a directory, not a trace; give the trace file", path);
   }
+  *bytes = sb.st_size;
   core_afile_note_input(path); /* by name: a refused output then names it */
   ssize_t r = pread(fd, magic, 2, 0);
   int gz = r == 2 && magic[0] == 0x1f && magic[1] == 0x8b; /* RFC 1952, 2.3.1 */
@@ -731,9 +760,11 @@ static int read_into(const char *path, cal_ktrace *t, kparse *P) {
   gzFile g = NULL;
   yajl_handle h = NULL;
   unsigned char *buf = NULL;
-  int rc = open_trace(path, &g);
+  int rc = open_trace(path, &g, &P->file_bytes);
   if (rc)
     return rc;
+  const char *who = progress_who;
+  core_progress_start(&P->pr, who != NULL, progress_after_s);
   if (!(t->store = calloc(1, sizeof *t->store)) || !(buf = malloc(CHUNK)) || !(h = yajl_alloc(&callbacks, NULL, P))) {
     rc = core_err_set(CORE_ENOMEM, "out of memory reading %s", path);
     goto close_all;
@@ -755,6 +786,7 @@ static int read_into(const char *path, cal_ktrace *t, kparse *P) {
   else
     pick_device(P);
 close_all:
+  core_progress_end(&P->pr);
   if (h)
     yajl_free(h);
   free(buf);

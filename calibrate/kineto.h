@@ -82,6 +82,11 @@ typedef struct cal_ktrace {
   struct cal_kstore *store;
 } cal_ktrace;
 
+/* Reads that run longer than after_s report how far they are on stderr
+ * (core/progress.h), lines starting "who: "; who NULL (the default): no
+ * report. For a command to set before it reads. */
+void cal_ktrace_progress(const char *who, double after_s);
+
 /* Read path into t (zeroed first). 0, or a negative core_err code with the
  * message set; t holds nothing to free on error. */
 int cal_ktrace_read(const char *path, cal_ktrace *t);

@@ -231,6 +231,13 @@ static void stem_of(const char *path, char *stem, size_t sn) {
     *dot = '\0';
 }
 
+void cal_trace_scenario_profile(const char *scenario, char *out, size_t n) {
+  char stem[256];
+  stem_of(scenario, stem, sizeof stem);
+  /* Beside the scenario, in its directory as its path names it. */
+  snprintf(out, n, "%.*s%s.profile.cfg", (int)(core_path_base(scenario) - scenario), scenario, stem);
+}
+
 /* The model's path as the scenario refers to it (relative to the scenario's
  * directory): its name when both are in one directory, as the paths name
  * it, else its full path. */
@@ -287,7 +294,12 @@ int cal_trace_scenario(
   int nodes = 1, per_node = 1, rc;
   double cap_mb = 0, first_mb = 0;
   char stem[256], prof_name[300], prof_path[4400], ref[4096];
-  if ((rc = core_afile_check(scenario)) != 0 || (rc = core_model_load(model, &m)) != 0)
+  const char *outs[2] = {scenario, prof_path}, *what[2] = {"--scenario", "the scenario's profile"};
+  core_afile_note_input(model);
+  if (profile_base)
+    core_afile_note_input(profile_base);
+  cal_trace_scenario_profile(scenario, prof_path, sizeof prof_path);
+  if ((rc = cal_check_outputs(outs, what, 2)) != 0 || (rc = core_model_load(model, &m)) != 0)
     return rc;
   if (!m->traced) {
     rc = core_err_set(CORE_EINVAL, "%s holds no traced step: --scenario goes with a GPU trace", model);
@@ -295,8 +307,6 @@ int cal_trace_scenario(
   }
   stem_of(scenario, stem, sizeof stem);
   snprintf(prof_name, sizeof prof_name, "%s.profile.cfg", stem);
-  /* Beside the scenario, in its directory as its path names it. */
-  snprintf(prof_path, sizeof prof_path, "%.*s%s", (int)(core_path_base(scenario) - scenario), scenario, prof_name);
   if ((rc = traced_shape(m->traced, &nodes, &per_node)) != 0 ||
       (rc = traced_profile(m, profile_base, stem, nodes, per_node, &p, &cap_mb, &first_mb, notes, notes_len)) != 0 ||
       (rc = core_profile_write(p, prof_path)) != 0 ||

@@ -19,4 +19,8 @@
 int cal_trace_scenario(
     const char *model, const char *scenario, const char *profile_base, char *notes, size_t notes_len);
 
+/* The profile cal_trace_scenario writes beside scenario, into out (n bytes):
+ * so that a command checks it, with its other outputs, before any work. */
+void cal_trace_scenario_profile(const char *scenario, char *out, size_t n);
+
 #endif

@@ -6,12 +6,14 @@
 #include "calibrate/import_gpu.h"
 #include "calibrate/import_nccl.h"
 #include "calibrate/import_trace.h"
+#include "calibrate/kineto.h"
 #include "calibrate/trace_scenario.h"
 
 #include "core/afile.h"
 
 #include "core/err.h"
 #include "core/path.h"
+#include "core/progress.h"
 #include "core/profile.h"
 
 #include <getopt.h>
@@ -76,10 +78,15 @@ const char cli_import_help[] =
     "  --base MODEL     the model the trace was taken of (GPU: its tensors' sizes)\n"
     "  --name NAME      model name (default: the base's, or the output's file name)\n"
     "\n"
+    "Several TRACE files must be of one job: the same GPU, world size and model\n"
+    "(a step's layers); a GPU trace must hold kernels, not copies alone. A read\n"
+    "longer than 3 s reports how far it is on stderr.\n"
+    "\n"
     "Bad input (a malformed table or trace, a row with #wrong > 0, a size that is\n"
     "not count x type size (x ranks for allgather and reduce-scatter) as\n"
     "nccl-tests prints it) is an error naming FILE:LINE or the trace event, and\n"
-    "nothing is written.\n";
+    "nothing is written. Before any input is read, an output that is one of the\n"
+    "inputs (--base included, used or not) or another output is refused.\n";
 
 /* The file name of path without directory and extension (".cfg", ".json",
  * ".json.gz", ".pt.trace"). */
@@ -134,9 +141,15 @@ static int import_nccl(int argc, char **argv) {
     stem_of(out, name, sizeof name);
     o.name = name;
   }
+  for (int k = optind; k < argc; k++)
+    core_afile_note_input(argv[k]);
+  core_afile_note_input(o.base);
+  int rc = core_afile_check(out);
+  if (rc)
+    return cli_fail("import", core_err_wrap(rc, "--out"));
   core_profile *p;
   char notes[8192];
-  int rc = cal_import_nccl((const char *const *)argv + optind, argc - optind, &o, &p, notes, sizeof notes);
+  rc = cal_import_nccl((const char *const *)argv + optind, argc - optind, &o, &p, notes, sizeof notes);
   if (rc)
     return cli_fail("import", rc);
   fputs(notes, stderr);
@@ -144,6 +157,33 @@ static int import_nccl(int argc, char **argv) {
   core_profile_free(p);
   if (rc)
     return cli_fail("import", rc);
+  fprintf(stderr, "import: wrote %s\n", out);
+  return CLI_EXIT_OK;
+}
+
+/* The traces, their outputs checked first: a GPU job's model (and with
+ * scenario its traced job), else a CPU job's measured layers. */
+static int import_traces(const char *const *traces, int n, const cal_trace_opts *o, const char *out,
+    const char *scenario, const char *profile_base) {
+  char notes[16384];
+  int rc;
+  cal_gpu_opts go = {.name = o->name, .batch = o->batch, .base = o->base, .profile = profile_base};
+  if ((rc = cal_trace_check_io(traces, n, o->base, profile_base, out, scenario)) != 0)
+    return cli_fail("import", rc);
+  cal_ktrace_progress("import", CORE_PROGRESS_AFTER_S); /* a trace of a GB reads for a minute */
+  rc = cal_import_gpu(traces, n, &go, out, notes, sizeof notes);
+  if (rc == CORE_EUNSUPPORTED) { /* no GPU work: a CPU trace */
+    if (scenario)
+      return cli_usage("import", "--scenario writes the traced job of a GPU trace; %s holds no GPU work", traces[0]);
+    rc = cal_import_traces(traces, n, o, out, notes, sizeof notes);
+  } else if (rc == 0 && scenario) {
+    fputs(notes, stderr);
+    notes[0] = '\0';
+    rc = cal_trace_scenario(out, scenario, profile_base, notes, sizeof notes);
+  }
+  if (rc)
+    return cli_fail("import", rc);
+  fputs(notes, stderr);
   fprintf(stderr, "import: wrote %s\n", out);
   return CLI_EXIT_OK;
 }
@@ -190,29 +230,9 @@ static int import_trace(int argc, char **argv) {
     snprintf(def, sizeof def, "%s.cfg", stem);
     out = def;
   }
-  char notes[16384];
-  int rc;
-  const char *const *traces = (const char *const *)(argv + optind);
-  cal_gpu_opts go = {.name = o.name, .batch = o.batch, .base = o.base, .profile = profile_base};
   if (profile_base && !scenario)
     return cli_usage("import", "--profile-base goes with --scenario FILE");
-  if (scenario && (rc = core_afile_check(scenario)) != 0)
-    return cli_fail("import", core_err_wrap(rc, "--scenario"));
-  rc = cal_import_gpu(traces, argc - optind, &go, out, notes, sizeof notes);
-  if (rc == CORE_EUNSUPPORTED) { /* no GPU work: a CPU trace */
-    if (scenario)
-      return cli_usage("import", "--scenario writes the traced job of a GPU trace; %s holds no GPU work", traces[0]);
-    rc = cal_import_traces(traces, argc - optind, &o, out, notes, sizeof notes);
-  } else if (rc == 0 && scenario) {
-    fputs(notes, stderr);
-    notes[0] = '\0';
-    rc = cal_trace_scenario(out, scenario, profile_base, notes, sizeof notes);
-  }
-  if (rc)
-    return cli_fail("import", rc);
-  fputs(notes, stderr);
-  fprintf(stderr, "import: wrote %s\n", out);
-  return CLI_EXIT_OK;
+  return import_traces((const char *const *)(argv + optind), argc - optind, &o, out, scenario, profile_base);
 }
 
 int cli_cmd_import(int argc, char **argv) {

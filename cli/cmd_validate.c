@@ -1,11 +1,13 @@
 /* ddpsim validate: a prediction against a measured run. */
 #include "cli.h"
 
+#include "calibrate/kineto.h"
 #include "calibrate/validate.h"
 
 #include "core/afile.h"
 #include "core/csv.h"
 #include "core/err.h"
+#include "core/progress.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -161,6 +163,7 @@ int cli_cmd_validate(int argc, char **argv) {
     return cli_fail("validate", rc);
   }
   cal_validation v;
+  cal_ktrace_progress("validate", CORE_PROGRESS_AFTER_S); /* a measured trace of a GB reads for a minute */
   if ((rc = cal_validate(s, o.point, o.measured, o.skip, &v)) != 0) {
     sim_scenario_free(s);
     return cli_fail("validate", rc);

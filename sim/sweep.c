@@ -8,6 +8,7 @@
 #include "core/clock.h"
 #include "core/csv.h"
 #include "core/err.h"
+#include "core/progress.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -291,17 +292,14 @@ void sim_sweep_free(sim_sweep *w) {
   w->n = 0;
 }
 
-/* Progress on stderr, from a thread of its own, once the sweep has run for
- * progress_after_s: on a terminal one line rewritten every second, else a
- * line every REPORT_LINES_S. It reads counters only: the outputs are the
- * same with it or without. */
-#define REPORT_LINES_S 10.0
-
+/* Progress on stderr (core/progress.h), from a thread of its own, once the
+ * sweep has run for progress_after_s. It reads counters only: the outputs
+ * are the same with it or without. */
 typedef struct reporter {
   work *w;
   pthread_t th;
-  int tty, printed;
-  double t0, job_t0;
+  core_progress p;
+  double job_t0;
 } reporter;
 
 static void report_line(reporter *r, double now) {
@@ -309,38 +307,32 @@ static void report_line(reporter *r, double now) {
   long done = atomic_load(&w->prog.points);
   char line[256], left[64] = "";
   if (atomic_load(&w->prog.phase) == PHASE_STEP) {
-    snprintf(line, sizeof line, "simulate: step level, %ld of %ld points, %.0f s", done, w->n, now - r->t0);
+    snprintf(line, sizeof line, "simulate: step level, %ld of %ld points, %.0f s", done, w->n, now - r->p.t0);
   } else {
     double ev = (double)atomic_load(&w->prog.events), tot = atomic_load(&w->prog.total_events);
     if (ev > 0 && tot > ev) {
       human_time((now - r->job_t0) * (tot - ev) / ev, left, sizeof left);
     }
     snprintf(line, sizeof line, "simulate: failures, %ld of %ld points, %.3g of ~%.3g events, %.0f s%s%s", done, w->n,
-        ev, tot, now - r->t0, left[0] ? ", about " : "", left[0] ? left : "");
+        ev, tot, now - r->p.t0, left[0] ? ", about " : "", left[0] ? left : "");
     if (left[0])
       strncat(line, " left", sizeof line - strlen(line) - 1);
   }
-  fprintf(stderr, r->tty ? "\r%s\033[K" : "%s\n", line);
-  fflush(stderr);
-  r->printed = 1;
+  core_progress_line(&r->p, now, "%s", line);
 }
 
 static void *report(void *arg) {
   reporter *r = arg;
-  double last = -INFINITY, after = r->w->o->progress_after_s;
   do {
     double now = core_now();
     if (atomic_load(&r->w->prog.phase) == PHASE_JOB && r->job_t0 == 0)
       r->job_t0 = now;
-    if (now - r->t0 >= after && now - last >= (r->tty ? 1.0 : REPORT_LINES_S)) {
+    if (core_progress_due(&r->p, now))
       report_line(r, now);
-      last = now;
-    }
     struct timespec tick = {0, 200 * 1000 * 1000};
     nanosleep(&tick, NULL);
   } while (!atomic_load(&r->w->prog.stop));
-  if (r->printed && r->tty)
-    fputc('\n', stderr);
+  core_progress_end(&r->p);
   return NULL;
 }
 
@@ -380,7 +372,8 @@ static long ask_more(work *w) {
  * replications until every group's best interval is told apart from the
  * others or tied with them within simulation.tie_goodput. */
 static int run_phases(work *w, int jobs) {
-  reporter r = {.w = w, .tty = isatty(2), .t0 = core_now()};
+  reporter r = {.w = w};
+  core_progress_start(&r.p, 1, w->o->progress_after_s);
   int reporting = w->o->progress && pthread_create(&r.th, NULL, report, &r) == 0;
   int rc = run_phase(w, PHASE_STEP, jobs);
   if (!rc && w->s->job.present && (rc = check_work(w)) == 0)

@@ -15,6 +15,8 @@
 #include "sim/predict.h"
 #include "sim/scenario.h"
 
+#include "core/progress.h"
+
 typedef struct sim_sweep_opts {
   int jobs;            /* worker threads; <= 0: one per online CPU */
   int shard, n_shards; /* run shard `shard` of n_shards (sim/shard.h) */
@@ -26,7 +28,7 @@ typedef struct sim_sweep_opts {
 } sim_sweep_opts;
 
 /* When `ddpsim simulate` starts to report progress. */
-#define SIM_SWEEP_PROGRESS_AFTER_S 3.0
+#define SIM_SWEEP_PROGRESS_AFTER_S CORE_PROGRESS_AFTER_S
 
 typedef struct sim_sweep {
   long n;

@@ -84,6 +84,43 @@ check "import nccl-tests --base P --out P: exit 2" [ "$status" -eq 2 ]
 check "... naming the input by its path" grep -q "same file as the input '$work/P.cfg'" "$work/import_onto_base.err"
 check "the base profile is unchanged" same "$work/P.cfg" "$src/scenarios/profiles/dgx-h100.cfg"
 
+# import torch-trace: every output (the model, --scenario, the profile beside
+# it) is checked against every input and against the others before any
+# work, so a refusal leaves no file behind. The case's files are in a
+# directory of its own, which must hold only what the case put there.
+gpu="$src/tests/data/torch-trace/gpu-ddp.json"
+imp_case() { # NAME WHAT-IS-REFUSED ARGS... (paths relative to the case's directory)
+  local name=$1 what=$2
+  shift 2
+  mkdir -p "$work/$name.d"
+  local before
+  before=$(cd "$work/$name.d" && ls -A | sort | tr '\n' ' ')
+  run "$name" import torch-trace "$@"
+  check "import torch-trace, $what: exit 2" [ "$status" -eq 2 ]
+  check "... nothing written ($what)" [ "$(cd "$work/$name.d" && ls -A | sort | tr '\n' ' ')" = "$before" ]
+}
+d="$work/imp_model_is_scenario.d"
+imp_case imp_model_is_scenario "-o M --scenario M" "$gpu" -o "$d/M.cfg" --scenario "$d/M.cfg"
+check "... naming both" grep -q "the model '$d/M.cfg' and --scenario '$d/M.cfg' are the same file" \
+  "$work/imp_model_is_scenario.err"
+d="$work/imp_model_is_profile.d"
+imp_case imp_model_is_profile "-o S.profile.cfg --scenario S" "$gpu" -o "$d/S.profile.cfg" --scenario "$d/./S.cfg"
+d="$work/imp_scenario_is_trace.d"
+mkdir -p "$d" && cp "$gpu" "$d/T.json"
+imp_case imp_scenario_is_trace "--scenario TRACE" "$d/T.json" -o "$d/M.cfg" --scenario "$d/T.json"
+check "... the trace is unchanged" same "$d/T.json" "$gpu"
+d="$work/imp_profile_base.d"
+mkdir -p "$d" && cp "$src/scenarios/profiles/dgx-h100.cfg" "$d/S.profile.cfg"
+imp_case imp_profile_base "--scenario S --profile-base S.profile.cfg" "$gpu" -o "$d/M.cfg" --scenario "$d/S.cfg" \
+  --profile-base "$d/S.profile.cfg"
+check "... the base profile is unchanged" same "$d/S.profile.cfg" "$src/scenarios/profiles/dgx-h100.cfg"
+# --base is an input of a GPU trace's import even where DDP's copies give the
+# tensors' sizes and the base is not read.
+d="$work/imp_gpu_base.d"
+mkdir -p "$d" && cp "$src/scenarios/models/mlp-small.cfg" "$d/M.cfg"
+imp_case imp_gpu_base "GPU trace --base M -o M" "$gpu" --base "$d/M.cfg" -o "$d/M.cfg"
+check "... the base model is unchanged" same "$d/M.cfg" "$src/scenarios/models/mlp-small.cfg"
+
 if "$bin" help train >/dev/null 2>&1; then
   cp "$src/tests/data/runtime/mlp-tiny.cfg" "$work/M.cfg"
   t0=$(date +%s)

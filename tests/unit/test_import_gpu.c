@@ -5,9 +5,10 @@
  * and device time, DDP's copies, launches and bucket allreduces kept apart,
  * the side work and its dependency (as most steps show it, or held back by
  * the compute stream's kernel); --scenario's traced job replays the
- * trace's median step; and bad traces (no steps, no kernels, no backward,
- * correlation ids that match nothing, not JSON, truncated) are errors that
- * name the file and write nothing. */
+ * trace's median step; and bad traces (no steps, no kernels, copies but no
+ * kernels, no backward, correlation ids that match nothing, not JSON,
+ * truncated) are errors that name the file and write nothing, as are
+ * traces of different jobs read as one. */
 #include "testutil.h"
 
 #include "calibrate/gpu_datasheet.h"
@@ -356,6 +357,9 @@ static void test_bad_traces(void) {
   expect_refused(p, "no backward pass");
   variant("nocorr.json", "\"stream\":7,\"correlation\":", "\"stream\":7,\"correlation\":9", p, sizeof p);
   expect_refused(p, "correlation id");
+  /* copies but no kernels: a step of no compute, not a model of zero times */
+  variant("nokernels.json", "\"cat\":\"kernel\"", "\"cat\":\"kernel_off\"", p, sizeof p);
+  expect_refused(p, "GPU copies (gpu_memcpy, gpu_memset) but no GPU kernels");
   {
     char q[4200];
     variant("nogpu.json", "\"cat\":\"kernel\"", "\"cat\":\"kernel_off\"", q, sizeof q);
@@ -381,6 +385,40 @@ static void test_bad_traces(void) {
   expect_refused(p, "");
 }
 
+/* Several traces are read as one job's: the fixture twice is, a trace of
+ * another GPU, world or model is refused naming both files and what
+ * differs. */
+static void test_traces_of_one_job(void) {
+  char out[4200], p[4200];
+  snprintf(out, sizeof out, "%s/one-job.cfg", dir);
+  cal_gpu_opts o = {0};
+  const char *twice[] = {FIXTURE, FIXTURE};
+  CU_ASSERT_EQUAL(cal_import_gpu(twice, 2, &o, out, NULL, 0), 0);
+  unlink(out);
+  static const struct {
+    const char *name, *from, *to, *want;
+  } other[] = {
+      {"other-gpu.json", "NVIDIA A100-SXM4-80GB", "Tesla V100-SXM2-32GB",
+          "the GPU ('NVIDIA A100-SXM4-80GB', 'Tesla V100-SXM2-32GB') differs"},
+      {"other-world.json", "\"world_size\":2", "\"world_size\":4", "the world size (2, 4) differs"},
+      {"other-model.json", "aten::batch_norm", "aten::layer_norm",
+          "the model (layer 2 is aten::batch_norm in one, aten::layer_norm in the other) differs"},
+  };
+  for (size_t i = 0; i < sizeof other / sizeof *other; i++) {
+    variant(other[i].name, other[i].from, other[i].to, p, sizeof p);
+    const char *two[] = {FIXTURE, p};
+    int rc = cal_import_gpu(two, 2, &o, out, NULL, 0);
+    CU_ASSERT_EQUAL(rc, CORE_EINVAL);
+    const char *msg = core_err_msg();
+    if (!strstr(msg, other[i].want) || !strstr(msg, FIXTURE) || !strstr(msg, p) ||
+        !strstr(msg, "not traces of one job")) {
+      fprintf(stderr, "\n%s: got %d: %s\n", other[i].name, rc, msg);
+      CU_FAIL("not the error expected");
+    }
+    CU_ASSERT(access(out, F_OK) != 0);
+  }
+}
+
 void test_register(void) {
   CU_pSuite s = CU_add_suite("import gpu trace", suite_init, suite_clean);
   CU_add_test(s, "datasheet table: the shipped profiles' figures, names", test_datasheets);
@@ -391,4 +429,5 @@ void test_register(void) {
   CU_add_test(s, "kernels classed: compute, memory, launch; the roofs", test_kernel_classes);
   CU_add_test(s, "retargeted to another GPU: each class at its ratio", test_retarget);
   CU_add_test(s, "bad traces: errors naming the file, nothing written", test_bad_traces);
+  CU_add_test(s, "several traces: one job's, another GPU, world or model refused", test_traces_of_one_job);
 }

@@ -8,7 +8,7 @@
  * interned, and the trace-level metadata wherever it stands. A gzip copy,
  * made here with zlib, must read the same. Every broken trace is refused with
  * CORE_EINVAL, the file named with line:column or traceEvents[i], and
- * nothing kept. */
+ * nothing kept. A read that runs long reports how far it is on stderr. */
 #include "calibrate/kineto.h"
 
 #include "core/err.h"
@@ -18,7 +18,9 @@
 #include <CUnit/CUnit.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <fcntl.h>
 #include <string.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #define SMALL TU_DATA("torch-trace/kineto-small.json")
@@ -378,8 +380,47 @@ static void test_errors_event(void) {
   CU_ASSERT(strstr(core_err_msg(), "missing.json") != NULL);
 }
 
+/* The read of path with stderr into a file of the scratch directory: what
+ * it printed, malloc'd. */
+static char *read_stderr(const char *path) {
+  const char *err = in_scratch("stderr.txt");
+  fflush(stderr);
+  int keep = dup(2), fd = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  CU_ASSERT_FATAL(keep >= 0 && fd >= 0);
+  dup2(fd, 2);
+  close(fd);
+  cal_ktrace t;
+  CU_ASSERT(cal_ktrace_read(path, &t) == 0);
+  cal_ktrace_free(&t);
+  fflush(stderr);
+  dup2(keep, 2);
+  close(keep);
+  return tu_read_file(err, NULL);
+}
+
+/* A read reports how far it is once it has run after_s (0 here: at once),
+ * naming the command and the file; by default, and before after_s, it
+ * prints nothing. */
+static void test_progress(void) {
+  char *quiet = read_stderr(SMALL);
+  CU_ASSERT(quiet && !quiet[0]);
+  free(quiet);
+  cal_ktrace_progress("test", 3600.0);
+  char *short_read = read_stderr(SMALL);
+  CU_ASSERT(short_read && !short_read[0]);
+  free(short_read);
+  cal_ktrace_progress("test", 0.0);
+  char *line = read_stderr(SMALL);
+  cal_ktrace_progress(NULL, 0.0);
+  CU_ASSERT(line && strstr(line, "test: reading kineto-small.json, 0 MB of 0 MB (100%), 0 s\n"));
+  if (line && !strstr(line, "test: reading kineto-small.json"))
+    fprintf(stderr, "\ngot: %s\n", line);
+  free(line);
+}
+
 void test_register(void) {
   CU_pSuite s = CU_add_suite("kineto", suite_init, suite_clean);
+  CU_add_test(s, "progress: only past its delay, naming the command and the file", test_progress);
   CU_add_test(s, "the complete events of the kept categories, in file order", test_events_kept);
   CU_add_test(s, "times in exact integer ns, whatever the number's form", test_times_ns);
   CU_add_test(s, "the args the importers use; -1 when absent; strings interned", test_args);

@@ -1,0 +1,78 @@
+/* The report of long work on stderr (core/progress.h): nothing before its
+ * delay, then lines no closer than a second on a terminal (rewritten in
+ * place, ended by core_progress_end) and CORE_PROGRESS_LINES_S in a log;
+ * never when off. Times are given, not waited for. */
+#include "core/progress.h"
+
+#include <CUnit/CUnit.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* p started at time 0, writing into a memory stream. */
+static void started(core_progress *p, int on, int tty, double after_s, FILE *out) {
+  core_progress_start(p, on, after_s);
+  p->t0 = 0.0;
+  p->tty = tty;
+  p->out = out;
+}
+
+static void test_log(void) {
+  char *text = NULL;
+  size_t len = 0;
+  FILE *out = open_memstream(&text, &len);
+  CU_ASSERT_FATAL(out != NULL);
+  core_progress p;
+  started(&p, 1, 0, 3.0, out);
+  CU_ASSERT(!core_progress_due(&p, 2.9));
+  CU_ASSERT(core_progress_due(&p, 3.0));
+  core_progress_line(&p, 3.0, "work: %d of %d", 1, 4);
+  CU_ASSERT(!core_progress_due(&p, 3.0 + CORE_PROGRESS_LINES_S - 0.1));
+  CU_ASSERT(core_progress_due(&p, 3.0 + CORE_PROGRESS_LINES_S));
+  core_progress_line(&p, 13.0, "work: %d of %d", 2, 4);
+  core_progress_end(&p);
+  fclose(out);
+  CU_ASSERT_STRING_EQUAL(text, "work: 1 of 4\nwork: 2 of 4\n");
+  free(text);
+}
+
+static void test_terminal(void) {
+  char *text = NULL;
+  size_t len = 0;
+  FILE *out = open_memstream(&text, &len);
+  CU_ASSERT_FATAL(out != NULL);
+  core_progress p;
+  started(&p, 1, 1, 0.0, out);
+  CU_ASSERT(core_progress_due(&p, 0.0));
+  core_progress_line(&p, 0.0, "a");
+  CU_ASSERT(!core_progress_due(&p, 0.9));
+  CU_ASSERT(core_progress_due(&p, 1.0));
+  core_progress_line(&p, 1.0, "b");
+  core_progress_end(&p);
+  fclose(out);
+  CU_ASSERT_STRING_EQUAL(text, "\ra\033[K\rb\033[K\n");
+  free(text);
+}
+
+static void test_off_and_short(void) {
+  char *text = NULL;
+  size_t len = 0;
+  FILE *out = open_memstream(&text, &len);
+  CU_ASSERT_FATAL(out != NULL);
+  core_progress p;
+  started(&p, 0, 1, 0.0, out);
+  CU_ASSERT(!core_progress_due(&p, 1e6));
+  started(&p, 1, 1, 3.0, out);
+  CU_ASSERT(!core_progress_due(&p, 2.0));
+  core_progress_end(&p); /* nothing printed: nothing to end */
+  fclose(out);
+  CU_ASSERT_STRING_EQUAL(text, "");
+  free(text);
+}
+
+void test_register(void) {
+  CU_pSuite s = CU_add_suite("progress", NULL, NULL);
+  CU_add_test(s, "a log: after the delay, then a line every CORE_PROGRESS_LINES_S", test_log);
+  CU_add_test(s, "a terminal: one line rewritten every second, ended", test_terminal);
+  CU_add_test(s, "off, or shorter than the delay: nothing", test_off_and_short);
+}
