@@ -19,26 +19,18 @@ typedef struct rank_st {
   sim_time task_t0;    /* when the work left was last brought up to date */
   double task_left_ns; /* work left, at full speed */
   double mult;         /* compute multiplier this step */
+  sim_event_id ev;     /* its batch's event, while pending, if it heads one */
   int next;            /* the rank after it in its batch, -1 if last */
+  int heads;           /* 1 while ev is pending */
   int phase;
   int layer;     /* first layer of the running task (fwd) or its top (bwd) */
   int task_last; /* last layer of the running task (fwd: highest; bwd: lowest) */
   int bwd_low;   /* lowest layer whose backward is done; n_layers before */
   int launched;
-  sim_time span_t0; /* when the running task started (for the trace) */
+  sim_time span_t0;  /* when the running task started (for the trace) */
+  sim_time task_end; /* when its batch's event is, if it heads one */
   sim_time bwd_done_t;
 } rank_st;
-
-/* Rank tasks that end at the same time and were scheduled one right after
- * another: one engine event runs them in the order they were scheduled,
- * which is the order their own events would run in, as no other event can
- * fall between them. */
-typedef struct batch {
-  sim_time t;
-  sim_event_id ev;
-  int head, tail; /* its ranks, linked through rank_st.next; head links free batches */
-  int at;         /* its place in stepsim.pending */
-} batch;
 
 /* The last task's work and end worked out, for the ranks after it in a
  * batch, which usually have the same multiplier and so the same task. */
@@ -66,11 +58,8 @@ typedef struct stepsim {
   int comm_active;
   int computing;   /* ranks with a compute task in flight */
   double rate_now; /* rate(): compute's speed now */
-  batch *batches;  /* [batches_cap]: pending, running or free */
-  int *pending;    /* [n_pending] the batches whose events are pending */
-  int n_pending, batches_cap, n_batches;
-  int free_batch;  /* first free batch, -1 if none */
-  int open;        /* the batch the last event scheduled went to, -1 if another event came after */
+  int open;        /* the head of the batch the last event scheduled went to, -1 if another came after */
+  int open_tail;   /* its last rank */
   uint64_t epoch;  /* counts the times every pending task was scheduled anew */
   uint64_t events; /* task and collective ends run this step */
   work_memo memo;
@@ -206,90 +195,50 @@ static void fail(stepsim *s, int rc) {
   sim_engine_stop(s->e);
 }
 
-/* A free batch, the pool grown if none is left; -1 out of memory. */
-static int batch_alloc(stepsim *s) {
-  if (s->free_batch >= 0) {
-    int id = s->free_batch;
-    s->free_batch = s->batches[id].head;
-    return id;
-  }
-  if (s->n_batches == s->batches_cap) {
-    int cap = s->batches_cap ? 2 * s->batches_cap : 64;
-    batch *nb = realloc(s->batches, sizeof *nb * (size_t)cap);
-    int *np = nb ? realloc(s->pending, sizeof *np * (size_t)cap) : NULL;
-    if (nb)
-      s->batches = nb;
-    if (!np)
-      return -1;
-    s->pending = np;
-    s->batches_cap = cap;
-  }
-  return s->n_batches++;
-}
-
-static void batch_free(stepsim *s, int id) {
-  s->batches[id].head = s->free_batch;
-  s->free_batch = id;
-}
-
-static void batch_run(sim_engine *e, void *ctx, uint64_t id);
+/* Rank tasks that end at the same time and were scheduled one right after
+ * another form a batch: one engine event, that of the first (its head),
+ * runs them in the order they were scheduled, which is the order their own
+ * events would run in, as no other event can fall between them. */
+static void batch_run(sim_engine *e, void *ctx, uint64_t head);
 
 /* Rank r's task ends at t: it joins the batch the last event went to if
- * that one ends at t too, else a new batch of its own. */
+ * that one ends at t too, else heads a new one. */
 static void push_task(stepsim *s, int r, sim_time t) {
-  s->ranks[r].next = -1;
-  if (s->open >= 0 && s->batches[s->open].t == t) {
-    batch *b = &s->batches[s->open];
-    s->ranks[b->tail].next = r;
-    b->tail = r;
+  rank_st *k = &s->ranks[r];
+  k->next = -1;
+  if (s->open >= 0 && s->ranks[s->open].task_end == t) {
+    s->ranks[s->open_tail].next = r;
+    s->open_tail = r;
     return;
   }
-  int id = batch_alloc(s), rc;
-  if (id < 0) {
-    fail(s, core_err_set(CORE_ENOMEM, "out of memory scheduling the tasks of %d ranks", s->R));
-    return;
-  }
-  batch *b = &s->batches[id];
-  if ((rc = sim_engine_push(s->e, t, batch_run, s, (uint64_t)id, &b->ev)) != 0) {
-    batch_free(s, id);
+  int rc = sim_engine_push(s->e, t, batch_run, s, (uint64_t)r, &k->ev);
+  if (rc) {
     fail(s, rc);
     return;
   }
-  b->t = t;
-  b->head = b->tail = r;
-  b->at = s->n_pending;
-  s->pending[s->n_pending++] = id;
-  s->open = id;
+  k->task_end = t;
+  k->heads = 1;
+  s->open = s->open_tail = r;
 }
 
-/* Every pending task is about to be scheduled anew: their batches go. */
-static void cancel_tasks(stepsim *s) {
-  for (int j = 0; j < s->n_pending; j++) {
-    int id = s->pending[j];
-    if (sim_engine_cancel(s->e, s->batches[id].ev) != 0) {
-      fail(s, core_err_set(CORE_EINTERNAL, "a batch of compute tasks was not pending"));
-      return;
-    }
-    batch_free(s, id);
-  }
-  s->n_pending = 0;
-  s->open = -1;
-  s->epoch++;
+/* Rank r's task is about to be scheduled anew: the batch it heads goes
+ * (every pending task is scheduled anew with it). */
+static void cancel_batch(stepsim *s, rank_st *k) {
+  k->heads = 0;
+  if (sim_engine_cancel(s->e, k->ev) != 0)
+    fail(s, core_err_set(CORE_EINTERNAL, "a batch of compute tasks was not pending"));
 }
 
 /* The batch's tasks end in turn, until one of them reschedules them all
  * (a collective starts): those left have then been scheduled anew. */
-static void batch_run(sim_engine *e, void *ctx, uint64_t id) {
+static void batch_run(sim_engine *e, void *ctx, uint64_t head) {
   stepsim *s = ctx;
-  batch *b = &s->batches[id];
-  int r = b->head, last = s->pending[--s->n_pending];
+  int r = (int)head;
   uint64_t epoch = s->epoch;
   (void)e;
-  s->pending[b->at] = last;
-  s->batches[last].at = b->at;
-  if (s->open == (int)id)
+  s->ranks[r].heads = 0;
+  if (s->open == r)
     s->open = -1;
-  batch_free(s, (int)id);
   while (r >= 0 && !s->rc && s->epoch == epoch) {
     int next = s->ranks[r].next;
     task_done(s, r);
@@ -320,12 +269,15 @@ static void rate_changed(stepsim *s, double old_rate) {
   double nr = s->rate_now = rate(s), memo_left = -1.0;
   if (nr == old_rate)
     return;
-  cancel_tasks(s);
+  s->open = -1;
+  s->epoch++;
   sim_time now = sim_engine_now(s->e), memo_t = 0;
   for (int r = 0; r < s->R && !s->rc; r++) {
     rank_st *k = &s->ranks[r];
     if (k->phase == PH_WAIT)
       continue;
+    if (k->heads)
+      cancel_batch(s, k);
     double left = k->task_left_ns - (double)(now - k->task_t0) * old_rate;
     left = left > 0 ? left : 0;
     if (left != memo_left) {
@@ -720,8 +672,7 @@ static void step_reset(stepsim *s, core_trace *trace) {
   s->comm_active = 0;
   s->computing = s->R;
   s->rate_now = 1.0;
-  s->n_pending = s->n_batches = 0;
-  s->free_batch = s->open = -1;
+  s->open = -1;
   s->events = 0;
   s->memo = (work_memo){.mult = NAN, .dt_w = NAN};
   s->last_done = 0;
@@ -802,8 +753,6 @@ static void stepsim_free(stepsim *s) {
   free(s->ranks);
   free(s->colls);
   free(s->stop_after);
-  free(s->batches);
-  free(s->pending);
 }
 
 int sim_step_run(const sim_step_cfg *c, sim_engine *e, sim_step_result *res, core_trace *trace) {
