@@ -19,16 +19,14 @@ typedef struct rank_st {
   sim_time task_t0;    /* when the work left was last brought up to date */
   double task_left_ns; /* work left, at full speed */
   double mult;         /* compute multiplier this step */
-  sim_event_id ev;     /* its batch's event, while pending, if it heads one */
+  sim_event_id ev;     /* while it heads a batch, the batch's event (never 0); else 0 */
   int next;            /* the rank after it in its batch, -1 if last */
-  int heads;           /* 1 while ev is pending */
   int phase;
   int layer;     /* first layer of the running task (fwd) or its top (bwd) */
   int task_last; /* last layer of the running task (fwd: highest; bwd: lowest) */
   int bwd_low;   /* lowest layer whose backward is done; n_layers before */
   int launched;
-  sim_time span_t0;  /* when the running task started (for the trace) */
-  sim_time task_end; /* when its batch's event is, if it heads one */
+  sim_time span_t0; /* when the running task started (for the trace) */
   sim_time bwd_done_t;
 } rank_st;
 
@@ -60,6 +58,7 @@ typedef struct stepsim {
   double rate_now; /* rate(): compute's speed now */
   int open;        /* the head of the batch the last event scheduled went to, -1 if another came after */
   int open_tail;   /* its last rank */
+  sim_time open_t; /* its time */
   uint64_t epoch;  /* counts the times every pending task was scheduled anew */
   uint64_t events; /* task and collective ends run this step */
   work_memo memo;
@@ -80,8 +79,10 @@ typedef struct stepsim {
   double *samples;       /* [steps] each step's time */
 } stepsim;
 
-/* llround(x) for 0 <= x < 2^63, inline: x - trunc(x) is exact. */
+/* llround(x), inline for 0 <= x < 2^63, where x - trunc(x) is exact. */
 static inline sim_time round_ns(double x) {
+  if (!(x >= 0 && x < 0x1p63))
+    return (sim_time)llround(x);
   int64_t i = (int64_t)x;
   return (sim_time)(i + (x - (double)i >= 0.5));
 }
@@ -206,7 +207,7 @@ static void batch_run(sim_engine *e, void *ctx, uint64_t head);
 static void push_task(stepsim *s, int r, sim_time t) {
   rank_st *k = &s->ranks[r];
   k->next = -1;
-  if (s->open >= 0 && s->ranks[s->open].task_end == t) {
+  if (s->open >= 0 && s->open_t == t) {
     s->ranks[s->open_tail].next = r;
     s->open_tail = r;
     return;
@@ -216,16 +217,16 @@ static void push_task(stepsim *s, int r, sim_time t) {
     fail(s, rc);
     return;
   }
-  k->task_end = t;
-  k->heads = 1;
   s->open = s->open_tail = r;
+  s->open_t = t;
 }
 
 /* Rank r's task is about to be scheduled anew: the batch it heads goes
  * (every pending task is scheduled anew with it). */
 static void cancel_batch(stepsim *s, rank_st *k) {
-  k->heads = 0;
-  if (sim_engine_cancel(s->e, k->ev) != 0)
+  sim_event_id ev = k->ev;
+  k->ev = 0;
+  if (sim_engine_cancel(s->e, ev) != 0)
     fail(s, core_err_set(CORE_EINTERNAL, "a batch of compute tasks was not pending"));
 }
 
@@ -236,7 +237,7 @@ static void batch_run(sim_engine *e, void *ctx, uint64_t head) {
   int r = (int)head;
   uint64_t epoch = s->epoch;
   (void)e;
-  s->ranks[r].heads = 0;
+  s->ranks[r].ev = 0;
   if (s->open == r)
     s->open = -1;
   while (r >= 0 && !s->rc && s->epoch == epoch) {
@@ -276,7 +277,7 @@ static void rate_changed(stepsim *s, double old_rate) {
     rank_st *k = &s->ranks[r];
     if (k->phase == PH_WAIT)
       continue;
-    if (k->heads)
+    if (k->ev)
       cancel_batch(s, k);
     double left = k->task_left_ns - (double)(now - k->task_t0) * old_rate;
     left = left > 0 ? left : 0;
