@@ -23,7 +23,7 @@
 #include <stdint.h>
 
 typedef uint64_t sim_time;     /* nanoseconds */
-typedef uint64_t sim_event_id; /* from push; valid until the event runs or is cancelled */
+typedef uint64_t sim_event_id; /* from push, never 0; valid until the event runs or is cancelled */
 
 typedef struct sim_engine sim_engine;
 typedef void (*sim_handler)(sim_engine *e, void *ctx, uint64_t arg);

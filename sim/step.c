@@ -13,20 +13,33 @@
 
 enum phase { PH_FWD = 0, PH_BWD = 1, PH_WAIT = 2 };
 
+/* A rank computes from 0 to bwd_done_t without a gap, so that is its
+ * compute time too. */
 typedef struct rank_st {
-  double mult; /* compute multiplier this step */
-  int phase;
-  int layer;           /* first layer of the running task (fwd) or its top (bwd) */
-  int task_last;       /* last layer of the running task (fwd: highest; bwd: lowest) */
-  sim_time span_t0;    /* when the running task started (for the trace) */
   sim_time task_t0;    /* when the work left was last brought up to date */
   double task_left_ns; /* work left, at full speed */
-  sim_event_id task_ev;
-  double compute_ns;
-  int bwd_low; /* lowest layer whose backward is done; n_layers before */
+  double mult;         /* compute multiplier this step */
+  sim_event_id ev;     /* while it heads a batch, the batch's event (never 0); else 0 */
+  int next;            /* the rank after it in its batch, -1 if last */
+  int phase;
+  int layer;     /* first layer of the running task (fwd) or its top (bwd) */
+  int task_last; /* last layer of the running task (fwd: highest; bwd: lowest) */
+  int bwd_low;   /* lowest layer whose backward is done; n_layers before */
   int launched;
+  sim_time span_t0; /* when the running task started (for the trace) */
   sim_time bwd_done_t;
 } rank_st;
+
+/* The last task's work and end worked out, for the ranks after it in a
+ * batch, which usually have the same multiplier and so the same task. */
+typedef struct work_memo {
+  double mult;    /* key: the rank's multiplier, */
+  int phase, top; /* the task's direction and first layer */
+  int lim;        /* its last layer */
+  double w;       /* its work at full speed */
+  double dt_w, dt_rate;
+  sim_time dt; /* round_ns(dt_w / dt_rate) */
+} work_memo;
 
 typedef struct coll_st {
   int arrived;
@@ -41,7 +54,14 @@ typedef struct stepsim {
   coll_st *colls;
   int next_coll; /* first collective not yet started */
   int comm_active;
-  int computing;       /* ranks with a compute task in flight */
+  int computing;   /* ranks with a compute task in flight */
+  double rate_now; /* rate(): compute's speed now */
+  int open;        /* the head of the batch the last event scheduled went to, -1 if another came after */
+  int open_tail;   /* its last rank */
+  sim_time open_t; /* its time */
+  uint64_t epoch;  /* counts the times every pending task was scheduled anew */
+  uint64_t events; /* task and collective ends run this step */
+  work_memo memo;
   sim_time coll_t0;    /* running collective: when its work left was last updated */
   double coll_left_ns; /* its work left at full speed */
   sim_event_id coll_ev;
@@ -58,6 +78,14 @@ typedef struct stepsim {
   sim_time *launched_at; /* [n_buckets] scratch of direct_step */
   double *samples;       /* [steps] each step's time */
 } stepsim;
+
+/* llround(x), inline for 0 <= x < 2^63, where x - trunc(x) is exact. */
+static inline sim_time round_ns(double x) {
+  if (!(x >= 0 && x < 0x1p63))
+    return (sim_time)llround(x);
+  int64_t i = (int64_t)x;
+  return (sim_time)(i + (x - (double)i >= 0.5));
+}
 
 double sim_jitter_mean(enum core_jitter_dist d, const double p[2]) {
   switch (d) {
@@ -160,7 +188,7 @@ void sim_step_scale_interference(
     *sm = 1.0;
 }
 
-static void task_done(sim_engine *e, void *ctx, uint64_t arg);
+static void task_done(stepsim *s, int r);
 
 static void fail(stepsim *s, int rc) {
   if (!s->rc)
@@ -168,38 +196,98 @@ static void fail(stepsim *s, int rc) {
   sim_engine_stop(s->e);
 }
 
-/* (Re)schedule the running task's end for work_ns of work left at full speed. */
-static void schedule(stepsim *s, int r, double work_ns) {
+/* Rank tasks that end at the same time and were scheduled one right after
+ * another form a batch: one engine event, that of the first (its head),
+ * runs them in the order they were scheduled, which is the order their own
+ * events would run in, as no other event can fall between them. */
+static void batch_run(sim_engine *e, void *ctx, uint64_t head);
+
+/* Rank r's task ends at t: it joins the batch the last event went to if
+ * that one ends at t too, else heads a new one. */
+static void push_task(stepsim *s, int r, sim_time t) {
+  rank_st *k = &s->ranks[r];
+  k->next = -1;
+  if (s->open >= 0 && s->open_t == t) {
+    s->ranks[s->open_tail].next = r;
+    s->open_tail = r;
+    return;
+  }
+  int rc = sim_engine_push(s->e, t, batch_run, s, (uint64_t)r, &k->ev);
+  if (rc) {
+    fail(s, rc);
+    return;
+  }
+  s->open = s->open_tail = r;
+  s->open_t = t;
+}
+
+/* Rank r's task is about to be scheduled anew: the batch it heads goes
+ * (every pending task is scheduled anew with it). */
+static void cancel_batch(stepsim *s, rank_st *k) {
+  sim_event_id ev = k->ev;
+  k->ev = 0;
+  if (sim_engine_cancel(s->e, ev) != 0)
+    fail(s, core_err_set(CORE_EINTERNAL, "a batch of compute tasks was not pending"));
+}
+
+/* The batch's tasks end in turn, until one of them reschedules them all
+ * (a collective starts): those left have then been scheduled anew. */
+static void batch_run(sim_engine *e, void *ctx, uint64_t head) {
+  stepsim *s = ctx;
+  int r = (int)head;
+  uint64_t epoch = s->epoch;
+  (void)e;
+  s->ranks[r].ev = 0;
+  if (s->open == r)
+    s->open = -1;
+  while (r >= 0 && !s->rc && s->epoch == epoch) {
+    int next = s->ranks[r].next;
+    task_done(s, r);
+    r = next;
+  }
+}
+
+/* Start rank r's next task: work_ns of work at full speed from now. */
+static void start_task(stepsim *s, int r, double work_ns) {
   rank_st *k = &s->ranks[r];
   sim_time now = sim_engine_now(s->e);
+  k->span_t0 = now;
   k->task_t0 = now;
   k->task_left_ns = work_ns;
-  int rc = sim_engine_push(s->e, now + (sim_time)llround(work_ns / rate(s)), task_done, s, (uint64_t)r, &k->task_ev);
-  if (rc)
-    fail(s, rc);
+  work_memo *m = &s->memo;
+  if (work_ns != m->dt_w || s->rate_now != m->dt_rate) {
+    m->dt_w = work_ns;
+    m->dt_rate = s->rate_now;
+    m->dt = round_ns(work_ns / s->rate_now);
+  }
+  push_task(s, r, now + m->dt);
 }
 
-static void start_task(stepsim *s, int r, double work_ns) {
-  s->ranks[r].span_t0 = sim_engine_now(s->e);
-  schedule(s, r, work_ns);
-}
-
-/* A collective started or ended: compute in flight changes speed. */
+/* A collective started or ended: compute in flight changes speed, and
+ * every task in flight is scheduled anew, in rank order. Ranks with the
+ * same work left end at the same time: it is computed once for them. */
 static void rate_changed(stepsim *s, double old_rate) {
-  if (rate(s) == old_rate)
+  double nr = s->rate_now = rate(s), memo_left = -1.0;
+  if (nr == old_rate)
     return;
-  sim_time now = sim_engine_now(s->e);
-  for (int r = 0; r < s->R; r++) {
+  s->open = -1;
+  s->epoch++;
+  sim_time now = sim_engine_now(s->e), memo_t = 0;
+  for (int r = 0; r < s->R && !s->rc; r++) {
     rank_st *k = &s->ranks[r];
     if (k->phase == PH_WAIT)
       continue;
-    k->compute_ns += (double)(now - k->task_t0);
+    if (k->ev)
+      cancel_batch(s, k);
     double left = k->task_left_ns - (double)(now - k->task_t0) * old_rate;
-    if (sim_engine_cancel(s->e, k->task_ev) != 0) {
-      fail(s, core_err_set(CORE_EINTERNAL, "rank %d's compute event was not pending", r));
-      return;
+    left = left > 0 ? left : 0;
+    if (left != memo_left) {
+      memo_left = left;
+      memo_t = now + round_ns(left / nr);
     }
-    schedule(s, r, left > 0 ? left : 0);
+    k->task_t0 = now;
+    k->task_left_ns = left;
+    push_task(s, r, memo_t);
   }
 }
 
@@ -209,8 +297,8 @@ static void coll_schedule(stepsim *s, int b, double work_ns) {
   sim_time now = sim_engine_now(s->e);
   s->coll_t0 = now;
   s->coll_left_ns = work_ns;
-  int rc =
-      sim_engine_push(s->e, now + (sim_time)llround(work_ns / comm_rate(s)), coll_done, s, (uint64_t)b, &s->coll_ev);
+  int rc = sim_engine_push(s->e, now + round_ns(work_ns / comm_rate(s)), coll_done, s, (uint64_t)b, &s->coll_ev);
+  s->open = -1;
   if (rc)
     fail(s, rc);
 }
@@ -263,6 +351,7 @@ static void coll_done(sim_engine *e, void *ctx, uint64_t b) {
   stepsim *s = ctx;
   (void)e;
   sim_time now = sim_engine_now(s->e);
+  s->events++;
   s->last_done = now;
   double old = rate(s);
   s->comm_active = 0;
@@ -308,13 +397,25 @@ static double fwd_work(const stepsim *s, int r, int first, int *last) {
   return w * 1e9;
 }
 
-static void task_done(sim_engine *e, void *ctx, uint64_t arg) {
-  stepsim *s = ctx;
+/* fwd_work or bwd_work of rank r's task from layer top, remembered. */
+static double task_work(stepsim *s, int r, int phase, int top, int *lim) {
+  work_memo *m = &s->memo;
+  double mult = s->ranks[r].mult;
+  if (mult != m->mult || phase != m->phase || top != m->top) {
+    m->w = phase == PH_FWD ? fwd_work(s, r, top, &m->lim) : bwd_work(s, r, top, &m->lim);
+    m->mult = mult;
+    m->phase = phase;
+    m->top = top;
+  }
+  *lim = m->lim;
+  return m->w;
+}
+
+static void task_done(stepsim *s, int r) {
   const sim_step_cfg *c = s->c;
-  int r = (int)arg;
   rank_st *k = &s->ranks[r];
-  sim_time now = sim_engine_now(e);
-  k->compute_ns += (double)(now - k->task_t0);
+  sim_time now = sim_engine_now(s->e);
+  s->events++;
   if (k->phase == PH_FWD) {
     if (s->trace) {
       char name[80];
@@ -324,7 +425,7 @@ static void task_done(sim_engine *e, void *ctx, uint64_t arg) {
     if (k->task_last < c->n_layers - 1) {
       int last;
       k->layer = k->task_last + 1;
-      double w = fwd_work(s, r, k->layer, &last);
+      double w = task_work(s, r, PH_FWD, k->layer, &last);
       k->task_last = last;
       start_task(s, r, w);
       return;
@@ -332,7 +433,7 @@ static void task_done(sim_engine *e, void *ctx, uint64_t arg) {
     k->phase = PH_BWD;
     k->layer = c->n_layers - 1;
     int low;
-    double w = bwd_work(s, r, k->layer, &low);
+    double w = task_work(s, r, PH_BWD, k->layer, &low);
     k->task_last = low;
     start_task(s, r, w);
     return;
@@ -353,7 +454,7 @@ static void task_done(sim_engine *e, void *ctx, uint64_t arg) {
   } else {
     k->layer = k->task_last - 1;
     int low;
-    double w = bwd_work(s, r, k->layer, &low);
+    double w = task_work(s, r, PH_BWD, k->layer, &low);
     k->task_last = low;
     start_task(s, r, w);
   }
@@ -383,12 +484,9 @@ static int direct_rank(stepsim *s, int r, sim_time *launched_at) {
   const sim_step_cfg *c = s->c;
   rank_st *k = &s->ranks[r];
   int last, low, tasks = 1, launched = 0;
-  sim_time t = (sim_time)llround(fwd_work(s, r, 0, &last));
-  k->compute_ns += (double)t;
+  sim_time t = round_ns(fwd_work(s, r, 0, &last));
   for (int top = c->n_layers - 1;; top = low - 1) {
-    sim_time t0 = t;
-    t += (sim_time)llround(bwd_work(s, r, top, &low));
-    k->compute_ns += (double)(t - t0);
+    t += round_ns(bwd_work(s, r, top, &low));
     tasks++;
     if (low == 0 || c->overlap)
       for (; launched < c->n_buckets && low <= c->bucket_ready_layer[launched]; launched++)
@@ -408,12 +506,17 @@ static uint64_t direct_step(stepsim *s) {
   sim_time *launched_at = s->launched_at;
   int tasks = 0;
   memset(launched_at, 0, sizeof *launched_at * (size_t)c->n_buckets);
-  for (int r = 0; r < s->R; r++)
-    tasks = direct_rank(s, r, launched_at);
+  for (int r = 0; r < s->R; r++) {
+    /* A rank's step depends only on its multiplier. */
+    if (r > 0 && s->ranks[r].mult == s->ranks[r - 1].mult)
+      s->ranks[r].bwd_done_t = s->ranks[r - 1].bwd_done_t;
+    else
+      tasks = direct_rank(s, r, launched_at);
+  }
   sim_time done = 0;
   for (int b = 0; b < c->n_buckets; b++) {
     sim_time start = launched_at[b] > done ? launched_at[b] : done;
-    done = start + (sim_time)llround(s->comm_s[b] * 1e9);
+    done = start + round_ns(s->comm_s[b] * 1e9);
   }
   s->last_done = done;
   return (uint64_t)s->R * (uint64_t)tasks + (uint64_t)c->n_buckets;
@@ -434,7 +537,7 @@ static int run_ranks(stepsim *s, sim_step_result *res) {
     if (direct)
       continue;
     int last;
-    double w = fwd_work(s, r, 0, &last);
+    double w = task_work(s, r, PH_FWD, 0, &last);
     k->task_last = last;
     start_task(s, r, w);
   }
@@ -445,7 +548,8 @@ static int run_ranks(stepsim *s, sim_step_result *res) {
   }
   if (s->rc)
     return s->rc;
-  res->events += sim_engine_run(s->e, UINT64_MAX);
+  sim_engine_run(s->e, UINT64_MAX);
+  res->events += s->events;
   if (s->rc)
     return s->rc;
   int rc = sim_engine_check(s->e);
@@ -568,6 +672,10 @@ static void step_reset(stepsim *s, core_trace *trace) {
   s->next_coll = 0;
   s->comm_active = 0;
   s->computing = s->R;
+  s->rate_now = 1.0;
+  s->open = -1;
+  s->events = 0;
+  s->memo = (work_memo){.mult = NAN, .dt_w = NAN};
   s->last_done = 0;
   s->trace = trace;
   s->trace_ranks = c->trace_ranks;
@@ -593,11 +701,11 @@ static double step_end(stepsim *s, double *comp) {
     rank_st *k = &s->ranks[r];
     sim_time t0 = s->last_done > k->bwd_done_t ? s->last_done : k->bwd_done_t;
     double tail = (c->finalize_s + c->optimizer_s) * k->mult * 1e9;
-    sim_time t1 = t0 + (sim_time)llround(tail);
+    sim_time t1 = t0 + round_ns(tail);
     trace_span(s, r, "optimizer step", "optimizer", CORE_TRACE_TID_COMPUTE, t0, t1, NULL);
     if (t1 > end)
       end = t1;
-    double rank_comp = (k->compute_ns + tail) / 1e9;
+    double rank_comp = ((double)k->bwd_done_t + tail) / 1e9;
     /* The representative is the slowest rank; a typical rank computes
      * 1/mult of its time. */
     *comp += c->every_rank ? rank_comp : rank_comp / k->mult;

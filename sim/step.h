@@ -55,6 +55,13 @@
  * arithmetic the events would do, with no event queue (the results, event
  * counts included, are the same bytes; tests/unit/test_step.c compares
  * them); a trace, or events_only, runs the events.
+ *
+ * Event by event, rank tasks scheduled one right after another for the same
+ * end time share one engine event that runs them in that order, and a
+ * change of rate cancels those events and schedules every task anew in rank
+ * order: the tasks run in the order, and give the bytes, of one event each,
+ * at a cost per distinct end time rather than per rank where ranks keep in
+ * step.
  */
 #ifndef SIM_STEP_H
 #define SIM_STEP_H

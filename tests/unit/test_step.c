@@ -9,6 +9,7 @@
 #include "core/err.h"
 
 #include <CUnit/CUnit.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -120,8 +121,55 @@ static void test_interference_runs_events(void) {
   sim_engine_free(e);
 }
 
+/* Ranks with the same draws (no jitter) do the same things at the same
+ * times, so the step of every rank is the step of one, only with more
+ * events; with interference the ranks' tasks end together and run batched
+ * (sim/step.c), and collectives start and end between and at those ends
+ * (times in whole microseconds, so that they meet). */
+static void test_equal_ranks_step_as_one(void) {
+  sim_engine *e;
+  CU_ASSERT_FATAL(sim_engine_new(&e) == 0);
+  rs = 2029;
+  int differ = 0;
+  for (int trial = 0; trial < 120; trial++) {
+    rand_step x;
+    sim_step_cfg c;
+    make(&x, &c, 1, 1, trial % 3 != 0, trial % 5 == 0);
+    for (int l = 0; l < x.L; l++) {
+      x.fwd[l] = (int)(x.fwd[l] * 1e6) * 1e-6;
+      x.bwd[l] = (int)(x.bwd[l] * 1e6) * 1e-6;
+      x.copy[l] = trial % 2 ? 0 : (int)(x.copy[l] * 1e6) * 1e-6;
+    }
+    for (int b = 0; b < x.B; b++) {
+      x.comm[b] = (int)(x.comm[b] * 1e6) * 1e-6;
+      x.cpu[b] = trial % 4 == 1 ? 0.25 : 0.0;
+    }
+    c.jitter = CORE_JITTER_NONE;
+    c.compute_slowdown = 1.0 + (trial % 7) * 0.125;
+    c.comm_slowdown = 1.0 + (trial % 3) * 0.25;
+    c.cpu_slowdown = 1.5;
+    sim_step_result one, many;
+    CU_ASSERT_FATAL(sim_step_run(&c, e, &one, NULL) == 0);
+    c.world = 2 + (int)(uni() * 300);
+    CU_ASSERT_FATAL(sim_step_run(&c, e, &many, NULL) == 0);
+    uint64_t coll = (uint64_t)x.B * (uint64_t)c.steps, tasks = one.events - coll;
+    /* compute_s is a mean over the ranks: the same up to its sum's rounding. */
+    int same = one.step_s == many.step_s && fabs(one.compute_s - many.compute_s) <= 1e-14 * one.compute_s &&
+               one.comm_s == many.comm_s && one.step_sd_s == many.step_sd_s && one.step_min_s == many.step_min_s &&
+               one.step_max_s == many.step_max_s && many.events == tasks * (uint64_t)c.world + coll &&
+               many.ranks_simulated == c.world;
+    if (!same && ++differ < 4)
+      fprintf(stderr, "\ntrial %d (%d ranks): step %.17g vs %.17g, events %llu vs %llu", trial, c.world, one.step_s,
+          many.step_s, (unsigned long long)one.events, (unsigned long long)many.events);
+    CU_ASSERT(many.direct_steps == 0 || c.compute_slowdown == 1.0);
+  }
+  CU_ASSERT_EQUAL(differ, 0);
+  sim_engine_free(e);
+}
+
 void test_register(void) {
   CU_pSuite s = CU_add_suite("step", NULL, NULL);
   CU_add_test(s, "rank by rank gives the events' bytes", test_direct_equals_events);
   CU_add_test(s, "interference runs the events", test_interference_runs_events);
+  CU_add_test(s, "equal ranks step as one", test_equal_ranks_step_as_one);
 }
