@@ -128,12 +128,19 @@ static int run_step(work *w, long i, sim_engine *e, sim_point_result *last, long
     job_points *= w->s->n[d];
   sim_scenario_point(w->s, w->points[i], &p);
   sim_scenario_point(w->s, p.step_index * job_points, &first);
-  core_trace *tr = w->points[i] == w->o->trace_point ? w->trace : NULL;
   int rc = 0;
-  if (p.step_index == *last_step && !tr) {
+  if (w->points[i] == w->o->trace_point) {
+    /* The trace from a run of its own: a traced step's figures may differ
+     * in their last digits from the untraced ones, and the CSV must not
+     * depend on --trace or on which worker ran the traced point. */
+    sim_point_result traced;
+    if ((rc = sim_predict_point(w->s, &first, e, w->trace, w->o->trace_ranks, &traced)) != 0)
+      return rc;
+  }
+  if (p.step_index == *last_step) {
     w->res[i] = *last;
   } else {
-    rc = sim_predict_point(w->s, &first, e, tr, w->o->trace_ranks, &w->res[i]);
+    rc = sim_predict_point(w->s, &first, e, NULL, w->o->trace_ranks, &w->res[i]);
     *last = w->res[i];
     *last_step = rc ? -1 : p.step_index;
   }

@@ -266,6 +266,23 @@ checks=$((checks + 1))
 if cmp -s "$work/seed5_a/jitter-test.csv" "$work/seed6/jitter-test.csv"; then
   fail "determinism: --seed 5 and --seed 6 give the same CSV (is the jitter used?)"
 fi
+# --trace leaves the CSV as it is, whichever point is traced and whichever
+# worker runs it: points that share a step level (here the job-level
+# settings of plan.cfg, cut down) share the untraced step.
+sed -e "s|\"profiles/|\"$src/scenarios/profiles/|; s|\"models/|\"$src/scenarios/models/|" \
+  -e 's/nodes = \[16, 32, 64, 128, 256, 512\]/nodes = [16, 32]/; s/replications = 100;/replications = 10;/' \
+  -e 's/every_s = \[300.0, 600.0, 1200.0, 1800.0, 3600.0\]/every_s = [600.0, 1200.0]/' \
+  "$src/scenarios/plan.cfg" >"$work/plan-small.cfg"
+run plan_untraced simulate "$work/plan-small.cfg" --jobs 2 -o "$work/plan_untraced" -q
+expect_status plan_untraced 0
+for k in 1 2 3; do
+  run "plan_traced$k" simulate "$work/plan-small.cfg" --jobs 2 --trace "$work/plan$k.json" --trace-point $k \
+    -o "$work/plan_traced$k" -q
+  expect_status "plan_traced$k" 0
+  checks=$((checks + 1))
+  cmp -s "$work/plan_untraced/plan.csv" "$work/plan_traced$k/plan.csv" ||
+    fail "determinism: --trace --trace-point $k changes the CSV"
+done
 # The seed in the file is the default: no --seed equals --seed 7 (jitter-test.cfg).
 run seed_default simulate "$jit" -o "$work/seed_default" -q
 run seed7 simulate "$jit" --seed 7 -o "$work/seed7" -q
