@@ -467,11 +467,14 @@ int rt_pg_default_bind(const rt_pg_info *info, char *buf, size_t len) {
 }
 
 int rt_pg_private_dir(char *dir) {
-  snprintf(dir, RT_PG_PRIVATE_DIR_MAX, "/tmp/ddpsim-rdzv-XXXXXX");
+  const char *tmp = getenv("TMPDIR");
+  if (!tmp || !tmp[0] || strlen(tmp) > RT_PG_PRIVATE_DIR_MAX - 32)
+    tmp = "/tmp";
+  snprintf(dir, RT_PG_PRIVATE_DIR_MAX, "%s/ddpsim-rdzv-XXXXXX", tmp);
   if (!mkdtemp(dir)) {
     int e = errno;
     dir[0] = '\0';
-    return core_err_errno(e, "cannot create a rendezvous directory in /tmp");
+    return core_err_errno(e, "cannot create a rendezvous directory in '%s'; set TMPDIR to a writable directory", tmp);
   }
   return 0;
 }

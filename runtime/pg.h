@@ -61,10 +61,11 @@ int rt_pg_parse_spec(const char *spec, rt_pg_spec *out);
 /* Parse spec and open its store under prefix. */
 int rt_pg_open_store(const char *spec, const char *prefix, rt_store **out);
 
-/* A rendezvous directory of this process's own, /tmp/ddpsim-rdzv-XXXXXX,
- * for a lone rank that was given no spec (it still meets itself through a
- * store). dir holds at least RT_PG_PRIVATE_DIR_MAX bytes. */
-enum { RT_PG_PRIVATE_DIR_MAX = 64 };
+/* A rendezvous directory of this process's own, $TMPDIR/ddpsim-rdzv-XXXXXX
+ * (/tmp without TMPDIR), for a lone rank that was given no spec (it still
+ * meets itself through a store). dir holds at least RT_PG_PRIVATE_DIR_MAX
+ * bytes. */
+enum { RT_PG_PRIVATE_DIR_MAX = 4200 };
 int rt_pg_private_dir(char *dir);
 /* Remove such a directory with the store's key files in it, once the store
  * is closed. An empty dir does nothing. */

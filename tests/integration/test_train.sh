@@ -82,25 +82,28 @@ EOF
 done
 
 # ---- 2. one rank, no launcher ----------------------------------------------
-# It rendezvouses with itself through a private /tmp/ddpsim-rdzv-* directory,
-# which it must remove (files and all) once connected.
-rdzv_dirs() { find /tmp -maxdepth 1 -name 'ddpsim-rdzv-*' 2>/dev/null | sort; }
-rdzv_dirs >"$work/rdzv.before"
-run single train "${common[@]}" --steps 3 -o "$work/run0"
+# It rendezvouses with itself through a private $TMPDIR/ddpsim-rdzv-*
+# directory, which it must remove (files and all) once connected. A TMPDIR of
+# the test's own keeps other tests' lone ranks out of the count.
+own_tmp="$work/tmp"
+mkdir -p "$own_tmp"
+left_dirs() { find "$own_tmp" -mindepth 1 -maxdepth 1 2>/dev/null | sort; }
+TMPDIR=$own_tmp run single train "${common[@]}" --steps 3 -o "$work/run0"
 check "single rank: exit $status" [ "$status" -eq 0 ]
-left_dirs() { rdzv_dirs | comm -13 "$work/rdzv.before" -; }
-[ -z "$(left_dirs)" ] || sleep 1   # another test's single rank may be mid-connect
 check "single rank: its rendezvous directory was removed (left: $(left_dirs | tr '\n' ' '))" \
   [ -z "$(left_dirs)" ]
 check "single rank: 1 rank(s) in the summary" grep -q "1 rank(s)" "$work/single.out"
 check "single rank: 3 rows" [ "$(tail -n +2 "$work/run0/steps.csv" | wc -l)" -eq 3 ]
 # Calibration alone meets itself the same way and must clean up the same way.
 mkdir -p "$work/cal0"
-run single_cal calibrate --quick --out "$work/cal0/p.cfg"
+TMPDIR=$own_tmp run single_cal calibrate --quick --out "$work/cal0/p.cfg"
 check "calibrate alone: exit $status" [ "$status" -eq 0 ]
-[ -z "$(left_dirs)" ] || sleep 1
 check "calibrate alone: its rendezvous directory was removed (left: $(left_dirs | tr '\n' ' '))" \
   [ -z "$(left_dirs)" ]
+# The directory is made in TMPDIR: one that does not exist is named in the error.
+TMPDIR=$work/no-such-tmp run single_badtmp train "${common[@]}" --steps 1 -o "$work/run0b"
+check "single rank, TMPDIR missing: exit $status, not 0" [ "$status" -ne 0 ]
+check "single rank, TMPDIR missing: the error names it" grep -q "no-such-tmp" "$work/single_badtmp.err"
 
 # ---- 3. resume equality -------------------------------------------------------
 # 100 samples: 100 per epoch alone (12 batches of 8), 50 per rank with 2
