@@ -531,7 +531,7 @@ if python3 -c "import torch, torchvision, transformers; assert torch.cuda.is_ava
   say "profiling real models (bench/gpu-traces.sh, at most 180 s; results in $TDIR/gpu-traces.tar)"
   TBUILD=$BUILD # where ddpsim is: the bundle's, the full build's, or none (the direct build)
   [ "$FULL" = 2 ] && TBUILD=$PREBUILT
-  MEASURE=1 MEASURE_TIMEOUT=140 timeout 180 bash "$ROOT/bench/gpu-traces.sh" "$TBUILD" "$TW" \
+  MEASURE=1 MEASURE_TIMEOUT=130 timeout 180 bash "$ROOT/bench/gpu-traces.sh" "$TBUILD" "$TW" \
     > "$TW/gpu-traces.log" 2>&1
   GRC=$?
   grep -E "^(ok|FAIL) |median .* replay|no ddpsim|gpu-traces:|goals:" "$TW/gpu-traces.log" | sed 's/^/  /' |
