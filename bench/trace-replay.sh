@@ -6,23 +6,47 @@
 # importer's pieces summed against the measured spans of forward, backward and
 # what follows, and a what-if of each job on twice the GPUs (the DDP traces).
 #
-#   bash bench/trace-replay.sh [BUILD_DIR] [TRACE.json.gz...]
+#   bash bench/trace-replay.sh [BUILD_DIR] [TRACE.json.gz | DIR...]
 #
-# Without traces, those of ../shared/traces (development data, not in the
-# repository) when present. BUILD_DIR defaults to build.
+# A DIR stands for its *.json.gz. Without traces, those of ../shared/traces
+# (development data, not in the repository) when present. BUILD_DIR defaults
+# to build (or a bundle of scripts/gpu-check.sh --bundle).
+#   TRACE_BATCH=B  the batch per GPU the traces were taken at (default 32);
+#                  empty: the importer's, from the first layer's recorded shape
+#   TRACE_CSV=F    also write each trace's figures to F: trace, device, ranks,
+#                  median and replayed step (ms), their error and the pieces'
+#                  medians against the measured spans (%), and a status
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}
 shift || true
 DD=$BUILD/ddpsim
+if [ ! -x "$DD" ] && [ -x "$BUILD/bin/ddpsim" ]; then
+  DD=$BUILD/bin/ddpsim
+  export LD_LIBRARY_PATH=$BUILD/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+fi
 [ -x "$DD" ] || { echo "no $DD: build first (bash scripts/setup.sh $BUILD)" >&2; exit 2; }
-traces=("$@")
-if [ ${#traces[@]} -eq 0 ]; then
+traces=()
+for a in "$@"; do
+  if [ -d "$a" ]; then
+    for t in "$a"/*.json.gz; do [ -e "$t" ] && traces+=("$t"); done
+  else
+    traces+=("$a")
+  fi
+done
+if [ $# -eq 0 ]; then
   for t in ../shared/traces/*.json.gz; do [ -e "$t" ] && traces+=("$t"); done
 fi
-[ ${#traces[@]} -gt 0 ] || { echo "no traces given and none in ../shared/traces" >&2; exit 2; }
+[ ${#traces[@]} -gt 0 ] || { echo "no traces given (or none in the folders given) and none in ../shared/traces" >&2; exit 2; }
+BATCH=()
+[ -n "${TRACE_BATCH-32}" ] && BATCH=(--batch "${TRACE_BATCH-32}")
 W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
+CSV=$W/figures.csv
+echo "trace,device,ranks,median_ms,replay_ms,error_pct,forward_pct,backward_pct,after_pct,status" >"$CSV"
+span_pct() { # NOTES PART -> the pieces' median against the measured span, in %
+  sed -n "s/^  $2 *pieces .*measured span .*(\([-+0-9.]*\)%;.*/\1/p" "$1" | head -1
+}
 
 median_step() { # TRACE -> median ProfilerStep span in ms
   python3 - "$1" <<'EOF'
@@ -39,9 +63,10 @@ printf '%-24s %-26s %5s %11s %11s %8s\n' trace device ranks "median ms" "replay 
 for t in "${traces[@]}"; do
   name=$(basename "$t" .json.gz)
   name=${name%.json}
-  if ! "$DD" import torch-trace --batch 32 -o "$W/$name.cfg" --scenario "$W/$name-job.cfg" "$t" \
+  if ! "$DD" import torch-trace "${BATCH[@]}" -o "$W/$name.cfg" --scenario "$W/$name-job.cfg" "$t" \
       >"$W/$name.notes" 2>&1; then
     printf '%-24s import failed: %s\n' "$name" "$(tail -1 "$W/$name.notes")"
+    echo "$name,,,,,,,,,import failed" >>"$CSV"
     continue
   fi
   "$DD" simulate "$W/$name-job.cfg" -o "$W/out-$name" -q >/dev/null
@@ -50,9 +75,15 @@ for t in "${traces[@]}"; do
   meas=$(median_step "$t")
   dev=$(sed -n 's/^ *device = "\(.*\)";/\1/p' "$W/$name.cfg" | head -1)
   ranks=$(sed -n 's/^ *world_size = \([0-9]*\);/\1/p' "$W/$name.cfg" | head -1)
-  printf '%-24s %-26s %5s %11.3f %11.3f %+7.2f%%\n' "$name" "${dev:0:26}" "$ranks" "$meas" "$pred" \
-    "$(python3 -c "print(100*($pred-$meas)/$meas)")"
+  err=$(python3 -c "print('%+.3f' % (100*($pred-$meas)/$meas))")
+  printf '%-24s %-26s %5s %11.3f %11.3f %+7.2f%%\n' "$name" "${dev:0:26}" "$ranks" "$meas" "$pred" "$err"
+  printf '%s,"%s",%s,%.3f,%.3f,%s,%s,%s,%s,ok\n' "$name" "$dev" "$ranks" "$meas" "$pred" "$err" \
+    "$(span_pct "$W/$name.notes" 'forward (to backward)')" "$(span_pct "$W/$name.notes" backward)" \
+    "$(span_pct "$W/$name.notes" 'after backward')" >>"$CSV"
 done
+if [ -n "${TRACE_CSV:-}" ]; then
+  cp "$CSV" "$TRACE_CSV.tmp" && mv "$TRACE_CSV.tmp" "$TRACE_CSV"
+fi
 
 echo
 echo "pieces summed against the measured spans (medians over the steps used):"

@@ -22,6 +22,18 @@
 #    --backend nccl --quick --out $OUT/gpu-profile.cfg` (every NCCL operation
 #    checked on device buffers, cuBLAS GEMM rates per precision, bandwidths,
 #    jitter, interference) and prints the profile's compute rates and fits.
+# 5. Last and optional, when python3 imports torch (with CUDA), torchvision
+#    and transformers: MEASURE=1 bash bench/gpu-traces.sh (at most 180 s):
+#    ResNet-50, BERT-large and GPT-2 small profiled with torch.profiler,
+#    without DDP and under DDP (one rank, NCCL), each trace self-replayed
+#    and its pieces set against its measured spans. The traces, figures
+#    and log go to $OUT/gpu-traces.tar (split into gpu-traces.tar.NN past
+#    15 MiB), the figures also to $OUT/gpu-traces.csv; fetched, they go to
+#    bench/data/traces (tar -xf gpu-traces.tar ./traces, see
+#    bench/data/README.md). A lent machine gives back at most 8 files of
+#    $OUT: the logs of steps 1-4 are up to 8 more, so pack them (e.g.
+#    `tar -C $OUT -czf $OUT/gpu-check.tgz gpu-check && rm -r $OUT/gpu-check`
+#    after this script) for the traces to come back too.
 #
 # A lent machine may hold the CUDA Toolkit but none of the Debian packages
 # (Gloo, libconfig, GSL, OpenBLAS, CUnit). Then build here and carry the
@@ -38,10 +50,11 @@
 #
 # Logs go to $OUT/gpu-check (or <build>/logs); the build directory is
 # $GPU_CHECK_BUILD (default build-gpu). GPU_CHECK_FALLBACK=1 forces the
-# direct build. Everything is bounded by timeouts (about 9 minutes in all;
-# the calibration is about a minute on one GPU, at most 180 s); the exit
-# status is 0 only when the tests passed (and, with the full build, the
-# calibration wrote its profile).
+# direct build. Everything is bounded by timeouts (about 12 minutes in all;
+# the calibration is about a minute on one GPU, at most 180 s, and so are
+# the traces); the exit status is 0 only when the tests passed (and, with
+# the full build, the calibration wrote its profile): the traces' step
+# does not change it.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 ROOT=$PWD
@@ -504,6 +517,35 @@ if [ -x "$DDPSIM" ] && { [ "$FULL" = 2 ] || [ "$TEST" = "$BUILD/tests/runtime/te
   fi
 else
   say "calibrate --backend nccl skipped: it needs the full build's ddpsim"
+fi
+
+# ---- 5. traces of real models (optional: python3 with PyTorch and CUDA) -------------
+# bench/gpu-traces.sh: ResNet-50, BERT-large and GPT-2 small with and without
+# DDP profiled with torch.profiler, then self-replayed. Its results go to
+# gpu-traces.tar (the traces, the figures, the log) and gpu-traces.csv (the
+# figures) beside the profile, as few files as a lent machine gives back.
+if python3 -c "import torch, torchvision, transformers; assert torch.cuda.is_available()" 2>/dev/null; then
+  TDIR=${OUT:-$LOG}
+  TW=$BUILD/gpu-traces
+  rm -rf "$TW" && mkdir -p "$TW"
+  say "profiling real models (bench/gpu-traces.sh, at most 180 s; results in $TDIR/gpu-traces.tar)"
+  TBUILD=$BUILD # where ddpsim is: the bundle's, the full build's, or none (the direct build)
+  [ "$FULL" = 2 ] && TBUILD=$PREBUILT
+  MEASURE=1 MEASURE_TIMEOUT=130 timeout 180 bash "$ROOT/bench/gpu-traces.sh" "$TBUILD" "$TW" \
+    > "$TW/gpu-traces.log" 2>&1
+  GRC=$?
+  grep -E "^(ok|FAIL) |median .* replay|no ddpsim|gpu-traces:|goals:" "$TW/gpu-traces.log" | sed 's/^/  /' |
+    tee -a "$SUMMARY"
+  [ -s "$TW/figures.csv" ] && cp "$TW/figures.csv" "$TDIR/gpu-traces.csv"
+  tar -C "$TW" -cf "$TDIR/gpu-traces.tar" . 2> /dev/null
+  if [ "$(stat -c %s "$TDIR/gpu-traces.tar")" -gt $((15 * 1024 * 1024)) ]; then
+    # What comes back from a lent machine: files of 16 MiB at most.
+    split -b 15m -d "$TDIR/gpu-traces.tar" "$TDIR/gpu-traces.tar." && rm "$TDIR/gpu-traces.tar"
+    say "traces in $TDIR/gpu-traces.tar.NN (cat them in order, then tar -x)"
+  fi
+  say "gpu-traces ended with exit $GRC (124 = timeout): $TDIR/gpu-traces.tar*, figures $TDIR/gpu-traces.csv"
+else
+  say "traces of real models skipped: python3 cannot import torch (with CUDA), torchvision and transformers"
 fi
 
 say "done in $(( $(date +%s) - T0 )) s; summary in $SUMMARY"

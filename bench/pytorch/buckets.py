@@ -38,6 +38,15 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 CAPS = [("default", None), ("25", 25), ("1", 1)]
 
 
+def bert_large_config():
+    """bert-large-uncased's config.json, dropout off so steps are exact."""
+    from transformers import BertConfig
+    return BertConfig(vocab_size=30522, hidden_size=1024, num_hidden_layers=24,
+                      num_attention_heads=16, intermediate_size=4096,
+                      max_position_embeddings=512, type_vocab_size=2,
+                      hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+
+
 def build(name):
     """The model and a function running one training step's forward and loss."""
     torch.manual_seed(0)
@@ -50,13 +59,8 @@ def build(name):
         y = torch.tensor([1, 2])
         return m, lambda mod: nn.functional.cross_entropy(mod(x), y)
     if name == "bert-large":
-        from transformers import BertConfig, BertForPreTraining
-        # bert-large-uncased's config.json; dropout off so steps are exact.
-        cfg = BertConfig(vocab_size=30522, hidden_size=1024, num_hidden_layers=24,
-                         num_attention_heads=16, intermediate_size=4096,
-                         max_position_embeddings=512, type_vocab_size=2,
-                         hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
-        m = BertForPreTraining(cfg)
+        from transformers import BertForPreTraining
+        m = BertForPreTraining(bert_large_config())
         ids = torch.randint(0, 30522, (1, 16))
         labels = torch.randint(0, 30522, (1, 16))
         nsp = torch.tensor([1])
