@@ -126,7 +126,8 @@ static const field device_fields[] = {TEXT(P, "kind", device_kind, REQUIRED, kin
     NUM(P, "update_GBps", update_GBps, OPTIONAL, SHOW_POSITIVE, 0, 1e-3, 1e6),
     NUM(P, "host_link_GBps", host_link_GBps, REQUIRED_ON_GPU, SHOW_POSITIVE, 0, 1e-3, 1e6),
     NUM(P, "peak_memory_GBps", peak_memory_GBps, OPTIONAL, SHOW_POSITIVE, 0, 1e-3, 1e6),
-    NUM(P, "nvlink_GBps", nvlink_GBps, OPTIONAL, SHOW_POSITIVE, 0, 1e-3, 1e6), END};
+    NUM(P, "nvlink_GBps", nvlink_GBps, OPTIONAL, SHOW_POSITIVE, 0, 1e-3, 1e6),
+    INT(P, "sms", sms, OPTIONAL, SHOW_POSITIVE, 0, 1, 65536), END};
 static const field host_fields[] = {NUM(P, "reduce_GBps", reduce_GBps, REQUIRED, SHOW_ALWAYS, 0, 1e-3, 1e6),
     NUM(P, "launch_us", launch_us, OPTIONAL, SHOW_POSITIVE, 0, 0, 1e6), END};
 static const field storage_fields[] = {NUM(P, "write_GBps", write_GBps, REQUIRED, SHOW_ALWAYS, 0, 1e-6, 1e6),
