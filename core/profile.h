@@ -95,6 +95,8 @@ typedef struct core_profile {
   double peak_memory_GBps; /* the datasheet's memory bandwidth; 0 = not given */
   double nvlink_GBps;      /* GPU-to-GPU link bandwidth per direction per GPU (NVLink); 0 = none or not given */
   int sms;                 /* the GPU's streaming multiprocessors (its datasheet); 0 = not given */
+  int sweep_sms;           /* those of the GPU whose cuBLAS sweep compute[] holds (a datasheet profile's
+                            * borrowed shares); 0 = sms, this GPU's own */
   double update_GBps;      /* the runtime's optimizer step on CPUs, bytes moved per second; 0 = memory_GBps */
   double host_link_GBps;   /* device<->host copies; Gloo stages GPU tensors through it */
   double reduce_GBps;      /* host reduction of two buffers, bytes of output per second */

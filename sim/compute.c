@@ -105,15 +105,17 @@ static double quantization(double M, double N, int sms) {
 }
 
 /* Quantization of a GEMM with an M x N output relative to the sweep's
- * square GEMM of side ref that its rate came from, so that what the sweep
- * measured at its own shape is not counted twice; M = 0: a GEMM split over
- * its long reduction (a weight's gradient, split-K: CUTLASS's
- * media/docs/efficient_gemm.md), which fills every SM. 1 without the
- * profile's SM count or a shape. (A small K is memory-bound: kern's bytes.) */
+ * square GEMM of side ref that its rate came from (on the GPU that ran the
+ * sweep: device.sweep_sms), so that what the sweep measured at its own
+ * shape is not counted twice. M = 0: a GEMM split over its long reduction
+ * (a weight's gradient; split-K, CUTLASS's media/docs/efficient_gemm.md),
+ * which fills every SM. 1 without the profile's SM count or a shape. A
+ * small K is memory-bound, which kern's bytes already charge. */
 static double shape_factor(const core_profile *pr, double M, double N, double ref) {
   if (pr->sms <= 0 || !(ref >= 1) || !(M == 0 || (M >= 1 && N >= 1)))
     return 1;
-  return (M == 0 ? 1 : quantization(M, N, pr->sms)) / quantization(ref, ref, pr->sms);
+  int ref_sms = pr->sweep_sms > 0 ? pr->sweep_sms : pr->sms;
+  return (M == 0 ? 1 : quantization(M, N, pr->sms)) / quantization(ref, ref, ref_sms);
 }
 
 /* n kernels doing flops at rate and moving bytes at bw * eff. */

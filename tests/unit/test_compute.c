@@ -143,6 +143,12 @@ static void test_wave_quantization(void) {
   /* backward: the input's gradient (M x K, both many waves deep) and the
    * weight's, split-K: within a few percent of each other per FLOP */
   CU_ASSERT(REL(waves.bwd[1] / (2 * F1), waves.bwd[0] / F0, 3e-2));
+  /* Rates swept on another GPU (device.sweep_sms): its quantization of the
+   * sweep's GEMM (1e9 FLOPs, a side of 794: 91 tiles of 64 x 128, one wave
+   * on 108 SMs as on 132) is the reference, 132/108 of this GPU's. */
+  p->sweep_sms = 108;
+  run other = costs(m, p, SIM_PREC_FP32, 1, SIM_OPT_SGD);
+  CU_ASSERT(REL(other.fwd[0], 132.0 / 108 * waves.fwd[0], 1e-3));
   core_model_free(m);
   core_profile_free(p);
 }
