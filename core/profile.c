@@ -126,7 +126,9 @@ static const field device_fields[] = {TEXT(P, "kind", device_kind, REQUIRED, kin
     NUM(P, "update_GBps", update_GBps, OPTIONAL, SHOW_POSITIVE, 0, 1e-3, 1e6),
     NUM(P, "host_link_GBps", host_link_GBps, REQUIRED_ON_GPU, SHOW_POSITIVE, 0, 1e-3, 1e6),
     NUM(P, "peak_memory_GBps", peak_memory_GBps, OPTIONAL, SHOW_POSITIVE, 0, 1e-3, 1e6),
-    NUM(P, "nvlink_GBps", nvlink_GBps, OPTIONAL, SHOW_POSITIVE, 0, 1e-3, 1e6), END};
+    NUM(P, "nvlink_GBps", nvlink_GBps, OPTIONAL, SHOW_POSITIVE, 0, 1e-3, 1e6),
+    INT(P, "sms", sms, OPTIONAL, SHOW_POSITIVE, 0, 1, 65536),
+    INT(P, "sweep_sms", sweep_sms, OPTIONAL, SHOW_POSITIVE, 0, 1, 65536), END};
 static const field host_fields[] = {NUM(P, "reduce_GBps", reduce_GBps, REQUIRED, SHOW_ALWAYS, 0, 1e-3, 1e6),
     NUM(P, "launch_us", launch_us, OPTIONAL, SHOW_POSITIVE, 0, 0, 1e6), END};
 static const field storage_fields[] = {NUM(P, "write_GBps", write_GBps, REQUIRED, SHOW_ALWAYS, 0, 1e-6, 1e6),
@@ -587,6 +589,16 @@ static int check_interference(const config_setting_t *s, const core_profile *p) 
   return 0;
 }
 
+static int check_device(const config_setting_t *s, const core_profile *p) {
+  char w[4200];
+  if (p->sweep_sms > 0 && p->sms <= 0)
+    return core_err_set(CORE_EINVAL,
+        "%s: device.sweep_sms (the SMs of the GPU whose GEMM sweep compute[] holds) scales GEMMs by shape only "
+        "with this GPU's own count: add device.sms, or remove sweep_sms",
+        core_cfg_where(config_setting_get_member(s, "sweep_sms"), w, sizeof w));
+  return 0;
+}
+
 static int check_price(const config_setting_t *s, const core_profile *p) {
   char w[4200];
   (void)p;
@@ -618,7 +630,7 @@ typedef struct section {
 static const section sections[] = {
     {NULL, 1, top_fields, GROUP_ALWAYS, NULL, NULL, NULL},
     {"meta", 1, meta_fields, GROUP_ALWAYS, NULL, NULL, NULL},
-    {"device", 1, device_fields, GROUP_ALWAYS, NULL, NULL, NULL},
+    {"device", 1, device_fields, GROUP_ALWAYS, check_device, NULL, NULL},
     {"host", 1, host_fields, GROUP_ALWAYS, NULL, NULL, NULL},
     {"compute", 1, NULL, GROUP_ALWAYS, NULL, read_compute, put_compute},
     {"collectives", 1, NULL, GROUP_ALWAYS, NULL, read_colls, put_colls},

@@ -22,6 +22,11 @@
 static const double eta_linear[3] = {0.985, 0.578, 0.711};
 static const double eta_conv[3] = {0.592, 0.411, 0.444};
 static const double eta_attn[3] = {0.474, 0.474, 0.192};
+/* The same shares where the profile gives its SM count and each GEMM's rate
+ * also carries its shape's quantization (shape_factor): refitted so that
+ * the fitted layers take the time they took without it. */
+static const double eta_linear_shaped[3] = {0.974, 0.581, 0.715};
+static const double eta_conv_shaped[3] = {0.578, 0.407, 0.439};
 /* Elementwise kernels stream this share of the datasheet bandwidth (ReLU,
  * its backward and the residual adds of ResNet-50 in fp32: 4.3 of the
  * H200's 4.8 TB/s); autocast's dtype conversions this share of that. */
@@ -63,18 +68,54 @@ typedef struct ctx {
 
 /* A layer's GEMM of flops: the best rate of the profile's sweep once it is
  * as large as the sweep's smallest GEMM, else that one's rate. The sweep's
- * square GEMMs between its sizes lose rate to wave quantization (1024^3 is
- * 64 tiles of 128 x 128 for 132 SMs) that the layers' tall GEMMs, many
- * tiles deep, do not: BERT-large's at 16 and 32 sequences ran at one rate. */
-static double gemm_rate(const core_profile *pr, enum core_prec p, double flops) {
+ * square GEMMs between its sizes lose rate to wave quantization that the
+ * layers' tall GEMMs, many tiles deep, do not: BERT-large's at 16 and 32
+ * sequences ran at one rate. *ref: the cube side of the sweep's GEMM that
+ * rate came from. */
+static double gemm_rate(const core_profile *pr, enum core_prec p, double flops, double *ref) {
   const core_prof_rate *r = &pr->rate[p];
   if (!r->present || r->n == 0)
     return 0;
   double best = r->tflops[0];
+  *ref = cbrt(r->gemm_flops[0] / 2);
   for (int i = 1; i < r->n && flops >= r->gemm_flops[0]; i++)
     if (r->tflops[i] > best)
-      best = r->tflops[i];
+      best = r->tflops[i], *ref = cbrt(r->gemm_flops[i] / 2);
   return best * 1e12;
+}
+
+/* Thread-block tiles cuBLAS chooses among for tensor-core GEMMs, from most
+ * to least efficient, and the quantization of an M x N output into them:
+ * tile quantization (a dimension not a multiple of the tile's pads the last
+ * tile) and wave quantization (ceil(tiles / SMs) waves of one tile an SM),
+ * as NVIDIA's Matrix Multiplication Background User's Guide describes them
+ * (docs.nvidia.com/deeplearning/performance/dl-performance-matrix-multiplication).
+ * A GEMM's share is the best over the tiles (cuBLAS's heuristics pick one). */
+static const double tiles[][2] = {{256, 128}, {128, 256}, {128, 128}, {256, 64}, {64, 256}, {128, 64}, {64, 128}};
+
+static double quantization(double M, double N, int sms) {
+  double best = 0;
+  for (size_t i = 0; i < sizeof tiles / sizeof *tiles; i++) {
+    double tm = ceil(M / tiles[i][0]), tn = ceil(N / tiles[i][1]), t = tm * tn;
+    double q = M * N / (t * tiles[i][0] * tiles[i][1]) * t / (ceil(t / sms) * sms);
+    if (q > best)
+      best = q;
+  }
+  return best;
+}
+
+/* Quantization of a GEMM with an M x N output relative to the sweep's
+ * square GEMM of side ref that its rate came from (on the GPU that ran the
+ * sweep: device.sweep_sms), so that what the sweep measured at its own
+ * shape is not counted twice. M = 0: a GEMM split over its long reduction
+ * (a weight's gradient; split-K, CUTLASS's media/docs/efficient_gemm.md),
+ * which fills every SM. 1 without the profile's SM count or a shape. A
+ * small K is memory-bound, which kern's bytes already charge. */
+static double shape_factor(const core_profile *pr, double M, double N, double ref) {
+  if (pr->sms <= 0 || !(ref >= 1) || !(M == 0 || (M >= 1 && N >= 1)))
+    return 1;
+  int ref_sms = pr->sweep_sms > 0 ? pr->sweep_sms : pr->sms;
+  return (M == 0 ? 1 : quantization(M, N, pr->sms)) / quantization(ref, ref, ref_sms);
 }
 
 /* n kernels doing flops at rate and moving bytes at bw * eff. */
@@ -134,22 +175,42 @@ static int math_of(enum core_prec p) {
   return p == CORE_PREC_FP32 ? MATH_FP32 : p == CORE_PREC_TF32 ? MATH_TF32 : MATH_HALF;
 }
 
+/* The output of layer l's forward GEMM, M x N, and its reduction K, from
+ * its weight (N x K; a convolution's as an implicit GEMM: N output
+ * channels, K input channels times the kernel's area), FLOPs (2 M N K) and
+ * output (M x N); 0 when they do not give one. */
+static void gemm_shape(const ctx *c, const core_layer *L, double *M, double *N, double *K) {
+  double W = L->n_tensors > 0 ? (double)c->m->tensor_elems[L->first_tensor] : 0;
+  double Ms = W > 0 ? L->fwd_flops / (2 * W) : 0;
+  *M = *N = *K = 0;
+  if (!(Ms >= 1) || !(L->act_bytes / 4.0 / Ms >= 1))
+    return;
+  *N = L->act_bytes / 4.0 / Ms;
+  *K = W / *N;
+  *M = Ms * c->b;
+}
+
 /* conv, linear: the forward GEMM; backward, bwd_flops / fwd_flops GEMMs of
- * the forward's size (input and weight gradients; the first layer's input
- * needs none); a bias's gradient, a reduction; autocast's casts. */
+ * the forward's size (the weight's gradient, and the input's: the first
+ * layer's needs none); a bias's gradient, a reduction; autocast's casts.
+ * Each GEMM's rate carries its shape's quantization (shape_factor). */
 static void gemm_layer(ctx *c, int l, double *fwd, double *bwd) {
   const core_layer *L = &c->m->layers[l];
   const core_model *m = c->m;
-  double F = L->fwd_flops * c->b, Fb = L->bwd_flops * c->b, in_el;
-  double eta = (L->op == CORE_OP_CONV ? eta_conv : eta_linear)[c->math];
-  double rate = gemm_rate(c->pr, c->cp, F) * eta, pw = c->half || c->amp ? 2 : 4;
+  double F = L->fwd_flops * c->b, Fb = L->bwd_flops * c->b, in_el, ref = 0, M, N, K;
+  int conv = L->op == CORE_OP_CONV, shaped = c->pr->sms > 0;
+  double eta = (shaped ? conv ? eta_conv_shaped : eta_linear_shaped : conv ? eta_conv : eta_linear)[c->math];
+  double rate = gemm_rate(c->pr, c->cp, F, &ref) * eta, pw = c->half || c->amp ? 2 : 4;
   double in = in_bytes(c, l, 1, &in_el), out = elems(c, l) * c->width[l];
   double w = L->n_tensors > 0 ? (double)m->tensor_elems[L->first_tensor] * pw : 0;
   int nb = F > 0 ? (int)lround(Fb / F) : 0;
-  *fwd = kern(c, F, rate, in + out + w, 1, 1);
+  gemm_shape(c, L, &M, &N, &K);
+  *fwd = kern(c, F, rate * shape_factor(c->pr, M, N, ref), in + out + w, 1, 1);
   *bwd = 0;
-  for (int k = 0; k < nb; k++) /* the weight's gradient also writes it */
-    *bwd += kern(c, Fb / nb, rate, in + out + w + (k == 0 ? w : 0), 1, 1);
+  for (int k = 0; k < nb; k++) { /* the weight's gradient (split-K) also writes it; the input's, M x K */
+    double q = k == 0 ? shape_factor(c->pr, 0, 0, ref) : shape_factor(c->pr, M, K, ref);
+    *bwd += kern(c, Fb / nb, rate * q, in + out + w + (k == 0 ? w : 0), 1, 1);
+  }
   for (int t = 1; t < L->n_tensors; t++)
     *bwd += kern(c, 0, 0, BIAS_GRAD_PASSES * out, 1, 1);
   if (c->amp) {
@@ -168,7 +229,7 @@ static void gemm_layer(ctx *c, int l, double *fwd, double *bwd) {
 static void attention(ctx *c, int l, double *fwd, double *bwd) {
   const core_layer *L = &c->m->layers[l];
   enum core_prec p = c->math == MATH_HALF ? c->cp : CORE_PREC_FP32;
-  double F = L->fwd_flops * c->b, rate = gemm_rate(c->pr, p, F) * eta_attn[c->math], el;
+  double F = L->fwd_flops * c->b, ref, rate = gemm_rate(c->pr, p, F, &ref) * eta_attn[c->math], el;
   double io = in_bytes(c, l, 1, &el) + elems(c, l) * c->width[l];
   *fwd = kern(c, F, rate, io, 1, 1);
   *bwd = kern(c, L->bwd_flops * c->b, rate, 2 * io, 1, 2);

@@ -8,7 +8,9 @@
  * pooling, loss) is costed per operation: each kernel it runs takes the
  * slower of its FLOPs at the rate for its precision and its bytes at the
  * device's streaming bandwidth, plus the device's gap between kernels, and
- * never less than the shortest kernel. Bytes are counted at the precision's
+ * never less than the shortest kernel. Where the profile gives its SM count
+ * (device.sms), a conv or linear GEMM's rate also carries its shape's tile
+ * and wave quantization relative to the sweep's GEMMs. Bytes are counted at the precision's
  * width: under autocast (amp_*) GEMM inputs and outputs are half, the fp32
  * list (layer and group norm, the loss) and embeddings stay fp32, the rest
  * follow their inputs, and autocast's casts are kernels of their own; pure

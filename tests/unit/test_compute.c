@@ -3,8 +3,8 @@
  * its bytes (half under autocast where its inputs are half, the fp32 list
  * staying fp32, every input of a residual add read), a compute-bound one
  * its FLOPs at the sweep's best rate once as large as the sweep's smallest
- * GEMM, backward two GEMMs (one for the first layer), the optimizer
- * torch.optim's bytes, a host slower than the device stretching the step
+ * GEMM (with device.sms, times its shape's wave quantization), backward
+ * two GEMMs (one for the first layer), the optimizer torch.optim's bytes, a host slower than the device stretching the step
  * to the host's time, and CPU profiles and kind "other" keeping the
  * generic rule. */
 #include "testutil.h"
@@ -121,6 +121,38 @@ static void test_gemm_rate(void) {
   core_profile_free(p);
 }
 
+/* Wave quantization (device.sms): on 132 SMs an output of 128 x 132
+ * tiles of 128 x 128 is one full wave; 64 rows more, one tile more, leaves
+ * its best tiling (128 x 64: 266 tiles, 3 waves) 0.672 of the SMs' work, so
+ * a FLOP of it takes 1.489 times as long. The weight's gradient (split-K)
+ * does not lose it. Without the SM count both run at one rate. */
+static void test_wave_quantization(void) {
+  core_profile *p = profile("", "gpu");
+  core_model *m = model("{ name = \"full\"; kind = \"linear\"; params = [1048576]; fwd_flops = 35433480192.0; "
+                        "act_bytes = 8650752.0; },\n"
+                        "{ name = \"more\"; kind = \"linear\"; params = [1048576]; fwd_flops = 35701915648.0; "
+                        "act_bytes = 8716288.0; }");
+  CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+  run flat = costs(m, p, SIM_PREC_FP32, 1, SIM_OPT_SGD);
+  p->sms = 132;
+  run waves = costs(m, p, SIM_PREC_FP32, 1, SIM_OPT_SGD);
+  double F0 = 35433480192.0, F1 = 35701915648.0;
+  CU_ASSERT(REL(flat.fwd[1] / F1, flat.fwd[0] / F0, 1e-3));
+  CU_ASSERT(REL(waves.fwd[1] / F1, 1.489 * waves.fwd[0] / F0, 1e-3));
+  /* backward: the input's gradient (M x K, both many waves deep) and the
+   * weight's, split-K: within a few percent of each other per FLOP */
+  CU_ASSERT(REL(waves.bwd[1] / (2 * F1), waves.bwd[0] / F0, 3e-2));
+  /* Rates swept on another GPU (device.sweep_sms): its quantization of the
+   * sweep's GEMM (1e9 FLOPs, a side of 794: 91 tiles of 64 x 128, one wave
+   * on 108 SMs as on 132) is the reference, 132/108 of this GPU's. */
+  p->sweep_sms = 108;
+  run other = costs(m, p, SIM_PREC_FP32, 1, SIM_OPT_SGD);
+  CU_ASSERT(REL(other.fwd[0], 132.0 / 108 * waves.fwd[0], 1e-3));
+  core_model_free(m);
+  core_profile_free(p);
+}
+
 /* The optimizer moves torch.optim's foreach bytes: Adam 72 a parameter,
  * SGD 12, momentum 32. */
 static void test_optimizer(void) {
@@ -199,6 +231,7 @@ void test_register(void) {
   CU_pSuite s = CU_add_suite("compute", NULL, NULL);
   CU_add_test(s, "bytes at the precision's width", test_bytes_at_width);
   CU_add_test(s, "GEMM rate and backward GEMMs", test_gemm_rate);
+  CU_add_test(s, "wave quantization with device.sms", test_wave_quantization);
   CU_add_test(s, "optimizer: torch.optim's bytes", test_optimizer);
   CU_add_test(s, "host-bound steps stretch", test_host_bound);
   CU_add_test(s, "the generic rule: CPUs, kind other", test_generic_rule);
