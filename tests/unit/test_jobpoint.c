@@ -252,12 +252,9 @@ static void test_job_alone(void) {
   sim_scenario_free(s);
 }
 
-/* Checkpoints without failures: the summary says there is no Young or Daly
- * interval rather than printing nan. */
-static void test_summary_no_failures(void) {
-  sim_scenario *s = load(BASE SIM "job = { hours = 10.0; };\n"
-                                  "checkpoint = { every_s = [600.0, 1200.0]; storage_GBps = 100.0; };\n"
-                                  "cost = { gpu_hour_usd = 2.0; };\n");
+/* The summary of scenario text's sweep (one worker), malloc'd. */
+static char *summary_of(const char *text) {
+  sim_scenario *s = load(text);
   CU_ASSERT_FATAL(s != NULL);
   sim_sweep_opts o = {.jobs = 1, .n_shards = 1, .trace_point = -1};
   sim_sweep w;
@@ -268,29 +265,28 @@ static void test_summary_no_failures(void) {
   CU_ASSERT_FATAL(f != NULL);
   sim_summary_print(s, &w, f);
   fclose(f);
+  sim_sweep_free(&w);
+  sim_scenario_free(s);
+  return buf;
+}
+
+/* Checkpoints without failures: the summary says there is no Young or Daly
+ * interval rather than printing nan. */
+static void test_summary_no_failures(void) {
+  char *buf = summary_of(BASE SIM "job = { hours = 10.0; };\n"
+                                  "checkpoint = { every_s = [600.0, 1200.0]; storage_GBps = 100.0; };\n"
+                                  "cost = { gpu_hour_usd = 2.0; };\n");
   CU_ASSERT(strstr(buf, "best interval") != NULL);
   CU_ASSERT(strstr(buf, "no interruptions, so no Young or Daly interval") != NULL);
   CU_ASSERT(strstr(buf, "nan") == NULL && strstr(buf, "inf ") == NULL);
   free(buf);
-  sim_sweep_free(&w);
-  sim_scenario_free(s);
 }
 
 /* The summary has a column for every swept dimension: rows that differ
  * only in compression or bucket cap say so. */
 static void test_summary_columns(void) {
-  sim_scenario *s = load(BASE SIM "ddp = { compression = [\"none\", \"fp16\"]; bucket_cap_mb = [10.0, 50.0]; };\n"
+  char *buf = summary_of(BASE SIM "ddp = { compression = [\"none\", \"fp16\"]; bucket_cap_mb = [10.0, 50.0]; };\n"
                                   "cost = { gpu_hour_usd = 2.0; };\n");
-  CU_ASSERT_FATAL(s != NULL);
-  sim_sweep_opts o = {.jobs = 1, .n_shards = 1, .trace_point = -1};
-  sim_sweep w;
-  CU_ASSERT_FATAL(sim_sweep_run(s, &o, &w) == 0);
-  char *buf = NULL;
-  size_t len = 0;
-  FILE *f = open_memstream(&buf, &len);
-  CU_ASSERT_FATAL(f != NULL);
-  sim_summary_print(s, &w, f);
-  fclose(f);
   const char *head = strchr(buf, '\n') + 1;
   CU_ASSERT(strstr(head, "bucket_cap_mb") && strstr(head, "compression") && strstr(head, "usd/Msample"));
   /* Four rows, no two alike. */
@@ -305,8 +301,6 @@ static void test_summary_columns(void) {
       CU_ASSERT(strncmp(rows[i], rows[j], 40) != 0);
   CU_ASSERT(strstr(rows[1], "fp16") != NULL);
   free(buf);
-  sim_sweep_free(&w);
-  sim_scenario_free(s);
 }
 
 void test_register(void) {
