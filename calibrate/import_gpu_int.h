@@ -1,7 +1,7 @@
 /*
  * import_gpu_int — what the GPU trace importer's files share (internal to
- * calibrate/import_gpu.c and calibrate/gpu_tensors.c): the import's state
- * and its notes to the user.
+ * calibrate/import_gpu.c, calibrate/gpu_tensors.c and
+ * calibrate/import_gpu_job.c): the import's state and its notes to the user.
  */
 #ifndef CALIBRATE_IMPORT_GPU_INT_H
 #define CALIBRATE_IMPORT_GPU_INT_H
@@ -50,6 +50,9 @@ typedef struct gimport {
 
 /* Append a line to the notes the command prints. */
 void cal_gimport_note(gimport *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Trace k, whose steps are from `first` on, is of trace 0's job (the same
+ * GPU, world size and model), or an input error naming both files. */
+int cal_gimport_same_job(const gimport *m, int k, int first);
 
 static inline const cal_ktrace *trace_of(const gimport *m, int step) { return &m->tr[m->step_trace[step]].t; }
 static inline const cal_gstep *ref_step(const gimport *m) { return &m->steps[m->ref]; }

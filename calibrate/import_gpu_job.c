@@ -1,0 +1,64 @@
+/* Several traces of one job: the checks that they are (import_gpu_int.h). */
+#include "calibrate/import_gpu_int.h"
+
+#include "core/err.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* The model a step ran, as the importer sees it: its layers' operators, in
+ * order, and the gradients that arrived. */
+static uint64_t model_hash(const gimport *m, int k) {
+  const cal_gstep *s = &m->steps[k];
+  const cal_ktrace *t = trace_of(m, k);
+  uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a (Fowler, Noll, Vo) */
+#define MIX(v) (h = (h ^ (uint64_t)(v)) * 0x100000001b3ULL)
+  MIX(s->n_layers);
+  MIX(s->n_grads);
+  for (int l = 0; l < s->n_layers; l++)
+    for (const char *c = cal_ktrace_str(t, t->ev[s->layer_op[l]].name); *c; c++)
+      MIX(*c);
+#undef MIX
+  return h;
+}
+
+/* How steps i and j ran different models, for a message. */
+static void model_diff(const gimport *m, int i, int j, char *what, size_t n) {
+  const cal_gstep *a = &m->steps[i], *b = &m->steps[j];
+  const cal_ktrace *ta = trace_of(m, i), *tb = trace_of(m, j);
+  if (a->n_layers != b->n_layers || a->n_grads != b->n_grads) {
+    snprintf(what, n, "the model (%d layers and %d gradients a step in one, %d and %d in the other)", a->n_layers,
+        a->n_grads, b->n_layers, b->n_grads);
+    return;
+  }
+  int l = 0;
+  while (l < a->n_layers - 1 &&
+         !strcmp(cal_ktrace_str(ta, ta->ev[a->layer_op[l]].name), cal_ktrace_str(tb, tb->ev[b->layer_op[l]].name)))
+    l++;
+  snprintf(what, n, "the model (layer %d is %.100s in one, %.100s in the other)", l + 1,
+      a->n_layers ? cal_ktrace_str(ta, ta->ev[a->layer_op[l]].name) : "-",
+      b->n_layers ? cal_ktrace_str(tb, tb->ev[b->layer_op[l]].name) : "-");
+}
+
+/* Trace k, whose steps are from `first` on, is of trace 0's job: the same
+ * GPU, the same world, and a step that ran the model one of trace 0's steps
+ * ran (steps of one job may be cut differently, a model's layers are not). */
+int cal_gimport_same_job(const gimport *m, int k, int first) {
+  const cal_ktrace *a = &m->tr[0].t, *b = &m->tr[k].t;
+  char what[512] = "";
+  if (strcmp(a->device_name, b->device_name) != 0)
+    snprintf(what, sizeof what, "the GPU ('%s', '%s')", a->device_name, b->device_name);
+  else if (a->world_size != b->world_size)
+    snprintf(what, sizeof what, "the world size (%d, %d)", a->world_size, b->world_size);
+  int shared = first == m->n_steps || m->tr[0].g.n_steps == 0;
+  for (int i = first; i < m->n_steps && !what[0] && !shared; i++)
+    for (int j = 0; j < m->tr[0].g.n_steps && !shared; j++)
+      shared = model_hash(m, i) == model_hash(m, j);
+  if (!what[0] && !shared)
+    model_diff(m, 0, first, what, sizeof what);
+  if (!what[0])
+    return 0;
+  return core_err_set(CORE_EINVAL,
+      "%s and %s are not traces of one job: %s differs; import each job's traces on their own (one model each)",
+      a->path, b->path, what);
+}
