@@ -31,7 +31,7 @@ static int check_column(const config_setting_t *key, const char *name, int has_j
   int c = col_of(name);
   core_cfg_where(key, w, sizeof w);
   if (config_setting_type(key) == CONFIG_TYPE_STRING)
-    snprintf(what, sizeof what, "advise.%s = \"%s\"", config_setting_name(key), name);
+    snprintf(what, sizeof what, "advise.%s = \"%s\"", config_setting_name(key), config_setting_get_string(key));
   else
     snprintf(what, sizeof what, "advise.%s (a bound on %s)", config_setting_name(key), name);
   if (c < 0) {
@@ -51,31 +51,63 @@ static int check_column(const config_setting_t *key, const char *name, int has_j
   return c;
 }
 
-int sim_objective_parse(const config_setting_t *root, int has_job, int priced, sim_objective *o) {
-  static const char *const keys[] = {"minimize", "maximize", "deadline_h", "budget_usd", "top", NULL};
+/* advise.objective, the short form: "time" or "cost", minimized; with a
+ * deadline or a budget it is cost under a deadline or time under a budget. */
+static int objective_word(const config_setting_t *g, const config_setting_t *key, int has_job, int priced) {
   char w[4200];
-  const config_setting_t *g;
-  const char *name;
-  long long top;
+  const char *word;
   int rc;
+  if ((rc = core_cfg_string(g, "objective", 1, NULL, NULL, &word)) != 0)
+    return rc;
+  if (strcmp(word, "time") && strcmp(word, "cost"))
+    return core_err_set(CORE_EINVAL,
+        "%s: advise.objective = \"%s\" is not an objective; write \"time\" (time to train) or \"cost\", or name any "
+        "column with advise.minimize or advise.maximize",
+        core_cfg_where(key, w, sizeof w), word);
+  return check_column(key, word[0] == 't' ? "time_to_train_h" : "cost_usd", has_job, priced);
+}
+
+/* The one of objective, minimize and maximize the group gives (NULL for
+ * none); *how is its name. Two of them are an error. */
+static int direction_key(const config_setting_t *g, const config_setting_t **key, const char **how) {
+  static const char *const names[] = {"objective", "minimize", "maximize"};
+  char w[4200];
+  *key = NULL;
+  for (int i = 0; i < 3; i++) {
+    const config_setting_t *k = config_setting_get_member(g, names[i]);
+    if (k && *key)
+      return core_err_set(CORE_EINVAL, "%s: give one of advise.objective, advise.minimize and advise.maximize",
+          core_cfg_where(k, w, sizeof w));
+    if (k) {
+      *key = k;
+      *how = names[i];
+    }
+  }
+  return 0;
+}
+
+int sim_objective_parse(const config_setting_t *root, int has_job, int priced, sim_objective *o) {
+  static const char *const keys[] = {"objective", "minimize", "maximize", "deadline_h", "budget_usd", "top", NULL};
+  const config_setting_t *g;
+  const char *name, *how = "";
+  long long top;
+  int rc = 0;
   memset(o, 0, sizeof *o);
   o->col = SIM_OBJ_TIME_H;
   o->top = 10;
   if ((rc = core_cfg_group(root, "advise", 0, &g)) != 0 || !g)
     return rc;
-  const config_setting_t *mn = config_setting_get_member(g, "minimize"), *mx = config_setting_get_member(g, "maximize");
-  if ((rc = core_cfg_check_keys(g, keys, "advise")) != 0)
+  if ((rc = core_cfg_check_keys(g, keys, "advise")) != 0 || (rc = direction_key(g, &o->key, &how)) != 0)
     return rc;
-  if (mn && mx)
-    return core_err_set(
-        CORE_EINVAL, "%s: give one of advise.minimize and advise.maximize", core_cfg_where(mx, w, sizeof w));
-  if (mn || mx) {
-    o->key = mn ? mn : mx;
-    o->maximize = mx != NULL;
-    if ((rc = core_cfg_string(g, mn ? "minimize" : "maximize", 1, NULL, NULL, &name)) != 0 ||
-        (rc = check_column(o->key, name, has_job, priced)) < 0)
-      return rc;
+  if (o->key && !strcmp(how, "objective"))
+    rc = objective_word(g, o->key, has_job, priced);
+  else if (o->key && (rc = core_cfg_string(g, how, 1, NULL, NULL, &name)) == 0)
+    rc = check_column(o->key, name, has_job, priced);
+  if (rc < 0)
+    return rc;
+  if (o->key) {
     o->col = (enum sim_obj_col)rc;
+    o->maximize = !strcmp(how, "maximize");
   }
   if ((rc = core_cfg_double(g, "deadline_h", 0, 0, 1e-6, 1e9, &o->deadline_h)) != 0 ||
       (rc = core_cfg_double(g, "budget_usd", 0, 0, 1e-6, 1e15, &o->budget_usd)) != 0 ||

@@ -1,7 +1,7 @@
 /*
  * objective — what `ddpsim advise` looks for (the scenario's advise group):
- * a column of the advice to minimize or maximize (time_to_train_h by
- * default), and optionally a deadline on the time to train and a budget on
+ * "time" or "cost" to minimize, or any column of the advice to minimize or
+ * maximize (time_to_train_h by default), and optionally a deadline on the time to train and a budget on
  * the cost, which a recommendation must meet. The column must be one the
  * study has: cost columns need prices (sim/cost.h), the time to train a job
  * group. Checked with file:line when the scenario is read, so that a study

@@ -199,6 +199,31 @@ static void test_deadline_unmet(void) {
   sim_scenario_free(s);
 }
 
+/* advise.objective's words are the issue's questions: "cost" under a deadline
+ * is minimize cost_usd within it, "time" under a budget minimize
+ * time_to_train_h within it. */
+static void test_objective_words(void) {
+  static const struct {
+    const char *word, *same;
+  } cases[] = {
+      {"objective = \"cost\"; deadline_h = 30.0;", "minimize = \"cost_usd\"; deadline_h = 30.0;"},
+      {"objective = \"time\"; budget_usd = 3000.0;", "minimize = \"time_to_train_h\"; budget_usd = 3000.0;"},
+  };
+  for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+    char text[4096], same[4096], a[200], b[200];
+    snprintf(text, sizeof text, STUDY("%s"), cases[k].word);
+    snprintf(same, sizeof same, STUDY("%s"), cases[k].same);
+    sim_scenario *s = load(text), *t = load(same);
+    CU_ASSERT_FATAL(s && t);
+    CU_ASSERT_STRING_EQUAL(
+        sim_objective_text(&s->objective, a, sizeof a), sim_objective_text(&t->objective, b, sizeof b));
+    CU_ASSERT_EQUAL(s->objective.col, t->objective.col);
+    CU_ASSERT(!s->objective.maximize);
+    sim_scenario_free(s);
+    sim_scenario_free(t);
+  }
+}
+
 /* Studies advise refuses before simulating anything. */
 static void test_refused(void) {
   static const struct {
@@ -258,4 +283,5 @@ void test_register(void) {
   CU_add_test(s, "any other objective simulates every point", test_other_objective);
   CU_add_test(s, "a deadline no point meets names the closest", test_deadline_unmet);
   CU_add_test(s, "studies advise cannot search are refused", test_refused);
+  CU_add_test(s, "objective = \"time\" or \"cost\" is minimize of its column", test_objective_words);
 }
