@@ -1,28 +1,20 @@
 #include "kineto.h"
 #include "intern.h"
 #include "kdims.h"
+#include "kineto_int.h"
 
-#include "core/afile.h"
-#include "core/clock.h"
 #include "core/err.h"
-#include "core/path.h"
-#include "core/progress.h"
 
 #include <yajl/yajl_parse.h>
-#include <zlib.h>
 
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
-#define CHUNK (1 << 18) /* bytes decompressed and parsed at a time */
-#define MAX_FRAMES 8    /* containers the reader looks into; values below them are skipped */
+#define MAX_FRAMES 8 /* containers the reader looks into; values below them are skipped */
 
 /* --- interned strings and shapes ------------------------------------------- */
 
@@ -191,9 +183,7 @@ typedef struct kparse {
   sbuf thread;
   kdev *devs;
   size_t n_devs, devs_cap;
-  int rc;             /* the error that stopped the parse */
-  int64_t file_bytes; /* the file's size, for progress */
-  core_progress pr;
+  int rc; /* the error that stopped the parse */
 } kparse;
 
 static int fail(kparse *P, int rc) {
@@ -592,132 +582,6 @@ static int commit_event(kparse *P) {
   return 1;
 }
 
-/* --- reading the file ---------------------------------------------------------- */
-
-/* Where in the text the parse is: line and column, both from 1. */
-typedef struct kpos {
-  long line, col;
-} kpos;
-
-static void advance(kpos *at, const unsigned char *b, size_t n) {
-  const unsigned char *end = b + n, *nl;
-  while ((nl = memchr(b, '\n', (size_t)(end - b))) != NULL) {
-    at->line++;
-    at->col = 1;
-    b = nl + 1;
-  }
-  at->col += (long)(end - b);
-}
-
-static int json_error(kparse *P, yajl_handle h, kpos at, int at_end) {
-  unsigned char *m = yajl_get_error(h, 0, NULL, 0);
-  char msg[160];
-  snprintf(msg, sizeof msg, "%s", m ? (const char *)m : "parse error");
-  yajl_free_error(h, m);
-  msg[strcspn(msg, "\n")] = '\0';
-  if (at_end)
-    return core_err_set(CORE_EINVAL,
-        "%s:%ld:%ld: not valid JSON: the text ends before the JSON does (%s); the trace was cut short: export or copy "
-        "it again",
-        P->t->path, at.line, at.col, msg);
-  return core_err_set(CORE_EINVAL,
-      "%s:%ld:%ld: not valid JSON (%s); expected a Chrome trace from torch.profiler (prof.export_chrome_trace(path))",
-      P->t->path, at.line, at.col, msg);
-}
-
-/* Who reports reads that run long (cal_ktrace_progress); NULL: nobody. */
-static _Atomic(const char *) progress_who;
-static _Atomic double progress_after_s;
-
-void cal_ktrace_progress(const char *who, double after_s) {
-  progress_after_s = after_s;
-  progress_who = who;
-}
-
-/* How far the read of g is, on stderr when it is due. */
-static void progress(kparse *P, gzFile g) {
-  double now = core_now();
-  if (!core_progress_due(&P->pr, now))
-    return;
-  double at = (double)gzoffset(g), of = (double)P->file_bytes;
-  char size[64] = "";
-  if (of > 0) /* not a pipe */
-    snprintf(size, sizeof size, " of %.0f MB (%.0f%%)", of / 1e6, 100.0 * fmin(at / of, 1.0));
-  core_progress_line(&P->pr, now, "%s: reading %s, %.0f MB%s, %.0f s", progress_who, core_path_base(P->t->path),
-      at / 1e6, size, now - P->pr.t0);
-}
-
-/* Decompress (or copy) g through YAJL. */
-static int parse_stream(kparse *P, gzFile g, yajl_handle h, unsigned char *buf) {
-  kpos at = {1, 1};
-  size_t total = 0;
-  for (;;) {
-    int k = gzread(g, buf, CHUNK);
-    int zerr = Z_OK;
-    const char *zmsg = k <= 0 ? gzerror(g, &zerr) : NULL;
-    if (zmsg && !strncmp(zmsg, "<fd:", 4) && strstr(zmsg, ": ")) /* gzdopen names the file so */
-      zmsg = strstr(zmsg, ": ") + 2;
-    if (zerr == Z_ERRNO)
-      return core_err_errno(errno ? errno : EIO, "reading trace '%s'", P->t->path);
-    if (zerr == Z_BUF_ERROR)
-      return core_err_set(CORE_EINVAL,
-          "%s: the gzip stream ends early (%s): the file is truncated; copy or export it again", P->t->path, zmsg);
-    if (k < 0 || (zerr != Z_OK && zerr != Z_STREAM_END))
-      return core_err_set(CORE_EINVAL,
-          "%s: cannot decompress the trace (%s); it is a damaged .gz file, export it again", P->t->path,
-          zmsg ? zmsg : "read error");
-    if (k == 0)
-      break;
-    yajl_status st = yajl_parse(h, buf, (size_t)k);
-    if (st == yajl_status_client_canceled)
-      return P->rc;
-    if (st != yajl_status_ok) {
-      advance(&at, buf, yajl_get_bytes_consumed(h));
-      return json_error(P, h, at, 0);
-    }
-    advance(&at, buf, (size_t)k);
-    total += (size_t)k;
-    progress(P, g);
-  }
-  if (total == 0)
-    return core_err_set(CORE_EINVAL, "%s: the file is empty; expected a Chrome trace from torch.profiler", P->t->path);
-  yajl_status st = yajl_complete_parse(h);
-  if (st == yajl_status_client_canceled)
-    return P->rc;
-  return st == yajl_status_ok ? 0 : json_error(P, h, at, 1);
-}
-
-/* Open path for gzread: gzip or plain, told by the magic bytes. */
-static int open_trace(const char *path, gzFile *g, int64_t *bytes) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return core_err_errno(errno, "cannot open trace '%s'", path);
-  struct stat sb = {0};
-  unsigned char magic[2] = {0, 0};
-  if (fstat(fd, &sb) == 0 && S_ISDIR(sb.st_mode)) {
-    close(fd);
-    return core_err_set(CORE_EINVAL, "%s: a directory, not a trace; give the trace file", path);
-  }
-  *bytes = sb.st_size;
-  core_afile_note_input(path); /* by name: a refused output then names it */
-  ssize_t r = pread(fd, magic, 2, 0);
-  int gz = r == 2 && magic[0] == 0x1f && magic[1] == 0x8b; /* RFC 1952, 2.3.1 */
-  size_t len = strlen(path);
-  if (!gz && len > 3 && !strcmp(path + len - 3, ".gz")) {
-    close(fd);
-    return core_err_set(CORE_EINVAL,
-        "%s: named .gz but not gzip-compressed (it does not start with the gzip magic bytes 1f 8b); rename it, or "
-        "compress it with gzip",
-        path);
-  }
-  if (!(*g = gzdopen(fd, "rb"))) {
-    close(fd);
-    return core_err_set(CORE_ENOMEM, "out of memory opening %s", path);
-  }
-  gzbuffer(*g, CHUNK);
-  return 0;
-}
-
 /* The traced rank's device: the one the kernels ran on (the most of them),
  * else the first listed. */
 static void pick_device(kparse *P) {
@@ -757,21 +621,18 @@ static void parse_free(kparse *P) {
 }
 
 static int read_into(const char *path, cal_ktrace *t, kparse *P) {
-  gzFile g = NULL;
+  cal_kfile f;
   yajl_handle h = NULL;
-  unsigned char *buf = NULL;
-  int rc = open_trace(path, &g, &P->file_bytes);
+  int rc = cal_kfile_open(&f, path);
   if (rc)
     return rc;
-  const char *who = progress_who;
-  core_progress_start(&P->pr, who != NULL, progress_after_s);
-  if (!(t->store = calloc(1, sizeof *t->store)) || !(buf = malloc(CHUNK)) || !(h = yajl_alloc(&callbacks, NULL, P))) {
+  if (!(t->store = calloc(1, sizeof *t->store)) || !(h = yajl_alloc(&callbacks, NULL, P))) {
     rc = core_err_set(CORE_ENOMEM, "out of memory reading %s", path);
     goto close_all;
   }
   cal_intern_init(&t->store->str, 1);
   cal_intern_init(&t->store->dims, 0);
-  if ((rc = parse_stream(P, g, h, buf)) != 0)
+  if ((rc = cal_kfile_parse(&f, h, &P->rc)) != 0)
     goto close_all;
   if (!P->seen_events)
     rc = core_err_set(CORE_EINVAL,
@@ -786,11 +647,9 @@ static int read_into(const char *path, cal_ktrace *t, kparse *P) {
   else
     pick_device(P);
 close_all:
-  core_progress_end(&P->pr);
   if (h)
     yajl_free(h);
-  free(buf);
-  gzclose(g);
+  cal_kfile_close(&f);
   return rc;
 }
 

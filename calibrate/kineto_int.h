@@ -1,0 +1,35 @@
+/*
+ * kineto_int — the trace file under kineto's parse (internal to
+ * calibrate/kineto.c and calibrate/kineto_file.c): opening it, gzip or plain
+ * told by the magic bytes; feeding it through YAJL in chunks, with the line
+ * and column of text that is not JSON; and the report of a read that runs
+ * long (cal_ktrace_progress).
+ */
+#ifndef CALIBRATE_KINETO_INT_H
+#define CALIBRATE_KINETO_INT_H
+
+#include "core/progress.h"
+
+#include <yajl/yajl_parse.h>
+#include <zlib.h>
+
+#include <stdint.h>
+
+/* A trace file being read. */
+typedef struct cal_kfile {
+  const char *path;
+  gzFile g;
+  int64_t bytes; /* the file's size, for progress */
+  unsigned char *buf;
+  core_progress pr;
+} cal_kfile;
+
+/* Open path (f zeroed first) and start its progress report. 0, or a negative
+ * core_err code with the message set and nothing left open. */
+int cal_kfile_open(cal_kfile *f, const char *path);
+/* Feed the whole file through h. When a callback cancels the parse, the
+ * error it recorded, *cancel_rc. */
+int cal_kfile_parse(cal_kfile *f, yajl_handle h, const int *cancel_rc);
+void cal_kfile_close(cal_kfile *f);
+
+#endif
