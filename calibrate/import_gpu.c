@@ -149,13 +149,28 @@ static uint64_t shape_hash(const gimport *m, int k) {
   return h;
 }
 
+/* Marks in warm[] the leading steps of each trace further than WARMUP_SHARE
+ * from ref: every trace (a rank's, a schedule's cycle) begins its own run
+ * and may warm up; its last step is kept. Returns how many. */
+static int mark_warmups(const gimport *m, const double *d, double ref, char *warm) {
+  int n = m->n_steps, n_warm = 0;
+  for (int k = 0; k < n; k++) {
+    int leads = k == 0 || m->step_trace[k] != m->step_trace[k - 1] || warm[k - 1];
+    int last = k == n - 1 || m->step_trace[k + 1] != m->step_trace[k];
+    warm[k] = leads && !last && (d[k] > ref * (1 + WARMUP_SHARE) || d[k] < ref * (1 - WARMUP_SHARE));
+    n_warm += warm[k];
+  }
+  return n_warm;
+}
+
 static int choose_steps(gimport *m) {
-  int n = m->n_steps, first = 0;
+  int n = m->n_steps;
   double *d = malloc(sizeof *d * (size_t)n), *tail = malloc(sizeof *tail * (size_t)n);
   uint64_t *h = malloc(sizeof *h * (size_t)n);
+  char *warm = malloc((size_t)n);
   m->use = malloc(sizeof *m->use * (size_t)n);
-  if (!d || !tail || !h || !m->use) {
-    free(d), free(tail), free(h);
+  if (!d || !tail || !h || !warm || !m->use) {
+    free(d), free(tail), free(h), free(warm);
     return core_err_set(CORE_ENOMEM, "out of memory choosing steps");
   }
   for (int k = 0; k < n; k++) {
@@ -165,23 +180,21 @@ static int choose_steps(gimport *m) {
   memcpy(tail, d + n / 2, sizeof *d * (size_t)(n - n / 2));
   gsl_sort(tail, 1, (size_t)(n - n / 2));
   double ref = gsl_stats_median_from_sorted_data(tail, 1, (size_t)(n - n / 2));
-  while (first < n - 1 && (d[first] > ref * (1 + WARMUP_SHARE) || d[first] < ref * (1 - WARMUP_SHARE)))
-    first++;
-  m->n_warm = first;
+  m->n_warm = mark_warmups(m, d, ref, warm);
   /* the most common cut among the rest */
   int best = -1, best_n = 0;
-  for (int k = first; k < n; k++) {
+  for (int k = 0; k < n; k++) {
     int c = 0;
-    for (int j = first; j < n; j++)
-      c += h[j] == h[k];
+    for (int j = 0; j < n && !warm[k]; j++)
+      c += !warm[j] && h[j] == h[k];
     if (c > best_n)
       best_n = c, best = k;
   }
-  for (int k = first; k < n; k++)
-    if (h[k] == h[best])
+  for (int k = 0; k < n; k++)
+    if (!warm[k] && h[k] == h[best])
       m->use[m->n_use++] = k;
-  m->n_other = n - first - m->n_use;
-  free(d), free(tail), free(h);
+  m->n_other = n - m->n_warm - m->n_use;
+  free(d), free(tail), free(h), free(warm);
   return 0;
 }
 

@@ -385,15 +385,21 @@ static void test_bad_traces(void) {
   expect_refused(p, "");
 }
 
-/* Several traces are read as one job's: the fixture twice is, a trace of
- * another GPU, world or model is refused naming both files and what
- * differs. */
+/* Several traces are read as one job's: the fixture twice is, each with
+ * its own warm-up left out; a trace of another GPU, world or model is
+ * refused naming both files and what differs. */
 static void test_traces_of_one_job(void) {
   char out[4200], p[4200];
   snprintf(out, sizeof out, "%s/one-job.cfg", dir);
   cal_gpu_opts o = {0};
   const char *twice[] = {FIXTURE, FIXTURE};
-  CU_ASSERT_EQUAL(cal_import_gpu(twice, 2, &o, out, NULL, 0), 0);
+  char notes[8192] = "";
+  CU_ASSERT_EQUAL(cal_import_gpu(twice, 2, &o, out, notes, sizeof notes), 0);
+  /* each trace's own warm-up step is left out, not only the first's */
+  if (!strstr(notes, "steps: 6 of 8 used (2 warm-ups, 0 cut otherwise)") || !strstr(notes, "1.265-1.265 ms")) {
+    fprintf(stderr, "\n%s\n", notes);
+    CU_FAIL("the second trace's warm-up step was used");
+  }
   unlink(out);
   static const struct {
     const char *name, *from, *to, *want;
