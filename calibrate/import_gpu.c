@@ -4,6 +4,7 @@
 #include "calibrate/import_common.h"
 #include "calibrate/import_gpu_int.h"
 #include "calibrate/import_trace.h"
+#include "calibrate/trace_scenario.h"
 #include "core/afile.h"
 #include "core/cfg.h"
 #include "core/err.h"
@@ -754,7 +755,8 @@ int cal_import_gpu(
       *dot = '\0';
   }
   config_init(&cfg);
-  if ((rc = build_model(&m, &cfg, name, traces)) == 0)
+  if ((rc = build_model(&m, &cfg, name, traces)) == 0 &&
+      (!o->scenario || (rc = cal_trace_scenario_check(&m.agg, o->profile != NULL)) == 0))
     rc = cal_write_model(
         &cfg, out, "# Imported by `ddpsim import torch-trace` from a GPU profiler trace (see source below).\n");
   config_destroy(&cfg);

@@ -38,6 +38,8 @@ typedef struct cal_gpu_opts {
   const char *base;    /* model file whose tensors give the sizes; NULL */
   const char *profile; /* profile of the traced GPU whose peaks are its roofs; NULL: its datasheet
                          * (calibrate/gpu_datasheet.h) */
+  int scenario;        /* a scenario of the traced job follows (cal_trace_scenario): what it
+                         * could not be made of is refused before the model is written */
 } cal_gpu_opts;
 
 /* CORE_EUNSUPPORTED, with no message, when the first trace holds no GPU

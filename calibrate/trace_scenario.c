@@ -145,12 +145,30 @@ out_free:
   return rc;
 }
 
+static const cal_gpu_sheet *sheet_of(const core_traced *t) {
+  return cal_gpu_sheet_find(t->device, (int64_t)(t->device_memory_GB * 1e9));
+}
+
+static int no_sheet(const core_traced *t) {
+  if (!t->device[0])
+    return core_err_set(CORE_EUSAGE, "the trace does not name its GPU (it has no deviceProperties): pass "
+                                     "--profile-base PROFILE, a profile of the GPU it ran on");
+  return core_err_set(CORE_EUSAGE,
+      "no datasheet figures for the traced GPU '%s': pass --profile-base PROFILE, a profile of that GPU", t->device);
+}
+
+int cal_trace_scenario_check(const core_traced *t, int have_profile_base) {
+  int nodes, per_node, rc = traced_shape(t, &nodes, &per_node);
+  if (rc)
+    return rc;
+  return have_profile_base || sheet_of(t) ? 0 : no_sheet(t);
+}
+
 /* A profile of the traced GPU from its datasheet, for what a trace cannot measure. */
 static int datasheet_profile(const core_traced *t, core_profile **out) {
-  const cal_gpu_sheet *s = cal_gpu_sheet_find(t->device, (int64_t)(t->device_memory_GB * 1e9));
+  const cal_gpu_sheet *s = sheet_of(t);
   if (!s)
-    return core_err_set(CORE_EUSAGE,
-        "no datasheet figures for the traced GPU '%s': pass --profile-base PROFILE, a profile of that GPU", t->device);
+    return no_sheet(t);
   core_profile *p = core_profile_new();
   if (!p)
     return core_err_set(CORE_ENOMEM, "out of memory building a profile");

@@ -12,12 +12,20 @@
 #ifndef CALIBRATE_TRACE_SCENARIO_H
 #define CALIBRATE_TRACE_SCENARIO_H
 
+#include "core/traced.h"
+
 #include <stddef.h>
 
 /* model: the model file written for the trace; scenario: the file to write
  * (its profile goes beside it, NAME.profile.cfg); profile_base may be NULL. */
 int cal_trace_scenario(
     const char *model, const char *scenario, const char *profile_base, char *notes, size_t notes_len);
+
+/* Whether cal_trace_scenario can make a scenario of the traced step t (its
+ * world on hosts of its host's GPUs; its GPU's datasheet, unless a base
+ * profile is given): 0, or the error it would give. For the importer to
+ * refuse before it writes the model. */
+int cal_trace_scenario_check(const core_traced *t, int have_profile_base);
 
 /* The profile cal_trace_scenario writes beside scenario, into out (n bytes):
  * so that a command checks it, with its other outputs, before any work. */

@@ -167,7 +167,8 @@ static int import_traces(const char *const *traces, int n, const cal_trace_opts 
     const char *scenario, const char *profile_base) {
   char notes[16384];
   int rc;
-  cal_gpu_opts go = {.name = o->name, .batch = o->batch, .base = o->base, .profile = profile_base};
+  cal_gpu_opts go = {
+      .name = o->name, .batch = o->batch, .base = o->base, .profile = profile_base, .scenario = scenario != NULL};
   if ((rc = cal_trace_check_io(traces, n, o->base, profile_base, out, scenario)) != 0)
     return cli_fail("import", rc);
   cal_ktrace_progress("import", CORE_PROGRESS_AFTER_S); /* a trace of a GB reads for a minute */

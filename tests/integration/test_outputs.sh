@@ -120,6 +120,18 @@ d="$work/imp_gpu_base.d"
 mkdir -p "$d" && cp "$src/scenarios/models/mlp-small.cfg" "$d/M.cfg"
 imp_case imp_gpu_base "GPU trace --base M -o M" "$gpu" --base "$d/M.cfg" -o "$d/M.cfg"
 check "... the base model is unchanged" same "$d/M.cfg" "$src/scenarios/models/mlp-small.cfg"
+# A trace that --scenario cannot be made of (a GPU without datasheet figures
+# and no --profile-base, a world that does not fill its hosts) is refused
+# before the model is written, not after.
+d="$work/imp_no_sheet.d"
+mkdir -p "$d" && sed 's/NVIDIA A100-SXM4-80GB/NVIDIA Z9/g' "$gpu" >"$d/T.json"
+imp_case imp_no_sheet "--scenario of a GPU without datasheet figures" "$d/T.json" -o "$d/M.cfg" --scenario "$d/S.cfg"
+check "... naming the GPU" grep -q "no datasheet figures for the traced GPU 'NVIDIA Z9'" "$work/imp_no_sheet.err"
+d="$work/imp_world.d"
+mkdir -p "$d" && sed 's/"world_size":2/"world_size":12/' "$gpu" >"$d/T.json"
+run imp_world import torch-trace "$d/T.json" -o "$d/M.cfg" --scenario "$d/S.cfg"
+check "import torch-trace --scenario, a world of 12 on hosts of 8: exit 3" [ "$status" -eq 3 ]
+check "... nothing written" [ "$(ls -A "$d")" = "T.json" ]
 
 if "$bin" help train >/dev/null 2>&1; then
   cp "$src/tests/data/runtime/mlp-tiny.cfg" "$work/M.cfg"
