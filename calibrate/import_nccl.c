@@ -431,6 +431,12 @@ static int check_table(const parser *ps, long lines) {
         "%s:%ld: the table has no data rows; the run stopped before its first size (see its error messages) and must "
         "be repeated",
         path, ps->cols_line);
+  if (!ps->footer_line)
+    return core_err_set(CORE_EINVAL,
+        "%s:%ld: the table stops here, at %lld bytes, without the line nccl-tests closes it with ('# Out of bounds "
+        "values : N OK'): the run was cut short (killed or timed out) or its output copied in part; import the whole "
+        "output of a run that finished",
+        path, ps->last_size_line ? ps->last_size_line : ps->first_row_line, ps->last_size);
   if (ps->n_ranks == 0)
     return core_err_set(CORE_EINVAL,
         "%s: no '#  Rank N Group G Pid P on HOST ...' lines; they give the number of ranks and nodes, so import the "

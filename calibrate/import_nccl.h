@@ -26,7 +26,8 @@
  * Every malformed input is an error naming FILE:LINE and what to do: wrong
  * column count, a non-numeric cell, a row with #wrong > 0, sizes not
  * ascending, a size that is not count x type size (x ranks for the gathering
- * collectives) as nccl-tests prints it, no data rows, an unknown or
+ * collectives) as nccl-tests prints it, no data rows, a table without its
+ * closing "# Out of bounds values" line (a run cut short), an unknown or
  * contradicted collective.
  */
 #ifndef CALIBRATE_IMPORT_NCCL_H
