@@ -95,28 +95,45 @@ static int attribute(gimport *m) {
   return 0;
 }
 
+/* --base, loaded and checked against the trace whether or not its sizes are
+ * needed: a path that does not load, or a model of another number of
+ * tensors, is a mistake the user should hear of. */
+static int load_base(const gimport *m, core_model **out) {
+  const cal_gstep *r = ref_step(m);
+  int rc = core_model_load(m->o->base, out);
+  if (rc)
+    return rc;
+  if ((*out)->n_tensors != r->n_grads) {
+    rc = core_err_set(CORE_EINVAL,
+        "--base %s has %d parameter tensors, the trace's steps %d gradients: give the model the trace ran", m->o->base,
+        (*out)->n_tensors, r->n_grads);
+    core_model_free(*out);
+    *out = NULL;
+  }
+  return rc;
+}
+
 static int sizes_from_base(gimport *m) {
   const cal_gstep *r = ref_step(m);
   core_model *b;
-  int rc = core_model_load(m->o->base, &b);
+  int rc = load_base(m, &b);
   if (rc)
     return rc;
-  if (b->n_tensors != r->n_grads) {
-    rc = core_err_set(CORE_EINVAL,
-        "--base %s has %d parameter tensors, the trace's steps %d gradients: give the model the trace ran", m->o->base,
-        b->n_tensors, r->n_grads);
-  } else {
-    for (int g = 0; g < r->n_grads; g++)
-      m->arrival_elems[g] = b->tensor_elems[b->ready_order[g]];
-    m->sizes_from = "the base model, in its gradients' ready order";
-  }
+  for (int g = 0; g < r->n_grads; g++)
+    m->arrival_elems[g] = b->tensor_elems[b->ready_order[g]];
+  m->sizes_from = "the base model, in its gradients' ready order";
   core_model_free(b);
-  return rc;
+  return 0;
 }
 
 static int arrival_sizes(gimport *m) {
   const cal_gstep *r = ref_step(m);
   int n = r->n_grads, copies = n > 0, comm = n > 0;
+  core_model *b = NULL;
+  int rc = m->o->base ? load_base(m, &b) : 0;
+  core_model_free(b);
+  if (rc)
+    return rc;
   if (!(m->arrival_elems = calloc((size_t)(n ? n : 1), sizeof *m->arrival_elems)))
     return core_err_set(CORE_ENOMEM, "out of memory sizing tensors");
   for (int g = 0; g < n; g++) {

@@ -425,6 +425,31 @@ static void test_traces_of_one_job(void) {
   }
 }
 
+/* --base is read whether or not its sizes are needed (the fixture's come
+ * from DDP's copies): a missing file or a model of another number of
+ * tensors is refused, nothing written; the model the trace ran is taken. */
+static void test_base_checked(void) {
+  char out[4200], base[4200];
+  snprintf(out, sizeof out, "%s/based.cfg", dir);
+  snprintf(base, sizeof base, "%s/no-such-base.cfg", dir);
+  const char *traces[] = {FIXTURE};
+  cal_gpu_opts o = {.base = base};
+  int rc = cal_import_gpu(traces, 1, &o, out, NULL, 0);
+  CU_ASSERT(rc < 0 && strstr(core_err_msg(), base) != NULL);
+  CU_ASSERT(access(out, F_OK) != 0);
+  o.base = TU_SRC("scenarios/models/mlp-small.cfg");
+  rc = cal_import_gpu(traces, 1, &o, out, NULL, 0);
+  CU_ASSERT(rc == CORE_EINVAL && strstr(core_err_msg(), "has 6 parameter tensors, the trace's steps 5 gradients"));
+  CU_ASSERT(access(out, F_OK) != 0);
+  snprintf(base, sizeof base, "%s/fx-base.cfg", dir);
+  core_model *m = import_fixture(base);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+  core_model_free(m);
+  o.base = base;
+  CU_ASSERT_EQUAL(cal_import_gpu(traces, 1, &o, out, NULL, 0), 0);
+  unlink(out);
+}
+
 void test_register(void) {
   CU_pSuite s = CU_add_suite("import gpu trace", suite_init, suite_clean);
   CU_add_test(s, "datasheet table: the shipped profiles' figures, names", test_datasheets);
@@ -436,4 +461,5 @@ void test_register(void) {
   CU_add_test(s, "retargeted to another GPU: each class at its ratio", test_retarget);
   CU_add_test(s, "bad traces: errors naming the file, nothing written", test_bad_traces);
   CU_add_test(s, "several traces: one job's, another GPU, world or model refused", test_traces_of_one_job);
+  CU_add_test(s, "--base: read and checked even where DDP's copies give the sizes", test_base_checked);
 }
