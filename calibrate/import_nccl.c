@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* --- small helpers -------------------------------------------------------- */
 
@@ -521,6 +522,11 @@ int cal_nccl_parse(const char *path, cal_nccl_run *run) {
   FILE *f = fopen(path, "r");
   if (!f)
     return core_err_errno(errno, "cannot open nccl-tests output '%s'", path);
+  struct stat sb;
+  if (fstat(fileno(f), &sb) == 0 && S_ISDIR(sb.st_mode)) {
+    fclose(f);
+    return core_err_set(CORE_EINVAL, "%s: a directory, not an nccl-tests output; give the output files", path);
+  }
   core_afile_note_input_fd(fileno(f), path);
   for (;;) {
     errno = 0;

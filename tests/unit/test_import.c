@@ -381,6 +381,11 @@ static void test_nccl_validation_off_and_noise(void) {
 
 static void test_nccl_bad_corpus(void) {
   char dir[] = NCCL_DIR "/bad";
+  {
+    cal_nccl_run r;
+    CU_ASSERT(
+        cal_nccl_parse(dir, &r) == CORE_EINVAL && strstr(core_err_msg(), "a directory, not an nccl-tests output"));
+  }
   DIR *d = opendir(dir);
   CU_ASSERT_FATAL(d != NULL);
   struct dirent *de;
