@@ -149,5 +149,15 @@ int cal_trace_check_io(const char *const *traces, int n_traces, const char *base
     cal_trace_scenario_profile(scenario, prof, sizeof prof);
   const char *outs[3] = {out, scenario, scenario ? prof : NULL};
   const char *what[3] = {"the model", "--scenario", "the scenario's profile"};
-  return cal_check_outputs(outs, what, 3);
+  int rc = cal_check_outputs(outs, what, 3);
+  if (rc)
+    return rc;
+  /* The scenario is made from the model read back, and names it. */
+  struct stat sb;
+  if (scenario && stat(out, &sb) == 0 && !S_ISREG(sb.st_mode))
+    return core_err_set(CORE_EUSAGE,
+        "the model '%s' is not a regular file (a device or a FIFO), but --scenario reads the model back and names it: "
+        "write the model to a file",
+        out);
+  return 0;
 }

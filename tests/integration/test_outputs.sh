@@ -132,6 +132,14 @@ mkdir -p "$d" && sed 's/"world_size":2/"world_size":12/' "$gpu" >"$d/T.json"
 run imp_world import torch-trace "$d/T.json" -o "$d/M.cfg" --scenario "$d/S.cfg"
 check "import torch-trace --scenario, a world of 12 on hosts of 8: exit 3" [ "$status" -eq 3 ]
 check "... nothing written" [ "$(ls -A "$d")" = "T.json" ]
+# --scenario reads the model back: a model written to a FIFO would block
+# there, to a device would not read back; both are refused up front.
+d="$work/imp_model_fifo.d"
+mkdir -p "$d" && mkfifo "$d/M.fifo"
+imp_case imp_model_fifo "-o FIFO --scenario S" "$gpu" -o "$d/M.fifo" --scenario "$d/S.cfg"
+check "... saying why" grep -q "is not a regular file" "$work/imp_model_fifo.err"
+d="$work/imp_model_null.d"
+imp_case imp_model_null "-o /dev/null --scenario S" "$gpu" -o /dev/null --scenario "$d/S.cfg"
 
 if "$bin" help train >/dev/null 2>&1; then
   cp "$src/tests/data/runtime/mlp-tiny.cfg" "$work/M.cfg"
