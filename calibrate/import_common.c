@@ -161,3 +161,27 @@ int cal_trace_check_io(const char *const *traces, int n_traces, const char *base
         out);
   return 0;
 }
+
+void cal_model_name_from(const char *out, const char *ext, char *name, size_t n) {
+  const char *b = core_path_base(out), *dot = strrchr(b, '.');
+  size_t len = ext ? (size_t)core_path_stem_len(b, ext) : dot && dot != b ? (size_t)(dot - b) : strlen(b);
+  size_t k = 0;
+  for (size_t i = 0; i < len && k + 1 < n; i++) {
+    char ch = b[i];
+    int ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '.' ||
+             ch == '_' || ch == '+' || ch == '-';
+    name[k++] = ok ? ch : '-';
+  }
+  name[k] = '\0';
+  if (!k)
+    snprintf(name, n, "imported");
+}
+
+int cal_check_model_name(const char *name) {
+  if (name && (strlen(name) == 0 || strlen(name) >= CAL_MODEL_NAME_LEN ||
+                  strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._+-") != strlen(name)))
+    return core_err_set(CORE_EUSAGE,
+        "model name '%s': use 1 to %d letters, digits and . _ + - (it labels CSV rows and plots)", name,
+        CAL_MODEL_NAME_LEN - 1);
+  return 0;
+}

@@ -30,4 +30,14 @@ int cal_write_model(const config_t *cfg, const char *out, const char *fmt, ...) 
  * with a message naming both when two outputs are one file. */
 int cal_check_outputs(const char *const *out, const char *const *what, int n);
 
+/* Model names: 1 to CAL_MODEL_NAME_LEN - 1 letters, digits and . _ + -
+ * (core/model.c's rule: they label CSV rows and plots). */
+enum { CAL_MODEL_NAME_LEN = 64 };
+/* A model name from an output's file name: without ext (NULL: without what
+ * follows its last '.'), cut to n - 1 characters, others than those a name
+ * allows as '-'; "imported" when nothing is left. */
+void cal_model_name_from(const char *out, const char *ext, char *name, size_t n);
+/* name (NULL: none given) as --name: 0, or CORE_EUSAGE saying the rule. */
+int cal_check_model_name(const char *name);
+
 #endif

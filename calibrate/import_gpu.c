@@ -731,13 +731,14 @@ static void gimport_free(gimport *m) {
 int cal_import_gpu(
     const char *const *traces, int n_traces, const cal_gpu_opts *o, const char *out, char *notes, size_t notes_len) {
   gimport m = {.o = o, .notes = notes, .notes_len = notes_len};
-  char name[128];
+  char name[CAL_MODEL_NAME_LEN];
   config_t cfg;
   int rc;
   if (notes && notes_len)
     notes[0] = '\0';
   /* --base is an input whether or not its sizes are needed. */
-  if ((rc = cal_trace_check_io(traces, n_traces, o->base, o->profile, out, NULL)) != 0 ||
+  if ((rc = cal_check_model_name(o->name)) != 0 ||
+      (rc = cal_trace_check_io(traces, n_traces, o->base, o->profile, out, NULL)) != 0 ||
       (rc = load(&m, traces, n_traces)) != 0 || (rc = choose_steps(&m)) != 0)
     goto out_free;
   pick_ref(&m);
@@ -746,14 +747,10 @@ int cal_import_gpu(
     goto out_free;
   traced_roofs(&m);
   describe(&m);
-  if (o->name) {
+  if (o->name)
     snprintf(name, sizeof name, "%s", o->name);
-  } else {
-    snprintf(name, sizeof name, "%s", core_path_base(out));
-    char *dot = strrchr(name, '.');
-    if (dot && dot != name)
-      *dot = '\0';
-  }
+  else
+    cal_model_name_from(out, NULL, name, sizeof name);
   config_init(&cfg);
   if ((rc = build_model(&m, &cfg, name, traces)) == 0 &&
       (!o->scenario || (rc = cal_trace_scenario_check(&m.agg, o->profile != NULL)) == 0))

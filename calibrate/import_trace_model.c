@@ -46,24 +46,6 @@ static int set_ms(config_setting_t *g, const char *key, double us) {
   return s && config_setting_set_float(s, round(us * 1e3) / 1e6) == CONFIG_TRUE ? 0 : -1;
 }
 
-/* A model name from the output's file name: letters, digits and ._+- only. */
-static void name_from(const char *out, char *name, size_t n) {
-  const char *b = core_path_base(out);
-  size_t len = (size_t)core_path_stem_len(b, ".cfg");
-  size_t k = 0;
-  for (size_t i = 0; i < len && k + 1 < n; i++) {
-    char ch = b[i];
-    int ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '.' ||
-             ch == '_' || ch == '+' || ch == '-';
-    name[k++] = ok ? ch : '-';
-  }
-  name[k] = '\0';
-  if (!k)
-    snprintf(name, n, "imported");
-}
-
-enum { MODEL_NAME_LEN = 64 };
-
 /* One import: the traces read, and the model being built from them. */
 typedef struct import {
   const cal_trace_opts *o;
@@ -81,7 +63,7 @@ typedef struct import {
   int have_fresh;
   config_t *cfg; /* &bc.cfg or &fresh */
   config_setting_t *g, *layers;
-  char src[512], name[MODEL_NAME_LEN];
+  char src[512], name[CAL_MODEL_NAME_LEN];
 } import;
 
 /* Where the model's figures came from, cut to the field's size where a path
@@ -92,15 +74,6 @@ static void set_source(import *im, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(im->src, sizeof im->src, fmt, ap);
   va_end(ap);
-}
-
-static int check_name(const char *name) {
-  if (name && (strlen(name) == 0 || strlen(name) >= MODEL_NAME_LEN ||
-                  strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._+-") != strlen(name)))
-    return core_err_set(CORE_EUSAGE,
-        "model name '%s': use 1 to %d letters, digits and . _ + - (it labels CSV rows and plots)", name,
-        MODEL_NAME_LEN - 1);
-  return 0;
 }
 
 /* The batch: --batch, checked against the trace's shapes, or from them. */
@@ -227,7 +200,7 @@ static int from_trace(import *im) {
   if (im->o->name)
     snprintf(im->name, sizeof im->name, "%s", im->o->name);
   else
-    name_from(im->out, im->name, sizeof im->name);
+    cal_model_name_from(im->out, ".cfg", im->name, sizeof im->name);
   if (!im->g || set_str(im->g, "name", im->name) != 0 || set_str(im->g, "loss", t->loss_mse ? "mse" : "none") != 0 ||
       !(im->layers = config_setting_add(im->g, "layers", CONFIG_TYPE_LIST)))
     return core_err_set(CORE_ENOMEM, "out of memory building the model");
@@ -270,7 +243,8 @@ import im = {.o = o, .out = out, .notes = notes, .notes_len = notes_len };
   int rc;
   if (notes && notes_len)
     notes[0] = '\0';
-  if ((rc = check_name(o->name)) != 0 || (rc = cal_trace_check_io(traces, n_traces, o->base, NULL, out, NULL)) != 0 ||
+  if ((rc = cal_check_model_name(o->name)) != 0 ||
+      (rc = cal_trace_check_io(traces, n_traces, o->base, NULL, out, NULL)) != 0 ||
       (rc = cal_trace_read_many(traces, n_traces, &im.t)) != 0)
     return rc;
   im.trace = traces[0];

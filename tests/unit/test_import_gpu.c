@@ -450,6 +450,37 @@ static void test_base_checked(void) {
   unlink(out);
 }
 
+/* The model's name comes from -o's file name made fit for a name (a space,
+ * an '@' as '-', cut to 63 characters); a --name that is not one is refused
+ * before any work. A scenario path with a quote or a backslash is written
+ * escaped: the scenario loads and names its model. */
+static void test_names_from_paths(void) {
+  char out[4200], scen[4200], notes[4096] = "";
+  snprintf(out, sizeof out, "%s/my model@a100.cfg", dir);
+  core_model *m = import_fixture(out);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+  CU_ASSERT_STRING_EQUAL(m->name, "my-model-a100");
+  core_model_free(m);
+  const char *traces[] = {FIXTURE};
+  char never[4200];
+  snprintf(never, sizeof never, "%s/named.cfg", dir);
+  cal_gpu_opts o = {.name = "my model"};
+  CU_ASSERT_EQUAL(cal_import_gpu(traces, 1, &o, never, NULL, 0), CORE_EUSAGE);
+  CU_ASSERT(strstr(core_err_msg(), "model name 'my model'") != NULL);
+  CU_ASSERT(access(never, F_OK) != 0);
+  snprintf(scen, sizeof scen, "%s/job \"q\\x.cfg", dir);
+  int rc = cal_trace_scenario(out, scen, NULL, notes, sizeof notes);
+  if (rc)
+    fprintf(stderr, "\n%s\n", core_err_msg());
+  CU_ASSERT_EQUAL_FATAL(rc, 0);
+  sim_scenario *sc = NULL;
+  rc = sim_scenario_load_with(scen, NULL, &sc);
+  if (rc)
+    fprintf(stderr, "\n%s\n", core_err_msg());
+  CU_ASSERT_EQUAL_FATAL(rc, 0);
+  sim_scenario_free(sc);
+}
+
 void test_register(void) {
   CU_pSuite s = CU_add_suite("import gpu trace", suite_init, suite_clean);
   CU_add_test(s, "datasheet table: the shipped profiles' figures, names", test_datasheets);
@@ -462,4 +493,5 @@ void test_register(void) {
   CU_add_test(s, "bad traces: errors naming the file, nothing written", test_bad_traces);
   CU_add_test(s, "several traces: one job's, another GPU, world or model refused", test_traces_of_one_job);
   CU_add_test(s, "--base: read and checked even where DDP's copies give the sizes", test_base_checked);
+  CU_add_test(s, "names from -o and --scenario paths of any characters", test_names_from_paths);
 }
