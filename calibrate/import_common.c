@@ -136,9 +136,27 @@ int cal_check_outputs(const char *const *out, const char *const *what, int n) {
   return rc;
 }
 
+/* No trace given twice (by two names or one): its steps would count twice. */
+static int distinct_traces(const char *const *traces, int n) {
+  for (int k = 1; k < n; k++) {
+    struct stat a, b;
+    if (stat(traces[k], &a) != 0)
+      continue; /* the read says why */
+    for (int j = 0; j < k; j++)
+      if (stat(traces[j], &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+        return core_err_set(CORE_EUSAGE,
+            "'%s' and '%s' are the same trace: its steps would count twice; give each trace once", traces[j],
+            traces[k]);
+  }
+  return 0;
+}
+
 int cal_trace_check_io(const char *const *traces, int n_traces, const char *base, const char *profile_base,
     const char *out, const char *scenario) {
   char prof[4400];
+  int rc = distinct_traces(traces, n_traces);
+  if (rc)
+    return rc;
   for (int k = 0; k < n_traces; k++)
     core_afile_note_input(traces[k]);
   if (base)
@@ -149,8 +167,7 @@ int cal_trace_check_io(const char *const *traces, int n_traces, const char *base
     cal_trace_scenario_profile(scenario, prof, sizeof prof);
   const char *outs[3] = {out, scenario, scenario ? prof : NULL};
   const char *what[3] = {"the model", "--scenario", "the scenario's profile"};
-  int rc = cal_check_outputs(outs, what, 3);
-  if (rc)
+  if ((rc = cal_check_outputs(outs, what, 3)) != 0)
     return rc;
   /* The scenario is made from the model read back, and names it. */
   struct stat sb;

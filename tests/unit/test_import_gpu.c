@@ -385,15 +385,16 @@ static void test_bad_traces(void) {
   expect_refused(p, "");
 }
 
-/* Several traces are read as one job's: the fixture twice is, each with
- * its own warm-up left out; a trace of another GPU, world or model is
+/* Several traces are read as one job's: the fixture and its copy are, each
+ * with its own warm-up left out; one file given twice is refused; a trace of another GPU, world or model is
  * refused naming both files and what differs. */
 static void test_traces_of_one_job(void) {
   char out[4200], p[4200];
   snprintf(out, sizeof out, "%s/one-job.cfg", dir);
   cal_gpu_opts o = {0};
-  const char *twice[] = {FIXTURE, FIXTURE};
-  char notes[8192] = "";
+  char copy[4200], notes[8192] = "";
+  variant("copy.json", "", "", copy, sizeof copy);
+  const char *twice[] = {FIXTURE, copy};
   CU_ASSERT_EQUAL(cal_import_gpu(twice, 2, &o, out, notes, sizeof notes), 0);
   /* each trace's own warm-up step is left out, not only the first's */
   if (!strstr(notes, "steps: 6 of 8 used (2 warm-ups, 0 cut otherwise)") || !strstr(notes, "1.265-1.265 ms")) {
@@ -401,6 +402,12 @@ static void test_traces_of_one_job(void) {
     CU_FAIL("the second trace's warm-up step was used");
   }
   unlink(out);
+  /* one file given twice is one trace, not two: refused, nothing written */
+  snprintf(p, sizeof p, "%s/./copy.json", dir);
+  const char *same[] = {copy, p};
+  CU_ASSERT_EQUAL(cal_import_gpu(same, 2, &o, out, NULL, 0), CORE_EUSAGE);
+  CU_ASSERT(strstr(core_err_msg(), "are the same trace") != NULL);
+  CU_ASSERT(access(out, F_OK) != 0);
   static const struct {
     const char *name, *from, *to, *want;
   } other[] = {
