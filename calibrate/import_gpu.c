@@ -699,7 +699,12 @@ static void describe(gimport *m) {
         "slower\n",
         a->n_buckets, a->n_buckets ? gsl_stats_mean(a->bucket_s, 1, (size_t)a->n_buckets) * a->n_buckets * 1e3 : 0.0,
         a->launch_host_s * 1e6, m->slowdown);
-  else
+  if (r->ddp && a->n_buckets > 0 && g->t->world_size < 1)
+    cal_gimport_note(m,
+        "the trace has no distributedInfo: its world size is not known and is taken as 1, though DDP allreduced %d "
+        "buckets a step: the job's scenario (--scenario) is of one GPU, without them\n",
+        a->n_buckets);
+  if (!r->ddp)
     cal_gimport_note(m, "no DDP: the job's own communication is kept as measured side work\n");
 }
 

@@ -488,6 +488,24 @@ static void test_names_from_paths(void) {
   sim_scenario_free(sc);
 }
 
+/* A DDP trace without distributedInfo: the world taken as 1 is said, as the
+ * bucket allreduces that a scenario of one GPU leaves out. */
+static void test_no_distributed_info(void) {
+  char p[4200], out[4200], notes[8192] = "";
+  variant("nodist.json",
+      "\"distributedInfo\":{\"backend\":\"nccl\",\"rank\":0,\"world_size\":2,\"nccl_version\":\"2.17.1\"},", "", p,
+      sizeof p);
+  snprintf(out, sizeof out, "%s/nodist.cfg", dir);
+  const char *traces[] = {p};
+  cal_gpu_opts o = {0};
+  CU_ASSERT_EQUAL_FATAL(cal_import_gpu(traces, 1, &o, out, notes, sizeof notes), 0);
+  if (!strstr(notes, "no distributedInfo: its world size is not known and is taken as 1, though DDP allreduced 2")) {
+    fprintf(stderr, "\n%s\n", notes);
+    CU_FAIL("the world taken as 1 is not said");
+  }
+  unlink(out);
+}
+
 void test_register(void) {
   CU_pSuite s = CU_add_suite("import gpu trace", suite_init, suite_clean);
   CU_add_test(s, "datasheet table: the shipped profiles' figures, names", test_datasheets);
@@ -501,4 +519,5 @@ void test_register(void) {
   CU_add_test(s, "several traces: one job's, another GPU, world or model refused", test_traces_of_one_job);
   CU_add_test(s, "--base: read and checked even where DDP's copies give the sizes", test_base_checked);
   CU_add_test(s, "names from -o and --scenario paths of any characters", test_names_from_paths);
+  CU_add_test(s, "a DDP trace without distributedInfo: the world taken as 1 said", test_no_distributed_info);
 }
