@@ -40,6 +40,27 @@ static void model_diff(const gimport *m, int i, int j, char *what, size_t n) {
       b->n_layers ? cal_ktrace_str(tb, tb->ev[b->layer_op[l]].name) : "-");
 }
 
+/* The earlier trace whose first step is trace k's first (steps from
+ * `first` on): the same rank's same step, at the same time, is a copy of
+ * that trace, whose steps would count twice. -1 when none. */
+static int copy_of(const gimport *m, int k, int first) {
+  if (first >= m->n_steps)
+    return -1;
+  const cal_ktrace *b = &m->tr[k].t;
+  const cal_kevent *eb = &b->ev[m->steps[first].ev];
+  for (int i = 0; i < first; i++) {
+    int j = m->step_trace[i];
+    if (i > 0 && m->step_trace[i - 1] == j)
+      continue; /* not trace j's first step */
+    const cal_ktrace *a = &m->tr[j].t;
+    const cal_kevent *ea = &a->ev[m->steps[i].ev];
+    if (a->rank == b->rank && a->base_time_ns == b->base_time_ns && ea->ts_ns == eb->ts_ns &&
+        ea->dur_ns == eb->dur_ns && !strcmp(cal_ktrace_str(a, ea->name), cal_ktrace_str(b, eb->name)))
+      return j;
+  }
+  return -1;
+}
+
 /* Trace k, whose steps are from `first` on, is of trace 0's job: the same
  * GPU, the same world, and a step that ran the model one of trace 0's steps
  * ran (steps of one job may be cut differently, a model's layers are not). */
@@ -56,6 +77,12 @@ int cal_gimport_same_job(const gimport *m, int k, int first) {
       shared = model_hash(m, i) == model_hash(m, j);
   if (!what[0] && !shared)
     model_diff(m, 0, first, what, sizeof what);
+  int c = what[0] ? -1 : copy_of(m, k, first);
+  if (c >= 0)
+    return core_err_set(CORE_EINVAL,
+        "%s and %s hold the same steps (%s of rank %d, at the same time): one is a copy of the other, whose steps "
+        "would count twice; give each trace once",
+        m->tr[c].t.path, b->path, cal_ktrace_str(b, b->ev[m->steps[first].ev].name), b->rank < 0 ? 0 : b->rank);
   if (!what[0])
     return 0;
   return core_err_set(CORE_EINVAL,

@@ -385,15 +385,16 @@ static void test_bad_traces(void) {
   expect_refused(p, "");
 }
 
-/* Several traces are read as one job's: the fixture and its copy are, each
- * with its own warm-up left out; one file given twice is refused; a trace of another GPU, world or model is
+/* Several traces are read as one job's: the fixture and a later cycle are,
+ * each with its own warm-up left out; one file given twice, or a copy of
+ * one, is refused; a trace of another GPU, world or model is
  * refused naming both files and what differs. */
 static void test_traces_of_one_job(void) {
   char out[4200], p[4200];
   snprintf(out, sizeof out, "%s/one-job.cfg", dir);
   cal_gpu_opts o = {0};
   char copy[4200], notes[8192] = "";
-  variant("copy.json", "", "", copy, sizeof copy);
+  variant("later.json", "\"ts\":1700000", "\"ts\":1700001", copy, sizeof copy); /* a cycle 1 s later */
   const char *twice[] = {FIXTURE, copy};
   CU_ASSERT_EQUAL(cal_import_gpu(twice, 2, &o, out, notes, sizeof notes), 0);
   /* each trace's own warm-up step is left out, not only the first's */
@@ -402,11 +403,21 @@ static void test_traces_of_one_job(void) {
     CU_FAIL("the second trace's warm-up step was used");
   }
   unlink(out);
-  /* one file given twice is one trace, not two: refused, nothing written */
-  snprintf(p, sizeof p, "%s/./copy.json", dir);
+  /* one file given twice is one trace, not two, and so is a copy of it:
+   * refused, nothing written */
+  snprintf(p, sizeof p, "%s/./later.json", dir);
   const char *same[] = {copy, p};
   CU_ASSERT_EQUAL(cal_import_gpu(same, 2, &o, out, NULL, 0), CORE_EUSAGE);
   CU_ASSERT(strstr(core_err_msg(), "are the same trace") != NULL);
+  CU_ASSERT(access(out, F_OK) != 0);
+  variant("copy.json", "", "", p, sizeof p);
+  const char *copies[] = {FIXTURE, copy, p};
+  CU_ASSERT_EQUAL(cal_import_gpu(copies, 3, &o, out, NULL, 0), CORE_EINVAL);
+  if (!strstr(core_err_msg(), "hold the same steps (ProfilerStep#0 of rank 0, at the same time)") ||
+      !strstr(core_err_msg(), FIXTURE) || !strstr(core_err_msg(), p)) {
+    fprintf(stderr, "\n%s\n", core_err_msg());
+    CU_FAIL("a copy of a trace not refused as one");
+  }
   CU_ASSERT(access(out, F_OK) != 0);
   static const struct {
     const char *name, *from, *to, *want;
