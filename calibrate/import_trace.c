@@ -501,13 +501,20 @@ static int acc_push(steps_acc *A, int F, const double *f, const double *b, doubl
 }
 
 /* Every step of one file into A; the layers' details into t from the first
- * step of the first file. */
-static int read_one(const char *path, int first_file, cal_trace *t, steps_acc *A) {
+ * step of the first file (first_path NULL: path is it; else its path, which
+ * must hold GPU work where path does). */
+static int read_one(const char *path, const char *first_path, cal_trace *t, steps_acc *A) {
   loaded L;
   int rc;
   ev **steps = NULL;
+  int first_file = first_path == NULL;
   if ((rc = load(path, &L)) != 0)
     goto out;
+  if (!first_file && L.gpu != t->gpu) {
+    rc = core_err_set(CORE_EINVAL, "%s holds GPU work but %s does not: give traces of one job",
+        L.gpu ? path : first_path, L.gpu ? first_path : path);
+    goto out;
+  }
   t->gpu |= L.gpu;
   long ns = 0;
   steps = malloc(sizeof *steps * (size_t)(L.n ? L.n : 1));
@@ -561,7 +568,7 @@ int cal_trace_read_many(const char *const *paths, int n_paths, cal_trace *t) {
   if (n_paths < 1)
     return core_err_set(CORE_EUSAGE, "no trace to read; give at least one");
   for (int i = 0; i < n_paths; i++)
-    if ((rc = read_one(paths[i], i == 0, t, &A)) != 0)
+    if ((rc = read_one(paths[i], i ? paths[0] : NULL, t, &A)) != 0)
       goto out;
   size_t n = (size_t)A.n, F = (size_t)t->n_layers;
   if (!(tmp = malloc(sizeof *tmp * n))) {

@@ -794,7 +794,7 @@ static int check_err(int rc, const char *what, const char *where);
 static const char *at(const char *path, long idx);
 
 /* Several traces of one model read as one run of all their steps; a broken
- * one among them is named, and nothing is written. */
+ * one among them, or a GPU job's, is named, and nothing is written. */
 static void test_trace_many(void) {
   static const double same[] = {1.0};
   const char *gz = repeated_trace("many-2.json.gz", same, 1);
@@ -827,6 +827,11 @@ static void test_trace_many(void) {
   const char *with_bad[] = {TRACE, bad};
   const char *none_out = in_scratch("many-none.cfg");
   CU_ASSERT(check_err(cal_import_traces(with_bad, 2, &o, none_out, NULL, 0), "4 forward linear ops", at(bad, -1)));
+  CU_ASSERT(access(none_out, F_OK) != 0);
+  /* a GPU job's trace after a CPU job's is another job's, said so */
+  const char *gpu = TU_DATA("torch-trace/gpu-ddp.json"), *with_gpu[] = {TRACE, gpu};
+  CU_ASSERT(check_err(cal_import_traces(with_gpu, 2, &o, none_out, NULL, 0),
+      "holds GPU work but " TRACE " does not: give traces of one job", gpu));
   CU_ASSERT(access(none_out, F_OK) != 0);
   cal_trace_free(&one);
   cal_trace_free(&three);
