@@ -1,3 +1,4 @@
+#include "kineto.h"
 #include "kineto_int.h"
 
 #include "core/afile.h"
