@@ -1,6 +1,7 @@
 #include "kclass.h"
 
 #include "calibrate/gpu_datasheet.h"
+#include "core/err.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -110,6 +111,25 @@ enum cal_kclass cal_kclass_of(const cal_kroofs *r, const char *name, double dur,
   return any_of(s, compute_names) && !any_of(s, memory_names) ? CAL_KC_COMPUTE : CAL_KC_MEMORY;
 }
 
+/* Is p a profile of the traced GPU, as far as the datasheets tell? Its
+ * device name is looked up at the traced memory, so that boards of one GPU
+ * that differ in memory pass. */
+static int check_profile_gpu(const core_profile *p, const char *path, const char *device_name, int64_t memory_bytes) {
+  const char *traced = device_name && device_name[0] ? device_name : "unknown";
+  if (!strcmp(p->device_kind, "cpu"))
+    return core_err_set(CORE_EINVAL,
+        "--profile-base %s is a profile of a CPU (device.kind = \"cpu\"): give a profile of the traced GPU ('%s')",
+        path, traced);
+  const cal_gpu_sheet *a = cal_gpu_sheet_find(device_name, memory_bytes),
+                      *b = cal_gpu_sheet_find(p->device_name, memory_bytes);
+  if (a && b && a != b)
+    return core_err_set(CORE_EINVAL,
+        "--profile-base %s is a profile of %s ('%s'), but the trace ran on %s ('%s'): give a profile of the traced "
+        "GPU, or leave --profile-base out for its datasheet",
+        path, b->model, p->device_name, a->model, traced);
+  return 0;
+}
+
 int cal_kroofs_find(
     const char *device_name, int64_t memory_bytes, const char *profile, cal_kroofs *r, char *from, size_t n) {
   from[0] = '\0';
@@ -118,6 +138,10 @@ int cal_kroofs_find(
     int rc = core_profile_load(profile, &p);
     if (rc)
       return rc;
+    if ((rc = check_profile_gpu(p, profile, device_name, memory_bytes)) != 0) {
+      core_profile_free(p);
+      return rc;
+    }
     for (int k = 0; k < CORE_N_PREC; k++)
       r->flops[k] = core_profile_peak_flops(p, (enum core_prec)k);
     r->mem_Bps = p->peak_memory_GBps * 1e9;

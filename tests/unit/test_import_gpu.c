@@ -517,6 +517,34 @@ static void test_no_distributed_info(void) {
   unlink(out);
 }
 
+/* --profile-base gives the traced GPU's roofs: a profile of a CPU or of
+ * another GPU is refused, nothing written; one of the same GPU with other
+ * memory (an A100 of 40 GB for the fixture's of 80) is taken. */
+static void test_profile_base_of_traced_gpu(void) {
+  char out[4200];
+  snprintf(out, sizeof out, "%s/pbase.cfg", dir);
+  const char *traces[] = {FIXTURE};
+  static const struct {
+    const char *profile, *want;
+  } bad[] = {
+      {TU_SRC("scenarios/profiles/dgx-h100.cfg"), "is a profile of H100-SXM ('H100-SXM5-80GB'), but the trace ran on "
+                                                  "A100-SXM4-80GB ('NVIDIA A100-SXM4-80GB')"},
+      {TU_DATA("cpu-test.cfg"), "is a profile of a CPU (device.kind = \"cpu\")"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    cal_gpu_opts o = {.profile = bad[i].profile, .scenario = 1};
+    int rc = cal_import_gpu(traces, 1, &o, out, NULL, 0);
+    if (rc != CORE_EINVAL || !strstr(core_err_msg(), bad[i].want)) {
+      fprintf(stderr, "\n%s: got %d: %s\n", bad[i].profile, rc, core_err_msg());
+      CU_FAIL("a profile of another device taken for the traced GPU's roofs");
+    }
+    CU_ASSERT(access(out, F_OK) != 0);
+  }
+  cal_gpu_opts o = {.profile = TU_SRC("scenarios/profiles/dgx-a100-40gb.cfg"), .scenario = 1};
+  CU_ASSERT_EQUAL(cal_import_gpu(traces, 1, &o, out, NULL, 0), 0);
+  unlink(out);
+}
+
 void test_register(void) {
   CU_pSuite s = CU_add_suite("import gpu trace", suite_init, suite_clean);
   CU_add_test(s, "datasheet table: the shipped profiles' figures, names", test_datasheets);
@@ -531,4 +559,6 @@ void test_register(void) {
   CU_add_test(s, "--base: read and checked even where DDP's copies give the sizes", test_base_checked);
   CU_add_test(s, "names from -o and --scenario paths of any characters", test_names_from_paths);
   CU_add_test(s, "a DDP trace without distributedInfo: the world taken as 1 said", test_no_distributed_info);
+  CU_add_test(
+      s, "--profile-base: a profile of the traced GPU, not a CPU or another GPU", test_profile_base_of_traced_gpu);
 }
