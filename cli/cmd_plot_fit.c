@@ -81,7 +81,7 @@ int cli_plot_fit(const char *script, const char *profile, const char *out_dir) {
   static const char *const cols[] = {"entry", "kind", "bytes", "time_us"};
   core_profile *p = NULL;
   core_csv csv;
-  char csv_path[4400], out[4400], titles[16384], name[160], vars[24000];
+  char csv_path[4400], out[4400], titles[16384], name[160], vars[4400 + 4400 + 16384 + 160 + 256];
   int rc, csv_written = 0;
   if ((rc = core_profile_load(profile, &p)) != 0)
     return rc;
