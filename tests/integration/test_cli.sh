@@ -112,6 +112,7 @@ for k in data breaks front; do
   f=$(printf '%s\n' "$2" | sed -n "s/.*\b$k='\([^']*\)'.*/\1/p")
   if [ -n "$f" ]; then cp "$f" "$GP_KEEP/$k.csv"; fi
 done
+printf '%s\n' "$2" >"$GP_KEEP/vars"
 EOF
 chmod +x "$work/fakegp/gnuplot"
 printf '%s\n' model,nodes,network,gbps,compression,step_s,status m,2,n1,1,none,0.2,ok m,2,n1,1,fp16,0.1,ok \
@@ -133,6 +134,23 @@ expect_status plot_front_gaps 0
 checks=$((checks + 1))
 [ "$(cat "$work/gpdata/front.csv")" = "$(printf 'time_to_train_h,cost_usd\n2,300\n10,100')" ] ||
   fail "plot_front_gaps: the front is $(cat "$work/gpdata/front.csv")"
+
+# The scaling plot tells apart every setting the study varies, not only the
+# network and backend: one curve per precision and batch here, each curve's
+# points in order of GPUs, the point that timed out left out.
+printf '%s\n' model,nodes,gpus_per_node,gpus,network,backend,precision,batch,samples_per_s,scaling_eff,status \
+  m,1,8,8,n,nccl,fp32,8,100,1,ok m,2,8,16,n,nccl,fp32,8,190,0.95,ok m,1,8,8,n,nccl,bf16,8,300,1,ok \
+  m,2,8,16,n,nccl,bf16,8,,,timeout m,1,8,8,n,nccl,fp32,16,120,1,ok m,2,8,16,n,nccl,fp32,16,230,0.96,ok >"$work/scal.csv"
+GP_KEEP="$work/gpdata" PATH="$work/fakegp:$PATH" run plot_scaling_dims plot scaling "$work/scal.csv"
+expect_status plot_scaling_dims 0
+expect_in plot_scaling_dims out "scal-m-scaling.png"
+checks=$((checks + 1))
+grep -q "curves='n/nccl/fp32/batch=8 n/nccl/bf16/batch=8 n/nccl/fp32/batch=16'" "$work/gpdata/vars" ||
+  fail "plot_scaling_dims: curves not told apart: $(cat "$work/gpdata/vars")"
+checks=$((checks + 1))
+[ "$(cut -d, -f2,3 "$work/gpdata/data.csv" | tr '\n' ' ')" = \
+  "curve,gpus n/nccl/fp32/batch=8,8 n/nccl/fp32/batch=8,16 n/nccl/bf16/batch=8,8 n/nccl/fp32/batch=16,8 n/nccl/fp32/batch=16,16 " ] ||
+  fail "plot_scaling_dims: the table is $(cat "$work/gpdata/data.csv")"
 
 run simulate_help simulate --help
 expect_status simulate_help 0
