@@ -353,6 +353,14 @@ checks=$((checks + 1))
 run trace_point_alone simulate "$src/scenarios/gigabit-vs-ib.cfg" --trace-point 3 -o "$work/never"
 expect_status trace_point_alone 2
 expect_in trace_point_alone err "give --trace FILE too"
+# A trace named as the CSV would be written, then replaced by the CSV: it is
+# refused before anything runs, under any spelling of the path.
+mkdir -p "$work/same"
+run trace_is_csv simulate "$src/scenarios/gigabit-vs-ib.cfg" -o "$work/same" --trace "$work/same/../same/gigabit-vs-ib.csv"
+expect_status trace_is_csv 2
+expect_in trace_is_csv err "is the CSV this run writes"
+checks=$((checks + 1))
+[ -z "$(ls -A "$work/same")" ] || fail "trace_is_csv: wrote $(ls -A "$work/same")"
 run trace_ranks_alone simulate "$src/scenarios/gigabit-vs-ib.cfg" --trace-ranks 4 -o "$work/never"
 expect_status trace_ranks_alone 2
 run plot_shard simulate "$src/scenarios/gigabit-vs-ib.cfg" --plot --shard 0/2 -o "$work/never"
