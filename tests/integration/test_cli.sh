@@ -361,6 +361,18 @@ expect_status trace_is_csv 2
 expect_in trace_is_csv err "is the CSV this run writes"
 checks=$((checks + 1))
 [ -z "$(ls -A "$work/same")" ] || fail "trace_is_csv: wrote $(ls -A "$work/same")"
+# -o where a directory cannot be: a file on the way, or a link to nowhere,
+# is the user's to change (exit 2), and says so.
+: >"$work/a-file"
+run out_under_file simulate "$src/scenarios/gigabit-vs-ib.cfg" -o "$work/a-file/sub" -q
+expect_status out_under_file 2
+expect_in out_under_file err "a part of that path is a file"
+ln -sfn "$work/nowhere" "$work/dangling"
+run out_dangling simulate "$src/scenarios/gigabit-vs-ib.cfg" -o "$work/dangling" -q
+expect_status out_dangling 2
+expect_in out_dangling err "is a symbolic link that leads nowhere"
+checks=$((checks + 1))
+[ ! -e "$work/nowhere" ] || fail "out_dangling: created the link's target"
 run trace_ranks_alone simulate "$src/scenarios/gigabit-vs-ib.cfg" --trace-ranks 4 -o "$work/never"
 expect_status trace_ranks_alone 2
 run plot_shard simulate "$src/scenarios/gigabit-vs-ib.cfg" --plot --shard 0/2 -o "$work/never"
