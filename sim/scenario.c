@@ -264,9 +264,15 @@ static int parse_name(sim_scenario *s, const config_setting_t *root) {
   snprintf(def_name, sizeof def_name, "%.*s", (int)(strcspn(base, ".")), base);
   if ((rc = core_cfg_string(root, "name", 0, def_name, NULL, &str)) != 0)
     return rc;
+  const config_setting_t *at = config_setting_get_member(root, "name");
   if (strchr(str, '/'))
     return core_err_set(CORE_EINVAL, "%s: scenario name \"%s\" names the CSV file, so it must not contain '/'",
-        where(config_setting_get_member(root, "name"), w), str);
+        where(at ? at : root, w), str);
+  /* Kept whole or refused: a cut name would write a CSV of another name. */
+  if (!str[0] || strlen(str) >= sizeof s->name)
+    return core_err_set(CORE_EINVAL,
+        "%s: scenario name \"%.40s%s\" names the CSV file, so it must have 1 to %zu characters; %s it",
+        where(at ? at : root, w), str, strlen(str) > 40 ? "..." : "", sizeof s->name - 1, str[0] ? "shorten" : "give");
   snprintf(s->name, sizeof s->name, "%s", str);
   if ((rc = core_cfg_string(root, "description", 0, "", NULL, &str)) != 0)
     return rc;
