@@ -274,6 +274,27 @@ static int load(const opts *o, setup *u) {
   return network_of(o, u);
 }
 
+/* The algorithm is the backend's, and not one that reduces in the
+ * network: the table is costed on links alone, with no fabric to say which
+ * switches reduce. */
+static int check_algo(const setup *u) {
+  if (u->algo < 0)
+    return 0;
+  enum sim_algo a = (enum sim_algo)u->algo;
+  if (!sim_algo_valid(u->backend, a))
+    return core_err_set(CORE_EUSAGE, "--algo %s is not one of %s's allreduce algorithms (%s); give one of them or auto",
+        sim_algo_name(a), sim_backend_name(u->backend),
+        u->backend == SIM_BACKEND_NCCL
+            ? "ring, tree, hierarchical"
+            : "segmented_ring, gloo_ring, ring_chunked, halving_doubling, bcube, hierarchical");
+  if (a == SIM_ALGO_COLLNET || a == SIM_ALGO_NVLS || a == SIM_ALGO_NVLS_TREE)
+    return core_err_set(CORE_EUSAGE,
+        "algorithm %s reduces in the network, and `ddpsim collective` costs links without switches; give --algo "
+        "ring, tree, hierarchical or auto, or simulate a scenario whose fabric offers it (its CSV has busbw_GBps)",
+        sim_algo_name(a));
+  return 0;
+}
+
 /* --backend, --algo and --timeout over what load() chose. */
 static int choose(const opts *o, setup *u) {
   if (o->backend) {
@@ -296,7 +317,7 @@ static int choose(const opts *o, setup *u) {
     return core_err_set(CORE_EUSAGE,
         "backend nccl needs GPUs, and profile '%s' describes %s devices; use --backend gloo", u->pr_path,
         u->pr->device_kind);
-  return 0;
+  return check_algo(u);
 }
 
 /* nccl-tests' getFloatStr: the most decimals (2, 1, 0) that fit the width. */

@@ -21,7 +21,8 @@ const char cli_plot_help[] = "Usage: ddpsim plot KIND CSV [-o DIR]\n"
                              "Draw a plot from a results CSV into DIR (default: the CSV's directory), as\n"
                              "PNG and SVG, with gnuplot (found on PATH). KIND is one of:\n"
                              "  scaling   throughput and scaling efficiency vs GPUs, one curve per\n"
-                             "            network and backend, one file per model\n"
+                             "            network and backend and per value of every other setting\n"
+                             "            the study varies (precision, batch, ...), one file per model\n"
                              "            (CSV from `ddpsim simulate`)\n"
                              "  goodput   goodput vs checkpoint interval with 95% intervals, Young's and\n"
                              "            Daly's optima and the best simulated interval marked, one\n"
@@ -267,7 +268,7 @@ static void pick_nodes(const char *all, char *out, size_t n) {
 typedef struct plot_job {
   const char *kind, *csv, *out_dir, *base; /* base: the CSV's file name */
   int stem;                                /* base's length without ".csv" */
-  char script[4096], a[4096], b[4096], comp[64], data[4400], breaks[4400];
+  char script[4096], a[4096], b[4096], c[1024], keys[4096], backends[64], comp[64], data[4400], breaks[4400];
 } plot_job;
 
 /* The script is readable, the table has the kind's columns and rows, and
@@ -287,14 +288,157 @@ static int check_job(const plot_job *j, const plot_kind *k, const core_csv_table
   return 0;
 }
 
-/* The scaling plot's networks, backends and compression: a compression
- * sweep has its own plot, so scaling draws the baseline (none, or the
- * first compression of the CSV). */
+/* What tells the scaling plot's curves apart: the network and backend,
+ * and every other setting the study varies (devices per node only when the
+ * node count varies too; else they are the x axis). */
+static const char *const curve_dims[] = {"network", "backend", "algorithm", "precision", "batch", "bucket_cap_mb",
+    "overlap", "find_unused_parameters", "gpus_per_node", NULL};
+
+/* Does column col take two values for one model? (One file is drawn per
+ * model: what tells models apart does not tell curves apart.) */
+static int column_varies(const core_csv_table *t, int col) {
+  enum { MAX_MODELS = 256 };
+  long first[MAX_MODELS];
+  int n = 0, cm = core_csv_col(t, "model");
+  for (long i = 0; col >= 0 && i < t->nrows; i++) {
+    int k = 0;
+    while (k < n && strcmp(t->rows[first[k]][cm], t->rows[i][cm]))
+      k++;
+    if (k < n && strcmp(t->rows[first[k]][col], t->rows[i][col]))
+      return 1;
+    if (k == n && n < MAX_MODELS)
+      first[n++] = i;
+  }
+  return 0;
+}
+
+/* The columns of curve_dims that label curves (-1: the same in every row). */
+static void curve_cols(const core_csv_table *t, int cols[]) {
+  int nodes_vary = column_varies(t, core_csv_col(t, "nodes"));
+  for (int k = 0; curve_dims[k]; k++) {
+    int c = core_csv_col(t, curve_dims[k]);
+    int always = k < 2, per_node = !strcmp(curve_dims[k], "gpus_per_node");
+    cols[k] = always || (column_varies(t, c) && (!per_node || nodes_vary)) ? c : -1;
+  }
+}
+
+/* Row r's curve: its values of cols but column skip, '/'-separated,
+ * numbers named. */
+static void curve_label(const core_csv_table *t, long r, const int cols[], int skip, char *out, size_t n) {
+  size_t len = 0;
+  out[0] = '\0';
+  for (int k = 0; curve_dims[k] && len < n; k++) {
+    if (cols[k] < 0 || k == skip)
+      continue;
+    const char *d = curve_dims[k], *v = t->rows[r][cols[k]], *sep = len ? "/" : "";
+    int on = strcmp(v, "0") != 0;
+    if (!strcmp(d, "batch"))
+      len += (size_t)snprintf(out + len, n - len, "%sbatch=%s", sep, v);
+    else if (!strcmp(d, "bucket_cap_mb"))
+      len += (size_t)snprintf(out + len, n - len, "%sbucket=%sMB", sep, v);
+    else if (!strcmp(d, "overlap"))
+      len += (size_t)snprintf(out + len, n - len, "%s%s", sep, on ? "overlap" : "no-overlap");
+    else if (!strcmp(d, "find_unused_parameters"))
+      len += (size_t)snprintf(out + len, n - len, "%s%s", sep, on ? "find-unused" : "no-find-unused");
+    else if (!strcmp(d, "gpus_per_node"))
+      len += (size_t)snprintf(out + len, n - len, "%s%s/node", sep, v);
+    else
+      len += (size_t)snprintf(out + len, n - len, "%s%s", sep, v);
+  }
+}
+
+/* One point of the scaling table. */
+typedef struct scaling_pt {
+  const char *model;
+  int curve;
+  double gpus, tput, eff;
+} scaling_pt;
+
+static int by_model_curve(const void *pa, const void *pb) {
+  const scaling_pt *a = pa, *b = pb;
+  int c = strcmp(a->model, b->model);
+  if (!c)
+    c = (a->curve > b->curve) - (a->curve < b->curve);
+  if (!c)
+    c = (a->gpus > b->gpus) - (a->gpus < b->gpus);
+  return c;
+}
+
+/* Index of word among the n words of list (of size cap; added if new). */
+static int word_index(char *list, size_t cap, const char *word, int *n, const char *csv) {
+  char copy[4096], *save = NULL;
+  int i = 0;
+  snprintf(copy, sizeof copy, "%s", list);
+  for (char *w = strtok_r(copy, " ", &save); w; w = strtok_r(NULL, " ", &save), i++)
+    if (!strcmp(w, word))
+      return i;
+  size_t len = strlen(list);
+  int wr = snprintf(list + len, cap - len, "%s%s", len ? " " : "", word);
+  if (wr < 0 || (size_t)wr >= cap - len)
+    return core_err_set(CORE_EINVAL, "%s: too many curves to plot; split the study", csv);
+  return (*n)++;
+}
+
+/* Add " word" (no space first) to list of size cap. */
+static void append_word(char *list, size_t cap, const char *word) {
+  size_t len = strlen(list);
+  snprintf(list + len, cap - len, "%s%s", len ? " " : "", word);
+}
+
+/* Row i's curve, added to j->a if new with its colour into j->b (one per
+ * curve but for the backend) and its dash into j->c (one per backend);
+ * n: how many curves, colours and backends so far. */
+static int row_curve(const core_csv_table *t, long i, const int cols[], plot_job *j, int n[3]) {
+  char label[1024], key[1024], num[16];
+  curve_label(t, i, cols, -1, label, sizeof label);
+  if (!plain_name(label))
+    return core_err_set(CORE_EINVAL,
+        "%s:%ld: '%s' holds a space or quote, which the plot scripts cannot label; rename it in the scenario", t->path,
+        i + 2, label);
+  int had = n[0], curve = word_index(j->a, sizeof j->a, label, &n[0], j->csv);
+  if (curve < 0 || curve < had)
+    return curve;
+  curve_label(t, i, cols, 1, key, sizeof key);
+  int colour = word_index(j->keys, sizeof j->keys, key[0] ? key : "-", &n[1], j->csv);
+  int dash = word_index(j->backends, sizeof j->backends, t->rows[i][cols[1]], &n[2], j->csv);
+  if (colour < 0 || dash < 0)
+    return colour < 0 ? colour : dash;
+  snprintf(num, sizeof num, "%d", colour + 1);
+  append_word(j->b, sizeof j->b, num);
+  snprintf(num, sizeof num, "%d", dash + 1);
+  append_word(j->c, sizeof j->c, num);
+  return curve;
+}
+
+/* The points of the baseline compression that did not time out, each with
+ * its curve, sorted so that each curve's rows are consecutive and in order
+ * of GPUs (gnuplot joins consecutive rows); j->a gets the curves. */
+static long scaling_points(const core_csv_table *t, plot_job *j, scaling_pt *pt) {
+  int cols[16], cm = core_csv_col(t, "model"), cg = core_csv_col(t, "gpus"), cs = core_csv_col(t, "status"),
+                cc = core_csv_col(t, "compression"), ct = core_csv_col(t, "samples_per_s"),
+                ce = core_csv_col(t, "scaling_eff"), n[3] = {0, 0, 0};
+  long k = 0;
+  curve_cols(t, cols);
+  j->a[0] = j->b[0] = j->c[0] = j->keys[0] = j->backends[0] = '\0';
+  for (long i = 0; i < t->nrows; i++) {
+    if ((cs >= 0 && strcmp(t->rows[i][cs], "ok")) || (cc >= 0 && strcmp(t->rows[i][cc], j->comp)) ||
+        !cell_num(t->rows[i][cg], &pt[k].gpus) || !cell_num(t->rows[i][ct], &pt[k].tput) ||
+        !cell_num(t->rows[i][ce], &pt[k].eff))
+      continue;
+    if ((pt[k].curve = row_curve(t, i, cols, j, n)) < 0)
+      return pt[k].curve;
+    pt[k++].model = t->rows[i][cm];
+  }
+  qsort(pt, (size_t)k, sizeof *pt, by_model_curve);
+  return k;
+}
+
+/* The scaling plot's compression (a compression sweep has its own plot,
+ * so scaling draws the baseline: none, or the first compression of the
+ * CSV), its curves and their table, written beside the plots (hidden;
+ * removed after). */
 static int scaling_lists(const core_csv_table *t, plot_job *j) {
-  int rc;
-  if ((rc = distinct(t, core_csv_col(t, "network"), j->a, sizeof j->a)) != 0 ||
-      (rc = distinct(t, core_csv_col(t, "backend"), j->b, sizeof j->b)) != 0)
-    return rc;
+  static const char *const cols[] = {"model", "curve", "gpus", "samples_per_s", "scaling_eff"};
   int cc = core_csv_col(t, "compression");
   if (cc >= 0) {
     snprintf(j->comp, sizeof j->comp, "%s", t->rows[0][cc]);
@@ -302,7 +446,32 @@ static int scaling_lists(const core_csv_table *t, plot_job *j) {
       if (!strcmp(t->rows[i][cc], "none"))
         snprintf(j->comp, sizeof j->comp, "none");
   }
-  return 0;
+  scaling_pt *pt = calloc((size_t)t->nrows + 1, sizeof *pt);
+  if (!pt)
+    return core_err_set(CORE_ENOMEM, "out of memory");
+  long n = scaling_points(t, j, pt);
+  int rc = n < 0 ? (int)n : 0;
+  core_csv c;
+  snprintf(j->data, sizeof j->data, "%s/.%.*s-scaling.csv", j->out_dir, j->stem, j->base);
+  if (!rc && (rc = core_csv_open(&c, j->data, cols, 5)) == 0) {
+    char *words = j->a, *save = NULL, copy[sizeof j->a];
+    snprintf(copy, sizeof copy, "%s", words);
+    const char *name[4096];
+    int k = 0;
+    for (char *w = strtok_r(copy, " ", &save); w && k < 4096; w = strtok_r(NULL, " ", &save))
+      name[k++] = w;
+    for (long i = 0; i < n; i++) {
+      core_csv_str(&c, pt[i].model);
+      core_csv_str(&c, pt[i].curve < k ? name[pt[i].curve] : "?");
+      core_csv_num(&c, pt[i].gpus);
+      core_csv_num(&c, pt[i].tput);
+      core_csv_num(&c, pt[i].eff);
+      core_csv_end_row(&c);
+    }
+    rc = core_csv_commit(&c);
+  }
+  free(pt);
+  return rc;
 }
 
 /* The compression plot's panels (node counts), its compressions but none,
@@ -345,8 +514,8 @@ static void plot_vars(const plot_job *j, const char *m, char *vars, size_t n) {
   const char *kind = j->kind, *csv = j->csv, *out_dir = j->out_dir, *base = j->base;
   int stem = j->stem;
   if (!strcmp(kind, "scaling"))
-    snprintf(vars, n, "csv='%s'; model='%s'; networks='%s'; backends='%s'; comp='%s'; out='%s/%.*s-%s-%s'", csv, m,
-        j->a, j->b, j->comp, out_dir, stem, base, m, kind);
+    snprintf(vars, n, "data='%s'; model='%s'; curves='%s'; colours='%s'; dashes='%s'; comp='%s'; out='%s/%.*s-%s-%s'",
+        j->data, m, j->a, j->b, j->c, j->comp, out_dir, stem, base, m, kind);
   else if (!strcmp(kind, "goodput"))
     snprintf(vars, n, "csv='%s'; model='%s'; modes='%s'; spares='%s'; out='%s/%.*s-%s-%s'", csv, m, j->a, j->b, out_dir,
         stem, base, m, kind);

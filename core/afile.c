@@ -475,8 +475,20 @@ int core_afile_sweep_stale(const char *dir, const char *name_prefix) {
   return removed;
 }
 
+/* mkdir of one level; a file where a directory must be is the user's to
+ * change (exit 2), other failures are the system's. */
+static int mkdir_one(const char *buf) {
+  if (mkdir(buf, 0755) == 0 || errno == EEXIST)
+    return 0;
+  if (errno == ENOTDIR)
+    return core_err_set(CORE_EUSAGE,
+        "cannot create directory '%s': a part of that path is a file; choose another output directory", buf);
+  return core_err_errno(errno, "cannot create directory '%s'", buf);
+}
+
 int core_mkdirs(const char *dir) {
   char buf[4096];
+  int rc;
   if (!*dir)
     return core_err_set(CORE_EUSAGE, "an empty directory path: name a directory");
   if (strlen(dir) >= sizeof buf)
@@ -486,13 +498,18 @@ int core_mkdirs(const char *dir) {
     if (*p != '/')
       continue;
     *p = '\0';
-    if (mkdir(buf, 0755) != 0 && errno != EEXIST)
-      return core_err_errno(errno, "cannot create directory '%s'", buf);
+    if ((rc = mkdir_one(buf)) != 0)
+      return rc;
     *p = '/';
   }
-  if (mkdir(buf, 0755) != 0 && errno != EEXIST)
-    return core_err_errno(errno, "cannot create directory '%s'", buf);
+  if ((rc = mkdir_one(buf)) != 0)
+    return rc;
   struct stat st;
+  if (stat(buf, &st) != 0 && lstat(buf, &st) == 0 && S_ISLNK(st.st_mode))
+    return core_err_set(CORE_EUSAGE,
+        "'%s' is a symbolic link that leads nowhere (its target is missing, or the links loop); create the directory "
+        "it names, or choose another output directory",
+        buf);
   if (stat(buf, &st) != 0 || !S_ISDIR(st.st_mode))
     return core_err_set(CORE_EUSAGE, "'%s' exists and is not a directory; choose another output directory", buf);
   return 0;

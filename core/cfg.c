@@ -599,6 +599,48 @@ int core_cfg_string_list(const config_setting_t *g, const char *key, int require
   return read_list(g, key, required, &t, choices, &def, (void **)vals, n);
 }
 
+/* Do two elements of an array hold the same value? */
+static int same_value(const config_setting_t *a, const config_setting_t *b) {
+  switch (config_setting_type(a)) {
+  case CONFIG_TYPE_INT:
+  case CONFIG_TYPE_INT64: return config_setting_get_int64(a) == config_setting_get_int64(b);
+  case CONFIG_TYPE_FLOAT: return config_setting_get_float(a) == config_setting_get_float(b);
+  case CONFIG_TYPE_BOOL: return config_setting_get_bool(a) == config_setting_get_bool(b);
+  case CONFIG_TYPE_STRING: return strcmp(config_setting_get_string(a), config_setting_get_string(b)) == 0;
+  default: return 0;
+  }
+}
+
+static void value_text(const config_setting_t *s, char *buf, size_t n) {
+  switch (config_setting_type(s)) {
+  case CONFIG_TYPE_INT:
+  case CONFIG_TYPE_INT64: snprintf(buf, n, "%lld", config_setting_get_int64(s)); break;
+  case CONFIG_TYPE_FLOAT: snprintf(buf, n, "%g", config_setting_get_float(s)); break;
+  case CONFIG_TYPE_BOOL: snprintf(buf, n, "%s", config_setting_get_bool(s) ? "true" : "false"); break;
+  default: snprintf(buf, n, "\"%.200s\"", config_setting_get_string(s)); break;
+  }
+}
+
+int core_cfg_distinct(const config_setting_t *g, const char *key) {
+  const config_setting_t *s = g ? config_setting_get_member(g, key) : NULL;
+  if (!s || !config_setting_is_array(s))
+    return 0;
+  int n = config_setting_length(s);
+  for (int i = 1; i < n; i++) {
+    const config_setting_t *e = config_setting_get_elem(s, (unsigned)i);
+    for (int j = 0; j < i; j++)
+      if (same_value(e, config_setting_get_elem(s, (unsigned)j))) {
+        char w[4200], v[256];
+        value_text(e, v, sizeof v);
+        return core_err_set(CORE_EINVAL,
+            "%s: '%s' holds %s twice; each value of a sweep is its own points, so a repeat only duplicates rows: "
+            "remove it",
+            core_cfg_where(e, w, sizeof w), key, v);
+      }
+  }
+  return 0;
+}
+
 int core_cfg_path(const config_setting_t *s, const char *rel, char *out, size_t n) {
   int len;
   if (rel[0] == '/') {

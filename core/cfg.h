@@ -67,6 +67,10 @@ int core_cfg_bool_list(const config_setting_t *g, const char *key, int required,
 int core_cfg_string_list(const config_setting_t *g, const char *key, int required, const char *def,
     const char *const choices[], const char ***vals, int *n);
 
+/* A sweep's array of g.key (if any) holds no value twice; else the error
+ * names the repeat's line. Lists of measured values need not be distinct. */
+int core_cfg_distinct(const config_setting_t *g, const char *key);
+
 /* Resolve rel against the directory of the file that holds setting s. */
 int core_cfg_path(const config_setting_t *s, const char *rel, char *out, size_t n);
 

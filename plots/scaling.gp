@@ -1,23 +1,31 @@
 # Scaling: throughput and scaling efficiency vs GPUs for one model, one curve
-# per network (colour) and backend (line style). Reads a `ddpsim simulate` CSV.
+# per network and backend and per value of every other setting the study
+# varies. Reads the table `ddpsim plot scaling CSV` derives from a
+# `ddpsim simulate` CSV.
 #
 # Run by `ddpsim plot scaling CSV`, which sets:
-#   csv       the results file
+#   data      the derived table: model, curve, gpus, samples_per_s, scaling_eff
+#             (points that timed out left out; each curve's rows consecutive,
+#             in order of GPUs)
 #   model     the model to draw (one file per model)
-#   networks  space-separated network names, in CSV order
-#   backends  space-separated backend names
-#   comp      the compression to draw ("none" when the study sweeps it; "" for all)
+#   curves    space-separated curve names, e.g. IB/nccl/amp_bf16/batch=16
+#   colours   each curve's colour: one per curve but for the backend
+#   dashes    each curve's dash type: one per backend (points differ too)
+#   comp      the compression drawn ("none" when the study sweeps it; "" if none)
 #   out       output path without extension; writes out.png and out.svg
 set datafile separator ","
 set datafile columnheaders
-set key outside right top box
+set key outside right top box noenhanced
 set grid
 set logscale x 2
 set xlabel "GPUs"
 set pointsize 0.8
 
-sel(net, be) = (strcol("model") eq model && strcol("network") eq net && strcol("backend") eq be && \
-               (comp eq "" || strcol("compression") eq comp))
+sel(c) = (strcol("model") eq model && strcol("curve") eq c)
+# Past eight colours gnuplot repeats them: the point type changes instead.
+lc_of(i) = word(colours,i) + 0
+dt_of(i) = word(dashes,i) + 0
+pt_of(i) = 4 + 2 * ((lc_of(i) - 1) / 8 % 5) + dt_of(i)
 
 do for [fmt in "png svg"] {
   if (fmt eq "png") {
@@ -27,21 +35,21 @@ do for [fmt in "png svg"] {
   }
   set output out.".".fmt
   set multiplot layout 1,2 title sprintf("%s: data-parallel scaling%s (points that time out are left out)", model, \
-      comp eq "" ? "" : sprintf(", compression %s", comp))
+      comp eq "" ? "" : sprintf(", compression %s", comp)) noenhanced
 
   set ylabel "throughput (samples/s)"
   set logscale y
   set yrange [*:*]
-  plot for [i=1:words(networks)] for [j=1:words(backends)] csv \
-       using (sel(word(networks,i), word(backends,j)) && strcol("status") eq "ok" ? column("gpus") : NaN):(column("samples_per_s")) \
-       with linespoints lc i dt j pt (6+j) title sprintf("%s %s", word(networks,i), word(backends,j))
+  plot for [i=1:words(curves)] data \
+       using (sel(word(curves,i)) ? column("gpus") : NaN):(column("samples_per_s")) \
+       with linespoints lc lc_of(i) dt dt_of(i) pt pt_of(i) title word(curves,i)
 
   set ylabel "scaling efficiency (vs one GPU)"
   unset logscale y
   set yrange [0:1.05]
-  plot for [i=1:words(networks)] for [j=1:words(backends)] csv \
-       using (sel(word(networks,i), word(backends,j)) && strcol("status") eq "ok" ? column("gpus") : NaN):(column("scaling_eff")) \
-       with linespoints lc i dt j pt (6+j) title sprintf("%s %s", word(networks,i), word(backends,j))
+  plot for [i=1:words(curves)] data \
+       using (sel(word(curves,i)) ? column("gpus") : NaN):(column("scaling_eff")) \
+       with linespoints lc lc_of(i) dt dt_of(i) pt pt_of(i) title word(curves,i)
   unset multiplot
   set output
 }

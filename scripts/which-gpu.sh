@@ -3,8 +3,8 @@
 # one `ddpsim simulate --profile` per GPU, at fp32, tf32 and bf16 autocast
 # (the V100, without TF32 or bf16: fp32 and fp16 autocast), ResNet-50 at 128
 # images a GPU and BERT-large at 16 sequences kept, joined into
-# OUT/which-gpu.csv with the network column naming the GPU and precision
-# ("H100/amp-bf16"), plotted with `ddpsim plot scaling` (OUT/which-gpu-MODEL-scaling.png),
+# OUT/which-gpu.csv with the network column naming the GPU, plotted with
+# `ddpsim plot scaling` (OUT/which-gpu-MODEL-scaling.png: a curve per GPU and precision),
 # and summarized: each GPU's throughput per GPU on one node and on sixteen,
 # and the scaling efficiency there.
 #
@@ -40,7 +40,7 @@ for gpu in gpus:
         for row in r:
             if (row["model"], row["batch"]) not in (("resnet50", "128"), ("bert-large", "16")):
                 continue
-            row["network"] = "%s/%s" % (gpu, row["precision"].replace("_", "-"))  # gnuplot: no subscripts
+            row["network"] = gpu
             rows.append(row)
 tmp = out + ".tmp"
 with open(tmp, "w", newline="") as f:
@@ -50,10 +50,11 @@ with open(tmp, "w", newline="") as f:
 os.replace(tmp, out)
 print("%-10s %-16s %12s %12s %10s" % ("model", "GPU/precision", "8 GPUs /GPU", "128 /GPU", "eff at 128"))
 for model in dict.fromkeys(r["model"] for r in rows):
-    for net in dict.fromkeys(r["network"] for r in rows):
-        pts = {int(r["gpus"]): r for r in rows if r["model"] == model and r["network"] == net}
+    for net, prec in dict.fromkeys((r["network"], r["precision"]) for r in rows):
+        pts = {int(r["gpus"]): r for r in rows
+               if r["model"] == model and r["network"] == net and r["precision"] == prec}
         a, b = pts[min(pts)], pts[max(pts)]
-        print("%-10s %-16s %12.1f %12.1f %9.1f%%" % (model, net, float(a["samples_per_s"]) / int(a["gpus"]),
+        print("%-10s %-16s %12.1f %12.1f %9.1f%%" % (model, net + "/" + prec, float(a["samples_per_s"]) / int(a["gpus"]),
               float(b["samples_per_s"]) / int(b["gpus"]), 100 * float(b["scaling_eff"])))
 PY
 "$DD" plot scaling "$OUT/which-gpu.csv" -o "$OUT" >/dev/null

@@ -264,9 +264,15 @@ static int parse_name(sim_scenario *s, const config_setting_t *root) {
   snprintf(def_name, sizeof def_name, "%.*s", (int)(strcspn(base, ".")), base);
   if ((rc = core_cfg_string(root, "name", 0, def_name, NULL, &str)) != 0)
     return rc;
+  const config_setting_t *at = config_setting_get_member(root, "name");
   if (strchr(str, '/'))
     return core_err_set(CORE_EINVAL, "%s: scenario name \"%s\" names the CSV file, so it must not contain '/'",
-        where(config_setting_get_member(root, "name"), w), str);
+        where(at ? at : root, w), str);
+  /* Kept whole or refused: a cut name would write a CSV of another name. */
+  if (!str[0] || strlen(str) >= sizeof s->name)
+    return core_err_set(CORE_EINVAL,
+        "%s: scenario name \"%.40s%s\" names the CSV file, so it must have 1 to %zu characters; %s it",
+        where(at ? at : root, w), str, strlen(str) > 40 ? "..." : "", sizeof s->name - 1, str[0] ? "shorten" : "give");
   snprintf(s->name, sizeof s->name, "%s", str);
   if ((rc = core_cfg_string(root, "description", 0, "", NULL, &str)) != 0)
     return rc;
@@ -465,6 +471,25 @@ static int parse_job(sim_scenario *s, const config_setting_t *root) {
   return sim_jobcfg_parse(root, s->profile, s->profile_path, &s->job, &s->n[SIM_DIM_FAIL_RATE]);
 }
 
+/* No sweep holds a value twice (the named lists, networks and fabrics,
+ * check their names where they are read). */
+static int check_repeats(sim_scenario *s, const config_setting_t *root) {
+  static const char *const keys[][2] = {{NULL, "model"}, {"training", "batch"}, {"training", "precision"},
+      {"cluster", "nodes"}, {"cluster", "devices_per_node"}, {"ddp", "backend"}, {"ddp", "algorithm"},
+      {"ddp", "bucket_cap_mb"}, {"ddp", "overlap"}, {"ddp", "find_unused_parameters"}, {"ddp", "compression"},
+      {"checkpoint", "every_s"}, {"checkpoint", "every_steps"}, {"checkpoint", "cost_s"}, {"checkpoint", "mode"},
+      {"failures", "mtbf_h"}, {"failures", "weibull_scale_h"}, {"failures", "weibull_shape"}, {"failures", "detect_s"},
+      {"failures", "mttr_h"}, {"failures", "restart_s"}, {"failures", "load_s"}, {"failures", "spares"}};
+  int rc = 0;
+  (void)s;
+  for (size_t i = 0; !rc && i < sizeof keys / sizeof *keys; i++) {
+    const config_setting_t *g = keys[i][0] ? config_setting_get_member(root, keys[i][0]) : root;
+    if (g && config_setting_is_group(g))
+      rc = core_cfg_distinct(g, keys[i][1]);
+  }
+  return rc;
+}
+
 /* The study's size: the product of the dimensions, within SIM_MAX_POINTS. */
 static int check_points(sim_scenario *s, const config_setting_t *root) {
   long total = 1;
@@ -484,7 +509,7 @@ static int check_points(sim_scenario *s, const config_setting_t *root) {
  * across them. */
 static int (*const parsers[])(sim_scenario *s, const config_setting_t *root) = {parse_name, parse_profile, parse_models,
     parse_training, parse_cluster, parse_networks, parse_ddp, sim_fabric_parse, parse_simulation, parse_job, parse_cost,
-    parse_output, check_points, cross_check};
+    parse_output, check_repeats, check_points, cross_check};
 
 static int parse(sim_scenario *s) {
   static const char *const top_keys[] = {"name", "description", "profile", "model", "training", "cluster", "networks",

@@ -82,7 +82,20 @@ static int read_lines(shard_file *f) {
 /* Step-level configurations of shard k of n among total. */
 static long configs_of(long total, int k, int n) { return total > k ? (total - 1 - k) / n + 1 : 0; }
 
-static int write_merged(shard_file *sh, int n, long configs, long J, const char *out) {
+/* Does the row at text[from..to) begin with the point's model, nodes,
+ * devices per node, GPUs and network, as the CSV writes them? A shard of
+ * another version of the scenario (or another shard's file) has the right
+ * number of rows but not these. */
+static int row_is_point(const sim_scenario *s, long index, const char *row, size_t len) {
+  sim_point p;
+  char key[512];
+  sim_scenario_point(s, index, &p);
+  int n = snprintf(key, sizeof key, "%s,%d,%d,%lld,%s,", p.model->name, p.nodes, p.per_node,
+      (long long)p.nodes * p.per_node, p.network->name);
+  return n > 0 && (size_t)n < sizeof key && (size_t)n <= len && memcmp(row, key, (size_t)n) == 0;
+}
+
+static int write_merged(const sim_scenario *s, shard_file *sh, int n, long configs, long J, const char *out) {
   core_afile a;
   int rc = core_afile_open(&a, out);
   if (rc)
@@ -92,6 +105,14 @@ static int write_merged(shard_file *sh, int n, long configs, long J, const char 
   for (long c = 0; c < configs; c++) {
     shard_file *f = &sh[c % n];
     size_t from = f->start[f->next], to = f->start[f->next + J];
+    if (!row_is_point(s, c * J, f->text + from, to - from)) {
+      core_afile_abort(&a);
+      return core_err_set(CORE_EINVAL,
+          "%s:%ld: the row is not point %ld of %s (its model, nodes, devices per node or network differ); was the "
+          "shard "
+          "written by another version of the scenario, or for another shard? Run its task again",
+          f->path, f->next + 1, c * J, s->path);
+    }
     fwrite(f->text + from, 1, to - from, a.f);
     f->next += J;
   }
@@ -120,7 +141,7 @@ int sim_shard_merge(const sim_scenario *s, const char *dir, int n_shards, const 
           sh[k].path, sh[k].n_lines, k, n_shards, s->path, want, k == 0 ? " (with the header)" : "");
   }
   if (!rc)
-    rc = write_merged(sh, n_shards, configs, J, out);
+    rc = write_merged(s, sh, n_shards, configs, J, out);
   for (int k = 0; k < n_shards; k++)
     shard_file_free(&sh[k]);
   free(sh);

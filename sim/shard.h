@@ -26,7 +26,9 @@ void sim_shard_csv_path(const sim_scenario *s, const char *dir, int shard, int n
 
 /* Merge the n_shards shard CSVs of s in dir into out: each must be there,
  * complete (the rows its configurations call for; shard 0 with the header,
- * the others without). Nothing is written when one is missing or short. */
+ * the others without), each row beginning with its point's model, nodes,
+ * devices per node, GPUs and network. Nothing is written when one is
+ * missing, short or of another scenario. */
 int sim_shard_merge(const sim_scenario *s, const char *dir, int n_shards, const char *out);
 
 #endif

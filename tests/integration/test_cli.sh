@@ -112,6 +112,7 @@ for k in data breaks front; do
   f=$(printf '%s\n' "$2" | sed -n "s/.*\b$k='\([^']*\)'.*/\1/p")
   if [ -n "$f" ]; then cp "$f" "$GP_KEEP/$k.csv"; fi
 done
+printf '%s\n' "$2" >"$GP_KEEP/vars"
 EOF
 chmod +x "$work/fakegp/gnuplot"
 printf '%s\n' model,nodes,network,gbps,compression,step_s,status m,2,n1,1,none,0.2,ok m,2,n1,1,fp16,0.1,ok \
@@ -133,6 +134,23 @@ expect_status plot_front_gaps 0
 checks=$((checks + 1))
 [ "$(cat "$work/gpdata/front.csv")" = "$(printf 'time_to_train_h,cost_usd\n2,300\n10,100')" ] ||
   fail "plot_front_gaps: the front is $(cat "$work/gpdata/front.csv")"
+
+# The scaling plot tells apart every setting the study varies, not only the
+# network and backend: one curve per precision and batch here, each curve's
+# points in order of GPUs, the point that timed out left out.
+printf '%s\n' model,nodes,gpus_per_node,gpus,network,backend,precision,batch,samples_per_s,scaling_eff,status \
+  m,1,8,8,n,nccl,fp32,8,100,1,ok m,2,8,16,n,nccl,fp32,8,190,0.95,ok m,1,8,8,n,nccl,bf16,8,300,1,ok \
+  m,2,8,16,n,nccl,bf16,8,,,timeout m,1,8,8,n,nccl,fp32,16,120,1,ok m,2,8,16,n,nccl,fp32,16,230,0.96,ok >"$work/scal.csv"
+GP_KEEP="$work/gpdata" PATH="$work/fakegp:$PATH" run plot_scaling_dims plot scaling "$work/scal.csv"
+expect_status plot_scaling_dims 0
+expect_in plot_scaling_dims out "scal-m-scaling.png"
+checks=$((checks + 1))
+grep -q "curves='n/nccl/fp32/batch=8 n/nccl/bf16/batch=8 n/nccl/fp32/batch=16'" "$work/gpdata/vars" ||
+  fail "plot_scaling_dims: curves not told apart: $(cat "$work/gpdata/vars")"
+checks=$((checks + 1))
+[ "$(cut -d, -f2,3 "$work/gpdata/data.csv" | tr '\n' ' ')" = \
+  "curve,gpus n/nccl/fp32/batch=8,8 n/nccl/fp32/batch=8,16 n/nccl/bf16/batch=8,8 n/nccl/fp32/batch=16,8 n/nccl/fp32/batch=16,16 " ] ||
+  fail "plot_scaling_dims: the table is $(cat "$work/gpdata/data.csv")"
 
 run simulate_help simulate --help
 expect_status simulate_help 0
@@ -335,6 +353,26 @@ checks=$((checks + 1))
 run trace_point_alone simulate "$src/scenarios/gigabit-vs-ib.cfg" --trace-point 3 -o "$work/never"
 expect_status trace_point_alone 2
 expect_in trace_point_alone err "give --trace FILE too"
+# A trace named as the CSV would be written, then replaced by the CSV: it is
+# refused before anything runs, under any spelling of the path.
+mkdir -p "$work/same"
+run trace_is_csv simulate "$src/scenarios/gigabit-vs-ib.cfg" -o "$work/same" --trace "$work/same/../same/gigabit-vs-ib.csv"
+expect_status trace_is_csv 2
+expect_in trace_is_csv err "is the CSV this run writes"
+checks=$((checks + 1))
+[ -z "$(ls -A "$work/same")" ] || fail "trace_is_csv: wrote $(ls -A "$work/same")"
+# -o where a directory cannot be: a file on the way, or a link to nowhere,
+# is the user's to change (exit 2), and says so.
+: >"$work/a-file"
+run out_under_file simulate "$src/scenarios/gigabit-vs-ib.cfg" -o "$work/a-file/sub" -q
+expect_status out_under_file 2
+expect_in out_under_file err "a part of that path is a file"
+ln -sfn "$work/nowhere" "$work/dangling"
+run out_dangling simulate "$src/scenarios/gigabit-vs-ib.cfg" -o "$work/dangling" -q
+expect_status out_dangling 2
+expect_in out_dangling err "is a symbolic link that leads nowhere"
+checks=$((checks + 1))
+[ ! -e "$work/nowhere" ] || fail "out_dangling: created the link's target"
 run trace_ranks_alone simulate "$src/scenarios/gigabit-vs-ib.cfg" --trace-ranks 4 -o "$work/never"
 expect_status trace_ranks_alone 2
 run plot_shard simulate "$src/scenarios/gigabit-vs-ib.cfg" --plot --shard 0/2 -o "$work/never"

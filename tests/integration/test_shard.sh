@@ -93,6 +93,17 @@ check "merge names the short shard" grep -q "shard-1-of-4.csv holds" "$work/merg
 check "merge of a short shard writes nothing" [ ! -e "$work/partial/shard-job-test.csv" ]
 run merge_wrong_n merge "$jobscen" --shards 3 -o "$work/montecarlo"
 check "merge with another N fails" [ "$status" -ne 0 ]
+# A shard of an edited scenario (one node count changed: the same number of
+# rows) is refused at its first row of another point, writing nothing.
+mkdir -p "$work/edited"
+sed "s/nodes = \[2, 4, 8\]/nodes = [2, 4, 16]/; s|\.\./\.\./|$src/|g" "$jobscen" >"$work/edited/scen.cfg"
+cp "$work"/montecarlo/*.shard-*.csv "$work/edited/"
+run edited_shard simulate "$work/edited/scen.cfg" --shard 2/4 -o "$work/edited" -q
+check "the edited scenario's shard runs" [ "$status" -eq 0 ]
+run merge_edited merge "$jobscen" --shards 4 -o "$work/edited"
+check "merge of an edited scenario's shard exits 3" [ "$status" -eq 3 ]
+check "merge names the shard's row" grep -q "shard-2-of-4.csv:[0-9]*: the row is not point" "$work/merge_edited.err"
+check "merge of an edited scenario's shard writes nothing" [ ! -e "$work/edited/shard-job-test.csv" ]
 
 # Outside an array task the array script says how to submit it.
 env -u SLURM_ARRAY_TASK_ID bash "$src/scripts/slurm/simulate-array.sbatch" "$jobscen" "$work/none" \

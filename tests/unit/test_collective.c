@@ -229,6 +229,18 @@ static void test_errors(void) {
   char *one_rank[] = {"--profile", TU_SRC("scenarios/profiles/h200-1gpu.cfg"), "-g", "8", NULL};
   CU_ASSERT_EQUAL(run(one_rank), 3);
   CU_ASSERT(err_has("no intra-node allreduce"));
+  /* An algorithm of the other backend is a usage error that says so, not a
+   * hint about the network. */
+  char *gloo_tree[] = {"--profile", H100, "--nodes", "2", "--backend", "gloo", "--algo", "tree", NULL};
+  CU_ASSERT_EQUAL(run(gloo_tree), 2);
+  CU_ASSERT(err_has("--algo tree is not one of gloo's allreduce algorithms"));
+  /* The table has no fabric: an in-network reduction would be priced on
+   * the links alone, so it is refused, on any GPU. */
+  char *nvls[] = {"--profile", TU_SRC("scenarios/profiles/dgx-a100.cfg"), "--nodes", "2", "--algo", "nvls", NULL};
+  CU_ASSERT_EQUAL(run(nvls), 2);
+  CU_ASSERT(err_has("algorithm nvls reduces in the network"));
+  char *collnet[] = {"--profile", H100, "--nodes", "2", "--algo", "collnet", NULL};
+  CU_ASSERT_EQUAL(run(collnet), 2);
 }
 
 void test_register(void) {
