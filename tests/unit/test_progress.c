@@ -9,6 +9,27 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* What a test's progress wrote: a memory stream and its text. */
+typedef struct capture {
+  char *text;
+  size_t len;
+  FILE *out;
+} capture;
+
+static void capture_open(capture *c) {
+  c->text = NULL;
+  c->len = 0;
+  c->out = open_memstream(&c->text, &c->len);
+  CU_ASSERT_FATAL(c->out != NULL);
+}
+
+/* Closes the stream and checks what it holds against want. */
+static void capture_check(capture *c, const char *want) {
+  fclose(c->out);
+  CU_ASSERT_STRING_EQUAL(c->text, want);
+  free(c->text);
+}
+
 /* p started at time 0, writing into a memory stream. */
 static void started(core_progress *p, int on, int tty, double after_s, FILE *out) {
   core_progress_start(p, on, after_s);
@@ -18,12 +39,10 @@ static void started(core_progress *p, int on, int tty, double after_s, FILE *out
 }
 
 static void test_log(void) {
-  char *text = NULL;
-  size_t len = 0;
-  FILE *out = open_memstream(&text, &len);
-  CU_ASSERT_FATAL(out != NULL);
+  capture c;
   core_progress p;
-  started(&p, 1, 0, 3.0, out);
+  capture_open(&c);
+  started(&p, 1, 0, 3.0, c.out);
   CU_ASSERT(!core_progress_due(&p, 2.9));
   CU_ASSERT(core_progress_due(&p, 3.0));
   core_progress_line(&p, 3.0, "work: %d of %d", 1, 4);
@@ -31,43 +50,33 @@ static void test_log(void) {
   CU_ASSERT(core_progress_due(&p, 3.0 + CORE_PROGRESS_LINES_S));
   core_progress_line(&p, 13.0, "work: %d of %d", 2, 4);
   core_progress_end(&p);
-  fclose(out);
-  CU_ASSERT_STRING_EQUAL(text, "work: 1 of 4\nwork: 2 of 4\n");
-  free(text);
+  capture_check(&c, "work: 1 of 4\nwork: 2 of 4\n");
 }
 
 static void test_terminal(void) {
-  char *text = NULL;
-  size_t len = 0;
-  FILE *out = open_memstream(&text, &len);
-  CU_ASSERT_FATAL(out != NULL);
+  capture c;
   core_progress p;
-  started(&p, 1, 1, 0.0, out);
+  capture_open(&c);
+  started(&p, 1, 1, 0.0, c.out);
   CU_ASSERT(core_progress_due(&p, 0.0));
   core_progress_line(&p, 0.0, "a");
   CU_ASSERT(!core_progress_due(&p, 0.9));
   CU_ASSERT(core_progress_due(&p, 1.0));
   core_progress_line(&p, 1.0, "b");
   core_progress_end(&p);
-  fclose(out);
-  CU_ASSERT_STRING_EQUAL(text, "\ra\033[K\rb\033[K\n");
-  free(text);
+  capture_check(&c, "\ra\033[K\rb\033[K\n");
 }
 
 static void test_off_and_short(void) {
-  char *text = NULL;
-  size_t len = 0;
-  FILE *out = open_memstream(&text, &len);
-  CU_ASSERT_FATAL(out != NULL);
+  capture c;
   core_progress p;
-  started(&p, 0, 1, 0.0, out);
+  capture_open(&c);
+  started(&p, 0, 1, 0.0, c.out);
   CU_ASSERT(!core_progress_due(&p, 1e6));
-  started(&p, 1, 1, 3.0, out);
+  started(&p, 1, 1, 3.0, c.out);
   CU_ASSERT(!core_progress_due(&p, 2.0));
   core_progress_end(&p); /* nothing printed: nothing to end */
-  fclose(out);
-  CU_ASSERT_STRING_EQUAL(text, "");
-  free(text);
+  capture_check(&c, "");
 }
 
 void test_register(void) {
