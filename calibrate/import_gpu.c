@@ -656,18 +656,26 @@ static int build_model(gimport *m, config_t *cfg, const char *name, const char *
   return add_traced(m, g);
 }
 
-/* The batch: given, else the first layer's input's first dimension. */
+/* The batch: the first layer's input's first dimension, which --batch must
+ * match (as for a CPU trace); --batch alone where the trace has no shapes. */
 static int find_batch(gimport *m) {
   const cal_gstep *r = ref_step(m);
   const cal_ktrace *t = trace_of(m, m->ref);
+  const cal_kevent *first = r->n_layers > 0 ? &t->ev[r->layer_op[0]] : NULL;
   int64_t dims[8];
+  int shaped = first && cal_ktrace_dims(t, first, 0, dims, 8) >= 1 && dims[0] > 0;
+  if (shaped && m->o->batch > 0 && m->o->batch != dims[0])
+    return core_err_set(CORE_EINVAL,
+        "%s: traceEvents[%lld]: --batch %d, but the first layer's input has %lld rows; give the batch the trace was "
+        "taken at",
+        t->path, (long long)first->index, m->o->batch, (long long)dims[0]);
   if (m->o->batch > 0) {
     m->batch = m->o->batch;
     return 0;
   }
-  if (r->n_layers > 0 && cal_ktrace_dims(t, &t->ev[r->layer_op[0]], 0, dims, 8) >= 1 && dims[0] > 0) {
+  if (shaped) {
     m->batch = (double)dims[0];
-    cal_gimport_note(m, "batch %.0f per GPU, from the first layer's input shape (--batch to set it)\n", m->batch);
+    cal_gimport_note(m, "batch %.0f per GPU, from the first layer's input shape\n", m->batch);
     return 0;
   }
   return core_err_set(CORE_EINVAL,

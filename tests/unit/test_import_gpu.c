@@ -349,6 +349,39 @@ static void expect_refused(const char *trace, const char *want) {
   CU_ASSERT(access(out, F_OK) != 0);
 }
 
+/* --batch must be the batch the trace's shapes record (32 rows into the
+ * first layer), as for a CPU trace; where the trace has no shapes it is
+ * the batch. */
+static void test_batch_against_shapes(void) {
+  char out[4200], p[4200];
+  snprintf(out, sizeof out, "%s/batch.cfg", dir);
+  const char *traces[] = {FIXTURE};
+  cal_gpu_opts o = {.batch = 16};
+  int rc = cal_import_gpu(traces, 1, &o, out, NULL, 0);
+  CU_ASSERT_EQUAL(rc, CORE_EINVAL);
+  const char *msg = core_err_msg();
+  if (!strstr(msg, FIXTURE ": traceEvents[") || !strstr(msg, "--batch 16, but the first layer's input has 32 rows")) {
+    fprintf(stderr, "\n%s\n", msg);
+    CU_FAIL("not the error expected");
+  }
+  CU_ASSERT(access(out, F_OK) != 0);
+  core_model *m = NULL;
+  o.batch = 32;
+  CU_ASSERT_EQUAL_FATAL(cal_import_gpu(traces, 1, &o, out, NULL, 0), 0);
+  CU_ASSERT_FATAL(core_model_load(out, &m) == 0);
+  CU_ASSERT(NEAR(m->measured_batch, 32));
+  core_model_free(m);
+  variant("noshapes.json", "\"Input Dims\"", "\"Input Xims\"", p, sizeof p);
+  traces[0] = p;
+  o.batch = 16;
+  if ((rc = cal_import_gpu(traces, 1, &o, out, NULL, 0)) != 0)
+    fprintf(stderr, "\n%s\n", core_err_msg());
+  CU_ASSERT_EQUAL_FATAL(rc, 0);
+  CU_ASSERT_FATAL(core_model_load(out, &m) == 0);
+  CU_ASSERT(NEAR(m->measured_batch, 16));
+  core_model_free(m);
+}
+
 static void test_bad_traces(void) {
   char p[4200];
   variant("nosteps.json", "ProfilerStep#", "SomeStep#", p, sizeof p);
@@ -555,6 +588,7 @@ void test_register(void) {
   CU_add_test(s, "kernels classed: compute, memory, launch; the roofs", test_kernel_classes);
   CU_add_test(s, "retargeted to another GPU: each class at its ratio", test_retarget);
   CU_add_test(s, "bad traces: errors naming the file, nothing written", test_bad_traces);
+  CU_add_test(s, "--batch checked against the shapes; alone without them", test_batch_against_shapes);
   CU_add_test(s, "several traces: one job's, another GPU, world or model refused", test_traces_of_one_job);
   CU_add_test(s, "--base: read and checked even where DDP's copies give the sizes", test_base_checked);
   CU_add_test(s, "names from -o and --scenario paths of any characters", test_names_from_paths);
