@@ -701,7 +701,10 @@ static void describe(gimport *m) {
       "kernels: %.3f ms compute-bound (%s), %.3f ms memory-bound, %.3f ms launch-bound (%.2f us or less); roofs %s\n",
       cl[0] * 1e3, core_prec_name(a->precision), cl[1] * 1e3, cl[2] * 1e3, 2 * m->roofs.floor_s * 1e6,
       m->roofs_from[0] ? m->roofs_from : "unknown");
-  if (r->ddp)
+  if (r->ddp && a->n_buckets == 0)
+    cal_gimport_note(m, "DDP: the trace has no bucket allreduces (a world of %d%s)\n",
+        g->t->world_size > 0 ? g->t->world_size : 1, g->t->world_size > 1 ? "" : ": one rank has nothing to reduce");
+  else if (r->ddp)
     cal_gimport_note(m,
         "DDP: %d bucket allreduces a step (%.3f ms), %.1f us of host work each to launch; compute beside them %.2fx "
         "slower\n",

@@ -550,6 +550,22 @@ static void test_no_distributed_info(void) {
   unlink(out);
 }
 
+/* DDP on one rank allreduces nothing: the notes say the trace has no
+ * bucket allreduces and why, not "0 bucket allreduces ... 1.00x slower". */
+static void test_one_rank_ddp(void) {
+  char out[4200], notes[8192] = "";
+  snprintf(out, sizeof out, "%s/onerank.cfg", dir);
+  const char *traces[] = {TU_DATA("torch-trace/gpu-ddp-1rank.json")};
+  cal_gpu_opts o = {0};
+  CU_ASSERT_EQUAL_FATAL(cal_import_gpu(traces, 1, &o, out, notes, sizeof notes), 0);
+  if (!strstr(notes, "DDP: the trace has no bucket allreduces (a world of 1: one rank has nothing to reduce)") ||
+      strstr(notes, "0 bucket allreduces") || strstr(notes, "x slower")) {
+    fprintf(stderr, "\n%s\n", notes);
+    CU_FAIL("one rank's DDP not said as it is");
+  }
+  unlink(out);
+}
+
 /* --profile-base gives the traced GPU's roofs: a profile of a CPU or of
  * another GPU is refused, nothing written; one of the same GPU with other
  * memory (an A100 of 40 GB for the fixture's of 80) is taken. */
@@ -593,6 +609,7 @@ void test_register(void) {
   CU_add_test(s, "--base: read and checked even where DDP's copies give the sizes", test_base_checked);
   CU_add_test(s, "names from -o and --scenario paths of any characters", test_names_from_paths);
   CU_add_test(s, "a DDP trace without distributedInfo: the world taken as 1 said", test_no_distributed_info);
+  CU_add_test(s, "DDP on one rank: no bucket allreduces, said so", test_one_rank_ddp);
   CU_add_test(
       s, "--profile-base: a profile of the traced GPU, not a CPU or another GPU", test_profile_base_of_traced_gpu);
 }
