@@ -150,6 +150,16 @@ static uint64_t shape_hash(const gimport *m, int k) {
   return h;
 }
 
+/* What warm-up steps are told against: the median of the later half of the
+ * step times d[0..n) (tail: room for n / 2 + 1). */
+static double warmup_ref(const double *d, int n, double *tail) {
+  memcpy(tail, d + n / 2, sizeof *d * (size_t)(n - n / 2));
+  gsl_sort(tail, 1, (size_t)(n - n / 2));
+  return gsl_stats_median_from_sorted_data(tail, 1, (size_t)(n - n / 2));
+}
+
+static int is_warmup(double d, double ref) { return d > ref * (1 + WARMUP_SHARE) || d < ref * (1 - WARMUP_SHARE); }
+
 /* Marks in warm[] the leading steps of each trace further than WARMUP_SHARE
  * from ref: every trace (a rank's, a schedule's cycle) begins its own run
  * and may warm up; its last step is kept. Returns how many. */
@@ -158,10 +168,24 @@ static int mark_warmups(const gimport *m, const double *d, double ref, char *war
   for (int k = 0; k < n; k++) {
     int leads = k == 0 || m->step_trace[k] != m->step_trace[k - 1] || warm[k - 1];
     int last = k == n - 1 || m->step_trace[k + 1] != m->step_trace[k];
-    warm[k] = leads && !last && (d[k] > ref * (1 + WARMUP_SHARE) || d[k] < ref * (1 - WARMUP_SHARE));
+    warm[k] = leads && !last && is_warmup(d[k], ref);
     n_warm += warm[k];
   }
   return n_warm;
+}
+
+int cal_gimport_leading_warmups(const double *d, int n) {
+  if (n < 2)
+    return 0;
+  double *tail = malloc(sizeof *tail * (size_t)(n - n / 2));
+  if (!tail)
+    return core_err_set(CORE_ENOMEM, "out of memory looking for warm-up steps");
+  double ref = warmup_ref(d, n, tail);
+  int k = 0;
+  while (k < n - 1 && is_warmup(d[k], ref))
+    k++;
+  free(tail);
+  return k;
 }
 
 static int choose_steps(gimport *m) {
@@ -178,10 +202,7 @@ static int choose_steps(gimport *m) {
     d[k] = m->steps[k].step_s;
     h[k] = shape_hash(m, k);
   }
-  memcpy(tail, d + n / 2, sizeof *d * (size_t)(n - n / 2));
-  gsl_sort(tail, 1, (size_t)(n - n / 2));
-  double ref = gsl_stats_median_from_sorted_data(tail, 1, (size_t)(n - n / 2));
-  m->n_warm = mark_warmups(m, d, ref, warm);
+  m->n_warm = mark_warmups(m, d, warmup_ref(d, n, tail), warm);
   /* the most common cut among the rest */
   int best = -1, best_n = 0;
   for (int k = 0; k < n; k++) {
