@@ -175,12 +175,10 @@ static int mark_warmups(const gimport *m, const double *d, double ref, char *war
 }
 
 int cal_gimport_leading_warmups(const double *d, int n) {
-  if (n < 2)
-    return 0;
-  double *tail = malloc(sizeof *tail * (size_t)(n - n / 2));
+  double *tail = malloc(sizeof *tail * (size_t)(n - n / 2 + 1));
   if (!tail)
     return core_err_set(CORE_ENOMEM, "out of memory looking for warm-up steps");
-  double ref = warmup_ref(d, n, tail);
+  double ref = n > 0 ? warmup_ref(d, n, tail) : 0;
   int k = 0;
   while (k < n - 1 && is_warmup(d[k], ref))
     k++;
