@@ -41,8 +41,10 @@ printf '%-21s %-6s %-6s %9s %9s  %-14s %-6s %9s %8s\n' trace GPU prec "traced ms
 for t in "${traces[@]}"; do
   name=$(basename "$t" .json.gz)
   name=${name%.json}
-  if ! "$DD" import torch-trace --batch 32 -o "$W/$name.cfg" --scenario "$W/$name-job.cfg" "$t" \
-      >"$W/$name.notes" 2>&1; then
+  # --batch 32 only for a trace that records no shapes to read it from
+  if ! "$DD" import torch-trace -o "$W/$name.cfg" --scenario "$W/$name-job.cfg" "$t" >"$W/$name.notes" 2>&1 &&
+    ! { grep -q "records no shapes" "$W/$name.notes" &&
+      "$DD" import torch-trace --batch 32 -o "$W/$name.cfg" --scenario "$W/$name-job.cfg" "$t" >"$W/$name.notes" 2>&1; }; then
     printf '%-21s import failed: %s\n' "$name" "$(tail -1 "$W/$name.notes")"
     continue
   fi

@@ -11,8 +11,10 @@
 # A DIR stands for its *.json.gz. Without traces, those of ../shared/traces
 # (development data, not in the repository) when present. BUILD_DIR defaults
 # to build (or a bundle of scripts/gpu-check.sh --bundle).
-#   TRACE_BATCH=B  the batch per GPU the traces were taken at (default 32);
-#                  empty: the importer's, from the first layer's recorded shape
+#   TRACE_BATCH=B  the batch per GPU the traces were taken at; default: the
+#                  importer's, from the first layer's recorded shape, and 32
+#                  for a trace that records none (the importer refuses a
+#                  --batch its shapes contradict)
 #   TRACE_CSV=F    also write each trace's figures to F: trace, device, ranks,
 #                  median and replayed step (ms), their error and the pieces'
 #                  medians against the measured spans (%), and a status
@@ -39,7 +41,7 @@ if [ $# -eq 0 ]; then
 fi
 [ ${#traces[@]} -gt 0 ] || { echo "no traces given (or none in the folders given) and none in ../shared/traces" >&2; exit 2; }
 BATCH=()
-[ -n "${TRACE_BATCH-32}" ] && BATCH=(--batch "${TRACE_BATCH-32}")
+[ -n "${TRACE_BATCH-}" ] && BATCH=(--batch "$TRACE_BATCH")
 W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
 CSV=$W/figures.csv
@@ -64,7 +66,8 @@ for t in "${traces[@]}"; do
   name=$(basename "$t" .json.gz)
   name=${name%.json}
   if ! "$DD" import torch-trace "${BATCH[@]}" -o "$W/$name.cfg" --scenario "$W/$name-job.cfg" "$t" \
-      >"$W/$name.notes" 2>&1; then
+      >"$W/$name.notes" 2>&1 && ! { [ ${#BATCH[@]} -eq 0 ] && grep -q "records no shapes" "$W/$name.notes" &&
+    "$DD" import torch-trace --batch 32 -o "$W/$name.cfg" --scenario "$W/$name-job.cfg" "$t" >"$W/$name.notes" 2>&1; }; then
     printf '%-24s import failed: %s\n' "$name" "$(tail -1 "$W/$name.notes")"
     echo "$name,,,,,,,,,import failed" >>"$CSV"
     continue

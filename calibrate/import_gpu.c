@@ -150,6 +150,16 @@ static uint64_t shape_hash(const gimport *m, int k) {
   return h;
 }
 
+/* What warm-up steps are told against: the median of the later half of the
+ * step times d[0..n) (tail: room for n / 2 + 1). */
+static double warmup_ref(const double *d, int n, double *tail) {
+  memcpy(tail, d + n / 2, sizeof *d * (size_t)(n - n / 2));
+  gsl_sort(tail, 1, (size_t)(n - n / 2));
+  return gsl_stats_median_from_sorted_data(tail, 1, (size_t)(n - n / 2));
+}
+
+static int is_warmup(double d, double ref) { return d > ref * (1 + WARMUP_SHARE) || d < ref * (1 - WARMUP_SHARE); }
+
 /* Marks in warm[] the leading steps of each trace further than WARMUP_SHARE
  * from ref: every trace (a rank's, a schedule's cycle) begins its own run
  * and may warm up; its last step is kept. Returns how many. */
@@ -158,10 +168,22 @@ static int mark_warmups(const gimport *m, const double *d, double ref, char *war
   for (int k = 0; k < n; k++) {
     int leads = k == 0 || m->step_trace[k] != m->step_trace[k - 1] || warm[k - 1];
     int last = k == n - 1 || m->step_trace[k + 1] != m->step_trace[k];
-    warm[k] = leads && !last && (d[k] > ref * (1 + WARMUP_SHARE) || d[k] < ref * (1 - WARMUP_SHARE));
+    warm[k] = leads && !last && is_warmup(d[k], ref);
     n_warm += warm[k];
   }
   return n_warm;
+}
+
+int cal_gimport_leading_warmups(const double *d, int n) {
+  double *tail = malloc(sizeof *tail * (size_t)(n - n / 2 + 1));
+  if (!tail)
+    return core_err_set(CORE_ENOMEM, "out of memory looking for warm-up steps");
+  double ref = n > 0 ? warmup_ref(d, n, tail) : 0;
+  int k = 0;
+  while (k < n - 1 && is_warmup(d[k], ref))
+    k++;
+  free(tail);
+  return k;
 }
 
 static int choose_steps(gimport *m) {
@@ -178,10 +200,7 @@ static int choose_steps(gimport *m) {
     d[k] = m->steps[k].step_s;
     h[k] = shape_hash(m, k);
   }
-  memcpy(tail, d + n / 2, sizeof *d * (size_t)(n - n / 2));
-  gsl_sort(tail, 1, (size_t)(n - n / 2));
-  double ref = gsl_stats_median_from_sorted_data(tail, 1, (size_t)(n - n / 2));
-  m->n_warm = mark_warmups(m, d, ref, warm);
+  m->n_warm = mark_warmups(m, d, warmup_ref(d, n, tail), warm);
   /* the most common cut among the rest */
   int best = -1, best_n = 0;
   for (int k = 0; k < n; k++) {
@@ -656,18 +675,26 @@ static int build_model(gimport *m, config_t *cfg, const char *name, const char *
   return add_traced(m, g);
 }
 
-/* The batch: given, else the first layer's input's first dimension. */
+/* The batch: the first layer's input's first dimension, which --batch must
+ * match (as for a CPU trace); --batch alone where the trace has no shapes. */
 static int find_batch(gimport *m) {
   const cal_gstep *r = ref_step(m);
   const cal_ktrace *t = trace_of(m, m->ref);
+  const cal_kevent *first = r->n_layers > 0 ? &t->ev[r->layer_op[0]] : NULL;
   int64_t dims[8];
+  int shaped = first && cal_ktrace_dims(t, first, 0, dims, 8) >= 1 && dims[0] > 0;
+  if (shaped && m->o->batch > 0 && m->o->batch != dims[0])
+    return core_err_set(CORE_EINVAL,
+        "%s: traceEvents[%lld]: --batch %d, but the first layer's input has %lld rows; give the batch the trace was "
+        "taken at",
+        t->path, (long long)first->index, m->o->batch, (long long)dims[0]);
   if (m->o->batch > 0) {
     m->batch = m->o->batch;
     return 0;
   }
-  if (r->n_layers > 0 && cal_ktrace_dims(t, &t->ev[r->layer_op[0]], 0, dims, 8) >= 1 && dims[0] > 0) {
+  if (shaped) {
     m->batch = (double)dims[0];
-    cal_gimport_note(m, "batch %.0f per GPU, from the first layer's input shape (--batch to set it)\n", m->batch);
+    cal_gimport_note(m, "batch %.0f per GPU, from the first layer's input shape\n", m->batch);
     return 0;
   }
   return core_err_set(CORE_EINVAL,
@@ -693,7 +720,10 @@ static void describe(gimport *m) {
       "kernels: %.3f ms compute-bound (%s), %.3f ms memory-bound, %.3f ms launch-bound (%.2f us or less); roofs %s\n",
       cl[0] * 1e3, core_prec_name(a->precision), cl[1] * 1e3, cl[2] * 1e3, 2 * m->roofs.floor_s * 1e6,
       m->roofs_from[0] ? m->roofs_from : "unknown");
-  if (r->ddp)
+  if (r->ddp && a->n_buckets == 0)
+    cal_gimport_note(m, "DDP: the trace has no bucket allreduces (a world of %d%s)\n",
+        g->t->world_size > 0 ? g->t->world_size : 1, g->t->world_size > 1 ? "" : ": one rank has nothing to reduce");
+  else if (r->ddp)
     cal_gimport_note(m,
         "DDP: %d bucket allreduces a step (%.3f ms), %.1f us of host work each to launch; compute beside them %.2fx "
         "slower\n",

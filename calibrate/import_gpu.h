@@ -47,4 +47,10 @@ typedef struct cal_gpu_opts {
 int cal_import_gpu(
     const char *const *traces, int n_traces, const cal_gpu_opts *o, const char *out, char *notes, size_t notes_len);
 
+/* How many leading steps of one trace, of step times d[0..n), are warm-up by
+ * the rule above (more than 10% from the median of the later half; the last
+ * step is always kept): for `ddpsim validate`, which leaves them out as the
+ * import does. A negative error code when out of memory. */
+int cal_gimport_leading_warmups(const double *d, int n);
+
 #endif

@@ -1,5 +1,6 @@
 #include "validate.h"
 
+#include "calibrate/import_gpu.h"
 #include "calibrate/kineto.h"
 
 #include "core/csv.h"
@@ -102,31 +103,54 @@ out:
   return rc;
 }
 
+/* The ProfilerStep spans of a trace, in order, into *d (*n of them). */
+static int trace_steps(const cal_ktrace *t, double **d, int *n) {
+  int cap = 0;
+  *d = NULL;
+  *n = 0;
+  for (int64_t i = 0; i < t->n; i++) {
+    const cal_kevent *e = &t->ev[i];
+    if (e->cat != CAL_K_USER_ANNOTATION || strncmp(cal_ktrace_str(t, e->name), "ProfilerStep#", 13) != 0)
+      continue;
+    if (*n == cap) {
+      double *g = realloc(*d, sizeof *g * (size_t)(cap = cap ? 2 * cap : 64));
+      if (!g)
+        return core_err_set(CORE_ENOMEM, "out of memory reading the steps of %s", t->path);
+      *d = g;
+    }
+    (*d)[(*n)++] = (double)e->dur_ns * 1e-9;
+  }
+  if (*n == 0)
+    return core_err_set(CORE_EINVAL,
+        "%s: no ProfilerStep#N spans to compare with: profile with torch.profiler and call prof.step() after each step",
+        t->path);
+  return 0;
+}
+
 /* A PyTorch profiler trace as the measured run: its ProfilerStep spans from
- * the skip-th on (its one rank's view of the steps of its world). */
-static int read_trace(const char *path, long skip, measured *ms) {
+ * the skip-th on (its one rank's view of the steps of its world); skip < 0:
+ * after its leading warm-up steps, found as the GPU importer finds them. */
+static int read_trace(const char *path, long *skip, measured *ms) {
   cal_ktrace t;
-  int rc = cal_ktrace_read(path, &t);
+  int rc = cal_ktrace_read(path, &t), n = 0;
   if (rc)
     return rc;
-  double sum = 0;
-  long k = 0;
-  for (int64_t i = 0; i < t.n; i++) {
-    const cal_kevent *e = &t.ev[i];
-    if (e->cat != CAL_K_USER_ANNOTATION || strncmp(cal_ktrace_str(&t, e->name), "ProfilerStep#", 13) != 0)
-      continue;
-    if (k++ >= skip) {
-      sum += (double)e->dur_ns * 1e-9;
-      ms->steps++;
-    }
+  double *d = NULL, sum = 0;
+  if ((rc = trace_steps(&t, &d, &n)) != 0)
+    goto out;
+  if (*skip < 0 && (*skip = cal_gimport_leading_warmups(d, n)) < 0) {
+    rc = (int)*skip;
+    goto out;
   }
-  if (k == 0)
-    rc = core_err_set(CORE_EINVAL,
-        "%s: no ProfilerStep#N spans to compare with: profile with torch.profiler and call prof.step() after each step",
-        path);
+  for (long k = *skip; k < n; k++) {
+    sum += d[k];
+    ms->steps++;
+  }
   ms->ranks = t.world_size > 0 ? t.world_size : 1;
   ms->mean[0] = ms->steps ? sum / (double)ms->steps : 0;
   ms->mean[1] = ms->mean[2] = ms->mean[3] = NAN;
+out:
+  free(d);
   cal_ktrace_free(&t);
   return rc;
 }
@@ -142,9 +166,14 @@ int cal_validate(const sim_scenario *s, long point, const char *measured_path, l
   if (point < 0 || point >= total)
     return core_err_set(CORE_EUSAGE, "point %ld: scenario '%s' has points 0 to %ld", point, s->path, total - 1);
   measured ms = {{0, 0, 0, 0}, 0, 0};
-  int rc = is_trace(measured_path) ? read_trace(measured_path, skip, &ms) : read_csv(measured_path, skip, &ms);
+  int trace = is_trace(measured_path);
+  v->skip_found = trace && skip < 0;
+  if (skip < 0 && !trace)
+    skip = CAL_VALIDATE_CSV_SKIP;
+  int rc = trace ? read_trace(measured_path, &skip, &ms) : read_csv(measured_path, skip, &ms);
   if (rc)
     return rc;
+  v->skip = skip;
   if (ms.steps == 0)
     return core_err_set(CORE_EINVAL, "%s: no step at or after step %ld to compare with; run more steps or lower --skip",
         measured_path, skip);

@@ -12,7 +12,9 @@
  *
  * The measured run may also be a PyTorch profiler trace (a file named .json
  * or .gz): its ProfilerStep spans are the measured steps (skip counts them
- * from the first), and only step time and throughput are compared.
+ * from the first; unless given, its leading warm-up steps are left out by
+ * the rule `import torch-trace` uses, calibrate/import_gpu.h), and only step
+ * time and throughput are compared.
  */
 #ifndef CALIBRATE_VALIDATE_H
 #define CALIBRATE_VALIDATE_H
@@ -31,11 +33,18 @@ enum { CAL_M_STEP = 0, CAL_M_COMPUTE, CAL_M_EXPOSED, CAL_M_COMM, CAL_M_THROUGHPU
 typedef struct cal_validation {
   sim_point_result pred;
   long steps_used; /* measured rows averaged */
+  long skip;       /* the steps left out before them (given, or found as warm-up) */
+  int skip_found;  /* skip was found by the warm-up rule, not given */
   int ranks_seen;
   cal_metric m[CAL_N_METRICS];
 } cal_validation;
 
-/* Compare point `point` of s with the measured CSV; skip steps < skip. */
+/* Steps a CSV's ranks leave out as warm-up when no skip is given. */
+#define CAL_VALIDATE_CSV_SKIP 3
+
+/* Compare point `point` of s with the measured CSV or trace; skip steps <
+ * skip. skip < 0: a trace's leading warm-up steps, a CSV's first
+ * CAL_VALIDATE_CSV_SKIP. */
 int cal_validate(const sim_scenario *s, long point, const char *measured_path, long skip, cal_validation *v);
 
 #endif

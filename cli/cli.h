@@ -55,9 +55,12 @@ int cli_plot_auto(const char *csv, const char *out_dir);
  * file's name; deadline and budget 0: none drawn). */
 int cli_plot_pareto(const char *csv, const char *out_dir, const char *title, double deadline_h, double budget_usd);
 
-/* Run gnuplot on script with `-e vars`; errors say whether gnuplot is missing
- * or failed (cmd_plot.c). */
-int cli_run_gnuplot(const char *script, const char *vars);
+/* Run gnuplot on script with `-e vars` to draw out.png and out.svg (out: a
+ * path without extension). The script writes the files its variables png and
+ * svg name: temp files (core/afile) renamed into place once gnuplot succeeds
+ * and removed when it fails, so no half-drawn plot is left. Errors say
+ * whether gnuplot is missing or failed (cmd_plot.c). */
+int cli_run_gnuplot(const char *script, const char *vars, const char *out);
 /* `ddpsim plot fit PROFILE`: the measured points of each collective entry
  * over its fitted α–β curve, drawn by script (cmd_plot_fit.c). */
 int cli_plot_fit(const char *script, const char *profile, const char *out_dir);

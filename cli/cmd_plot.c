@@ -101,7 +101,7 @@ static int distinct(const core_csv_table *t, int col, char *out, size_t n) {
   return 0;
 }
 
-int cli_run_gnuplot(const char *script, const char *vars) {
+static int gnuplot(const char *script, const char *vars) {
   pid_t pid = fork();
   if (pid < 0)
     return core_err_errno(errno, "cannot start gnuplot");
@@ -120,6 +120,47 @@ int cli_run_gnuplot(const char *script, const char *vars) {
   if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
     return core_err_set(CORE_EIO, "gnuplot failed on %s (its messages are above)", script);
   return 0;
+}
+
+/* Where gnuplot writes an output: the temp file core/afile renames into
+ * place, or the target itself when afile writes through (a device). */
+static const char *gp_file(const core_afile *a) { return a->direct ? a->path : a->tmp; }
+
+int cli_run_gnuplot(const char *script, const char *vars, const char *out) {
+  core_afile png, svg;
+  char path[4200], *all = NULL;
+  int rc;
+  snprintf(path, sizeof path, "%s.png", out);
+  if ((rc = core_afile_open(&png, path)) != 0)
+    return rc;
+  snprintf(path, sizeof path, "%s.svg", out);
+  if ((rc = core_afile_open(&svg, path)) != 0)
+    goto abort_png;
+  if (!plain_name(gp_file(&png)) || !plain_name(gp_file(&svg))) {
+    rc = core_err_set(CORE_EINVAL, "paths with spaces or quotes cannot be passed to gnuplot: '%s', '%s'", gp_file(&png),
+        gp_file(&svg));
+    goto abort_svg;
+  }
+  size_t n = strlen(vars) + strlen(gp_file(&png)) + strlen(gp_file(&svg)) + 32;
+  if (!(all = malloc(n))) {
+    rc = core_err_set(CORE_ENOMEM, "out of memory");
+    goto abort_svg;
+  }
+  snprintf(all, n, "%s; png='%s'; svg='%s'", vars, gp_file(&png), gp_file(&svg));
+  if ((rc = gnuplot(script, all)) != 0)
+    goto abort_svg;
+  free(all);
+  if ((rc = core_afile_commit(&png)) != 0) {
+    core_afile_abort(&svg);
+    return rc;
+  }
+  return core_afile_commit(&svg);
+abort_svg:
+  free(all);
+  core_afile_abort(&svg);
+abort_png:
+  core_afile_abort(&png);
+  return rc;
 }
 
 /* One speedup: a compression at one point against none at the same point. */
@@ -530,14 +571,15 @@ static void plot_vars(const plot_job *j, const char *m, char *vars, size_t n) {
 /* One gnuplot run per model of models (space separated; cut up here); the
  * script writes PNG and SVG. */
 static int render_models(const plot_job *j, char *models) {
-  char vars[16384];
+  char vars[16384], out[4400];
   int rc;
   char *save = NULL;
   for (char *m = strtok_r(models, " ", &save); m; m = strtok_r(NULL, " ", &save)) {
     plot_vars(j, m, vars, sizeof vars);
-    if ((rc = cli_run_gnuplot(j->script, vars)) != 0)
+    snprintf(out, sizeof out, "%s/%.*s-%s-%s", j->out_dir, j->stem, j->base, m, j->kind);
+    if ((rc = cli_run_gnuplot(j->script, vars, out)) != 0)
       return rc;
-    printf("plotted %s/%.*s-%s-%s.png and .svg\n", j->out_dir, j->stem, j->base, m, j->kind);
+    printf("plotted %s.png and .svg\n", out);
   }
   return 0;
 }
@@ -621,7 +663,7 @@ static int pareto_own(const char *script, const char *csv, const char *out_dir) 
 }
 
 int cli_plot_pareto(const char *csv, const char *out_dir, const char *title, double deadline_h, double budget_usd) {
-  char script[4096], vars[16384], t[512], front[4400];
+  char script[4096], vars[16384], t[512], front[4400], out[4400];
   snprintf(script, sizeof script, "%s/pareto.gp", cli_plots_dir());
   if (access(script, R_OK) != 0)
     return core_err_set(CORE_EIO, "cannot read plot script %s: %s (set DDPSIM_PLOTS_DIR to the plots/ folder)", script,
@@ -642,12 +684,13 @@ int cli_plot_pareto(const char *csv, const char *out_dir, const char *title, dou
   int rc = core_mkdirs(out_dir);
   if (rc || (rc = front_table(csv, front)) != 0)
     return rc;
-  snprintf(vars, sizeof vars, "csv='%s'; front='%s'; title='%s'; deadline=%.17g; budget=%.17g; out='%s/%.*s-pareto'",
-      csv, front, t, deadline_h, budget_usd, out_dir, stem, base);
-  rc = cli_run_gnuplot(script, vars);
+  snprintf(out, sizeof out, "%s/%.*s-pareto", out_dir, stem, base);
+  snprintf(vars, sizeof vars, "csv='%s'; front='%s'; title='%s'; deadline=%.17g; budget=%.17g; out='%s'", csv, front, t,
+      deadline_h, budget_usd, out);
+  rc = cli_run_gnuplot(script, vars, out);
   unlink(front);
   if (rc == 0)
-    printf("plotted %s/%.*s-pareto.png and .svg\n", out_dir, stem, base);
+    printf("plotted %s.png and .svg\n", out);
   return rc;
 }
 

@@ -138,7 +138,7 @@ int cli_plot_fit(const char *script, const char *profile, const char *out_dir) {
   int ncols = (int)ceil(sqrt((double)p->n_colls)), nrows = (p->n_colls + ncols - 1) / ncols;
   snprintf(vars, sizeof vars, "csv='%s'; n=%d; titles='%s'; name='%s'; rows=%d; cols=%d; out='%s'", csv_path,
       p->n_colls, titles, name, nrows, ncols, out);
-  if ((rc = cli_run_gnuplot(script, vars)) != 0)
+  if ((rc = cli_run_gnuplot(script, vars, out)) != 0)
     goto out;
   printf("plotted %s.png and .svg\n", out);
 out:

@@ -30,7 +30,9 @@ const char cli_validate_help[] = "Usage: ddpsim validate SCENARIO --measured CSV
                                  "      --measured FILE    the measured run, CSV or trace (required)\n"
                                  "      --point K          the scenario point (row of `simulate`'s CSV; default 0)\n"
                                  "      --skip N           ignore steps before N (warm-up; default 3; in a\n"
-                                 "                         trace, its first N steps)\n"
+                                 "                         trace, its first N steps, by default its leading\n"
+                                 "                         steps more than 10% from the median of its later\n"
+                                 "                         half, as `import torch-trace` leaves them out)\n"
                                  "      --tolerance X      exit with status 6 when the step-time error exceeds\n"
                                  "                         X (a fraction: 0.05 = 5%; default: report only)\n"
                                  "      --append CSV       also append one row (label, predicted and measured\n"
@@ -101,7 +103,15 @@ static int report(const sim_scenario *s, const opts *o, const cal_validation *v)
   const sim_point *p = &v->pred.pt;
   printf("point %ld of %s: %s, %d x %d ranks, network %s, bucket %g MB, overlap %s\n", o->point, s->path,
       p->model->name, p->nodes, p->per_node, p->network->name, p->bucket_cap_mb, p->overlap ? "on" : "off");
-  printf("measured: %s, %ld steps of %d ranks from step %ld\n\n", o->measured, v->steps_used, v->ranks_seen, o->skip);
+  printf("measured: %s, %ld steps of %d ranks from step %ld\n", o->measured, v->steps_used, v->ranks_seen, v->skip);
+  if (v->skip_found && v->skip > 0)
+    printf("  %ld leading step%s left out as warm-up: more than 10%% from the median of the later half of the "
+           "trace's steps (the rule of `import torch-trace`; --skip N to choose)\n",
+        v->skip, v->skip == 1 ? "" : "s");
+  else if (v->skip_found)
+    printf("  no leading step left out: none is more than 10%% from the median of the later half of the trace's "
+           "steps (the warm-up rule of `import torch-trace`; --skip N to choose)\n");
+  printf("\n");
   printf("%-16s %14s %14s %9s\n", "metric", "predicted", "measured", "error");
   for (int k = 0; k < CAL_N_METRICS; k++) {
     if (isnan(v->m[k].measured))
@@ -148,7 +158,7 @@ static int append_row(const opts *o, const cal_validation *v) {
 }
 
 int cli_cmd_validate(int argc, char **argv) {
-  opts o = {.skip = 3, .tol = -1};
+  opts o = {.skip = -1, .tol = -1}; /* skip -1: cal_validate's default */
   int rc = parse_args(argc, argv, &o);
   if (rc)
     return rc == 1 ? CLI_EXIT_OK : rc;

@@ -11,6 +11,10 @@
 #   nodes    space-separated node counts, one panel each
 #   hooks    space-separated compressions other than none
 #   out      output path without extension; writes out.png and out.svg
+#   png, svg the files written (ddpsim passes temp files, renamed
+#            once gnuplot succeeds); default out.png and out.svg
+if (!exists("png")) png = out.".png"
+if (!exists("svg")) svg = out.".svg"
 set datafile separator ","
 set datafile columnheaders
 set grid
@@ -26,7 +30,7 @@ do for [fmt in "png svg"] {
   } else {
     set terminal svg size 1500,560 dynamic font ",10"
   }
-  set output out.".".fmt
+  set output (fmt eq "png" ? png : svg)
   set multiplot layout 1,words(nodes) title sprintf("%s: speedup of gradient compression over none (break-even rates marked)", model)
   do for [k=1:words(nodes)] {
     set title sprintf("%s nodes", word(nodes,k))

@@ -13,6 +13,10 @@
 #   model    the model to draw (one file per model)
 #   fabrics  space-separated fabric names, in CSV order (the first: baseline)
 #   out      output path without extension; writes out.png and out.svg
+#   png, svg the files written (ddpsim passes temp files, renamed
+#            once gnuplot succeeds); default out.png and out.svg
+if (!exists("png")) png = out.".png"
+if (!exists("svg")) svg = out.".svg"
 set datafile separator ","
 set datafile columnheaders
 set grid
@@ -55,7 +59,7 @@ do for [fmt in "png svg"] {
   } else {
     set terminal svg size 1500,1040 dynamic font ",10"
   }
-  set output out.".".fmt
+  set output (fmt eq "png" ? png : svg)
   set multiplot layout 2,2 title sprintf("%s: data-parallel scaling by fabric (points that time out are left out)", model)
 
   unset key

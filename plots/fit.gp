@@ -10,6 +10,10 @@
 #   name        the profile's name
 #   rows, cols  panel layout
 #   out         output path without extension; writes out.png and out.svg
+#   png, svg    the files written (ddpsim passes temp files, renamed
+#               once gnuplot succeeds); default out.png and out.svg
+if (!exists("png")) png = out.".png"
+if (!exists("svg")) svg = out.".svg"
 set datafile separator ","
 set datafile columnheaders
 set logscale xy
@@ -28,7 +32,7 @@ do for [fmt in "png svg"] {
   } else {
     set terminal svg size 620*cols, 460*rows dynamic font ",10"
   }
-  set output out.".".fmt
+  set output (fmt eq "png" ? png : svg)
   set multiplot layout rows, cols title sprintf("%s: collective times, measured and fitted", name) noenhanced
   do for [i=1:n] {
     set title word(titles, i) noenhanced

@@ -10,6 +10,10 @@
 #   modes   space-separated checkpoint modes (sync async)
 #   spares  space-separated spare-pool sizes
 #   out     output path without extension; writes out.png and out.svg
+#   png, svgthe files written (ddpsim passes temp files, renamed
+#           once gnuplot succeeds); default out.png and out.svg
+if (!exists("png")) png = out.".png"
+if (!exists("svg")) svg = out.".svg"
 set datafile separator ","
 set datafile columnheaders
 set key outside right top box
@@ -29,7 +33,7 @@ do for [fmt in "png svg"] {
   } else {
     set terminal svg size 1200,650 dynamic font ",10"
   }
-  set output out.".".fmt
+  set output (fmt eq "png" ? png : svg)
   set title sprintf("%s: goodput under failures (Young: dashed, Daly: dotted, best simulated: circled)", model)
   plot for [i=1:words(modes)] for [j=1:words(spares)] csv \
          using (sel(word(modes,i), word(spares,j)) ? column("ckpt_every_s") : NaN):(column("goodput")):(column("goodput_lo")):(column("goodput_hi")) \

@@ -11,6 +11,10 @@
 #   deadline  hours, 0 for none
 #   budget    USD, 0 for none
 #   out       output path without extension; writes out.png and out.svg
+#   png, svg  the files written (ddpsim passes temp files, renamed
+#             once gnuplot succeeds); default out.png and out.svg
+if (!exists("png")) png = out.".png"
+if (!exists("svg")) svg = out.".svg"
 set datafile separator ","
 set datafile columnheaders
 set key outside right top box
@@ -29,7 +33,7 @@ do for [fmt in "png svg"] {
   } else {
     set terminal svg size 1200,700 dynamic font ",10"
   }
-  set output out.".".fmt
+  set output (fmt eq "png" ? png : svg)
   set title title noenhanced
   unset arrow
   if (deadline > 0) { set arrow from deadline, graph 0 to deadline, graph 1 nohead dt 2 lc rgb "red" }

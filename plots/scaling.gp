@@ -13,6 +13,10 @@
 #   dashes    each curve's dash type: one per backend (points differ too)
 #   comp      the compression drawn ("none" when the study sweeps it; "" if none)
 #   out       output path without extension; writes out.png and out.svg
+#   png, svg  the files written (ddpsim passes temp files, renamed
+#             once gnuplot succeeds); default out.png and out.svg
+if (!exists("png")) png = out.".png"
+if (!exists("svg")) svg = out.".svg"
 set datafile separator ","
 set datafile columnheaders
 set key outside right top box noenhanced
@@ -33,7 +37,7 @@ do for [fmt in "png svg"] {
   } else {
     set terminal svg size 1500,620 dynamic font ",10"
   }
-  set output out.".".fmt
+  set output (fmt eq "png" ? png : svg)
   set multiplot layout 1,2 title sprintf("%s: data-parallel scaling%s (points that time out are left out)", model, \
       comp eq "" ? "" : sprintf(", compression %s", comp)) noenhanced
 

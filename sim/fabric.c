@@ -6,6 +6,7 @@
 
 #include "core/err.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -123,7 +124,25 @@ static int parse_jobs(sim_scenario *s, sim_fabric *f, const config_setting_t *g)
   return 0;
 }
 
-static int parse_in_network(sim_fabric *f, const config_setting_t *g) {
+/* NVLS reduces in NVLink SHARP switches: third-generation NVSwitches, in
+ * systems of Hopper and later GPUs (NCCL's documentation of NCCL_NVLS_ENABLE,
+ * https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html). Told
+ * by the device name a calibration or a datasheet profile gives: an A100's
+ * or V100's NVSwitches carry NVLink but do not reduce. */
+static int has_nvlink_sharp(const core_profile *p) {
+  static const char *const gens[] = {"H100", "H200", "H800", "H20", "B100", "B200", "B300", NULL};
+  char up[sizeof p->device_name];
+  size_t i = 0;
+  for (; p->device_name[i] && i + 1 < sizeof up; i++)
+    up[i] = (char)toupper((unsigned char)p->device_name[i]);
+  up[i] = '\0';
+  for (int k = 0; gens[k]; k++)
+    if (!strcmp(p->device_kind, "gpu") && strstr(up, gens[k]))
+      return 1;
+  return 0;
+}
+
+static int parse_in_network(const sim_scenario *s, sim_fabric *f, const config_setting_t *g) {
   static const char *const kinds[] = {"sharp", "nvls", NULL};
   const char **v = NULL;
   char w[4200];
@@ -154,6 +173,13 @@ static int parse_in_network(sim_fabric *f, const config_setting_t *g) {
         f->intra == SIM_INTRA_NVLINK ? "nvlink"
         : f->intra == SIM_INTRA_PCIE ? "pcie"
                                      : "(the profile's)");
+  if (!rc && f->nvls && !has_nvlink_sharp(s->profile))
+    rc = core_err_set(CORE_EINVAL,
+        "%s: in_network \"nvls\" needs NVLink SHARP, which only third-generation NVSwitches have (systems of Hopper "
+        "and later GPUs: H100, H200, B200), but profile '%s' is of a %s, '%s'; drop \"nvls\" (NCCL runs ring or tree "
+        "over these NVSwitches), or use the profile of such a GPU",
+        where(config_setting_get_member(g, "in_network"), w), s->profile_path,
+        strcmp(s->profile->device_kind, "gpu") ? "CPU" : "GPU", s->profile->device_name);
   return rc;
 }
 
@@ -199,7 +225,7 @@ static int parse_one(sim_scenario *s, sim_fabric *f, const config_setting_t *g, 
         "%s: intra_GBps gives the bandwidth of the node's own fabric; say which it is with intra = \"nvswitch\", "
         "\"nvlink\" or \"pcie\"",
         where(config_setting_get_member(g, "intra_GBps"), w));
-  if ((rc = parse_in_network(f, g)) != 0 || (rc = core_cfg_string(g, "placement", 0, "packed", places, &str)) != 0)
+  if ((rc = parse_in_network(s, f, g)) != 0 || (rc = core_cfg_string(g, "placement", 0, "packed", places, &str)) != 0)
     return rc;
   for (int k = 0; places[k]; k++)
     if (!strcmp(places[k], str))

@@ -468,6 +468,12 @@ EOF
 run gpu_validate validate "$work/gpu/fx-job.cfg" --measured "$gpu_trace" --skip 1 --tolerance 0.02
 expect_status gpu_validate 0
 expect_in gpu_validate out "3 steps of 2 ranks"
+# Without --skip a trace's leading warm-up steps are left out by the importer's
+# rule, and the output says how many and why.
+run gpu_validate_warm validate "$work/gpu/fx-job.cfg" --measured "$gpu_trace" --tolerance 0.02
+expect_status gpu_validate_warm 0
+expect_in gpu_validate_warm out "3 steps of 2 ranks from step 1"
+expect_in gpu_validate_warm out "1 leading step left out as warm-up: more than 10% from the median"
 # Appended rows: what a trace does not measure (compute, exposed communication)
 # and its error are empty cells, never "nan"; a label with a comma is quoted.
 for k in 1 2; do

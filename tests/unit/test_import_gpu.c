@@ -349,6 +349,39 @@ static void expect_refused(const char *trace, const char *want) {
   CU_ASSERT(access(out, F_OK) != 0);
 }
 
+/* --batch must be the batch the trace's shapes record (32 rows into the
+ * first layer), as for a CPU trace; where the trace has no shapes it is
+ * the batch. */
+static void test_batch_against_shapes(void) {
+  char out[4200], p[4200];
+  snprintf(out, sizeof out, "%s/batch.cfg", dir);
+  const char *traces[] = {FIXTURE};
+  cal_gpu_opts o = {.batch = 16};
+  int rc = cal_import_gpu(traces, 1, &o, out, NULL, 0);
+  CU_ASSERT_EQUAL(rc, CORE_EINVAL);
+  const char *msg = core_err_msg();
+  if (!strstr(msg, FIXTURE ": traceEvents[") || !strstr(msg, "--batch 16, but the first layer's input has 32 rows")) {
+    fprintf(stderr, "\n%s\n", msg);
+    CU_FAIL("not the error expected");
+  }
+  CU_ASSERT(access(out, F_OK) != 0);
+  core_model *m = NULL;
+  o.batch = 32;
+  CU_ASSERT_EQUAL_FATAL(cal_import_gpu(traces, 1, &o, out, NULL, 0), 0);
+  CU_ASSERT_FATAL(core_model_load(out, &m) == 0);
+  CU_ASSERT(NEAR(m->measured_batch, 32));
+  core_model_free(m);
+  variant("noshapes.json", "\"Input Dims\"", "\"Input Xims\"", p, sizeof p);
+  traces[0] = p;
+  o.batch = 16;
+  if ((rc = cal_import_gpu(traces, 1, &o, out, NULL, 0)) != 0)
+    fprintf(stderr, "\n%s\n", core_err_msg());
+  CU_ASSERT_EQUAL_FATAL(rc, 0);
+  CU_ASSERT_FATAL(core_model_load(out, &m) == 0);
+  CU_ASSERT(NEAR(m->measured_batch, 16));
+  core_model_free(m);
+}
+
 static void test_bad_traces(void) {
   char p[4200];
   variant("nosteps.json", "ProfilerStep#", "SomeStep#", p, sizeof p);
@@ -517,6 +550,22 @@ static void test_no_distributed_info(void) {
   unlink(out);
 }
 
+/* DDP on one rank allreduces nothing: the notes say the trace has no
+ * bucket allreduces and why, not "0 bucket allreduces ... 1.00x slower". */
+static void test_one_rank_ddp(void) {
+  char out[4200], notes[8192] = "";
+  snprintf(out, sizeof out, "%s/onerank.cfg", dir);
+  const char *traces[] = {TU_DATA("torch-trace/gpu-ddp-1rank.json")};
+  cal_gpu_opts o = {0};
+  CU_ASSERT_EQUAL_FATAL(cal_import_gpu(traces, 1, &o, out, notes, sizeof notes), 0);
+  if (!strstr(notes, "DDP: the trace has no bucket allreduces (a world of 1: one rank has nothing to reduce)") ||
+      strstr(notes, "0 bucket allreduces") || strstr(notes, "x slower")) {
+    fprintf(stderr, "\n%s\n", notes);
+    CU_FAIL("one rank's DDP not said as it is");
+  }
+  unlink(out);
+}
+
 /* --profile-base gives the traced GPU's roofs: a profile of a CPU or of
  * another GPU is refused, nothing written; one of the same GPU with other
  * memory (an A100 of 40 GB for the fixture's of 80) is taken. */
@@ -555,10 +604,12 @@ void test_register(void) {
   CU_add_test(s, "kernels classed: compute, memory, launch; the roofs", test_kernel_classes);
   CU_add_test(s, "retargeted to another GPU: each class at its ratio", test_retarget);
   CU_add_test(s, "bad traces: errors naming the file, nothing written", test_bad_traces);
+  CU_add_test(s, "--batch checked against the shapes; alone without them", test_batch_against_shapes);
   CU_add_test(s, "several traces: one job's, another GPU, world or model refused", test_traces_of_one_job);
   CU_add_test(s, "--base: read and checked even where DDP's copies give the sizes", test_base_checked);
   CU_add_test(s, "names from -o and --scenario paths of any characters", test_names_from_paths);
   CU_add_test(s, "a DDP trace without distributedInfo: the world taken as 1 said", test_no_distributed_info);
+  CU_add_test(s, "DDP on one rank: no bucket allreduces, said so", test_one_rank_ddp);
   CU_add_test(
       s, "--profile-base: a profile of the traced GPU, not a CPU or another GPU", test_profile_base_of_traced_gpu);
 }

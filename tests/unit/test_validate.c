@@ -111,6 +111,24 @@ static void test_comm_not_measured(void) {
   CU_ASSERT(isfinite(v.m[CAL_M_STEP].rel_err));
 }
 
+/* A trace without --skip (skip < 0): its leading warm-up steps are left out
+ * as the GPU importer finds them (the fixture's first step, of twice the
+ * time), and said so; a skip given wins. A CSV's default is its first 3. */
+static void test_trace_warmup(void) {
+  cal_validation v;
+  int rc = cal_validate(scen, 0, TU_DATA("torch-trace/gpu-ddp.json"), -1, &v);
+  if (rc)
+    fprintf(stderr, "\n%s\n", core_err_msg());
+  CU_ASSERT_EQUAL_FATAL(rc, 0);
+  CU_ASSERT(v.steps_used == 3 && v.skip == 1 && v.skip_found);
+  CU_ASSERT(fabs(v.m[CAL_M_STEP].measured - 1.265e-3) < 1e-9);
+  CU_ASSERT_EQUAL_FATAL(cal_validate(scen, 0, TU_DATA("torch-trace/gpu-ddp.json"), 0, &v), 0);
+  CU_ASSERT(v.steps_used == 4 && v.skip == 0 && !v.skip_found);
+  CU_ASSERT(fabs(v.m[CAL_M_STEP].measured - (2.530e-3 + 3 * 1.265e-3) / 4) < 1e-9);
+  CU_ASSERT_EQUAL_FATAL(validate_text("default.csv", two_ranks, -1, &v), 0);
+  CU_ASSERT(v.steps_used == 4 && v.skip == CAL_VALIDATE_CSV_SKIP && !v.skip_found);
+}
+
 static void expect_error(const char *name, const char *text, long skip, const char *want1, const char *want2) {
   cal_validation v;
   CU_ASSERT_EQUAL(validate_text(name, text, skip, &v), CORE_EINVAL);
@@ -157,6 +175,7 @@ static void test_broken_files(void) {
 void test_register(void) {
   CU_pSuite s = CU_add_suite("validate", suite_init, suite_clean);
   CU_add_test(s, "means of every rank's steps after --skip", test_means_after_skip);
+  CU_add_test(s, "a trace's warm-up left out by the importer's rule unless --skip", test_trace_warmup);
   CU_add_test(s, "comm_s empty in every row: not measured", test_comm_not_measured);
   CU_add_test(s, "broken measured files: file, line, what to do", test_broken_files);
 }

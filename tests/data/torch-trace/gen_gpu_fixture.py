@@ -45,8 +45,11 @@ step 1, where it starts 2 after the loss's compute kernel ends (as if it
 waited for it); in the optimizer, one of 20 us launched while the optimizer's
 kernel runs that starts 4 before that kernel ends (held back by it).
 
-  python3 tests/data/torch-trace/gen_gpu_fixture.py          # writes both beside it
-  python3 tests/data/torch-trace/gen_gpu_fixture.py --check  # exit 1 if either differs
+gpu-ddp-1rank.json is gpu-ddp.json's job on one rank (world size 1): DDP copies
+the gradients into its buckets and back, but allreduces nothing.
+
+  python3 tests/data/torch-trace/gen_gpu_fixture.py          # writes all three beside it
+  python3 tests/data/torch-trace/gen_gpu_fixture.py --check  # exit 1 if any differs
 """
 
 import json
@@ -84,10 +87,11 @@ class Trace:
                         "ts": round(start, 3), "dur": dur, "args": args})
 
 
-def step(tr, n, t0, scale, ends, side=False):
+def step(tr, n, t0, scale, ends, side=False, world=2):
     """One step from t0; scale stretches every time (the warm-up). Returns its
     end on the host; ends holds each stream's end across steps. side: also the
-    side-stream kernels of gpu-side.json (see side_kernel)."""
+    side-stream kernels of gpu-side.json (see side_kernel). world 1: DDP on one
+    rank, which allreduces nothing (gpu-ddp-1rank.json)."""
     s = lambda x: x * scale
     t, seq = t0, 1000 * n
     def k(tid, at, dur, name="void kernel<float>", stream=COMPUTE, kind="kernel", nbytes=None, after_comm=False):
@@ -157,12 +161,12 @@ def step(tr, n, t0, scale, ends, side=False):
     node("AddmmBackward0", 60, 50, seq + 3)
     accum(20, 2)
     node("TBackward0", 10, 0, seq + 3)
-    accum(25, 20, comm=(4 * (1000 + 640000), 400))
+    accum(25, 20, comm=(4 * (1000 + 640000), 400) if world > 1 else None)
     node("CudnnBatchNormBackward0", 40, 70, seq + 2)
     accum(20, 2)
     accum(20, 2)
     node("ConvolutionBackward0", 90, 200, seq + 1)
-    accum(30, 3, comm=(4 * (64 + 64 + 4608), 300))
+    accum(30, 3, comm=(4 * (64 + 64 + 4608), 300) if world > 1 else None)
     for nbytes in (4 * 1000, 4 * 640000, 4 * 64, 4 * 64, 4 * 4608):  # bucket order = arrival order
         tr.op("torch.distributed.ddp.reducer::copy_bucket_to_grad", BWD, b, s(10))
         k(BWD, b + 1, 5, "Memcpy DtoD (Device -> Device)", kind="gpu_memcpy", nbytes=nbytes, after_comm=True)
@@ -187,24 +191,24 @@ def side_kernel(tr, at, start, dur, ends):
     ends[SIDE] = start + dur
 
 
-def build(side=False):
+def build(side=False, world=2):
     tr = Trace()
     t, ends = T0, {COMPUTE: T0, NCCL: T0, SIDE: T0}
     for n in range(4):
-        t = step(tr, n, t, 2.0 if n == 0 else 1.0, ends, side)
+        t = step(tr, n, t, 2.0 if n == 0 else 1.0, ends, side, world)
     return {"schemaVersion": 1,
             "deviceProperties": [{"id": i, "name": "NVIDIA A100-SXM4-80GB", "totalGlobalMem": 85_000_000_000,
                                   "computeMajor": 8, "computeMinor": 0, "numSms": 108} for i in range(8)],
-            "distributedInfo": {"backend": "nccl", "rank": 0, "world_size": 2, "nccl_version": "2.17.1"},
+            "distributedInfo": {"backend": "nccl", "rank": 0, "world_size": world, "nccl_version": "2.17.1"},
             "traceEvents": tr.ev}
 
 
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     same = True
-    for name, side in (("gpu-ddp.json", False), ("gpu-side.json", True)):
+    for name, side, world in (("gpu-ddp.json", False, 2), ("gpu-side.json", True, 2), ("gpu-ddp-1rank.json", False, 1)):
         out = os.path.join(here, name)
-        text = json.dumps(build(side), indent=None, separators=(",", ":")) + "\n"
+        text = json.dumps(build(side, world), indent=None, separators=(",", ":")) + "\n"
         if "--check" in sys.argv:
             with open(out) as f:
                 same = same and f.read() == text

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Integration test of `ddpsim plot` with the real gnuplot: a plot is written
+# like every other output, whole or not at all. A script that fails halfway
+# and a gnuplot killed mid-write leave no PNG or SVG (and no temp file) where
+# the plot would go, and a plot drawn before is left as it was.
+#
+#   test_plot.sh DDPSIM_BINARY SOURCE_DIR
+set -u
+
+bin=${1:?usage: test_plot.sh DDPSIM_BINARY SOURCE_DIR}
+src=${2:?source dir}
+. "$src/tests/integration/lib.sh"
+it_begin test_plot
+need_tools test_plot gnuplot cmp sed
+
+printf '%s\n' model,nodes,gpus_per_node,gpus,network,backend,samples_per_s,scaling_eff,status \
+  m,1,8,8,n,nccl,100,1,ok m,2,8,16,n,nccl,190,0.95,ok m,4,8,32,n,nccl,370,0.92,ok >"$work/scal.csv"
+leftovers() { ls -A "$1" | grep -c -- '-scaling\.' || true; }
+
+# A failing script: the SVG's second panel refers to a variable nobody set,
+# after both files were opened and the PNG drawn.
+mkdir -p "$work/bad" "$work/o1"
+cp "$src"/plots/*.gp "$work/bad/"
+sed -i '/set ylabel "scaling efficiency/i\  if (fmt eq "svg") { print no_such_variable }' "$work/bad/scaling.gp"
+check "the broken script is broken where meant" grep -q no_such_variable "$work/bad/scaling.gp"
+DDPSIM_PLOTS_DIR="$work/bad" run bad_script plot scaling "$work/scal.csv" -o "$work/o1"
+check "a failing gnuplot fails the command" [ "$status" -ne 0 ]
+check "it says gnuplot failed" grep -q "gnuplot failed" "$work/bad_script.err"
+check "nothing half-written is left ($(ls -A "$work/o1" | tr '\n' ' '))" [ "$(leftovers "$work/o1")" -eq 0 ]
+
+# The real scripts draw both files, whole.
+run good plot scaling "$work/scal.csv" -o "$work/o1"
+check "the plot is drawn" [ "$status" -eq 0 ]
+check "PNG written" [ -s "$work/o1/scal-m-scaling.png" ]
+check "SVG written whole" grep -q '</svg>' "$work/o1/scal-m-scaling.svg"
+check "no temp file left ($(ls -A "$work/o1" | tr '\n' ' '))" [ "$(leftovers "$work/o1")" -eq 2 ]
+cp "$work/o1/scal-m-scaling.png" "$work/o1/scal-m-scaling.svg" "$work/"
+
+# The failing script again over that plot: the plot stays as it was.
+DDPSIM_PLOTS_DIR="$work/bad" run bad_again plot scaling "$work/scal.csv" -o "$work/o1"
+check "a failing gnuplot fails the command again" [ "$status" -ne 0 ]
+check "the PNG drawn before is intact" cmp "$work/scal-m-scaling.png" "$work/o1/scal-m-scaling.png"
+check "the SVG drawn before is intact" cmp "$work/scal-m-scaling.svg" "$work/o1/scal-m-scaling.svg"
+check "no temp file left ($(ls -A "$work/o1" | tr '\n' ' '))" [ "$(leftovers "$work/o1")" -eq 2 ]
+
+# A gnuplot killed after writing part of each file it was told to write.
+mkdir -p "$work/killgp" "$work/o2"
+cat >"$work/killgp/gnuplot" <<'EOF'
+#!/usr/bin/env bash
+for k in png svg; do
+  f=$(printf '%s\n' "$2" | sed -n "s/.*\b$k='\([^']*\)'.*/\1/p")
+  [ -n "$f" ] || f=$(printf '%s\n' "$2" | sed -n "s/.*\bout='\([^']*\)'.*/\1/p").$k
+  printf 'half a plot' >"$f"
+done
+kill -KILL $$
+EOF
+chmod +x "$work/killgp/gnuplot"
+PATH="$work/killgp:$PATH" run killed plot scaling "$work/scal.csv" -o "$work/o2"
+check "a killed gnuplot fails the command" [ "$status" -ne 0 ]
+check "nothing half-written is left ($(ls -A "$work/o2" | tr '\n' ' '))" [ "$(leftovers "$work/o2")" -eq 0 ]
+it_end
