@@ -310,6 +310,12 @@ static int check_algorithms(const sim_scenario *s, const config_setting_t *root)
         if (algo_ok(&s->fabrics[f], (int)s->nodes[k], x, why, sizeof why))
           return core_err_set(CORE_EINVAL, "%s: algorithm \"%s\" on fabric '%s' (line %d) at %lld nodes: %s",
               where(al ? al : root, w), sim_algo_name(x), s->fabrics[f].name, s->fabrics[f].line, s->nodes[k], why);
+    for (int k = 0; x != SIM_ALGO_COLLNET && k < s->n[SIM_DIM_PER_NODE]; k++)
+      if (!sim_fabric_nvls_runs((int)s->per_node[k]))
+        return core_err_set(CORE_EINVAL,
+            "%s: algorithm \"%s\" at %lld GPUs per node: NCCL runs NVLS only with more than 2 GPUs in a node "
+            "(ncclNvlsInit); use \"auto\", ring or tree, or more devices_per_node",
+            where(al ? al : root, w), sim_algo_name(x), s->per_node[k]);
   }
   return 0;
 }
@@ -441,6 +447,8 @@ int sim_fabric_layout_for(const sim_fabric *f, long nodes, int rails, double nic
   L->pod_up_Bps = (double)L->spines_per_pod * L->spine_up * nic_Bps * (1.0 - f->tier[SIM_TIER_SPINE].background);
   return 0;
 }
+
+int sim_fabric_nvls_runs(int per_node) { return per_node > 2; }
 
 static int algo_ok(const sim_fabric *f, int nodes, enum sim_algo a, char *why, size_t n) {
   const char *msg = NULL;

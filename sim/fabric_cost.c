@@ -241,7 +241,7 @@ static void bucket_kinds(fjob *jobs, int n_jobs) {
       slow[a] = jobs[k].alone[sim_fnet_kind_of((enum sim_algo)a, jobs[k].N)];
     fill_topos(&jobs[k].base, slow, &fc);
     fc.sharp = jobs[k].pt.fabric->sharp;
-    fc.nvls = jobs[k].pt.fabric->nvls;
+    fc.nvls = jobs[k].pt.fabric->nvls && sim_fabric_nvls_runs(jobs[k].pt.per_node);
     sim_fabric_allreduce(&fc, jobs[k].pt.backend, jobs[k].pt.algorithm, jobs[k].pt.bucket_cap_mb * 1048576.0, &used);
     jobs[k].kind = sim_fnet_kind_of((enum sim_algo)used, jobs[k].N);
   }
@@ -308,7 +308,7 @@ int sim_fabric_costs_for(
   const sim_fabric *f = p->fabric;
   memset(fc, 0, sizeof *fc);
   fc->sharp = f->sharp;
-  fc->nvls = f->nvls;
+  fc->nvls = f->nvls && sim_fabric_nvls_runs(p->per_node);
   if (p->fabric_given) {
     sim_topo b = *base;
     apply_intra(f, s->profile, &b);
