@@ -254,6 +254,12 @@ static int load(const opts *o, setup *u) {
     u->per_node = p.per_node;
     u->bucket_mb = p.bucket_cap_mb;
     u->timeout = sim_scenario_timeout(u->s, p.backend);
+    if (p.fabric)
+      fprintf(stderr,
+          "ddpsim collective: note: %s's fabric (its tiers, oversubscription, neighbours and in-network reduction) is "
+          "not in this table, which costs the network's links alone; `ddpsim simulate` gives the fabric's allreduce "
+          "of a full bucket in its CSV (busbw_GBps)\n",
+          o->scenario);
   } else {
     if ((rc = core_profile_load(o->profile, &u->own)) != 0)
       return rc;

@@ -241,6 +241,10 @@ static void test_errors(void) {
   CU_ASSERT(err_has("algorithm nvls reduces in the network"));
   char *collnet[] = {"--profile", H100, "--nodes", "2", "--algo", "collnet", NULL};
   CU_ASSERT_EQUAL(run(collnet), 2);
+  /* A scenario's point on a fabric: the table says the fabric is not in it. */
+  char *fabric[] = {"--scenario", TU_SRC("scenarios/fabric.cfg"), NULL};
+  CU_ASSERT_EQUAL(run(fabric), 0);
+  CU_ASSERT(err_has("fabric (its tiers, oversubscription, neighbours and in-network reduction) is not in this table"));
 }
 
 void test_register(void) {
