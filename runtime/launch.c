@@ -15,6 +15,7 @@
 #include <netinet/in.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -234,6 +235,11 @@ static int start_group(
       setpgid(0, 0);
       signal(SIGINT, SIG_DFL);
       signal(SIGTERM, SIG_DFL);
+      /* A launcher killed outright (SIGKILL, OOM) cannot stop its ranks: the
+       * kernel does, or they would train on, writing the run's checkpoints
+       * beside the next launch's. */
+      if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != launcher)
+        _exit(4);
       if (o->n_hosts && enter_netns(o->hosts[r / per_host]) != 0)
         _exit(3);
       if (o->cpu_quota > 0 && enter_cgroup(r, o->cpu_quota, launcher) != 0)

@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,7 @@ typedef struct train_ctx {
   rt_data *data;
   float *x, *target;
   FILE *metrics;
+  char metrics_path[4400];
   core_csv mcsv; /* rows to metrics */
   rt_tblog *tb;
   double *bucket_s;
@@ -91,17 +93,37 @@ static int write_params(const char *path, const float *p, int64_t n) {
   return core_afile_commit(&a);
 }
 
+/* Open the rank's metrics file for writing as it goes: a FIFO that nobody
+ * reads is refused now (opening it for writing would block forever). */
+static int open_metrics(const char *path, FILE **f) {
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0666);
+  if (fd < 0 && errno == ENXIO)
+    return core_err_set(CORE_EUSAGE, "nothing reads the FIFO '%s': start its reader first or choose another -o", path);
+  if (fd < 0)
+    return core_err_errno(errno, "cannot create metrics file '%s'", path);
+  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  if (!(*f = fdopen(fd, "w"))) {
+    int e = errno;
+    close(fd);
+    return core_err_errno(e, "cannot create metrics file '%s'", path);
+  }
+  return 0;
+}
+
 /* The rank's metrics file (appended row by row and flushed, so a killed rank
- * keeps what it measured) and its trace. */
+ * keeps what it measured) and its trace; rank 0 checks the file it merges
+ * the metrics into now, so that it refuses before the training, not after. */
 static int open_outputs(train_ctx *c) {
   const rt_train_opts *o = c->o;
   char path[4400];
   int rc;
-  snprintf(path, sizeof path, "%s/rank-%d.attempt-%d.csv", o->out, c->pg.rank, c->attempt);
-  if ((rc = core_afile_check(path)) != 0)
+  snprintf(path, sizeof path, "%s/steps.csv", o->out);
+  if (c->pg.rank == 0 && (rc = core_afile_check(path)) != 0)
     return rc;
-  if (!(c->metrics = fopen(path, "w")))
-    return core_err_errno(errno, "cannot create metrics file '%s'", path);
+  snprintf(path, sizeof path, "%s/rank-%d.attempt-%d.csv", o->out, c->pg.rank, c->attempt);
+  if ((rc = core_afile_check(path)) != 0 || (rc = open_metrics(path, &c->metrics)) != 0)
+    return rc;
+  snprintf(c->metrics_path, sizeof c->metrics_path, "%s", path);
   core_csv_stream(&c->mcsv, c->metrics, path, metric_cols, 8);
   fflush(c->metrics);
   if (!o->trace)
@@ -341,8 +363,9 @@ static int checkpoint(train_ctx *c, long done) {
 }
 
 /* One step's row of the rank's metrics file, flushed at once; a loss that
- * is not finite (a diverged run) is an empty cell. */
-static void metrics_row(train_ctx *c, long step, const rt_step_metrics *sm) {
+ * is not finite (a diverged run) is an empty cell. A row the disk does not
+ * take stops the run: the file would lack steps, or end in half a row. */
+static int metrics_row(train_ctx *c, long step, const rt_step_metrics *sm) {
   core_csv_int(&c->mcsv, c->pg.rank);
   core_csv_int(&c->mcsv, c->attempt);
   core_csv_int(&c->mcsv, step);
@@ -351,7 +374,10 @@ static void metrics_row(train_ctx *c, long step, const rt_step_metrics *sm) {
     core_csv_fixed(&c->mcsv, t[k], 9);
   core_csv_num(&c->mcsv, sm->loss);
   core_csv_end_row(&c->mcsv);
-  fflush(c->metrics);
+  errno = 0;
+  if (fflush(c->metrics) != 0 || ferror(c->metrics))
+    return core_err_errno(errno ? errno : EIO, "writing step %ld's metrics to '%s'", step, c->metrics_path);
+  return 0;
 }
 
 static int train(train_ctx *c, rt_train_result *res) {
@@ -367,7 +393,8 @@ static int train(train_ctx *c, rt_train_result *res) {
     sum_step += sm.step_s;
     rt_compress_stats_add(&res->hook, &sm.compress);
     res->vanilla_steps += sm.compress.vanilla > 0;
-    metrics_row(c, s, &sm);
+    if ((rc = metrics_row(c, s, &sm)) != 0)
+      return rc;
     if (c->tb)
       tb_step(c, s, &sm);
     if (c->rec.active && s + 1 == c->rec.fail_step &&

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# What `ddpsim train`, `launch` and `calibrate` do with outputs and scratch
+# directories that cannot take what they write, and with a launcher that is
+# killed outright:
+#
+#  1. a rank's metrics file that is a FIFO nobody reads: exit 2 at once,
+#     naming it (opening it for writing would block forever);
+#  2. a steps.csv that is the model file (a symlink onto it): exit 2 before
+#     any step is trained, the model untouched;
+#  3. a metrics file the disk does not take (a symlink to /dev/full): exit 1
+#     naming the file and the full disk, not a bad-CSV error at the merge;
+#  4. calibrate --scratch that does not exist or is a file: exit 2 before any
+#     measurement, and the missing directory is not created;
+#  5. launch SIGKILLed mid-training: its ranks end too (within 5 s), instead
+#     of training on and writing checkpoints beside the next launch's.
+#
+#   test_train_outputs.sh DDPSIM_BINARY SOURCE_DIR
+set -u
+
+bin=${1:?usage: test_train_outputs.sh DDPSIM_BINARY SOURCE_DIR}
+src=${2:?source dir}
+model="$src/tests/data/runtime/mlp-tiny.cfg"
+. "$src/tests/integration/lib.sh"
+need_tools test_train_outputs python3 pgrep mkfifo
+it_begin test_train_outputs
+it_watchdog=30
+it_quiet=" 0 1 2 "
+
+common=(--model "$model" --batch 8 --timeout 10)
+
+# ---- 1. a metrics file that is a FIFO without a reader ------------------------------
+mkdir -p "$work/fifo"
+mkfifo "$work/fifo/rank-0.attempt-0.csv"
+run fifo train "${common[@]}" --steps 2 -o "$work/fifo"
+check "metrics FIFO without a reader: exit 2, not a hang (got $status)" [ "$status" -eq 2 ]
+check "... the error names the FIFO" grep -q "nothing reads the FIFO '.*rank-0.attempt-0.csv'" "$work/fifo.err"
+check "... and it is left a FIFO" [ -p "$work/fifo/rank-0.attempt-0.csv" ]
+
+# ---- 2. steps.csv onto the model -------------------------------------------------------
+cp "$model" "$work/model.cfg"
+mkdir -p "$work/onto"
+ln -s ../model.cfg "$work/onto/steps.csv"
+run onto train --model "$work/model.cfg" --batch 8 --timeout 10 --steps 2 -o "$work/onto"
+check "steps.csv onto the model: exit 2 (got $status)" [ "$status" -eq 2 ]
+check "... the error names both" grep -q "output '.*steps.csv' is the same file as the input '.*model.cfg'" "$work/onto.err"
+check "... refused before training: no rank's metrics file" [ ! -e "$work/onto/rank-0.attempt-0.csv" ]
+check "... the model is untouched" cmp -s "$model" "$work/model.cfg"
+
+# ---- 3. a metrics file the disk does not take ---------------------------------------------
+if [ -c /dev/full ]; then
+  mkdir -p "$work/full"
+  ln -s /dev/full "$work/full/rank-0.attempt-0.csv"
+  run full train "${common[@]}" --steps 3 -o "$work/full"
+  check "metrics on a full disk: exit 1 (got $status)" [ "$status" -eq 1 ]
+  check "... the error names the metrics file and the full disk" \
+    grep -q "metrics to '.*rank-0.attempt-0.csv': No space left on device" "$work/full.err"
+  check "... no steps.csv merged from rows that were never written" [ ! -e "$work/full/steps.csv" ]
+else
+  fail "/dev/full is not a character device here"
+fi
+
+# ---- 4. calibrate --scratch ------------------------------------------------------------------
+run scratch_missing calibrate --quick --scratch "$work/no/such" --out "$work/p.cfg"
+check "calibrate --scratch missing: exit 2 (got $status)" [ "$status" -eq 2 ]
+check "... the error names it" grep -q -- "--scratch .*no/such" "$work/scratch_missing.err"
+check "... and it is not created" [ ! -e "$work/no" ]
+check "... nothing written" [ ! -e "$work/p.cfg" ]
+run scratch_file calibrate --quick --scratch "$work/model.cfg" --out "$work/p.cfg"
+check "calibrate --scratch FILE: exit 2 (got $status)" [ "$status" -eq 2 ]
+check "... says it is not a directory" grep -q "is not a directory" "$work/scratch_file.err"
+
+# ---- 5. the launcher killed outright -------------------------------------------------------------
+"$bin" launch --nproc 2 --rdzv-dir "$work/rdzv" -- "$bin" train "${common[@]}" --steps 1000000 \
+  -o "$work/orphans" >"$work/orphans.out" 2>&1 &
+lpid=$!
+ranks=""
+for _ in $(seq 1 100); do
+  ranks=$(pgrep -P $lpid | tr '\n' ' ')
+  [ "$(echo $ranks | wc -w)" -eq 2 ] && [ -s "$work/orphans/rank-1.attempt-0.csv" ] && break
+  sleep 0.1
+done
+check "launch started 2 ranks (got: $ranks)" [ "$(echo $ranks | wc -w)" -eq 2 ]
+kill -KILL $lpid
+wait $lpid 2>/dev/null
+alive() { for p in $ranks; do [ -d /proc/$p ] && [ "$(cut -d' ' -f3 /proc/$p/stat)" != Z ] && return 0; done; return 1; }
+for _ in $(seq 1 50); do alive || break; sleep 0.1; done
+check "launcher SIGKILLed: its ranks are gone within 5 s (left: $(for p in $ranks; do [ -d /proc/$p ] && echo $p; done))" \
+  eval '! alive'
+
+it_end
