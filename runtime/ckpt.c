@@ -389,6 +389,10 @@ int rt_ckpt_load_latest(const char *dir, const core_model *m, rt_ckpt *c, char *
     fprintf(stderr, "ddpsim: skipping checkpoint: %s\n", core_err_msg());
   }
   free(es);
-  return core_err_set(
-      CORE_EINVAL, "no valid checkpoint in '%s'%s", dir, count ? " (all were rejected; see above)" : "");
+  if (count)
+    return core_err_set(CORE_ECORRUPT,
+        "no valid checkpoint in '%s': all %d were rejected (see above); pass the --model they were written for, or "
+        "move them out of the directory to start from step 0",
+        dir, count);
+  return core_err_set(CORE_EINVAL, "no valid checkpoint in '%s'", dir);
 }

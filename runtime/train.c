@@ -303,7 +303,8 @@ static int check_ckpt_dir(const train_ctx *c) {
 }
 
 /* Every rank loads the same newest valid checkpoint; none at all starts
- * from step 0. Sets c->start and the recovery's load figures. */
+ * from step 0, but checkpoints that were all rejected stop the run: it would
+ * write its own over them. Sets c->start and the recovery's load figures. */
 static int resume(train_ctx *c) {
   const rt_train_opts *o = c->o;
   double t_load = 0;

@@ -12,7 +12,10 @@
 #  4. calibrate --scratch that does not exist or is a file: exit 2 before any
 #     measurement, and the missing directory is not created;
 #  5. launch SIGKILLed mid-training: its ranks end too (within 5 s), instead
-#     of training on and writing checkpoints beside the next launch's.
+#     of training on and writing checkpoints beside the next launch's;
+#  6. --resume from a directory whose checkpoints are all rejected (another
+#     model's, or damaged): exit 3 naming the way out, the files untouched,
+#     instead of training from step 0 and writing over them.
 #
 #   test_train_outputs.sh DDPSIM_BINARY SOURCE_DIR
 set -u
@@ -24,7 +27,7 @@ model="$src/tests/data/runtime/mlp-tiny.cfg"
 need_tools test_train_outputs python3 pgrep mkfifo
 it_begin test_train_outputs
 it_watchdog=30
-it_quiet=" 0 1 2 "
+it_quiet=" 0 1 2 3 "
 
 common=(--model "$model" --batch 8 --timeout 10)
 
@@ -80,11 +83,29 @@ for _ in $(seq 1 100); do
   sleep 0.1
 done
 check "launch started 2 ranks (got: $ranks)" [ "$(echo $ranks | wc -w)" -eq 2 ]
-kill -KILL $lpid
-wait $lpid 2>/dev/null
+{ kill -KILL $lpid && wait $lpid; } 2>/dev/null
 alive() { for p in $ranks; do [ -d /proc/$p ] && [ "$(cut -d' ' -f3 /proc/$p/stat)" != Z ] && return 0; done; return 1; }
 for _ in $(seq 1 50); do alive || break; sleep 0.1; done
 check "launcher SIGKILLed: its ranks are gone within 5 s (left: $(for p in $ranks; do [ -d /proc/$p ] && echo $p; done))" \
   eval '! alive'
+
+# ---- 6. --resume over checkpoints that are all rejected -------------------------------------------
+run ck_first train "${common[@]}" --steps 4 -o "$work/ck_run" --ckpt-dir "$work/ck" --ckpt-every 2
+check "checkpoints written: exit $status" [ "$status" -eq 0 ]
+cp -a "$work/ck" "$work/ck.before"
+sed 's/out = 32;/out = 16;/' "$model" >"$work/other.cfg"
+run ck_other train --model "$work/other.cfg" --batch 8 --timeout 10 --steps 6 -o "$work/ck_run2" \
+  --ckpt-dir "$work/ck" --ckpt-every 2 --resume
+check "--resume with another model: exit 3 (got $status)" [ "$status" -eq 3 ]
+check "... the error says all were rejected and what to do" \
+  grep -q "all 2 were rejected .*pass the --model they were written for" "$work/ck_other.err"
+check "... the checkpoints are untouched" diff -r "$work/ck.before" "$work/ck"
+printf 'XXXX' | dd of="$work/ck/ckpt-00000004.ddpc" bs=1 seek=200 conv=notrunc 2>/dev/null
+truncate -s 1000 "$work/ck/ckpt-00000002.ddpc"
+cp -a "$work/ck" "$work/ck.damaged"
+run ck_damaged train "${common[@]}" --steps 6 -o "$work/ck_run3" --ckpt-dir "$work/ck" --ckpt-every 2 --resume
+check "--resume over damaged checkpoints only: exit 3 (got $status)" [ "$status" -eq 3 ]
+check "... the damaged files are left for the user" diff -r "$work/ck.damaged" "$work/ck"
+check "... no step trained" [ ! -e "$work/ck_run3/steps.csv" ]
 
 it_end
