@@ -91,6 +91,11 @@ const char cli_train_help[] = "Usage: ddpsim train --model FILE [options]\n"
 
 /* Rank 0's summary of the run and of its communication hook. */
 static void report(const rt_train_opts *o, const char *hook, const rt_train_result *r) {
+  if (r->steps_run <= 0) {
+    printf("ddpsim train: %d rank(s), no step to train: %ld of --steps %ld already done, rendezvous %.3f s\n",
+        r->world_size, r->first_step, o->steps, r->rdzv_s);
+    return;
+  }
   printf("ddpsim train: %d rank(s), steps %ld..%ld, mean step %.4f s, final loss %.6g, rendezvous %.3f s\n",
       r->world_size, r->first_step, o->steps - 1, r->mean_step_s, r->final_loss, r->rdzv_s);
   if (o->compress.kind == CORE_COMPRESS_NONE || r->steps_run <= 0)

@@ -320,6 +320,13 @@ static int resume(train_ctx *c) {
         fprintf(stderr, "ddpsim train: %s; starting from step 0\n", core_err_msg());
     } else if (rc) {
       return rc;
+    } else if (k.step > o->steps) {
+      /* Going on would train nothing and write its metrics and parameters as
+       * those of a run of --steps. */
+      return core_err_set(CORE_EUSAGE,
+          "--steps %ld: the newest checkpoint, %s, is already at step %lld; ask for more steps than that, or use "
+          "another --ckpt-dir",
+          o->steps, used, (long long)k.step);
     } else {
       t_load = core_now() - t0;
       rt_ddp_set_has_momentum(c->ddp, k.has_momentum);

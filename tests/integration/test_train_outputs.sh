@@ -15,7 +15,9 @@
 #     of training on and writing checkpoints beside the next launch's;
 #  6. --resume from a directory whose checkpoints are all rejected (another
 #     model's, or damaged): exit 3 naming the way out, the files untouched,
-#     instead of training from step 0 and writing over them.
+#     instead of training from step 0 and writing over them;
+#  7. --resume from a checkpoint past --steps: exit 2 naming both, nothing
+#     written (no parameters of "2 steps" that are those of 4).
 #
 #   test_train_outputs.sh DDPSIM_BINARY SOURCE_DIR
 set -u
@@ -107,5 +109,17 @@ run ck_damaged train "${common[@]}" --steps 6 -o "$work/ck_run3" --ckpt-dir "$wo
 check "--resume over damaged checkpoints only: exit 3 (got $status)" [ "$status" -eq 3 ]
 check "... the damaged files are left for the user" diff -r "$work/ck.damaged" "$work/ck"
 check "... no step trained" [ ! -e "$work/ck_run3/steps.csv" ]
+
+# ---- 7. --resume from a checkpoint past --steps ----------------------------------------------------
+run past_first train "${common[@]}" --steps 4 -o "$work/past_run" --ckpt-dir "$work/past" --ckpt-every 2
+check "checkpoint at step 4 written: exit $status" [ "$status" -eq 0 ]
+cp "$work/past_run/steps.csv" "$work/past_steps.before"
+run past train "${common[@]}" --steps 2 -o "$work/past_run" --ckpt-dir "$work/past" --resume \
+  --params-out "$work/past.bin"
+check "--resume at step 4 with --steps 2: exit 2 (got $status)" [ "$status" -eq 2 ]
+check "... the error names the checkpoint's step and --steps" \
+  grep -q -- "--steps 2: the newest checkpoint, .*ckpt-00000004.ddpc, is already at step 4" "$work/past.err"
+check "... no parameters written as those of 2 steps" [ ! -e "$work/past.bin" ]
+check "... the earlier run's steps.csv untouched" cmp -s "$work/past_steps.before" "$work/past_run/steps.csv"
 
 it_end
