@@ -147,7 +147,8 @@ void core_csv_stream(core_csv *c, FILE *f, const char *what, const char *const c
   c->a.slot = -1;
   snprintf(c->a.path, sizeof c->a.path, "%s", what);
   c->ncols = ncols;
-  header(f, cols, ncols);
+  if (cols)
+    header(f, cols, ncols);
 }
 
 int core_csv_stream_end(core_csv *c) {

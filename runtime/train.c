@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,10 +94,47 @@ static int write_params(const char *path, const float *p, int64_t n) {
   return core_afile_commit(&a);
 }
 
-/* Open the rank's metrics file for writing as it goes: a FIFO that nobody
- * reads is refused now (opening it for writing would block forever). */
-static int open_metrics(const char *path, FILE **f) {
-  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0666);
+/* With --resume, the rank's metrics file of the run being continued keeps
+ * its rows and the resumed steps go after them (the steps between the
+ * checkpoint and the failure then appear twice, each as measured). *keep: 1
+ * when path is such a file, whose torn last row (a full disk) is cut; a
+ * file by that name that is not one is refused, not overwritten. */
+static int continued_metrics(const char *path, int *keep) {
+  char want[128] = "", got[128];
+  struct stat st;
+  *keep = 0;
+  int fd = open(path, O_RDWR | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  if (fd < 0)
+    return 0;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0) {
+    close(fd);
+    return 0;
+  }
+  for (int i = 0; i < 8; i++)
+    snprintf(want + strlen(want), sizeof want - strlen(want), "%s%s", metric_cols[i], i < 7 ? "," : "\n");
+  off_t hlen = (off_t)strlen(want), end = st.st_size;
+  if (pread(fd, got, (size_t)hlen, 0) != (ssize_t)hlen || memcmp(got, want, (size_t)hlen) != 0) {
+    close(fd);
+    return core_err_set(CORE_EUSAGE,
+        "'%s' is not a metrics file of ddpsim train, and --resume would add to it; move it away or choose another -o",
+        path);
+  }
+  char ch = '\n';
+  while (end > hlen && pread(fd, &ch, 1, end - 1) == 1 && ch != '\n')
+    end--;
+  if (end < st.st_size && ftruncate(fd, end) == 0)
+    fprintf(
+        stderr, "ddpsim train: cut a torn row (%lld bytes) from the end of %s\n", (long long)(st.st_size - end), path);
+  close(fd);
+  *keep = 1;
+  return 0;
+}
+
+/* Open the rank's metrics file for writing as it goes (keep: after the rows
+ * it has): a FIFO that nobody reads is refused now (opening it for writing
+ * would block forever). */
+static int open_metrics(const char *path, int keep, FILE **f) {
+  int fd = open(path, O_WRONLY | O_CREAT | (keep ? O_APPEND : O_TRUNC) | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0666);
   if (fd < 0 && errno == ENXIO)
     return core_err_set(CORE_EUSAGE, "nothing reads the FIFO '%s': start its reader first or choose another -o", path);
   if (fd < 0)
@@ -121,10 +159,12 @@ static int open_outputs(train_ctx *c) {
   if (c->pg.rank == 0 && (rc = core_afile_check(path)) != 0)
     return rc;
   snprintf(path, sizeof path, "%s/rank-%d.attempt-%d.csv", o->out, c->pg.rank, c->attempt);
-  if ((rc = core_afile_check(path)) != 0 || (rc = open_metrics(path, &c->metrics)) != 0)
+  int keep = 0;
+  if ((rc = core_afile_check(path)) != 0 || (o->resume && (rc = continued_metrics(path, &keep)) != 0) ||
+      (rc = open_metrics(path, keep, &c->metrics)) != 0)
     return rc;
   snprintf(c->metrics_path, sizeof c->metrics_path, "%s", path);
-  core_csv_stream(&c->mcsv, c->metrics, path, metric_cols, 8);
+  core_csv_stream(&c->mcsv, c->metrics, path, keep ? NULL : metric_cols, 8);
   fflush(c->metrics);
   if (!o->trace)
     return 0;

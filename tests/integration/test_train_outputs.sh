@@ -17,7 +17,10 @@
 #     model's, or damaged): exit 3 naming the way out, the files untouched,
 #     instead of training from step 0 and writing over them;
 #  7. --resume from a checkpoint past --steps: exit 2 naming both, nothing
-#     written (no parameters of "2 steps" that are those of 4).
+#     written (no parameters of "2 steps" that are those of 4);
+#  8. --resume into the -o of the run it continues: that run's metrics rows
+#     are kept and the resumed ones follow (a torn last row cut), not
+#     overwritten; a file by that name that is not metrics is refused.
 #
 #   test_train_outputs.sh DDPSIM_BINARY SOURCE_DIR
 set -u
@@ -121,5 +124,22 @@ check "... the error names the checkpoint's step and --steps" \
   grep -q -- "--steps 2: the newest checkpoint, .*ckpt-00000004.ddpc, is already at step 4" "$work/past.err"
 check "... no parameters written as those of 2 steps" [ ! -e "$work/past.bin" ]
 check "... the earlier run's steps.csv untouched" cmp -s "$work/past_steps.before" "$work/past_run/steps.csv"
+
+# ---- 8. --resume into the -o of the run it continues -------------------------------------------
+run cont_first train "${common[@]}" --steps 4 -o "$work/cont" --ckpt-dir "$work/cont_ck" --ckpt-every 2
+check "first run: exit $status" [ "$status" -eq 0 ]
+cp "$work/cont/rank-0.attempt-0.csv" "$work/cont_rows.before"
+printf '0,0,4,0.01' >>"$work/cont/rank-0.attempt-0.csv" # a row torn by a full disk
+run cont train "${common[@]}" --steps 6 -o "$work/cont" --ckpt-dir "$work/cont_ck" --ckpt-every 2 --resume
+check "--resume into the same -o: exit $status" [ "$status" -eq 0 ]
+check "... the earlier run's rows are kept, first" \
+  cmp -s "$work/cont_rows.before" <(head -n 5 "$work/cont/rank-0.attempt-0.csv")
+check "... the torn row is cut and said so" grep -q "cut a torn row (10 bytes)" "$work/cont.err"
+check "... steps.csv has steps 0-3, then 4-5" \
+  [ "$(tail -n +2 "$work/cont/steps.csv" | cut -d, -f3 | tr '\n' ' ')" = "0 1 2 3 4 5 " ]
+echo "not metrics" >"$work/cont/rank-0.attempt-0.csv"
+run cont_foreign train "${common[@]}" --steps 8 -o "$work/cont" --ckpt-dir "$work/cont_ck" --ckpt-every 2 --resume
+check "--resume onto a file that is not metrics: exit 2 (got $status)" [ "$status" -eq 2 ]
+check "... it is left as it was" [ "$(cat "$work/cont/rank-0.attempt-0.csv")" = "not metrics" ]
 
 it_end
