@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What `ddpsim train`, `launch` and `calibrate` do with outputs and scratch
-# directories that cannot take what they write, and with a launcher that is
-# killed outright:
+# directories that cannot take what they write, checkpoints that cannot be
+# resumed, a launcher killed outright and an address that does not resolve:
 #
 #  1. a rank's metrics file that is a FIFO nobody reads: exit 2 at once,
 #     naming it (opening it for writing would block forever);
@@ -20,7 +20,9 @@
 #     written (no parameters of "2 steps" that are those of 4);
 #  8. --resume into the -o of the run it continues: that run's metrics rows
 #     are kept and the resumed ones follow (a torn last row cut), not
-#     overwritten; a file by that name that is not metrics is refused.
+#     overwritten; a file by that name that is not metrics is refused;
+#  9. an address to bind that does not resolve (train --bind, calibrate's
+#     DDPSIM_BIND_ADDR): exit 2 naming it, not a crash inside Gloo.
 #
 #   test_train_outputs.sh DDPSIM_BINARY SOURCE_DIR
 set -u
@@ -141,5 +143,13 @@ echo "not metrics" >"$work/cont/rank-0.attempt-0.csv"
 run cont_foreign train "${common[@]}" --steps 8 -o "$work/cont" --ckpt-dir "$work/cont_ck" --ckpt-every 2 --resume
 check "--resume onto a file that is not metrics: exit 2 (got $status)" [ "$status" -eq 2 ]
 check "... it is left as it was" [ "$(cat "$work/cont/rank-0.attempt-0.csv")" = "not metrics" ]
+
+# ---- 9. an address to bind that does not resolve ------------------------------------------------
+run bind_bad train "${common[@]}" --steps 2 -o "$work/bind" --bind 999.1.1.1
+check "train --bind 999.1.1.1: exit 2, not a crash (got $status)" [ "$status" -eq 2 ]
+check "... the error names the address" grep -q "the address to bind, '999.1.1.1'.* does not resolve" "$work/bind_bad.err"
+DDPSIM_BIND_ADDR=999.1.1.1 run bind_cal calibrate --quick --out "$work/bind.cfg"
+check "calibrate with DDPSIM_BIND_ADDR=999.1.1.1: exit 2, not a crash (got $status)" [ "$status" -eq 2 ]
+check "... no profile" [ ! -e "$work/bind.cfg" ]
 
 it_end
