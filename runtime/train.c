@@ -242,6 +242,24 @@ static void tb_close(rt_tblog *tb, int rank) {
 
 /* ---- setting up --------------------------------------------------------- */
 
+/* A directory this rank writes into, made and checked now: one it cannot
+ * write would otherwise fail the run late (the checkpoint directory at the
+ * first checkpoint, after the steps before it). */
+static int writable_dir(const char *opt, const char *dir) {
+  struct stat st;
+  char why[512];
+  if (stat(dir, &st) == 0 && !S_ISDIR(st.st_mode))
+    return core_err_set(CORE_EUSAGE, "%s %s is not a directory; name a directory (a missing one is made)", opt, dir);
+  if (core_mkdirs(dir) != 0) {
+    snprintf(why, sizeof why, "%s", core_err_msg());
+    return core_err_set(CORE_EUSAGE, "%s %s: %s; choose a directory this rank can write", opt, dir, why);
+  }
+  if (access(dir, W_OK | X_OK) != 0)
+    return core_err_set(CORE_EUSAGE, "%s %s: cannot write there (%s); choose a directory this rank can write", opt, dir,
+        strerror(errno));
+  return 0;
+}
+
 /* Who this rank is and what it trains; refuse now, not after the training,
  * an output that would destroy an input or that cannot be written. */
 static int prepare(train_ctx *c) {
@@ -256,7 +274,13 @@ static int prepare(train_ctx *c) {
     return rc;
   if (c->pg.rank == 0 && o->params_out && (rc = core_afile_check(o->params_out)) != 0)
     return core_err_wrap(rc, "--params-out");
-  if ((rc = tb_open(c)) != 0)
+  struct stat st;
+  if (o->ckpt_dir && stat(o->ckpt_dir, &st) == 0 && !S_ISDIR(st.st_mode))
+    return core_err_set(
+        CORE_EUSAGE, "--ckpt-dir %s is not a directory; name the directory of the checkpoints", o->ckpt_dir);
+  if ((rc = tb_open(c)) != 0 || (rc = writable_dir("-o", o->out)) != 0)
+    return rc;
+  if (c->pg.rank == 0 && o->ckpt_every > 0 && (rc = writable_dir("--ckpt-dir", o->ckpt_dir)) != 0)
     return rc;
   return rt_blas_threads((int)o->threads);
 }
@@ -292,8 +316,6 @@ static int build(train_ctx *c) {
   const rt_train_opts *o = c->o;
   int rc;
   snprintf(c->fail_mark, sizeof c->fail_mark, "%s/fail-attempt-%d.time", o->out, c->attempt);
-  if ((rc = core_mkdirs(o->out)) != 0)
-    return rc;
   int fails_here = c->attempt < o->n_fail_steps && o->fail_rank == c->pg.rank;
   rt_ddp_opts dop = {.bucket_cap_mb = o->bucket_cap_mb,
       .first_bucket_mb = o->first_bucket_mb,

@@ -22,7 +22,9 @@
 #     are kept and the resumed ones follow (a torn last row cut), not
 #     overwritten; a file by that name that is not metrics is refused;
 #  9. an address to bind that does not resolve (train --bind, calibrate's
-#     DDPSIM_BIND_ADDR): exit 2 naming it, not a crash inside Gloo.
+#     DDPSIM_BIND_ADDR): exit 2 naming it, not a crash inside Gloo;
+# 10. a --ckpt-dir that is a file or cannot be written: exit 2 before any
+#     step, not exit 1 at the first checkpoint.
 #
 #   test_train_outputs.sh DDPSIM_BINARY SOURCE_DIR
 set -u
@@ -151,5 +153,24 @@ check "... the error names the address" grep -q "the address to bind, '999.1.1.1
 DDPSIM_BIND_ADDR=999.1.1.1 run bind_cal calibrate --quick --out "$work/bind.cfg"
 check "calibrate with DDPSIM_BIND_ADDR=999.1.1.1: exit 2, not a crash (got $status)" [ "$status" -eq 2 ]
 check "... no profile" [ ! -e "$work/bind.cfg" ]
+
+# ---- 10. a checkpoint directory that cannot take a checkpoint -------------------------------------
+run ckdir_file train "${common[@]}" --steps 3 -o "$work/ckdir" --ckpt-dir "$work/model.cfg" --ckpt-every 2
+check "--ckpt-dir that is a file: exit 2 (got $status)" [ "$status" -eq 2 ]
+check "... says it is not a directory" grep -q -- "--ckpt-dir .*model.cfg is not a directory" "$work/ckdir_file.err"
+mkdir -p "$work/ro"
+if [ "$(id -u)" -eq 0 ]; then # root writes anywhere but on a read-only file system
+  ro_run() { unshare -m sh -c 'mount -t tmpfs -o ro tmpfs "$0" && exec "$@"' "$work/ro" "$@"; }
+else
+  chmod 555 "$work/ro"
+  ro_run() { "$@"; }
+fi
+ro_run timeout -s KILL 30 "$bin" train "${common[@]}" --steps 3 -o "$work/ckro" --ckpt-dir "$work/ro" --ckpt-every 2 \
+  >"$work/ckro.out" 2>"$work/ckro.err"
+status=$?
+check "--ckpt-dir that cannot be written: exit 2 (got $status)" [ "$status" -eq 2 ]
+check "... says so before training, not at the first checkpoint" \
+  grep -q -- "--ckpt-dir .*/ro: cannot write there" "$work/ckro.err"
+check "... no step trained" [ ! -s "$work/ckro/rank-0.attempt-0.csv" ]
 
 it_end
