@@ -24,7 +24,9 @@
 #  9. an address to bind that does not resolve (train --bind, calibrate's
 #     DDPSIM_BIND_ADDR): exit 2 naming it, not a crash inside Gloo;
 # 10. a --ckpt-dir that is a file or cannot be written: exit 2 before any
-#     step, not exit 1 at the first checkpoint.
+#     step, not exit 1 at the first checkpoint;
+# 11. a run that fails before training (no rendezvous) leaves no event file
+#     in --tensorboard DIR, so that the next run into DIR is not refused.
 #
 #   test_train_outputs.sh DDPSIM_BINARY SOURCE_DIR
 set -u
@@ -172,5 +174,13 @@ check "--ckpt-dir that cannot be written: exit 2 (got $status)" [ "$status" -eq 
 check "... says so before training, not at the first checkpoint" \
   grep -q -- "--ckpt-dir .*/ro: cannot write there" "$work/ckro.err"
 check "... no step trained" [ ! -s "$work/ckro/rank-0.attempt-0.csv" ]
+
+# ---- 11. --tensorboard of a run that fails before training -----------------------------------------
+run tb_fail train "${common[@]}" --steps 2 -o "$work/tbf" --tensorboard "$work/tbf_tb" --rdzv "$work/no-such-rdzv"
+check "train with a missing --rdzv directory fails (got $status)" [ "$status" -ne 0 ]
+check "... and leaves no event file in --tensorboard" [ -z "$(find "$work/tbf_tb" -type f 2>/dev/null)" ]
+run tb_again train "${common[@]}" --steps 2 -o "$work/tbf" --tensorboard "$work/tbf_tb"
+check "the same --tensorboard then takes a fresh run (got $status)" [ "$status" -eq 0 ]
+check "... which writes its event file" [ -n "$(find "$work/tbf_tb/rank_0" -name 'events.out.tfevents.*')" ]
 
 it_end
