@@ -26,7 +26,9 @@
 # 10. a --ckpt-dir that is a file or cannot be written: exit 2 before any
 #     step, not exit 1 at the first checkpoint;
 # 11. a run that fails before training (no rendezvous) leaves no event file
-#     in --tensorboard DIR, so that the next run into DIR is not refused.
+#     in --tensorboard DIR, so that the next run into DIR is not refused;
+# 12. launch of a command that does not exist: exit 2 naming it, before any
+#     rank starts (not every rank dying with status 127 and exit 4).
 #
 #   test_train_outputs.sh DDPSIM_BINARY SOURCE_DIR
 set -u
@@ -182,5 +184,13 @@ check "... and leaves no event file in --tensorboard" [ -z "$(find "$work/tbf_tb
 run tb_again train "${common[@]}" --steps 2 -o "$work/tbf" --tensorboard "$work/tbf_tb"
 check "the same --tensorboard then takes a fresh run (got $status)" [ "$status" -eq 0 ]
 check "... which writes its event file" [ -n "$(find "$work/tbf_tb/rank_0" -name 'events.out.tfevents.*')" ]
+
+# ---- 12. launch of a command that cannot run ------------------------------------------------------
+run launch_nocmd launch --nproc 2 --rdzv-dir "$work/rdzv12" -- "$work/no-such-command" --x
+check "launch of a missing command: exit 2, not 4 (got $status)" [ "$status" -eq 2 ]
+check "... naming it" grep -q "cannot run '.*no-such-command'" "$work/launch_nocmd.err"
+check "... before any rank starts" sh -c '! grep -q "rank 0 (pid" "$1"' _ "$work/launch_nocmd.err"
+run launch_nopath launch --nproc 2 --rdzv-dir "$work/rdzv12" -- no-such-command-on-path-xyz
+check "launch of a command not on PATH: exit 2 (got $status)" [ "$status" -eq 2 ]
 
 it_end
