@@ -148,6 +148,18 @@ static int open_metrics(const char *path, int keep, FILE **f) {
   return 0;
 }
 
+/* Remove the temp files that a killed run left in DIR for the outputs this
+ * rank writes (its trace; rank 0's merged metrics and recovery files), each
+ * rank its own, so that none removes another's while it is being made. */
+static int sweep_outputs(const char *dir, int rank) {
+  char name[64];
+  snprintf(name, sizeof name, "trace-rank-%d.json", rank);
+  int rc = core_afile_sweep_stale(dir, name);
+  if (rc >= 0 && rank == 0 && (rc = core_afile_sweep_stale(dir, "steps.csv")) >= 0)
+    rc = core_afile_sweep_stale(dir, "recovery");
+  return rc < 0 ? rc : 0;
+}
+
 /* The rank's metrics file (appended row by row and flushed, so a killed rank
  * keeps what it measured) and its trace; rank 0 checks the file it merges
  * the metrics into now, so that it refuses before the training, not after. */
@@ -155,6 +167,8 @@ static int open_outputs(train_ctx *c) {
   const rt_train_opts *o = c->o;
   char path[4400];
   int rc;
+  if ((rc = sweep_outputs(o->out, c->pg.rank)) != 0)
+    return rc;
   snprintf(path, sizeof path, "%s/steps.csv", o->out);
   if (c->pg.rank == 0 && (rc = core_afile_check(path)) != 0)
     return rc;

@@ -28,7 +28,9 @@
 # 11. a run that fails before training (no rendezvous) leaves no event file
 #     in --tensorboard DIR, so that the next run into DIR is not refused;
 # 12. launch of a command that does not exist: exit 2 naming it, before any
-#     rank starts (not every rank dying with status 127 and exit 4).
+#     rank starts (not every rank dying with status 127 and exit 4);
+# 13. the temp file of a traced rank killed outright is removed by the next
+#     run into the same -o, not left there for good.
 #
 #   test_train_outputs.sh DDPSIM_BINARY SOURCE_DIR
 set -u
@@ -192,5 +194,20 @@ check "... naming it" grep -q "cannot run '.*no-such-command'" "$work/launch_noc
 check "... before any rank starts" sh -c '! grep -q "rank 0 (pid" "$1"' _ "$work/launch_nocmd.err"
 run launch_nopath launch --nproc 2 --rdzv-dir "$work/rdzv12" -- no-such-command-on-path-xyz
 check "launch of a command not on PATH: exit 2 (got $status)" [ "$status" -eq 2 ]
+
+# ---- 13. temp files of a killed traced run -------------------------------------------------------
+"$bin" train "${common[@]}" --steps 1000000 -o "$work/tr" --trace >/dev/null 2>&1 &
+tpid=$!
+for _ in $(seq 1 100); do
+  [ -n "$(find "$work/tr" -name 'trace-rank-0.json.tmp.*' 2>/dev/null)" ] && break
+  sleep 0.1
+done
+{ kill -KILL $tpid && wait $tpid; } 2>/dev/null
+check "a killed traced rank leaves its trace's temp file" [ -n "$(find "$work/tr" -name 'trace-rank-0.json.tmp.*')" ]
+run tr_again train "${common[@]}" --steps 2 -o "$work/tr" --trace
+check "the next run into -o: exit $status" [ "$status" -eq 0 ]
+check "... removes that temp file, saying so" grep -q "removed '.*trace-rank-0.json.tmp." "$work/tr_again.err"
+check "... and none is left" [ -z "$(find "$work/tr" -name '*.tmp.*')" ]
+check "... its own trace written" [ -s "$work/tr/trace-rank-0.json" ]
 
 it_end
