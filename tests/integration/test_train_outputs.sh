@@ -30,7 +30,9 @@
 # 12. launch of a command that does not exist: exit 2 naming it, before any
 #     rank starts (not every rank dying with status 127 and exit 4);
 # 13. the temp file of a traced rank killed outright is removed by the next
-#     run into the same -o, not left there for good.
+#     run into the same -o, not left there for good;
+# 14. calibrate --out a device (a link to /dev/null): the profile written
+#     through, and no measured model file made "beside" the device.
 #
 #   test_train_outputs.sh DDPSIM_BINARY SOURCE_DIR
 set -u
@@ -209,5 +211,13 @@ check "the next run into -o: exit $status" [ "$status" -eq 0 ]
 check "... removes that temp file, saying so" grep -q "removed '.*trace-rank-0.json.tmp." "$work/tr_again.err"
 check "... and none is left" [ -z "$(find "$work/tr" -name '*.tmp.*')" ]
 check "... its own trace written" [ -s "$work/tr/trace-rank-0.json" ]
+
+# ---- 14. calibrate --out to a device ---------------------------------------------------------------
+ln -s /dev/null "$work/null.cfg"
+run cal_null calibrate --quick --model "$model" --out "$work/null.cfg" --progress off
+check "calibrate --out a link to /dev/null: exit $status" [ "$status" -eq 0 ]
+check "... writes no measured model file beside a device" [ ! -e "$work/null.mlp-tiny.cfg" ]
+check "... and says so" grep -q "device or FIFO, so the measured model files" "$work/cal_null.err"
+check "... the link is left a link to /dev/null" [ "$(readlink "$work/null.cfg")" = /dev/null ]
 
 it_end
