@@ -534,10 +534,10 @@ static void release(train_ctx *c, int rc) {
 
 int rt_train_run(const rt_train_opts *o, rt_train_result *res) {
   train_ctx c = {.o = o};
-  const char *env = getenv("DDPSIM_RESTART_COUNT");
-  c.attempt = env ? atoi(env) : 0;
   memset(res, 0, sizeof *res);
-  int rc = prepare(&c);
+  int rc = rt_pg_restart_count(&c.attempt);
+  if (rc == 0)
+    rc = prepare(&c);
   if (rc == 0 && (rc = meet(&c)) == 0 && (rc = build(&c)) == 0) {
     if (c.pg.rank == 0)
       rt_recovery_begin(o->out, c.attempt, &c.rec);

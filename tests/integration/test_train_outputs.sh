@@ -32,7 +32,9 @@
 # 13. the temp file of a traced rank killed outright is removed by the next
 #     run into the same -o, not left there for good;
 # 14. calibrate --out a device (a link to /dev/null): the profile written
-#     through, and no measured model file made "beside" the device.
+#     through, and no measured model file made "beside" the device;
+# 15. DDPSIM_RESTART_COUNT that is not a count (abc, -5): exit 3 naming it,
+#     not attempt 0 or a file named rank-0.attempt--5.csv.
 #
 #   test_train_outputs.sh DDPSIM_BINARY SOURCE_DIR
 set -u
@@ -219,5 +221,13 @@ check "calibrate --out a link to /dev/null: exit $status" [ "$status" -eq 0 ]
 check "... writes no measured model file beside a device" [ ! -e "$work/null.mlp-tiny.cfg" ]
 check "... and says so" grep -q "device or FIFO, so the measured model files" "$work/cal_null.err"
 check "... the link is left a link to /dev/null" [ "$(readlink "$work/null.cfg")" = /dev/null ]
+
+# ---- 15. a restart count that is not one -----------------------------------------------------------
+for v in abc -5; do
+  DDPSIM_RESTART_COUNT=$v run restart_count train "${common[@]}" --steps 2 -o "$work/rc"
+  check "DDPSIM_RESTART_COUNT=$v: exit 3 (got $status)" [ "$status" -eq 3 ]
+  check "... naming the variable" grep -q "DDPSIM_RESTART_COUNT" "$work/restart_count.err"
+done
+check "... and no metrics of an attempt 0 or -5" [ -z "$(ls "$work/rc" 2>/dev/null)" ]
 
 it_end
