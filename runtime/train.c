@@ -14,6 +14,7 @@
 #include "core/csv.h"
 #include "core/err.h"
 #include "core/model.h"
+#include "core/path.h"
 #include "core/trace.h"
 #include "runtime/blas.h"
 #include "runtime/ckpt.h"
@@ -274,6 +275,32 @@ static int writable_dir(const char *opt, const char *dir) {
   return 0;
 }
 
+static int same_dir(const struct stat *a, const char *dir) {
+  struct stat b;
+  return dir && stat(dir, &b) == 0 && a->st_dev == b.st_dev && a->st_ino == b.st_ino;
+}
+
+/* --params-out onto a file the run writes itself (DIR/steps.csv, a rank's
+ * metrics or trace, a checkpoint) would leave one of the two, not both. */
+static int params_clash(const rt_train_opts *o) {
+  static const char *const ours[] = {"steps.csv", "recovery", "rank-", "trace-rank-", "fail-attempt-"};
+  char dir[4400];
+  struct stat pd;
+  const char *base = core_path_base(o->params_out);
+  if (core_path_dir(o->params_out, dir, sizeof dir) != 0 || stat(dir, &pd) != 0)
+    return 0;
+  for (size_t i = 0; i < sizeof ours / sizeof *ours; i++)
+    if (same_dir(&pd, o->out) && strncmp(base, ours[i], strlen(ours[i])) == 0)
+      return core_err_set(CORE_EUSAGE,
+          "--params-out %s is a name this run writes in -o %s (%s...); name a file of its own", o->params_out, o->out,
+          ours[i]);
+  if (same_dir(&pd, o->ckpt_dir) && strncmp(base, "ckpt-", 5) == 0)
+    return core_err_set(CORE_EUSAGE,
+        "--params-out %s is named like a checkpoint in --ckpt-dir %s; name a file of its own", o->params_out,
+        o->ckpt_dir);
+  return 0;
+}
+
 /* Who this rank is and what it trains; refuse now, not after the training,
  * an output that would destroy an input or that cannot be written. */
 static int prepare(train_ctx *c) {
@@ -286,8 +313,6 @@ static int prepare(train_ctx *c) {
         o->fail_rank, c->pg.world_size - 1);
   if ((rc = core_model_load(o->model, &c->m)) != 0 || (rc = core_model_check_runnable(c->m)) != 0)
     return rc;
-  if (c->pg.rank == 0 && o->params_out && (rc = core_afile_check(o->params_out)) != 0)
-    return core_err_wrap(rc, "--params-out");
   struct stat st;
   if (o->ckpt_dir && stat(o->ckpt_dir, &st) == 0 && !S_ISDIR(st.st_mode))
     return core_err_set(
@@ -296,6 +321,13 @@ static int prepare(train_ctx *c) {
     return rc;
   if (c->pg.rank == 0 && o->ckpt_every > 0 && (rc = writable_dir("--ckpt-dir", o->ckpt_dir)) != 0)
     return rc;
+  /* After -o and --ckpt-dir are made: --params-out may go into them. */
+  if (c->pg.rank == 0 && o->params_out) {
+    if ((rc = core_afile_check(o->params_out)) != 0)
+      return core_err_wrap(rc, "--params-out");
+    if ((rc = params_clash(o)) != 0)
+      return rc;
+  }
   return rt_blas_threads((int)o->threads);
 }
 

@@ -34,7 +34,9 @@
 # 14. calibrate --out a device (a link to /dev/null): the profile written
 #     through, and no measured model file made "beside" the device;
 # 15. DDPSIM_RESTART_COUNT that is not a count (abc, -5): exit 3 naming it,
-#     not attempt 0 or a file named rank-0.attempt--5.csv.
+#     not attempt 0 or a file named rank-0.attempt--5.csv;
+# 16. --params-out onto a name the run writes itself (DIR/steps.csv, a
+#     checkpoint's name): exit 2; into the -o the run makes: written there.
 #
 #   test_train_outputs.sh DDPSIM_BINARY SOURCE_DIR
 set -u
@@ -229,5 +231,16 @@ for v in abc -5; do
   check "... naming the variable" grep -q "DDPSIM_RESTART_COUNT" "$work/restart_count.err"
 done
 check "... and no metrics of an attempt 0 or -5" [ -z "$(ls "$work/rc" 2>/dev/null)" ]
+
+# ---- 16. --params-out among the run's own outputs ------------------------------------------------
+run po_steps train "${common[@]}" --steps 2 -o "$work/po" --params-out "$work/po/steps.csv"
+check "--params-out DIR/steps.csv: exit 2 (got $status)" [ "$status" -eq 2 ]
+check "... naming the clash" grep -q -- "--params-out .*steps.csv is a name this run writes in -o" "$work/po_steps.err"
+run po_ckpt train "${common[@]}" --steps 2 -o "$work/po" --ckpt-dir "$work/po_ck" --ckpt-every 2 \
+  --params-out "$work/po_ck/ckpt-00000002.ddpc"
+check "--params-out named like a checkpoint in --ckpt-dir: exit 2 (got $status)" [ "$status" -eq 2 ]
+run po_inside train "${common[@]}" --steps 2 -o "$work/po_new" --params-out "$work/po_new/params.bin"
+check "--params-out inside an -o the run makes: exit 0 (got $status)" [ "$status" -eq 0 ]
+check "... the parameters written there" [ -s "$work/po_new/params.bin" ]
 
 it_end
