@@ -36,7 +36,9 @@
 # 15. DDPSIM_RESTART_COUNT that is not a count (abc, -5): exit 3 naming it,
 #     not attempt 0 or a file named rank-0.attempt--5.csv;
 # 16. --params-out onto a name the run writes itself (DIR/steps.csv, a
-#     checkpoint's name): exit 2; into the -o the run makes: written there.
+#     checkpoint's name): exit 2; into the -o the run makes: written there;
+# 17. the scratch directory of a calibration killed during its checkpoint
+#     test (its process gone) is removed by the next calibration there.
 #
 #   test_train_outputs.sh DDPSIM_BINARY SOURCE_DIR
 set -u
@@ -242,5 +244,19 @@ check "--params-out named like a checkpoint in --ckpt-dir: exit 2 (got $status)"
 run po_inside train "${common[@]}" --steps 2 -o "$work/po_new" --params-out "$work/po_new/params.bin"
 check "--params-out inside an -o the run makes: exit 0 (got $status)" [ "$status" -eq 0 ]
 check "... the parameters written there" [ -s "$work/po_new/params.bin" ]
+
+# ---- 17. what a killed calibration left in --scratch --------------------------------------------------
+sh -c 'exit 0' &
+dead=$!
+wait $dead
+mkdir -p "$work/scr/ddpsim-calibrate-ckpt.$dead"
+head -c 4096 /dev/zero >"$work/scr/ddpsim-calibrate-ckpt.$dead/ckpt-00000000.ddpc.tmp.Ab12Cd"
+head -c 4096 /dev/zero >"$work/scr/ddpsim-calibrate-ckpt.$dead/ckpt-00000000.ddpc"
+mkdir -p "$work/scr/ddpsim-calibrate-ckpt.$$" # a live process's: kept
+run cal_scr calibrate --quick --model "$model" --out "$work/scr.cfg" --scratch "$work/scr" --progress off
+check "calibrate with a dead calibration's scratch left: exit $status" [ "$status" -eq 0 ]
+check "... removes it" [ ! -e "$work/scr/ddpsim-calibrate-ckpt.$dead" ]
+check "... saying so" grep -q "removed '.*ddpsim-calibrate-ckpt.$dead', left by a calibration that died" "$work/cal_scr.err"
+check "... and keeps a live process's" [ -d "$work/scr/ddpsim-calibrate-ckpt.$$" ]
 
 it_end
