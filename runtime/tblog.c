@@ -97,6 +97,11 @@ int rt_tblog_open(const rt_tblog_opts *o, rt_tblog **out) {
     rc = core_err_wrap(rc == CORE_ENOMEM ? rc : CORE_EUSAGE, "--tensorboard %s", o->dir);
     goto free_logger;
   }
+  if (l->log.damaged[0])
+    fprintf(stderr,
+        "ddpsim: rank %d: TensorBoard: %s fails its checksum after byte %lld; it is left as it is (TensorBoard reads "
+        "it up to there) and this attempt goes on in a new event file\n",
+        o->rank, l->log.damaged, (long long)l->log.damaged_at);
   if (l->log.size == 0) {
     l->created = 1;
     /* A new file starts with its version; writing it now also shows that
