@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -235,6 +236,23 @@ static int list_ckpts(const char *dir, int report, entry **out, int *n) {
   if (*n > 1) /* qsort's base must not be NULL, even for 0 elements */
     qsort(*out, (size_t)*n, sizeof **out, newest_first);
   return 0;
+}
+
+int rt_ckpt_claim(const char *dir, int *fd) {
+  *fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (*fd < 0)
+    return core_err_errno(errno, "cannot open checkpoint directory '%s'", dir);
+  if (flock(*fd, LOCK_EX | LOCK_NB) == 0)
+    return 0;
+  int e = errno;
+  close(*fd);
+  *fd = -1;
+  if (e != EWOULDBLOCK)
+    return 0;
+  return core_err_set(CORE_EUSAGE,
+      "--ckpt-dir %s is in use by another run writing checkpoints there (each would prune the other's); wait for "
+      "it to end, stop it, or choose another --ckpt-dir",
+      dir);
 }
 
 int rt_ckpt_sweep(const char *dir) {

@@ -58,6 +58,12 @@ int rt_ckpt_read(const char *path, const core_model *m, rt_ckpt *c);
  * files are reported on stderr with the reason. */
 int rt_ckpt_load_latest(const char *dir, const core_model *m, rt_ckpt *c, char *path_used, size_t n);
 
+/* Hold dir for this run's checkpoints (an flock on it, released when the
+ * process ends or *fd is closed): a second run writing there would prune
+ * the first's. CORE_EUSAGE when another process holds it; where the file
+ * system has no flock, nothing is held. */
+int rt_ckpt_claim(const char *dir, int *fd);
+
 /* Remove the temp files that writers killed mid-write left in dir; each is
  * reported on stderr. Done by rt_ckpt_write and rt_ckpt_load_latest too. */
 int rt_ckpt_sweep(const char *dir);

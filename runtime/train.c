@@ -38,6 +38,7 @@ typedef struct train_ctx {
   char metrics_path[4400];
   core_csv mcsv; /* rows to metrics */
   rt_tblog *tb;
+  int ckpt_lock; /* rank 0's hold on --ckpt-dir; -1 if none */
   double *bucket_s;
   core_trace trace;
   int tracing;
@@ -319,7 +320,8 @@ static int prepare(train_ctx *c) {
         CORE_EUSAGE, "--ckpt-dir %s is not a directory; name the directory of the checkpoints", o->ckpt_dir);
   if ((rc = tb_open(c)) != 0 || (rc = writable_dir("-o", o->out)) != 0)
     return rc;
-  if (c->pg.rank == 0 && o->ckpt_every > 0 && (rc = writable_dir("--ckpt-dir", o->ckpt_dir)) != 0)
+  if (c->pg.rank == 0 && o->ckpt_every > 0 &&
+      ((rc = writable_dir("--ckpt-dir", o->ckpt_dir)) != 0 || (rc = rt_ckpt_claim(o->ckpt_dir, &c->ckpt_lock)) != 0))
     return rc;
   /* After -o and --ckpt-dir are made: --params-out may go into them. */
   if (c->pg.rank == 0 && o->params_out) {
@@ -550,6 +552,8 @@ static int finish(train_ctx *c, rt_train_result *res) {
 }
 
 static void release(train_ctx *c, int rc) {
+  if (c->ckpt_lock >= 0)
+    close(c->ckpt_lock);
   tb_close(c->tb, c->pg.rank);
   free(c->bucket_s);
   if (c->tracing)
@@ -565,7 +569,7 @@ static void release(train_ctx *c, int rc) {
 }
 
 int rt_train_run(const rt_train_opts *o, rt_train_result *res) {
-  train_ctx c = {.o = o};
+  train_ctx c = {.o = o, .ckpt_lock = -1};
   memset(res, 0, sizeof *res);
   int rc = rt_pg_restart_count(&c.attempt);
   if (rc == 0)

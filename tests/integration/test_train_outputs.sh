@@ -38,7 +38,9 @@
 # 16. --params-out onto a name the run writes itself (DIR/steps.csv, a
 #     checkpoint's name): exit 2; into the -o the run makes: written there;
 # 17. the scratch directory of a calibration killed during its checkpoint
-#     test (its process gone) is removed by the next calibration there.
+#     test (its process gone) is removed by the next calibration there;
+# 18. a second run writing checkpoints into a --ckpt-dir another run is
+#     writing (each would prune the other's): exit 2, saying it is in use.
 #
 #   test_train_outputs.sh DDPSIM_BINARY SOURCE_DIR
 set -u
@@ -258,5 +260,21 @@ check "calibrate with a dead calibration's scratch left: exit $status" [ "$statu
 check "... removes it" [ ! -e "$work/scr/ddpsim-calibrate-ckpt.$dead" ]
 check "... saying so" grep -q "removed '.*ddpsim-calibrate-ckpt.$dead', left by a calibration that died" "$work/cal_scr.err"
 check "... and keeps a live process's" [ -d "$work/scr/ddpsim-calibrate-ckpt.$$" ]
+
+# ---- 18. two runs writing checkpoints into one directory --------------------------------------------
+"$bin" train "${common[@]}" --steps 1000000 -o "$work/twoA" --ckpt-dir "$work/two_ck" --ckpt-every 5 \
+  >/dev/null 2>&1 &
+apid=$!
+for _ in $(seq 1 100); do
+  [ -n "$(find "$work/two_ck" -name 'ckpt-*.ddpc' 2>/dev/null)" ] && break
+  sleep 0.1
+done
+run twoB train "${common[@]}" --steps 1000000 -o "$work/twoB" --ckpt-dir "$work/two_ck" --ckpt-every 5 --resume
+check "a second run into a --ckpt-dir another is writing: exit 2 (got $status)" [ "$status" -eq 2 ]
+check "... saying it is in use" grep -q -- "--ckpt-dir .*two_ck is in use by another run" "$work/twoB.err"
+{ kill -KILL $apid && wait $apid; } 2>/dev/null
+run twoC train "${common[@]}" --steps 1 -o "$work/twoC" --ckpt-dir "$work/two_ck" --ckpt-every 5 --resume
+check "once the first run is gone, the directory is free (only --steps 1 is refused now)" \
+  grep -q "is already at step" "$work/twoC.err"
 
 it_end
