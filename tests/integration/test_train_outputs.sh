@@ -40,7 +40,10 @@
 # 17. the scratch directory of a calibration killed during its checkpoint
 #     test (its process gone) is removed by the next calibration there;
 # 18. a second run writing checkpoints into a --ckpt-dir another run is
-#     writing (each would prune the other's): exit 2, saying it is in use.
+#     writing (each would prune the other's): exit 2, saying it is in use;
+# 19. a --rdzv directory that holds an earlier run's keys: exit 2 saying to
+#     give each run an empty one (it told to "use a fresh prefix", which no
+#     option sets).
 #
 #   test_train_outputs.sh DDPSIM_BINARY SOURCE_DIR
 set -u
@@ -276,5 +279,13 @@ check "... saying it is in use" grep -q -- "--ckpt-dir .*two_ck is in use by ano
 run twoC train "${common[@]}" --steps 1 -o "$work/twoC" --ckpt-dir "$work/two_ck" --ckpt-every 5 --resume
 check "once the first run is gone, the directory is free (only --steps 1 is refused now)" \
   grep -q "is already at step" "$work/twoC.err"
+
+# ---- 19. a rendezvous directory reused from an earlier run ---------------------------------------
+mkdir -p "$work/rz"
+run rz_first train "${common[@]}" --steps 1 -o "$work/rz_run" --rdzv "$work/rz"
+check "a run through --rdzv DIR: exit $status" [ "$status" -eq 0 ]
+run rz_again train "${common[@]}" --steps 1 -o "$work/rz_run2" --rdzv "$work/rz"
+check "the next run through the same --rdzv DIR: exit 2 (got $status)" [ "$status" -eq 2 ]
+check "... saying what to do" grep -q "give every run an empty rendezvous directory" "$work/rz_again.err"
 
 it_end
