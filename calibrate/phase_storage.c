@@ -12,7 +12,10 @@
 #include "core/err.h"
 #include "core/model.h"
 
+#include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,7 +79,31 @@ out_free:
   return rc;
 }
 
+/* Remove what calibrations killed during this test left in the scratch
+ * directory: their directories (named for a process that is gone), with the
+ * test checkpoint and its temp files. */
+static void sweep_scratch(const char *scratch) {
+  DIR *d = opendir(scratch);
+  struct dirent *de;
+  while (d && (de = readdir(d))) {
+    int pid;
+    char extra, dir[4400], path[4600];
+    if (sscanf(de->d_name, "ddpsim-calibrate-ckpt.%d%c", &pid, &extra) != 1 || pid <= 0 || kill((pid_t)pid, 0) == 0 ||
+        errno != ESRCH)
+      continue;
+    snprintf(dir, sizeof dir, "%s/%s", scratch, de->d_name);
+    rt_ckpt_sweep(dir);
+    snprintf(path, sizeof path, "%s/ckpt-%08d.ddpc", dir, 0);
+    unlink(path);
+    if (rmdir(dir) == 0)
+      fprintf(stderr, "ddpsim calibrate: removed '%s', left by a calibration that died\n", dir);
+  }
+  if (d)
+    closedir(d);
+}
+
 int cal_phase_storage(cal_ctx *r) {
+  sweep_scratch(r->o->scratch_dir);
   cal_say(r, "checkpoint I/O through the checkpoint writer and reader in %s", r->o->scratch_dir);
   int rc = storage(r, &r->prof->write_GBps, &r->prof->read_GBps);
   if (!rc)

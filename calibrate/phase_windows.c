@@ -17,11 +17,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* Where the measured times of the model named name go: beside the profile
  * out, "PROFILE.NAME.cfg" (the profile's ".cfg" dropped). */
 static void measured_model_path(const char *out, const char *name, char *path, size_t n) {
   snprintf(path, n, "%.*s.%s.cfg", core_path_stem_len(out, ".cfg"), out, name);
+}
+
+/* The measured models go beside a profile file; a profile written through
+ * to a character device or a FIFO (/dev/null, a pipe) has no place beside it,
+ * and "/dev/null.mlp.cfg" would be a stray file in /dev. */
+static int models_beside(const char *out) {
+  struct stat st;
+  return stat(out, &st) != 0 || !(S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode));
 }
 
 /* Model k's name into names[k], and that no earlier model has it (their
@@ -49,6 +58,13 @@ int cal_windows_check_outputs(const cal_opts *o) {
     return core_err_set(CORE_EUSAGE, "at most %d --model files", CAL_MAX_MODELS);
   for (int k = 0; k < o->n_models && !rc; k++)
     rc = model_name(o, k, names);
+  if (!rc && !models_beside(o->out)) {
+    fprintf(stderr,
+        "ddpsim calibrate: --out %s is a device or FIFO, so the measured model files, which go beside a profile file, "
+        "are not written\n",
+        o->out);
+    return 0;
+  }
   for (int k = 0; k < o->n_models && !rc; k++) {
     measured_model_path(o->out, names[k], path, sizeof path);
     if ((rc = core_afile_check(path)) != 0)
@@ -60,6 +76,8 @@ int cal_windows_check_outputs(const cal_opts *o) {
 /* Measured per-layer times as a model file beside the profile. */
 static int write_measured_model(const cal_ctx *r, const core_model *m, const double *fwd, const double *bwd) {
   char path[4400];
+  if (!models_beside(r->o->out))
+    return 0;
   measured_model_path(r->o->out, m->name, path, sizeof path);
   core_afile a;
   int rc = core_afile_open(&a, path);

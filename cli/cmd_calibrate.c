@@ -5,9 +5,12 @@
 
 #include "core/err.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 const char cli_calibrate_help[] = "Usage: ddpsim calibrate [options]\n"
                                   "\n"
@@ -47,7 +50,9 @@ const char cli_calibrate_help[] = "Usage: ddpsim calibrate [options]\n"
                                   "\n"
                                   "Options:\n"
                                   "      --backend B      gloo (CPUs; default) or nccl (GPUs, CUDA builds)\n"
-                                  "      --out PROFILE    where to write it (default calibrated.cfg)\n"
+                                  "      --out PROFILE    where to write it (default calibrated.cfg); the\n"
+                                  "                       measured models go beside it, PROFILE.MODEL.cfg\n"
+                                  "                       (none for a device or FIFO)\n"
                                   "      --name NAME      the profile's name (default: the host name)\n"
                                   "      --quick          fewer sizes, iterations and samples (about 20 s)\n"
                                   "      --link-gbps G    nominal line rate of the links between nodes, recorded\n"
@@ -58,13 +63,32 @@ const char cli_calibrate_help[] = "Usage: ddpsim calibrate [options]\n"
                                   "      --threads N      BLAS threads per rank, as `ddpsim train` will use\n"
                                   "                       (default 1)\n"
                                   "      --timeout S      collective timeout (default 120)\n"
-                                  "      --scratch DIR    directory for the checkpoint I/O test (default /tmp)\n"
+                                  "      --scratch DIR    existing directory for the checkpoint I/O test\n"
+                                  "                       (default /tmp)\n"
                                   "      --rdzv SPEC      rendezvous (default $DDPSIM_RDZV, set by the launcher)\n"
                                   "      --progress on|off   override the terminal check\n"
                                   "\n"
                                   "Example, 2 hosts of the testbed at 1 Gb/s, 2 ranks each:\n"
                                   "  ddpsim launch --nproc 4 --hosts ddpsim-h1,ddpsim-h2 -- \\\n"
                                   "      ddpsim calibrate --link-gbps 1 --out profiles/testbed.cfg\n";
+
+/* The checkpoint I/O test comes late in a calibration: a --scratch that
+ * cannot take it is refused before any measurement, and never created. */
+static int check_scratch(const char *dir) {
+  struct stat st;
+  if (!*dir)
+    return cli_usage("calibrate", "--scratch needs a directory, got ''");
+  if (stat(dir, &st) != 0)
+    return cli_usage("calibrate", "--scratch %s: %s; name an existing directory to write the test checkpoint in", dir,
+        strerror(errno));
+  if (!S_ISDIR(st.st_mode))
+    return cli_usage(
+        "calibrate", "--scratch %s is not a directory; name a directory to write the test checkpoint in", dir);
+  if (access(dir, W_OK | X_OK) != 0)
+    return cli_usage("calibrate", "--scratch %s: cannot write there (%s); name a directory this user can write", dir,
+        strerror(errno));
+  return 0;
+}
 
 int cli_cmd_calibrate(int argc, char **argv) {
   enum {
@@ -152,6 +176,8 @@ int cli_cmd_calibrate(int argc, char **argv) {
   }
   if (optind != argc)
     return cli_usage("calibrate", "unexpected argument '%s'", argv[optind]);
+  if (check_scratch(o.scratch_dir) != 0)
+    return CLI_EXIT_USAGE;
   if (!o.n_models) {
     snprintf(default_model, sizeof default_model, "%s/scenarios/models/mlp.cfg", DDPSIM_SOURCE_DIR);
     models[o.n_models++] = default_model;

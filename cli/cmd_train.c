@@ -60,7 +60,9 @@ const char cli_train_help[] = "Usage: ddpsim train --model FILE [options]\n"
                               "      --timeout S          rendezvous and collective timeout (default 30)\n"
                               "Output:\n"
                               "  -o, --out DIR            per-step metrics (DIR/rank-R.attempt-A.csv; rank 0\n"
-                              "                           merges them into DIR/steps.csv) (default run)\n"
+                              "                           merges them into DIR/steps.csv) (default run);\n"
+                              "                           with --resume, added after the rows of the run\n"
+                              "                           it continues\n"
                               "      --trace              also DIR/trace-rank-R.json (Chrome/Perfetto)\n"
                               "      --params-out FILE    rank 0 writes the final parameters (raw fp32)\n"
                               "      --tensorboard DIR    TensorBoard event files, one per rank in DIR/rank_R/:\n"
@@ -72,11 +74,14 @@ const char cli_train_help[] = "Usage: ddpsim train --model FILE [options]\n"
                               "                           cannot write is dropped and counted); after a\n"
                               "                           restart or with --resume each rank's file goes on\n"
                               "Checkpoints:\n"
-                              "      --ckpt-dir DIR       where checkpoints go (rank 0 writes them)\n"
+                              "      --ckpt-dir DIR       where checkpoints go (rank 0 writes them; one run\n"
+                              "                           at a time)\n"
                               "      --ckpt-every N       every N steps (default 0: never)\n"
                               "      --ckpt-keep N        keep the newest N (default 2; with --ckpt-every)\n"
                               "      --resume             continue from the newest valid checkpoint; implied\n"
-                              "                           when the launcher restarts the group\n"
+                              "                           when the launcher restarts the group; none there:\n"
+                              "                           step 0; only rejected ones (damaged, another\n"
+                              "                           model's): exit 3, the files left as they are\n"
                               "Fault injection:\n"
                               "      --fail-at-step S[,S2,...] --fail-rank R\n"
                               "                           rank R SIGKILLs itself in the middle of step S's\n"
@@ -89,6 +94,11 @@ const char cli_train_help[] = "Usage: ddpsim train --model FILE [options]\n"
 
 /* Rank 0's summary of the run and of its communication hook. */
 static void report(const rt_train_opts *o, const char *hook, const rt_train_result *r) {
+  if (r->steps_run <= 0) {
+    printf("ddpsim train: %d rank(s), no step to train: %ld of --steps %ld already done, rendezvous %.3f s\n",
+        r->world_size, r->first_step, o->steps, r->rdzv_s);
+    return;
+  }
   printf("ddpsim train: %d rank(s), steps %ld..%ld, mean step %.4f s, final loss %.6g, rendezvous %.3f s\n",
       r->world_size, r->first_step, o->steps - 1, r->mean_step_s, r->final_loss, r->rdzv_s);
   if (o->compress.kind == CORE_COMPRESS_NONE || r->steps_run <= 0)

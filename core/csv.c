@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static void header(FILE *f, const char *const cols[], int ncols) {
   for (int i = 0; i < ncols; i++)
@@ -147,7 +148,8 @@ void core_csv_stream(core_csv *c, FILE *f, const char *what, const char *const c
   c->a.slot = -1;
   snprintf(c->a.path, sizeof c->a.path, "%s", what);
   c->ncols = ncols;
-  header(f, cols, ncols);
+  if (cols)
+    header(f, cols, ncols);
 }
 
 int core_csv_stream_end(core_csv *c) {
@@ -275,6 +277,11 @@ int core_csv_read(const char *path, core_csv_table *t) {
   if (!f)
     return core_err_set(
         errno == ENOENT ? CORE_EINVAL : CORE_EIO, "cannot open CSV '%s': %s (check the path)", path, strerror(errno));
+  struct stat st;
+  if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+    fclose(f);
+    return core_err_set(CORE_EINVAL, "'%s' is a directory, not a CSV file; name the file (e.g. DIR/steps.csv)", path);
+  }
   core_afile_note_input_fd(fileno(f), path);
   long line = 1, cap = 0;
   char **fields;

@@ -35,10 +35,10 @@ void core_csv_end_row(core_csv *c);
 int core_csv_commit(core_csv *c);
 void core_csv_abort(core_csv *c);
 
-/* Rows to an already open stream (stdout), not a file: the header now,
- * rows with the calls above, then core_csv_stream_end, which flushes and
- * reports a short row or a write error, and closes nothing. what names
- * the stream in messages. */
+/* Rows to an already open stream (stdout), not a file: the header now
+ * (none when cols is NULL: the stream has it already), rows with the calls
+ * above, then core_csv_stream_end, which flushes and reports a short row or
+ * a write error, and closes nothing. what names the stream in messages. */
 void core_csv_stream(core_csv *c, FILE *f, const char *what, const char *const cols[], int ncols);
 int core_csv_stream_end(core_csv *c);
 

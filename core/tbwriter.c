@@ -188,12 +188,13 @@ static int fill(int fd, const char *path, unsigned char *buf, size_t have, size_
 
 /* The end of the last whole, valid record of the file open as fd (size
  * bytes), read through a window that grows to the largest record. */
-static int scan(int fd, const char *path, int64_t size, int64_t *valid) {
+static int scan(int fd, const char *path, int64_t size, int64_t *valid, int *damaged) {
   size_t cap = 1 << 20, have = 0, pos = 0, got;
   int64_t base = 0;
   int rc = 0;
   unsigned char *buf = malloc(cap);
   *valid = 0;
+  *damaged = 0;
   if (!buf)
     return core_err_set(CORE_ENOMEM, "out of memory reading '%s'", path);
   for (;;) {
@@ -204,7 +205,11 @@ static int scan(int fd, const char *path, int64_t size, int64_t *valid) {
       pos += used;
       continue;
     }
-    if (r < 0 || base + (int64_t)have >= size)
+    if (r < 0) {
+      *damaged = 1; /* a checksum fails: damage, not a write cut short */
+      break;
+    }
+    if (base + (int64_t)have >= size)
       break;
     memmove(buf, buf + pos, have - pos);
     base += (int64_t)pos;
@@ -251,8 +256,14 @@ static int open_existing(core_tb_log *l, int64_t *cut) {
     goto close_fd;
   }
   int64_t valid = 0;
-  if ((rc = scan(l->fd, l->path, (int64_t)st.st_size, &valid)) != 0)
+  int damaged;
+  if ((rc = scan(l->fd, l->path, (int64_t)st.st_size, &valid, &damaged)) != 0)
     goto close_fd;
+  if (damaged) {
+    /* Cutting would lose every record after the damage: leave it. */
+    l->damaged_at = valid;
+    goto close_fd;
+  }
   if (valid < (int64_t)st.st_size && ftruncate(l->fd, (off_t)valid) != 0) {
     rc = core_err_errno(errno, "cannot cut the torn last record of '%s'", l->path);
     goto close_fd;
@@ -270,14 +281,19 @@ close_fd:
 int core_tb_log_open(core_tb_log *l, const char *dir, const char *tail, int append, int64_t *cut) {
   memset(l, 0, sizeof *l);
   l->fd = -1;
+  l->damaged_at = -1;
   if (cut)
     *cut = 0;
   if (append) {
     int found = core_tb_newest(dir, l->path, sizeof l->path);
     if (found < 0)
       return found;
-    if (found == 0)
-      return open_existing(l, cut);
+    if (found == 0) {
+      int rc = open_existing(l, cut);
+      if (rc || l->damaged_at < 0)
+        return rc;
+      snprintf(l->damaged, sizeof l->damaged, "%s", l->path);
+    }
   }
   char host[256] = "localhost";
   gethostname(host, sizeof host - 1);

@@ -75,12 +75,16 @@ typedef struct core_tb_log {
   int fd;
   int64_t size; /* bytes of whole records */
   char path[4400];
+  char damaged[4400]; /* the newest file, left as it was for its damage; or "" */
+  int64_t damaged_at; /* its bytes before the damage; -1 when none */
 } core_tb_log;
 
 /* Open the log of dir (which must exist): with append, its newest event file
  * if it has one, checked and cut after its last whole record (*cut gets the
  * bytes cut; NULL allowed); otherwise a new file
- * dir/events.out.tfevents.TIME.HOST.TAIL. */
+ * dir/events.out.tfevents.TIME.HOST.TAIL. A newest file with a record that
+ * fails its checksum (damage, not a write cut short) is left as it is, named
+ * in l->damaged, and a new file is opened instead. */
 int core_tb_log_open(core_tb_log *l, const char *dir, const char *tail, int append, int64_t *cut);
 /* Append b's records. On failure the file is cut back to its last whole
  * record and the error returned (CORE_ENOSPC for a full disk); later writes

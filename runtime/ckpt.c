@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -237,6 +238,23 @@ static int list_ckpts(const char *dir, int report, entry **out, int *n) {
   return 0;
 }
 
+int rt_ckpt_claim(const char *dir, int *fd) {
+  *fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (*fd < 0)
+    return core_err_errno(errno, "cannot open checkpoint directory '%s'", dir);
+  if (flock(*fd, LOCK_EX | LOCK_NB) == 0)
+    return 0;
+  int e = errno;
+  close(*fd);
+  *fd = -1;
+  if (e != EWOULDBLOCK)
+    return 0;
+  return core_err_set(CORE_EUSAGE,
+      "--ckpt-dir %s is in use by another run writing checkpoints there (each would prune the other's); wait for "
+      "it to end, stop it, or choose another --ckpt-dir",
+      dir);
+}
+
 int rt_ckpt_sweep(const char *dir) {
   int rc = core_afile_sweep_stale(dir, "ckpt-");
   return rc < 0 ? rc : 0;
@@ -389,6 +407,10 @@ int rt_ckpt_load_latest(const char *dir, const core_model *m, rt_ckpt *c, char *
     fprintf(stderr, "ddpsim: skipping checkpoint: %s\n", core_err_msg());
   }
   free(es);
-  return core_err_set(
-      CORE_EINVAL, "no valid checkpoint in '%s'%s", dir, count ? " (all were rejected; see above)" : "");
+  if (count)
+    return core_err_set(CORE_ECORRUPT,
+        "no valid checkpoint in '%s': all %d were rejected (see above); pass the --model they were written for, or "
+        "move them out of the directory to start from step 0",
+        dir, count);
+  return core_err_set(CORE_EINVAL, "no valid checkpoint in '%s'", dir);
 }

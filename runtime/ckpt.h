@@ -51,10 +51,18 @@ uint64_t rt_ckpt_model_hash(const core_model *m);
 int rt_ckpt_write(const char *dir, const core_model *m, const rt_ckpt *c, int keep);
 /* Read and verify one file into c (c->params/momentum must hold n_params). */
 int rt_ckpt_read(const char *path, const core_model *m, rt_ckpt *c);
-/* Load the newest valid checkpoint of dir into c; CORE_EINVAL with a message
- * if there is none (path_used gets the file name). Rejected files, strays
- * and non-regular files are reported on stderr with the reason. */
+/* Load the newest valid checkpoint of dir into c (path_used gets the file
+ * name). None at all: CORE_EINVAL; checkpoint files that were all rejected
+ * (damaged, or of another model): CORE_ECORRUPT, so that a caller does not
+ * start afresh and overwrite them. Rejected files, strays and non-regular
+ * files are reported on stderr with the reason. */
 int rt_ckpt_load_latest(const char *dir, const core_model *m, rt_ckpt *c, char *path_used, size_t n);
+
+/* Hold dir for this run's checkpoints (an flock on it, released when the
+ * process ends or *fd is closed): a second run writing there would prune
+ * the first's. CORE_EUSAGE when another process holds it; where the file
+ * system has no flock, nothing is held. */
+int rt_ckpt_claim(const char *dir, int *fd);
 
 /* Remove the temp files that writers killed mid-write left in dir; each is
  * reported on stderr. Done by rt_ckpt_write and rt_ckpt_load_latest too. */

@@ -1,7 +1,9 @@
 #include "runtime/gloo.h"
 
 #include <limits.h>
+#include <netdb.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 
 #include "core/err.h"
 
@@ -51,10 +53,27 @@ static const rt_comm_ops gloo_ops = {
     .abort = gloo_abort,
 };
 
+/* An address to bind that does not resolve is refused here: Gloo's TCP
+ * device does not check getaddrinfo's failure and crashes on it. */
+static int check_bind(const char *addr) {
+  struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res = NULL;
+  int rc = getaddrinfo(addr, NULL, &hints, &res);
+  if (rc != 0)
+    return core_err_set(CORE_EUSAGE,
+        "the address to bind, '%s' (--bind, or DDPSIM_BIND_ADDR), does not resolve: %s; give an address of this host "
+        "(see `ip addr`) that the other ranks reach",
+        addr, gai_strerror(rc));
+  freeaddrinfo(res);
+  return 0;
+}
+
 int rt_gloo_connect(rt_store *store, int rank, int size, const char *bind_addr, double timeout_s, rt_comm **out) {
   if (!out)
     return core_err_set(CORE_EINVAL, "rt_gloo_connect: no output pointer");
   *out = NULL;
+  int rc;
+  if (bind_addr && *bind_addr && (rc = check_bind(bind_addr)) != 0)
+    return rc;
   /* Gloo takes milliseconds in an int-sized count. */
   if (!(timeout_s > 0) || timeout_s > INT_MAX / 1000.0)
     return core_err_set(CORE_EINVAL, "Gloo timeout %g s is out of range (0, %d]", timeout_s, INT_MAX / 1000);
@@ -66,7 +85,7 @@ int rt_gloo_connect(rt_store *store, int rank, int size, const char *bind_addr, 
   if (!c)
     return core_err_set(CORE_ENOMEM, "rt_gloo_connect: out of memory");
   rt_gloo_ctx *ctx = NULL;
-  int rc = rt_gloo_ctx_create(store, rank, size, bind_addr, timeout_ms, &ctx);
+  rc = rt_gloo_ctx_create(store, rank, size, bind_addr, timeout_ms, &ctx);
   if (rc)
     goto free_comm;
   c->ops = &gloo_ops;

@@ -427,6 +427,11 @@ extern "C" int rt_gloo_ctx_create(
           "%d ms: %s; start every rank with the same store, prefix and world "
           "size, or raise the timeout",
           rank, store->desc.c_str(), size, timeout_ms, what.c_str());
+    else if (what.find("File already exists") != std::string::npos)
+      rc = core_err_set(CORE_EUSAGE,
+          "rendezvous of rank %d of %d through %s: the store holds this rank's key from an earlier run (%s); give "
+          "every run an empty rendezvous directory (`ddpsim launch` makes one per attempt), or empty this one",
+          rank, size, store->desc.c_str(), what.c_str());
     else if (rc == CORE_EPEER)
       core_err_set(rc,
           "rendezvous of rank %d of %d through %s: a peer closed its connection "

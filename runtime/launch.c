@@ -15,6 +15,7 @@
 #include <netinet/in.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -234,6 +235,11 @@ static int start_group(
       setpgid(0, 0);
       signal(SIGINT, SIG_DFL);
       signal(SIGTERM, SIG_DFL);
+      /* A launcher killed outright (SIGKILL, OOM) cannot stop its ranks: the
+       * kernel does, or they would train on, writing the run's checkpoints
+       * beside the next launch's. */
+      if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != launcher)
+        _exit(4);
       if (o->n_hosts && enter_netns(o->hosts[r / per_host]) != 0)
         _exit(3);
       if (o->cpu_quota > 0 && enter_cgroup(r, o->cpu_quota, launcher) != 0)
@@ -338,9 +344,39 @@ typedef struct launcher {
   struct sigaction old_int, old_term;
 } launcher;
 
+/* 1 when path names an executable regular file. */
+static int executable(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
+}
+
+/* The command is looked up as execvp will look it up, so that one that
+ * cannot run is bad usage now, not every rank dying with status 127. */
+static int check_command(const char *cmd) {
+  if (strchr(cmd, '/')) {
+    if (executable(cmd))
+      return 0;
+    return core_err_set(CORE_EUSAGE, "cannot run '%s': %s; give the path of an executable file", cmd,
+        access(cmd, F_OK) != 0 ? strerror(errno) : "not an executable file");
+  }
+  const char *path = getenv("PATH");
+  char dirs[8192], full[8192 + 256];
+  snprintf(dirs, sizeof dirs, "%s", path && *path ? path : "/usr/local/bin:/usr/bin:/bin");
+  for (char *save = NULL, *d = strtok_r(dirs, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
+    snprintf(full, sizeof full, "%s/%s", *d ? d : ".", cmd);
+    if (executable(full))
+      return 0;
+  }
+  return core_err_set(
+      CORE_EUSAGE, "cannot run '%s': no such command on PATH; give its path (e.g. ./build/ddpsim)", cmd);
+}
+
 static int check_opts(const rt_launch_opts *o, cpu_set_t *cpus) {
   if (o->nproc < 1)
     return core_err_set(CORE_EUSAGE, "--nproc must be at least 1");
+  int rc = check_command(o->argv[0]);
+  if (rc)
+    return rc;
   if (o->n_hosts && o->nproc % o->n_hosts != 0)
     return core_err_set(CORE_EUSAGE, "--nproc %d does not divide over %d hosts; give a multiple of the host count",
         o->nproc, o->n_hosts);

@@ -59,6 +59,13 @@ static int env_int_req(const char *name, int min, int max, const char *hint, int
   return 0;
 }
 
+int rt_pg_restart_count(int *out) {
+  int present = 0;
+  *out = 0;
+  return env_int("DDPSIM_RESTART_COUNT", 0, 1000, "`ddpsim launch` sets it for the ranks it starts; unset it otherwise",
+      out, &present);
+}
+
 /* Checks every convention shares once its values are read. */
 static int check_shape(
     rt_pg_info *in, const char *v_rank, const char *v_world, const char *v_lrank, const char *v_lsize) {

@@ -40,6 +40,9 @@ typedef struct rt_pg_info {
 
 /* Fill *info from the environment (see above). */
 int rt_pg_from_env(rt_pg_info *info);
+/* The launcher's count of restarts before this attempt (DDPSIM_RESTART_COUNT,
+ * 0 when unset); a value that is not such a count is an error naming it. */
+int rt_pg_restart_count(int *out);
 
 /* ---- rendezvous specs ---------------------------------------------------- */
 

@@ -35,7 +35,8 @@ struct rt_tblog {
   rt_tblog_run r;
   core_tb_log log;
   int64_t cut;
-  int append; /* continued an earlier attempt's file */
+  int append;  /* continued an earlier attempt's file */
+  int created; /* this logger made the file (it holds only the version until a step) */
   /* The ring: the producer owns head, the consumer tail. */
   slot *slots;
   double *bucket_mem;
@@ -96,7 +97,13 @@ int rt_tblog_open(const rt_tblog_opts *o, rt_tblog **out) {
     rc = core_err_wrap(rc == CORE_ENOMEM ? rc : CORE_EUSAGE, "--tensorboard %s", o->dir);
     goto free_logger;
   }
+  if (l->log.damaged[0])
+    fprintf(stderr,
+        "ddpsim: rank %d: TensorBoard: %s fails its checksum after byte %lld; it is left as it is (TensorBoard reads "
+        "it up to there) and this attempt goes on in a new event file\n",
+        o->rank, l->log.damaged, (long long)l->log.damaged_at);
   if (l->log.size == 0) {
+    l->created = 1;
     /* A new file starts with its version; writing it now also shows that
      * the disk takes the events, before any training. */
     if ((rc = core_tb_put_version(&l->buf, core_wall_now())) != 0 || (rc = core_tb_log_write(&l->log, &l->buf)) != 0) {
@@ -283,6 +290,10 @@ int rt_tblog_close(rt_tblog *l, rt_tblog_stats *st) {
     pthread_mutex_destroy(&l->mu);
   }
   int rc = core_tb_log_close(&l->log);
+  /* A file this run made and gave no step (it failed before training) goes:
+   * left, it would make the next run into DIR refuse it as an earlier run's. */
+  if (l->created && l->logged == 0 && l->dropped_write == 0 && atomic_load(&l->dropped_queue) == 0)
+    unlink(l->log.path);
   if (st) {
     memset(st, 0, sizeof *st);
     st->logged = l->logged;

@@ -88,7 +88,9 @@ int rt_tblog_start(rt_tblog *l, const rt_tblog_run *r);
 /* Hand one step's figures to the logger; never blocks. */
 void rt_tblog_step(rt_tblog *l, const rt_tblog_figures *s);
 /* Drain the queue, stop the thread, close the file, free l; the counts in
- * st (may be NULL). NULL l is a no-op. Returns the close's error, if any. */
+ * st (may be NULL). A file rt_tblog_open made that got no step is removed
+ * (the run failed before training). NULL l is a no-op. Returns the close's
+ * error, if any. */
 int rt_tblog_close(rt_tblog *l, rt_tblog_stats *st);
 
 #endif

@@ -2,6 +2,8 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +14,7 @@
 #include "core/csv.h"
 #include "core/err.h"
 #include "core/model.h"
+#include "core/path.h"
 #include "core/trace.h"
 #include "runtime/blas.h"
 #include "runtime/ckpt.h"
@@ -32,8 +35,10 @@ typedef struct train_ctx {
   rt_data *data;
   float *x, *target;
   FILE *metrics;
+  char metrics_path[4400];
   core_csv mcsv; /* rows to metrics */
   rt_tblog *tb;
+  int ckpt_lock; /* rank 0's hold on --ckpt-dir; -1 if none */
   double *bucket_s;
   core_trace trace;
   int tracing;
@@ -91,18 +96,91 @@ static int write_params(const char *path, const float *p, int64_t n) {
   return core_afile_commit(&a);
 }
 
+/* With --resume, the rank's metrics file of the run being continued keeps
+ * its rows and the resumed steps go after them (the steps between the
+ * checkpoint and the failure then appear twice, each as measured). *keep: 1
+ * when path is such a file, whose torn last row (a full disk) is cut; a
+ * file by that name that is not one is refused, not overwritten. */
+static int continued_metrics(const char *path, int *keep) {
+  char want[128] = "", got[128];
+  struct stat st;
+  *keep = 0;
+  int fd = open(path, O_RDWR | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  if (fd < 0)
+    return 0;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0) {
+    close(fd);
+    return 0;
+  }
+  for (int i = 0; i < 8; i++)
+    snprintf(want + strlen(want), sizeof want - strlen(want), "%s%s", metric_cols[i], i < 7 ? "," : "\n");
+  off_t hlen = (off_t)strlen(want), end = st.st_size;
+  if (pread(fd, got, (size_t)hlen, 0) != (ssize_t)hlen || memcmp(got, want, (size_t)hlen) != 0) {
+    close(fd);
+    return core_err_set(CORE_EUSAGE,
+        "'%s' is not a metrics file of ddpsim train, and --resume would add to it; move it away or choose another -o",
+        path);
+  }
+  char ch = '\n';
+  while (end > hlen && pread(fd, &ch, 1, end - 1) == 1 && ch != '\n')
+    end--;
+  if (end < st.st_size && ftruncate(fd, end) == 0)
+    fprintf(
+        stderr, "ddpsim train: cut a torn row (%lld bytes) from the end of %s\n", (long long)(st.st_size - end), path);
+  close(fd);
+  *keep = 1;
+  return 0;
+}
+
+/* Open the rank's metrics file for writing as it goes (keep: after the rows
+ * it has): a FIFO that nobody reads is refused now (opening it for writing
+ * would block forever). */
+static int open_metrics(const char *path, int keep, FILE **f) {
+  int fd = open(path, O_WRONLY | O_CREAT | (keep ? O_APPEND : O_TRUNC) | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0666);
+  if (fd < 0 && errno == ENXIO)
+    return core_err_set(CORE_EUSAGE, "nothing reads the FIFO '%s': start its reader first or choose another -o", path);
+  if (fd < 0)
+    return core_err_errno(errno, "cannot create metrics file '%s'", path);
+  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  if (!(*f = fdopen(fd, "w"))) {
+    int e = errno;
+    close(fd);
+    return core_err_errno(e, "cannot create metrics file '%s'", path);
+  }
+  return 0;
+}
+
+/* Remove the temp files that a killed run left in DIR for the outputs this
+ * rank writes (its trace; rank 0's merged metrics and recovery files), each
+ * rank its own, so that none removes another's while it is being made. */
+static int sweep_outputs(const char *dir, int rank) {
+  char name[64];
+  snprintf(name, sizeof name, "trace-rank-%d.json", rank);
+  int rc = core_afile_sweep_stale(dir, name);
+  if (rc >= 0 && rank == 0 && (rc = core_afile_sweep_stale(dir, "steps.csv")) >= 0)
+    rc = core_afile_sweep_stale(dir, "recovery");
+  return rc < 0 ? rc : 0;
+}
+
 /* The rank's metrics file (appended row by row and flushed, so a killed rank
- * keeps what it measured) and its trace. */
+ * keeps what it measured) and its trace; rank 0 checks the file it merges
+ * the metrics into now, so that it refuses before the training, not after. */
 static int open_outputs(train_ctx *c) {
   const rt_train_opts *o = c->o;
   char path[4400];
   int rc;
-  snprintf(path, sizeof path, "%s/rank-%d.attempt-%d.csv", o->out, c->pg.rank, c->attempt);
-  if ((rc = core_afile_check(path)) != 0)
+  if ((rc = sweep_outputs(o->out, c->pg.rank)) != 0)
     return rc;
-  if (!(c->metrics = fopen(path, "w")))
-    return core_err_errno(errno, "cannot create metrics file '%s'", path);
-  core_csv_stream(&c->mcsv, c->metrics, path, metric_cols, 8);
+  snprintf(path, sizeof path, "%s/steps.csv", o->out);
+  if (c->pg.rank == 0 && (rc = core_afile_check(path)) != 0)
+    return rc;
+  snprintf(path, sizeof path, "%s/rank-%d.attempt-%d.csv", o->out, c->pg.rank, c->attempt);
+  int keep = 0;
+  if ((rc = core_afile_check(path)) != 0 || (o->resume && (rc = continued_metrics(path, &keep)) != 0) ||
+      (rc = open_metrics(path, keep, &c->metrics)) != 0)
+    return rc;
+  snprintf(c->metrics_path, sizeof c->metrics_path, "%s", path);
+  core_csv_stream(&c->mcsv, c->metrics, path, keep ? NULL : metric_cols, 8);
   fflush(c->metrics);
   if (!o->trace)
     return 0;
@@ -180,6 +258,50 @@ static void tb_close(rt_tblog *tb, int rank) {
 
 /* ---- setting up --------------------------------------------------------- */
 
+/* A directory this rank writes into, made and checked now: one it cannot
+ * write would otherwise fail the run late (the checkpoint directory at the
+ * first checkpoint, after the steps before it). */
+static int writable_dir(const char *opt, const char *dir) {
+  struct stat st;
+  char why[512];
+  if (stat(dir, &st) == 0 && !S_ISDIR(st.st_mode))
+    return core_err_set(CORE_EUSAGE, "%s %s is not a directory; name a directory (a missing one is made)", opt, dir);
+  if (core_mkdirs(dir) != 0) {
+    snprintf(why, sizeof why, "%s", core_err_msg());
+    return core_err_set(CORE_EUSAGE, "%s %s: %s; choose a directory this rank can write", opt, dir, why);
+  }
+  if (access(dir, W_OK | X_OK) != 0)
+    return core_err_set(CORE_EUSAGE, "%s %s: cannot write there (%s); choose a directory this rank can write", opt, dir,
+        strerror(errno));
+  return 0;
+}
+
+static int same_dir(const struct stat *a, const char *dir) {
+  struct stat b;
+  return dir && stat(dir, &b) == 0 && a->st_dev == b.st_dev && a->st_ino == b.st_ino;
+}
+
+/* --params-out onto a file the run writes itself (DIR/steps.csv, a rank's
+ * metrics or trace, a checkpoint) would leave one of the two, not both. */
+static int params_clash(const rt_train_opts *o) {
+  static const char *const ours[] = {"steps.csv", "recovery", "rank-", "trace-rank-", "fail-attempt-"};
+  char dir[4400];
+  struct stat pd;
+  const char *base = core_path_base(o->params_out);
+  if (core_path_dir(o->params_out, dir, sizeof dir) != 0 || stat(dir, &pd) != 0)
+    return 0;
+  for (size_t i = 0; i < sizeof ours / sizeof *ours; i++)
+    if (same_dir(&pd, o->out) && strncmp(base, ours[i], strlen(ours[i])) == 0)
+      return core_err_set(CORE_EUSAGE,
+          "--params-out %s is a name this run writes in -o %s (%s...); name a file of its own", o->params_out, o->out,
+          ours[i]);
+  if (same_dir(&pd, o->ckpt_dir) && strncmp(base, "ckpt-", 5) == 0)
+    return core_err_set(CORE_EUSAGE,
+        "--params-out %s is named like a checkpoint in --ckpt-dir %s; name a file of its own", o->params_out,
+        o->ckpt_dir);
+  return 0;
+}
+
 /* Who this rank is and what it trains; refuse now, not after the training,
  * an output that would destroy an input or that cannot be written. */
 static int prepare(train_ctx *c) {
@@ -192,10 +314,22 @@ static int prepare(train_ctx *c) {
         o->fail_rank, c->pg.world_size - 1);
   if ((rc = core_model_load(o->model, &c->m)) != 0 || (rc = core_model_check_runnable(c->m)) != 0)
     return rc;
-  if (c->pg.rank == 0 && o->params_out && (rc = core_afile_check(o->params_out)) != 0)
-    return core_err_wrap(rc, "--params-out");
-  if ((rc = tb_open(c)) != 0)
+  struct stat st;
+  if (o->ckpt_dir && stat(o->ckpt_dir, &st) == 0 && !S_ISDIR(st.st_mode))
+    return core_err_set(
+        CORE_EUSAGE, "--ckpt-dir %s is not a directory; name the directory of the checkpoints", o->ckpt_dir);
+  if ((rc = tb_open(c)) != 0 || (rc = writable_dir("-o", o->out)) != 0)
     return rc;
+  if (c->pg.rank == 0 && o->ckpt_every > 0 &&
+      ((rc = writable_dir("--ckpt-dir", o->ckpt_dir)) != 0 || (rc = rt_ckpt_claim(o->ckpt_dir, &c->ckpt_lock)) != 0))
+    return rc;
+  /* After -o and --ckpt-dir are made: --params-out may go into them. */
+  if (c->pg.rank == 0 && o->params_out) {
+    if ((rc = core_afile_check(o->params_out)) != 0)
+      return core_err_wrap(rc, "--params-out");
+    if ((rc = params_clash(o)) != 0)
+      return rc;
+  }
   return rt_blas_threads((int)o->threads);
 }
 
@@ -230,8 +364,6 @@ static int build(train_ctx *c) {
   const rt_train_opts *o = c->o;
   int rc;
   snprintf(c->fail_mark, sizeof c->fail_mark, "%s/fail-attempt-%d.time", o->out, c->attempt);
-  if ((rc = core_mkdirs(o->out)) != 0)
-    return rc;
   int fails_here = c->attempt < o->n_fail_steps && o->fail_rank == c->pg.rank;
   rt_ddp_opts dop = {.bucket_cap_mb = o->bucket_cap_mb,
       .first_bucket_mb = o->first_bucket_mb,
@@ -281,7 +413,8 @@ static int check_ckpt_dir(const train_ctx *c) {
 }
 
 /* Every rank loads the same newest valid checkpoint; none at all starts
- * from step 0. Sets c->start and the recovery's load figures. */
+ * from step 0, but checkpoints that were all rejected stop the run: it would
+ * write its own over them. Sets c->start and the recovery's load figures. */
 static int resume(train_ctx *c) {
   const rt_train_opts *o = c->o;
   double t_load = 0;
@@ -297,6 +430,13 @@ static int resume(train_ctx *c) {
         fprintf(stderr, "ddpsim train: %s; starting from step 0\n", core_err_msg());
     } else if (rc) {
       return rc;
+    } else if (k.step > o->steps) {
+      /* Going on would train nothing and write its metrics and parameters as
+       * those of a run of --steps. */
+      return core_err_set(CORE_EUSAGE,
+          "--steps %ld: the newest checkpoint, %s, is already at step %lld; ask for more steps than that, or use "
+          "another --ckpt-dir",
+          o->steps, used, (long long)k.step);
     } else {
       t_load = core_now() - t0;
       rt_ddp_set_has_momentum(c->ddp, k.has_momentum);
@@ -341,8 +481,9 @@ static int checkpoint(train_ctx *c, long done) {
 }
 
 /* One step's row of the rank's metrics file, flushed at once; a loss that
- * is not finite (a diverged run) is an empty cell. */
-static void metrics_row(train_ctx *c, long step, const rt_step_metrics *sm) {
+ * is not finite (a diverged run) is an empty cell. A row the disk does not
+ * take stops the run: the file would lack steps, or end in half a row. */
+static int metrics_row(train_ctx *c, long step, const rt_step_metrics *sm) {
   core_csv_int(&c->mcsv, c->pg.rank);
   core_csv_int(&c->mcsv, c->attempt);
   core_csv_int(&c->mcsv, step);
@@ -351,7 +492,10 @@ static void metrics_row(train_ctx *c, long step, const rt_step_metrics *sm) {
     core_csv_fixed(&c->mcsv, t[k], 9);
   core_csv_num(&c->mcsv, sm->loss);
   core_csv_end_row(&c->mcsv);
-  fflush(c->metrics);
+  errno = 0;
+  if (fflush(c->metrics) != 0 || ferror(c->metrics))
+    return core_err_errno(errno ? errno : EIO, "writing step %ld's metrics to '%s'", step, c->metrics_path);
+  return 0;
 }
 
 static int train(train_ctx *c, rt_train_result *res) {
@@ -367,7 +511,8 @@ static int train(train_ctx *c, rt_train_result *res) {
     sum_step += sm.step_s;
     rt_compress_stats_add(&res->hook, &sm.compress);
     res->vanilla_steps += sm.compress.vanilla > 0;
-    metrics_row(c, s, &sm);
+    if ((rc = metrics_row(c, s, &sm)) != 0)
+      return rc;
     if (c->tb)
       tb_step(c, s, &sm);
     if (c->rec.active && s + 1 == c->rec.fail_step &&
@@ -407,6 +552,8 @@ static int finish(train_ctx *c, rt_train_result *res) {
 }
 
 static void release(train_ctx *c, int rc) {
+  if (c->ckpt_lock >= 0)
+    close(c->ckpt_lock);
   tb_close(c->tb, c->pg.rank);
   free(c->bucket_s);
   if (c->tracing)
@@ -422,11 +569,11 @@ static void release(train_ctx *c, int rc) {
 }
 
 int rt_train_run(const rt_train_opts *o, rt_train_result *res) {
-  train_ctx c = {.o = o};
-  const char *env = getenv("DDPSIM_RESTART_COUNT");
-  c.attempt = env ? atoi(env) : 0;
+  train_ctx c = {.o = o, .ckpt_lock = -1};
   memset(res, 0, sizeof *res);
-  int rc = prepare(&c);
+  int rc = rt_pg_restart_count(&c.attempt);
+  if (rc == 0)
+    rc = prepare(&c);
   if (rc == 0 && (rc = meet(&c)) == 0 && (rc = build(&c)) == 0) {
     if (c.pg.rank == 0)
       rt_recovery_begin(o->out, c.attempt, &c.rec);

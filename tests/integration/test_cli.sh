@@ -390,6 +390,11 @@ printf 'rank,attempt,step,step_s,compute_s,comm_s,exposed_comm_s\n0,0,0,-0.1,0.0
 run negative_step validate "$src/scenarios/gigabit-vs-ib.cfg" --measured "$work/neg.csv" --skip 0
 expect_status negative_step 3
 expect_in negative_step err "neg.csv:2: column 'step_s' holds -0.1"
+# The run's directory given for its steps.csv: said so, not "the file is empty".
+mkdir -p "$work/a-run"
+run measured_dir validate "$src/scenarios/gigabit-vs-ib.cfg" --measured "$work/a-run"
+expect_status measured_dir 3
+expect_in measured_dir err "a-run' is a directory, not a CSV file"
 checks=$((checks + 1))
 [ ! -e "$work/never" ] || fail "a usage error created the output directory"
 

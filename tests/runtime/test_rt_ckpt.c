@@ -453,7 +453,7 @@ static void test_truncated_everywhere(void) {
   load_call l = {.e = &e, .c = &c};
   int lrc;
   char *err = capture_stderr(e.dir, do_load_latest, &l, &lrc);
-  CU_ASSERT_EQUAL(lrc, CORE_EINVAL);
+  CU_ASSERT_EQUAL(lrc, CORE_ECORRUPT);
   CU_ASSERT_PTR_NOT_NULL(strstr(core_err_msg(), "no valid checkpoint"));
   CU_ASSERT_PTR_NOT_NULL(strstr(core_err_msg(), "rejected"));
   CU_ASSERT(err && strstr(err, "ckpt-00000001.ddpc") && strstr(err, "ckpt-00000002.ddpc"));
@@ -576,9 +576,11 @@ static void test_other_shape(void) {
   CU_ASSERT_PTR_NOT_NULL(strstr(core_err_msg(), "27"));
   unsigned char expect[4] = {0x11, 0x11, 0x11, 0x11};
   CU_ASSERT_EQUAL(memcmp(r.params, expect, 4), 0); /* untouched */
-  /* load_latest finds nothing usable for the other model. */
+  /* load_latest finds nothing usable for the other model, and says that
+   * there were checkpoints (of another model), not that there were none. */
   fflush(stderr);
-  CU_ASSERT_EQUAL(rt_ckpt_load_latest(dir, other, &got, used, sizeof used), CORE_EINVAL);
+  CU_ASSERT_EQUAL(rt_ckpt_load_latest(dir, other, &got, used, sizeof used), CORE_ECORRUPT);
+  CU_ASSERT_PTR_NOT_NULL(strstr(core_err_msg(), "all 1 were rejected"));
   /* and everything for the right one */
   rt_ckpt ok = {.params = r.params, .momentum = r.momentum};
   CU_ASSERT_EQUAL(rt_ckpt_load_latest(dir, a, &ok, used, sizeof used), 0);

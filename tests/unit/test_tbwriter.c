@@ -2,7 +2,7 @@
  * mask, framing), events that decode back to what was put (a scalar of 0.0
  * included, the restart marker), damage detected, and streamed logs that
  * grow by whole records only: a torn last record is cut when the file is
- * reopened to append, a symlink is refused. TensorBoard's own reader reads
+ * reopened to append, a damaged one left as it is, a symlink is refused. TensorBoard's own reader reads
  * the files in the tensorboard integration test. */
 #include "testutil.h"
 
@@ -170,6 +170,57 @@ static void test_log_append_cuts_torn_record(void) {
   core_tb_buf_free(&b);
 }
 
+static long slurp(const char *path, unsigned char *buf, size_t cap) {
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return -1;
+  long n = (long)fread(buf, 1, cap, f);
+  fclose(f);
+  return n;
+}
+
+/* A record in the middle that fails its checksum is damage, not a torn
+ * write: appending leaves the file byte for byte as it was (cutting would
+ * lose the records after it) and opens a new file beside it. */
+static void test_log_append_keeps_damaged_file(void) {
+  char sub[4200], path[4400];
+  snprintf(sub, sizeof sub, "%s/damaged", dir);
+  CU_ASSERT_EQUAL_FATAL(mkdir(sub, 0755), 0);
+  core_tb_log l;
+  core_tb_buf b = {0};
+  core_tb_scalar v = {"Train/Loss", 1.0};
+  CU_ASSERT_EQUAL_FATAL(core_tb_log_open(&l, sub, "t", 0, NULL), 0);
+  CU_ASSERT_EQUAL(core_tb_put_version(&b, 1.0), 0);
+  CU_ASSERT_EQUAL(core_tb_log_write(&l, &b), 0);
+  int64_t first = l.size;
+  b.n = 0;
+  for (int k = 0; k < 3; k++)
+    CU_ASSERT_EQUAL(core_tb_put_scalars(&b, 1.0 + k, k, &v, 1), 0);
+  CU_ASSERT_EQUAL(core_tb_log_write(&l, &b), 0);
+  snprintf(path, sizeof path, "%s", l.path);
+  CU_ASSERT_EQUAL(core_tb_log_close(&l), 0);
+  /* One byte of the second record's data flipped. */
+  unsigned char before[4096], after[4096];
+  long n = slurp(path, before, sizeof before);
+  CU_ASSERT_FATAL(n > first + 20);
+  before[first + 14] ^= 0x40;
+  FILE *f = fopen(path, "wb");
+  CU_ASSERT_FATAL(f != NULL);
+  CU_ASSERT_EQUAL(fwrite(before, 1, (size_t)n, f), (size_t)n);
+  fclose(f);
+  int64_t cut = -1;
+  CU_ASSERT_EQUAL_FATAL(core_tb_log_open(&l, sub, "t4", 1, &cut), 0);
+  CU_ASSERT_STRING_EQUAL(l.damaged, path);
+  CU_ASSERT_EQUAL(l.damaged_at, first);
+  CU_ASSERT_EQUAL(cut, 0);
+  CU_ASSERT_STRING_NOT_EQUAL(l.path, path);
+  CU_ASSERT_EQUAL(l.size, 0);
+  CU_ASSERT_EQUAL(core_tb_log_close(&l), 0);
+  CU_ASSERT_EQUAL(slurp(path, after, sizeof after), n);
+  CU_ASSERT_EQUAL(memcmp(before, after, (size_t)n), 0);
+  core_tb_buf_free(&b);
+}
+
 /* The newest file by name is the one appended to; a symlink is not
  * followed; a missing directory is an error naming it. */
 static void test_log_files(void) {
@@ -218,6 +269,7 @@ void test_register(void) {
   CU_add_test(s, "events decode to what was put", test_round_trip);
   CU_add_test(s, "truncations and flipped bytes detected", test_damage);
   CU_add_test(s, "append cuts a torn last record", test_log_append_cuts_torn_record);
+  CU_add_test(s, "append leaves a damaged file and opens another", test_log_append_keeps_damaged_file);
   CU_add_test(s, "newest file, no symlink followed, missing dir", test_log_files);
   CU_add_test(s, "whole files through afile", test_write_file);
 }
