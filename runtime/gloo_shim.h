@@ -1,5 +1,5 @@
 /*
- * gloo_shim — the one C++ file of ddpsim, seen from C. It wraps the parts of
+ * gloo_shim — the C++ of ddpsim (gloo_shim.cc, gloo_store.cc), seen from C. It wraps the parts of
  * Gloo 0.5 the runtime needs behind plain C functions: the rendezvous stores
  * of runtime/store.h (FileStore, RedisStore, each under a PrefixStore), a
  * full-mesh TCP context over a store, and the collectives on CPU buffers.

@@ -2,7 +2,7 @@
  * store — rendezvous stores: a small key-value space every rank of a job can
  * reach, where ranks publish what the others need before they can talk (the
  * Gloo backend's addresses, the NCCL backend's unique id). Two kinds, both
- * Gloo's (implemented in runtime/gloo_shim.cc): FileStore on a shared
+ * Gloo's (implemented in runtime/gloo_store.cc): FileStore on a shared
  * directory and RedisStore on host:port, each under a prefix so one store
  * hosts several runs or restart generations.
  *

@@ -19,6 +19,6 @@ while IFS= read -r f; do
     bad=$((bad + 1))
   fi
 done < <(find core sim runtime calibrate cli tests bench -name .venv -prune -o -type f \
-  \( -name '*.c' -o -name '*.h' -o -name '*.cc' \) -print | sort)
+  \( -name '*.c' -o -name '*.h' -o -name '*.cc' -o -name '*.hpp' \) -print | sort)
 echo "test_format: $n files, $bad not formatted"
 [ "$n" -gt 0 ] && [ "$bad" -eq 0 ]
