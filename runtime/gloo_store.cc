@@ -99,6 +99,11 @@ extern "C" int rt_store_open_file(const char *dir, const char *prefix, rt_store 
   if (!dir || !*dir || !prefix || !*prefix)
     return core_err_set(CORE_EINVAL, "FileStore needs a directory and a non-empty prefix");
   struct stat st;
+  if (stat(dir, &st) != 0 && errno == ENOENT)
+    return core_err_set(CORE_EUSAGE,
+        "rendezvous directory '%s' does not exist: create it (empty, on a filesystem every rank can reach) or give "
+        "another (--rdzv, DDPSIM_RDZV)",
+        dir);
   if (stat(dir, &st) != 0)
     return core_err_errno(errno,
         "rendezvous directory '%s' (it must exist, on a filesystem "

@@ -194,7 +194,8 @@ check "... no step trained" [ ! -s "$work/ckro/rank-0.attempt-0.csv" ]
 
 # ---- 11. --tensorboard of a run that fails before training -----------------------------------------
 run tb_fail train "${common[@]}" --steps 2 -o "$work/tbf" --tensorboard "$work/tbf_tb" --rdzv "$work/no-such-rdzv"
-check "train with a missing --rdzv directory fails (got $status)" [ "$status" -ne 0 ]
+check "train with a missing --rdzv directory: exit 2 (got $status)" [ "$status" -eq 2 ]
+check "... saying to create it" grep -q "rendezvous directory .*no-such-rdzv' does not exist: create it" "$work/tb_fail.err"
 check "... and leaves no event file in --tensorboard" [ -z "$(find "$work/tbf_tb" -type f 2>/dev/null)" ]
 run tb_again train "${common[@]}" --steps 2 -o "$work/tbf" --tensorboard "$work/tbf_tb"
 check "the same --tensorboard then takes a fresh run (got $status)" [ "$status" -eq 0 ]
