@@ -93,9 +93,9 @@ static void test_file_ops(void) {
 
 static void test_file_bad(void) {
   rt_store *s = (rt_store *)1;
-  CU_ASSERT_EQUAL(rt_store_open_file("/nonexistent/ddpsim-rdv", "p", &s), CORE_EIO);
+  CU_ASSERT_EQUAL(rt_store_open_file("/nonexistent/ddpsim-rdv", "p", &s), CORE_EUSAGE);
   CU_ASSERT_PTR_NULL(s);
-  CU_ASSERT_PTR_NOT_NULL(strstr(core_err_msg(), "/nonexistent/ddpsim-rdv"));
+  CU_ASSERT_PTR_NOT_NULL(strstr(core_err_msg(), "'/nonexistent/ddpsim-rdv' does not exist: create it"));
   CU_ASSERT_EQUAL(rt_store_open_file("/dev/null", "p", &s), CORE_EINVAL);
   CU_ASSERT_PTR_NOT_NULL(strstr(core_err_msg(), "not a directory"));
   CU_ASSERT_EQUAL(rt_store_open_file("/tmp", "", &s), CORE_EINVAL);
