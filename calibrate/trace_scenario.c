@@ -5,6 +5,7 @@
 #include "calibrate/import_common.h"
 #include "core/afile.h"
 #include "core/bucket.h"
+#include "core/cfg.h"
 #include "core/err.h"
 #include "core/path.h"
 #include "core/model.h"
@@ -269,17 +270,6 @@ static const char *model_ref(const char *model, const char *scenario, char *buf,
   return buf;
 }
 
-/* s as a libconfig string, quoted: '"' and '\\' escaped (a file name may hold them). */
-static void put_str(FILE *f, const char *s) {
-  fputc('"', f);
-  for (; *s; s++) {
-    if (*s == '"' || *s == '\\')
-      fputc('\\', f);
-    fputc(*s, f);
-  }
-  fputc('"', f);
-}
-
 static int write_scenario(const char *path, const char *stem, const char *profile, const char *model,
     const core_model *m, int nodes, int per_node, double cap_mb, double first_mb) {
   core_afile a;
@@ -293,11 +283,11 @@ static int write_scenario(const char *path, const char *stem, const char *profil
       "# step; change the cluster, network or ddp settings for what-ifs.\n",
       t->device, t->world_size, m->measured_batch);
   fputs("name = ", a.f);
-  put_str(a.f, stem);
+  core_cfg_put_str(a.f, stem);
   fprintf(a.f, ";\ndescription = \"the traced job of %s\";\nprofile = ", m->name);
-  put_str(a.f, profile);
+  core_cfg_put_str(a.f, profile);
   fputs(";\nmodel = ", a.f);
-  put_str(a.f, model);
+  core_cfg_put_str(a.f, model);
   fputs(";\n", a.f);
   /* The traced precision; half kernels are autocast's (fp32 gradients). */
   const char *prec = t->precision == CORE_PREC_FP16   ? "amp_fp16"

@@ -659,3 +659,16 @@ int core_cfg_path(const config_setting_t *s, const char *rel, char *out, size_t 
   }
   return 0;
 }
+
+void core_cfg_put_str(FILE *f, const char *s) {
+  fputc('"', f);
+  for (; *s; s++) {
+    if (*s == '"' || *s == '\\')
+      fputc('\\', f);
+    if (*s == '\n')
+      fputs("\\n", f);
+    else
+      fputc(*s, f);
+  }
+  fputc('"', f);
+}

@@ -15,6 +15,7 @@
 
 #include <libconfig.h>
 #include <stddef.h>
+#include <stdio.h>
 
 typedef struct core_cfg {
   config_t cfg;
@@ -70,6 +71,10 @@ int core_cfg_string_list(const config_setting_t *g, const char *key, int require
 /* A sweep's array of g.key (if any) holds no value twice; else the error
  * names the repeat's line. Lists of measured values need not be distinct. */
 int core_cfg_distinct(const config_setting_t *g, const char *key);
+
+/* s as a libconfig string literal: quoted, with '"', '\\' and newlines
+ * escaped, so that any text (a file name) reads back as it was. */
+void core_cfg_put_str(FILE *f, const char *s);
 
 /* Resolve rel against the directory of the file that holds setting s. */
 int core_cfg_path(const config_setting_t *s, const char *rel, char *out, size_t n);

@@ -222,19 +222,6 @@ static int read_fields(const config_setting_t *g, const field *fl, const char *c
 
 /* --- writing in libconfig's syntax ------------------------------------- */
 
-static void put_str(FILE *f, const char *s) {
-  fputc('"', f);
-  for (; *s; s++) {
-    if (*s == '"' || *s == '\\')
-      fputc('\\', f);
-    if (*s == '\n')
-      fputs("\\n", f);
-    else
-      fputc(*s, f);
-  }
-  fputc('"', f);
-}
-
 /* libconfig reads "1" as an integer, so floats always carry a '.' or 'e'. */
 static void put_num(FILE *f, double v) {
   char buf[64];
@@ -280,7 +267,7 @@ static void put_fields(FILE *out, const field *fl, const void *base, const char 
       continue;
     fprintf(out, "%s%s = ", pre, f->key);
     if (f->type == F_TEXT)
-      put_str(out, at);
+      core_cfg_put_str(out, at);
     else if (f->type == F_INT)
       fprintf(out, "%d", *(const int *)(const void *)at);
     else
