@@ -113,27 +113,19 @@ static int load_base(const gimport *m, core_model **out) {
   return rc;
 }
 
-static int sizes_from_base(gimport *m) {
+/* The sizes from the base model b, in its gradients' ready order. */
+static void sizes_from_base(gimport *m, const core_model *b) {
   const cal_gstep *r = ref_step(m);
-  core_model *b;
-  int rc = load_base(m, &b);
-  if (rc)
-    return rc;
   for (int g = 0; g < r->n_grads; g++)
     m->arrival_elems[g] = b->tensor_elems[b->ready_order[g]];
   m->sizes_from = "the base model, in its gradients' ready order";
-  core_model_free(b);
-  return 0;
 }
 
-static int arrival_sizes(gimport *m) {
+/* Each gradient's size from the best source the trace has; b: --base,
+ * loaded and checked (NULL: none), used where the trace does not say. */
+static int sizes_of(gimport *m, const core_model *b) {
   const cal_gstep *r = ref_step(m);
   int n = r->n_grads, copies = n > 0, comm = n > 0;
-  core_model *b = NULL;
-  int rc = m->o->base ? load_base(m, &b) : 0;
-  core_model_free(b);
-  if (rc)
-    return rc;
   if (!(m->arrival_elems = calloc((size_t)(n ? n : 1), sizeof *m->arrival_elems)))
     return core_err_set(CORE_ENOMEM, "out of memory sizing tensors");
   for (int g = 0; g < n; g++) {
@@ -155,8 +147,10 @@ static int arrival_sizes(gimport *m) {
     m->sizes_from = "the gradients' recorded shapes";
     return attribute(m);
   }
-  if (m->o->base)
-    return sizes_from_base(m);
+  if (b) {
+    sizes_from_base(m, b);
+    return 0;
+  }
   if (sizes_from_shapes(m) == 0)
     return 0;
   if (comm) {
@@ -175,6 +169,15 @@ static int arrival_sizes(gimport *m) {
       "%s: the parameters' sizes cannot be told from this trace (no DDP copies, no recorded shapes): profile with "
       "record_shapes=True, or pass --base MODEL",
       trace_of(m, m->ref)->path);
+}
+
+static int arrival_sizes(gimport *m) {
+  core_model *b = NULL;
+  int rc = m->o->base ? load_base(m, &b) : 0;
+  if (!rc)
+    rc = sizes_of(m, b);
+  core_model_free(b);
+  return rc;
 }
 
 /* Parameters in PyTorch's order: layer by layer as forward runs them, and
