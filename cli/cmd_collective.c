@@ -289,15 +289,12 @@ static int check_algo(const setup *u) {
   enum sim_algo a = (enum sim_algo)u->algo;
   if (!sim_algo_valid(u->backend, a))
     return core_err_set(CORE_EUSAGE, "--algo %s is not one of %s's allreduce algorithms (%s); give one of them or auto",
-        sim_algo_name(a), sim_backend_name(u->backend),
-        u->backend == SIM_BACKEND_NCCL
-            ? "ring, tree, hierarchical"
-            : "segmented_ring, gloo_ring, ring_chunked, halving_doubling, bcube, hierarchical");
-  if (a == SIM_ALGO_COLLNET || a == SIM_ALGO_NVLS || a == SIM_ALGO_NVLS_TREE)
+        sim_algo_name(a), sim_backend_name(u->backend), sim_algo_link_names(u->backend));
+  if (sim_algo_in_network(a))
     return core_err_set(CORE_EUSAGE,
         "algorithm %s reduces in the network, and `ddpsim collective` costs links without switches; give --algo "
-        "ring, tree, hierarchical or auto, or simulate a scenario whose fabric offers it (its CSV has busbw_GBps)",
-        sim_algo_name(a));
+        "%s or auto, or simulate a scenario whose fabric offers it (its CSV has busbw_GBps)",
+        sim_algo_name(a), sim_algo_link_names(u->backend));
   return 0;
 }
 

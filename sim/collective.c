@@ -29,6 +29,15 @@ int sim_algo_valid(enum sim_backend b, enum sim_algo a) {
          a == SIM_ALGO_GLOO_RING || a == SIM_ALGO_SEGMENTED_RING || a == SIM_ALGO_HIERARCHICAL;
 }
 
+int sim_algo_in_network(enum sim_algo a) {
+  return a == SIM_ALGO_COLLNET || a == SIM_ALGO_NVLS || a == SIM_ALGO_NVLS_TREE;
+}
+
+const char *sim_algo_link_names(enum sim_backend b) {
+  return b == SIM_BACKEND_NCCL ? "ring, tree, hierarchical"
+                               : "segmented_ring, gloo_ring, ring_chunked, halving_doubling, bcube, hierarchical";
+}
+
 static double max2(double a, double b) { return a > b ? a : b; }
 
 /* Per-byte time of the slowest link a ring crosses. A ring enters and leaves

@@ -42,6 +42,12 @@ const char *sim_algo_name(enum sim_algo a);
 int sim_algo_parse(const char *s, enum sim_algo *out);
 /* Does this backend implement this allreduce algorithm? */
 int sim_algo_valid(enum sim_backend b, enum sim_algo a);
+/* Does the algorithm reduce in the network's switches (collnet, nvls,
+ * nvls_tree), which only a fabric that offers them runs? */
+int sim_algo_in_network(enum sim_algo a);
+/* The backend's algorithms that run on links alone, comma-separated, for
+ * messages that list what may be given. */
+const char *sim_algo_link_names(enum sim_backend b);
 
 enum { SIM_LINK_MAX_REGIMES = 3 };
 

@@ -298,7 +298,7 @@ static int check_algorithms(const sim_scenario *s, const config_setting_t *root)
   char w[4200], why[512];
   for (int a = 0; a < s->n[SIM_DIM_ALGORITHM]; a++) {
     enum sim_algo x = (enum sim_algo)s->algorithms[a];
-    if (s->algorithms[a] < 0 || (x != SIM_ALGO_COLLNET && x != SIM_ALGO_NVLS && x != SIM_ALGO_NVLS_TREE))
+    if (s->algorithms[a] < 0 || !sim_algo_in_network(x))
       continue;
     if (!s->n_fabrics)
       return core_err_set(CORE_EINVAL,

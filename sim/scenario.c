@@ -100,11 +100,11 @@ static int cross_check(sim_scenario *s, const config_setting_t *root) {
     for (int a = 0; a < s->n[SIM_DIM_ALGORITHM]; a++)
       if (s->algorithms[a] >= 0 && !sim_algo_valid(be, (enum sim_algo)s->algorithms[a]))
         return core_err_set(CORE_EINVAL,
-            "%s: algorithm \"%s\" is not one of %s's allreduce algorithms (%s); use \"auto\" or sweep the backends "
-            "separately",
+            "%s: algorithm \"%s\" is not one of %s's allreduce algorithms (%s%s); use \"auto\" or sweep the "
+            "backends separately",
             where(al ? al : root, w), sim_algo_name((enum sim_algo)s->algorithms[a]), sim_backend_name(be),
-            be == SIM_BACKEND_NCCL ? "ring, tree, hierarchical; collnet, nvls, nvls_tree on a fabric that offers them"
-                                   : "segmented_ring, gloo_ring, ring_chunked, halving_doubling, bcube, hierarchical");
+            sim_algo_link_names(be),
+            be == SIM_BACKEND_NCCL ? "; collnet, nvls, nvls_tree on a fabric that offers them" : "");
     int need_intra = 0, need_inter_profile = 0;
     for (int i = 0; i < s->n[SIM_DIM_PER_NODE]; i++)
       if (!need_intra && s->per_node[i] > 1)
