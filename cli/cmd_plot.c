@@ -405,43 +405,46 @@ static int by_model_curve(const void *pa, const void *pb) {
   return c;
 }
 
-/* Index of word among the n words of list (of size cap; added if new). */
-static int word_index(char *list, size_t cap, const char *word, int *n, const char *csv) {
-  char copy[4096], *save = NULL;
-  int i = 0;
-  snprintf(copy, sizeof copy, "%s", list);
-  for (char *w = strtok_r(copy, " ", &save); w; w = strtok_r(NULL, " ", &save), i++)
-    if (!strcmp(w, word))
-      return i;
-  size_t len = strlen(list);
-  int wr = snprintf(list + len, cap - len, "%s%s", len ? " " : "", word);
-  if (wr < 0 || (size_t)wr >= cap - len)
-    return core_err_set(CORE_EINVAL, "%s: too many curves to plot; split the study", csv);
-  return (*n)++;
-}
-
 /* Add " word" (no space first) to list of size cap. */
 static void append_word(char *list, size_t cap, const char *word) {
   size_t len = strlen(list);
   snprintf(list + len, cap - len, "%s%s", len ? " " : "", word);
 }
 
+/* Index of word among the words of list (of size cap), added at its end if
+ * new (*added: 1 then). */
+static int word_index(char *list, size_t cap, const char *word, int *added, const char *csv) {
+  char copy[4096], *save = NULL;
+  int i = 0;
+  *added = 0;
+  snprintf(copy, sizeof copy, "%s", list);
+  for (char *w = strtok_r(copy, " ", &save); w; w = strtok_r(NULL, " ", &save), i++)
+    if (!strcmp(w, word))
+      return i;
+  size_t len = strlen(list);
+  if (len + (len > 0) + strlen(word) >= cap)
+    return core_err_set(CORE_EINVAL, "%s: too many curves to plot; split the study", csv);
+  append_word(list, cap, word);
+  *added = 1;
+  return i;
+}
+
 /* Row i's curve, added to j->a if new with its colour into j->b (one per
- * curve but for the backend) and its dash into j->c (one per backend);
- * n: how many curves, colours and backends so far. */
-static int row_curve(const core_csv_table *t, long i, const int cols[], plot_job *j, int n[3]) {
+ * curve but for the backend) and its dash into j->c (one per backend). */
+static int row_curve(const core_csv_table *t, long i, const int cols[], plot_job *j) {
   char label[1024], key[1024], num[16];
+  int added;
   curve_label(t, i, cols, -1, label, sizeof label);
   if (!plain_name(label))
     return core_err_set(CORE_EINVAL,
         "%s:%ld: '%s' holds a space or quote, which the plot scripts cannot label; rename it in the scenario", t->path,
         i + 2, label);
-  int had = n[0], curve = word_index(j->a, sizeof j->a, label, &n[0], j->csv);
-  if (curve < 0 || curve < had)
+  int curve = word_index(j->a, sizeof j->a, label, &added, j->csv);
+  if (curve < 0 || !added)
     return curve;
   curve_label(t, i, cols, 1, key, sizeof key);
-  int colour = word_index(j->keys, sizeof j->keys, key[0] ? key : "-", &n[1], j->csv);
-  int dash = word_index(j->backends, sizeof j->backends, t->rows[i][cols[1]], &n[2], j->csv);
+  int colour = word_index(j->keys, sizeof j->keys, key[0] ? key : "-", &added, j->csv);
+  int dash = word_index(j->backends, sizeof j->backends, t->rows[i][cols[1]], &added, j->csv);
   if (colour < 0 || dash < 0)
     return colour < 0 ? colour : dash;
   snprintf(num, sizeof num, "%d", colour + 1);
@@ -457,7 +460,7 @@ static int row_curve(const core_csv_table *t, long i, const int cols[], plot_job
 static long scaling_points(const core_csv_table *t, plot_job *j, scaling_pt *pt) {
   int cols[16], cm = core_csv_col(t, "model"), cg = core_csv_col(t, "gpus"), cs = core_csv_col(t, "status"),
                 cc = core_csv_col(t, "compression"), ct = core_csv_col(t, "samples_per_s"),
-                ce = core_csv_col(t, "scaling_eff"), n[3] = {0, 0, 0};
+                ce = core_csv_col(t, "scaling_eff");
   long k = 0;
   curve_cols(t, cols);
   j->a[0] = j->b[0] = j->c[0] = j->keys[0] = j->backends[0] = '\0';
@@ -466,7 +469,7 @@ static long scaling_points(const core_csv_table *t, plot_job *j, scaling_pt *pt)
         !cell_num(t->rows[i][cg], &pt[k].gpus) || !cell_num(t->rows[i][ct], &pt[k].tput) ||
         !cell_num(t->rows[i][ce], &pt[k].eff))
       continue;
-    if ((pt[k].curve = row_curve(t, i, cols, j, n)) < 0)
+    if ((pt[k].curve = row_curve(t, i, cols, j)) < 0)
       return pt[k].curve;
     pt[k++].model = t->rows[i][cm];
   }
