@@ -65,6 +65,31 @@ static void ignore_sigpipe(void) {
   }
 }
 
+// The message of a failed connectFullMesh, by its cause; returns the code.
+static int connect_failed(
+    int rc, const std::string &what, const rt_store *store, int rank, int size, int timeout_ms, const char *bind_addr) {
+  if (rc == CORE_ETIMEDOUT)
+    return core_err_set(rc,
+        "rendezvous of rank %d through %s: not all %d ranks connected within "
+        "%d ms: %s; start every rank with the same store, prefix and world "
+        "size, or raise the timeout",
+        rank, store->desc.c_str(), size, timeout_ms, what.c_str());
+  if (what.find("File already exists") != std::string::npos)
+    return core_err_set(CORE_EUSAGE,
+        "rendezvous of rank %d of %d through %s: the store holds this rank's key from an earlier run (%s); give "
+        "every run an empty rendezvous directory (`ddpsim launch` makes one per attempt), or empty this one",
+        rank, size, store->desc.c_str(), what.c_str());
+  if (rc == CORE_EPEER)
+    return core_err_set(rc,
+        "rendezvous of rank %d of %d through %s: a peer closed its connection "
+        "(rank died?): %s; restart the group under a new prefix",
+        rank, size, store->desc.c_str(), what.c_str());
+  return core_err_set(rc,
+      "rendezvous of rank %d of %d through %s (binding %s): %s; use a fresh "
+      "prefix per run and an address the other ranks can reach",
+      rank, size, store->desc.c_str(), bind_addr, what.c_str());
+}
+
 extern "C" int rt_gloo_ctx_create(
     rt_store *store, int rank, int size, const char *bind_addr, int timeout_ms, rt_gloo_ctx **out) {
   if (!out)
@@ -120,27 +145,7 @@ extern "C" int rt_gloo_ctx_create(
       },
       &what);
   if (rc) {
-    if (rc == CORE_ETIMEDOUT)
-      core_err_set(rc,
-          "rendezvous of rank %d through %s: not all %d ranks connected within "
-          "%d ms: %s; start every rank with the same store, prefix and world "
-          "size, or raise the timeout",
-          rank, store->desc.c_str(), size, timeout_ms, what.c_str());
-    else if (what.find("File already exists") != std::string::npos)
-      rc = core_err_set(CORE_EUSAGE,
-          "rendezvous of rank %d of %d through %s: the store holds this rank's key from an earlier run (%s); give "
-          "every run an empty rendezvous directory (`ddpsim launch` makes one per attempt), or empty this one",
-          rank, size, store->desc.c_str(), what.c_str());
-    else if (rc == CORE_EPEER)
-      core_err_set(rc,
-          "rendezvous of rank %d of %d through %s: a peer closed its connection "
-          "(rank died?): %s; restart the group under a new prefix",
-          rank, size, store->desc.c_str(), what.c_str());
-    else
-      core_err_set(rc,
-          "rendezvous of rank %d of %d through %s (binding %s): %s; use a fresh "
-          "prefix per run and an address the other ranks can reach",
-          rank, size, store->desc.c_str(), bind_addr, what.c_str());
+    rc = connect_failed(rc, what, store, rank, size, timeout_ms, bind_addr);
     delete c;
     return rc;
   }
