@@ -529,6 +529,7 @@ static void test_names_from_paths(void) {
   if (rc)
     fprintf(stderr, "\n%s\n", core_err_msg());
   CU_ASSERT_EQUAL_FATAL(rc, 0);
+  CU_ASSERT(sc->n_models == 1 && !strcmp(sc->models[0]->name, "my-model-a100"));
   sim_scenario_free(sc);
 }
 
