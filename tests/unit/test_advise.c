@@ -199,8 +199,8 @@ static void test_deadline_unmet(void) {
   sim_scenario_free(s);
 }
 
-/* advise.objective's words are the issue's questions: "cost" under a deadline
- * is minimize cost_usd within it, "time" under a budget minimize
+/* advise.objective's words are shorthands: "cost" under a deadline is
+ * minimize cost_usd within it, "time" under a budget minimize
  * time_to_train_h within it. */
 static void test_objective_words(void) {
   static const struct {
