@@ -125,11 +125,10 @@ static int parse_jobs(sim_scenario *s, sim_fabric *f, const config_setting_t *g)
 }
 
 /* NVLS reduces in NVLink SHARP switches: NCCL enables it only where the
- * device reports multicast support (ncclNvlsInit, src/transport/nvls.cc in
- * github.com/NVIDIA/nccl: CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED), which
- * NVSwitch systems of Hopper and later GPUs have. Told by the device name a
- * calibration or a datasheet profile gives: an A100's or V100's NVSwitches
- * carry NVLink but do not reduce. */
+ * device reports multicast support (ncclNvlsInit; see docs/fabrics.md),
+ * which NVSwitch systems of Hopper and later GPUs have. Told by the device
+ * name a calibration or a datasheet profile gives: an A100's or V100's
+ * NVSwitches carry NVLink but do not reduce. */
 static int has_nvlink_sharp(const core_profile *p) {
   static const char *const gens[] = {"H100", "H200", "H800", "H20", "B100", "B200", "B300", NULL};
   char up[sizeof p->device_name];

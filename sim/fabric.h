@@ -98,7 +98,7 @@ void sim_fabric_free_all(struct sim_fabric *f, int n);
 int sim_fabric_layout_for(const sim_fabric *f, long nodes, int rails, double nic_Bps, sim_fabric_layout *L);
 
 /* Does NCCL run NVLS with per_node GPUs in a node? Not with 2 or fewer
- * (ncclNvlsInit, src/transport/nvls.cc in github.com/NVIDIA/nccl). */
+ * (NCCL's ncclNvlsInit; see docs/fabrics.md). */
 int sim_fabric_nvls_runs(int per_node);
 
 /* What a point's fabric made of its collectives (CSV columns). */
