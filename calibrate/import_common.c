@@ -75,64 +75,20 @@ int cal_write_model(const config_t *cfg, const char *out, const char *fmt, ...) 
 /* What an output names: an existing file by its device and inode, a new one
  * by its directory's real path and its name, after symlinks (a dangling one
  * names the file it would create). */
-typedef struct out_id {
-  int exists;
-  dev_t dev;
-  ino_t ino;
-  char where[8400];
-} out_id;
-
-static void identify(const char *path, out_id *id) {
-  struct stat st;
-  char cur[4096], link[4096], dir[4096];
-  memset(id, 0, sizeof *id);
-  if (stat(path, &st) == 0) {
-    id->exists = 1, id->dev = st.st_dev, id->ino = st.st_ino;
-    return;
-  }
-  snprintf(cur, sizeof cur, "%s", path);
-  for (int hop = 0; hop < 40 && lstat(cur, &st) == 0 && S_ISLNK(st.st_mode); hop++) {
-    ssize_t k = readlink(cur, link, sizeof link - 1);
-    if (k < 0)
-      break;
-    link[k] = '\0';
-    core_path_dir(cur, dir, sizeof dir);
-    if (link[0] == '/')
-      snprintf(cur, sizeof cur, "%s", link);
-    else if (snprintf(cur, sizeof cur, "%s/%s", dir, link) >= (int)sizeof cur)
-      break;
-  }
-  core_path_dir(cur, dir, sizeof dir);
-  char *real = realpath(dir, NULL);
-  snprintf(id->where, sizeof id->where, "%s/%s", real ? real : dir, core_path_base(cur));
-  free(real);
-}
-
-static int same_output(const out_id *a, const out_id *b) {
-  if (a->exists || b->exists)
-    return a->exists && b->exists && a->dev == b->dev && a->ino == b->ino;
-  return !strcmp(a->where, b->where);
-}
-
 int cal_check_outputs(const char *const *out, const char *const *what, int n) {
-  out_id *ids = calloc((size_t)(n > 0 ? n : 1), sizeof *ids);
-  int rc = ids ? 0 : core_err_set(CORE_ENOMEM, "out of memory checking the outputs");
+  int rc = 0;
   for (int i = 0; i < n && !rc; i++) {
     if (!out[i])
       continue;
-    if ((rc = core_afile_check(out[i])) != 0) {
-      rc = core_err_wrap(rc, "%s", what[i]);
-      break;
-    }
-    identify(out[i], &ids[i]);
+    if ((rc = core_afile_check(out[i])) != 0)
+      return core_err_wrap(rc, "%s", what[i]);
     for (int j = 0; j < i && !rc; j++)
-      if (out[j] && same_output(&ids[i], &ids[j]))
+      if (out[j] && core_path_same_file(out[i], out[j]))
         rc = core_err_set(CORE_EUSAGE,
             "%s '%s' and %s '%s' are the same file: one would replace the other; choose another path for one of "
             "them",
             what[j], out[j], what[i], out[i]);
   }
-  free(ids);
   return rc;
 }
 

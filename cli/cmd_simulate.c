@@ -13,11 +13,9 @@
 
 #include <errno.h>
 #include <getopt.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 const char cli_simulate_help[] = "Usage: ddpsim simulate SCENARIO [options]\n"
@@ -141,19 +139,6 @@ static int parse_args(int argc, char **argv, opts *o) {
   return 0;
 }
 
-/* Do paths a and b name one file, so that writing b would replace a? By
- * identity when both exist, else by their directories' real paths and
- * their names. */
-static int same_output(const char *a, const char *b) {
-  struct stat sa, sb;
-  if (stat(a, &sa) == 0 && stat(b, &sb) == 0)
-    return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
-  char da[4096], db[4096], ra[PATH_MAX], rb[PATH_MAX];
-  if (core_path_dir(a, da, sizeof da) || core_path_dir(b, db, sizeof db) || !realpath(da, ra) || !realpath(db, rb))
-    return 0;
-  return !strcmp(ra, rb) && !strcmp(core_path_base(a), core_path_base(b));
-}
-
 /* Runs the study and writes its CSV (path csv), trace and TensorBoard
  * files, and the summary. */
 static int run(sim_scenario *s, const opts *o, const char *csv) {
@@ -175,7 +160,7 @@ static int run(sim_scenario *s, const opts *o, const char *csv) {
     return rc;
   if (o->trace && (rc = core_afile_check(o->trace)) != 0)
     return core_err_wrap(rc, "--trace");
-  if (o->trace && same_output(o->trace, csv))
+  if (o->trace && core_path_same_file(o->trace, csv))
     return core_err_set(
         CORE_EUSAGE, "--trace %s is the CSV this run writes (%s); name another file for the trace", o->trace, csv);
   if (o->tensorboard && (rc = sim_tb_check(s, o->tensorboard)) != 0)

@@ -1,10 +1,22 @@
 /* core/path: a path's directory as dirname(3) gives it, at the root too
- * ("/x.csv" is in "/", not ""), its file name, and a name's stem. */
+ * ("/x.csv" is in "/", not ""), its file name, a name's stem, and whether
+ * two paths name one file. */
 #include "core/err.h"
 #include "core/path.h"
 
+#include "testutil.h"
+
 #include <CUnit/CUnit.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
+
+static char scratch[4096];
+static int suite_init(void) { return tu_mkdtemp(scratch, sizeof scratch, "path"); }
+static int suite_clean(void) {
+  tu_rmdir(scratch);
+  return 0;
+}
 
 static void test_dir(void) {
   static const char *const cases[][2] = {{"/x.csv", "/"}, {"x.csv", "."}, {"a/b.csv", "a"}, {"/a/b/c.csv", "/a/b"},
@@ -33,8 +45,32 @@ static void test_base_and_stem(void) {
   CU_ASSERT_EQUAL(core_path_stem_len("", ".csv"), 0);
 }
 
+/* One file by two names, existing or not yet, is one file; a symlink that
+ * leads nowhere names the file it would write; other names are not. */
+static void test_same_file(void) {
+  char a[4200], a2[4200], b[4200], link[4200], later[4200], later2[4200];
+  snprintf(a, sizeof a, "%s/a.csv", scratch);
+  snprintf(a2, sizeof a2, "%s/./a.csv", scratch);
+  snprintf(b, sizeof b, "%s/b.csv", scratch);
+  snprintf(link, sizeof link, "%s/link.csv", scratch);
+  snprintf(later, sizeof later, "%s/later.csv", scratch);
+  snprintf(later2, sizeof later2, "%s/../%s/later.csv", scratch, core_path_base(scratch));
+  FILE *f = fopen(a, "w");
+  CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+  fclose(f);
+  CU_ASSERT(core_path_same_file(a, a2));
+  CU_ASSERT(!core_path_same_file(a, b));
+  CU_ASSERT(!core_path_same_file(a, later));
+  CU_ASSERT(core_path_same_file(later, later2));
+  CU_ASSERT(!core_path_same_file(later, b));
+  CU_ASSERT_EQUAL_FATAL(symlink("later.csv", link), 0);
+  CU_ASSERT(core_path_same_file(link, later));
+  CU_ASSERT(!core_path_same_file(link, b));
+}
+
 void test_register(void) {
-  CU_pSuite s = CU_add_suite("path", NULL, NULL);
+  CU_pSuite s = CU_add_suite("path", suite_init, suite_clean);
   CU_add_test(s, "directory as dirname(3), the root included", test_dir);
   CU_add_test(s, "file name and stem", test_base_and_stem);
+  CU_add_test(s, "two paths of one file, existing or not", test_same_file);
 }
