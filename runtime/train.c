@@ -290,8 +290,9 @@ static int params_clash(const rt_train_opts *o) {
   const char *base = core_path_base(o->params_out);
   if (core_path_dir(o->params_out, dir, sizeof dir) != 0 || stat(dir, &pd) != 0)
     return 0;
-  for (size_t i = 0; i < sizeof ours / sizeof *ours; i++)
-    if (same_dir(&pd, o->out) && strncmp(base, ours[i], strlen(ours[i])) == 0)
+  int in_out = same_dir(&pd, o->out);
+  for (size_t i = 0; in_out && i < sizeof ours / sizeof *ours; i++)
+    if (strncmp(base, ours[i], strlen(ours[i])) == 0)
       return core_err_set(CORE_EUSAGE,
           "--params-out %s is a name this run writes in -o %s (%s...); name a file of its own", o->params_out, o->out,
           ours[i]);
