@@ -52,13 +52,14 @@ typedef struct train_ctx {
 
 static const char *const metric_cols[] = {
     "rank", "attempt", "step", "step_s", "compute_s", "comm_s", "exposed_comm_s", "loss"};
+enum { N_METRIC_COLS = sizeof metric_cols / sizeof *metric_cols };
 
 /* Merge every rank's attempt files into DIR/steps.csv (rank 0, at the end). */
 static int merge_metrics(const char *dir, int world, int attempts) {
   char path[4400];
   core_csv out;
   snprintf(path, sizeof path, "%s/steps.csv", dir);
-  int rc = core_csv_open(&out, path, metric_cols, 8);
+  int rc = core_csv_open(&out, path, metric_cols, N_METRIC_COLS);
   if (rc)
     return rc;
   for (int r = 0; r < world; r++)
@@ -112,8 +113,9 @@ static int continued_metrics(const char *path, int *keep) {
     close(fd);
     return 0;
   }
-  for (int i = 0; i < 8; i++)
-    snprintf(want + strlen(want), sizeof want - strlen(want), "%s%s", metric_cols[i], i < 7 ? "," : "\n");
+  for (int i = 0; i < N_METRIC_COLS; i++)
+    snprintf(
+        want + strlen(want), sizeof want - strlen(want), "%s%s", metric_cols[i], i + 1 < N_METRIC_COLS ? "," : "\n");
   off_t hlen = (off_t)strlen(want), end = st.st_size;
   if (pread(fd, got, (size_t)hlen, 0) != (ssize_t)hlen || memcmp(got, want, (size_t)hlen) != 0) {
     close(fd);
@@ -180,7 +182,7 @@ static int open_outputs(train_ctx *c) {
       (rc = open_metrics(path, keep, &c->metrics)) != 0)
     return rc;
   snprintf(c->metrics_path, sizeof c->metrics_path, "%s", path);
-  core_csv_stream(&c->mcsv, c->metrics, path, keep ? NULL : metric_cols, 8);
+  core_csv_stream(&c->mcsv, c->metrics, path, keep ? NULL : metric_cols, N_METRIC_COLS);
   fflush(c->metrics);
   if (!o->trace)
     return 0;
