@@ -137,13 +137,16 @@ int cli_run_gnuplot(const char *script, const char *vars, const char *out) {
   if ((rc = core_afile_open(&svg, path)) != 0)
     goto abort_png;
   if (!plain_name(gp_file(&png)) || !plain_name(gp_file(&svg))) {
-    rc = core_err_set(CORE_EINVAL, "paths with spaces or quotes cannot be passed to gnuplot: '%s', '%s'", gp_file(&png),
-        gp_file(&svg));
+    rc = core_err_set(CORE_EINVAL,
+        "paths with spaces or quotes cannot be passed to gnuplot: '%s', '%s'; draw into a directory (-o DIR) whose "
+        "real "
+        "path has none",
+        gp_file(&png), gp_file(&svg));
     goto abort_svg;
   }
   size_t n = strlen(vars) + strlen(gp_file(&png)) + strlen(gp_file(&svg)) + 32;
   if (!(all = malloc(n))) {
-    rc = core_err_set(CORE_ENOMEM, "out of memory");
+    rc = core_err_set(CORE_ENOMEM, "out of memory passing %s's variables to gnuplot", script);
     goto abort_svg;
   }
   snprintf(all, n, "%s; png='%s'; svg='%s'", vars, gp_file(&png), gp_file(&svg));
@@ -492,7 +495,7 @@ static int scaling_lists(const core_csv_table *t, plot_job *j) {
   }
   scaling_pt *pt = calloc((size_t)t->nrows + 1, sizeof *pt);
   if (!pt)
-    return core_err_set(CORE_ENOMEM, "out of memory");
+    return core_err_set(CORE_ENOMEM, "out of memory for the %ld points of %s", t->nrows, j->csv);
   long n = scaling_points(t, j, pt);
   int rc = n < 0 ? (int)n : 0;
   core_csv c;
