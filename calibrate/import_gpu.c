@@ -727,8 +727,8 @@ static void describe(gimport *m) {
     cal_gimport_note(m,
         "DDP: %d bucket allreduces a step (%.3f ms), %.1f us of host work each to launch; compute beside them %.2fx "
         "slower\n",
-        a->n_buckets, a->n_buckets ? gsl_stats_mean(a->bucket_s, 1, (size_t)a->n_buckets) * a->n_buckets * 1e3 : 0.0,
-        a->launch_host_s * 1e6, m->slowdown);
+        a->n_buckets, gsl_stats_mean(a->bucket_s, 1, (size_t)a->n_buckets) * a->n_buckets * 1e3, a->launch_host_s * 1e6,
+        m->slowdown);
   if (r->ddp && a->n_buckets > 0 && g->t->world_size < 1)
     cal_gimport_note(m,
         "the trace has no distributedInfo: its world size is not known and is taken as 1, though DDP allreduced %d "
