@@ -99,16 +99,17 @@ extern "C" int rt_store_open_file(const char *dir, const char *prefix, rt_store 
   if (!dir || !*dir || !prefix || !*prefix)
     return core_err_set(CORE_EINVAL, "FileStore needs a directory and a non-empty prefix");
   struct stat st;
-  if (stat(dir, &st) != 0 && errno == ENOENT)
-    return core_err_set(CORE_EUSAGE,
-        "rendezvous directory '%s' does not exist: create it (empty, on a filesystem every rank can reach) or give "
-        "another (--rdzv, DDPSIM_RDZV)",
-        dir);
-  if (stat(dir, &st) != 0)
+  if (stat(dir, &st) != 0) {
+    if (errno == ENOENT)
+      return core_err_set(CORE_EUSAGE,
+          "rendezvous directory '%s' does not exist: create it (empty, on a filesystem every rank can reach) or give "
+          "another (--rdzv, DDPSIM_RDZV)",
+          dir);
     return core_err_errno(errno,
         "rendezvous directory '%s' (it must exist, on a filesystem "
         "every rank can reach)",
         dir);
+  }
   if (!S_ISDIR(st.st_mode))
     return core_err_set(CORE_EINVAL,
         "rendezvous path '%s' is not a directory: give a "
