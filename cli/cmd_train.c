@@ -101,7 +101,7 @@ static void report(const rt_train_opts *o, const char *hook, const rt_train_resu
   }
   printf("ddpsim train: %d rank(s), steps %ld..%ld, mean step %.4f s, final loss %.6g, rendezvous %.3f s\n",
       r->world_size, r->first_step, o->steps - 1, r->mean_step_s, r->final_loss, r->rdzv_s);
-  if (o->compress.kind == CORE_COMPRESS_NONE || r->steps_run <= 0)
+  if (o->compress.kind == CORE_COMPRESS_NONE)
     return;
   /* Per step: allreduce payload (fp32 would be n_params * 4) and the
    * compute the hook added. */
