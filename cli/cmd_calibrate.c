@@ -90,21 +90,74 @@ static int check_scratch(const char *dir) {
   return 0;
 }
 
+enum {
+  O_BACKEND = 1000,
+  O_OUT,
+  O_QUICK,
+  O_LINK,
+  O_MODEL,
+  O_BATCH,
+  O_TIMEOUT,
+  O_SCRATCH,
+  O_RDZV,
+  O_PROGRESS,
+  O_THREADS,
+  O_NAME
+};
+
+/* One option c with argument arg: 0, 1 after --help, or an exit status for
+ * a usage error. */
+static int parse_opt(int c, char *arg, char **argv, cal_opts *o) {
+  char *end;
+  long v;
+  switch (c) {
+  case O_BACKEND:
+    if (strcmp(arg, "gloo") && strcmp(arg, "nccl"))
+      return cli_usage("calibrate", "--backend expects gloo or nccl, got '%s'", arg);
+    o->backend = arg;
+    return 0;
+  case O_OUT: o->out = arg; return 0;
+  case O_NAME: o->name = arg; return 0;
+  case O_QUICK: o->quick = 1; return 0;
+  case O_LINK:
+    o->link_gbps = strtod(arg, &end);
+    if (end == arg || *end || !(o->link_gbps > 0 && o->link_gbps <= 1e5))
+      return cli_usage("calibrate", "--link-gbps expects a line rate in Gb/s, got '%s'", arg);
+    return 0;
+  case O_MODEL:
+    if (o->n_models == CAL_MAX_MODELS)
+      return cli_usage("calibrate", "at most %d --model files", CAL_MAX_MODELS);
+    o->models[o->n_models++] = arg;
+    return 0;
+  case O_BATCH:
+    if (cli_parse_long("calibrate", "--batch", arg, 1, 1 << 20, &v))
+      return CLI_EXIT_USAGE;
+    o->batch = (int)v;
+    return 0;
+  case O_THREADS:
+    if (cli_parse_long("calibrate", "--threads", arg, 1, 256, &v))
+      return CLI_EXIT_USAGE;
+    o->threads = (int)v;
+    return 0;
+  case O_TIMEOUT:
+    o->timeout_s = strtod(arg, &end);
+    if (end == arg || *end || !(o->timeout_s >= 1 && o->timeout_s <= 1e5))
+      return cli_usage("calibrate", "--timeout expects seconds in [1, 100000], got '%s'", arg);
+    return 0;
+  case O_SCRATCH: o->scratch_dir = arg; return 0;
+  case O_RDZV: o->rdzv = arg; return 0;
+  case O_PROGRESS:
+    if (strcmp(arg, "on") && strcmp(arg, "off"))
+      return cli_usage("calibrate", "--progress expects on or off, got '%s'", arg);
+    o->progress = !strcmp(arg, "on");
+    return 0;
+  case 'h': fputs(cli_calibrate_help, stdout); return 1;
+  case ':': return cli_usage("calibrate", "option %s needs a value", argv[optind - 1]);
+  default: return cli_usage("calibrate", "unknown option '%s'", argv[optind - 1]);
+  }
+}
+
 int cli_cmd_calibrate(int argc, char **argv) {
-  enum {
-    O_BACKEND = 1000,
-    O_OUT,
-    O_QUICK,
-    O_LINK,
-    O_MODEL,
-    O_BATCH,
-    O_TIMEOUT,
-    O_SCRATCH,
-    O_RDZV,
-    O_PROGRESS,
-    O_THREADS,
-    O_NAME
-  };
   static const struct option opts[] = {{"backend", required_argument, NULL, O_BACKEND},
       {"out", required_argument, NULL, O_OUT}, {"quick", no_argument, NULL, O_QUICK},
       {"link-gbps", required_argument, NULL, O_LINK}, {"model", required_argument, NULL, O_MODEL},
@@ -122,58 +175,12 @@ int cli_cmd_calibrate(int argc, char **argv) {
       .scratch_dir = "/tmp",
       .progress = -1,
       .models = models};
-  long batch;
-  int c;
+  int c, rc;
   optind = 1;
   opterr = 0;
-  while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-    char *end;
-    switch (c) {
-    case O_BACKEND:
-      if (strcmp(optarg, "gloo") && strcmp(optarg, "nccl"))
-        return cli_usage("calibrate", "--backend expects gloo or nccl, got '%s'", optarg);
-      o.backend = optarg;
-      break;
-    case O_OUT: o.out = optarg; break;
-    case O_NAME: o.name = optarg; break;
-    case O_QUICK: o.quick = 1; break;
-    case O_LINK:
-      o.link_gbps = strtod(optarg, &end);
-      if (end == optarg || *end || !(o.link_gbps > 0 && o.link_gbps <= 1e5))
-        return cli_usage("calibrate", "--link-gbps expects a line rate in Gb/s, got '%s'", optarg);
-      break;
-    case O_MODEL:
-      if (o.n_models == CAL_MAX_MODELS)
-        return cli_usage("calibrate", "at most %d --model files", CAL_MAX_MODELS);
-      models[o.n_models++] = optarg;
-      break;
-    case O_BATCH:
-      if (cli_parse_long("calibrate", "--batch", optarg, 1, 1 << 20, &batch))
-        return CLI_EXIT_USAGE;
-      o.batch = (int)batch;
-      break;
-    case O_THREADS:
-      if (cli_parse_long("calibrate", "--threads", optarg, 1, 256, &batch))
-        return CLI_EXIT_USAGE;
-      o.threads = (int)batch;
-      break;
-    case O_TIMEOUT:
-      o.timeout_s = strtod(optarg, &end);
-      if (end == optarg || *end || !(o.timeout_s >= 1 && o.timeout_s <= 1e5))
-        return cli_usage("calibrate", "--timeout expects seconds in [1, 100000], got '%s'", optarg);
-      break;
-    case O_SCRATCH: o.scratch_dir = optarg; break;
-    case O_RDZV: o.rdzv = optarg; break;
-    case O_PROGRESS:
-      if (strcmp(optarg, "on") && strcmp(optarg, "off"))
-        return cli_usage("calibrate", "--progress expects on or off, got '%s'", optarg);
-      o.progress = !strcmp(optarg, "on");
-      break;
-    case 'h': fputs(cli_calibrate_help, stdout); return CLI_EXIT_OK;
-    case ':': return cli_usage("calibrate", "option %s needs a value", argv[optind - 1]);
-    default: return cli_usage("calibrate", "unknown option '%s'", argv[optind - 1]);
-    }
-  }
+  while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1)
+    if ((rc = parse_opt(c, optarg, argv, &o)) != 0)
+      return rc == 1 ? CLI_EXIT_OK : rc;
   if (optind != argc)
     return cli_usage("calibrate", "unexpected argument '%s'", argv[optind]);
   if (check_scratch(o.scratch_dir) != 0)
@@ -182,6 +189,6 @@ int cli_cmd_calibrate(int argc, char **argv) {
     snprintf(default_model, sizeof default_model, "%s/scenarios/models/mlp.cfg", DDPSIM_SOURCE_DIR);
     models[o.n_models++] = default_model;
   }
-  int rc = cal_run(&o);
+  rc = cal_run(&o);
   return rc ? cli_fail("calibrate", rc) : CLI_EXIT_OK;
 }
