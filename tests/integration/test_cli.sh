@@ -390,6 +390,14 @@ printf 'rank,attempt,step,step_s,compute_s,comm_s,exposed_comm_s\n0,0,0,-0.1,0.0
 run negative_step validate "$src/scenarios/gigabit-vs-ib.cfg" --measured "$work/neg.csv" --skip 0
 expect_status negative_step 3
 expect_in negative_step err "neg.csv:2: column 'step_s' holds -0.1"
+# A CSV holds a row per rank and step: the output counts steps, and the rows apart.
+{
+  echo 'rank,attempt,step,step_s,compute_s,comm_s,exposed_comm_s'
+  for r in 0 1 2 3 4 5 6 7; do for k in 0 1 2 3 4; do echo "$r,0,$k,0.03,0.029,0.002,0.001"; done; done
+} >"$work/eight.csv"
+run csv_steps validate "$src/scenarios/gigabit-vs-ib.cfg" --measured "$work/eight.csv"
+expect_status csv_steps 0
+expect_in csv_steps out "2 steps of 8 ranks from step 3 (16 rows)"
 # The run's directory given for its steps.csv: said so, not "the file is empty".
 mkdir -p "$work/a-run"
 run measured_dir validate "$src/scenarios/gigabit-vs-ib.cfg" --measured "$work/a-run"
