@@ -49,9 +49,24 @@ static int index_of(const core_csv_table *t, long row, int col, double *out) {
 /* What a measured run says: the means of its steps at or after skip. */
 typedef struct measured {
   double mean[4]; /* step, compute, exposed, comm; NaN where not measured */
-  long steps;
+  long rows;      /* values averaged: a CSV's rows (one per rank and step), a trace's steps */
+  long steps;     /* distinct steps among them */
   int ranks;
 } measured;
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* How many distinct values v[0..n) holds (sorts v). */
+static long distinct(double *v, long n) {
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  long k = 0;
+  for (long i = 0; i < n; i++)
+    k += i == 0 || v[i] != v[i - 1];
+  return k;
+}
 
 static int read_csv(const char *path, long skip, measured *ms) {
   static const char *const need[] = {"rank", "step", "step_s", "compute_s", "comm_s", "exposed_comm_s", NULL};
@@ -59,12 +74,18 @@ static int read_csv(const char *path, long skip, measured *ms) {
   int rc = core_csv_read(path, &t);
   if (rc)
     return rc;
+  double *seen = NULL; /* the step of each row used */
   if ((rc = core_csv_require(&t, need)) != 0)
     goto out;
   int c_rank = core_csv_col(&t, "rank"), c_step = core_csv_col(&t, "step"), c_s = core_csv_col(&t, "step_s"),
       c_c = core_csv_col(&t, "compute_s"), c_m = core_csv_col(&t, "comm_s"), c_e = core_csv_col(&t, "exposed_comm_s");
   double sum[4] = {0, 0, 0, 0};
   int max_rank = -1;
+  seen = malloc(((size_t)t.nrows + 1) * sizeof *seen);
+  if (!seen) {
+    rc = core_err_set(CORE_ENOMEM, "out of memory reading the steps of %s", t.path);
+    goto out;
+  }
   /* comm_s may be empty in every row: PyTorch's built-in allreduce cannot be
    * timed per bucket without a hook that slows the step. Empty in some rows
    * only is a broken file. */
@@ -91,14 +112,16 @@ static int read_csv(const char *path, long skip, measured *ms) {
       continue;
     for (int k = 0; k < 4; k++)
       sum[k] += x[k];
-    ms->steps++;
+    seen[ms->rows++] = step;
     if (rank > max_rank)
       max_rank = (int)rank;
   }
   ms->ranks = max_rank + 1;
-  for (int k = 0; k < 4 && ms->steps; k++)
-    ms->mean[k] = k == 3 && first_empty >= 0 ? NAN : sum[k] / (double)ms->steps;
+  ms->steps = distinct(seen, ms->rows);
+  for (int k = 0; k < 4 && ms->rows; k++)
+    ms->mean[k] = k == 3 && first_empty >= 0 ? NAN : sum[k] / (double)ms->rows;
 out:
+  free(seen);
   core_csv_table_free(&t);
   return rc;
 }
@@ -146,6 +169,7 @@ static int read_trace(const char *path, long *skip, measured *ms) {
     sum += d[k];
     ms->steps++;
   }
+  ms->rows = ms->steps;
   ms->ranks = t.world_size > 0 ? t.world_size : 1;
   ms->mean[0] = ms->steps ? sum / (double)ms->steps : 0;
   ms->mean[1] = ms->mean[2] = ms->mean[3] = NAN;
@@ -165,7 +189,7 @@ int cal_validate(const sim_scenario *s, long point, const char *measured_path, l
   long total = sim_scenario_points(s);
   if (point < 0 || point >= total)
     return core_err_set(CORE_EUSAGE, "point %ld: scenario '%s' has points 0 to %ld", point, s->path, total - 1);
-  measured ms = {{0, 0, 0, 0}, 0, 0};
+  measured ms = {{0, 0, 0, 0}, 0, 0, 0};
   int trace = is_trace(measured_path);
   v->skip_found = trace && skip < 0;
   if (skip < 0 && !trace)
@@ -178,6 +202,7 @@ int cal_validate(const sim_scenario *s, long point, const char *measured_path, l
     return core_err_set(CORE_EINVAL, "%s: no step at or after step %ld to compare with; run more steps or lower --skip",
         measured_path, skip);
   v->steps_used = ms.steps;
+  v->rows_used = ms.rows;
   v->ranks_seen = ms.ranks;
   sim_point p;
   sim_scenario_point(s, point, &p);

@@ -32,7 +32,8 @@ enum { CAL_M_STEP = 0, CAL_M_COMPUTE, CAL_M_EXPOSED, CAL_M_COMM, CAL_M_THROUGHPU
 
 typedef struct cal_validation {
   sim_point_result pred;
-  long steps_used; /* measured rows averaged */
+  long steps_used; /* distinct measured steps */
+  long rows_used;  /* values averaged: a CSV's rows (a rank's step each), a trace's steps */
   long skip;       /* the steps left out before them (given, or found as warm-up) */
   int skip_found;  /* skip was found by the warm-up rule, not given */
   int ranks_seen;

@@ -313,6 +313,7 @@ typedef struct plot_job {
   const char *kind, *csv, *out_dir, *base; /* base: the CSV's file name */
   int stem;                                /* base's length without ".csv" */
   char script[4096], a[4096], b[4096], c[1024], keys[4096], backends[64], comp[64], data[4400], breaks[4400];
+  int comp_named; /* some row is compressed: the scaling plot's title names comp */
 } plot_job;
 
 /* The script is readable, the table has the kind's columns and rows, and
@@ -492,6 +493,8 @@ static int scaling_lists(const core_csv_table *t, plot_job *j) {
     for (long i = 0; i < t->nrows; i++)
       if (!strcmp(t->rows[i][cc], "none"))
         snprintf(j->comp, sizeof j->comp, "none");
+      else
+        j->comp_named = 1;
   }
   scaling_pt *pt = calloc((size_t)t->nrows + 1, sizeof *pt);
   if (!pt)
@@ -562,7 +565,7 @@ static void plot_vars(const plot_job *j, const char *m, char *vars, size_t n) {
   int stem = j->stem;
   if (!strcmp(kind, "scaling"))
     snprintf(vars, n, "data='%s'; model='%s'; curves='%s'; colours='%s'; dashes='%s'; comp='%s'; out='%s/%.*s-%s-%s'",
-        j->data, m, j->a, j->b, j->c, j->comp, out_dir, stem, base, m, kind);
+        j->data, m, j->a, j->b, j->c, j->comp_named ? j->comp : "", out_dir, stem, base, m, kind);
   else if (!strcmp(kind, "goodput"))
     snprintf(vars, n, "csv='%s'; model='%s'; modes='%s'; spares='%s'; out='%s/%.*s-%s-%s'", csv, m, j->a, j->b, out_dir,
         stem, base, m, kind);

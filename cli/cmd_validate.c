@@ -103,7 +103,11 @@ static int report(const sim_scenario *s, const opts *o, const cal_validation *v)
   const sim_point *p = &v->pred.pt;
   printf("point %ld of %s: %s, %d x %d ranks, network %s, bucket %g MB, overlap %s\n", o->point, s->path,
       p->model->name, p->nodes, p->per_node, p->network->name, p->bucket_cap_mb, p->overlap ? "on" : "off");
-  printf("measured: %s, %ld steps of %d ranks from step %ld\n", o->measured, v->steps_used, v->ranks_seen, v->skip);
+  printf("measured: %s, %ld step%s of %d rank%s from step %ld", o->measured, v->steps_used,
+      v->steps_used == 1 ? "" : "s", v->ranks_seen, v->ranks_seen == 1 ? "" : "s", v->skip);
+  if (v->rows_used != v->steps_used)
+    printf(" (%ld rows)", v->rows_used);
+  printf("\n");
   if (v->skip_found && v->skip > 0)
     printf("  %ld leading step%s left out as warm-up: more than 10%% from the median of the later half of the "
            "trace's steps (the rule of `import torch-trace`; --skip N to choose)\n",

@@ -11,7 +11,8 @@
 #   curves    space-separated curve names, e.g. IB/nccl/amp_bf16/batch=16
 #   colours   each curve's colour: one per curve but for the backend
 #   dashes    each curve's dash type: one per backend (points differ too)
-#   comp      the compression drawn ("none" when the study sweeps it; "" if none)
+#   comp      the compression drawn ("none" when the study sweeps it; "" when no
+#             row is compressed)
 #   out       output path without extension; writes out.png and out.svg
 #   png, svg  the files written (ddpsim passes temp files, renamed
 #             once gnuplot succeeds); default out.png and out.svg

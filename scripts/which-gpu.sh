@@ -48,13 +48,13 @@ with open(tmp, "w", newline="") as f:
     w.writeheader()
     w.writerows(rows)
 os.replace(tmp, out)
-print("%-10s %-16s %12s %12s %10s" % ("model", "GPU/precision", "8 GPUs /GPU", "128 /GPU", "eff at 128"))
+print("%-10s %-18s %12s %12s %10s" % ("model", "GPU/precision", "8 GPUs /GPU", "128 /GPU", "eff at 128"))
 for model in dict.fromkeys(r["model"] for r in rows):
     for net, prec in dict.fromkeys((r["network"], r["precision"]) for r in rows):
         pts = {int(r["gpus"]): r for r in rows
                if r["model"] == model and r["network"] == net and r["precision"] == prec}
         a, b = pts[min(pts)], pts[max(pts)]
-        print("%-10s %-16s %12.1f %12.1f %9.1f%%" % (model, net + "/" + prec, float(a["samples_per_s"]) / int(a["gpus"]),
+        print("%-10s %-18s %12.1f %12.1f %9.1f%%" % (model, net + "/" + prec, float(a["samples_per_s"]) / int(a["gpus"]),
               float(b["samples_per_s"]) / int(b["gpus"]), 100 * float(b["scaling_eff"])))
 PY
 "$DD" plot scaling "$OUT/which-gpu.csv" -o "$OUT" >/dev/null

@@ -152,6 +152,20 @@ checks=$((checks + 1))
   "curve,gpus n/nccl/fp32/batch=8,8 n/nccl/fp32/batch=8,16 n/nccl/bf16/batch=8,8 n/nccl/fp32/batch=16,8 n/nccl/fp32/batch=16,16 " ] ||
   fail "plot_scaling_dims: the table is $(cat "$work/gpdata/data.csv")"
 
+# The scaling plot's title names a compression only where some row is
+# compressed: all none says nothing; a sweep draws its baseline, none.
+printf '%s\n' model,nodes,gpus,network,backend,compression,samples_per_s,scaling_eff,status \
+  m,1,8,n,nccl,none,100,1,ok m,2,16,n,nccl,none,190,0.95,ok >"$work/nocomp.csv"
+GP_KEEP="$work/gpdata" PATH="$work/fakegp:$PATH" run plot_no_comp plot scaling "$work/nocomp.csv"
+expect_status plot_no_comp 0
+checks=$((checks + 1))
+grep -q "comp='';" "$work/gpdata/vars" || fail "plot_no_comp: an uncompressed study titled: $(cat "$work/gpdata/vars")"
+printf '%s\n' m,1,8,n,nccl,fp16,150,1,ok m,2,16,n,nccl,fp16,290,0.97,ok >>"$work/nocomp.csv"
+GP_KEEP="$work/gpdata" PATH="$work/fakegp:$PATH" run plot_comp_sweep plot scaling "$work/nocomp.csv"
+expect_status plot_comp_sweep 0
+checks=$((checks + 1))
+grep -q "comp='none';" "$work/gpdata/vars" || fail "plot_comp_sweep: the baseline not named: $(cat "$work/gpdata/vars")"
+
 run simulate_help simulate --help
 expect_status simulate_help 0
 expect_in simulate_help out "Usage: ddpsim simulate"
@@ -390,6 +404,14 @@ printf 'rank,attempt,step,step_s,compute_s,comm_s,exposed_comm_s\n0,0,0,-0.1,0.0
 run negative_step validate "$src/scenarios/gigabit-vs-ib.cfg" --measured "$work/neg.csv" --skip 0
 expect_status negative_step 3
 expect_in negative_step err "neg.csv:2: column 'step_s' holds -0.1"
+# A CSV holds a row per rank and step: the output counts steps, and the rows apart.
+{
+  echo 'rank,attempt,step,step_s,compute_s,comm_s,exposed_comm_s'
+  for r in 0 1 2 3 4 5 6 7; do for k in 0 1 2 3 4; do echo "$r,0,$k,0.03,0.029,0.002,0.001"; done; done
+} >"$work/eight.csv"
+run csv_steps validate "$src/scenarios/gigabit-vs-ib.cfg" --measured "$work/eight.csv"
+expect_status csv_steps 0
+expect_in csv_steps out "2 steps of 8 ranks from step 3 (16 rows)"
 # The run's directory given for its steps.csv: said so, not "the file is empty".
 mkdir -p "$work/a-run"
 run measured_dir validate "$src/scenarios/gigabit-vs-ib.cfg" --measured "$work/a-run"

@@ -81,7 +81,9 @@ static const char two_ranks[] = HEADER "0,0,0,9.0,9.0,9.0,9.0\n"
 static void test_means_after_skip(void) {
   cal_validation v;
   CU_ASSERT_EQUAL_FATAL(validate_text("two.csv", two_ranks, 2, &v), 0);
-  CU_ASSERT_EQUAL(v.steps_used, 6);
+  /* Steps 2 to 4 of two ranks: three steps, six rows averaged. */
+  CU_ASSERT_EQUAL(v.steps_used, 3);
+  CU_ASSERT_EQUAL(v.rows_used, 6);
   CU_ASSERT_EQUAL(v.ranks_seen, 2);
   CU_ASSERT_DOUBLE_EQUAL(v.m[CAL_M_STEP].measured, 0.70 / 6, 1e-12);
   CU_ASSERT_DOUBLE_EQUAL(v.m[CAL_M_COMPUTE].measured, 0.30 / 6, 1e-12);
@@ -120,13 +122,13 @@ static void test_trace_warmup(void) {
   if (rc)
     fprintf(stderr, "\n%s\n", core_err_msg());
   CU_ASSERT_EQUAL_FATAL(rc, 0);
-  CU_ASSERT(v.steps_used == 3 && v.skip == 1 && v.skip_found);
+  CU_ASSERT(v.steps_used == 3 && v.rows_used == 3 && v.skip == 1 && v.skip_found);
   CU_ASSERT(fabs(v.m[CAL_M_STEP].measured - 1.265e-3) < 1e-9);
   CU_ASSERT_EQUAL_FATAL(cal_validate(scen, 0, TU_DATA("torch-trace/gpu-ddp.json"), 0, &v), 0);
   CU_ASSERT(v.steps_used == 4 && v.skip == 0 && !v.skip_found);
   CU_ASSERT(fabs(v.m[CAL_M_STEP].measured - (2.530e-3 + 3 * 1.265e-3) / 4) < 1e-9);
   CU_ASSERT_EQUAL_FATAL(validate_text("default.csv", two_ranks, -1, &v), 0);
-  CU_ASSERT(v.steps_used == 4 && v.skip == CAL_VALIDATE_CSV_SKIP && !v.skip_found);
+  CU_ASSERT(v.steps_used == 2 && v.rows_used == 4 && v.skip == CAL_VALIDATE_CSV_SKIP && !v.skip_found);
 }
 
 static void expect_error(const char *name, const char *text, long skip, const char *want1, const char *want2) {
