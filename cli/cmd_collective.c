@@ -208,6 +208,16 @@ typedef struct setup {
   double bucket_mb, timeout;
 } setup;
 
+/* A --network given by its keys, named by what it is. */
+static void name_inline(sim_network *n) {
+  if (n->from_profile && !(n->gbps > 0))
+    snprintf(n->name, sizeof n->name, "the profile's link");
+  else if (n->nics_per_node > 1)
+    snprintf(n->name, sizeof n->name, "%dx%g Gb/s", n->nics_per_node, n->gbps);
+  else
+    snprintf(n->name, sizeof n->name, "%g Gb/s", n->gbps);
+}
+
 /* --network: a name of the scenario's networks, or a group's keys. */
 static int network_of(const opts *o, setup *u) {
   if (!o->network && u->s)
@@ -227,6 +237,8 @@ static int network_of(const opts *o, setup *u) {
     rc = g && config_setting_is_group(g)
              ? sim_network_parse(g, u->pr, u->pr_path, 1, &u->net)
              : core_err_set(CORE_EUSAGE, "--network expects a network's keys, e.g. 'gbps = 400.0; latency_us = 14.0;'");
+    if (rc == 0 && !config_setting_get_member(g, "name")) /* named for the table's header by what it is */
+      name_inline(&u->net);
     core_cfg_free(&cfg);
   }
   if (rc == CORE_EINVAL && u->s)

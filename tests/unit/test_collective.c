@@ -241,6 +241,13 @@ static void test_errors(void) {
   CU_ASSERT(err_has("algorithm nvls reduces in the network"));
   char *collnet[] = {"--profile", H100, "--nodes", "2", "--algo", "collnet", NULL};
   CU_ASSERT_EQUAL(run(collnet), 2);
+  /* A --network given by its keys is named in the header by what it is. */
+  char *inline_net[] = {"--profile", H100, "-g", "8", "--nodes", "2", "--network",
+      "gbps = 400.0; latency_us = 14.0; nics_per_node = 8;", NULL};
+  CU_ASSERT_EQUAL(run(inline_net), 0);
+  char *out = tu_read_file(out_path, NULL);
+  CU_ASSERT(out && strstr(out, "; network 8x400 Gb/s; nccl)\n") != NULL);
+  free(out);
   /* A scenario's point on a fabric: the table says the fabric is not in it. */
   char *fabric[] = {"--scenario", TU_SRC("scenarios/fabric.cfg"), NULL};
   CU_ASSERT_EQUAL(run(fabric), 0);
