@@ -248,11 +248,11 @@ static void test_bad_spec(void) {
     CU_ASSERT_PTR_NOT_NULL(strstr(core_err_msg(), bad[i]));
     CU_ASSERT_PTR_NOT_NULL(strstr(core_err_msg(), "accepted forms"));
   }
-  /* A well-formed spec naming a directory that is not there is an I/O
-   * error naming it. */
+  /* A well-formed spec naming a directory that is not there is a usage
+   * error naming it and saying to create it. */
   rt_comm *c = NULL;
-  CU_ASSERT_EQUAL(rt_pg_connect(&in, "/nonexistent/ddpsim-rdv", "127.0.0.1", 2, "p", &c), CORE_EIO);
-  CU_ASSERT_PTR_NOT_NULL(strstr(core_err_msg(), "/nonexistent/ddpsim-rdv"));
+  CU_ASSERT_EQUAL(rt_pg_connect(&in, "/nonexistent/ddpsim-rdv", "127.0.0.1", 2, "p", &c), CORE_EUSAGE);
+  CU_ASSERT_PTR_NOT_NULL(strstr(core_err_msg(), "'/nonexistent/ddpsim-rdv' does not exist: create it"));
 }
 
 /* An address that is not this host's: no device, a message naming it. Run
