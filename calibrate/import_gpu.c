@@ -21,9 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Leading steps further than this from the later steps' median are warm-up. */
-#define WARMUP_SHARE 0.10
-
 void cal_gimport_note(gimport *m, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
@@ -158,9 +155,11 @@ static double warmup_ref(const double *d, int n, double *tail) {
   return gsl_stats_median_from_sorted_data(tail, 1, (size_t)(n - n / 2));
 }
 
-static int is_warmup(double d, double ref) { return d > ref * (1 + WARMUP_SHARE) || d < ref * (1 - WARMUP_SHARE); }
+static int is_warmup(double d, double ref) {
+  return d > ref * (1 + CAL_GIMPORT_WARMUP_SHARE) || d < ref * (1 - CAL_GIMPORT_WARMUP_SHARE);
+}
 
-/* Marks in warm[] the leading steps of each trace further than WARMUP_SHARE
+/* Marks in warm[] the leading steps of each trace further than CAL_GIMPORT_WARMUP_SHARE
  * from ref: every trace (a rank's, a schedule's cycle) begins its own run
  * and may warm up; its last step is kept. Returns how many. */
 static int mark_warmups(const gimport *m, const double *d, double ref, char *warm) {

@@ -47,6 +47,10 @@ typedef struct cal_gpu_opts {
 int cal_import_gpu(
     const char *const *traces, int n_traces, const cal_gpu_opts *o, const char *out, char *notes, size_t notes_len);
 
+/* Leading steps further than this share from the later steps' median are
+ * warm-up. */
+#define CAL_GIMPORT_WARMUP_SHARE 0.10
+
 /* How many leading steps of one trace, of step times d[0..n), are warm-up by
  * the rule above (more than 10% from the median of the later half; the last
  * step is always kept): for `ddpsim validate`, which leaves them out as the

@@ -1,6 +1,7 @@
 /* ddpsim validate: a prediction against a measured run. */
 #include "cli.h"
 
+#include "calibrate/import_gpu.h"
 #include "calibrate/kineto.h"
 #include "calibrate/validate.h"
 
@@ -109,12 +110,13 @@ static int report(const sim_scenario *s, const opts *o, const cal_validation *v)
     printf(" (%ld rows)", v->rows_used);
   printf("\n");
   if (v->skip_found && v->skip > 0)
-    printf("  %ld leading step%s left out as warm-up: more than 10%% from the median of the later half of the "
+    printf("  %ld leading step%s left out as warm-up: more than %g%% from the median of the later half of the "
            "trace's steps (the rule of `import torch-trace`; --skip N to choose)\n",
-        v->skip, v->skip == 1 ? "" : "s");
+        v->skip, v->skip == 1 ? "" : "s", 100 * CAL_GIMPORT_WARMUP_SHARE);
   else if (v->skip_found)
-    printf("  no leading step left out: none is more than 10%% from the median of the later half of the trace's "
-           "steps (the warm-up rule of `import torch-trace`; --skip N to choose)\n");
+    printf("  no leading step left out: none is more than %g%% from the median of the later half of the trace's "
+           "steps (the warm-up rule of `import torch-trace`; --skip N to choose)\n",
+        100 * CAL_GIMPORT_WARMUP_SHARE);
   printf("\n");
   printf("%-16s %14s %14s %9s\n", "metric", "predicted", "measured", "error");
   for (int k = 0; k < CAL_N_METRICS; k++) {
