@@ -1,6 +1,7 @@
 #include "predict.h"
 
 #include "sim/compute.h"
+#include "sim/layer_cache.h"
 #include "sim/replay.h"
 #include "sim/step.h"
 
@@ -348,11 +349,17 @@ static int layer_times(const sim_scenario *s, const sim_point *p, double *fwd, d
     }
     return 0;
   }
+  sim_layer_key k = {.model = m, .precision = p->precision, .batch = p->batch, .optimizer = s->optimizer};
+  if (sim_layer_cache_get(s->layer_cache, &k, fwd, bwd, opt))
+    return 0;
   sim_compute_out c = {.fwd_s = fwd, .bwd_s = bwd};
   int rc = sim_compute_layers(m, pr, p->precision, p->batch, s->optimizer, &c);
-  if (rc == 0 && c.optimizer_s >= 0)
+  if (rc != 0)
+    return rc;
+  if (c.optimizer_s >= 0)
     *opt = c.optimizer_s;
-  return rc;
+  sim_layer_cache_put(s->layer_cache, &k, fwd, bwd, *opt);
+  return 0;
 }
 
 double sim_predict_compute_s(const sim_scenario *s, const sim_point *p) {

@@ -1,6 +1,7 @@
 #include "scenario.h"
 
 #include "sim/compute.h"
+#include "sim/layer_cache.h"
 #include "sim/fabric.h"
 #include "sim/job.h"
 #include "sim/replay.h"
@@ -52,6 +53,7 @@ static int index_of(const char *const names[], const char *s) {
 void sim_scenario_free(sim_scenario *s) {
   if (!s)
     return;
+  sim_layer_cache_free(s->layer_cache);
   core_profile_free(s->profile);
   for (int i = 0; i < s->n_models; i++)
     core_model_free(s->models[i]);
@@ -539,6 +541,7 @@ int sim_scenario_load_with(const char *path, const char *profile, sim_scenario *
   sim_scenario *s = calloc(1, sizeof *s);
   if (!s)
     return core_err_set(CORE_ENOMEM, "out of memory loading scenario %s", path);
+  s->layer_cache = sim_layer_cache_new();
   snprintf(s->path, sizeof s->path, "%s", path);
   if (profile)
     snprintf(s->profile_override, sizeof s->profile_override, "%s", profile);
@@ -550,6 +553,7 @@ int sim_scenario_load_string(const char *text, const char *name, sim_scenario **
   sim_scenario *s = calloc(1, sizeof *s);
   if (!s)
     return core_err_set(CORE_ENOMEM, "out of memory loading scenario %s", name);
+  s->layer_cache = sim_layer_cache_new();
   snprintf(s->path, sizeof s->path, "%s", name);
   return finish_load(s, core_cfg_load_string(&s->cfg, text, name, "scenario"), out);
 }

@@ -116,6 +116,7 @@ typedef struct sim_scenario {
   sim_job_cfg job;
   sim_prices prices;
   sim_objective objective;
+  struct sim_layer_cache *layer_cache; /* sim/layer_cache.h; NULL: every point costs its layers */
 } sim_scenario;
 
 typedef struct sim_point {
