@@ -3,7 +3,7 @@
  * may come from, told by the device name the trace records (and its memory,
  * where one name covers two models): what a profile of the traced GPU needs
  * and the trace cannot measure (dense peak rates per precision, memory,
- * host-link and NVLink bandwidth), and the roofs against which the importer
+ * host-link and NVLink bandwidth, memory capacity), and the roofs against which the importer
  * classes a traced kernel as compute-, memory- or launch-bound. Each GPU's
  * figures are those of a shipped profile (scenarios/profiles/, named in
  * the entry; tests/unit/test_import_gpu.c checks that they agree).
@@ -20,6 +20,7 @@ typedef struct cal_gpu_sheet {
   const char *profile;             /* the shipped profile with the same figures, e.g. "dgx-a100-40gb.cfg" */
   double peak_tflops[CORE_N_PREC]; /* dense peaks; 0 where the GPU has no such math */
   double memory_GBps, host_link_GBps, nvlink_GBps; /* per direction; nvlink 0: none */
+  double memory_GB;                                /* capacity, the datasheet's figure */
   const char *source;
 } cal_gpu_sheet;
 

@@ -110,6 +110,7 @@ static int describe_backend(cal_ctx *r, core_profile *p) {
   if ((rc = rt_gpu_get_info(r->device, &info)) != 0)
     return rc;
   snprintf(p->device_name, sizeof p->device_name, "%.*s", (int)sizeof p->device_name - 1, info.name);
+  p->memory_GB = (double)info.total_mem / 1e9; /* cudaDeviceProp.totalGlobalMem */
   return 0;
 }
 

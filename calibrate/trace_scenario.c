@@ -179,6 +179,8 @@ static int datasheet_profile(const core_traced *t, core_profile **out) {
   p->memory_GBps = p->peak_memory_GBps = s->memory_GBps;
   p->host_link_GBps = s->host_link_GBps;
   p->nvlink_GBps = s->nvlink_GBps;
+  /* The capacity the trace recorded (deviceProperties' totalGlobalMem), else the datasheet's. */
+  p->memory_GB = t->device_memory_GB > 0 ? t->device_memory_GB : s->memory_GB;
   p->reduce_GBps = s->host_link_GBps; /* Gloo only, which a traced NCCL job does not use */
   for (int k = 0; k < CORE_N_PREC; k++) {
     core_prof_rate *r = &p->rate[k];

@@ -34,6 +34,7 @@ const char cli_advise_help[] = "Usage: ddpsim advise SCENARIO [-o DIR] [--profil
                                "For the time to train or the cost, the search skips what bounds show cannot\n"
                                "be on the front of time against cost, and says how many points it\n"
                                "simulated; any other objective simulates every point that can run.\n"
+                               "Points that time out or do not fit in the GPUs' memory are not advised.\n"
                                "Writes DIR/NAME-advice.csv (every simulated point in rank order: rank, the\n"
                                "settings, time_to_train_h, cost_usd, goodput, pareto, ...) and, with prices,\n"
                                "DIR/NAME-advice-pareto.png and .svg (gnuplot). Nothing is written when no\n"

@@ -127,6 +127,7 @@ static const field device_fields[] = {TEXT(P, "kind", device_kind, REQUIRED, kin
     NUM(P, "host_link_GBps", host_link_GBps, REQUIRED_ON_GPU, SHOW_POSITIVE, 0, 1e-3, 1e6),
     NUM(P, "peak_memory_GBps", peak_memory_GBps, OPTIONAL, SHOW_POSITIVE, 0, 1e-3, 1e6),
     NUM(P, "nvlink_GBps", nvlink_GBps, OPTIONAL, SHOW_POSITIVE, 0, 1e-3, 1e6),
+    NUM(P, "memory_GB", memory_GB, OPTIONAL, SHOW_POSITIVE, 0, 0, 1e6),
     INT(P, "sms", sms, OPTIONAL, SHOW_POSITIVE, 0, 1, 65536),
     INT(P, "sweep_sms", sweep_sms, OPTIONAL, SHOW_POSITIVE, 0, 1, 65536), END};
 static const field host_fields[] = {NUM(P, "reduce_GBps", reduce_GBps, REQUIRED, SHOW_ALWAYS, 0, 1e-3, 1e6),

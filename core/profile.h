@@ -12,7 +12,8 @@
  *     meta = { host = "..."; date = "2026-12-02"; backend = "nccl"; versions = "...";
  *              nodes = 2; ranks_per_node = 8; link_gbps = 200.0; nics_per_node = 8; };
  *     device = { kind = "gpu"; name = "H100 SXM5"; memory_GBps = 3350.0; host_link_GBps = 50.0;
- *                peak_memory_GBps = 3350.0; nvlink_GBps = 450.0; sms = 132; };
+ *                peak_memory_GBps = 3350.0; nvlink_GBps = 450.0; sms = 132;
+ *                memory_GB = 80.0; };
  *     host = { reduce_GBps = 10.0; launch_us = 70.0; };
  *     compute = ( { precision = "bf16"; gemm_flops = [1e9, 1e12]; tflops = [400.0, 700.0];
  *                   peak_tflops = 989.4; } );
@@ -94,6 +95,8 @@ typedef struct core_profile {
   double memory_GBps;      /* device memory bandwidth (optimizer, copies) */
   double peak_memory_GBps; /* the datasheet's memory bandwidth; 0 = not given */
   double nvlink_GBps;      /* GPU-to-GPU link bandwidth per direction per GPU (NVLink); 0 = none or not given */
+  double memory_GB;        /* the device's memory capacity, 1e9 bytes (what the simulator checks a point against);
+                            * 0 = unknown, not checked */
   int sms;                 /* the GPU's streaming multiprocessors (its datasheet); 0 = not given */
   int sweep_sms;           /* those of the GPU whose cuBLAS sweep compute[] holds (a datasheet profile's
                             * borrowed shares); 0 = sms, this GPU's own */

@@ -159,6 +159,23 @@ static int none_meets(const sim_scenario *s, sim_advice *a, long *order) {
                                              : "the budget");
 }
 
+/* No point of the study can run: they time out, or do not fit in memory. */
+static int none_runs(const sim_scenario *s, const sim_advice *a) {
+  if (a->ooms == 0)
+    return core_err_set(CORE_EINVAL,
+        "%s: no point of the study can run: all %ld step configurations simulated time out (see `ddpsim simulate`'s "
+        "status column); use faster networks or raise ddp.timeout_s",
+        s->path, a->timeouts);
+  char more[64] = "";
+  if (a->timeouts)
+    snprintf(more, sizeof more, " and %ld time out", a->timeouts);
+  return core_err_set(CORE_EINVAL,
+      "%s: no point of the study can run: of the %ld step configurations simulated, %ld do not fit in the GPUs' "
+      "memory (%s, device.memory_GB = %.4g)%s (see `ddpsim simulate`'s mem_GB and status columns); use smaller "
+      "batches, autocast, or GPUs with more memory",
+      s->path, a->ooms + a->timeouts, a->ooms, s->profile->path, s->profile->memory_GB, more);
+}
+
 int sim_advice_rank(const sim_scenario *s, sim_advice *a) {
   const sim_objective *o = &s->objective;
   long *order = malloc(sizeof *order * (size_t)(a->n ? a->n : 1)), feasible = 0;
@@ -176,10 +193,7 @@ int sim_advice_rank(const sim_scenario *s, sim_advice *a) {
   mark_front(a, order);
   int rc = 0;
   if (a->n == 0)
-    rc = core_err_set(CORE_EINVAL,
-        "%s: no point of the study can run: all %ld step configurations simulated time out (see `ddpsim simulate`'s "
-        "status column); use faster networks or raise ddp.timeout_s",
-        s->path, a->timeouts);
+    rc = none_runs(s, a);
   else if (feasible == 0)
     rc = none_meets(s, a, order);
   if (rc == 0) {
@@ -190,7 +204,8 @@ int sim_advice_rank(const sim_scenario *s, sim_advice *a) {
       if (a->baseline >= 0)
         reason(s, &a->pts[a->baseline], &a->pts[i]);
       else
-        snprintf(a->pts[i].why, sizeof a->pts[i].why, "the scenario as given cannot run (it times out)");
+        snprintf(a->pts[i].why, sizeof a->pts[i].why, "the scenario as given cannot run (%s)",
+            strcmp(a->base_status, "oom") == 0 ? "it does not fit in the GPUs' memory" : "it times out");
   }
   free(order);
   return rc;
@@ -311,6 +326,8 @@ void sim_advice_print(const sim_scenario *s, const sim_advice *a, double wall_s,
         a->groups_pruned, a->groups, a->job_pruned);
   if (a->timeouts)
     fprintf(f, "; %ld step configurations time out", a->timeouts);
+  if (a->ooms)
+    fprintf(f, "; %ld step configurations do not fit in the GPUs' memory (not advised)", a->ooms);
   fprintf(f, "\n%5s ", "rank");
   for (int k = 0; k < N_KNOBS; k++)
     if (s->n[knob_dims[k]] > 1)

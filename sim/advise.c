@@ -52,7 +52,7 @@ typedef struct task {
   double t_lb, c_lb;
   int pruned;
   plist out;
-  long job_pruned, timeouts;
+  long job_pruned, timeouts, ooms;
   int rc;
   char err[1024];
 } task;
@@ -270,7 +270,7 @@ static int search_group(adv *a, task *t, sim_engine *e) {
       return rc;
     a->step_done[p.step_index] = 1;
     if (strcmp(r.status, "ok") != 0) {
-      t->timeouts++;
+      *(strcmp(r.status, "oom") == 0 ? &t->ooms : &t->timeouts) += 1;
     } else if (!a->pruning) {
       if ((rc = search_job(a, t, idx, &r, e)) != 0)
         return rc;
@@ -447,6 +447,7 @@ static void finish(adv *a, plist *all, sim_advice *out) {
   out->pts = all->p;
   out->n = n;
   out->baseline = n > 0 && all->p[0].r.pt.index == 0 ? 0 : -1;
+  snprintf(out->base_status, sizeof out->base_status, "%s", a->base.r.status);
   out->pruned_search = a->pruning;
   for (long i = 0; i < out->step_configs; i++)
     out->step_simulated += a->step_done[i];
@@ -466,6 +467,7 @@ static int collect(adv *a, long first, long n, plist *all, sim_advice *out) {
     }
     out->job_pruned += t->job_pruned;
     out->timeouts += t->timeouts;
+    out->ooms += t->ooms;
     free(t->out.p);
     t->out.p = NULL;
   }

@@ -77,6 +77,8 @@ typedef struct sim_advice {
   long groups, groups_pruned; /* hardware configurations, pruned before their step level */
   long job_pruned;            /* job settings pruned after their step level */
   long timeouts;              /* simulated step configurations that time out */
+  long ooms;                  /* and that do not fit in the GPUs' memory (sim/memfit.h); neither kind is advised */
+  char base_status[16];       /* the scenario as given: its step level's status ("ok", "timeout", "oom") */
   int pruned_search;          /* bounds were used (objective time or cost, not exhaustive) */
 } sim_advice;
 

@@ -2,6 +2,7 @@
 
 #include "sim/compute.h"
 #include "sim/layer_cache.h"
+#include "sim/memfit.h"
 #include "sim/replay.h"
 #include "sim/step.h"
 
@@ -624,6 +625,19 @@ static int simulate_step(const sim_scenario *s, const sim_point *p, sim_engine *
   return 0;
 }
 
+/* The point's memory per GPU; "oom" when the profile's capacity is short of
+ * it (over a timeout: the job would stop before its first step). The point
+ * is still simulated, as if it fit. */
+static void memory_fit(const sim_scenario *s, const sim_point *p, sim_point_result *r) {
+  sim_memfit f;
+  sim_memfit_point(s, p, &f);
+  r->mem_GB = f.total / 1e9;
+  if (!sim_memfit_over(&f, s->profile))
+    return;
+  snprintf(r->status, sizeof r->status, "oom");
+  sim_memfit_note(&f, s->profile, p, r->note, sizeof r->note);
+}
+
 int sim_predict_point(
     const sim_scenario *s, const sim_point *p, sim_engine *e, core_trace *trace, int trace_ranks, sim_point_result *r) {
   memset(r, 0, sizeof *r);
@@ -633,6 +647,7 @@ int sim_predict_point(
    * work: no buckets, no collectives of the network. */
   if (p->model->traced && !p->model->traced->ddp) {
     core_buckets none = {0};
+    memory_fit(s, p, r);
     return predict_traced(s, p, &none, NULL, NULL, trace, r);
   }
   sim_topo topo;
@@ -643,6 +658,7 @@ int sim_predict_point(
       (rc = assign_buckets(s, p, &w)) != 0)
     goto out_free;
   bucket_costs(s, p, &topo, &w, r);
+  memory_fit(s, p, r);
   if (p->model->traced)
     rc = predict_traced(s, p, &w.bk, w.comm, w.names, trace, r);
   else

@@ -24,7 +24,8 @@ typedef struct sim_point_result {
   double single_step_s; /* one device, no DDP */
   double wire_bytes;    /* bytes each rank's collectives reduce per step (after compression) */
   double gbps;          /* the network's line rate per NIC (measured links: the profile's), 0 if unknown */
-  char status[16];      /* "ok" or "timeout" */
+  double mem_GB;        /* the memory each GPU needs, 1e9 bytes (sim/memfit.h) */
+  char status[16];      /* "ok", "timeout", or "oom" when mem_GB exceeds the profile's device.memory_GB */
   char note[320];
   uint64_t events;
   int has_fabric; /* the point has a fabric: fab holds what it made of the collectives */

@@ -120,8 +120,18 @@ static void print_best(const sim_point_result *r, FILE *f) {
       r->ckpt_block_s, r->job.mtti_s / 3600.0);
 }
 
+/* Under a table whose points did not all run: how many of each, past the
+ * three notes printed. */
+static void print_overflow(int timeouts, int ooms, FILE *f) {
+  if (timeouts)
+    fprintf(f, "(%d points would time out; see the status column)\n", timeouts);
+  if (ooms)
+    fprintf(f, "(%d points would not fit in the GPUs' memory; see the mem_GB and status columns)\n", ooms);
+}
+
 static void print_job_summary(const sim_scenario *s, const sim_sweep *w, FILE *f) {
-  int width[SIM_N_DIMS], priced = s->prices.priced, unfinished = 0;
+  int width[SIM_N_DIMS], priced = s->prices.priced, unfinished = 0, ooms = 0, notes = 0;
+  long last_oom = -1;
   char why[512];
   dim_widths(s, w, width);
   print_dim_header(s, width, f);
@@ -143,13 +153,21 @@ static void print_job_summary(const sim_scenario *s, const sim_sweep *w, FILE *f
       sim_summary_unfinished(r, why, sizeof why);
       fprintf(f, "  -> %s\n", why);
     }
+    if (strcmp(r->status, "oom") == 0) {
+      if (r->pt.step_index != last_oom && notes++ < 3)
+        fprintf(f, "  -> %s\n", r->note); /* once per step-level configuration, whose note it is */
+      last_oom = r->pt.step_index;
+      ooms++;
+    }
     if (s->job.has_checkpoints && (i + 1 == w->n || w->res[i + 1].pt.group != r->pt.group))
       print_best(r, f);
   }
+  if (notes > 3)
+    print_overflow(0, ooms, f);
 }
 
 static void print_step_summary(const sim_scenario *s, const sim_sweep *w, FILE *f) {
-  int width[SIM_N_DIMS], priced = s->prices.priced, timeouts = 0;
+  int width[SIM_N_DIMS], priced = s->prices.priced, timeouts = 0, ooms = 0;
   dim_widths(s, w, width);
   print_dim_header(s, width, f);
   fprintf(f, "%6s %10s %10s %10s %12s %6s %s %s\n", "gpus", "step_ms", "compute_ms", "exposed_ms", "samples/s", "eff",
@@ -162,11 +180,13 @@ static void print_step_summary(const sim_scenario *s, const sim_sweep *w, FILE *
     if (priced)
       fprintf(f, "%14.4g ", r->usd_per_hour / (r->samples_per_s * 3600.0) * 1e6);
     fprintf(f, " %s\n", r->status);
-    if (strcmp(r->status, "ok") != 0 && timeouts++ < 3)
+    if (strcmp(r->status, "ok") != 0 && timeouts + ooms < 3)
       fprintf(f, "  -> %s\n", r->note);
+    timeouts += strcmp(r->status, "timeout") == 0;
+    ooms += strcmp(r->status, "oom") == 0;
   }
-  if (timeouts > 3)
-    fprintf(f, "(%d points would time out; see the status column)\n", timeouts);
+  if (timeouts + ooms > 3)
+    print_overflow(timeouts, ooms, f);
 }
 
 void sim_summary_print(const sim_scenario *s, const sim_sweep *w, FILE *f) {

@@ -21,7 +21,7 @@
 /* The step level's CSV columns (header order). */
 static const char *const step_columns[] = {"model", "nodes", "gpus_per_node", "gpus", "network", "gbps", "backend",
     "algorithm", "precision", "batch", "bucket_cap_mb", "overlap", "find_unused_parameters", "compression", "buckets",
-    "wire_mb", "step_s", "compute_s", "comm_s", "exposed_comm_s", "samples_per_s", "scaling_eff", "step_sd_s",
+    "wire_mb", "step_s", "compute_s", "comm_s", "exposed_comm_s", "samples_per_s", "scaling_eff", "step_sd_s", "mem_GB",
     "status"};
 enum { N_STEP_COLUMNS = (int)(sizeof step_columns / sizeof *step_columns) };
 
@@ -530,7 +530,7 @@ static void write_step_cells(core_csv *c, const sim_point_result *r) {
   core_csv_str(c, core_compression_name(&p->compression, cname, sizeof cname));
   core_csv_int(c, r->n_buckets);
   const double nums[] = {r->wire_bytes / 1e6, r->step_s, r->compute_s, r->comm_s, r->exposed_comm_s, r->samples_per_s,
-      r->scaling_eff, r->step_sd_s};
+      r->scaling_eff, r->step_sd_s, r->mem_GB};
   for (size_t k = 0; k < sizeof nums / sizeof *nums; k++)
     core_csv_num(c, nums[k]);
   core_csv_str(c, r->status);

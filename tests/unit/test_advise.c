@@ -5,6 +5,7 @@
  * studies it refuses, with file:line and what to do. */
 #include "sim/advice.h"
 #include "sim/advise.h"
+#include "sim/memfit.h"
 
 #include "core/err.h"
 
@@ -275,6 +276,70 @@ static void test_refused(void) {
   sim_scenario_free(s);
 }
 
+/* Two batches, the larger one past a capacity set between their estimates. */
+static const char *const two_batches =
+    "name = \"fit\";\n"
+    "profile = \"../../scenarios/profiles/dgx-h100.cfg\";\n"
+    "model = \"../../scenarios/models/mlp.cfg\";\n"
+    "training = { batch = [64, 4096]; precision = \"bf16\"; };\n"
+    "cluster = { nodes = [1, 2]; devices_per_node = 8; };\n"
+    "networks = ( { name = \"IB\"; gbps = 200.0; latency_us = 14.0; nics_per_node = 8; } );\n"
+    "job = { samples = 2e10; };\n"
+    "failures = { mtbf_h = 20.0; restart_s = 60.0; mttr_h = 2.0; };\n"
+    "checkpoint = { every_s = [300.0, 900.0]; };\n"
+    "simulation = { steps = 3; replications = 20; };\n"
+    "advise = { minimize = \"time_to_train_h\"; };\n";
+
+/* Advice from two_batches with device.memory_GB = gb (0: unchecked). */
+static int run_fit(double gb, int exhaustive, sim_scenario **s, sim_advice *a) {
+  if (!(*s = load(two_batches)))
+    return -1;
+  (*s)->profile->memory_GB = gb;
+  sim_advise_opts o = {.jobs = 2, .exhaustive = exhaustive};
+  int rc = sim_advise_run(*s, &o, a);
+  return rc ? rc : sim_advice_rank(*s, a);
+}
+
+/* A point that does not fit in the GPUs' memory is never advised, though
+ * it would be the fastest; with every point too large, advise says so. */
+static void test_no_fit_not_advised(void) {
+  sim_scenario *s = load(two_batches);
+  CU_ASSERT_FATAL(s != NULL);
+  sim_memfit small, large;
+  sim_memfit_estimate(s->models[0], SIM_PREC_BF16, 64, s->optimizer, 0, 1, &small);
+  sim_memfit_estimate(s->models[0], SIM_PREC_BF16, 4096, s->optimizer, 0, 1, &large);
+  CU_ASSERT_FATAL(large.total > small.total);
+  double between = (small.total + large.total) / 2 / 1e9;
+  sim_scenario_free(s);
+
+  sim_advice a;
+  CU_ASSERT_FATAL(run_fit(0, 0, &s, &a) == 0);
+  CU_ASSERT_FATAL(top(&a) != NULL);
+  CU_ASSERT_EQUAL(top(&a)->r.pt.batch, 4096); /* the fastest, where memory is not checked */
+  CU_ASSERT_EQUAL(a.ooms, 0);
+  sim_advice_free(&a);
+  sim_scenario_free(s);
+
+  for (int exhaustive = 0; exhaustive < 2; exhaustive++) {
+    CU_ASSERT_FATAL(run_fit(between, exhaustive, &s, &a) == 0);
+    CU_ASSERT(a.ooms > 0);
+    long large_batch = 0;
+    for (long i = 0; i < a.n; i++)
+      large_batch += a.pts[i].r.pt.batch == 4096 || strcmp(a.pts[i].r.status, "ok") != 0;
+    CU_ASSERT_EQUAL(large_batch, 0);
+    CU_ASSERT_FATAL(top(&a) != NULL);
+    CU_ASSERT_EQUAL(top(&a)->r.pt.batch, 64);
+    sim_advice_free(&a);
+    sim_scenario_free(s);
+  }
+
+  CU_ASSERT(run_fit(small.total / 2 / 1e9, 0, &s, &a) == CORE_EINVAL);
+  CU_ASSERT(strstr(core_err_msg(), "do not fit in the GPUs' memory") != NULL);
+  CU_ASSERT(strstr(core_err_msg(), "device.memory_GB") != NULL);
+  sim_advice_free(&a);
+  sim_scenario_free(s);
+}
+
 void test_register(void) {
   CU_pSuite s = CU_add_suite("advise", suite_init, suite_clean);
   CU_add_test(s, "the search finds the exhaustive run's front and best", test_same_as_exhaustive);
@@ -284,4 +349,5 @@ void test_register(void) {
   CU_add_test(s, "a deadline no point meets names the closest", test_deadline_unmet);
   CU_add_test(s, "studies advise cannot search are refused", test_refused);
   CU_add_test(s, "objective = \"time\" or \"cost\" is minimize of its column", test_objective_words);
+  CU_add_test(s, "points that do not fit in memory are not advised", test_no_fit_not_advised);
 }

@@ -79,8 +79,8 @@ static void test_layers_and_tensors(void) {
 }
 
 /* The importer's datasheet figures are those of the shipped profile each
- * entry names (peaks per precision, memory, host link, NVLink), and CUDA's
- * device names find their entry. */
+ * entry names (peaks per precision, memory bandwidth and capacity, host link,
+ * NVLink), and CUDA's device names find their entry. */
 static void test_datasheets(void) {
   int n;
   const cal_gpu_sheet *t = cal_gpu_sheets(&n);
@@ -93,7 +93,7 @@ static void test_datasheets(void) {
     for (int k = 0; k < CORE_N_PREC; k++)
       CU_ASSERT(NEAR(core_profile_peak_flops(p, (enum core_prec)k), t[i].peak_tflops[k] * 1e12));
     CU_ASSERT(NEAR(p->peak_memory_GBps, t[i].memory_GBps) && NEAR(p->host_link_GBps, t[i].host_link_GBps) &&
-              NEAR(p->nvlink_GBps, t[i].nvlink_GBps));
+              NEAR(p->nvlink_GBps, t[i].nvlink_GBps) && NEAR(p->memory_GB, t[i].memory_GB));
     core_profile_free(p);
   }
   static const struct {

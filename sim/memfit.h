@@ -1,0 +1,58 @@
+/*
+ * memfit — whether a scenario point fits in its GPU's memory: an estimate
+ * of the bytes each GPU holds at the peak of a DDP training step, against
+ * the profile's device.memory_GB.
+ *
+ * Model state, per parameter: the weights, their gradients and the
+ * optimizer's state (torch.optim: SGD none, momentum one buffer, Adam
+ * exp_avg and exp_avg_sq, each in the weights' type), DDP's flat gradient
+ * buckets (PyTorch's Reducer copies each gradient into them unless
+ * gradient_as_bucket_view), and under autocast the half-width copies of the
+ * weights its cast cache keeps through forward. Mixed-precision Adam so
+ * holds 4 + 4 + 8 = 16 bytes a parameter before DDP's and autocast's
+ * copies, the count of Rajbhandari et al., "ZeRO: Memory Optimizations
+ * Toward Training Trillion Parameter Models", SC 2020 (arXiv:1910.02054),
+ * section 3.1. Activations: each layer's output (the model's act_bytes per
+ * sample, counted at fp32) times the per-GPU batch, at half width under
+ * fp16, bf16 and autocast.
+ *
+ * What it leaves out (so it is nearer a lower bound than a prediction):
+ * the CUDA context and the libraries' workspaces (cuBLAS, cuDNN, NCCL's
+ * buffers), the caching allocator's fragmentation, temporaries a layer
+ * saves besides its output (attention's score matrices, dropout masks,
+ * normalization statistics), and the batch's input data.
+ */
+#ifndef SIM_MEMFIT_H
+#define SIM_MEMFIT_H
+
+#include "sim/scenario.h"
+
+#include <stddef.h>
+
+typedef struct sim_memfit {
+  /* Bytes per GPU. */
+  double weights, grads, optimizer, buckets, casts; /* model state */
+  double act_per_sample;                            /* activations of one sample at the point's width */
+  double activations;                               /* of the per-GPU batch */
+  double state, total;                              /* the model state, and everything */
+} sim_memfit;
+
+/* The estimate for model m trained at precision prec, batch samples per
+ * GPU, with optimizer opt; bucket_view: gradient_as_bucket_view (no bucket
+ * copy); ddp: the job runs DDP (its buckets exist). */
+void sim_memfit_estimate(const core_model *m, enum sim_precision prec, int batch, enum sim_optimizer opt,
+    int bucket_view, int ddp, sim_memfit *out);
+
+/* The estimate for point p of scenario s. */
+void sim_memfit_point(const sim_scenario *s, const sim_point *p, sim_memfit *out);
+
+/* Whether the estimate exceeds the profile's memory capacity (never when
+ * the profile does not give it). */
+int sim_memfit_over(const sim_memfit *f, const core_profile *pr);
+
+/* The note for a point that does not fit: the point, its estimate and the
+ * capacity, and what to change (the largest batch that fits, autocast,
+ * GPUs with more memory). */
+void sim_memfit_note(const sim_memfit *f, const core_profile *pr, const sim_point *p, char *buf, size_t n);
+
+#endif
