@@ -458,9 +458,10 @@ static int row_curve(const core_csv_table *t, long i, const int cols[], plot_job
   return curve;
 }
 
-/* The points of the baseline compression that did not time out, each with
- * its curve, sorted so that each curve's rows are consecutive and in order
- * of GPUs (gnuplot joins consecutive rows); j->a gets the curves. */
+/* The points of the baseline compression that ran (status ok: neither timed
+ * out nor over the GPU's memory), each with its curve, sorted so that each
+ * curve's rows are consecutive and in order of GPUs (gnuplot joins
+ * consecutive rows); j->a gets the curves. */
 static long scaling_points(const core_csv_table *t, plot_job *j, scaling_pt *pt) {
   int cols[16], cm = core_csv_col(t, "model"), cg = core_csv_col(t, "gpus"), cs = core_csv_col(t, "status"),
                 cc = core_csv_col(t, "compression"), ct = core_csv_col(t, "samples_per_s"),

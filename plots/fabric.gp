@@ -60,7 +60,7 @@ do for [fmt in "png svg"] {
     set terminal svg size 1500,1040 dynamic font ",10"
   }
   set output (fmt eq "png" ? png : svg)
-  set multiplot layout 2,2 title sprintf("%s: data-parallel scaling by fabric (points that time out are left out)", model)
+  set multiplot layout 2,2 title sprintf("%s: data-parallel scaling by fabric (points that time out or do not fit in GPU memory are left out)", model)
 
   unset key
   set title "scaling efficiency (curves that coincide are equal: see below)"

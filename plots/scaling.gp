@@ -5,7 +5,7 @@
 #
 # Run by `ddpsim plot scaling CSV`, which sets:
 #   data      the derived table: model, curve, gpus, samples_per_s, scaling_eff
-#             (points that timed out left out; each curve's rows consecutive,
+#             (points that timed out or did not fit in memory left out; each curve's rows consecutive,
 #             in order of GPUs)
 #   model     the model to draw (one file per model)
 #   curves    space-separated curve names, e.g. IB/nccl/amp_bf16/batch=16
@@ -39,7 +39,7 @@ do for [fmt in "png svg"] {
     set terminal svg size 1500,620 dynamic font ",10"
   }
   set output (fmt eq "png" ? png : svg)
-  set multiplot layout 1,2 title sprintf("%s: data-parallel scaling%s (points that time out are left out)", model, \
+  set multiplot layout 1,2 title sprintf("%s: data-parallel scaling%s (points that time out or do not fit in GPU memory are left out)", model, \
       comp eq "" ? "" : sprintf(", compression %s", comp)) noenhanced
 
   set ylabel "throughput (samples/s)"
