@@ -113,8 +113,9 @@ int cal_kfile_parse(cal_kfile *f, yajl_handle h, const int *cancel_rc) {
 /* Open path for gzread: gzip or plain, told by the magic bytes. */
 static int open_trace(const char *path, gzFile *g, int64_t *bytes) {
   int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return core_err_errno(errno, "cannot open trace '%s'", path);
+  if (fd < 0) /* a path that leads nowhere is bad input; only real I/O trouble is not */
+    return core_err_set(errno == EIO || errno == ENOMEM || errno == EMFILE || errno == ENFILE ? CORE_EIO : CORE_EINVAL,
+        "cannot open trace '%s': %s (check the path)", path, strerror(errno));
   struct stat sb = {0};
   unsigned char magic[2] = {0, 0};
   if (fstat(fd, &sb) == 0 && S_ISDIR(sb.st_mode)) {

@@ -523,6 +523,11 @@ run gpu_scenario_cpu import torch-trace -o "$work/gpu/cpu.cfg" --scenario "$work
   "$src/tests/data/torch-trace/mlp-small-b32.json"
 expect_status gpu_scenario_cpu 2
 expect_in gpu_scenario_cpu err "holds no GPU work"
+run gpu_missing import torch-trace -o "$work/gpu/x.cfg" "$work/gpu/no-such-trace.json.gz"
+expect_status gpu_missing 3   # a path that leads nowhere is bad input
+expect_in gpu_missing err "no-such-trace.json.gz"
+run gpu_validate_missing validate "$work/gpu/fx-job.cfg" --measured "$work/gpu/no-such-trace.json.gz"
+expect_status gpu_validate_missing 3
 run gpu_base_alone import torch-trace -o "$work/gpu/x.cfg" --profile-base "$src/scenarios/profiles/dgx-a100.cfg" "$gpu_trace"
 expect_status gpu_base_alone 2
 

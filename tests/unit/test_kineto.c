@@ -376,8 +376,9 @@ static void test_errors_event(void) {
   CU_ASSERT(read_ok(p, &t) == 0 && t.n == 1);
   cal_ktrace_free(&t);
   /* A missing file. */
-  CU_ASSERT(cal_ktrace_read(in_scratch("missing.json"), &t) != 0 && t.ev == NULL);
-  CU_ASSERT(strstr(core_err_msg(), "missing.json") != NULL);
+  /* A missing file is bad input (exit 3), not an I/O failure. */
+  CU_ASSERT(cal_ktrace_read(in_scratch("missing.json"), &t) == CORE_EINVAL && t.ev == NULL);
+  CU_ASSERT(strstr(core_err_msg(), "missing.json") != NULL && strstr(core_err_msg(), "check the path") != NULL);
 }
 
 /* The read of path with stderr into a file of the scratch directory: what
