@@ -360,6 +360,17 @@ static int dims_value(kparse *P, enum frame f, enum vtype v, const char *s, size
   return 1;
 }
 
+/* distributedInfo's rank or world size, unusable: refused, not taken as absent
+ * (a world of one would be simulated without its allreduces). */
+static int bad_dist(kparse *P, enum key k, enum vtype v, const char *s, size_t len) {
+  int world = k == K_WORLD;
+  return fail(P, core_err_set(CORE_EINVAL,
+                     "%s: distributedInfo.%s is %.*s, not a whole number from %d to %d; the trace is damaged, export "
+                     "it again",
+                     P->t->path, world ? "world_size" : "rank", v == V_OTHER ? 12 : (int)(len > 40 ? 40 : len),
+                     v == V_OTHER ? "not a number" : s, world ? 1 : 0, INT32_MAX));
+}
+
 static int meta_value(kparse *P, enum frame f, enum key k, enum vtype v, const char *s, size_t len) {
   cal_ktrace *t = P->t;
   int64_t x = -1;
@@ -372,7 +383,9 @@ static int meta_value(kparse *P, enum frame f, enum key k, enum vtype v, const c
     snprintf(t->backend, sizeof t->backend, "%.*s", (int)len, s);
   else if (k == K_NCCL && v == V_STR)
     snprintf(t->nccl_version, sizeof t->nccl_version, "%.*s", (int)len, s);
-  else if ((k == K_RANK || k == K_WORLD) && in_int)
+  else if ((k == K_RANK || k == K_WORLD) && (!in_int || x < (k == K_WORLD)))
+    return bad_dist(P, k, v, s, len);
+  else if (k == K_RANK || k == K_WORLD)
     *(k == K_RANK ? &t->rank : &t->world_size) = (int)x;
   else if (d && k == K_DEVNAME && v == V_STR)
     snprintf(d->name, sizeof d->name, "%.*s", (int)len, s);

@@ -376,6 +376,14 @@ static void test_errors_event(void) {
   CU_ASSERT(read_ok(p, &t) == 0 && t.n == 1);
   cal_ktrace_free(&t);
   /* A missing file. */
+  /* distributedInfo's world size or rank out of range is refused, not taken
+   * as absent (the job would be replayed as a world of one). */
+  p = file_with("world-huge.json", "{\"distributedInfo\": {\"rank\": 0, \"world_size\": 1e30}, \"traceEvents\": []}");
+  CU_ASSERT(refused(p, "distributedInfo.world_size is 1e30", where(p, ": ")));
+  p = file_with("world-zero.json", "{\"distributedInfo\": {\"rank\": 0, \"world_size\": 0}, \"traceEvents\": []}");
+  CU_ASSERT(refused(p, "distributedInfo.world_size is 0", where(p, ": ")));
+  p = file_with("rank-str.json", "{\"distributedInfo\": {\"rank\": \"x\", \"world_size\": 2}, \"traceEvents\": []}");
+  CU_ASSERT(refused(p, "distributedInfo.rank is x, not a whole number", where(p, ": ")));
   /* A missing file is bad input (exit 3), not an I/O failure. */
   CU_ASSERT(cal_ktrace_read(in_scratch("missing.json"), &t) == CORE_EINVAL && t.ev == NULL);
   CU_ASSERT(strstr(core_err_msg(), "missing.json") != NULL && strstr(core_err_msg(), "check the path") != NULL);
@@ -432,5 +440,5 @@ void test_register(void) {
   CU_add_test(s, "gzip, told by its magic bytes, reads the same", test_gzip);
   CU_add_test(s, "bad or cut JSON, cut gzip, .gz not gzip, empty file: line:column", test_errors_json);
   CU_add_test(s, "no traceEvents, not an array, not objects, nothing kept", test_errors_shape);
-  CU_add_test(s, "events without ts, dur or name: traceEvents[i]", test_errors_event);
+  CU_add_test(s, "events without ts, dur or name: traceEvents[i]; distributedInfo out of range", test_errors_event);
 }
