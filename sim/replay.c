@@ -288,6 +288,12 @@ int sim_replay_retarget(const core_traced *t, const char *model, const core_prof
         "GPU with compute[].peak_tflops and device.peak_memory_GBps",
         model, t->line, t->device, want);
   double tf = core_profile_peak_flops(pr, p), mem = pr->peak_memory_GBps * 1e9;
+  enum core_prec alt = p == CORE_PREC_TF32 ? CORE_PREC_FP32 : p == CORE_PREC_FP32 ? CORE_PREC_TF32 : p;
+  if (!(tf > 0) && !pr->rate[p].present && alt != p && core_profile_peak_flops(pr, alt) > 0)
+    return core_err_set(CORE_EINVAL, /* a GPU without TF32 (a V100): its fp32 stands for the traced tf32 */
+        "%s: this GPU has no %s rates (no %s entry in compute): simulate the traced step of %s on it at "
+        "training.precision = \"%s\", which moves the same bytes",
+        profile, core_prec_name(p), core_prec_name(p), model, core_prec_name(alt));
   if (!(tf > 0))
     return core_err_set(CORE_EINVAL,
         "%s: retargeting the traced step of %s onto this GPU needs its %s peak: add peak_tflops (the datasheet's dense "
