@@ -109,10 +109,16 @@ static int load(gimport *m, const char *const *paths, int n) {
     if ((rc = cal_gindex_build(&g->t, &g->g)) != 0)
       return rc;
     g->indexed = 1;
-    if (g->g.n_unlaunched)
+    if (g->g.n_unlaunched > g->g.n_unlaunched_late)
       cal_gimport_note(m,
           "%s: %d GPU activities without a launching call (begun before profiling started) were left out\n", paths[k],
-          g->g.n_unlaunched);
+          g->g.n_unlaunched - g->g.n_unlaunched_late);
+    if (g->g.n_unlaunched_late)
+      cal_gimport_note(m,
+          "%s: %d GPU activities after launched work on their stream have a correlation id no CUDA runtime call has "
+          "(the trace lost or changed those calls: edited, merged, or events dropped by the profiler); left out, and "
+          "steps holding them may be cut otherwise than the rest\n",
+          paths[k], g->g.n_unlaunched_late);
     int first = m->n_steps;
     if ((rc = cut_steps(m, k)) != 0 || (k > 0 && (rc = cal_gimport_same_job(m, k, first)) != 0))
       return rc;

@@ -551,6 +551,24 @@ static void test_no_distributed_info(void) {
   unlink(out);
 }
 
+/* A kernel whose launching call the trace lacks, behind launched work on its
+ * stream, was not queued before profiling began: the notes say the calls
+ * are missing, not that it began before profiling. */
+static void test_unlaunched_mid_trace(void) {
+  char p[4200], out[4200], notes[8192] = "";
+  variant("orphan.json", "\"stream\":7,\"correlation\":106}", "\"stream\":7,\"correlation\":999106}", p, sizeof p);
+  snprintf(out, sizeof out, "%s/orphan.cfg", dir);
+  const char *traces[] = {p};
+  cal_gpu_opts o = {0};
+  CU_ASSERT_EQUAL_FATAL(cal_import_gpu(traces, 1, &o, out, notes, sizeof notes), 0);
+  if (!strstr(notes, "1 GPU activities after launched work on their stream have a correlation id no CUDA runtime") ||
+      strstr(notes, "before profiling started")) {
+    fprintf(stderr, "\n%s\n", notes);
+    CU_FAIL("a kernel without its call mid-trace not said as it is");
+  }
+  unlink(out);
+}
+
 /* DDP on one rank allreduces nothing: the notes say the trace has no
  * bucket allreduces and why, not "0 bucket allreduces ... 1.00x slower". */
 static void test_one_rank_ddp(void) {
@@ -611,6 +629,7 @@ void test_register(void) {
   CU_add_test(s, "names from -o and --scenario paths of any characters", test_names_from_paths);
   CU_add_test(s, "a DDP trace without distributedInfo: the world taken as 1 said", test_no_distributed_info);
   CU_add_test(s, "DDP on one rank: no bucket allreduces, said so", test_one_rank_ddp);
+  CU_add_test(s, "a kernel without its call mid-trace: the calls missing, said so", test_unlaunched_mid_trace);
   CU_add_test(
       s, "--profile-base: a profile of the traced GPU, not a CPU or another GPU", test_profile_base_of_traced_gpu);
 }
