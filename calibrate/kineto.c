@@ -557,9 +557,9 @@ static int check_event(kparse *P, int *keep) {
   if (p->name != T_OK)
     return event_error(P, "a complete event (\"ph\": \"X\") without a \"name\" string");
   if (p->ts != T_OK)
-    return event_error(P, "\"ts\" is missing or not a number of microseconds");
+    return event_error(P, "\"ts\" is missing or not a number of microseconds (of magnitude below 9.2e15)");
   if (p->dur != T_OK)
-    return event_error(P, "\"dur\" is missing or not a number of microseconds >= 0");
+    return event_error(P, "\"dur\" is missing or not a number of microseconds >= 0 (and below 9.2e15)");
   *keep = 1;
   return 1;
 }

@@ -368,7 +368,11 @@ static void test_errors_event(void) {
   p = file_with("ph-number.json", "[{\"ph\": 88, \"name\": \"a\"}]");
   CU_ASSERT(refused(p, "\"ph\" is not a string", where(p, ": traceEvents[0]")));
   p = file_with("huge-ts.json", "[{\"ph\": \"X\", \"name\": \"a\", \"ts\": 1e300, \"dur\": 1}]");
-  CU_ASSERT(refused(p, "\"ts\" is missing or not a number", where(p, ": traceEvents[0]")));
+  CU_ASSERT(refused(p, "\"ts\" is missing or not a number of microseconds (of magnitude below 9.2e15)",
+      where(p, ": traceEvents[0]")));
+  p = file_with("huge-dur.json", "[{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"ts\": 1, \"dur\": 1e300}]");
+  CU_ASSERT(refused(
+      p, "\"dur\" is missing or not a number of microseconds >= 0 (and below 9.2e15)", where(p, ": traceEvents[0]")));
   /* A complete event of a category not kept needs no ts or dur. */
   p = file_with("other-cat.json", "[{\"ph\": \"X\", \"cat\": \"Trace\", \"name\": \"t\"},"
                                   " {\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"a\", \"ts\": 1, \"dur\": 1}]");
