@@ -697,6 +697,11 @@ static int find_batch(gimport *m) {
     m->batch = m->o->batch;
     return 0;
   }
+  if (shaped && (double)dims[0] > CORE_MODEL_BATCH_MAX)
+    return core_err_set(CORE_EINVAL,
+        "%s: traceEvents[%lld]: the first layer's input has %lld rows, more than a model's batch can be (%.0e): the "
+        "recorded shapes are damaged; export the trace again",
+        t->path, (long long)first->index, (long long)dims[0], CORE_MODEL_BATCH_MAX);
   if (shaped) {
     m->batch = (double)dims[0];
     cal_gimport_note(m, "batch %.0f per GPU, from the first layer's input shape\n", m->batch);
@@ -793,7 +798,7 @@ int cal_import_gpu(
     cal_model_name_from(out, NULL, name, sizeof name);
   config_init(&cfg);
   if ((rc = build_model(&m, &cfg, name, traces)) == 0 &&
-      (!o->scenario || (rc = cal_trace_scenario_check(&m.agg, o->profile != NULL)) == 0))
+      (!o->scenario || (rc = cal_trace_scenario_check(&m.agg, m.batch, o->profile != NULL)) == 0))
     rc = cal_write_model(
         &cfg, out, "# Imported by `ddpsim import torch-trace` from a GPU profiler trace (see source below).\n");
   config_destroy(&cfg);

@@ -356,7 +356,7 @@ static int parse_training(sim_scenario *s, const config_setting_t *root) {
   void *vals;
   int rc, n;
   if ((rc = core_cfg_group(root, "training", 1, &g)) != 0 || (rc = core_cfg_check_keys(g, keys, "training")) != 0 ||
-      (rc = core_cfg_int_list(g, "batch", 1, 0, 1, 1 << 24, &s->batch, &s->n[SIM_DIM_BATCH])) != 0 ||
+      (rc = core_cfg_int_list(g, "batch", 1, 0, 1, CORE_BATCH_MAX, &s->batch, &s->n[SIM_DIM_BATCH])) != 0 ||
       (rc = text_sweep(g, "precision", "fp32", prec_choices, sizeof *s->precisions, &strs, &vals, &n)) != 0)
     return rc;
   s->precisions = vals;

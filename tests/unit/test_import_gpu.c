@@ -380,6 +380,21 @@ static void test_batch_against_shapes(void) {
   CU_ASSERT_FATAL(core_model_load(out, &m) == 0);
   CU_ASSERT(NEAR(m->measured_batch, 16));
   core_model_free(m);
+  unlink(out);
+  /* A batch a scenario cannot take is refused with --scenario, before the
+   * model is written; shapes beyond any batch are damaged, refused. */
+  o = (cal_gpu_opts){.batch = 100000000, .scenario = 1};
+  CU_ASSERT_EQUAL(cal_import_gpu(traces, 1, &o, out, NULL, 0), CORE_EINVAL);
+  CU_ASSERT(strstr(core_err_msg(), "a batch of 100000000 per GPU is more than a scenario takes") != NULL);
+  CU_ASSERT(access(out, F_OK) != 0);
+  variant("hugeshape.json", "[[32,8,16,16]", "[[4000000000000000000,8,16,16]", p, sizeof p);
+  o = (cal_gpu_opts){0};
+  CU_ASSERT_EQUAL(cal_import_gpu(traces, 1, &o, out, NULL, 0), CORE_EINVAL);
+  if (!strstr(core_err_msg(), "the first layer's input has 4000000000000000000 rows, more than a model's batch")) {
+    fprintf(stderr, "\n%s\n", core_err_msg());
+    CU_FAIL("damaged shapes not refused");
+  }
+  CU_ASSERT(access(out, F_OK) != 0);
 }
 
 static void test_bad_traces(void) {
