@@ -49,6 +49,17 @@ int cal_ktrace_dims(const cal_ktrace *t, const cal_kevent *e, int input, int64_t
   return cal_kdims_rank(d, len, input, sizes, max);
 }
 
+int64_t cal_ktrace_numel(const cal_ktrace *t, const cal_kevent *e, int input) {
+  int64_t d[8], n = 1;
+  int rank = cal_ktrace_dims(t, e, input, d, 8);
+  if (rank <= 0 || rank > 8)
+    return -1;
+  for (int k = 0; k < rank; k++)
+    if (d[k] < 0 || __builtin_mul_overflow(n, d[k], &n))
+      return -1;
+  return n;
+}
+
 const char *cal_kcat_name(int cat) {
   /* libkineto/src/ActivityType.cpp names the categories. */
   static const char *const names[CAL_K_N] = {"cpu_op", "user_annotation", "gpu_user_annotation", "cuda_runtime",

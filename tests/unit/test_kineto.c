@@ -180,6 +180,8 @@ static void test_dims(void) {
   CU_ASSERT(s[0] == 1024 && s[1] == 512);
   CU_ASSERT_EQUAL(cal_ktrace_dims(&t, lin, 2, s, 4), 1);
   CU_ASSERT(s[0] == 1024);
+  CU_ASSERT_EQUAL(cal_ktrace_numel(&t, lin, 0), 32 * 512);
+  CU_ASSERT_EQUAL(cal_ktrace_numel(&t, lin, 2), 1024);
   CU_ASSERT_EQUAL(cal_ktrace_dims(&t, lin, 3, s, 4), -1);
   CU_ASSERT_EQUAL(cal_ktrace_dims(&t, lin, -1, s, 4), -1);
   /* Fewer sizes asked for than the rank: the rank, and only max written. */
@@ -200,6 +202,21 @@ static void test_dims(void) {
   CU_ASSERT_FATAL(lin2 != NULL);
   CU_ASSERT(lin2->dims >= 0 && lin2->dims == lin->dims);
   CU_ASSERT_NOT_EQUAL(lin->dims, cat->dims);
+  cal_ktrace_free(&t);
+}
+
+/* A shape whose elements overflow 64 bits, or with a negative size, has no
+ * element count (-1), not a wrapped one. */
+static void test_numel_overflow(void) {
+  const char *p = in_scratch("numel.json");
+  CU_ASSERT_FATAL(
+      tu_write_file(p, "[{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"a\", \"ts\": 1, \"dur\": 1, "
+                       "\"args\": {\"Input Dims\": [[4000000000, 4000000000, 4], [3, -2], [3, 4]]}}]") == 0);
+  cal_ktrace t;
+  CU_ASSERT_FATAL(read_ok(p, &t) == 0 && t.n == 1);
+  CU_ASSERT_EQUAL(cal_ktrace_numel(&t, &t.ev[0], 0), -1);
+  CU_ASSERT_EQUAL(cal_ktrace_numel(&t, &t.ev[0], 1), -1);
+  CU_ASSERT_EQUAL(cal_ktrace_numel(&t, &t.ev[0], 2), 12);
   cal_ktrace_free(&t);
 }
 
@@ -439,6 +456,7 @@ void test_register(void) {
   CU_add_test(s, "the args the importers use; -1 when absent; strings interned", test_args);
   CU_add_test(s, "threads as pid/tid, string and negative ids, interned", test_threads);
   CU_add_test(s, "Input Dims: ranks and sizes, lists and scalars, shared shapes", test_dims);
+  CU_add_test(s, "element counts: -1 on overflow or a negative size", test_numel_overflow);
   CU_add_test(s, "metadata before and after traceEvents; the kernels' device", test_metadata);
   CU_add_test(s, "the bare array form", test_array_form);
   CU_add_test(s, "gzip, told by its magic bytes, reads the same", test_gzip);
