@@ -62,7 +62,8 @@ static void progress(cal_kfile *f) {
   double now = core_now();
   if (!core_progress_due(&f->pr, now))
     return;
-  double at = (double)gzoffset(f->g), of = (double)f->bytes;
+  z_off_t off = gzoffset(f->g); /* -1 through a pipe, which has no offset: the text read so far */
+  double at = (double)(off >= 0 ? off : gztell(f->g)), of = (double)f->bytes;
   char size[64] = "";
   if (of > 0) /* not a pipe */
     snprintf(size, sizeof size, " of %.0f MB (%.0f%%)", of / 1e6, 100.0 * fmin(at / of, 1.0));
