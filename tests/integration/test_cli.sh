@@ -468,6 +468,22 @@ run model_bad_cap model "$mlp" --bucket-cap-mb 0
 expect_status model_bad_cap 2
 run model_two model "$mlp" "$mlp"
 expect_status model_two 2
+# A traced step whose trace did not say its parameters' sizes has no tensors:
+# no buckets, said naming the file.
+cat >"$work/notensors.cfg" <<'EOF'
+model = {
+  name = "notensors";
+  layers = ( { name = "unattributed"; kind = "other"; params = [ ]; fwd_flops = 0.0; fwd_ms = 0.0; bwd_ms = 0.0; } );
+  measured_batch = 32.0;
+  traced = {
+    device = "NVIDIA A100-SXM4-80GB"; world_size = 2; ddp = false; precision = "fp32";
+    pieces = ( { kind = "other"; host_us = 10.0; dev_us = 20.0; } );
+  };
+};
+EOF
+run model_notensors model "$work/notensors.cfg"
+expect_status model_notensors 3
+expect_in model_notensors err "notensors.cfg has no parameter tensors"
 run model_missing model "$work/no-such-model.cfg"
 expect_status model_missing 3
 expect_in model_missing err "no-such-model.cfg"
