@@ -3,7 +3,8 @@
  * (the host runs ahead); a bucket is launched when its last gradient
  * arrives, starts after the compute stream's work dispatched before it, and
  * compute beside it runs overlap_slowdown times slower; finalize waits for
- * the last allreduce; with overlap off every bucket goes at finalize; a
+ * the last allreduce; with overlap off every bucket goes at finalize (refused
+ * in a step without one); a
  * sync makes the host wait for the streams it names; side work waits for the
  * stream it depends on, or, held back by the compute stream's kernels, for
  * the compute-stream piece running when it could start. Retargeted,
@@ -148,6 +149,12 @@ static void test_overlap_off(void) {
    * 1,000 + 400 + 50 + 20. */
   sim_replay_result r = run(&f, 0);
   CU_ASSERT(NEAR(r.step_s, 1870 * US));
+  /* A step without finalize (no copies back) does not show where DDP waits
+   * for its allreduces: overlap off is refused saying so. */
+  f.t.n_pieces--;
+  sim_replay_cfg c = {.t = &f.t, .bk = &f.bk, .bucket_comm_s = f.comm, .dev_scale = 1.0, .overlap = 0};
+  CU_ASSERT_EQUAL(sim_replay_run(&c, &r, NULL), CORE_EINVAL);
+  CU_ASSERT(strstr(core_err_msg(), "ddp.overlap = false: the traced step has no DDP finalize") != NULL);
 }
 
 static void test_sync_and_side(void) {
