@@ -542,6 +542,13 @@ expect_in gpu_scenario_cpu err "holds no GPU work"
 run gpu_missing import torch-trace -o "$work/gpu/x.cfg" "$work/gpu/no-such-trace.json.gz"
 expect_status gpu_missing 3   # a path that leads nowhere is bad input
 expect_in gpu_missing err "no-such-trace.json.gz"
+# A step span of no time has no step time to compare: refused naming it, not
+# an error of nan% (and, with --tolerance, exit 0 under "EXCEEDS").
+sed 's/"name":"ProfilerStep#1","pid":1,"tid":1000,"ts":1700000002530.0,"dur":1265.0/"name":"ProfilerStep#1","pid":1,"tid":1000,"ts":1700000002530.0,"dur":0/' \
+  "$gpu_trace" >"$work/gpu/step0.json"
+run gpu_validate_step0 validate "$work/gpu/fx-job.cfg" --measured "$work/gpu/step0.json" --tolerance 0.05
+expect_status gpu_validate_step0 3
+expect_in gpu_validate_step0 err "(ProfilerStep#1) lasts 0 us"
 run gpu_validate_missing validate "$work/gpu/fx-job.cfg" --measured "$work/gpu/no-such-trace.json.gz"
 expect_status gpu_validate_missing 3
 run gpu_base_alone import torch-trace -o "$work/gpu/x.cfg" --profile-base "$src/scenarios/profiles/dgx-a100.cfg" "$gpu_trace"
