@@ -473,6 +473,8 @@ static void test_traces_of_one_job(void) {
       {"other-gpu.json", "NVIDIA A100-SXM4-80GB", "Tesla V100-SXM2-32GB",
           "the GPU ('NVIDIA A100-SXM4-80GB', 'Tesla V100-SXM2-32GB') differs"},
       {"other-world.json", "\"world_size\":2", "\"world_size\":4", "the world size (2, 4) differs"},
+      {"no-world.json", "\"rank\":0,\"world_size\":2,", "\"rank\":0,",
+          "the world size (2, unknown (no distributedInfo)) differs"},
       {"other-model.json", "aten::batch_norm", "aten::layer_norm",
           "the model (layer 2 is aten::batch_norm in one, aten::layer_norm in the other) differs"},
   };
