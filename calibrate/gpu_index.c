@@ -205,6 +205,21 @@ static int build_acts(cal_gindex *g) {
   return rc;
 }
 
+/* Unlaunched activities behind a launched one on their stream: a stream runs
+ * in order, so these were not queued before profiling began; their runtime
+ * calls are missing from the trace. */
+static int count_late(cal_gindex *g) {
+  char *seen = calloc((size_t)(g->n_streams ? g->n_streams : 1), 1);
+  if (!seen)
+    return core_err_set(CORE_ENOMEM, "out of memory indexing %s", g->t->path);
+  for (int64_t i = 0; i < g->n_acts; i++) {
+    g->n_unlaunched_late += g->acts[i].rt < 0 && seen[g->acts[i].stream];
+    seen[g->acts[i].stream] |= g->acts[i].rt >= 0;
+  }
+  free(seen);
+  return 0;
+}
+
 static void pick_compute(cal_gindex *g) {
   double *busy = calloc((size_t)(g->n_streams ? g->n_streams : 1), sizeof *busy);
   g->compute = 0;
@@ -480,7 +495,7 @@ int cal_gindex_build(const cal_ktrace *t, cal_gindex *g) {
   g->t = t;
   int rc;
   if ((rc = find_steps(g)) != 0 || (rc = build_threads(g)) != 0 || (rc = build_acts(g)) != 0 ||
-      (rc = rt_medians(g)) != 0)
+      (rc = count_late(g)) != 0 || (rc = rt_medians(g)) != 0)
     goto fail;
   if (g->n_acts == 0) {
     rc = core_err_set(CORE_EINVAL, "%s: no GPU kernels, copies or memsets: not a trace of GPU work", t->path);

@@ -61,10 +61,11 @@ typedef struct cal_gindex {
   int n_rt_names;
   int32_t main_thread; /* the thread of the ProfilerStep spans */
   int n_steps;
-  int64_t *steps;   /* ProfilerStep#N events by ts */
-  int n_unlaunched; /* GPU activities whose correlation id matches no runtime call */
-  int64_t *ends;    /* [n_acts] activity end times, ascending ... */
-  int *end_stream;  /* ... with their streams */
+  int64_t *steps;        /* ProfilerStep#N events by ts */
+  int n_unlaunched;      /* GPU activities whose correlation id matches no runtime call */
+  int n_unlaunched_late; /* ... of them after a launched one on their stream: not from before profiling */
+  int64_t *ends;         /* [n_acts] activity end times, ascending ... */
+  int *end_stream;       /* ... with their streams */
 } cal_gindex;
 
 int cal_gindex_build(const cal_ktrace *t, cal_gindex *g);

@@ -524,15 +524,8 @@ static int64_t accumulated_elems(const cutter *c, int i) {
   const cal_gthread *th = c->bwd;
   const cal_kevent *span = op_ev(c, th, i);
   for (int k = i + 1; k < th->n_ops && op_ev(c, th, k)->ts_ns < span->ts_ns + span->dur_ns; k++)
-    if (!strcmp(op_name(c, th, k), ACCUM_NODE)) {
-      int64_t d[8], n = 1;
-      int rank = cal_ktrace_dims(c->t, op_ev(c, th, k), 0, d, 8);
-      if (rank <= 0 || rank > 8)
-        return -1;
-      for (int j = 0; j < rank; j++)
-        n *= d[j];
-      return n;
-    }
+    if (!strcmp(op_name(c, th, k), ACCUM_NODE))
+      return cal_ktrace_numel(c->t, op_ev(c, th, k), 0);
   return -1;
 }
 

@@ -25,16 +25,6 @@ static int param_inputs(const char *op, int *in) {
   return in[0] = 1, in[1] = 2, 2; /* convolutions, batch_norm: (input, weight, bias, ...) */
 }
 
-static int64_t elems_of(const cal_ktrace *t, const cal_kevent *e, int input) {
-  int64_t dims[8], n = 1;
-  int rank = cal_ktrace_dims(t, e, input, dims, 8);
-  if (rank <= 0 || rank > 8)
-    return -1;
-  for (int k = 0; k < rank; k++)
-    n *= dims[k];
-  return n;
-}
-
 /* Sizes from the forward operators' recorded shapes: each layer's arrivals
  * take its parameters' sizes in the order autograd readies them. */
 static int sizes_from_shapes(gimport *m) {
@@ -45,7 +35,7 @@ static int sizes_from_shapes(gimport *m) {
     int in[2], n = param_inputs(cal_ktrace_str(t, e->name), in), got = 0;
     int64_t sz[2];
     for (int k = 0; k < n; k++) {
-      int64_t v = elems_of(t, e, in[k]);
+      int64_t v = cal_ktrace_numel(t, e, in[k]);
       if (v > 0)
         sz[got++] = v;
     }
@@ -80,7 +70,7 @@ static int attribute(gimport *m) {
     const cal_kevent *e = &t->ev[r->layer_op[l]];
     int in[2], n = param_inputs(cal_ktrace_str(t, e->name), in);
     for (int k = 0; k < n; k++)
-      want[l][k] = elems_of(t, e, in[k]);
+      want[l][k] = cal_ktrace_numel(t, e, in[k]);
   }
   for (int g = 0; g < r->n_grads; g++)
     for (int k = r->grad_seen[g] - 1; k >= 0; k--) {

@@ -132,6 +132,13 @@ int cal_trace_check_io(const char *const *traces, int n_traces, const char *base
         "the model '%s' is not a regular file (a device or a FIFO), but --scenario reads the model back and names it: "
         "write the model to a file",
         out);
+  /* The scenario names the profile written beside it: through a device or a
+   * FIFO the pair would be split (a profile in /dev, a scenario lost). */
+  if (scenario && stat(scenario, &sb) == 0 && !S_ISREG(sb.st_mode))
+    return core_err_set(CORE_EUSAGE,
+        "--scenario '%s' is not a regular file (a device or a FIFO), but the scenario names the profile written "
+        "beside it ('%s'): write the scenario to a file",
+        scenario, prof);
   return 0;
 }
 

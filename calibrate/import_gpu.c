@@ -109,10 +109,16 @@ static int load(gimport *m, const char *const *paths, int n) {
     if ((rc = cal_gindex_build(&g->t, &g->g)) != 0)
       return rc;
     g->indexed = 1;
-    if (g->g.n_unlaunched)
+    if (g->g.n_unlaunched > g->g.n_unlaunched_late)
       cal_gimport_note(m,
           "%s: %d GPU activities without a launching call (begun before profiling started) were left out\n", paths[k],
-          g->g.n_unlaunched);
+          g->g.n_unlaunched - g->g.n_unlaunched_late);
+    if (g->g.n_unlaunched_late)
+      cal_gimport_note(m,
+          "%s: %d GPU activities after launched work on their stream have a correlation id no CUDA runtime call has "
+          "(the trace lost or changed those calls: edited, merged, or events dropped by the profiler); left out, and "
+          "steps holding them may be cut otherwise than the rest\n",
+          paths[k], g->g.n_unlaunched_late);
     int first = m->n_steps;
     if ((rc = cut_steps(m, k)) != 0 || (k > 0 && (rc = cal_gimport_same_job(m, k, first)) != 0))
       return rc;
@@ -691,6 +697,11 @@ static int find_batch(gimport *m) {
     m->batch = m->o->batch;
     return 0;
   }
+  if (shaped && (double)dims[0] > CORE_MODEL_BATCH_MAX)
+    return core_err_set(CORE_EINVAL,
+        "%s: traceEvents[%lld]: the first layer's input has %lld rows, more than a model's batch can be (%.0e): the "
+        "recorded shapes are damaged; export the trace again",
+        t->path, (long long)first->index, (long long)dims[0], CORE_MODEL_BATCH_MAX);
   if (shaped) {
     m->batch = (double)dims[0];
     cal_gimport_note(m, "batch %.0f per GPU, from the first layer's input shape\n", m->batch);
@@ -787,7 +798,7 @@ int cal_import_gpu(
     cal_model_name_from(out, NULL, name, sizeof name);
   config_init(&cfg);
   if ((rc = build_model(&m, &cfg, name, traces)) == 0 &&
-      (!o->scenario || (rc = cal_trace_scenario_check(&m.agg, o->profile != NULL)) == 0))
+      (!o->scenario || (rc = cal_trace_scenario_check(&m.agg, m.batch, o->profile != NULL)) == 0))
     rc = cal_write_model(
         &cfg, out, "# Imported by `ddpsim import torch-trace` from a GPU profiler trace (see source below).\n");
   config_destroy(&cfg);

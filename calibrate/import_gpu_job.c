@@ -64,13 +64,28 @@ static int copy_of(const gimport *m, int k, int first) {
 /* Trace k, whose steps are from `first` on, is of trace 0's job: the same
  * GPU, the same world, and a step that ran the model one of trace 0's steps
  * ran (steps of one job may be cut differently, a model's layers are not). */
+/* A trace's GPU or world size as a message names it: unknown ones said so. */
+static const char *gpu_of(const cal_ktrace *t, char *buf, size_t n) {
+  if (!t->device_name[0])
+    return "none named (no deviceProperties)";
+  snprintf(buf, n, "'%s'", t->device_name);
+  return buf;
+}
+
+static const char *world_of(const cal_ktrace *t, char *buf, size_t n) {
+  if (t->world_size <= 0)
+    return "unknown (no distributedInfo)";
+  snprintf(buf, n, "%d", t->world_size);
+  return buf;
+}
+
 int cal_gimport_same_job(const gimport *m, int k, int first) {
   const cal_ktrace *a = &m->tr[0].t, *b = &m->tr[k].t;
-  char what[512] = "";
+  char what[512] = "", x[160], y[160];
   if (strcmp(a->device_name, b->device_name) != 0)
-    snprintf(what, sizeof what, "the GPU ('%s', '%s')", a->device_name, b->device_name);
+    snprintf(what, sizeof what, "the GPU (%s, %s)", gpu_of(a, x, sizeof x), gpu_of(b, y, sizeof y));
   else if (a->world_size != b->world_size)
-    snprintf(what, sizeof what, "the world size (%d, %d)", a->world_size, b->world_size);
+    snprintf(what, sizeof what, "the world size (%s, %s)", world_of(a, x, sizeof x), world_of(b, y, sizeof y));
   int shared = first == m->n_steps || m->tr[0].g.n_steps == 0;
   for (int i = first; i < m->n_steps && !what[0] && !shared; i++)
     for (int j = 0; j < m->tr[0].g.n_steps && !shared; j++)

@@ -49,6 +49,17 @@ int cal_ktrace_dims(const cal_ktrace *t, const cal_kevent *e, int input, int64_t
   return cal_kdims_rank(d, len, input, sizes, max);
 }
 
+int64_t cal_ktrace_numel(const cal_ktrace *t, const cal_kevent *e, int input) {
+  int64_t d[8], n = 1;
+  int rank = cal_ktrace_dims(t, e, input, d, 8);
+  if (rank <= 0 || rank > 8)
+    return -1;
+  for (int k = 0; k < rank; k++)
+    if (d[k] < 0 || __builtin_mul_overflow(n, d[k], &n))
+      return -1;
+  return n;
+}
+
 const char *cal_kcat_name(int cat) {
   /* libkineto/src/ActivityType.cpp names the categories. */
   static const char *const names[CAL_K_N] = {"cpu_op", "user_annotation", "gpu_user_annotation", "cuda_runtime",
@@ -360,6 +371,17 @@ static int dims_value(kparse *P, enum frame f, enum vtype v, const char *s, size
   return 1;
 }
 
+/* distributedInfo's rank or world size, unusable: refused, not taken as absent
+ * (a world of one would be simulated without its allreduces). */
+static int bad_dist(kparse *P, enum key k, enum vtype v, const char *s, size_t len) {
+  int world = k == K_WORLD;
+  return fail(P, core_err_set(CORE_EINVAL,
+                     "%s: distributedInfo.%s is %.*s, not a whole number from %d to %d; the trace is damaged, export "
+                     "it again",
+                     P->t->path, world ? "world_size" : "rank", v == V_OTHER ? 12 : (int)(len > 40 ? 40 : len),
+                     v == V_OTHER ? "not a number" : s, world ? 1 : 0, INT32_MAX));
+}
+
 static int meta_value(kparse *P, enum frame f, enum key k, enum vtype v, const char *s, size_t len) {
   cal_ktrace *t = P->t;
   int64_t x = -1;
@@ -372,7 +394,9 @@ static int meta_value(kparse *P, enum frame f, enum key k, enum vtype v, const c
     snprintf(t->backend, sizeof t->backend, "%.*s", (int)len, s);
   else if (k == K_NCCL && v == V_STR)
     snprintf(t->nccl_version, sizeof t->nccl_version, "%.*s", (int)len, s);
-  else if ((k == K_RANK || k == K_WORLD) && in_int)
+  else if ((k == K_RANK || k == K_WORLD) && (!in_int || x < (k == K_WORLD)))
+    return bad_dist(P, k, v, s, len);
+  else if (k == K_RANK || k == K_WORLD)
     *(k == K_RANK ? &t->rank : &t->world_size) = (int)x;
   else if (d && k == K_DEVNAME && v == V_STR)
     snprintf(d->name, sizeof d->name, "%.*s", (int)len, s);
@@ -544,9 +568,9 @@ static int check_event(kparse *P, int *keep) {
   if (p->name != T_OK)
     return event_error(P, "a complete event (\"ph\": \"X\") without a \"name\" string");
   if (p->ts != T_OK)
-    return event_error(P, "\"ts\" is missing or not a number of microseconds");
+    return event_error(P, "\"ts\" is missing or not a number of microseconds (of magnitude below 9.2e15)");
   if (p->dur != T_OK)
-    return event_error(P, "\"dur\" is missing or not a number of microseconds >= 0");
+    return event_error(P, "\"dur\" is missing or not a number of microseconds >= 0 (and below 9.2e15)");
   *keep = 1;
   return 1;
 }

@@ -103,6 +103,10 @@ int32_t cal_ktrace_find_str(const cal_ktrace *t, const char *s);
  * sizes into sizes[]. -1 when e has no Input Dims, has fewer inputs, or that
  * input is not one tensor's shape (a list of tensors, a nested value). */
 int cal_ktrace_dims(const cal_ktrace *t, const cal_kevent *e, int input, int64_t *sizes, int max);
+/* The elements of input `input` of e's Input Dims (a tensor of rank 1 to 8):
+ * the product of its sizes, or -1 when cal_ktrace_dims gives no such shape,
+ * a size is negative or the product overflows. */
+int64_t cal_ktrace_numel(const cal_ktrace *t, const cal_kevent *e, int input);
 /* The number of inputs in e's Input Dims, -1 without any. */
 int cal_ktrace_n_inputs(const cal_ktrace *t, const cal_kevent *e);
 

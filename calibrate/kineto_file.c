@@ -62,7 +62,8 @@ static void progress(cal_kfile *f) {
   double now = core_now();
   if (!core_progress_due(&f->pr, now))
     return;
-  double at = (double)gzoffset(f->g), of = (double)f->bytes;
+  z_off_t off = gzoffset(f->g); /* -1 through a pipe, which has no offset: the text read so far */
+  double at = (double)(off >= 0 ? off : gztell(f->g)), of = (double)f->bytes;
   char size[64] = "";
   if (of > 0) /* not a pipe */
     snprintf(size, sizeof size, " of %.0f MB (%.0f%%)", of / 1e6, 100.0 * fmin(at / of, 1.0));
@@ -113,8 +114,9 @@ int cal_kfile_parse(cal_kfile *f, yajl_handle h, const int *cancel_rc) {
 /* Open path for gzread: gzip or plain, told by the magic bytes. */
 static int open_trace(const char *path, gzFile *g, int64_t *bytes) {
   int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return core_err_errno(errno, "cannot open trace '%s'", path);
+  if (fd < 0) /* a path that leads nowhere is bad input; only real I/O trouble is not */
+    return core_err_set(errno == EIO || errno == ENOMEM || errno == EMFILE || errno == ENFILE ? CORE_EIO : CORE_EINVAL,
+        "cannot open trace '%s': %s (check the path)", path, strerror(errno));
   struct stat sb = {0};
   unsigned char magic[2] = {0, 0};
   if (fstat(fd, &sb) == 0 && S_ISDIR(sb.st_mode)) {

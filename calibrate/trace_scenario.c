@@ -158,10 +158,15 @@ static int no_sheet(const core_traced *t) {
       "no datasheet figures for the traced GPU '%s': pass --profile-base PROFILE, a profile of that GPU", t->device);
 }
 
-int cal_trace_scenario_check(const core_traced *t, int have_profile_base) {
+int cal_trace_scenario_check(const core_traced *t, double batch, int have_profile_base) {
   int nodes, per_node, rc = traced_shape(t, &nodes, &per_node);
   if (rc)
     return rc;
+  if (batch > CORE_BATCH_MAX)
+    return core_err_set(CORE_EINVAL,
+        "a batch of %.0f per GPU is more than a scenario takes (training.batch up to %d): the traced job's scenario "
+        "cannot be written; give --batch B, the batch per GPU the trace was taken at, or leave --scenario out",
+        batch, CORE_BATCH_MAX);
   return have_profile_base || sheet_of(t) ? 0 : no_sheet(t);
 }
 

@@ -22,10 +22,10 @@ int cal_trace_scenario(
     const char *model, const char *scenario, const char *profile_base, char *notes, size_t notes_len);
 
 /* Whether cal_trace_scenario can make a scenario of the traced step t (its
- * world on hosts of its host's GPUs; its GPU's datasheet, unless a base
- * profile is given): 0, or the error it would give. For the importer to
+ * world on hosts of its host's GPUs; its batch per GPU within a scenario's
+ * range; its GPU's datasheet, unless a base profile is given): 0, or the error it would give. For the importer to
  * refuse before it writes the model. */
-int cal_trace_scenario_check(const core_traced *t, int have_profile_base);
+int cal_trace_scenario_check(const core_traced *t, double batch, int have_profile_base);
 
 /* The profile cal_trace_scenario writes beside scenario, into out (n bytes):
  * so that a command checks it, with its other outputs, before any work. */

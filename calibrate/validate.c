@@ -141,6 +141,10 @@ static int trace_steps(const cal_ktrace *t, double **d, int *n) {
         return core_err_set(CORE_ENOMEM, "out of memory reading the steps of %s", t->path);
       *d = g;
     }
+    if (e->dur_ns <= 0) /* no step takes no time: a step time of 0 has no error to compare */
+      return core_err_set(CORE_EINVAL,
+          "%s: traceEvents[%lld] (%s) lasts 0 us: not a step the run took; export the trace again", t->path,
+          (long long)e->index, cal_ktrace_str(t, e->name));
     (*d)[(*n)++] = (double)e->dur_ns * 1e-9;
   }
   if (*n == 0)

@@ -140,6 +140,14 @@ int cli_cmd_model(int argc, char **argv) {
   core_model *m;
   if ((rc = core_model_load(argv[optind], &m)) != 0)
     return cli_fail("model", rc);
+  if (m->n_tensors == 0) { /* a traced step whose trace did not say its parameters' sizes */
+    rc = core_err_set(CORE_EINVAL,
+        "%s has no parameter tensors, so DDP has nothing to put in buckets (imported from a trace that does not say "
+        "their sizes? import it again with --base MODEL)",
+        argv[optind]);
+    core_model_free(m);
+    return cli_fail("model", rc);
+  }
   core_buckets b;
   rc = core_bucket_assign(
       m->tensor_elems, m->n_tensors, m->ready_order, 4, first, cap, core_bucket_ddp_order(unused, first_iter), &b);

@@ -131,7 +131,7 @@ static int report(const sim_scenario *s, const opts *o, const cal_validation *v)
     return CLI_EXIT_OK;
   printf("\nstep time error %.2f%% %s the tolerance of %.2f%%\n", err * 100, err <= o->tol ? "is within" : "EXCEEDS",
       o->tol * 100);
-  return err > o->tol ? CLI_EXIT_TOLERANCE : CLI_EXIT_OK;
+  return err <= o->tol ? CLI_EXIT_OK : CLI_EXIT_TOLERANCE; /* an error that is not a number is not within */
 }
 
 /* One row for --append CSV (its header first when the file is new):

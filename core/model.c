@@ -420,7 +420,7 @@ static int parse_measured(const config_setting_t *g, const config_setting_t *lay
         "%s: %d of %d layers have measured times (fwd_ms/bwd_ms); give them for every layer or none",
         core_cfg_where(layers, w, sizeof w), n_measured, m->n_layers);
   m->measured = n_measured == m->n_layers;
-  if ((rc = core_cfg_double(g, "measured_batch", m->measured, 0, 1, 1e9, &m->measured_batch)) != 0)
+  if ((rc = core_cfg_double(g, "measured_batch", m->measured, 0, 1, CORE_MODEL_BATCH_MAX, &m->measured_batch)) != 0)
     return rc;
   if (!m->measured && config_setting_get_member(g, "measured_batch"))
     return core_err_set(CORE_EINVAL, "%s: measured_batch is set but no layer has fwd_ms/bwd_ms",

@@ -93,7 +93,9 @@ enum core_op {
 const char *core_op_name(enum core_op op);
 enum core_act { CORE_ACT_NONE = 0, CORE_ACT_RELU = 1 };
 
-#define CORE_PNAME_MAX 32 /* a param_names entry, with its NUL */
+#define CORE_PNAME_MAX 32        /* a param_names entry, with its NUL */
+#define CORE_MODEL_BATCH_MAX 1e9 /* the largest measured_batch a model file holds */
+#define CORE_BATCH_MAX (1 << 24) /* the largest batch per GPU a scenario takes (training.batch) */
 
 typedef struct core_layer {
   char name[64];

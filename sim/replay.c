@@ -230,10 +230,27 @@ out_free:
   return rc;
 }
 
+/* Overlap off holds every bucket for DDP's finalize piece; a step without one
+ * (no copies back, as with gradient_as_bucket_view) has no point where the
+ * trace shows DDP waiting for its allreduces. */
+static int overlap_off_placeable(const sim_replay_cfg *c) {
+  if (c->overlap || !c->t->ddp || c->bk->n_buckets <= 0)
+    return 0;
+  for (int i = 0; i < c->t->n_pieces; i++)
+    if (c->t->pieces[i].kind == CORE_PIECE_FINALIZE)
+      return 0;
+  return core_err_set(CORE_EINVAL,
+      "ddp.overlap = false: the traced step has no DDP finalize (DDP copied no gradients back, as with "
+      "gradient_as_bucket_view), so it does not show where DDP waits for its allreduces; replay it with overlap on");
+}
+
 int sim_replay_run(const sim_replay_cfg *c, sim_replay_result *r, core_trace *trace) {
   memset(r, 0, sizeof *r);
   if (!c->t || c->t->n_pieces <= 0 || !c->bk)
     return core_err_set(CORE_EINVAL, "a traced replay needs the trace's pieces and the buckets");
+  int rc0 = overlap_off_placeable(c);
+  if (rc0)
+    return rc0;
   if (trace)
     core_trace_process(trace, 0, "rank 0 (the traced step replayed)");
   int rc = replay(c, 1.0, trace, &r->step_s);
@@ -288,6 +305,12 @@ int sim_replay_retarget(const core_traced *t, const char *model, const core_prof
         "GPU with compute[].peak_tflops and device.peak_memory_GBps",
         model, t->line, t->device, want);
   double tf = core_profile_peak_flops(pr, p), mem = pr->peak_memory_GBps * 1e9;
+  enum core_prec alt = p == CORE_PREC_TF32 ? CORE_PREC_FP32 : p == CORE_PREC_FP32 ? CORE_PREC_TF32 : p;
+  if (!(tf > 0) && !pr->rate[p].present && alt != p && core_profile_peak_flops(pr, alt) > 0)
+    return core_err_set(CORE_EINVAL, /* a GPU without TF32 (a V100): its fp32 stands for the traced tf32 */
+        "%s: this GPU has no %s rates (no %s entry in compute): simulate the traced step of %s on it at "
+        "training.precision = \"%s\", which moves the same bytes",
+        profile, core_prec_name(p), core_prec_name(p), model, core_prec_name(alt));
   if (!(tf > 0))
     return core_err_set(CORE_EINVAL,
         "%s: retargeting the traced step of %s onto this GPU needs its %s peak: add peak_tflops (the datasheet's dense "

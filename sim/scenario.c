@@ -124,7 +124,8 @@ static int cross_check(sim_scenario *s, const config_setting_t *root) {
     if (need_intra && !core_profile_allreduce(p, sim_backend_name(be), "intra"))
       return core_err_set(CORE_EINVAL,
           "%s: %d devices per node need an intra-node allreduce measurement for %s, and profile '%s' has none; "
-          "calibrate with several ranks per node, or use devices_per_node = 1",
+          "calibrate with several ranks per node, simulate with --profile of a profile of that device that has one "
+          "(the GPU profiles of scenarios/profiles/ do), or use devices_per_node = 1",
           where(pn ? pn : root, w), need_intra, sim_backend_name(be), s->profile_path);
     if (need_inter_profile && multi_node && !core_profile_allreduce(p, sim_backend_name(be), "inter"))
       return core_err_set(CORE_EINVAL,
@@ -358,7 +359,7 @@ static int parse_training(sim_scenario *s, const config_setting_t *root) {
   void *vals;
   int rc, n;
   if ((rc = core_cfg_group(root, "training", 1, &g)) != 0 || (rc = core_cfg_check_keys(g, keys, "training")) != 0 ||
-      (rc = core_cfg_int_list(g, "batch", 1, 0, 1, 1 << 24, &s->batch, &s->n[SIM_DIM_BATCH])) != 0 ||
+      (rc = core_cfg_int_list(g, "batch", 1, 0, 1, CORE_BATCH_MAX, &s->batch, &s->n[SIM_DIM_BATCH])) != 0 ||
       (rc = text_sweep(g, "precision", "fp32", prec_choices, sizeof *s->precisions, &strs, &vals, &n)) != 0)
     return rc;
   s->precisions = vals;

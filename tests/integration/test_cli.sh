@@ -468,6 +468,22 @@ run model_bad_cap model "$mlp" --bucket-cap-mb 0
 expect_status model_bad_cap 2
 run model_two model "$mlp" "$mlp"
 expect_status model_two 2
+# A traced step whose trace did not say its parameters' sizes has no tensors:
+# no buckets, said naming the file.
+cat >"$work/notensors.cfg" <<'EOF'
+model = {
+  name = "notensors";
+  layers = ( { name = "unattributed"; kind = "other"; params = [ ]; fwd_flops = 0.0; fwd_ms = 0.0; bwd_ms = 0.0; } );
+  measured_batch = 32.0;
+  traced = {
+    device = "NVIDIA A100-SXM4-80GB"; world_size = 2; ddp = false; precision = "fp32";
+    pieces = ( { kind = "other"; host_us = 10.0; dev_us = 20.0; } );
+  };
+};
+EOF
+run model_notensors model "$work/notensors.cfg"
+expect_status model_notensors 3
+expect_in model_notensors err "notensors.cfg has no parameter tensors"
 run model_missing model "$work/no-such-model.cfg"
 expect_status model_missing 3
 expect_in model_missing err "no-such-model.cfg"
@@ -523,6 +539,18 @@ run gpu_scenario_cpu import torch-trace -o "$work/gpu/cpu.cfg" --scenario "$work
   "$src/tests/data/torch-trace/mlp-small-b32.json"
 expect_status gpu_scenario_cpu 2
 expect_in gpu_scenario_cpu err "holds no GPU work"
+run gpu_missing import torch-trace -o "$work/gpu/x.cfg" "$work/gpu/no-such-trace.json.gz"
+expect_status gpu_missing 3   # a path that leads nowhere is bad input
+expect_in gpu_missing err "no-such-trace.json.gz"
+# A step span of no time has no step time to compare: refused naming it, not
+# an error of nan% (and, with --tolerance, exit 0 under "EXCEEDS").
+sed 's/"name":"ProfilerStep#1","pid":1,"tid":1000,"ts":1700000002530.0,"dur":1265.0/"name":"ProfilerStep#1","pid":1,"tid":1000,"ts":1700000002530.0,"dur":0/' \
+  "$gpu_trace" >"$work/gpu/step0.json"
+run gpu_validate_step0 validate "$work/gpu/fx-job.cfg" --measured "$work/gpu/step0.json" --tolerance 0.05
+expect_status gpu_validate_step0 3
+expect_in gpu_validate_step0 err "(ProfilerStep#1) lasts 0 us"
+run gpu_validate_missing validate "$work/gpu/fx-job.cfg" --measured "$work/gpu/no-such-trace.json.gz"
+expect_status gpu_validate_missing 3
 run gpu_base_alone import torch-trace -o "$work/gpu/x.cfg" --profile-base "$src/scenarios/profiles/dgx-a100.cfg" "$gpu_trace"
 expect_status gpu_base_alone 2
 

@@ -138,6 +138,12 @@ d="$work/imp_model_fifo.d"
 mkdir -p "$d" && mkfifo "$d/M.fifo"
 imp_case imp_model_fifo "-o FIFO --scenario S" "$gpu" -o "$d/M.fifo" --scenario "$d/S.cfg"
 check "... saying why" grep -q "is not a regular file" "$work/imp_model_fifo.err"
+# The scenario names the profile written beside it: a scenario to a device
+# (here a link to /dev/null) would leave that profile beside the device.
+d="$work/imp_scenario_dev.d"
+mkdir -p "$d" && ln -sf /dev/null "$d/S.cfg"
+imp_case imp_scenario_dev "--scenario DEVICE" "$gpu" -o "$d/M.cfg" --scenario "$d/S.cfg"
+check "... saying why" grep -q "is not a regular file" "$work/imp_scenario_dev.err"
 d="$work/imp_model_null.d"
 imp_case imp_model_null "-o /dev/null --scenario S" "$gpu" -o /dev/null --scenario "$d/S.cfg"
 

@@ -380,6 +380,21 @@ static void test_batch_against_shapes(void) {
   CU_ASSERT_FATAL(core_model_load(out, &m) == 0);
   CU_ASSERT(NEAR(m->measured_batch, 16));
   core_model_free(m);
+  unlink(out);
+  /* A batch a scenario cannot take is refused with --scenario, before the
+   * model is written; shapes beyond any batch are damaged, refused. */
+  o = (cal_gpu_opts){.batch = 100000000, .scenario = 1};
+  CU_ASSERT_EQUAL(cal_import_gpu(traces, 1, &o, out, NULL, 0), CORE_EINVAL);
+  CU_ASSERT(strstr(core_err_msg(), "a batch of 100000000 per GPU is more than a scenario takes") != NULL);
+  CU_ASSERT(access(out, F_OK) != 0);
+  variant("hugeshape.json", "[[32,8,16,16]", "[[4000000000000000000,8,16,16]", p, sizeof p);
+  o = (cal_gpu_opts){0};
+  CU_ASSERT_EQUAL(cal_import_gpu(traces, 1, &o, out, NULL, 0), CORE_EINVAL);
+  if (!strstr(core_err_msg(), "the first layer's input has 4000000000000000000 rows, more than a model's batch")) {
+    fprintf(stderr, "\n%s\n", core_err_msg());
+    CU_FAIL("damaged shapes not refused");
+  }
+  CU_ASSERT(access(out, F_OK) != 0);
 }
 
 static void test_bad_traces(void) {
@@ -458,6 +473,8 @@ static void test_traces_of_one_job(void) {
       {"other-gpu.json", "NVIDIA A100-SXM4-80GB", "Tesla V100-SXM2-32GB",
           "the GPU ('NVIDIA A100-SXM4-80GB', 'Tesla V100-SXM2-32GB') differs"},
       {"other-world.json", "\"world_size\":2", "\"world_size\":4", "the world size (2, 4) differs"},
+      {"no-world.json", "\"rank\":0,\"world_size\":2,", "\"rank\":0,",
+          "the world size (2, unknown (no distributedInfo)) differs"},
       {"other-model.json", "aten::batch_norm", "aten::layer_norm",
           "the model (layer 2 is aten::batch_norm in one, aten::layer_norm in the other) differs"},
   };
@@ -551,6 +568,24 @@ static void test_no_distributed_info(void) {
   unlink(out);
 }
 
+/* A kernel whose launching call the trace lacks, behind launched work on its
+ * stream, was not queued before profiling began: the notes say the calls
+ * are missing, not that it began before profiling. */
+static void test_unlaunched_mid_trace(void) {
+  char p[4200], out[4200], notes[8192] = "";
+  variant("orphan.json", "\"stream\":7,\"correlation\":106}", "\"stream\":7,\"correlation\":999106}", p, sizeof p);
+  snprintf(out, sizeof out, "%s/orphan.cfg", dir);
+  const char *traces[] = {p};
+  cal_gpu_opts o = {0};
+  CU_ASSERT_EQUAL_FATAL(cal_import_gpu(traces, 1, &o, out, notes, sizeof notes), 0);
+  if (!strstr(notes, "1 GPU activities after launched work on their stream have a correlation id no CUDA runtime") ||
+      strstr(notes, "before profiling started")) {
+    fprintf(stderr, "\n%s\n", notes);
+    CU_FAIL("a kernel without its call mid-trace not said as it is");
+  }
+  unlink(out);
+}
+
 /* DDP on one rank allreduces nothing: the notes say the trace has no
  * bucket allreduces and why, not "0 bucket allreduces ... 1.00x slower". */
 static void test_one_rank_ddp(void) {
@@ -611,6 +646,7 @@ void test_register(void) {
   CU_add_test(s, "names from -o and --scenario paths of any characters", test_names_from_paths);
   CU_add_test(s, "a DDP trace without distributedInfo: the world taken as 1 said", test_no_distributed_info);
   CU_add_test(s, "DDP on one rank: no bucket allreduces, said so", test_one_rank_ddp);
+  CU_add_test(s, "a kernel without its call mid-trace: the calls missing, said so", test_unlaunched_mid_trace);
   CU_add_test(
       s, "--profile-base: a profile of the traced GPU, not a CPU or another GPU", test_profile_base_of_traced_gpu);
 }

@@ -180,6 +180,8 @@ static void test_dims(void) {
   CU_ASSERT(s[0] == 1024 && s[1] == 512);
   CU_ASSERT_EQUAL(cal_ktrace_dims(&t, lin, 2, s, 4), 1);
   CU_ASSERT(s[0] == 1024);
+  CU_ASSERT_EQUAL(cal_ktrace_numel(&t, lin, 0), 32 * 512);
+  CU_ASSERT_EQUAL(cal_ktrace_numel(&t, lin, 2), 1024);
   CU_ASSERT_EQUAL(cal_ktrace_dims(&t, lin, 3, s, 4), -1);
   CU_ASSERT_EQUAL(cal_ktrace_dims(&t, lin, -1, s, 4), -1);
   /* Fewer sizes asked for than the rank: the rank, and only max written. */
@@ -200,6 +202,21 @@ static void test_dims(void) {
   CU_ASSERT_FATAL(lin2 != NULL);
   CU_ASSERT(lin2->dims >= 0 && lin2->dims == lin->dims);
   CU_ASSERT_NOT_EQUAL(lin->dims, cat->dims);
+  cal_ktrace_free(&t);
+}
+
+/* A shape whose elements overflow 64 bits, or with a negative size, has no
+ * element count (-1), not a wrapped one. */
+static void test_numel_overflow(void) {
+  const char *p = in_scratch("numel.json");
+  CU_ASSERT_FATAL(
+      tu_write_file(p, "[{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"a\", \"ts\": 1, \"dur\": 1, "
+                       "\"args\": {\"Input Dims\": [[4000000000, 4000000000, 4], [3, -2], [3, 4]]}}]") == 0);
+  cal_ktrace t;
+  CU_ASSERT_FATAL(read_ok(p, &t) == 0 && t.n == 1);
+  CU_ASSERT_EQUAL(cal_ktrace_numel(&t, &t.ev[0], 0), -1);
+  CU_ASSERT_EQUAL(cal_ktrace_numel(&t, &t.ev[0], 1), -1);
+  CU_ASSERT_EQUAL(cal_ktrace_numel(&t, &t.ev[0], 2), 12);
   cal_ktrace_free(&t);
 }
 
@@ -368,16 +385,28 @@ static void test_errors_event(void) {
   p = file_with("ph-number.json", "[{\"ph\": 88, \"name\": \"a\"}]");
   CU_ASSERT(refused(p, "\"ph\" is not a string", where(p, ": traceEvents[0]")));
   p = file_with("huge-ts.json", "[{\"ph\": \"X\", \"name\": \"a\", \"ts\": 1e300, \"dur\": 1}]");
-  CU_ASSERT(refused(p, "\"ts\" is missing or not a number", where(p, ": traceEvents[0]")));
+  CU_ASSERT(refused(p, "\"ts\" is missing or not a number of microseconds (of magnitude below 9.2e15)",
+      where(p, ": traceEvents[0]")));
+  p = file_with("huge-dur.json", "[{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"ts\": 1, \"dur\": 1e300}]");
+  CU_ASSERT(refused(
+      p, "\"dur\" is missing or not a number of microseconds >= 0 (and below 9.2e15)", where(p, ": traceEvents[0]")));
   /* A complete event of a category not kept needs no ts or dur. */
   p = file_with("other-cat.json", "[{\"ph\": \"X\", \"cat\": \"Trace\", \"name\": \"t\"},"
                                   " {\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"a\", \"ts\": 1, \"dur\": 1}]");
   cal_ktrace t;
   CU_ASSERT(read_ok(p, &t) == 0 && t.n == 1);
   cal_ktrace_free(&t);
-  /* A missing file. */
-  CU_ASSERT(cal_ktrace_read(in_scratch("missing.json"), &t) != 0 && t.ev == NULL);
-  CU_ASSERT(strstr(core_err_msg(), "missing.json") != NULL);
+  /* distributedInfo's world size or rank out of range is refused, not taken
+   * as absent (the job would be replayed as a world of one). */
+  p = file_with("world-huge.json", "{\"distributedInfo\": {\"rank\": 0, \"world_size\": 1e30}, \"traceEvents\": []}");
+  CU_ASSERT(refused(p, "distributedInfo.world_size is 1e30", where(p, ": ")));
+  p = file_with("world-zero.json", "{\"distributedInfo\": {\"rank\": 0, \"world_size\": 0}, \"traceEvents\": []}");
+  CU_ASSERT(refused(p, "distributedInfo.world_size is 0", where(p, ": ")));
+  p = file_with("rank-str.json", "{\"distributedInfo\": {\"rank\": \"x\", \"world_size\": 2}, \"traceEvents\": []}");
+  CU_ASSERT(refused(p, "distributedInfo.rank is x, not a whole number", where(p, ": ")));
+  /* A missing file is bad input (exit 3), not an I/O failure. */
+  CU_ASSERT(cal_ktrace_read(in_scratch("missing.json"), &t) == CORE_EINVAL && t.ev == NULL);
+  CU_ASSERT(strstr(core_err_msg(), "missing.json") != NULL && strstr(core_err_msg(), "check the path") != NULL);
 }
 
 /* The read of path with stderr into a file of the scratch directory: what
@@ -416,6 +445,22 @@ static void test_progress(void) {
   if (line && !strstr(line, "test: reading kineto-small.json"))
     fprintf(stderr, "\ngot: %s\n", line);
   free(line);
+  /* Through a pipe, which has no size or offset: the text read so far. */
+  size_t len;
+  char *text = tu_read_file(SMALL, &len), path[64];
+  int fds[2];
+  CU_ASSERT_FATAL(text && pipe(fds) == 0 && write(fds[1], text, len) == (ssize_t)len);
+  close(fds[1]);
+  free(text);
+  snprintf(path, sizeof path, "/dev/fd/%d", fds[0]);
+  cal_ktrace_progress("test", 0.0);
+  line = read_stderr(path);
+  cal_ktrace_progress(NULL, 0.0);
+  close(fds[0]);
+  CU_ASSERT(line && strstr(line, ", 0 MB, 0 s\n") && !strstr(line, "-0"));
+  if (line && (!strstr(line, ", 0 MB, 0 s\n") || strstr(line, "-0")))
+    fprintf(stderr, "\ngot: %s\n", line);
+  free(line);
 }
 
 void test_register(void) {
@@ -426,10 +471,11 @@ void test_register(void) {
   CU_add_test(s, "the args the importers use; -1 when absent; strings interned", test_args);
   CU_add_test(s, "threads as pid/tid, string and negative ids, interned", test_threads);
   CU_add_test(s, "Input Dims: ranks and sizes, lists and scalars, shared shapes", test_dims);
+  CU_add_test(s, "element counts: -1 on overflow or a negative size", test_numel_overflow);
   CU_add_test(s, "metadata before and after traceEvents; the kernels' device", test_metadata);
   CU_add_test(s, "the bare array form", test_array_form);
   CU_add_test(s, "gzip, told by its magic bytes, reads the same", test_gzip);
   CU_add_test(s, "bad or cut JSON, cut gzip, .gz not gzip, empty file: line:column", test_errors_json);
   CU_add_test(s, "no traceEvents, not an array, not objects, nothing kept", test_errors_shape);
-  CU_add_test(s, "events without ts, dur or name: traceEvents[i]", test_errors_event);
+  CU_add_test(s, "events without ts, dur or name: traceEvents[i]; distributedInfo out of range", test_errors_event);
 }

@@ -3,7 +3,8 @@
  * (the host runs ahead); a bucket is launched when its last gradient
  * arrives, starts after the compute stream's work dispatched before it, and
  * compute beside it runs overlap_slowdown times slower; finalize waits for
- * the last allreduce; with overlap off every bucket goes at finalize; a
+ * the last allreduce; with overlap off every bucket goes at finalize (refused
+ * in a step without one); a
  * sync makes the host wait for the streams it names; side work waits for the
  * stream it depends on, or, held back by the compute stream's kernels, for
  * the compute-stream piece running when it could start. Retargeted,
@@ -148,6 +149,12 @@ static void test_overlap_off(void) {
    * 1,000 + 400 + 50 + 20. */
   sim_replay_result r = run(&f, 0);
   CU_ASSERT(NEAR(r.step_s, 1870 * US));
+  /* A step without finalize (no copies back) does not show where DDP waits
+   * for its allreduces: overlap off is refused saying so. */
+  f.t.n_pieces--;
+  sim_replay_cfg c = {.t = &f.t, .bk = &f.bk, .bucket_comm_s = f.comm, .dev_scale = 1.0, .overlap = 0};
+  CU_ASSERT_EQUAL(sim_replay_run(&c, &r, NULL), CORE_EINVAL);
+  CU_ASSERT(strstr(core_err_msg(), "ddp.overlap = false: the traced step has no DDP finalize") != NULL);
 }
 
 static void test_sync_and_side(void) {
@@ -320,7 +327,9 @@ static void test_retarget_ratios(void) {
   CU_ASSERT_EQUAL(sim_replay_retarget(&t, "m.cfg", p, "p.cfg", CORE_PREC_FP32, &cs, &ms), 0);
   CU_ASSERT(NEAR(cs, 20.0 / 80.0) && NEAR(ms, 2000.0 / 8000.0));
   CU_ASSERT_EQUAL(sim_replay_retarget(&t, "m.cfg", p, "p.cfg", CORE_PREC_TF32, &cs, &ms), CORE_EINVAL);
-  CU_ASSERT(strstr(core_err_msg(), "peak_tflops") && strstr(core_err_msg(), "tf32")); /* the profile has no tf32 */
+  /* The profile has no tf32 at all (a V100's): the advice is its fp32, not a tf32 peak to add. */
+  CU_ASSERT(strstr(core_err_msg(), "p.cfg") && strstr(core_err_msg(), "no tf32 rates") &&
+            strstr(core_err_msg(), "training.precision = \"fp32\"") && !strstr(core_err_msg(), "add peak_tflops"));
   CU_ASSERT_EQUAL(sim_replay_retarget(&t, "m.cfg", p, "p.cfg", CORE_PREC_BF16, &cs, &ms), CORE_EINVAL);
   CU_ASSERT(strstr(core_err_msg(), "m.cfg:") && strstr(core_err_msg(), "computed in fp32"));
   t.peak_memory_Bps = 0;
