@@ -54,7 +54,7 @@ const char cli_collective_help[] =
     "  -i, --stepbytes S  or add S each row (default 1M, when -f is not given);\n"
     "                     one of -f and -i\n"
     "  -d, --datatype T   float (default), half, bfloat16, double, int32, int8\n"
-    "  -r, --root R       broadcast's root (default 0)\n"
+    "  -r, --root R       broadcast's root, one of the ranks (default 0)\n"
     "  --bucket-cap-mb X  DDP's bucket cap the timeout warning checks (default 25)\n"
     "  --timeout S        the backend's collective timeout (default NCCL 600 s,\n"
     "                     Gloo 30 s)\n"
@@ -328,6 +328,10 @@ static int choose(const opts *o, setup *u) {
   }
   if (o->timeout > 0 || !u->s)
     u->timeout = o->timeout > 0 ? o->timeout : u->backend == SIM_BACKEND_NCCL ? SIM_NCCL_TIMEOUT_S : SIM_GLOO_TIMEOUT_S;
+  long world = (long)u->nodes * u->per_node;
+  if (o->op == CORE_COLL_BROADCAST && o->root >= world)
+    return core_err_set(CORE_EUSAGE, "-r %ld is not one of the %ld ranks (0 to %ld); give a root among them", o->root,
+        world, world - 1);
   if (u->backend == SIM_BACKEND_NCCL && strcmp(u->pr->device_kind, "gpu") != 0)
     return core_err_set(CORE_EUSAGE,
         "backend nccl needs GPUs, and profile '%s' describes %s devices; use --backend gloo", u->pr_path,

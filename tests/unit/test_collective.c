@@ -248,6 +248,12 @@ static void test_errors(void) {
   char *out = tu_read_file(out_path, NULL);
   CU_ASSERT(out && strstr(out, "; network 8x400 Gb/s; nccl)\n") != NULL);
   free(out);
+  /* A broadcast's root must be one of the ranks, as NCCL requires. */
+  char *root[] = {"--profile", H100, "-g", "8", "--op", "broadcast", "-r", "8", NULL};
+  CU_ASSERT_EQUAL(run(root), 2);
+  CU_ASSERT(err_has("-r 8 is not one of the 8 ranks (0 to 7)"));
+  char *root_ok[] = {"--profile", H100, "-g", "8", "--op", "broadcast", "-r", "7", NULL};
+  CU_ASSERT_EQUAL(run(root_ok), 0);
   /* A scenario's point on a fabric: the table says the fabric is not in it. */
   char *fabric[] = {"--scenario", TU_SRC("scenarios/fabric.cfg"), NULL};
   CU_ASSERT_EQUAL(run(fabric), 0);
