@@ -104,10 +104,26 @@ static void print_title(const sim_scenario *s, const sim_sweep *w, FILE *f) {
   fputc('\n', f);
 }
 
+/* The best interval of the group that ends at point last, in the table's
+ * unit: with checkpoint.every_steps, the best point's steps and its
+ * seconds. */
+static void print_best_every(const sim_scenario *s, const sim_sweep *w, long last, FILE *f) {
+  const sim_point_result *r = &w->res[last];
+  for (long i = last; s->job.every_in_steps && i >= 0 && w->res[i].pt.group == r->pt.group; i--)
+    if (w->res[i].ckpt_every_s == r->best_every_s) {
+      fprintf(f, "%g steps (%.0f s)", w->res[i].pt.ckpt_every, r->best_every_s);
+      return;
+    }
+  fprintf(f, "%.0f s", r->best_every_s);
+}
+
 /* The line under a group of intervals: the best, its interval, its ties. */
-static void print_best(const sim_point_result *r, FILE *f) {
-  fprintf(f, "  -> best interval %.0f s, goodput [%.4f, %.4f] (95%%, %d replications); ", r->best_every_s,
-      r->best_goodput_lo, r->best_goodput_hi, r->job.replications);
+static void print_best(const sim_scenario *s, const sim_sweep *w, long last, FILE *f) {
+  const sim_point_result *r = &w->res[last];
+  fprintf(f, "  -> best interval ");
+  print_best_every(s, w, last, f);
+  fprintf(f, ", goodput [%.4f, %.4f] (95%%, %d replications); ", r->best_goodput_lo, r->best_goodput_hi,
+      r->job.replications);
   if (r->ties[0])
     fprintf(f, "tied with %s s; ", r->ties);
   else
@@ -160,7 +176,7 @@ static void print_job_summary(const sim_scenario *s, const sim_sweep *w, FILE *f
       ooms++;
     }
     if (s->job.has_checkpoints && (i + 1 == w->n || w->res[i + 1].pt.group != r->pt.group))
-      print_best(r, f);
+      print_best(s, w, i, f);
   }
   if (notes > 3)
     print_overflow(0, ooms, f);

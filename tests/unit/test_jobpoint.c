@@ -282,6 +282,18 @@ static void test_summary_no_failures(void) {
   free(buf);
 }
 
+/* Intervals given in steps: the best is named in steps, the table's unit,
+ * with its seconds beside it. */
+static void test_summary_best_in_steps(void) {
+  char *buf = summary_of(BASE SIM "job = { hours = 10.0; };\n"
+                                  "checkpoint = { every_steps = [1000, 5000]; storage_GBps = 100.0; };\n"
+                                  "cost = { gpu_hour_usd = 2.0; };\n");
+  const char *best = strstr(buf, "best interval ");
+  CU_ASSERT_FATAL(best != NULL);
+  CU_ASSERT(strncmp(best, "best interval 5000 steps (", 26) == 0);
+  free(buf);
+}
+
 /* The summary has a column for every swept dimension: rows that differ
  * only in compression or bucket cap say so. */
 static void test_summary_columns(void) {
@@ -310,6 +322,7 @@ void test_register(void) {
   CU_add_test(s, "price per hour of nodes, spares, network and storage", test_price);
   CU_add_test(s, "every number of failures is a sweep dimension", test_failures_swept);
   CU_add_test(s, "more replications until the best interval is told apart; ties named", test_ties);
+  CU_add_test(s, "a best interval in steps is named in steps", test_summary_best_in_steps);
   CU_add_test(s, "a job group alone: the failure-free time to train", test_job_alone);
   CU_add_test(s, "the summary shows every swept dimension", test_summary_columns);
   CU_add_test(s, "checkpoints without failures: no Young or Daly interval, no nan", test_summary_no_failures);
