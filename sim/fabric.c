@@ -167,12 +167,12 @@ static int parse_in_network(const sim_scenario *s, sim_fabric *f, const config_s
   free(v);
   if (!rc && f->nvls && f->intra != SIM_INTRA_NVSWITCH)
     rc = core_err_set(CORE_EINVAL,
-        "%s: in_network \"nvls\" reduces in the NVSwitches of a node, but fabric '%s' has intra = \"%s\"; set intra = "
-        "\"nvswitch\", or drop \"nvls\"",
+        "%s: in_network \"nvls\" reduces in the NVSwitches of a node, but fabric '%s' %s; set intra = "
+        "\"nvswitch\" if its nodes have them, or drop \"nvls\"",
         where(config_setting_get_member(g, "in_network"), w), f->name,
-        f->intra == SIM_INTRA_NVLINK ? "nvlink"
-        : f->intra == SIM_INTRA_PCIE ? "pcie"
-                                     : "(the profile's)");
+        f->intra == SIM_INTRA_NVLINK ? "has intra = \"nvlink\""
+        : f->intra == SIM_INTRA_PCIE ? "has intra = \"pcie\""
+                                     : "leaves intra to the profile, whose node may not have NVSwitches");
   if (!rc && f->nvls && !has_nvlink_sharp(s->profile))
     rc = core_err_set(CORE_EINVAL,
         "%s: in_network \"nvls\" needs NVLink SHARP, which only third-generation NVSwitches have (systems of Hopper "
