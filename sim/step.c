@@ -707,8 +707,8 @@ static double step_end(stepsim *s, double *comp) {
       end = t1;
     double rank_comp = ((double)k->bwd_done_t + tail) / 1e9;
     /* The representative is the slowest rank; a typical rank computes
-     * 1/mult of its time. */
-    *comp += c->every_rank ? rank_comp : rank_comp / k->mult;
+     * 1/mult of its time. The slowest of one rank is that rank. */
+    *comp += c->every_rank || c->world == 1 ? rank_comp : rank_comp / k->mult;
   }
   *comp /= s->R;
   return (double)end / 1e9;

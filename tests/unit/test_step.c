@@ -121,6 +121,33 @@ static void test_interference_runs_events(void) {
   sim_engine_free(e);
 }
 
+/* One rank is its own representative: the slowest of one is the typical
+ * rank, so its compute is what it computed, never more than its step (to
+ * the nanosecond the engine counts in). */
+static void test_one_rank_computes_its_step(void) {
+  sim_engine *e;
+  CU_ASSERT_FATAL(sim_engine_new(&e) == 0);
+  rs = 4242;
+  int bad = 0;
+  for (int trial = 0; trial < 100; trial++) {
+    rand_step x;
+    sim_step_cfg c;
+    make(&x, &c, 1, 0, trial % 2, 0);
+    c.jitter_params[1] = 0.3;
+    sim_step_result rep, every;
+    CU_ASSERT_FATAL(sim_step_run(&c, e, &rep, NULL) == 0);
+    c.every_rank = 1;
+    CU_ASSERT_FATAL(sim_step_run(&c, e, &every, NULL) == 0);
+    if (rep.compute_s > rep.step_s + 1e-9 || rep.compute_s != every.compute_s || rep.step_s != every.step_s) {
+      if (bad++ < 3)
+        fprintf(stderr, "\ntrial %d: step %.17g, compute %.17g; every rank: %.17g, %.17g", trial, rep.step_s,
+            rep.compute_s, every.step_s, every.compute_s);
+    }
+  }
+  CU_ASSERT_EQUAL(bad, 0);
+  sim_engine_free(e);
+}
+
 /* Ranks with the same draws (no jitter) do the same things at the same
  * times, so the step of every rank is the step of one, only with more
  * events; with interference the ranks' tasks end together and run batched
@@ -172,4 +199,5 @@ void test_register(void) {
   CU_add_test(s, "rank by rank gives the events' bytes", test_direct_equals_events);
   CU_add_test(s, "interference runs the events", test_interference_runs_events);
   CU_add_test(s, "equal ranks step as one", test_equal_ranks_step_as_one);
+  CU_add_test(s, "one rank's compute is what it computed", test_one_rank_computes_its_step);
 }
