@@ -602,7 +602,7 @@ static int simulate_step(const sim_scenario *s, const sim_point *p, sim_engine *
       .every_rank = s->every_rank && !p->fabric_given,
       .jitter = pr->jitter,
       .steps = s->steps,
-      .seed = sim_predict_seed(s->seed, p->index),
+      .seed = sim_predict_seed(s->seed, p->step_crn_index),
       .trace_ranks = trace_ranks};
   c.jitter_params[0] = pr->jitter_params[0];
   c.jitter_params[1] = pr->jitter_params[1];

@@ -612,6 +612,13 @@ void sim_scenario_point(const sim_scenario *s, long index, sim_point *p) {
     crn = crn * s->n[d] + (keep ? idx[d] : 0);
   }
   p->crn_index = crn;
+  /* The jitter of a point's steps depends on its world alone: points that
+   * differ in the network, backend or DDP's settings draw the same, so that
+   * their differences are the model's, not noise. */
+  long step_crn = 0;
+  for (int d = 0; d < SIM_N_DIMS; d++)
+    step_crn = step_crn * s->n[d] + (d == SIM_DIM_NODES || d == SIM_DIM_PER_NODE ? idx[d] : 0);
+  p->step_crn_index = step_crn;
 }
 
 const char *sim_dim_name(const sim_scenario *s, enum sim_dim d) {

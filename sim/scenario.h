@@ -142,13 +142,16 @@ typedef struct sim_point {
   double detect_s, mttr_h, restart_s, load_s, ckpt_cost_s; /* < 0: the default (jobcfg.h) */
   int ckpt_async;
   long long spares;
-  double ckpt_every; /* seconds, or steps if job.every_in_steps; 0: none */
-  long step_index;   /* the point's index among step-level configurations */
-  long group;        /* its index among groups of points that differ only in the interval */
-  long crn_index;    /* the point of its nodes, devices per node and failure distribution with
+  double ckpt_every;   /* seconds, or steps if job.every_in_steps; 0: none */
+  long step_index;     /* the point's index among step-level configurations */
+  long group;          /* its index among groups of points that differ only in the interval */
+  long crn_index;      /* the point of its nodes, devices per node and failure distribution with
                              * every other setting the first: its failures are drawn from this index's
                              * seed, so that points alike in these face the same failures (common
                              * random numbers) */
+  long step_crn_index; /* the point of its nodes and devices per node with every other setting the
+                        * first: its steps' jitter is drawn from this index's seed, so that points
+                        * of the same world draw the same (common random numbers) */
 } sim_point;
 
 int sim_scenario_load(const char *path, sim_scenario **out);

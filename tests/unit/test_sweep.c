@@ -150,9 +150,39 @@ static void test_shared_step_level(void) {
   free(s1);
 }
 
+/* Points of the same world draw the same jitter (common random numbers):
+ * two networks alike but for their names give the same steps, and a
+ * faster network is never slower, however noisy the profile's steps. */
+static void test_common_jitter(void) {
+  static const char *const text = "name = \"crn\";\n"
+                                  "profile = \"../../scenarios/profiles/example-2core.cfg\";\n"
+                                  "model = \"../../scenarios/models/mlp-small.cfg\";\n"
+                                  "training = { batch = 32; };\n"
+                                  "cluster = { nodes = [2, 4]; devices_per_node = 2; };\n"
+                                  "networks = ( { name = \"a\"; gbps = 1.0; latency_us = 30.0; },\n"
+                                  "  { name = \"b\"; gbps = 1.0; latency_us = 30.0; },\n"
+                                  "  { name = \"fast\"; gbps = 100.0; latency_us = 30.0; } );\n"
+                                  "simulation = { steps = 3; };\n";
+  sim_scenario *s = load(text);
+  CU_ASSERT_FATAL(s != NULL);
+  sim_sweep_opts o = {.jobs = 1, .n_shards = 1, .trace_point = -1};
+  sim_sweep w;
+  CU_ASSERT_FATAL(sim_sweep_run(s, &o, &w) == 0);
+  CU_ASSERT_FATAL(w.n == 6);
+  for (int k = 0; k < 2; k++) {
+    const sim_point_result *a = &w.res[k], *b = &w.res[2 + k], *fast = &w.res[4 + k];
+    CU_ASSERT(a->pt.nodes == b->pt.nodes && a->pt.nodes == fast->pt.nodes);
+    CU_ASSERT_EQUAL(a->step_s, b->step_s);
+    CU_ASSERT(fast->step_s <= a->step_s);
+  }
+  sim_sweep_free(&w);
+  sim_scenario_free(s);
+}
+
 void test_register(void) {
   CU_pSuite s = CU_add_suite("sweep", suite_init, suite_clean);
   CU_add_test(s, "the job level's work is bounded by simulation.max_events", test_bound);
   CU_add_test(s, "progress on stderr changes nothing in the results", test_progress);
   CU_add_test(s, "the step level is shared the same way by any workers and shards", test_shared_step_level);
+  CU_add_test(s, "points of the same world draw the same jitter", test_common_jitter);
 }
