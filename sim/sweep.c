@@ -118,8 +118,8 @@ static void point_name(const sim_point *p, char *buf, size_t n) {
 }
 
 /* The step level of point i. Points that differ only in job-level settings
- * share it: it is the step level of the first of them (its index seeds the
- * step's random draws), whichever worker or shard runs which point.
+ * share it: it is the step level of the first of them, whichever worker or
+ * shard runs which point (its world seeds the step's random draws).
  * last/last_step: the worker's previous one. */
 static int run_step(work *w, long i, sim_engine *e, sim_point_result *last, long *last_step) {
   sim_point p, first;
