@@ -309,6 +309,10 @@ int core_cfg_check_keys(const config_setting_t *group, const char *const allowed
 
 static int missing(const config_setting_t *g, const char *key, const char *expect) {
   char w[4200];
+  /* The top level has no line of its own: name the file alone. */
+  if (!g->parent)
+    return core_err_set(
+        CORE_EINVAL, "%s: the file is missing key '%s' at its top level; add it (%s)", setting_file(g), key, expect);
   return core_err_set(CORE_EINVAL, "%s: group '%s' is missing key '%s'; add it (%s)", core_cfg_where(g, w, sizeof w),
       group_name(g), key, expect);
 }

@@ -81,9 +81,12 @@ bad_case *bad_corpus_read(const char *dir, int *n) {
   return cases;
 }
 
-/* msg at p starts with "<file>:<digits>:"; returns the number or -1. */
+/* msg at p starts with "<file>:<digits>:"; returns the number, 0 for
+ * "<file>: " (what has no line, as a missing top-level key), or -1. */
 static long located_at(const char *p, const char *file) {
   size_t fl = strlen(file);
+  if (strncmp(p, file, fl) == 0 && p[fl] == ':' && p[fl + 1] == ' ')
+    return 0;
   if (strncmp(p, file, fl) != 0 || p[fl] != ':' || !isdigit((unsigned char)p[fl + 1]))
     return -1;
   char *end;
