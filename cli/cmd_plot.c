@@ -578,13 +578,34 @@ static void plot_vars(const plot_job *j, const char *m, char *vars, size_t n) {
         j->breaks, m, j->a, j->b, out_dir, stem, base, m, kind);
 }
 
+/* Whether model m has a point the plot draws: scaling and fabric plots
+ * leave out the points that timed out (and scaling, the compressions but
+ * its baseline), and gnuplot cannot draw a plot of none. */
+static int drawable(const plot_job *j, const core_csv_table *t, const char *m) {
+  int cm = core_csv_col(t, "model"), cs = core_csv_col(t, "status"), cc = core_csv_col(t, "compression");
+  int scaling = !strcmp(j->kind, "scaling");
+  if (cs < 0 || (!scaling && strcmp(j->kind, "fabric")))
+    return 1;
+  for (long i = 0; i < t->nrows; i++)
+    if (!strcmp(t->rows[i][cm], m) && !strcmp(t->rows[i][cs], "ok") &&
+        (cc < 0 || !scaling || !strcmp(t->rows[i][cc], j->comp)))
+      return 1;
+  return 0;
+}
+
 /* One gnuplot run per model of models (space separated; cut up here); the
- * script writes PNG and SVG. */
-static int render_models(const plot_job *j, char *models) {
+ * script writes PNG and SVG. A model with nothing to draw is named on
+ * stderr and left out. */
+static int render_models(const plot_job *j, const core_csv_table *t, char *models) {
   char vars[16384], out[4400];
   int rc;
   char *save = NULL;
   for (char *m = strtok_r(models, " ", &save); m; m = strtok_r(NULL, " ", &save)) {
+    if (!drawable(j, t, m)) {
+      fprintf(stderr, "ddpsim: note: no %s plot of %s: every one of its points%s%s timed out (the status column)\n",
+          j->kind, m, j->comp_named ? " with compression " : "", j->comp_named ? j->comp : "");
+      continue;
+    }
     plot_vars(j, m, vars, sizeof vars);
     snprintf(out, sizeof out, "%s/%.*s-%s-%s", j->out_dir, j->stem, j->base, m, j->kind);
     if ((rc = cli_run_gnuplot(j->script, vars, out)) != 0)
@@ -617,7 +638,7 @@ int cli_plot_render(const char *kind, const char *csv, const char *out_dir) {
   j.base = core_path_base(csv);
   j.stem = core_path_stem_len(j.base, ".csv");
   if ((rc = kind_lists(&t, &j)) == 0)
-    rc = render_models(&j, models);
+    rc = render_models(&j, &t, models);
 out_table:
   if (j.data[0])
     unlink(j.data);

@@ -58,4 +58,16 @@ chmod +x "$work/killgp/gnuplot"
 PATH="$work/killgp:$PATH" run killed plot scaling "$work/scal.csv" -o "$work/o2"
 check "a killed gnuplot fails the command" [ "$status" -ne 0 ]
 check "nothing half-written is left ($(ls -A "$work/o2" | tr '\n' ' '))" [ "$(leftovers "$work/o2")" -eq 0 ]
+
+# A model whose every point timed out has nothing to draw: the others are
+# drawn, it is named on stderr, and the command succeeds.
+printf '%s\n' model,nodes,gpus_per_node,gpus,network,backend,samples_per_s,scaling_eff,status \
+  m,1,8,8,n,nccl,100,1,ok m,2,8,16,n,nccl,190,0.95,ok late,1,8,8,n,nccl,10,1,timeout \
+  late,2,8,16,n,nccl,5,0.3,timeout >"$work/late.csv"
+mkdir -p "$work/o3"
+run all_late plot scaling "$work/late.csv" -o "$work/o3"
+check "a model that only timed out does not fail the plot" [ "$status" -eq 0 ]
+check "the other model is drawn" [ -s "$work/o3/late-m-scaling.png" ]
+check "none is drawn for it" [ ! -e "$work/o3/late-late-scaling.png" ]
+check "it says why" grep -q "no scaling plot of late: every one of its points timed out" "$work/all_late.err"
 it_end
