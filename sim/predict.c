@@ -567,7 +567,7 @@ static void bucket_costs(
   if (worst >= 0) {
     snprintf(r->status, sizeof r->status, "timeout");
     snprintf(r->note, sizeof r->note,
-        "bucket %d (%.1f MB) allreduce takes %.1f s, past the %s timeout of %.0f s: set ddp.timeout_s above %.0f, "
+        "bucket %d (%.1f MB) allreduce takes %.3g s, past the %s timeout of %g s: set ddp.timeout_s above %.0f, "
         "lower bucket_cap_mb, or use a faster network",
         worst, w->bytes[worst] / 1e6, worst_t, sim_backend_name(p->backend), timeout, ceil(worst_t * 1.5));
   }

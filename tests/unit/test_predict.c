@@ -1101,6 +1101,12 @@ static void test_timeout(void) {
   CU_ASSERT(strstr(r.note, "ddp.timeout_s") != NULL);
   CU_ASSERT(strstr(r.note, "nccl") != NULL);
   sim_scenario_free(s);
+  /* A timeout under a second is printed as set, not rounded to 0 s. */
+  s = load(TIMEOUT_SCENARIO, "nccl", "timeout_s = 0.25;");
+  CU_ASSERT_FATAL(s != NULL);
+  CU_ASSERT_FATAL(run_point(s, 0, &r) == 0);
+  CU_ASSERT(strstr(r.note, "past the nccl timeout of 0.25 s") != NULL);
+  sim_scenario_free(s);
 }
 
 /* sim_step_run directly: a hand-made two-layer step with known times. */
