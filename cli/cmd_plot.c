@@ -578,13 +578,13 @@ static void plot_vars(const plot_job *j, const char *m, char *vars, size_t n) {
         j->breaks, m, j->a, j->b, out_dir, stem, base, m, kind);
 }
 
-/* Whether model m has a point the plot draws: scaling and fabric plots
- * leave out the points that timed out (and scaling, the compressions but
- * its baseline), and gnuplot cannot draw a plot of none. */
+/* Whether model m has a point the plot draws: scaling, fabric and goodput
+ * plots leave out the points that timed out (and scaling, the compressions
+ * but its baseline), and gnuplot cannot draw a plot of none. */
 static int drawable(const plot_job *j, const core_csv_table *t, const char *m) {
   int cm = core_csv_col(t, "model"), cs = core_csv_col(t, "status"), cc = core_csv_col(t, "compression");
   int scaling = !strcmp(j->kind, "scaling");
-  if (cs < 0 || (!scaling && strcmp(j->kind, "fabric")))
+  if (cs < 0 || !strcmp(j->kind, "compression"))
     return 1;
   for (long i = 0; i < t->nrows; i++)
     if (!strcmp(t->rows[i][cm], m) && !strcmp(t->rows[i][cs], "ok") &&
@@ -602,8 +602,8 @@ static int render_models(const plot_job *j, const core_csv_table *t, char *model
   char *save = NULL;
   for (char *m = strtok_r(models, " ", &save); m; m = strtok_r(NULL, " ", &save)) {
     if (!drawable(j, t, m)) {
-      fprintf(stderr, "ddpsim: note: no %s plot of %s: every one of its points%s%s timed out (the status column)\n",
-          j->kind, m, j->comp_named ? " with compression " : "", j->comp_named ? j->comp : "");
+      fprintf(stderr, "ddpsim: note: no %s plot of %s: none of its points%s%s ran (the status column)\n", j->kind, m,
+          j->comp_named ? " with compression " : "", j->comp_named ? j->comp : "");
       continue;
     }
     plot_vars(j, m, vars, sizeof vars);

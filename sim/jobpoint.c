@@ -134,6 +134,17 @@ int sim_jobpoint_params(
   return 0;
 }
 
+/* A point that cannot run (its status: a bucket allreduce that outlasts
+ * the backend's timeout aborts it at its first step; one that does not fit
+ * in the GPUs' memory never starts) has no run, and its run's figures do
+ * not exist (empty cells). */
+static void no_run(sim_job_result *j) {
+  memset(j, 0, sizeof *j);
+  for (int k = 0; k < SIM_JOB_N_METRICS; k++)
+    j->mean[k] = j->lo[k] = j->hi[k] = NAN;
+  j->mtti_s = j->young_s = j->daly_s = j->cap_h = NAN;
+}
+
 int sim_jobpoint_run(const sim_scenario *s, const sim_point *p, int first_rep, int replications, sim_engine *e,
     void (*progress)(void *ctx, uint64_t events), void *ctx, sim_point_result *r) {
   sim_job_params jp;
@@ -147,9 +158,13 @@ int sim_jobpoint_run(const sim_scenario *s, const sim_point *p, int first_rep, i
   jp.replications = replications;
   jp.progress = progress;
   jp.progress_ctx = ctx;
-  if ((rc = sim_job_run(&jp, e, &r->job)) != 0)
-    return rc;
-  r->has_job = 1;
+  if (strcmp(r->status, "ok") != 0) {
+    no_run(&r->job);
+  } else {
+    if ((rc = sim_job_run(&jp, e, &r->job)) != 0)
+      return rc;
+    r->has_job = 1;
+  }
   r->ckpt_bytes = s->job.has_checkpoints ? sim_jobpoint_ckpt_bytes(s, p) : 0;
   r->ckpt_block_s = jp.ckpt_block_s;
   r->ckpt_every_s = jp.every_steps * r->step_s;

@@ -37,7 +37,9 @@ double sim_jobpoint_steps(const sim_scenario *s, const sim_point *p, double step
 
 /* The job level of such a point: its Monte Carlo of `replications` runs
  * from replication first_rep, into r (its job-level fields). progress (may
- * be NULL) is called with the events run since its last call. */
+ * be NULL) is called with the events run since its last call. A point that
+ * cannot run (r->status other than ok) has no run: r->has_job stays 0 and
+ * its run's figures are NaN. */
 int sim_jobpoint_run(const sim_scenario *s, const sim_point *p, int first_rep, int replications, sim_engine *e,
     void (*progress)(void *ctx, uint64_t events), void *ctx, sim_point_result *r);
 

@@ -120,6 +120,10 @@ static void print_best_every(const sim_scenario *s, const sim_sweep *w, long las
 /* The line under a group of intervals: the best, its interval, its ties. */
 static void print_best(const sim_scenario *s, const sim_sweep *w, long last, FILE *f) {
   const sim_point_result *r = &w->res[last];
+  if (isnan(r->best_every_s)) {
+    fprintf(f, "  -> no best interval: no point of the group can run\n");
+    return;
+  }
   fprintf(f, "  -> best interval ");
   print_best_every(s, w, last, f);
   fprintf(f, ", goodput [%.4f, %.4f] (95%%, %d replications); ", r->best_goodput_lo, r->best_goodput_hi,
@@ -145,9 +149,30 @@ static void print_overflow(int timeouts, int ooms, FILE *f) {
     fprintf(f, "(%d points would not fit in the GPUs' memory; see the mem_GB and status columns)\n", ooms);
 }
 
+/* A point's run: goodput, time to train, failures and waste, its cost. */
+static void print_run(const sim_point_result *r, int priced, FILE *f) {
+  const double *m = r->job.mean;
+  fprintf(f, "%6d  %6.4f [%6.4f, %6.4f] %8.1f %8.1f %8.1f %8.1f %8.1f", r->pt.nodes * r->pt.per_node,
+      m[SIM_JOB_GOODPUT], r->job.lo[SIM_JOB_GOODPUT], r->job.hi[SIM_JOB_GOODPUT], m[SIM_JOB_TIME_H],
+      m[SIM_JOB_FAILURES], m[SIM_JOB_WASTE_CKPT_H], m[SIM_JOB_WASTE_LOST_H], m[SIM_JOB_WASTE_RESTART_H]);
+  if (priced)
+    fprintf(f, " %10.4g", r->usd_per_hour * m[SIM_JOB_TIME_H]);
+  if (r->job.unfinished)
+    fprintf(f, "  (%d of %d unfinished)", r->job.unfinished, r->job.replications);
+  fputc('\n', f);
+}
+
+/* A point that cannot run (status timeout or oom) has no run: its row
+ * says so. */
+static void print_no_run(const sim_point_result *r, FILE *f) {
+  fprintf(f, "%6d  no run (status %s): %s\n", r->pt.nodes * r->pt.per_node, r->status,
+      strcmp(r->status, "oom") == 0 ? "it does not fit in the GPUs' memory"
+                                    : "a bucket's allreduce outlasts the timeout");
+}
+
 static void print_job_summary(const sim_scenario *s, const sim_sweep *w, FILE *f) {
-  int width[SIM_N_DIMS], priced = s->prices.priced, unfinished = 0, ooms = 0, notes = 0;
-  long last_oom = -1;
+  int width[SIM_N_DIMS], priced = s->prices.priced, unfinished = 0, timeouts = 0, ooms = 0, notes = 0;
+  long last_note = -1;
   char why[512];
   dim_widths(s, w, width);
   print_dim_header(s, width, f);
@@ -155,31 +180,26 @@ static void print_job_summary(const sim_scenario *s, const sim_sweep *w, FILE *f
       "down_h", priced ? "   cost_usd" : "");
   for (long i = 0; i < w->n; i++) {
     const sim_point_result *r = &w->res[i];
-    const double *m = r->job.mean;
     print_dims(s, &r->pt, width, f);
-    fprintf(f, "%6d  %6.4f [%6.4f, %6.4f] %8.1f %8.1f %8.1f %8.1f %8.1f", r->pt.nodes * r->pt.per_node,
-        m[SIM_JOB_GOODPUT], r->job.lo[SIM_JOB_GOODPUT], r->job.hi[SIM_JOB_GOODPUT], m[SIM_JOB_TIME_H],
-        m[SIM_JOB_FAILURES], m[SIM_JOB_WASTE_CKPT_H], m[SIM_JOB_WASTE_LOST_H], m[SIM_JOB_WASTE_RESTART_H]);
-    if (priced)
-      fprintf(f, " %10.4g", r->usd_per_hour * m[SIM_JOB_TIME_H]);
-    if (r->job.unfinished)
-      fprintf(f, "  (%d of %d unfinished)", r->job.unfinished, r->job.replications);
-    fputc('\n', f);
-    if (r->job.unfinished && unfinished++ < 3) {
-      sim_summary_unfinished(r, why, sizeof why);
-      fprintf(f, "  -> %s\n", why);
-    }
-    if (strcmp(r->status, "oom") == 0) {
-      if (r->pt.step_index != last_oom && notes++ < 3)
+    if (!r->has_job) {
+      print_no_run(r, f);
+      if (r->pt.step_index != last_note && notes++ < 3)
         fprintf(f, "  -> %s\n", r->note); /* once per step-level configuration, whose note it is */
-      last_oom = r->pt.step_index;
-      ooms++;
+      last_note = r->pt.step_index;
+      timeouts += strcmp(r->status, "timeout") == 0;
+      ooms += strcmp(r->status, "oom") == 0;
+    } else {
+      print_run(r, priced, f);
+      if (r->job.unfinished && unfinished++ < 3) {
+        sim_summary_unfinished(r, why, sizeof why);
+        fprintf(f, "  -> %s\n", why);
+      }
     }
     if (s->job.has_checkpoints && (i + 1 == w->n || w->res[i + 1].pt.group != r->pt.group))
       print_best(s, w, i, f);
   }
   if (notes > 3)
-    print_overflow(0, ooms, f);
+    print_overflow(timeouts, ooms, f);
 }
 
 static void print_step_summary(const sim_scenario *s, const sim_sweep *w, FILE *f) {

@@ -487,9 +487,9 @@ static void write_job_cells(core_csv *c, const sim_scenario *s, const sim_point_
 
 /* usd_per_hour, then the run's cost or a million samples' (see the
  * columns above). */
-static void write_cost_cells(core_csv *c, const sim_point_result *r) {
+static void write_cost_cells(core_csv *c, const sim_scenario *s, const sim_point_result *r) {
   core_csv_num(c, r->usd_per_hour);
-  if (r->has_job) {
+  if (s->job.present) {
     for (int k = 0; k < 3; k++) {
       const double *t = k == 0 ? r->job.mean : k == 1 ? r->job.lo : r->job.hi;
       core_csv_num(c, r->usd_per_hour * t[SIM_JOB_TIME_H]);
@@ -552,7 +552,7 @@ int sim_sweep_write_csv(const sim_scenario *s, const sim_sweep *w, const char *p
     if (job)
       write_job_cells(&c, s, &w->res[i]);
     if (priced)
-      write_cost_cells(&c, &w->res[i]);
+      write_cost_cells(&c, s, &w->res[i]);
     core_csv_end_row(&c);
   }
   return core_csv_commit(&c);

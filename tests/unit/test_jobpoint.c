@@ -294,6 +294,43 @@ static void test_summary_best_in_steps(void) {
   free(buf);
 }
 
+/* A point whose bucket allreduce outlasts the timeout aborts at its first
+ * step: it has no run, so no goodput or time to train (empty cells), and
+ * the summary says so instead of figures for a run that cannot happen. */
+static void test_timeout_no_run(void) {
+  static const char *const text = BASE SIM "ddp = { timeout_s = 0.001; };\n"
+                                           "job = { hours = 10.0; };\n"
+                                           "failures = { mtbf_h = 1000.0; restart_s = 30.0; };\n"
+                                           "checkpoint = { every_s = [600.0, 1200.0]; storage_GBps = 100.0; };\n"
+                                           "cost = { gpu_hour_usd = 2.0; };\n";
+  sim_scenario *s = load(text);
+  CU_ASSERT_FATAL(s != NULL);
+  sim_sweep_opts o = {.jobs = 1, .n_shards = 1, .trace_point = -1};
+  sim_sweep w;
+  CU_ASSERT_FATAL(sim_sweep_run(s, &o, &w) == 0);
+  CU_ASSERT_FATAL(w.n == 2);
+  CU_ASSERT_STRING_EQUAL(w.res[0].status, "timeout");
+  CU_ASSERT_EQUAL(w.res[0].has_job, 0);
+  CU_ASSERT(isnan(w.res[0].job.mean[SIM_JOB_GOODPUT]) && isnan(w.res[0].best_every_s));
+  char path[4200];
+  snprintf(path, sizeof path, "%s/timeout.csv", scratch);
+  CU_ASSERT_FATAL(sim_sweep_write_csv(s, &w, path, 1) == 0);
+  core_csv_table t;
+  CU_ASSERT_FATAL(core_csv_read(path, &t) == 0);
+  int cg = core_csv_col(&t, "goodput"), ct = core_csv_col(&t, "time_to_train_h"), cc = core_csv_col(&t, "cost_usd");
+  CU_ASSERT_FATAL(cg >= 0 && ct >= 0 && cc >= 0 && t.nrows == 2);
+  CU_ASSERT_STRING_EQUAL(t.rows[0][cg], "");
+  CU_ASSERT_STRING_EQUAL(t.rows[0][ct], "");
+  CU_ASSERT_STRING_EQUAL(t.rows[1][cc], "");
+  core_csv_table_free(&t);
+  sim_sweep_free(&w);
+  sim_scenario_free(s);
+  char *buf = summary_of(text);
+  CU_ASSERT(strstr(buf, "no run (status timeout): a bucket's allreduce outlasts the timeout") != NULL);
+  CU_ASSERT(strstr(buf, "no best interval: no point of the group can run") != NULL);
+  free(buf);
+}
+
 /* The summary has a column for every swept dimension: rows that differ
  * only in compression or bucket cap say so. */
 static void test_summary_columns(void) {
@@ -323,6 +360,7 @@ void test_register(void) {
   CU_add_test(s, "every number of failures is a sweep dimension", test_failures_swept);
   CU_add_test(s, "more replications until the best interval is told apart; ties named", test_ties);
   CU_add_test(s, "a best interval in steps is named in steps", test_summary_best_in_steps);
+  CU_add_test(s, "a point that times out has no run", test_timeout_no_run);
   CU_add_test(s, "a job group alone: the failure-free time to train", test_job_alone);
   CU_add_test(s, "the summary shows every swept dimension", test_summary_columns);
   CU_add_test(s, "checkpoints without failures: no Young or Daly interval, no nan", test_summary_no_failures);
