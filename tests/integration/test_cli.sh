@@ -554,6 +554,20 @@ expect_status gpu_validate_missing 3
 run gpu_base_alone import torch-trace -o "$work/gpu/x.cfg" --profile-base "$src/scenarios/profiles/dgx-a100.cfg" "$gpu_trace"
 expect_status gpu_base_alone 2
 
+# --- bench/gpu_compare.py: a predicted point that cannot run is refused only where
+# a measured step is compared with it (the scenario predicts more than was measured).
+printf '%s\n' model,precision,batch,step_s,status m,fp32,8,0.1,ok m,fp32,256,0.9,oom >"$work/gc-pred.csv"
+printf '%s\n' model,precision,layout,batch,median_ms,p10_ms,p90_ms,steps m,fp32,-,8,110,109,111,5 >"$work/gc-meas.csv"
+python3 "$src/bench/gpu_compare.py" "$work/gc-pred.csv" "$work/gc-meas.csv" >"$work/gc.out" 2>"$work/gc.err"
+status=$?
+expect_status gc 0
+expect_in gc out "1 points (fastest layout each): step-time MAPE 9.1%"
+echo m,fp32,-,256,1000,990,1010,5 >>"$work/gc-meas.csv"
+python3 "$src/bench/gpu_compare.py" "$work/gc-pred.csv" "$work/gc-meas.csv" >"$work/gc_oom.out" 2>"$work/gc_oom.err"
+status=$?
+expect_status gc_oom 1
+expect_in gc_oom err "was measured but has status oom"
+
 left=$(find "$work" -name '*.tmp.*' | head -n 3)
 [ -z "$left" ] || fail "temp files left behind: $left"
 
