@@ -439,7 +439,8 @@ void sim_advice_free(sim_advice *a) {
 
 /* The points in order, each once; the baseline found among them. */
 static void finish(adv *a, plist *all, sim_advice *out) {
-  qsort(all->p, (size_t)all->n, sizeof *all->p, by_index);
+  if (all->n > 1) /* qsort's base may not be NULL, even for no elements */
+    qsort(all->p, (size_t)all->n, sizeof *all->p, by_index);
   long n = 0;
   for (long i = 0; i < all->n; i++)
     if (n == 0 || all->p[i].r.pt.index != all->p[n - 1].r.pt.index)
