@@ -25,7 +25,7 @@
 # POINTS picks the points: "MODEL:BATCH,BATCH[:OPTIMIZER,OPTIMIZER] ..."
 # (optimizers sgd_momentum and adam; both when left out; the default,
 # "resnet50:2,4,8 vgg16:1,2,4 bert-large:1,2:sgd_momentum bert-large:1:adam",
-# takes about 12 minutes on 2 cores, 8 of them BERT-large). TORCH_CSV=F
+# takes about 10 minutes on 2 cores, most of them BERT-large). TORCH_CSV=F
 # keeps PyTorch's figures in F, and where F exists reads them from it
 # instead of measuring (another build's estimate against the same steps).
 set -euo pipefail
