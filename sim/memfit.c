@@ -70,7 +70,11 @@ void sim_memfit_estimate(const core_model *m, enum sim_precision prec, int batch
   out->activations = out->act_per_sample * batch;
   out->state = out->weights + out->grads + out->optimizer + out->buckets + out->casts;
   double held = out->weights + out->optimizer + out->buckets;
-  out->backward_peak = held + out->casts + backward_live(m, act_bytes(prec) / 4.0, g, batch);
+  /* With gradient_as_bucket_view the gradients are views of DDP's buckets,
+   * which it allocates once: they are held all step. */
+  int resident = ddp && bucket_view;
+  double live = backward_live(m, act_bytes(prec) / 4.0, resident ? 0.0 : g, batch);
+  out->backward_peak = held + out->casts + (resident ? out->grads : 0.0) + live;
   out->step_peak = held + out->grads + out->step_temps;
   out->total = fmax(out->backward_peak, out->step_peak);
   out->prec = prec;

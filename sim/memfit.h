@@ -21,9 +21,10 @@
  * with the activations of the layers backward has not reached yet and the
  * gradients of those it has (autograd frees a layer's saved tensors after
  * its backward; zero_grad() leaves no gradient between steps, PyTorch 2's
- * default), and optimizer.step(), where every gradient is held with the
- * state and the foreach implementation's temporaries (Adam's one more
- * weight-sized tensor a parameter).
+ * default; under gradient_as_bucket_view the gradients are views of DDP's
+ * buckets, held all step), and optimizer.step(), where every gradient is
+ * held with the state and the foreach implementation's temporaries (Adam's
+ * one more weight-sized tensor a parameter).
  *
  * What it leaves out: the CUDA context and the libraries' workspaces
  * (cuBLAS, cuDNN, NCCL's buffers), the caching allocator's fragmentation,

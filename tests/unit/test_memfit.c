@@ -75,6 +75,11 @@ static void test_arithmetic(void) {
   CU_ASSERT_DOUBLE_EQUAL(f.step_temps, 0.0, 1e-9);
   CU_ASSERT_DOUBLE_EQUAL(f.step_peak, 8800.0, 1e-9);
   CU_ASSERT_DOUBLE_EQUAL(f.total, 4400.0 + 7600.0, 1e-9);
+  /* gradient_as_bucket_view: the gradients are the buckets, held all of
+   * backward beside every activation. */
+  sim_memfit_estimate(m, SIM_PREC_FP32, 8, SIM_OPT_SGD, 1, 1, &f);
+  CU_ASSERT_DOUBLE_EQUAL(f.buckets, 0.0, 1e-9);
+  CU_ASSERT_DOUBLE_EQUAL(f.total, 4400.0 + 4400.0 + 4000.0, 1e-9);
   /* Autocast, plain SGD: fp32 weights, gradients and buckets, 2-byte casts
    * of the weights held through backward; half-width activations. */
   sim_memfit_estimate(m, SIM_PREC_AMP_BF16, 8, SIM_OPT_SGD, 0, 1, &f);
