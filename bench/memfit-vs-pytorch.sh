@@ -28,6 +28,8 @@
 # takes about 10 minutes on 2 cores, most of them BERT-large). TORCH_CSV=F
 # keeps PyTorch's figures in F, and where F exists reads them from it
 # instead of measuring (another build's estimate against the same steps).
+# BUCKET_VIEW=1 runs every point with DDP's gradient_as_bucket_view, on
+# both sides.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -37,6 +39,8 @@ DD=$BUILD/ddpsim
 POINTS=${POINTS:-resnet50:2,4,8 vgg16:1,2,4 bert-large:1,2:sgd_momentum bert-large:1:adam}
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
+BV_FLAG="" BV_CFG=false
+if [ "${BUCKET_VIEW:-0}" = 1 ]; then BV_FLAG=--bucket-view BV_CFG=true; fi
 MEASURE=1
 if [ -n "${TORCH_CSV:-}" ] && [ -s "$TORCH_CSV" ]; then
   MEASURE=0
@@ -54,7 +58,7 @@ for spec in $POINTS; do
       for b in ${batches//,/ }; do
         echo "== PyTorch: $m, batch $b, $opt" >&2
         "$PY" bench/pytorch/memfit_steps.py --model "$m" --batch "$b" --optimizer "$opt" \
-          --attn-dropout "${ATTN_DROPOUT:-0}" >>"$OUT/torch.csv"
+          --attn-dropout "${ATTN_DROPOUT:-0}" $BV_FLAG >>"$OUT/torch.csv"
       done
     fi
     cat >"$OUT/$m-$opt.cfg" <<EOF
@@ -64,7 +68,7 @@ model = "$ROOT/scenarios/models/$m.cfg";
 training = { batch = [$batches]; precision = "fp32"; optimizer = "$opt"; };
 cluster = { nodes = 1; devices_per_node = 1; };
 networks = ( { name = "none"; gbps = 100.0; latency_us = 14.0; } );
-ddp = { backend = "gloo"; };
+ddp = { backend = "gloo"; gradient_as_bucket_view = $BV_CFG; };
 simulation = { steps = 1; seed = 1; };
 EOF
     "$DD" simulate "$OUT/$m-$opt.cfg" -o "$OUT/sim" -q

@@ -6,7 +6,8 @@ HuggingFace's BertForPreTraining with the bert-large-uncased configuration
 (512-token sequences, masked-LM plus next-sentence loss; random weights,
 nothing downloaded; attention dropout 0 unless --attn-dropout, so that the
 CPU runs attention fused as a GPU does), wraps each in DistributedDataParallel on the CPU with
-Gloo (world size 1, default DDP settings) and trains it in fp32 with
+Gloo (world size 1, default DDP settings; --bucket-view sets
+gradient_as_bucket_view) and trains it in fp32 with
 torch.optim.SGD(momentum=0.9) or torch.optim.Adam, foreach=True (the
 default on CUDA, the devices ddpsim's estimate is for; on the CPU PyTorch
 defaults to the for-loop), zero_grad(set_to_none=True) (PyTorch 2's
@@ -30,7 +31,8 @@ where state_bytes is what is allocated at the measured step's start, after
 zero_grad (weights, optimizer state, DDP's buckets, the batch), backward_peak_bytes the peak
 up to the end of backward and step_peak_bytes that of optimizer.step().
 
-Usage: memfit_steps.py --model resnet50 --batch 4 --optimizer adam [--attn-dropout P]
+Usage: memfit_steps.py --model resnet50 --batch 4 --optimizer adam [--bucket-view]
+                       [--attn-dropout P]
 """
 
 import argparse
@@ -118,6 +120,8 @@ def main():
     ap.add_argument("--model", required=True)
     ap.add_argument("--batch", type=int, required=True)
     ap.add_argument("--optimizer", choices=("sgd_momentum", "adam"), required=True)
+    ap.add_argument("--bucket-view", action="store_true",
+                    help="DDP with gradient_as_bucket_view=True")
     ap.add_argument("--attn-dropout", type=float, default=0.0,
                     help="BERT's attention_probs_dropout_prob (default 0: fused attention, as on a GPU)")
     args = ap.parse_args()
@@ -128,7 +132,7 @@ def main():
     model.train()
     base = live_bytes(list(model.parameters()) + list(model.buffers()) + list(batch))
     with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
-        ddp = DDP(model)
+        ddp = DDP(model, gradient_as_bucket_view=args.bucket_view)
         if args.optimizer == "adam":
             opt = torch.optim.Adam(ddp.parameters(), lr=1e-4, foreach=True)
         else:
