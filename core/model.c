@@ -17,7 +17,7 @@ enum { MODEL_MAX_LAYERS = 100000, MODEL_MAX_TENSORS = 1000000 };
 static const char *const model_keys[] = {"name", "source", "loss", "sample", "layers", "measured_batch", "seq_len",
     "image", "psgd_sync_us", "ready_order", "traced", NULL};
 static const char *const layer_keys[] = {"name", "type", "kind", "in", "out", "activation", "params", "param_names",
-    "rows", "fwd_flops", "bwd_flops", "act_bytes", "fwd_ms", "bwd_ms", "inputs", "in_bytes", NULL};
+    "rows", "fwd_flops", "bwd_flops", "act_bytes", "fwd_ms", "bwd_ms", "inputs", "in_bytes", "inplace", NULL};
 static const char *const layer_types[] = {"generic", "linear", NULL};
 /* In enum core_op's order. */
 static const char *const op_names[] = {"other", "conv", "batch_norm", "layer_norm", "group_norm", "linear", "embedding",
@@ -284,6 +284,8 @@ static int parse_layer(const config_setting_t *l, core_model *m, int idx, int *t
   for (int k = 0; k < CORE_N_OPS; k++)
     if (strcmp(s, op_names[k]) == 0)
       L->op = (enum core_op)k;
+  if ((rc = core_cfg_bool(l, "inplace", 0, 0, &L->inplace)) != 0)
+    return rc;
   L->first_tensor = *tensor_pos;
   L->fwd_s = L->bwd_s = -1.0;
   rc = L->kind == CORE_LAYER_LINEAR ? parse_linear(l, m, L, idx, tensor_pos) : parse_generic(l, m, L, idx, tensor_pos);

@@ -58,6 +58,11 @@
  * say which inputs are cast; scripts/gen-models.py writes them for the
  * shipped models.
  *
+ * `inplace = true;` marks a layer that writes its output over its input
+ * (nn.ReLU(inplace=True), torchvision's residual `out += identity`): its
+ * act_bytes still count as traffic, but hold no memory of their own
+ * (sim/memfit.h).
+ *
  * psgd_sync_us, which `ddpsim calibrate` writes into the models it measures,
  * is how much longer than back to back each allreduce of PowerSGD's hook
  * waits in this model's training steps (the profile's hooks.psgd_sync_us is
@@ -113,6 +118,7 @@ typedef struct core_layer {
   double fwd_s, bwd_s;       /* measured at model.measured_batch; < 0 when not measured */
   int first_input, n_inputs; /* into core_model.inputs: the earlier layers it reads */
   double in_bytes;           /* data it reads per sample at fp32 when n_inputs == 0 */
+  int inplace;               /* writes its output over its input: no memory of its own */
 } core_layer;
 
 typedef struct core_model {

@@ -96,13 +96,14 @@ class Model:
         self.moves = []  # (layer, the layer it runs after), where not in listed order
 
     def add(self, name, params, fwd_flops, act_elems, kind, rows=None, pnames=None, inputs=None,
-            in_elems=0):
+            in_elems=0, inplace=False):
         """rows: each tensor's first dimension, shape[0] (PowerSGD views a
         gradient as shape[0] x the rest); default: 1-D tensors. pnames: the
         tensors' names where they are not weight (and bias). inputs: the
         layers whose outputs it reads, by name (default: the layer before;
-        [] reads the batch's data, in_elems elements a sample). Returns the
-        name."""
+        [] reads the batch's data, in_elems elements a sample). inplace: the
+        op writes its output over its input (no memory of its own). Returns
+        the name."""
         assert len(name) <= NAME_MAX, name
         assert kind in KINDS, (name, kind)
         assert all(isinstance(p, int) and p >= 1 for p in params), (name, params)
@@ -115,7 +116,7 @@ class Model:
             if known and list(inputs) == [known[-1]]:
                 inputs = None  # the default
         self.layers.append((name, list(params), float(fwd_flops), 4.0 * act_elems, rows, kind,
-                            pnames, inputs, 4.0 * in_elems))
+                            pnames, inputs, 4.0 * in_elems, inplace))
         return name
 
     def run_after(self, name, other):
@@ -176,10 +177,10 @@ def bn(m, name, c, h, w):
     return m.add(name, [c, c], 0, c * h * w, "batch_norm")
 
 
-def act(m, name, elems, inputs=None):
+def act(m, name, elems, inputs=None, inplace=False):
     """A parameter-less elementwise op (ReLU, GELU, tanh, dropout; a
-    residual add with two inputs)."""
-    return m.add(name, [], 0, elems, "activation", inputs=inputs)
+    residual add with two inputs); inplace when it overwrites its input."""
+    return m.add(name, [], 0, elems, "activation", inputs=inputs, inplace=inplace)
 
 
 def linear(m, name, fin, fout, tokens=1, bias=True, conv1d=False, inputs=None):
@@ -194,12 +195,14 @@ def linear(m, name, fin, fout, tokens=1, bias=True, conv1d=False, inputs=None):
 def resnet(name, blocks, num_classes=1000, size=224):
     """torchvision Bottleneck ResNet (v1.5) with the given blocks per stage;
     a block's one ReLU module, applied three times, is three layers here
-    (relu1, relu2, relu3), and its residual add one (add)."""
+    (relu1, relu2, relu3), and its residual add one (add). The ReLUs are
+    nn.ReLU(inplace=True) and the add `out += identity` (torchvision's
+    models/resnet.py): in place."""
     m = Model(name)
     h, w = conv(m, "conv1", 3, 64, 7, 2, 3, size, size, bias=False, inputs=[],
                 in_elems=3 * size * size)
     bn(m, "bn1", 64, h, w)
-    act(m, "relu", 64 * h * w)
+    act(m, "relu", 64 * h * w, inplace=True)
     h, w = (h + 2 - 3) // 2 + 1, (w + 2 - 3) // 2 + 1  # maxpool 3x3 s2 p1
     x = m.add("maxpool", [], 0, 64 * h * w, "pooling")
     inplanes = 64
@@ -209,10 +212,10 @@ def resnet(name, blocks, num_classes=1000, size=224):
             p = "layer%d.%d." % (stage, b)
             h1, w1 = conv(m, p + "conv1", inplanes, planes, 1, 1, 0, h, w, bias=False, inputs=[x])
             bn(m, p + "bn1", planes, h1, w1)
-            act(m, p + "relu1", planes * h1 * w1)
+            act(m, p + "relu1", planes * h1 * w1, inplace=True)
             h2, w2 = conv(m, p + "conv2", planes, planes, 3, stride, 1, h1, w1, bias=False)
             bn(m, p + "bn2", planes, h2, w2)
-            act(m, p + "relu2", planes * h2 * w2)
+            act(m, p + "relu2", planes * h2 * w2, inplace=True)
             h3, w3 = conv(m, p + "conv3", planes, planes * 4, 1, 1, 0, h2, w2, bias=False)
             main = bn(m, p + "bn3", planes * 4, h3, w3)
             short = x
@@ -220,8 +223,8 @@ def resnet(name, blocks, num_classes=1000, size=224):
                 conv(m, p + "downsample.0", inplanes, planes * 4, 1, stride, 0, h, w, bias=False,
                      inputs=[x])
                 short = bn(m, p + "downsample.1", planes * 4, h3, w3)
-            act(m, p + "add", planes * 4 * h3 * w3, inputs=[main, short])
-            x = act(m, p + "relu3", planes * 4 * h3 * w3)
+            act(m, p + "add", planes * 4 * h3 * w3, inputs=[main, short], inplace=True)
+            x = act(m, p + "relu3", planes * 4 * h3 * w3, inplace=True)
             inplanes, h, w = planes * 4, h3, w3
     m.add("avgpool", [], 0, 512 * 4, "pooling")
     linear(m, "fc", 512 * 4, num_classes)  # after global average pooling
@@ -231,7 +234,8 @@ def resnet(name, blocks, num_classes=1000, size=224):
 
 def vgg(name, cfg, num_classes=1000, size=224):
     """torchvision VGG without batch norm; layer names are the Sequential
-    indices (features.1 is the ReLU after conv features.0)."""
+    indices (features.1 is the ReLU after conv features.0). Its ReLUs are
+    nn.ReLU(inplace=True), its dropouts not (torchvision's models/vgg.py)."""
     m = Model(name)
     idx, c, h, w = 0, 3, size, size
     for v in cfg:
@@ -244,15 +248,15 @@ def vgg(name, cfg, num_classes=1000, size=224):
             h, w = conv(m, "features.%d" % idx, c, v, 3, 1, 1, h, w, bias=True,
                         inputs=[] if first else None, in_elems=3 * size * size if first else 0)
             c = v
-            act(m, "features.%d" % (idx + 1), c * h * w)
+            act(m, "features.%d" % (idx + 1), c * h * w, inplace=True)
             idx += 2  # conv, ReLU
     # AdaptiveAvgPool2d((7, 7)) then Linear, ReLU, Dropout, Linear, ReLU, Dropout, Linear
     m.add("avgpool", [], 0, c * 7 * 7, "pooling")
     linear(m, "classifier.0", c * 7 * 7, 4096)
-    act(m, "classifier.1", 4096)
+    act(m, "classifier.1", 4096, inplace=True)
     act(m, "classifier.2", 4096)
     linear(m, "classifier.3", 4096, 4096)
-    act(m, "classifier.4", 4096)
+    act(m, "classifier.4", 4096, inplace=True)
     act(m, "classifier.5", 4096)
     linear(m, "classifier.6", 4096, num_classes)
     m.add("loss", [], 0, 0, "loss")
@@ -389,7 +393,7 @@ def render(m, description, source, sample, seq_len=None):
     if seq_len is not None:
         out.append("  seq_len = %d;" % seq_len)
     out.append("  layers = (")
-    for i, (name, params, flops, act, rows, kind, pnames, inputs, in_bytes) in enumerate(m.layers):
+    for i, (name, params, flops, act, rows, kind, pnames, inputs, in_bytes, inplace) in enumerate(m.layers):
         fields = ['name = "%s";' % name, 'kind = "%s";' % kind]
         if params:
             fields.append("params = %s;" % fmt_params(params))
@@ -403,6 +407,8 @@ def render(m, description, source, sample, seq_len=None):
             fields.append("inputs = [%s];" % ", ".join('"%s"' % n for n in inputs))
         if in_bytes:
             fields.append("in_bytes = %s;" % fmt_float(in_bytes))
+        if inplace:
+            fields.append("inplace = true;")
         sep = "," if i + 1 < len(m.layers) else ""
         out.append("    { %s }%s" % (" ".join(fields), sep))
     out.append("  );")

@@ -22,6 +22,37 @@ static double optimizer_slots(enum sim_optimizer opt) {
   return opt == SIM_OPT_ADAM ? 2.0 : opt == SIM_OPT_SGD_MOMENTUM ? 1.0 : 0.0;
 }
 
+/* Temporaries of optimizer.step(), in weights: the foreach implementation
+ * (torch.optim's default on CUDA) keeps Adam's sqrt(exp_avg_sq) of every
+ * parameter at once ("~ sizeof(params) more peak memory", torch/optim/
+ * optimizer.py, _foreach_doc; _multi_tensor_adam in torch/optim/adam.py);
+ * SGD's updates are in place. */
+static double step_temp_slots(enum sim_optimizer opt) { return opt == SIM_OPT_ADAM ? 1.0 : 0.0; }
+
+/* A layer's activation bytes per sample at fp32 that take memory: none for
+ * an in-place op, which writes over its input. */
+static double layer_act(const core_layer *L) { return L->inplace ? 0.0 : L->act_bytes; }
+
+/* Bytes of the saved activations and gradients live together at the worst
+ * point of backward, for batch samples. Autograd frees what a layer saved
+ * once its backward has run, and each gradient appears when its layer's
+ * backward runs (optimizer.zero_grad() sets them to None, PyTorch 2's
+ * default), so while backward is at layer l the activations of layers
+ * 0..l and the gradients of layers l..n-1 are held. */
+static double backward_live(const core_model *m, double act_scale, double grad_bytes, int batch) {
+  double acts = 0, grads = 0, worst = 0;
+  for (int l = 0; l < m->n_layers; l++)
+    acts += layer_act(&m->layers[l]) * act_scale * batch;
+  for (int l = m->n_layers - 1; l >= 0; l--) {
+    const core_layer *L = &m->layers[l];
+    for (int t = L->first_tensor; t < L->first_tensor + L->n_tensors; t++)
+      grads += (double)m->tensor_elems[t] * grad_bytes;
+    worst = fmax(worst, acts + grads);
+    acts -= layer_act(L) * act_scale * batch;
+  }
+  return worst;
+}
+
 void sim_memfit_estimate(const core_model *m, enum sim_precision prec, int batch, enum sim_optimizer opt,
     int bucket_view, int ddp, sim_memfit *out) {
   double n = (double)m->n_params, w = weight_bytes(prec), g = sim_precision_grad_bytes(prec);
@@ -32,12 +63,24 @@ void sim_memfit_estimate(const core_model *m, enum sim_precision prec, int batch
   out->optimizer = n * w * optimizer_slots(opt);
   out->buckets = ddp && !bucket_view ? n * g : 0.0;
   out->casts = amp ? n * 2.0 : 0.0;
+  out->step_temps = n * w * step_temp_slots(opt);
   for (int l = 0; l < m->n_layers; l++)
-    out->act_per_sample += m->layers[l].act_bytes;
+    out->act_per_sample += layer_act(&m->layers[l]);
   out->act_per_sample *= act_bytes(prec) / 4.0;
   out->activations = out->act_per_sample * batch;
   out->state = out->weights + out->grads + out->optimizer + out->buckets + out->casts;
-  out->total = out->state + out->activations;
+  double held = out->weights + out->optimizer + out->buckets;
+  /* With gradient_as_bucket_view the gradients are views of DDP's buckets,
+   * which it allocates once: they are held all step. */
+  int resident = ddp && bucket_view;
+  double live = backward_live(m, act_bytes(prec) / 4.0, resident ? 0.0 : g, batch);
+  out->backward_peak = held + out->casts + (resident ? out->grads : 0.0) + live;
+  out->step_peak = held + out->grads + out->step_temps;
+  out->total = fmax(out->backward_peak, out->step_peak);
+  out->prec = prec;
+  out->opt = opt;
+  out->bucket_view = bucket_view;
+  out->ddp = ddp;
 }
 
 void sim_memfit_point(const sim_scenario *s, const sim_point *p, sim_memfit *out) {
@@ -49,25 +92,43 @@ int sim_memfit_over(const sim_memfit *f, const core_profile *pr) {
   return pr->memory_GB > 0 && f->total > pr->memory_GB * 1e9;
 }
 
+/* The largest batch below f's whose estimate is within cap bytes (the
+ * estimate grows with the batch); 0 when not even one sample is. */
+static int largest_batch(const sim_memfit *f, const core_model *m, int batch, double cap) {
+  int lo = 0, hi = batch; /* lo fits (0: nothing yet), hi does not */
+  while (hi - lo > 1) {
+    int mid = lo + (hi - lo) / 2;
+    sim_memfit g;
+    sim_memfit_estimate(m, f->prec, mid, f->opt, f->bucket_view, f->ddp, &g);
+    if (g.total > cap)
+      hi = mid;
+    else
+      lo = mid;
+  }
+  return lo;
+}
+
 void sim_memfit_note(const sim_memfit *f, const core_profile *pr, const sim_point *p, char *buf, size_t n) {
   double cap = pr->memory_GB * 1e9;
   int k = snprintf(buf, n,
-      "point %ld (model %s, %s, batch %d) needs about %.3g GB per GPU (model state %.3g, activations %.3g), more than "
-      "the profile's %.4g GB (device.memory_GB): ",
+      "point %ld (model %s, %s, batch %d) needs about %.3g GB per GPU at its peak (model state %.3g, activations "
+      "%.3g, not all held at once), more than the profile's %.4g GB (device.memory_GB): ",
       p->index, p->model->name, sim_precision_name(p->precision), p->batch, f->total / 1e9, f->state / 1e9,
       f->activations / 1e9, pr->memory_GB);
   if (k < 0 || (size_t)k >= n)
     return;
   buf += k;
   n -= (size_t)k;
-  if (f->state >= cap) {
+  sim_memfit none;
+  sim_memfit_estimate(p->model, f->prec, 0, f->opt, f->bucket_view, f->ddp, &none);
+  if (none.total > cap) {
     snprintf(buf, n, "the model state alone does not fit; use GPUs with more memory or an optimizer with less state");
     return;
   }
-  double fit = f->act_per_sample > 0 ? floor((cap - f->state) / f->act_per_sample) : 0;
+  int fit = largest_batch(f, p->model, p->batch, cap);
   int half = p->precision == SIM_PREC_FP32 || p->precision == SIM_PREC_TF32;
   if (fit >= 1)
-    snprintf(buf, n, "lower the batch to %.0f or less%s, or use GPUs with more memory", fit,
+    snprintf(buf, n, "lower the batch to %d or less%s, or use GPUs with more memory", fit,
         half ? ", train under autocast (amp_bf16, amp_fp16: half-width activations)" : "");
   else
     snprintf(buf, n, "not even one sample fits; use GPUs with more memory");

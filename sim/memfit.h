@@ -13,14 +13,24 @@
  * copies, the count of Rajbhandari et al., "ZeRO: Memory Optimizations
  * Toward Training Trillion Parameter Models", SC 2020 (arXiv:1910.02054),
  * section 3.1. Activations: each layer's output (the model's act_bytes per
- * sample, counted at fp32) times the per-GPU batch, at half width under
- * fp16, bf16 and autocast.
+ * sample, counted at fp32; none for a layer marked inplace) times the
+ * per-GPU batch, at half width under fp16, bf16 and autocast.
  *
- * What it leaves out (so it is nearer a lower bound than a prediction):
- * the CUDA context and the libraries' workspaces (cuBLAS, cuDNN, NCCL's
- * buffers), the caching allocator's fragmentation, temporaries a layer
- * saves besides its output (attention's score matrices, dropout masks,
- * normalization statistics), and the batch's input data.
+ * Not all of it is held at once. The peak is the larger of two moments:
+ * backward, where the weights, optimizer state, buckets and casts are held
+ * with the activations of the layers backward has not reached yet and the
+ * gradients of those it has (autograd frees a layer's saved tensors after
+ * its backward; zero_grad() leaves no gradient between steps, PyTorch 2's
+ * default; under gradient_as_bucket_view the gradients are views of DDP's
+ * buckets, held all step), and optimizer.step(), where every gradient is
+ * held with the state and the foreach implementation's temporaries (Adam's
+ * one more weight-sized tensor a parameter).
+ *
+ * What it leaves out: the CUDA context and the libraries' workspaces
+ * (cuBLAS, cuDNN, NCCL's buffers), the caching allocator's fragmentation,
+ * temporaries a layer saves besides its output (attention's score matrices
+ * where attention is not fused, dropout masks, normalization statistics),
+ * backward's gradients of activations, and the batch's input data.
  */
 #ifndef SIM_MEMFIT_H
 #define SIM_MEMFIT_H
@@ -32,9 +42,17 @@
 typedef struct sim_memfit {
   /* Bytes per GPU. */
   double weights, grads, optimizer, buckets, casts; /* model state */
+  double step_temps;                                /* optimizer.step()'s temporaries */
   double act_per_sample;                            /* activations of one sample at the point's width */
   double activations;                               /* of the per-GPU batch */
-  double state, total;                              /* the model state, and everything */
+  double state;                                     /* the model state: weights to casts */
+  double backward_peak;                             /* held at backward's worst point */
+  double step_peak;                                 /* held during optimizer.step() */
+  double total;                                     /* the peak: the larger of the two */
+  /* What it was estimated for (sim_memfit_estimate's arguments). */
+  enum sim_precision prec;
+  enum sim_optimizer opt;
+  int bucket_view, ddp;
 } sim_memfit;
 
 /* The estimate for model m trained at precision prec, batch samples per

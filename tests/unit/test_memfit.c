@@ -48,37 +48,91 @@ static void test_arithmetic(void) {
   CU_ASSERT_FATAL(m != NULL);
   CU_ASSERT_EQUAL_FATAL(m->n_params, 1100);
   sim_memfit f;
-  /* fp32 Adam with DDP's bucket copy: 4 + 4 + 8 + 4 = 20 bytes a parameter;
-   * 500 bytes a sample at fp32, 8 samples. */
+  /* fp32 Adam with DDP's bucket copy: 4 + 4 + 8 + 4 = 20 bytes a parameter
+   * of state; 500 bytes a sample at fp32, 8 samples. */
   sim_memfit_estimate(m, SIM_PREC_FP32, 8, SIM_OPT_ADAM, 0, 1, &f);
   CU_ASSERT_DOUBLE_EQUAL(f.weights, 4400.0, 1e-9);
   CU_ASSERT_DOUBLE_EQUAL(f.grads, 4400.0, 1e-9);
   CU_ASSERT_DOUBLE_EQUAL(f.optimizer, 8800.0, 1e-9);
   CU_ASSERT_DOUBLE_EQUAL(f.buckets, 4400.0, 1e-9);
   CU_ASSERT_DOUBLE_EQUAL(f.casts, 0.0, 1e-9);
+  CU_ASSERT_DOUBLE_EQUAL(f.step_temps, 4400.0, 1e-9);
   CU_ASSERT_DOUBLE_EQUAL(f.state, 22000.0, 1e-9);
   CU_ASSERT_DOUBLE_EQUAL(f.activations, 4000.0, 1e-9);
-  CU_ASSERT_DOUBLE_EQUAL(f.total, 26000.0, 1e-9);
+  /* Backward at b: every activation (4,000) and b's gradients (360); at a:
+   * a's activations (3,200) and every gradient (4,400), the worse. The
+   * step: every gradient and Adam's temporaries, worse still. */
+  CU_ASSERT_DOUBLE_EQUAL(f.backward_peak, 17600.0 + 7600.0, 1e-9);
+  CU_ASSERT_DOUBLE_EQUAL(f.step_peak, 17600.0 + 4400.0 + 4400.0, 1e-9);
+  CU_ASSERT_DOUBLE_EQUAL(f.total, 26400.0, 1e-9);
   /* gradient_as_bucket_view: no copy; no DDP: none either. */
   sim_memfit_estimate(m, SIM_PREC_FP32, 8, SIM_OPT_ADAM, 1, 1, &f);
-  CU_ASSERT_DOUBLE_EQUAL(f.total, 21600.0, 1e-9);
+  CU_ASSERT_DOUBLE_EQUAL(f.total, 22000.0, 1e-9);
   sim_memfit_estimate(m, SIM_PREC_FP32, 8, SIM_OPT_ADAM, 0, 0, &f);
-  CU_ASSERT_DOUBLE_EQUAL(f.total, 21600.0, 1e-9);
+  CU_ASSERT_DOUBLE_EQUAL(f.total, 22000.0, 1e-9);
+  /* Plain SGD updates in place: backward is the peak. */
+  sim_memfit_estimate(m, SIM_PREC_FP32, 8, SIM_OPT_SGD, 0, 0, &f);
+  CU_ASSERT_DOUBLE_EQUAL(f.step_temps, 0.0, 1e-9);
+  CU_ASSERT_DOUBLE_EQUAL(f.step_peak, 8800.0, 1e-9);
+  CU_ASSERT_DOUBLE_EQUAL(f.total, 4400.0 + 7600.0, 1e-9);
+  /* gradient_as_bucket_view: the gradients are the buckets, held all of
+   * backward beside every activation. */
+  sim_memfit_estimate(m, SIM_PREC_FP32, 8, SIM_OPT_SGD, 1, 1, &f);
+  CU_ASSERT_DOUBLE_EQUAL(f.buckets, 0.0, 1e-9);
+  CU_ASSERT_DOUBLE_EQUAL(f.total, 4400.0 + 4400.0 + 4000.0, 1e-9);
   /* Autocast, plain SGD: fp32 weights, gradients and buckets, 2-byte casts
-   * of the weights; half-width activations. */
+   * of the weights held through backward; half-width activations. */
   sim_memfit_estimate(m, SIM_PREC_AMP_BF16, 8, SIM_OPT_SGD, 0, 1, &f);
   CU_ASSERT_DOUBLE_EQUAL(f.optimizer, 0.0, 1e-9);
   CU_ASSERT_DOUBLE_EQUAL(f.casts, 2200.0, 1e-9);
   CU_ASSERT_DOUBLE_EQUAL(f.state, 15400.0, 1e-9);
   CU_ASSERT_DOUBLE_EQUAL(f.activations, 2000.0, 1e-9);
+  CU_ASSERT_DOUBLE_EQUAL(f.step_peak, 13200.0, 1e-9);
+  CU_ASSERT_DOUBLE_EQUAL(f.total, 8800.0 + 2200.0 + 1600.0 + 4400.0, 1e-9);
   /* A pure bf16 model with momentum: everything 2 bytes, one buffer. */
   sim_memfit_estimate(m, SIM_PREC_BF16, 4, SIM_OPT_SGD_MOMENTUM, 0, 1, &f);
   CU_ASSERT_DOUBLE_EQUAL(f.state, 4.0 * 2200.0, 1e-9);
   CU_ASSERT_DOUBLE_EQUAL(f.activations, 1000.0, 1e-9);
+  CU_ASSERT_DOUBLE_EQUAL(f.total, 3.0 * 2200.0 + 800.0 + 2200.0, 1e-9);
   /* tf32 keeps fp32 activations. */
   sim_memfit_estimate(m, SIM_PREC_TF32, 1, SIM_OPT_SGD, 0, 1, &f);
   CU_ASSERT_DOUBLE_EQUAL(f.activations, 500.0, 1e-9);
+  /* More batch, more memory. */
+  sim_memfit g;
+  sim_memfit_estimate(m, SIM_PREC_TF32, 2, SIM_OPT_SGD, 0, 1, &g);
+  CU_ASSERT(g.total > f.total);
   core_model_free(m);
+}
+
+/* A layer marked inplace writes over its input: its act_bytes hold no
+ * memory (the tiny model with a ReLU after b). */
+static void test_inplace(void) {
+  static const char *const text =
+      "model = { name = \"tiny\"; source = \"test\"; layers = (\n"
+      "  { name = \"a\"; params = [1000, 10]; fwd_flops = 1e6; act_bytes = 400.0; },\n"
+      "  { name = \"b\"; params = [90]; fwd_flops = 1e5; act_bytes = 100.0; },\n"
+      "  { name = \"relu\"; kind = \"activation\"; fwd_flops = 0.0; act_bytes = 100.0; inplace = %s; } ); };\n";
+  char buf[1024];
+  double per_sample[2];
+  for (int k = 0; k < 2; k++) {
+    snprintf(buf, sizeof buf, text, k ? "true" : "false");
+    config_t cfg;
+    core_model *m = NULL;
+    config_init(&cfg);
+    CU_ASSERT_FATAL(config_read_string(&cfg, buf) == CONFIG_TRUE);
+    CU_ASSERT_FATAL(core_model_from_setting(config_root_setting(&cfg), "tiny.cfg", &m) == 0);
+    config_destroy(&cfg);
+    CU_ASSERT_EQUAL(m->layers[2].inplace, k);
+    sim_memfit f;
+    sim_memfit_estimate(m, SIM_PREC_FP32, 8, SIM_OPT_SGD, 0, 0, &f);
+    per_sample[k] = f.act_per_sample;
+    /* Backward at a: its activations and every gradient; at relu: every
+     * activation and none. */
+    CU_ASSERT_DOUBLE_EQUAL(f.total, 4400.0 + fmax(3200.0 + 4400.0, 8.0 * f.act_per_sample), 1e-9);
+    core_model_free(m);
+  }
+  CU_ASSERT_DOUBLE_EQUAL(per_sample[0], 600.0, 1e-9);
+  CU_ASSERT_DOUBLE_EQUAL(per_sample[1], 500.0, 1e-9);
 }
 
 /* One point of a shipped model on a shipped profile, one GPU. */
@@ -261,6 +315,7 @@ static void test_profile_key(void) {
 void test_register(void) {
   CU_pSuite s = CU_add_suite("memfit", suite_init, suite_clean);
   CU_add_test(s, "the estimate's arithmetic on a tiny model", test_arithmetic);
+  CU_add_test(s, "an in-place layer holds no memory of its own", test_inplace);
   CU_add_test(s, "GPT-2 XL, fp32 Adam, on a 16 GB V100: does not fit", test_gpt2_xl_on_v100_16gb);
   CU_add_test(s, "ResNet-50 at batch 32 on an A100: fits", test_resnet50_on_a100);
   CU_add_test(s, "the note's largest batch fits, one more does not", test_largest_batch);
