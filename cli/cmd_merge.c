@@ -10,6 +10,7 @@
 
 #include <getopt.h>
 #include <stdio.h>
+#include <sys/stat.h>
 
 const char cli_merge_help[] = "Usage: ddpsim merge SCENARIO --shards N [-o DIR] [--profile FILE] [--plot]\n"
                               "\n"
@@ -59,6 +60,12 @@ int cli_cmd_merge(int argc, char **argv) {
         argc - optind);
   if (!n_shards)
     return cli_usage("merge", "--shards N is required: the N of the shards' --shard I/N");
+  struct stat st;
+  if (stat(out_dir, &st) == 0 && !S_ISDIR(st.st_mode))
+    return cli_fail("merge", core_err_set(CORE_EUSAGE,
+                                 "-o %s is not a directory; give the directory the shards were written into (their "
+                                 "simulate --shard I/N -o DIR)",
+                                 out_dir));
   sim_scenario *s;
   if ((rc = sim_scenario_load_with(argv[optind], profile, &s)) != 0)
     return cli_fail("merge", rc);

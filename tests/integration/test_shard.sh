@@ -93,6 +93,10 @@ check "merge names the short shard" grep -q "shard-1-of-4.csv holds" "$work/merg
 check "merge of a short shard writes nothing" [ ! -e "$work/partial/shard-job-test.csv" ]
 run merge_wrong_n merge "$jobscen" --shards 3 -o "$work/montecarlo"
 check "merge with another N fails" [ "$status" -ne 0 ]
+# -o naming a file, not the shards' directory, is a usage error saying so.
+run merge_file_out merge "$jobscen" --shards 4 -o "$work/montecarlo/shard-job-test.shard-0-of-4.csv"
+check "merge -o FILE exits 2" [ "$status" -eq 2 ]
+check "merge -o FILE says it is not a directory" grep -q "is not a directory" "$work/merge_file_out.err"
 # A shard of an edited scenario (one node count changed: the same number of
 # rows) is refused at its first row of another point, writing nothing.
 mkdir -p "$work/edited"
