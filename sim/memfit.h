@@ -9,10 +9,12 @@
  * buckets (PyTorch's Reducer copies each gradient into them unless
  * gradient_as_bucket_view), and under autocast the half-width copies of the
  * weights its cast cache keeps through forward. Mixed-precision Adam so
- * holds 4 + 4 + 8 = 16 bytes a parameter before DDP's and autocast's
- * copies, the count of Rajbhandari et al., "ZeRO: Memory Optimizations
- * Toward Training Trillion Parameter Models", SC 2020 (arXiv:1910.02054),
- * section 3.1. Activations: each layer's output (the model's act_bytes per
+ * holds 4 + 4 + 8 = 16 bytes a parameter (fp32 weights, gradients and
+ * moments) before DDP's and autocast's copies: the total of Rajbhandari et
+ * al., "ZeRO: Memory Optimizations Toward Training Trillion Parameter
+ * Models", SC 2020 (arXiv:1910.02054), section 3.1, whose 2 + 2 + 12 are
+ * fp16 weights and gradients and fp32 master weights and moments.
+ * Activations: each layer's output (the model's act_bytes per
  * sample, counted at fp32) times the per-GPU batch, at half width under
  * fp16, bf16 and autocast.
  *
