@@ -181,8 +181,8 @@ static void test_common_jitter(void) {
 
 /* A point that cannot run (its allreduce outlasts ddp.timeout_s) has no
  * run, so its work does not count against simulation.max_events: the slow
- * network's job would take about 5e6 events, the fast one's a few
- * thousand. */
+ * network's job, of far longer steps, would be over the bound, the
+ * fast one's is within it. */
 static void test_bound_skips_no_run(void) {
   static const char *const text = "name = \"no-run\";\n"
                                   "profile = \"../../scenarios/profiles/example-2core.cfg\";\n"
