@@ -22,7 +22,10 @@
  * the CUDA context and the libraries' workspaces (cuBLAS, cuDNN, NCCL's
  * buffers), the caching allocator's fragmentation, temporaries a layer
  * saves besides its output (attention's score matrices, dropout masks,
- * normalization statistics), and the batch's input data.
+ * normalization statistics), the batch's input data, and a communication
+ * hook's state (PowerSGD's P and Q and its error-feedback copy of each
+ * bucket: error_dict in PyTorch's
+ * torch/distributed/algorithms/ddp_comm_hooks/powerSGD_hook.py).
  */
 #ifndef SIM_MEMFIT_H
 #define SIM_MEMFIT_H
