@@ -53,6 +53,10 @@ void cal_gimport_note(gimport *m, const char *fmt, ...) __attribute__((format(pr
 /* Trace k, whose steps are from `first` on, is of trace 0's job (the same
  * GPU, world size and model), or an input error naming both files. */
 int cal_gimport_same_job(const gimport *m, int k, int first);
+/* The steps to aggregate into m->use[0..n_use): each trace's leading
+ * warm-up steps (m->n_warm) left out, then those cut the most common way
+ * (the rest: m->n_other). */
+int cal_gimport_choose_steps(gimport *m);
 
 static inline const cal_ktrace *trace_of(const gimport *m, int step) { return &m->tr[m->step_trace[step]].t; }
 static inline const cal_gstep *ref_step(const gimport *m) { return &m->steps[m->ref]; }

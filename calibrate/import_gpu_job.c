@@ -61,9 +61,6 @@ static int copy_of(const gimport *m, int k, int first) {
   return -1;
 }
 
-/* Trace k, whose steps are from `first` on, is of trace 0's job: the same
- * GPU, the same world, and a step that ran the model one of trace 0's steps
- * ran (steps of one job may be cut differently, a model's layers are not). */
 /* A trace's GPU or world size as a message names it: unknown ones said so. */
 static const char *gpu_of(const cal_ktrace *t, char *buf, size_t n) {
   if (!t->device_name[0])
@@ -79,6 +76,9 @@ static const char *world_of(const cal_ktrace *t, char *buf, size_t n) {
   return buf;
 }
 
+/* Trace k, whose steps are from `first` on, is of trace 0's job: the same
+ * GPU, the same world, and a step that ran the model one of trace 0's steps
+ * ran (steps of one job may be cut differently, a model's layers are not). */
 int cal_gimport_same_job(const gimport *m, int k, int first) {
   const cal_ktrace *a = &m->tr[0].t, *b = &m->tr[k].t;
   char what[512] = "", x[160], y[160];

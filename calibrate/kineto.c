@@ -658,7 +658,11 @@ static int read_into(const char *path, cal_ktrace *t, kparse *P) {
   cal_intern_init(&t->store->dims, 0);
   if ((rc = cal_kfile_parse(&f, h, &P->rc)) != 0)
     goto close_all;
-  if (!P->seen_events)
+  if (t->world_size > 0 && t->rank >= t->world_size) /* known only once both keys are read */
+    rc = core_err_set(CORE_EINVAL,
+        "%s: distributedInfo.rank is %d, not below its world_size of %d; the trace is damaged, export it again", path,
+        t->rank, t->world_size);
+  else if (!P->seen_events)
     rc = core_err_set(CORE_EINVAL,
         "%s: no \"traceEvents\" array at the top level; expected a Chrome trace from torch.profiler "
         "(prof.export_chrome_trace(path))",

@@ -579,8 +579,9 @@ static void plot_vars(const plot_job *j, const char *m, char *vars, size_t n) {
 }
 
 /* Whether model m has a point the plot draws: scaling, fabric and goodput
- * plots leave out the points that timed out (and scaling, the compressions
- * but its baseline), and gnuplot cannot draw a plot of none. */
+ * plots leave out the points that did not run (status timeout or oom; and
+ * scaling, the compressions but its baseline), and gnuplot cannot draw a
+ * plot of none. */
 static int drawable(const plot_job *j, const core_csv_table *t, const char *m) {
   int cm = core_csv_col(t, "model"), cs = core_csv_col(t, "status"), cc = core_csv_col(t, "compression");
   int scaling = !strcmp(j->kind, "scaling");

@@ -9,10 +9,12 @@
  * buckets (PyTorch's Reducer copies each gradient into them unless
  * gradient_as_bucket_view), and under autocast the half-width copies of the
  * weights its cast cache keeps through forward. Mixed-precision Adam so
- * holds 4 + 4 + 8 = 16 bytes a parameter before DDP's and autocast's
- * copies, the count of Rajbhandari et al., "ZeRO: Memory Optimizations
- * Toward Training Trillion Parameter Models", SC 2020 (arXiv:1910.02054),
- * section 3.1. Activations: each layer's output (the model's act_bytes per
+ * holds 4 + 4 + 8 = 16 bytes a parameter (fp32 weights, gradients and
+ * moments) before DDP's and autocast's copies: the total of Rajbhandari et
+ * al., "ZeRO: Memory Optimizations Toward Training Trillion Parameter
+ * Models", SC 2020 (arXiv:1910.02054), section 3.1, whose 2 + 2 + 12 are
+ * fp16 weights and gradients and fp32 master weights and moments.
+ * Activations: each layer's output (the model's act_bytes per
  * sample, counted at fp32; none for a layer marked inplace) times the
  * per-GPU batch, at half width under fp16, bf16 and autocast.
  *
@@ -30,7 +32,10 @@
  * (cuBLAS, cuDNN, NCCL's buffers), the caching allocator's fragmentation,
  * temporaries a layer saves besides its output (attention's score matrices
  * where attention is not fused, dropout masks, normalization statistics),
- * backward's gradients of activations, and the batch's input data.
+ * backward's gradients of activations, the batch's input data, and a
+ * communication hook's state (PowerSGD's P and Q and its error-feedback
+ * copy of each bucket: error_dict in PyTorch's
+ * torch/distributed/algorithms/ddp_comm_hooks/powerSGD_hook.py).
  */
 #ifndef SIM_MEMFIT_H
 #define SIM_MEMFIT_H

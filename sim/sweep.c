@@ -252,7 +252,8 @@ static void human_time(double s, char *buf, size_t n) {
 
 /* The work of the job level, estimated from every point's parameters before
  * any Monte Carlo runs: a point over simulation.max_events fails the study
- * at once, at the key that sets the failure rate. */
+ * at once, at the key that sets the failure rate. A point that cannot run
+ * (status other than ok) has no run, hence no work. */
 static int check_work(work *w) {
   const sim_scenario *s = w->s;
   double total = 0, worst = -1;
@@ -261,6 +262,9 @@ static int check_work(work *w) {
   sim_job_params jp, worst_jp;
   for (long i = 0; i < w->n; i++) {
     int capped;
+    w->estimate[i] = 0;
+    if (strcmp(w->res[i].status, "ok") != 0)
+      continue;
     if ((rc = sim_jobpoint_params(s, &w->res[i].pt, &w->res[i], &jp, NULL)) != 0)
       return rc;
     w->estimate[i] = sim_job_estimate_events(&jp, NULL, &capped);

@@ -404,6 +404,11 @@ static void test_errors_event(void) {
   CU_ASSERT(refused(p, "distributedInfo.world_size is 0", where(p, ": ")));
   p = file_with("rank-str.json", "{\"distributedInfo\": {\"rank\": \"x\", \"world_size\": 2}, \"traceEvents\": []}");
   CU_ASSERT(refused(p, "distributedInfo.rank is x, not a whole number", where(p, ": ")));
+  /* A rank outside its world is as damaged, whichever key comes first. */
+  p = file_with("rank-past.json", "{\"distributedInfo\": {\"rank\": 2, \"world_size\": 2}, \"traceEvents\": []}");
+  CU_ASSERT(refused(p, "distributedInfo.rank is 2, not below its world_size of 2", where(p, ": ")));
+  p = file_with("rank-first.json", "{\"distributedInfo\": {\"world_size\": 4, \"rank\": 7}, \"traceEvents\": []}");
+  CU_ASSERT(refused(p, "distributedInfo.rank is 7, not below its world_size of 4", where(p, ": ")));
   /* A missing file is bad input (exit 3), not an I/O failure. */
   CU_ASSERT(cal_ktrace_read(in_scratch("missing.json"), &t) == CORE_EINVAL && t.ev == NULL);
   CU_ASSERT(strstr(core_err_msg(), "missing.json") != NULL && strstr(core_err_msg(), "check the path") != NULL);

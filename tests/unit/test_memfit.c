@@ -14,6 +14,7 @@
 
 #include <CUnit/CUnit.h>
 #include <libconfig.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -312,6 +313,25 @@ static void test_profile_key(void) {
   CU_ASSERT(strstr(core_err_msg(), "memory_GB") != NULL);
 }
 
+/* The longest note (a model name of 63 characters, the largest index and
+ * batch, every figure at its widest) fits in a result's note, its advice
+ * whole. */
+static void test_note_fits(void) {
+  core_model m = {.n_layers = 0};
+  memset(m.name, 'x', sizeof m.name - 1);
+  core_profile pr = {.memory_GB = 1.23456e5};
+  sim_point p = {.index = LONG_MAX, .model = &m, .precision = SIM_PREC_FP32, .batch = CORE_BATCH_MAX};
+  sim_memfit f = {.state = 1.23456e-30, .act_per_sample = 1.2345e10, .activations = 1.2345e100, .total = 1.2345e100};
+  sim_point_result r;
+  sim_memfit_note(&f, &pr, &p, r.note, sizeof r.note);
+  const char *end = "or use GPUs with more memory";
+  size_t n = strlen(r.note), k = strlen(end);
+  CU_ASSERT(strstr(r.note, "lower the batch to ") != NULL);
+  CU_ASSERT(n >= k && strcmp(r.note + n - k, end) == 0);
+  if (n < k || strcmp(r.note + n - k, end) != 0)
+    fprintf(stderr, "\n    cut short (%zu of %zu bytes): %s", n, sizeof r.note, r.note);
+}
+
 void test_register(void) {
   CU_pSuite s = CU_add_suite("memfit", suite_init, suite_clean);
   CU_add_test(s, "the estimate's arithmetic on a tiny model", test_arithmetic);
@@ -321,4 +341,5 @@ void test_register(void) {
   CU_add_test(s, "the note's largest batch fits, one more does not", test_largest_batch);
   CU_add_test(s, "the CSV's mem_GB column and oom status", test_csv_column);
   CU_add_test(s, "profile: device.memory_GB", test_profile_key);
+  CU_add_test(s, "the longest note is whole", test_note_fits);
 }

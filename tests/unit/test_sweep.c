@@ -179,10 +179,45 @@ static void test_common_jitter(void) {
   sim_scenario_free(s);
 }
 
+/* A point that cannot run (its allreduce outlasts ddp.timeout_s) has no
+ * run, so its work does not count against simulation.max_events: the slow
+ * network's job, of far longer steps, would be over the bound, the
+ * fast one's is within it. */
+static void test_bound_skips_no_run(void) {
+  static const char *const text = "name = \"no-run\";\n"
+                                  "profile = \"../../scenarios/profiles/example-2core.cfg\";\n"
+                                  "model = \"../../scenarios/models/mlp-small.cfg\";\n"
+                                  "training = { batch = 32; };\n"
+                                  "cluster = { nodes = 2; devices_per_node = 1; };\n"
+                                  "networks = ( { name = \"fast\"; gbps = 10.0; latency_us = 30.0; },\n"
+                                  "  { name = \"slow\"; gbps = 0.01; latency_us = 30.0; } );\n"
+                                  "ddp = { timeout_s = 0.5; };\n"
+                                  "job = { samples = 1e5; };\n"
+                                  "failures = { mtbf_h = 0.001; };\n"
+                                  "checkpoint = { every_s = [60.0]; };\n"
+                                  "simulation = { replications = 4; max_events = 200000; };\n";
+  sim_scenario *s = load(text);
+  CU_ASSERT_FATAL(s != NULL);
+  sim_sweep_opts o = {.jobs = 2, .n_shards = 1, .trace_point = -1};
+  sim_sweep w;
+  int rc = sim_sweep_run(s, &o, &w);
+  if (rc)
+    fprintf(stderr, "\n    %s", core_err_msg());
+  CU_ASSERT_FATAL(rc == 0);
+  CU_ASSERT_FATAL(w.n == 2);
+  CU_ASSERT_STRING_EQUAL(w.res[0].status, "ok");
+  CU_ASSERT(w.res[0].has_job);
+  CU_ASSERT_STRING_EQUAL(w.res[1].status, "timeout");
+  CU_ASSERT(!w.res[1].has_job);
+  sim_sweep_free(&w);
+  sim_scenario_free(s);
+}
+
 void test_register(void) {
   CU_pSuite s = CU_add_suite("sweep", suite_init, suite_clean);
   CU_add_test(s, "the job level's work is bounded by simulation.max_events", test_bound);
   CU_add_test(s, "progress on stderr changes nothing in the results", test_progress);
   CU_add_test(s, "the step level is shared the same way by any workers and shards", test_shared_step_level);
   CU_add_test(s, "points of the same world draw the same jitter", test_common_jitter);
+  CU_add_test(s, "points that cannot run are not bounded by simulation.max_events", test_bound_skips_no_run);
 }
