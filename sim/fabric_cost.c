@@ -282,7 +282,8 @@ static int place_and_cost(const sim_scenario *s, const sim_point *p, const sim_f
   }
   for (int k = 0; k < n_jobs; k++)
     sizes[k] = jobs[k].N;
-  if ((rc = sim_fnet_place(f, sizes, n_jobs, sim_predict_seed(s->seed ^ 0xfab41c5eedULL, p->index), nodes)) != 0 ||
+  if ((rc = sim_fnet_place(f, sizes, n_jobs, sim_predict_seed(s->seed ^ 0xfab41c5eedULL, p->step_crn_index), nodes)) !=
+          0 ||
       (rc = sim_fnet_init(&net, f, L)) != 0 || (rc = sim_flows_init(&fl, net.n_links)) != 0)
     goto out;
   for (int k = 0; k < n_jobs && !rc; k++) {

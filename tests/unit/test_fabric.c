@@ -310,6 +310,22 @@ static void test_neighbour(void) {
   CU_ASSERT(memcmp(&b.fab, &c.fab, sizeof b.fab) == 0 && b.step_s == c.step_s);
 }
 
+/* Points of one world on fabrics alike draw the same random placement
+ * (common random numbers): two fabrics that differ only in their names give
+ * the same slowdown. */
+static void test_same_world_same_placement(void) {
+#define TWIN_FABRIC(name)                                                                                              \
+  "{ name = \"" name "\"; leaf = { ports = 64; oversubscription = 3.0; }; spine = { ports = 64; }; "                   \
+  "core = { ports = 64; }; placement = \"random\"; rank_order = \"random\"; neighbours = ( { name = \"n\"; model = "   \
+  "\"" DDPSIM_SOURCE_DIR "/scenarios/models/bert-large.cfg\"; nodes = 256; batch = 8; } ); }"
+  const char *body = "cluster = { nodes = 256; devices_per_node = 8; };\nddp = { algorithm = \"tree\"; };\n"
+                     "fabric = ( " TWIN_FABRIC("a") ",\n" TWIN_FABRIC("b") " );\n";
+  sim_point_result a, b;
+  CU_ASSERT_FATAL(predict(body, 0, &a) == 0 && predict(body, 1, &b) == 0);
+  CU_ASSERT(a.fab.slowdown > 1.0);
+  CU_ASSERT(a.fab.slowdown == b.fab.slowdown && a.comm_s == b.comm_s && a.step_s == b.step_s);
+}
+
 /* Random placement: the seed decides where, and only the seed. */
 static void test_placement_seed(void) {
   sim_fabric f = clos(2, 64, 1.0, 0);
@@ -333,6 +349,7 @@ static void test_placement_seed(void) {
 void test_register(void) {
   CU_pSuite s = CU_add_suite("fabric", NULL, NULL);
   CU_add_test(s, "max-min: a worked example", test_maxmin_example);
+  CU_add_test(s, "one world, fabrics alike: the same placement", test_same_world_same_placement);
   CU_add_test(s, "max-min: definition, counted share, owner's slowest", test_maxmin_random);
   CU_add_test(s, "layout: racks, pods, capacity", test_layout);
   CU_add_test(s, "ring: rack order free, every hop out slowed by o", test_ring_closed_form);
