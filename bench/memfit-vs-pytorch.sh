@@ -29,7 +29,10 @@
 # keeps PyTorch's figures in F, and where F exists reads them from it
 # instead of measuring (another build's estimate against the same steps).
 # BUCKET_VIEW=1 runs every point with DDP's gradient_as_bucket_view, on
-# both sides.
+# both sides. ZERO=1 runs every point on two ranks (two processes on
+# 127.0.0.1) with torch.distributed.optim.ZeroRedundancyOptimizer, measuring
+# rank 0, against ddpsim's 2-rank point with ddp.zero_optimizer = true
+# (POINTS="resnet50:2:adam vgg16:1:adam" takes about two minutes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -41,6 +44,8 @@ OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 BV_FLAG="" BV_CFG=false
 if [ "${BUCKET_VIEW:-0}" = 1 ]; then BV_FLAG=--bucket-view BV_CFG=true; fi
+ZERO_FLAG="" ZERO_CFG=false RANKS=1
+if [ "${ZERO:-0}" = 1 ]; then ZERO_FLAG=--zero ZERO_CFG=true RANKS=2; fi
 MEASURE=1
 if [ -n "${TORCH_CSV:-}" ] && [ -s "$TORCH_CSV" ]; then
   MEASURE=0
@@ -58,7 +63,7 @@ for spec in $POINTS; do
       for b in ${batches//,/ }; do
         echo "== PyTorch: $m, batch $b, $opt" >&2
         "$PY" bench/pytorch/memfit_steps.py --model "$m" --batch "$b" --optimizer "$opt" \
-          --attn-dropout "${ATTN_DROPOUT:-0}" $BV_FLAG >>"$OUT/torch.csv"
+          --attn-dropout "${ATTN_DROPOUT:-0}" $BV_FLAG $ZERO_FLAG >>"$OUT/torch.csv"
       done
     fi
     cat >"$OUT/$m-$opt.cfg" <<EOF
@@ -66,9 +71,9 @@ name = "$m-$opt";
 profile = "$ROOT/scenarios/profiles/example-2core.cfg";
 model = "$ROOT/scenarios/models/$m.cfg";
 training = { batch = [$batches]; precision = "fp32"; optimizer = "$opt"; };
-cluster = { nodes = 1; devices_per_node = 1; };
+cluster = { nodes = 1; devices_per_node = $RANKS; };
 networks = ( { name = "none"; gbps = 100.0; latency_us = 14.0; } );
-ddp = { backend = "gloo"; gradient_as_bucket_view = $BV_CFG; };
+ddp = { backend = "gloo"; gradient_as_bucket_view = $BV_CFG; zero_optimizer = $ZERO_CFG; };
 simulation = { steps = 1; seed = 1; };
 EOF
     "$DD" simulate "$OUT/$m-$opt.cfg" -o "$OUT/sim" -q

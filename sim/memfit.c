@@ -4,6 +4,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Bytes of one weight: pure fp16/bf16 models (model.half()) hold 2, the
@@ -55,15 +56,20 @@ static double backward_live(const core_model *m, double act_scale, double grad_b
 
 void sim_memfit_estimate(const core_model *m, enum sim_precision prec, int batch, enum sim_optimizer opt,
     int bucket_view, int ddp, sim_memfit *out) {
+  sim_memfit_estimate_shard(m, prec, batch, opt, bucket_view, ddp, 1.0, out);
+}
+
+void sim_memfit_estimate_shard(const core_model *m, enum sim_precision prec, int batch, enum sim_optimizer opt,
+    int bucket_view, int ddp, double opt_share, sim_memfit *out) {
   double n = (double)m->n_params, w = weight_bytes(prec), g = sim_precision_grad_bytes(prec);
   int amp = prec == SIM_PREC_AMP_FP16 || prec == SIM_PREC_AMP_BF16;
   memset(out, 0, sizeof *out);
   out->weights = n * w;
   out->grads = n * g;
-  out->optimizer = n * w * optimizer_slots(opt);
+  out->optimizer = n * opt_share * w * optimizer_slots(opt);
   out->buckets = ddp && !bucket_view ? n * g : 0.0;
   out->casts = amp ? n * 2.0 : 0.0;
-  out->step_temps = n * w * step_temp_slots(opt);
+  out->step_temps = n * opt_share * w * step_temp_slots(opt);
   for (int l = 0; l < m->n_layers; l++)
     out->act_per_sample += layer_act(&m->layers[l]);
   out->act_per_sample *= act_bytes(prec) / 4.0;
@@ -81,11 +87,47 @@ void sim_memfit_estimate(const core_model *m, enum sim_precision prec, int batch
   out->opt = opt;
   out->bucket_view = bucket_view;
   out->ddp = ddp;
+  out->opt_share = opt_share;
+}
+
+static int by_size_desc(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x < y) - (x > y);
+}
+
+double sim_memfit_zero_share(const core_model *m, int world) {
+  int n = m->n_tensors, ranks = world < n ? world : n; /* ranks past the n-th get no tensor */
+  if (world <= 1 || n <= 0)
+    return 1.0;
+  int64_t *el = malloc(sizeof *el * (size_t)n), *sizes = calloc((size_t)ranks, sizeof *sizes), total = 0, most = 0;
+  if (!el || !sizes) { /* out of memory: no sharding, an estimate on the safe side */
+    free(el);
+    free(sizes);
+    return 1.0;
+  }
+  memcpy(el, m->tensor_elems, sizeof *el * (size_t)n);
+  qsort(el, (size_t)n, sizeof *el, by_size_desc);
+  for (int t = 0; t < n; t++) {
+    int r = 0;
+    for (int k = 1; k < ranks; k++)
+      if (sizes[k] < sizes[r])
+        r = k;
+    sizes[r] += el[t];
+    total += el[t];
+  }
+  for (int k = 0; k < ranks; k++)
+    if (sizes[k] > most)
+      most = sizes[k];
+  free(el);
+  free(sizes);
+  return total > 0 ? (double)most / (double)total : 1.0;
 }
 
 void sim_memfit_point(const sim_scenario *s, const sim_point *p, sim_memfit *out) {
   int ddp = !p->model->traced || p->model->traced->ddp;
-  sim_memfit_estimate(p->model, p->precision, p->batch, s->optimizer, s->gradient_as_bucket_view, ddp, out);
+  double share = s->zero_optimizer ? sim_memfit_zero_share(p->model, p->nodes * p->per_node) : 1.0;
+  sim_memfit_estimate_shard(
+      p->model, p->precision, p->batch, s->optimizer, s->gradient_as_bucket_view, ddp, share, out);
 }
 
 int sim_memfit_over(const sim_memfit *f, const core_profile *pr) {
@@ -99,13 +141,27 @@ static int largest_batch(const sim_memfit *f, const core_model *m, int batch, do
   while (hi - lo > 1) {
     int mid = lo + (hi - lo) / 2;
     sim_memfit g;
-    sim_memfit_estimate(m, f->prec, mid, f->opt, f->bucket_view, f->ddp, &g);
+    sim_memfit_estimate_shard(m, f->prec, mid, f->opt, f->bucket_view, f->ddp, f->opt_share, &g);
     if (g.total > cap)
       hi = mid;
     else
       lo = mid;
   }
   return lo;
+}
+
+/* "; or shard the optimizer state (...)" where ZeroRedundancyOptimizer would
+ * hold less of it than f does: an optimizer with state, on several ranks,
+ * not sharded already; else "". */
+static void zero_hint(const sim_memfit *f, const sim_point *p, char *buf, size_t n) {
+  int world = p->nodes * p->per_node;
+  double share = optimizer_slots(f->opt) > 0 ? sim_memfit_zero_share(p->model, world) : 1.0;
+  if (share >= f->opt_share)
+    return;
+  sim_memfit z;
+  sim_memfit_estimate_shard(p->model, f->prec, p->batch, f->opt, f->bucket_view, f->ddp, share, &z);
+  snprintf(buf, n, "; or shard the optimizer state across the %d ranks (ddp.zero_optimizer = true: about %.3g GB)",
+      world, z.total / 1e9);
 }
 
 void sim_memfit_note(const sim_memfit *f, const core_profile *pr, const sim_point *p, char *buf, size_t n) {
@@ -120,16 +176,17 @@ void sim_memfit_note(const sim_memfit *f, const core_profile *pr, const sim_poin
   buf += k;
   n -= (size_t)k;
   sim_memfit none;
-  sim_memfit_estimate(p->model, f->prec, 0, f->opt, f->bucket_view, f->ddp, &none);
-  if (none.total > cap) {
-    snprintf(buf, n, "the model state alone does not fit; use GPUs with more memory or an optimizer with less state");
-    return;
-  }
-  int fit = largest_batch(f, p->model, p->batch, cap);
+  sim_memfit_estimate_shard(p->model, f->prec, 0, f->opt, f->bucket_view, f->ddp, f->opt_share, &none);
+  int fit = none.total > cap ? -1 : largest_batch(f, p->model, p->batch, cap);
   int half = p->precision == SIM_PREC_FP32 || p->precision == SIM_PREC_TF32;
-  if (fit >= 1)
-    snprintf(buf, n, "lower the batch to %d or less%s, or use GPUs with more memory", fit,
+  if (fit < 0)
+    k = snprintf(
+        buf, n, "the model state alone does not fit; use GPUs with more memory or an optimizer with less state");
+  else if (fit >= 1)
+    k = snprintf(buf, n, "lower the batch to %d or less%s, or use GPUs with more memory", fit,
         half ? ", train under autocast (amp_bf16, amp_fp16: half-width activations)" : "");
   else
-    snprintf(buf, n, "not even one sample fits; use GPUs with more memory");
+    k = snprintf(buf, n, "not even one sample fits; use GPUs with more memory");
+  if (k >= 0 && (size_t)k < n)
+    zero_hint(f, p, buf + k, n - (size_t)k);
 }

@@ -28,6 +28,12 @@
  * held with the state and the foreach implementation's temporaries (Adam's
  * one more weight-sized tensor a parameter).
  *
+ * With ddp.zero_optimizer (torch.distributed.optim.ZeroRedundancyOptimizer,
+ * ZeRO stage 1) each rank keeps the optimizer state, and steps, only the
+ * parameters of its shard: the state and the step's temporaries are those
+ * of the largest rank's share (sim_memfit_zero_share); weights, gradients
+ * and buckets stay whole.
+ *
  * What it leaves out: the CUDA context and the libraries' workspaces
  * (cuBLAS, cuDNN, NCCL's buffers), the caching allocator's fragmentation,
  * temporaries a layer saves besides its output (attention's score matrices
@@ -58,6 +64,7 @@ typedef struct sim_memfit {
   enum sim_precision prec;
   enum sim_optimizer opt;
   int bucket_view, ddp;
+  double opt_share; /* of the parameters whose optimizer state it holds: 1, or its ZeRO shard */
 } sim_memfit;
 
 /* The estimate for model m trained at precision prec, batch samples per
@@ -65,6 +72,18 @@ typedef struct sim_memfit {
  * copy); ddp: the job runs DDP (its buckets exist). */
 void sim_memfit_estimate(const core_model *m, enum sim_precision prec, int batch, enum sim_optimizer opt,
     int bucket_view, int ddp, sim_memfit *out);
+
+/* The same with the optimizer state and the step's temporaries of only
+ * opt_share of the parameters (ZeroRedundancyOptimizer's shard; 1: all). */
+void sim_memfit_estimate_shard(const core_model *m, enum sim_precision prec, int batch, enum sim_optimizer opt,
+    int bucket_view, int ddp, double opt_share, sim_memfit *out);
+
+/* The share of m's parameters (by elements) of the largest of world ranks'
+ * shards as ZeroRedundancyOptimizer partitions them: tensors largest
+ * first, each to the rank with the fewest elements so far, the lowest
+ * such rank on a tie (_partition_parameters and _get_min_index in
+ * torch/distributed/optim/zero_redundancy_optimizer.py). 1 for one rank. */
+double sim_memfit_zero_share(const core_model *m, int world);
 
 /* The estimate for point p of scenario s. */
 void sim_memfit_point(const sim_scenario *s, const sim_point *p, sim_memfit *out);
@@ -75,7 +94,8 @@ int sim_memfit_over(const sim_memfit *f, const core_profile *pr);
 
 /* The note for a point that does not fit: the point, its estimate and the
  * capacity, and what to change (the largest batch that fits, autocast,
- * GPUs with more memory). */
+ * GPUs with more memory, and, for an optimizer with state on several ranks
+ * without it, ddp.zero_optimizer). */
 void sim_memfit_note(const sim_memfit *f, const core_profile *pr, const sim_point *p, char *buf, size_t n);
 
 #endif

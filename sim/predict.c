@@ -418,6 +418,8 @@ typedef struct point_work {
   double *copy;         /* [n_layers] work after each layer's backward: copies into buckets, hooks' casts */
   const char **names;   /* [n_layers] the layers' names (for the trace) */
   double opt, finalize; /* the optimizer's step; the copy out of the buckets */
+  double rank_opt;      /* this rank's optimizer step: opt, or its ZeRO shard's */
+  double post_comm;     /* the collective after the step (ZeRO's parameters), or 0 */
   int gb;               /* bytes of a gradient element */
   core_buckets bk;
   int *ready;                                  /* [n_buckets] the layer after whose backward each is ready */
@@ -496,6 +498,31 @@ static int layer_work(const sim_scenario *s, const sim_point *p, point_work *w) 
   double upd_Bps = pr->update_GBps > 0 ? pr->update_GBps * 1e9 : mem_Bps;
   double grad_bytes = (double)m->n_params * w->gb;
   w->finalize = s->gradient_as_bucket_view ? 0 : 2.0 * grad_bytes / upd_Bps;
+  return 0;
+}
+
+/* The optimizer's step on this rank and what follows it. Under
+ * ddp.zero_optimizer (ZeroRedundancyOptimizer) each rank steps only its
+ * shard, the largest rank's share of the parameters (sim/memfit.h), then
+ * every rank's updated parameters reach the others: PyTorch broadcasts
+ * each rank's shard (step and _sync_params in torch/distributed/optim/
+ * zero_redundancy_optimizer.py), costed here as one allgather of all the
+ * weights' bytes (fp32, or 2 bytes under pure fp16 and bf16) after the
+ * slowest rank's step. Its overlap_with_ddp mode is not modelled. */
+static int zero_work(const sim_scenario *s, const sim_point *p, point_work *w) {
+  int world = p->nodes * p->per_node, rc;
+  w->rank_opt = w->opt;
+  w->post_comm = 0;
+  if (!s->zero_optimizer || world == 1)
+    return 0;
+  w->rank_opt = w->opt * sim_memfit_zero_share(p->model, world);
+  sim_topo t;
+  if ((rc = sim_topo_build(
+           s->profile, s->profile_path, p->network, p->backend, CORE_COLL_ALLGATHER, p->nodes, p->per_node, &t)) != 0)
+    return rc;
+  int half = p->precision == SIM_PREC_FP16 || p->precision == SIM_PREC_BF16;
+  double bytes = (double)p->model->n_params * (half ? 2.0 : 4.0);
+  w->post_comm = sim_coll_time(p->backend, CORE_COLL_ALLGATHER, SIM_ALGO_RING, &t, bytes);
   return 0;
 }
 
@@ -591,7 +618,8 @@ static int simulate_step(const sim_scenario *s, const sim_point *p, sim_engine *
       .bucket_idle_frac = w->idle_frac,
       .random_idle = 1,
       .finalize_s = w->finalize,
-      .optimizer_s = w->opt,
+      .optimizer_s = w->rank_opt,
+      .post_step_comm_s = w->post_comm,
       .overlap = p->overlap,
       .compute_slowdown = pr->compute_slowdown,
       .comm_slowdown = pr->comm_slowdown,
@@ -655,7 +683,7 @@ int sim_predict_point(
   point_work w = {0};
   int rc;
   if ((rc = point_topo(s, p, e, &topo, &fc, r)) != 0 || (rc = layer_work(s, p, &w)) != 0 ||
-      (rc = assign_buckets(s, p, &w)) != 0)
+      (rc = zero_work(s, p, &w)) != 0 || (rc = assign_buckets(s, p, &w)) != 0)
     goto out_free;
   bucket_costs(s, p, &topo, &w, r);
   memory_fit(s, p, r);

@@ -447,7 +447,8 @@ static int parse_ddp_compression(sim_scenario *s, const config_setting_t *dg) {
 
 static int parse_ddp(sim_scenario *s, const config_setting_t *root) {
   static const char *const keys[] = {"backend", "algorithm", "bucket_cap_mb", "first_bucket_mb", "overlap",
-      "find_unused_parameters", "gradient_as_bucket_view", "timeout_s", "compression", "powersgd_min_rate", NULL};
+      "find_unused_parameters", "gradient_as_bucket_view", "zero_optimizer", "timeout_s", "compression",
+      "powersgd_min_rate", NULL};
   const config_setting_t *g;
   int rc;
   if ((rc = core_cfg_group(root, "ddp", 0, &g)) != 0)
@@ -465,6 +466,7 @@ static int parse_ddp(sim_scenario *s, const config_setting_t *root) {
       (rc = core_cfg_double(dg, "powersgd_min_rate", 0, 2.0, 1e-3, 1e6, &s->powersgd_min_rate)) != 0 ||
       (rc = core_cfg_double(dg, "first_bucket_mb", 0, 1.0, 0, 1e6, &s->first_bucket_mb)) != 0 ||
       (rc = core_cfg_bool(dg, "gradient_as_bucket_view", 0, 0, &s->gradient_as_bucket_view)) != 0 ||
+      (rc = core_cfg_bool(dg, "zero_optimizer", 0, 0, &s->zero_optimizer)) != 0 ||
       (rc = core_cfg_double(dg, "timeout_s", 0, 0, 1e-3, 1e7, &s->timeout_s)) != 0)
     return rc;
   return parse_ddp_compression(s, dg);
@@ -507,12 +509,36 @@ static int check_points(sim_scenario *s, const config_setting_t *root) {
   return 0;
 }
 
+/* ddp.zero_optimizer needs a step whose optimizer ddpsim costs (a traced
+ * job's is replayed as measured) and collectives it costs itself (a
+ * fabric's are DDP's allreduces only). */
+static int check_zero(sim_scenario *s, const config_setting_t *root) {
+  char w[4200];
+  const config_setting_t *ddp = config_setting_get_member(root, "ddp");
+  const config_setting_t *z = ddp ? config_setting_get_member(ddp, "zero_optimizer") : NULL;
+  if (!s->zero_optimizer)
+    return 0;
+  for (int m = 0; m < s->n_models; m++)
+    if (s->models[m]->traced)
+      return core_err_set(CORE_EINVAL,
+          "%s: zero_optimizer = true shards an optimizer step that ddpsim costs, but model '%s' is a traced job "
+          "whose step is replayed as measured; trace the job run with ZeroRedundancyOptimizer instead, or set "
+          "zero_optimizer = false",
+          where(z ? z : root, w), s->models[m]->name);
+  if (s->n_fabrics)
+    return core_err_set(CORE_EINVAL,
+        "%s: zero_optimizer = true is not costed on a fabric, which models DDP's allreduces only; simulate it "
+        "without the fabric group (on the networks), or set zero_optimizer = false",
+        where(z ? z : root, w));
+  return 0;
+}
+
 /* The scenario's groups in the order they are read (a later one may use
  * what an earlier one read: the profile, the networks), then the checks
  * across them. */
 static int (*const parsers[])(sim_scenario *s, const config_setting_t *root) = {parse_name, parse_profile, parse_models,
     parse_training, parse_cluster, parse_networks, parse_ddp, sim_fabric_parse, parse_simulation, parse_job, parse_cost,
-    parse_output, check_repeats, check_points, cross_check};
+    parse_output, check_repeats, check_points, cross_check, check_zero};
 
 static int parse(sim_scenario *s) {
   static const char *const top_keys[] = {"name", "description", "profile", "model", "training", "cluster", "networks",

@@ -107,7 +107,8 @@ typedef struct sim_scenario {
   double powersgd_min_rate; /* PyTorch's min_compression_rate, default 2 */
   double first_bucket_mb;
   int gradient_as_bucket_view;
-  double timeout_s; /* 0: the backend's default */
+  int zero_optimizer; /* ddp.zero_optimizer: ZeroRedundancyOptimizer (sim/memfit.h, sim/predict.h) */
+  double timeout_s;   /* 0: the backend's default */
   enum sim_optimizer optimizer;
   int steps; /* simulated steps per point */
   uint64_t seed;

@@ -691,7 +691,8 @@ static void step_reset(stepsim *s, core_trace *trace) {
 }
 
 /* After the last allreduce nothing interacts across ranks: finalize and
- * step the optimizer, and the step ends when the slowest rank is done.
+ * step the optimizer, and the step ends when the slowest rank is done, or
+ * with the post-step collective, which starts then.
  * Returns the step's time; *comp gets a typical rank's compute. */
 static double step_end(stepsim *s, double *comp) {
   const sim_step_cfg *c = s->c;
@@ -711,6 +712,12 @@ static double step_end(stepsim *s, double *comp) {
     *comp += c->every_rank || c->world == 1 ? rank_comp : rank_comp / k->mult;
   }
   *comp /= s->R;
+  if (c->post_step_comm_s > 0) {
+    sim_time t1 = end + round_ns(c->post_step_comm_s * 1e9);
+    for (int r = 0; r < s->R; r++)
+      trace_span(s, r, "optimizer allgather", "comm", CORE_TRACE_TID_COMM, end, t1, NULL);
+    end = t1;
+  }
   return (double)end / 1e9;
 }
 
@@ -720,6 +727,7 @@ static int run_steps(stepsim *s, core_trace *trace, sim_step_result *res) {
   double comp_sum = 0;
   for (int b = 0; !s->waits && b < c->n_buckets; b++)
     res->comm_s += c->bucket_comm_s[b];
+  res->comm_s += c->post_step_comm_s;
   for (int step = 0; step < c->steps; step++) {
     if (s->waits)
       draw_waits(s, step, res);

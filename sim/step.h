@@ -6,7 +6,8 @@
  * allreduce is launched when it is ready and buckets 0..b-1 have been
  * launched; each rank has one communication stream, so collectives run one
  * after another, and a collective starts only when every rank has launched
- * it; the optimizer runs after the last allreduce. With overlap off, nothing
+ * it; the optimizer runs after the last allreduce, then post_step_comm_s,
+ * a collective once every rank's step is done. With overlap off, nothing
  * is launched before the backward pass ends.
  *
  * Stragglers: each rank's compute is scaled per step by a draw from the
@@ -88,6 +89,10 @@ typedef struct sim_step_cfg {
   int random_idle;                /* 1: that wait drawn afresh each step (above) */
   double finalize_s;              /* after the last allreduce: copy-out of averaged grads */
   double optimizer_s;
+  /* A collective after every rank's optimizer step, on no rank's compute
+   * (ZeroRedundancyOptimizer sending each rank's updated shard to the
+   * others); 0: none. */
+  double post_step_comm_s;
   int overlap;
   double compute_slowdown; /* >= 1 */
   double comm_slowdown;    /* >= 1: a collective while any rank computes */

@@ -31,13 +31,20 @@ where state_bytes is what is allocated at the measured step's start, after
 zero_grad (weights, optimizer state, DDP's buckets, the batch), backward_peak_bytes the peak
 up to the end of backward and step_peak_bytes that of optimizer.step().
 
+With --zero, two ranks on 127.0.0.1 (torch.multiprocessing, Gloo) train
+the model under DDP with torch.distributed.optim.ZeroRedundancyOptimizer
+wrapping the same optimizer (ZeRO stage 1: each rank keeps the state of,
+and steps, its shard of the parameters, then broadcasts it); rank 0's
+allocations are measured and printed.
+
 Usage: memfit_steps.py --model resnet50 --batch 4 --optimizer adam [--bucket-view]
-                       [--attn-dropout P]
+                       [--attn-dropout P] [--zero]
 """
 
 import argparse
 import json
 import os
+import socket
 import sys
 import tempfile
 
@@ -115,6 +122,49 @@ def peaks(trace, base):
     return start, peak, bwd, opt
 
 
+def make_optimizer(args, params):
+    """The optimizer, under ZeroRedundancyOptimizer with --zero."""
+    if args.optimizer == "adam":
+        cls, kw = torch.optim.Adam, dict(lr=1e-4, foreach=True)
+    else:
+        cls, kw = torch.optim.SGD, dict(lr=1e-3, momentum=0.9, foreach=True)
+    if args.zero:
+        from torch.distributed.optim import ZeroRedundancyOptimizer
+        return ZeroRedundancyOptimizer(params, optimizer_class=cls, **kw)
+    return cls(params, **kw)
+
+
+def run(rank, world, args):
+    """One rank's three steps; rank 0 measures and prints its figures."""
+    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+    os.environ.setdefault("MASTER_PORT", "29519")
+    if world > 1:
+        torch.set_num_threads(1)  # one core each, not both ranks on every core
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    model, batch, loss_of = build(args.model, args.batch, args.attn_dropout)
+    model.train()
+    base = live_bytes(list(model.parameters()) + list(model.buffers()) + list(batch))
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        ddp = DDP(model, gradient_as_bucket_view=args.bucket_view)
+        opt = make_optimizer(args, ddp.parameters())
+        for i in range(3):
+            opt.zero_grad(set_to_none=True)
+            with record_function("memfit_step" if i == 2 else "warmup"):
+                with record_function("memfit_backward" if i == 2 else "warmup_bwd"):
+                    loss_of(ddp).backward()
+                with record_function("memfit_optimizer" if i == 2 else "warmup_opt"):
+                    opt.step()
+    if rank == 0:
+        with tempfile.NamedTemporaryFile(suffix=".json") as f:
+            prof.export_chrome_trace(f.name)
+            with open(f.name) as g:
+                trace = json.load(g)["traceEvents"]
+        start, peak, bwd, step = peaks(trace, base)
+        print("%s,%d,%s,%d,%d,%d,%d" % (args.model, args.batch, args.optimizer, peak, start, bwd, step),
+              flush=True)
+    dist.destroy_process_group()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--model", required=True)
@@ -124,33 +174,18 @@ def main():
                     help="DDP with gradient_as_bucket_view=True")
     ap.add_argument("--attn-dropout", type=float, default=0.0,
                     help="BERT's attention_probs_dropout_prob (default 0: fused attention, as on a GPU)")
+    ap.add_argument("--zero", action="store_true",
+                    help="two ranks, ZeroRedundancyOptimizer; rank 0 measured")
     args = ap.parse_args()
-    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
-    os.environ.setdefault("MASTER_PORT", "29519")
-    dist.init_process_group("gloo", rank=0, world_size=1)
-    model, batch, loss_of = build(args.model, args.batch, args.attn_dropout)
-    model.train()
-    base = live_bytes(list(model.parameters()) + list(model.buffers()) + list(batch))
-    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
-        ddp = DDP(model, gradient_as_bucket_view=args.bucket_view)
-        if args.optimizer == "adam":
-            opt = torch.optim.Adam(ddp.parameters(), lr=1e-4, foreach=True)
-        else:
-            opt = torch.optim.SGD(ddp.parameters(), lr=1e-3, momentum=0.9, foreach=True)
-        for i in range(3):
-            opt.zero_grad(set_to_none=True)
-            with record_function("memfit_step" if i == 2 else "warmup"):
-                with record_function("memfit_backward" if i == 2 else "warmup_bwd"):
-                    loss_of(ddp).backward()
-                with record_function("memfit_optimizer" if i == 2 else "warmup_opt"):
-                    opt.step()
-    with tempfile.NamedTemporaryFile(suffix=".json") as f:
-        prof.export_chrome_trace(f.name)
-        with open(f.name) as g:
-            trace = json.load(g)["traceEvents"]
-    start, peak, bwd, step = peaks(trace, base)
-    print("%s,%d,%s,%d,%d,%d,%d" % (args.model, args.batch, args.optimizer, peak, start, bwd, step))
-    dist.destroy_process_group()
+    if args.zero:
+        if "MASTER_PORT" not in os.environ:
+            # A port free now on 127.0.0.1, so that runs side by side do not meet.
+            with socket.socket() as so:
+                so.bind(("127.0.0.1", 0))
+                os.environ["MASTER_PORT"] = str(so.getsockname()[1])
+        torch.multiprocessing.spawn(run, args=(2, args), nprocs=2)
+    else:
+        run(0, 1, args)
 
 
 if __name__ == "__main__":
