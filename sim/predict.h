@@ -26,7 +26,7 @@ typedef struct sim_point_result {
   double gbps;          /* the network's line rate per NIC (measured links: the profile's), 0 if unknown */
   double mem_GB;        /* the memory each GPU needs, 1e9 bytes (sim/memfit.h) */
   char status[16];      /* "ok", "timeout", or "oom" when mem_GB exceeds the profile's device.memory_GB */
-  char note[512];       /* why a point cannot run and what to change; room for the longest such note */
+  char note[640];       /* why a point cannot run and what to change; room for the longest such note */
   uint64_t events;
   int has_fabric; /* the point has a fabric: fab holds what it made of the collectives */
   sim_fabric_result fab;

@@ -314,19 +314,33 @@ static void test_profile_key(void) {
 }
 
 /* The longest note (a model name of 63 characters, the largest index and
- * batch, every figure at its widest) fits in a result's note, its advice
- * whole. */
+ * batch, every figure at its widest, the autocast advice and the hint to
+ * shard the optimizer state) fits in a result's note, its advice whole. */
 static void test_note_fits(void) {
-  core_model m = {.n_layers = 0};
+  int64_t elems[2] = {10, 10};
+  core_model m = {.n_layers = 0, .n_tensors = 2, .tensor_elems = elems};
   memset(m.name, 'x', sizeof m.name - 1);
   core_profile pr = {.memory_GB = 1.23456e5};
-  sim_point p = {.index = LONG_MAX, .model = &m, .precision = SIM_PREC_FP32, .batch = CORE_BATCH_MAX};
-  sim_memfit f = {.state = 1.23456e-30, .act_per_sample = 1.2345e10, .activations = 1.2345e100, .total = 1.2345e100};
+  sim_point p = {.index = LONG_MAX,
+      .model = &m,
+      .precision = SIM_PREC_FP32,
+      .batch = CORE_BATCH_MAX,
+      .nodes = 100000,
+      .per_node = 10000};
+  sim_memfit f = {.state = 1.23456e-30,
+      .act_per_sample = 1.2345e10,
+      .activations = 1.2345e100,
+      .total = 1.2345e100,
+      .prec = SIM_PREC_FP32,
+      .opt = SIM_OPT_ADAM,
+      .opt_share = 1.0,
+      .ddp = 1};
   sim_point_result r;
   sim_memfit_note(&f, &pr, &p, r.note, sizeof r.note);
-  const char *end = "or use GPUs with more memory";
+  const char *end = " GB)";
   size_t n = strlen(r.note), k = strlen(end);
-  CU_ASSERT(strstr(r.note, "lower the batch to ") != NULL);
+  CU_ASSERT(strstr(r.note, "lower the batch to ") != NULL && strstr(r.note, "autocast") != NULL);
+  CU_ASSERT(strstr(r.note, "ddp.zero_optimizer = true") != NULL);
   CU_ASSERT(n >= k && strcmp(r.note + n - k, end) == 0);
   if (n < k || strcmp(r.note + n - k, end) != 0)
     fprintf(stderr, "\n    cut short (%zu of %zu bytes): %s", n, sizeof r.note, r.note);
