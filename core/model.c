@@ -250,8 +250,9 @@ static int parse_inputs(const config_setting_t *l, core_model *m, int idx, int *
     const char *s = !in                           ? NULL
                     : config_setting_is_array(in) ? config_setting_get_string_elem(in, (unsigned)k)
                                                   : config_setting_get_string(in);
+    /* Backwards: a layer's inputs are mostly the layers just before it. */
     int j = in ? -1 : idx - 1;
-    for (int q = 0; s && q < idx && j < 0; q++)
+    for (int q = idx - 1; s && q >= 0 && j < 0; q--)
       if (!strcmp(m->layers[q].name, s))
         j = q;
     if (j < 0)
@@ -381,6 +382,38 @@ static int parse_header(const config_setting_t *g, core_model *m) {
   return 0;
 }
 
+typedef struct layer_name {
+  const char *name;
+  int idx;
+} layer_name;
+
+static int by_name_then_index(const void *pa, const void *pb) {
+  const layer_name *a = pa, *b = pb;
+  int c = strcmp(a->name, b->name);
+  return c ? c : (a->idx > b->idx) - (a->idx < b->idx);
+}
+
+/* Layer names are unique: sorted, so a model of many layers is checked in
+ * n log n. The error names the first layer that repeats an earlier name. */
+static int unique_names(const config_setting_t *layers, const core_model *m) {
+  char w[4200];
+  layer_name *v = malloc(sizeof *v * (size_t)(m->n_layers + 1));
+  int dup = -1;
+  if (!v)
+    return core_err_set(CORE_ENOMEM, "out of memory checking %s's layer names", m->path);
+  for (int i = 0; i < m->n_layers; i++)
+    v[i] = (layer_name){m->layers[i].name, i};
+  qsort(v, (size_t)m->n_layers, sizeof *v, by_name_then_index);
+  for (int k = 1; k < m->n_layers; k++)
+    if (!strcmp(v[k].name, v[k - 1].name) && (dup < 0 || v[k].idx < dup))
+      dup = v[k].idx;
+  free(v);
+  if (dup < 0)
+    return 0;
+  return core_err_set(CORE_EINVAL, "%s: layer name '%s' is used twice; layer names must be unique",
+      core_cfg_where(config_setting_get_elem(layers, (unsigned)dup), w, sizeof w), m->layers[dup].name);
+}
+
 static int parse_layers(const config_setting_t *layers, core_model *m) {
   char w[4200];
   int rc, pos = 0, n_inputs = 0;
@@ -388,13 +421,11 @@ static int parse_layers(const config_setting_t *layers, core_model *m) {
     const config_setting_t *l = config_setting_get_elem(layers, (unsigned)i);
     if ((rc = parse_layer(l, m, i, &pos)) != 0 || (rc = parse_inputs(l, m, i, &n_inputs)) != 0)
       return rc;
-    for (int j = 0; j < i; j++)
-      if (strcmp(m->layers[j].name, m->layers[i].name) == 0)
-        return core_err_set(CORE_EINVAL, "%s: layer name '%s' is used twice; layer names must be unique",
-            core_cfg_where(l, w, sizeof w), m->layers[i].name);
     m->fwd_flops += m->layers[i].fwd_flops;
     m->bwd_flops += m->layers[i].bwd_flops;
   }
+  if ((rc = unique_names(layers, m)) != 0)
+    return rc;
   m->n_tensors = pos;
   /* A traced job without DDP whose trace did not say its parameters' sizes
    * (core/traced.h) synchronizes only through its measured side work. */
