@@ -75,7 +75,7 @@ int cal_gimport_leading_warmups(const double *d, int n) {
 
 int cal_gimport_choose_steps(gimport *m) {
   int n = m->n_steps;
-  double *d = malloc(sizeof *d * (size_t)n), *tail = malloc(sizeof *tail * (size_t)n);
+  double *d = calloc((size_t)n + 1, sizeof *d), *tail = malloc(sizeof *tail * ((size_t)n + 1));
   uint64_t *h = malloc(sizeof *h * (size_t)n);
   char *warm = malloc((size_t)n);
   m->use = malloc(sizeof *m->use * (size_t)n);
