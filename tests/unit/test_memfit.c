@@ -10,6 +10,7 @@
 #include "core/model.h"
 #include "core/profile.h"
 
+#include "simutil.h"
 #include "testutil.h"
 
 #include <CUnit/CUnit.h>
@@ -154,19 +155,6 @@ static sim_scenario *load_point(const char *profile, const char *model, const ch
   return s;
 }
 
-static int run_point(const sim_scenario *s, sim_point_result *r) {
-  sim_engine *e;
-  if (sim_engine_new(&e))
-    return -1;
-  sim_point p;
-  sim_scenario_point(s, 0, &p);
-  int rc = sim_predict_point(s, &p, e, NULL, 0, r);
-  if (rc)
-    fprintf(stderr, "\npoint failed: %s\n", core_err_msg());
-  sim_engine_free(e);
-  return rc;
-}
-
 /* GPT-2 XL (1.56e9 parameters) in fp32 with Adam holds 20 bytes a parameter,
  * about 31 GB, before its activations: more than a 16 GB V100. */
 static void test_gpt2_xl_on_v100_16gb(void) {
@@ -176,7 +164,7 @@ static void test_gpt2_xl_on_v100_16gb(void) {
   CU_ASSERT_DOUBLE_EQUAL(s->profile->memory_GB, 32.0, 1e-12);
   s->profile->memory_GB = 16.0; /* the SXM2 board with 16 GB */
   sim_point_result r;
-  CU_ASSERT_FATAL(run_point(s, &r) == 0);
+  CU_ASSERT_FATAL(tu_run_point(s, 0, &r) == 0);
   double state_GB = (double)s->models[0]->n_params * 20.0 / 1e9;
   CU_ASSERT(state_GB > 30.0 && state_GB < 32.0);
   CU_ASSERT(r.mem_GB > state_GB);
@@ -188,7 +176,7 @@ static void test_gpt2_xl_on_v100_16gb(void) {
   CU_ASSERT(r.step_s > 0); /* still simulated */
   /* Unknown capacity: nothing is checked. */
   s->profile->memory_GB = 0;
-  CU_ASSERT_FATAL(run_point(s, &r) == 0);
+  CU_ASSERT_FATAL(tu_run_point(s, 0, &r) == 0);
   CU_ASSERT_STRING_EQUAL(r.status, "ok");
   CU_ASSERT_STRING_EQUAL(r.note, "");
   sim_scenario_free(s);
@@ -200,7 +188,7 @@ static void test_resnet50_on_a100(void) {
   CU_ASSERT_FATAL(s != NULL);
   CU_ASSERT_DOUBLE_EQUAL(s->profile->memory_GB, 40.0, 1e-12);
   sim_point_result r;
-  CU_ASSERT_FATAL(run_point(s, &r) == 0);
+  CU_ASSERT_FATAL(tu_run_point(s, 0, &r) == 0);
   CU_ASSERT_STRING_EQUAL(r.status, "ok");
   CU_ASSERT(r.mem_GB > 0.4 && r.mem_GB < 40.0);
   sim_scenario_free(s);

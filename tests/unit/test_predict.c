@@ -28,6 +28,7 @@
 #include "core/err.h"
 #include "core/profile.h"
 
+#include "simutil.h"
 #include "testutil.h"
 
 #include <CUnit/CUnit.h>
@@ -117,19 +118,6 @@ static sim_scenario *load(const char *fmt, ...) {
   return s;
 }
 
-static int run_point(const sim_scenario *s, long idx, sim_point_result *r) {
-  sim_engine *e;
-  if (sim_engine_new(&e))
-    return -1;
-  sim_point p;
-  sim_scenario_point(s, idx, &p);
-  int rc = sim_predict_point(s, &p, e, NULL, 0, r);
-  if (rc)
-    fprintf(stderr, "\npoint %ld failed: %s\n", idx, core_err_msg());
-  sim_engine_free(e);
-  return rc;
-}
-
 /* One bucket, overlap off, a network of 1 Gb/s (0.5 for the slow cases) at
  * efficiency 1 so the bytes per second are round. */
 #define ONE_BUCKET_DDP "bucket_cap_mb = 100000.0; first_bucket_mb = 100000.0; overlap = false;"
@@ -164,7 +152,7 @@ static void test_closed_form_nccl_ring(void) {
   CU_ASSERT_EQUAL(sim_scenario_points(s), 6);
   for (long i = 0; i < sim_scenario_points(s); i++) {
     sim_point_result r;
-    CU_ASSERT_FATAL(run_point(s, i, &r) == 0);
+    CU_ASSERT_FATAL(tu_run_point(s, i, &r) == 0);
     int p = r.pt.nodes;
     double want = ring_cost(p, lat_us * 1e-6, flow_beta(gbps, 1.0), 0.0, BIG_BYTES);
     check_closed_form(&r, want, "nccl ring");
@@ -184,7 +172,7 @@ static void test_closed_form_nccl_tree(void) {
   CU_ASSERT_FATAL(s != NULL);
   for (long i = 0; i < sim_scenario_points(s); i++) {
     sim_point_result r;
-    CU_ASSERT_FATAL(run_point(s, i, &r) == 0);
+    CU_ASSERT_FATAL(tu_run_point(s, i, &r) == 0);
     double want = nccl_tree_cost(1, r.pt.nodes, 0.0, lat_us * 1e-6, flow_beta(gbps, 1.0), BIG_BYTES);
     check_closed_form(&r, want, "nccl tree");
   }
@@ -208,7 +196,7 @@ static void test_closed_form_nccl_hierarchical(void) {
   double bl = link_beta(GPU_INTRA_ALGBW, GPU_INTRA_P);
   for (long i = 0; i < sim_scenario_points(s); i++) {
     sim_point_result r;
-    CU_ASSERT_FATAL(run_point(s, i, &r) == 0);
+    CU_ASSERT_FATAL(tu_run_point(s, i, &r) == 0);
     double want = hier_cost(4, r.pt.nodes, al, bl, lat_us * 1e-6, flow_beta(gbps, 1.0), 0.0, BIG_BYTES);
     if (r.pt.nodes == 1) {
       /* Inside one node the whole thing takes milliseconds: the nanosecond
@@ -237,7 +225,7 @@ static void test_closed_form_gloo_ring_cpu(void) {
   CU_ASSERT_EQUAL(sim_scenario_points(s), 8);
   for (long i = 0; i < sim_scenario_points(s); i++) {
     sim_point_result r;
-    CU_ASSERT_FATAL(run_point(s, i, &r) == 0);
+    CU_ASSERT_FATAL(tu_run_point(s, i, &r) == 0);
     double want = ring_cost(r.pt.nodes, lat_us * 1e-6, flow_beta(gbps, 1.0), 1.0 / CPU_REDUCE_BPS, BIG_BYTES);
     check_closed_form(&r, want, "gloo ring (cpu)");
   }
@@ -258,7 +246,7 @@ static void test_closed_form_gloo_ring_gpu(void) {
   CU_ASSERT_FATAL(s != NULL);
   for (long i = 0; i < sim_scenario_points(s); i++) {
     sim_point_result r;
-    CU_ASSERT_FATAL(run_point(s, i, &r) == 0);
+    CU_ASSERT_FATAL(tu_run_point(s, i, &r) == 0);
     double want = ring_cost(r.pt.nodes, lat_us * 1e-6, flow_beta(gbps, 1.0), 1.0 / GPU_REDUCE_BPS, BIG_BYTES) +
                   2.0 * BIG_BYTES / GPU_HOST_LINK_BPS;
     check_closed_form(&r, want, "gloo ring (gpu)");
@@ -281,7 +269,7 @@ static void test_closed_form_gloo_hierarchical(void) {
   double bl = link_beta(CPU_INTRA_ALGBW, CPU_INTRA_P);
   for (long i = 0; i < sim_scenario_points(s); i++) {
     sim_point_result r;
-    CU_ASSERT_FATAL(run_point(s, i, &r) == 0);
+    CU_ASSERT_FATAL(tu_run_point(s, i, &r) == 0);
     double want =
         hier_cost(2, r.pt.nodes, al, bl, lat_us * 1e-6, flow_beta(gbps, 1.0), 1.0 / CPU_REDUCE_BPS, BIG_BYTES);
     check_closed_form(&r, want, "gloo hierarchical");
@@ -306,7 +294,7 @@ static void test_nccl_auto_is_min(void) {
   int ring_won = 0, tree_won = 0;
   for (long i = 0; i < sim_scenario_points(s); i++) {
     sim_point_result r;
-    CU_ASSERT_FATAL(run_point(s, i, &r) == 0);
+    CU_ASSERT_FATAL(tu_run_point(s, i, &r) == 0);
     int N = r.pt.nodes;
     double ring = ring_cost(N, 20000e-6, flow_beta(gbps, 1.0), 0, BIG_BYTES);
     double tree = nccl_tree_cost(1, N, 0, 20000e-6, flow_beta(gbps, 1.0), BIG_BYTES);
@@ -457,7 +445,7 @@ static void test_single_device(void) {
   double single = fwd_bwd + opt;
   double copies = 2.0 * (2.0 * BIG_BYTES / GPU_MEM_BPS);
   sim_point_result r;
-  CU_ASSERT_FATAL(run_point(s, 0, &r) == 0);
+  CU_ASSERT_FATAL(tu_run_point(s, 0, &r) == 0);
   CU_ASSERT_EQUAL(r.comm_s, 0.0);
   CU_ASSERT(r.exposed_comm_s < 1e-8);
   CU_ASSERT(rel_err(r.single_step_s, single) < 1e-12);
@@ -474,7 +462,7 @@ static void test_single_device(void) {
            "ddp = { backend = \"nccl\"; gradient_as_bucket_view = %s; };\n",
       "true");
   CU_ASSERT_FATAL(s != NULL);
-  CU_ASSERT_FATAL(run_point(s, 0, &r) == 0);
+  CU_ASSERT_FATAL(tu_run_point(s, 0, &r) == 0);
   CU_ASSERT_EQUAL(r.comm_s, 0.0);
   CU_ASSERT(rel_err(r.step_s, single) < 1e-6);
   CU_ASSERT(fabs(r.scaling_eff - 1.0) < 1e-6);
@@ -501,11 +489,11 @@ static void test_overlap(void) {
   int faster = 0, bad = 0;
   for (long i = 0; i < n; i++) {
     sim_point_result r;
-    CU_ASSERT_FATAL(run_point(s, i, &r) == 0);
+    CU_ASSERT_FATAL(tu_run_point(s, i, &r) == 0);
     if (!r.pt.overlap)
       continue;
     sim_point_result q;
-    CU_ASSERT_FATAL(run_point(s, i + 8, &q) == 0); /* same point, overlap = false */
+    CU_ASSERT_FATAL(tu_run_point(s, i + 8, &q) == 0); /* same point, overlap = false */
     CU_ASSERT_FATAL(q.pt.overlap == 0 && q.pt.nodes == r.pt.nodes && q.pt.per_node == r.pt.per_node &&
                     q.pt.bucket_cap_mb == r.pt.bucket_cap_mb && q.pt.model == r.pt.model);
     if (r.step_s > q.step_s + 1e-12 || r.exposed_comm_s > q.exposed_comm_s + 1e-12)
@@ -614,7 +602,7 @@ static void test_elementwise_traffic(void) {
     /* Points: big-test (act_bytes 0: no elementwise term), act-test (the
      * same FLOPs, a norm layer more), act-measured. */
     sim_point_result without, with, meas;
-    CU_ASSERT_FATAL(run_point(s, 0, &without) == 0 && run_point(s, 2, &meas) == 0);
+    CU_ASSERT_FATAL(tu_run_point(s, 0, &without) == 0 && tu_run_point(s, 2, &meas) == 0);
     sim_engine *e;
     CU_ASSERT_FATAL(sim_engine_new(&e) == 0);
     sim_point p;
@@ -722,8 +710,8 @@ static void test_representative_equals_every_rank(void) {
       CU_ASSERT_FATAL(a->every_rank == 0 && b->every_rank == 1);
       for (long i = 0; i < sim_scenario_points(a); i++) {
         sim_point_result ra, rb;
-        CU_ASSERT_FATAL(run_point(a, i, &ra) == 0);
-        CU_ASSERT_FATAL(run_point(b, i, &rb) == 0);
+        CU_ASSERT_FATAL(tu_run_point(a, i, &ra) == 0);
+        CU_ASSERT_FATAL(tu_run_point(b, i, &rb) == 0);
         /* The same events at the same nanoseconds; compute_s of every rank
          * is an average over ranks, equal up to the rounding of the sum. */
         CU_ASSERT_EQUAL(ra.step_s, rb.step_s);
@@ -746,7 +734,7 @@ static void mean_step(const char *prof, const char *model, int world, int steps,
   *mean = *se = NAN;
   CU_ASSERT_FATAL(s != NULL);
   sim_point_result r;
-  CU_ASSERT_FATAL(run_point(s, 0, &r) == 0);
+  CU_ASSERT_FATAL(tu_run_point(s, 0, &r) == 0);
   *mean = r.step_s;
   *se = r.step_sd_s / sqrt((double)steps);
   *comm = r.comm_s;
@@ -855,14 +843,14 @@ static void test_compute_slowdown(void) {
   int slower_fast_net = 0;
   for (long i = 0; i < sim_scenario_points(base); i++) {
     sim_point_result rb, rs;
-    CU_ASSERT_FATAL(run_point(base, i, &rb) == 0);
-    CU_ASSERT_FATAL(run_point(slow, i, &rs) == 0);
+    CU_ASSERT_FATAL(tu_run_point(base, i, &rb) == 0);
+    CU_ASSERT_FATAL(tu_run_point(slow, i, &rs) == 0);
     if (getenv("DDPSIM_TEST_VERBOSE"))
       fprintf(stderr, "\n%s n=%d overlap=%d: base %.9g slow %.9g", rb.pt.network->name, rb.pt.nodes, rb.pt.overlap,
           rb.step_s, rs.step_s);
     if (rb.pt.overlap) {
       sim_point_result off;
-      CU_ASSERT_FATAL(run_point(slow, i + 3, &off) == 0);
+      CU_ASSERT_FATAL(tu_run_point(slow, i + 3, &off) == 0);
       CU_ASSERT(!off.pt.overlap && off.pt.nodes == rs.pt.nodes);
       CU_ASSERT(rs.step_s >= rb.step_s - 1e-9);
       CU_ASSERT(rs.step_s <= off.step_s + 1e-9);
@@ -906,8 +894,8 @@ static void test_update_rate(void) {
   CU_ASSERT_EQUAL(fast->profile->update_GBps, upd);
   for (long i = 0; i < sim_scenario_points(base); i++) {
     sim_point_result rb, rf;
-    CU_ASSERT_FATAL(run_point(base, i, &rb) == 0);
-    CU_ASSERT_FATAL(run_point(fast, i, &rf) == 0);
+    CU_ASSERT_FATAL(tu_run_point(base, i, &rb) == 0);
+    CU_ASSERT_FATAL(tu_run_point(fast, i, &rf) == 0);
     /* Both run after the last allreduce: the step shortens by as much. */
     double want = (double)rb.pt.model->n_params * 28.0 * (1.0 / mem - 1.0 / upd) / 1e9;
     CU_ASSERT(fabs((rb.compute_s - rf.compute_s) - want) < 1e-8);
@@ -1005,8 +993,8 @@ static void test_interference_follows_rate(void) {
   int slower = 0, faster = 0, slowed_by_fixed = 0;
   for (long i = 0; i < sim_scenario_points(f); i++) {
     sim_point_result rn, rf, rh, rc, rm;
-    CU_ASSERT_FATAL(run_point(none, i, &rn) == 0 && run_point(f, i, &rf) == 0);
-    CU_ASSERT_FATAL(run_point(h, i, &rh) == 0 && run_point(c, i, &rc) == 0 && run_point(m, i, &rm) == 0);
+    CU_ASSERT_FATAL(tu_run_point(none, i, &rn) == 0 && tu_run_point(f, i, &rf) == 0);
+    CU_ASSERT_FATAL(tu_run_point(h, i, &rh) == 0 && tu_run_point(c, i, &rc) == 0 && tu_run_point(m, i, &rm) == 0);
     CU_ASSERT(rc.step_s >= rf.step_s - 1e-9);
     CU_ASSERT(rh.step_s <= rf.step_s + 1e-9 && rh.step_s >= rn.step_s - 1e-9);
     CU_ASSERT_EQUAL(rm.step_s, rf.step_s);
@@ -1037,7 +1025,7 @@ static void test_interference_follows_rate(void) {
   CU_ASSERT_FATAL(f && c);
   for (long i = 0; i < sim_scenario_points(f); i++) {
     sim_point_result rf, rc;
-    CU_ASSERT_FATAL(run_point(f, i, &rf) == 0 && run_point(c, i, &rc) == 0);
+    CU_ASSERT_FATAL(tu_run_point(f, i, &rf) == 0 && tu_run_point(c, i, &rc) == 0);
     CU_ASSERT_EQUAL(rc.step_s, rf.step_s);
   }
   sim_scenario_free(f);
@@ -1066,7 +1054,7 @@ static void test_timeout(void) {
   CU_ASSERT_FATAL(s != NULL);
   CU_ASSERT_EQUAL(sim_scenario_timeout(s, SIM_BACKEND_GLOO), 30.0);
   CU_ASSERT_EQUAL(sim_scenario_timeout(s, SIM_BACKEND_NCCL), 600.0);
-  CU_ASSERT_FATAL(run_point(s, 0, &r) == 0);
+  CU_ASSERT_FATAL(tu_run_point(s, 0, &r) == 0);
   CU_ASSERT(r.comm_s > 30.0 && r.comm_s < 600.0);
   CU_ASSERT_STRING_EQUAL(r.status, "timeout");
   CU_ASSERT(strstr(r.note, "ddp.timeout_s") != NULL);
@@ -1082,7 +1070,7 @@ static void test_timeout(void) {
   snprintf(opt, sizeof opt, "timeout_s = %.1f;", suggested);
   s = load(TIMEOUT_SCENARIO, "gloo", opt);
   CU_ASSERT_FATAL(s != NULL);
-  CU_ASSERT_FATAL(run_point(s, 0, &r) == 0);
+  CU_ASSERT_FATAL(tu_run_point(s, 0, &r) == 0);
   CU_ASSERT_STRING_EQUAL(r.status, "ok");
   CU_ASSERT_STRING_EQUAL(r.note, "");
   sim_scenario_free(s);
@@ -1090,13 +1078,13 @@ static void test_timeout(void) {
   /* NCCL's 10 minutes are enough for 32 s... */
   s = load(TIMEOUT_SCENARIO, "nccl", "");
   CU_ASSERT_FATAL(s != NULL);
-  CU_ASSERT_FATAL(run_point(s, 0, &r) == 0);
+  CU_ASSERT_FATAL(tu_run_point(s, 0, &r) == 0);
   CU_ASSERT_STRING_EQUAL(r.status, "ok");
   sim_scenario_free(s);
   /* ...but not for a scenario timeout of 5 s. */
   s = load(TIMEOUT_SCENARIO, "nccl", "timeout_s = 5.0;");
   CU_ASSERT_FATAL(s != NULL);
-  CU_ASSERT_FATAL(run_point(s, 0, &r) == 0);
+  CU_ASSERT_FATAL(tu_run_point(s, 0, &r) == 0);
   CU_ASSERT_STRING_EQUAL(r.status, "timeout");
   CU_ASSERT(strstr(r.note, "ddp.timeout_s") != NULL);
   CU_ASSERT(strstr(r.note, "nccl") != NULL);
@@ -1104,7 +1092,7 @@ static void test_timeout(void) {
   /* A timeout under a second is printed as set, not rounded to 0 s. */
   s = load(TIMEOUT_SCENARIO, "nccl", "timeout_s = 0.25;");
   CU_ASSERT_FATAL(s != NULL);
-  CU_ASSERT_FATAL(run_point(s, 0, &r) == 0);
+  CU_ASSERT_FATAL(tu_run_point(s, 0, &r) == 0);
   CU_ASSERT(strstr(r.note, "past the nccl timeout of 0.25 s") != NULL);
   sim_scenario_free(s);
 }

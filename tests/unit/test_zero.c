@@ -10,6 +10,7 @@
 #include "core/err.h"
 #include "core/model.h"
 
+#include "simutil.h"
 #include "testutil.h"
 
 #include <CUnit/CUnit.h>
@@ -80,19 +81,6 @@ static sim_scenario *load_point(const char *model, const char *training, int zer
   return s;
 }
 
-static int run_point(const sim_scenario *s, sim_point_result *r) {
-  sim_engine *e;
-  if (sim_engine_new(&e))
-    return -1;
-  sim_point p;
-  sim_scenario_point(s, 0, &p);
-  int rc = sim_predict_point(s, &p, e, NULL, 0, r);
-  if (rc)
-    fprintf(stderr, "\npoint failed: %s\n", core_err_msg());
-  sim_engine_free(e);
-  return rc;
-}
-
 /* ResNet-50 with Adam on 8 GPUs: each holds the state of about an eighth
  * of the parameters. */
 static void test_point_memory(void) {
@@ -110,7 +98,7 @@ static void test_point_memory(void) {
   CU_ASSERT_DOUBLE_EQUAL(b.weights + b.grads + b.buckets, a.weights + a.grads + a.buckets, 1e-6);
   CU_ASSERT(b.total < a.total);
   sim_point_result ra, rb;
-  CU_ASSERT_FATAL(run_point(off, &ra) == 0 && run_point(on, &rb) == 0);
+  CU_ASSERT_FATAL(tu_run_point(off, 0, &ra) == 0 && tu_run_point(on, 0, &rb) == 0);
   CU_ASSERT_DOUBLE_EQUAL(rb.mem_GB, b.total / 1e9, 1e-12);
   sim_scenario_free(off);
   sim_scenario_free(on);
@@ -130,7 +118,7 @@ static void test_step_allgather(void) {
   double ag = sim_coll_time(SIM_BACKEND_NCCL, CORE_COLL_ALLGATHER, SIM_ALGO_RING, &t, p.model->n_params * 4.0);
   CU_ASSERT_FATAL(ag > 0);
   sim_point_result ra, rb;
-  CU_ASSERT_FATAL(run_point(off, &ra) == 0 && run_point(on, &rb) == 0);
+  CU_ASSERT_FATAL(tu_run_point(off, 0, &ra) == 0 && tu_run_point(on, 0, &rb) == 0);
   CU_ASSERT_DOUBLE_EQUAL(rb.comm_s - ra.comm_s, ag, 1e-12);
   CU_ASSERT(rb.exposed_comm_s >= ra.exposed_comm_s + ag * 0.999);
   /* Compute loses 7/8 or so of the optimizer's step; the step gains the
@@ -152,7 +140,7 @@ static void test_note(void) {
     CU_ASSERT_FATAL(s != NULL);
     s->profile->memory_GB = 16.0;
     sim_point_result r;
-    CU_ASSERT_FATAL(run_point(s, &r) == 0);
+    CU_ASSERT_FATAL(tu_run_point(s, 0, &r) == 0);
     CU_ASSERT_STRING_EQUAL(r.status, "oom");
     const char *hint = strstr(r.note, "ddp.zero_optimizer = true: about ");
     CU_ASSERT((hint != NULL) == !zero);
@@ -160,7 +148,7 @@ static void test_note(void) {
       sim_scenario *z = load_point("models/gpt2-xl.cfg", tr, 1);
       CU_ASSERT_FATAL(z != NULL);
       sim_point_result rz;
-      CU_ASSERT_FATAL(run_point(z, &rz) == 0);
+      CU_ASSERT_FATAL(tu_run_point(z, 0, &rz) == 0);
       CU_ASSERT_DOUBLE_EQUAL(atof(hint + strlen("ddp.zero_optimizer = true: about ")), rz.mem_GB, rz.mem_GB * 5e-3);
       sim_scenario_free(z);
     }
@@ -171,7 +159,7 @@ static void test_note(void) {
   CU_ASSERT_FATAL(s != NULL);
   s->profile->memory_GB = 16.0;
   sim_point_result r;
-  CU_ASSERT_FATAL(run_point(s, &r) == 0);
+  CU_ASSERT_FATAL(tu_run_point(s, 0, &r) == 0);
   CU_ASSERT_STRING_EQUAL(r.status, "oom");
   CU_ASSERT(strstr(r.note, "zero_optimizer") == NULL);
   sim_scenario_free(s);
