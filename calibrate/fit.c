@@ -19,6 +19,94 @@ static double weight(const double *y, const double *se, int i) {
   return 1.0 / (s * s);
 }
 
+/* A weighted least-squares line over the kept points of a range. */
+typedef struct wls {
+  double c0, c1, cov00, cov01, cov11, chisq;
+  int m, origin;
+} wls;
+
+/* Fits the kept points of [lo, lo + n) into r, leaving them in xs, ys, w;
+ * returns -1 when fewer than two are kept. */
+static int fit_kept(const double *x, const double *y, const double *se, int lo, int n, const int *keep, double *xs,
+    double *ys, double *w, wls *r) {
+  r->m = 0;
+  for (int i = 0; i < n; i++)
+    if (keep[i]) {
+      xs[r->m] = x[lo + i];
+      ys[r->m] = y[lo + i];
+      w[r->m] = weight(y, se, lo + i);
+      r->m++;
+    }
+  if (r->m < 2)
+    return -1;
+  gsl_fit_wlinear(xs, 1, w, 1, ys, 1, (size_t)r->m, &r->c0, &r->c1, &r->cov00, &r->cov01, &r->cov11, &r->chisq);
+  r->origin = r->c0 < 0;
+  if (r->origin) {
+    /* No collective takes negative time at size zero: the least-squares
+     * fit with alpha >= 0 is then the one through the origin. Clamping
+     * alpha after the free fit would keep its steeper slope and put the
+     * whole regime above its points (a shaper's token bucket makes
+     * megabyte sizes faster than the line: the free intercept goes
+     * negative). */
+    gsl_fit_wmul(xs, 1, w, 1, ys, 1, (size_t)r->m, &r->c1, &r->cov11, &r->chisq);
+    r->c0 = r->cov00 = r->cov01 = 0;
+  }
+  return 0;
+}
+
+/* Keeps the points within 3 robust scales of the line's relative residuals;
+ * returns 1 when the fit should be repeated (the set changed and at least
+ * three remain). res is scratch of n values, sorted holds n more. */
+static int reject_outliers(
+    const double *x, const double *y, int lo, int n, const wls *r, double *res, double *sorted, int *keep) {
+  for (int i = 0; i < n; i++)
+    res[i] = fabs((y[lo + i] - (r->c0 + r->c1 * x[lo + i])) / y[lo + i]);
+  memcpy(sorted, res, sizeof *sorted * (size_t)n);
+  gsl_sort(sorted, 1, (size_t)n);
+  double s = 1.4826 * gsl_stats_median_from_sorted_data(sorted, 1, (size_t)n);
+  if (s < 0.01)
+    s = 0.01; /* below 1% everything is noise-level agreement */
+  int changed = 0, kept = 0;
+  for (int i = 0; i < n; i++) {
+    int k = res[i] <= 3 * s;
+    changed |= k != keep[i];
+    keep[i] = k;
+    kept += k;
+  }
+  return changed && kept >= 3;
+}
+
+/* The line's coefficients, weighted R^2 and 95% intervals into f. */
+static void fit_summary(const wls *r, const double *w, const double *ys, int n, cal_fit *f) {
+  f->alpha_s = r->c0;
+  f->beta_s = r->c1;
+  f->n_used = r->m;
+  f->n_rejected = n - r->m;
+  double sw = 0, swy = 0, stot = 0;
+  for (int i = 0; i < r->m; i++) {
+    sw += w[i];
+    swy += w[i] * ys[i];
+  }
+  double ybar = swy / sw;
+  for (int i = 0; i < r->m; i++)
+    stot += w[i] * (ys[i] - ybar) * (ys[i] - ybar);
+  f->r2 = stot > 0 ? 1.0 - r->chisq / stot : 1.0;
+  /* The weights are relative, not inverse variances: scale the covariance
+   * by the residual variance (chisq / dof). */
+  int dof = r->m - (r->origin ? 1 : 2);
+  if (dof > 0 && r->m > 2) {
+    double scale = r->chisq / dof, tq = gsl_cdf_tdist_Pinv(0.975, dof);
+    double ha = tq * sqrt(r->cov00 * scale), hb = tq * sqrt(r->cov11 * scale);
+    f->alpha_lo = r->c0 - ha;
+    f->alpha_hi = r->c0 + ha;
+    f->beta_lo = r->c1 - hb;
+    f->beta_hi = r->c1 + hb;
+  } else {
+    f->alpha_lo = f->alpha_hi = r->c0;
+    f->beta_lo = f->beta_hi = r->c1;
+  }
+}
+
 /* Fit points [lo, hi) with outlier rejection; returns the weighted SSE of
  * every point of the range, or -1. */
 static double fit_range(const double *x, const double *y, const double *se, int lo, int hi, cal_fit *f) {
@@ -31,84 +119,22 @@ static double fit_range(const double *x, const double *y, const double *se, int 
     goto out;
   for (int i = 0; i < n; i++)
     keep[i] = 1;
-  double c0 = 0, c1 = 0, cov00 = 0, cov01 = 0, cov11 = 0, chisq = 0;
-  int m = 0, origin = 0;
+  wls r = {0};
   for (int round = 0; round < 3; round++) {
-    m = 0;
-    for (int i = 0; i < n; i++)
-      if (keep[i]) {
-        xs[m] = x[lo + i];
-        ys[m] = y[lo + i];
-        w[m] = weight(y, se, lo + i);
-        m++;
-      }
-    if (m < 2)
+    if (fit_kept(x, y, se, lo, n, keep, xs, ys, w, &r) < 0)
       goto out;
-    gsl_fit_wlinear(xs, 1, w, 1, ys, 1, (size_t)m, &c0, &c1, &cov00, &cov01, &cov11, &chisq);
-    origin = c0 < 0;
-    if (origin) {
-      /* No collective takes negative time at size zero: the least-squares
-       * fit with alpha >= 0 is then the one through the origin. Clamping
-       * alpha after the free fit would keep its steeper slope and put the
-       * whole regime above its points (a shaper's token bucket makes
-       * megabyte sizes faster than the line: the free intercept goes
-       * negative). */
-      gsl_fit_wmul(xs, 1, w, 1, ys, 1, (size_t)m, &c1, &cov11, &chisq);
-      c0 = cov00 = cov01 = 0;
-    }
-    /* Robust scale of the relative residuals of every point. */
-    for (int i = 0; i < n; i++)
-      res[i] = fabs((y[lo + i] - (c0 + c1 * x[lo + i])) / y[lo + i]);
-    memcpy(xs, res, sizeof *xs * (size_t)n);
-    gsl_sort(xs, 1, (size_t)n);
-    double s = 1.4826 * gsl_stats_median_from_sorted_data(xs, 1, (size_t)n);
-    if (s < 0.01)
-      s = 0.01; /* below 1% everything is noise-level agreement */
-    int changed = 0, kept = 0;
-    for (int i = 0; i < n; i++) {
-      int k = res[i] <= 3 * s;
-      changed |= k != keep[i];
-      keep[i] = k;
-      kept += k;
-    }
-    if (!changed || kept < 3)
+    /* xs is free once fitted; the last round's kept points stay in ys and w. */
+    if (!reject_outliers(x, y, lo, n, &r, res, xs, keep))
       break;
   }
-  f->alpha_s = c0;
-  f->beta_s = c1;
-  f->n_used = m;
-  f->n_rejected = n - m;
-  /* Weighted R^2 around the weighted mean. */
-  double sw = 0, swy = 0, stot = 0;
-  for (int i = 0; i < m; i++) {
-    sw += w[i];
-    swy += w[i] * ys[i];
-  }
-  double ybar = swy / sw;
-  for (int i = 0; i < m; i++)
-    stot += w[i] * (ys[i] - ybar) * (ys[i] - ybar);
-  f->r2 = stot > 0 ? 1.0 - chisq / stot : 1.0;
-  /* The weights are relative, not inverse variances: scale the covariance
-   * by the residual variance (chisq / dof). */
-  int dof = m - (origin ? 1 : 2);
-  if (dof > 0 && m > 2) {
-    double scale = chisq / dof, tq = gsl_cdf_tdist_Pinv(0.975, dof);
-    double ha = tq * sqrt(cov00 * scale), hb = tq * sqrt(cov11 * scale);
-    f->alpha_lo = c0 - ha;
-    f->alpha_hi = c0 + ha;
-    f->beta_lo = c1 - hb;
-    f->beta_hi = c1 + hb;
-  } else {
-    f->alpha_lo = f->alpha_hi = c0;
-    f->beta_lo = f->beta_hi = c1;
-  }
+  fit_summary(&r, w, ys, n, f);
   /* Score the range by every point it holds, rejected ones included: a
    * split must not win by discarding the points that disagree with it
    * (around a protocol switch, say). */
   sse = 0;
   for (int i = 0; i < n; i++) {
-    double r = y[lo + i] - (c0 + c1 * x[lo + i]);
-    sse += weight(y, se, lo + i) * r * r;
+    double d = y[lo + i] - (r.c0 + r.c1 * x[lo + i]);
+    sse += weight(y, se, lo + i) * d * d;
   }
 out:
   free(w);
