@@ -389,63 +389,82 @@ static int slowest(rt_comm *c, const cal_buf_ops *b, const double *mine, int ite
   return rc;
 }
 
-static int measure(rt_comm *c, rt_comm *ctl_comm, const cal_buf_ops *b, enum core_coll op, enum rt_algo algo,
-    double bytes, int warmup, int min_iters, int max_iters, double budget_s, cal_point *pt) {
+/* One size's buffers: the timed pair, rank 0's stop flag where buffers are
+ * not host-visible, and a second pair for the drain operation. */
+typedef struct sizebufs {
+  void *send, *recv, *ctl, *dsend, *drecv;
   size_t send_n, recv_n;
-  int p = c->size, root = p > 1 ? 1 % p : 0, rc = 0;
-  int has_recv = op == CORE_COLL_ALLGATHER || op == CORE_COLL_REDUCESCATTER;
-  counts(op, bytes, p, &send_n, &recv_n);
-  void *send = NULL, *recv = NULL, *ctl = NULL, *dsend = NULL, *drecv = NULL;
-  int drain = p > 1 && bytes >= DRAIN_MIN_BYTES && bytes <= DRAIN_MAX_BYTES;
-  double *t = malloc(sizeof *t * (size_t)max_iters);
-  double *tmax = malloc(sizeof *tmax * (size_t)max_iters);
-  if (!t || !tmax) {
-    rc = core_err_set(CORE_ENOMEM, "out of memory for %.0f-byte buffers", bytes);
-    goto out_free;
-  }
-  if ((rc = b->alloc(sizeof(float) * (send_n + OFFSETS * OFFSET_STRIDE), &send)) != 0 ||
-      (has_recv && (rc = b->alloc(sizeof(float) * (recv_n + OFFSETS * OFFSET_STRIDE), &recv)) != 0) ||
-      (!b->host_visible && (rc = b->alloc(sizeof(float), &ctl)) != 0) ||
-      (drain && (rc = b->alloc(sizeof(float) * send_n, &dsend)) != 0) ||
-      (drain && has_recv && (rc = b->alloc(sizeof(float) * recv_n, &drecv)) != 0)) {
-    rc = core_err_wrap(rc, "%.0f-byte %s buffers for %s", bytes, b->name, core_coll_name(op));
-    goto out_free;
-  }
-  int iters = 0;
+  int has_recv, drain;
+} sizebufs;
+
+static void sizebufs_free(const cal_buf_ops *b, sizebufs *u) {
+  b->free(u->send);
+  b->free(u->recv);
+  b->free(u->ctl);
+  b->free(u->dsend);
+  b->free(u->drecv);
+}
+
+static int sizebufs_alloc(const cal_buf_ops *b, enum core_coll op, double bytes, int p, sizebufs *u) {
+  *u = (sizebufs){.has_recv = op == CORE_COLL_ALLGATHER || op == CORE_COLL_REDUCESCATTER,
+      .drain = p > 1 && bytes >= DRAIN_MIN_BYTES && bytes <= DRAIN_MAX_BYTES};
+  counts(op, bytes, p, &u->send_n, &u->recv_n);
+  int rc;
+  if ((rc = b->alloc(sizeof(float) * (u->send_n + OFFSETS * OFFSET_STRIDE), &u->send)) != 0 ||
+      (u->has_recv && (rc = b->alloc(sizeof(float) * (u->recv_n + OFFSETS * OFFSET_STRIDE), &u->recv)) != 0) ||
+      (!b->host_visible && (rc = b->alloc(sizeof(float), &u->ctl)) != 0) ||
+      (u->drain && (rc = b->alloc(sizeof(float) * u->send_n, &u->dsend)) != 0) ||
+      (u->drain && u->has_recv && (rc = b->alloc(sizeof(float) * u->recv_n, &u->drecv)) != 0))
+    return core_err_wrap(rc, "%.0f-byte %s buffers for %s", bytes, b->name, core_coll_name(op));
+  return 0;
+}
+
+/* Runs warm-up and timed iterations of one size until min_iters and the
+ * budget are both spent (or max_iters), this rank's times into t; the
+ * count into *iters. */
+static int timed_iterations(rt_comm *c, rt_comm *ctl_comm, const cal_buf_ops *b, enum core_coll op, enum rt_algo algo,
+    double bytes, const sizebufs *u, int warmup, int min_iters, int max_iters, double budget_s, double *t, int *iters) {
+  int root = c->size > 1 ? 1 % c->size : 0, rc;
   double spent = 0;
+  *iters = 0;
   for (int it = -warmup; it < max_iters; it++) {
     size_t off = (size_t)((it + warmup) % OFFSETS) * OFFSET_STRIDE;
-    void *s = b->offset(send, off), *r = recv ? b->offset(recv, off) : NULL;
-    if ((rc = fill(b, op, s, r, send_n, recv_n, c->rank, root)) != 0 ||
-        (drain && (rc = fill(b, op, dsend, drecv, send_n, recv_n, c->rank, root)) != 0))
-      goto out_free;
+    void *s = b->offset(u->send, off), *r = u->recv ? b->offset(u->recv, off) : NULL;
+    if ((rc = fill(b, op, s, r, u->send_n, u->recv_n, c->rank, root)) != 0 ||
+        (u->drain && (rc = fill(b, op, u->dsend, u->drecv, u->send_n, u->recv_n, c->rank, root)) != 0))
+      return rc;
     if ((rc = rt_barrier(c)) != 0)
-      goto out_free;
-    if (drain && (rc = run_op(c, op, algo, dsend, drecv, send_n, recv_n, root)) != 0)
-      goto out_free;
+      return rc;
+    if (u->drain && (rc = run_op(c, op, algo, u->dsend, u->drecv, u->send_n, u->recv_n, root)) != 0)
+      return rc;
     double t0 = core_now();
-    if ((rc = run_op(c, op, algo, s, r, send_n, recv_n, root)) != 0)
-      goto out_free;
+    if ((rc = run_op(c, op, algo, s, r, u->send_n, u->recv_n, root)) != 0)
+      return rc;
     double dt = core_now() - t0;
-    if ((rc = check(c, b, op, s, r, send_n, recv_n, root, bytes)) != 0)
-      goto out_free;
+    if ((rc = check(c, b, op, s, r, u->send_n, u->recv_n, root, bytes)) != 0)
+      return rc;
     if (it < 0)
       continue;
-    t[iters++] = dt;
+    t[(*iters)++] = dt;
     spent += dt;
     /* Every rank must agree on when to stop: decide on rank 0's clock,
      * shared by a broadcast of one float. */
-    float stop = (iters >= min_iters && spent >= budget_s) ? 1.0f : 0.0f;
-    if ((rc = broadcast_via(ctl_comm, b, ctl, &stop, sizeof stop, 0)) != 0)
-      goto out_free;
+    float stop = (*iters >= min_iters && spent >= budget_s) ? 1.0f : 0.0f;
+    if ((rc = broadcast_via(ctl_comm, b, u->ctl, &stop, sizeof stop, 0)) != 0)
+      return rc;
     if (stop != 0.0f)
       break;
   }
-  if ((rc = slowest(ctl_comm, b, t, iters, tmax)) != 0)
-    goto out_free;
+  return 0;
+}
+
+/* The point's figures from the slowest rank's times (sorted in place);
+ * scratch holds iters values. */
+static void summarize(
+    double *tmax, double *scratch, int iters, enum core_coll op, int p, const sizebufs *u, cal_point *pt) {
   gsl_sort(tmax, 1, (size_t)iters);
   /* nccl-tests' S: allgather counts its whole output, the others their input. */
-  pt->bytes = (double)(op == CORE_COLL_ALLGATHER ? recv_n : send_n) * sizeof(float);
+  pt->bytes = (double)(op == CORE_COLL_ALLGATHER ? u->recv_n : u->send_n) * sizeof(float);
   pt->iters = iters;
   pt->t_min_s = tmax[0];
   pt->t_max_s = tmax[iters - 1];
@@ -453,20 +472,33 @@ static int measure(rt_comm *c, rt_comm *ctl_comm, const cal_buf_ops *b, enum cor
   /* Spread: 1.4826 x the median absolute deviation estimates a standard
    * deviation robustly; the median of n iterations is known to about
    * 1.2533 sigma / sqrt(n) (its asymptotic efficiency under normal noise). */
-  double *dev = t; /* reuse: the raw times are no longer needed */
   for (int i = 0; i < iters; i++)
-    dev[i] = fabs(tmax[i] - pt->t_p50_s);
-  gsl_sort(dev, 1, (size_t)iters);
-  double mad = gsl_stats_median_from_sorted_data(dev, 1, (size_t)iters);
+    scratch[i] = fabs(tmax[i] - pt->t_p50_s);
+  gsl_sort(scratch, 1, (size_t)iters);
+  double mad = gsl_stats_median_from_sorted_data(scratch, 1, (size_t)iters);
   pt->t_se_s = 1.2533 * 1.4826 * mad / sqrt((double)iters);
   pt->algbw_GBps = pt->bytes / pt->t_p50_s / 1e9;
   pt->busbw_GBps = pt->algbw_GBps * core_coll_busbw_factor(op, p);
+}
+
+static int measure(rt_comm *c, rt_comm *ctl_comm, const cal_buf_ops *b, enum core_coll op, enum rt_algo algo,
+    double bytes, int warmup, int min_iters, int max_iters, double budget_s, cal_point *pt) {
+  sizebufs u = {0};
+  int iters = 0, rc = 0;
+  double *t = malloc(sizeof *t * (size_t)max_iters);
+  double *tmax = malloc(sizeof *tmax * (size_t)max_iters);
+  if (!t || !tmax) {
+    rc = core_err_set(CORE_ENOMEM, "out of memory for %.0f-byte buffers", bytes);
+    goto out_free;
+  }
+  if ((rc = sizebufs_alloc(b, op, bytes, c->size, &u)) != 0 ||
+      (rc = timed_iterations(c, ctl_comm, b, op, algo, bytes, &u, warmup, min_iters, max_iters, budget_s, t, &iters)) !=
+          0 ||
+      (rc = slowest(ctl_comm, b, t, iters, tmax)) != 0)
+    goto out_free;
+  summarize(tmax, t, iters, op, c->size, &u, pt);
 out_free:
-  b->free(send);
-  b->free(recv);
-  b->free(ctl);
-  b->free(dsend);
-  b->free(drecv);
+  sizebufs_free(b, &u);
   free(t);
   free(tmax);
   return rc;
