@@ -176,60 +176,67 @@ bad:
       var, v);
 }
 
-static int from_slurm(rt_pg_info *in) {
-  int rc =
-      env_int_req("SLURM_PROCID", 0, INT_MAX, "run under srun, which sets SLURM_PROCID to the task's rank", &in->rank);
-  if (rc)
-    return rc;
+/* The job's task count: SLURM_NTASKS, or its older name SLURM_NPROCS. */
+static int slurm_world_size(rt_pg_info *in) {
   int has = 0;
-  rc = env_int("SLURM_NTASKS", 1, INT_MAX, "set SLURM_NTASKS to the number of tasks (srun -n)", &in->world_size, &has);
+  int rc =
+      env_int("SLURM_NTASKS", 1, INT_MAX, "set SLURM_NTASKS to the number of tasks (srun -n)", &in->world_size, &has);
+  if (rc || has)
+    return rc;
+  rc = env_int("SLURM_NPROCS", 1, INT_MAX, "set SLURM_NTASKS to the number of tasks", &in->world_size, &has);
   if (rc)
     return rc;
-  if (!has) {
-    /* SLURM_NPROCS is the older name of the same value. */
-    rc = env_int("SLURM_NPROCS", 1, INT_MAX, "set SLURM_NTASKS to the number of tasks", &in->world_size, &has);
-    if (rc)
-      return rc;
-    if (!has)
-      return core_err_set(CORE_EINVAL, "environment variable SLURM_NTASKS is not set but "
-                                       "SLURM_PROCID is: run the job with srun -n N (or set "
-                                       "SLURM_NTASKS)");
-  }
-  rc = env_int("SLURM_NODEID", 0, INT_MAX, "set SLURM_NODEID to this node's index", &in->node_rank, &has);
-  if (rc)
-    return rc;
-  int has_lr = 0;
-  rc = env_int(
-      "SLURM_LOCALID", 0, INT_MAX, "set SLURM_LOCALID to the task's index on its node", &in->local_rank, &has_lr);
-  if (rc)
-    return rc;
+  if (!has)
+    return core_err_set(CORE_EINVAL, "environment variable SLURM_NTASKS is not set but "
+                                     "SLURM_PROCID is: run the job with srun -n N (or set "
+                                     "SLURM_NTASKS)");
+  return 0;
+}
 
-  /* Tasks on this node: the step's own list (srun sets it), the uniform
-   * --ntasks-per-node, or the allocation's list, in that order. */
-  const char *lsize_var = "SLURM_STEP_TASKS_PER_NODE";
-  const char *list = getenv(lsize_var);
+/* Tasks on this node: the step's own list (srun sets it), the uniform
+ * --ntasks-per-node, or the allocation's list, in that order; a bare
+ * salloc shell without any is one node. *var names the variable used. */
+static int slurm_local_size(rt_pg_info *in, int has_lr, const char **var) {
+  int has = 0, rc;
+  *var = "SLURM_STEP_TASKS_PER_NODE";
+  const char *list = getenv(*var);
   if (!list) {
-    lsize_var = "SLURM_NTASKS_PER_NODE";
-    rc = env_int(lsize_var, 1, INT_MAX, "set SLURM_NTASKS_PER_NODE to the tasks per node (srun --ntasks-per-node)",
+    *var = "SLURM_NTASKS_PER_NODE";
+    rc = env_int(*var, 1, INT_MAX, "set SLURM_NTASKS_PER_NODE to the tasks per node (srun --ntasks-per-node)",
         &in->local_world_size, &has);
     if (rc)
       return rc;
     if (!has) {
-      lsize_var = "SLURM_TASKS_PER_NODE";
-      list = getenv(lsize_var);
+      *var = "SLURM_TASKS_PER_NODE";
+      list = getenv(*var);
     }
   }
-  if (list) {
-    rc = slurm_tasks_on_node(list, lsize_var, in->node_rank, &in->local_world_size);
-    if (rc)
-      return rc;
-  } else if (!has) {
+  if (list)
+    return slurm_tasks_on_node(list, *var, in->node_rank, &in->local_world_size);
+  if (!has) {
     if (has_lr)
       return core_err_set(CORE_EINVAL, "SLURM_LOCALID is set but neither "
                                        "SLURM_NTASKS_PER_NODE nor SLURM_TASKS_PER_NODE: run "
                                        "under srun, or set SLURM_NTASKS_PER_NODE");
-    in->local_world_size = in->world_size; /* one node, as in a bare salloc shell */
+    in->local_world_size = in->world_size;
   }
+  return 0;
+}
+
+static int from_slurm(rt_pg_info *in) {
+  int has = 0, has_lr = 0;
+  const char *lsize_var = NULL;
+  int rc =
+      env_int_req("SLURM_PROCID", 0, INT_MAX, "run under srun, which sets SLURM_PROCID to the task's rank", &in->rank);
+  if (rc || (rc = slurm_world_size(in)) != 0)
+    return rc;
+  rc = env_int("SLURM_NODEID", 0, INT_MAX, "set SLURM_NODEID to this node's index", &in->node_rank, &has);
+  if (rc)
+    return rc;
+  rc = env_int(
+      "SLURM_LOCALID", 0, INT_MAX, "set SLURM_LOCALID to the task's index on its node", &in->local_rank, &has_lr);
+  if (rc || (rc = slurm_local_size(in, has_lr, &lsize_var)) != 0)
+    return rc;
   if (!has_lr) {
     /* Only a one-node job tells the local rank without SLURM_LOCALID. */
     if (in->local_world_size != in->world_size)
