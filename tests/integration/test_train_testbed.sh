@@ -83,6 +83,7 @@ print("model: %d parameters, %.2f MB of gradients; ideal allreduce at 1 Gb/s: %.
 rows = list(csv.DictReader(open(run + "/steps.csv")))
 assert len(rows) == p * steps, "%d rows, expected %d" % (len(rows), p * steps)
 bad = []
+busbws = {}
 for r in rows:
     comm = float(r["comm_s"])
     busbw = 2 * (p - 1) / p * S * 8 / comm / 1e9
@@ -91,8 +92,13 @@ for r in rows:
              float(r["exposed_comm_s"]), busbw))
     if comm < 0.95 * ideal:
         bad.append("rank %s step %s: comm %.3f s is faster than 1 Gb/s allows (%.3f s)" % (r["rank"], r["step"], comm, ideal))
-    if busbw < 0.3:
-        bad.append("rank %s step %s: bus bandwidth %.3f Gb/s, implausibly slow for 1 Gb/s" % (r["rank"], r["step"], busbw))
+    busbws.setdefault(r["rank"], []).append(busbw)
+# The lower bound holds for a rank's median step: a step's comm_s includes
+# waiting for a peer that a loaded machine held back.
+for rank, bws in busbws.items():
+    med = sorted(bws)[len(bws) // 2]
+    if med < 0.3:
+        bad.append("rank %s: median bus bandwidth %.3f Gb/s, implausibly slow for 1 Gb/s" % (rank, med))
 for rank in range(p):
     ev = json.load(open("%s/trace-rank-%d.json" % (run, rank)))["traceEvents"]
     ar = [e for e in ev if e.get("ph") == "X" and "allreduce" in e["name"]]
