@@ -115,6 +115,73 @@ static int probe(int device, double *rate, double *wall) {
   return rc ? core_err_wrap(rc, "interference GEMMs") : 0;
 }
 
+/* GEMMs alone: the median rate of a few probes, and the longest wall time
+ * of one. */
+static int gemms_alone(int device, double *rate, double *wall) {
+  enum { ALONE = 3 };
+  double alone[ALONE], w;
+  int rc;
+  *wall = 0;
+  for (int i = 0; i < ALONE; i++) {
+    if ((rc = probe(device, &alone[i], &w)) != 0)
+      return rc;
+    if (w > *wall)
+      *wall = w;
+  }
+  *rate = cal_median(alone, ALONE);
+  return 0;
+}
+
+/* Allreduces alone, after a warm-up that sets up NCCL's connections: their
+ * median, and their mean (so that every rank can agree on how many to run
+ * beside the GEMMs). */
+static int allreduces_alone(bg *g, double *median, double *mean) {
+  enum { ALONE_AR = 5 };
+  double t[ALONE_AR];
+  int rc;
+  if ((rc = rt_allreduce(g->comm, g->buf, g->n, RT_FP32, RT_ALGO_DEFAULT)) != 0 || (rc = rt_barrier(g->comm)) != 0)
+    return rc;
+  for (int i = 0; i < ALONE_AR; i++) {
+    double t0 = core_now();
+    if ((rc = rt_allreduce(g->comm, g->buf, g->n, RT_FP32, RT_ALGO_DEFAULT)) != 0)
+      return rc;
+    t[i] = core_now() - t0;
+  }
+  *mean = gsl_stats_mean(t, 1, ALONE_AR);
+  *median = cal_median(t, ALONE_AR);
+  return 0;
+}
+
+/* Probe GEMMs while a thread runs g->count allreduces: the mean rate of
+ * those that ended while the allreduces still ran (the last one, if none
+ * did; rate_alone, if none ran). */
+static int gemms_beside_allreduces(bg *g, int device, double rate_alone, double *rate_with) {
+  enum { MAX_WITH = 256 };
+  double with[MAX_WITH], last = 0;
+  int k = 0, seen = 0, rc = 0;
+  atomic_store(&g->gemms, 1);
+  pthread_t th;
+  if (pthread_create(&th, NULL, bg_main, g) != 0)
+    return core_err_set(CORE_EIO, "cannot start a communication thread");
+  while (!atomic_load(&g->done) && k < MAX_WITH) {
+    if ((rc = probe(device, &last, NULL)) != 0)
+      break;
+    seen++;
+    if (!atomic_load(&g->done))
+      with[k++] = last; /* ended while the allreduces still ran */
+  }
+  atomic_store(&g->gemms, 0);
+  pthread_join(th, NULL);
+  if (rc)
+    return rc;
+  if (g->rc)
+    return core_err_set(g->rc, "%s", g->msg);
+  if (k == 0 && seen)
+    with[k++] = last;
+  *rate_with = k ? gsl_stats_mean(with, 1, (size_t)k) : rate_alone;
+  return 0;
+}
+
 /* The measurements while the allreduces run allocate and free device and
  * pinned memory (rt_gpu_gemm_rate does), which synchronizes the device.
  * That cannot deadlock here: each rank has at most one NCCL operation in
@@ -122,39 +189,18 @@ static int probe(int device, double *rate, double *wall) {
  * matching operations are never held back by this rank's synchronization. */
 int cal_gpu_interference(
     rt_comm *comm, int device, double bytes, double min_s, double *compute_slowdown, double *comm_slowdown) {
-  enum { ALONE = 3, ALONE_AR = 5, MAX_WITH = 256 };
   bg g = {.comm = comm, .n = (size_t)(bytes / sizeof(float))};
-  double alone[ALONE], alone_ar[ALONE_AR], with[MAX_WITH], wall = 0, w;
+  double rate_alone, wall, ar_alone, ar_mean, rate_with;
   int rc;
   if (g.n < 1)
     g.n = 1;
   if ((rc = rt_gpu_set_device(device)) != 0)
     return rc;
   if ((rc = rt_gpu_alloc(g.n * sizeof(float), &g.buf)) != 0 ||
-      (rc = rt_gpu_memset(g.buf, 0, g.n * sizeof(float))) != 0 || (rc = rt_gpu_sync()) != 0)
+      (rc = rt_gpu_memset(g.buf, 0, g.n * sizeof(float))) != 0 || (rc = rt_gpu_sync()) != 0 ||
+      (rc = gemms_alone(device, &rate_alone, &wall)) != 0 || (rc = allreduces_alone(&g, &ar_alone, &ar_mean)) != 0)
     goto out;
-  /* GEMMs alone: the median of a few measurements, and the longest wall
-   * time. */
-  for (int i = 0; i < ALONE; i++) {
-    if ((rc = probe(device, &alone[i], &w)) != 0)
-      goto out;
-    if (w > wall)
-      wall = w;
-  }
-  double rate_alone = cal_median(alone, ALONE);
-  /* Allreduces alone (after a warm-up that sets up NCCL's connections):
-   * their median, and their mean so that every rank runs the same number
-   * of them beside the GEMMs. */
-  if ((rc = rt_allreduce(comm, g.buf, g.n, RT_FP32, RT_ALGO_DEFAULT)) != 0 || (rc = rt_barrier(comm)) != 0)
-    goto out;
-  for (int i = 0; i < ALONE_AR; i++) {
-    double t0 = core_now();
-    if ((rc = rt_allreduce(comm, g.buf, g.n, RT_FP32, RT_ALGO_DEFAULT)) != 0)
-      goto out;
-    alone_ar[i] = core_now() - t0;
-  }
-  double agreed[2] = {gsl_stats_mean(alone_ar, 1, ALONE_AR), wall};
-  double ar_alone = cal_median(alone_ar, ALONE_AR);
+  double agreed[2] = {ar_mean, wall};
   if ((rc = cal_max_over_ranks(comm, cal_bufs_for(comm), agreed, 2)) != 0)
     goto out;
   /* At least 10 us per allreduce: about the least an NCCL call and the
@@ -166,34 +212,8 @@ int cal_gpu_interference(
     rc = core_err_set(CORE_ENOMEM, "out of memory for %ld allreduce times", g.count);
     goto out;
   }
-  if ((rc = rt_barrier(comm)) != 0)
+  if ((rc = rt_barrier(comm)) != 0 || (rc = gemms_beside_allreduces(&g, device, rate_alone, &rate_with)) != 0)
     goto out;
-  atomic_store(&g.gemms, 1);
-  pthread_t th;
-  if (pthread_create(&th, NULL, bg_main, &g) != 0) {
-    rc = core_err_set(CORE_EIO, "cannot start a communication thread");
-    goto out;
-  }
-  int k = 0, seen = 0;
-  double last = 0;
-  while (!atomic_load(&g.done) && k < MAX_WITH) {
-    if ((rc = probe(device, &last, NULL)) != 0)
-      break;
-    seen++;
-    if (!atomic_load(&g.done))
-      with[k++] = last; /* ended while the allreduces still ran */
-  }
-  atomic_store(&g.gemms, 0);
-  pthread_join(th, NULL);
-  if (rc)
-    goto out;
-  if (g.rc) {
-    rc = core_err_set(g.rc, "%s", g.msg);
-    goto out;
-  }
-  if (k == 0 && seen)
-    with[k++] = last;
-  double rate_with = k ? gsl_stats_mean(with, 1, (size_t)k) : rate_alone;
   *compute_slowdown = rate_with > 0 && rate_alone > rate_with ? rate_alone / rate_with : 1.0;
   double ar_with = g.nt ? cal_median(g.t, (int)g.nt) : ar_alone;
   *comm_slowdown = ar_alone > 0 && ar_with > ar_alone ? ar_with / ar_alone : 1.0;
