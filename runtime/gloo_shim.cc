@@ -90,11 +90,8 @@ static int connect_failed(
       rank, size, store->desc.c_str(), bind_addr, what.c_str());
 }
 
-extern "C" int rt_gloo_ctx_create(
-    rt_store *store, int rank, int size, const char *bind_addr, int timeout_ms, rt_gloo_ctx **out) {
-  if (!out)
-    return core_err_set(CORE_EINVAL, "rt_gloo_ctx_create: no output pointer");
-  *out = nullptr;
+// The arguments of rt_gloo_ctx_create checked; 0 or the error.
+static int check_ctx_args(const rt_store *store, int rank, int size, const char *bind_addr, int timeout_ms) {
   if (!store)
     return core_err_set(CORE_EINVAL, "Gloo rendezvous: no store");
   if (size < 1 || rank < 0 || rank >= size)
@@ -107,6 +104,17 @@ extern "C" int rt_gloo_ctx_create(
   if (!bind_addr || !*bind_addr)
     return core_err_set(CORE_EINVAL, "Gloo rendezvous: no address to bind (give this host's "
                                      "address on the network the ranks share)");
+  return 0;
+}
+
+extern "C" int rt_gloo_ctx_create(
+    rt_store *store, int rank, int size, const char *bind_addr, int timeout_ms, rt_gloo_ctx **out) {
+  if (!out)
+    return core_err_set(CORE_EINVAL, "rt_gloo_ctx_create: no output pointer");
+  *out = nullptr;
+  int arg_rc = check_ctx_args(store, rank, size, bind_addr, timeout_ms);
+  if (arg_rc)
+    return arg_rc;
   ignore_sigpipe();
 
   rt_gloo_ctx *c = new (std::nothrow) rt_gloo_ctx;
