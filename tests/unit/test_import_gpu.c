@@ -493,6 +493,36 @@ static void test_traces_of_one_job(void) {
   }
 }
 
+/* A copy need not be byte for byte, nor whole: one whose timestamps were
+ * rounded (re-written through a float64 JSON library) and one that holds
+ * only the later steps of a trace given beside it hold the same rank's
+ * steps at the same times, which would count twice: refused, naming both,
+ * nothing written. */
+static void test_partial_and_rounded_copies(void) {
+  char out[4200], p[4200];
+  snprintf(out, sizeof out, "%s/copies.cfg", dir);
+  cal_gpu_opts o = {0};
+  static const struct {
+    const char *name, *from, *to, *step;
+  } copies[] = {
+      {"rounded.json", ".0,\"dur\"", ".4,\"dur\"", "ProfilerStep#0"},
+      {"later-steps.json", "\"name\":\"ProfilerStep#0\"", "\"name\":\"NotAStep#0\"", "ProfilerStep#1"},
+  };
+  for (size_t i = 0; i < sizeof copies / sizeof *copies; i++) {
+    variant(copies[i].name, copies[i].from, copies[i].to, p, sizeof p);
+    const char *two[] = {FIXTURE, p};
+    int rc = cal_import_gpu(two, 2, &o, out, NULL, 0);
+    CU_ASSERT_EQUAL(rc, CORE_EINVAL);
+    const char *msg = core_err_msg();
+    if (rc != CORE_EINVAL || !strstr(msg, "hold the same steps") || !strstr(msg, copies[i].step) ||
+        !strstr(msg, FIXTURE) || !strstr(msg, p)) {
+      fprintf(stderr, "\n%s: got %d: %s\n", copies[i].name, rc, msg);
+      CU_FAIL("a copy of a trace's steps not refused as one");
+    }
+    CU_ASSERT(access(out, F_OK) != 0);
+  }
+}
+
 /* --base is read whether or not its sizes are needed (the fixture's come
  * from DDP's copies): a missing file or a model of another number of
  * tensors is refused, nothing written; the model the trace ran is taken. */
@@ -642,6 +672,7 @@ void test_register(void) {
   CU_add_test(s, "bad traces: errors naming the file, nothing written", test_bad_traces);
   CU_add_test(s, "--batch checked against the shapes; alone without them", test_batch_against_shapes);
   CU_add_test(s, "several traces: one job's, another GPU, world or model refused", test_traces_of_one_job);
+  CU_add_test(s, "a rounded or partial copy of a trace refused", test_partial_and_rounded_copies);
   CU_add_test(s, "--base: read and checked even where DDP's copies give the sizes", test_base_checked);
   CU_add_test(s, "names from -o and --scenario paths of any characters", test_names_from_paths);
   CU_add_test(s, "a DDP trace without distributedInfo: the world taken as 1 said", test_no_distributed_info);
