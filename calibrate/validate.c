@@ -1,5 +1,6 @@
 #include "validate.h"
 
+#include "calibrate/gpu_index.h"
 #include "calibrate/import_gpu.h"
 #include "calibrate/kineto.h"
 
@@ -126,32 +127,31 @@ out:
   return rc;
 }
 
-/* The ProfilerStep spans of a trace, in order, into *d (*n of them). */
+/* The ProfilerStep spans of a trace, by start time, into *d (*n of them),
+ * as the GPU importer finds them (overlapping ones refused). */
 static int trace_steps(const cal_ktrace *t, double **d, int *n) {
-  int cap = 0;
+  int64_t *idx = NULL;
   *d = NULL;
-  *n = 0;
-  for (int64_t i = 0; i < t->n; i++) {
-    const cal_kevent *e = &t->ev[i];
-    if (e->cat != CAL_K_USER_ANNOTATION || strncmp(cal_ktrace_str(t, e->name), "ProfilerStep#", 13) != 0)
-      continue;
-    if (*n == cap) {
-      double *g = realloc(*d, sizeof *g * (size_t)(cap = cap ? 2 * cap : 64));
-      if (!g)
-        return core_err_set(CORE_ENOMEM, "out of memory reading the steps of %s", t->path);
-      *d = g;
-    }
-    if (e->dur_ns <= 0) /* no step takes no time: a step time of 0 has no error to compare */
-      return core_err_set(CORE_EINVAL,
+  int rc = cal_gindex_steps(t, &idx, n);
+  if (rc)
+    return rc;
+  if (!(*d = malloc(sizeof **d * (size_t)*n))) {
+    rc = core_err_set(CORE_ENOMEM, "out of memory reading the steps of %s", t->path);
+    goto out_idx;
+  }
+  for (int k = 0; k < *n; k++) {
+    const cal_kevent *e = &t->ev[idx[k]];
+    if (e->dur_ns <= 0) { /* no step takes no time: a step time of 0 has no error to compare */
+      rc = core_err_set(CORE_EINVAL,
           "%s: traceEvents[%lld] (%s) lasts 0 us: not a step the run took; export the trace again", t->path,
           (long long)e->index, cal_ktrace_str(t, e->name));
-    (*d)[(*n)++] = (double)e->dur_ns * 1e-9;
+      goto out_idx;
+    }
+    (*d)[k] = (double)e->dur_ns * 1e-9;
   }
-  if (*n == 0)
-    return core_err_set(CORE_EINVAL,
-        "%s: no ProfilerStep#N spans to compare with: profile with torch.profiler and call prof.step() after each step",
-        t->path);
-  return 0;
+out_idx:
+  free(idx);
+  return rc;
 }
 
 /* A PyTorch profiler trace as the measured run: its ProfilerStep spans from

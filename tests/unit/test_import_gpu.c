@@ -523,6 +523,19 @@ static void test_partial_and_rounded_copies(void) {
   }
 }
 
+/* A trace holding one step twice (a span written again by a merge or an
+ * edit): its steps overlap, which one rank's never do; refused as damaged,
+ * naming the file and the step, not counted twice. */
+#define STEP2                                                                                                          \
+  "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#2\",\"pid\":1,\"tid\":1000,"                      \
+  "\"ts\":1700000003795.0,\"dur\":1265.0,\"args\":{\"External id\":117}},"
+static void test_step_twice(void) {
+  char p[4200];
+  variant("step-twice.json", STEP2, STEP2 STEP2, p, sizeof p);
+  expect_refused(p, "ProfilerStep#2 (traceEvents[");
+  CU_ASSERT(strstr(core_err_msg(), "overlap") != NULL);
+}
+
 /* --base is read whether or not its sizes are needed (the fixture's come
  * from DDP's copies): a missing file or a model of another number of
  * tensors is refused, nothing written; the model the trace ran is taken. */
@@ -673,6 +686,7 @@ void test_register(void) {
   CU_add_test(s, "--batch checked against the shapes; alone without them", test_batch_against_shapes);
   CU_add_test(s, "several traces: one job's, another GPU, world or model refused", test_traces_of_one_job);
   CU_add_test(s, "a rounded or partial copy of a trace refused", test_partial_and_rounded_copies);
+  CU_add_test(s, "a step twice in one trace refused", test_step_twice);
   CU_add_test(s, "--base: read and checked even where DDP's copies give the sizes", test_base_checked);
   CU_add_test(s, "names from -o and --scenario paths of any characters", test_names_from_paths);
   CU_add_test(s, "a DDP trace without distributedInfo: the world taken as 1 said", test_no_distributed_info);
