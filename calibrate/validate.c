@@ -1,5 +1,6 @@
 #include "validate.h"
 
+#include "calibrate/gpu_datasheet.h"
 #include "calibrate/gpu_index.h"
 #include "calibrate/import_gpu.h"
 #include "calibrate/kineto.h"
@@ -53,6 +54,8 @@ typedef struct measured {
   long rows;      /* values averaged: a CSV's rows (one per rank and step), a trace's steps */
   long steps;     /* distinct steps among them */
   int ranks;
+  char device[128]; /* a trace's GPU as deviceProperties names it; "" when none */
+  int64_t device_mem;
 } measured;
 
 static int cmp_double(const void *a, const void *b) {
@@ -175,12 +178,32 @@ static int read_trace(const char *path, long *skip, measured *ms) {
   }
   ms->rows = ms->steps;
   ms->ranks = t.world_size > 0 ? t.world_size : 1;
+  snprintf(ms->device, sizeof ms->device, "%s", t.device_name);
+  ms->device_mem = t.device_mem;
   ms->mean[0] = ms->steps ? sum / (double)ms->steps : 0;
   ms->mean[1] = ms->mean[2] = ms->mean[3] = NAN;
 out:
   free(d);
   cal_ktrace_free(&t);
   return rc;
+}
+
+/* The trace ran on the GPU the point simulates, as far as the datasheets
+ * tell (boards of one GPU that differ in memory pass, as for
+ * --profile-base): a step of another GPU measures another prediction. */
+static int same_gpu(const sim_scenario *s, const measured *ms, const char *measured_path) {
+  const core_profile *p = s->profile;
+  if (!ms->device[0] || !p || strcmp(p->device_kind, "gpu") != 0)
+    return 0;
+  const cal_gpu_sheet *a = cal_gpu_sheet_find(ms->device, ms->device_mem),
+                      *b = cal_gpu_sheet_find(p->device_name, ms->device_mem);
+  if (!a || !b || a == b)
+    return 0;
+  return core_err_set(CORE_EINVAL,
+      "%s ran on %s ('%s'), but %s simulates %s ('%s', profile %s): compare a run on the GPU simulated, or give "
+      "the scenario a profile of the traced GPU",
+      measured_path, a->model, ms->device, s->path, b->model, p->device_name,
+      s->profile_override[0] ? s->profile_override : s->profile_path);
 }
 
 static int is_trace(const char *path) {
@@ -193,12 +216,14 @@ int cal_validate(const sim_scenario *s, long point, const char *measured_path, l
   long total = sim_scenario_points(s);
   if (point < 0 || point >= total)
     return core_err_set(CORE_EUSAGE, "point %ld: scenario '%s' has points 0 to %ld", point, s->path, total - 1);
-  measured ms = {{0, 0, 0, 0}, 0, 0, 0};
+  measured ms = {{0, 0, 0, 0}, 0, 0, 0, "", 0};
   int trace = is_trace(measured_path);
   v->skip_found = trace && skip < 0;
   if (skip < 0 && !trace)
     skip = CAL_VALIDATE_CSV_SKIP;
   int rc = trace ? read_trace(measured_path, &skip, &ms) : read_csv(measured_path, skip, &ms);
+  if (rc == 0)
+    rc = same_gpu(s, &ms, measured_path);
   if (rc)
     return rc;
   v->skip = skip;
