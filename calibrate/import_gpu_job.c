@@ -68,6 +68,17 @@ static int copy_of(const gimport *m, int k, int first, int *step) {
   return -1;
 }
 
+/* The rows into step k's first layer (its input's first dimension, the
+ * batch), or -1 where its shapes were not recorded. */
+static int64_t batch_of(const gimport *m, int k) {
+  const cal_gstep *s = &m->steps[k];
+  const cal_ktrace *t = trace_of(m, k);
+  int64_t dims[8];
+  if (s->n_layers <= 0 || cal_ktrace_dims(t, &t->ev[s->layer_op[0]], 0, dims, 8) < 1 || dims[0] <= 0)
+    return -1;
+  return dims[0];
+}
+
 /* A trace's GPU or world size as a message names it: unknown ones said so. */
 static const char *gpu_of(const cal_ktrace *t, char *buf, size_t n) {
   if (!t->device_name[0])
@@ -84,8 +95,9 @@ static const char *world_of(const cal_ktrace *t, char *buf, size_t n) {
 }
 
 /* Trace k, whose steps are from `first` on, is of trace 0's job: the same
- * GPU, the same world, and a step that ran the model one of trace 0's steps
- * ran (steps of one job may be cut differently, a model's layers are not). */
+ * GPU, the same world, a step that ran the model one of trace 0's steps
+ * ran (steps of one job may be cut differently, a model's layers are not),
+ * and where both recorded shapes, the same batch. */
 int cal_gimport_same_job(const gimport *m, int k, int first) {
   const cal_ktrace *a = &m->tr[0].t, *b = &m->tr[k].t;
   char what[512] = "", x[160], y[160];
@@ -99,6 +111,9 @@ int cal_gimport_same_job(const gimport *m, int k, int first) {
       shared = model_hash(m, i) == model_hash(m, j);
   if (!what[0] && !shared)
     model_diff(m, 0, first, what, sizeof what);
+  int64_t ba = m->tr[0].g.n_steps > 0 ? batch_of(m, 0) : -1, bb = first < m->n_steps ? batch_of(m, first) : -1;
+  if (!what[0] && ba > 0 && bb > 0 && ba != bb) /* the same model at another batch: other kernels' times */
+    snprintf(what, sizeof what, "the batch (%lld, %lld rows into the first layer)", (long long)ba, (long long)bb);
   int step = first, c = what[0] ? -1 : copy_of(m, k, first, &step);
   if (c >= 0)
     return core_err_set(CORE_EINVAL,

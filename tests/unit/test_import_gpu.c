@@ -477,6 +477,8 @@ static void test_traces_of_one_job(void) {
           "the world size (2, unknown (no distributedInfo)) differs"},
       {"other-model.json", "aten::batch_norm", "aten::layer_norm",
           "the model (layer 2 is aten::batch_norm in one, aten::layer_norm in the other) differs"},
+      /* the same model at another batch: other kernels' times */
+      {"other-batch.json", "[[32,8,16,16]", "[[64,8,16,16]", "the batch (32, 64 rows into the first layer) differs"},
   };
   for (size_t i = 0; i < sizeof other / sizeof *other; i++) {
     variant(other[i].name, other[i].from, other[i].to, p, sizeof p);
