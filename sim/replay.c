@@ -268,6 +268,13 @@ int sim_replay_run(const sim_replay_cfg *c, sim_replay_result *r, core_trace *tr
   return 0;
 }
 
+int sim_replay_measured_comm(const core_traced *t) {
+  int n = 0;
+  for (int i = 0; t && i < t->n_side; i++)
+    n += t->side[i].nccl != 0;
+  return n;
+}
+
 /* Do precisions a and b move the same bytes (the same type, or fp32 and
  * tf32, whose tensors are both fp32)? */
 static int same_bytes(enum core_prec a, enum core_prec b) {
