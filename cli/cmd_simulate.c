@@ -205,6 +205,29 @@ static void warn_measured_comm(const sim_scenario *s) {
   }
 }
 
+/* A traced model's layers record no activation sizes (a profiler trace
+ * holds no output shapes): its memory estimate is the model state's alone,
+ * which the traced batch fit in; at a larger batch an out-of-memory point
+ * would pass as ok. Said once per model on stderr. */
+static void warn_unsized_activations(const sim_scenario *s) {
+  for (int m = 0; m < s->n_models; m++) {
+    const core_model *md = s->models[m];
+    int sized = 0;
+    long long over = 0;
+    for (int l = 0; l < md->n_layers; l++)
+      sized |= md->layers[l].act_bytes > 0;
+    for (int b = 0; md->traced && !sized && b < s->n[SIM_DIM_BATCH]; b++)
+      if ((double)s->batch[b] > md->measured_batch && s->batch[b] > over)
+        over = s->batch[b];
+    if (over)
+      fprintf(stderr,
+          "ddpsim simulate: warning: model \"%s\" records no activation sizes (a traced step's layers have none), "
+          "so at batch %lld, above the traced %.0f, mem_GB is the model state's alone and a point that does not fit "
+          "in its GPUs' memory is not marked oom\n",
+          md->name, over, md->measured_batch);
+  }
+}
+
 int cli_cmd_simulate(int argc, char **argv) {
   opts o = {.out_dir = "results", .seed = -1, .trace_ranks = 8, .n_shards = 1, .progress = isatty(2)};
   int rc = parse_args(argc, argv, &o);
@@ -216,6 +239,7 @@ int cli_cmd_simulate(int argc, char **argv) {
   if (o.seed >= 0)
     s->seed = (uint64_t)o.seed;
   warn_measured_comm(s);
+  warn_unsized_activations(s);
   char csv[8192];
   if (o.n_shards > 1)
     sim_shard_csv_path(s, o.out_dir, o.shard, o.n_shards, csv, sizeof csv);

@@ -535,6 +535,15 @@ for r in rows:
     assert r["meas_compute_s"] == r["err_compute"] == r["meas_exposed_s"] == r["err_exposed"] == "", r
     assert float(r["meas_step_s"]) > 0 and abs(float(r["err_step"])) < 0.02, r
 EOF
+# A traced model records no activation sizes: at a batch above the traced one
+# its memory estimate (mem_GB) is the model state's alone, and stderr says so.
+checks=$((checks + 1))
+! grep -q "warning" "$work/gpu_sim.err" || fail "gpu_sim: a warning at the traced batch"
+sed 's/batch = 32;/batch = [32, 4096];/' "$work/gpu/fx-job.cfg" >"$work/gpu/fx-b.cfg"
+run gpu_sim_batch simulate "$work/gpu/fx-b.cfg" -o "$work/gpu/out-b" -q
+expect_status gpu_sim_batch 0
+expect_in gpu_sim_batch err "warning: model \"fx\" records no activation sizes"
+expect_in gpu_sim_batch err "batch 4096"
 # Communication that is not DDP's replays as measured, at the traced world: a
 # point of another world says so on stderr (its time is not predicted), the
 # traced world does not.
