@@ -471,23 +471,59 @@ int cal_gindex_is_annotation(const cal_gindex *g, const cal_kevent *e) {
          !strncmp(n, "Optimizer.", 10) || !strncmp(n, "## ", 3) || !strncmp(n, "ProfilerStep#", 13);
 }
 
-static int find_steps(cal_gindex *g) {
-  const cal_ktrace *t = g->t;
-  int n = 0;
+static int is_step(const cal_ktrace *t, const cal_kevent *e) {
+  return e->cat == CAL_K_USER_ANNOTATION && !strncmp(cal_ktrace_str(t, e->name), "ProfilerStep#", 13);
+}
+
+/* Two steps overlapping by more than this are not one after the other (a
+ * step's end and the next one's start may differ by the file's rounding). */
+#define STEP_OVERLAP_NS 1000
+
+static int steps_follow(const cal_ktrace *t, const int64_t *steps, int n) {
+  for (int i = 1; i < n; i++) {
+    const cal_kevent *a = &t->ev[steps[i - 1]], *b = &t->ev[steps[i]];
+    if (b->ts_ns < a->ts_ns + a->dur_ns - STEP_OVERLAP_NS)
+      return core_err_set(CORE_EINVAL,
+          "%s: %s (traceEvents[%lld]) and %s (traceEvents[%lld]) overlap: one rank's steps follow each other, so the "
+          "trace holds a step twice or steps of two runs (was it merged or edited?); export it again",
+          t->path, cal_ktrace_str(t, a->name), (long long)a->index, cal_ktrace_str(t, b->name), (long long)b->index);
+  }
+  return 0;
+}
+
+int cal_gindex_steps(const cal_ktrace *t, int64_t **steps, int *n) {
+  *steps = NULL;
+  *n = 0;
+  int k = 0;
   for (int64_t i = 0; i < t->n; i++)
-    n += t->ev[i].cat == CAL_K_USER_ANNOTATION && !strncmp(cal_ktrace_str(t, t->ev[i].name), "ProfilerStep#", 13);
-  if (n == 0)
+    k += is_step(t, &t->ev[i]);
+  if (k == 0)
     return core_err_set(CORE_EINVAL,
         "%s: no ProfilerStep#N spans: profile with torch.profiler and call prof.step() after each training step",
         t->path);
-  if (!(g->steps = malloc(sizeof *g->steps * (size_t)n)))
+  int64_t *s = malloc(sizeof *s * (size_t)k);
+  if (!s)
     return core_err_set(CORE_ENOMEM, "out of memory indexing %s", t->path);
+  k = 0;
   for (int64_t i = 0; i < t->n; i++)
-    if (t->ev[i].cat == CAL_K_USER_ANNOTATION && !strncmp(cal_ktrace_str(t, t->ev[i].name), "ProfilerStep#", 13))
-      g->steps[g->n_steps++] = i;
-  sort_events(t, g->steps, g->n_steps);
-  g->main_thread = t->ev[g->steps[0]].thread;
+    if (is_step(t, &t->ev[i]))
+      s[k++] = i;
+  sort_events(t, s, k);
+  int rc = steps_follow(t, s, k);
+  if (rc) {
+    free(s);
+    return rc;
+  }
+  *steps = s;
+  *n = k;
   return 0;
+}
+
+static int find_steps(cal_gindex *g) {
+  int rc = cal_gindex_steps(g->t, &g->steps, &g->n_steps);
+  if (rc == 0)
+    g->main_thread = g->t->ev[g->steps[0]].thread;
+  return rc;
 }
 
 int cal_gindex_build(const cal_ktrace *t, cal_gindex *g) {

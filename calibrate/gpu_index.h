@@ -69,6 +69,11 @@ typedef struct cal_gindex {
 } cal_gindex;
 
 int cal_gindex_build(const cal_ktrace *t, cal_gindex *g);
+/* The ProfilerStep#N spans of t by start time into *steps (*n of them; the
+ * caller frees *steps): none, or two that overlap (one rank's steps follow
+ * each other; a step written twice does not), is an input error naming the
+ * file. */
+int cal_gindex_steps(const cal_ktrace *t, int64_t **steps, int *n);
 void cal_gindex_free(cal_gindex *g);
 
 const cal_gthread *cal_gindex_thread(const cal_gindex *g, int32_t thread);

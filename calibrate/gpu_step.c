@@ -380,7 +380,16 @@ static int by_seq(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-/* Sequence number -> layer for every forward op inside a layer's piece. */
+static int by_seq_layer(const void *a, const void *b) {
+  const int64_t *x = a, *y = b;
+  return x[0] != y[0] ? (x[0] < y[0] ? -1 : 1) : (x[1] > y[1]) - (x[1] < y[1]);
+}
+
+/* Sequence number -> layer for every forward op inside a layer's piece. An
+ * op that creates no autograd node records the counter's next value (as
+ * nn.BatchNorm2d's num_batches_tracked.add_(1) before its batch norm), so
+ * one number may show in two layers: the node is the later layer's (the
+ * layers are numbered in forward order), and the table keeps that one. */
 static int map_sequence(cutter *c, const int *frontier_layer, int lo, int hi) {
   const cal_gthread *th = c->main;
   c->seq_layer = malloc(sizeof *c->seq_layer * 2 * (size_t)(hi - lo + 1));
@@ -399,7 +408,16 @@ static int map_sequence(cutter *c, const int *frontier_layer, int lo, int hi) {
       c->n_seq++;
     }
   }
-  qsort(c->seq_layer, (size_t)c->n_seq, 2 * sizeof *c->seq_layer, by_seq);
+  qsort(c->seq_layer, (size_t)c->n_seq, 2 * sizeof *c->seq_layer, by_seq_layer);
+  int w = 0;
+  for (int r = 0; r < c->n_seq; r++) {
+    if (w > 0 && c->seq_layer[2 * (w - 1)] == c->seq_layer[2 * r])
+      w--; /* the same number: the later layer's entry replaces it */
+    c->seq_layer[2 * w] = c->seq_layer[2 * r];
+    c->seq_layer[2 * w + 1] = c->seq_layer[2 * r + 1];
+    w++;
+  }
+  c->n_seq = w;
   return 0;
 }
 

@@ -40,25 +40,43 @@ static void model_diff(const gimport *m, int i, int j, char *what, size_t n) {
       b->n_layers ? cal_ktrace_str(tb, tb->ev[b->layer_op[l]].name) : "-");
 }
 
-/* The earlier trace whose first step is trace k's first (steps from
- * `first` on): the same rank's same step, at the same time, is a copy of
- * that trace, whose steps would count twice. -1 when none. */
-static int copy_of(const gimport *m, int k, int first) {
-  if (first >= m->n_steps)
-    return -1;
+/* Two step spans further apart than this, in start or length, are two
+ * steps: a float64 JSON library's rounding of a microsecond timestamp of
+ * the epoch (under 0.25 us) stays well inside it. */
+#define SAME_STEP_NS 1000
+
+static int near_ns(int64_t a, int64_t b) { return (a > b ? a - b : b - a) <= SAME_STEP_NS; }
+
+/* The earlier trace that holds one of trace k's steps (steps from `first`
+ * on; *step set to it): the same rank's step at the same time, whole or
+ * with its timestamps rounded, is a copy whose steps would count twice.
+ * -1 when none. */
+static int copy_of(const gimport *m, int k, int first, int *step) {
   const cal_ktrace *b = &m->tr[k].t;
-  const cal_kevent *eb = &b->ev[m->steps[first].ev];
-  for (int i = 0; i < first; i++) {
-    int j = m->step_trace[i];
-    if (i > 0 && m->step_trace[i - 1] == j)
-      continue; /* not trace j's first step */
-    const cal_ktrace *a = &m->tr[j].t;
-    const cal_kevent *ea = &a->ev[m->steps[i].ev];
-    if (a->rank == b->rank && a->base_time_ns == b->base_time_ns && ea->ts_ns == eb->ts_ns &&
-        ea->dur_ns == eb->dur_ns && !strcmp(cal_ktrace_str(a, ea->name), cal_ktrace_str(b, eb->name)))
-      return j;
+  for (int s = first; s < m->n_steps; s++) {
+    const cal_kevent *eb = &b->ev[m->steps[s].ev];
+    for (int i = 0; i < first; i++) {
+      const cal_ktrace *a = &m->tr[m->step_trace[i]].t;
+      const cal_kevent *ea = &a->ev[m->steps[i].ev];
+      if (a->rank == b->rank && near_ns(a->base_time_ns + ea->ts_ns, b->base_time_ns + eb->ts_ns) &&
+          near_ns(ea->dur_ns, eb->dur_ns)) {
+        *step = s;
+        return m->step_trace[i];
+      }
+    }
   }
   return -1;
+}
+
+/* The rows into step k's first layer (its input's first dimension, the
+ * batch), or -1 where its shapes were not recorded. */
+static int64_t batch_of(const gimport *m, int k) {
+  const cal_gstep *s = &m->steps[k];
+  const cal_ktrace *t = trace_of(m, k);
+  int64_t dims[8];
+  if (s->n_layers <= 0 || cal_ktrace_dims(t, &t->ev[s->layer_op[0]], 0, dims, 8) < 1 || dims[0] <= 0)
+    return -1;
+  return dims[0];
 }
 
 /* A trace's GPU or world size as a message names it: unknown ones said so. */
@@ -77,8 +95,9 @@ static const char *world_of(const cal_ktrace *t, char *buf, size_t n) {
 }
 
 /* Trace k, whose steps are from `first` on, is of trace 0's job: the same
- * GPU, the same world, and a step that ran the model one of trace 0's steps
- * ran (steps of one job may be cut differently, a model's layers are not). */
+ * GPU, the same world, a step that ran the model one of trace 0's steps
+ * ran (steps of one job may be cut differently, a model's layers are not),
+ * and where both recorded shapes, the same batch. */
 int cal_gimport_same_job(const gimport *m, int k, int first) {
   const cal_ktrace *a = &m->tr[0].t, *b = &m->tr[k].t;
   char what[512] = "", x[160], y[160];
@@ -92,12 +111,15 @@ int cal_gimport_same_job(const gimport *m, int k, int first) {
       shared = model_hash(m, i) == model_hash(m, j);
   if (!what[0] && !shared)
     model_diff(m, 0, first, what, sizeof what);
-  int c = what[0] ? -1 : copy_of(m, k, first);
+  int64_t ba = m->tr[0].g.n_steps > 0 ? batch_of(m, 0) : -1, bb = first < m->n_steps ? batch_of(m, first) : -1;
+  if (!what[0] && ba > 0 && bb > 0 && ba != bb) /* the same model at another batch: other kernels' times */
+    snprintf(what, sizeof what, "the batch (%lld, %lld rows into the first layer)", (long long)ba, (long long)bb);
+  int step = first, c = what[0] ? -1 : copy_of(m, k, first, &step);
   if (c >= 0)
     return core_err_set(CORE_EINVAL,
         "%s and %s hold the same steps (%s of rank %d, at the same time): one is a copy of the other, whose steps "
         "would count twice; give each trace once",
-        m->tr[c].t.path, b->path, cal_ktrace_str(b, b->ev[m->steps[first].ev].name), b->rank < 0 ? 0 : b->rank);
+        m->tr[c].t.path, b->path, cal_ktrace_str(b, b->ev[m->steps[step].ev].name), b->rank < 0 ? 0 : b->rank);
   if (!what[0])
     return 0;
   return core_err_set(CORE_EINVAL,

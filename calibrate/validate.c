@@ -1,5 +1,7 @@
 #include "validate.h"
 
+#include "calibrate/gpu_datasheet.h"
+#include "calibrate/gpu_index.h"
 #include "calibrate/import_gpu.h"
 #include "calibrate/kineto.h"
 
@@ -52,6 +54,8 @@ typedef struct measured {
   long rows;      /* values averaged: a CSV's rows (one per rank and step), a trace's steps */
   long steps;     /* distinct steps among them */
   int ranks;
+  char device[128]; /* a trace's GPU as deviceProperties names it; "" when none */
+  int64_t device_mem;
 } measured;
 
 static int cmp_double(const void *a, const void *b) {
@@ -126,32 +130,31 @@ out:
   return rc;
 }
 
-/* The ProfilerStep spans of a trace, in order, into *d (*n of them). */
+/* The ProfilerStep spans of a trace, by start time, into *d (*n of them),
+ * as the GPU importer finds them (overlapping ones refused). */
 static int trace_steps(const cal_ktrace *t, double **d, int *n) {
-  int cap = 0;
+  int64_t *idx = NULL;
   *d = NULL;
-  *n = 0;
-  for (int64_t i = 0; i < t->n; i++) {
-    const cal_kevent *e = &t->ev[i];
-    if (e->cat != CAL_K_USER_ANNOTATION || strncmp(cal_ktrace_str(t, e->name), "ProfilerStep#", 13) != 0)
-      continue;
-    if (*n == cap) {
-      double *g = realloc(*d, sizeof *g * (size_t)(cap = cap ? 2 * cap : 64));
-      if (!g)
-        return core_err_set(CORE_ENOMEM, "out of memory reading the steps of %s", t->path);
-      *d = g;
-    }
-    if (e->dur_ns <= 0) /* no step takes no time: a step time of 0 has no error to compare */
-      return core_err_set(CORE_EINVAL,
+  int rc = cal_gindex_steps(t, &idx, n);
+  if (rc)
+    return rc;
+  if (!(*d = malloc(sizeof **d * (size_t)*n))) {
+    rc = core_err_set(CORE_ENOMEM, "out of memory reading the steps of %s", t->path);
+    goto out_idx;
+  }
+  for (int k = 0; k < *n; k++) {
+    const cal_kevent *e = &t->ev[idx[k]];
+    if (e->dur_ns <= 0) { /* no step takes no time: a step time of 0 has no error to compare */
+      rc = core_err_set(CORE_EINVAL,
           "%s: traceEvents[%lld] (%s) lasts 0 us: not a step the run took; export the trace again", t->path,
           (long long)e->index, cal_ktrace_str(t, e->name));
-    (*d)[(*n)++] = (double)e->dur_ns * 1e-9;
+      goto out_idx;
+    }
+    (*d)[k] = (double)e->dur_ns * 1e-9;
   }
-  if (*n == 0)
-    return core_err_set(CORE_EINVAL,
-        "%s: no ProfilerStep#N spans to compare with: profile with torch.profiler and call prof.step() after each step",
-        t->path);
-  return 0;
+out_idx:
+  free(idx);
+  return rc;
 }
 
 /* A PyTorch profiler trace as the measured run: its ProfilerStep spans from
@@ -175,12 +178,32 @@ static int read_trace(const char *path, long *skip, measured *ms) {
   }
   ms->rows = ms->steps;
   ms->ranks = t.world_size > 0 ? t.world_size : 1;
+  snprintf(ms->device, sizeof ms->device, "%s", t.device_name);
+  ms->device_mem = t.device_mem;
   ms->mean[0] = ms->steps ? sum / (double)ms->steps : 0;
   ms->mean[1] = ms->mean[2] = ms->mean[3] = NAN;
 out:
   free(d);
   cal_ktrace_free(&t);
   return rc;
+}
+
+/* The trace ran on the GPU the point simulates, as far as the datasheets
+ * tell (boards of one GPU that differ in memory pass, as for
+ * --profile-base): a step of another GPU measures another prediction. */
+static int same_gpu(const sim_scenario *s, const measured *ms, const char *measured_path) {
+  const core_profile *p = s->profile;
+  if (!ms->device[0] || !p || strcmp(p->device_kind, "gpu") != 0)
+    return 0;
+  const cal_gpu_sheet *a = cal_gpu_sheet_find(ms->device, ms->device_mem),
+                      *b = cal_gpu_sheet_find(p->device_name, ms->device_mem);
+  if (!a || !b || a == b)
+    return 0;
+  return core_err_set(CORE_EINVAL,
+      "%s ran on %s ('%s'), but %s simulates %s ('%s', profile %s): compare a run on the GPU simulated, or give "
+      "the scenario a profile of the traced GPU",
+      measured_path, a->model, ms->device, s->path, b->model, p->device_name,
+      s->profile_override[0] ? s->profile_override : s->profile_path);
 }
 
 static int is_trace(const char *path) {
@@ -193,12 +216,14 @@ int cal_validate(const sim_scenario *s, long point, const char *measured_path, l
   long total = sim_scenario_points(s);
   if (point < 0 || point >= total)
     return core_err_set(CORE_EUSAGE, "point %ld: scenario '%s' has points 0 to %ld", point, s->path, total - 1);
-  measured ms = {{0, 0, 0, 0}, 0, 0, 0};
+  measured ms = {{0, 0, 0, 0}, 0, 0, 0, "", 0};
   int trace = is_trace(measured_path);
   v->skip_found = trace && skip < 0;
   if (skip < 0 && !trace)
     skip = CAL_VALIDATE_CSV_SKIP;
   int rc = trace ? read_trace(measured_path, &skip, &ms) : read_csv(measured_path, skip, &ms);
+  if (rc == 0)
+    rc = same_gpu(s, &ms, measured_path);
   if (rc)
     return rc;
   v->skip = skip;

@@ -268,6 +268,13 @@ int sim_replay_run(const sim_replay_cfg *c, sim_replay_result *r, core_trace *tr
   return 0;
 }
 
+int sim_replay_measured_comm(const core_traced *t) {
+  int n = 0;
+  for (int i = 0; t && i < t->n_side; i++)
+    n += t->side[i].nccl != 0;
+  return n;
+}
+
 /* Do precisions a and b move the same bytes (the same type, or fp32 and
  * tf32, whose tensors are both fp32)? */
 static int same_bytes(enum core_prec a, enum core_prec b) {
@@ -281,6 +288,11 @@ int sim_replay_retarget(const core_traced *t, const char *model, const core_prof
   if (!strcmp(pr->device_name, t->device) && p == t->precision)
     return 0; /* the traced GPU at the traced precision: the step as traced */
   const char *want = core_prec_name(t->precision);
+  if (!strcmp(pr->device_kind, "cpu"))
+    return core_err_set(CORE_EINVAL,
+        "%s describes CPUs: the traced step of %s ran on a GPU ('%s') and replays on a profile of a GPU only; simulate "
+        "it with --profile of one (scenarios/profiles/ has them)",
+        profile, model, t->device);
   if (!same_bytes(p, t->precision))
     return core_err_set(CORE_EINVAL,
         "%s:%d: the traced step computed in %s and its kernels moved %s's bytes; simulate it at training.precision = "

@@ -68,6 +68,11 @@ typedef struct sim_replay_result {
 int sim_replay_retarget(const core_traced *t, const char *model, const core_profile *pr, const char *profile,
     enum core_prec p, double *compute_scale, double *memory_scale);
 
+/* Kernels a step of t ran of the job's own communication (not DDP's bucket
+ * allreduces): they replay as measured, at the traced world
+ * (t->world_size), whatever world the point has. */
+int sim_replay_measured_comm(const core_traced *t);
+
 /* trace (may be NULL) receives the last replayed step: the host, the
  * compute stream, the allreduce stream and the side streams of rank 0. */
 int sim_replay_run(const sim_replay_cfg *c, sim_replay_result *r, core_trace *trace);

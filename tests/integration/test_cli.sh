@@ -535,6 +535,32 @@ for r in rows:
     assert r["meas_compute_s"] == r["err_compute"] == r["meas_exposed_s"] == r["err_exposed"] == "", r
     assert float(r["meas_step_s"]) > 0 and abs(float(r["err_step"])) < 0.02, r
 EOF
+# A traced model records no activation sizes: at a batch above the traced one
+# its memory estimate (mem_GB) is the model state's alone, and stderr says so.
+checks=$((checks + 1))
+! grep -q "warning" "$work/gpu_sim.err" || fail "gpu_sim: a warning at the traced batch"
+sed 's/batch = 32;/batch = [32, 4096];/' "$work/gpu/fx-job.cfg" >"$work/gpu/fx-b.cfg"
+run gpu_sim_batch simulate "$work/gpu/fx-b.cfg" -o "$work/gpu/out-b" -q
+expect_status gpu_sim_batch 0
+expect_in gpu_sim_batch err "warning: model \"fx\" records no activation sizes"
+expect_in gpu_sim_batch err "batch 4096"
+# Communication that is not DDP's replays as measured, at the traced world: a
+# point of another world says so on stderr (its time is not predicted), the
+# traced world does not.
+sed 's/void fbgemm_gpu::permute_2D_lengths_kernel<int>/ncclDevKernel_SendRecv(ncclDevComm*, unsigned long, ncclWork*)/' \
+  "$src/tests/data/torch-trace/gpu-side.json" >"$work/gpu/own-comm.json"
+run gpu_own_comm import torch-trace -o "$work/gpu/oc.cfg" --scenario "$work/gpu/oc-job.cfg" "$work/gpu/own-comm.json"
+expect_status gpu_own_comm 0
+run gpu_own_comm_sim simulate "$work/gpu/oc-job.cfg" -o "$work/gpu/oc-out" -q
+expect_status gpu_own_comm_sim 0
+checks=$((checks + 1))
+! grep -q "warning" "$work/gpu/oc-out.err" 2>/dev/null && ! grep -q "warning" "$work/gpu_own_comm_sim.err" ||
+  fail "gpu_own_comm_sim: a warning at the traced world"
+sed 's/devices_per_node = 2;/devices_per_node = [2, 8];/' "$work/gpu/oc-job.cfg" >"$work/gpu/oc-x4.cfg"
+run gpu_own_comm_x4 simulate "$work/gpu/oc-x4.cfg" -o "$work/gpu/oc-out" -q
+expect_status gpu_own_comm_x4 0
+expect_in gpu_own_comm_x4 err "warning: model \"oc\" ran communication of its own"
+expect_in gpu_own_comm_x4 err "a world of 2"
 run gpu_scenario_cpu import torch-trace -o "$work/gpu/cpu.cfg" --scenario "$work/gpu/cpu-job.cfg" \
   "$src/tests/data/torch-trace/mlp-small-b32.json"
 expect_status gpu_scenario_cpu 2

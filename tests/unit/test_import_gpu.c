@@ -477,6 +477,8 @@ static void test_traces_of_one_job(void) {
           "the world size (2, unknown (no distributedInfo)) differs"},
       {"other-model.json", "aten::batch_norm", "aten::layer_norm",
           "the model (layer 2 is aten::batch_norm in one, aten::layer_norm in the other) differs"},
+      /* the same model at another batch: other kernels' times */
+      {"other-batch.json", "[[32,8,16,16]", "[[64,8,16,16]", "the batch (32, 64 rows into the first layer) differs"},
   };
   for (size_t i = 0; i < sizeof other / sizeof *other; i++) {
     variant(other[i].name, other[i].from, other[i].to, p, sizeof p);
@@ -491,6 +493,109 @@ static void test_traces_of_one_job(void) {
     }
     CU_ASSERT(access(out, F_OK) != 0);
   }
+}
+
+/* A copy need not be byte for byte, nor whole: one whose timestamps were
+ * rounded (re-written through a float64 JSON library) and one that holds
+ * only the later steps of a trace given beside it hold the same rank's
+ * steps at the same times, which would count twice: refused, naming both,
+ * nothing written. */
+static void test_partial_and_rounded_copies(void) {
+  char out[4200], p[4200];
+  snprintf(out, sizeof out, "%s/copies.cfg", dir);
+  cal_gpu_opts o = {0};
+  static const struct {
+    const char *name, *from, *to, *step;
+  } copies[] = {
+      {"rounded.json", ".0,\"dur\"", ".4,\"dur\"", "ProfilerStep#0"},
+      {"later-steps.json", "\"name\":\"ProfilerStep#0\"", "\"name\":\"NotAStep#0\"", "ProfilerStep#1"},
+  };
+  for (size_t i = 0; i < sizeof copies / sizeof *copies; i++) {
+    variant(copies[i].name, copies[i].from, copies[i].to, p, sizeof p);
+    const char *two[] = {FIXTURE, p};
+    int rc = cal_import_gpu(two, 2, &o, out, NULL, 0);
+    CU_ASSERT_EQUAL(rc, CORE_EINVAL);
+    const char *msg = core_err_msg();
+    if (rc != CORE_EINVAL || !strstr(msg, "hold the same steps") || !strstr(msg, copies[i].step) ||
+        !strstr(msg, FIXTURE) || !strstr(msg, p)) {
+      fprintf(stderr, "\n%s: got %d: %s\n", copies[i].name, rc, msg);
+      CU_FAIL("a copy of a trace's steps not refused as one");
+    }
+    CU_ASSERT(access(out, F_OK) != 0);
+  }
+}
+
+/* A trace holding one step twice (a span written again by a merge or an
+ * edit): its steps overlap, which one rank's never do; refused as damaged,
+ * naming the file and the step, not counted twice. */
+#define STEP2                                                                                                          \
+  "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#2\",\"pid\":1,\"tid\":1000,"                      \
+  "\"ts\":1700000003795.0,\"dur\":1265.0,\"args\":{\"External id\":117}},"
+static void test_step_twice(void) {
+  char p[4200];
+  variant("step-twice.json", STEP2, STEP2 STEP2, p, sizeof p);
+  expect_refused(p, "ProfilerStep#2 (traceEvents[");
+  CU_ASSERT(strstr(core_err_msg(), "overlap") != NULL);
+}
+
+/* The fixture with three operators under each step's convolution that
+ * record the batch norm's sequence number: an operator that creates no
+ * autograd node records the counter's next value, as nn.BatchNorm2d's
+ * num_batches_tracked.add_(1) does between a convolution and its batch
+ * norm. Written to path. */
+static void with_peeking_ops(const char *name, char *path, size_t n) {
+  size_t len;
+  char *text = tu_read_file(FIXTURE, &len), *out = malloc(len + 4096), *w = out;
+  CU_ASSERT_FATAL(text && out);
+  const char *r = text, *conv;
+  while ((conv = strstr(r, "\"name\":\"aten::conv2d\""))) {
+    const char *end = strstr(conv, "}},");
+    CU_ASSERT_FATAL(end != NULL);
+    end += 3;
+    memcpy(w, r, (size_t)(end - r));
+    w += end - r;
+    double ts = 0;
+    long seq = 0;
+    CU_ASSERT_FATAL(sscanf(strstr(conv, "\"ts\":"), "\"ts\":%lf", &ts) == 1);
+    CU_ASSERT_FATAL(sscanf(strstr(conv, "\"Sequence number\":"), "\"Sequence number\":%ld", &seq) == 1);
+    for (int k = 0; k < 3; k++)
+      w += sprintf(w,
+          "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::add_\",\"pid\":1,\"tid\":1000,\"ts\":%.1f,\"dur\":1.0,"
+          "\"args\":{\"Sequence number\":%ld}},",
+          ts + 10 + 2 * k, seq + 1);
+    r = end;
+  }
+  strcpy(w, r);
+  snprintf(path, n, "%s/%s", dir, name);
+  CU_ASSERT_EQUAL_FATAL(tu_write_file(path, out), 0);
+  free(text);
+  free(out);
+}
+
+/* A sequence number that operators of two layers record belongs to the
+ * later one, which created the autograd node (the earlier ones only saw
+ * the counter): the batch norm's backward, its time and its gradients are
+ * the batch norm's, not the convolution's. */
+static void test_shared_sequence_number(void) {
+  char p[4200], out[4200];
+  with_peeking_ops("peeks.json", p, sizeof p);
+  snprintf(out, sizeof out, "%s/peeks.cfg", dir);
+  const char *traces[] = {p};
+  cal_gpu_opts o = {0};
+  int rc = cal_import_gpu(traces, 1, &o, out, NULL, 0);
+  if (rc)
+    fprintf(stderr, "\n%s\n", core_err_msg());
+  CU_ASSERT_EQUAL_FATAL(rc, 0);
+  core_model *m = NULL;
+  CU_ASSERT_EQUAL_FATAL(core_model_load(out, &m), 0);
+  CU_ASSERT_EQUAL(m->n_layers, 3);
+  CU_ASSERT(m->layers[0].n_tensors == 1 && m->tensor_elems[m->layers[0].first_tensor] == 4608);
+  CU_ASSERT(m->layers[1].n_tensors == 2 && m->tensor_elems[m->layers[1].first_tensor] == 64);
+  CU_ASSERT(NEAR(m->layers[0].bwd_s, 200 * US) && NEAR(m->layers[1].bwd_s, 70 * US));
+  if (m->layers[1].n_tensors != 2)
+    fprintf(stderr, "\nconv %d tensors, batch norm %d\n", m->layers[0].n_tensors, m->layers[1].n_tensors);
+  core_model_free(m);
+  unlink(out);
 }
 
 /* --base is read whether or not its sizes are needed (the fixture's come
@@ -642,6 +747,9 @@ void test_register(void) {
   CU_add_test(s, "bad traces: errors naming the file, nothing written", test_bad_traces);
   CU_add_test(s, "--batch checked against the shapes; alone without them", test_batch_against_shapes);
   CU_add_test(s, "several traces: one job's, another GPU, world or model refused", test_traces_of_one_job);
+  CU_add_test(s, "a rounded or partial copy of a trace refused", test_partial_and_rounded_copies);
+  CU_add_test(s, "a step twice in one trace refused", test_step_twice);
+  CU_add_test(s, "a sequence number two layers record: the later one's", test_shared_sequence_number);
   CU_add_test(s, "--base: read and checked even where DDP's copies give the sizes", test_base_checked);
   CU_add_test(s, "names from -o and --scenario paths of any characters", test_names_from_paths);
   CU_add_test(s, "a DDP trace without distributedInfo: the world taken as 1 said", test_no_distributed_info);

@@ -302,7 +302,7 @@ static void test_retarget_classes(void) {
 
 /* The retargeting ratios: 1 on the traced GPU at the traced precision;
  * else the source's roofs over the target profile's peaks (fp32 and tf32
- * standing for each other); refused, naming file and key, without classes,
+ * standing for each other); refused, naming file and key, onto CPUs, without classes,
  * without the source's roofs, without the target's peak or bandwidth, and
  * across widths. */
 static void test_retarget_ratios(void) {
@@ -326,6 +326,13 @@ static void test_retarget_ratios(void) {
   p->peak_memory_GBps = 8000.0;
   CU_ASSERT_EQUAL(sim_replay_retarget(&t, "m.cfg", p, "p.cfg", CORE_PREC_FP32, &cs, &ms), 0);
   CU_ASSERT(NEAR(cs, 20.0 / 80.0) && NEAR(ms, 2000.0 / 8000.0));
+  /* A profile of CPUs is no GPU to retarget to, peaks or not. */
+  char kind[sizeof p->device_kind];
+  memcpy(kind, p->device_kind, sizeof kind);
+  snprintf(p->device_kind, sizeof p->device_kind, "cpu");
+  CU_ASSERT_EQUAL(sim_replay_retarget(&t, "m.cfg", p, "p.cfg", CORE_PREC_FP32, &cs, &ms), CORE_EINVAL);
+  CU_ASSERT(strstr(core_err_msg(), "p.cfg") && strstr(core_err_msg(), "CPUs") && strstr(core_err_msg(), "GPU X"));
+  memcpy(p->device_kind, kind, sizeof kind);
   CU_ASSERT_EQUAL(sim_replay_retarget(&t, "m.cfg", p, "p.cfg", CORE_PREC_TF32, &cs, &ms), CORE_EINVAL);
   /* The profile has no tf32 at all (a V100's): the advice is its fp32, not a tf32 peak to add. */
   CU_ASSERT(strstr(core_err_msg(), "p.cfg") && strstr(core_err_msg(), "no tf32 rates") &&

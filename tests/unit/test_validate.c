@@ -15,6 +15,7 @@
 #include <CUnit/CUnit.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static char scratch[4096];
@@ -131,6 +132,62 @@ static void test_trace_warmup(void) {
   CU_ASSERT(v.steps_used == 2 && v.rows_used == 4 && v.skip == CAL_VALIDATE_CSV_SKIP && !v.skip_found);
 }
 
+/* A trace holding one step twice is refused, not averaged with the step
+ * counted twice. */
+static void test_trace_step_twice(void) {
+  static const char step2[] = "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#2\",\"pid\":1,"
+                              "\"tid\":1000,\"ts\":1700000003795.0,\"dur\":1265.0,\"args\":{\"External id\":117}},";
+  size_t len;
+  char *text = tu_read_file(TU_DATA("torch-trace/gpu-ddp.json"), &len);
+  CU_ASSERT_FATAL(text != NULL);
+  char *at = strstr(text, step2), *twice = malloc(len + sizeof step2);
+  CU_ASSERT_FATAL(at != NULL && twice != NULL);
+  size_t head = (size_t)(at - text);
+  memcpy(twice, text, head);
+  memcpy(twice + head, step2, sizeof step2 - 1);
+  memcpy(twice + head + sizeof step2 - 1, at, len - head + 1);
+  cal_validation v;
+  int rc = validate_text("step-twice.json", twice, 0, &v);
+  CU_ASSERT_EQUAL(rc, CORE_EINVAL);
+  if (rc != CORE_EINVAL || !strstr(core_err_msg(), "step-twice.json") || !strstr(core_err_msg(), "ProfilerStep#2"))
+    fprintf(stderr, "\ngot %d: %s\n", rc, core_err_msg());
+  free(twice);
+  free(text);
+}
+
+/* A trace of one GPU is no measurement of a point simulated on another:
+ * the fixture's A100 steps against a V100 profile are refused naming both
+ * GPUs; against an A100 profile they compare. */
+static void test_trace_of_another_gpu(void) {
+  static const char *const profiles[] = {"dgx1-v100.cfg", "dgx-a100.cfg"};
+  for (int k = 0; k < 2; k++) {
+    char text[2048], path[4200];
+    snprintf(text, sizeof text,
+        "profile = \"%s/%s\";\nmodel = \"%s\";\ntraining = { batch = 32; precision = \"fp32\"; };\n"
+        "cluster = { nodes = 1; devices_per_node = 2; };\n"
+        "networks = ( { name = \"ib\"; gbps = 100.0; latency_us = 5.0; } );\nddp = { backend = \"nccl\"; };\n",
+        TU_SRC("scenarios/profiles"), profiles[k], TU_SRC("scenarios/models/mlp-small.cfg"));
+    snprintf(path, sizeof path, "%s/gpu-point-%d.cfg", scratch, k);
+    CU_ASSERT_FATAL(tu_write_file(path, text) == 0);
+    sim_scenario *sc = NULL;
+    CU_ASSERT_FATAL(sim_scenario_load(path, &sc) == 0);
+    cal_validation v;
+    int rc = cal_validate(sc, 0, TU_DATA("torch-trace/gpu-ddp.json"), -1, &v);
+    if (k == 0) {
+      CU_ASSERT_EQUAL(rc, CORE_EINVAL);
+      const char *msg = core_err_msg();
+      if (rc != CORE_EINVAL || !strstr(msg, "gpu-ddp.json") || !strstr(msg, "NVIDIA A100-SXM4-80GB") ||
+          !strstr(msg, "Tesla V100-SXM2-32GB") || !strstr(msg, "dgx1-v100.cfg"))
+        fprintf(stderr, "\ngot %d: %s\n", rc, msg);
+    } else {
+      if (rc)
+        fprintf(stderr, "\n%s\n", core_err_msg());
+      CU_ASSERT_EQUAL(rc, 0);
+    }
+    sim_scenario_free(sc);
+  }
+}
+
 static void expect_error(const char *name, const char *text, long skip, const char *want1, const char *want2) {
   cal_validation v;
   CU_ASSERT_EQUAL(validate_text(name, text, skip, &v), CORE_EINVAL);
@@ -178,6 +235,8 @@ void test_register(void) {
   CU_pSuite s = CU_add_suite("validate", suite_init, suite_clean);
   CU_add_test(s, "means of every rank's steps after --skip", test_means_after_skip);
   CU_add_test(s, "a trace's warm-up left out by the importer's rule unless --skip", test_trace_warmup);
+  CU_add_test(s, "a trace with a step twice refused", test_trace_step_twice);
+  CU_add_test(s, "a trace of another GPU than the point's refused", test_trace_of_another_gpu);
   CU_add_test(s, "comm_s empty in every row: not measured", test_comm_not_measured);
   CU_add_test(s, "broken measured files: file, line, what to do", test_broken_files);
 }
