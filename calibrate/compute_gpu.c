@@ -190,7 +190,7 @@ static int gemms_beside_allreduces(bg *g, int device, double rate_alone, double 
 int cal_gpu_interference(
     rt_comm *comm, int device, double bytes, double min_s, double *compute_slowdown, double *comm_slowdown) {
   bg g = {.comm = comm, .n = (size_t)(bytes / sizeof(float))};
-  double rate_alone, wall, ar_alone, ar_mean, rate_with;
+  double rate_alone = 0, wall = 0, ar_alone = 0, ar_mean = 0, rate_with = 0;
   int rc;
   if (g.n < 1)
     g.n = 1;
