@@ -168,9 +168,14 @@ static int run(sim_scenario *s, const opts *o, const char *csv) {
         CORE_EUSAGE, "--trace %s is the CSV this run writes (%s); name another file for the trace", o->trace, csv);
   if (o->tensorboard && (rc = sim_tb_check(s, o->tensorboard)) != 0)
     return rc;
+  /* A shard is stamped with the files as they were when it started. */
+  char stamp[256];
+  if (o->n_shards > 1 && (rc = sim_shard_stamp(s, o->shard, o->n_shards, stamp, sizeof stamp)) != 0)
+    return rc;
   if ((rc = sim_sweep_run(s, &so, &w)) != 0)
     return rc;
-  if ((rc = core_mkdirs(o->out_dir)) != 0 || (rc = sim_sweep_write_csv(s, &w, csv, o->shard == 0)) != 0)
+  if ((rc = core_mkdirs(o->out_dir)) != 0 ||
+      (rc = sim_sweep_write_csv(s, &w, csv, o->shard == 0, o->n_shards > 1 ? stamp : NULL)) != 0)
     goto out_sweep;
   if (o->tensorboard && (rc = sim_tb_write(s, &w, o->tensorboard)) != 0)
     goto out_sweep;

@@ -540,13 +540,16 @@ static void write_step_cells(core_csv *c, const sim_point_result *r) {
   core_csv_str(c, r->status);
 }
 
-int sim_sweep_write_csv(const sim_scenario *s, const sim_sweep *w, const char *path, int with_header) {
+int sim_sweep_write_csv(
+    const sim_scenario *s, const sim_sweep *w, const char *path, int with_header, const char *stamp) {
   core_csv c;
   int rc, job = s->job.present, priced = s->prices.priced, fab = s->n_fabrics > 0;
   memset(&c, 0, sizeof c);
   if ((rc = core_afile_open(&c.a, path)) != 0)
     return rc;
   c.ncols = N_STEP_COLUMNS + (fab ? N_FABRIC_COLUMNS : 0) + (job ? N_JOB_COLUMNS : 0) + (priced ? (job ? 4 : 2) : 0);
+  if (stamp)
+    fprintf(c.a.f, "%s\n", stamp);
   if (with_header)
     write_header(c.a.f, fab, job, priced);
   for (long i = 0; i < w->n; i++) {

@@ -334,12 +334,16 @@ checks=$((checks + 1))
 if [ ! -s "$s0" ] || [ ! -s "$s1" ]; then
   fail "shards: missing $s0 or $s1"
 else
-  # Shard 0 carries the header, shard 1 only rows, so they concatenate.
+  # Each shard begins with its stamp; shard 0 then carries the header, shard
+  # 1 only rows, so without their stamps they concatenate.
   checks=$((checks + 1))
-  [ "$(head -n 1 "$s0")" = "$(head -n 1 "$whole")" ] || fail "shards: shard 0 has no header"
+  [ "$(sed -n 2p "$s0")" = "$(head -n 1 "$whole")" ] || fail "shards: shard 0 has no header after its stamp"
   checks=$((checks + 1))
   ! grep -q '^model,' "$s1" || fail "shards: shard 1 repeats the header"
-  cat "$s0" "$s1" >"$work/shards/concat.csv"
+  checks=$((checks + 1))
+  [ "$(head -c 16 "$s0")" = "# ddpsim shard 0" ] && [ "$(head -c 16 "$s1")" = "# ddpsim shard 1" ] ||
+    fail "shards: a shard does not begin with its stamp"
+  grep -hv '^# ddpsim shard ' "$s0" "$s1" >"$work/shards/concat.csv"
   checks=$((checks + 1))
   if ! diff <(sort "$work/shards/concat.csv") <(sort "$whole") >"$work/shards/diff.txt"; then
     fail "shards: concatenated shards differ from the whole study as a multiset of rows ($(head -c 400 "$work/shards/diff.txt"))"

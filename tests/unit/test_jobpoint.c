@@ -162,7 +162,7 @@ static void test_failures_swept(void) {
   sim_sweep_opts o = {.jobs = 2, .n_shards = 1, .trace_point = -1};
   sim_sweep w;
   CU_ASSERT_FATAL(sim_sweep_run(s, &o, &w) == 0);
-  CU_ASSERT_FATAL(sim_sweep_write_csv(s, &w, path, 1) == 0);
+  CU_ASSERT_FATAL(sim_sweep_write_csv(s, &w, path, 1, NULL) == 0);
   core_csv_table t;
   CU_ASSERT_FATAL(core_csv_read(path, &t) == 0);
   int cd = core_csv_col(&t, "detect_s"), cm = core_csv_col(&t, "mttr_h"), cr = core_csv_col(&t, "restart_s"),
@@ -236,7 +236,7 @@ static void test_job_alone(void) {
   CU_ASSERT(isnan(r->job.young_s) && isnan(r->job.daly_s));
   char path[4200];
   snprintf(path, sizeof path, "%s/alone.csv", scratch);
-  CU_ASSERT_FATAL(sim_sweep_write_csv(s, &w, path, 1) == 0);
+  CU_ASSERT_FATAL(sim_sweep_write_csv(s, &w, path, 1, NULL) == 0);
   char *text = tu_read_file(path, NULL);
   CU_ASSERT_FATAL(text != NULL);
   CU_ASSERT(strstr(text, "nan") == NULL && strstr(text, "inf") == NULL);
@@ -314,7 +314,7 @@ static void test_timeout_no_run(void) {
   CU_ASSERT(isnan(w.res[0].job.mean[SIM_JOB_GOODPUT]) && isnan(w.res[0].best_every_s));
   char path[4200];
   snprintf(path, sizeof path, "%s/timeout.csv", scratch);
-  CU_ASSERT_FATAL(sim_sweep_write_csv(s, &w, path, 1) == 0);
+  CU_ASSERT_FATAL(sim_sweep_write_csv(s, &w, path, 1, NULL) == 0);
   core_csv_table t;
   CU_ASSERT_FATAL(core_csv_read(path, &t) == 0);
   int cg = core_csv_col(&t, "goodput"), ct = core_csv_col(&t, "time_to_train_h"), cc = core_csv_col(&t, "cost_usd");
