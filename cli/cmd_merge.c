@@ -10,6 +10,7 @@
 
 #include <getopt.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/stat.h>
 
 const char cli_merge_help[] = "Usage: ddpsim merge SCENARIO --shards N [-o DIR] [--profile FILE] [--plot]\n"
@@ -74,11 +75,12 @@ int cli_cmd_merge(int argc, char **argv) {
   char csv[8192];
   snprintf(csv, sizeof csv, "%s/%s", out_dir, s->csv_name);
   rc = sim_shard_merge(s, out_dir, (int)n_shards, csv);
+  int cpu = strcmp(s->profile->device_kind, "cpu") == 0;
   sim_scenario_free(s);
   if (rc)
     return cli_fail("merge", rc);
   printf("merged %ld shard%s into %s\n", n_shards, n_shards == 1 ? "" : "s", csv);
-  if (plot && (rc = cli_plot_auto(csv, out_dir)) != 0)
+  if (plot && (rc = cli_plot_auto(csv, out_dir, cpu)) != 0)
     return cli_fail("merge", rc);
   return CLI_EXIT_OK;
 }

@@ -15,7 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-const char cli_plot_help[] = "Usage: ddpsim plot KIND CSV [-o DIR]\n"
+const char cli_plot_help[] = "Usage: ddpsim plot KIND CSV [-o DIR] [--devices gpu|cpu]\n"
                              "       ddpsim plot fit PROFILE [-o DIR]\n"
                              "\n"
                              "Draw a plot from a results CSV into DIR (default: the CSV's directory), as\n"
@@ -42,6 +42,9 @@ const char cli_plot_help[] = "Usage: ddpsim plot KIND CSV [-o DIR]\n"
                              "  fit       calibration fit: for each collective entry of a profile, the\n"
                              "            measured points over the fitted alpha-beta curve, log-log, one\n"
                              "            panel per entry (give a PROFILE instead of a CSV)\n"
+                             "\n"
+                             "--devices cpu labels the ranks of a study on a CPU profile as CPU ranks\n"
+                             "(simulate --plot and merge --plot do so by themselves); default gpu.\n"
                              "\n"
                              "Files are named after the CSV: results/x.csv -> DIR/x-MODEL-scaling.png;\n"
                              "for fit, after the profile: p/x.cfg -> DIR/x-fit.png\n";
@@ -314,6 +317,7 @@ typedef struct plot_job {
   int stem;                                /* base's length without ".csv" */
   char script[4096], a[4096], b[4096], c[1024], keys[4096], backends[64], comp[64], data[4400], breaks[4400];
   int comp_named; /* some row is compressed: the scaling plot's title names comp */
+  int cpu;        /* the ranks are CPU ranks, not GPUs */
 } plot_job;
 
 /* The script is readable, the table has the kind's columns and rows, and
@@ -564,15 +568,19 @@ static int kind_lists(const core_csv_table *t, plot_job *j) {
 static void plot_vars(const plot_job *j, const char *m, char *vars, size_t n) {
   const char *kind = j->kind, *csv = j->csv, *out_dir = j->out_dir, *base = j->base;
   int stem = j->stem;
+  /* What a rank is, for the axes and titles of the plots that count them. */
+  const char *dev = j->cpu ? "devices='CPU ranks'; device='CPU rank'; memory='memory'"
+                           : "devices='GPUs'; device='GPU'; memory='GPU memory'";
   if (!strcmp(kind, "scaling"))
-    snprintf(vars, n, "data='%s'; model='%s'; curves='%s'; colours='%s'; dashes='%s'; comp='%s'; out='%s/%.*s-%s-%s'",
-        j->data, m, j->a, j->b, j->c, j->comp_named ? j->comp : "", out_dir, stem, base, m, kind);
+    snprintf(vars, n,
+        "data='%s'; model='%s'; curves='%s'; colours='%s'; dashes='%s'; comp='%s'; %s; out='%s/%.*s-%s-%s'", j->data, m,
+        j->a, j->b, j->c, j->comp_named ? j->comp : "", dev, out_dir, stem, base, m, kind);
   else if (!strcmp(kind, "goodput"))
     snprintf(vars, n, "csv='%s'; model='%s'; modes='%s'; spares='%s'; out='%s/%.*s-%s-%s'", csv, m, j->a, j->b, out_dir,
         stem, base, m, kind);
   else if (!strcmp(kind, "fabric"))
-    snprintf(
-        vars, n, "csv='%s'; model='%s'; fabrics='%s'; out='%s/%.*s-%s-%s'", csv, m, j->a, out_dir, stem, base, m, kind);
+    snprintf(vars, n, "csv='%s'; model='%s'; fabrics='%s'; %s; out='%s/%.*s-%s-%s'", csv, m, j->a, dev, out_dir, stem,
+        base, m, kind);
   else
     snprintf(vars, n, "data='%s'; breaks='%s'; model='%s'; nodes='%s'; hooks='%s'; out='%s/%.*s-%s-%s'", j->data,
         j->breaks, m, j->a, j->b, out_dir, stem, base, m, kind);
@@ -616,7 +624,7 @@ static int render_models(const plot_job *j, const core_csv_table *t, char *model
   return 0;
 }
 
-int cli_plot_render(const char *kind, const char *csv, const char *out_dir) {
+int cli_plot_render(const char *kind, const char *csv, const char *out_dir, int cpu) {
   const plot_kind *k = NULL;
   for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++)
     if (!strcmp(kinds[i].name, kind))
@@ -624,7 +632,7 @@ int cli_plot_render(const char *kind, const char *csv, const char *out_dir) {
   if (!k)
     return core_err_set(
         CORE_EUSAGE, "no plot kind '%s'; the kinds are: scaling, goodput, compression, pareto, fabric, fit", kind);
-  plot_job j = {.kind = kind, .csv = csv, .out_dir = out_dir};
+  plot_job j = {.kind = kind, .csv = csv, .out_dir = out_dir, .cpu = cpu};
   snprintf(j.script, sizeof j.script, "%s/%s", cli_plots_dir(), k->script);
   if (k->own)
     return k->own(j.script, csv, out_dir);
@@ -729,7 +737,7 @@ int cli_plot_pareto(const char *csv, const char *out_dir, const char *title, dou
 /* The plots a simulate CSV calls for: failures and checkpoints give the
  * goodput plot; a fabric its own scaling plot; a compression sweep its
  * trade-off plot; otherwise scaling. */
-int cli_plot_auto(const char *csv, const char *out_dir) {
+int cli_plot_auto(const char *csv, const char *out_dir, int cpu) {
   core_csv_table t;
   int rc = core_csv_read(csv, &t);
   if (rc)
@@ -740,22 +748,27 @@ int cli_plot_auto(const char *csv, const char *out_dir) {
     many = strcmp(t.rows[i][cc], t.rows[0][cc]) != 0;
   core_csv_table_free(&t);
   if (job)
-    return cli_plot_render("goodput", csv, out_dir);
-  if ((rc = cli_plot_render(fab ? "fabric" : "scaling", csv, out_dir)) != 0)
+    return cli_plot_render("goodput", csv, out_dir, cpu);
+  if ((rc = cli_plot_render(fab ? "fabric" : "scaling", csv, out_dir, cpu)) != 0)
     return rc;
-  return many ? cli_plot_render("compression", csv, out_dir) : 0;
+  return many ? cli_plot_render("compression", csv, out_dir, cpu) : 0;
 }
 
 int cli_cmd_plot(int argc, char **argv) {
-  static const struct option opts[] = {
-      {"out", required_argument, NULL, 'o'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+  static const struct option opts[] = {{"out", required_argument, NULL, 'o'}, {"devices", required_argument, NULL, 'd'},
+      {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
   const char *out = NULL;
-  int c;
+  int c, cpu = 0;
   optind = 1;
   opterr = 0;
   while ((c = getopt_long(argc, argv, ":o:h", opts, NULL)) != -1) {
     switch (c) {
     case 'o': out = optarg; break;
+    case 'd':
+      if (strcmp(optarg, "gpu") && strcmp(optarg, "cpu"))
+        return cli_usage("plot", "--devices expects gpu or cpu (what the study's ranks are), got '%s'", optarg);
+      cpu = !strcmp(optarg, "cpu");
+      break;
     case 'h': fputs(cli_plot_help, stdout); return CLI_EXIT_OK;
     case ':': return cli_usage("plot", "option %s needs a value", argv[optind - 1]);
     default: return cli_usage("plot", "unknown option '%s'", argv[optind - 1]);
@@ -769,6 +782,6 @@ int cli_cmd_plot(int argc, char **argv) {
   if (!out && (rc = core_path_dir(csv, dir, sizeof dir)) == 0)
     out = dir;
   if (rc == 0)
-    rc = cli_plot_render(argv[optind], csv, out);
+    rc = cli_plot_render(argv[optind], csv, out, cpu);
   return rc ? cli_fail("plot", rc) : CLI_EXIT_OK;
 }

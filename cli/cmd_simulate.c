@@ -251,10 +251,11 @@ int cli_cmd_simulate(int argc, char **argv) {
   else
     snprintf(csv, sizeof csv, "%s/%s", o.out_dir, s->csv_name);
   rc = run(s, &o, csv);
+  int cpu = strcmp(s->profile->device_kind, "cpu") == 0;
   sim_scenario_free(s);
   if (rc)
     return cli_fail("simulate", rc);
-  if (o.plot && o.n_shards == 1 && (rc = cli_plot_auto(csv, o.out_dir)) != 0)
+  if (o.plot && o.n_shards == 1 && (rc = cli_plot_auto(csv, o.out_dir, cpu)) != 0)
     return cli_fail("simulate", rc);
   return CLI_EXIT_OK;
 }

@@ -70,4 +70,26 @@ check "a model that only timed out does not fail the plot" [ "$status" -eq 0 ]
 check "the other model is drawn" [ -s "$work/o3/late-m-scaling.png" ]
 check "none is drawn for it" [ ! -e "$work/o3/late-late-scaling.png" ]
 check "it says why" grep -q "no scaling plot of late: none of its points ran" "$work/all_late.err"
+
+# Ranks are labelled by what they are: a study on a CPU profile (simulate
+# --plot, merge --plot, or plot --devices cpu) counts CPU ranks, a GPU
+# study GPUs.
+printf '%s\n' 'name = "cpu-plot";' "profile = \"$src/scenarios/profiles/example-2core.cfg\";" \
+  "model = \"$src/scenarios/models/mlp-small.cfg\";" 'training = { batch = 16; };' \
+  'cluster = { nodes = [1, 2, 4]; devices_per_node = 2; };' \
+  'networks = ( { name = "1GbE"; gbps = 1.0; latency_us = 30.0; } );' >"$work/cpu-plot.cfg"
+run cpu_plot simulate "$work/cpu-plot.cfg" -o "$work/o4" -q --plot
+check "a CPU study plots" [ "$status" -eq 0 ]
+check "its axis counts CPU ranks" grep -q "CPU ranks" "$work/o4/cpu-plot-mlp-small-scaling.svg"
+check "its efficiency is against one CPU rank" grep -q "vs one CPU rank" "$work/o4/cpu-plot-mlp-small-scaling.svg"
+check "it names no GPU" [ "$(grep -c GPU "$work/o4/cpu-plot-mlp-small-scaling.svg")" -eq 0 ]
+for i in 0 1; do run "cpu_shard$i" simulate "$work/cpu-plot.cfg" --shard "$i/2" -o "$work/o5" -q; done
+run cpu_merge merge "$work/cpu-plot.cfg" --shards 2 -o "$work/o5" --plot
+check "a merged CPU study plots CPU ranks" grep -q "CPU ranks" "$work/o5/cpu-plot-mlp-small-scaling.svg"
+run cpu_devices plot scaling "$work/o4/cpu-plot.csv" -o "$work/o6" --devices cpu
+check "plot --devices cpu counts CPU ranks" grep -q "CPU ranks" "$work/o6/cpu-plot-mlp-small-scaling.svg"
+check "a GPU CSV's axis counts GPUs" grep -q ">GPUs<" "$work/o1/scal-m-scaling.svg"
+run bad_devices plot scaling "$work/scal.csv" -o "$work/o6" --devices tpu
+check "plot --devices tpu is a usage error" [ "$status" -eq 2 ]
+check "it says what --devices takes" grep -q "devices expects gpu or cpu" "$work/bad_devices.err"
 it_end
