@@ -27,7 +27,8 @@ const char cli_plot_help[] = "Usage: ddpsim plot KIND CSV [-o DIR] [--devices gp
                              "  goodput   goodput vs checkpoint interval with 95% intervals, Young's and\n"
                              "            Daly's optima and the best simulated interval marked, one\n"
                              "            curve per checkpoint mode and spare pool (scenarios with\n"
-                             "            failures and checkpoints, e.g. scenarios/node-failure.cfg)\n"
+                             "            failures and checkpoints, e.g. scenarios/node-failure.cfg;\n"
+                             "            none where other settings vary too, which stderr names)\n"
                              "  compression  speedup of each compression over none vs the network's line\n"
                              "            rate, one panel per node count (up to 4), break-even rates\n"
                              "            marked (scenarios sweeping ddp.compression)\n"
@@ -602,9 +603,53 @@ static int drawable(const plot_job *j, const core_csv_table *t, const char *m) {
   return 0;
 }
 
+/* The columns that tell a goodput or fabric plot's points apart (its
+ * curves and x axis), and the settings a study may vary besides. */
+static const char *const goodput_key[] = {"ckpt_mode", "spares", "ckpt_every_s", NULL};
+static const char *const fabric_key[] = {"fabric", "gpus", NULL};
+static const char *const settings[] = {"nodes", "gpus_per_node", "network", "backend", "algorithm", "precision",
+    "batch", "bucket_cap_mb", "overlap", "find_unused_parameters", "compression", "fabric", "ckpt_mode", "spares",
+    "ckpt_every_s", "ckpt_s", "detect_s", "mttr_h", "restart_s", "load_s", "mtti_h", NULL};
+
+static int listed(const char *const *list, const char *s) {
+  for (; *list; list++)
+    if (!strcmp(*list, s))
+      return 1;
+  return 0;
+}
+
+/* Do two rows of model m agree on every key column? Then the plot would
+ * put both on one curve at one x: into why, the settings in which m's rows
+ * differ beyond the key. */
+static int mixes(const core_csv_table *t, const char *m, const char *const *key, char *why, size_t n) {
+  int cm = core_csv_col(t, "model"), same = 0;
+  for (long a = 0; a < t->nrows && !same; a++)
+    for (long b = a + 1; b < t->nrows && !same && !strcmp(t->rows[a][cm], m); b++) {
+      same = !strcmp(t->rows[b][cm], m);
+      for (const char *const *k = key; same && *k; k++)
+        same = !strcmp(t->rows[a][core_csv_col(t, *k)], t->rows[b][core_csv_col(t, *k)]);
+    }
+  size_t len = 0;
+  why[0] = '\0';
+  for (const char *const *c = settings; same && *c; c++) {
+    int col = core_csv_col(t, *c);
+    long first = -1, differ = 0;
+    for (long i = 0; col >= 0 && i < t->nrows && !differ; i++)
+      if (!strcmp(t->rows[i][cm], m) && !listed(key, *c)) {
+        if (first < 0)
+          first = i;
+        differ = strcmp(t->rows[i][col], t->rows[first][col]) != 0;
+      }
+    if (differ && len < n)
+      len += (size_t)snprintf(
+          why + len, n - len, "%s%s%s", len ? ", " : "", *c, !strcmp(*c, "mtti_h") ? " (the failure rate)" : "");
+  }
+  return same;
+}
+
 /* One gnuplot run per model of models (space separated; cut up here); the
- * script writes PNG and SVG. A model with nothing to draw is named on
- * stderr and left out. */
+ * script writes PNG and SVG. A model with nothing to draw, or whose points
+ * the plot's curves would mix, is named on stderr and left out. */
 static int render_models(const plot_job *j, const core_csv_table *t, char *models) {
   char vars[16384], out[4400];
   int rc;
@@ -613,6 +658,17 @@ static int render_models(const plot_job *j, const core_csv_table *t, char *model
     if (!drawable(j, t, m)) {
       fprintf(stderr, "ddpsim: note: no %s plot of %s: none of its points%s%s ran (the status column)\n", j->kind, m,
           j->comp_named ? " with compression " : "", j->comp_named ? j->comp : "");
+      continue;
+    }
+    const char *const *key = !strcmp(j->kind, "goodput") ? goodput_key : !strcmp(j->kind, "fabric") ? fabric_key : NULL;
+    char why[1024];
+    if (key && mixes(t, m, key, why, sizeof why)) {
+      fprintf(stderr,
+          "ddpsim: note: no %s plot of %s: its points differ in %s besides the plot's %s, and its curves would mix "
+          "them; plot a CSV of one value of each of those%s\n",
+          j->kind, m, why[0] ? why : "settings the CSV does not show",
+          key == goodput_key ? "checkpoint mode, spares and interval" : "fabric and GPUs",
+          key == goodput_key ? " (or let `ddpsim advise` find the best point)" : "");
       continue;
     }
     plot_vars(j, m, vars, sizeof vars);

@@ -71,6 +71,23 @@ check "the other model is drawn" [ -s "$work/o3/late-m-scaling.png" ]
 check "none is drawn for it" [ ! -e "$work/o3/late-late-scaling.png" ]
 check "it says why" grep -q "no scaling plot of late: none of its points ran" "$work/all_late.err"
 
+# A goodput plot draws one curve per checkpoint mode and spare pool: rows
+# that differ in another setting (here the failure rate, mtti_h) would share
+# its curves, so the plot is left out with a note naming the setting; one
+# failure rate is drawn.
+printf '%s\n' model,ckpt_mode,spares,ckpt_every_s,mtti_h,goodput,goodput_lo,goodput_hi,young_s,daly_s,best_every_s,status \
+  m,sync,0,300,15.6,0.76,0.75,0.77,649,646,900,ok m,sync,0,900,15.6,0.77,0.76,0.78,649,646,900,ok \
+  m,sync,0,300,98.9,0.95,0.94,0.96,1632,1629,900,ok m,sync,0,900,98.9,0.96,0.95,0.97,1632,1629,900,ok \
+  >"$work/mtbf.csv"
+run mixed_goodput plot goodput "$work/mtbf.csv" -o "$work/o7"
+check "a goodput plot of two failure rates succeeds" [ "$status" -eq 0 ]
+check "it draws nothing that mixes them" [ ! -e "$work/o7/mtbf-m-goodput.png" ]
+check "it names the setting that differs" grep -q "no goodput plot of m: its points differ in mtti_h (the failure rate)" \
+  "$work/mixed_goodput.err"
+head -n 3 "$work/mtbf.csv" >"$work/one-mtbf.csv"
+run one_goodput plot goodput "$work/one-mtbf.csv" -o "$work/o7"
+check "one failure rate is drawn" [ -s "$work/o7/one-mtbf-m-goodput.png" ]
+
 # Ranks are labelled by what they are: a study on a CPU profile (simulate
 # --plot, merge --plot, or plot --devices cpu) counts CPU ranks, a GPU
 # study GPUs.
