@@ -647,6 +647,15 @@ static int mixes(const core_csv_table *t, const char *m, const char *const *key,
   return same;
 }
 
+/* Does a row (of model m, or of any model when m is NULL) checkpoint? */
+static int checkpoints(const core_csv_table *t, const char *m) {
+  int cm = core_csv_col(t, "model"), ck = core_csv_col(t, "ckpt_mode");
+  for (long i = 0; ck >= 0 && i < t->nrows; i++)
+    if ((!m || !strcmp(t->rows[i][cm], m)) && strcmp(t->rows[i][ck], "none"))
+      return 1;
+  return 0;
+}
+
 /* One gnuplot run per model of models (space separated; cut up here); the
  * script writes PNG and SVG. A model with nothing to draw, or whose points
  * the plot's curves would mix, is named on stderr and left out. */
@@ -658,6 +667,13 @@ static int render_models(const plot_job *j, const core_csv_table *t, char *model
     if (!drawable(j, t, m)) {
       fprintf(stderr, "ddpsim: note: no %s plot of %s: none of its points%s%s ran (the status column)\n", j->kind, m,
           j->comp_named ? " with compression " : "", j->comp_named ? j->comp : "");
+      continue;
+    }
+    if (!strcmp(j->kind, "goodput") && !checkpoints(t, m)) {
+      fprintf(stderr,
+          "ddpsim: note: no goodput plot of %s: none of its points checkpoints (ckpt_mode none), so there is no "
+          "interval to plot against; add a checkpoint group to the scenario\n",
+          m);
       continue;
     }
     const char *const *key = !strcmp(j->kind, "goodput") ? goodput_key : !strcmp(j->kind, "fabric") ? fabric_key : NULL;
@@ -798,7 +814,9 @@ int cli_plot_auto(const char *csv, const char *out_dir, int cpu) {
   int rc = core_csv_read(csv, &t);
   if (rc)
     return rc;
-  int job = core_csv_col(&t, "goodput") >= 0, fab = core_csv_col(&t, "fabric") >= 0;
+  /* Goodput against the checkpoint interval needs intervals: a job level
+   * without checkpoints (a time to train to price) is a scaling study. */
+  int job = core_csv_col(&t, "goodput") >= 0 && checkpoints(&t, NULL), fab = core_csv_col(&t, "fabric") >= 0;
   int cc = core_csv_col(&t, "compression"), many = 0;
   for (long i = 1; cc >= 0 && i < t.nrows && !many; i++)
     many = strcmp(t.rows[i][cc], t.rows[0][cc]) != 0;

@@ -109,4 +109,16 @@ check "a GPU CSV's axis counts GPUs" grep -q ">GPUs<" "$work/o1/scal-m-scaling.s
 run bad_devices plot scaling "$work/scal.csv" -o "$work/o6" --devices tpu
 check "plot --devices tpu is a usage error" [ "$status" -eq 2 ]
 check "it says what --devices takes" grep -q "devices expects gpu or cpu" "$work/bad_devices.err"
+
+# A job level without checkpoints (a time to train, as advise prices it) has
+# no interval to plot goodput against: simulate --plot draws its scaling,
+# and plot goodput says why it draws nothing.
+{ cat "$work/cpu-plot.cfg"; echo 'job = { hours = 10.0; };'; } | sed 's/"cpu-plot"/"cpu-job"/' >"$work/cpu-job.cfg"
+run job_plot simulate "$work/cpu-job.cfg" -o "$work/o8" -q --plot
+check "a job level without checkpoints plots" [ "$status" -eq 0 ]
+check "its scaling is drawn" [ -s "$work/o8/cpu-job-mlp-small-scaling.png" ]
+check "no goodput plot is drawn" [ ! -e "$work/o8/cpu-job-mlp-small-goodput.png" ]
+run job_goodput plot goodput "$work/o8/cpu-job.csv" -o "$work/o8"
+check "plot goodput of it succeeds" [ "$status" -eq 0 ]
+check "it says there is no interval" grep -q "none of its points checkpoints" "$work/job_goodput.err"
 it_end
