@@ -245,6 +245,14 @@ int cli_cmd_simulate(int argc, char **argv) {
     s->seed = (uint64_t)o.seed;
   warn_measured_comm(s);
   warn_unsized_activations(s);
+  /* Every task of an array may be given --trace: the shard that holds the
+   * point writes it, the others say so. */
+  if (o.trace && o.n_shards > 1 && o.trace_point < sim_scenario_points(s) &&
+      !sim_shard_owns(s, o.shard, o.n_shards, o.trace_point))
+    fprintf(stderr,
+        "ddpsim simulate: note: point %ld is in shard %ld of %d, not this shard (%d): this shard writes no trace "
+        "%s\n",
+        o.trace_point, (o.trace_point / sim_shard_job_points(s)) % o.n_shards, o.n_shards, o.shard, o.trace);
   char csv[8192];
   if (o.n_shards > 1)
     sim_shard_csv_path(s, o.out_dir, o.shard, o.n_shards, csv, sizeof csv);

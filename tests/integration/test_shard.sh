@@ -154,6 +154,16 @@ check "submit.sh with --seed and --profile runs" bash "$src/scripts/slurm/submit
 check "merged --seed and --profile shards are the unsharded run's bytes" \
   cmp "$work/seed-prof/shard-job-test.csv" "$work/seed-prof-whole/shard-job-test.csv"
 
+# --trace given to every shard: the shard of the point writes it, another
+# writes none and says which shard does.
+run trace_other simulate "$jobscen" --shard 1/4 --trace "$work/t1.json" -o "$work/traces" -q
+check "a shard without the traced point succeeds" [ "$status" -eq 0 ]
+check "it writes no trace" [ ! -e "$work/t1.json" ]
+check "it says which shard holds the point" grep -q "point 0 is in shard 0 of 4, not this shard (1)" \
+  "$work/trace_other.err"
+run trace_own simulate "$jobscen" --shard 0/4 --trace "$work/t0.json" -o "$work/traces" -q
+check "the shard of the traced point writes it" [ -s "$work/t0.json" ]
+
 # Outside an array task the array script says how to submit it.
 env -u SLURM_ARRAY_TASK_ID bash "$src/scripts/slurm/simulate-array.sbatch" "$jobscen" "$work/none" \
   >"$work/noarray.out" 2>&1
