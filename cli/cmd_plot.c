@@ -609,7 +609,7 @@ static const char *const goodput_key[] = {"ckpt_mode", "spares", "ckpt_every_s",
 static const char *const fabric_key[] = {"fabric", "gpus", NULL};
 static const char *const settings[] = {"nodes", "gpus_per_node", "network", "backend", "algorithm", "precision",
     "batch", "bucket_cap_mb", "overlap", "find_unused_parameters", "compression", "fabric", "ckpt_mode", "spares",
-    "ckpt_every_s", "ckpt_s", "detect_s", "mttr_h", "restart_s", "load_s", "mtti_h", NULL};
+    "ckpt_every_s", "ckpt_s", "mtbf_h", "weibull_shape", "detect_s", "mttr_h", "restart_s", "load_s", "mtti_h", NULL};
 
 static int listed(const char *const *list, const char *s) {
   for (; *list; list++)
