@@ -164,6 +164,13 @@ check "it says which shard holds the point" grep -q "point 0 is in shard 0 of 4,
 run trace_own simulate "$jobscen" --shard 0/4 --trace "$work/t0.json" -o "$work/traces" -q
 check "the shard of the traced point writes it" [ -s "$work/t0.json" ]
 
+# An array of one task: its one shard merges into the unsharded run's bytes.
+check "submit.sh with N = 1 runs" bash "$src/scripts/slurm/submit.sh" "$jobscen" "$work/one" 1 \
+  >"$work/one-submit.out" 2>&1 || cat "$work/one-submit.out" "$work"/slurm/*.log >&2
+check "the merge of one shard succeeds" [ "$(cat "$work/slurm/$(($(cat "$work/slurm/next") - 1))")" = ok ]
+check "one shard merged is the unsharded run's bytes" cmp "$work/one/shard-job-test.csv" \
+  "$work/montecarlo-whole/shard-job-test.csv"
+
 # Outside an array task the array script says how to submit it.
 env -u SLURM_ARRAY_TASK_ID bash "$src/scripts/slurm/simulate-array.sbatch" "$jobscen" "$work/none" \
   >"$work/noarray.out" 2>&1
