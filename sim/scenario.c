@@ -133,13 +133,25 @@ static int cross_check(sim_scenario *s, const config_setting_t *root) {
           "has none; calibrate across nodes, or give the network's gbps and latency_us",
           where(nd ? nd : root, w), sim_backend_name(be), s->profile_path);
   }
+  /* A traced job's host may have had more GPUs than the job used: its node
+   * holds those (the profile the importer wrote has the job's ranks). */
+  int host = 0;
+  for (int m = 0; m < s->n_models; m++)
+    if (s->models[m]->traced && s->models[m]->traced->host_devices > host)
+      host = s->models[m]->traced->host_devices;
+  if (host > node_max)
+    node_max = host;
+  char from[4200];
+  if (node_max == host)
+    snprintf(from, sizeof from, "the traced job's host");
+  else
+    snprintf(from, sizeof from, "profile '%s': its meta.ranks_per_node and one-node collectives", s->profile_path);
   for (int i = 0; i < s->n[SIM_DIM_PER_NODE]; i++)
     if (s->per_node[i] > node_max)
       return core_err_set(CORE_EINVAL,
-          "%s: devices_per_node = %lld, but profile '%s' describes nodes of %d %s%s (meta.ranks_per_node and its "
-          "one-node collectives); %s; use at most %d, or a profile of a node with more",
-          where(pn ? pn : root, w), s->per_node[i], s->profile_path, node_max, gpu ? "GPU" : "CPU rank",
-          node_max == 1 ? "" : "s",
+          "%s: devices_per_node = %lld, but a node holds %d %s%s (%s); %s; use at most %d, or a profile of a node "
+          "with more",
+          where(pn ? pn : root, w), s->per_node[i], node_max, gpu ? "GPU" : "CPU rank", node_max == 1 ? "" : "s", from,
           gpu ? "a node has no more GPUs than that, and the profile measured no intra-node link among more"
               : "its rates are each rank's share of the machine calibrated, which more ranks would divide further "
                 "(calibrate with that many ranks a node)",

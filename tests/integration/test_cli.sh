@@ -512,6 +512,15 @@ import csv, sys
 step = float(next(csv.DictReader(open(sys.argv[1])))["step_s"])
 assert abs(step - 1.265e-3) < 0.01 * 1.265e-3, step
 EOF
+# The traced host had 8 GPUs and the job used 2: a what-if on 4 or 8 of
+# them runs, on 16 (more than the host had) is refused at its line.
+sed 's/devices_per_node = 2;/devices_per_node = [2, 8];/' "$work/gpu/fx-job.cfg" >"$work/gpu/fx-x4.cfg"
+run gpu_host simulate "$work/gpu/fx-x4.cfg" -o "$work/gpu/x4" -q
+expect_status gpu_host 0
+sed 's/devices_per_node = 2;/devices_per_node = [2, 16];/' "$work/gpu/fx-job.cfg" >"$work/gpu/fx-x8.cfg"
+run gpu_beyond_host simulate "$work/gpu/fx-x8.cfg" -o "$work/gpu/x8" -q
+expect_status gpu_beyond_host 3
+expect_in gpu_beyond_host err "devices_per_node = 16, but a node holds 8 GPUs"
 run gpu_validate validate "$work/gpu/fx-job.cfg" --measured "$gpu_trace" --skip 1 --tolerance 0.02
 expect_status gpu_validate 0
 expect_in gpu_validate out "3 steps of 2 ranks"
