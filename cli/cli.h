@@ -46,10 +46,11 @@ int cli_parse_double(const char *cmd, const char *opt, const char *s, double lo,
 const char *cli_plots_dir(void);
 
 /* Render one plot kind from a CSV into out_dir (PNG and SVG); used by
- * `ddpsim plot` and `ddpsim simulate --plot`. */
-int cli_plot_render(const char *kind, const char *csv, const char *out_dir);
+ * `ddpsim plot` and `ddpsim simulate --plot`. cpu: the study's ranks are
+ * CPU ranks (a profile of device kind cpu), and the axes say so, not GPUs. */
+int cli_plot_render(const char *kind, const char *csv, const char *out_dir, int cpu);
 /* The plots a `simulate` CSV calls for (scaling, compression, goodput). */
-int cli_plot_auto(const char *csv, const char *out_dir);
+int cli_plot_auto(const char *csv, const char *out_dir, int cpu);
 
 /* The Pareto plot of an advice CSV into out_dir (title NULL: from the
  * file's name; deadline and budget 0: none drawn). */

@@ -38,7 +38,7 @@ const char cli_collective_help[] =
     "                     bucket cap and timeout from a point of a scenario\n"
     "  --point K          that point (default 0, the first row of its CSV)\n"
     "  --op OP            allreduce (default), allgather, reducescatter, broadcast\n"
-    "  -g, --ngpus G      GPUs (ranks) per node (default: the profile's ranks per node)\n"
+    "  -g, --ngpus G      GPUs (ranks) per node (default, and most: the profile's ranks per node)\n"
     "  --nodes N          nodes (default 1)\n"
     "  --network SPEC     the inter-node network, as a scenario's network group:\n"
     "                     'gbps = 400.0; latency_us = 14.0; nics_per_node = 8;'\n"
@@ -310,6 +310,18 @@ static int check_algo(const setup *u) {
   return 0;
 }
 
+/* -g within the profile's node, where the profile measured one (without an
+ * intra-node measurement the cost model says so itself). */
+static int check_node(const setup *u) {
+  int most = core_profile_node_devices(u->pr), gpu = strcmp(u->pr->device_kind, "gpu") == 0;
+  if (u->per_node <= most || !core_profile_allreduce(u->pr, sim_backend_name(u->backend), "intra"))
+    return 0;
+  return core_err_set(CORE_EUSAGE,
+      "-g %d: profile '%s' describes nodes of %d %s%s (meta.ranks_per_node and its one-node collectives); give -g %d "
+      "or fewer, and more nodes with --nodes",
+      u->per_node, u->pr_path, most, gpu ? "GPU" : "CPU rank", most == 1 ? "" : "s", most);
+}
+
 /* --backend, --algo and --timeout over what load() chose. */
 static int choose(const opts *o, setup *u) {
   if (o->backend) {
@@ -336,7 +348,8 @@ static int choose(const opts *o, setup *u) {
     return core_err_set(CORE_EUSAGE,
         "backend nccl needs GPUs, and profile '%s' describes %s devices; use --backend gloo", u->pr_path,
         u->pr->device_kind);
-  return check_algo(u);
+  int rc = check_algo(u);
+  return rc ? rc : check_node(u);
 }
 
 /* nccl-tests' getFloatStr: the most decimals (2, 1, 0) that fit the width. */

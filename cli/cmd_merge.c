@@ -10,15 +10,18 @@
 
 #include <getopt.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/stat.h>
 
 const char cli_merge_help[] = "Usage: ddpsim merge SCENARIO --shards N [-o DIR] [--profile FILE] [--plot]\n"
                               "\n"
                               "Merge the CSVs that `ddpsim simulate SCENARIO --shard I/N -o DIR` wrote\n"
                               "for I = 0 .. N-1 (DIR/NAME.shard-I-of-N.csv) into DIR/NAME.csv, the same\n"
-                              "bytes as one unsharded run. Every shard must be there and complete;\n"
-                              "otherwise nothing is written and the message names the shard to run\n"
-                              "again. scripts/slurm/simulate-array.sbatch runs the shards as a Slurm job\n"
+                              "bytes as one unsharded run. Every shard must be there and complete, and\n"
+                              "its stamp (its first line) must say it ran with shard 0's seed, on the\n"
+                              "profile and the scenario and model files this merge loads; otherwise\n"
+                              "nothing is written and the message names the shard to run again.\n"
+                              "scripts/slurm/simulate-array.sbatch runs the shards as a Slurm job\n"
                               "array and this merge after them.\n"
                               "\n"
                               "Options:\n"
@@ -72,11 +75,12 @@ int cli_cmd_merge(int argc, char **argv) {
   char csv[8192];
   snprintf(csv, sizeof csv, "%s/%s", out_dir, s->csv_name);
   rc = sim_shard_merge(s, out_dir, (int)n_shards, csv);
+  int cpu = strcmp(s->profile->device_kind, "cpu") == 0;
   sim_scenario_free(s);
   if (rc)
     return cli_fail("merge", rc);
   printf("merged %ld shard%s into %s\n", n_shards, n_shards == 1 ? "" : "s", csv);
-  if (plot && (rc = cli_plot_auto(csv, out_dir)) != 0)
+  if (plot && (rc = cli_plot_auto(csv, out_dir, cpu)) != 0)
     return cli_fail("merge", rc);
   return CLI_EXIT_OK;
 }

@@ -15,7 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-const char cli_plot_help[] = "Usage: ddpsim plot KIND CSV [-o DIR]\n"
+const char cli_plot_help[] = "Usage: ddpsim plot KIND CSV [-o DIR] [--devices gpu|cpu]\n"
                              "       ddpsim plot fit PROFILE [-o DIR]\n"
                              "\n"
                              "Draw a plot from a results CSV into DIR (default: the CSV's directory), as\n"
@@ -27,7 +27,8 @@ const char cli_plot_help[] = "Usage: ddpsim plot KIND CSV [-o DIR]\n"
                              "  goodput   goodput vs checkpoint interval with 95% intervals, Young's and\n"
                              "            Daly's optima and the best simulated interval marked, one\n"
                              "            curve per checkpoint mode and spare pool (scenarios with\n"
-                             "            failures and checkpoints, e.g. scenarios/node-failure.cfg)\n"
+                             "            failures and checkpoints, e.g. scenarios/node-failure.cfg;\n"
+                             "            none where other settings vary too, which stderr names)\n"
                              "  compression  speedup of each compression over none vs the network's line\n"
                              "            rate, one panel per node count (up to 4), break-even rates\n"
                              "            marked (scenarios sweeping ddp.compression)\n"
@@ -42,6 +43,9 @@ const char cli_plot_help[] = "Usage: ddpsim plot KIND CSV [-o DIR]\n"
                              "  fit       calibration fit: for each collective entry of a profile, the\n"
                              "            measured points over the fitted alpha-beta curve, log-log, one\n"
                              "            panel per entry (give a PROFILE instead of a CSV)\n"
+                             "\n"
+                             "--devices cpu labels the ranks of a study on a CPU profile as CPU ranks\n"
+                             "(simulate --plot and merge --plot do so by themselves); default gpu.\n"
                              "\n"
                              "Files are named after the CSV: results/x.csv -> DIR/x-MODEL-scaling.png;\n"
                              "for fit, after the profile: p/x.cfg -> DIR/x-fit.png\n";
@@ -314,6 +318,7 @@ typedef struct plot_job {
   int stem;                                /* base's length without ".csv" */
   char script[4096], a[4096], b[4096], c[1024], keys[4096], backends[64], comp[64], data[4400], breaks[4400];
   int comp_named; /* some row is compressed: the scaling plot's title names comp */
+  int cpu;        /* the ranks are CPU ranks, not GPUs */
 } plot_job;
 
 /* The script is readable, the table has the kind's columns and rows, and
@@ -564,15 +569,19 @@ static int kind_lists(const core_csv_table *t, plot_job *j) {
 static void plot_vars(const plot_job *j, const char *m, char *vars, size_t n) {
   const char *kind = j->kind, *csv = j->csv, *out_dir = j->out_dir, *base = j->base;
   int stem = j->stem;
+  /* What a rank is, for the axes and titles of the plots that count them. */
+  const char *dev = j->cpu ? "devices='CPU ranks'; device='CPU rank'; memory='memory'"
+                           : "devices='GPUs'; device='GPU'; memory='GPU memory'";
   if (!strcmp(kind, "scaling"))
-    snprintf(vars, n, "data='%s'; model='%s'; curves='%s'; colours='%s'; dashes='%s'; comp='%s'; out='%s/%.*s-%s-%s'",
-        j->data, m, j->a, j->b, j->c, j->comp_named ? j->comp : "", out_dir, stem, base, m, kind);
+    snprintf(vars, n,
+        "data='%s'; model='%s'; curves='%s'; colours='%s'; dashes='%s'; comp='%s'; %s; out='%s/%.*s-%s-%s'", j->data, m,
+        j->a, j->b, j->c, j->comp_named ? j->comp : "", dev, out_dir, stem, base, m, kind);
   else if (!strcmp(kind, "goodput"))
     snprintf(vars, n, "csv='%s'; model='%s'; modes='%s'; spares='%s'; out='%s/%.*s-%s-%s'", csv, m, j->a, j->b, out_dir,
         stem, base, m, kind);
   else if (!strcmp(kind, "fabric"))
-    snprintf(
-        vars, n, "csv='%s'; model='%s'; fabrics='%s'; out='%s/%.*s-%s-%s'", csv, m, j->a, out_dir, stem, base, m, kind);
+    snprintf(vars, n, "csv='%s'; model='%s'; fabrics='%s'; %s; out='%s/%.*s-%s-%s'", csv, m, j->a, dev, out_dir, stem,
+        base, m, kind);
   else
     snprintf(vars, n, "data='%s'; breaks='%s'; model='%s'; nodes='%s'; hooks='%s'; out='%s/%.*s-%s-%s'", j->data,
         j->breaks, m, j->a, j->b, out_dir, stem, base, m, kind);
@@ -594,9 +603,62 @@ static int drawable(const plot_job *j, const core_csv_table *t, const char *m) {
   return 0;
 }
 
+/* The columns that tell a goodput or fabric plot's points apart (its
+ * curves and x axis), and the settings a study may vary besides. */
+static const char *const goodput_key[] = {"ckpt_mode", "spares", "ckpt_every_s", NULL};
+static const char *const fabric_key[] = {"fabric", "gpus", NULL};
+static const char *const settings[] = {"nodes", "gpus_per_node", "network", "backend", "algorithm", "precision",
+    "batch", "bucket_cap_mb", "overlap", "find_unused_parameters", "compression", "fabric", "ckpt_mode", "spares",
+    "ckpt_every_s", "ckpt_s", "mtbf_h", "weibull_shape", "detect_s", "mttr_h", "restart_s", "load_s", "mtti_h", NULL};
+
+static int listed(const char *const *list, const char *s) {
+  for (; *list; list++)
+    if (!strcmp(*list, s))
+      return 1;
+  return 0;
+}
+
+/* Do two rows of model m agree on every key column? Then the plot would
+ * put both on one curve at one x: into why, the settings in which m's rows
+ * differ beyond the key. */
+static int mixes(const core_csv_table *t, const char *m, const char *const *key, char *why, size_t n) {
+  int cm = core_csv_col(t, "model"), same = 0;
+  for (long a = 0; a < t->nrows && !same; a++)
+    for (long b = a + 1; b < t->nrows && !same && !strcmp(t->rows[a][cm], m); b++) {
+      same = !strcmp(t->rows[b][cm], m);
+      for (const char *const *k = key; same && *k; k++)
+        same = !strcmp(t->rows[a][core_csv_col(t, *k)], t->rows[b][core_csv_col(t, *k)]);
+    }
+  size_t len = 0;
+  why[0] = '\0';
+  for (const char *const *c = settings; same && *c; c++) {
+    int col = core_csv_col(t, *c);
+    long first = -1, differ = 0;
+    for (long i = 0; col >= 0 && i < t->nrows && !differ; i++)
+      if (!strcmp(t->rows[i][cm], m) && !listed(key, *c)) {
+        if (first < 0)
+          first = i;
+        differ = strcmp(t->rows[i][col], t->rows[first][col]) != 0;
+      }
+    if (differ && len < n)
+      len += (size_t)snprintf(
+          why + len, n - len, "%s%s%s", len ? ", " : "", *c, !strcmp(*c, "mtti_h") ? " (the failure rate)" : "");
+  }
+  return same;
+}
+
+/* Does a row (of model m, or of any model when m is NULL) checkpoint? */
+static int checkpoints(const core_csv_table *t, const char *m) {
+  int cm = core_csv_col(t, "model"), ck = core_csv_col(t, "ckpt_mode");
+  for (long i = 0; ck >= 0 && i < t->nrows; i++)
+    if ((!m || !strcmp(t->rows[i][cm], m)) && strcmp(t->rows[i][ck], "none"))
+      return 1;
+  return 0;
+}
+
 /* One gnuplot run per model of models (space separated; cut up here); the
- * script writes PNG and SVG. A model with nothing to draw is named on
- * stderr and left out. */
+ * script writes PNG and SVG. A model with nothing to draw, or whose points
+ * the plot's curves would mix, is named on stderr and left out. */
 static int render_models(const plot_job *j, const core_csv_table *t, char *models) {
   char vars[16384], out[4400];
   int rc;
@@ -605,6 +667,24 @@ static int render_models(const plot_job *j, const core_csv_table *t, char *model
     if (!drawable(j, t, m)) {
       fprintf(stderr, "ddpsim: note: no %s plot of %s: none of its points%s%s ran (the status column)\n", j->kind, m,
           j->comp_named ? " with compression " : "", j->comp_named ? j->comp : "");
+      continue;
+    }
+    if (!strcmp(j->kind, "goodput") && !checkpoints(t, m)) {
+      fprintf(stderr,
+          "ddpsim: note: no goodput plot of %s: none of its points checkpoints (ckpt_mode none), so there is no "
+          "interval to plot against; add a checkpoint group to the scenario\n",
+          m);
+      continue;
+    }
+    const char *const *key = !strcmp(j->kind, "goodput") ? goodput_key : !strcmp(j->kind, "fabric") ? fabric_key : NULL;
+    char why[1024];
+    if (key && mixes(t, m, key, why, sizeof why)) {
+      fprintf(stderr,
+          "ddpsim: note: no %s plot of %s: its points differ in %s besides the plot's %s, and its curves would mix "
+          "them; plot a CSV of one value of each of those%s\n",
+          j->kind, m, why[0] ? why : "settings the CSV does not show",
+          key == goodput_key ? "checkpoint mode, spares and interval" : "fabric and GPUs",
+          key == goodput_key ? " (or let `ddpsim advise` find the best point)" : "");
       continue;
     }
     plot_vars(j, m, vars, sizeof vars);
@@ -616,7 +696,7 @@ static int render_models(const plot_job *j, const core_csv_table *t, char *model
   return 0;
 }
 
-int cli_plot_render(const char *kind, const char *csv, const char *out_dir) {
+int cli_plot_render(const char *kind, const char *csv, const char *out_dir, int cpu) {
   const plot_kind *k = NULL;
   for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++)
     if (!strcmp(kinds[i].name, kind))
@@ -624,7 +704,7 @@ int cli_plot_render(const char *kind, const char *csv, const char *out_dir) {
   if (!k)
     return core_err_set(
         CORE_EUSAGE, "no plot kind '%s'; the kinds are: scaling, goodput, compression, pareto, fabric, fit", kind);
-  plot_job j = {.kind = kind, .csv = csv, .out_dir = out_dir};
+  plot_job j = {.kind = kind, .csv = csv, .out_dir = out_dir, .cpu = cpu};
   snprintf(j.script, sizeof j.script, "%s/%s", cli_plots_dir(), k->script);
   if (k->own)
     return k->own(j.script, csv, out_dir);
@@ -729,33 +809,40 @@ int cli_plot_pareto(const char *csv, const char *out_dir, const char *title, dou
 /* The plots a simulate CSV calls for: failures and checkpoints give the
  * goodput plot; a fabric its own scaling plot; a compression sweep its
  * trade-off plot; otherwise scaling. */
-int cli_plot_auto(const char *csv, const char *out_dir) {
+int cli_plot_auto(const char *csv, const char *out_dir, int cpu) {
   core_csv_table t;
   int rc = core_csv_read(csv, &t);
   if (rc)
     return rc;
-  int job = core_csv_col(&t, "goodput") >= 0, fab = core_csv_col(&t, "fabric") >= 0;
+  /* Goodput against the checkpoint interval needs intervals: a job level
+   * without checkpoints (a time to train to price) is a scaling study. */
+  int job = core_csv_col(&t, "goodput") >= 0 && checkpoints(&t, NULL), fab = core_csv_col(&t, "fabric") >= 0;
   int cc = core_csv_col(&t, "compression"), many = 0;
   for (long i = 1; cc >= 0 && i < t.nrows && !many; i++)
     many = strcmp(t.rows[i][cc], t.rows[0][cc]) != 0;
   core_csv_table_free(&t);
   if (job)
-    return cli_plot_render("goodput", csv, out_dir);
-  if ((rc = cli_plot_render(fab ? "fabric" : "scaling", csv, out_dir)) != 0)
+    return cli_plot_render("goodput", csv, out_dir, cpu);
+  if ((rc = cli_plot_render(fab ? "fabric" : "scaling", csv, out_dir, cpu)) != 0)
     return rc;
-  return many ? cli_plot_render("compression", csv, out_dir) : 0;
+  return many ? cli_plot_render("compression", csv, out_dir, cpu) : 0;
 }
 
 int cli_cmd_plot(int argc, char **argv) {
-  static const struct option opts[] = {
-      {"out", required_argument, NULL, 'o'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+  static const struct option opts[] = {{"out", required_argument, NULL, 'o'}, {"devices", required_argument, NULL, 'd'},
+      {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
   const char *out = NULL;
-  int c;
+  int c, cpu = 0;
   optind = 1;
   opterr = 0;
   while ((c = getopt_long(argc, argv, ":o:h", opts, NULL)) != -1) {
     switch (c) {
     case 'o': out = optarg; break;
+    case 'd':
+      if (strcmp(optarg, "gpu") && strcmp(optarg, "cpu"))
+        return cli_usage("plot", "--devices expects gpu or cpu (what the study's ranks are), got '%s'", optarg);
+      cpu = !strcmp(optarg, "cpu");
+      break;
     case 'h': fputs(cli_plot_help, stdout); return CLI_EXIT_OK;
     case ':': return cli_usage("plot", "option %s needs a value", argv[optind - 1]);
     default: return cli_usage("plot", "unknown option '%s'", argv[optind - 1]);
@@ -769,6 +856,6 @@ int cli_cmd_plot(int argc, char **argv) {
   if (!out && (rc = core_path_dir(csv, dir, sizeof dir)) == 0)
     out = dir;
   if (rc == 0)
-    rc = cli_plot_render(argv[optind], csv, out);
+    rc = cli_plot_render(argv[optind], csv, out, cpu);
   return rc ? cli_fail("plot", rc) : CLI_EXIT_OK;
 }

@@ -77,7 +77,7 @@ static int parse_shard(const char *s, int *shard, int *n_shards) {
 typedef struct opts {
   const char *out_dir, *trace, *profile, *tensorboard;
   long seed, jobs, trace_point, trace_ranks;
-  int shard, n_shards, plot, quiet, progress, trace_opts;
+  int shard, n_shards, sharded, plot, quiet, progress, trace_opts; /* sharded: --shard given, even 0/1 */
 } opts;
 
 /* One option c with argument arg: 0, 1 after --help, or an exit status for
@@ -90,6 +90,7 @@ static int parse_opt(int c, const char *arg, char **argv, opts *o) {
   case 'S':
     if (parse_shard(arg, &o->shard, &o->n_shards) != 0)
       return cli_usage("simulate", "--shard expects I/N with 0 <= I < N <= 1000000, e.g. --shard 0/4, got '%s'", arg);
+    o->sharded = 1;
     return 0;
   case 't': o->trace = arg; return 0;
   case 'P':
@@ -133,10 +134,10 @@ static int parse_args(int argc, char **argv, opts *o) {
   if (o->trace_opts && !o->trace)
     return cli_usage(
         "simulate", "--trace-point and --trace-ranks choose what --trace FILE writes; give --trace FILE too");
-  if (o->plot && o->n_shards > 1)
+  if (o->plot && o->sharded)
     return cli_usage("simulate", "--plot draws the whole study, which one shard does not hold; merge the shards with "
                                  "`ddpsim merge SCENARIO --shards N --plot`");
-  if (o->tensorboard && o->n_shards > 1)
+  if (o->tensorboard && o->sharded)
     return cli_usage("simulate",
         "--tensorboard writes the whole study's curves, which one shard does not hold; run it without --shard");
   return 0;
@@ -168,9 +169,14 @@ static int run(sim_scenario *s, const opts *o, const char *csv) {
         CORE_EUSAGE, "--trace %s is the CSV this run writes (%s); name another file for the trace", o->trace, csv);
   if (o->tensorboard && (rc = sim_tb_check(s, o->tensorboard)) != 0)
     return rc;
+  /* A shard is stamped with the files as they were when it started. */
+  char stamp[256];
+  if (o->sharded && (rc = sim_shard_stamp(s, o->shard, o->n_shards, stamp, sizeof stamp)) != 0)
+    return rc;
   if ((rc = sim_sweep_run(s, &so, &w)) != 0)
     return rc;
-  if ((rc = core_mkdirs(o->out_dir)) != 0 || (rc = sim_sweep_write_csv(s, &w, csv, o->shard == 0)) != 0)
+  if ((rc = core_mkdirs(o->out_dir)) != 0 ||
+      (rc = sim_sweep_write_csv(s, &w, csv, o->shard == 0, o->sharded ? stamp : NULL)) != 0)
     goto out_sweep;
   if (o->tensorboard && (rc = sim_tb_write(s, &w, o->tensorboard)) != 0)
     goto out_sweep;
@@ -240,16 +246,25 @@ int cli_cmd_simulate(int argc, char **argv) {
     s->seed = (uint64_t)o.seed;
   warn_measured_comm(s);
   warn_unsized_activations(s);
+  /* Every task of an array may be given --trace: the shard that holds the
+   * point writes it, the others say so. */
+  if (o.trace && o.sharded && o.trace_point < sim_scenario_points(s) &&
+      !sim_shard_owns(s, o.shard, o.n_shards, o.trace_point))
+    fprintf(stderr,
+        "ddpsim simulate: note: point %ld is in shard %ld of %d, not this shard (%d): this shard writes no trace "
+        "%s\n",
+        o.trace_point, (o.trace_point / sim_shard_job_points(s)) % o.n_shards, o.n_shards, o.shard, o.trace);
   char csv[8192];
-  if (o.n_shards > 1)
+  if (o.sharded)
     sim_shard_csv_path(s, o.out_dir, o.shard, o.n_shards, csv, sizeof csv);
   else
     snprintf(csv, sizeof csv, "%s/%s", o.out_dir, s->csv_name);
   rc = run(s, &o, csv);
+  int cpu = strcmp(s->profile->device_kind, "cpu") == 0;
   sim_scenario_free(s);
   if (rc)
     return cli_fail("simulate", rc);
-  if (o.plot && o.n_shards == 1 && (rc = cli_plot_auto(csv, o.out_dir)) != 0)
+  if (o.plot && !o.sharded && (rc = cli_plot_auto(csv, o.out_dir, cpu)) != 0)
     return cli_fail("simulate", rc);
   return CLI_EXIT_OK;
 }

@@ -766,6 +766,14 @@ const core_prof_fit *core_prof_coll_fit(const core_prof_coll *c, double bytes) {
   return &c->fits[c->n_fits - 1];
 }
 
+int core_profile_node_devices(const core_profile *p) {
+  int n = p->ranks_per_node;
+  for (int i = 0; i < p->n_colls; i++)
+    if (p->colls[i].nodes == 1 && p->colls[i].ranks > n)
+      n = p->colls[i].ranks;
+  return n;
+}
+
 const core_prof_coll *core_profile_allreduce(const core_profile *p, const char *backend, const char *scope) {
   static const char *const pref[] = {
       "ring", "segmented_ring", "ring_chunked", "halving_doubling", "bcube", "gloo_ring", "tree", NULL};

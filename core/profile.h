@@ -171,6 +171,12 @@ const core_prof_coll *core_profile_coll(
 /* The allreduce measurement to derive a backend's per-link α and β from, for
  * scope "intra" or "inter": ring first, then the other algorithms. */
 const core_prof_coll *core_profile_allreduce(const core_profile *p, const char *backend, const char *scope);
+/* Devices (ranks) a node of this profile has: the larger of
+ * meta.ranks_per_node and the ranks of its one-node collective entries. A
+ * scenario may not put more on a node: the profile says nothing of such a
+ * node (a GPU node has that many GPUs; a CPU rank's rates are its share of
+ * the machine calibrated). */
+int core_profile_node_devices(const core_profile *p);
 /* The fit that covers `bytes` (the last one for sizes beyond the range). */
 const core_prof_fit *core_prof_coll_fit(const core_prof_coll *c, double bytes);
 

@@ -12,16 +12,22 @@
 #   csv      the results file
 #   model    the model to draw (one file per model)
 #   fabrics  space-separated fabric names, in CSV order (the first: baseline)
+#   devices  what a rank is, plural and singular, and where it must fit: 'GPUs',
+#            device 'GPU', memory 'GPU memory' (the default), or 'CPU ranks',
+#            'CPU rank', 'memory' for a study on a CPU profile
 #   out      output path without extension; writes out.png and out.svg
 #   png, svg the files written (ddpsim passes temp files, renamed
 #            once gnuplot succeeds); default out.png and out.svg
 if (!exists("png")) png = out.".png"
 if (!exists("svg")) svg = out.".svg"
+if (!exists("devices")) devices = "GPUs"
+if (!exists("device")) device = "GPU"
+if (!exists("memory")) memory = "GPU memory"
 set datafile separator ","
 set datafile columnheaders
 set grid
 set logscale x 2
-set xlabel "GPUs"
+set xlabel devices
 set pointsize 0.8
 
 sel(f) = (strcol("model") eq model && strcol("fabric") eq f && strcol("status") eq "ok")
@@ -60,11 +66,11 @@ do for [fmt in "png svg"] {
     set terminal svg size 1500,1040 dynamic font ",10"
   }
   set output (fmt eq "png" ? png : svg)
-  set multiplot layout 2,2 title sprintf("%s: data-parallel scaling by fabric (points that time out or do not fit in GPU memory are left out)", model)
+  set multiplot layout 2,2 title sprintf("%s: data-parallel scaling by fabric (points that time out or do not fit in %s are left out)", model, memory)
 
   unset key
   set title "scaling efficiency (curves that coincide are equal: see below)"
-  set ylabel "scaling efficiency (vs one GPU)"
+  set ylabel "scaling efficiency (vs one ".device.")"
   set yrange [*:1.0]
   plot for [i=1:nf] csv \
        using (sel(word(fabrics,i)) ? column("gpus") : NaN):(column("scaling_eff")) \

@@ -13,17 +13,23 @@
 #   dashes    each curve's dash type: one per backend (points differ too)
 #   comp      the compression drawn ("none" when the study sweeps it; "" when no
 #             row is compressed)
+#   devices   what a rank is, plural and singular, and where it must fit: 'GPUs',
+#             device 'GPU', memory 'GPU memory' (the default), or 'CPU ranks',
+#             'CPU rank', 'memory' for a study on a CPU profile
 #   out       output path without extension; writes out.png and out.svg
 #   png, svg  the files written (ddpsim passes temp files, renamed
 #             once gnuplot succeeds); default out.png and out.svg
 if (!exists("png")) png = out.".png"
 if (!exists("svg")) svg = out.".svg"
+if (!exists("devices")) devices = "GPUs"
+if (!exists("device")) device = "GPU"
+if (!exists("memory")) memory = "GPU memory"
 set datafile separator ","
 set datafile columnheaders
 set key outside right top box noenhanced
 set grid
 set logscale x 2
-set xlabel "GPUs"
+set xlabel devices
 set pointsize 0.8
 
 sel(c) = (strcol("model") eq model && strcol("curve") eq c)
@@ -39,8 +45,8 @@ do for [fmt in "png svg"] {
     set terminal svg size 1500,620 dynamic font ",10"
   }
   set output (fmt eq "png" ? png : svg)
-  set multiplot layout 1,2 title sprintf("%s: data-parallel scaling%s (points that time out or do not fit in GPU memory are left out)", model, \
-      comp eq "" ? "" : sprintf(", compression %s", comp)) noenhanced
+  set multiplot layout 1,2 title sprintf("%s: data-parallel scaling%s (points that time out or do not fit in %s are left out)", model, \
+      comp eq "" ? "" : sprintf(", compression %s", comp), memory) noenhanced
 
   set ylabel "throughput (samples/s)"
   set logscale y
@@ -49,7 +55,7 @@ do for [fmt in "png svg"] {
        using (sel(word(curves,i)) ? column("gpus") : NaN):(column("samples_per_s")) \
        with linespoints lc lc_of(i) dt dt_of(i) pt pt_of(i) title word(curves,i)
 
-  set ylabel "scaling efficiency (vs one GPU)"
+  set ylabel "scaling efficiency (vs one ".device.")"
   unset logscale y
   set yrange [0:1.05]
   plot for [i=1:words(curves)] data \

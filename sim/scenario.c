@@ -90,7 +90,7 @@ static int cross_check(sim_scenario *s, const config_setting_t *root) {
   const config_setting_t *pn = cl ? config_setting_get_member(cl, "devices_per_node") : NULL;
   const config_setting_t *nd = cl ? config_setting_get_member(cl, "nodes") : NULL;
   const core_profile *p = s->profile;
-  int gpu = strcmp(p->device_kind, "gpu") == 0;
+  int gpu = strcmp(p->device_kind, "gpu") == 0, node_max = core_profile_node_devices(p);
 
   for (int b = 0; b < s->n[SIM_DIM_BACKEND]; b++) {
     enum sim_backend be = s->backends[b];
@@ -133,6 +133,29 @@ static int cross_check(sim_scenario *s, const config_setting_t *root) {
           "has none; calibrate across nodes, or give the network's gbps and latency_us",
           where(nd ? nd : root, w), sim_backend_name(be), s->profile_path);
   }
+  /* A traced job's host may have had more GPUs than the job used: its node
+   * holds those (the profile the importer wrote has the job's ranks). */
+  int host = 0;
+  for (int m = 0; m < s->n_models; m++)
+    if (s->models[m]->traced && s->models[m]->traced->host_devices > host)
+      host = s->models[m]->traced->host_devices;
+  if (host > node_max)
+    node_max = host;
+  char from[4200];
+  if (node_max == host)
+    snprintf(from, sizeof from, "the traced job's host");
+  else
+    snprintf(from, sizeof from, "profile '%s': its meta.ranks_per_node and one-node collectives", s->profile_path);
+  for (int i = 0; i < s->n[SIM_DIM_PER_NODE]; i++)
+    if (s->per_node[i] > node_max)
+      return core_err_set(CORE_EINVAL,
+          "%s: devices_per_node = %lld, but a node holds %d %s%s (%s); %s; use at most %d, or a profile of a node "
+          "with more",
+          where(pn ? pn : root, w), s->per_node[i], node_max, gpu ? "GPU" : "CPU rank", node_max == 1 ? "" : "s", from,
+          gpu ? "a node has no more GPUs than that, and the profile measured no intra-node link among more"
+              : "its rates are each rank's share of the machine calibrated, which more ranks would divide further "
+                "(calibrate with that many ranks a node)",
+          node_max);
   return check_compute(s, root);
 }
 

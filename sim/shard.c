@@ -1,10 +1,14 @@
 #include "shard.h"
 
+#include "sim/fabric.h"
+
 #include "core/afile.h"
 #include "core/err.h"
 #include "core/path.h"
 
 #include <errno.h>
+#include <isa-l/crc64.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +27,51 @@ int sim_shard_owns(const sim_scenario *s, int shard, int n_shards, long index) {
 void sim_shard_csv_path(const sim_scenario *s, const char *dir, int shard, int n_shards, char *buf, size_t n) {
   int stem = core_path_stem_len(s->csv_name, ".csv");
   snprintf(buf, n, "%s/%.*s.shard-%d-of-%d.csv", dir, stem, s->csv_name, shard, n_shards);
+}
+
+/* Chain the CRC-64 of path's bytes onto *crc. */
+static int crc_file(const char *path, uint64_t *crc) {
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return core_err_errno(errno, "cannot read %s to stamp the shard with it", path);
+  unsigned char buf[1 << 16];
+  size_t got;
+  while ((got = fread(buf, 1, sizeof buf, f)) > 0)
+    *crc = crc64_ecma_refl(*crc, buf, got);
+  int err = ferror(f);
+  fclose(f);
+  return err ? core_err_set(CORE_EIO, "cannot read %s to stamp the shard with it", path) : 0;
+}
+
+/* What a shard was computed from: its place, its seed, the CRC-64 of its
+ * profile and of its scenario and model files. */
+typedef struct stamp {
+  int shard, n_shards;
+  unsigned long long seed, profile, inputs;
+} stamp;
+
+static int stamp_of(const sim_scenario *s, int shard, int n_shards, stamp *t) {
+  uint64_t profile = 0, inputs = 0;
+  int rc = crc_file(s->profile->path, &profile);
+  if (!rc)
+    rc = crc_file(s->path, &inputs);
+  for (int m = 0; !rc && m < s->n_models; m++)
+    rc = crc_file(s->models[m]->path, &inputs);
+  for (int f = 0; !rc && f < s->n_fabrics; f++)
+    for (int j = 0; !rc && j < s->fabrics[f].n_jobs; j++)
+      rc = crc_file(s->fabrics[f].jobs[j].model->path, &inputs);
+  *t = (stamp){shard, n_shards, (unsigned long long)s->seed, profile, inputs};
+  return rc;
+}
+
+#define STAMP_FMT "# ddpsim shard %d/%d: seed %llu, profile %016llx, scenario and models %016llx"
+
+int sim_shard_stamp(const sim_scenario *s, int shard, int n_shards, char *buf, size_t n) {
+  stamp t;
+  int rc = stamp_of(s, shard, n_shards, &t);
+  if (!rc)
+    snprintf(buf, n, STAMP_FMT, t.shard, t.n_shards, t.seed, t.profile, t.inputs);
+  return rc;
 }
 
 /* A shard's file as lines (each with its newline). */
@@ -95,13 +144,60 @@ static int row_is_point(const sim_scenario *s, long index, const char *row, size
   return n > 0 && (size_t)n < sizeof key && (size_t)n <= len && memcmp(row, key, (size_t)n) == 0;
 }
 
+/* Shard k's stamp (its first line) against the merge's own (mine: place,
+ * profile, files) and shard 0's seed. */
+static int check_stamp(const sim_scenario *s, const shard_file *f, int k, const stamp *mine, stamp *got) {
+  int end = 0;
+  if (sscanf(f->text, STAMP_FMT "%n", &got->shard, &got->n_shards, &got->seed, &got->profile, &got->inputs, &end) !=
+          5 ||
+      !end || f->text[end] != '\n')
+    return core_err_set(CORE_EINVAL,
+        "%s:1: no shard stamp ('# ddpsim shard I/N: seed ...'); it is not a shard that `ddpsim simulate --shard` "
+        "wrote, or one of an older ddpsim; run its task again",
+        f->path);
+  if (got->shard != k || got->n_shards != mine->n_shards)
+    return core_err_set(CORE_EINVAL,
+        "%s:1: the stamp says shard %d of %d, not %d of %d; was the file renamed or copied? Run shard %d's task again",
+        f->path, got->shard, got->n_shards, k, mine->n_shards, k);
+  if (got->profile != mine->profile)
+    return core_err_set(CORE_EINVAL,
+        "%s:1: shard %d was run on another profile than '%s', which this merge loads; give merge the --profile the "
+        "shards were run with (simulate --profile), or run the shard again",
+        f->path, k, s->profile->path);
+  if (got->inputs != mine->inputs)
+    return core_err_set(CORE_EINVAL,
+        "%s:1: shard %d was run on another version of %s or of its model files (they changed since); run its task "
+        "again",
+        f->path, k, s->path);
+  return 0;
+}
+
+static int check_stamps(const sim_scenario *s, shard_file *sh, int n) {
+  stamp mine, got, first = {0};
+  int rc = stamp_of(s, 0, n, &mine);
+  for (int k = 0; k < n && !rc; k++) {
+    if ((rc = check_stamp(s, &sh[k], k, &mine, &got)) != 0)
+      break;
+    if (k == 0)
+      first = got;
+    else if (got.seed != first.seed)
+      rc = core_err_set(CORE_EINVAL,
+          "%s:1: shard %d was run with seed %llu, shard 0 (%s) with seed %llu (--seed or simulation.seed); run "
+          "every shard with the same seed",
+          sh[k].path, k, got.seed, sh[0].path, first.seed);
+  }
+  return rc;
+}
+
 static int write_merged(const sim_scenario *s, shard_file *sh, int n, long configs, long J, const char *out) {
   core_afile a;
   int rc = core_afile_open(&a, out);
   if (rc)
     return rc;
-  fwrite(sh[0].text, 1, sh[0].start[1], a.f);
-  sh[0].next = 1;
+  /* Line 0 of every shard is its stamp; shard 0's line 1 the header. */
+  fwrite(sh[0].text + sh[0].start[1], 1, sh[0].start[2] - sh[0].start[1], a.f);
+  for (int k = 0; k < n; k++)
+    sh[k].next = k == 0 ? 2 : 1;
   for (long c = 0; c < configs; c++) {
     shard_file *f = &sh[c % n];
     size_t from = f->start[f->next], to = f->start[f->next + J];
@@ -133,13 +229,15 @@ int sim_shard_merge(const sim_scenario *s, const char *dir, int n_shards, const 
     sim_shard_csv_path(s, dir, k, n_shards, sh[k].path, sizeof sh[k].path);
     if ((rc = read_lines(&sh[k])) != 0)
       break;
-    long want = configs_of(configs, k, n_shards) * J + (k == 0);
+    long want = configs_of(configs, k, n_shards) * J + (k == 0) + 1;
     if (sh[k].n_lines != want)
       rc = core_err_set(CORE_EINVAL,
-          "%s holds %ld lines, but shard %d of %d of %s has %ld%s; was it written by another version of the scenario, "
-          "or cut short? Run its task again",
-          sh[k].path, sh[k].n_lines, k, n_shards, s->path, want, k == 0 ? " (with the header)" : "");
+          "%s holds %ld lines, but shard %d of %d of %s has %ld (with the stamp%s); was it written by another "
+          "version of the scenario, or cut short? Run its task again",
+          sh[k].path, sh[k].n_lines, k, n_shards, s->path, want, k == 0 ? " and the header" : "");
   }
+  if (!rc)
+    rc = check_stamps(s, sh, n_shards);
   if (!rc)
     rc = write_merged(s, sh, n_shards, configs, J, out);
   for (int k = 0; k < n_shards; k++)

@@ -27,12 +27,13 @@ enum { N_STEP_COLUMNS = (int)(sizeof step_columns / sizeof *step_columns) };
 
 /* Extra columns of scenarios with a job level; each metric of the job
  * level is followed by its 95% interval as _lo and _hi. */
-static const char *const job_columns[] = {"ckpt_mode", "ckpt_every_s", "spares", "replications", "ckpt_s", "detect_s",
-    "mttr_h", "restart_s", "load_s", "load_read_s", "load_exchange_s", "mtti_h", "time_to_train_h",
-    "time_to_train_h_lo", "time_to_train_h_hi", "goodput", "goodput_lo", "goodput_hi", "ettr", "ettr_lo", "ettr_hi",
-    "failures", "failures_lo", "failures_hi", "waste_ckpt_h", "waste_ckpt_h_lo", "waste_ckpt_h_hi", "waste_lost_h",
-    "waste_lost_h_lo", "waste_lost_h_hi", "waste_restart_h", "waste_restart_h_lo", "waste_restart_h_hi", "young_s",
-    "daly_s", "best_every_s", "best_goodput_lo", "best_goodput_hi", "ties_every_s", "unfinished", "unfinished_why"};
+static const char *const job_columns[] = {"ckpt_mode", "ckpt_every_s", "spares", "replications", "ckpt_s", "mtbf_h",
+    "weibull_shape", "detect_s", "mttr_h", "restart_s", "load_s", "load_read_s", "load_exchange_s", "mtti_h",
+    "time_to_train_h", "time_to_train_h_lo", "time_to_train_h_hi", "goodput", "goodput_lo", "goodput_hi", "ettr",
+    "ettr_lo", "ettr_hi", "failures", "failures_lo", "failures_hi", "waste_ckpt_h", "waste_ckpt_h_lo",
+    "waste_ckpt_h_hi", "waste_lost_h", "waste_lost_h_lo", "waste_lost_h_hi", "waste_restart_h", "waste_restart_h_lo",
+    "waste_restart_h_hi", "young_s", "daly_s", "best_every_s", "best_goodput_lo", "best_goodput_hi", "ties_every_s",
+    "unfinished", "unfinished_why"};
 enum { N_JOB_COLUMNS = (int)(sizeof job_columns / sizeof *job_columns) };
 
 /* Columns of a study with prices: its price per hour, then the cost of the
@@ -469,8 +470,14 @@ static void write_job_cells(core_csv *c, const sim_scenario *s, const sim_point_
   core_csv_num(c, r->ckpt_every_s);
   core_csv_int(c, p->spares);
   core_csv_int(c, r->job.replications);
-  const double nums[] = {r->ckpt_block_s, r->detect_s, r->mttr_h, r->restart_s, r->load_s, r->load_read_s,
-      r->load_exchange_s, r->job.mtti_s / 3600.0};
+  core_csv_num(c, r->ckpt_block_s);
+  /* The failure rate as the scenario sweeps it: mtbf_h, or a Weibull's
+   * scale and shape; empty for a schedule or no failures. */
+  int dist = s->job.fail_dist;
+  core_csv_num(c, dist == SIM_FAIL_EXPONENTIAL || dist == SIM_FAIL_WEIBULL ? p->fail_rate_h : NAN);
+  core_csv_num(c, dist == SIM_FAIL_WEIBULL ? p->weibull_shape : NAN);
+  const double nums[] = {
+      r->detect_s, r->mttr_h, r->restart_s, r->load_s, r->load_read_s, r->load_exchange_s, r->job.mtti_s / 3600.0};
   for (size_t k = 0; k < sizeof nums / sizeof *nums; k++)
     core_csv_num(c, nums[k]);
   for (int k = 0; k < SIM_JOB_N_METRICS; k++) {
@@ -540,13 +547,16 @@ static void write_step_cells(core_csv *c, const sim_point_result *r) {
   core_csv_str(c, r->status);
 }
 
-int sim_sweep_write_csv(const sim_scenario *s, const sim_sweep *w, const char *path, int with_header) {
+int sim_sweep_write_csv(
+    const sim_scenario *s, const sim_sweep *w, const char *path, int with_header, const char *stamp) {
   core_csv c;
   int rc, job = s->job.present, priced = s->prices.priced, fab = s->n_fabrics > 0;
   memset(&c, 0, sizeof c);
   if ((rc = core_afile_open(&c.a, path)) != 0)
     return rc;
   c.ncols = N_STEP_COLUMNS + (fab ? N_FABRIC_COLUMNS : 0) + (job ? N_JOB_COLUMNS : 0) + (priced ? (job ? 4 : 2) : 0);
+  if (stamp)
+    fprintf(c.a.f, "%s\n", stamp);
   if (with_header)
     write_header(c.a.f, fab, job, priced);
   for (long i = 0; i < w->n; i++) {

@@ -38,9 +38,11 @@ typedef struct sim_sweep {
 int sim_sweep_run(const sim_scenario *s, const sim_sweep_opts *o, sim_sweep *out);
 void sim_sweep_free(sim_sweep *w);
 
-/* Write rows to path atomically; with_header 0 for shards after the first.
- * A study with a job level has its columns; one with prices, the cost
- * columns (scenarios/README.md lists them). */
-int sim_sweep_write_csv(const sim_scenario *s, const sim_sweep *w, const char *path, int with_header);
+/* Write rows to path atomically; with_header 0 for shards after the first;
+ * stamp, when not NULL, a line written first (a shard's, sim/shard.h). A
+ * study with a job level has its columns; one with prices, the cost columns
+ * (scenarios/README.md lists them). */
+int sim_sweep_write_csv(
+    const sim_scenario *s, const sim_sweep *w, const char *path, int with_header, const char *stamp);
 
 #endif

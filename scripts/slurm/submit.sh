@@ -27,7 +27,17 @@ mkdir -p "$out"
 # shellcheck disable=SC2086  # SBATCH_ARGS is a list of options
 array=$(sbatch --parsable ${SBATCH_ARGS:-} --array="0-$((n - 1))" "$here/simulate-array.sbatch" "$scenario" "$out" "$@")
 array=${array%%;*}
+# The merge loads the profile the shards ran on (it checks their stamps against it).
+profile=()
+while [ $# -gt 0 ]; do
+  case $1 in
+    --profile) [ $# -ge 2 ] && profile=(--profile "$2") && shift ;;
+    --profile=*) profile=("$1") ;;
+  esac
+  shift
+done
 # shellcheck disable=SC2086  # MERGE_ARGS too
-merge=$(sbatch --parsable ${SBATCH_ARGS:-} --dependency="afterok:$array" "$here/merge.sbatch" "$scenario" "$out" "$n" ${MERGE_ARGS---plot})
+merge=$(sbatch --parsable ${SBATCH_ARGS:-} --dependency="afterok:$array" "$here/merge.sbatch" "$scenario" "$out" "$n" \
+  "${profile[@]}" ${MERGE_ARGS---plot})
 merge=${merge%%;*}
 echo "submitted shards as job array $array and the merge as job $merge; the study lands in $out"

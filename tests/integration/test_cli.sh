@@ -334,12 +334,16 @@ checks=$((checks + 1))
 if [ ! -s "$s0" ] || [ ! -s "$s1" ]; then
   fail "shards: missing $s0 or $s1"
 else
-  # Shard 0 carries the header, shard 1 only rows, so they concatenate.
+  # Each shard begins with its stamp; shard 0 then carries the header, shard
+  # 1 only rows, so without their stamps they concatenate.
   checks=$((checks + 1))
-  [ "$(head -n 1 "$s0")" = "$(head -n 1 "$whole")" ] || fail "shards: shard 0 has no header"
+  [ "$(sed -n 2p "$s0")" = "$(head -n 1 "$whole")" ] || fail "shards: shard 0 has no header after its stamp"
   checks=$((checks + 1))
   ! grep -q '^model,' "$s1" || fail "shards: shard 1 repeats the header"
-  cat "$s0" "$s1" >"$work/shards/concat.csv"
+  checks=$((checks + 1))
+  [ "$(head -c 16 "$s0")" = "# ddpsim shard 0" ] && [ "$(head -c 16 "$s1")" = "# ddpsim shard 1" ] ||
+    fail "shards: a shard does not begin with its stamp"
+  grep -hv '^# ddpsim shard ' "$s0" "$s1" >"$work/shards/concat.csv"
   checks=$((checks + 1))
   if ! diff <(sort "$work/shards/concat.csv") <(sort "$whole") >"$work/shards/diff.txt"; then
     fail "shards: concatenated shards differ from the whole study as a multiset of rows ($(head -c 400 "$work/shards/diff.txt"))"
@@ -508,6 +512,15 @@ import csv, sys
 step = float(next(csv.DictReader(open(sys.argv[1])))["step_s"])
 assert abs(step - 1.265e-3) < 0.01 * 1.265e-3, step
 EOF
+# The traced host had 8 GPUs and the job used 2: a what-if on 4 or 8 of
+# them runs, on 16 (more than the host had) is refused at its line.
+sed 's/devices_per_node = 2;/devices_per_node = [2, 8];/' "$work/gpu/fx-job.cfg" >"$work/gpu/fx-x4.cfg"
+run gpu_host simulate "$work/gpu/fx-x4.cfg" -o "$work/gpu/x4" -q
+expect_status gpu_host 0
+sed 's/devices_per_node = 2;/devices_per_node = [2, 16];/' "$work/gpu/fx-job.cfg" >"$work/gpu/fx-x8.cfg"
+run gpu_beyond_host simulate "$work/gpu/fx-x8.cfg" -o "$work/gpu/x8" -q
+expect_status gpu_beyond_host 3
+expect_in gpu_beyond_host err "devices_per_node = 16, but a node holds 8 GPUs"
 run gpu_validate validate "$work/gpu/fx-job.cfg" --measured "$gpu_trace" --skip 1 --tolerance 0.02
 expect_status gpu_validate 0
 expect_in gpu_validate out "3 steps of 2 ranks"

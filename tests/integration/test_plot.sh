@@ -70,4 +70,55 @@ check "a model that only timed out does not fail the plot" [ "$status" -eq 0 ]
 check "the other model is drawn" [ -s "$work/o3/late-m-scaling.png" ]
 check "none is drawn for it" [ ! -e "$work/o3/late-late-scaling.png" ]
 check "it says why" grep -q "no scaling plot of late: none of its points ran" "$work/all_late.err"
+
+# A goodput plot draws one curve per checkpoint mode and spare pool: rows
+# that differ in another setting (here the failure rate, mtti_h) would share
+# its curves, so the plot is left out with a note naming the setting; one
+# failure rate is drawn.
+printf '%s\n' model,ckpt_mode,spares,ckpt_every_s,mtti_h,goodput,goodput_lo,goodput_hi,young_s,daly_s,best_every_s,status \
+  m,sync,0,300,15.6,0.76,0.75,0.77,649,646,900,ok m,sync,0,900,15.6,0.77,0.76,0.78,649,646,900,ok \
+  m,sync,0,300,98.9,0.95,0.94,0.96,1632,1629,900,ok m,sync,0,900,98.9,0.96,0.95,0.97,1632,1629,900,ok \
+  >"$work/mtbf.csv"
+run mixed_goodput plot goodput "$work/mtbf.csv" -o "$work/o7"
+check "a goodput plot of two failure rates succeeds" [ "$status" -eq 0 ]
+check "it draws nothing that mixes them" [ ! -e "$work/o7/mtbf-m-goodput.png" ]
+check "it names the setting that differs" grep -q "no goodput plot of m: its points differ in mtti_h (the failure rate)" \
+  "$work/mixed_goodput.err"
+head -n 3 "$work/mtbf.csv" >"$work/one-mtbf.csv"
+run one_goodput plot goodput "$work/one-mtbf.csv" -o "$work/o7"
+check "one failure rate is drawn" [ -s "$work/o7/one-mtbf-m-goodput.png" ]
+
+# Ranks are labelled by what they are: a study on a CPU profile (simulate
+# --plot, merge --plot, or plot --devices cpu) counts CPU ranks, a GPU
+# study GPUs.
+printf '%s\n' 'name = "cpu-plot";' "profile = \"$src/scenarios/profiles/example-2core.cfg\";" \
+  "model = \"$src/scenarios/models/mlp-small.cfg\";" 'training = { batch = 16; };' \
+  'cluster = { nodes = [1, 2, 4]; devices_per_node = 2; };' \
+  'networks = ( { name = "1GbE"; gbps = 1.0; latency_us = 30.0; } );' >"$work/cpu-plot.cfg"
+run cpu_plot simulate "$work/cpu-plot.cfg" -o "$work/o4" -q --plot
+check "a CPU study plots" [ "$status" -eq 0 ]
+check "its axis counts CPU ranks" grep -q "CPU ranks" "$work/o4/cpu-plot-mlp-small-scaling.svg"
+check "its efficiency is against one CPU rank" grep -q "vs one CPU rank" "$work/o4/cpu-plot-mlp-small-scaling.svg"
+check "it names no GPU" [ "$(grep -c GPU "$work/o4/cpu-plot-mlp-small-scaling.svg")" -eq 0 ]
+for i in 0 1; do run "cpu_shard$i" simulate "$work/cpu-plot.cfg" --shard "$i/2" -o "$work/o5" -q; done
+run cpu_merge merge "$work/cpu-plot.cfg" --shards 2 -o "$work/o5" --plot
+check "a merged CPU study plots CPU ranks" grep -q "CPU ranks" "$work/o5/cpu-plot-mlp-small-scaling.svg"
+run cpu_devices plot scaling "$work/o4/cpu-plot.csv" -o "$work/o6" --devices cpu
+check "plot --devices cpu counts CPU ranks" grep -q "CPU ranks" "$work/o6/cpu-plot-mlp-small-scaling.svg"
+check "a GPU CSV's axis counts GPUs" grep -q ">GPUs<" "$work/o1/scal-m-scaling.svg"
+run bad_devices plot scaling "$work/scal.csv" -o "$work/o6" --devices tpu
+check "plot --devices tpu is a usage error" [ "$status" -eq 2 ]
+check "it says what --devices takes" grep -q "devices expects gpu or cpu" "$work/bad_devices.err"
+
+# A job level without checkpoints (a time to train, as advise prices it) has
+# no interval to plot goodput against: simulate --plot draws its scaling,
+# and plot goodput says why it draws nothing.
+{ cat "$work/cpu-plot.cfg"; echo 'job = { hours = 10.0; };'; } | sed 's/"cpu-plot"/"cpu-job"/' >"$work/cpu-job.cfg"
+run job_plot simulate "$work/cpu-job.cfg" -o "$work/o8" -q --plot
+check "a job level without checkpoints plots" [ "$status" -eq 0 ]
+check "its scaling is drawn" [ -s "$work/o8/cpu-job-mlp-small-scaling.png" ]
+check "no goodput plot is drawn" [ ! -e "$work/o8/cpu-job-mlp-small-goodput.png" ]
+run job_goodput plot goodput "$work/o8/cpu-job.csv" -o "$work/o8"
+check "plot goodput of it succeeds" [ "$status" -eq 0 ]
+check "it says there is no interval" grep -q "none of its points checkpoints" "$work/job_goodput.err"
 it_end

@@ -4,9 +4,10 @@
 # runs every array task as its own process, all at once, with the variables
 # Slurm sets; the merged CSV must be the unsharded run's, byte for byte, for
 # a sweep and for a study with a job level (Monte Carlo runs and the best
-# checkpoint interval among siblings). A missing or cut shard makes the
-# merge fail with nothing written; the array script refuses to run outside
-# an array.
+# checkpoint interval among siblings). A missing or cut shard, or one of
+# another seed, profile or version of the scenario (told by its stamp),
+# makes the merge fail with nothing written; the array script refuses to run
+# outside an array.
 #
 #   test_shard.sh DDPSIM_BINARY SOURCE_DIR
 set -u
@@ -106,8 +107,69 @@ run edited_shard simulate "$work/edited/scen.cfg" --shard 2/4 -o "$work/edited" 
 check "the edited scenario's shard runs" [ "$status" -eq 0 ]
 run merge_edited merge "$jobscen" --shards 4 -o "$work/edited"
 check "merge of an edited scenario's shard exits 3" [ "$status" -eq 3 ]
-check "merge names the shard's row" grep -q "shard-2-of-4.csv:[0-9]*: the row is not point" "$work/merge_edited.err"
+check "merge names the edited shard" grep -q "shard-2-of-4.csv:1: shard 2 was run on another version of" \
+  "$work/merge_edited.err"
 check "merge of an edited scenario's shard writes nothing" [ ! -e "$work/edited/shard-job-test.csv" ]
+
+# Every shard is stamped with its seed, its profile and its files; the merge
+# refuses shards of another --seed or --profile (the same rows, other
+# values), naming the shard and what to do, and writes nothing. The merged
+# CSV has no stamp: it is the unsharded run's bytes.
+check "a shard's first line is its stamp" \
+  grep -q "^# ddpsim shard 1/4: seed [0-9]*, profile [0-9a-f]\{16\}, scenario and models [0-9a-f]\{16\}$" \
+  <(head -n 1 "$work/montecarlo/shard-job-test.shard-1-of-4.csv")
+check "the merged CSV has no stamp" [ "$(grep -c '^#' "$work/montecarlo/shard-job-test.csv")" -eq 0 ]
+mkdir -p "$work/seeds"
+cp "$work"/montecarlo/*.shard-*.csv "$work/seeds/"
+run seed_shard simulate "$jobscen" --shard 3/4 --seed 9 -o "$work/seeds" -q
+run merge_seeds merge "$jobscen" --shards 4 -o "$work/seeds"
+check "merge of shards of two seeds exits 3" [ "$status" -eq 3 ]
+check "merge names the shard of another seed" grep -q "shard-3-of-4.csv:1: shard 3 was run with seed 9, shard 0" \
+  "$work/merge_seeds.err"
+check "merge of shards of two seeds writes nothing" [ ! -e "$work/seeds/shard-job-test.csv" ]
+# Another profile: the scenario's with a slower memory.
+prof="$work/slow-memory.cfg"
+sed 's/memory_GBps = 8.1392733479302795;/memory_GBps = 4.0;/' "$src/scenarios/profiles/example-2core.cfg" >"$prof"
+check "the slower profile differs" grep -q "memory_GBps = 4.0;" "$prof"
+mkdir -p "$work/profiles"
+cp "$work"/montecarlo/*.shard-*.csv "$work/profiles/"
+run profile_shard simulate "$jobscen" --shard 0/4 --profile "$prof" -o "$work/profiles" -q
+run merge_profiles merge "$jobscen" --shards 4 -o "$work/profiles"
+check "merge of shards of two profiles exits 3" [ "$status" -eq 3 ]
+check "merge names the shard of another profile" grep -q "shard-0-of-4.csv:1: shard 0 was run on another profile" \
+  "$work/merge_profiles.err"
+check "merge of shards of two profiles writes nothing" [ ! -e "$work/profiles/shard-job-test.csv" ]
+# A file that is not a shard (no stamp) is refused.
+mkdir -p "$work/nostamp"
+cp "$work"/montecarlo/*.shard-*.csv "$work/nostamp/"
+sed -i 1d "$work/nostamp/shard-job-test.shard-1-of-4.csv"
+run merge_nostamp merge "$jobscen" --shards 4 -o "$work/nostamp"
+check "merge of a shard without its stamp exits 3" [ "$status" -eq 3 ]
+check "merge of a shard without its stamp writes nothing" [ ! -e "$work/nostamp/shard-job-test.csv" ]
+# Shards of one --seed and --profile through submit.sh (which gives the
+# merge the --profile) merge into the unsharded run's bytes with them.
+run seed_prof_whole simulate "$jobscen" --seed 9 --profile "$prof" -o "$work/seed-prof-whole" -q
+check "submit.sh with --seed and --profile runs" bash "$src/scripts/slurm/submit.sh" "$jobscen" "$work/seed-prof" 3 \
+  --seed 9 --profile "$prof" >"$work/seed-prof-submit.out" 2>&1 || cat "$work/seed-prof-submit.out" "$work"/slurm/*.log >&2
+check "merged --seed and --profile shards are the unsharded run's bytes" \
+  cmp "$work/seed-prof/shard-job-test.csv" "$work/seed-prof-whole/shard-job-test.csv"
+
+# --trace given to every shard: the shard of the point writes it, another
+# writes none and says which shard does.
+run trace_other simulate "$jobscen" --shard 1/4 --trace "$work/t1.json" -o "$work/traces" -q
+check "a shard without the traced point succeeds" [ "$status" -eq 0 ]
+check "it writes no trace" [ ! -e "$work/t1.json" ]
+check "it says which shard holds the point" grep -q "point 0 is in shard 0 of 4, not this shard (1)" \
+  "$work/trace_other.err"
+run trace_own simulate "$jobscen" --shard 0/4 --trace "$work/t0.json" -o "$work/traces" -q
+check "the shard of the traced point writes it" [ -s "$work/t0.json" ]
+
+# An array of one task: its one shard merges into the unsharded run's bytes.
+check "submit.sh with N = 1 runs" bash "$src/scripts/slurm/submit.sh" "$jobscen" "$work/one" 1 \
+  >"$work/one-submit.out" 2>&1 || cat "$work/one-submit.out" "$work"/slurm/*.log >&2
+check "the merge of one shard succeeds" [ "$(cat "$work/slurm/$(($(cat "$work/slurm/next") - 1))")" = ok ]
+check "one shard merged is the unsharded run's bytes" cmp "$work/one/shard-job-test.csv" \
+  "$work/montecarlo-whole/shard-job-test.csv"
 
 # Outside an array task the array script says how to submit it.
 env -u SLURM_ARRAY_TASK_ID bash "$src/scripts/slurm/simulate-array.sbatch" "$jobscen" "$work/none" \

@@ -229,6 +229,14 @@ static void test_errors(void) {
   char *one_rank[] = {"--profile", TU_SRC("scenarios/profiles/h200-1gpu.cfg"), "-g", "8", NULL};
   CU_ASSERT_EQUAL(run(one_rank), 3);
   CU_ASSERT(err_has("no intra-node allreduce"));
+  /* More GPUs a node than the profile's node has is a usage error naming
+   * the most it has; as many is fine. */
+  char *wide[] = {"--profile", H100, "-g", "16", "--nodes", "2", NULL};
+  CU_ASSERT_EQUAL(run(wide), 2);
+  CU_ASSERT(err_has("-g 16: profile '" H100 "' describes nodes of 8 GPUs"));
+  char *cpu_wide[] = {"--profile", TU_DATA("cpu-test.cfg"), "-g", "4", NULL};
+  CU_ASSERT_EQUAL(run(cpu_wide), 2);
+  CU_ASSERT(err_has("describes nodes of 2 CPU ranks"));
   /* An algorithm of the other backend is a usage error that says so, not a
    * hint about the network. */
   char *gloo_tree[] = {"--profile", H100, "--nodes", "2", "--backend", "gloo", "--algo", "tree", NULL};

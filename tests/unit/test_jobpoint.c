@@ -162,7 +162,7 @@ static void test_failures_swept(void) {
   sim_sweep_opts o = {.jobs = 2, .n_shards = 1, .trace_point = -1};
   sim_sweep w;
   CU_ASSERT_FATAL(sim_sweep_run(s, &o, &w) == 0);
-  CU_ASSERT_FATAL(sim_sweep_write_csv(s, &w, path, 1) == 0);
+  CU_ASSERT_FATAL(sim_sweep_write_csv(s, &w, path, 1, NULL) == 0);
   core_csv_table t;
   CU_ASSERT_FATAL(core_csv_read(path, &t) == 0);
   int cd = core_csv_col(&t, "detect_s"), cm = core_csv_col(&t, "mttr_h"), cr = core_csv_col(&t, "restart_s"),
@@ -174,12 +174,46 @@ static void test_failures_swept(void) {
   CU_ASSERT_STRING_EQUAL(t.rows[63][cr], "50");
   CU_ASSERT_STRING_EQUAL(t.rows[63][cl], "2");
   CU_ASSERT_STRING_EQUAL(t.rows[63][ck], "3");
+  /* The failure rate too: a row of each mtbf_h says which; no Weibull. */
+  int cf = core_csv_col(&t, "mtbf_h"), cw = core_csv_col(&t, "weibull_shape");
+  CU_ASSERT_FATAL(cf >= 0 && cw >= 0);
+  CU_ASSERT_STRING_EQUAL(t.rows[0][cf], "100");
+  CU_ASSERT_STRING_EQUAL(t.rows[63][cf], "200");
+  CU_ASSERT_STRING_EQUAL(t.rows[63][cw], "");
   CU_ASSERT_DOUBLE_EQUAL(atof(t.rows[5][cc]), atof(t.rows[5][cu]) * atof(t.rows[5][ct]), 1e-6 * atof(t.rows[5][cc]));
   /* A longer detection costs time, all else equal (a spare replaces the
    * node once the failure is detected). */
   printf("\n    down %g h with 10 s detection, %g h with 60 s", w.res[4].job.mean[SIM_JOB_WASTE_RESTART_H],
       w.res[4 + 16].job.mean[SIM_JOB_WASTE_RESTART_H]);
   CU_ASSERT(w.res[4].job.mean[SIM_JOB_WASTE_RESTART_H] < w.res[4 + 16].job.mean[SIM_JOB_WASTE_RESTART_H]);
+  core_csv_table_free(&t);
+  sim_sweep_free(&w);
+  sim_scenario_free(s);
+}
+
+/* A Weibull's scale and shape are columns of the CSV (mtbf_h holds the
+ * scale): rows of two shapes are told apart. */
+static void test_weibull_columns(void) {
+  sim_scenario *s =
+      load(BASE SIM "job = { hours = 10.0; };\n"
+                    "failures = { distribution = \"weibull\"; weibull_scale_h = 300.0;\n"
+                    "             weibull_shape = [0.7, 1.5]; spares = 10; restart_s = 5.0; load_s = 1.0; };\n"
+                    "checkpoint = { every_s = 600.0; cost_s = 1.0; };\n"
+                    "cost = { gpu_hour_usd = 1.0; };\n");
+  CU_ASSERT_FATAL(s != NULL);
+  char path[4200];
+  snprintf(path, sizeof path, "%s/weibull.csv", scratch);
+  sim_sweep_opts o = {.jobs = 1, .n_shards = 1, .trace_point = -1};
+  sim_sweep w;
+  CU_ASSERT_FATAL(sim_sweep_run(s, &o, &w) == 0);
+  CU_ASSERT_FATAL(sim_sweep_write_csv(s, &w, path, 1, NULL) == 0);
+  core_csv_table t;
+  CU_ASSERT_FATAL(core_csv_read(path, &t) == 0);
+  int cf = core_csv_col(&t, "mtbf_h"), cw = core_csv_col(&t, "weibull_shape");
+  CU_ASSERT_FATAL(cf >= 0 && cw >= 0 && t.nrows == 2);
+  CU_ASSERT_STRING_EQUAL(t.rows[0][cf], "300");
+  CU_ASSERT_STRING_EQUAL(t.rows[0][cw], "0.7");
+  CU_ASSERT_STRING_EQUAL(t.rows[1][cw], "1.5");
   core_csv_table_free(&t);
   sim_sweep_free(&w);
   sim_scenario_free(s);
@@ -236,7 +270,7 @@ static void test_job_alone(void) {
   CU_ASSERT(isnan(r->job.young_s) && isnan(r->job.daly_s));
   char path[4200];
   snprintf(path, sizeof path, "%s/alone.csv", scratch);
-  CU_ASSERT_FATAL(sim_sweep_write_csv(s, &w, path, 1) == 0);
+  CU_ASSERT_FATAL(sim_sweep_write_csv(s, &w, path, 1, NULL) == 0);
   char *text = tu_read_file(path, NULL);
   CU_ASSERT_FATAL(text != NULL);
   CU_ASSERT(strstr(text, "nan") == NULL && strstr(text, "inf") == NULL);
@@ -314,7 +348,7 @@ static void test_timeout_no_run(void) {
   CU_ASSERT(isnan(w.res[0].job.mean[SIM_JOB_GOODPUT]) && isnan(w.res[0].best_every_s));
   char path[4200];
   snprintf(path, sizeof path, "%s/timeout.csv", scratch);
-  CU_ASSERT_FATAL(sim_sweep_write_csv(s, &w, path, 1) == 0);
+  CU_ASSERT_FATAL(sim_sweep_write_csv(s, &w, path, 1, NULL) == 0);
   core_csv_table t;
   CU_ASSERT_FATAL(core_csv_read(path, &t) == 0);
   int cg = core_csv_col(&t, "goodput"), ct = core_csv_col(&t, "time_to_train_h"), cc = core_csv_col(&t, "cost_usd");
@@ -358,6 +392,7 @@ void test_register(void) {
   CU_add_test(s, "checkpoint, restart and load costs set directly", test_costs_set);
   CU_add_test(s, "price per hour of nodes, spares, network and storage", test_price);
   CU_add_test(s, "every number of failures is a sweep dimension", test_failures_swept);
+  CU_add_test(s, "a Weibull's scale and shape are columns", test_weibull_columns);
   CU_add_test(s, "more replications until the best interval is told apart; ties named", test_ties);
   CU_add_test(s, "a best interval in steps is named in steps", test_summary_best_in_steps);
   CU_add_test(s, "a point that times out has no run", test_timeout_no_run);

@@ -232,7 +232,7 @@ static void test_csv_column(void) {
   CU_ASSERT_FATAL(sim_sweep_run(s, &o, &w) == 0);
   char path[4200];
   snprintf(path, sizeof path, "%s/out.csv", scratch);
-  CU_ASSERT_FATAL(sim_sweep_write_csv(s, &w, path, 1) == 0);
+  CU_ASSERT_FATAL(sim_sweep_write_csv(s, &w, path, 1, NULL) == 0);
   char *text = tu_read_file(path, NULL);
   CU_ASSERT_FATAL(text != NULL);
   CU_ASSERT(strstr(text, ",step_sd_s,mem_GB,status\n") != NULL);

@@ -90,7 +90,7 @@ static void test_progress(void) {
   sim_sweep_opts o = {.jobs = 2, .n_shards = 1, .trace_point = -1};
   sim_sweep w;
   CU_ASSERT_FATAL(sim_sweep_run(s, &o, &w) == 0);
-  CU_ASSERT_FATAL(sim_sweep_write_csv(s, &w, quiet, 1) == 0);
+  CU_ASSERT_FATAL(sim_sweep_write_csv(s, &w, quiet, 1, NULL) == 0);
   sim_sweep_free(&w);
 
   fflush(stderr);
@@ -105,7 +105,7 @@ static void test_progress(void) {
   dup2(saved, 2);
   close(saved);
   CU_ASSERT_FATAL(rc == 0);
-  CU_ASSERT_FATAL(sim_sweep_write_csv(s, &w, loud, 1) == 0);
+  CU_ASSERT_FATAL(sim_sweep_write_csv(s, &w, loud, 1, NULL) == 0);
   sim_sweep_free(&w);
   sim_scenario_free(s);
 
@@ -134,7 +134,7 @@ static void test_shared_step_level(void) {
     sim_sweep_opts o = {.jobs = jobs[k], .shard = shard[k], .n_shards = shards[k], .trace_point = -1};
     sim_sweep w;
     CU_ASSERT_FATAL(sim_sweep_run(s, &o, &w) == 0);
-    CU_ASSERT_FATAL(sim_sweep_write_csv(s, &w, path[k], shard[k] == 0) == 0);
+    CU_ASSERT_FATAL(sim_sweep_write_csv(s, &w, path[k], shard[k] == 0, NULL) == 0);
     sim_sweep_free(&w);
   }
   sim_scenario_free(s);
