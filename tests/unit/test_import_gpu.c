@@ -78,6 +78,34 @@ static void test_layers_and_tensors(void) {
   core_model_free(m);
 }
 
+/* A parameter no layer owns (read by an operator outside the layers, as a
+ * DLRM's per-feature weights by aten::gather): its gradient arrives after
+ * that operator's backward node, following the convolution's backward, and
+ * is the model's "unattributed" layer's, not the convolution's. */
+static void test_unowned_parameter(void) {
+  char out[4200];
+  snprintf(out, sizeof out, "%s/unowned.cfg", dir);
+  const char *traces[] = {TU_DATA("torch-trace/gpu-unattributed.json")};
+  cal_gpu_opts o = {0};
+  int rc = cal_import_gpu(traces, 1, &o, out, NULL, 0);
+  if (rc)
+    fprintf(stderr, "\n%s\n", core_err_msg());
+  CU_ASSERT_EQUAL_FATAL(rc, 0);
+  core_model *m = NULL;
+  CU_ASSERT_EQUAL_FATAL(core_model_load(out, &m), 0);
+  CU_ASSERT_EQUAL_FATAL(m->n_layers, 4);
+  CU_ASSERT_EQUAL_FATAL(m->n_tensors, 6);
+  CU_ASSERT(m->layers[0].n_tensors == 1 && m->tensor_elems[m->layers[0].first_tensor] == 4608);
+  CU_ASSERT(m->layers[2].n_tensors == 2 && m->tensor_elems[m->layers[2].first_tensor] == 640000);
+  CU_ASSERT_STRING_EQUAL(m->layers[3].name, "unattributed");
+  CU_ASSERT(m->layers[3].n_tensors == 1 && m->tensor_elems[m->layers[3].first_tensor] == 50);
+  CU_ASSERT_EQUAL(m->ready_order[5], m->layers[3].first_tensor); /* it arrives last */
+  if (m->layers[0].n_tensors != 1)
+    fprintf(stderr, "\nconv0 has %d tensors\n", m->layers[0].n_tensors);
+  core_model_free(m);
+  unlink(out);
+}
+
 /* The importer's datasheet figures are those of the shipped profile each
  * entry names (peaks per precision, memory bandwidth and capacity, host link,
  * NVLink), and CUDA's device names find their entry. */
@@ -754,6 +782,7 @@ void test_register(void) {
   CU_add_test(s, "names from -o and --scenario paths of any characters", test_names_from_paths);
   CU_add_test(s, "a DDP trace without distributedInfo: the world taken as 1 said", test_no_distributed_info);
   CU_add_test(s, "DDP on one rank: no bucket allreduces, said so", test_one_rank_ddp);
+  CU_add_test(s, "a parameter no layer owns: unattributed, not the last layer's", test_unowned_parameter);
   CU_add_test(s, "a kernel without its call mid-trace: the calls missing, said so", test_unlaunched_mid_trace);
   CU_add_test(
       s, "--profile-base: a profile of the traced GPU, not a CPU or another GPU", test_profile_base_of_traced_gpu);
