@@ -578,6 +578,8 @@ static int cut_span(cutter *c, int i, int64_t a, int *last_layer, int *copies) {
       *last_layer = layer;
       return rc ? rc : add_piece(c, CORE_PIECE_BWD, layer, NULL, th, a, b);
     }
+    if (e->seq >= 0) /* the node of an operator outside the layers: the gradients it makes are no layer's */
+      *last_layer = -1;
     char label[64];
     snprintf(label, sizeof label, "backward: %s", node);
     return add_piece(c, CORE_PIECE_OTHER, -1, label, th, a, b);

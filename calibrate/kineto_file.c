@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define CHUNK (1 << 18) /* bytes decompressed and parsed at a time */
+#define CHUNK (1 << 18) /* bytes read, and decompressed and parsed, at a time */
 
 /* Where in the text the parse is: line and column, both from 1. */
 typedef struct kpos {
@@ -62,8 +62,7 @@ static void progress(cal_kfile *f) {
   double now = core_now();
   if (!core_progress_due(&f->pr, now))
     return;
-  z_off_t off = gzoffset(f->g); /* -1 through a pipe, which has no offset: the text read so far */
-  double at = (double)(off >= 0 ? off : gztell(f->g)), of = (double)f->bytes;
+  double at = (double)f->read_bytes, of = (double)f->bytes;
   char size[64] = "";
   if (of > 0) /* not a pipe */
     snprintf(size, sizeof size, " of %.0f MB (%.0f%%)", of / 1e6, 100.0 * fmin(at / of, 1.0));
@@ -71,38 +70,115 @@ static void progress(cal_kfile *f) {
       size, now - f->pr.t0);
 }
 
+/* More of the file into f->in, after the bytes of it not yet used. */
+static int fill(cal_kfile *f) {
+  size_t have = f->z.avail_in;
+  if (f->eof || have == CHUNK)
+    return 0;
+  if (have && f->z.next_in != f->in)
+    memmove(f->in, f->z.next_in, have);
+  ssize_t r;
+  do
+    r = read(f->fd, f->in + have, CHUNK - have);
+  while (r < 0 && errno == EINTR);
+  if (r < 0)
+    return core_err_errno(errno, "reading trace '%s'", f->path);
+  f->eof = r == 0;
+  f->read_bytes += r;
+  f->z.next_in = f->in;
+  f->z.avail_in = (uInt)(have + (size_t)r);
+  return 0;
+}
+
+/* At least want unused bytes in f->in, or all the file has left. */
+static int fill_to(cal_kfile *f, size_t want) {
+  int rc = 0;
+  while (rc == 0 && f->z.avail_in < want && !f->eof)
+    rc = fill(f);
+  return rc;
+}
+
+static int starts_gzip(const cal_kfile *f) {
+  return f->z.avail_in >= 2 && f->z.next_in[0] == 0x1f && f->z.next_in[1] == 0x8b; /* RFC 1952, 2.3.1 */
+}
+
+/* After a member's end: the next member, or the end of the file (*end). */
+static int next_member(cal_kfile *f, int *end) {
+  int rc = fill_to(f, 2);
+  if (rc || (*end = f->z.avail_in == 0) != 0)
+    return rc;
+  if (!starts_gzip(f))
+    return core_err_set(CORE_EINVAL,
+        "%s: trailing bytes after the gzip stream, from byte %lld, are not gzip data: the file was damaged or "
+        "something was appended to it; copy or export it again",
+        f->path, (long long)(f->read_bytes - f->z.avail_in));
+  return inflateReset(&f->z) == Z_OK ? 0 : core_err_set(CORE_EINVAL, "%s: cannot decompress the trace", f->path);
+}
+
+/* Up to CHUNK bytes of text into f->buf (*k; 0 at the end): inflated
+ * member after member. */
+static int inflate_chunk(cal_kfile *f, size_t *k, int *member_end) {
+  int rc = 0, end = 0;
+  f->z.next_out = f->buf;
+  f->z.avail_out = CHUNK;
+  while (rc == 0 && !end && f->z.avail_out == CHUNK) {
+    if (*member_end) {
+      if ((rc = next_member(f, &end)) != 0 || end)
+        break;
+      *member_end = 0;
+    }
+    if ((rc = fill_to(f, 1)) != 0)
+      break;
+    if (f->z.avail_in == 0)
+      return core_err_set(CORE_EINVAL,
+          "%s: the gzip stream ends early (unexpected end of file): the file is truncated; copy or export it again",
+          f->path);
+    int zr = inflate(&f->z, Z_NO_FLUSH);
+    if (zr == Z_STREAM_END)
+      *member_end = 1;
+    else if (zr == Z_MEM_ERROR)
+      rc = core_err_set(CORE_ENOMEM, "out of memory decompressing %s", f->path);
+    else if (zr != Z_OK && zr != Z_BUF_ERROR)
+      rc = core_err_set(CORE_EINVAL, "%s: cannot decompress the trace (%s); it is a damaged .gz file, export it again",
+          f->path, f->z.msg ? f->z.msg : "data error");
+  }
+  *k = CHUNK - f->z.avail_out;
+  return rc;
+}
+
+/* The next chunk of text (*k bytes at *data; 0 at the end). */
+static int next_chunk(cal_kfile *f, const unsigned char **data, size_t *k, int *member_end) {
+  if (f->gz) {
+    *data = f->buf;
+    return inflate_chunk(f, k, member_end);
+  }
+  int rc = fill_to(f, 1);
+  *data = f->z.next_in;
+  *k = rc ? 0 : f->z.avail_in;
+  f->z.avail_in = 0;
+  return rc;
+}
+
 /* Decompress (or copy) f through YAJL. */
 int cal_kfile_parse(cal_kfile *f, yajl_handle h, const int *cancel_rc) {
   kpos at = {1, 1};
-  size_t total = 0;
-  for (;;) {
-    int k = gzread(f->g, f->buf, CHUNK);
-    int zerr = Z_OK;
-    const char *zmsg = k <= 0 ? gzerror(f->g, &zerr) : NULL;
-    if (zmsg && !strncmp(zmsg, "<fd:", 4) && strstr(zmsg, ": ")) /* gzdopen names the file so */
-      zmsg = strstr(zmsg, ": ") + 2;
-    if (zerr == Z_ERRNO)
-      return core_err_errno(errno ? errno : EIO, "reading trace '%s'", f->path);
-    if (zerr == Z_BUF_ERROR)
-      return core_err_set(CORE_EINVAL,
-          "%s: the gzip stream ends early (%s): the file is truncated; copy or export it again", f->path, zmsg);
-    if (k < 0 || (zerr != Z_OK && zerr != Z_STREAM_END))
-      return core_err_set(CORE_EINVAL,
-          "%s: cannot decompress the trace (%s); it is a damaged .gz file, export it again", f->path,
-          zmsg ? zmsg : "read error");
-    if (k == 0)
-      break;
-    yajl_status st = yajl_parse(h, f->buf, (size_t)k);
+  size_t total = 0, k = 0;
+  int member_end = 0, rc;
+  const unsigned char *data;
+  while ((rc = next_chunk(f, &data, &k, &member_end)) == 0 && k > 0) {
+    yajl_status st = yajl_parse(h, data, k);
     if (st == yajl_status_client_canceled)
       return *cancel_rc;
     if (st != yajl_status_ok) {
-      advance(&at, f->buf, yajl_get_bytes_consumed(h));
+      advance(&at, data, yajl_get_bytes_consumed(h));
       return json_error(f, h, at, 0);
     }
-    advance(&at, f->buf, (size_t)k);
-    total += (size_t)k;
+    advance(&at, data, k);
+    total += k;
     progress(f);
   }
+  if (rc)
+    return rc;
   if (total == 0)
     return core_err_set(CORE_EINVAL, "%s: the file is empty; expected a Chrome trace from torch.profiler", f->path);
   yajl_status st = yajl_complete_parse(h);
@@ -111,58 +187,64 @@ int cal_kfile_parse(cal_kfile *f, yajl_handle h, const int *cancel_rc) {
   return st == yajl_status_ok ? 0 : json_error(f, h, at, 1);
 }
 
-/* Open path for gzread: gzip or plain, told by the magic bytes. */
-static int open_trace(const char *path, gzFile *g, int64_t *bytes) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) /* a path that leads nowhere is bad input; only real I/O trouble is not */
+/* Open f->path and read its first bytes: gzip or plain, told by the magic
+ * bytes (a pipe too). */
+static int open_trace(cal_kfile *f) {
+  const char *path = f->path;
+  f->fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (f->fd < 0) /* a path that leads nowhere is bad input; only real I/O trouble is not */
     return core_err_set(errno == EIO || errno == ENOMEM || errno == EMFILE || errno == ENFILE ? CORE_EIO : CORE_EINVAL,
         "cannot open trace '%s': %s (check the path)", path, strerror(errno));
   struct stat sb = {0};
-  unsigned char magic[2] = {0, 0};
-  if (fstat(fd, &sb) == 0 && S_ISDIR(sb.st_mode)) {
-    close(fd);
+  if (fstat(f->fd, &sb) == 0 && S_ISDIR(sb.st_mode))
     return core_err_set(CORE_EINVAL, "%s: a directory, not a trace; give the trace file", path);
-  }
-  *bytes = sb.st_size;
+  f->bytes = sb.st_size;
   core_afile_note_input(path); /* by name: a refused output then names it */
-  ssize_t r = pread(fd, magic, 2, 0);
-  int gz = r == 2 && magic[0] == 0x1f && magic[1] == 0x8b; /* RFC 1952, 2.3.1 */
+  int rc = fill_to(f, 2);
+  if (rc)
+    return rc;
+  f->gz = starts_gzip(f);
   size_t len = strlen(path);
-  if (!gz && len > 3 && !strcmp(path + len - 3, ".gz")) {
-    close(fd);
+  if (!f->gz && len > 3 && !strcmp(path + len - 3, ".gz"))
     return core_err_set(CORE_EINVAL,
         "%s: named .gz but not gzip-compressed (it does not start with the gzip magic bytes 1f 8b); rename it, or "
         "compress it with gzip",
         path);
+  if (f->gz) {
+    if (inflateInit2(&f->z, 15 + 16) != Z_OK) /* 15 + 16: the largest window, a gzip header (zlib.h) */
+      return core_err_set(CORE_ENOMEM, "out of memory opening %s", path);
+    f->z_live = 1;
   }
-  if (!(*g = gzdopen(fd, "rb"))) {
-    close(fd);
-    return core_err_set(CORE_ENOMEM, "out of memory opening %s", path);
-  }
-  gzbuffer(*g, CHUNK);
   return 0;
 }
 
 int cal_kfile_open(cal_kfile *f, const char *path) {
   memset(f, 0, sizeof *f);
   f->path = path;
-  int rc = open_trace(path, &f->g, &f->bytes);
-  if (rc)
-    return rc;
-  const char *who = progress_who;
-  core_progress_start(&f->pr, who != NULL, progress_after_s);
-  if (!(f->buf = malloc(CHUNK))) {
+  f->fd = -1;
+  if (!(f->in = malloc(CHUNK)) || !(f->buf = malloc(CHUNK))) {
     cal_kfile_close(f);
     return core_err_set(CORE_ENOMEM, "out of memory reading %s", path);
   }
+  int rc = open_trace(f);
+  if (rc) {
+    cal_kfile_close(f);
+    return rc;
+  }
+  const char *who = progress_who;
+  core_progress_start(&f->pr, who != NULL, progress_after_s);
   return 0;
 }
 
 void cal_kfile_close(cal_kfile *f) {
   core_progress_end(&f->pr);
+  if (f->z_live)
+    inflateEnd(&f->z);
+  f->z_live = 0;
   free(f->buf);
-  f->buf = NULL;
-  if (f->g)
-    gzclose(f->g);
-  f->g = NULL;
+  free(f->in);
+  f->buf = f->in = NULL;
+  if (f->fd >= 0)
+    close(f->fd);
+  f->fd = -1;
 }

@@ -20,6 +20,24 @@
 /* Distinct bucket sizes an alpha-beta fit needs; with fewer, one rate. */
 #define FIT_MIN_SIZES 3
 
+/* NCCL's own estimate of a ring allreduce's latency, Simple protocol
+ * (github.com/NVIDIA/nccl, src/graph/tuning.cc, ncclTopoTuneModel: baseLat
+ * and hwLat of Ring/Simple), in us: a base, and per step of the ring's 2(p - 1) a hop on
+ * NVLink or PCIe, or on the network for the 2(nodes - 1) steps that cross
+ * it, as the shipped profiles' collectives count them. */
+#define NCCL_RING_BASE_US 8.4
+#define NCCL_RING_NVLINK_US 3.4
+#define NCCL_RING_PCI_US 5.7
+#define NCCL_RING_NET_US 14.0
+
+/* The latency NCCL's tuning model gives a ring allreduce of p ranks on
+ * nodes nodes, NVLink inside a node when nvlink, else PCIe; in seconds. */
+static double nccl_ring_latency_s(int p, int nodes, int nvlink) {
+  int steps = 2 * (p - 1), net = nodes > 1 ? 2 * (nodes - 1) : 0;
+  double hop = nvlink ? NCCL_RING_NVLINK_US : NCCL_RING_PCI_US;
+  return (NCCL_RING_BASE_US + (steps - net) * hop + net * NCCL_RING_NET_US) * 1e-6;
+}
+
 /* Nodes of the traced world: one while it fits the traced host's GPUs. */
 static int traced_shape(const core_traced *t, int *nodes, int *per_node) {
   int h = t->host_devices > 0 ? t->host_devices : t->world_size;
@@ -93,9 +111,36 @@ static int bucket_sizes(const core_model *m, double *bytes, double *cap_mb, doub
   return best < 1e300;
 }
 
-/* The allreduce entry from the traced buckets. */
-static int allreduce_entry(
-    const core_model *m, int nodes, core_prof_coll *c, double *cap_mb, double *first_mb, char *notes, size_t n) {
+/* One regime when the traced buckets cannot fit a latency: NCCL's (no more
+ * than half the shortest bucket's time, so every bucket's bytes still take
+ * some), and the rate that keeps the buckets' total time as traced. */
+static void fixed_latency_fit(
+    const core_model *m, const double *bytes, int nodes, int nvlink, cal_fit *f, int *nf, char *notes, size_t n) {
+  const core_traced *t = m->traced;
+  double sb = 0, st = 0, shortest = 1e300;
+  for (int b = 0; b < t->n_buckets; b++) {
+    sb += bytes[b], st += t->bucket_s[b];
+    if (t->bucket_s[b] < shortest)
+      shortest = t->bucket_s[b];
+  }
+  double nccl = nccl_ring_latency_s(t->world_size, nodes, nvlink), a = nccl < shortest / 2 ? nccl : shortest / 2;
+  memset(f, 0, sizeof *f * CAL_FIT_MAX_REGIMES);
+  f[0].max_bytes = 1e15;
+  f[0].alpha_s = f[0].alpha_lo = f[0].alpha_hi = a;
+  f[0].beta_s = (st - t->n_buckets * a) / sb;
+  *nf = 1;
+  const char *how = a < nccl ? "half the shortest bucket's time, under NCCL's estimate" : "NCCL's estimate";
+  cal_note(notes, n,
+      "allreduce: the trace's %d bucket allreduces cannot fit a latency (too few sizes, or a fit without one): "
+      "%.1f us, %s (NCCL's tuning model, src/graph/tuning.cc: ring, Simple, %d ranks on %d node(s), %s inside "
+      "one), and %.3f GB/s, which keeps their traced time\n",
+      t->n_buckets, a * 1e6, how, t->world_size, nodes, nvlink ? "NVLink" : "PCIe", sb / (st - t->n_buckets * a) / 1e9);
+}
+
+/* The allreduce entry from the traced buckets; nvlink: the traced GPUs'
+ * link inside a node. */
+static int allreduce_entry(const core_model *m, int nodes, int nvlink, core_prof_coll *c, double *cap_mb,
+    double *first_mb, char *notes, size_t n) {
   const core_traced *t = m->traced;
   double *bytes = calloc((size_t)t->n_buckets + 1, sizeof *bytes);
   int rc = 0, nf = 0;
@@ -117,17 +162,9 @@ static int allreduce_entry(
       seen |= bytes[k] == bytes[b];
     distinct += !seen;
   }
-  double sb = 0, st = 0;
-  for (int b = 0; b < t->n_buckets; b++)
-    sb += bytes[b], st += t->bucket_s[b];
-  if (distinct < FIT_MIN_SIZES || cal_fit_alpha_beta(bytes, t->bucket_s, NULL, t->n_buckets, f, &nf) != 0) {
-    memset(f, 0, sizeof f);
-    f[0].max_bytes = 1e15;
-    f[0].beta_s = st / sb; /* one rate: the buckets' bytes over their time */
-    nf = 1;
-    cal_note(notes, n, "allreduce: %.3f GB/s over the trace's %d bucket allreduces (too few sizes to fit a latency)\n",
-        sb / st / 1e9, t->n_buckets);
-  }
+  if (distinct < FIT_MIN_SIZES || cal_fit_alpha_beta(bytes, t->bucket_s, NULL, t->n_buckets, f, &nf) != 0 ||
+      !(f[0].alpha_s > 0))
+    fixed_latency_fit(m, bytes, nodes, nvlink, f, &nf, notes, n);
   snprintf(c->backend, sizeof c->backend, "nccl");
   snprintf(c->op, sizeof c->op, "allreduce");
   snprintf(c->algorithm, sizeof c->algorithm, "ring");
@@ -240,7 +277,8 @@ static int traced_profile(const core_model *m, const char *base, const char *nam
   p->ranks_per_node = per_node;
   if (t->ddp && t->world_size > 1 && t->n_buckets > 0) {
     core_prof_coll c;
-    if ((rc = allreduce_entry(m, nodes, &c, cap_mb, first_mb, notes, n)) != 0 || (rc = put_entry(p, &c)) != 0) {
+    if ((rc = allreduce_entry(m, nodes, p->nvlink_GBps > 0, &c, cap_mb, first_mb, notes, n)) != 0 ||
+        (rc = put_entry(p, &c)) != 0) {
       core_profile_free(p);
       return rc;
     }

@@ -66,6 +66,13 @@ int cli_run_gnuplot(const char *script, const char *vars, const char *out);
  * over its fitted α–β curve, drawn by script (cmd_plot_fit.c). */
 int cli_plot_fit(const char *script, const char *profile, const char *out_dir);
 
+struct sim_scenario;
+/* Warn on stderr, once per model, where the scenario takes a traced model
+ * where its replay is not a prediction: its own communication at another
+ * world than the traced one, a batch above the traced one (its memory check
+ * leaves out activations). cmd names the command (warn_traced.c). */
+void cli_warn_traced(const char *cmd, const struct sim_scenario *s);
+
 extern const char cli_simulate_help[];
 extern const char cli_plot_help[];
 int cli_cmd_simulate(int argc, char **argv);

@@ -124,6 +124,7 @@ int cli_cmd_advise(int argc, char **argv) {
   double t0 = core_now();
   if ((rc = sim_advise_check(s)) != 0 || (rc = core_mkdirs(o.out)) != 0 || (rc = core_afile_check(csv)) != 0)
     goto fail_scenario;
+  cli_warn_traced("advise", s);
   if ((rc = sim_advise_run(s, &ao, &a)) != 0)
     goto fail_scenario;
   if ((rc = sim_advice_rank(s, &a)) != 0 || (rc = sim_advice_write_csv(s, &a, csv)) != 0)

@@ -1,7 +1,6 @@
 /* ddpsim simulate: run a scenario's sweep, write its CSV, print a summary. */
 #include "cli.h"
 
-#include "sim/replay.h"
 #include "sim/scenario.h"
 #include "sim/shard.h"
 #include "sim/summary.h"
@@ -191,49 +190,6 @@ out_sweep:
   return rc;
 }
 
-/* A traced model's own communication (all-to-alls, allreduces by hand)
- * replays as measured: at a world other than the trace's its time is the
- * traced world's, not a prediction. Said once per model on stderr. */
-static void warn_measured_comm(const sim_scenario *s) {
-  for (int m = 0; m < s->n_models; m++) {
-    const core_traced *t = s->models[m]->traced;
-    int k = sim_replay_measured_comm(t), other = 0;
-    for (int a = 0; k > 0 && t->world_size > 0 && a < s->n[SIM_DIM_NODES]; a++)
-      for (int b = 0; b < s->n[SIM_DIM_PER_NODE]; b++)
-        if (s->nodes[a] * s->per_node[b] != t->world_size && !other)
-          other = (int)(s->nodes[a] * s->per_node[b]);
-    if (other)
-      fprintf(stderr,
-          "ddpsim simulate: warning: model \"%s\" ran communication of its own (%d kernels a step, not DDP's "
-          "buckets) at a world of %d; it replays as measured there, so at %d GPUs (and any world but %d) its time "
-          "is the traced world's, not a prediction\n",
-          s->models[m]->name, k, t->world_size, other, t->world_size);
-  }
-}
-
-/* A traced model's layers record no activation sizes (a profiler trace
- * holds no output shapes): its memory estimate is the model state's alone,
- * which the traced batch fit in; at a larger batch an out-of-memory point
- * would pass as ok. Said once per model on stderr. */
-static void warn_unsized_activations(const sim_scenario *s) {
-  for (int m = 0; m < s->n_models; m++) {
-    const core_model *md = s->models[m];
-    int sized = 0;
-    long long over = 0;
-    for (int l = 0; l < md->n_layers; l++)
-      sized |= md->layers[l].act_bytes > 0;
-    for (int b = 0; md->traced && !sized && b < s->n[SIM_DIM_BATCH]; b++)
-      if ((double)s->batch[b] > md->measured_batch && s->batch[b] > over)
-        over = s->batch[b];
-    if (over)
-      fprintf(stderr,
-          "ddpsim simulate: warning: model \"%s\" records no activation sizes (a traced step's layers have none), "
-          "so at batch %lld, above the traced %.0f, mem_GB is the model state's alone and a point that does not fit "
-          "in its GPUs' memory is not marked oom\n",
-          md->name, over, md->measured_batch);
-  }
-}
-
 int cli_cmd_simulate(int argc, char **argv) {
   opts o = {.out_dir = "results", .seed = -1, .trace_ranks = 8, .n_shards = 1, .progress = isatty(2)};
   int rc = parse_args(argc, argv, &o);
@@ -244,8 +200,7 @@ int cli_cmd_simulate(int argc, char **argv) {
     return cli_fail("simulate", rc);
   if (o.seed >= 0)
     s->seed = (uint64_t)o.seed;
-  warn_measured_comm(s);
-  warn_unsized_activations(s);
+  cli_warn_traced("simulate", s);
   /* Every task of an array may be given --trace: the shard that holds the
    * point writes it, the others say so. */
   if (o.trace && o.sharded && o.trace_point < sim_scenario_points(s) &&

@@ -574,6 +574,17 @@ run gpu_own_comm_x4 simulate "$work/gpu/oc-x4.cfg" -o "$work/gpu/oc-out" -q
 expect_status gpu_own_comm_x4 0
 expect_in gpu_own_comm_x4 err "warning: model \"oc\" ran communication of its own"
 expect_in gpu_own_comm_x4 err "a world of 2"
+# advise says the same, once however many points it simulates.
+{ cat "$work/gpu/oc-x4.cfg"; echo 'job = { samples = 100000.0; };'; } >"$work/gpu/oc-adv.cfg"
+sed -i 's/batch = \([0-9]*\);/batch = [\1, 4096];/' "$work/gpu/oc-adv.cfg"
+run gpu_own_comm_advise advise "$work/gpu/oc-adv.cfg" -o "$work/gpu/oc-adv" -q --no-plot
+expect_status gpu_own_comm_advise 0
+checks=$((checks + 1))
+[ "$(grep -c 'ddpsim advise: warning: model "oc" ran communication of its own' "$work/gpu_own_comm_advise.err")" = 1 ] ||
+  fail "gpu_own_comm_advise: not one warning of the traced world"
+checks=$((checks + 1))
+[ "$(grep -c 'ddpsim advise: warning: model "oc" records no activation sizes' "$work/gpu_own_comm_advise.err")" = 1 ] ||
+  fail "gpu_own_comm_advise: not one warning of the batch above the traced one"
 run gpu_scenario_cpu import torch-trace -o "$work/gpu/cpu.cfg" --scenario "$work/gpu/cpu-job.cfg" \
   "$src/tests/data/torch-trace/mlp-small-b32.json"
 expect_status gpu_scenario_cpu 2

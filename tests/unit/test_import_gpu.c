@@ -16,6 +16,7 @@
 #include "calibrate/trace_scenario.h"
 #include "core/err.h"
 #include "core/model.h"
+#include "core/profile.h"
 #include "core/traced.h"
 #include "sim/predict.h"
 #include "sim/replay.h"
@@ -76,6 +77,34 @@ static void test_layers_and_tensors(void) {
   CU_ASSERT(NEAR(m->layers[0].fwd_s, 150 * US) && NEAR(m->layers[0].bwd_s, 200 * US));
   CU_ASSERT(NEAR(m->layers[2].fwd_s, 60 * US) && NEAR(m->layers[2].bwd_s, 50 * US));
   core_model_free(m);
+}
+
+/* A parameter no layer owns (read by an operator outside the layers, as a
+ * DLRM's per-feature weights by aten::gather): its gradient arrives after
+ * that operator's backward node, following the convolution's backward, and
+ * is the model's "unattributed" layer's, not the convolution's. */
+static void test_unowned_parameter(void) {
+  char out[4200];
+  snprintf(out, sizeof out, "%s/unowned.cfg", dir);
+  const char *traces[] = {TU_DATA("torch-trace/gpu-unattributed.json")};
+  cal_gpu_opts o = {0};
+  int rc = cal_import_gpu(traces, 1, &o, out, NULL, 0);
+  if (rc)
+    fprintf(stderr, "\n%s\n", core_err_msg());
+  CU_ASSERT_EQUAL_FATAL(rc, 0);
+  core_model *m = NULL;
+  CU_ASSERT_EQUAL_FATAL(core_model_load(out, &m), 0);
+  CU_ASSERT_EQUAL_FATAL(m->n_layers, 4);
+  CU_ASSERT_EQUAL_FATAL(m->n_tensors, 6);
+  CU_ASSERT(m->layers[0].n_tensors == 1 && m->tensor_elems[m->layers[0].first_tensor] == 4608);
+  CU_ASSERT(m->layers[2].n_tensors == 2 && m->tensor_elems[m->layers[2].first_tensor] == 640000);
+  CU_ASSERT_STRING_EQUAL(m->layers[3].name, "unattributed");
+  CU_ASSERT(m->layers[3].n_tensors == 1 && m->tensor_elems[m->layers[3].first_tensor] == 50);
+  CU_ASSERT_EQUAL(m->ready_order[5], m->layers[3].first_tensor); /* it arrives last */
+  if (m->layers[0].n_tensors != 1)
+    fprintf(stderr, "\nconv0 has %d tensors\n", m->layers[0].n_tensors);
+  core_model_free(m);
+  unlink(out);
 }
 
 /* The importer's datasheet figures are those of the shipped profile each
@@ -309,6 +338,37 @@ static void test_scenario_replays(void) {
   CU_ASSERT_EQUAL(r.n_buckets, 2); /* DDP's defaults give the trace's two buckets */
   sim_scenario_free(s);
   sim_engine_free(e);
+}
+
+/* The fixture's two buckets (of two sizes) cannot fit a latency: the
+ * traced job's profile takes NCCL's for a ring of 2 ranks over NVLink
+ * (tuning.cc, Simple: 8.4 + 2 x 3.4 us), not 0, with the rate that keeps
+ * the buckets' traced 400 + 300 us, and the notes say so. */
+static void test_allreduce_latency_fallback(void) {
+  char model[4200], scen[4200], prof[4400], notes[4096] = "";
+  snprintf(model, sizeof model, "%s/fx4.cfg", dir);
+  snprintf(scen, sizeof scen, "%s/fx4-job.cfg", dir);
+  core_model *m = import_fixture(model);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+  core_model_free(m);
+  CU_ASSERT_EQUAL_FATAL(cal_trace_scenario(model, scen, NULL, notes, sizeof notes), 0);
+  CU_ASSERT(strstr(notes, "cannot fit a latency") && strstr(notes, "15.2 us, NCCL's estimate"));
+  cal_trace_scenario_profile(scen, prof, sizeof prof);
+  core_profile *p = NULL;
+  CU_ASSERT_EQUAL_FATAL(core_profile_load(prof, &p), 0);
+  const core_prof_coll *c = NULL;
+  for (int i = 0; i < p->n_colls; i++)
+    if (!strcmp(p->colls[i].op, "allreduce") && !strcmp(p->colls[i].backend, "nccl"))
+      c = &p->colls[i];
+  CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+  CU_ASSERT_EQUAL_FATAL(c->n_fits, 1);
+  CU_ASSERT(NEAR(c->fits[0].alpha_us, 8.4 + 2 * 3.4));
+  double bytes = 4.0 * (1000 + 640000) + 4.0 * (64 + 64 + 4608);
+  double total_us = 2 * c->fits[0].alpha_us + bytes / (c->fits[0].algbw_GBps * 1e3);
+  CU_ASSERT(fabs(total_us - 700.0) < 1e-6 * 700.0);
+  if (!NEAR(c->fits[0].alpha_us, 15.2))
+    fprintf(stderr, "\nalpha %g us; notes:\n%s\n", c->fits[0].alpha_us, notes);
+  core_profile_free(p);
 }
 
 /* ---- bad traces -------------------------------------------------------------- */
@@ -754,6 +814,8 @@ void test_register(void) {
   CU_add_test(s, "names from -o and --scenario paths of any characters", test_names_from_paths);
   CU_add_test(s, "a DDP trace without distributedInfo: the world taken as 1 said", test_no_distributed_info);
   CU_add_test(s, "DDP on one rank: no bucket allreduces, said so", test_one_rank_ddp);
+  CU_add_test(s, "a parameter no layer owns: unattributed, not the last layer's", test_unowned_parameter);
+  CU_add_test(s, "buckets too few to fit a latency: NCCL's, said so", test_allreduce_latency_fallback);
   CU_add_test(s, "a kernel without its call mid-trace: the calls missing, said so", test_unlaunched_mid_trace);
   CU_add_test(
       s, "--profile-base: a profile of the traced GPU, not a CPU or another GPU", test_profile_base_of_traced_gpu);

@@ -278,6 +278,19 @@ static void test_gzip(void) {
   cal_ktrace_free(&c);
 }
 
+/* The bytes of a and then of b (either NULL: nothing) into path; 0 on success. */
+static int write_joined(const char *path, const char *a, const char *b) {
+  size_t la, lb;
+  char *x = a ? tu_read_file(a, &la) : NULL, *y = b ? tu_read_file(b, &lb) : NULL;
+  FILE *f = fopen(path, "wb");
+  int ok = f && (!a || (x && fwrite(x, 1, la, f) == la)) && (!b || (y && fwrite(y, 1, lb, f) == lb));
+  if (f)
+    ok &= fclose(f) == 0;
+  free(x);
+  free(y);
+  return ok ? 0 : -1;
+}
+
 /* path is refused with CORE_EINVAL, the message holds what and where, and
  * nothing is kept. */
 static int refused(const char *path, const char *what, const char *where) {
@@ -305,6 +318,56 @@ static const char *where(const char *path, const char *suffix) {
   k ^= 1;
   snprintf(buf[k], sizeof buf[k], "%s%s", path, suffix);
   return buf[k];
+}
+
+/* The small trace cut in two, each half a gzip member of its own, into path
+ * (`cat a.gz b.gz`); 0 on success. */
+static int write_members(const char *path) {
+  size_t len;
+  char *text = tu_read_file(SMALL, &len);
+  const char *h1 = in_scratch("half1.gz"), *h2 = in_scratch("half2.gz");
+  int rc = text && write_gz(h1, text, len / 2) == 0 && write_gz(h2, text + len / 2, len - len / 2) == 0
+               ? write_joined(path, h1, h2)
+               : -1;
+  free(text);
+  return rc;
+}
+
+/* A gzip file of several members (RFC 1952, 2.2) is their texts one after
+ * the other: the halves of a trace read as the whole. */
+static void test_gzip_members(void) {
+  const char *both = in_scratch("members.json.gz");
+  CU_ASSERT_FATAL(write_members(both) == 0);
+  cal_ktrace a, b;
+  CU_ASSERT_FATAL(read_ok(SMALL, &a) == 0);
+  CU_ASSERT_FATAL(read_ok(both, &b) == 0);
+  CU_ASSERT_EQUAL_FATAL(b.n, a.n);
+  for (int64_t i = 0; i < a.n; i++)
+    CU_ASSERT(b.ev[i].ts_ns == a.ev[i].ts_ns && b.ev[i].dur_ns == a.ev[i].dur_ns && b.ev[i].corr == a.ev[i].corr);
+  cal_ktrace_free(&a);
+  cal_ktrace_free(&b);
+}
+
+/* Bytes after the gzip stream that are not a gzip member are refused naming
+ * the file and where they start, whatever they are: text, a lone newline,
+ * after one member or after two. */
+static void test_gzip_trailing(void) {
+  size_t len;
+  char *text = tu_read_file(SMALL, &len);
+  CU_ASSERT_FATAL(text != NULL);
+  const char *whole = in_scratch("t-whole.json.gz");
+  CU_ASSERT_FATAL(write_gz(whole, text, len) == 0);
+  free(text);
+  const char *junk = file_with("junk.txt", "junk after the stream\n"), *nl = file_with("nl.txt", "\n");
+  const char *p = in_scratch("trailing.json.gz"), *q = in_scratch("trailing-nl.json.gz");
+  CU_ASSERT_FATAL(write_joined(p, whole, junk) == 0 && write_joined(q, whole, nl) == 0);
+  CU_ASSERT(refused(p, "trailing bytes after the gzip stream", where(p, ": ")));
+  CU_ASSERT(refused(q, "trailing bytes after the gzip stream", where(q, ": ")));
+  const char *two = in_scratch("two.json.gz");
+  CU_ASSERT_FATAL(write_members(two) == 0);
+  const char *r = in_scratch("trailing-two.json.gz");
+  CU_ASSERT_FATAL(write_joined(r, two, junk) == 0);
+  CU_ASSERT(refused(r, "trailing bytes after the gzip stream", where(r, ": ")));
 }
 
 static void test_errors_json(void) {
@@ -480,6 +543,8 @@ void test_register(void) {
   CU_add_test(s, "metadata before and after traceEvents; the kernels' device", test_metadata);
   CU_add_test(s, "the bare array form", test_array_form);
   CU_add_test(s, "gzip, told by its magic bytes, reads the same", test_gzip);
+  CU_add_test(s, "gzip of several members: their texts one after the other", test_gzip_members);
+  CU_add_test(s, "bytes after the gzip stream that are not gzip: refused, naming the file", test_gzip_trailing);
   CU_add_test(s, "bad or cut JSON, cut gzip, .gz not gzip, empty file: line:column", test_errors_json);
   CU_add_test(s, "no traceEvents, not an array, not objects, nothing kept", test_errors_shape);
   CU_add_test(s, "events without ts, dur or name: traceEvents[i]; distributedInfo out of range", test_errors_event);

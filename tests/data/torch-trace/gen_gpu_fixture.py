@@ -48,7 +48,13 @@ kernel runs that starts 4 before that kernel ends (held back by it).
 gpu-ddp-1rank.json is gpu-ddp.json's job on one rank (world size 1): DDP copies
 the gradients into its buckets and back, but allreduces nothing.
 
-  python3 tests/data/torch-trace/gen_gpu_fixture.py          # writes all three beside it
+gpu-unattributed.json is gpu-ddp.json's job with a parameter of 50 elements
+that no layer owns, as a DLRM's per-feature weights: an aten::gather of 10 us
+before the convolution reads it (outside any layer), and in backward, after the
+convolution's, its GatherBackward0 node 10 then its AccumulateGrad 30 (copy 5
+[2]; bucket 1 full there: allreduce_ 15, kernel 300), then a sixth copy back.
+
+  python3 tests/data/torch-trace/gen_gpu_fixture.py          # writes all four beside it
   python3 tests/data/torch-trace/gen_gpu_fixture.py --check  # exit 1 if any differs
 """
 
@@ -87,11 +93,12 @@ class Trace:
                         "ts": round(start, 3), "dur": dur, "args": args})
 
 
-def step(tr, n, t0, scale, ends, side=False, world=2):
+def step(tr, n, t0, scale, ends, side=False, world=2, extra=False):
     """One step from t0; scale stretches every time (the warm-up). Returns its
     end on the host; ends holds each stream's end across steps. side: also the
     side-stream kernels of gpu-side.json (see side_kernel). world 1: DDP on one
-    rank, which allreduces nothing (gpu-ddp-1rank.json)."""
+    rank, which allreduces nothing (gpu-ddp-1rank.json). extra: a parameter no
+    layer owns (gpu-unattributed.json)."""
     s = lambda x: x * scale
     t, seq = t0, 1000 * n
     def k(tid, at, dur, name="void kernel<float>", stream=COMPUTE, kind="kernel", nbytes=None, after_comm=False):
@@ -108,10 +115,14 @@ def step(tr, n, t0, scale, ends, side=False, world=2):
 
     tr.op("Optimizer.zero_grad#SGD.zero_grad", MAIN, t, s(20), cat="user_annotation")
     t += s(20)
-    tr.op("DistributedDataParallel.forward", MAIN, t, s(30 + 100 + 50 + 80), cat="user_annotation")
+    tr.op("DistributedDataParallel.forward", MAIN, t, s(30 + 100 + 50 + 80 + (10 if extra else 0)),
+          cat="user_annotation")
     tr.op("c10d::broadcast_", MAIN, t, s(30))
     k(MAIN, t + 1, 10, "ncclKernel_Broadcast_RING_LL_Sum_int8_t", NCCL)
     t += s(30)
+    if extra:
+        tr.op("aten::gather", MAIN, t, s(10), **{"Sequence number": seq, "Input Dims": [[50], [], [500], []]})
+        t += s(10)
     dims = {"aten::conv2d": [[32, 8, 16, 16], [64, 8, 3, 3], []],
             "aten::batch_norm": [[32, 64, 16, 16], [64], [64], [64], [64], [], [], [], []],
             "aten::linear": [[32, 640], [1000, 640], [1000]]}
@@ -166,8 +177,12 @@ def step(tr, n, t0, scale, ends, side=False, world=2):
     accum(20, 2)
     accum(20, 2)
     node("ConvolutionBackward0", 90, 200, seq + 1)
-    accum(30, 3, comm=(4 * (64 + 64 + 4608), 300) if world > 1 else None)
-    for nbytes in (4 * 1000, 4 * 640000, 4 * 64, 4 * 64, 4 * 4608):  # bucket order = arrival order
+    bucket1 = (4 * (64 + 64 + 4608 + (50 if extra else 0)), 300) if world > 1 else None
+    accum(30, 3, comm=None if extra else bucket1)
+    if extra:
+        node("GatherBackward0", 10, 0, seq)
+        accum(30, 2, comm=bucket1)
+    for nbytes in (4 * 1000, 4 * 640000, 4 * 64, 4 * 64, 4 * 4608) + ((4 * 50,) if extra else ()):  # arrival order
         tr.op("torch.distributed.ddp.reducer::copy_bucket_to_grad", BWD, b, s(10))
         k(BWD, b + 1, 5, "Memcpy DtoD (Device -> Device)", kind="gpu_memcpy", nbytes=nbytes, after_comm=True)
         b += s(10)
@@ -191,11 +206,11 @@ def side_kernel(tr, at, start, dur, ends):
     ends[SIDE] = start + dur
 
 
-def build(side=False, world=2):
+def build(side=False, world=2, extra=False):
     tr = Trace()
     t, ends = T0, {COMPUTE: T0, NCCL: T0, SIDE: T0}
     for n in range(4):
-        t = step(tr, n, t, 2.0 if n == 0 else 1.0, ends, side, world)
+        t = step(tr, n, t, 2.0 if n == 0 else 1.0, ends, side, world, extra)
     return {"schemaVersion": 1,
             "deviceProperties": [{"id": i, "name": "NVIDIA A100-SXM4-80GB", "totalGlobalMem": 85_000_000_000,
                                   "computeMajor": 8, "computeMinor": 0, "numSms": 108} for i in range(8)],
@@ -206,9 +221,10 @@ def build(side=False, world=2):
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     same = True
-    for name, side, world in (("gpu-ddp.json", False, 2), ("gpu-side.json", True, 2), ("gpu-ddp-1rank.json", False, 1)):
+    for name, side, world, extra in (("gpu-ddp.json", False, 2, False), ("gpu-side.json", True, 2, False),
+                                      ("gpu-ddp-1rank.json", False, 1, False), ("gpu-unattributed.json", False, 2, True)):
         out = os.path.join(here, name)
-        text = json.dumps(build(side, world), indent=None, separators=(",", ":")) + "\n"
+        text = json.dumps(build(side, world, extra), indent=None, separators=(",", ":")) + "\n"
         if "--check" in sys.argv:
             with open(out) as f:
                 same = same and f.read() == text
