@@ -6,7 +6,9 @@
 # --backend nccl` does load NCCL and `calibrate` OpenBLAS (so the check can
 # see a load at all); and NCCL, the CUDA runtime or OpenBLAS missing is
 # exit 5 at once, with a message naming the library and the variable that
-# points at it, writing nothing.
+# points at it, writing nothing. Gloo and the C++ runtime load only with the
+# Gloo shim (runtime/gloo_api.c): no DT_NEEDED on them, and neither
+# `--version` nor `simulate` loads them.
 #
 #   test_gpu_libs.sh DDPSIM_BINARY SOURCE_DIR nccl|none|noruntime
 #   (nccl: built with the NCCL backend; none: the runtime without it;
@@ -29,6 +31,10 @@ check "readelf lists the binary's libraries" [ -n "$needed" ]
 check "no DT_NEEDED on CUDA, NCCL or OpenBLAS: $(echo "$needed" | grep -oE "$gpu_libs[^]]*" | paste -sd' ')" \
   bash -c "! grep -qE '$gpu_libs' <<< \"\$1\"" _ "$needed"
 
+gloo_libs='lib(gloo|stdc\+\+|ddpsim-gloo)\.so'
+check "no DT_NEEDED on Gloo or the C++ runtime: $(echo "$needed" | grep -oE "$gloo_libs[^]]*" | paste -sd' ')" \
+  bash -c "! grep -qE '$gloo_libs' <<< \"\$1\"" _ "$needed"
+
 # NAME: the loader logged its work (it initializes every library it loads,
 # dlopen'ed ones too), and no GPU library was among it.
 loads_no_gpu_lib() {
@@ -36,14 +42,17 @@ loads_no_gpu_lib() {
   grep -q "calling init: " "$err" || return 1
   ! grep -E "calling init: .*$gpu_libs" "$err"
 }
+loads_no_gloo() { ! grep -E "calling init: .*$gloo_libs" "$work/$1.err"; }
 
 LD_DEBUG=libs run version --version
 check "--version: exit 0" [ "$status" -eq 0 ]
 check "--version loads no CUDA/NCCL/OpenBLAS library" loads_no_gpu_lib version
+check "--version loads neither Gloo nor the C++ runtime" loads_no_gloo version
 
 LD_DEBUG=libs run simulate simulate "$src/scenarios/gigabit-vs-ib.cfg" -o "$work/sim" -q
 check "simulate: exit 0" [ "$status" -eq 0 ]
 check "simulate loads no CUDA/NCCL/OpenBLAS library" loads_no_gpu_lib simulate
+check "simulate loads neither Gloo nor the C++ runtime" loads_no_gloo simulate
 
 empty() { [ -z "$(ls -A "$1")" ]; }
 
