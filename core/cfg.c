@@ -105,11 +105,19 @@ static int find_wide(const core_cfg *c, const char *text, const char *what, offs
   offsets arr = {0};
   int in_array = 0, arr_wide = 0, line = 1, rc = 0;
   for (const char *p = text; *p && !rc;) {
-    if (*p == '"') {
-      for (p++; *p && *p != '"'; p++) {
-        if (*p == '\\' && p[1])
+    if (*p == ' ' || *p == '\t') {
+      p += strspn(p, " \t");
+    } else if (*p == '"') {
+      /* Up to the closing quote; an escaped character (a quote too) is skipped. */
+      for (p++; *p && *p != '"';) {
+        p += strcspn(p, "\"\\\n");
+        if (*p == '\\' && p[1]) {
+          line += p[1] == '\n';
+          p += 2;
+        } else if (*p == '\\' || *p == '\n') {
+          line += *p == '\n';
           p++;
-        line += *p == '\n';
+        }
       }
       p += *p == '"';
     } else if (*p == '#' || (p[0] == '/' && p[1] == '/')) {
