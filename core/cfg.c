@@ -105,11 +105,19 @@ static int find_wide(const core_cfg *c, const char *text, const char *what, offs
   offsets arr = {0};
   int in_array = 0, arr_wide = 0, line = 1, rc = 0;
   for (const char *p = text; *p && !rc;) {
-    if (*p == '"') {
-      for (p++; *p && *p != '"'; p++) {
-        if (*p == '\\' && p[1])
+    if (*p == ' ' || *p == '\t') {
+      p += strspn(p, " \t");
+    } else if (*p == '"') {
+      /* Up to the closing quote; an escaped character (a quote too) is skipped. */
+      for (p++; *p && *p != '"';) {
+        p += strcspn(p, "\"\\\n");
+        if (*p == '\\' && p[1]) {
+          line += p[1] == '\n';
+          p += 2;
+        } else if (*p == '\\' || *p == '\n') {
+          line += *p == '\n';
           p++;
-        line += *p == '\n';
+        }
       }
       p += *p == '"';
     } else if (*p == '#' || (p[0] == '/' && p[1] == '/')) {
@@ -280,6 +288,22 @@ void core_cfg_free(core_cfg *c) {
 
 const config_setting_t *core_cfg_root(const core_cfg *c) { return config_root_setting(&c->cfg); }
 
+/* A scan with strcmp: libconfig's own lookup reads the key as a path and
+ * compares names a character at a time against its separators (a strchr
+ * each), and model files look keys up in every layer. Names are unique in a
+ * group (libconfig refuses a repeated one), so the first match is the one. */
+const config_setting_t *core_cfg_member(const config_setting_t *g, const char *key) {
+  if (!g || g->type != CONFIG_TYPE_GROUP || !g->value.list)
+    return NULL;
+  const config_list_t *list = g->value.list;
+  for (unsigned i = 0; i < list->length; i++) {
+    const config_setting_t *s = list->elements[i];
+    if (s->name && strcmp(s->name, key) == 0)
+      return s;
+  }
+  return NULL;
+}
+
 static const char *group_name(const config_setting_t *g) {
   return g->name ? g->name : (g->parent ? "(list element)" : "(top level)");
 }
@@ -325,7 +349,7 @@ static int wrong(const config_setting_t *s, const char *expect) {
 
 static int child(
     const config_setting_t *g, const char *key, int required, const char *expect, const config_setting_t **out) {
-  *out = config_setting_get_member(g, key);
+  *out = core_cfg_member(g, key);
   if (!*out && required)
     return missing(g, key, expect);
   return 0;
@@ -452,7 +476,7 @@ static int scalar_string(const config_setting_t *s, const char *const choices[],
 
 int core_cfg_double(
     const config_setting_t *g, const char *key, int required, double def, double lo, double hi, double *out) {
-  const config_setting_t *s = config_setting_get_member(g, key);
+  const config_setting_t *s = core_cfg_member(g, key);
   char expect[160];
   if (!s && required)
     return missing(g, key, expect_number(lo, hi, expect, sizeof expect));
@@ -465,7 +489,7 @@ int core_cfg_double(
 
 int core_cfg_int(const config_setting_t *g, const char *key, int required, long long def, long long lo, long long hi,
     long long *out) {
-  const config_setting_t *s = config_setting_get_member(g, key);
+  const config_setting_t *s = core_cfg_member(g, key);
   char expect[160];
   if (!s && required)
     return missing(g, key, expect_integer(lo, hi, expect, sizeof expect));
@@ -626,7 +650,7 @@ static void value_text(const config_setting_t *s, char *buf, size_t n) {
 }
 
 int core_cfg_distinct(const config_setting_t *g, const char *key) {
-  const config_setting_t *s = g ? config_setting_get_member(g, key) : NULL;
+  const config_setting_t *s = g ? core_cfg_member(g, key) : NULL;
   if (!s || !config_setting_is_array(s))
     return 0;
   int n = config_setting_length(s);

@@ -32,6 +32,10 @@ void core_cfg_free(core_cfg *c);
 
 const config_setting_t *core_cfg_root(const core_cfg *c);
 
+/* The member key of group g, as config_setting_get_member gives it, for a
+ * plain key (no path); NULL when g is not a group or has no such member. */
+const config_setting_t *core_cfg_member(const config_setting_t *g, const char *key);
+
 /* "file:line" of a setting into buf; returns buf. */
 const char *core_cfg_where(const config_setting_t *s, char *buf, size_t n);
 

@@ -48,9 +48,9 @@ static int count_tensors(const config_setting_t *layers, int *total, int *named)
   *named = 0;
   for (int i = 0; i < config_setting_length(layers); i++) {
     const config_setting_t *l = config_setting_get_elem(layers, (unsigned)i);
-    const config_setting_t *p = config_setting_get_member(l, "params");
-    const char *type = "generic";
-    config_setting_lookup_string(l, "type", &type);
+    const config_setting_t *p = core_cfg_member(l, "params");
+    const config_setting_t *ts = core_cfg_member(l, "type");
+    const char *type = ts && config_setting_type(ts) == CONFIG_TYPE_STRING ? config_setting_get_string(ts) : "generic";
     int n;
     if (strcmp(type, "linear") == 0)
       n = 2;
@@ -62,7 +62,7 @@ static int count_tensors(const config_setting_t *layers, int *total, int *named)
       return core_err_set(CORE_EINVAL, "%s: more than %d parameter tensors; split the model or merge tensors",
           core_cfg_where(l, w, sizeof w), MODEL_MAX_TENSORS);
     *total += n;
-    *named |= config_setting_get_member(l, "param_names") != NULL;
+    *named |= core_cfg_member(l, "param_names") != NULL;
   }
   return 0;
 }
@@ -78,9 +78,9 @@ static int parse_linear(const config_setting_t *l, core_model *m, core_layer *L,
     return rc;
   static const char *const derived[] = {"params", "rows", "param_names"};
   for (int k = 0; k < 3; k++)
-    if (config_setting_get_member(l, derived[k]))
+    if (core_cfg_member(l, derived[k]))
       return core_err_set(CORE_EINVAL, "%s: layer '%s' is linear, so its %s follow from in and out; remove '%s'",
-          core_cfg_where(config_setting_get_member(l, derived[k]), w, sizeof w), L->name,
+          core_cfg_where(core_cfg_member(l, derived[k]), w, sizeof w), L->name,
           k == 2 ? "tensors' names (weight, bias)"
           : k    ? "shapes"
                  : "params",
@@ -88,7 +88,7 @@ static int parse_linear(const config_setting_t *l, core_model *m, core_layer *L,
   if (L->op != CORE_OP_LINEAR)
     return core_err_set(CORE_EINVAL,
         "%s: layer '%s' is type = \"linear\", so its kind is \"linear\"; remove kind = \"%s\"",
-        core_cfg_where(config_setting_get_member(l, "kind"), w, sizeof w), L->name, core_op_name(L->op));
+        core_cfg_where(core_cfg_member(l, "kind"), w, sizeof w), L->name, core_op_name(L->op));
   if ((rc = core_cfg_string(l, "activation", 0, "none", activations, &s)) != 0)
     return rc;
   L->act = strcmp(s, "relu") == 0 ? CORE_ACT_RELU : CORE_ACT_NONE;
@@ -110,7 +110,7 @@ static int parse_linear(const config_setting_t *l, core_model *m, core_layer *L,
 
 static int parse_rows(const config_setting_t *l, core_model *m, core_layer *L) {
   char w[4200];
-  const config_setting_t *rows = config_setting_get_member(l, "rows");
+  const config_setting_t *rows = core_cfg_member(l, "rows");
   if (!rows)
     return 0;
   if (!config_setting_is_array(rows) || config_setting_length(rows) != L->n_tensors)
@@ -139,7 +139,7 @@ static int parse_rows(const config_setting_t *l, core_model *m, core_layer *L) {
  * space-separated list (`ddpsim model`). */
 static int parse_pnames(const config_setting_t *l, core_model *m, core_layer *L) {
   char w[4200];
-  const config_setting_t *pn = config_setting_get_member(l, "param_names");
+  const config_setting_t *pn = core_cfg_member(l, "param_names");
   if (!pn)
     return 0;
   if (!config_setting_is_array(pn) || config_setting_length(pn) != L->n_tensors)
@@ -174,12 +174,11 @@ static int parse_generic(const config_setting_t *l, core_model *m, core_layer *L
     return rc;
   if ((rc = core_cfg_double(l, "act_bytes", 0, 0, 0, 1e15, &L->act_bytes)) != 0)
     return rc;
-  if (config_setting_get_member(l, "activation") || config_setting_get_member(l, "in") ||
-      config_setting_get_member(l, "out"))
+  if (core_cfg_member(l, "activation") || core_cfg_member(l, "in") || core_cfg_member(l, "out"))
     return core_err_set(CORE_EINVAL,
         "%s: layer '%s': in, out and activation belong to type = \"linear\" layers; list params and fwd_flops instead",
         core_cfg_where(l, w, sizeof w), L->name);
-  p = config_setting_get_member(l, "params");
+  p = core_cfg_member(l, "params");
   if (p && !config_setting_is_array(p))
     return core_err_set(CORE_EINVAL, "%s: 'params' must be an array of tensor sizes, e.g. params = [4096, 64];",
         core_cfg_where(p, w, sizeof w));
@@ -219,8 +218,8 @@ static int parse_costs(const config_setting_t *l, core_layer *L, int idx) {
   if ((rc = core_cfg_double(l, "bwd_flops", 0, def_bwd, 0, 1e18, &L->bwd_flops)) != 0)
     return rc;
   double fwd_ms, bwd_ms;
-  int has_f = config_setting_get_member(l, "fwd_ms") != NULL;
-  int has_b = config_setting_get_member(l, "bwd_ms") != NULL;
+  int has_f = core_cfg_member(l, "fwd_ms") != NULL;
+  int has_b = core_cfg_member(l, "bwd_ms") != NULL;
   if (has_f != has_b)
     return core_err_set(CORE_EINVAL, "%s: layer '%s' has only one of fwd_ms and bwd_ms; give both or neither",
         core_cfg_where(l, w, sizeof w), L->name);
@@ -238,7 +237,7 @@ static int parse_costs(const config_setting_t *l, core_layer *L, int idx) {
 static int parse_inputs(const config_setting_t *l, core_model *m, int idx, int *n_used) {
   char w[4200];
   core_layer *L = &m->layers[idx];
-  const config_setting_t *in = config_setting_get_member(l, "inputs");
+  const config_setting_t *in = core_cfg_member(l, "inputs");
   int n = in ? (config_setting_is_array(in) ? config_setting_length(in) : 1) : idx > 0;
   int *more = realloc(m->inputs, sizeof *more * (size_t)(*n_used + n + 1));
   if (!more)
@@ -317,7 +316,7 @@ static void rule_ready_order(core_model *m) {
 /* ready_order from the file: a permutation of every tensor index. */
 static int parse_ready_order(const config_setting_t *g, core_model *m) {
   char w[4200];
-  const config_setting_t *r = config_setting_get_member(g, "ready_order");
+  const config_setting_t *r = core_cfg_member(g, "ready_order");
   if (!r) {
     rule_ready_order(m);
     return 0;
@@ -337,16 +336,17 @@ static int parse_ready_order(const config_setting_t *g, core_model *m) {
     long long t = config_setting_type(e) == CONFIG_TYPE_INT     ? config_setting_get_int(e)
                   : config_setting_type(e) == CONFIG_TYPE_INT64 ? config_setting_get_int64(e)
                                                                 : -1;
+    if (t >= 0 && t < m->n_tensors && !seen[t]) {
+      seen[t] = 1;
+      m->ready_order[k] = (int)t;
+      continue;
+    }
     core_cfg_where(config_setting_source_line(e) ? e : r, w, sizeof w);
     if (t < 0 || t >= m->n_tensors)
       rc = core_err_set(CORE_EINVAL, "%s: ready_order[%d]: expected a tensor index in [0, %d]", w, k, m->n_tensors - 1);
-    else if (seen[t])
+    else
       rc = core_err_set(
           CORE_EINVAL, "%s: ready_order[%d]: tensor %lld is listed twice; every tensor must appear once", w, k, t);
-    else {
-      seen[t] = 1;
-      m->ready_order[k] = (int)t;
-    }
   }
   free(seen);
   m->ready_given = rc == 0;
@@ -364,7 +364,7 @@ static int parse_header(const config_setting_t *g, core_model *m) {
       strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._+-") != strlen(s))
     return core_err_set(CORE_EINVAL,
         "%s: model name \"%s\" must be at most %zu letters, digits and . _ + - (it labels CSV rows and plots)",
-        core_cfg_where(config_setting_get_member(g, "name"), w, sizeof w), s, sizeof m->name - 1);
+        core_cfg_where(core_cfg_member(g, "name"), w, sizeof w), s, sizeof m->name - 1);
   snprintf(m->name, sizeof m->name, "%s", s);
   if ((rc = core_cfg_string(g, "source", 0, "", NULL, &s)) != 0)
     return rc;
@@ -377,7 +377,7 @@ static int parse_header(const config_setting_t *g, core_model *m) {
   long long dummy;
   if ((rc = core_cfg_int(g, "seq_len", 0, 0, 1, 10000000, &dummy)) != 0)
     return rc;
-  if (config_setting_get_member(g, "image") && (rc = core_cfg_string(g, "image", 0, "", NULL, &s)) != 0)
+  if (core_cfg_member(g, "image") && (rc = core_cfg_string(g, "image", 0, "", NULL, &s)) != 0)
     return rc;
   return 0;
 }
@@ -429,7 +429,7 @@ static int parse_layers(const config_setting_t *layers, core_model *m) {
   m->n_tensors = pos;
   /* A traced job without DDP whose trace did not say its parameters' sizes
    * (core/traced.h) synchronizes only through its measured side work. */
-  const config_setting_t *tr = config_setting_get_member(config_setting_parent(layers), "traced");
+  const config_setting_t *tr = core_cfg_member(config_setting_parent(layers), "traced");
   int ddp = 1;
   if (tr)
     config_setting_lookup_bool(tr, "ddp", &ddp);
@@ -455,9 +455,9 @@ static int parse_measured(const config_setting_t *g, const config_setting_t *lay
   m->measured = n_measured == m->n_layers;
   if ((rc = core_cfg_double(g, "measured_batch", m->measured, 0, 1, CORE_MODEL_BATCH_MAX, &m->measured_batch)) != 0)
     return rc;
-  if (!m->measured && config_setting_get_member(g, "measured_batch"))
+  if (!m->measured && core_cfg_member(g, "measured_batch"))
     return core_err_set(CORE_EINVAL, "%s: measured_batch is set but no layer has fwd_ms/bwd_ms",
-        core_cfg_where(config_setting_get_member(g, "measured_batch"), w, sizeof w));
+        core_cfg_where(core_cfg_member(g, "measured_batch"), w, sizeof w));
   return 0;
 }
 
@@ -505,7 +505,7 @@ int core_model_from_setting(const config_setting_t *root, const char *path, core
   /* An hour of waiting per allreduce is no measurement. */
   if ((rc = core_cfg_double(g, "psgd_sync_us", 0, -1, 0, 3.6e9, &m->psgd_sync_us)) != 0)
     goto fail_free;
-  if ((tr = config_setting_get_member(g, "traced")) != NULL &&
+  if ((tr = core_cfg_member(g, "traced")) != NULL &&
       (rc = core_traced_parse(tr, m->n_layers, m->n_tensors, &m->traced)) != 0)
     goto fail_free;
   *out = m;

@@ -7,10 +7,12 @@
 #include "tbevent.pb-c.h"
 
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <isa-l/crc.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,18 +22,69 @@
 
 /* ---- records ------------------------------------------------------------------ */
 
-uint32_t core_tb_crc32c(const void *p, size_t n) {
+#ifndef DDPSIM_ISAL_SONAME
+#define DDPSIM_ISAL_SONAME NULL
+#endif
+#ifndef DDPSIM_ISAL_PATH
+#define DDPSIM_ISAL_PATH NULL
+#endif
+
+/* ISA-L, opened on first use so that commands without TensorBoard files
+ * start without it: $DDPSIM_ISAL when set, else the soname and the file the
+ * build found, then libisal.so. */
+static pthread_once_t isal_once = PTHREAD_ONCE_INIT;
+static __typeof__(&crc32_iscsi) isal_crc;
+static char isal_error[1024];
+
+static void load_isal(void) {
+  const char *env = getenv("DDPSIM_ISAL");
+  const char *names[] = {DDPSIM_ISAL_SONAME, DDPSIM_ISAL_PATH, "libisal.so"};
+  if (env && *env) {
+    names[0] = env;
+    names[1] = names[2] = NULL;
+  }
+  const char *tried = NULL;
+  char why[512] = "no candidate name";
+  void *h = NULL;
+  for (size_t i = 0; i < sizeof names / sizeof *names && !h; i++) {
+    if (!names[i] || !*names[i])
+      continue;
+    if ((h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL)) == NULL && !tried) {
+      const char *e = dlerror();
+      tried = names[i];
+      snprintf(why, sizeof why, "%s", e ? e : "unknown loader error");
+    }
+  }
+  void *f = h ? dlsym(h, "crc32_iscsi") : NULL;
+  if (f) {
+    memcpy(&isal_crc, &f, sizeof f);
+    return;
+  }
+  snprintf(isal_error, sizeof isal_error,
+      "ISA-L not found: cannot load %s (%s); install libisal2 (TensorBoard records need its CRC-32C) or set "
+      "DDPSIM_ISAL=/path/libisal.so.2",
+      h       ? "crc32_iscsi"
+      : tried ? tried
+              : "libisal.so",
+      h ? "the library lacks it" : why);
+}
+
+int core_tb_crc32c(const void *p, size_t n, uint32_t *crc) {
+  pthread_once(&isal_once, load_isal);
+  if (!isal_crc)
+    return core_err_set(CORE_EUNSUPPORTED, "%s", isal_error);
   /* ISA-L's crc32_iscsi neither inverts its seed nor its result: CRC-32C is
    * ~crc32_iscsi(p, n, ~0), and chunks chain through the raw state. */
   unsigned int state = 0xffffffffu;
   const unsigned char *c = p;
   while (n > 0) {
     int chunk = n > (size_t)INT_MAX ? INT_MAX : (int)n;
-    state = crc32_iscsi((unsigned char *)c, chunk, state);
+    state = isal_crc((unsigned char *)c, chunk, state);
     c += chunk;
     n -= (size_t)chunk;
   }
-  return ~state;
+  *crc = ~state;
+  return 0;
 }
 
 uint32_t core_tb_mask(uint32_t crc) { return ((crc >> 15) | (crc << 17)) + 0xa282ead8u; }
@@ -74,12 +127,17 @@ static int put_event(core_tb_buf *b, const Tb__Event *ev) {
   if (rc)
     return rc;
   unsigned char *h = b->p + b->n;
+  uint32_t crc = 0;
   put_le(h, len, 8);
-  put_le(h + 8, core_tb_mask(core_tb_crc32c(h, 8)), 4);
+  if ((rc = core_tb_crc32c(h, 8, &crc)) != 0)
+    return rc;
+  put_le(h + 8, core_tb_mask(crc), 4);
   size_t packed = tb__event__pack(ev, h + 12);
   if (packed != len)
     return core_err_set(CORE_EINTERNAL, "protobuf-c packed %zu bytes of an event it sized at %zu", packed, len);
-  put_le(h + 12 + len, core_tb_mask(core_tb_crc32c(h + 12, len)), 4);
+  if ((rc = core_tb_crc32c(h + 12, len, &crc)) != 0)
+    return rc;
+  put_le(h + 12 + len, core_tb_mask(crc), 4);
   b->n += len + CORE_TB_RECORD_OVERHEAD;
   return 0;
 }
@@ -135,14 +193,20 @@ int core_tb_put_start(core_tb_buf *b, double wall_time, int64_t step, const char
 }
 
 int core_tb_record(const unsigned char *p, size_t n, const unsigned char **data, size_t *len, size_t *used) {
+  uint32_t crc = 0;
+  int rc;
   if (n < 12)
     return 1;
-  if ((uint32_t)get_le(p + 8, 4) != core_tb_mask(core_tb_crc32c(p, 8)))
+  if ((rc = core_tb_crc32c(p, 8, &crc)) != 0)
+    return rc;
+  if ((uint32_t)get_le(p + 8, 4) != core_tb_mask(crc))
     return core_err_set(CORE_ECORRUPT, "the length of a record fails its CRC-32C");
   uint64_t l = get_le(p, 8);
   if (l > n - 12 || n - 12 - l < 4)
     return 1;
-  if ((uint32_t)get_le(p + 12 + l, 4) != core_tb_mask(core_tb_crc32c(p + 12, (size_t)l)))
+  if ((rc = core_tb_crc32c(p + 12, (size_t)l, &crc)) != 0)
+    return rc;
+  if ((uint32_t)get_le(p + 12 + l, 4) != core_tb_mask(crc))
     return core_err_set(CORE_ECORRUPT, "the data of a record of %llu bytes fails its CRC-32C", (unsigned long long)l);
   *data = p + 12;
   *len = (size_t)l;

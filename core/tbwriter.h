@@ -55,15 +55,16 @@ int core_tb_put_version(core_tb_buf *b, double wall_time);
 int core_tb_put_scalars(core_tb_buf *b, double wall_time, int64_t step, const core_tb_scalar *v, int n);
 int core_tb_put_start(core_tb_buf *b, double wall_time, int64_t step, const char *msg);
 
-/* CRC-32C of p[0..n), and the mask TensorFlow stores
+/* CRC-32C of p[0..n) into *crc, and the mask TensorFlow stores
  * (tensorflow/tsl/lib/hash/crc32c.h, Mask: rotate right by 15, add
- * 0xa282ead8). */
-uint32_t core_tb_crc32c(const void *p, size_t n);
+ * 0xa282ead8). ISA-L is opened on the first call (DDPSIM_ISAL names the
+ * file to use instead); CORE_EUNSUPPORTED, naming it, when it cannot be. */
+int core_tb_crc32c(const void *p, size_t n, uint32_t *crc);
 uint32_t core_tb_mask(uint32_t crc);
 
 /* The record at p[0..n): its data in *data and *len, its size in *used.
  * 0; 1 when p holds only part of a record; CORE_ECORRUPT when a CRC does
- * not match. */
+ * not match (CORE_EUNSUPPORTED without ISA-L). */
 int core_tb_record(const unsigned char *p, size_t n, const unsigned char **data, size_t *len, size_t *used);
 
 /* The last event file of dir by name (TensorBoard's order) into path: 0,

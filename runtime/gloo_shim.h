@@ -12,6 +12,10 @@
  * closes its pairs) and every later call returns the first failure's code;
  * destroy it and rendezvous again under a new prefix.
  *
+ * The shim is built as a module of its own (libddpsim-gloo.so); the program
+ * calls these functions through runtime/gloo_api.c, which opens it on first
+ * use, so that commands without Gloo start without it and the C++ runtime.
+ *
  * Most callers want runtime/gloo.h (an rt_comm) or runtime/pg.h (rank from the
  * environment, store from a spec).
  */

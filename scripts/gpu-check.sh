@@ -42,8 +42,8 @@
 #   bash scripts/gpu-check.sh --bundle gpu-bundle      # here: build + copy
 #   GPU_CHECK_PREBUILT=gpu-bundle bash scripts/gpu-check.sh   # there
 #
-# The bundle holds bin/ddpsim, bin/test_rt_nccl and lib/ (every library they
-# load except glibc's, the compiler's runtime and CUDA's: cudart, cuBLAS and
+# The bundle holds bin/ddpsim, bin/test_rt_nccl, the Gloo shim they open
+# (bin/libddpsim-gloo.so) and lib/ (every library they load except glibc's, the compiler's runtime and CUDA's: cudart, cuBLAS and
 # NCCL are the lent machine's own). If a bundled binary cannot load there,
 # the script falls back to the builds below. NCCL is also looked for in the
 # nvidia-nccl wheel of the machine's python3.
@@ -123,12 +123,13 @@ if [ "${1:-}" = --bundle ]; then
     exit 3
   fi
   rm -rf "$DEST" && mkdir -p "$DEST/bin" "$DEST/lib" && touch "$DEST/.gpu-check-bundle" &&
-    cp "$BUILD/ddpsim" "$BUILD/tests/runtime/test_rt_nccl" "$DEST/bin/" || exit 3
-  # Every library the binaries load but glibc's, the compiler runtime's,
-  # zlib and CUDA's (cudart, cuBLAS and NCCL are the GPU machine's own). Built
+    cp "$BUILD/ddpsim" "$BUILD/tests/runtime/test_rt_nccl" "$BUILD/libddpsim-gloo.so" "$DEST/bin/" || exit 3
+  # The Gloo shim goes beside the binaries, where they look for it first.
+  # Every library the binaries and the shim load but glibc's, the compiler
+  # runtime's, zlib and CUDA's (cudart, cuBLAS and NCCL are the GPU machine's own). Built
   # on Debian 12, so the GPU machine needs glibc 2.34 and libstdc++ of GCC 12
   # (GLIBCXX_3.4.29) or newer.
-  if ! LIBS=$(ldd "$DEST/bin/ddpsim" "$DEST/bin/test_rt_nccl"); then
+  if ! LIBS=$(ldd "$DEST/bin/ddpsim" "$DEST/bin/test_rt_nccl" "$DEST/bin/libddpsim-gloo.so"); then
     echo "gpu-check --bundle: ldd could not list the binaries' libraries" >&2
     exit 3
   fi
@@ -212,7 +213,8 @@ TEST=
 DDPSIM=$BUILD/ddpsim
 if [ -n "$PREBUILT" ]; then
   LIBPATH=$PREBUILT/lib${NCCL_DIR:+:$NCCL_DIR}:$CUBLAS_DIR:$CUDART_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-  MISSING=$(LD_LIBRARY_PATH=$LIBPATH ldd "$PREBUILT/bin/ddpsim" "$PREBUILT/bin/test_rt_nccl" 2>&1 |
+  MISSING=$(LD_LIBRARY_PATH=$LIBPATH ldd "$PREBUILT/bin/ddpsim" "$PREBUILT/bin/test_rt_nccl" \
+    "$PREBUILT/bin/libddpsim-gloo.so" 2>&1 |
     grep -E "not found|No such file")
   if [ -z "$MISSING" ]; then
     export LD_LIBRARY_PATH=$LIBPATH

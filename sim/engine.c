@@ -88,10 +88,19 @@ void sim_engine_free(sim_engine *e) {
   free(e);
 }
 
+/* Only the cells whose bit is set in occ hold keys (cell_add sets it,
+ * cell_clear empties the cell as it clears it), so only they are emptied;
+ * a broken engine's cells are all emptied. */
 void sim_engine_reset(sim_engine *e) {
-  for (int l = 0; l < LEVELS; l++)
-    for (int s = 0; s < FAN; s++)
-      e->c[l][s].head = e->c[l][s].n = 0;
+  for (int l = 0; l < LEVELS; l++) {
+    if (e->broken) {
+      for (int s = 0; s < FAN; s++)
+        e->c[l][s].head = e->c[l][s].n = 0;
+      continue;
+    }
+    for (uint64_t m = e->occ[l]; m; m &= m - 1)
+      e->c[l][__builtin_ctzll(m)].head = e->c[l][__builtin_ctzll(m)].n = 0;
+  }
   memset(e->occ, 0, sizeof e->occ);
   e->levels = 0;
   e->base = 0;

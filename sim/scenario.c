@@ -10,6 +10,7 @@
 #include "core/path.h"
 #include "core/traced.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -330,24 +331,81 @@ static int parse_profile(sim_scenario *s, const config_setting_t *root) {
 }
 
 /* model = "FILE" or ["A", "B"]: models with names of their own. */
+/* One model file of the scenario, loaded on a thread of its own when there
+ * are several: the path, then the model or the failure's code and message
+ * (messages are per thread). */
+typedef struct model_job {
+  char path[4096];
+  core_model *m;
+  int rc;
+  char msg[2048];
+} model_job;
+
+static void *load_model_job(void *arg) {
+  model_job *j = arg;
+  j->rc = core_model_load(j->path, &j->m);
+  if (j->rc)
+    snprintf(j->msg, sizeof j->msg, "%s", core_err_msg());
+  return NULL;
+}
+
+/* Every job whose path resolved, the others on threads while this one loads
+ * the first: the files are independent, and the largest model's parse is
+ * most of a small study's start-up. A thread that cannot start loads here.
+ * state[i]: 0 nothing to load, 1 to load here, 2 loading on th[i]; a job
+ * is not read here while its thread runs. */
+static void load_model_jobs(model_job *jobs, int n) {
+  pthread_t *th = calloc((size_t)n, sizeof *th);
+  char *state = calloc((size_t)n, 1);
+  if (!th || !state) {
+    for (int i = 0; i < n; i++)
+      if (!jobs[i].rc)
+        load_model_job(&jobs[i]);
+    goto free_state;
+  }
+  for (int i = 0; i < n; i++)
+    state[i] = !jobs[i].rc;
+  for (int i = 1; i < n; i++)
+    if (state[i] && pthread_create(&th[i], NULL, load_model_job, &jobs[i]) == 0)
+      state[i] = 2;
+  for (int i = 0; i < n; i++)
+    if (state[i] == 1)
+      load_model_job(&jobs[i]);
+  for (int i = 1; i < n; i++)
+    if (state[i] == 2)
+      pthread_join(th[i], NULL);
+free_state:
+  free(state);
+  free(th);
+}
+
+/* The models in the order listed; the first failure in that order is the
+ * one reported, as if they loaded one after another. */
 static int parse_models(sim_scenario *s, const config_setting_t *root) {
-  char w[4200], path[4096];
+  char w[4200];
   const char **strs;
   int rc, n;
   if ((rc = core_cfg_string_list(root, "model", 1, NULL, NULL, &strs, &n)) != 0)
     return rc;
-  const config_setting_t *set = config_setting_get_member(root, "model");
+  const config_setting_t *set = core_cfg_member(root, "model");
   s->models = calloc((size_t)n, sizeof *s->models);
-  if (!s->models) {
+  model_job *jobs = calloc((size_t)n, sizeof *jobs);
+  if (!s->models || !jobs) {
     rc = core_err_set(CORE_ENOMEM, "out of memory loading models");
-    goto free_strs;
+    goto free_jobs;
   }
+  for (int i = 0; i < n; i++)
+    if ((jobs[i].rc = core_cfg_path(set, strs[i], jobs[i].path, sizeof jobs[i].path)) != 0)
+      snprintf(jobs[i].msg, sizeof jobs[i].msg, "%s", core_err_msg());
+  load_model_jobs(jobs, n);
   for (int i = 0; i < n && !rc; i++) {
-    if ((rc = core_cfg_path(set, strs[i], path, sizeof path)) != 0 ||
-        (rc = core_model_load(path, &s->models[i])) != 0) {
-      rc = core_err_wrap(rc, "%s: model \"%s\"", where(set, w), strs[i]);
+    if (jobs[i].rc) {
+      core_err_set(jobs[i].rc, "%s", jobs[i].msg);
+      rc = core_err_wrap(jobs[i].rc, "%s: model \"%s\"", where(set, w), strs[i]);
       break;
     }
+    s->models[i] = jobs[i].m;
+    jobs[i].m = NULL;
     s->n_models = i + 1;
     for (int j = 0; j < i && !rc; j++)
       if (strcmp(s->models[j]->name, s->models[i]->name) == 0)
@@ -355,7 +413,10 @@ static int parse_models(sim_scenario *s, const config_setting_t *root) {
             where(set, w), s->models[i]->name);
   }
   s->n[SIM_DIM_MODEL] = s->n_models;
-free_strs:
+free_jobs:
+  for (int i = 0; jobs && i < n; i++)
+    core_model_free(jobs[i].m);
+  free(jobs);
   free(strs);
   return rc;
 }

@@ -6,7 +6,10 @@
 # --backend nccl` does load NCCL and `calibrate` OpenBLAS (so the check can
 # see a load at all); and NCCL, the CUDA runtime or OpenBLAS missing is
 # exit 5 at once, with a message naming the library and the variable that
-# points at it, writing nothing.
+# points at it, writing nothing. Gloo and the C++ runtime load only with the
+# Gloo shim (runtime/gloo_api.c), ISA-L only for TensorBoard records
+# (core/tbwriter.c): no DT_NEEDED on them, and neither `--version` nor
+# `simulate` loads them; ISA-L missing is exit 5 before any output.
 #
 #   test_gpu_libs.sh DDPSIM_BINARY SOURCE_DIR nccl|none|noruntime
 #   (nccl: built with the NCCL backend; none: the runtime without it;
@@ -29,6 +32,10 @@ check "readelf lists the binary's libraries" [ -n "$needed" ]
 check "no DT_NEEDED on CUDA, NCCL or OpenBLAS: $(echo "$needed" | grep -oE "$gpu_libs[^]]*" | paste -sd' ')" \
   bash -c "! grep -qE '$gpu_libs' <<< \"\$1\"" _ "$needed"
 
+lazy_libs='lib(gloo|stdc\+\+|ddpsim-gloo|isal)\.so'
+check "no DT_NEEDED on Gloo, the C++ runtime or ISA-L: $(echo "$needed" | grep -oE "$lazy_libs[^]]*" | paste -sd' ')" \
+  bash -c "! grep -qE '$lazy_libs' <<< \"\$1\"" _ "$needed"
+
 # NAME: the loader logged its work (it initializes every library it loads,
 # dlopen'ed ones too), and no GPU library was among it.
 loads_no_gpu_lib() {
@@ -36,16 +43,29 @@ loads_no_gpu_lib() {
   grep -q "calling init: " "$err" || return 1
   ! grep -E "calling init: .*$gpu_libs" "$err"
 }
+loads_no_lazy_lib() { ! grep -E "calling init: .*$lazy_libs" "$work/$1.err"; }
 
 LD_DEBUG=libs run version --version
 check "--version: exit 0" [ "$status" -eq 0 ]
 check "--version loads no CUDA/NCCL/OpenBLAS library" loads_no_gpu_lib version
+check "--version loads neither Gloo, the C++ runtime nor ISA-L" loads_no_lazy_lib version
 
 LD_DEBUG=libs run simulate simulate "$src/scenarios/gigabit-vs-ib.cfg" -o "$work/sim" -q
 check "simulate: exit 0" [ "$status" -eq 0 ]
 check "simulate loads no CUDA/NCCL/OpenBLAS library" loads_no_gpu_lib simulate
+check "simulate loads neither Gloo, the C++ runtime nor ISA-L" loads_no_lazy_lib simulate
 
 empty() { [ -z "$(ls -A "$1")" ]; }
+
+mkdir -p "$work/no_isal-out" "$work/no_isal-tb"
+DDPSIM_ISAL=/nonexistent/libisal.so.2 run no_isal simulate "$src/scenarios/gigabit-vs-ib.cfg" -o "$work/no_isal-out" \
+  -q --tensorboard "$work/no_isal-tb"
+check "simulate --tensorboard without ISA-L: exit 5" [ "$status" -eq 5 ]
+check "... the message names ISA-L and DDPSIM_ISAL" grep -q \
+  "ISA-L not found: cannot load /nonexistent/libisal.so.2 (.*); install libisal2.* or set DDPSIM_ISAL=/path/libisal\.so\.2" \
+  "$work/no_isal.err"
+check "... nothing written" empty "$work/no_isal-out"
+check "... no TensorBoard folder made" empty "$work/no_isal-tb"
 
 if [ "$mode" != noruntime ]; then
   mkdir -p "$work/no_blas-out"
