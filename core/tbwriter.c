@@ -3,16 +3,13 @@
 
 #include "afile.h"
 #include "err.h"
+#include "isal.h"
 
 #include "tbevent.pb-c.h"
 
 #include <dirent.h>
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <isa-l/crc.h>
-#include <limits.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,70 +19,7 @@
 
 /* ---- records ------------------------------------------------------------------ */
 
-#ifndef DDPSIM_ISAL_SONAME
-#define DDPSIM_ISAL_SONAME NULL
-#endif
-#ifndef DDPSIM_ISAL_PATH
-#define DDPSIM_ISAL_PATH NULL
-#endif
-
-/* ISA-L, opened on first use so that commands without TensorBoard files
- * start without it: $DDPSIM_ISAL when set, else the soname and the file the
- * build found, then libisal.so. */
-static pthread_once_t isal_once = PTHREAD_ONCE_INIT;
-static __typeof__(&crc32_iscsi) isal_crc;
-static char isal_error[1024];
-
-static void load_isal(void) {
-  const char *env = getenv("DDPSIM_ISAL");
-  const char *names[] = {DDPSIM_ISAL_SONAME, DDPSIM_ISAL_PATH, "libisal.so"};
-  if (env && *env) {
-    names[0] = env;
-    names[1] = names[2] = NULL;
-  }
-  const char *tried = NULL;
-  char why[512] = "no candidate name";
-  void *h = NULL;
-  for (size_t i = 0; i < sizeof names / sizeof *names && !h; i++) {
-    if (!names[i] || !*names[i])
-      continue;
-    if ((h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL)) == NULL && !tried) {
-      const char *e = dlerror();
-      tried = names[i];
-      snprintf(why, sizeof why, "%s", e ? e : "unknown loader error");
-    }
-  }
-  void *f = h ? dlsym(h, "crc32_iscsi") : NULL;
-  if (f) {
-    memcpy(&isal_crc, &f, sizeof f);
-    return;
-  }
-  snprintf(isal_error, sizeof isal_error,
-      "ISA-L not found: cannot load %s (%s); install libisal2 (TensorBoard records need its CRC-32C) or set "
-      "DDPSIM_ISAL=/path/libisal.so.2",
-      h       ? "crc32_iscsi"
-      : tried ? tried
-              : "libisal.so",
-      h ? "the library lacks it" : why);
-}
-
-int core_tb_crc32c(const void *p, size_t n, uint32_t *crc) {
-  pthread_once(&isal_once, load_isal);
-  if (!isal_crc)
-    return core_err_set(CORE_EUNSUPPORTED, "%s", isal_error);
-  /* ISA-L's crc32_iscsi neither inverts its seed nor its result: CRC-32C is
-   * ~crc32_iscsi(p, n, ~0), and chunks chain through the raw state. */
-  unsigned int state = 0xffffffffu;
-  const unsigned char *c = p;
-  while (n > 0) {
-    int chunk = n > (size_t)INT_MAX ? INT_MAX : (int)n;
-    state = isal_crc((unsigned char *)c, chunk, state);
-    c += chunk;
-    n -= (size_t)chunk;
-  }
-  *crc = ~state;
-  return 0;
-}
+int core_tb_crc32c(const void *p, size_t n, uint32_t *crc) { return core_isal_crc32c(p, n, crc); }
 
 uint32_t core_tb_mask(uint32_t crc) { return ((crc >> 15) | (crc << 17)) + 0xa282ead8u; }
 

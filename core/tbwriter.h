@@ -57,8 +57,7 @@ int core_tb_put_start(core_tb_buf *b, double wall_time, int64_t step, const char
 
 /* CRC-32C of p[0..n) into *crc, and the mask TensorFlow stores
  * (tensorflow/tsl/lib/hash/crc32c.h, Mask: rotate right by 15, add
- * 0xa282ead8). ISA-L is opened on the first call (DDPSIM_ISAL names the
- * file to use instead); CORE_EUNSUPPORTED, naming it, when it cannot be. */
+ * 0xa282ead8). The CRC is core_isal_crc32c's (core/isal.h). */
 int core_tb_crc32c(const void *p, size_t n, uint32_t *crc);
 uint32_t core_tb_mask(uint32_t crc);
 

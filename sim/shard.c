@@ -4,10 +4,10 @@
 
 #include "core/afile.h"
 #include "core/err.h"
+#include "core/isal.h"
 #include "core/path.h"
 
 #include <errno.h>
-#include <isa-l/crc64.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,10 +36,13 @@ static int crc_file(const char *path, uint64_t *crc) {
     return core_err_errno(errno, "cannot read %s to stamp the shard with it", path);
   unsigned char buf[1 << 16];
   size_t got;
-  while ((got = fread(buf, 1, sizeof buf, f)) > 0)
-    *crc = crc64_ecma_refl(*crc, buf, got);
+  int rc = 0;
+  while (!rc && (got = fread(buf, 1, sizeof buf, f)) > 0)
+    rc = core_isal_crc64(buf, got, crc);
   int err = ferror(f);
   fclose(f);
+  if (rc)
+    return core_err_wrap(rc, "stamping the shard with %s", path);
   return err ? core_err_set(CORE_EIO, "cannot read %s to stamp the shard with it", path) : 0;
 }
 
