@@ -99,8 +99,15 @@ static double nccl_ring(enum core_coll op, const sim_topo *t, double S) {
   double T = lat + S * factor * ring_beta(t) + red;
   if (t->nccl_hw == SIM_NCCL_HW_NONE)
     return T;
-  sim_proto_case c = {.op = op, .hw = t->nccl_hw, .nodes = N, .intra_hops = steps - inter, .inter_hops = inter,
-      .net_alpha_s = t->inter.alpha_s, .bus_bytes = S * factor, .bus_Bps = 1.0 / ring_beta(t), .simple_s = T};
+  sim_proto_case c = {.op = op,
+      .hw = t->nccl_hw,
+      .nodes = N,
+      .intra_hops = steps - inter,
+      .inter_hops = inter,
+      .net_alpha_s = t->inter.alpha_s,
+      .bus_bytes = S * factor,
+      .bus_Bps = 1.0 / ring_beta(t),
+      .simple_s = T};
   return sim_proto_best(&c, NULL);
 }
 
@@ -111,9 +118,16 @@ static double nccl_tree(const sim_topo *t, double S) {
   double T = lat + 2.0 * S * ring_beta(t) / SIM_NCCL_TREE_BW_FACTOR + S * t->gamma_s;
   if (t->nccl_hw == SIM_NCCL_HW_NONE)
     return T;
-  sim_proto_case c = {.tree = 1, .op = CORE_COLL_ALLREDUCE, .hw = t->nccl_hw, .nodes = N, .intra_hops = g - 1,
-      .inter_hops = up, .net_alpha_s = t->inter.alpha_s, .bus_bytes = 2.0 * S,
-      .bus_Bps = SIM_NCCL_TREE_BW_FACTOR / ring_beta(t), .simple_s = T};
+  sim_proto_case c = {.tree = 1,
+      .op = CORE_COLL_ALLREDUCE,
+      .hw = t->nccl_hw,
+      .nodes = N,
+      .intra_hops = g - 1,
+      .inter_hops = up,
+      .net_alpha_s = t->inter.alpha_s,
+      .bus_bytes = 2.0 * S,
+      .bus_Bps = SIM_NCCL_TREE_BW_FACTOR / ring_beta(t),
+      .simple_s = T};
   return sim_proto_best(&c, NULL);
 }
 

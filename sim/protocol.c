@@ -70,8 +70,3 @@ double sim_proto_best(const sim_proto_case *c, enum sim_nccl_proto *which) {
     *which = best;
   return t;
 }
-
-const char *sim_proto_name(enum sim_nccl_proto pr) {
-  static const char *const names[SIM_N_PROTOS] = {"LL", "LL128", "Simple"};
-  return (unsigned)pr < SIM_N_PROTOS ? names[pr] : "?";
-}

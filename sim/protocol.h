@@ -19,16 +19,16 @@ enum sim_nccl_hw { SIM_NCCL_HW_NONE = 0, SIM_NCCL_HW_NVLINK, SIM_NCCL_HW_PCI };
 
 /* One NCCL ring or tree collective as the cost models see it with Simple. */
 typedef struct sim_proto_case {
-  int tree;              /* 0: ring, 1: tree (allreduce only) */
+  int tree; /* 0: ring, 1: tree (allreduce only) */
   enum core_coll op;
   enum sim_nccl_hw hw;
   int nodes;
-  double intra_hops;     /* hops on the node's link (ring: steps that stay in a node; tree: per direction) */
-  double inter_hops;     /* hops over the network (tree: per direction) */
-  double net_alpha_s;    /* the network's per-hop latency, which stands for NCCL's Simple ring figure */
-  double bus_bytes;      /* bytes over the bus: S x the algorithm's busbw factor */
-  double bus_Bps;        /* Simple's bus bandwidth (tree: already NCCL's tree share of it) */
-  double simple_s;       /* Simple's time from the links' own α and β */
+  double intra_hops;  /* hops on the node's link (ring: steps that stay in a node; tree: per direction) */
+  double inter_hops;  /* hops over the network (tree: per direction) */
+  double net_alpha_s; /* the network's per-hop latency, which stands for NCCL's Simple ring figure */
+  double bus_bytes;   /* bytes over the bus: S x the algorithm's busbw factor */
+  double bus_Bps;     /* Simple's bus bandwidth (tree: already NCCL's tree share of it) */
+  double simple_s;    /* Simple's time from the links' own α and β */
 } sim_proto_case;
 
 enum sim_nccl_proto { SIM_PROTO_LL = 0, SIM_PROTO_LL128, SIM_PROTO_SIMPLE, SIM_N_PROTOS };
@@ -39,7 +39,5 @@ double sim_proto_time(const sim_proto_case *c, enum sim_nccl_proto pr);
 
 /* The least time over the protocols, and which (NULL if not wanted). */
 double sim_proto_best(const sim_proto_case *c, enum sim_nccl_proto *which);
-
-const char *sim_proto_name(enum sim_nccl_proto pr);
 
 #endif

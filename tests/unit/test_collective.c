@@ -145,8 +145,12 @@ static void test_protocol_small(void) {
  * changes (t(1.001 S) <= 1.001 t(S) holds for every latency-plus-bandwidth
  * line and so for their least), and large buffers cost Simple's time. */
 static void test_protocol_switch(void) {
-  sim_proto_case pc = {.op = CORE_COLL_ALLREDUCE, .hw = SIM_NCCL_HW_NVLINK, .nodes = 1, .intra_hops = 14,
-      .net_alpha_s = 14e-6, .bus_Bps = 370.8e9};
+  sim_proto_case pc = {.op = CORE_COLL_ALLREDUCE,
+      .hw = SIM_NCCL_HW_NVLINK,
+      .nodes = 1,
+      .intra_hops = 14,
+      .net_alpha_s = 14e-6,
+      .bus_Bps = 370.8e9};
   const double sizes[3] = {8, 4 << 20, 1 << 30};
   const enum sim_nccl_proto want[3] = {SIM_PROTO_LL, SIM_PROTO_LL128, SIM_PROTO_SIMPLE};
   for (int i = 0; i < 3; i++) {
