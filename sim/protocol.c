@@ -2,8 +2,9 @@
 
 #include <math.h>
 
-/* NCCL's tuning model (NVIDIA/nccl src/graph/tuning.cc at commit
- * b6475625fbca, ncclTopoTuneModel), LL and LL128 columns, in us: the base
+/* NCCL's tuning model (ncclTopoTuneModel in src/graph/tuning.cc,
+ * https://github.com/NVIDIA/nccl/blob/b6475625fbca/src/graph/tuning.cc, the
+ * commit sim/collective.h cites), LL and LL128 columns, in us: the base
  * latency of an algorithm, and the per-hop latency on NVLink, PCIe and the
  * network (where the network's Simple ring figure is 14 us). */
 static const double base_lat[2][2] = {{6.6, 14.0}, {6.8, 14.0}}; /* [ring, tree][LL, LL128] */
