@@ -96,13 +96,39 @@ static double nccl_ring(enum core_coll op, const sim_topo *t, double S) {
    * bandwidth term is set by the slowest link (tuning.cc ring model). */
   double lat = (steps - inter) * t->intra.alpha_s + inter * t->inter.alpha_s;
   double red = (op == CORE_COLL_ALLREDUCE || op == CORE_COLL_REDUCESCATTER) ? S * (p - 1) / p * t->gamma_s : 0;
-  return lat + S * factor * ring_beta(t) + red;
+  double T = lat + S * factor * ring_beta(t) + red;
+  if (t->nccl_hw == SIM_NCCL_HW_NONE)
+    return T;
+  sim_proto_case c = {.op = op,
+      .hw = t->nccl_hw,
+      .nodes = N,
+      .intra_hops = steps - inter,
+      .inter_hops = inter,
+      .net_alpha_s = t->inter.alpha_s,
+      .bus_bytes = S * factor,
+      .bus_Bps = 1.0 / ring_beta(t),
+      .simple_s = T};
+  return sim_proto_best(&c, NULL);
 }
 
 static double nccl_tree(const sim_topo *t, double S) {
   int N = t->nodes, g = t->per_node;
-  double lat = 2.0 * ((g - 1) * t->intra.alpha_s + ceil(log2((double)N)) * t->inter.alpha_s);
-  return lat + 2.0 * S * ring_beta(t) / SIM_NCCL_TREE_BW_FACTOR + S * t->gamma_s;
+  double up = ceil(log2((double)N));
+  double lat = 2.0 * ((g - 1) * t->intra.alpha_s + up * t->inter.alpha_s);
+  double T = lat + 2.0 * S * ring_beta(t) / SIM_NCCL_TREE_BW_FACTOR + S * t->gamma_s;
+  if (t->nccl_hw == SIM_NCCL_HW_NONE)
+    return T;
+  sim_proto_case c = {.tree = 1,
+      .op = CORE_COLL_ALLREDUCE,
+      .hw = t->nccl_hw,
+      .nodes = N,
+      .intra_hops = g - 1,
+      .inter_hops = up,
+      .net_alpha_s = t->inter.alpha_s,
+      .bus_bytes = 2.0 * S,
+      .bus_Bps = SIM_NCCL_TREE_BW_FACTOR / ring_beta(t),
+      .simple_s = T};
+  return sim_proto_best(&c, NULL);
 }
 
 /* docs/cost-models.md, hierarchical allreduce. */

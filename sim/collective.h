@@ -19,6 +19,8 @@
 #ifndef SIM_COLLECTIVE_H
 #define SIM_COLLECTIVE_H
 
+#include "sim/protocol.h"
+
 #include "core/vocab.h"
 
 enum sim_backend { SIM_BACKEND_NCCL = 0, SIM_BACKEND_GLOO = 1 };
@@ -76,6 +78,10 @@ typedef struct sim_topo {
   double gamma_s;  /* host reduction, s per byte (0 when folded into β) */
   double stage_s;  /* device<->host staging, s per byte of message (Gloo on GPUs) */
   double launch_s; /* fixed cost per call */
+  /* NCCL on links from datasheets: what joins a node's ranks, and NCCL's
+   * ring and tree take the fastest of its LL, LL128 and Simple protocols
+   * (sim/protocol.h); SIM_NCCL_HW_NONE (measured links): Simple's α and β. */
+  enum sim_nccl_hw nccl_hw;
   /* The point's fabric (sim/fabric.h), or NULL: each algorithm's topology
    * there, for the allreduce a bucket makes (sim_predict_allreduce). */
   const struct sim_fabric_costs *fabric;

@@ -5,7 +5,8 @@
  * doc/PERFORMANCE.md: algbw = S / t, busbw = algbw x 2(p-1)/p for
  * allreduce, (p-1)/p for allgather and reduce-scatter, 1 for broadcast).
  * Where the profile measured this collective at this very shape (ranks and
- * nodes, over its own measured link), its fit is the prediction; anywhere
+ * nodes, over its own measured link, and the profile is not a datasheet
+ * one), its fit is the prediction; anywhere
  * else the cost models of
  * sim/collective.h run on links derived from the profile and the network
  * (sim_topo_build), NCCL's allreduce taking the faster of ring and tree

@@ -48,9 +48,15 @@ int sim_predict_topo(const sim_scenario *s, const sim_point *p, sim_topo *t);
 /* The same for op on nodes x per_node ranks over network n with backend b:
  * links from the profile's measurement of op in each scope, or else from
  * its allreduce's (docs/cost-models.md; the network's own figures
- * unless it takes its link from the profile). */
+ * unless it takes its link from the profile). NCCL on a datasheet profile
+ * also costs NCCL's LL and LL128 protocols (t->nccl_hw). */
 int sim_topo_build(const core_profile *pr, const char *profile_path, const sim_network *n, enum sim_backend b,
     enum core_coll op, int nodes, int per_node, sim_topo *t);
+
+/* Whether the profile's figures come from datasheets (its provenance begins
+ * "datasheet"), so that NCCL's protocol choice is modelled on its links
+ * rather than held in a measured fit (sim/protocol.h). */
+int sim_profile_datasheet(const core_profile *pr);
 
 /* Per-bucket allreduce time, choosing the algorithm when p->algorithm is
  * auto (NCCL: the faster of ring and tree, as NCCL's tuner does; Gloo: the

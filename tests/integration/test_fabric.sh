@@ -52,12 +52,12 @@ for r in rows:
         assert 1.0 < float(r["fabric_slowdown"]) < 3.0, r
         assert 0.0 < float(r["comm_duty"]) < 1.0, r
 # The README's figures: against 1to1-rail, every other fabric has the same
-# bus bandwidth, and 3to1+nb 2.8 to 5.1% less.
+# bus bandwidth, and 3to1+nb 3.6 to 5.5% less.
 base = {(r["model"], r["gpus"]): float(r["busbw_GBps"]) for r in rows if r["fabric"] == "1to1-rail"}
 for r in rows:
     drop = 100 * (1 - float(r["busbw_GBps"]) / base[(r["model"], r["gpus"])])
     if r["fabric"] == "3to1+nb":
-        assert 2.75 <= drop <= 5.15, (r["model"], r["gpus"], drop)
+        assert 3.55 <= drop <= 5.5, (r["model"], r["gpus"], drop)
     else:
         assert drop == 0, (r["model"], r["gpus"], r["fabric"], drop)
 PY

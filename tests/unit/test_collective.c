@@ -24,6 +24,7 @@ extern char **environ;
 
 #define DDPSIM_BIN DDPSIM_BINARY_DIR "/ddpsim"
 #define H100 TU_SRC("scenarios/profiles/dgx-h100.cfg")
+#define GPU_FIXTURE TU_SRC("tests/data/gpu-test.cfg")
 #define IB "gbps = 400.0; latency_us = 14.0; nics_per_node = 8; efficiency = 0.96;"
 
 static char scratch[4096], out_path[4200], err_path[4200];
@@ -74,15 +75,22 @@ static int err_has(const char *text) {
  * its fit is the prediction; elsewhere the models run, and a named
  * network replaces the measured link. */
 static void test_measured_or_modelled(void) {
-  core_profile *pr;
+  core_profile *pr, *fixture;
   CU_ASSERT_FATAL(core_profile_load(H100, &pr) == 0);
+  CU_ASSERT_FATAL(core_profile_load(GPU_FIXTURE, &fixture) == 0);
   sim_network measured = {.from_profile = 1, .nics_per_node = 1, .efficiency = 1, .oversubscription = 1};
   sim_network ib = {.gbps = 400, .latency_us = 14, .nics_per_node = 8, .efficiency = 0.96, .oversubscription = 1};
   sim_colltime c;
-  CU_ASSERT_FATAL(sim_colltime_setup(pr, H100, &measured, SIM_BACKEND_NCCL, CORE_COLL_ALLREDUCE, -1, 2, 8, &c) == 0);
+  CU_ASSERT_FATAL(
+      sim_colltime_setup(fixture, GPU_FIXTURE, &measured, SIM_BACKEND_NCCL, CORE_COLL_ALLREDUCE, -1, 2, 4, &c) == 0);
   CU_ASSERT_FATAL(c.measured != NULL);
   const core_prof_fit *f = core_prof_coll_fit(c.measured, 1e8);
   CU_ASSERT_DOUBLE_EQUAL(sim_colltime_at(&c, 1e8), f->alpha_us * 1e-6 + 1e8 / (f->algbw_GBps * 1e9), 1e-15);
+  /* A datasheet profile's fit is Simple's model alone: its shape too goes
+   * to the models, which choose among NCCL's protocols. */
+  CU_ASSERT_FATAL(sim_colltime_setup(pr, H100, &measured, SIM_BACKEND_NCCL, CORE_COLL_ALLREDUCE, -1, 2, 8, &c) == 0);
+  CU_ASSERT(c.measured == NULL);
+  CU_ASSERT_EQUAL(c.topo.nccl_hw, SIM_NCCL_HW_NVLINK);
   CU_ASSERT_FATAL(sim_colltime_setup(pr, H100, &ib, SIM_BACKEND_NCCL, CORE_COLL_ALLREDUCE, -1, 2, 8, &c) == 0);
   CU_ASSERT(c.measured == NULL);
   CU_ASSERT_FATAL(
@@ -96,6 +104,102 @@ static void test_measured_or_modelled(void) {
   /* An algorithm the collective has not. */
   CU_ASSERT_EQUAL(
       sim_colltime_setup(pr, H100, &ib, SIM_BACKEND_NCCL, CORE_COLL_ALLGATHER, SIM_ALGO_TREE, 4, 8, &c), CORE_EINVAL);
+  core_profile_free(fixture);
+  core_profile_free(pr);
+}
+
+static const sim_network IB_NET = {
+    .gbps = 400, .latency_us = 14, .nics_per_node = 8, .efficiency = 0.96, .oversubscription = 1};
+
+/* NCCL's auto allreduce on the links alone, Simple protocol only. */
+static double simple_only(const sim_topo *t, double S) {
+  sim_topo s = *t;
+  s.nccl_hw = SIM_NCCL_HW_NONE;
+  double ring = sim_coll_time(SIM_BACKEND_NCCL, CORE_COLL_ALLREDUCE, SIM_ALGO_RING, &s, S);
+  double tree = sim_coll_time(SIM_BACKEND_NCCL, CORE_COLL_ALLREDUCE, SIM_ALGO_TREE, &s, S);
+  return ring < tree ? ring : tree;
+}
+
+/* A tiny allreduce on a datasheet profile costs LL's latency in NCCL's
+ * tuning table (src/graph/tuning.cc at b6475625fbca), by hand: one node of
+ * 8, ring LL, base 6.6 us + 14 NVLink hops x 0.6 us = 15.0 us; 16 nodes,
+ * tree LL, base 6.8 us + 2 x (7 NVLink hops x 0.6 us + 4 network hops x
+ * 5.0 us, NCCL's LL tree figure where its Simple ring one is the network's
+ * 14 us) = 55.2 us. Simple alone took 56 and 168 us. */
+static void test_protocol_small(void) {
+  core_profile *pr;
+  CU_ASSERT_FATAL(core_profile_load(H100, &pr) == 0);
+  sim_colltime c;
+  CU_ASSERT_FATAL(sim_colltime_setup(pr, H100, &IB_NET, SIM_BACKEND_NCCL, CORE_COLL_ALLREDUCE, -1, 1, 8, &c) == 0);
+  CU_ASSERT_DOUBLE_EQUAL(sim_colltime_at(&c, 8) * 1e6, 15.0, 0.01);
+  CU_ASSERT_DOUBLE_EQUAL(simple_only(&c.topo, 8) * 1e6, 56.0, 0.01);
+  CU_ASSERT_FATAL(sim_colltime_setup(pr, H100, &IB_NET, SIM_BACKEND_NCCL, CORE_COLL_ALLREDUCE, -1, 16, 8, &c) == 0);
+  CU_ASSERT_DOUBLE_EQUAL(sim_colltime_at(&c, 8) * 1e6, 55.2, 0.01);
+  CU_ASSERT_DOUBLE_EQUAL(simple_only(&c.topo, 8) * 1e6, 168.0, 0.01);
+  core_profile_free(pr);
+}
+
+/* NCCL picks, per size, the protocol it predicts fastest: LL for small
+ * buffers, LL128 for medium ones, Simple for large; LL128 only over
+ * NVLink. So the time rises with the size, with no jump where the protocol
+ * changes (t(1.001 S) <= 1.001 t(S) holds for every latency-plus-bandwidth
+ * line and so for their least), and large buffers cost Simple's time. */
+static void test_protocol_switch(void) {
+  sim_proto_case pc = {.op = CORE_COLL_ALLREDUCE,
+      .hw = SIM_NCCL_HW_NVLINK,
+      .nodes = 1,
+      .intra_hops = 14,
+      .net_alpha_s = 14e-6,
+      .bus_Bps = 370.8e9};
+  const double sizes[3] = {8, 4 << 20, 1 << 30};
+  const enum sim_nccl_proto want[3] = {SIM_PROTO_LL, SIM_PROTO_LL128, SIM_PROTO_SIMPLE};
+  for (int i = 0; i < 3; i++) {
+    pc.bus_bytes = sizes[i] * 14 / 8;
+    pc.simple_s = 56e-6 + pc.bus_bytes / pc.bus_Bps;
+    enum sim_nccl_proto got;
+    sim_proto_best(&pc, &got);
+    CU_ASSERT_EQUAL(got, want[i]);
+  }
+  pc.hw = SIM_NCCL_HW_PCI;
+  CU_ASSERT(isinf(sim_proto_time(&pc, SIM_PROTO_LL128)));
+  core_profile *pr;
+  CU_ASSERT_FATAL(core_profile_load(H100, &pr) == 0);
+  const int nodes[3] = {1, 2, 16};
+  for (int k = 0; k < 3; k++) {
+    sim_colltime c;
+    CU_ASSERT_FATAL(
+        sim_colltime_setup(pr, H100, &IB_NET, SIM_BACKEND_NCCL, CORE_COLL_ALLREDUCE, -1, nodes[k], 8, &c) == 0);
+    double prev = 0;
+    int ok = 1;
+    for (double S = 8; S <= 8.6e9 && ok; S *= 1.05) {
+      double t = sim_colltime_at(&c, S), t2 = sim_colltime_at(&c, S * 1.001);
+      ok = t >= prev && t2 >= t && t2 <= t * 1.001 * (1 + 1e-12);
+      prev = t;
+    }
+    CU_ASSERT(ok);
+    CU_ASSERT_DOUBLE_EQUAL(sim_colltime_at(&c, 8589934592.0), simple_only(&c.topo, 8589934592.0), 1e-12);
+    CU_ASSERT(sim_colltime_at(&c, 8) < 0.5 * simple_only(&c.topo, 8));
+  }
+  core_profile_free(pr);
+}
+
+/* A profile that is not a datasheet one keeps Simple's α and β, whose
+ * measured fits already hold NCCL's switch; a datasheet one without NVLink
+ * gets LL and Simple only. */
+static void test_protocol_calibrated(void) {
+  core_profile *pr;
+  CU_ASSERT_FATAL(core_profile_load(GPU_FIXTURE, &pr) == 0);
+  sim_colltime c;
+  CU_ASSERT_FATAL(
+      sim_colltime_setup(pr, GPU_FIXTURE, &IB_NET, SIM_BACKEND_NCCL, CORE_COLL_ALLREDUCE, -1, 4, 4, &c) == 0);
+  CU_ASSERT_EQUAL(c.topo.nccl_hw, SIM_NCCL_HW_NONE);
+  for (double S = 8; S <= 8.6e9; S *= 8)
+    CU_ASSERT_DOUBLE_EQUAL(sim_colltime_at(&c, S), simple_only(&c.topo, S), 0);
+  core_profile_free(pr);
+  CU_ASSERT_FATAL(core_profile_load(TU_SRC("scenarios/profiles/l40s-8gpu.cfg"), &pr) == 0);
+  CU_ASSERT_FATAL(sim_colltime_setup(pr, TU_SRC("scenarios/profiles/l40s-8gpu.cfg"), &IB_NET, SIM_BACKEND_NCCL,
+                      CORE_COLL_ALLREDUCE, -1, 2, 8, &c) == 0);
+  CU_ASSERT_EQUAL(c.topo.nccl_hw, SIM_NCCL_HW_PCI);
   core_profile_free(pr);
 }
 
@@ -271,6 +375,9 @@ static void test_errors(void) {
 void test_register(void) {
   CU_pSuite s = CU_add_suite("collective", suite_init, suite_clean);
   CU_add_test(s, "the profile's fit at its shape, the models elsewhere", test_measured_or_modelled);
+  CU_add_test(s, "a tiny allreduce on a datasheet profile costs NCCL's LL latency", test_protocol_small);
+  CU_add_test(s, "LL, LL128, Simple by size, with no jump between them", test_protocol_switch);
+  CU_add_test(s, "profiles not from datasheets keep Simple's fit; no LL128 without NVLink", test_protocol_calibrated);
   CU_add_test(s, "the table imports back with the same shape and times", test_table_imports);
   CU_add_test(s, "a bucket allreduce past the timeout is a warning", test_timeout_warning);
   CU_add_test(s, "the sizes of -b, -e, -f and -i", test_steps);
