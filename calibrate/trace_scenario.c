@@ -12,6 +12,9 @@
 #include "core/profile.h"
 #include "core/traced.h"
 
+#include <gsl/gsl_sort.h>
+#include <gsl/gsl_sort_double.h>
+#include <gsl/gsl_statistics_double.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -137,17 +140,43 @@ static void fixed_latency_fit(
       t->n_buckets, a * 1e6, how, t->world_size, nodes, nvlink ? "NVLink" : "PCIe", sb / (st - t->n_buckets * a) / 1e9);
 }
 
+/* The traced buckets' distinct sizes in ascending order into xs, each with
+ * the median time of the buckets of that size into ys (the fit takes one
+ * point per size, sizes rising); returns their count. order: n indices. */
+static int size_medians(const double *bytes, const double *t, int n, double *xs, double *ys, size_t *order) {
+  int m = 0;
+  gsl_sort_index(order, bytes, 1, (size_t)n);
+  for (int i = 0; i < n;) {
+    int j = i;
+    while (j < n && bytes[order[j]] == bytes[order[i]])
+      j++;
+    /* The group's times go to ys[m..) as scratch, then their median to ys[m]. */
+    for (int k = i; k < j; k++)
+      ys[m + k - i] = t[order[k]];
+    gsl_sort(ys + m, 1, (size_t)(j - i));
+    double med = gsl_stats_median_from_sorted_data(ys + m, 1, (size_t)(j - i));
+    xs[m] = bytes[order[i]];
+    ys[m++] = med;
+    i = j;
+  }
+  return m;
+}
+
 /* The allreduce entry from the traced buckets; nvlink: the traced GPUs'
  * link inside a node. */
 static int allreduce_entry(const core_model *m, int nodes, int nvlink, core_prof_coll *c, double *cap_mb,
     double *first_mb, char *notes, size_t n) {
   const core_traced *t = m->traced;
-  double *bytes = calloc((size_t)t->n_buckets + 1, sizeof *bytes);
+  size_t nb = (size_t)t->n_buckets + 1;
+  double *bytes = calloc(nb, sizeof *bytes), *xs = calloc(nb, sizeof *xs), *ys = calloc(nb, sizeof *ys);
+  size_t *order = calloc(nb, sizeof *order);
   int rc = 0, nf = 0;
   cal_fit f[CAL_FIT_MAX_REGIMES];
   memset(c, 0, sizeof *c);
-  if (!bytes)
-    return core_err_set(CORE_ENOMEM, "out of memory fitting the traced allreduces");
+  if (!bytes || !xs || !ys || !order) {
+    rc = core_err_set(CORE_ENOMEM, "out of memory fitting the traced allreduces");
+    goto out_free;
+  }
   if (!bucket_sizes(m, bytes, cap_mb, first_mb, notes, n)) {
     rc = core_err_set(CORE_EINVAL,
         "%s: the traced allreduces' sizes are unknown, so no profile can be fitted to them: pass --profile-base with "
@@ -155,15 +184,8 @@ static int allreduce_entry(const core_model *m, int nodes, int nvlink, core_prof
         m->path);
     goto out_free;
   }
-  int distinct = 0;
-  for (int b = 0; b < t->n_buckets; b++) {
-    int seen = 0;
-    for (int k = 0; k < b; k++)
-      seen |= bytes[k] == bytes[b];
-    distinct += !seen;
-  }
-  if (distinct < FIT_MIN_SIZES || cal_fit_alpha_beta(bytes, t->bucket_s, NULL, t->n_buckets, f, &nf) != 0 ||
-      !(f[0].alpha_s > 0))
+  int distinct = size_medians(bytes, t->bucket_s, t->n_buckets, xs, ys, order);
+  if (distinct < FIT_MIN_SIZES || cal_fit_alpha_beta(xs, ys, NULL, distinct, f, &nf) != 0 || !(f[0].alpha_s > 0))
     fixed_latency_fit(m, bytes, nodes, nvlink, f, &nf, notes, n);
   snprintf(c->backend, sizeof c->backend, "nccl");
   snprintf(c->op, sizeof c->op, "allreduce");
@@ -180,6 +202,9 @@ static int allreduce_entry(const core_model *m, int nodes, int nvlink, core_prof
     cal_fit_to_profile(&f[k], &c->fits[k]);
 out_free:
   free(bytes);
+  free(xs);
+  free(ys);
+  free(order);
   return rc;
 }
 
