@@ -327,6 +327,10 @@ static int copy_existing(core_afile *a, long long *had) {
   }
   if (k < 0)
     rc = core_err_errno(errno, "reading '%s' to append to it failed", a->path);
+  /* A copy smaller than stdio's buffer meets a full disk only here: the
+   * caller, reading the copy back, would otherwise see a short file. */
+  else if (fflush(a->f) != 0)
+    rc = core_err_errno(errno ? errno : EIO, "copying '%s' to append to it failed", a->path);
 out_close:
   close(fd);
   return rc;

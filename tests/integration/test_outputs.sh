@@ -245,6 +245,22 @@ run append_dir validate "$work/S.cfg" --measured "$work/m.csv" --skip 0 --append
 check "--append to a directory: exit 2" [ "$status" -eq 2 ]
 check "... before simulating" [ ! -s "$work/append_dir.out" ]
 check "the appended file is unchanged by the refusals" same "$work/v/runs.csv" "$work/runs.before"
+# A full disk while the file is copied to be appended to (a file-size limit
+# gives EFBIG where a full disk gives ENOSPC): the write error, not a file
+# "not of this command", and the file as it was. The file is smaller than
+# stdio's buffer, so the copy meets the limit only when it is flushed.
+head -n 1 "$work/v/runs.csv" > "$work/full.csv"
+for _ in $(seq 12); do tail -n 1 "$work/v/runs.csv" >> "$work/full.csv"; done
+cp "$work/full.csv" "$work/full.orig"
+full_size=$(wc -c < "$work/full.csv")
+check "the appended file is over 1 KiB and under 4 KiB ($full_size bytes)" [ "$full_size" -gt 1024 ] && [ "$full_size" -lt 4096 ]
+(trap '' XFSZ; ulimit -f 1; run append_full validate "$work/S.cfg" --measured "$work/m.csv" --skip 0 --append "$work/full.csv"
+  exit "$status")
+status=$?
+check "--append with the disk full while copying: exit 1" [ "$status" -eq 1 ]
+check "... saying the copy failed" grep -q "copying '$work/full.csv' to append to it failed: File too large" "$work/append_full.err"
+check "... the file unchanged" same "$work/full.csv" "$work/full.orig"
+check "... and no temp file beside it" [ -z "$(find "$work" -maxdepth 1 -name 'full.csv.tmp.*')" ]
 run append_devnull validate "$work/S.cfg" --measured "$work/m.csv" --skip 0 --append /dev/null
 check "--append /dev/null: exit 0" [ "$status" -eq 0 ]
 check "... still a character device" [ -c /dev/null ]
