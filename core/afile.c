@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -140,14 +141,46 @@ static int writable_dir(const char *final) {
   return 0;
 }
 
+/* The temp file's name is the target's and ".tmp.XXXXXX": a name too long
+ * for that (or a component too long for the file system) is the user's to
+ * shorten, and is told before any work. */
+static const char tmp_suffix[] = ".tmp.XXXXXX";
+
+/* path for a message: whole, or its first 64 bytes and "...". */
+static const char *shown(const char *path, char *buf, size_t n) {
+  snprintf(buf, n, strlen(path) > 80 ? "%.64s..." : "%s", path);
+  return buf;
+}
+
+static int name_fits(const char *path, const char *final) {
+  char sh[96], fsh[96];
+  const char *p = path;
+  while (*p) {
+    size_t k = strcspn(p, "/");
+    if (k > NAME_MAX)
+      return core_err_set(CORE_EUSAGE, "output '%s': a name in that path is longer than %d bytes; shorten it",
+          shown(path, sh, sizeof sh), NAME_MAX);
+    p += k;
+    p += strspn(p, "/");
+  }
+  size_t base = strlen(core_path_base(final));
+  if (base + sizeof tmp_suffix - 1 > NAME_MAX)
+    return core_err_set(CORE_EUSAGE,
+        "output '%s'%s%s%s: its name is %zu bytes; the temp file written beside it adds %zu, past the file "
+        "system's %d: shorten the name to %zu bytes or less",
+        shown(path, sh, sizeof sh), strcmp(path, final) ? " (a link to '" : "",
+        strcmp(path, final) ? shown(final, fsh, sizeof fsh) : "", strcmp(path, final) ? "')" : "", base, sizeof tmp_suffix - 1, NAME_MAX, (size_t)NAME_MAX - (sizeof tmp_suffix - 1));
+  return 0;
+}
+
 static int resolve(const char *path, int regular_only, target *t) {
   memset(t, 0, sizeof *t);
   if (!path || !*path)
     return core_err_set(CORE_EUSAGE, "an empty output path: name a file");
   if (strlen(path) >= sizeof t->final)
     return core_err_set(CORE_EUSAGE, "output path is too long: %.64s...", path);
-  int via_proc, rc = follow_links(path, t->final, sizeof t->final, &via_proc);
-  if (rc)
+  int via_proc, rc = name_fits(path, path);
+  if (rc || (rc = follow_links(path, t->final, sizeof t->final, &via_proc)) != 0)
     return rc;
   struct stat st;
   if (stat(path, &st) != 0) {
@@ -160,6 +193,8 @@ static int resolve(const char *path, int regular_only, target *t) {
       return core_err_set(CORE_EUSAGE,
           "cannot write '%s': the directory '%s' does not exist; create it first or choose another path", path, dir);
     t->kind = K_NEW;
+    if ((rc = name_fits(path, t->final)) != 0)
+      return rc;
     return writable_dir(t->final);
   }
   char other[256];
@@ -187,6 +222,8 @@ static int resolve(const char *path, int regular_only, target *t) {
         kind_name(st.st_mode));
   t->kind = K_REGULAR;
   t->mode = st.st_mode & 07777;
+  if ((rc = name_fits(path, t->final)) != 0)
+    return rc;
   return writable_dir(t->final);
 }
 
@@ -264,7 +301,7 @@ static int open_direct(core_afile *a, const target *t) {
 }
 
 static int open_temp(core_afile *a, const target *t, const char *mode) {
-  snprintf(a->tmp, sizeof a->tmp, "%s.tmp.XXXXXX", t->final);
+  snprintf(a->tmp, sizeof a->tmp, "%s%s", t->final, tmp_suffix);
   int fd = mkstemp(a->tmp);
   if (fd < 0)
     return core_err_errno(errno, "cannot create a temp file beside '%s' (check the directory is writable)", t->final);

@@ -14,6 +14,8 @@
  *  - a directory, block device or socket is refused, as is an output that is
  *    the same file (device and inode) as an input of this command: every
  *    reader notes what it opens with core_afile_note_input;
+ *  - a name too long for its temp file ("<name>.tmp.XXXXXX" must fit the
+ *    file system's NAME_MAX) is refused with the length it may have;
  *  - missing parent directories are not created (core_mkdirs does that for
  *    the directories a command is asked to make);
  *  - the temp file is removed on every error path and, for SIGINT, SIGTERM

@@ -273,6 +273,15 @@ check "--trace DIRECTORY: exit 2" [ "$status" -eq 2 ]
 run trace_missing_dir simulate "$work/S.cfg" -o "$work/o3" --trace "$work/no/such/t.json"
 check "--trace in a missing directory: exit 2" [ "$status" -eq 2 ]
 check "... which is not created" [ ! -e "$work/no" ]
+# A name that fits the file system but not with its temp file's suffix
+# (.tmp.XXXXXX): refused before the work, like any other impossible path.
+long=$(printf 'x%.0s' $(seq 250))
+run trace_long_name simulate "$work/S.cfg" -o "$work/o4" --trace "$work/$long" -q
+check "--trace with a 250-byte name: exit 2" [ "$status" -eq 2 ]
+check "... saying how long it may be" grep -q "shorten the name to 244 bytes or less" "$work/trace_long_name.err"
+check "... before simulating (no CSV)" [ ! -e "$work/o4/outputs.csv" ]
+run trace_too_long simulate "$work/S.cfg" -o "$work/o4" --trace "$work/${long}xxxxxx" -q
+check "--trace with a 256-byte name: exit 2" [ "$status" -eq 2 ]
 check "no temp file anywhere" [ -z "$(find "$work" -name '*.tmp.*')" ]
 
 it_end
