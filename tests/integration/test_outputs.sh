@@ -56,6 +56,18 @@ run fifo_no_reader simulate "$work/S.cfg" -o "$work/o1" --trace "$work/fifo" -q
 check "a FIFO nobody reads: an error, not a hang (exit 1)" [ "$status" -eq 1 ]
 check "... that says so" grep -q "nothing reads the FIFO" "$work/fifo_no_reader.err"
 
+# ---- two outputs of one run onto one file: refused before the work ----------------
+run trace_onto_plot simulate "$work/S.cfg" -o "$work/o5" --plot --trace "$work/o5/outputs-mlp-small-scaling.png" -q
+check "simulate --plot --trace (the plot's name): exit 2" [ "$status" -eq 2 ]
+check "... saying why" grep -q "is named like a file --plot draws" "$work/trace_onto_plot.err"
+check "... before simulating (no CSV)" [ ! -e "$work/o5/outputs.csv" ]
+run tb_onto_csv simulate "$work/S.cfg" -o "$work/o6" --tensorboard "$work/o6/outputs.csv" -q
+check "simulate --tensorboard (the CSV's path): exit 2" [ "$status" -eq 2 ]
+check "... leaving no directory in the CSV's place" [ ! -e "$work/o6/outputs.csv" ]
+run tb_onto_trace simulate "$work/S.cfg" -o "$work/o7" --tensorboard "$work/o7/t.json" --trace "$work/o7/t.json" -q
+check "simulate --tensorboard X --trace X: exit 2" [ "$status" -eq 2 ]
+check "... leaving no directory in the trace's place" [ ! -e "$work/o7/t.json" ]
+
 # ---- symlinks: the target is written, the link stays ------------------------------
 mkdir "$work/real"
 ln -s real/trace.json "$work/link.json"
