@@ -3,6 +3,7 @@
 #include "err.h"
 #include "path.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -14,6 +15,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* ---- inputs of this command -------------------------------------------------- */
@@ -169,7 +171,8 @@ static int name_fits(const char *path, const char *final) {
         "output '%s'%s%s%s: its name is %zu bytes; the temp file written beside it adds %zu, past the file "
         "system's %d: shorten the name to %zu bytes or less",
         shown(path, sh, sizeof sh), strcmp(path, final) ? " (a link to '" : "",
-        strcmp(path, final) ? shown(final, fsh, sizeof fsh) : "", strcmp(path, final) ? "')" : "", base, sizeof tmp_suffix - 1, NAME_MAX, (size_t)NAME_MAX - (sizeof tmp_suffix - 1));
+        strcmp(path, final) ? shown(final, fsh, sizeof fsh) : "", strcmp(path, final) ? "')" : "", base,
+        sizeof tmp_suffix - 1, NAME_MAX, (size_t)NAME_MAX - (sizeof tmp_suffix - 1));
   return 0;
 }
 
@@ -281,6 +284,8 @@ static void slot_give(core_afile *a) {
 }
 
 /* ---- writing -------------------------------------------------------------------- */
+
+static void sweep_target(const char *final);
 
 static int open_direct(core_afile *a, const target *t) {
   int flags = O_WRONLY | O_NOCTTY | O_CLOEXEC | O_NONBLOCK | (t->append ? O_APPEND : 0);
@@ -397,6 +402,7 @@ static int open_with(core_afile *a, const char *path, int regular_only, long lon
   snprintf(a->path, sizeof a->path, "%s", t.final);
   if (t.kind == K_DIRECT)
     return open_direct(a, &t);
+  sweep_target(t.final);
   return had ? open_appending(a, &t, had) : open_temp(a, &t, "w");
 }
 
@@ -484,8 +490,9 @@ fail_unlink:
 
 /* ---- leftovers of dead writers -------------------------------------------------- */
 
-/* Removes dir/name when it is a regular temp file nobody holds locked. */
-static int sweep_one(const char *dir, const char *name) {
+/* Removes dir/name when it is a regular temp file nobody holds locked,
+ * unchanged for min_age_s seconds or more. */
+static int sweep_one(const char *dir, const char *name, int min_age_s) {
   char path[4400];
   snprintf(path, sizeof path, "%s/%s", dir, name);
   int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
@@ -493,7 +500,8 @@ static int sweep_one(const char *dir, const char *name) {
     return 0;
   struct stat st;
   int removed = 0;
-  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && flock(fd, LOCK_EX | LOCK_NB) == 0 && unlink(path) == 0) {
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && time(NULL) - st.st_mtime >= min_age_s &&
+      flock(fd, LOCK_EX | LOCK_NB) == 0 && unlink(path) == 0) {
     fprintf(stderr, "ddpsim: removed '%s' (%lld bytes), the temp file of a writer that died\n", path,
         (long long)st.st_size);
     removed = 1;
@@ -511,9 +519,39 @@ int core_afile_sweep_stale(const char *dir, const char *name_prefix) {
   struct dirent *de;
   while ((de = readdir(d)))
     if (strncmp(de->d_name, name_prefix, np) == 0 && strstr(de->d_name + np, ".tmp."))
-      removed += sweep_one(dir, de->d_name);
+      removed += sweep_one(dir, de->d_name, 0);
   closedir(d);
   return removed;
+}
+
+/* Is name a temp file of the target base: "<base>.tmp." and mkstemp's six
+ * letters and digits, nothing more (a user's "x.csv.old.tmp.1" is not)? */
+static int temp_of(const char *name, const char *base) {
+  size_t b = strlen(base), k = sizeof tmp_suffix - 1;
+  if (strncmp(name, base, b) != 0 || strncmp(name + b, tmp_suffix, k - 6) != 0 || strlen(name + b) != k)
+    return 0;
+  for (const char *x = name + b + k - 6; *x; x++)
+    if (!isalnum((unsigned char)*x))
+      return 0;
+  return 1;
+}
+
+/* The temp files of final that dead writers left (a process killed while
+ * writing it): removed before it is written again, so that they do not pile
+ * up. One a minute old at least, so that a live writer's, between its
+ * mkstemp and its flock, is never taken for one. Best effort. */
+static void sweep_target(const char *final) {
+  char dir[4096];
+  core_path_dir(final, dir, sizeof dir);
+  const char *base = core_path_base(final);
+  DIR *d = opendir(dir);
+  if (!d)
+    return;
+  struct dirent *de;
+  while ((de = readdir(d)))
+    if (temp_of(de->d_name, base))
+      sweep_one(dir, de->d_name, 60);
+  closedir(d);
 }
 
 /* mkdir of one level; a file where a directory must be is the user's to

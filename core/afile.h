@@ -21,7 +21,10 @@
  *  - the temp file is removed on every error path and, for SIGINT, SIGTERM
  *    and SIGHUP left at their default, when the process is stopped; while
  *    open it holds an flock, so core_afile_sweep_stale can tell the temp
- *    files of a dead writer from those of a live one.
+ *    files of a dead writer from those of a live one;
+ *  - a killed writer's temp files of the same target ("<name>.tmp." and six
+ *    letters, unlocked, unchanged for a minute) are removed, and reported,
+ *    when the target is opened again, so that they do not pile up.
  * Refusals are CORE_EUSAGE (exit 2) with a message naming the path.
  */
 #ifndef CORE_AFILE_H

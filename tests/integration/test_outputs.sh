@@ -277,6 +277,33 @@ run append_devnull validate "$work/S.cfg" --measured "$work/m.csv" --skip 0 --ap
 check "--append /dev/null: exit 0" [ "$status" -eq 0 ]
 check "... still a character device" [ -c /dev/null ]
 
+# ---- a killed writer's temp files: removed when the output is written again ------------
+# Only "<name>.tmp." and six letters, unchanged for a minute and unlocked: a
+# user's file of a like name, a fresh temp and a live writer's stay.
+o8="$work/o8"
+mkdir -p "$o8"
+printf 'half' > "$o8/outputs.csv.tmp.Dead01"
+printf 'mine' > "$o8/outputs.csv.old.tmp.Keep01"
+printf 'held' > "$o8/outputs.csv.tmp.Held01"
+touch -d '1 hour ago' "$o8/outputs.csv.tmp.Dead01" "$o8/outputs.csv.old.tmp.Keep01" "$o8/outputs.csv.tmp.Held01"
+printf 'fresh' > "$o8/outputs.csv.tmp.Live01"
+held=0
+if command -v flock >/dev/null; then
+  exec 9<"$o8/outputs.csv.tmp.Held01"
+  flock 9 && held=1
+fi
+run sweep_dead simulate "$work/S.cfg" -o "$o8" -q
+check "simulate beside a dead writer's temp file: exit 0" [ "$status" -eq 0 ]
+check "... which is removed" [ ! -e "$o8/outputs.csv.tmp.Dead01" ]
+check "... and reported" grep -q "removed '$o8/outputs.csv.tmp.Dead01' (4 bytes)" "$work/sweep_dead.err"
+check "a user's file of a like name stays" [ -f "$o8/outputs.csv.old.tmp.Keep01" ]
+check "a temp file of the last minute stays" [ -f "$o8/outputs.csv.tmp.Live01" ]
+if [ "$held" -eq 1 ]; then
+  check "a temp file a live writer holds locked stays" [ -f "$o8/outputs.csv.tmp.Held01" ]
+  exec 9<&-
+fi
+rm -f "$o8"/*.tmp.*
+
 # ---- empty and impossible output paths: usage errors, nothing created ------------------
 run trace_empty simulate "$work/S.cfg" -o "$work/o3" --trace ""
 check "--trace '': exit 2" [ "$status" -eq 2 ]
