@@ -135,12 +135,19 @@ static const char *kind_name(mode_t m) {
 }
 
 /* The temp file goes beside the target. */
+/* A directory the user may not write (permissions, a read-only file system)
+ * is a path to choose again (exit 2), like one that does not exist. */
+static int not_ours(int e) { return e == EACCES || e == EPERM || e == EROFS; }
+
 static int writable_dir(const char *final) {
   char dir[4096];
   core_path_dir(final, dir, sizeof dir);
-  if (access(dir, W_OK | X_OK) != 0)
-    return core_err_errno(errno, "cannot write into directory '%s' (for '%s'); check its permissions", dir, final);
-  return 0;
+  if (access(dir, W_OK | X_OK) == 0)
+    return 0;
+  if (not_ours(errno))
+    return core_err_set(CORE_EUSAGE, "cannot write into directory '%s' (for '%s'): %s; choose another path", dir, final,
+        strerror(errno));
+  return core_err_errno(errno, "cannot write into directory '%s' (for '%s'); check its permissions", dir, final);
 }
 
 /* The temp file's name is the target's and ".tmp.XXXXXX": a name too long
@@ -562,6 +569,9 @@ static int mkdir_one(const char *buf) {
   if (errno == ENOTDIR)
     return core_err_set(CORE_EUSAGE,
         "cannot create directory '%s': a part of that path is a file; choose another output directory", buf);
+  if (not_ours(errno))
+    return core_err_set(
+        CORE_EUSAGE, "cannot create directory '%s': %s; choose another output directory", buf, strerror(errno));
   return core_err_errno(errno, "cannot create directory '%s'", buf);
 }
 

@@ -25,7 +25,9 @@
  *  - a killed writer's temp files of the same target ("<name>.tmp." and six
  *    letters, unlocked, unchanged for a minute) are removed, and reported,
  *    when the target is opened again, so that they do not pile up.
- * Refusals are CORE_EUSAGE (exit 2) with a message naming the path.
+ * Refusals are CORE_EUSAGE (exit 2) with a message naming the path; so is
+ * a directory the user may not write into or create (permissions, a
+ * read-only file system), like one that does not exist.
  */
 #ifndef CORE_AFILE_H
 #define CORE_AFILE_H

@@ -312,6 +312,26 @@ check "--trace DIRECTORY: exit 2" [ "$status" -eq 2 ]
 run trace_missing_dir simulate "$work/S.cfg" -o "$work/o3" --trace "$work/no/such/t.json"
 check "--trace in a missing directory: exit 2" [ "$status" -eq 2 ]
 check "... which is not created" [ ! -e "$work/no" ]
+# A directory the user cannot write (permissions; for root, a read-only
+# file system) is a path to choose again, as a missing one is: exit 2.
+mkdir -p "$work/ro"
+if [ "$(id -u)" -eq 0 ]; then
+  ro_run() { unshare -m sh -c 'mount -t tmpfs -o ro tmpfs "$0" && exec "$@"' "$work/ro" "$@"; }
+else
+  chmod 555 "$work/ro"
+  ro_run() { "$@"; }
+fi
+ro_run timeout -s KILL 30 "$bin" simulate "$work/S.cfg" -o "$work/o3" --trace "$work/ro/t.json" -q \
+  >"$work/trace_ro.out" 2>"$work/trace_ro.err"
+status=$?
+check "--trace in a directory that cannot be written: exit 2 (got $status)" [ "$status" -eq 2 ]
+check "... saying to choose another path" grep -q "cannot write into directory '$work/ro'.*choose another path" \
+  "$work/trace_ro.err"
+ro_run timeout -s KILL 30 "$bin" simulate "$work/S.cfg" -o "$work/ro/sub" -q >"$work/out_ro.out" 2>"$work/out_ro.err"
+status=$?
+check "-o under a directory that cannot be written: exit 2 (got $status)" [ "$status" -eq 2 ]
+check "... saying to choose another" grep -q "cannot create directory '$work/ro/sub'.*choose another output directory" \
+  "$work/out_ro.err"
 # A name that fits the file system but not with its temp file's suffix
 # (.tmp.XXXXXX): refused before the work, like any other impossible path.
 long=$(printf 'x%.0s' $(seq 250))
