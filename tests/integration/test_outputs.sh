@@ -68,6 +68,18 @@ run tb_onto_trace simulate "$work/S.cfg" -o "$work/o7" --tensorboard "$work/o7/t
 check "simulate --tensorboard X --trace X: exit 2" [ "$status" -eq 2 ]
 check "... leaving no directory in the trace's place" [ ! -e "$work/o7/t.json" ]
 
+# A scenario, profile or model must be a regular file: one that is a FIFO
+# nobody writes is refused at once, not waited on.
+mkfifo "$work/S.fifo"
+it_watchdog=10
+run scenario_fifo simulate "$work/S.fifo" -o "$work/o1" -q
+check "simulate FIFO: exit 3, not a hang" [ "$status" -eq 3 ]
+check "... saying it is not a regular file" grep -q "scenario file '$work/S.fifo': not a regular file" \
+  "$work/scenario_fifo.err"
+run profile_fifo simulate "$work/S.cfg" --profile "$work/S.fifo" -o "$work/o1" -q
+check "simulate --profile FIFO: exit 3, not a hang" [ "$status" -eq 3 ]
+it_watchdog=60
+
 # ---- symlinks: the target is written, the link stays ------------------------------
 mkdir "$work/real"
 ln -s real/trace.json "$work/link.json"
