@@ -171,6 +171,17 @@ check "... saying why" grep -q "is not a regular file" "$work/imp_scenario_dev.e
 d="$work/imp_model_null.d"
 imp_case imp_model_null "-o /dev/null --scenario S" "$gpu" -o /dev/null --scenario "$d/S.cfg"
 
+# A GPU trace may come through a pipe (read once); a CPU job's trace, read
+# a second time once no GPU work is found, is refused with the reason, not
+# reported empty.
+run imp_gpu_pipe import torch-trace <(cat "$gpu") -o "$work/pipe-gpu.cfg"
+check "import torch-trace of a GPU trace through a pipe: exit 0" [ "$status" -eq 0 ]
+run imp_cpu_pipe import torch-trace <(cat "$src/tests/data/torch-trace/mlp-small-b32.json") -o "$work/pipe-cpu.cfg"
+check "import torch-trace of a CPU trace through a pipe: exit 2" [ "$status" -eq 2 ]
+check "... saying to save it to a file" grep -q "CPU job's trace is read twice: save it to a file" \
+  "$work/imp_cpu_pipe.err"
+check "... and writing nothing" [ ! -e "$work/pipe-cpu.cfg" ]
+
 if "$bin" help train >/dev/null 2>&1; then
   cp "$src/tests/data/runtime/mlp-tiny.cfg" "$work/M.cfg"
   t0=$(date +%s)
