@@ -48,6 +48,10 @@ const char *cli_plots_dir(void);
 /* Render one plot kind from a CSV into out_dir (PNG and SVG); used by
  * `ddpsim plot` and `ddpsim simulate --plot`. */
 int cli_plot_render(const char *kind, const char *csv, const char *out_dir);
+/* The paths a plot of csv into out_dir is drawn with can be passed to
+ * gnuplot (no spaces or quotes); CORE_EUSAGE if not: for commands that plot
+ * after long work, so that they refuse before it. */
+int cli_plot_check_paths(const char *csv, const char *out_dir);
 /* The plots a `simulate` CSV calls for (scaling, compression, goodput). */
 int cli_plot_auto(const char *csv, const char *out_dir);
 

@@ -208,7 +208,7 @@ static int run(sim_scenario *s, const opts *o, const char *csv) {
     return rc;
   if (o->trace && (rc = core_afile_check(o->trace)) != 0)
     return core_err_wrap(rc, "--trace");
-  if ((rc = check_apart(s, o, csv)) != 0)
+  if ((rc = check_apart(s, o, csv)) != 0 || (o->plot && (rc = cli_plot_check_paths(csv, o->out_dir)) != 0))
     return rc;
   if (o->tensorboard && (rc = sim_tb_check(s, o->tensorboard)) != 0)
     return rc;

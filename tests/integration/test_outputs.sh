@@ -80,6 +80,13 @@ run profile_fifo simulate "$work/S.cfg" --profile "$work/S.fifo" -o "$work/o1" -
 check "simulate --profile FIFO: exit 3, not a hang" [ "$status" -eq 3 ]
 it_watchdog=60
 
+# --plot into a directory gnuplot cannot be given (a space in its path):
+# refused before the study, not after it with the CSV written.
+run plot_space simulate "$work/S.cfg" -o "$work/sp ace" --plot -q
+check "simulate --plot -o 'DIR WITH SPACE': exit 2" [ "$status" -eq 2 ]
+check "... saying why" grep -q "cannot be passed to gnuplot" "$work/plot_space.err"
+check "... before simulating (no CSV)" [ ! -e "$work/sp ace/outputs.csv" ]
+
 # ---- symlinks: the target is written, the link stays ------------------------------
 mkdir "$work/real"
 ln -s real/trace.json "$work/link.json"
