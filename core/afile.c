@@ -134,11 +134,11 @@ static const char *kind_name(mode_t m) {
   return S_ISDIR(m) ? "a directory" : S_ISBLK(m) ? "a block device" : S_ISSOCK(m) ? "a socket" : "not a file";
 }
 
-/* The temp file goes beside the target. */
 /* A directory the user may not write (permissions, a read-only file system)
  * is a path to choose again (exit 2), like one that does not exist. */
 static int not_ours(int e) { return e == EACCES || e == EPERM || e == EROFS; }
 
+/* The temp file goes beside the target. */
 static int writable_dir(const char *final) {
   char dir[4096];
   core_path_dir(final, dir, sizeof dir);
@@ -161,17 +161,21 @@ static const char *shown(const char *path, char *buf, size_t n) {
   return buf;
 }
 
-static int name_fits(const char *path, const char *final) {
-  char sh[96], fsh[96];
-  const char *p = path;
-  while (*p) {
+static int parts_fit(const char *path) {
+  char sh[96];
+  for (const char *p = path; *p; p += strspn(p, "/")) {
     size_t k = strcspn(p, "/");
     if (k > NAME_MAX)
       return core_err_set(CORE_EUSAGE, "output '%s': a name in that path is longer than %d bytes; shorten it",
           shown(path, sh, sizeof sh), NAME_MAX);
     p += k;
-    p += strspn(p, "/");
   }
+  return 0;
+}
+
+/* final (path after its links) leaves room for the temp file's suffix. */
+static int name_fits(const char *path, const char *final) {
+  char sh[96], fsh[96];
   size_t base = strlen(core_path_base(final));
   if (base + sizeof tmp_suffix - 1 > NAME_MAX)
     return core_err_set(CORE_EUSAGE,
@@ -189,7 +193,7 @@ static int resolve(const char *path, int regular_only, target *t) {
     return core_err_set(CORE_EUSAGE, "an empty output path: name a file");
   if (strlen(path) >= sizeof t->final)
     return core_err_set(CORE_EUSAGE, "output path is too long: %.64s...", path);
-  int via_proc, rc = name_fits(path, path);
+  int via_proc, rc = parts_fit(path);
   if (rc || (rc = follow_links(path, t->final, sizeof t->final, &via_proc)) != 0)
     return rc;
   struct stat st;
