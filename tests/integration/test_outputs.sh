@@ -371,6 +371,12 @@ check "... saying how long it may be" grep -q "shorten the name to 244 bytes or 
 check "... before simulating (no CSV)" [ ! -e "$work/o4/outputs.csv" ]
 run trace_too_long simulate "$work/S.cfg" -o "$work/o4" --trace "$work/${long}xxxxxx" -q
 check "--trace with a 256-byte name: exit 2" [ "$status" -eq 2 ]
+# ... but a link of that name to a device is written through, no temp file.
+ln -s /dev/null "$work/$long"
+run trace_long_link simulate "$work/S.cfg" -o "$work/o4" --trace "$work/$long" -q
+check "--trace with a 250-byte name linked to /dev/null: exit 0" [ "$status" -eq 0 ]
+check "... /dev/null still a character device" [ -c /dev/null ]
+rm "$work/$long"
 check "no temp file anywhere" [ -z "$(find "$work" -name '*.tmp.*')" ]
 
 it_end
