@@ -508,6 +508,29 @@ void cal_nccl_run_free(cal_nccl_run *run) {
   run->n = 0;
 }
 
+/* The longest line read: nccl-tests prints rows and Rank lines of a few
+ * hundred bytes; a device or a binary file (/dev/zero) stops here. */
+enum { NCCL_MAX_LINE = 64 << 10 };
+enum { LINE_OK, LINE_EOF, LINE_NUL, LINE_LONG };
+
+/* One line (its newline kept) into buf of NCCL_MAX_LINE + 1 bytes. */
+static int read_line(FILE *f, char *buf) {
+  size_t n = 0;
+  int ch = EOF;
+  errno = 0;
+  while (n < NCCL_MAX_LINE && (ch = getc(f)) != EOF) {
+    if (ch == '\0')
+      return LINE_NUL;
+    buf[n++] = (char)ch;
+    if (ch == '\n')
+      break;
+  }
+  buf[n] = '\0';
+  if (n == 0 && ch == EOF)
+    return LINE_EOF;
+  return n == NCCL_MAX_LINE && ch != '\n' ? LINE_LONG : LINE_OK;
+}
+
 int cal_nccl_parse(const char *path, cal_nccl_run *run) {
   memset(run, 0, sizeof *run);
   run->validated = 1;
@@ -516,30 +539,40 @@ int cal_nccl_parse(const char *path, cal_nccl_run *run) {
   snprintf(run->path, sizeof run->path, "%s", path);
   parser ps = {.path = path, .run = run, .hdr_bin = -1, .text_bin = -1};
   int rc = 0;
-  char *buf = NULL;
-  size_t cap = 0;
+  char *buf = malloc(NCCL_MAX_LINE + 1);
   long line = 0;
+  if (!buf)
+    return core_err_set(CORE_ENOMEM, "out of memory reading '%s'", path);
   FILE *f = fopen(path, "r");
-  if (!f)
+  if (!f) {
+    free(buf);
     return core_err_errno(errno, "cannot open nccl-tests output '%s'", path);
+  }
   struct stat sb;
   if (fstat(fileno(f), &sb) == 0 && S_ISDIR(sb.st_mode)) {
     fclose(f);
+    free(buf);
     return core_err_set(CORE_EINVAL, "%s: a directory, not an nccl-tests output; give the output files", path);
   }
   core_afile_note_input_fd(fileno(f), path);
   for (;;) {
-    errno = 0;
-    ssize_t k = getline(&buf, &cap, f);
-    if (k < 0) {
+    int got = read_line(f, buf);
+    if (got == LINE_EOF) {
       if (ferror(f))
         rc = core_err_errno(errno ? errno : EIO, "reading '%s'", path);
       break;
     }
     line++;
-    if (memchr(buf, '\0', (size_t)k)) {
+    if (got == LINE_NUL) {
       rc = core_err_set(
           CORE_EINVAL, "%s:%ld: a NUL byte: this is not a text file; import nccl-tests' text output", path, line);
+      break;
+    }
+    if (got == LINE_LONG) {
+      rc = core_err_set(CORE_EINVAL,
+          "%s:%ld: a line longer than %d KiB: not nccl-tests' output (its lines are a few hundred bytes); import its "
+          "text output",
+          path, line, NCCL_MAX_LINE >> 10);
       break;
     }
     if ((rc = parse_line(&ps, buf, line)) != 0)

@@ -49,6 +49,10 @@ const char *cli_plots_dir(void);
  * `ddpsim plot` and `ddpsim simulate --plot`. cpu: the study's ranks are
  * CPU ranks (a profile of device kind cpu), and the axes say so, not GPUs. */
 int cli_plot_render(const char *kind, const char *csv, const char *out_dir, int cpu);
+/* The paths a plot of csv into out_dir is drawn with can be passed to
+ * gnuplot (no spaces or quotes); CORE_EUSAGE if not: for commands that plot
+ * after long work, so that they refuse before it. */
+int cli_plot_check_paths(const char *csv, const char *out_dir);
 /* The plots a `simulate` CSV calls for (scaling, compression, goodput). */
 int cli_plot_auto(const char *csv, const char *out_dir, int cpu);
 

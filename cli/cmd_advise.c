@@ -122,7 +122,8 @@ int cli_cmd_advise(int argc, char **argv) {
   sim_advise_opts ao = {.jobs = (int)o.jobs, .exhaustive = o.exhaustive};
   sim_advice a;
   double t0 = core_now();
-  if ((rc = sim_advise_check(s)) != 0 || (rc = core_mkdirs(o.out)) != 0 || (rc = core_afile_check(csv)) != 0)
+  if ((rc = sim_advise_check(s)) != 0 || (o.plot && s->prices.priced && (rc = cli_plot_check_paths(csv, o.out)) != 0) ||
+      (rc = core_mkdirs(o.out)) != 0 || (rc = core_afile_check(csv)) != 0)
     goto fail_scenario;
   cli_warn_traced("advise", s);
   if ((rc = sim_advise_run(s, &ao, &a)) != 0)

@@ -19,6 +19,7 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 const char cli_import_help[] =
     "Usage: ddpsim import nccl-tests --base PROFILE [--out PROFILE] [--name NAME]\n"
@@ -162,6 +163,18 @@ static int import_nccl(int argc, char **argv) {
   return CLI_EXIT_OK;
 }
 
+/* A CPU job's traces are read a second time (the GPU reading found no GPU
+ * work): one that is a pipe has nothing left to give, and is named. */
+static int rereadable(const char *const *traces, int n) {
+  struct stat st;
+  for (int k = 0; k < n; k++)
+    if (stat(traces[k], &st) == 0 && !S_ISREG(st.st_mode))
+      return core_err_set(CORE_EUSAGE,
+          "%s is not a regular file (a pipe?), and a CPU job's trace is read twice: save it to a file and import that",
+          traces[k]);
+  return 0;
+}
+
 /* The traces, their outputs checked first: a GPU job's model (and with
  * scenario its traced job), else a CPU job's measured layers. */
 static int import_traces(const char *const *traces, int n, const cal_trace_opts *o, const char *out,
@@ -177,7 +190,8 @@ static int import_traces(const char *const *traces, int n, const cal_trace_opts 
   if (rc == CORE_EUNSUPPORTED) { /* no GPU work: a CPU trace */
     if (scenario)
       return cli_usage("import", "--scenario writes the traced job of a GPU trace; %s holds no GPU work", traces[0]);
-    rc = cal_import_traces(traces, n, o, out, notes, sizeof notes);
+    if ((rc = rereadable(traces, n)) == 0)
+      rc = cal_import_traces(traces, n, o, out, notes, sizeof notes);
   } else if (rc == 0 && scenario) {
     fputs(notes, stderr);
     notes[0] = '\0';

@@ -74,8 +74,10 @@ int cli_cmd_merge(int argc, char **argv) {
     return cli_fail("merge", rc);
   char csv[8192];
   snprintf(csv, sizeof csv, "%s/%s", out_dir, s->csv_name);
-  rc = sim_shard_merge(s, out_dir, (int)n_shards, csv);
   int cpu = strcmp(s->profile->device_kind, "cpu") == 0;
+  rc = plot ? cli_plot_check_paths(csv, out_dir) : 0;
+  if (!rc)
+    rc = sim_shard_merge(s, out_dir, (int)n_shards, csv);
   sim_scenario_free(s);
   if (rc)
     return cli_fail("merge", rc);

@@ -82,6 +82,15 @@ static int plain_name(const char *s) {
   return 1;
 }
 
+int cli_plot_check_paths(const char *csv, const char *out_dir) {
+  if (!plain_name(csv) || !plain_name(out_dir))
+    return core_err_set(CORE_EUSAGE,
+        "paths with spaces or quotes cannot be passed to gnuplot: '%s', '%s'; draw into a directory (-o DIR) whose "
+        "path has none",
+        csv, out_dir);
+  return 0;
+}
+
 /* Distinct values of a column, space separated, in first-seen order. */
 static int distinct(const core_csv_table *t, int col, char *out, size_t n) {
   size_t len = 0;
@@ -141,7 +150,7 @@ int cli_run_gnuplot(const char *script, const char *vars, const char *out) {
   if ((rc = core_afile_open(&svg, path)) != 0)
     goto abort_png;
   if (!plain_name(gp_file(&png)) || !plain_name(gp_file(&svg))) {
-    rc = core_err_set(CORE_EINVAL,
+    rc = core_err_set(CORE_EUSAGE,
         "paths with spaces or quotes cannot be passed to gnuplot: '%s', '%s'; draw into a directory (-o DIR) whose "
         "real "
         "path has none",
@@ -332,10 +341,7 @@ static int check_job(const plot_job *j, const plot_kind *k, const core_csv_table
   if (access(j->script, R_OK) != 0)
     return core_err_set(CORE_EIO, "cannot read plot script %s: %s (set DDPSIM_PLOTS_DIR to the plots/ folder)",
         j->script, strerror(errno));
-  if (!plain_name(j->csv) || !plain_name(j->out_dir))
-    return core_err_set(
-        CORE_EINVAL, "paths with spaces or quotes cannot be passed to gnuplot: '%s', '%s'", j->csv, j->out_dir);
-  return 0;
+  return cli_plot_check_paths(j->csv, j->out_dir);
 }
 
 /* What tells the scaling plot's curves apart: the network and backend,
@@ -780,9 +786,9 @@ int cli_plot_pareto(const char *csv, const char *out_dir, const char *title, dou
   if (access(script, R_OK) != 0)
     return core_err_set(CORE_EIO, "cannot read plot script %s: %s (set DDPSIM_PLOTS_DIR to the plots/ folder)", script,
         strerror(errno));
-  if (!plain_name(csv) || !plain_name(out_dir))
-    return core_err_set(
-        CORE_EINVAL, "paths with spaces or quotes cannot be passed to gnuplot: '%s', '%s'", csv, out_dir);
+  int rc = cli_plot_check_paths(csv, out_dir);
+  if (rc)
+    return rc;
   const char *base = core_path_base(csv);
   int stem = core_path_stem_len(base, ".csv");
   /* The title goes into a gnuplot string: no quotes or backslashes. */
@@ -793,8 +799,7 @@ int cli_plot_pareto(const char *csv, const char *out_dir, const char *title, dou
   if (!t[0])
     snprintf(t, sizeof t, "%.*s: cost against time to train", stem, base);
   snprintf(front, sizeof front, "%s/.%.*s-front.csv", out_dir, stem, base);
-  int rc = core_mkdirs(out_dir);
-  if (rc || (rc = front_table(csv, front)) != 0)
+  if ((rc = core_mkdirs(out_dir)) != 0 || (rc = front_table(csv, front)) != 0)
     return rc;
   snprintf(out, sizeof out, "%s/%.*s-pareto", out_dir, stem, base);
   snprintf(vars, sizeof vars, "csv='%s'; front='%s'; title='%s'; deadline=%.17g; budget=%.17g; out='%s'", csv, front, t,

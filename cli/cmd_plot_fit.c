@@ -98,7 +98,7 @@ int cli_plot_fit(const char *script, const char *profile, const char *out_dir) {
   }
   if (!plain(profile) || !plain(out_dir) || !plain(script)) {
     rc = core_err_set(
-        CORE_EINVAL, "paths with quotes or backslashes cannot be passed to gnuplot: '%s', '%s'", profile, out_dir);
+        CORE_EUSAGE, "paths with quotes or backslashes cannot be passed to gnuplot: '%s', '%s'", profile, out_dir);
     goto out;
   }
   if ((rc = core_mkdirs(out_dir)) != 0)

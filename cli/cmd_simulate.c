@@ -142,6 +142,52 @@ static int parse_args(int argc, char **argv, opts *o) {
   return 0;
 }
 
+/* Does path name a file that --plot writes for the CSV csv in dir: a
+ * model's plot of any kind, or the data file drawn beside them? */
+static int plot_writes(const sim_scenario *s, const char *dir, const char *csv, const char *path) {
+  static const char *const kinds[] = {"scaling", "compression", "goodput", "fabric"};
+  static const char *const data[] = {"scaling.csv", "speedup.csv", "breakeven.csv"};
+  const char *base = core_path_base(csv);
+  int stem = core_path_stem_len(base, ".csv");
+  char p[8400];
+  for (int m = 0; m < s->n_models; m++)
+    for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++)
+      for (int svg = 0; svg < 2; svg++) {
+        snprintf(p, sizeof p, "%s/%.*s-%s-%s.%s", dir, stem, base, s->models[m]->name, kinds[k], svg ? "svg" : "png");
+        if (core_path_same_file(path, p))
+          return 1;
+      }
+  for (size_t k = 0; k < sizeof data / sizeof *data; k++) {
+    snprintf(p, sizeof p, "%s/.%.*s-%s", dir, stem, base, data[k]);
+    if (core_path_same_file(path, p))
+      return 1;
+  }
+  return 0;
+}
+
+/* Outputs of one run that would replace one another (the trace, the CSV,
+ * the TensorBoard directory, the plots) are refused before the work. */
+static int check_apart(const sim_scenario *s, const opts *o, const char *csv) {
+  if (o->trace && core_path_same_file(o->trace, csv))
+    return core_err_set(
+        CORE_EUSAGE, "--trace %s is the CSV this run writes (%s); name another file for the trace", o->trace, csv);
+  const char *file = !o->tensorboard                                             ? NULL
+                     : core_path_same_file(o->tensorboard, csv)                  ? csv
+                     : o->trace && core_path_same_file(o->tensorboard, o->trace) ? o->trace
+                                                                                 : NULL;
+  if (file)
+    return core_err_set(CORE_EUSAGE, "--tensorboard %s is a file this run writes (%s); name a directory of its own",
+        o->tensorboard, file);
+  if (o->plot && o->trace && plot_writes(s, o->out_dir, csv, o->trace))
+    return core_err_set(CORE_EUSAGE,
+        "--trace %s is named like a file --plot draws into %s; name another file for the trace", o->trace, o->out_dir);
+  if (o->plot && o->tensorboard && plot_writes(s, o->out_dir, csv, o->tensorboard))
+    return core_err_set(CORE_EUSAGE,
+        "--tensorboard %s is named like a file --plot draws into %s; name another directory", o->tensorboard,
+        o->out_dir);
+  return 0;
+}
+
 /* Runs the study and writes its CSV (path csv), trace and TensorBoard
  * files, and the summary. */
 static int run(sim_scenario *s, const opts *o, const char *csv) {
@@ -163,9 +209,8 @@ static int run(sim_scenario *s, const opts *o, const char *csv) {
     return rc;
   if (o->trace && (rc = core_afile_check(o->trace)) != 0)
     return core_err_wrap(rc, "--trace");
-  if (o->trace && core_path_same_file(o->trace, csv))
-    return core_err_set(
-        CORE_EUSAGE, "--trace %s is the CSV this run writes (%s); name another file for the trace", o->trace, csv);
+  if ((rc = check_apart(s, o, csv)) != 0 || (o->plot && (rc = cli_plot_check_paths(csv, o->out_dir)) != 0))
+    return rc;
   if (o->tensorboard && (rc = sim_tb_check(s, o->tensorboard)) != 0)
     return rc;
   /* A shard is stamped with the files as they were when it started. */

@@ -3,9 +3,11 @@
 #include "err.h"
 #include "path.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -13,6 +15,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* ---- inputs of this command -------------------------------------------------- */
@@ -131,12 +134,56 @@ static const char *kind_name(mode_t m) {
   return S_ISDIR(m) ? "a directory" : S_ISBLK(m) ? "a block device" : S_ISSOCK(m) ? "a socket" : "not a file";
 }
 
+/* A directory the user may not write (permissions, a read-only file system)
+ * is a path to choose again (exit 2), like one that does not exist. */
+static int not_ours(int e) { return e == EACCES || e == EPERM || e == EROFS; }
+
 /* The temp file goes beside the target. */
 static int writable_dir(const char *final) {
   char dir[4096];
   core_path_dir(final, dir, sizeof dir);
-  if (access(dir, W_OK | X_OK) != 0)
-    return core_err_errno(errno, "cannot write into directory '%s' (for '%s'); check its permissions", dir, final);
+  if (access(dir, W_OK | X_OK) == 0)
+    return 0;
+  if (not_ours(errno))
+    return core_err_set(CORE_EUSAGE, "cannot write into directory '%s' (for '%s'): %s; choose another path", dir, final,
+        strerror(errno));
+  return core_err_errno(errno, "cannot write into directory '%s' (for '%s'); check its permissions", dir, final);
+}
+
+/* The temp file's name is the target's and ".tmp.XXXXXX": a name too long
+ * for that (or a component too long for the file system) is the user's to
+ * shorten, and is told before any work. */
+static const char tmp_suffix[] = ".tmp.XXXXXX";
+
+/* path for a message: whole, or its first 64 bytes and "...". */
+static const char *shown(const char *path, char *buf, size_t n) {
+  snprintf(buf, n, strlen(path) > 80 ? "%.64s..." : "%s", path);
+  return buf;
+}
+
+static int parts_fit(const char *path) {
+  char sh[96];
+  for (const char *p = path; *p; p += strspn(p, "/")) {
+    size_t k = strcspn(p, "/");
+    if (k > NAME_MAX)
+      return core_err_set(CORE_EUSAGE, "output '%s': a name in that path is longer than %d bytes; shorten it",
+          shown(path, sh, sizeof sh), NAME_MAX);
+    p += k;
+  }
+  return 0;
+}
+
+/* final (path after its links) leaves room for the temp file's suffix. */
+static int name_fits(const char *path, const char *final) {
+  char sh[96], fsh[96];
+  size_t base = strlen(core_path_base(final));
+  if (base + sizeof tmp_suffix - 1 > NAME_MAX)
+    return core_err_set(CORE_EUSAGE,
+        "output '%s'%s%s%s: its name is %zu bytes; the temp file written beside it adds %zu, past the file "
+        "system's %d: shorten the name to %zu bytes or less",
+        shown(path, sh, sizeof sh), strcmp(path, final) ? " (a link to '" : "",
+        strcmp(path, final) ? shown(final, fsh, sizeof fsh) : "", strcmp(path, final) ? "')" : "", base,
+        sizeof tmp_suffix - 1, NAME_MAX, (size_t)NAME_MAX - (sizeof tmp_suffix - 1));
   return 0;
 }
 
@@ -146,8 +193,8 @@ static int resolve(const char *path, int regular_only, target *t) {
     return core_err_set(CORE_EUSAGE, "an empty output path: name a file");
   if (strlen(path) >= sizeof t->final)
     return core_err_set(CORE_EUSAGE, "output path is too long: %.64s...", path);
-  int via_proc, rc = follow_links(path, t->final, sizeof t->final, &via_proc);
-  if (rc)
+  int via_proc, rc = parts_fit(path);
+  if (rc || (rc = follow_links(path, t->final, sizeof t->final, &via_proc)) != 0)
     return rc;
   struct stat st;
   if (stat(path, &st) != 0) {
@@ -160,6 +207,8 @@ static int resolve(const char *path, int regular_only, target *t) {
       return core_err_set(CORE_EUSAGE,
           "cannot write '%s': the directory '%s' does not exist; create it first or choose another path", path, dir);
     t->kind = K_NEW;
+    if ((rc = name_fits(path, t->final)) != 0)
+      return rc;
     return writable_dir(t->final);
   }
   char other[256];
@@ -187,6 +236,8 @@ static int resolve(const char *path, int regular_only, target *t) {
         kind_name(st.st_mode));
   t->kind = K_REGULAR;
   t->mode = st.st_mode & 07777;
+  if ((rc = name_fits(path, t->final)) != 0)
+    return rc;
   return writable_dir(t->final);
 }
 
@@ -245,6 +296,8 @@ static void slot_give(core_afile *a) {
 
 /* ---- writing -------------------------------------------------------------------- */
 
+static void sweep_target(const char *final);
+
 static int open_direct(core_afile *a, const target *t) {
   int flags = O_WRONLY | O_NOCTTY | O_CLOEXEC | O_NONBLOCK | (t->append ? O_APPEND : 0);
   int fd = open(t->final, flags);
@@ -264,7 +317,7 @@ static int open_direct(core_afile *a, const target *t) {
 }
 
 static int open_temp(core_afile *a, const target *t, const char *mode) {
-  snprintf(a->tmp, sizeof a->tmp, "%s.tmp.XXXXXX", t->final);
+  snprintf(a->tmp, sizeof a->tmp, "%s%s", t->final, tmp_suffix);
   int fd = mkstemp(a->tmp);
   if (fd < 0)
     return core_err_errno(errno, "cannot create a temp file beside '%s' (check the directory is writable)", t->final);
@@ -327,6 +380,10 @@ static int copy_existing(core_afile *a, long long *had) {
   }
   if (k < 0)
     rc = core_err_errno(errno, "reading '%s' to append to it failed", a->path);
+  /* A copy smaller than stdio's buffer meets a full disk only here: the
+   * caller, reading the copy back, would otherwise see a short file. */
+  else if (fflush(a->f) != 0)
+    rc = core_err_errno(errno ? errno : EIO, "copying '%s' to append to it failed", a->path);
 out_close:
   close(fd);
   return rc;
@@ -356,6 +413,7 @@ static int open_with(core_afile *a, const char *path, int regular_only, long lon
   snprintf(a->path, sizeof a->path, "%s", t.final);
   if (t.kind == K_DIRECT)
     return open_direct(a, &t);
+  sweep_target(t.final);
   return had ? open_appending(a, &t, had) : open_temp(a, &t, "w");
 }
 
@@ -443,8 +501,9 @@ fail_unlink:
 
 /* ---- leftovers of dead writers -------------------------------------------------- */
 
-/* Removes dir/name when it is a regular temp file nobody holds locked. */
-static int sweep_one(const char *dir, const char *name) {
+/* Removes dir/name when it is a regular temp file nobody holds locked,
+ * unchanged for min_age_s seconds or more. */
+static int sweep_one(const char *dir, const char *name, int min_age_s) {
   char path[4400];
   snprintf(path, sizeof path, "%s/%s", dir, name);
   int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
@@ -452,7 +511,8 @@ static int sweep_one(const char *dir, const char *name) {
     return 0;
   struct stat st;
   int removed = 0;
-  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && flock(fd, LOCK_EX | LOCK_NB) == 0 && unlink(path) == 0) {
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && time(NULL) - st.st_mtime >= min_age_s &&
+      flock(fd, LOCK_EX | LOCK_NB) == 0 && unlink(path) == 0) {
     fprintf(stderr, "ddpsim: removed '%s' (%lld bytes), the temp file of a writer that died\n", path,
         (long long)st.st_size);
     removed = 1;
@@ -470,9 +530,39 @@ int core_afile_sweep_stale(const char *dir, const char *name_prefix) {
   struct dirent *de;
   while ((de = readdir(d)))
     if (strncmp(de->d_name, name_prefix, np) == 0 && strstr(de->d_name + np, ".tmp."))
-      removed += sweep_one(dir, de->d_name);
+      removed += sweep_one(dir, de->d_name, 0);
   closedir(d);
   return removed;
+}
+
+/* Is name a temp file of the target base: "<base>.tmp." and mkstemp's six
+ * letters and digits, nothing more (a user's "x.csv.old.tmp.1" is not)? */
+static int temp_of(const char *name, const char *base) {
+  size_t b = strlen(base), k = sizeof tmp_suffix - 1;
+  if (strncmp(name, base, b) != 0 || strncmp(name + b, tmp_suffix, k - 6) != 0 || strlen(name + b) != k)
+    return 0;
+  for (const char *x = name + b + k - 6; *x; x++)
+    if (!isalnum((unsigned char)*x))
+      return 0;
+  return 1;
+}
+
+/* The temp files of final that dead writers left (a process killed while
+ * writing it): removed before it is written again, so that they do not pile
+ * up. One a minute old at least, so that a live writer's, between its
+ * mkstemp and its flock, is never taken for one. Best effort. */
+static void sweep_target(const char *final) {
+  char dir[4096];
+  core_path_dir(final, dir, sizeof dir);
+  const char *base = core_path_base(final);
+  DIR *d = opendir(dir);
+  if (!d)
+    return;
+  struct dirent *de;
+  while ((de = readdir(d)))
+    if (temp_of(de->d_name, base))
+      sweep_one(dir, de->d_name, 60);
+  closedir(d);
 }
 
 /* mkdir of one level; a file where a directory must be is the user's to
@@ -483,6 +573,9 @@ static int mkdir_one(const char *buf) {
   if (errno == ENOTDIR)
     return core_err_set(CORE_EUSAGE,
         "cannot create directory '%s': a part of that path is a file; choose another output directory", buf);
+  if (not_ours(errno))
+    return core_err_set(
+        CORE_EUSAGE, "cannot create directory '%s': %s; choose another output directory", buf, strerror(errno));
   return core_err_errno(errno, "cannot create directory '%s'", buf);
 }
 

@@ -14,13 +14,20 @@
  *  - a directory, block device or socket is refused, as is an output that is
  *    the same file (device and inode) as an input of this command: every
  *    reader notes what it opens with core_afile_note_input;
+ *  - a name too long for its temp file ("<name>.tmp.XXXXXX" must fit the
+ *    file system's NAME_MAX) is refused with the length it may have;
  *  - missing parent directories are not created (core_mkdirs does that for
  *    the directories a command is asked to make);
  *  - the temp file is removed on every error path and, for SIGINT, SIGTERM
  *    and SIGHUP left at their default, when the process is stopped; while
  *    open it holds an flock, so core_afile_sweep_stale can tell the temp
- *    files of a dead writer from those of a live one.
- * Refusals are CORE_EUSAGE (exit 2) with a message naming the path.
+ *    files of a dead writer from those of a live one;
+ *  - a killed writer's temp files of the same target ("<name>.tmp." and six
+ *    letters, unlocked, unchanged for a minute) are removed, and reported,
+ *    when the target is opened again, so that they do not pile up.
+ * Refusals are CORE_EUSAGE (exit 2) with a message naming the path; so is
+ * a directory the user may not write into or create (permissions, a
+ * read-only file system), like one that does not exist.
  */
 #ifndef CORE_AFILE_H
 #define CORE_AFILE_H

@@ -6,12 +6,14 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* core_cfg embeds config_t first, so a setting's config pointer leads back to
  * the file name even for text parsed from memory (libconfig records no file
@@ -225,14 +227,20 @@ int core_cfg_load(core_cfg *c, const char *path, const char *what) {
     return core_err_set(CORE_EINVAL, "%s path is too long: %.64s...", what, path);
   snprintf(c->path, sizeof c->path, "%s", path);
   set_dir(c);
-  FILE *f = fopen(path, "r");
-  if (!f)
+  /* Opened without blocking: a FIFO nobody writes is refused below, not
+   * waited on. */
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0)
     /* A path that leads nowhere is bad input; only real I/O trouble is not. */
     return core_err_set(errno == EIO || errno == ENOMEM || errno == EMFILE || errno == ENFILE ? CORE_EIO : CORE_EINVAL,
         "cannot open %s file '%s': %s (check the path)", what, path, strerror(errno));
-  struct stat st;
-  if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-    fclose(f);
+  struct stat st = {0};
+  FILE *f = NULL;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || !(f = fdopen(fd, "r"))) {
+    int regular = S_ISREG(st.st_mode), e = errno;
+    close(fd);
+    if (regular)
+      return core_err_set(CORE_EIO, "cannot read %s file '%s': %s", what, path, strerror(e));
     return core_err_set(CORE_EINVAL, "cannot read %s file '%s': not a regular file (check the path)", what, path);
   }
   core_afile_note_input_fd(fileno(f), path);

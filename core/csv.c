@@ -175,6 +175,10 @@ void core_csv_table_free(core_csv_table *t) {
   memset(t, 0, sizeof *t);
 }
 
+/* The longest row read: ddpsim's own rows (a simulation's, with its note,
+ * or a run's metrics) are under a few KiB. */
+enum { CSV_MAX_RECORD = 1 << 20 };
+
 typedef struct field_buf {
   char *s;
   size_t n, cap;
@@ -201,6 +205,7 @@ static int read_record(FILE *f, const char *path, long *line, char ***fields, in
   char **out = NULL;
   int n = 0, cap = 0, ch, quoted = 0, any = 0, rc;
   long start = *line;
+  size_t bytes = 0;
   for (;;) {
     ch = fgetc(f);
     if (ch == EOF && !any && n == 0) {
@@ -208,6 +213,18 @@ static int read_record(FILE *f, const char *path, long *line, char ***fields, in
       return 0;
     }
     any = 1;
+    /* A device or a binary file read by mistake (/dev/zero) ends here, not
+     * when memory runs out. */
+    if (ch == '\0') {
+      rc = core_err_set(CORE_EINVAL, "%s:%ld: a NUL byte: this is not a text file; give a CSV", path, *line);
+      goto fail;
+    }
+    if (ch != EOF && ++bytes > CSV_MAX_RECORD) {
+      rc = core_err_set(CORE_EINVAL,
+          "%s:%ld: a row longer than %d MiB: not a CSV of ddpsim's (whose rows are under a few KiB); check the file",
+          path, start, CSV_MAX_RECORD >> 20);
+      goto fail;
+    }
     if (quoted) {
       if (ch == EOF) {
         rc = core_err_set(CORE_EINVAL, "%s:%ld: a quoted field is not closed; add the closing \"", path, start);

@@ -268,9 +268,11 @@ static int writable_dir(const char *opt, const char *dir) {
   char why[512];
   if (stat(dir, &st) == 0 && !S_ISDIR(st.st_mode))
     return core_err_set(CORE_EUSAGE, "%s %s is not a directory; name a directory (a missing one is made)", opt, dir);
-  if (core_mkdirs(dir) != 0) {
+  int rc = core_mkdirs(dir);
+  if (rc != 0) {
     snprintf(why, sizeof why, "%s", core_err_msg());
-    return core_err_set(CORE_EUSAGE, "%s %s: %s; choose a directory this rank can write", opt, dir, why);
+    return core_err_set(CORE_EUSAGE, "%s %s: %s%s", opt, dir, why,
+        rc == CORE_EUSAGE ? "" : "; choose a directory this rank can write"); /* a refusal says what to do */
   }
   if (access(dir, W_OK | X_OK) != 0)
     return core_err_set(CORE_EUSAGE, "%s %s: cannot write there (%s); choose a directory this rank can write", opt, dir,

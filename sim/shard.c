@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 long sim_shard_job_points(const sim_scenario *s) {
   long j = 1;
@@ -90,7 +91,14 @@ static void shard_file_free(shard_file *f) {
   free(f->start);
 }
 
+/* A shard is a file simulate --shard wrote: a device (/dev/zero) or a FIFO
+ * would be read without end or block, and is refused before it is opened. */
 static int read_lines(shard_file *f) {
+  struct stat st;
+  if (stat(f->path, &st) == 0 && !S_ISREG(st.st_mode))
+    return core_err_set(CORE_EINVAL,
+        "shard %s is not a regular file; a shard is the CSV `ddpsim simulate --shard` wrote: run its task again",
+        f->path);
   FILE *in = fopen(f->path, "rb");
   if (!in)
     return core_err_errno(errno, "cannot read shard %s (has its array task finished?)", f->path);

@@ -56,6 +56,37 @@ run fifo_no_reader simulate "$work/S.cfg" -o "$work/o1" --trace "$work/fifo" -q
 check "a FIFO nobody reads: an error, not a hang (exit 1)" [ "$status" -eq 1 ]
 check "... that says so" grep -q "nothing reads the FIFO" "$work/fifo_no_reader.err"
 
+# ---- two outputs of one run onto one file: refused before the work ----------------
+run trace_onto_plot simulate "$work/S.cfg" -o "$work/o5" --plot --trace "$work/o5/outputs-mlp-small-scaling.png" -q
+check "simulate --plot --trace (the plot's name): exit 2" [ "$status" -eq 2 ]
+check "... saying why" grep -q "is named like a file --plot draws" "$work/trace_onto_plot.err"
+check "... before simulating (no CSV)" [ ! -e "$work/o5/outputs.csv" ]
+run tb_onto_csv simulate "$work/S.cfg" -o "$work/o6" --tensorboard "$work/o6/outputs.csv" -q
+check "simulate --tensorboard (the CSV's path): exit 2" [ "$status" -eq 2 ]
+check "... leaving no directory in the CSV's place" [ ! -e "$work/o6/outputs.csv" ]
+run tb_onto_trace simulate "$work/S.cfg" -o "$work/o7" --tensorboard "$work/o7/t.json" --trace "$work/o7/t.json" -q
+check "simulate --tensorboard X --trace X: exit 2" [ "$status" -eq 2 ]
+check "... leaving no directory in the trace's place" [ ! -e "$work/o7/t.json" ]
+
+# A scenario, profile or model must be a regular file: one that is a FIFO
+# nobody writes is refused at once, not waited on.
+mkfifo "$work/S.fifo"
+it_watchdog=10
+run scenario_fifo simulate "$work/S.fifo" -o "$work/o1" -q
+check "simulate FIFO: exit 3, not a hang" [ "$status" -eq 3 ]
+check "... saying it is not a regular file" grep -q "scenario file '$work/S.fifo': not a regular file" \
+  "$work/scenario_fifo.err"
+run profile_fifo simulate "$work/S.cfg" --profile "$work/S.fifo" -o "$work/o1" -q
+check "simulate --profile FIFO: exit 3, not a hang" [ "$status" -eq 3 ]
+it_watchdog=60
+
+# --plot into a directory gnuplot cannot be given (a space in its path):
+# refused before the study, not after it with the CSV written.
+run plot_space simulate "$work/S.cfg" -o "$work/sp ace" --plot -q
+check "simulate --plot -o 'DIR WITH SPACE': exit 2" [ "$status" -eq 2 ]
+check "... saying why" grep -q "cannot be passed to gnuplot" "$work/plot_space.err"
+check "... before simulating (no CSV)" [ ! -e "$work/sp ace/outputs.csv" ]
+
 # ---- symlinks: the target is written, the link stays ------------------------------
 mkdir "$work/real"
 ln -s real/trace.json "$work/link.json"
@@ -146,6 +177,17 @@ imp_case imp_scenario_dev "--scenario DEVICE" "$gpu" -o "$d/M.cfg" --scenario "$
 check "... saying why" grep -q "is not a regular file" "$work/imp_scenario_dev.err"
 d="$work/imp_model_null.d"
 imp_case imp_model_null "-o /dev/null --scenario S" "$gpu" -o /dev/null --scenario "$d/S.cfg"
+
+# A GPU trace may come through a pipe (read once); a CPU job's trace, read
+# a second time once no GPU work is found, is refused with the reason, not
+# reported empty.
+run imp_gpu_pipe import torch-trace <(cat "$gpu") -o "$work/pipe-gpu.cfg"
+check "import torch-trace of a GPU trace through a pipe: exit 0" [ "$status" -eq 0 ]
+run imp_cpu_pipe import torch-trace <(cat "$src/tests/data/torch-trace/mlp-small-b32.json") -o "$work/pipe-cpu.cfg"
+check "import torch-trace of a CPU trace through a pipe: exit 2" [ "$status" -eq 2 ]
+check "... saying to save it to a file" grep -q "CPU job's trace is read twice: save it to a file" \
+  "$work/imp_cpu_pipe.err"
+check "... and writing nothing" [ ! -e "$work/pipe-cpu.cfg" ]
 
 if "$bin" help train >/dev/null 2>&1; then
   cp "$src/tests/data/runtime/mlp-tiny.cfg" "$work/M.cfg"
@@ -245,9 +287,52 @@ run append_dir validate "$work/S.cfg" --measured "$work/m.csv" --skip 0 --append
 check "--append to a directory: exit 2" [ "$status" -eq 2 ]
 check "... before simulating" [ ! -s "$work/append_dir.out" ]
 check "the appended file is unchanged by the refusals" same "$work/v/runs.csv" "$work/runs.before"
+# A full disk while the file is copied to be appended to (a file-size limit
+# gives EFBIG where a full disk gives ENOSPC): the write error, not a file
+# "not of this command", and the file as it was. The file is smaller than
+# stdio's buffer, so the copy meets the limit only when it is flushed.
+head -n 1 "$work/v/runs.csv" > "$work/full.csv"
+for _ in $(seq 12); do tail -n 1 "$work/v/runs.csv" >> "$work/full.csv"; done
+cp "$work/full.csv" "$work/full.orig"
+full_size=$(wc -c < "$work/full.csv")
+check "the appended file is over 1 KiB and under 4 KiB ($full_size bytes)" [ "$full_size" -gt 1024 ] && [ "$full_size" -lt 4096 ]
+(trap '' XFSZ; ulimit -f 1; run append_full validate "$work/S.cfg" --measured "$work/m.csv" --skip 0 --append "$work/full.csv"
+  exit "$status")
+status=$?
+check "--append with the disk full while copying: exit 1" [ "$status" -eq 1 ]
+check "... saying the copy failed" grep -q "copying '$work/full.csv' to append to it failed: File too large" "$work/append_full.err"
+check "... the file unchanged" same "$work/full.csv" "$work/full.orig"
+check "... and no temp file beside it" [ -z "$(find "$work" -maxdepth 1 -name 'full.csv.tmp.*')" ]
 run append_devnull validate "$work/S.cfg" --measured "$work/m.csv" --skip 0 --append /dev/null
 check "--append /dev/null: exit 0" [ "$status" -eq 0 ]
 check "... still a character device" [ -c /dev/null ]
+
+# ---- a killed writer's temp files: removed when the output is written again ------------
+# Only "<name>.tmp." and six letters, unchanged for a minute and unlocked: a
+# user's file of a like name, a fresh temp and a live writer's stay.
+o8="$work/o8"
+mkdir -p "$o8"
+printf 'half' > "$o8/outputs.csv.tmp.Dead01"
+printf 'mine' > "$o8/outputs.csv.old.tmp.Keep01"
+printf 'held' > "$o8/outputs.csv.tmp.Held01"
+touch -d '1 hour ago' "$o8/outputs.csv.tmp.Dead01" "$o8/outputs.csv.old.tmp.Keep01" "$o8/outputs.csv.tmp.Held01"
+printf 'fresh' > "$o8/outputs.csv.tmp.Live01"
+held=0
+if command -v flock >/dev/null; then
+  exec 9<"$o8/outputs.csv.tmp.Held01"
+  flock 9 && held=1
+fi
+run sweep_dead simulate "$work/S.cfg" -o "$o8" -q
+check "simulate beside a dead writer's temp file: exit 0" [ "$status" -eq 0 ]
+check "... which is removed" [ ! -e "$o8/outputs.csv.tmp.Dead01" ]
+check "... and reported" grep -q "removed '$o8/outputs.csv.tmp.Dead01' (4 bytes)" "$work/sweep_dead.err"
+check "a user's file of a like name stays" [ -f "$o8/outputs.csv.old.tmp.Keep01" ]
+check "a temp file of the last minute stays" [ -f "$o8/outputs.csv.tmp.Live01" ]
+if [ "$held" -eq 1 ]; then
+  check "a temp file a live writer holds locked stays" [ -f "$o8/outputs.csv.tmp.Held01" ]
+  exec 9<&-
+fi
+rm -f "$o8"/*.tmp.*
 
 # ---- empty and impossible output paths: usage errors, nothing created ------------------
 run trace_empty simulate "$work/S.cfg" -o "$work/o3" --trace ""
@@ -257,6 +342,41 @@ check "--trace DIRECTORY: exit 2" [ "$status" -eq 2 ]
 run trace_missing_dir simulate "$work/S.cfg" -o "$work/o3" --trace "$work/no/such/t.json"
 check "--trace in a missing directory: exit 2" [ "$status" -eq 2 ]
 check "... which is not created" [ ! -e "$work/no" ]
+# A directory the user cannot write (permissions; for root, a read-only
+# file system) is a path to choose again, as a missing one is: exit 2.
+mkdir -p "$work/ro"
+if [ "$(id -u)" -eq 0 ]; then
+  ro_run() { unshare -m sh -c 'mount -t tmpfs -o ro tmpfs "$0" && exec "$@"' "$work/ro" "$@"; }
+else
+  chmod 555 "$work/ro"
+  ro_run() { "$@"; }
+fi
+ro_run timeout -s KILL 30 "$bin" simulate "$work/S.cfg" -o "$work/o3" --trace "$work/ro/t.json" -q \
+  >"$work/trace_ro.out" 2>"$work/trace_ro.err"
+status=$?
+check "--trace in a directory that cannot be written: exit 2 (got $status)" [ "$status" -eq 2 ]
+check "... saying to choose another path" grep -q "cannot write into directory '$work/ro'.*choose another path" \
+  "$work/trace_ro.err"
+ro_run timeout -s KILL 30 "$bin" simulate "$work/S.cfg" -o "$work/ro/sub" -q >"$work/out_ro.out" 2>"$work/out_ro.err"
+status=$?
+check "-o under a directory that cannot be written: exit 2 (got $status)" [ "$status" -eq 2 ]
+check "... saying to choose another" grep -q "cannot create directory '$work/ro/sub'.*choose another output directory" \
+  "$work/out_ro.err"
+# A name that fits the file system but not with its temp file's suffix
+# (.tmp.XXXXXX): refused before the work, like any other impossible path.
+long=$(printf 'x%.0s' $(seq 250))
+run trace_long_name simulate "$work/S.cfg" -o "$work/o4" --trace "$work/$long" -q
+check "--trace with a 250-byte name: exit 2" [ "$status" -eq 2 ]
+check "... saying how long it may be" grep -q "shorten the name to 244 bytes or less" "$work/trace_long_name.err"
+check "... before simulating (no CSV)" [ ! -e "$work/o4/outputs.csv" ]
+run trace_too_long simulate "$work/S.cfg" -o "$work/o4" --trace "$work/${long}xxxxxx" -q
+check "--trace with a 256-byte name: exit 2" [ "$status" -eq 2 ]
+# ... but a link of that name to a device is written through, no temp file.
+ln -s /dev/null "$work/$long"
+run trace_long_link simulate "$work/S.cfg" -o "$work/o4" --trace "$work/$long" -q
+check "--trace with a 250-byte name linked to /dev/null: exit 0" [ "$status" -eq 0 ]
+check "... /dev/null still a character device" [ -c /dev/null ]
+rm "$work/$long"
 check "no temp file anywhere" [ -z "$(find "$work" -name '*.tmp.*')" ]
 
 it_end

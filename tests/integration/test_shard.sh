@@ -92,6 +92,21 @@ run merge_short merge "$jobscen" --shards 4 -o "$work/partial"
 check "merge of a short shard exits 3" [ "$status" -eq 3 ]
 check "merge names the short shard" grep -q "shard-1-of-4.csv holds" "$work/merge_short.err"
 check "merge of a short shard writes nothing" [ ! -e "$work/partial/shard-job-test.csv" ]
+# A shard that is a device or a FIFO (never what simulate --shard wrote) is
+# refused at once: /dev/zero would be read until memory ran out, a FIFO block.
+mkdir -p "$work/devshard"
+cp "$work"/montecarlo/*.shard-*.csv "$work/devshard/"
+ln -sf /dev/zero "$work/devshard/shard-job-test.shard-1-of-4.csv"
+it_watchdog=20
+run merge_dev merge "$jobscen" --shards 4 -o "$work/devshard"
+check "merge of a shard that is /dev/zero exits 3" [ "$status" -eq 3 ]
+check "... saying it is not a regular file" grep -q "shard-1-of-4.csv is not a regular file" "$work/merge_dev.err"
+rm "$work/devshard/shard-job-test.shard-1-of-4.csv"
+mkfifo "$work/devshard/shard-job-test.shard-1-of-4.csv"
+run merge_fifo merge "$jobscen" --shards 4 -o "$work/devshard"
+check "merge of a shard that is a FIFO exits 3" [ "$status" -eq 3 ]
+check "merge of a device or FIFO shard writes nothing" [ ! -e "$work/devshard/shard-job-test.csv" ]
+it_watchdog=60
 run merge_wrong_n merge "$jobscen" --shards 3 -o "$work/montecarlo"
 check "merge with another N fails" [ "$status" -ne 0 ]
 # -o naming a file, not the shards' directory, is a usage error saying so.

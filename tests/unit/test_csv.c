@@ -1,7 +1,9 @@
 /* core/csv: a value that does not exist (NaN, infinite) is an empty cell,
  * never "nan" or "inf", and reads back as one; an append keeps what the
  * file held, refuses a file under another header, and ends a last line
- * that lacks its newline. */
+ * that lacks its newline. A device or binary file read as a CSV (/dev/zero,
+ * a NUL byte, a row of megabytes) is refused at its line, in bounded time
+ * and memory. */
 #include "testutil.h"
 
 #include "core/csv.h"
@@ -95,8 +97,39 @@ static void test_append(void) {
   unlink(path);
 }
 
+static void test_not_text(void) {
+  core_csv_table t;
+  CU_ASSERT_EQUAL(core_csv_read("/dev/zero", &t), CORE_EINVAL);
+  CU_ASSERT_PTR_NOT_NULL(strstr(core_err_msg(), "/dev/zero:1: a NUL byte"));
+  char path[4200];
+  snprintf(path, sizeof path, "%s/nul.csv", dir);
+  FILE *f = fopen(path, "w");
+  CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+  fputs("name,x,t\na,1,2\nb,", f);
+  fputc('\0', f);
+  fputs(",3\n", f);
+  fclose(f);
+  CU_ASSERT_EQUAL(core_csv_read(path, &t), CORE_EINVAL);
+  CU_ASSERT_PTR_NOT_NULL(strstr(core_err_msg(), "nul.csv:3: a NUL byte"));
+  /* A row of empty fields, each of which would cost a pointer and an
+   * allocation: 4 MiB of commas. */
+  snprintf(path, sizeof path, "%s/wide.csv", dir);
+  f = fopen(path, "w");
+  CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+  fputs("name,x,t\n", f);
+  for (int i = 0; i < (4 << 20); i++)
+    fputc(',', f);
+  fclose(f);
+  CU_ASSERT_EQUAL(core_csv_read(path, &t), CORE_EINVAL);
+  CU_ASSERT_PTR_NOT_NULL(strstr(core_err_msg(), "wide.csv:2: a row longer than 1 MiB"));
+  unlink(path);
+  snprintf(path, sizeof path, "%s/nul.csv", dir);
+  unlink(path);
+}
+
 void test_register(void) {
   CU_pSuite s = CU_add_suite("csv", suite_init, suite_clean);
   CU_add_test(s, "NaN and inf are empty cells, and read back so", test_not_finite_is_empty);
   CU_add_test(s, "append: header first, checked after, last line ended", test_append);
+  CU_add_test(s, "a device or binary file: refused at its line, bounded", test_not_text);
 }

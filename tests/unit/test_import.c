@@ -385,6 +385,18 @@ static void test_nccl_bad_corpus(void) {
     cal_nccl_run r;
     CU_ASSERT(
         cal_nccl_parse(dir, &r) == CORE_EINVAL && strstr(core_err_msg(), "a directory, not an nccl-tests output"));
+    /* A device or a file of one endless line: refused at its first line,
+     * not read until memory runs out. */
+    CU_ASSERT(cal_nccl_parse("/dev/zero", &r) == CORE_EINVAL &&
+              strstr(core_err_msg(), "/dev/zero:1: a NUL byte") == core_err_msg());
+    FILE *f = fopen(in_scratch("long-line.txt"), "w");
+    CU_ASSERT_FATAL(f != NULL);
+    fputs("# nccl-tests version 2.17.6\n", f);
+    for (int i = 0; i < 100000; i++)
+      fputc('#', f);
+    fclose(f);
+    CU_ASSERT(cal_nccl_parse(in_scratch("long-line.txt"), &r) == CORE_EINVAL &&
+              strstr(core_err_msg(), "long-line.txt:2: a line longer than 64 KiB"));
   }
   DIR *d = opendir(dir);
   CU_ASSERT_FATAL(d != NULL);
