@@ -5,7 +5,8 @@
  * and device time, DDP's copies, launches and bucket allreduces kept apart,
  * the side work and its dependency (as most steps show it, or held back by
  * the compute stream's kernel); --scenario's traced job replays the
- * trace's median step; and bad traces (no steps, no kernels, copies but no
+ * trace's median step, its allreduces fitted on their sizes in rising order
+ * (gpu-3buckets.json); and bad traces (no steps, no kernels, copies but no
  * kernels, no backward, correlation ids that match nothing, not JSON,
  * truncated) are errors that name the file and write nothing, as are
  * traces of different jobs read as one. */
@@ -41,8 +42,9 @@ static int suite_clean(void) {
   return 0;
 }
 
-static core_model *import_fixture(const char *out) {
-  const char *traces[] = {FIXTURE};
+/* trace imported to out, and the model read back; NULL on failure. */
+static core_model *import_trace(const char *trace, const char *out) {
+  const char *traces[] = {trace};
   cal_gpu_opts o = {0};
   char notes[8192];
   int rc = cal_import_gpu(traces, 1, &o, out, notes, sizeof notes);
@@ -54,6 +56,8 @@ static core_model *import_fixture(const char *out) {
     fprintf(stderr, "\n%s\n", core_err_msg());
   return m;
 }
+
+static core_model *import_fixture(const char *out) { return import_trace(FIXTURE, out); }
 
 static void test_layers_and_tensors(void) {
   char out[4200];
@@ -368,6 +372,40 @@ static void test_allreduce_latency_fallback(void) {
   CU_ASSERT(fabs(total_us - 700.0) < 1e-6 * 700.0);
   if (!NEAR(c->fits[0].alpha_us, 15.2))
     fprintf(stderr, "\nalpha %g us; notes:\n%s\n", c->fits[0].alpha_us, notes);
+  core_profile_free(p);
+}
+
+/* Three buckets of three sizes, in bucket order 4,000, 2,560,000, 18,944
+ * bytes (not rising): the traced job's profile fits the line through their
+ * times, which gen_gpu_fixture.py put at 20 us plus the bytes at 4 GB/s, not
+ * NCCL's latency. */
+static void test_allreduce_fit_unsorted_sizes(void) {
+  static const double bytes[] = {4000, 2560000, 18944}, us[] = {21, 660, 24.736};
+  char model[4200], scen[4200], prof[4400], notes[4096] = "";
+  snprintf(model, sizeof model, "%s/fx3b.cfg", dir);
+  snprintf(scen, sizeof scen, "%s/fx3b-job.cfg", dir);
+  core_model *m = import_trace(TU_DATA("torch-trace/gpu-3buckets.json"), model);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+  CU_ASSERT_EQUAL_FATAL(m->traced->n_buckets, 3);
+  for (int b = 0; b < 3; b++)
+    CU_ASSERT(NEAR(m->traced->bucket_bytes[b], bytes[b]) && NEAR(m->traced->bucket_s[b], us[b] * US));
+  core_model_free(m);
+  CU_ASSERT_EQUAL_FATAL(cal_trace_scenario(model, scen, NULL, notes, sizeof notes), 0);
+  CU_ASSERT(strstr(notes, "cannot fit a latency") == NULL);
+  cal_trace_scenario_profile(scen, prof, sizeof prof);
+  core_profile *p = NULL;
+  CU_ASSERT_EQUAL_FATAL(core_profile_load(prof, &p), 0);
+  const core_prof_coll *c = NULL;
+  for (int i = 0; i < p->n_colls; i++)
+    if (!strcmp(p->colls[i].op, "allreduce") && !strcmp(p->colls[i].backend, "nccl"))
+      c = &p->colls[i];
+  CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+  CU_ASSERT_EQUAL_FATAL(c->n_fits, 1);
+  CU_ASSERT(NEAR(c->fits[0].alpha_us, 20.0) && NEAR(c->fits[0].algbw_GBps, 4.0));
+  for (int b = 0; b < 3; b++) /* every bucket's time on the fitted line */
+    CU_ASSERT(NEAR(c->fits[0].alpha_us + bytes[b] / (c->fits[0].algbw_GBps * 1e3), us[b]));
+  if (!NEAR(c->fits[0].alpha_us, 20.0))
+    fprintf(stderr, "\nalpha %g us, %g GB/s; notes:\n%s\n", c->fits[0].alpha_us, c->fits[0].algbw_GBps, notes);
   core_profile_free(p);
 }
 
@@ -816,6 +854,7 @@ void test_register(void) {
   CU_add_test(s, "DDP on one rank: no bucket allreduces, said so", test_one_rank_ddp);
   CU_add_test(s, "a parameter no layer owns: unattributed, not the last layer's", test_unowned_parameter);
   CU_add_test(s, "buckets too few to fit a latency: NCCL's, said so", test_allreduce_latency_fallback);
+  CU_add_test(s, "bucket sizes not rising: the line through their times", test_allreduce_fit_unsorted_sizes);
   CU_add_test(s, "a kernel without its call mid-trace: the calls missing, said so", test_unlaunched_mid_trace);
   CU_add_test(
       s, "--profile-base: a profile of the traced GPU, not a CPU or another GPU", test_profile_base_of_traced_gpu);

@@ -54,7 +54,16 @@ before the convolution reads it (outside any layer), and in backward, after the
 convolution's, its GatherBackward0 node 10 then its AccumulateGrad 30 (copy 5
 [2]; bucket 1 full there: allreduce_ 15, kernel 300), then a sixth copy back.
 
-  python3 tests/data/torch-trace/gen_gpu_fixture.py          # writes all four beside it
+gpu-3buckets.json is gpu-ddp.json's job with three buckets of distinct sizes,
+not rising in bucket order, as DDP packs them with bucket_cap_mb = 0.002
+(2,097 bytes, the first bucket's cap too): bucket 0 the linear layer's bias
+alone (4,000 bytes; allreduce_ 15 and kernel 21 after the bias's copy),
+bucket 1 its weight (2,560,000 bytes, kernel 660), bucket 2 batch norm's
+weight and bias and conv's weight (18,944 bytes, kernel 24.736). The three
+times lie on one line, 20 us plus the bytes at 4 GB/s, so an alpha-beta fit
+of them is known exactly.
+
+  python3 tests/data/torch-trace/gen_gpu_fixture.py          # writes all five beside it
   python3 tests/data/torch-trace/gen_gpu_fixture.py --check  # exit 1 if any differs
 """
 
@@ -93,12 +102,13 @@ class Trace:
                         "ts": round(start, 3), "dur": dur, "args": args})
 
 
-def step(tr, n, t0, scale, ends, side=False, world=2, extra=False):
+def step(tr, n, t0, scale, ends, side=False, world=2, extra=False, three=False):
     """One step from t0; scale stretches every time (the warm-up). Returns its
     end on the host; ends holds each stream's end across steps. side: also the
     side-stream kernels of gpu-side.json (see side_kernel). world 1: DDP on one
     rank, which allreduces nothing (gpu-ddp-1rank.json). extra: a parameter no
-    layer owns (gpu-unattributed.json)."""
+    layer owns (gpu-unattributed.json). three: three buckets of distinct
+    sizes (gpu-3buckets.json)."""
     s = lambda x: x * scale
     t, seq = t0, 1000 * n
     def k(tid, at, dur, name="void kernel<float>", stream=COMPUTE, kind="kernel", nbytes=None, after_comm=False):
@@ -170,14 +180,15 @@ def step(tr, n, t0, scale, ends, side=False, world=2, extra=False):
 
     node("NllLossBackward0", 30, 10, seq + 4)
     node("AddmmBackward0", 60, 50, seq + 3)
-    accum(20, 2)
+    accum(20, 2, comm=(4 * 1000, 21) if three else None)
     node("TBackward0", 10, 0, seq + 3)
-    accum(25, 20, comm=(4 * (1000 + 640000), 400) if world > 1 else None)
+    linear_bucket = (4 * 640000, 660) if three else (4 * (1000 + 640000), 400)
+    accum(25, 20, comm=linear_bucket if world > 1 else None)
     node("CudnnBatchNormBackward0", 40, 70, seq + 2)
     accum(20, 2)
     accum(20, 2)
     node("ConvolutionBackward0", 90, 200, seq + 1)
-    bucket1 = (4 * (64 + 64 + 4608 + (50 if extra else 0)), 300) if world > 1 else None
+    bucket1 = (4 * (64 + 64 + 4608 + (50 if extra else 0)), 24.736 if three else 300) if world > 1 else None
     accum(30, 3, comm=None if extra else bucket1)
     if extra:
         node("GatherBackward0", 10, 0, seq)
@@ -206,11 +217,11 @@ def side_kernel(tr, at, start, dur, ends):
     ends[SIDE] = start + dur
 
 
-def build(side=False, world=2, extra=False):
+def build(side=False, world=2, extra=False, three=False):
     tr = Trace()
     t, ends = T0, {COMPUTE: T0, NCCL: T0, SIDE: T0}
     for n in range(4):
-        t = step(tr, n, t, 2.0 if n == 0 else 1.0, ends, side, world, extra)
+        t = step(tr, n, t, 2.0 if n == 0 else 1.0, ends, side, world, extra, three)
     return {"schemaVersion": 1,
             "deviceProperties": [{"id": i, "name": "NVIDIA A100-SXM4-80GB", "totalGlobalMem": 85_000_000_000,
                                   "computeMajor": 8, "computeMinor": 0, "numSms": 108} for i in range(8)],
@@ -221,10 +232,13 @@ def build(side=False, world=2, extra=False):
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     same = True
-    for name, side, world, extra in (("gpu-ddp.json", False, 2, False), ("gpu-side.json", True, 2, False),
-                                      ("gpu-ddp-1rank.json", False, 1, False), ("gpu-unattributed.json", False, 2, True)):
+    for name, side, world, extra, three in (("gpu-ddp.json", False, 2, False, False),
+                                             ("gpu-side.json", True, 2, False, False),
+                                             ("gpu-ddp-1rank.json", False, 1, False, False),
+                                             ("gpu-unattributed.json", False, 2, True, False),
+                                             ("gpu-3buckets.json", False, 2, False, True)):
         out = os.path.join(here, name)
-        text = json.dumps(build(side, world, extra), indent=None, separators=(",", ":")) + "\n"
+        text = json.dumps(build(side, world, extra, three), indent=None, separators=(",", ":")) + "\n"
         if "--check" in sys.argv:
             with open(out) as f:
                 same = same and f.read() == text
