@@ -70,10 +70,51 @@ static double misfit(const double *bytes, const double *t, int n) {
   return tt > 0 ? r / tt : 1e300;
 }
 
+/* Whether DDP's assignment with these caps gives the traced buckets' bytes. */
+static int caps_give(const core_model *m, const double *bytes, size_t first, size_t cap) {
+  core_buckets bk;
+  if (core_bucket_assign(m->tensor_elems, m->n_tensors, m->ready_order, 4, first, cap, CORE_BUCKET_REBUILT, &bk) != 0)
+    return 0;
+  int ok = bk.n_buckets == m->traced->n_buckets;
+  for (int b = 0; ok && b < bk.n_buckets; b++)
+    ok = 4.0 * (double)bk.bucket_elems[b] == bytes[b];
+  core_bucket_free(&bk);
+  return ok;
+}
+
+/* When the trace records its buckets' sizes: the caps that give those
+ * buckets, so that the scenario replays them. DDP's defaults (0 in *cap_mb)
+ * when they do; else the first cap, a traced bucket's size or a whole number
+ * of MiB (1 to 1024), with the first bucket 1 MiB, the cap or the traced
+ * first one, that does; else DDP's defaults, and a note. */
+static void traced_caps(
+    const core_model *m, const double *bytes, double *cap_mb, double *first_mb, char *notes, size_t n) {
+  const core_traced *t = m->traced;
+  size_t def = (size_t)(CORE_BUCKET_DEFAULT_CAP_MB * 1048576.0);
+  if (!m->n_tensors || caps_give(m, bytes, CORE_BUCKET_FIRST_BYTES, def))
+    return;
+  for (int k = 0; k < t->n_buckets + 1024; k++) {
+    size_t cap = k < t->n_buckets ? (size_t)bytes[k] : (size_t)(k - t->n_buckets + 1) << 20;
+    size_t firsts[] = {CORE_BUCKET_FIRST_BYTES, cap, (size_t)bytes[0]};
+    for (int f = 0; f < 3; f++)
+      if (caps_give(m, bytes, firsts[f], cap)) {
+        *cap_mb = (double)cap / 1048576.0;
+        *first_mb = (double)firsts[f] / 1048576.0;
+        cal_note(notes, n, "the traced buckets are DDP's with bucket_cap_mb = %.6g (first bucket %.6g MiB)\n", *cap_mb,
+            *first_mb);
+        return;
+      }
+  }
+  cal_note(notes, n,
+      "no bucket cap gives the traced %d buckets from the traced ready order: the scenario keeps DDP's defaults, "
+      "whose buckets differ\n",
+      t->n_buckets);
+}
+
 /* The traced buckets' sizes: as traced; else the assignment of the bucket
  * cap (1 to 1024 MiB, the first bucket 1 MiB or the cap) that gives as many
- * buckets and explains their times best as one rate, with the cap in
- * *cap_mb, *first_mb. 0 when neither tells. */
+ * buckets and explains their times best as one rate. The caps that give
+ * them in *cap_mb, *first_mb (0: DDP's defaults). 0 when neither tells. */
 static int bucket_sizes(const core_model *m, double *bytes, double *cap_mb, double *first_mb, char *notes, size_t n) {
   const core_traced *t = m->traced;
   int known = t->n_buckets > 0;
@@ -82,6 +123,8 @@ static int bucket_sizes(const core_model *m, double *bytes, double *cap_mb, doub
     bytes[b] = t->bucket_bytes[b];
     known &= bytes[b] > 0;
   }
+  if (known)
+    traced_caps(m, bytes, cap_mb, first_mb, notes, n);
   if (known || !m->n_tensors || !t->n_buckets)
     return known;
   double best = 1e300, *cand = malloc(sizeof *cand * (size_t)t->n_buckets);
@@ -370,12 +413,16 @@ static int write_scenario(const char *path, const char *stem, const char *profil
   else
     fprintf(a.f, "# One node: no traffic crosses this network; a scenario needs one.\n"
                  "networks = ( { name = \"none\"; gbps = 100.0; latency_us = 14.0; } );\n");
-  if (cap_mb > 0)
+  if (cap_mb > 0) {
+    /* Caps are whole bytes over 2^20: %.17g writes them exactly. */
+    char cap[64], first[64];
+    snprintf(cap, sizeof cap, "%.17g", cap_mb);
+    snprintf(first, sizeof first, "%.17g", first_mb);
     fprintf(a.f,
-        "# The bucket cap that explains the traced allreduces (the trace does not record it).\n"
-        "ddp = { backend = \"nccl\"; bucket_cap_mb = %.0f.0; first_bucket_mb = %.0f.0; };\n",
-        cap_mb, first_mb);
-  else
+        "# The bucket caps that give the traced allreduces' buckets (the trace does not record them).\n"
+        "ddp = { backend = \"nccl\"; bucket_cap_mb = %s%s; first_bucket_mb = %s%s; };\n",
+        cap, strpbrk(cap, ".e") ? "" : ".0", first, strpbrk(first, ".e") ? "" : ".0");
+  } else
     fprintf(a.f, "ddp = { backend = \"nccl\"; };\n");
   fprintf(a.f, "simulation = { steps = 1; seed = 1; };\n");
   return core_afile_commit(&a);

@@ -10,6 +10,7 @@
  * kernels, no backward, correlation ids that match nothing, not JSON,
  * truncated) are errors that name the file and write nothing, as are
  * traces of different jobs read as one. */
+#include "simutil.h"
 #include "testutil.h"
 
 #include "calibrate/gpu_datasheet.h"
@@ -407,6 +408,15 @@ static void test_allreduce_fit_unsorted_sizes(void) {
   if (!NEAR(c->fits[0].alpha_us, 20.0))
     fprintf(stderr, "\nalpha %g us, %g GB/s; notes:\n%s\n", c->fits[0].alpha_us, c->fits[0].algbw_GBps, notes);
   core_profile_free(p);
+  /* DDP's default caps give two buckets; the scenario carries caps that
+   * give the traced three. */
+  CU_ASSERT(strstr(notes, "the traced buckets are DDP's with bucket_cap_mb") != NULL);
+  sim_scenario *sc = NULL;
+  CU_ASSERT_EQUAL_FATAL(sim_scenario_load_with(scen, NULL, &sc), 0);
+  sim_point_result r;
+  CU_ASSERT_EQUAL_FATAL(tu_run_point(sc, 0, &r), 0);
+  CU_ASSERT_EQUAL(r.n_buckets, 3);
+  sim_scenario_free(sc);
 }
 
 /* ---- bad traces -------------------------------------------------------------- */
