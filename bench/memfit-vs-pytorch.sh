@@ -12,11 +12,14 @@
 # the step's start (after zero_grad), its peaks in backward and in
 # optimizer.step(), the step's peak, ddpsim's mem_GB and its error, then
 # the mean absolute and the lowest and highest error. BERT's attention
-# dropout is 0 (ATTN_DROPOUT sets it): on the CPU, PyTorch's
-# scaled_dot_product_attention fuses attention only without dropout, as a
-# GPU's kernels do with it; unfused, it keeps each head's 512x512 scores,
-# which the estimate leaves out
-# (scenarios/profiles/README.md, device.memory_GB). Installs torch,
+# dropout is 0 unless ATTN_DROPOUT sets it: on the CPU, PyTorch's
+# scaled_dot_product_attention runs its fused kernel only without dropout
+# (a GPU's kernels fuse it with dropout too), else its math kernel, which
+# keeps each head's 512x512 scores. ddpsim's scenario says which:
+# training.attention = "fused" without dropout (the shipped model gives
+# BERT's attention dropout, 0.1, which "auto" on a CPU profile counts as
+# unfused) and "auto" with it (scenarios/profiles/README.md,
+# device.memory_GB). Installs torch,
 # torchvision and transformers into bench/.venv on first use
 # (bench/pytorch/setup-models.sh).
 #
@@ -46,6 +49,8 @@ BV_FLAG="" BV_CFG=false
 if [ "${BUCKET_VIEW:-0}" = 1 ]; then BV_FLAG=--bucket-view BV_CFG=true; fi
 ZERO_FLAG="" ZERO_CFG=false RANKS=1
 if [ "${ZERO:-0}" = 1 ]; then ZERO_FLAG=--zero ZERO_CFG=true RANKS=2; fi
+ATTN=auto
+if awk -v p="${ATTN_DROPOUT:-0}" 'BEGIN { exit !(p + 0 == 0) }'; then ATTN=fused; fi
 MEASURE=1
 if [ -n "${TORCH_CSV:-}" ] && [ -s "$TORCH_CSV" ]; then
   MEASURE=0
@@ -70,7 +75,7 @@ for spec in $POINTS; do
 name = "$m-$opt";
 profile = "$ROOT/scenarios/profiles/example-2core.cfg";
 model = "$ROOT/scenarios/models/$m.cfg";
-training = { batch = [$batches]; precision = "fp32"; optimizer = "$opt"; };
+training = { batch = [$batches]; precision = "fp32"; optimizer = "$opt"; attention = "$ATTN"; };
 cluster = { nodes = 1; devices_per_node = $RANKS; };
 networks = ( { name = "none"; gbps = 100.0; latency_us = 14.0; } );
 ddp = { backend = "gloo"; gradient_as_bucket_view = $BV_CFG; zero_optimizer = $ZERO_CFG; };

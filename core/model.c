@@ -17,7 +17,8 @@ enum { MODEL_MAX_LAYERS = 100000, MODEL_MAX_TENSORS = 1000000 };
 static const char *const model_keys[] = {"name", "source", "loss", "sample", "layers", "measured_batch", "seq_len",
     "image", "psgd_sync_us", "ready_order", "traced", NULL};
 static const char *const layer_keys[] = {"name", "type", "kind", "in", "out", "activation", "params", "param_names",
-    "rows", "fwd_flops", "bwd_flops", "act_bytes", "fwd_ms", "bwd_ms", "inputs", "in_bytes", "inplace", NULL};
+    "rows", "fwd_flops", "bwd_flops", "act_bytes", "fwd_ms", "bwd_ms", "inputs", "in_bytes", "inplace", "heads",
+    "seq_len", "dropout", NULL};
 static const char *const layer_types[] = {"generic", "linear", NULL};
 /* In enum core_op's order. */
 static const char *const op_names[] = {"other", "conv", "batch_norm", "layer_norm", "group_norm", "linear", "embedding",
@@ -266,6 +267,35 @@ static int parse_inputs(const config_setting_t *l, core_model *m, int idx, int *
   return core_cfg_double(l, "in_bytes", 0, def, 0, 1e15, &L->in_bytes);
 }
 
+/* An attention layer's heads, seq_len and dropout (see model.h); refused on
+ * any other kind. */
+static int parse_attention(const config_setting_t *l, const core_model *m, core_layer *L) {
+  static const char *const keys[] = {"heads", "seq_len", "dropout", NULL};
+  char w[4200];
+  long long v;
+  int rc;
+  for (int k = 0; keys[k] && L->op != CORE_OP_ATTENTION; k++)
+    if (core_cfg_member(l, keys[k]))
+      return core_err_set(CORE_EINVAL, "%s: layer '%s': %s belongs to kind = \"attention\" layers; remove it",
+          core_cfg_where(core_cfg_member(l, keys[k]), w, sizeof w), L->name, keys[k]);
+  if ((rc = core_cfg_int(l, "heads", 0, 0, 1, 1000000, &v)) != 0)
+    return rc;
+  L->heads = (int)v;
+  if ((rc = core_cfg_int(l, "seq_len", 0, m->seq_len, 1, 10000000, &v)) != 0)
+    return rc;
+  L->seq_len = (int)v;
+  if ((rc = core_cfg_double(l, "dropout", 0, 0, 0, 1, &L->dropout)) != 0)
+    return rc;
+  if (L->dropout >= 1)
+    return core_err_set(CORE_EINVAL, "%s: layer '%s': dropout is a probability below 1 (1 would drop every weight)",
+        core_cfg_where(config_setting_get_member(l, "dropout"), w, sizeof w), L->name);
+  if (L->heads > 0 && L->seq_len == 0)
+    return core_err_set(CORE_EINVAL,
+        "%s: layer '%s' gives heads but neither it nor the model gives seq_len (tokens a sample); give one",
+        core_cfg_where(l, w, sizeof w), L->name);
+  return 0;
+}
+
 static int parse_layer(const config_setting_t *l, core_model *m, int idx, int *tensor_pos) {
   core_layer *L = &m->layers[idx];
   int rc;
@@ -284,7 +314,7 @@ static int parse_layer(const config_setting_t *l, core_model *m, int idx, int *t
   for (int k = 0; k < CORE_N_OPS; k++)
     if (strcmp(s, op_names[k]) == 0)
       L->op = (enum core_op)k;
-  if ((rc = core_cfg_bool(l, "inplace", 0, 0, &L->inplace)) != 0)
+  if ((rc = core_cfg_bool(l, "inplace", 0, 0, &L->inplace)) != 0 || (rc = parse_attention(l, m, L)) != 0)
     return rc;
   L->first_tensor = *tensor_pos;
   L->fwd_s = L->bwd_s = -1.0;
@@ -353,7 +383,8 @@ static int parse_ready_order(const config_setting_t *g, core_model *m) {
   return rc;
 }
 
-/* name, source, loss, sample and the keys kept for people (seq_len, image). */
+/* name, source, loss, sample, seq_len (attention's default, see model.h)
+ * and the key kept for people (image). */
 static int parse_header(const config_setting_t *g, core_model *m) {
   char w[4200];
   const char *s;
@@ -374,9 +405,10 @@ static int parse_header(const config_setting_t *g, core_model *m) {
   snprintf(m->loss, sizeof m->loss, "%s", s);
   if ((rc = core_cfg_string(g, "sample", 0, "", NULL, &s)) != 0)
     return rc;
-  long long dummy;
-  if ((rc = core_cfg_int(g, "seq_len", 0, 0, 1, 10000000, &dummy)) != 0)
+  long long seq;
+  if ((rc = core_cfg_int(g, "seq_len", 0, 0, 1, 10000000, &seq)) != 0)
     return rc;
+  m->seq_len = (int)seq;
   if (core_cfg_member(g, "image") && (rc = core_cfg_string(g, "image", 0, "", NULL, &s)) != 0)
     return rc;
   return 0;

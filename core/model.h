@@ -58,6 +58,14 @@
  * say which inputs are cast; scripts/gen-models.py writes them for the
  * shipped models.
  *
+ * An "attention" layer may give the shape of its score matrices, which an
+ * attention that is not fused keeps for backward (sim/memfit.h): `heads`,
+ * its number of heads, and `seq_len`, the tokens a sample attends over
+ * (queries and keys alike; default the model's seq_len, which a layer with
+ * heads needs when it gives none), and `dropout`, the probability with
+ * which it drops attention weights (default 0; PyTorch's CPU kernel fuses
+ * only without it). Without heads the estimate counts no score matrices.
+ *
  * `inplace = true;` marks a layer that writes its output over its input
  * (nn.ReLU(inplace=True), torchvision's residual `out += identity`): its
  * act_bytes still count as traffic, but hold no memory of their own
@@ -119,6 +127,9 @@ typedef struct core_layer {
   int first_input, n_inputs; /* into core_model.inputs: the earlier layers it reads */
   double in_bytes;           /* data it reads per sample at fp32 when n_inputs == 0 */
   int inplace;               /* writes its output over its input: no memory of its own */
+  int heads;                 /* attention: heads of its score matrices; 0 not given */
+  int seq_len;               /* attention with heads: tokens a sample attends over */
+  double dropout;            /* attention: probability of dropping an attention weight */
 } core_layer;
 
 typedef struct core_model {
@@ -126,6 +137,7 @@ typedef struct core_model {
   char source[512];
   char path[4096];
   char loss[16];
+  int seq_len; /* tokens a sample (the file's seq_len); 0 not given */
   int n_layers;
   core_layer *layers;
   int n_tensors;

@@ -14,7 +14,10 @@ attention, activation, pooling, loss, other) and says which layers it reads
 (`inputs`, where that is not the layer before; the first convolution the
 image, `in_bytes`), so that the simulator's per-operation compute model
 (sim/compute.h) counts the bytes each moves and, under autocast, which
-inputs are cast.
+inputs are cast. Attention layers give their heads and the probability
+of their dropout of attention weights (the configurations' 0.1), so that
+the memory estimate (sim/memfit.h) knows the score matrices an unfused
+attention keeps.
 
 Gradient-ready order: ddpsim's rule for a model without ready_order (layers
 last to first, conv and norm layers weight before bias, others reversed) is
@@ -96,14 +99,16 @@ class Model:
         self.moves = []  # (layer, the layer it runs after), where not in listed order
 
     def add(self, name, params, fwd_flops, act_elems, kind, rows=None, pnames=None, inputs=None,
-            in_elems=0, inplace=False):
+            in_elems=0, inplace=False, heads=0, dropout=0.0):
         """rows: each tensor's first dimension, shape[0] (PowerSGD views a
         gradient as shape[0] x the rest); default: 1-D tensors. pnames: the
         tensors' names where they are not weight (and bias). inputs: the
         layers whose outputs it reads, by name (default: the layer before;
         [] reads the batch's data, in_elems elements a sample). inplace: the
-        op writes its output over its input (no memory of its own). Returns
-        the name."""
+        op writes its output over its input (no memory of its own). heads,
+        dropout: an attention's heads and the probability it drops a weight
+        with (the shape of its score matrices over the model's seq_len, and
+        whether PyTorch's CPU kernel can fuse it). Returns the name."""
         assert len(name) <= NAME_MAX, name
         assert kind in KINDS, (name, kind)
         assert all(isinstance(p, int) and p >= 1 for p in params), (name, params)
@@ -115,8 +120,9 @@ class Model:
             assert all(i in known for i in inputs), (name, inputs)
             if known and list(inputs) == [known[-1]]:
                 inputs = None  # the default
+        assert kind == "attention" or (heads == 0 and dropout == 0), name
         self.layers.append((name, list(params), float(fwd_flops), 4.0 * act_elems, rows, kind,
-                            pnames, inputs, 4.0 * in_elems, inplace))
+                            pnames, inputs, 4.0 * in_elems, inplace, heads, float(dropout)))
         return name
 
     def run_after(self, name, other):
@@ -269,10 +275,12 @@ VGG16_CFG = [64, 64, "M", 128, 128, "M", 256, 256, 256, "M", 512, 512, 512, "M",
 # ---------------------------------------------------------------- transformers
 
 
-def attn_scores(m, name, seq, d, heads, inputs):
+def attn_scores(m, name, seq, d, heads, inputs, dropout):
     """Q K^T and softmax(.) V: 2 matmuls of seq x seq x d MACs per sample,
-    fused in one kernel (scaled_dot_product_attention; its dropout inside)."""
-    return m.add(name, [], 2 * 2 * seq * seq * d, seq * d, "attention", inputs=inputs)
+    in one call of scaled_dot_product_attention, its dropout of the
+    attention weights inside."""
+    return m.add(name, [], 2 * 2 * seq * seq * d, seq * d, "attention", inputs=inputs,
+                 heads=heads, dropout=dropout)
 
 
 def layer_norm(m, name, d, tokens, inputs=None):
@@ -280,11 +288,12 @@ def layer_norm(m, name, d, tokens, inputs=None):
 
 
 def bert(name, layers, d, heads, ffn, vocab=30522, positions=512, types=2, seq=512,
-         heads_on=True):
+         heads_on=True, attn_dropout=0.1):
     """HF BertForPreTraining (or BertModel when heads_on is False), with its
     module names (transformers 5.25.0, models/bert/modeling_bert.py); the
     parameter-less ops (adds, dropout, activations, losses) as layers named
-    after the module that applies them."""
+    after the module that applies them. attn_dropout: BertConfig's
+    attention_probs_dropout_prob (0.1 in bert-large-uncased's config)."""
     m = Model(name)
     e = ("bert." if heads_on else "") + "embeddings."
     E = seq * d
@@ -302,7 +311,7 @@ def bert(name, layers, d, heads, ffn, vocab=30522, positions=512, types=2, seq=5
         for y in ("query", "key", "value"):
             linear(m, p + "attention.self." + y, d, d, seq, inputs=[x])
         attn_scores(m, p + "attention.self", seq, d, heads,
-                    [p + "attention.self." + y for y in ("query", "key", "value")])
+                    [p + "attention.self." + y for y in ("query", "key", "value")], attn_dropout)
         linear(m, p + "attention.output.dense", d, d, seq)
         act(m, p + "attention.output.dropout", E)
         act(m, p + "attention.output.add", E, inputs=[p + "attention.output.dropout", x])
@@ -332,9 +341,10 @@ def bert(name, layers, d, heads, ffn, vocab=30522, positions=512, types=2, seq=5
     return m
 
 
-def gpt2(name, n_layer, d, heads, vocab=50257, positions=1024, seq=1024):
+def gpt2(name, n_layer, d, heads, vocab=50257, positions=1024, seq=1024, attn_pdrop=0.1):
     """HF GPT2LMHeadModel; lm_head.weight is tied to wte, so it adds no tensor.
-    Parameter-less ops as layers named after the module that applies them."""
+    Parameter-less ops as layers named after the module that applies them.
+    attn_pdrop: GPT2Config's attention dropout (0.1 in gpt2-xl's config)."""
     m = Model(name)
     E = seq * d
     m.add("transformer.wte", [vocab * d], 0, E, "embedding", rows=[vocab], inputs=[])
@@ -345,7 +355,7 @@ def gpt2(name, n_layer, d, heads, vocab=50257, positions=1024, seq=1024):
         p = "transformer.h.%d." % i
         layer_norm(m, p + "ln_1", d, seq, inputs=[x])
         linear(m, p + "attn.c_attn", d, 3 * d, seq, conv1d=True)
-        attn_scores(m, p + "attn", seq, d, heads, [p + "attn.c_attn"])
+        attn_scores(m, p + "attn", seq, d, heads, [p + "attn.c_attn"], attn_pdrop)
         linear(m, p + "attn.c_proj", d, d, seq, conv1d=True)
         act(m, p + "attn.resid_dropout", E)
         a = act(m, p + "attn.add", E, inputs=[p + "attn.resid_dropout", x])
@@ -393,7 +403,8 @@ def render(m, description, source, sample, seq_len=None):
     if seq_len is not None:
         out.append("  seq_len = %d;" % seq_len)
     out.append("  layers = (")
-    for i, (name, params, flops, act, rows, kind, pnames, inputs, in_bytes, inplace) in enumerate(m.layers):
+    for i, (name, params, flops, act, rows, kind, pnames, inputs, in_bytes, inplace, heads,
+            dropout) in enumerate(m.layers):
         fields = ['name = "%s";' % name, 'kind = "%s";' % kind]
         if params:
             fields.append("params = %s;" % fmt_params(params))
@@ -409,6 +420,10 @@ def render(m, description, source, sample, seq_len=None):
             fields.append("in_bytes = %s;" % fmt_float(in_bytes))
         if inplace:
             fields.append("inplace = true;")
+        if heads:
+            fields.append("heads = %d;" % heads)
+        if dropout:
+            fields.append("dropout = %r;" % dropout)
         sep = "," if i + 1 < len(m.layers) else ""
         out.append("    { %s }%s" % (" ".join(fields), sep))
     out.append("  );")

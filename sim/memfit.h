@@ -16,7 +16,16 @@
  * fp16 weights and gradients and fp32 master weights and moments.
  * Activations: each layer's output (the model's act_bytes per
  * sample, counted at fp32; none for a layer marked inplace) times the
- * per-GPU batch, at half width under fp16, bf16 and autocast.
+ * per-GPU batch, at half width under fp16, bf16 and autocast, and what an
+ * attention layer with heads saves besides: a fused kernel (flash,
+ * memory-efficient) only the softmax's log-sum-exp (fp32, heads x seq_len
+ * a sample), the unfused math kernel the softmax's output, heads x
+ * seq_len^2, and with dropout the dropped weights and the dropout's mask
+ * (fp32 whatever the precision; the mask 1 byte on a GPU, 4 on a CPU),
+ * and its fp32 copies of the query, key and value where the projections'
+ * outputs they replace are half width. training.attention says
+ * which kernel runs; "auto" is PyTorch's choice: fused on a GPU, on a CPU
+ * fused only where the layer has no dropout.
  *
  * Not all of it is held at once. The peak is the larger of two moments:
  * backward, where the weights, optimizer state, buckets and casts are held
@@ -36,8 +45,9 @@
  *
  * What it leaves out: the CUDA context and the libraries' workspaces
  * (cuBLAS, cuDNN, NCCL's buffers), the caching allocator's fragmentation,
- * temporaries a layer saves besides its output (attention's score matrices
- * where attention is not fused, dropout masks, normalization statistics),
+ * temporaries a layer saves besides its output (dropout masks other than
+ * attention's, normalization statistics), the attention's transient score
+ * matrices in forward and their gradients in backward,
  * backward's gradients of activations, the batch's input data, and a
  * communication hook's state (PowerSGD's P and Q and its error-feedback
  * copy of each bucket: error_dict in PyTorch's
@@ -55,6 +65,7 @@ typedef struct sim_memfit {
   double weights, grads, optimizer, buckets, casts; /* model state */
   double step_temps;                                /* optimizer.step()'s temporaries */
   double act_per_sample;                            /* activations of one sample at the point's width */
+  double attn_per_sample;                           /* of which attention's saved tensors besides outputs */
   double activations;                               /* of the per-GPU batch */
   double state;                                     /* the model state: weights to casts */
   double backward_peak;                             /* held at backward's worst point */
@@ -65,18 +76,22 @@ typedef struct sim_memfit {
   enum sim_optimizer opt;
   int bucket_view, ddp;
   double opt_share; /* of the parameters whose optimizer state it holds: 1, or its ZeRO shard */
+  enum sim_attention attention;
+  int cpu; /* the device is a CPU */
 } sim_memfit;
 
 /* The estimate for model m trained at precision prec, batch samples per
  * GPU, with optimizer opt; bucket_view: gradient_as_bucket_view (no bucket
- * copy); ddp: the job runs DDP (its buckets exist). */
+ * copy); ddp: the job runs DDP (its buckets exist); attention as PyTorch
+ * picks its kernel on a GPU. */
 void sim_memfit_estimate(const core_model *m, enum sim_precision prec, int batch, enum sim_optimizer opt,
     int bucket_view, int ddp, sim_memfit *out);
 
 /* The same with the optimizer state and the step's temporaries of only
- * opt_share of the parameters (ZeroRedundancyOptimizer's shard; 1: all). */
+ * opt_share of the parameters (ZeroRedundancyOptimizer's shard; 1: all),
+ * the attention kernel attn, on a CPU where cpu is nonzero. */
 void sim_memfit_estimate_shard(const core_model *m, enum sim_precision prec, int batch, enum sim_optimizer opt,
-    int bucket_view, int ddp, double opt_share, sim_memfit *out);
+    int bucket_view, int ddp, double opt_share, enum sim_attention attn, int cpu, sim_memfit *out);
 
 /* The share of m's parameters (by elements) of the largest of world ranks'
  * shards as ZeroRedundancyOptimizer partitions them: tensors largest

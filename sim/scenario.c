@@ -22,6 +22,7 @@
 static const char *const prec_names[SIM_N_PRECS] = {"fp32", "tf32", "fp16", "bf16", "amp_fp16", "amp_bf16"};
 static const char *const prec_choices[] = {"fp32", "tf32", "fp16", "bf16", "amp_fp16", "amp_bf16", NULL};
 static const char *const opt_choices[] = {"sgd", "sgd_momentum", "adam", NULL};
+static const char *const attn_choices[] = {"auto", "fused", "math", NULL}; /* in enum sim_attention's order */
 static const char *const backend_choices[] = {"nccl", "gloo", NULL};
 static const char *const algo_choices[] = {"auto", "ring", "tree", "hierarchical", "halving_doubling", "ring_chunked",
     "bcube", "gloo_ring", "segmented_ring", "collnet", "nvls", "nvls_tree", NULL};
@@ -437,7 +438,7 @@ static int text_sweep(const config_setting_t *g, const char *key, const char *de
 }
 
 static int parse_training(sim_scenario *s, const config_setting_t *root) {
-  static const char *const keys[] = {"batch", "precision", "optimizer", NULL};
+  static const char *const keys[] = {"batch", "precision", "optimizer", "attention", NULL};
   const config_setting_t *g;
   const char *str, **strs;
   void *vals;
@@ -454,6 +455,9 @@ static int parse_training(sim_scenario *s, const config_setting_t *root) {
   if ((rc = core_cfg_string(g, "optimizer", 0, "sgd", opt_choices, &str)) != 0)
     return rc;
   s->optimizer = (enum sim_optimizer)index_of(opt_choices, str);
+  if ((rc = core_cfg_string(g, "attention", 0, "auto", attn_choices, &str)) != 0)
+    return rc;
+  s->attention = (enum sim_attention)index_of(attn_choices, str);
   return 0;
 }
 

@@ -41,6 +41,12 @@ int sim_precision_grad_bytes(enum sim_precision p);
 
 enum sim_optimizer { SIM_OPT_SGD = 0, SIM_OPT_SGD_MOMENTUM, SIM_OPT_ADAM };
 
+/* Which kernel runs the attention layers (training.attention): "auto" is
+ * PyTorch's scaled_dot_product_attention's own choice (sim/memfit.h);
+ * "fused" a kernel that keeps no score matrices (flash, memory-efficient,
+ * cuDNN); "math" the unfused composite one, which keeps them. */
+enum sim_attention { SIM_ATTN_AUTO = 0, SIM_ATTN_FUSED, SIM_ATTN_MATH };
+
 /* DDP communication hooks (docs/cost-models.md, PyTorch's
  * default_hooks.py and powerSGD_hook.py). */
 typedef core_compression sim_compression; /* core/vocab.h */
@@ -110,7 +116,8 @@ typedef struct sim_scenario {
   int zero_optimizer; /* ddp.zero_optimizer: ZeroRedundancyOptimizer (sim/memfit.h, sim/predict.h) */
   double timeout_s;   /* 0: the backend's default */
   enum sim_optimizer optimizer;
-  int steps; /* simulated steps per point */
+  enum sim_attention attention; /* training.attention */
+  int steps;                    /* simulated steps per point */
   uint64_t seed;
   int every_rank;
   char csv_name[256];

@@ -55,7 +55,7 @@ static void test_memory(void) {
   CU_ASSERT_FATAL(m != NULL);
   sim_memfit all, half;
   sim_memfit_estimate(m, SIM_PREC_FP32, 8, SIM_OPT_ADAM, 0, 1, &all);
-  sim_memfit_estimate_shard(m, SIM_PREC_FP32, 8, SIM_OPT_ADAM, 0, 1, 0.5, &half);
+  sim_memfit_estimate_shard(m, SIM_PREC_FP32, 8, SIM_OPT_ADAM, 0, 1, 0.5, SIM_ATTN_AUTO, 0, &half);
   CU_ASSERT_DOUBLE_EQUAL(all.optimizer, 1000.0 * 4 * 2, 1e-9);
   CU_ASSERT_DOUBLE_EQUAL(half.optimizer, 1000.0 * 4, 1e-9);
   CU_ASSERT_DOUBLE_EQUAL(half.step_temps, all.step_temps / 2, 1e-9);
