@@ -121,6 +121,7 @@ static int read_lines(shard_file *f) {
   fclose(in);
   if (!f->text)
     return core_err_set(CORE_ENOMEM, "out of memory reading %s", f->path);
+  f->text[len] = '\0'; /* the loop keeps len < cap; the stamp is parsed as a string */
   if (err)
     return core_err_set(CORE_EIO, "cannot read shard %s", f->path);
   if (len && f->text[len - 1] != '\n')
@@ -238,8 +239,13 @@ int sim_shard_merge(const sim_scenario *s, const char *dir, int n_shards, const 
   int rc = 0;
   for (int k = 0; k < n_shards && !rc; k++) {
     sim_shard_csv_path(s, dir, k, n_shards, sh[k].path, sizeof sh[k].path);
-    if ((rc = read_lines(&sh[k])) != 0)
-      break;
+    rc = read_lines(&sh[k]);
+  }
+  /* The stamps first: a shard of another run or version says so, not only
+   * that its length differs. */
+  if (!rc)
+    rc = check_stamps(s, sh, n_shards);
+  for (int k = 0; k < n_shards && !rc; k++) {
     long want = configs_of(configs, k, n_shards) * J + (k == 0) + 1;
     if (sh[k].n_lines != want)
       rc = core_err_set(CORE_EINVAL,
@@ -247,8 +253,6 @@ int sim_shard_merge(const sim_scenario *s, const char *dir, int n_shards, const 
           "version of the scenario, or cut short? Run its task again",
           sh[k].path, sh[k].n_lines, k, n_shards, s->path, want, k == 0 ? " and the header" : "");
   }
-  if (!rc)
-    rc = check_stamps(s, sh, n_shards);
   if (!rc)
     rc = write_merged(s, sh, n_shards, configs, J, out);
   for (int k = 0; k < n_shards; k++)

@@ -160,6 +160,7 @@ cp "$work"/montecarlo/*.shard-*.csv "$work/nostamp/"
 sed -i 1d "$work/nostamp/shard-job-test.shard-1-of-4.csv"
 run merge_nostamp merge "$jobscen" --shards 4 -o "$work/nostamp"
 check "merge of a shard without its stamp exits 3" [ "$status" -eq 3 ]
+check "merge says the shard has no stamp" grep -q "shard-1-of-4.csv:1: no shard stamp" "$work/merge_nostamp.err"
 check "merge of a shard without its stamp writes nothing" [ ! -e "$work/nostamp/shard-job-test.csv" ]
 # Shards of one --seed and --profile through submit.sh (which gives the
 # merge the --profile) merge into the unsharded run's bytes with them.
