@@ -95,6 +95,8 @@ static void traced_caps(
     return;
   for (int k = 0; k < t->n_buckets + 1024; k++) {
     size_t cap = k < t->n_buckets ? (size_t)bytes[k] : (size_t)(k - t->n_buckets + 1) << 20;
+    if ((double)cap < CORE_BUCKET_MIN_CAP_MB * 1048576.0)
+      continue; /* no scenario takes it */
     size_t firsts[] = {CORE_BUCKET_FIRST_BYTES, cap, (size_t)bytes[0]};
     for (int f = 0; f < 3; f++)
       if (caps_give(m, bytes, firsts[f], cap)) {

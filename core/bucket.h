@@ -42,6 +42,9 @@ enum core_bucket_order { CORE_BUCKET_REBUILT = 0, CORE_BUCKET_FIRST_ITER = 1, CO
 /* PyTorch's defaults (torch/nn/parallel/distributed.py). */
 #define CORE_BUCKET_FIRST_BYTES ((size_t)1 << 20)
 #define CORE_BUCKET_DEFAULT_CAP_MB 25.0
+/* The least bucket cap a scenario takes (about 1 KB): below it every
+ * gradient is a bucket of its own anyway. */
+#define CORE_BUCKET_MIN_CAP_MB 1e-3
 
 typedef struct core_buckets {
   int n_buckets;
