@@ -251,9 +251,9 @@ int cli_cmd_simulate(int argc, char **argv) {
   if (o.trace && o.sharded && o.trace_point < sim_scenario_points(s) &&
       !sim_shard_owns(s, o.shard, o.n_shards, o.trace_point))
     fprintf(stderr,
-        "ddpsim simulate: note: point %ld is in shard %ld of %d, not this shard (%d): this shard writes no trace "
+        "ddpsim simulate: note: point %ld is in shard %d of %d, not this shard (%d): this shard writes no trace "
         "%s\n",
-        o.trace_point, (o.trace_point / sim_shard_job_points(s)) % o.n_shards, o.n_shards, o.shard, o.trace);
+        o.trace_point, sim_shard_of(s, o.n_shards, o.trace_point), o.n_shards, o.shard, o.trace);
   char csv[8192];
   if (o.sharded)
     sim_shard_csv_path(s, o.out_dir, o.shard, o.n_shards, csv, sizeof csv);

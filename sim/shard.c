@@ -21,8 +21,12 @@ long sim_shard_job_points(const sim_scenario *s) {
   return j;
 }
 
+int sim_shard_of(const sim_scenario *s, int n_shards, long index) {
+  return n_shards <= 1 ? 0 : (int)((index / sim_shard_job_points(s)) % n_shards);
+}
+
 int sim_shard_owns(const sim_scenario *s, int shard, int n_shards, long index) {
-  return n_shards <= 1 || (index / sim_shard_job_points(s)) % n_shards == shard;
+  return n_shards <= 1 || sim_shard_of(s, n_shards, index) == shard;
 }
 
 void sim_shard_csv_path(const sim_scenario *s, const char *dir, int shard, int n_shards, char *buf, size_t n) {

@@ -21,6 +21,8 @@
 long sim_shard_job_points(const sim_scenario *s);
 /* Does shard i of n run point `index`? */
 int sim_shard_owns(const sim_scenario *s, int shard, int n_shards, long index);
+/* The shard of n_shards that holds point index. */
+int sim_shard_of(const sim_scenario *s, int n_shards, long index);
 
 /* DIR/NAME.shard-I-of-N.csv, NAME the scenario's CSV name without .csv. */
 void sim_shard_csv_path(const sim_scenario *s, const char *dir, int shard, int n_shards, char *buf, size_t n);
