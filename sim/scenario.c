@@ -547,8 +547,8 @@ static int parse_ddp(sim_scenario *s, const config_setting_t *root) {
   const config_setting_t *dg = g ? g : root;
   if ((g && (rc = core_cfg_check_keys(g, keys, "ddp")) != 0) || (rc = parse_ddp_comm(s, dg)) != 0)
     return rc;
-  if ((rc = core_cfg_double_list(
-           dg, "bucket_cap_mb", 0, CORE_BUCKET_DEFAULT_CAP_MB, CORE_BUCKET_MIN_CAP_MB, 1e6, &s->bucket_cap_mb, &s->n[SIM_DIM_BUCKET_CAP])) != 0 ||
+  if ((rc = core_cfg_double_list(dg, "bucket_cap_mb", 0, CORE_BUCKET_DEFAULT_CAP_MB, CORE_BUCKET_MIN_CAP_MB, 1e6,
+           &s->bucket_cap_mb, &s->n[SIM_DIM_BUCKET_CAP])) != 0 ||
       (rc = core_cfg_bool_list(dg, "overlap", 0, 1, &s->overlap, &s->n[SIM_DIM_OVERLAP])) != 0 ||
       (rc = core_cfg_bool_list(dg, "find_unused_parameters", 0, 0, &s->find_unused, &s->n[SIM_DIM_FIND_UNUSED])) != 0 ||
       /* PyTorch's PowerSGD default min_compression_rate (powerSGD_hook.py). */
