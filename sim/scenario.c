@@ -332,7 +332,6 @@ static int parse_profile(sim_scenario *s, const config_setting_t *root) {
   return 0;
 }
 
-/* model = "FILE" or ["A", "B"]: models with names of their own. */
 /* One model file of the scenario, loaded on a thread of its own when there
  * are several: the path, then the model or the failure's code and message
  * (messages are per thread). */
@@ -352,8 +351,8 @@ static void *load_model_job(void *arg) {
 }
 
 /* Every job whose path resolved, the others on threads while this one loads
- * the first: the files are independent, and the largest model's parse is
- * most of a small study's start-up. A thread that cannot start loads here.
+ * the first: the files are independent, and parsing is a small study's
+ * start-up (bench/NOTES.md, Start-up). A thread that cannot start loads here.
  * state[i]: 0 nothing to load, 1 to load here, 2 loading on th[i]; a job
  * is not read here while its thread runs. */
 static void load_model_jobs(model_job *jobs, int n) {
@@ -381,7 +380,8 @@ free_state:
   free(th);
 }
 
-/* The models in the order listed; the first failure in that order is the
+/* model = "FILE" or ["A", "B"]: models with names of their own, in the
+ * order listed; the first failure in that order is the
  * one reported, as if they loaded one after another. */
 static int parse_models(sim_scenario *s, const config_setting_t *root) {
   char w[4200];
