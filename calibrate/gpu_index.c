@@ -475,14 +475,10 @@ static int is_step(const cal_ktrace *t, const cal_kevent *e) {
   return e->cat == CAL_K_USER_ANNOTATION && !strncmp(cal_ktrace_str(t, e->name), "ProfilerStep#", 13);
 }
 
-/* Two steps overlapping by more than this are not one after the other (a
- * step's end and the next one's start may differ by the file's rounding). */
-#define STEP_OVERLAP_NS 1000
-
 static int steps_follow(const cal_ktrace *t, const int64_t *steps, int n) {
   for (int i = 1; i < n; i++) {
     const cal_kevent *a = &t->ev[steps[i - 1]], *b = &t->ev[steps[i]];
-    if (b->ts_ns < a->ts_ns + a->dur_ns - STEP_OVERLAP_NS)
+    if (b->ts_ns < a->ts_ns + a->dur_ns - CAL_GPU_SAME_INSTANT_NS)
       return core_err_set(CORE_EINVAL,
           "%s: %s (traceEvents[%lld]) and %s (traceEvents[%lld]) overlap: one rank's steps follow each other, so the "
           "trace holds a step twice or steps of two runs (was it merged or edited?); export it again",

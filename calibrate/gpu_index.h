@@ -22,6 +22,11 @@
 
 /* A cross-stream wait resolves within this of the activity waited for. */
 #define CAL_GPU_DEP_WINDOW_NS 20000
+/* Two times of a trace this close may be one instant: files round them (a
+ * float64 JSON library's rounding of a microsecond timestamp of the epoch
+ * stays under 0.25 us). Step spans overlapping by more are not one after
+ * the other; spans further apart in start or length are two steps. */
+#define CAL_GPU_SAME_INSTANT_NS 1000
 
 typedef struct cal_gthread {
   int32_t thread; /* interned "pid/tid" */

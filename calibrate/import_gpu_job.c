@@ -40,12 +40,7 @@ static void model_diff(const gimport *m, int i, int j, char *what, size_t n) {
       b->n_layers ? cal_ktrace_str(tb, tb->ev[b->layer_op[l]].name) : "-");
 }
 
-/* Two step spans further apart than this, in start or length, are two
- * steps: a float64 JSON library's rounding of a microsecond timestamp of
- * the epoch (under 0.25 us) stays well inside it. */
-#define SAME_STEP_NS 1000
-
-static int near_ns(int64_t a, int64_t b) { return (a > b ? a - b : b - a) <= SAME_STEP_NS; }
+static int near_ns(int64_t a, int64_t b) { return (a > b ? a - b : b - a) <= CAL_GPU_SAME_INSTANT_NS; }
 
 /* The earlier trace that holds one of trace k's steps (steps from `first`
  * on; *step set to it): the same rank's step at the same time, whole or
