@@ -7,8 +7,8 @@
 # see a load at all); and NCCL, the CUDA runtime or OpenBLAS missing is
 # exit 5 at once, with a message naming the library and the variable that
 # points at it, writing nothing. Gloo and the C++ runtime load only with the
-# Gloo shim (runtime/gloo_api.c), ISA-L only for TensorBoard records
-# (core/tbwriter.c): no DT_NEEDED on them, and neither `--version` nor
+# Gloo shim (runtime/gloo_api.c), ISA-L only for checksums (core/isal.c:
+# TensorBoard records, shard stamps): no DT_NEEDED on them, and neither `--version` nor
 # `simulate` loads them; ISA-L missing is exit 5 before any output.
 #
 #   test_gpu_libs.sh DDPSIM_BINARY SOURCE_DIR nccl|none|noruntime
@@ -70,6 +70,12 @@ check "... the message names ISA-L and DDPSIM_ISAL" grep -q \
   "$work/no_isal.err"
 check "... nothing written" empty "$work/no_isal-out"
 check "... no TensorBoard folder made" empty "$work/no_isal-tb"
+mkdir -p "$work/no_isal-shard"
+DDPSIM_ISAL=/nonexistent/libisal.so.2 run no_isal_shard simulate "$src/scenarios/gigabit-vs-ib.cfg" \
+  -o "$work/no_isal-shard" -q --shard 0/2
+check "simulate --shard without ISA-L: exit 5" [ "$status" -eq 5 ]
+check "... the message names ISA-L" grep -q "ISA-L not found" "$work/no_isal_shard.err"
+check "... nothing written" empty "$work/no_isal-shard"
 
 if [ "$mode" != noruntime ]; then
   mkdir -p "$work/no_blas-out"
