@@ -56,6 +56,14 @@ int cli_plot_check_paths(const char *csv, const char *out_dir);
 /* The plots a `simulate` CSV calls for (scaling, compression, goodput). */
 int cli_plot_auto(const char *csv, const char *out_dir, int cpu);
 
+/* Names gnuplot takes in its string literals and word lists: no quotes,
+ * backslashes or blanks. */
+int cli_plot_plain_name(const char *s);
+/* Is cell a finite number (not empty, as a value that does not exist is)? */
+int cli_plot_cell_num(const char *cell, double *v);
+/* The columns a Pareto plot reads from an advice CSV (NULL-ended). */
+extern const char *const cli_plot_pareto_cols[];
+
 /* The Pareto plot of an advice CSV into out_dir (title NULL: from the
  * file's name; deadline and budget 0: none drawn). */
 int cli_plot_pareto(const char *csv, const char *out_dir, const char *title, double deadline_h, double budget_usd);
@@ -64,7 +72,7 @@ int cli_plot_pareto(const char *csv, const char *out_dir, const char *title, dou
  * path without extension). The script writes the files its variables png and
  * svg name: temp files (core/afile) renamed into place once gnuplot succeeds
  * and removed when it fails, so no half-drawn plot is left. Errors say
- * whether gnuplot is missing or failed (cmd_plot.c). */
+ * whether gnuplot is missing or failed (gnuplot.c). */
 int cli_run_gnuplot(const char *script, const char *vars, const char *out);
 /* `ddpsim plot fit PROFILE`: the measured points of each collective entry
  * over its fitted α–β curve, drawn by script (cmd_plot_fit.c). */

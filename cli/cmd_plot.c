@@ -1,7 +1,6 @@
 /* ddpsim plot: render the gnuplot scripts of plots/ from a results CSV. */
 #include "cli.h"
 
-#include "core/afile.h"
 #include "core/csv.h"
 #include "core/err.h"
 #include "core/path.h"
@@ -12,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 const char cli_plot_help[] = "Usage: ddpsim plot KIND CSV [-o DIR] [--devices gpu|cpu]\n"
@@ -60,36 +58,21 @@ typedef struct plot_kind {
   int (*own)(const char *script, const char *in, const char *out_dir);
 } plot_kind;
 
-static int pareto_own(const char *script, const char *csv, const char *out_dir);
+static int pareto_own(const char *script, const char *csv, const char *out_dir) {
+  (void)script;
+  return cli_plot_pareto(csv, out_dir, NULL, 0, 0);
+}
 
 static const char *const scaling_cols[] = {"model", "gpus", "network", "backend", "samples_per_s", "scaling_eff", NULL};
 static const char *const goodput_cols[] = {"model", "ckpt_mode", "spares", "ckpt_every_s", "goodput", "goodput_lo",
     "goodput_hi", "young_s", "daly_s", "best_every_s", NULL};
 static const char *const compression_cols[] = {"model", "nodes", "gbps", "compression", "step_s", NULL};
 static const char *const fabric_cols[] = {"model", "gpus", "fabric", "scaling_eff", "busbw_GBps", "status", NULL};
-static const char *const pareto_cols[] = {"rank", "feasible", "pareto", "time_to_train_h", "cost_usd", "why", NULL};
 /* fit reads a profile, not a CSV (cmd_plot_fit.c). */
 static const plot_kind kinds[] = {{"scaling", "scaling.gp", scaling_cols, NULL},
-    {"pareto", "pareto.gp", pareto_cols, pareto_own}, {"goodput", "goodput.gp", goodput_cols, NULL},
+    {"pareto", "pareto.gp", cli_plot_pareto_cols, pareto_own}, {"goodput", "goodput.gp", goodput_cols, NULL},
     {"compression", "compression.gp", compression_cols, NULL}, {"fabric", "fabric.gp", fabric_cols, NULL},
     {"fit", "fit.gp", NULL, cli_plot_fit}};
-
-/* Names go into gnuplot string literals and word lists. */
-static int plain_name(const char *s) {
-  for (; *s; s++)
-    if (*s == '\'' || *s == '"' || *s == '\\' || *s == ' ' || *s == '\t')
-      return 0;
-  return 1;
-}
-
-int cli_plot_check_paths(const char *csv, const char *out_dir) {
-  if (!plain_name(csv) || !plain_name(out_dir))
-    return core_err_set(CORE_EUSAGE,
-        "paths with spaces or quotes cannot be passed to gnuplot: '%s', '%s'; draw into a directory (-o DIR) whose "
-        "path has none",
-        csv, out_dir);
-  return 0;
-}
 
 /* Distinct values of a column, space separated, in first-seen order. */
 static int distinct(const core_csv_table *t, int col, char *out, size_t n) {
@@ -102,7 +85,7 @@ static int distinct(const core_csv_table *t, int col, char *out, size_t n) {
       seen = strcmp(t->rows[j][col], v) == 0;
     if (seen)
       continue;
-    if (!plain_name(v))
+    if (!cli_plot_plain_name(v))
       return core_err_set(CORE_EINVAL,
           "%s:%ld: '%s' holds a space or quote, which the plot scripts cannot label; rename it in the scenario",
           t->path, i + 2, v);
@@ -112,71 +95,6 @@ static int distinct(const core_csv_table *t, int col, char *out, size_t n) {
     len += (size_t)w;
   }
   return 0;
-}
-
-static int gnuplot(const char *script, const char *vars) {
-  pid_t pid = fork();
-  if (pid < 0)
-    return core_err_errno(errno, "cannot start gnuplot");
-  if (pid == 0) {
-    execlp("gnuplot", "gnuplot", "-e", vars, script, (char *)NULL);
-    fprintf(stderr, "cannot run gnuplot: %s\n", strerror(errno));
-    _exit(127);
-  }
-  int st;
-  while (waitpid(pid, &st, 0) < 0)
-    if (errno != EINTR)
-      return core_err_errno(errno, "waiting for gnuplot");
-  if (WIFEXITED(st) && WEXITSTATUS(st) == 127)
-    return core_err_set(
-        CORE_EUNSUPPORTED, "gnuplot was not found on PATH; install it (scripts/setup.sh does) and run again");
-  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-    return core_err_set(CORE_EIO, "gnuplot failed on %s (its messages are above)", script);
-  return 0;
-}
-
-/* Where gnuplot writes an output: the temp file core/afile renames into
- * place, or the target itself when afile writes through (a device). */
-static const char *gp_file(const core_afile *a) { return a->direct ? a->path : a->tmp; }
-
-int cli_run_gnuplot(const char *script, const char *vars, const char *out) {
-  core_afile png, svg;
-  char path[4200], *all = NULL;
-  int rc;
-  snprintf(path, sizeof path, "%s.png", out);
-  if ((rc = core_afile_open(&png, path)) != 0)
-    return rc;
-  snprintf(path, sizeof path, "%s.svg", out);
-  if ((rc = core_afile_open(&svg, path)) != 0)
-    goto abort_png;
-  if (!plain_name(gp_file(&png)) || !plain_name(gp_file(&svg))) {
-    rc = core_err_set(CORE_EUSAGE,
-        "paths with spaces or quotes cannot be passed to gnuplot: '%s', '%s'; draw into a directory (-o DIR) whose "
-        "real "
-        "path has none",
-        gp_file(&png), gp_file(&svg));
-    goto abort_svg;
-  }
-  size_t n = strlen(vars) + strlen(gp_file(&png)) + strlen(gp_file(&svg)) + 32;
-  if (!(all = malloc(n))) {
-    rc = core_err_set(CORE_ENOMEM, "out of memory passing %s's variables to gnuplot", script);
-    goto abort_svg;
-  }
-  snprintf(all, n, "%s; png='%s'; svg='%s'", vars, gp_file(&png), gp_file(&svg));
-  if ((rc = gnuplot(script, all)) != 0)
-    goto abort_svg;
-  free(all);
-  if ((rc = core_afile_commit(&png)) != 0) {
-    core_afile_abort(&svg);
-    return rc;
-  }
-  return core_afile_commit(&svg);
-abort_svg:
-  free(all);
-  core_afile_abort(&svg);
-abort_png:
-  core_afile_abort(&png);
-  return rc;
 }
 
 /* One speedup: a compression at one point against none at the same point. */
@@ -196,13 +114,6 @@ static int by_curve(const void *pa, const void *pb) {
   if (!c)
     c = (a->gbps > b->gbps) - (a->gbps < b->gbps);
   return c;
-}
-
-/* Is cell a finite number (not empty, as a value that does not exist is)? */
-static int cell_num(const char *cell, double *v) {
-  char *end;
-  *v = strtod(cell, &end);
-  return end != cell && !*end && isfinite(*v);
 }
 
 /* Is row j (compression none) the same point as row i but for it? */
@@ -230,8 +141,9 @@ static long speedups(const core_csv_table *t, speedup *sp) {
     while (j < t->nrows && (strcmp(t->rows[j][cc], "none") || !same_point(t, i, j)))
       j++;
     double none_s, comp_s;
-    if (j == t->nrows || !cell_num(t->rows[i][cg], &sp[n].gbps) || !cell_num(t->rows[j][cs], &none_s) ||
-        !cell_num(t->rows[i][cs], &comp_s) || !(sp[n].gbps > 0 && none_s > 0 && comp_s > 0))
+    if (j == t->nrows || !cli_plot_cell_num(t->rows[i][cg], &sp[n].gbps) ||
+        !cli_plot_cell_num(t->rows[j][cs], &none_s) || !cli_plot_cell_num(t->rows[i][cs], &comp_s) ||
+        !(sp[n].gbps > 0 && none_s > 0 && comp_s > 0))
       continue;
     sp[n].model = t->rows[i][cm];
     sp[n].comp = t->rows[i][cc];
@@ -450,7 +362,7 @@ static int row_curve(const core_csv_table *t, long i, const int cols[], plot_job
   char label[1024], key[1024], num[16];
   int added;
   curve_label(t, i, cols, -1, label, sizeof label);
-  if (!plain_name(label))
+  if (!cli_plot_plain_name(label))
     return core_err_set(CORE_EINVAL,
         "%s:%ld: '%s' holds a space or quote, which the plot scripts cannot label; rename it in the scenario", t->path,
         i + 2, label);
@@ -482,8 +394,8 @@ static long scaling_points(const core_csv_table *t, plot_job *j, scaling_pt *pt)
   j->a[0] = j->b[0] = j->c[0] = j->keys[0] = j->backends[0] = '\0';
   for (long i = 0; i < t->nrows; i++) {
     if ((cs >= 0 && strcmp(t->rows[i][cs], "ok")) || (cc >= 0 && strcmp(t->rows[i][cc], j->comp)) ||
-        !cell_num(t->rows[i][cg], &pt[k].gpus) || !cell_num(t->rows[i][ct], &pt[k].tput) ||
-        !cell_num(t->rows[i][ce], &pt[k].eff))
+        !cli_plot_cell_num(t->rows[i][cg], &pt[k].gpus) || !cli_plot_cell_num(t->rows[i][ct], &pt[k].tput) ||
+        !cli_plot_cell_num(t->rows[i][ce], &pt[k].eff))
       continue;
     if ((pt[k].curve = row_curve(t, i, cols, j)) < 0)
       return pt[k].curve;
@@ -732,82 +644,6 @@ out_table:
   if (j.breaks[0])
     unlink(j.breaks);
   core_csv_table_free(&t);
-  return rc;
-}
-
-static int by_first(const void *pa, const void *pb) {
-  const double *a = pa, *b = pb;
-  return (a[0] > b[0]) - (a[0] < b[0]);
-}
-
-/* The front's points of an advice CSV in order of time (gnuplot joins
- * rows in file order), into path. */
-static int front_table(const char *csv, const char *path) {
-  static const char *const cols[] = {"time_to_train_h", "cost_usd"};
-  core_csv_table t;
-  core_csv f;
-  int rc = core_csv_read(csv, &t);
-  if (rc)
-    return rc;
-  double *pts = calloc((size_t)t.nrows * 2 + 2, sizeof *pts);
-  long n = 0;
-  if ((rc = core_csv_require(&t, pareto_cols)) != 0 || !pts ||
-      (t.nrows == 0 && (rc = core_err_set(CORE_EINVAL, "%s has no rows to plot", csv)) != 0)) {
-    rc = rc ? rc : core_err_set(CORE_ENOMEM, "out of memory");
-    goto out;
-  }
-  int cp = core_csv_col(&t, "pareto"), ct = core_csv_col(&t, "time_to_train_h"), cc = core_csv_col(&t, "cost_usd");
-  for (long i = 0; i < t.nrows; i++)
-    if (!strcmp(t.rows[i][cp], "1") && cell_num(t.rows[i][ct], &pts[2 * n]) && cell_num(t.rows[i][cc], &pts[2 * n + 1]))
-      n++;
-  qsort(pts, (size_t)n, 2 * sizeof *pts, by_first);
-  if ((rc = core_csv_open(&f, path, cols, 2)) != 0)
-    goto out;
-  for (long i = 0; i < n; i++) {
-    core_csv_num(&f, pts[2 * i]);
-    core_csv_num(&f, pts[2 * i + 1]);
-    core_csv_end_row(&f);
-  }
-  rc = core_csv_commit(&f);
-out:
-  free(pts);
-  core_csv_table_free(&t);
-  return rc;
-}
-
-static int pareto_own(const char *script, const char *csv, const char *out_dir) {
-  (void)script;
-  return cli_plot_pareto(csv, out_dir, NULL, 0, 0);
-}
-
-int cli_plot_pareto(const char *csv, const char *out_dir, const char *title, double deadline_h, double budget_usd) {
-  char script[4096], vars[16384], t[512], front[4400], out[4400];
-  snprintf(script, sizeof script, "%s/pareto.gp", cli_plots_dir());
-  if (access(script, R_OK) != 0)
-    return core_err_set(CORE_EIO, "cannot read plot script %s: %s (set DDPSIM_PLOTS_DIR to the plots/ folder)", script,
-        strerror(errno));
-  int rc = cli_plot_check_paths(csv, out_dir);
-  if (rc)
-    return rc;
-  const char *base = core_path_base(csv);
-  int stem = core_path_stem_len(base, ".csv");
-  /* The title goes into a gnuplot string: no quotes or backslashes. */
-  snprintf(t, sizeof t, "%s", title ? title : "");
-  for (char *c = t; *c; c++)
-    if (*c == '\'' || *c == '"' || *c == '\\')
-      *c = ' ';
-  if (!t[0])
-    snprintf(t, sizeof t, "%.*s: cost against time to train", stem, base);
-  snprintf(front, sizeof front, "%s/.%.*s-front.csv", out_dir, stem, base);
-  if ((rc = core_mkdirs(out_dir)) != 0 || (rc = front_table(csv, front)) != 0)
-    return rc;
-  snprintf(out, sizeof out, "%s/%.*s-pareto", out_dir, stem, base);
-  snprintf(vars, sizeof vars, "csv='%s'; front='%s'; title='%s'; deadline=%.17g; budget=%.17g; out='%s'", csv, front, t,
-      deadline_h, budget_usd, out);
-  rc = cli_run_gnuplot(script, vars, out);
-  unlink(front);
-  if (rc == 0)
-    printf("plotted %s.png and .svg\n", out);
   return rc;
 }
 

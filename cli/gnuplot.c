@@ -1,0 +1,95 @@
+/* Running gnuplot on the plots/ scripts: outputs written through core/afile,
+ * names checked for what a gnuplot string literal takes. */
+#include "cli.h"
+
+#include "core/afile.h"
+#include "core/err.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* Names go into gnuplot string literals and word lists. */
+int cli_plot_plain_name(const char *s) {
+  for (; *s; s++)
+    if (*s == '\'' || *s == '"' || *s == '\\' || *s == ' ' || *s == '\t')
+      return 0;
+  return 1;
+}
+
+int cli_plot_check_paths(const char *csv, const char *out_dir) {
+  if (!cli_plot_plain_name(csv) || !cli_plot_plain_name(out_dir))
+    return core_err_set(CORE_EUSAGE,
+        "paths with spaces or quotes cannot be passed to gnuplot: '%s', '%s'; draw into a directory (-o DIR) whose "
+        "path has none",
+        csv, out_dir);
+  return 0;
+}
+
+static int gnuplot(const char *script, const char *vars) {
+  pid_t pid = fork();
+  if (pid < 0)
+    return core_err_errno(errno, "cannot start gnuplot");
+  if (pid == 0) {
+    execlp("gnuplot", "gnuplot", "-e", vars, script, (char *)NULL);
+    fprintf(stderr, "cannot run gnuplot: %s\n", strerror(errno));
+    _exit(127);
+  }
+  int st;
+  while (waitpid(pid, &st, 0) < 0)
+    if (errno != EINTR)
+      return core_err_errno(errno, "waiting for gnuplot");
+  if (WIFEXITED(st) && WEXITSTATUS(st) == 127)
+    return core_err_set(
+        CORE_EUNSUPPORTED, "gnuplot was not found on PATH; install it (scripts/setup.sh does) and run again");
+  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+    return core_err_set(CORE_EIO, "gnuplot failed on %s (its messages are above)", script);
+  return 0;
+}
+
+/* Where gnuplot writes an output: the temp file core/afile renames into
+ * place, or the target itself when afile writes through (a device). */
+static const char *gp_file(const core_afile *a) { return a->direct ? a->path : a->tmp; }
+
+int cli_run_gnuplot(const char *script, const char *vars, const char *out) {
+  core_afile png, svg;
+  char path[4200], *all = NULL;
+  int rc;
+  snprintf(path, sizeof path, "%s.png", out);
+  if ((rc = core_afile_open(&png, path)) != 0)
+    return rc;
+  snprintf(path, sizeof path, "%s.svg", out);
+  if ((rc = core_afile_open(&svg, path)) != 0)
+    goto abort_png;
+  if (!cli_plot_plain_name(gp_file(&png)) || !cli_plot_plain_name(gp_file(&svg))) {
+    rc = core_err_set(CORE_EUSAGE,
+        "paths with spaces or quotes cannot be passed to gnuplot: '%s', '%s'; draw into a directory (-o DIR) whose "
+        "real "
+        "path has none",
+        gp_file(&png), gp_file(&svg));
+    goto abort_svg;
+  }
+  size_t n = strlen(vars) + strlen(gp_file(&png)) + strlen(gp_file(&svg)) + 32;
+  if (!(all = malloc(n))) {
+    rc = core_err_set(CORE_ENOMEM, "out of memory passing %s's variables to gnuplot", script);
+    goto abort_svg;
+  }
+  snprintf(all, n, "%s; png='%s'; svg='%s'", vars, gp_file(&png), gp_file(&svg));
+  if ((rc = gnuplot(script, all)) != 0)
+    goto abort_svg;
+  free(all);
+  if ((rc = core_afile_commit(&png)) != 0) {
+    core_afile_abort(&svg);
+    return rc;
+  }
+  return core_afile_commit(&svg);
+abort_svg:
+  free(all);
+  core_afile_abort(&svg);
+abort_png:
+  core_afile_abort(&png);
+  return rc;
+}
