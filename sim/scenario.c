@@ -80,11 +80,12 @@ void sim_scenario_free(sim_scenario *s) {
 
 static const char *where(const config_setting_t *s, char *buf) { return core_cfg_where(s, buf, 4200); }
 
-/* Does the profile let us derive an allreduce link for this backend and scope? */
-
 static int check_compute(const sim_scenario *s, const config_setting_t *root);
 
-static int cross_check(sim_scenario *s, const config_setting_t *root) {
+/* Each backend against the profile: NCCL needs GPUs, algorithms their
+ * backend, and several devices a node or a network from the profile the
+ * profile's measurements. */
+static int check_backends(const sim_scenario *s, const config_setting_t *root) {
   char w[4200];
   const config_setting_t *ddp = config_setting_get_member(root, "ddp");
   const config_setting_t *bk = ddp ? config_setting_get_member(ddp, "backend") : NULL;
@@ -93,8 +94,7 @@ static int cross_check(sim_scenario *s, const config_setting_t *root) {
   const config_setting_t *pn = cl ? config_setting_get_member(cl, "devices_per_node") : NULL;
   const config_setting_t *nd = cl ? config_setting_get_member(cl, "nodes") : NULL;
   const core_profile *p = s->profile;
-  int gpu = strcmp(p->device_kind, "gpu") == 0, node_max = core_profile_node_devices(p);
-
+  int gpu = strcmp(p->device_kind, "gpu") == 0;
   for (int b = 0; b < s->n[SIM_DIM_BACKEND]; b++) {
     enum sim_backend be = s->backends[b];
     if (be == SIM_BACKEND_NCCL && !gpu)
@@ -136,6 +136,16 @@ static int cross_check(sim_scenario *s, const config_setting_t *root) {
           "has none; calibrate across nodes, or give the network's gbps and latency_us",
           where(nd ? nd : root, w), sim_backend_name(be), s->profile_path);
   }
+  return 0;
+}
+
+/* devices_per_node no more than a node holds: the profile's, or a traced
+ * job's host's where it had more. */
+static int check_node_size(const sim_scenario *s, const config_setting_t *root) {
+  char w[4200];
+  const config_setting_t *cl = config_setting_get_member(root, "cluster");
+  const config_setting_t *pn = cl ? config_setting_get_member(cl, "devices_per_node") : NULL;
+  int gpu = strcmp(s->profile->device_kind, "gpu") == 0, node_max = core_profile_node_devices(s->profile);
   /* A traced job's host may have had more GPUs than the job used: its node
    * holds those (the profile the importer wrote has the job's ranks). */
   int host = 0;
@@ -159,7 +169,14 @@ static int cross_check(sim_scenario *s, const config_setting_t *root) {
               : "its rates are each rank's share of the machine calibrated, which more ranks would divide further "
                 "(calibrate with that many ranks a node)",
           node_max);
-  return check_compute(s, root);
+  return 0;
+}
+
+static int cross_check(sim_scenario *s, const config_setting_t *root) {
+  int rc = check_backends(s, root);
+  if (!rc)
+    rc = check_node_size(s, root);
+  return rc ? rc : check_compute(s, root);
 }
 
 /* Every model can be costed (or, traced, retargeted) at every precision on
