@@ -198,92 +198,116 @@ static int fb_put(field_buf *b, int ch) {
   return 0;
 }
 
+/* One record being read: the fields done and the one being filled. */
+typedef struct record_reader {
+  FILE *f;
+  const char *path;
+  long *line; /* advances over embedded newlines too */
+  long start; /* the line the record starts on, for messages */
+  size_t bytes;
+  int quoted;
+  field_buf b; /* the field being filled */
+  char **out;  /* the fields done */
+  int n, cap;
+} record_reader;
+
+static int rr_nomem(const record_reader *r) { return core_err_set(CORE_ENOMEM, "out of memory reading %s", r->path); }
+
+/* 0, or an error for a NUL byte or one byte too many for a record.
+ * A device or a binary file read by mistake (/dev/zero) ends here, not
+ * when memory runs out. */
+static int rr_check_byte(record_reader *r, int ch) {
+  if (ch == '\0')
+    return core_err_set(CORE_EINVAL, "%s:%ld: a NUL byte: this is not a text file; give a CSV", r->path, *r->line);
+  if (ch != EOF && ++r->bytes > CSV_MAX_RECORD)
+    return core_err_set(CORE_EINVAL,
+        "%s:%ld: a row longer than %d MiB: not a CSV of ddpsim's (whose rows are under a few KiB); check the file",
+        r->path, r->start, CSV_MAX_RECORD >> 20);
+  return 0;
+}
+
+/* Take ch read inside a quoted field: "" is one quote, a lone " closes
+ * the field; a newline is part of the field but still a line of the file. */
+static int rr_quoted(record_reader *r, int ch) {
+  if (ch == EOF)
+    return core_err_set(CORE_EINVAL, "%s:%ld: a quoted field is not closed; add the closing \"", r->path, r->start);
+  if (ch == '"') {
+    int nx = fgetc(r->f);
+    if (nx == '"')
+      return fb_put(&r->b, '"') ? rr_nomem(r) : 0;
+    r->quoted = 0;
+    if (nx != EOF)
+      ungetc(nx, r->f);
+    return 0;
+  }
+  if (ch == '\n')
+    (*r->line)++;
+  return fb_put(&r->b, ch) ? rr_nomem(r) : 0;
+}
+
+/* Move the field being filled (empty: "") to the fields done. */
+static int rr_end_field(record_reader *r) {
+  if (r->n == r->cap) {
+    r->cap = r->cap ? r->cap * 2 : 16;
+    char **no = realloc(r->out, sizeof *no * (size_t)r->cap);
+    if (!no)
+      return rr_nomem(r);
+    r->out = no;
+  }
+  r->out[r->n++] = r->b.s ? r->b.s : calloc(1, 1);
+  if (!r->out[r->n - 1])
+    return rr_nomem(r);
+  memset(&r->b, 0, sizeof r->b);
+  return 0;
+}
+
+static void free_fields(char **fields, int nf) {
+  for (int i = 0; i < nf; i++)
+    free(fields[i]);
+  free(fields);
+}
+
 /* Read one record; *fields is malloc'd. Returns 1 on a record, 0 at EOF,
  * negative on error. *line advances over embedded newlines too. */
 static int read_record(FILE *f, const char *path, long *line, char ***fields, int *nf) {
-  field_buf b = {0};
-  char **out = NULL;
-  int n = 0, cap = 0, ch, quoted = 0, any = 0, rc;
-  long start = *line;
-  size_t bytes = 0;
+  record_reader r = {.f = f, .path = path, .line = line, .start = *line};
+  int any = 0, rc;
   for (;;) {
-    ch = fgetc(f);
-    if (ch == EOF && !any && n == 0) {
-      free(b.s);
+    int ch = fgetc(f);
+    if (ch == EOF && !any && r.n == 0)
       return 0;
-    }
     any = 1;
-    /* A device or a binary file read by mistake (/dev/zero) ends here, not
-     * when memory runs out. */
-    if (ch == '\0') {
-      rc = core_err_set(CORE_EINVAL, "%s:%ld: a NUL byte: this is not a text file; give a CSV", path, *line);
-      goto fail;
-    }
-    if (ch != EOF && ++bytes > CSV_MAX_RECORD) {
-      rc = core_err_set(CORE_EINVAL,
-          "%s:%ld: a row longer than %d MiB: not a CSV of ddpsim's (whose rows are under a few KiB); check the file",
-          path, start, CSV_MAX_RECORD >> 20);
-      goto fail;
-    }
-    if (quoted) {
-      if (ch == EOF) {
-        rc = core_err_set(CORE_EINVAL, "%s:%ld: a quoted field is not closed; add the closing \"", path, start);
-        goto fail;
-      }
-      if (ch == '"') {
-        int nx = fgetc(f);
-        if (nx == '"') {
-          if (fb_put(&b, '"'))
-            goto nomem;
-          continue;
-        }
-        quoted = 0;
-        if (nx != EOF)
-          ungetc(nx, f);
-        continue;
-      }
-      if (ch == '\n')
-        (*line)++;
-      if (fb_put(&b, ch))
-        goto nomem;
+    if ((rc = rr_check_byte(&r, ch)) != 0)
+      break;
+    if (r.quoted) {
+      if ((rc = rr_quoted(&r, ch)) != 0)
+        break;
       continue;
     }
-    if (ch == '"' && b.n == 0) {
-      quoted = 1;
+    if (ch == '"' && r.b.n == 0) {
+      r.quoted = 1;
       continue;
     }
     if (ch == ',' || ch == '\n' || ch == EOF) {
-      if (n == cap) {
-        cap = cap ? cap * 2 : 16;
-        char **no = realloc(out, sizeof *out * (size_t)cap);
-        if (!no)
-          goto nomem;
-        out = no;
-      }
-      out[n++] = b.s ? b.s : calloc(1, 1);
-      if (!out[n - 1])
-        goto nomem;
-      memset(&b, 0, sizeof b);
+      if ((rc = rr_end_field(&r)) != 0)
+        break;
       if (ch != ',') {
         (*line)++;
-        *fields = out;
-        *nf = n;
+        *fields = r.out;
+        *nf = r.n;
         return 1;
       }
       continue;
     }
     if (ch == '\r')
       continue;
-    if (fb_put(&b, ch))
-      goto nomem;
+    if (fb_put(&r.b, ch)) {
+      rc = rr_nomem(&r);
+      break;
+    }
   }
-nomem:
-  rc = core_err_set(CORE_ENOMEM, "out of memory reading %s", path);
-fail:
-  free(b.s);
-  for (int i = 0; i < n; i++)
-    free(out[i]);
-  free(out);
+  free(r.b.s);
+  free_fields(r.out, r.n);
   return rc;
 }
 
