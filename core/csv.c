@@ -311,9 +311,8 @@ static int read_record(FILE *f, const char *path, long *line, char ***fields, in
   return rc;
 }
 
-int core_csv_read(const char *path, core_csv_table *t) {
-  memset(t, 0, sizeof *t);
-  snprintf(t->path, sizeof t->path, "%s", path);
+/* Open path to read it as a CSV; a directory is refused with the fix. */
+static int open_csv(const char *path, FILE **out) {
   FILE *f = fopen(path, "r");
   if (!f)
     return core_err_set(
@@ -324,54 +323,69 @@ int core_csv_read(const char *path, core_csv_table *t) {
     return core_err_set(CORE_EINVAL, "'%s' is a directory, not a CSV file; name the file (e.g. DIR/steps.csv)", path);
   }
   core_afile_note_input_fd(fileno(f), path);
-  long line = 1, cap = 0;
+  *out = f;
+  return 0;
+}
+
+/* Append fields as t's next row (*cap rows held); on failure they are freed. */
+static int add_row(core_csv_table *t, long *cap, char **fields, int nf, const char *path) {
+  if (t->nrows == *cap) {
+    *cap = *cap ? *cap * 2 : 64;
+    char ***nr = realloc(t->rows, sizeof *nr * (size_t)*cap);
+    if (!nr) {
+      free_fields(fields, nf);
+      return core_err_set(CORE_ENOMEM, "out of memory reading %s", path);
+    }
+    t->rows = nr;
+  }
+  t->rows[t->nrows++] = fields;
+  return 0;
+}
+
+/* Read the rows after t's header up to EOF: blank lines are skipped, a row
+ * with another number of fields than the header is an error at its line. */
+static int read_rows(FILE *f, const char *path, long *line, core_csv_table *t) {
+  long cap = 0;
   char **fields;
-  int nf, rc = read_record(f, path, &line, &t->cols, &t->ncols);
+  int nf, rc;
+  for (;;) {
+    long at = *line;
+    rc = read_record(f, path, line, &fields, &nf);
+    if (rc <= 0)
+      return rc;
+    if (nf == 1 && fields[0][0] == '\0') { /* blank line */
+      free_fields(fields, nf);
+      continue;
+    }
+    if (nf != t->ncols) {
+      free_fields(fields, nf);
+      return core_err_set(
+          CORE_EINVAL, "%s:%ld: %d fields, but the header has %d; fix or remove the row", path, at, nf, t->ncols);
+    }
+    if ((rc = add_row(t, &cap, fields, nf, path)) != 0)
+      return rc;
+  }
+}
+
+int core_csv_read(const char *path, core_csv_table *t) {
+  memset(t, 0, sizeof *t);
+  snprintf(t->path, sizeof t->path, "%s", path);
+  FILE *f = NULL;
+  int rc = open_csv(path, &f);
+  if (rc)
+    return rc;
+  long line = 1;
+  rc = read_record(f, path, &line, &t->cols, &t->ncols);
   if (rc <= 0) {
     fclose(f);
     if (rc == 0)
       return core_err_set(CORE_EINVAL, "%s:1: the file is empty; expected a header line", path);
     return rc;
   }
-  for (;;) {
-    long at = line;
-    rc = read_record(f, path, &line, &fields, &nf);
-    if (rc < 0)
-      goto fail;
-    if (rc == 0)
-      break;
-    if (nf == 1 && fields[0][0] == '\0') { /* blank line */
-      free(fields[0]);
-      free(fields);
-      continue;
-    }
-    if (nf != t->ncols) {
-      for (int i = 0; i < nf; i++)
-        free(fields[i]);
-      free(fields);
-      rc = core_err_set(
-          CORE_EINVAL, "%s:%ld: %d fields, but the header has %d; fix or remove the row", path, at, nf, t->ncols);
-      goto fail;
-    }
-    if (t->nrows == cap) {
-      cap = cap ? cap * 2 : 64;
-      char ***nr = realloc(t->rows, sizeof *nr * (size_t)cap);
-      if (!nr) {
-        for (int i = 0; i < nf; i++)
-          free(fields[i]);
-        free(fields);
-        rc = core_err_set(CORE_ENOMEM, "out of memory reading %s", path);
-        goto fail;
-      }
-      t->rows = nr;
-    }
-    t->rows[t->nrows++] = fields;
-  }
+  rc = read_rows(f, path, &line, t);
   fclose(f);
-  return 0;
-fail:
-  fclose(f);
-  core_csv_table_free(t);
+  if (rc)
+    core_csv_table_free(t);
   return rc;
 }
 
