@@ -123,6 +123,55 @@ static int rank_line(parser *ps, char **tok, int n, const char *raw, long line) 
   return add_rank(ps, id, tok[on], line);
 }
 
+/* Note token t, field i of the column header, as the column it names (h:
+ * which half, 0 out-of-place, 1 in-place); *extra = 1 when it names the
+ * two-field timestamp. An error for a table the importer cannot read. */
+static int header_token(parser *ps, const char *t, int i, int h, long line, int *extra) {
+  if (!strcmp(t, "size"))
+    ps->c_size = i;
+  else if (!strcmp(t, "count"))
+    ps->c_count = i;
+  else if (!strcmp(t, "type"))
+    ps->c_type = i;
+  else if (!strcmp(t, "redop"))
+    ps->c_redop = i;
+  else if (!strcmp(t, "root"))
+    ps->c_root = i;
+  else if (!strcmp(t, "cputime"))
+    return core_err_set(CORE_EINVAL,
+        "%s:%ld: the table reports cputime (nccl-tests -C 1), the CPU time to launch, not the collective's duration; "
+        "rerun without -C",
+        ps->path, line);
+  else if (!strcmp(t, "time") && ps->c_time[h] < 0)
+    ps->c_time[h] = i;
+  else if (!strcmp(t, "algbw") && ps->c_algbw[h] < 0)
+    ps->c_algbw[h] = i;
+  else if (!strcmp(t, "busbw") && ps->c_busbw[h] < 0)
+    ps->c_busbw[h] = i;
+  else if (!strcmp(t, "#wrong") && ps->c_wrong[h] < 0)
+    ps->c_wrong[h] = i;
+  else if (!strcmp(t, "error"))
+    return core_err_set(CORE_EINVAL,
+        "%s:%ld: this table has an 'error' column instead of '#wrong': output of an old nccl-tests (before the "
+        "#wrong count), which the importer does not read; rerun with a current nccl-tests",
+        ps->path, line);
+  else if (!strcmp(t, "timestamp"))
+    *extra = 1; /* printed as "%Y-%m-%d %H:%M:%S", two fields */
+  return 0;
+}
+
+/* The first column a data row needs that the header lacks, or NULL. */
+static const char *missing_column(const parser *ps) {
+  return ps->c_size < 0       ? "size"
+         : ps->c_count < 0    ? "count"
+         : ps->c_type < 0     ? "type"
+         : ps->c_time[0] < 0  ? "time"
+         : ps->c_algbw[0] < 0 ? "algbw"
+         : ps->c_busbw[0] < 0 ? "busbw"
+         : ps->c_wrong[0] < 0 ? "#wrong"
+                              : NULL;
+}
+
 /* The column header: "#  size  count  type  redop  root  time  algbw  busbw
  * #wrong  time  algbw  busbw  #wrong" (src/util.cu writeResultHeader), with
  * optional #bitdiff, per-iteration and timestamp columns. */
@@ -136,49 +185,13 @@ static int column_header(parser *ps, char **tok, int n, long line) {
   ps->c_size = ps->c_count = ps->c_type = ps->c_redop = ps->c_root = -1;
   for (int h = 0; h < 2; h++)
     ps->c_time[h] = ps->c_algbw[h] = ps->c_busbw[h] = ps->c_wrong[h] = -1;
-  int extra = 0;
+  int extra = 0, rc;
   for (int i = 0; i < n; i++) {
-    const char *t = tok[i];
     int h = ps->c_time[0] >= 0 && ps->c_wrong[0] >= 0; /* out-of-place done: in-place */
-    if (!strcmp(t, "size"))
-      ps->c_size = i;
-    else if (!strcmp(t, "count"))
-      ps->c_count = i;
-    else if (!strcmp(t, "type"))
-      ps->c_type = i;
-    else if (!strcmp(t, "redop"))
-      ps->c_redop = i;
-    else if (!strcmp(t, "root"))
-      ps->c_root = i;
-    else if (!strcmp(t, "cputime"))
-      return core_err_set(CORE_EINVAL,
-          "%s:%ld: the table reports cputime (nccl-tests -C 1), the CPU time to launch, not the collective's duration; "
-          "rerun without -C",
-          ps->path, line);
-    else if (!strcmp(t, "time") && ps->c_time[h] < 0)
-      ps->c_time[h] = i;
-    else if (!strcmp(t, "algbw") && ps->c_algbw[h] < 0)
-      ps->c_algbw[h] = i;
-    else if (!strcmp(t, "busbw") && ps->c_busbw[h] < 0)
-      ps->c_busbw[h] = i;
-    else if (!strcmp(t, "#wrong") && ps->c_wrong[h] < 0)
-      ps->c_wrong[h] = i;
-    else if (!strcmp(t, "error"))
-      return core_err_set(CORE_EINVAL,
-          "%s:%ld: this table has an 'error' column instead of '#wrong': output of an old nccl-tests (before the "
-          "#wrong count), which the importer does not read; rerun with a current nccl-tests",
-          ps->path, line);
-    else if (!strcmp(t, "timestamp"))
-      extra = 1; /* printed as "%Y-%m-%d %H:%M:%S", two fields */
+    if ((rc = header_token(ps, tok[i], i, h, line, &extra)) != 0)
+      return rc;
   }
-  const char *missing = ps->c_size < 0       ? "size"
-                        : ps->c_count < 0    ? "count"
-                        : ps->c_type < 0     ? "type"
-                        : ps->c_time[0] < 0  ? "time"
-                        : ps->c_algbw[0] < 0 ? "algbw"
-                        : ps->c_busbw[0] < 0 ? "busbw"
-                        : ps->c_wrong[0] < 0 ? "#wrong"
-                                             : NULL;
+  const char *missing = missing_column(ps);
   if (missing)
     return core_err_set(CORE_EINVAL,
         "%s:%ld: the table header has no '%s' column; expected '#  size  count  type  redop  root  time  algbw  busbw  "
