@@ -414,64 +414,94 @@ static void traced_roofs(gimport *m) {
   snprintf(m->agg.roofs_from, sizeof m->agg.roofs_from, "%s", m->roofs_from);
 }
 
-static int aggregate(gimport *m) {
-  int rc = copy_structure(m);
-  medians w = {malloc(sizeof *w.v * (size_t)m->n_use), m->n_use};
+/* Every piece's, side entry's and sync's times: their medians over the
+ * steps used; *host and *dev the sums of the pieces' host and device times. */
+static void median_entries(gimport *m, medians *w, double *host, double *dev) {
   core_traced *a = &m->agg;
-  if (rc || !w.v) {
-    free(w.v);
-    return rc ? rc : core_err_set(CORE_ENOMEM, "out of memory aggregating steps");
-  }
-  double host = 0, dev = 0;
+  *host = *dev = 0;
   for (int i = 0; i < a->n_pieces; i++) {
     core_piece *p = &a->pieces[i];
-    host += p->host_s = median_of(m, &w, g_host, i);
-    dev += p->dev_s = median_of(m, &w, g_dev, i);
-    p->copy_host_s = median_of(m, &w, g_chost, i);
-    p->copy_dev_s = median_of(m, &w, g_cdev, i);
-    m->span_s[i] = median_of(m, &w, g_span, i);
+    *host += p->host_s = median_of(m, w, g_host, i);
+    *dev += p->dev_s = median_of(m, w, g_dev, i);
+    p->copy_host_s = median_of(m, w, g_chost, i);
+    p->copy_dev_s = median_of(m, w, g_cdev, i);
+    m->span_s[i] = median_of(m, w, g_span, i);
   }
   for (int i = 0; i < a->n_side; i++) {
-    a->side[i].at = median_of(m, &w, g_side_at, i);
-    a->side[i].dur_s = median_of(m, &w, g_side_dur, i);
+    a->side[i].at = median_of(m, w, g_side_at, i);
+    a->side[i].dur_s = median_of(m, w, g_side_dur, i);
   }
   for (int i = 0; i < a->n_syncs; i++)
-    a->syncs[i].at = median_of(m, &w, g_sync_at, i);
-  vote_waits(m);
-  /* Medians of parts add up to less than the median of their sum when the
-   * parts' noise is skewed: scale to the median step's totals. */
-  double fh = host > 0 ? median_of(m, &w, g_host_sum, 0) / host : 1,
-         fd = dev > 0 ? median_of(m, &w, g_dev_sum, 0) / dev : 1;
+    a->syncs[i].at = median_of(m, w, g_sync_at, i);
+}
+
+/* Scale the pieces' times to the median step's totals (host and dev their
+ * sums), then split each piece's device time into its classes. Medians of
+ * parts add up to less than the median of their sum when the parts' noise
+ * is skewed. */
+static void scale_pieces(gimport *m, medians *w, double host, double dev) {
+  core_traced *a = &m->agg;
+  double fh = host > 0 ? median_of(m, w, g_host_sum, 0) / host : 1,
+         fd = dev > 0 ? median_of(m, w, g_dev_sum, 0) / dev : 1;
   for (int i = 0; i < a->n_pieces; i++) {
     core_piece *p = &a->pieces[i];
     p->host_s *= fh;
     p->dev_s *= fd;
-    split_classes(m, &w, i, p);
+    split_classes(m, w, i, p);
     p->copy_host_s = p->copy_host_s * fh < p->host_s ? p->copy_host_s * fh : p->host_s;
     p->copy_dev_s = p->copy_dev_s * fd < p->dev_s ? p->copy_dev_s * fd : p->dev_s;
   }
+}
+
+/* The reference step's buckets, each with its median size and time. */
+static int median_buckets(gimport *m, medians *w) {
+  core_traced *a = &m->agg;
   const cal_gstep *r = ref_step(m);
   a->n_buckets = r->n_buckets;
-  if (r->n_buckets) {
-    a->bucket_bytes = malloc(sizeof *a->bucket_bytes * (size_t)r->n_buckets);
-    a->bucket_s = malloc(sizeof *a->bucket_s * (size_t)r->n_buckets);
-    if (!a->bucket_bytes || !a->bucket_s) {
-      free(w.v);
-      return core_err_set(CORE_ENOMEM, "out of memory aggregating steps");
-    }
-    for (int b = 0; b < r->n_buckets; b++) {
-      a->bucket_bytes[b] = median_of(m, &w, g_bucket_bytes, b);
-      a->bucket_s[b] = median_of(m, &w, g_bucket_s, b);
-    }
+  if (!r->n_buckets)
+    return 0;
+  a->bucket_bytes = malloc(sizeof *a->bucket_bytes * (size_t)r->n_buckets);
+  a->bucket_s = malloc(sizeof *a->bucket_s * (size_t)r->n_buckets);
+  if (!a->bucket_bytes || !a->bucket_s)
+    return core_err_set(CORE_ENOMEM, "out of memory aggregating steps");
+  for (int b = 0; b < r->n_buckets; b++) {
+    a->bucket_bytes[b] = median_of(m, w, g_bucket_bytes, b);
+    a->bucket_s[b] = median_of(m, w, g_bucket_s, b);
   }
-  a->launch_host_s = median_of(m, &w, g_launch, 0);
-  a->step_s = median_of(m, &w, g_step, 0);
-  a->step_min_s = w.v[0];
-  a->step_max_s = w.v[m->n_use - 1];
+  return 0;
+}
+
+/* The step's launch time, median, range and count, noted for the user. */
+static void median_step(gimport *m, medians *w) {
+  core_traced *a = &m->agg;
+  a->launch_host_s = median_of(m, w, g_launch, 0);
+  a->step_s = median_of(m, w, g_step, 0);
+  a->step_min_s = w->v[0]; /* median_of left the step times sorted */
+  a->step_max_s = w->v[m->n_use - 1];
   a->steps = m->n_use;
   cal_gimport_note(m, "steps: %d of %d used (%d warm-up%s, %d cut otherwise); step %.3f ms median, %.3f-%.3f ms\n",
       m->n_use, m->n_steps, m->n_warm, m->n_warm == 1 ? "" : "s", m->n_other, a->step_s * 1e3, a->step_min_s * 1e3,
       a->step_max_s * 1e3);
+}
+
+/* The traced step of m->agg: the reference step's structure with every
+ * time the median over the steps used and every wait what most showed. */
+static int aggregate(gimport *m) {
+  int rc = copy_structure(m);
+  medians w = {malloc(sizeof *w.v * (size_t)m->n_use), m->n_use};
+  if (rc || !w.v) {
+    free(w.v);
+    return rc ? rc : core_err_set(CORE_ENOMEM, "out of memory aggregating steps");
+  }
+  double host, dev;
+  median_entries(m, &w, &host, &dev);
+  vote_waits(m);
+  scale_pieces(m, &w, host, dev);
+  if ((rc = median_buckets(m, &w)) != 0) {
+    free(w.v);
+    return rc;
+  }
+  median_step(m, &w);
   double parts[3] = {median_of(m, &w, g_fwd, 0), median_of(m, &w, g_bwd, 0), median_of(m, &w, g_post, 0)};
   free(w.v);
   return report_parts(m, parts);

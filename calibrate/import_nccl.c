@@ -123,6 +123,55 @@ static int rank_line(parser *ps, char **tok, int n, const char *raw, long line) 
   return add_rank(ps, id, tok[on], line);
 }
 
+/* Note token t, field i of the column header, as the column it names (h:
+ * which half, 0 out-of-place, 1 in-place); *extra = 1 when it names the
+ * two-field timestamp. An error for a table the importer cannot read. */
+static int header_token(parser *ps, const char *t, int i, int h, long line, int *extra) {
+  if (!strcmp(t, "size"))
+    ps->c_size = i;
+  else if (!strcmp(t, "count"))
+    ps->c_count = i;
+  else if (!strcmp(t, "type"))
+    ps->c_type = i;
+  else if (!strcmp(t, "redop"))
+    ps->c_redop = i;
+  else if (!strcmp(t, "root"))
+    ps->c_root = i;
+  else if (!strcmp(t, "cputime"))
+    return core_err_set(CORE_EINVAL,
+        "%s:%ld: the table reports cputime (nccl-tests -C 1), the CPU time to launch, not the collective's duration; "
+        "rerun without -C",
+        ps->path, line);
+  else if (!strcmp(t, "time") && ps->c_time[h] < 0)
+    ps->c_time[h] = i;
+  else if (!strcmp(t, "algbw") && ps->c_algbw[h] < 0)
+    ps->c_algbw[h] = i;
+  else if (!strcmp(t, "busbw") && ps->c_busbw[h] < 0)
+    ps->c_busbw[h] = i;
+  else if (!strcmp(t, "#wrong") && ps->c_wrong[h] < 0)
+    ps->c_wrong[h] = i;
+  else if (!strcmp(t, "error"))
+    return core_err_set(CORE_EINVAL,
+        "%s:%ld: this table has an 'error' column instead of '#wrong': output of an old nccl-tests (before the "
+        "#wrong count), which the importer does not read; rerun with a current nccl-tests",
+        ps->path, line);
+  else if (!strcmp(t, "timestamp"))
+    *extra = 1; /* printed as "%Y-%m-%d %H:%M:%S", two fields */
+  return 0;
+}
+
+/* The first column a data row needs that the header lacks, or NULL. */
+static const char *missing_column(const parser *ps) {
+  return ps->c_size < 0       ? "size"
+         : ps->c_count < 0    ? "count"
+         : ps->c_type < 0     ? "type"
+         : ps->c_time[0] < 0  ? "time"
+         : ps->c_algbw[0] < 0 ? "algbw"
+         : ps->c_busbw[0] < 0 ? "busbw"
+         : ps->c_wrong[0] < 0 ? "#wrong"
+                              : NULL;
+}
+
 /* The column header: "#  size  count  type  redop  root  time  algbw  busbw
  * #wrong  time  algbw  busbw  #wrong" (src/util.cu writeResultHeader), with
  * optional #bitdiff, per-iteration and timestamp columns. */
@@ -136,49 +185,13 @@ static int column_header(parser *ps, char **tok, int n, long line) {
   ps->c_size = ps->c_count = ps->c_type = ps->c_redop = ps->c_root = -1;
   for (int h = 0; h < 2; h++)
     ps->c_time[h] = ps->c_algbw[h] = ps->c_busbw[h] = ps->c_wrong[h] = -1;
-  int extra = 0;
+  int extra = 0, rc;
   for (int i = 0; i < n; i++) {
-    const char *t = tok[i];
     int h = ps->c_time[0] >= 0 && ps->c_wrong[0] >= 0; /* out-of-place done: in-place */
-    if (!strcmp(t, "size"))
-      ps->c_size = i;
-    else if (!strcmp(t, "count"))
-      ps->c_count = i;
-    else if (!strcmp(t, "type"))
-      ps->c_type = i;
-    else if (!strcmp(t, "redop"))
-      ps->c_redop = i;
-    else if (!strcmp(t, "root"))
-      ps->c_root = i;
-    else if (!strcmp(t, "cputime"))
-      return core_err_set(CORE_EINVAL,
-          "%s:%ld: the table reports cputime (nccl-tests -C 1), the CPU time to launch, not the collective's duration; "
-          "rerun without -C",
-          ps->path, line);
-    else if (!strcmp(t, "time") && ps->c_time[h] < 0)
-      ps->c_time[h] = i;
-    else if (!strcmp(t, "algbw") && ps->c_algbw[h] < 0)
-      ps->c_algbw[h] = i;
-    else if (!strcmp(t, "busbw") && ps->c_busbw[h] < 0)
-      ps->c_busbw[h] = i;
-    else if (!strcmp(t, "#wrong") && ps->c_wrong[h] < 0)
-      ps->c_wrong[h] = i;
-    else if (!strcmp(t, "error"))
-      return core_err_set(CORE_EINVAL,
-          "%s:%ld: this table has an 'error' column instead of '#wrong': output of an old nccl-tests (before the "
-          "#wrong count), which the importer does not read; rerun with a current nccl-tests",
-          ps->path, line);
-    else if (!strcmp(t, "timestamp"))
-      extra = 1; /* printed as "%Y-%m-%d %H:%M:%S", two fields */
+    if ((rc = header_token(ps, tok[i], i, h, line, &extra)) != 0)
+      return rc;
   }
-  const char *missing = ps->c_size < 0       ? "size"
-                        : ps->c_count < 0    ? "count"
-                        : ps->c_type < 0     ? "type"
-                        : ps->c_time[0] < 0  ? "time"
-                        : ps->c_algbw[0] < 0 ? "algbw"
-                        : ps->c_busbw[0] < 0 ? "busbw"
-                        : ps->c_wrong[0] < 0 ? "#wrong"
-                                             : NULL;
+  const char *missing = missing_column(ps);
   if (missing)
     return core_err_set(CORE_EINVAL,
         "%s:%ld: the table header has no '%s' column; expected '#  size  count  type  redop  root  time  algbw  busbw  "
@@ -255,12 +268,16 @@ static int row_half(parser *ps, char **tok, int h, long long size, long line, do
   return 0;
 }
 
-/* One data row: "%12li  %12li  %8s  %6s  %6s" then per half
- * "  %7s  %6s  %6s  %6g" (time, algbw, busbw, #wrong or N/A). */
-static int data_row(parser *ps, char **tok, int n, const char *raw, long line) {
-  cal_nccl_run *r = ps->run;
-  long long size, count;
-  if (parse_ll(tok[0], &size) != 0)
+/* The fields of a data row that say what was measured. */
+typedef struct row_id {
+  long long size, count, root;
+  const char *type, *redop;
+} row_id;
+
+/* Parse a data row's size, count, type, redop and root into *id, after
+ * checking that it is a data row with the header's number of fields. */
+static int row_id_parse(parser *ps, char **tok, int n, const char *raw, long line, row_id *id) {
+  if (parse_ll(tok[0], &id->size) != 0)
     return core_err_set(CORE_EINVAL,
         "%s:%ld: not a data row ('%.60s'): rows start with the size in bytes; if the run failed here, import a "
         "complete run",
@@ -270,40 +287,40 @@ static int data_row(parser *ps, char **tok, int n, const char *raw, long line) {
         "%s:%ld: a data row with %d fields, but the table header (line %ld) has %d columns; the line is cut short or "
         "garbled",
         ps->path, line, n > MAX_TOK ? MAX_TOK : n, ps->cols_line, ps->ncols);
-  if (parse_ll(tok[ps->c_size], &size) != 0 || size < 0 || parse_ll(tok[ps->c_count], &count) != 0 || count < 0)
+  if (parse_ll(tok[ps->c_size], &id->size) != 0 || id->size < 0 || parse_ll(tok[ps->c_count], &id->count) != 0 ||
+      id->count < 0)
     return core_err_set(CORE_EINVAL, "%s:%ld: size and count must be whole numbers >= 0 (got '%s' and '%s')", ps->path,
         line, tok[ps->c_size], tok[ps->c_count]);
-  const char *redop = ps->c_redop >= 0 ? tok[ps->c_redop] : "";
-  long long root = -1;
-  if (ps->c_root >= 0 && parse_ll(tok[ps->c_root], &root) != 0)
+  id->type = tok[ps->c_type];
+  id->redop = ps->c_redop >= 0 ? tok[ps->c_redop] : "";
+  id->root = -1;
+  if (ps->c_root >= 0 && parse_ll(tok[ps->c_root], &id->root) != 0)
     return core_err_set(CORE_EINVAL, "%s:%ld: the root '%s' is not a number", ps->path, line, tok[ps->c_root]);
+  return 0;
+}
+
+/* The first data row sets the type, redop and root; every later row must
+ * keep them, since the fit is of one collective. */
+static int same_sweep(parser *ps, const row_id *id, long line) {
   if (ps->rows == 0) {
-    snprintf(ps->type, sizeof ps->type, "%s", tok[ps->c_type]);
-    snprintf(ps->redop, sizeof ps->redop, "%s", redop);
-    ps->root = root;
+    snprintf(ps->type, sizeof ps->type, "%s", id->type);
+    snprintf(ps->redop, sizeof ps->redop, "%s", id->redop);
+    ps->root = id->root;
     ps->first_row_line = line;
-  } else if (strcmp(ps->type, tok[ps->c_type]) != 0 || strcmp(ps->redop, redop) != 0 || ps->root != root) {
+    return 0;
+  }
+  if (strcmp(ps->type, id->type) != 0 || strcmp(ps->redop, id->redop) != 0 || ps->root != id->root)
     return core_err_set(CORE_EINVAL,
         "%s:%ld: type, redop or root changes (%s %s %lld, was %s %s %lld on line %ld): one file must hold one sweep; "
         "run nccl-tests with one -d, -o and -r value per output",
-        ps->path, line, tok[ps->c_type], redop, root, ps->type, ps->redop, ps->root, ps->first_row_line);
-  }
-  int rc = check_size_count(ps, size, count, tok[ps->c_type], line);
-  if (rc)
-    return rc;
-  double t[2] = {0, 0}, algbw = 0, busbw = 0;
-  for (int h = 0; h < 2; h++)
-    if ((rc = row_half(ps, tok, h, size, line, &t[h], h ? NULL : &algbw, h ? NULL : &busbw)) != 0)
-      return rc;
-  ps->rows++;
-  if (size == 0) {
-    if (r->n > 0)
-      return core_err_set(CORE_EINVAL,
-          "%s:%ld: size 0 after %lld bytes (line %ld): sizes must ascend; a file with several sweeps (-d all, -o all, "
-          "or outputs appended) must be split",
-          ps->path, line, ps->last_size, ps->last_size_line);
-    return 0; /* no data moved: nothing to fit */
-  }
+        ps->path, line, id->type, id->redop, id->root, ps->type, ps->redop, ps->root, ps->first_row_line);
+  return 0;
+}
+
+/* Append (size bytes, t us) to the run's points. Sizes must ascend: one
+ * sweep prints them so, and the fit takes each size once. */
+static int add_point(parser *ps, long long size, double t, long line) {
+  cal_nccl_run *r = ps->run;
   if (r->n > 0 && size <= ps->last_size)
     return core_err_set(CORE_EINVAL,
         "%s:%ld: size %lld bytes after %lld (line %ld): sizes must ascend; a file with several sweeps (-d all, -o all, "
@@ -322,13 +339,42 @@ static int data_row(parser *ps, char **tok, int n, const char *raw, long line) {
     ps->cap = cap;
   }
   r->bytes[r->n] = (double)size;
-  r->time_us[r->n] = t[0];
+  r->time_us[r->n] = t;
   r->n++;
   ps->last_size = size;
   ps->last_size_line = line;
-  if (count > 0 && ps->ratio_count == 0) {
-    ps->ratio_size = size;
-    ps->ratio_count = count;
+  return 0;
+}
+
+/* One data row: "%12li  %12li  %8s  %6s  %6s" then per half
+ * "  %7s  %6s  %6s  %6g" (time, algbw, busbw, #wrong or N/A). */
+static int data_row(parser *ps, char **tok, int n, const char *raw, long line) {
+  row_id id = {0};
+  int rc = row_id_parse(ps, tok, n, raw, line, &id);
+  if (rc == 0)
+    rc = same_sweep(ps, &id, line);
+  if (rc == 0)
+    rc = check_size_count(ps, id.size, id.count, id.type, line);
+  if (rc)
+    return rc;
+  double t[2] = {0, 0}, algbw = 0, busbw = 0;
+  for (int h = 0; h < 2; h++)
+    if ((rc = row_half(ps, tok, h, id.size, line, &t[h], h ? NULL : &algbw, h ? NULL : &busbw)) != 0)
+      return rc;
+  ps->rows++;
+  if (id.size == 0) {
+    if (ps->run->n > 0)
+      return core_err_set(CORE_EINVAL,
+          "%s:%ld: size 0 after %lld bytes (line %ld): sizes must ascend; a file with several sweeps (-d all, -o all, "
+          "or outputs appended) must be split",
+          ps->path, line, ps->last_size, ps->last_size_line);
+    return 0; /* no data moved: nothing to fit */
+  }
+  if ((rc = add_point(ps, id.size, t[0], line)) != 0)
+    return rc;
+  if (id.count > 0 && ps->ratio_count == 0) {
+    ps->ratio_size = id.size;
+    ps->ratio_count = id.count;
     ps->ratio_line = line;
   }
   if (algbw > ps->best_algbw) {

@@ -94,65 +94,93 @@ static int write_csv(const core_model *m, const core_buckets *b, const char *pat
   return path ? core_csv_commit(&c) : core_csv_stream_end(&c);
 }
 
-int cli_cmd_model(int argc, char **argv) {
-  enum { O_CAP = 1000, O_FIRST, O_ITER, O_UNUSED };
-  static const struct option opts[] = {{"bucket-cap-mb", required_argument, NULL, O_CAP},
+enum { O_CAP = 1000, O_FIRST, O_ITER, O_UNUSED };
+
+typedef struct opts {
+  double cap_mb, first_mb; /* first_mb < 0: not given */
+  int cap_given, first_iter, unused;
+  const char *out;
+} opts;
+
+/* One option c with argument arg: 0, 1 after --help, or an exit status for
+ * a usage error. */
+static int parse_opt(int c, const char *arg, char **argv, opts *o) {
+  switch (c) {
+  case O_CAP:
+    if (parse_mb("--bucket-cap-mb", arg, 1e-6, &o->cap_mb))
+      return CLI_EXIT_USAGE;
+    o->cap_given = 1;
+    return 0;
+  case O_FIRST: return parse_mb("--first-bucket-mb", arg, 0, &o->first_mb) ? CLI_EXIT_USAGE : 0;
+  case O_ITER:
+    if (strcmp(arg, "first") && strcmp(arg, "rebuilt"))
+      return cli_usage("model", "--iteration expects first or rebuilt, got '%s'", arg);
+    o->first_iter = strcmp(arg, "first") == 0;
+    return 0;
+  case O_UNUSED: o->unused = 1; return 0;
+  case 'o': o->out = arg; return 0;
+  case 'h': fputs(cli_model_help, stdout); return 1;
+  case ':': return cli_usage("model", "option %s needs a value", argv[optind - 1]);
+  default: return cli_usage("model", "unknown option '%s'", argv[optind - 1]);
+  }
+}
+
+/* 0, 1 after --help, or an exit status for a usage error. */
+static int parse_args(int argc, char **argv, opts *o) {
+  static const struct option lo[] = {{"bucket-cap-mb", required_argument, NULL, O_CAP},
       {"first-bucket-mb", required_argument, NULL, O_FIRST}, {"iteration", required_argument, NULL, O_ITER},
       {"find-unused-parameters", no_argument, NULL, O_UNUSED}, {"out", required_argument, NULL, 'o'},
       {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
-  double cap_mb = CORE_BUCKET_DEFAULT_CAP_MB, first_mb = -1;
-  int cap_given = 0, first_iter = 0, unused = 0, c, rc;
-  const char *out = NULL;
+  int c, rc;
   optind = 1;
   opterr = 0;
-  while ((c = getopt_long(argc, argv, ":o:h", opts, NULL)) != -1) {
-    switch (c) {
-    case O_CAP:
-      if (parse_mb("--bucket-cap-mb", optarg, 1e-6, &cap_mb))
-        return CLI_EXIT_USAGE;
-      cap_given = 1;
-      break;
-    case O_FIRST:
-      if (parse_mb("--first-bucket-mb", optarg, 0, &first_mb))
-        return CLI_EXIT_USAGE;
-      break;
-    case O_ITER:
-      if (strcmp(optarg, "first") && strcmp(optarg, "rebuilt"))
-        return cli_usage("model", "--iteration expects first or rebuilt, got '%s'", optarg);
-      first_iter = strcmp(optarg, "first") == 0;
-      break;
-    case O_UNUSED: unused = 1; break;
-    case 'o': out = optarg; break;
-    case 'h': fputs(cli_model_help, stdout); return CLI_EXIT_OK;
-    case ':': return cli_usage("model", "option %s needs a value", argv[optind - 1]);
-    default: return cli_usage("model", "unknown option '%s'", argv[optind - 1]);
-    }
-  }
+  while ((c = getopt_long(argc, argv, ":o:h", lo, NULL)) != -1)
+    if ((rc = parse_opt(c, optarg, argv, o)) != 0)
+      return rc;
   if (optind != argc - 1)
     return cli_usage(
         "model", optind >= argc ? "missing MODEL file" : "expected one MODEL file, got %d arguments", argc - optind);
-  /* _BucketCapacityConfig.create (torch 2.15.0): bytes = int(MiB * 2^20);
-   * the first bucket is 1 MiB only while bucket_cap_mb is left unset. */
-  size_t cap = (size_t)(cap_mb * 1048576.0);
-  size_t first = first_mb >= 0 ? (size_t)(first_mb * 1048576.0) : cap_given ? cap : CORE_BUCKET_FIRST_BYTES;
-  if (cap == 0)
-    return cli_usage("model", "--bucket-cap-mb %g is under one byte", cap_mb);
-  core_model *m;
-  if ((rc = core_model_load(argv[optind], &m)) != 0)
-    return cli_fail("model", rc);
+  return 0;
+}
+
+/* Load the model at path; one without parameter tensors is an error, as
+ * DDP would have nothing to put in buckets. */
+static int load_model(const char *path, core_model **out) {
+  core_model *m = NULL;
+  int rc = core_model_load(path, &m);
+  if (rc)
+    return rc;
   if (m->n_tensors == 0) { /* a traced step whose trace did not say its parameters' sizes */
     rc = core_err_set(CORE_EINVAL,
         "%s has no parameter tensors, so DDP has nothing to put in buckets (imported from a trace that does not say "
         "their sizes? import it again with --base MODEL)",
-        argv[optind]);
+        path);
     core_model_free(m);
-    return cli_fail("model", rc);
+    return rc;
   }
+  *out = m;
+  return 0;
+}
+
+int cli_cmd_model(int argc, char **argv) {
+  opts o = {.cap_mb = CORE_BUCKET_DEFAULT_CAP_MB, .first_mb = -1};
+  int rc = parse_args(argc, argv, &o);
+  if (rc)
+    return rc == 1 ? CLI_EXIT_OK : rc;
+  /* _BucketCapacityConfig.create (torch 2.15.0): bytes = int(MiB * 2^20);
+   * the first bucket is 1 MiB only while bucket_cap_mb is left unset. */
+  size_t cap = (size_t)(o.cap_mb * 1048576.0);
+  size_t first = o.first_mb >= 0 ? (size_t)(o.first_mb * 1048576.0) : o.cap_given ? cap : CORE_BUCKET_FIRST_BYTES;
+  if (cap == 0)
+    return cli_usage("model", "--bucket-cap-mb %g is under one byte", o.cap_mb);
+  core_model *m = NULL;
+  if ((rc = load_model(argv[optind], &m)) != 0)
+    return cli_fail("model", rc);
   core_buckets b;
   rc = core_bucket_assign(
-      m->tensor_elems, m->n_tensors, m->ready_order, 4, first, cap, core_bucket_ddp_order(unused, first_iter), &b);
+      m->tensor_elems, m->n_tensors, m->ready_order, 4, first, cap, core_bucket_ddp_order(o.unused, o.first_iter), &b);
   if (rc == 0) {
-    rc = write_csv(m, &b, out);
+    rc = write_csv(m, &b, o.out);
     core_bucket_free(&b);
   }
   core_model_free(m);

@@ -77,61 +77,73 @@ static int entry_rows(core_csv *csv, int entry, const core_prof_coll *c) {
   return 0;
 }
 
-int cli_plot_fit(const char *script, const char *profile, const char *out_dir) {
+/* 0 when the plot can be drawn: the profile has collective entries, the
+ * script is readable and no path would break a gnuplot string literal. */
+static int check_plottable(const core_profile *p, const char *script, const char *profile, const char *out_dir) {
+  if (p->n_colls == 0)
+    return core_err_set(CORE_EINVAL,
+        "%s has no collective entries to plot (a one-rank calibration measures none): calibrate with --nproc 2 or more",
+        profile);
+  if (access(script, R_OK) != 0)
+    return core_err_set(CORE_EIO, "cannot read plot script %s: %s (set DDPSIM_PLOTS_DIR to the plots/ folder)", script,
+        strerror(errno));
+  if (!plain(profile) || !plain(out_dir) || !plain(script))
+    return core_err_set(
+        CORE_EUSAGE, "paths with quotes or backslashes cannot be passed to gnuplot: '%s', '%s'", profile, out_dir);
+  return 0;
+}
+
+/* The panels' titles into titles[size]: one quoted word each for gnuplot's
+ * word(); the fields come from the profile's fixed vocabularies, so they
+ * hold no quotes. */
+static int fit_titles(const core_profile *p, const char *profile, char *titles, size_t size) {
+  size_t len = 0;
+  titles[0] = '\0';
+  for (int i = 0; i < p->n_colls; i++) {
+    const core_prof_coll *c = &p->colls[i];
+    int w = snprintf(titles + len, size - len, "%s\"%s %s %s %s: %d ranks, %d node%s\"", i ? " " : "", c->backend,
+        c->op, c->algorithm, c->scope, c->ranks, c->nodes, c->nodes > 1 ? "s" : "");
+    if (w < 0 || (size_t)w >= size - len)
+      return core_err_set(CORE_EINVAL, "%s: too many collective entries (%d) for one plot", profile, p->n_colls);
+    len += (size_t)w;
+  }
+  return 0;
+}
+
+/* Every entry's rows into the CSV at path, written whole or not at all. */
+static int write_fit_csv(const core_profile *p, const char *path) {
   static const char *const cols[] = {"entry", "kind", "bytes", "time_us"};
-  core_profile *p = NULL;
   core_csv csv;
+  int rc = core_csv_open(&csv, path, cols, 4);
+  if (rc)
+    return rc;
+  for (int i = 0; i < p->n_colls; i++)
+    entry_rows(&csv, i + 1, &p->colls[i]);
+  return core_csv_commit(&csv);
+}
+
+int cli_plot_fit(const char *script, const char *profile, const char *out_dir) {
+  core_profile *p = NULL;
   char csv_path[4400], out[4400], titles[16384], name[160], vars[4400 + 4400 + 16384 + 160 + 256];
   int rc, csv_written = 0;
   if ((rc = core_profile_load(profile, &p)) != 0)
     return rc;
-  if (p->n_colls == 0) {
-    rc = core_err_set(CORE_EINVAL,
-        "%s has no collective entries to plot (a one-rank calibration measures none): calibrate with --nproc 2 or more",
-        profile);
+  if ((rc = check_plottable(p, script, profile, out_dir)) != 0)
     goto out;
-  }
-  if (access(script, R_OK) != 0) {
-    rc = core_err_set(CORE_EIO, "cannot read plot script %s: %s (set DDPSIM_PLOTS_DIR to the plots/ folder)", script,
-        strerror(errno));
-    goto out;
-  }
-  if (!plain(profile) || !plain(out_dir) || !plain(script)) {
-    rc = core_err_set(
-        CORE_EUSAGE, "paths with quotes or backslashes cannot be passed to gnuplot: '%s', '%s'", profile, out_dir);
-    goto out;
-  }
   if ((rc = core_mkdirs(out_dir)) != 0)
     goto out;
   const char *base = core_path_base(profile);
   int stem = core_path_stem_len(base, ".cfg");
   snprintf(out, sizeof out, "%s/%.*s-fit", out_dir, stem, base);
   snprintf(csv_path, sizeof csv_path, "%s/.%.*s-fit-%ld.csv", out_dir, stem, base, (long)getpid());
-
-  /* Titles: one quoted word each for gnuplot's word(); the fields come from
-   * the profile's fixed vocabularies, so they hold no quotes. */
-  size_t len = 0;
-  titles[0] = '\0';
-  for (int i = 0; i < p->n_colls; i++) {
-    const core_prof_coll *c = &p->colls[i];
-    int w = snprintf(titles + len, sizeof titles - len, "%s\"%s %s %s %s: %d ranks, %d node%s\"", i ? " " : "",
-        c->backend, c->op, c->algorithm, c->scope, c->ranks, c->nodes, c->nodes > 1 ? "s" : "");
-    if (w < 0 || (size_t)w >= sizeof titles - len) {
-      rc = core_err_set(CORE_EINVAL, "%s: too many collective entries (%d) for one plot", profile, p->n_colls);
-      goto out;
-    }
-    len += (size_t)w;
-  }
+  if ((rc = fit_titles(p, profile, titles, sizeof titles)) != 0)
+    goto out;
   snprintf(name, sizeof name, "%s", p->name);
   for (char *s = name; *s; s++)
     if (*s == '\'' || *s == '"' || *s == '\\')
       *s = '_';
 
-  if ((rc = core_csv_open(&csv, csv_path, cols, 4)) != 0)
-    goto out;
-  for (int i = 0; i < p->n_colls; i++)
-    entry_rows(&csv, i + 1, &p->colls[i]);
-  if ((rc = core_csv_commit(&csv)) != 0)
+  if ((rc = write_fit_csv(p, csv_path)) != 0)
     goto out;
   csv_written = 1;
 

@@ -198,98 +198,121 @@ static int fb_put(field_buf *b, int ch) {
   return 0;
 }
 
+/* One record being read: the fields done and the one being filled. */
+typedef struct record_reader {
+  FILE *f;
+  const char *path;
+  long *line; /* advances over embedded newlines too */
+  long start; /* the line the record starts on, for messages */
+  size_t bytes;
+  int quoted;
+  field_buf b; /* the field being filled */
+  char **out;  /* the fields done */
+  int n, cap;
+} record_reader;
+
+static int rr_nomem(const record_reader *r) { return core_err_set(CORE_ENOMEM, "out of memory reading %s", r->path); }
+
+/* 0, or an error for a NUL byte or one byte too many for a record.
+ * A device or a binary file read by mistake (/dev/zero) ends here, not
+ * when memory runs out. */
+static int rr_check_byte(record_reader *r, int ch) {
+  if (ch == '\0')
+    return core_err_set(CORE_EINVAL, "%s:%ld: a NUL byte: this is not a text file; give a CSV", r->path, *r->line);
+  if (ch != EOF && ++r->bytes > CSV_MAX_RECORD)
+    return core_err_set(CORE_EINVAL,
+        "%s:%ld: a row longer than %d MiB: not a CSV of ddpsim's (whose rows are under a few KiB); check the file",
+        r->path, r->start, CSV_MAX_RECORD >> 20);
+  return 0;
+}
+
+/* Take ch read inside a quoted field: "" is one quote, a lone " closes
+ * the field; a newline is part of the field but still a line of the file. */
+static int rr_quoted(record_reader *r, int ch) {
+  if (ch == EOF)
+    return core_err_set(CORE_EINVAL, "%s:%ld: a quoted field is not closed; add the closing \"", r->path, r->start);
+  if (ch == '"') {
+    int nx = fgetc(r->f);
+    if (nx == '"')
+      return fb_put(&r->b, '"') ? rr_nomem(r) : 0;
+    r->quoted = 0;
+    if (nx != EOF)
+      ungetc(nx, r->f);
+    return 0;
+  }
+  if (ch == '\n')
+    (*r->line)++;
+  return fb_put(&r->b, ch) ? rr_nomem(r) : 0;
+}
+
+/* Move the field being filled (empty: "") to the fields done. */
+static int rr_end_field(record_reader *r) {
+  if (r->n == r->cap) {
+    r->cap = r->cap ? r->cap * 2 : 16;
+    char **no = realloc(r->out, sizeof *no * (size_t)r->cap);
+    if (!no)
+      return rr_nomem(r);
+    r->out = no;
+  }
+  r->out[r->n++] = r->b.s ? r->b.s : calloc(1, 1);
+  if (!r->out[r->n - 1])
+    return rr_nomem(r);
+  memset(&r->b, 0, sizeof r->b);
+  return 0;
+}
+
+static void free_fields(char **fields, int nf) {
+  for (int i = 0; i < nf; i++)
+    free(fields[i]);
+  free(fields);
+}
+
 /* Read one record; *fields is malloc'd. Returns 1 on a record, 0 at EOF,
  * negative on error. *line advances over embedded newlines too. */
 static int read_record(FILE *f, const char *path, long *line, char ***fields, int *nf) {
-  field_buf b = {0};
-  char **out = NULL;
-  int n = 0, cap = 0, ch, quoted = 0, any = 0, rc;
-  long start = *line;
-  size_t bytes = 0;
+  record_reader r = {.f = f, .path = path, .line = line, .start = *line};
+  int any = 0, rc;
   for (;;) {
-    ch = fgetc(f);
-    if (ch == EOF && !any && n == 0) {
-      free(b.s);
+    int ch = fgetc(f);
+    if (ch == EOF && !any && r.n == 0)
       return 0;
-    }
     any = 1;
-    /* A device or a binary file read by mistake (/dev/zero) ends here, not
-     * when memory runs out. */
-    if (ch == '\0') {
-      rc = core_err_set(CORE_EINVAL, "%s:%ld: a NUL byte: this is not a text file; give a CSV", path, *line);
-      goto fail;
-    }
-    if (ch != EOF && ++bytes > CSV_MAX_RECORD) {
-      rc = core_err_set(CORE_EINVAL,
-          "%s:%ld: a row longer than %d MiB: not a CSV of ddpsim's (whose rows are under a few KiB); check the file",
-          path, start, CSV_MAX_RECORD >> 20);
-      goto fail;
-    }
-    if (quoted) {
-      if (ch == EOF) {
-        rc = core_err_set(CORE_EINVAL, "%s:%ld: a quoted field is not closed; add the closing \"", path, start);
-        goto fail;
-      }
-      if (ch == '"') {
-        int nx = fgetc(f);
-        if (nx == '"') {
-          if (fb_put(&b, '"'))
-            goto nomem;
-          continue;
-        }
-        quoted = 0;
-        if (nx != EOF)
-          ungetc(nx, f);
-        continue;
-      }
-      if (ch == '\n')
-        (*line)++;
-      if (fb_put(&b, ch))
-        goto nomem;
+    if ((rc = rr_check_byte(&r, ch)) != 0)
+      break;
+    if (r.quoted) {
+      if ((rc = rr_quoted(&r, ch)) != 0)
+        break;
       continue;
     }
-    if (ch == '"' && b.n == 0) {
-      quoted = 1;
+    if (ch == '"' && r.b.n == 0) {
+      r.quoted = 1;
       continue;
     }
     if (ch == ',' || ch == '\n' || ch == EOF) {
-      if (n == cap) {
-        cap = cap ? cap * 2 : 16;
-        char **no = realloc(out, sizeof *out * (size_t)cap);
-        if (!no)
-          goto nomem;
-        out = no;
-      }
-      out[n++] = b.s ? b.s : calloc(1, 1);
-      if (!out[n - 1])
-        goto nomem;
-      memset(&b, 0, sizeof b);
+      if ((rc = rr_end_field(&r)) != 0)
+        break;
       if (ch != ',') {
         (*line)++;
-        *fields = out;
-        *nf = n;
+        *fields = r.out;
+        *nf = r.n;
         return 1;
       }
       continue;
     }
     if (ch == '\r')
       continue;
-    if (fb_put(&b, ch))
-      goto nomem;
+    if (fb_put(&r.b, ch)) {
+      rc = rr_nomem(&r);
+      break;
+    }
   }
-nomem:
-  rc = core_err_set(CORE_ENOMEM, "out of memory reading %s", path);
-fail:
-  free(b.s);
-  for (int i = 0; i < n; i++)
-    free(out[i]);
-  free(out);
+  free(r.b.s);
+  free_fields(r.out, r.n);
   return rc;
 }
 
-int core_csv_read(const char *path, core_csv_table *t) {
-  memset(t, 0, sizeof *t);
-  snprintf(t->path, sizeof t->path, "%s", path);
+/* Open path to read it as a CSV; a directory is refused with the fix. */
+static int open_csv(const char *path, FILE **out) {
   FILE *f = fopen(path, "r");
   if (!f)
     return core_err_set(
@@ -300,54 +323,69 @@ int core_csv_read(const char *path, core_csv_table *t) {
     return core_err_set(CORE_EINVAL, "'%s' is a directory, not a CSV file; name the file (e.g. DIR/steps.csv)", path);
   }
   core_afile_note_input_fd(fileno(f), path);
-  long line = 1, cap = 0;
+  *out = f;
+  return 0;
+}
+
+/* Append fields as t's next row (*cap rows held); on failure they are freed. */
+static int add_row(core_csv_table *t, long *cap, char **fields, int nf, const char *path) {
+  if (t->nrows == *cap) {
+    *cap = *cap ? *cap * 2 : 64;
+    char ***nr = realloc(t->rows, sizeof *nr * (size_t)*cap);
+    if (!nr) {
+      free_fields(fields, nf);
+      return core_err_set(CORE_ENOMEM, "out of memory reading %s", path);
+    }
+    t->rows = nr;
+  }
+  t->rows[t->nrows++] = fields;
+  return 0;
+}
+
+/* Read the rows after t's header up to EOF: blank lines are skipped, a row
+ * with another number of fields than the header is an error at its line. */
+static int read_rows(FILE *f, const char *path, long *line, core_csv_table *t) {
+  long cap = 0;
   char **fields;
-  int nf, rc = read_record(f, path, &line, &t->cols, &t->ncols);
+  int nf, rc;
+  for (;;) {
+    long at = *line;
+    rc = read_record(f, path, line, &fields, &nf);
+    if (rc <= 0)
+      return rc;
+    if (nf == 1 && fields[0][0] == '\0') { /* blank line */
+      free_fields(fields, nf);
+      continue;
+    }
+    if (nf != t->ncols) {
+      free_fields(fields, nf);
+      return core_err_set(
+          CORE_EINVAL, "%s:%ld: %d fields, but the header has %d; fix or remove the row", path, at, nf, t->ncols);
+    }
+    if ((rc = add_row(t, &cap, fields, nf, path)) != 0)
+      return rc;
+  }
+}
+
+int core_csv_read(const char *path, core_csv_table *t) {
+  memset(t, 0, sizeof *t);
+  snprintf(t->path, sizeof t->path, "%s", path);
+  FILE *f = NULL;
+  int rc = open_csv(path, &f);
+  if (rc)
+    return rc;
+  long line = 1;
+  rc = read_record(f, path, &line, &t->cols, &t->ncols);
   if (rc <= 0) {
     fclose(f);
     if (rc == 0)
       return core_err_set(CORE_EINVAL, "%s:1: the file is empty; expected a header line", path);
     return rc;
   }
-  for (;;) {
-    long at = line;
-    rc = read_record(f, path, &line, &fields, &nf);
-    if (rc < 0)
-      goto fail;
-    if (rc == 0)
-      break;
-    if (nf == 1 && fields[0][0] == '\0') { /* blank line */
-      free(fields[0]);
-      free(fields);
-      continue;
-    }
-    if (nf != t->ncols) {
-      for (int i = 0; i < nf; i++)
-        free(fields[i]);
-      free(fields);
-      rc = core_err_set(
-          CORE_EINVAL, "%s:%ld: %d fields, but the header has %d; fix or remove the row", path, at, nf, t->ncols);
-      goto fail;
-    }
-    if (t->nrows == cap) {
-      cap = cap ? cap * 2 : 64;
-      char ***nr = realloc(t->rows, sizeof *nr * (size_t)cap);
-      if (!nr) {
-        for (int i = 0; i < nf; i++)
-          free(fields[i]);
-        free(fields);
-        rc = core_err_set(CORE_ENOMEM, "out of memory reading %s", path);
-        goto fail;
-      }
-      t->rows = nr;
-    }
-    t->rows[t->nrows++] = fields;
-  }
+  rc = read_rows(f, path, &line, t);
   fclose(f);
-  return 0;
-fail:
-  fclose(f);
-  core_csv_table_free(t);
+  if (rc)
+    core_csv_table_free(t);
   return rc;
 }
 

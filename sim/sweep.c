@@ -399,46 +399,77 @@ static int run_phases(work *w, int jobs) {
   return rc;
 }
 
-int sim_sweep_run(const sim_scenario *s, const sim_sweep_opts *o, sim_sweep *out) {
-  memset(out, 0, sizeof *out);
-  long total = sim_scenario_points(s);
-  int n_shards = o->n_shards > 0 ? o->n_shards : 1;
+/* 0 when the shard and the traced point are within the scenario's. */
+static int check_opts(const sim_sweep_opts *o, long total, int n_shards) {
   if (o->shard < 0 || o->shard >= n_shards)
     return core_err_set(CORE_EUSAGE, "shard %d/%d: the shard index must be in [0, %d)", o->shard, n_shards, n_shards);
   if (o->trace_point >= total)
     return core_err_set(
         CORE_EUSAGE, "--trace-point %ld: the scenario has %ld points (0 to %ld)", o->trace_point, total, total - 1);
-  work w = {.s = s, .o = o};
-  pthread_mutex_init(&w.err_lock, NULL);
+  return 0;
+}
+
+/* w's points: those of the total the shard owns, with their zeroed
+ * results, estimates and requests for more (at least one each, so that
+ * an empty shard still allocates). free_work undoes it, failed or not. */
+static int alloc_work(work *w, long total, int n_shards) {
+  const sim_scenario *s = w->s;
   long J = sim_shard_job_points(s);
-  w.points = malloc(sizeof *w.points * (size_t)((total / J / n_shards + 1) * J));
-  if (!w.points)
+  w->points = malloc(sizeof *w->points * (size_t)((total / J / n_shards + 1) * J));
+  if (!w->points)
     return core_err_set(CORE_ENOMEM, "out of memory for %ld points", total);
   for (long i = 0; i < total; i++)
-    if (sim_shard_owns(s, o->shard, n_shards, i))
-      w.points[w.n++] = i;
-  w.res = calloc((size_t)(w.n ? w.n : 1), sizeof *w.res);
-  w.estimate = calloc((size_t)(w.n ? w.n : 1), sizeof *w.estimate);
-  w.more = calloc((size_t)(w.n ? w.n : 1), sizeof *w.more);
-  int rc = 0;
+    if (sim_shard_owns(s, w->o->shard, n_shards, i))
+      w->points[w->n++] = i;
+  w->res = calloc((size_t)(w->n ? w->n : 1), sizeof *w->res);
+  w->estimate = calloc((size_t)(w->n ? w->n : 1), sizeof *w->estimate);
+  w->more = calloc((size_t)(w->n ? w->n : 1), sizeof *w->more);
+  if (!w->res || !w->estimate || !w->more)
+    return core_err_set(CORE_ENOMEM, "out of memory for %ld results", w->n);
+  return 0;
+}
+
+static void free_work(work *w) {
+  if (w->res)
+    for (long i = 0; i < w->n; i++)
+      sim_job_result_free(&w->res[i].job);
+  free(w->res);
+  free(w->estimate);
+  free(w->more);
+  free(w->points);
+  pthread_mutex_destroy(&w->err_lock);
+}
+
+/* Worker threads: o->jobs, or one per online CPU, at most one per point. */
+static int worker_count(const sim_sweep_opts *o, long n) {
+  int jobs = o->jobs > 0 ? o->jobs : (int)sysconf(_SC_NPROCESSORS_ONLN);
+  if (jobs < 1)
+    jobs = 1;
+  if (jobs > n)
+    jobs = n > 0 ? (int)n : 1;
+  return jobs;
+}
+
+int sim_sweep_run(const sim_scenario *s, const sim_sweep_opts *o, sim_sweep *out) {
+  memset(out, 0, sizeof *out);
+  long total = sim_scenario_points(s);
+  int n_shards = o->n_shards > 0 ? o->n_shards : 1;
+  int rc = check_opts(o, total, n_shards);
+  if (rc)
+    return rc;
+  work w = {.s = s, .o = o};
+  pthread_mutex_init(&w.err_lock, NULL);
   core_trace trace;
   int tracing = 0;
-  if (!w.res || !w.estimate || !w.more) {
-    rc = core_err_set(CORE_ENOMEM, "out of memory for %ld results", w.n);
+  if ((rc = alloc_work(&w, total, n_shards)) != 0)
     goto out_free;
-  }
   if (o->trace_path && o->trace_point >= 0 && sim_shard_owns(s, o->shard, n_shards, o->trace_point)) {
     if ((rc = core_trace_open(&trace, o->trace_path)) != 0)
       goto out_free;
     tracing = 1;
     w.trace = &trace;
   }
-  int jobs = o->jobs > 0 ? o->jobs : (int)sysconf(_SC_NPROCESSORS_ONLN);
-  if (jobs < 1)
-    jobs = 1;
-  if (jobs > w.n)
-    jobs = w.n > 0 ? (int)w.n : 1;
-  if ((rc = run_phases(&w, jobs)) != 0)
+  if ((rc = run_phases(&w, worker_count(o, w.n))) != 0)
     goto out_trace;
   if (tracing) {
     tracing = 0;
@@ -452,14 +483,7 @@ out_trace:
   if (tracing)
     core_trace_abort(&trace);
 out_free:
-  if (w.res)
-    for (long i = 0; i < w.n; i++)
-      sim_job_result_free(&w.res[i].job);
-  free(w.res);
-  free(w.estimate);
-  free(w.more);
-  free(w.points);
-  pthread_mutex_destroy(&w.err_lock);
+  free_work(&w);
   return rc;
 }
 
