@@ -280,6 +280,7 @@ static int datasheet_profile(const core_traced *t, core_profile **out) {
     return core_err_set(CORE_ENOMEM, "out of memory building a profile");
   snprintf(
       p->provenance, sizeof p->provenance, "collectives from the trace's allreduce kernels; device: %s", s->source);
+  snprintf(p->source, sizeof p->source, "imported");
   snprintf(p->device_kind, sizeof p->device_kind, "gpu");
   p->memory_GBps = p->peak_memory_GBps = s->memory_GBps;
   p->host_link_GBps = s->host_link_GBps;
