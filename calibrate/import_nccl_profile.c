@@ -184,6 +184,7 @@ static void set_origin(nimport *im) {
   if (im->o->name)
     snprintf(p->name, sizeof p->name, "%s", im->o->name);
   provenance(p, im->paths, im->n, im->o->base);
+  snprintf(p->source, sizeof p->source, "imported"); /* measured: NCCL's protocol switch is in the fits */
   const cal_nccl_run *big = &im->runs[0];
   time_t newest = 0;
   for (int i = 0; i < im->n; i++) {

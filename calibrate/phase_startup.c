@@ -128,6 +128,7 @@ static int new_profile(cal_ctx *r, const startup *s) {
   snprintf(p->name, sizeof p->name, "%s", o->name ? o->name : host);
   snprintf(p->provenance, sizeof p->provenance, "measured by ddpsim calibrate%s%s", r->nccl ? " --backend nccl" : "",
       o->quick ? " --quick" : "");
+  snprintf(p->source, sizeof p->source, "calibrated");
   snprintf(p->host, sizeof p->host, "%s", host);
   strftime(p->date, sizeof p->date, "%Y-%m-%dT%H:%M:%SZ", &tm);
   snprintf(p->backend, sizeof p->backend, "%s", r->nccl ? "nccl" : "gloo");

@@ -9,6 +9,7 @@
 #include "core/err.h"
 #include "core/path.h"
 #include "core/model.h"
+#include "core/nccl_tuning.h"
 #include "core/profile.h"
 #include "core/traced.h"
 
@@ -23,22 +24,16 @@
 /* Distinct bucket sizes an alpha-beta fit needs; with fewer, one rate. */
 #define FIT_MIN_SIZES 3
 
-/* NCCL's own estimate of a ring allreduce's latency, Simple protocol
- * (github.com/NVIDIA/nccl, src/graph/tuning.cc, ncclTopoTuneModel: baseLat
- * and hwLat of Ring/Simple), in us: a base, and per step of the ring's 2(p - 1) a hop on
- * NVLink or PCIe, or on the network for the 2(nodes - 1) steps that cross
- * it, as the shipped profiles' collectives count them. */
-#define NCCL_RING_BASE_US 8.4
-#define NCCL_RING_NVLINK_US 3.4
-#define NCCL_RING_PCI_US 5.7
-#define NCCL_RING_NET_US 14.0
-
-/* The latency NCCL's tuning model gives a ring allreduce of p ranks on
- * nodes nodes, NVLink inside a node when nvlink, else PCIe; in seconds. */
+/* The latency NCCL's tuning model (core/nccl_tuning.h, ring, Simple) gives
+ * a ring allreduce of p ranks on nodes nodes, NVLink inside a node when
+ * nvlink, else PCIe; in seconds: a base, and per step of the ring's
+ * 2(p - 1) a hop on NVLink or PCIe, or on the network for the 2(nodes - 1)
+ * steps that cross it, as the shipped profiles' collectives count them. */
 static double nccl_ring_latency_s(int p, int nodes, int nvlink) {
   int steps = 2 * (p - 1), net = nodes > 1 ? 2 * (nodes - 1) : 0;
-  double hop = nvlink ? NCCL_RING_NVLINK_US : NCCL_RING_PCI_US;
-  return (NCCL_RING_BASE_US + (steps - net) * hop + net * NCCL_RING_NET_US) * 1e-6;
+  double hop = core_nccl_hop_lat_us(nvlink ? CORE_NCCL_NVLINK : CORE_NCCL_PCI, CORE_NCCL_RING, CORE_NCCL_SIMPLE);
+  double net_hop = core_nccl_hop_lat_us(CORE_NCCL_NET, CORE_NCCL_RING, CORE_NCCL_SIMPLE);
+  return (core_nccl_base_lat_us(CORE_NCCL_RING, CORE_NCCL_SIMPLE) + (steps - net) * hop + net * net_hop) * 1e-6;
 }
 
 /* Nodes of the traced world: one while it fits the traced host's GPUs. */
@@ -287,6 +282,7 @@ static int datasheet_profile(const core_traced *t, core_profile **out) {
     return core_err_set(CORE_ENOMEM, "out of memory building a profile");
   snprintf(
       p->provenance, sizeof p->provenance, "collectives from the trace's allreduce kernels; device: %s", s->source);
+  snprintf(p->source, sizeof p->source, "imported");
   snprintf(p->device_kind, sizeof p->device_kind, "gpu");
   p->memory_GBps = p->peak_memory_GBps = s->memory_GBps;
   p->host_link_GBps = s->host_link_GBps;

@@ -9,11 +9,13 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 static const char *const jitter_choices[] = {"none", "normal", "lognormal", "shifted_exponential", NULL};
 static const char *const backend_choices[] = {"nccl", "gloo", NULL};
 static const char *const scope_choices[] = {"intra", "inter", NULL};
 static const char *const kind_choices[] = {"gpu", "cpu", NULL};
+static const char *const source_choices[] = {"datasheet", "calibrated", "imported", NULL};
 static const char *const algo_choices[] = {
     "ring", "tree", "hierarchical", "halving_doubling", "ring_chunked", "bcube", "gloo_ring", "segmented_ring", NULL};
 
@@ -24,6 +26,7 @@ core_profile *core_profile_new(void) {
   if (!p)
     return NULL;
   p->format = 1;
+  snprintf(p->source, sizeof p->source, "calibrated");
   p->compute_slowdown = 1.0;
   p->comm_slowdown = 1.0;
   p->cpu_slowdown = 1.0;
@@ -114,7 +117,8 @@ typedef struct field {
 
 static const field top_fields[] = {INT(P, "format", format, REQUIRED, SHOW_ALWAYS, 1, 1, 1),
     TEXT(P, "name", name, REQUIRED, NULL), TEXT(P, "provenance", provenance, REQUIRED, NULL), END};
-static const field meta_fields[] = {TEXT(P, "host", host, OPTIONAL, NULL), TEXT(P, "date", date, OPTIONAL, NULL),
+static const field meta_fields[] = {TEXT(P, "source", source, OPTIONAL, source_choices),
+    TEXT(P, "host", host, OPTIONAL, NULL), TEXT(P, "date", date, OPTIONAL, NULL),
     TEXT(P, "backend", backend, OPTIONAL, NULL), TEXT(P, "versions", versions, OPTIONAL, NULL),
     INT(P, "nodes", nodes, OPTIONAL, SHOW_ALWAYS, 1, 1, 1 << 24),
     INT(P, "ranks_per_node", ranks_per_node, OPTIONAL, SHOW_ALWAYS, 1, 1, 1 << 16),
@@ -665,6 +669,10 @@ int core_profile_from_setting(const config_setting_t *root, const char *path, co
   for (size_t i = 0; i < N_SECTIONS; i++)
     if ((rc = read_section(g, &sections[i], keys, p)) != 0)
       goto fail_free;
+  /* A profile from before meta.source: its provenance told. */
+  if (!p->source[0])
+    snprintf(p->source, sizeof p->source, "%s",
+        strncasecmp(p->provenance, "datasheet", 9) == 0 ? "datasheet" : "calibrated");
   *out = p;
   return 0;
 fail_free:
@@ -718,6 +726,8 @@ int core_profile_write(const core_profile *p, const char *path) {
 }
 
 /* --- queries ------------------------------------------------------------ */
+
+int core_profile_is_datasheet(const core_profile *p) { return strcmp(p->source, "datasheet") == 0; }
 
 double core_profile_peak_flops(const core_profile *p, enum core_prec prec) {
   return p->rate[prec].present ? p->rate[prec].peak_tflops * 1e12 : 0;

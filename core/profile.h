@@ -9,7 +9,7 @@
  *
  *   profile = {
  *     format = 1; name = "dgx-h100"; provenance = "datasheet-derived, not measured";
- *     meta = { host = "..."; date = "2026-12-02"; backend = "nccl"; versions = "...";
+ *     meta = { source = "datasheet"; host = "..."; date = "2026-12-02"; backend = "nccl"; versions = "...";
  *              nodes = 2; ranks_per_node = 8; link_gbps = 200.0; nics_per_node = 8; };
  *     device = { kind = "gpu"; name = "H100 SXM5"; memory_GBps = 3350.0; host_link_GBps = 50.0;
  *                peak_memory_GBps = 3350.0; nvlink_GBps = 450.0; sms = 132;
@@ -86,6 +86,12 @@ typedef struct core_profile {
   int format;
   char name[128];
   char provenance[256];
+  /* Where the collectives' fits come from (meta.source): "datasheet" (NCCL's
+   * Simple model on datasheet links), "calibrated" (measured by ddpsim
+   * calibrate) or "imported" (nccl-tests output, a trace). Absent from a
+   * file: "datasheet" when its provenance begins so (case aside), else
+   * "calibrated". */
+  char source[16];
   char host[128], date[64], backend[16], versions[256];
   int nodes, ranks_per_node;
   double link_gbps;    /* nominal line rate of the measured inter-node link; 0 = unknown */
@@ -160,6 +166,10 @@ int core_profile_write(const core_profile *p, const char *path);
  * in log(size) between measured points and clamped at the ends. Returns 0 when
  * the profile has no entry for p. */
 double core_profile_flops(const core_profile *p, enum core_prec prec, double flops);
+
+/* Whether the profile's collectives are NCCL's Simple model on datasheet
+ * links (meta.source = "datasheet") rather than measurements. */
+int core_profile_is_datasheet(const core_profile *p);
 
 /* The datasheet peak at precision p in FLOP/s (compute[].peak_tflops); 0
  * when the profile does not give it. */

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 
 #include "core/err.h"
-#include "runtime/dl.h"
+#include "core/dl.h"
 
 #ifndef DDPSIM_OPENBLAS_SONAME
 #define DDPSIM_OPENBLAS_SONAME "libopenblas.so.0"
@@ -24,10 +24,10 @@
   X(openblas_set_num_threads)
 
 typedef struct blas_api {
-  RT_BLAS_FUNCS(RT_DL_FN)
+  RT_BLAS_FUNCS(CORE_DL_FN)
 } blas_api;
 
-static const rt_dl_lib blas_lib = {
+static const core_dl_lib blas_lib = {
     .what = "OpenBLAS",
     .env = "DDPSIM_OPENBLAS",
     .names = {DDPSIM_OPENBLAS_SONAME, DDPSIM_OPENBLAS_PATH, "libopenblas.so"},
@@ -35,19 +35,19 @@ static const rt_dl_lib blas_lib = {
 };
 
 static blas_api table;
-static rt_dl_once loaded = RT_DL_ONCE_INIT;
+static core_dl_once loaded = CORE_DL_ONCE_INIT;
 
 static void load(void) {
   void *h = NULL;
   const char *as = NULL;
-  int rc = rt_dl_open(&blas_lib, &h, &as);
-#define RESOLVE(f) RT_DL_RESOLVE(&blas_lib, as, h, &table, rc, f)
+  int rc = core_dl_open(&blas_lib, &h, &as);
+#define RESOLVE(f) CORE_DL_RESOLVE(&blas_lib, as, h, &table, rc, f)
   RT_BLAS_FUNCS(RESOLVE)
 #undef RESOLVE
-  rt_dl_settle(&loaded, rc);
+  core_dl_settle(&loaded, rc);
 }
 
-int rt_blas_load(void) { return rt_dl_load_once(&loaded, load); }
+int rt_blas_load(void) { return core_dl_load_once(&loaded, load); }
 
 int rt_blas_threads(int n) {
   int rc = rt_blas_load();
@@ -59,7 +59,7 @@ int rt_blas_threads(int n) {
 /* The table of a process that loaded OpenBLAS; calling without loading is a
  * bug in the caller, not an input error. */
 static const blas_api *api(void) {
-  if (!rt_dl_loaded(&loaded)) {
+  if (!core_dl_loaded(&loaded)) {
     fprintf(stderr, "ddpsim: internal error: OpenBLAS used before rt_blas_load()\n");
     abort();
   }

@@ -1,5 +1,5 @@
 /*
- * blas — OpenBLAS opened on first use (runtime/dl.h), like the GPU
+ * blas — OpenBLAS opened on first use (core/dl.h), like the GPU
  * libraries: only real training steps (the MLP's GEMMs, PowerSGD) and the
  * CPU calibration sweeps need a fast BLAS, and loading OpenBLAS at start-up
  * starts its thread pool in every command (a simulation, a plot, --version).

@@ -24,14 +24,14 @@
 #define DDPSIM_CUBLAS_PATH NULL
 #endif
 
-static const rt_dl_lib cudart_lib = {
+static const core_dl_lib cudart_lib = {
     .what = "CUDA runtime",
     .env = "DDPSIM_CUDART",
     .names = {DDPSIM_CUDART_SONAME, DDPSIM_CUDART_PATH, "libcudart.so"},
     .hint = "install the CUDA runtime (libcudart, part of the CUDA Toolkit)",
 };
 
-static const rt_dl_lib cublas_lib = {
+static const core_dl_lib cublas_lib = {
     .what = "cuBLAS",
     .env = "DDPSIM_CUBLAS",
     .names = {DDPSIM_CUBLAS_SONAME, DDPSIM_CUBLAS_PATH, "libcublas.so"},
@@ -40,39 +40,39 @@ static const rt_dl_lib cublas_lib = {
 
 static rt_cudart cudart;
 static rt_cublas cublas;
-static rt_dl_once cudart_state = RT_DL_ONCE_INIT;
-static rt_dl_once cublas_state = RT_DL_ONCE_INIT;
+static core_dl_once cudart_state = CORE_DL_ONCE_INIT;
+static core_dl_once cublas_state = CORE_DL_ONCE_INIT;
 
 static void load_cudart(void) {
   void *h = NULL;
   const char *as = NULL;
-  int rc = rt_dl_open(&cudart_lib, &h, &as);
-#define RESOLVE(f) RT_DL_RESOLVE(&cudart_lib, as, h, &cudart, rc, f)
+  int rc = core_dl_open(&cudart_lib, &h, &as);
+#define RESOLVE(f) CORE_DL_RESOLVE(&cudart_lib, as, h, &cudart, rc, f)
   RT_CUDART_FUNCS(RESOLVE)
 #undef RESOLVE
-  rt_dl_settle(&cudart_state, rc);
+  core_dl_settle(&cudart_state, rc);
 }
 
 static void load_cublas(void) {
   void *h = NULL;
   const char *as = NULL;
-  int rc = rt_dl_open(&cublas_lib, &h, &as);
-#define RESOLVE(f) RT_DL_RESOLVE(&cublas_lib, as, h, &cublas, rc, f)
+  int rc = core_dl_open(&cublas_lib, &h, &as);
+#define RESOLVE(f) CORE_DL_RESOLVE(&cublas_lib, as, h, &cublas, rc, f)
   RT_CUBLAS_FUNCS(RESOLVE)
 #undef RESOLVE
-  rt_dl_settle(&cublas_state, rc);
+  core_dl_settle(&cublas_state, rc);
 }
 
 int rt_cudart_load(const rt_cudart **api) {
-  int rc = rt_dl_load_once(&cudart_state, load_cudart);
+  int rc = core_dl_load_once(&cudart_state, load_cudart);
   *api = rc ? NULL : &cudart;
   return rc;
 }
 
 int rt_cublas_load(const rt_cublas **api) {
-  int rc = rt_dl_load_once(&cublas_state, load_cublas);
+  int rc = core_dl_load_once(&cublas_state, load_cublas);
   *api = rc ? NULL : &cublas;
   return rc;
 }
 
-const rt_cudart *rt_cudart_loaded(void) { return rt_dl_loaded(&cudart_state) ? &cudart : NULL; }
+const rt_cudart *rt_cudart_loaded(void) { return core_dl_loaded(&cudart_state) ? &cudart : NULL; }

@@ -1,6 +1,6 @@
 /*
  * cuda_api — the CUDA runtime and cuBLAS functions ddpsim calls, as tables
- * of function pointers filled on first use (runtime/dl.h), so that only GPU
+ * of function pointers filled on first use (core/dl.h), so that only GPU
  * work loads libcudart and libcublas. Used by runtime/gpu.c and
  * runtime/nccl.c (and the GPU tests); built where the CUDA Toolkit's
  * headers were found (DDPSIM_HAVE_CUDA).
@@ -17,7 +17,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
-#include "runtime/dl.h"
+#include "core/dl.h"
 
 /* Every CUDA runtime function called through rt_cudart (cudaLaunchHostFunc
  * for the tests' stalled streams). */
@@ -60,11 +60,11 @@
   X(cublasGetStatusString)
 
 typedef struct rt_cudart {
-  RT_CUDART_FUNCS(RT_DL_FN)
+  RT_CUDART_FUNCS(CORE_DL_FN)
 } rt_cudart;
 
 typedef struct rt_cublas {
-  RT_CUBLAS_FUNCS(RT_DL_FN)
+  RT_CUBLAS_FUNCS(CORE_DL_FN)
 } rt_cublas;
 
 /* The loaded table in *api (loading it on the first call; thread-safe), or

@@ -1,6 +1,6 @@
 /* gloo_api — the Gloo shim (runtime/gloo_shim.h, runtime/store.h) opened on
  * first use. The shim is C++ over Gloo, built as a module of its own
- * (libddpsim-gloo.so); these functions load it once (runtime/dl.h) and call
+ * (libddpsim-gloo.so); these functions load it once (core/dl.h) and call
  * its functions of the same names, so that a command that never rendezvouses
  * or talks over Gloo starts without Gloo and the C++ runtime.
  *
@@ -15,7 +15,7 @@
 #include "core/err.h"
 #include "core/path.h"
 #include "runtime/comm.h"
-#include "runtime/dl.h"
+#include "core/dl.h"
 #include "runtime/gloo_shim.h"
 #include "runtime/store.h"
 
@@ -46,7 +46,7 @@
   X(rt_store_wait)
 
 typedef struct gloo_api {
-  RT_GLOO_FUNCS(RT_DL_FN)
+  RT_GLOO_FUNCS(CORE_DL_FN)
 } gloo_api;
 
 /* What the shim calls back into (gloo_shim.dynlist), referenced here so that
@@ -61,14 +61,14 @@ __attribute__((used)) static const void *const host_functions[] = {
 };
 
 static char beside_binary[PATH_MAX + 64];
-static rt_dl_lib shim_lib = {
+static core_dl_lib shim_lib = {
     .what = "ddpsim's Gloo shim",
     .env = "DDPSIM_GLOO_SHIM",
     .names = {beside_binary, DDPSIM_GLOO_SHIM_PATH, DDPSIM_GLOO_SHIM_NAME},
     .hint = "keep " DDPSIM_GLOO_SHIM_NAME " beside the ddpsim binary (the build writes it there)",
 };
 static gloo_api api;
-static rt_dl_once loaded = RT_DL_ONCE_INIT;
+static core_dl_once loaded = CORE_DL_ONCE_INIT;
 
 /* The shim's name in the running binary's directory; empty when
  * /proc/self/exe cannot be read. */
@@ -86,14 +86,14 @@ static void load(void) {
   void *h = NULL;
   const char *as = NULL;
   find_beside_binary();
-  int rc = rt_dl_open(&shim_lib, &h, &as);
-#define RESOLVE(f) RT_DL_RESOLVE(&shim_lib, as, h, &api, rc, f)
+  int rc = core_dl_open(&shim_lib, &h, &as);
+#define RESOLVE(f) CORE_DL_RESOLVE(&shim_lib, as, h, &api, rc, f)
   RT_GLOO_FUNCS(RESOLVE)
 #undef RESOLVE
-  rt_dl_settle(&loaded, rc);
+  core_dl_settle(&loaded, rc);
 }
 
-static int load_shim(void) { return rt_dl_load_once(&loaded, load); }
+static int load_shim(void) { return core_dl_load_once(&loaded, load); }
 
 const char *rt_gloo_version(void) { return load_shim() ? "Gloo (not loaded)" : api.rt_gloo_version(); }
 

@@ -16,7 +16,7 @@
 #define DDPSIM_NCCL_PATH NULL
 #endif
 
-static const rt_dl_lib nccl_lib = {
+static const core_dl_lib nccl_lib = {
     .what = "NCCL",
     .env = "DDPSIM_NCCL",
     .names = {DDPSIM_NCCL_SONAME, DDPSIM_NCCL_PATH, "libnccl.so"},
@@ -24,20 +24,20 @@ static const rt_dl_lib nccl_lib = {
 };
 
 static rt_nccl_api table;
-static rt_dl_once loaded = RT_DL_ONCE_INIT;
+static core_dl_once loaded = CORE_DL_ONCE_INIT;
 
 static void load(void) {
   void *h = NULL;
   const char *as = NULL;
-  int rc = rt_dl_open(&nccl_lib, &h, &as);
-#define RESOLVE(f) RT_DL_RESOLVE(&nccl_lib, as, h, &table, rc, f)
+  int rc = core_dl_open(&nccl_lib, &h, &as);
+#define RESOLVE(f) CORE_DL_RESOLVE(&nccl_lib, as, h, &table, rc, f)
   RT_NCCL_FUNCS(RESOLVE)
 #undef RESOLVE
-  rt_dl_settle(&loaded, rc);
+  core_dl_settle(&loaded, rc);
 }
 
 int rt_nccl_api_load(const rt_nccl_api **api) {
-  int rc = rt_dl_load_once(&loaded, load);
+  int rc = core_dl_load_once(&loaded, load);
   *api = rc ? NULL : &table;
   return rc;
 }

@@ -1,6 +1,6 @@
 /*
  * nccl_api — the NCCL functions the NCCL backend (runtime/nccl.c) calls, as
- * a table of function pointers filled on first use (runtime/dl.h), so that
+ * a table of function pointers filled on first use (core/dl.h), so that
  * only `--backend nccl` loads libnccl. Built where NCCL's header was found
  * (DDPSIM_HAVE_NCCL).
  *
@@ -15,7 +15,7 @@
 
 #include <nccl.h>
 
-#include "runtime/dl.h"
+#include "core/dl.h"
 
 #define RT_NCCL_FUNCS(X)                                                                                               \
   X(ncclAllGather)                                                                                                     \
@@ -33,7 +33,7 @@
   X(ncclReduceScatter)
 
 typedef struct rt_nccl_api {
-  RT_NCCL_FUNCS(RT_DL_FN)
+  RT_NCCL_FUNCS(CORE_DL_FN)
 } rt_nccl_api;
 
 /* The loaded table in *api (loading it on the first call; thread-safe), or

@@ -1,14 +1,14 @@
 /* nvml_api — loading NVML on first use (runtime/nvml_api.h). */
 #include "runtime/nvml_api.h"
 
-#include "runtime/dl.h"
+#include "core/dl.h"
 
 #include "core/err.h"
 
 #include <pthread.h>
 #include <stdio.h>
 
-static const rt_dl_lib nvml_lib = {
+static const core_dl_lib nvml_lib = {
     .what = "NVML",
     .env = "DDPSIM_NVML",
     .names = {"libnvidia-ml.so.1", "libnvidia-ml.so"},
@@ -16,25 +16,25 @@ static const rt_dl_lib nvml_lib = {
 };
 
 static rt_nvml nvml;
-static rt_dl_once loaded = RT_DL_ONCE_INIT;
+static core_dl_once loaded = CORE_DL_ONCE_INIT;
 
-#define RESOLVE(f) RT_DL_RESOLVE(&nvml_lib, as, h, &nvml, rc, f)
+#define RESOLVE(f) CORE_DL_RESOLVE(&nvml_lib, as, h, &nvml, rc, f)
 
 static void load(void) {
   void *h = NULL;
   const char *as = NULL;
-  int rc = rt_dl_open(&nvml_lib, &h, &as);
+  int rc = core_dl_open(&nvml_lib, &h, &as);
   RESOLVE(nvmlInit_v2)
   RESOLVE(nvmlShutdown)
   RESOLVE(nvmlDeviceGetHandleByIndex_v2)
   RESOLVE(nvmlDeviceGetUtilizationRates)
   RESOLVE(nvmlDeviceGetMemoryInfo)
   RESOLVE(nvmlErrorString)
-  rt_dl_settle(&loaded, rc);
+  core_dl_settle(&loaded, rc);
 }
 
 int rt_nvml_load(const rt_nvml **api) {
-  int rc = rt_dl_load_once(&loaded, load);
+  int rc = core_dl_load_once(&loaded, load);
   *api = rc ? NULL : &nvml;
   return rc;
 }

@@ -1,7 +1,7 @@
 /*
  * nvml_api — the NVIDIA Management Library functions the TensorBoard logger
  * reads a GPU's utilisation and memory with, as a table of function pointers
- * filled on first use (runtime/dl.h): libnvidia-ml ships with the driver,
+ * filled on first use (core/dl.h): libnvidia-ml ships with the driver,
  * not the CUDA Toolkit, so it is opened only where a rank asks for GPU
  * figures, and ddpsim builds without its header.
  *

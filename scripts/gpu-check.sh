@@ -446,7 +446,7 @@ int rt_store_wait(rt_store *s, const char *const *keys, size_t nkeys, int timeou
 }
 EOF
   CC=$(command -v cc || command -v gcc || echo cc)
-  # CUDA and NCCL are opened at run time (runtime/dl.h), not linked: the
+  # CUDA and NCCL are opened at run time (core/dl.h), not linked: the
   # files found above become the loader's defaults, as CMake's build does.
   lib_file() { # lib_file DIR NAME: DIR/NAME.so.N (the shortest), else DIR/NAME.so
     local f
@@ -462,7 +462,7 @@ EOF
        -I"$CUDA_INC" -I"$CUBLAS_INC" \
        "-DDDPSIM_CUDART_PATH=\"$(lib_file "$CUDART_DIR" libcudart)\"" \
        "-DDDPSIM_CUBLAS_PATH=\"$(lib_file "$CUBLAS_DIR" libcublas)\"" \
-       core/err.c runtime/comm.c runtime/dl.c runtime/cuda_api.c runtime/gpu.c "${NCCL_SRC[@]}" \
+       core/err.c core/path.c core/dl.c runtime/comm.c runtime/cuda_api.c runtime/gpu.c "${NCCL_SRC[@]}" \
        tests/runtime/test_rt_nccl.c tests/runtime/rtt.c tests/cunit_main.c \
        "$SHIM/mini_cunit.c" "$SHIM/mini_store.c" \
        -o "$BUILD/test_rt_nccl" "${NCCL_FLAGS[@]}" -ldl -lpthread -lm \

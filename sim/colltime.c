@@ -36,7 +36,7 @@ int sim_colltime_setup(const core_profile *pr, const char *profile_path, const s
   /* The measurement stands for itself only on the network it was made on;
    * a datasheet profile's fit is Simple's model alone, so its shape too
    * goes to the models, which add NCCL's other protocols. */
-  int measured_net = (nodes == 1 || (n->from_profile && !(n->gbps > 0))) && !sim_profile_datasheet(pr);
+  int measured_net = (nodes == 1 || (n->from_profile && !(n->gbps > 0))) && !core_profile_is_datasheet(pr);
   if (algo < 0 && measured_net && (c->measured = same_shape(pr, b, op, nodes, per_node)) != NULL)
     return 0;
   if (nodes * per_node < 2)

@@ -106,13 +106,13 @@ int sim_topo_build(const core_profile *pr, const char *profile_path, const sim_n
   }
   if (b == SIM_BACKEND_GLOO && gpu)
     t->stage_s = 2.0 / (pr->host_link_GBps * 1e9); /* device to host and back */
-  /* LL128 runs only where NVLink joins the node's GPUs (tuning.cc). */
-  if (b == SIM_BACKEND_NCCL && gpu && sim_profile_datasheet(pr))
+  /* A datasheet profile's fits are Simple's model alone, so NCCL's other
+   * protocols are costed on its links; LL128 runs only where NVLink joins
+   * the node's GPUs (tuning.cc). */
+  if (b == SIM_BACKEND_NCCL && gpu && core_profile_is_datasheet(pr))
     t->nccl_hw = pr->nvlink_GBps > 0 ? SIM_NCCL_HW_NVLINK : SIM_NCCL_HW_PCI;
   return 0;
 }
-
-int sim_profile_datasheet(const core_profile *pr) { return strncmp(pr->provenance, "datasheet", 9) == 0; }
 
 int sim_predict_topo(const sim_scenario *s, const sim_point *p, sim_topo *t) {
   return sim_topo_build(

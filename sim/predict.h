@@ -53,11 +53,6 @@ int sim_predict_topo(const sim_scenario *s, const sim_point *p, sim_topo *t);
 int sim_topo_build(const core_profile *pr, const char *profile_path, const sim_network *n, enum sim_backend b,
     enum core_coll op, int nodes, int per_node, sim_topo *t);
 
-/* Whether the profile's figures come from datasheets (its provenance begins
- * "datasheet"), so that NCCL's protocol choice is modelled on its links
- * rather than held in a measured fit (sim/protocol.h). */
-int sim_profile_datasheet(const core_profile *pr);
-
 /* Per-bucket allreduce time, choosing the algorithm when p->algorithm is
  * auto (NCCL: the faster of ring and tree, as NCCL's tuner does; Gloo: the
  * segmented ring of gloo::allreduce, which PyTorch uses). On a fabric

@@ -1,21 +1,19 @@
 #include "protocol.h"
 
+#include "core/nccl_tuning.h"
+
 #include <math.h>
+
+/* NCCL's base and per-hop latencies (core/nccl_tuning.h) take sim's
+ * protocol as their own index. */
+_Static_assert(SIM_PROTO_LL == (int)CORE_NCCL_LL && SIM_PROTO_LL128 == (int)CORE_NCCL_LL128 &&
+                   SIM_PROTO_SIMPLE == (int)CORE_NCCL_SIMPLE,
+    "sim's protocols are NCCL's");
 
 /* NCCL's tuning model (ncclTopoTuneModel in src/graph/tuning.cc,
  * https://github.com/NVIDIA/nccl/blob/b6475625fbca/src/graph/tuning.cc, the
- * commit sim/collective.h cites), LL and LL128 columns, in us: the base
- * latency of an algorithm, and the per-hop latency on NVLink, PCIe and the
- * network (where the network's Simple ring figure is 14 us). */
-static const double base_lat[2][2] = {{6.6, 14.0}, {6.8, 14.0}}; /* [ring, tree][LL, LL128] */
-static const double hop_lat[3][2][2] = {
-    {{0.6, 1.9}, {0.6, 1.25}}, /* NVLink: ring, tree */
-    {{1.0, 2.5}, {1.0, 1.9}},  /* PCIe */
-    {{2.7, 4.0}, {5.0, 8.5}},  /* network */
-};
-#define NET_SIMPLE_RING_LAT_US 14.0
-/* The same source: a multi-node ring step costs at least the host's post of
- * a network send, 1 us on x86 (getNetOverhead). */
+ * commit sim/collective.h cites): a multi-node ring step costs at least the
+ * host's post of a network send, 1 us on x86 (getNetOverhead). */
 #define NET_OVERHEAD_US 1.0
 /* The same source, llMaxBws: LL's bus bandwidth caps, GB/s, for one node of
  * Ampere or Hopper GPUs, and for 2 and more nodes of Intel hosts. */
@@ -42,13 +40,17 @@ double sim_proto_time(const sim_proto_case *c, enum sim_nccl_proto pr) {
     return pr == SIM_PROTO_SIMPLE ? c->simple_s : INFINITY;
   if (pr == SIM_PROTO_LL128 && c->hw != SIM_NCCL_HW_NVLINK)
     return INFINITY;
-  int a = c->tree ? 1 : 0, hw = c->hw == SIM_NCCL_HW_NVLINK ? 0 : 1;
-  double intra = hop_lat[hw][a][pr];
+  enum core_nccl_algo a = c->tree ? CORE_NCCL_TREE : CORE_NCCL_RING;
+  enum core_nccl_proto p = (enum core_nccl_proto)pr;
+  double intra = core_nccl_hop_lat_us(c->hw == SIM_NCCL_HW_NVLINK ? CORE_NCCL_NVLINK : CORE_NCCL_PCI, a, p);
   if (!c->tree && c->nodes > 1 && intra < NET_OVERHEAD_US)
     intra = NET_OVERHEAD_US;
-  double net = c->net_alpha_s * 1e6 * hop_lat[2][a][pr] / NET_SIMPLE_RING_LAT_US;
+  /* The network's latency_us stands for NCCL's Simple ring figure; the
+   * protocol's own hop scales with it. */
+  double net = c->net_alpha_s * 1e6 * core_nccl_hop_lat_us(CORE_NCCL_NET, a, p) /
+               core_nccl_hop_lat_us(CORE_NCCL_NET, CORE_NCCL_RING, CORE_NCCL_SIMPLE);
   /* A tree goes up and back down: its hops count twice. */
-  double lat_us = base_lat[a][pr] + (c->tree ? 2.0 : 1.0) * (c->intra_hops * intra + c->inter_hops * net);
+  double lat_us = core_nccl_base_lat_us(a, p) + (c->tree ? 2.0 : 1.0) * (c->intra_hops * intra + c->inter_hops * net);
   double bus = c->bus_Bps * bw_share(c, pr);
   if (pr == SIM_PROTO_LL) {
     double cap = ll_max_GBps[c->nodes <= 1 ? 0 : c->nodes == 2 ? 1 : 2] * 1e9;

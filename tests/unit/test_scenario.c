@@ -58,6 +58,7 @@ static int profiles_equal(const core_profile *a, const core_profile *b) {
   INT(format);
   STR(name);
   STR(provenance);
+  STR(source);
   STR(host);
   STR(date);
   STR(backend);
@@ -294,6 +295,50 @@ static void test_round_trip_maximal(void) {
   CU_ASSERT_EQUAL(p->write_GBps, 0.0);
   core_profile_free(p);
   round_trip(path);
+}
+
+/* A profile of this provenance and meta group, loaded: its source ("" when
+ * it does not load). */
+static const char *source_of(const char *provenance, const char *meta, char *out, size_t n) {
+  char path[4200], text[2048];
+  core_profile *p = NULL;
+  snprintf(path, sizeof path, "%s/source.cfg", scratch);
+  snprintf(text, sizeof text,
+      "profile = { format = 1; name = \"m\"; provenance = \"%s\"; meta = { %s };\n"
+      "  device = { kind = \"cpu\"; memory_GBps = 1.0; }; host = { reduce_GBps = 1.0; };\n"
+      "  compute = ( { precision = \"fp32\"; gemm_flops = [1.0]; tflops = [1.0]; } );\n"
+      "  collectives = ( { backend = \"gloo\"; op = \"allgather\"; algorithm = \"ring\"; scope = \"intra\";\n"
+      "    ranks = 2; nodes = 1; fits = ( { min_bytes = 0.0; max_bytes = 1.0; alpha_us = 1.0; algbw_GBps = 1.0; } ); } "
+      ");\n"
+      "};\n",
+      provenance, meta);
+  out[0] = '\0';
+  if (tu_write_file(path, text) == 0 && core_profile_load(path, &p) == 0) {
+    snprintf(out, n, "%s", p->source);
+    CU_ASSERT_EQUAL(core_profile_is_datasheet(p), strcmp(out, "datasheet") == 0);
+    core_profile_free(p);
+    round_trip(path);
+  }
+  return out;
+}
+
+/* meta.source says where the fits come from; a profile without it takes
+ * its provenance's first word, in any case. */
+static void test_profile_source(void) {
+  char b[32];
+  CU_ASSERT_STRING_EQUAL(source_of("measured", "source = \"datasheet\";", b, sizeof b), "datasheet");
+  CU_ASSERT_STRING_EQUAL(source_of("datasheet-derived", "source = \"imported\";", b, sizeof b), "imported");
+  CU_ASSERT_STRING_EQUAL(source_of("x", "source = \"calibrated\";", b, sizeof b), "calibrated");
+  CU_ASSERT_STRING_EQUAL(source_of("datasheet-derived, not measured", "", b, sizeof b), "datasheet");
+  CU_ASSERT_STRING_EQUAL(source_of("Datasheet figures", "", b, sizeof b), "datasheet");
+  CU_ASSERT_STRING_EQUAL(source_of("measured by ddpsim calibrate", "", b, sizeof b), "calibrated");
+  CU_ASSERT_STRING_EQUAL(source_of("from datasheets", "", b, sizeof b), "calibrated");
+  CU_ASSERT_STRING_EQUAL(source_of("x", "source = \"vendor\";", b, sizeof b), "");
+  CU_ASSERT(strstr(core_err_msg(), "source") != NULL);
+  core_profile *p = core_profile_new();
+  CU_ASSERT_FATAL(p != NULL);
+  CU_ASSERT_STRING_EQUAL(p->source, "calibrated");
+  core_profile_free(p);
 }
 
 /* A write that cannot happen leaves nothing behind and says why. */
@@ -645,6 +690,7 @@ void test_register(void) {
   CU_add_test(s, "profile round trip: shipped and test profiles", test_round_trip_shipped);
   CU_add_test(s, "profile round trip: every feature", test_round_trip_maximal);
   CU_add_test(s, "profile write to a missing directory", test_profile_write_fails_cleanly);
+  CU_add_test(s, "profile meta.source, and its default from the provenance", test_profile_source);
   CU_add_test(s, "sweep: Cartesian product, documented order", test_sweep_order_and_count);
   CU_add_test(s, "sweep: find_unused_parameters inside overlap", test_sweep_find_unused);
   CU_add_test(s, "shipped scenarios load; gigabit-vs-ib has 112 points", test_shipped_scenario_points);

@@ -1,34 +1,34 @@
-/* dl — run-time loading of optional libraries (runtime/dl.h). */
-#include "runtime/dl.h"
+/* dl — run-time loading of optional libraries (core/dl.h). */
+#include "dl.h"
 
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/err.h"
-#include "core/path.h"
+#include "err.h"
+#include "path.h"
 
-/* RT_DL_RESOLVE copies a void * into a function pointer (POSIX dlsym). */
+/* CORE_DL_RESOLVE copies a void * into a function pointer (POSIX dlsym). */
 _Static_assert(sizeof(void *) == sizeof(void (*)(void)), "function and data pointers differ");
 
 static int usable(const char *name) { return name && *name; }
 
 /* The name a user would put in the environment variable: the first
  * candidate, as a file name. */
-static const char *example_name(const rt_dl_lib *lib) {
-  for (int i = 0; i < RT_DL_MAX_NAMES; i++)
+static const char *example_name(const core_dl_lib *lib) {
+  for (int i = 0; i < CORE_DL_MAX_NAMES; i++)
     if (usable(lib->names[i]))
       return core_path_base(lib->names[i]);
   return "the library";
 }
 
-static int not_found(const rt_dl_lib *lib, const char *name, const char *why, const char *also) {
+static int not_found(const core_dl_lib *lib, const char *name, const char *why, const char *also) {
   return core_err_set(CORE_EUNSUPPORTED, "%s not found: cannot load %s (%s)%s; %s or set %s=/path/%s", lib->what, name,
       why, also, lib->hint, lib->env, example_name(lib));
 }
 
-int rt_dl_open(const rt_dl_lib *lib, void **handle, const char **loaded_as) {
+int core_dl_open(const core_dl_lib *lib, void **handle, const char **loaded_as) {
   *handle = NULL;
   const char *env = getenv(lib->env);
   if (usable(env)) {
@@ -40,7 +40,7 @@ int rt_dl_open(const rt_dl_lib *lib, void **handle, const char **loaded_as) {
   }
   const char *first = NULL;
   char why[512] = "no candidate name", also[768] = "";
-  for (int i = 0; i < RT_DL_MAX_NAMES; i++) {
+  for (int i = 0; i < CORE_DL_MAX_NAMES; i++) {
     const char *name = lib->names[i];
     if (!usable(name))
       continue;
@@ -61,7 +61,7 @@ int rt_dl_open(const rt_dl_lib *lib, void **handle, const char **loaded_as) {
   return not_found(lib, first ? first : example_name(lib), why, also);
 }
 
-void rt_dl_settle(rt_dl_once *o, int rc) {
+void core_dl_settle(core_dl_once *o, int rc) {
   o->rc = rc;
   if (rc)
     snprintf(o->msg, sizeof o->msg, "%s", core_err_msg());
@@ -69,14 +69,14 @@ void rt_dl_settle(rt_dl_once *o, int rc) {
     atomic_store(&o->ok, 1);
 }
 
-int rt_dl_load_once(rt_dl_once *o, void (*loader)(void)) {
+int core_dl_load_once(core_dl_once *o, void (*loader)(void)) {
   pthread_once(&o->once, loader);
   return o->rc ? core_err_set(o->rc, "%s", o->msg) : 0;
 }
 
-int rt_dl_loaded(rt_dl_once *o) { return atomic_load(&o->ok); }
+int core_dl_loaded(core_dl_once *o) { return atomic_load(&o->ok); }
 
-int rt_dl_sym(const rt_dl_lib *lib, const char *loaded_as, void *handle, const char *name, void **addr) {
+int core_dl_sym(const core_dl_lib *lib, const char *loaded_as, void *handle, const char *name, void **addr) {
   (void)dlerror();
   *addr = dlsym(handle, name);
   if (*addr)
