@@ -348,6 +348,8 @@ static int traced_profile(const core_model *m, const char *base, const char *nam
       core_profile_free(p);
       return rc;
     }
+    /* Its allreduce is measured, whatever the base's source. */
+    snprintf(p->source, sizeof p->source, "imported");
   }
   *out = p;
   return 0;

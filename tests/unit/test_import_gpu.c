@@ -840,6 +840,16 @@ static void test_profile_base_of_traced_gpu(void) {
   }
   cal_gpu_opts o = {.profile = TU_SRC("scenarios/profiles/dgx-a100-40gb.cfg"), .scenario = 1};
   CU_ASSERT_EQUAL(cal_import_gpu(traces, 1, &o, out, NULL, 0), 0);
+  /* The traced job's profile measured its allreduce: imported, though its
+   * base is a datasheet's (whose collectives take NCCL's protocols). */
+  char scen[4200], prof[4400];
+  snprintf(scen, sizeof scen, "%s/pbase-job.cfg", dir);
+  CU_ASSERT_EQUAL_FATAL(cal_trace_scenario(out, scen, o.profile, NULL, 0), 0);
+  cal_trace_scenario_profile(scen, prof, sizeof prof);
+  core_profile *p = NULL;
+  CU_ASSERT_EQUAL_FATAL(core_profile_load(prof, &p), 0);
+  CU_ASSERT_STRING_EQUAL(p->source, "imported");
+  core_profile_free(p);
   unlink(out);
 }
 
