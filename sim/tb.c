@@ -157,7 +157,7 @@ static int put_point(core_tb_buf *b, const sim_point_result *r, long step, const
   return core_tb_put_scalars(b, 0.0, step, v, n);
 }
 
-int sim_tb_check(const sim_scenario *s, const char *dir) {
+int sim_tb_check(const sim_scenario *s, const char *dir, core_made_dirs *made) {
   char path[4400];
   if (!*dir)
     return core_err_set(CORE_EUSAGE, "--tensorboard expects a directory, got an empty one");
@@ -167,7 +167,7 @@ int sim_tb_check(const sim_scenario *s, const char *dir) {
   if (rc)
     return core_err_wrap(rc, "--tensorboard %s", dir);
   snprintf(path, sizeof path, "%s/%s", dir, s->name);
-  rc = core_mkdirs(path);
+  rc = core_mkdirs_made(path, made);
   return rc ? core_err_wrap(CORE_EUSAGE, "--tensorboard %s (choose a directory you can write)", dir) : 0;
 }
 
