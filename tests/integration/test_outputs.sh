@@ -266,6 +266,15 @@ if "$bin" help train >/dev/null 2>&1; then
   check "... nor touching --ckpt-dir" [ -f "$ck/ckpt-00000006.ddpc" ]
 fi
 
+# The summary names the dimensions it sweeps as the CSV's columns do.
+sed 's/devices_per_node = 1;/devices_per_node = [1, 2];/' "$work/S.cfg" > "$work/per_node.cfg"
+run per_node simulate "$work/per_node.cfg" -o "$work/per_node"
+check "simulate sweeping devices_per_node: exit 0" [ "$status" -eq 0 ]
+check "... the summary's column is the CSV's gpus_per_node" \
+  grep -q "^model .* gpus_per_node " "$work/per_node.out"
+check "... which the CSV has" grep -q "^model,nodes,gpus_per_node," "$work/per_node/outputs.csv"
+check "... and no devices_per_node" [ -z "$(grep devices_per_node "$work/per_node.out")" ]
+
 # simulate and advise refused after -o is made leave no directory either.
 run sim_refused simulate "$work/S.cfg" -o "$work/gone/sim" --tensorboard "$work/gone/tb" \
   --trace "$work/gone/sim/outputs.csv" -q
