@@ -121,9 +121,10 @@ int cli_cmd_advise(int argc, char **argv) {
   snprintf(csv, sizeof csv, "%s/%s-advice.csv", o.out, s->name);
   sim_advise_opts ao = {.jobs = (int)o.jobs, .exhaustive = o.exhaustive};
   sim_advice a;
+  core_made_dirs made = {0}; /* -o's directories, taken back if the run fails while they are empty */
   double t0 = core_now();
   if ((rc = sim_advise_check(s)) != 0 || (o.plot && s->prices.priced && (rc = cli_plot_check_paths(csv, o.out)) != 0) ||
-      (rc = core_mkdirs(o.out)) != 0 || (rc = core_afile_check(csv)) != 0)
+      (rc = core_mkdirs_made(o.out, &made)) != 0 || (rc = core_afile_check(csv)) != 0)
     goto fail_scenario;
   cli_warn_traced("advise", s);
   if ((rc = sim_advise_run(s, &ao, &a)) != 0)
@@ -144,5 +145,6 @@ fail_advice:
   sim_advice_free(&a);
 fail_scenario:
   sim_scenario_free(s);
+  core_made_dirs_undo(&made);
   return cli_fail("advise", rc);
 }

@@ -189,8 +189,8 @@ static int check_apart(const sim_scenario *s, const opts *o, const char *csv) {
 }
 
 /* Runs the study and writes its CSV (path csv), trace and TensorBoard
- * files, and the summary. */
-static int run(sim_scenario *s, const opts *o, const char *csv) {
+ * files, and the summary; notes in made the directories it makes. */
+static int run_made(sim_scenario *s, const opts *o, const char *csv, core_made_dirs made[2]) {
   sim_sweep_opts so = {.jobs = (int)o->jobs,
       .shard = o->shard,
       .n_shards = o->n_shards,
@@ -202,7 +202,7 @@ static int run(sim_scenario *s, const opts *o, const char *csv) {
   sim_sweep w;
   int rc;
   /* -o's directory is made now: the trace may go into it. */
-  if ((rc = core_mkdirs(o->out_dir)) != 0)
+  if ((rc = core_mkdirs_made(o->out_dir, &made[0])) != 0)
     return rc;
   /* Refused outputs are refused before the work, not after it. */
   if ((rc = core_afile_check(csv)) != 0)
@@ -211,7 +211,7 @@ static int run(sim_scenario *s, const opts *o, const char *csv) {
     return core_err_wrap(rc, "--trace");
   if ((rc = check_apart(s, o, csv)) != 0 || (o->plot && (rc = cli_plot_check_paths(csv, o->out_dir)) != 0))
     return rc;
-  if (o->tensorboard && (rc = sim_tb_check(s, o->tensorboard)) != 0)
+  if (o->tensorboard && (rc = sim_tb_check(s, o->tensorboard, &made[1])) != 0)
     return rc;
   /* A shard is stamped with the files as they were when it started. */
   char stamp[256];
@@ -232,6 +232,18 @@ static int run(sim_scenario *s, const opts *o, const char *csv) {
   }
 out_sweep:
   sim_sweep_free(&w);
+  return rc;
+}
+
+/* run_made, and a run that fails takes back the directories it made while
+ * they are empty: bad input leaves nothing behind. */
+static int run(sim_scenario *s, const opts *o, const char *csv) {
+  core_made_dirs made[2] = {0};
+  int rc = run_made(s, o, csv, made);
+  if (rc) {
+    core_made_dirs_undo(&made[1]);
+    core_made_dirs_undo(&made[0]);
+  }
   return rc;
 }
 

@@ -566,9 +566,15 @@ static void sweep_target(const char *final) {
 }
 
 /* mkdir of one level; a file where a directory must be is the user's to
- * change (exit 2), other failures are the system's. */
-static int mkdir_one(const char *buf) {
-  if (mkdir(buf, 0755) == 0 || errno == EEXIST)
+ * change (exit 2), other failures are the system's. Notes in made, if any,
+ * the first level it creates. */
+static int mkdir_one(const char *buf, core_made_dirs *made) {
+  if (mkdir(buf, 0755) == 0) {
+    if (made && made->top == 0)
+      made->top = strlen(buf);
+    return 0;
+  }
+  if (errno == EEXIST)
     return 0;
   if (errno == ENOTDIR)
     return core_err_set(CORE_EUSAGE,
@@ -579,7 +585,7 @@ static int mkdir_one(const char *buf) {
   return core_err_errno(errno, "cannot create directory '%s'", buf);
 }
 
-int core_mkdirs(const char *dir) {
+int core_mkdirs_made(const char *dir, core_made_dirs *made) {
   char buf[4096];
   int rc;
   if (!*dir)
@@ -587,15 +593,19 @@ int core_mkdirs(const char *dir) {
   if (strlen(dir) >= sizeof buf)
     return core_err_set(CORE_EINVAL, "directory path is too long: %.64s...", dir);
   snprintf(buf, sizeof buf, "%s", dir);
+  if (made) {
+    snprintf(made->path, sizeof made->path, "%s", dir);
+    made->top = 0;
+  }
   for (char *p = buf + 1; *p; p++) {
     if (*p != '/')
       continue;
     *p = '\0';
-    if ((rc = mkdir_one(buf)) != 0)
+    if ((rc = mkdir_one(buf, made)) != 0)
       return rc;
     *p = '/';
   }
-  if ((rc = mkdir_one(buf)) != 0)
+  if ((rc = mkdir_one(buf, made)) != 0)
     return rc;
   struct stat st;
   if (stat(buf, &st) != 0 && lstat(buf, &st) == 0 && S_ISLNK(st.st_mode))
@@ -606,4 +616,22 @@ int core_mkdirs(const char *dir) {
   if (stat(buf, &st) != 0 || !S_ISDIR(st.st_mode))
     return core_err_set(CORE_EUSAGE, "'%s' exists and is not a directory; choose another output directory", buf);
   return 0;
+}
+
+int core_mkdirs(const char *dir) { return core_mkdirs_made(dir, NULL); }
+
+void core_made_dirs_undo(core_made_dirs *made) {
+  size_t n = strlen(made->path);
+  while (made->top > 0 && n >= made->top) {
+    made->path[n] = '\0';
+    if (rmdir(made->path) != 0 && errno != ENOENT)
+      break; /* something was written into it: it is no longer only ours */
+    while (n > 0 && made->path[n - 1] == '/')
+      n--;
+    while (n > 0 && made->path[n - 1] != '/')
+      n--;
+    while (n > 1 && made->path[n - 1] == '/')
+      n--;
+  }
+  made->top = 0;
 }

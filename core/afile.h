@@ -85,4 +85,20 @@ int core_afile_sweep_stale(const char *dir, const char *name_prefix);
 /* mkdir -p; an existing directory is fine. */
 int core_mkdirs(const char *dir);
 
+/* The directories one core_mkdirs_made call created: path, and the length
+ * of its first prefix that did not exist before (0: it created none). */
+typedef struct core_made_dirs {
+  char path[4096];
+  size_t top;
+} core_made_dirs;
+
+/* core_mkdirs that notes in *made what it creates, so that a run refused
+ * after it can take back what it made (core_made_dirs_undo). */
+int core_mkdirs_made(const char *dir, core_made_dirs *made);
+
+/* Removes the directories *made holds, deepest first, while they are empty;
+ * never one that existed before. A refused run leaves nothing behind.
+ * Safe on a zeroed or already undone *made. */
+void core_made_dirs_undo(core_made_dirs *made);
+
 #endif

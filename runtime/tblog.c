@@ -64,7 +64,7 @@ struct rt_tblog {
 static int open_dir(const rt_tblog_opts *o, int append, char *dir, size_t n) {
   if ((size_t)snprintf(dir, n, "%s/rank_%d", o->dir, o->rank) >= n)
     return core_err_set(CORE_EUSAGE, "--tensorboard %s: the path is too long", o->dir);
-  int rc = core_mkdirs(dir);
+  int rc = core_mkdirs_made(dir, o->made);
   if (rc)
     return core_err_wrap(CORE_EUSAGE, "--tensorboard %s (choose a directory this rank can write)", o->dir);
   char old[4400];

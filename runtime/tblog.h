@@ -47,11 +47,12 @@
 typedef struct rt_tblog_opts {
   const char *dir; /* --tensorboard DIR */
   int rank;
-  int attempt;        /* restarts before this attempt (DDPSIM_RESTART_COUNT) */
-  int resume;         /* continue the event file of an earlier run */
-  int gpu;            /* NVML device index for System/GPU*, or -1 */
-  int queue_steps;    /* 0: RT_TBLOG_QUEUE_STEPS */
-  double sys_every_s; /* < 0: RT_TBLOG_SYS_EVERY_S; 0: with every step */
+  int attempt;                 /* restarts before this attempt (DDPSIM_RESTART_COUNT) */
+  int resume;                  /* continue the event file of an earlier run */
+  int gpu;                     /* NVML device index for System/GPU*, or -1 */
+  int queue_steps;             /* 0: RT_TBLOG_QUEUE_STEPS */
+  double sys_every_s;          /* < 0: RT_TBLOG_SYS_EVERY_S; 0: with every step */
+  struct core_made_dirs *made; /* if set, notes the directories open makes */
 } rt_tblog_opts;
 
 /* What the figures of every step share, known once the group is up. */

@@ -43,7 +43,8 @@ typedef struct train_ctx {
   core_trace trace;
   int tracing;
   rt_recovery rec;
-  char fail_mark[4400]; /* where an injected failure records itself; rt_ddp keeps the pointer */
+  char fail_mark[4400];                        /* where an injected failure records itself; rt_ddp keeps the pointer */
+  core_made_dirs made_out, made_ckpt, made_tb; /* what a refused run takes back */
   long start;
   double rdzv_s;
 } train_ctx;
@@ -209,7 +210,8 @@ static int tb_open(train_ctx *c) {
       .attempt = c->attempt,
       .resume = c->o->resume,
       .gpu = -1,
-      .sys_every_s = -1};
+      .sys_every_s = -1,
+      .made = &c->made_tb};
   return rt_tblog_open(&to, &c->tb);
 }
 
@@ -263,12 +265,12 @@ static void tb_close(rt_tblog *tb, int rank) {
 /* A directory this rank writes into, made and checked now: one it cannot
  * write would otherwise fail the run late (the checkpoint directory at the
  * first checkpoint, after the steps before it). */
-static int writable_dir(const char *opt, const char *dir) {
+static int writable_dir(const char *opt, const char *dir, core_made_dirs *made) {
   struct stat st;
   char why[512];
   if (stat(dir, &st) == 0 && !S_ISDIR(st.st_mode))
     return core_err_set(CORE_EUSAGE, "%s %s is not a directory; name a directory (a missing one is made)", opt, dir);
-  int rc = core_mkdirs(dir);
+  int rc = core_mkdirs_made(dir, made);
   if (rc != 0) {
     snprintf(why, sizeof why, "%s", core_err_msg());
     return core_err_set(CORE_EUSAGE, "%s %s: %s%s", opt, dir, why,
@@ -323,10 +325,11 @@ static int prepare(train_ctx *c) {
   if (o->ckpt_dir && stat(o->ckpt_dir, &st) == 0 && !S_ISDIR(st.st_mode))
     return core_err_set(
         CORE_EUSAGE, "--ckpt-dir %s is not a directory; name the directory of the checkpoints", o->ckpt_dir);
-  if ((rc = tb_open(c)) != 0 || (rc = writable_dir("-o", o->out)) != 0)
+  if ((rc = tb_open(c)) != 0 || (rc = writable_dir("-o", o->out, &c->made_out)) != 0)
     return rc;
   if (c->pg.rank == 0 && o->ckpt_every > 0 &&
-      ((rc = writable_dir("--ckpt-dir", o->ckpt_dir)) != 0 || (rc = rt_ckpt_claim(o->ckpt_dir, &c->ckpt_lock)) != 0))
+      ((rc = writable_dir("--ckpt-dir", o->ckpt_dir, &c->made_ckpt)) != 0 ||
+          (rc = rt_ckpt_claim(o->ckpt_dir, &c->ckpt_lock)) != 0))
     return rc;
   /* After -o and --ckpt-dir are made: --params-out may go into them. */
   if (c->pg.rank == 0 && o->params_out) {
@@ -592,5 +595,12 @@ int rt_train_run(const rt_train_opts *o, rt_train_result *res) {
   res->first_step = c.start;
   res->rdzv_s = c.rdzv_s;
   release(&c, rc);
+  /* Bad input leaves nothing behind: a first attempt refused takes back the
+   * directories it made while they are empty (a restart keeps them). */
+  if (c.attempt == 0 && (rc == CORE_EUSAGE || rc == CORE_EINVAL || rc == CORE_ECORRUPT)) {
+    core_made_dirs_undo(&c.made_ckpt); /* the reverse of the order prepare() made them */
+    core_made_dirs_undo(&c.made_out);
+    core_made_dirs_undo(&c.made_tb);
+  }
   return rc;
 }

@@ -86,7 +86,7 @@ static void changes(const sim_scenario *s, const sim_point *from, const sim_poin
     sim_summary_dim_value(s, to, knob_dims[k], v, sizeof v);
     if (strcmp(u, v))
       len +=
-          (size_t)snprintf(buf + len, n - len, "%s%s %s -> %s", len ? ", " : "", sim_dim_name(s, knob_dims[k]), u, v);
+          (size_t)snprintf(buf + len, n - len, "%s%s %s -> %s", len ? ", " : "", sim_dim_column(s, knob_dims[k]), u, v);
   }
 }
 
@@ -303,7 +303,7 @@ static void print_row(const sim_scenario *s, const sim_advised *x, FILE *f) {
   for (int k = 0; k < N_KNOBS; k++)
     if (s->n[knob_dims[k]] > 1)
       fprintf(f, "%*.*s ",
-          (int)strlen(sim_dim_name(s, knob_dims[k])) > 8 ? (int)strlen(sim_dim_name(s, knob_dims[k])) : 8, 24,
+          (int)strlen(sim_dim_column(s, knob_dims[k])) > 8 ? (int)strlen(sim_dim_column(s, knob_dims[k])) : 8, 24,
           sim_summary_dim_value(s, &x->r.pt, knob_dims[k], buf, sizeof buf));
   fprintf(f, "%9.1f [%7.1f, %7.1f] ", t_of(x), x->r.job.lo[SIM_JOB_TIME_H], x->r.job.hi[SIM_JOB_TIME_H]);
   if (s->prices.priced)
@@ -331,7 +331,7 @@ void sim_advice_print(const sim_scenario *s, const sim_advice *a, double wall_s,
   fprintf(f, "\n%5s ", "rank");
   for (int k = 0; k < N_KNOBS; k++)
     if (s->n[knob_dims[k]] > 1)
-      fprintf(f, "%8s ", sim_dim_name(s, knob_dims[k]));
+      fprintf(f, "%8s ", sim_dim_column(s, knob_dims[k]));
   fprintf(f, "%9s %17s %s%7s %5s  %s\n", "ttt_h", "[95% CI]", s->prices.priced ? "   cost_usd " : "", "goodput",
       "front", "what it removes against the scenario as given");
   long *order = rank_order(a);

@@ -107,7 +107,15 @@ static int parse_jobs(sim_scenario *s, sim_fabric *f, const config_setting_t *g)
     for (int k = 0; prec[0] && precs[k]; k++)
       if (!strcmp(precs[k], prec))
         j->precision = k;
-    snprintf(j->name, sizeof j->name, "%s", name);
+    const config_setting_t *nm = config_setting_get_member(jg, "name");
+    if (nm)
+      snprintf(j->name, sizeof j->name, "%s", name);
+    else
+      snprintf(j->name, sizeof j->name, "neighbour %d", i + 1); /* unnamed ones apart in messages */
+    for (int k = 0; k < i; k++)
+      if (!strcmp(f->jobs[k].name, j->name))
+        return core_err_set(CORE_EINVAL, "%s: a second neighbour named '%s' (the first is at line %d); name each once",
+            where(nm ? nm : jg, w), j->name, config_setting_source_line(f->jobs[k].at));
     const config_setting_t *ms = config_setting_get_member(jg, "model");
     if ((rc = core_cfg_path(ms, model, path, sizeof path)) != 0 || (rc = core_model_load(path, &j->model)) != 0)
       return core_err_wrap(rc, "%s: neighbour model \"%s\"", where(ms, w), model);
@@ -149,7 +157,12 @@ static int parse_in_network(const sim_scenario *s, sim_fabric *f, const config_s
   int n, rc;
   if ((rc = core_cfg_string_list(g, "in_network", 0, "none", NULL, &v, &n)) != 0)
     return rc;
-  for (int i = 0; i < n; i++) {
+  for (int i = 0; i < n && !rc; i++)
+    for (int k = 0; k < i && !rc; k++)
+      if (!strcmp(v[i], v[k]))
+        rc = core_err_set(CORE_EINVAL, "%s: in_network lists \"%s\" twice; name each kind once",
+            where(config_setting_get_member(g, "in_network"), w), v[i]);
+  for (int i = 0; i < n && !rc; i++) {
     if (!strcmp(v[i], "none"))
       continue;
     if (!strcmp(v[i], kinds[0]))

@@ -753,7 +753,8 @@ void sim_scenario_point(const sim_scenario *s, long index, sim_point *p) {
   p->step_crn_index = step_crn;
 }
 
-const char *sim_dim_name(const sim_scenario *s, enum sim_dim d) {
+/* The dimension's key as the scenario names it ("nodes", "mtbf_h"). */
+static const char *dim_key(const sim_scenario *s, enum sim_dim d) {
   static const char *const names[SIM_N_DIMS] = {"model", "network", "fabric", "backend", "algorithm", "precision",
       "batch", "bucket_cap_mb", "overlap", "find_unused_parameters", "compression", "devices_per_node", "nodes",
       "mtbf_h", "weibull_shape", "detect_s", "mttr_h", "restart_s", "load_s", "cost_s", "mode", "spares", "every_s"};
@@ -762,6 +763,15 @@ const char *sim_dim_name(const sim_scenario *s, enum sim_dim d) {
   if (d == SIM_DIM_CKPT_EVERY && s->job.every_in_steps)
     return "every_steps";
   return (unsigned)d < SIM_N_DIMS ? names[d] : "?";
+}
+
+const char *sim_dim_column(const sim_scenario *s, enum sim_dim d) {
+  static const char *const names[SIM_N_DIMS] = {"model", "network", "fabric", "backend", "algorithm", "precision",
+      "batch", "bucket_cap_mb", "overlap", "find_unused_parameters", "compression", "gpus_per_node", "nodes", NULL,
+      NULL, "detect_s", "mttr_h", "restart_s", "load_s", "ckpt_s", "ckpt_mode", "spares", "ckpt_every_s"};
+  if (d == SIM_DIM_CKPT_EVERY && s->job.every_in_steps)
+    return "ckpt_every_steps";
+  return (unsigned)d < SIM_N_DIMS && names[d] ? names[d] : dim_key(s, d);
 }
 
 double sim_scenario_timeout(const sim_scenario *s, enum sim_backend b) {

@@ -172,8 +172,11 @@ int sim_scenario_load_string(const char *text, const char *name, sim_scenario **
 void sim_scenario_free(sim_scenario *s);
 
 long sim_scenario_points(const sim_scenario *s);
-/* The dimension's key as the scenario names it ("nodes", "mtbf_h"). */
-const char *sim_dim_name(const sim_scenario *s, enum sim_dim d);
+/* The dimension as the CSV's column names it ("gpus_per_node", "ckpt_mode"),
+ * for tables printed beside the CSV; the failure distribution's own
+ * dimensions, which have no column, by their scenario key ("mtbf_h",
+ * "weibull_scale_h"). */
+const char *sim_dim_column(const sim_scenario *s, enum sim_dim d);
 void sim_scenario_point(const sim_scenario *s, long index, sim_point *p);
 
 /* Seconds after which the backend aborts a collective (scenario or default). */

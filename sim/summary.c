@@ -73,7 +73,7 @@ static int shown(const sim_scenario *s, enum sim_dim d) {
 static void dim_widths(const sim_scenario *s, const sim_sweep *w, int width[SIM_N_DIMS]) {
   char buf[64];
   for (int d = 0; d < SIM_N_DIMS; d++) {
-    width[d] = shown(s, (enum sim_dim)d) ? (int)strlen(sim_dim_name(s, (enum sim_dim)d)) : 0;
+    width[d] = shown(s, (enum sim_dim)d) ? (int)strlen(sim_dim_column(s, (enum sim_dim)d)) : 0;
     for (long i = 0; i < w->n && width[d]; i++) {
       int len = (int)strlen(sim_summary_dim_value(s, &w->res[i].pt, (enum sim_dim)d, buf, sizeof buf));
       if (len > width[d])
@@ -85,7 +85,7 @@ static void dim_widths(const sim_scenario *s, const sim_sweep *w, int width[SIM_
 static void print_dim_header(const sim_scenario *s, const int width[SIM_N_DIMS], FILE *f) {
   for (int d = 0; d < SIM_N_DIMS; d++)
     if (width[d])
-      fprintf(f, "%-*s ", width[d], sim_dim_name(s, (enum sim_dim)d));
+      fprintf(f, "%-*s ", width[d], sim_dim_column(s, (enum sim_dim)d));
 }
 
 static void print_dims(const sim_scenario *s, const sim_point *p, const int width[SIM_N_DIMS], FILE *f) {

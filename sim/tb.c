@@ -12,17 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Dimension names as the CSV's columns name them; the failure
- * distribution's own dimensions, which have no column, as the summary does. */
-static const char *dim_name(const sim_scenario *s, int d) {
-  static const char *const names[SIM_N_DIMS] = {"model", "network", "fabric", "backend", "algorithm", "precision",
-      "batch", "bucket_cap_mb", "overlap", "find_unused_parameters", "compression", "gpus_per_node", "nodes", NULL,
-      NULL, "detect_s", "mttr_h", "restart_s", "load_s", "ckpt_s", "ckpt_mode", "spares", "ckpt_every_s"};
-  if (d == SIM_DIM_CKPT_EVERY && s->job.every_in_steps)
-    return "ckpt_every_steps";
-  return names[d] ? names[d] : sim_dim_name(s, (enum sim_dim)d);
-}
-
 /* Value i of dimension d as text and, for numeric dimensions, as a number
  * (*numeric 1). */
 static void dim_value(const sim_scenario *s, int d, int i, char *txt, size_t n, double *num, int *numeric) {
@@ -125,7 +114,7 @@ static void run_dir(const sim_scenario *s, const char *dir, long index, int xd, 
     for (char *c = txt; *c; c++)
       if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || strchr("._-", *c)))
         *c = '_';
-    len += (size_t)snprintf(out + len, n - len, "%c%s=%s", sep, dim_name(s, d), txt);
+    len += (size_t)snprintf(out + len, n - len, "%c%s=%s", sep, sim_dim_column(s, d), txt);
     sep = ',';
   }
 }
@@ -158,7 +147,7 @@ static int put_point(core_tb_buf *b, const sim_point_result *r, long step, const
   return core_tb_put_scalars(b, 0.0, step, v, n);
 }
 
-int sim_tb_check(const sim_scenario *s, const char *dir) {
+int sim_tb_check(const sim_scenario *s, const char *dir, core_made_dirs *made) {
   char path[4400];
   if (!*dir)
     return core_err_set(CORE_EUSAGE, "--tensorboard expects a directory, got an empty one");
@@ -166,7 +155,7 @@ int sim_tb_check(const sim_scenario *s, const char *dir) {
   if (!core_isal_available())
     return core_err_wrap(CORE_EUNSUPPORTED, "--tensorboard %s", dir);
   snprintf(path, sizeof path, "%s/%s", dir, s->name);
-  int rc = core_mkdirs(path);
+  int rc = core_mkdirs_made(path, made);
   return rc ? core_err_wrap(CORE_EUSAGE, "--tensorboard %s (choose a directory you can write)", dir) : 0;
 }
 
@@ -186,7 +175,7 @@ static int write_run(const sim_scenario *s, const sim_sweep *w, const char *dir,
     const double *val, const int *order, int nx) {
   char path[8192], tag[96];
   core_tb_buf b = {0};
-  snprintf(tag, sizeof tag, "Sweep/%s", xd >= 0 ? dim_name(s, xd) : "point");
+  snprintf(tag, sizeof tag, "Sweep/%s", xd >= 0 ? sim_dim_column(s, xd) : "point");
   run_dir(s, dir, w->res[first].pt.index, xd, path, sizeof path - 64);
   int rc = core_mkdirs(path);
   if (!rc)

@@ -25,12 +25,13 @@
 #ifndef SIM_TB_H
 #define SIM_TB_H
 
+#include "core/afile.h"
 #include "sim/scenario.h"
 #include "sim/sweep.h"
 
 /* Refuse before any work a DIR that cannot take the files (DIR/NAME is
- * made): CORE_EUSAGE. */
-int sim_tb_check(const sim_scenario *s, const char *dir);
+ * made, and noted in *made unless it is NULL): CORE_EUSAGE. */
+int sim_tb_check(const sim_scenario *s, const char *dir, core_made_dirs *made);
 /* Write every run's event file of the study w of s. */
 int sim_tb_write(const sim_scenario *s, const sim_sweep *w, const char *dir);
 

@@ -77,6 +77,24 @@ if command -v gnuplot >/dev/null 2>&1; then
   check "ddpsim plot pareto" [ -s "$work/replot/plan-advice-pareto.png" ]
 fi
 
+# --- the table names what it changes as the CSV does --------------------------------
+variant per_node 's/devices_per_node = 8;/devices_per_node = [4, 8];/'
+run per_node advise "$work/per_node.cfg" -o "$work/per_node" --no-plot
+expect_status per_node 0
+check "the table's columns and the changes it names are the CSV's columns" python3 - \
+  "$work/per_node.out" "$work/per_node/plan-advice.csv" <<'PY'
+import csv, re, sys
+cols = set(next(csv.reader(open(sys.argv[2]))))
+lines = open(sys.argv[1]).read().splitlines()
+head = next(l for l in lines if l.split()[:1] == ["rank"]).split()
+knobs = head[1:head.index("ttt_h")]
+assert "gpus_per_node" in knobs, knobs
+assert not [k for k in knobs if k not in cols], [k for k in knobs if k not in cols]
+changed = set(re.findall(r"(?:: |, )([a-z_]+) \S+ -> ", open(sys.argv[1]).read()))
+assert "gpus_per_node" in changed, changed
+assert not changed - cols, changed - cols
+PY
+
 # --- without prices: no cost columns, no plot --------------------------------------
 variant noprice '/^cost = /d; s/node_hour_usd = [0-9.]*; //; s/minimize = "cost_usd"; //'
 run noprice advise "$work/noprice.cfg" -o "$work/noprice" -j 2

@@ -246,7 +246,40 @@ if "$bin" help train >/dev/null 2>&1; then
   check "the last real one is kept" [ -f "$ck/ckpt-00000004.ddpc" ]
   check "the stray is left alone" [ -f "$ck/ckpt-00000050.ddpc" ]
   check "the FIFO is left alone" [ -p "$ck/ckpt-00000060.ddpc" ]
+
+  # A refused run leaves none of the directories it made (-o, --tensorboard,
+  # --ckpt-dir, their missing parents), and keeps one that was there before.
+  mkdir "$work/kept"
+  run refused_o_file train --model "$work/M.cfg" --steps 2 --tensorboard "$work/gone/tb" -o "$work/M.cfg"
+  check "train -o FILE --tensorboard NEW: exit 2" [ "$status" -eq 2 ]
+  check "... leaving no TensorBoard directory" [ ! -e "$work/gone" ]
+  run refused_params train --model "$work/M.cfg" --steps 2 --tensorboard "$work/kept/tb" -o "$work/gone/run" \
+    --ckpt-dir "$work/gone2/ck" --ckpt-every 1 --params-out "$work/gone/run/steps.csv"
+  check "train --params-out onto its own steps.csv: exit 2" [ "$status" -eq 2 ]
+  check "... leaving no -o, --ckpt-dir or TensorBoard directory" \
+    [ ! -e "$work/gone" ] && [ ! -e "$work/gone2" ] && [ ! -e "$work/kept/tb" ]
+  check "... and the directory that was there before" [ -d "$work/kept" ]
+  run refused_late train --model "$work/M.cfg" --steps 2 --batch 8 --ckpt-dir "$ck" --ckpt-every 2 \
+    --tensorboard "$work/gone/tb" -o "$work/gone/run"
+  check "train --ckpt-dir of an earlier run without --resume: exit 2" [ "$status" -eq 2 ]
+  check "... leaving neither -o nor --tensorboard" [ ! -e "$work/gone" ]
+  check "... nor touching --ckpt-dir" [ -f "$ck/ckpt-00000006.ddpc" ]
 fi
+
+# The summary names the dimensions it sweeps as the CSV's columns do.
+sed 's/devices_per_node = 1;/devices_per_node = [1, 2];/' "$work/S.cfg" > "$work/per_node.cfg"
+run per_node simulate "$work/per_node.cfg" -o "$work/per_node"
+check "simulate sweeping devices_per_node: exit 0" [ "$status" -eq 0 ]
+check "... the summary's column is the CSV's gpus_per_node" \
+  grep -q "^model .* gpus_per_node " "$work/per_node.out"
+check "... which the CSV has" grep -q "^model,nodes,gpus_per_node," "$work/per_node/outputs.csv"
+check "... and no devices_per_node" [ -z "$(grep devices_per_node "$work/per_node.out")" ]
+
+# simulate and advise refused after -o is made leave no directory either.
+run sim_refused simulate "$work/S.cfg" -o "$work/gone/sim" --tensorboard "$work/gone/tb" \
+  --trace "$work/gone/sim/outputs.csv" -q
+check "simulate --trace onto its own CSV: exit 2" [ "$status" -eq 2 ]
+check "... leaving neither -o nor --tensorboard" [ ! -e "$work/gone" ]
 
 # ---- validate --append: the file replaced whole with the row added ------------------------
 printf 'rank,attempt,step,step_s,compute_s,comm_s,exposed_comm_s\n0,0,0,0.1,0.05,0.04,0.03\n' > "$work/m.csv"

@@ -306,6 +306,35 @@ static void test_append_concurrent(void) {
   unlink(f);
 }
 
+/* What core_mkdirs_made created is taken back, deepest first, while empty;
+ * what was there before stays. */
+static void test_made_undo(void) {
+  char top[4400], deep[4400], other[4400];
+  snprintf(top, sizeof top, "%s/made", dir);
+  snprintf(deep, sizeof deep, "%s/made//a/b/", dir);
+  snprintf(other, sizeof other, "%s/made/a/keep", dir);
+  core_made_dirs m = {0}, again = {0};
+  core_made_dirs_undo(&m); /* a zeroed one does nothing */
+  CU_ASSERT_EQUAL_FATAL(core_mkdirs_made(deep, &m), 0);
+  CU_ASSERT_EQUAL(core_mkdirs_made(deep, &again), 0);
+  CU_ASSERT_EQUAL(again.top, 0); /* nothing new made */
+  core_made_dirs_undo(&again);
+  CU_ASSERT_EQUAL(access(deep, F_OK), 0);
+  core_made_dirs_undo(&m);
+  CU_ASSERT_NOT_EQUAL(access(top, F_OK), 0);
+  CU_ASSERT_EQUAL(access(dir, F_OK), 0); /* the directory that was there */
+  /* A level something else was put into stops the undo there. */
+  CU_ASSERT_EQUAL_FATAL(core_mkdirs_made(deep, &m), 0);
+  CU_ASSERT_EQUAL_FATAL(mkdir(other, 0755), 0);
+  core_made_dirs_undo(&m);
+  CU_ASSERT_NOT_EQUAL(access(deep, F_OK), 0);
+  CU_ASSERT_EQUAL(access(other, F_OK), 0);
+  rmdir(other);
+  snprintf(other, sizeof other, "%s/made/a", dir);
+  rmdir(other);
+  rmdir(top);
+}
+
 void test_register(void) {
   CU_pSuite s = CU_add_suite("afile", suite_init, suite_clean);
   CU_add_test(s, "regular files replaced whole; symlinks followed", test_regular_and_links);
@@ -316,4 +345,5 @@ void test_register(void) {
   CU_add_test(s, "temp files of dead writers swept, live ones kept", test_sweep);
   CU_add_test(s, "append: the file whole before and after; links, devices, inputs", test_append);
   CU_add_test(s, "append: writers at once lose no row", test_append_concurrent);
+  CU_add_test(s, "directories made are taken back while empty, no others", test_made_undo);
 }

@@ -4,25 +4,20 @@
  * gradients' real ready order, the warm-up step left out, each piece's host
  * and device time, DDP's copies, launches and bucket allreduces kept apart,
  * the side work and its dependency (as most steps show it, or held back by
- * the compute stream's kernel); --scenario's traced job replays the
- * trace's median step, its allreduces fitted on their sizes in rising order
- * (gpu-3buckets.json); and bad traces (no steps, no kernels, copies but no
- * kernels, no backward, correlation ids that match nothing, not JSON,
- * truncated) are errors that name the file and write nothing, as are
- * traces of different jobs read as one. */
-#include "simutil.h"
+ * the compute stream's kernel); and bad traces (no steps, no kernels,
+ * copies but no kernels, no backward, correlation ids that match nothing,
+ * not JSON, truncated) are errors that name the file and write nothing, as
+ * are traces of different jobs read as one. The traced job's scenario and
+ * profile (--scenario) are test_trace_scenario.c's. */
+#include "gputrace_util.h"
 #include "testutil.h"
 
 #include "calibrate/gpu_datasheet.h"
 #include "calibrate/import_gpu.h"
-#include "calibrate/trace_scenario.h"
 #include "core/err.h"
 #include "core/model.h"
 #include "core/profile.h"
 #include "core/traced.h"
-#include "sim/predict.h"
-#include "sim/replay.h"
-#include "sim/scenario.h"
 
 #include <CUnit/CUnit.h>
 #include <math.h>
@@ -30,10 +25,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-#define FIXTURE TU_DATA("torch-trace/gpu-ddp.json")
-#define US 1e-6
-#define NEAR(a, b) (fabs((double)(a) - (double)(b)) < 1e-9 + 1e-6 * fabs((double)(b)))
 
 static char dir[4096];
 
@@ -43,27 +34,10 @@ static int suite_clean(void) {
   return 0;
 }
 
-/* trace imported to out, and the model read back; NULL on failure. */
-static core_model *import_trace(const char *trace, const char *out) {
-  const char *traces[] = {trace};
-  cal_gpu_opts o = {0};
-  char notes[8192];
-  int rc = cal_import_gpu(traces, 1, &o, out, notes, sizeof notes);
-  if (rc)
-    fprintf(stderr, "\n%s\n", core_err_msg());
-  CU_ASSERT_EQUAL(rc, 0);
-  core_model *m = NULL;
-  if (rc == 0 && core_model_load(out, &m) != 0)
-    fprintf(stderr, "\n%s\n", core_err_msg());
-  return m;
-}
-
-static core_model *import_fixture(const char *out) { return import_trace(FIXTURE, out); }
-
 static void test_layers_and_tensors(void) {
   char out[4200];
   snprintf(out, sizeof out, "%s/fx.cfg", dir);
-  core_model *m = import_fixture(out);
+  core_model *m = tu_import_trace(FIXTURE, out);
   CU_ASSERT_PTR_NOT_NULL_FATAL(m);
   CU_ASSERT_EQUAL(m->n_layers, 3);
   CU_ASSERT_EQUAL(m->layers[0].op, CORE_OP_CONV);
@@ -154,7 +128,7 @@ static const core_piece *find(const core_traced *t, enum core_piece_kind k, int 
 static void test_pieces(void) {
   char out[4200];
   snprintf(out, sizeof out, "%s/fx2.cfg", dir);
-  core_model *m = import_fixture(out);
+  core_model *m = tu_import_trace(FIXTURE, out);
   CU_ASSERT_PTR_NOT_NULL_FATAL(m);
   const core_traced *t = m->traced;
   CU_ASSERT_PTR_NOT_NULL_FATAL(t);
@@ -226,7 +200,7 @@ static void test_side_waits_voted(void) {
 static void test_kernel_classes(void) {
   char out[4200];
   snprintf(out, sizeof out, "%s/fxk.cfg", dir);
-  core_model *m = import_fixture(out);
+  core_model *m = tu_import_trace(FIXTURE, out);
   CU_ASSERT_PTR_NOT_NULL_FATAL(m);
   const core_traced *t = m->traced;
   CU_ASSERT_FATAL(t && t->classed);
@@ -263,160 +237,6 @@ static void test_kernel_classes(void) {
     CU_ASSERT(p->classed && NEAR(p->dev_class_s[0] + p->dev_class_s[1] + p->dev_class_s[2], p->dev_s));
   }
   core_model_free(m);
-}
-
-/* The traced job on another GPU: its scenario simulated with a DGX H100's
- * profile replays each class at its ratio (fp32: 19.5/67 for compute,
- * 2,039/3,350 for memory), and at tf32 compute at 19.5/494.7; at amp_bf16
- * (other bytes) it is refused, naming the model. The fixture's host-bound
- * step keeps its 1.265 ms; twelve times the batch makes it device-bound. */
-static void test_retarget(void) {
-  char model[4200], scen[4200], notes[4096] = "";
-  snprintf(model, sizeof model, "%s/fxr.cfg", dir);
-  snprintf(scen, sizeof scen, "%s/fxr-job.cfg", dir);
-  core_model *m = import_fixture(model);
-  CU_ASSERT_PTR_NOT_NULL_FATAL(m);
-  CU_ASSERT_EQUAL_FATAL(cal_trace_scenario(model, scen, NULL, notes, sizeof notes), 0);
-  core_profile *h100 = NULL;
-  CU_ASSERT_FATAL(core_profile_load(TU_SRC("scenarios/profiles/dgx-h100.cfg"), &h100) == 0);
-  double cs, ms;
-  CU_ASSERT_EQUAL(sim_replay_retarget(m->traced, model, h100, "h", CORE_PREC_FP32, &cs, &ms), 0);
-  CU_ASSERT(NEAR(cs, 19.5 / 67.0) && NEAR(ms, 2039.0 / 3350.0));
-  CU_ASSERT_EQUAL(sim_replay_retarget(m->traced, model, h100, "h", CORE_PREC_TF32, &cs, &ms), 0);
-  CU_ASSERT(NEAR(cs, 19.5 / 494.7));
-  core_profile_free(h100);
-  sim_scenario *s = NULL;
-  CU_ASSERT_EQUAL_FATAL(sim_scenario_load_with(scen, TU_SRC("scenarios/profiles/dgx-h100.cfg"), &s), 0);
-  sim_engine *e = NULL;
-  CU_ASSERT_EQUAL_FATAL(sim_engine_new(&e), 0);
-  sim_point p;
-  sim_point_result r;
-  sim_scenario_point(s, 0, &p);
-  CU_ASSERT_EQUAL_FATAL(sim_predict_point(s, &p, e, NULL, 0, &r), 0);
-  CU_ASSERT(fabs(r.step_s - 1265 * US) < 0.01 * 1265 * US); /* host-bound on either GPU */
-  /* Device-bound at 12 x the batch: the free-communication replay's period
-   * is the compute stream's work, each class at its ratio. */
-  p.batch = 12 * 32;
-  CU_ASSERT_EQUAL_FATAL(sim_predict_point(s, &p, e, NULL, 0, &r), 0);
-  double dev = 0;
-  for (int i = 0; i < m->traced->n_pieces; i++) {
-    const core_piece *q = &m->traced->pieces[i];
-    dev += (q->dev_class_s[0] * 19.5 / 67.0 + q->dev_class_s[1] * 2039.0 / 3350.0) * 12 + q->dev_class_s[2];
-  }
-  CU_ASSERT(dev > 1265 * US && fabs(r.compute_s - dev) < 1e-3 * dev);
-  sim_scenario_free(s);
-  sim_engine_free(e);
-  core_model_free(m);
-  /* Another width: refused at load, naming the model file and its line. */
-  char *text = tu_read_file(scen, NULL), *at = text ? strstr(text, "precision = \"fp32\"") : NULL;
-  CU_ASSERT_PTR_NOT_NULL_FATAL(at);
-  memcpy(at, "precision = \"bf16\"", strlen("precision = \"bf16\""));
-  CU_ASSERT_EQUAL_FATAL(tu_write_file(scen, text), 0);
-  free(text);
-  s = NULL;
-  CU_ASSERT_EQUAL(sim_scenario_load_with(scen, TU_SRC("scenarios/profiles/dgx-h100.cfg"), &s), CORE_EINVAL);
-  CU_ASSERT(strstr(core_err_msg(), "fxr.cfg:") && strstr(core_err_msg(), "computed in fp32"));
-  sim_scenario_free(s);
-}
-
-static void test_scenario_replays(void) {
-  char model[4200], scen[4200], notes[4096] = "";
-  snprintf(model, sizeof model, "%s/fx3.cfg", dir);
-  snprintf(scen, sizeof scen, "%s/fx3-job.cfg", dir);
-  core_model *m = import_fixture(model);
-  CU_ASSERT_PTR_NOT_NULL_FATAL(m);
-  core_model_free(m);
-  int rc = cal_trace_scenario(model, scen, NULL, notes, sizeof notes);
-  if (rc)
-    fprintf(stderr, "\n%s\n", core_err_msg());
-  CU_ASSERT_EQUAL_FATAL(rc, 0);
-  sim_scenario *s = NULL;
-  CU_ASSERT_EQUAL_FATAL(sim_scenario_load_with(scen, NULL, &s), 0);
-  CU_ASSERT_EQUAL(sim_scenario_points(s), 1);
-  sim_engine *e = NULL;
-  CU_ASSERT_EQUAL_FATAL(sim_engine_new(&e), 0);
-  sim_point p;
-  sim_point_result r;
-  sim_scenario_point(s, 0, &p);
-  CU_ASSERT_EQUAL_FATAL(sim_predict_point(s, &p, e, NULL, 0, &r), 0);
-  CU_ASSERT(fabs(r.step_s - 1265 * US) < 0.01 * 1265 * US);
-  CU_ASSERT_EQUAL(r.n_buckets, 2); /* DDP's defaults give the trace's two buckets */
-  sim_scenario_free(s);
-  sim_engine_free(e);
-}
-
-/* The fixture's two buckets (of two sizes) cannot fit a latency: the
- * traced job's profile takes NCCL's for a ring of 2 ranks over NVLink
- * (tuning.cc, Simple: 8.4 + 2 x 3.4 us), not 0, with the rate that keeps
- * the buckets' traced 400 + 300 us, and the notes say so. */
-static void test_allreduce_latency_fallback(void) {
-  char model[4200], scen[4200], prof[4400], notes[4096] = "";
-  snprintf(model, sizeof model, "%s/fx4.cfg", dir);
-  snprintf(scen, sizeof scen, "%s/fx4-job.cfg", dir);
-  core_model *m = import_fixture(model);
-  CU_ASSERT_PTR_NOT_NULL_FATAL(m);
-  core_model_free(m);
-  CU_ASSERT_EQUAL_FATAL(cal_trace_scenario(model, scen, NULL, notes, sizeof notes), 0);
-  CU_ASSERT(strstr(notes, "cannot fit a latency") && strstr(notes, "15.2 us, NCCL's estimate"));
-  cal_trace_scenario_profile(scen, prof, sizeof prof);
-  core_profile *p = NULL;
-  CU_ASSERT_EQUAL_FATAL(core_profile_load(prof, &p), 0);
-  const core_prof_coll *c = NULL;
-  for (int i = 0; i < p->n_colls; i++)
-    if (!strcmp(p->colls[i].op, "allreduce") && !strcmp(p->colls[i].backend, "nccl"))
-      c = &p->colls[i];
-  CU_ASSERT_PTR_NOT_NULL_FATAL(c);
-  CU_ASSERT_EQUAL_FATAL(c->n_fits, 1);
-  CU_ASSERT(NEAR(c->fits[0].alpha_us, 8.4 + 2 * 3.4));
-  double bytes = 4.0 * (1000 + 640000) + 4.0 * (64 + 64 + 4608);
-  double total_us = 2 * c->fits[0].alpha_us + bytes / (c->fits[0].algbw_GBps * 1e3);
-  CU_ASSERT(fabs(total_us - 700.0) < 1e-6 * 700.0);
-  if (!NEAR(c->fits[0].alpha_us, 15.2))
-    fprintf(stderr, "\nalpha %g us; notes:\n%s\n", c->fits[0].alpha_us, notes);
-  core_profile_free(p);
-}
-
-/* Three buckets of three sizes, in bucket order 4,000, 2,560,000, 18,944
- * bytes (not rising): the traced job's profile fits the line through their
- * times, which gen_gpu_fixture.py put at 20 us plus the bytes at 4 GB/s, not
- * NCCL's latency. */
-static void test_allreduce_fit_unsorted_sizes(void) {
-  static const double bytes[] = {4000, 2560000, 18944}, us[] = {21, 660, 24.736};
-  char model[4200], scen[4200], prof[4400], notes[4096] = "";
-  snprintf(model, sizeof model, "%s/fx3b.cfg", dir);
-  snprintf(scen, sizeof scen, "%s/fx3b-job.cfg", dir);
-  core_model *m = import_trace(TU_DATA("torch-trace/gpu-3buckets.json"), model);
-  CU_ASSERT_PTR_NOT_NULL_FATAL(m);
-  CU_ASSERT_EQUAL_FATAL(m->traced->n_buckets, 3);
-  for (int b = 0; b < 3; b++)
-    CU_ASSERT(NEAR(m->traced->bucket_bytes[b], bytes[b]) && NEAR(m->traced->bucket_s[b], us[b] * US));
-  core_model_free(m);
-  CU_ASSERT_EQUAL_FATAL(cal_trace_scenario(model, scen, NULL, notes, sizeof notes), 0);
-  CU_ASSERT(strstr(notes, "cannot fit a latency") == NULL);
-  cal_trace_scenario_profile(scen, prof, sizeof prof);
-  core_profile *p = NULL;
-  CU_ASSERT_EQUAL_FATAL(core_profile_load(prof, &p), 0);
-  const core_prof_coll *c = NULL;
-  for (int i = 0; i < p->n_colls; i++)
-    if (!strcmp(p->colls[i].op, "allreduce") && !strcmp(p->colls[i].backend, "nccl"))
-      c = &p->colls[i];
-  CU_ASSERT_PTR_NOT_NULL_FATAL(c);
-  CU_ASSERT_EQUAL_FATAL(c->n_fits, 1);
-  CU_ASSERT(NEAR(c->fits[0].alpha_us, 20.0) && NEAR(c->fits[0].algbw_GBps, 4.0));
-  for (int b = 0; b < 3; b++) /* every bucket's time on the fitted line */
-    CU_ASSERT(NEAR(c->fits[0].alpha_us + bytes[b] / (c->fits[0].algbw_GBps * 1e3), us[b]));
-  if (!NEAR(c->fits[0].alpha_us, 20.0))
-    fprintf(stderr, "\nalpha %g us, %g GB/s; notes:\n%s\n", c->fits[0].alpha_us, c->fits[0].algbw_GBps, notes);
-  core_profile_free(p);
-  /* DDP's default caps give two buckets; the scenario carries caps that
-   * give the traced three. */
-  CU_ASSERT(strstr(notes, "the traced buckets are DDP's with bucket_cap_mb") != NULL);
-  sim_scenario *sc = NULL;
-  CU_ASSERT_EQUAL_FATAL(sim_scenario_load_with(scen, NULL, &sc), 0);
-  sim_point_result r;
-  CU_ASSERT_EQUAL_FATAL(tu_run_point(sc, 0, &r), 0);
-  CU_ASSERT_EQUAL(r.n_buckets, 3);
-  sim_scenario_free(sc);
 }
 
 /* ---- bad traces -------------------------------------------------------------- */
@@ -723,44 +543,12 @@ static void test_base_checked(void) {
   CU_ASSERT(rc == CORE_EINVAL && strstr(core_err_msg(), "has 6 parameter tensors, the trace's steps 5 gradients"));
   CU_ASSERT(access(out, F_OK) != 0);
   snprintf(base, sizeof base, "%s/fx-base.cfg", dir);
-  core_model *m = import_fixture(base);
+  core_model *m = tu_import_trace(FIXTURE, base);
   CU_ASSERT_PTR_NOT_NULL_FATAL(m);
   core_model_free(m);
   o.base = base;
   CU_ASSERT_EQUAL(cal_import_gpu(traces, 1, &o, out, NULL, 0), 0);
   unlink(out);
-}
-
-/* The model's name comes from -o's file name made fit for a name (a space,
- * an '@' as '-', cut to 63 characters); a --name that is not one is refused
- * before any work. A scenario path with a quote or a backslash is written
- * escaped: the scenario loads and names its model. */
-static void test_names_from_paths(void) {
-  char out[4200], scen[4200], notes[4096] = "";
-  snprintf(out, sizeof out, "%s/my model@a100.cfg", dir);
-  core_model *m = import_fixture(out);
-  CU_ASSERT_PTR_NOT_NULL_FATAL(m);
-  CU_ASSERT_STRING_EQUAL(m->name, "my-model-a100");
-  core_model_free(m);
-  const char *traces[] = {FIXTURE};
-  char never[4200];
-  snprintf(never, sizeof never, "%s/named.cfg", dir);
-  cal_gpu_opts o = {.name = "my model"};
-  CU_ASSERT_EQUAL(cal_import_gpu(traces, 1, &o, never, NULL, 0), CORE_EUSAGE);
-  CU_ASSERT(strstr(core_err_msg(), "model name 'my model'") != NULL);
-  CU_ASSERT(access(never, F_OK) != 0);
-  snprintf(scen, sizeof scen, "%s/job \"q\\x.cfg", dir);
-  int rc = cal_trace_scenario(out, scen, NULL, notes, sizeof notes);
-  if (rc)
-    fprintf(stderr, "\n%s\n", core_err_msg());
-  CU_ASSERT_EQUAL_FATAL(rc, 0);
-  sim_scenario *sc = NULL;
-  rc = sim_scenario_load_with(scen, NULL, &sc);
-  if (rc)
-    fprintf(stderr, "\n%s\n", core_err_msg());
-  CU_ASSERT_EQUAL_FATAL(rc, 0);
-  CU_ASSERT(sc->n_models == 1 && !strcmp(sc->models[0]->name, "my-model-a100"));
-  sim_scenario_free(sc);
 }
 
 /* A DDP trace without distributedInfo: the world taken as 1 is said, as the
@@ -815,53 +603,13 @@ static void test_one_rank_ddp(void) {
   unlink(out);
 }
 
-/* --profile-base gives the traced GPU's roofs: a profile of a CPU or of
- * another GPU is refused, nothing written; one of the same GPU with other
- * memory (an A100 of 40 GB for the fixture's of 80) is taken. */
-static void test_profile_base_of_traced_gpu(void) {
-  char out[4200];
-  snprintf(out, sizeof out, "%s/pbase.cfg", dir);
-  const char *traces[] = {FIXTURE};
-  static const struct {
-    const char *profile, *want;
-  } bad[] = {
-      {TU_SRC("scenarios/profiles/dgx-h100.cfg"), "is a profile of H100-SXM ('H100-SXM5-80GB'), but the trace ran on "
-                                                  "A100-SXM4-80GB ('NVIDIA A100-SXM4-80GB')"},
-      {TU_DATA("cpu-test.cfg"), "is a profile of a CPU (device.kind = \"cpu\")"},
-  };
-  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-    cal_gpu_opts o = {.profile = bad[i].profile, .scenario = 1};
-    int rc = cal_import_gpu(traces, 1, &o, out, NULL, 0);
-    if (rc != CORE_EINVAL || !strstr(core_err_msg(), bad[i].want)) {
-      fprintf(stderr, "\n%s: got %d: %s\n", bad[i].profile, rc, core_err_msg());
-      CU_FAIL("a profile of another device taken for the traced GPU's roofs");
-    }
-    CU_ASSERT(access(out, F_OK) != 0);
-  }
-  cal_gpu_opts o = {.profile = TU_SRC("scenarios/profiles/dgx-a100-40gb.cfg"), .scenario = 1};
-  CU_ASSERT_EQUAL(cal_import_gpu(traces, 1, &o, out, NULL, 0), 0);
-  /* The traced job's profile measured its allreduce: imported, though its
-   * base is a datasheet's (whose collectives take NCCL's protocols). */
-  char scen[4200], prof[4400];
-  snprintf(scen, sizeof scen, "%s/pbase-job.cfg", dir);
-  CU_ASSERT_EQUAL_FATAL(cal_trace_scenario(out, scen, o.profile, NULL, 0), 0);
-  cal_trace_scenario_profile(scen, prof, sizeof prof);
-  core_profile *p = NULL;
-  CU_ASSERT_EQUAL_FATAL(core_profile_load(prof, &p), 0);
-  CU_ASSERT_STRING_EQUAL(p->source, "imported");
-  core_profile_free(p);
-  unlink(out);
-}
-
 void test_register(void) {
   CU_pSuite s = CU_add_suite("import gpu trace", suite_init, suite_clean);
   CU_add_test(s, "datasheet table: the shipped profiles' figures, names", test_datasheets);
   CU_add_test(s, "layers, tensors, ready order, kernel times", test_layers_and_tensors);
   CU_add_test(s, "pieces, DDP's share, side work, buckets", test_pieces);
   CU_add_test(s, "side work: waits as most steps show them, held back by compute", test_side_waits_voted);
-  CU_add_test(s, "the traced job's scenario replays its step", test_scenario_replays);
   CU_add_test(s, "kernels classed: compute, memory, launch; the roofs", test_kernel_classes);
-  CU_add_test(s, "retargeted to another GPU: each class at its ratio", test_retarget);
   CU_add_test(s, "bad traces: errors naming the file, nothing written", test_bad_traces);
   CU_add_test(s, "--batch checked against the shapes; alone without them", test_batch_against_shapes);
   CU_add_test(s, "several traces: one job's, another GPU, world or model refused", test_traces_of_one_job);
@@ -869,13 +617,8 @@ void test_register(void) {
   CU_add_test(s, "a step twice in one trace refused", test_step_twice);
   CU_add_test(s, "a sequence number two layers record: the later one's", test_shared_sequence_number);
   CU_add_test(s, "--base: read and checked even where DDP's copies give the sizes", test_base_checked);
-  CU_add_test(s, "names from -o and --scenario paths of any characters", test_names_from_paths);
   CU_add_test(s, "a DDP trace without distributedInfo: the world taken as 1 said", test_no_distributed_info);
   CU_add_test(s, "DDP on one rank: no bucket allreduces, said so", test_one_rank_ddp);
   CU_add_test(s, "a parameter no layer owns: unattributed, not the last layer's", test_unowned_parameter);
-  CU_add_test(s, "buckets too few to fit a latency: NCCL's, said so", test_allreduce_latency_fallback);
-  CU_add_test(s, "bucket sizes not rising: the line through their times", test_allreduce_fit_unsorted_sizes);
   CU_add_test(s, "a kernel without its call mid-trace: the calls missing, said so", test_unlaunched_mid_trace);
-  CU_add_test(
-      s, "--profile-base: a profile of the traced GPU, not a CPU or another GPU", test_profile_base_of_traced_gpu);
 }

@@ -98,7 +98,7 @@ static void test_whole_values(void) {
       0);
   char out[4400], run[8800];
   snprintf(out, sizeof out, "%s/whole", dir);
-  CU_ASSERT_EQUAL(sim_tb_check(s, out), 0);
+  CU_ASSERT_EQUAL(sim_tb_check(s, out, NULL), 0);
   CU_ASSERT_EQUAL_FATAL(sim_tb_write(s, &w, out), 0);
   static const long want_nodes[] = {1, 2, 4};
   for (int ov = 0; ov < 2; ov++) {
@@ -154,8 +154,8 @@ static void test_fractional_values(void) {
   /* A directory that cannot be made is refused before any work. */
   char bad[8800];
   snprintf(bad, sizeof bad, "%s/tbfrac/" CORE_TB_PREFIX "0000000000.ddpsim-simulate/x", out);
-  CU_ASSERT_EQUAL(sim_tb_check(s, bad), CORE_EUSAGE);
-  CU_ASSERT_EQUAL(sim_tb_check(s, ""), CORE_EUSAGE);
+  CU_ASSERT_EQUAL(sim_tb_check(s, bad, NULL), CORE_EUSAGE);
+  CU_ASSERT_EQUAL(sim_tb_check(s, "", NULL), CORE_EUSAGE);
   sim_sweep_free(&w);
   sim_scenario_free(s);
 }

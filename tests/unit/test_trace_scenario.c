@@ -1,0 +1,271 @@
+/* The traced job's scenario and profile that `ddpsim import torch-trace
+ * --scenario` writes from a GPU trace (calibrate/trace_scenario.h), on
+ * tests/data/torch-trace/gpu-ddp.json: the scenario replays the trace's
+ * median step, on the traced GPU and retargeted to another; its allreduces
+ * are fitted on the buckets' sizes, NCCL's latency where too few sizes fit
+ * one, the line through their times where the sizes do not rise
+ * (gpu-3buckets.json); names come from paths of any characters; and
+ * --profile-base must be a profile of the traced GPU. */
+#include "gputrace_util.h"
+#include "simutil.h"
+#include "testutil.h"
+
+#include "calibrate/import_gpu.h"
+#include "calibrate/trace_scenario.h"
+#include "core/err.h"
+#include "core/model.h"
+#include "core/profile.h"
+#include "core/traced.h"
+#include "sim/predict.h"
+#include "sim/replay.h"
+#include "sim/scenario.h"
+
+#include <CUnit/CUnit.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static char dir[4096];
+
+static int suite_init(void) { return tu_mkdtemp(dir, sizeof dir, "tracescen"); }
+static int suite_clean(void) {
+  tu_rmdir(dir);
+  return 0;
+}
+
+/* The traced job on another GPU: its scenario simulated with a DGX H100's
+ * profile replays each class at its ratio (fp32: 19.5/67 for compute,
+ * 2,039/3,350 for memory), and at tf32 compute at 19.5/494.7; at amp_bf16
+ * (other bytes) it is refused, naming the model. The fixture's host-bound
+ * step keeps its 1.265 ms; twelve times the batch makes it device-bound. */
+static void test_retarget(void) {
+  char model[4200], scen[4200], notes[4096] = "";
+  snprintf(model, sizeof model, "%s/fxr.cfg", dir);
+  snprintf(scen, sizeof scen, "%s/fxr-job.cfg", dir);
+  core_model *m = tu_import_trace(FIXTURE, model);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+  CU_ASSERT_EQUAL_FATAL(cal_trace_scenario(model, scen, NULL, notes, sizeof notes), 0);
+  core_profile *h100 = NULL;
+  CU_ASSERT_FATAL(core_profile_load(TU_SRC("scenarios/profiles/dgx-h100.cfg"), &h100) == 0);
+  double cs, ms;
+  CU_ASSERT_EQUAL(sim_replay_retarget(m->traced, model, h100, "h", CORE_PREC_FP32, &cs, &ms), 0);
+  CU_ASSERT(NEAR(cs, 19.5 / 67.0) && NEAR(ms, 2039.0 / 3350.0));
+  CU_ASSERT_EQUAL(sim_replay_retarget(m->traced, model, h100, "h", CORE_PREC_TF32, &cs, &ms), 0);
+  CU_ASSERT(NEAR(cs, 19.5 / 494.7));
+  core_profile_free(h100);
+  sim_scenario *s = NULL;
+  CU_ASSERT_EQUAL_FATAL(sim_scenario_load_with(scen, TU_SRC("scenarios/profiles/dgx-h100.cfg"), &s), 0);
+  sim_engine *e = NULL;
+  CU_ASSERT_EQUAL_FATAL(sim_engine_new(&e), 0);
+  sim_point p;
+  sim_point_result r;
+  sim_scenario_point(s, 0, &p);
+  CU_ASSERT_EQUAL_FATAL(sim_predict_point(s, &p, e, NULL, 0, &r), 0);
+  CU_ASSERT(fabs(r.step_s - 1265 * US) < 0.01 * 1265 * US); /* host-bound on either GPU */
+  /* Device-bound at 12 x the batch: the free-communication replay's period
+   * is the compute stream's work, each class at its ratio. */
+  p.batch = 12 * 32;
+  CU_ASSERT_EQUAL_FATAL(sim_predict_point(s, &p, e, NULL, 0, &r), 0);
+  double dev = 0;
+  for (int i = 0; i < m->traced->n_pieces; i++) {
+    const core_piece *q = &m->traced->pieces[i];
+    dev += (q->dev_class_s[0] * 19.5 / 67.0 + q->dev_class_s[1] * 2039.0 / 3350.0) * 12 + q->dev_class_s[2];
+  }
+  CU_ASSERT(dev > 1265 * US && fabs(r.compute_s - dev) < 1e-3 * dev);
+  sim_scenario_free(s);
+  sim_engine_free(e);
+  core_model_free(m);
+  /* Another width: refused at load, naming the model file and its line. */
+  char *text = tu_read_file(scen, NULL), *at = text ? strstr(text, "precision = \"fp32\"") : NULL;
+  CU_ASSERT_PTR_NOT_NULL_FATAL(at);
+  memcpy(at, "precision = \"bf16\"", strlen("precision = \"bf16\""));
+  CU_ASSERT_EQUAL_FATAL(tu_write_file(scen, text), 0);
+  free(text);
+  s = NULL;
+  CU_ASSERT_EQUAL(sim_scenario_load_with(scen, TU_SRC("scenarios/profiles/dgx-h100.cfg"), &s), CORE_EINVAL);
+  CU_ASSERT(strstr(core_err_msg(), "fxr.cfg:") && strstr(core_err_msg(), "computed in fp32"));
+  sim_scenario_free(s);
+}
+
+static void test_scenario_replays(void) {
+  char model[4200], scen[4200], notes[4096] = "";
+  snprintf(model, sizeof model, "%s/fx3.cfg", dir);
+  snprintf(scen, sizeof scen, "%s/fx3-job.cfg", dir);
+  core_model *m = tu_import_trace(FIXTURE, model);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+  core_model_free(m);
+  int rc = cal_trace_scenario(model, scen, NULL, notes, sizeof notes);
+  if (rc)
+    fprintf(stderr, "\n%s\n", core_err_msg());
+  CU_ASSERT_EQUAL_FATAL(rc, 0);
+  sim_scenario *s = NULL;
+  CU_ASSERT_EQUAL_FATAL(sim_scenario_load_with(scen, NULL, &s), 0);
+  CU_ASSERT_EQUAL(sim_scenario_points(s), 1);
+  sim_engine *e = NULL;
+  CU_ASSERT_EQUAL_FATAL(sim_engine_new(&e), 0);
+  sim_point p;
+  sim_point_result r;
+  sim_scenario_point(s, 0, &p);
+  CU_ASSERT_EQUAL_FATAL(sim_predict_point(s, &p, e, NULL, 0, &r), 0);
+  CU_ASSERT(fabs(r.step_s - 1265 * US) < 0.01 * 1265 * US);
+  CU_ASSERT_EQUAL(r.n_buckets, 2); /* DDP's defaults give the trace's two buckets */
+  sim_scenario_free(s);
+  sim_engine_free(e);
+}
+
+/* The fixture's two buckets (of two sizes) cannot fit a latency: the
+ * traced job's profile takes NCCL's for a ring of 2 ranks over NVLink
+ * (tuning.cc, Simple: 8.4 + 2 x 3.4 us), not 0, with the rate that keeps
+ * the buckets' traced 400 + 300 us, and the notes say so. */
+static void test_allreduce_latency_fallback(void) {
+  char model[4200], scen[4200], prof[4400], notes[4096] = "";
+  snprintf(model, sizeof model, "%s/fx4.cfg", dir);
+  snprintf(scen, sizeof scen, "%s/fx4-job.cfg", dir);
+  core_model *m = tu_import_trace(FIXTURE, model);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+  core_model_free(m);
+  CU_ASSERT_EQUAL_FATAL(cal_trace_scenario(model, scen, NULL, notes, sizeof notes), 0);
+  CU_ASSERT(strstr(notes, "cannot fit a latency") && strstr(notes, "15.2 us, NCCL's estimate"));
+  cal_trace_scenario_profile(scen, prof, sizeof prof);
+  core_profile *p = NULL;
+  CU_ASSERT_EQUAL_FATAL(core_profile_load(prof, &p), 0);
+  const core_prof_coll *c = NULL;
+  for (int i = 0; i < p->n_colls; i++)
+    if (!strcmp(p->colls[i].op, "allreduce") && !strcmp(p->colls[i].backend, "nccl"))
+      c = &p->colls[i];
+  CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+  CU_ASSERT_EQUAL_FATAL(c->n_fits, 1);
+  CU_ASSERT(NEAR(c->fits[0].alpha_us, 8.4 + 2 * 3.4));
+  double bytes = 4.0 * (1000 + 640000) + 4.0 * (64 + 64 + 4608);
+  double total_us = 2 * c->fits[0].alpha_us + bytes / (c->fits[0].algbw_GBps * 1e3);
+  CU_ASSERT(fabs(total_us - 700.0) < 1e-6 * 700.0);
+  if (!NEAR(c->fits[0].alpha_us, 15.2))
+    fprintf(stderr, "\nalpha %g us; notes:\n%s\n", c->fits[0].alpha_us, notes);
+  core_profile_free(p);
+}
+
+/* Three buckets of three sizes, in bucket order 4,000, 2,560,000, 18,944
+ * bytes (not rising): the traced job's profile fits the line through their
+ * times, which gen_gpu_fixture.py put at 20 us plus the bytes at 4 GB/s, not
+ * NCCL's latency. */
+static void test_allreduce_fit_unsorted_sizes(void) {
+  static const double bytes[] = {4000, 2560000, 18944}, us[] = {21, 660, 24.736};
+  char model[4200], scen[4200], prof[4400], notes[4096] = "";
+  snprintf(model, sizeof model, "%s/fx3b.cfg", dir);
+  snprintf(scen, sizeof scen, "%s/fx3b-job.cfg", dir);
+  core_model *m = tu_import_trace(TU_DATA("torch-trace/gpu-3buckets.json"), model);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+  CU_ASSERT_EQUAL_FATAL(m->traced->n_buckets, 3);
+  for (int b = 0; b < 3; b++)
+    CU_ASSERT(NEAR(m->traced->bucket_bytes[b], bytes[b]) && NEAR(m->traced->bucket_s[b], us[b] * US));
+  core_model_free(m);
+  CU_ASSERT_EQUAL_FATAL(cal_trace_scenario(model, scen, NULL, notes, sizeof notes), 0);
+  CU_ASSERT(strstr(notes, "cannot fit a latency") == NULL);
+  cal_trace_scenario_profile(scen, prof, sizeof prof);
+  core_profile *p = NULL;
+  CU_ASSERT_EQUAL_FATAL(core_profile_load(prof, &p), 0);
+  const core_prof_coll *c = NULL;
+  for (int i = 0; i < p->n_colls; i++)
+    if (!strcmp(p->colls[i].op, "allreduce") && !strcmp(p->colls[i].backend, "nccl"))
+      c = &p->colls[i];
+  CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+  CU_ASSERT_EQUAL_FATAL(c->n_fits, 1);
+  CU_ASSERT(NEAR(c->fits[0].alpha_us, 20.0) && NEAR(c->fits[0].algbw_GBps, 4.0));
+  for (int b = 0; b < 3; b++) /* every bucket's time on the fitted line */
+    CU_ASSERT(NEAR(c->fits[0].alpha_us + bytes[b] / (c->fits[0].algbw_GBps * 1e3), us[b]));
+  if (!NEAR(c->fits[0].alpha_us, 20.0))
+    fprintf(stderr, "\nalpha %g us, %g GB/s; notes:\n%s\n", c->fits[0].alpha_us, c->fits[0].algbw_GBps, notes);
+  core_profile_free(p);
+  /* DDP's default caps give two buckets; the scenario carries caps that
+   * give the traced three. */
+  CU_ASSERT(strstr(notes, "the traced buckets are DDP's with bucket_cap_mb") != NULL);
+  sim_scenario *sc = NULL;
+  CU_ASSERT_EQUAL_FATAL(sim_scenario_load_with(scen, NULL, &sc), 0);
+  sim_point_result r;
+  CU_ASSERT_EQUAL_FATAL(tu_run_point(sc, 0, &r), 0);
+  CU_ASSERT_EQUAL(r.n_buckets, 3);
+  sim_scenario_free(sc);
+}
+
+/* The model's name comes from -o's file name made fit for a name (a space,
+ * an '@' as '-', cut to 63 characters); a --name that is not one is refused
+ * before any work. A scenario path with a quote or a backslash is written
+ * escaped: the scenario loads and names its model. */
+static void test_names_from_paths(void) {
+  char out[4200], scen[4200], notes[4096] = "";
+  snprintf(out, sizeof out, "%s/my model@a100.cfg", dir);
+  core_model *m = tu_import_trace(FIXTURE, out);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+  CU_ASSERT_STRING_EQUAL(m->name, "my-model-a100");
+  core_model_free(m);
+  const char *traces[] = {FIXTURE};
+  char never[4200];
+  snprintf(never, sizeof never, "%s/named.cfg", dir);
+  cal_gpu_opts o = {.name = "my model"};
+  CU_ASSERT_EQUAL(cal_import_gpu(traces, 1, &o, never, NULL, 0), CORE_EUSAGE);
+  CU_ASSERT(strstr(core_err_msg(), "model name 'my model'") != NULL);
+  CU_ASSERT(access(never, F_OK) != 0);
+  snprintf(scen, sizeof scen, "%s/job \"q\\x.cfg", dir);
+  int rc = cal_trace_scenario(out, scen, NULL, notes, sizeof notes);
+  if (rc)
+    fprintf(stderr, "\n%s\n", core_err_msg());
+  CU_ASSERT_EQUAL_FATAL(rc, 0);
+  sim_scenario *sc = NULL;
+  rc = sim_scenario_load_with(scen, NULL, &sc);
+  if (rc)
+    fprintf(stderr, "\n%s\n", core_err_msg());
+  CU_ASSERT_EQUAL_FATAL(rc, 0);
+  CU_ASSERT(sc->n_models == 1 && !strcmp(sc->models[0]->name, "my-model-a100"));
+  sim_scenario_free(sc);
+}
+
+/* --profile-base gives the traced GPU's roofs: a profile of a CPU or of
+ * another GPU is refused, nothing written; one of the same GPU with other
+ * memory (an A100 of 40 GB for the fixture's of 80) is taken. */
+static void test_profile_base_of_traced_gpu(void) {
+  char out[4200];
+  snprintf(out, sizeof out, "%s/pbase.cfg", dir);
+  const char *traces[] = {FIXTURE};
+  static const struct {
+    const char *profile, *want;
+  } bad[] = {
+      {TU_SRC("scenarios/profiles/dgx-h100.cfg"), "is a profile of H100-SXM ('H100-SXM5-80GB'), but the trace ran on "
+                                                  "A100-SXM4-80GB ('NVIDIA A100-SXM4-80GB')"},
+      {TU_DATA("cpu-test.cfg"), "is a profile of a CPU (device.kind = \"cpu\")"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    cal_gpu_opts o = {.profile = bad[i].profile, .scenario = 1};
+    int rc = cal_import_gpu(traces, 1, &o, out, NULL, 0);
+    if (rc != CORE_EINVAL || !strstr(core_err_msg(), bad[i].want)) {
+      fprintf(stderr, "\n%s: got %d: %s\n", bad[i].profile, rc, core_err_msg());
+      CU_FAIL("a profile of another device taken for the traced GPU's roofs");
+    }
+    CU_ASSERT(access(out, F_OK) != 0);
+  }
+  cal_gpu_opts o = {.profile = TU_SRC("scenarios/profiles/dgx-a100-40gb.cfg"), .scenario = 1};
+  CU_ASSERT_EQUAL(cal_import_gpu(traces, 1, &o, out, NULL, 0), 0);
+  /* The traced job's profile measured its allreduce: imported, though its
+   * base is a datasheet's (whose collectives take NCCL's protocols). */
+  char scen[4200], prof[4400];
+  snprintf(scen, sizeof scen, "%s/pbase-job.cfg", dir);
+  CU_ASSERT_EQUAL_FATAL(cal_trace_scenario(out, scen, o.profile, NULL, 0), 0);
+  cal_trace_scenario_profile(scen, prof, sizeof prof);
+  core_profile *p = NULL;
+  CU_ASSERT_EQUAL_FATAL(core_profile_load(prof, &p), 0);
+  CU_ASSERT_STRING_EQUAL(p->source, "imported");
+  core_profile_free(p);
+  unlink(out);
+}
+
+void test_register(void) {
+  CU_pSuite s = CU_add_suite("traced job's scenario and profile", suite_init, suite_clean);
+  CU_add_test(s, "retargeted to another GPU: each class at its ratio", test_retarget);
+  CU_add_test(s, "the traced job's scenario replays its step", test_scenario_replays);
+  CU_add_test(s, "buckets too few to fit a latency: NCCL's, said so", test_allreduce_latency_fallback);
+  CU_add_test(s, "bucket sizes not rising: the line through their times", test_allreduce_fit_unsorted_sizes);
+  CU_add_test(s, "names from -o and --scenario paths of any characters", test_names_from_paths);
+  CU_add_test(
+      s, "--profile-base: a profile of the traced GPU, not a CPU or another GPU", test_profile_base_of_traced_gpu);
+}
