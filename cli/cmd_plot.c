@@ -1,6 +1,7 @@
 /* ddpsim plot: render the gnuplot scripts of plots/ from a results CSV. */
 #include "cli.h"
 
+#include "core/afile.h"
 #include "core/csv.h"
 #include "core/err.h"
 #include "core/path.h"
@@ -631,8 +632,9 @@ int cli_plot_render(const char *kind, const char *csv, const char *out_dir, int 
   if (rc)
     return rc;
   char models[4096];
+  core_made_dirs made = {0};
   if ((rc = check_job(&j, k, &t)) != 0 || (rc = distinct(&t, core_csv_col(&t, "model"), models, sizeof models)) != 0 ||
-      (rc = core_mkdirs(out_dir)) != 0)
+      (rc = core_mkdirs_made(out_dir, &made)) != 0)
     goto out_table;
   j.base = core_path_base(csv);
   j.stem = core_path_stem_len(j.base, ".csv");
@@ -643,6 +645,8 @@ out_table:
     unlink(j.data);
   if (j.breaks[0])
     unlink(j.breaks);
+  if (rc)
+    core_made_dirs_undo(&made); /* a failed plot leaves no folder it made */
   core_csv_table_free(&t);
   return rc;
 }

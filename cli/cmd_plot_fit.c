@@ -126,11 +126,12 @@ int cli_plot_fit(const char *script, const char *profile, const char *out_dir) {
   core_profile *p = NULL;
   char csv_path[4400], out[4400], titles[16384], name[160], vars[4400 + 4400 + 16384 + 160 + 256];
   int rc, csv_written = 0;
+  core_made_dirs made = {0};
   if ((rc = core_profile_load(profile, &p)) != 0)
     return rc;
   if ((rc = check_plottable(p, script, profile, out_dir)) != 0)
     goto out;
-  if ((rc = core_mkdirs(out_dir)) != 0)
+  if ((rc = core_mkdirs_made(out_dir, &made)) != 0)
     goto out;
   const char *base = core_path_base(profile);
   int stem = core_path_stem_len(base, ".cfg");
@@ -156,6 +157,8 @@ int cli_plot_fit(const char *script, const char *profile, const char *out_dir) {
 out:
   if (csv_written)
     unlink(csv_path);
+  if (rc)
+    core_made_dirs_undo(&made); /* a failed plot leaves no folder it made */
   core_profile_free(p);
   return rc;
 }

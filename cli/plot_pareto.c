@@ -2,6 +2,7 @@
  * joined in order of time. */
 #include "cli.h"
 
+#include "core/afile.h"
 #include "core/csv.h"
 #include "core/err.h"
 #include "core/path.h"
@@ -81,8 +82,11 @@ int cli_plot_pareto(const char *csv, const char *out_dir, const char *title, dou
   if (!t[0])
     snprintf(t, sizeof t, "%.*s: cost against time to train", stem, base);
   snprintf(front, sizeof front, "%s/.%.*s-front.csv", out_dir, stem, base);
-  if ((rc = core_mkdirs(out_dir)) != 0 || (rc = front_table(csv, front)) != 0)
+  core_made_dirs made = {0};
+  if ((rc = core_mkdirs_made(out_dir, &made)) != 0 || (rc = front_table(csv, front)) != 0) {
+    core_made_dirs_undo(&made); /* a failed plot leaves no folder it made */
     return rc;
+  }
   snprintf(out, sizeof out, "%s/%.*s-pareto", out_dir, stem, base);
   snprintf(vars, sizeof vars, "csv='%s'; front='%s'; title='%s'; deadline=%.17g; budget=%.17g; out='%s'", csv, front, t,
       deadline_h, budget_usd, out);
@@ -90,5 +94,7 @@ int cli_plot_pareto(const char *csv, const char *out_dir, const char *title, dou
   unlink(front);
   if (rc == 0)
     printf("plotted %s.png and .svg\n", out);
+  else
+    core_made_dirs_undo(&made);
   return rc;
 }
