@@ -567,11 +567,12 @@ static void sweep_target(const char *final) {
 
 /* mkdir of one level; a file where a directory must be is the user's to
  * change (exit 2), other failures are the system's. Notes in made, if any,
- * the first level it creates. */
+ * each level it creates (past CORE_MADE_DIRS_MAX levels, none: undo then
+ * stops at a level it cannot empty). */
 static int mkdir_one(const char *buf, core_made_dirs *made) {
   if (mkdir(buf, 0755) == 0) {
-    if (made && made->top == 0)
-      made->top = strlen(buf);
+    if (made && made->n < CORE_MADE_DIRS_MAX)
+      made->len[made->n++] = strlen(buf);
     return 0;
   }
   if (errno == EEXIST)
@@ -595,7 +596,7 @@ int core_mkdirs_made(const char *dir, core_made_dirs *made) {
   snprintf(buf, sizeof buf, "%s", dir);
   if (made) {
     snprintf(made->path, sizeof made->path, "%s", dir);
-    made->top = 0;
+    made->n = 0;
   }
   for (char *p = buf + 1; *p; p++) {
     if (*p != '/')
@@ -621,17 +622,10 @@ int core_mkdirs_made(const char *dir, core_made_dirs *made) {
 int core_mkdirs(const char *dir) { return core_mkdirs_made(dir, NULL); }
 
 void core_made_dirs_undo(core_made_dirs *made) {
-  size_t n = strlen(made->path);
-  while (made->top > 0 && n >= made->top) {
-    made->path[n] = '\0';
+  while (made->n > 0) {
+    made->path[made->len[--made->n]] = '\0';
     if (rmdir(made->path) != 0 && errno != ENOENT)
       break; /* something was written into it: it is no longer only ours */
-    while (n > 0 && made->path[n - 1] == '/')
-      n--;
-    while (n > 0 && made->path[n - 1] != '/')
-      n--;
-    while (n > 1 && made->path[n - 1] == '/')
-      n--;
   }
-  made->top = 0;
+  made->n = 0;
 }

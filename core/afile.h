@@ -85,11 +85,14 @@ int core_afile_sweep_stale(const char *dir, const char *name_prefix);
 /* mkdir -p; an existing directory is fine. */
 int core_mkdirs(const char *dir);
 
-/* The directories one core_mkdirs_made call created: path, and the length
- * of its first prefix that did not exist before (0: it created none). */
+/* The directories one core_mkdirs_made call created: path, and the lengths
+ * of its prefixes whose mkdir made them, in the order made (a path with
+ * ".." may pass through directories that were there before). */
+#define CORE_MADE_DIRS_MAX 256
 typedef struct core_made_dirs {
   char path[4096];
-  size_t top;
+  size_t len[CORE_MADE_DIRS_MAX];
+  int n;
 } core_made_dirs;
 
 /* core_mkdirs that notes in *made what it creates, so that a run refused

@@ -637,7 +637,10 @@ int core_cfg_string_list(const config_setting_t *g, const char *key, int require
 
 /* Do two elements of an array hold the same value? */
 static int same_value(const config_setting_t *a, const config_setting_t *b) {
-  switch (config_setting_type(a)) {
+  int ta = config_setting_type(a), tb = config_setting_type(b);
+  if ((ta == CONFIG_TYPE_INT64 ? CONFIG_TYPE_INT : ta) != (tb == CONFIG_TYPE_INT64 ? CONFIG_TYPE_INT : tb))
+    return 0; /* a list may mix types */
+  switch (ta) {
   case CONFIG_TYPE_INT:
   case CONFIG_TYPE_INT64: return config_setting_get_int64(a) == config_setting_get_int64(b);
   case CONFIG_TYPE_FLOAT: return config_setting_get_float(a) == config_setting_get_float(b);
@@ -658,8 +661,13 @@ static void value_text(const config_setting_t *s, char *buf, size_t n) {
 }
 
 int core_cfg_distinct(const config_setting_t *g, const char *key) {
+  return core_cfg_distinct_as(
+      g, key, "each value of a sweep is its own points, so a repeat only duplicates rows: remove it");
+}
+
+int core_cfg_distinct_as(const config_setting_t *g, const char *key, const char *what_to_do) {
   const config_setting_t *s = g ? core_cfg_member(g, key) : NULL;
-  if (!s || !config_setting_is_array(s))
+  if (!s || !(config_setting_is_array(s) || config_setting_is_list(s)))
     return 0;
   int n = config_setting_length(s);
   for (int i = 1; i < n; i++) {
@@ -668,10 +676,8 @@ int core_cfg_distinct(const config_setting_t *g, const char *key) {
       if (same_value(e, config_setting_get_elem(s, (unsigned)j))) {
         char w[4200], v[256];
         value_text(e, v, sizeof v);
-        return core_err_set(CORE_EINVAL,
-            "%s: '%s' holds %s twice; each value of a sweep is its own points, so a repeat only duplicates rows: "
-            "remove it",
-            core_cfg_where(e, w, sizeof w), key, v);
+        return core_err_set(
+            CORE_EINVAL, "%s: '%s' holds %s twice; %s", core_cfg_where(e, w, sizeof w), key, v, what_to_do);
       }
   }
   return 0;

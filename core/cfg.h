@@ -75,6 +75,8 @@ int core_cfg_string_list(const config_setting_t *g, const char *key, int require
 /* A sweep's array of g.key (if any) holds no value twice; else the error
  * names the repeat's line. Lists of measured values need not be distinct. */
 int core_cfg_distinct(const config_setting_t *g, const char *key);
+/* The same for any array or list of g.key, the error ending in what to do. */
+int core_cfg_distinct_as(const config_setting_t *g, const char *key, const char *what_to_do);
 
 /* s as a libconfig string literal: quoted, with '"', '\\' and newlines
  * escaped, so that any text (a file name) reads back as it was. */

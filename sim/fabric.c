@@ -155,13 +155,9 @@ static int parse_in_network(const sim_scenario *s, sim_fabric *f, const config_s
   const char **v = NULL;
   char w[4200];
   int n, rc;
-  if ((rc = core_cfg_string_list(g, "in_network", 0, "none", NULL, &v, &n)) != 0)
+  if ((rc = core_cfg_distinct_as(g, "in_network", "name each kind once")) != 0 ||
+      (rc = core_cfg_string_list(g, "in_network", 0, "none", NULL, &v, &n)) != 0)
     return rc;
-  for (int i = 0; i < n && !rc; i++)
-    for (int k = 0; k < i && !rc; k++)
-      if (!strcmp(v[i], v[k]))
-        rc = core_err_set(CORE_EINVAL, "%s: in_network lists \"%s\" twice; name each kind once",
-            where(config_setting_get_member(g, "in_network"), w), v[i]);
   for (int i = 0; i < n && !rc; i++) {
     if (!strcmp(v[i], "none"))
       continue;

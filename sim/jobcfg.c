@@ -1,5 +1,7 @@
 #include "jobcfg.h"
 
+#include "sim/job.h"
+
 #include "core/cfg.h"
 #include "core/err.h"
 
@@ -130,8 +132,11 @@ static int parse_distribution(const config_setting_t *fg, sim_job_cfg *j, int n[
   int rc;
   if ((rc = core_cfg_string(fg, "distribution", 0, "exponential", dists, &str)) != 0)
     return rc;
-  j->fail_dist = !strcmp(str, "exponential") ? 1 : !strcmp(str, "weibull") ? 2 : !strcmp(str, "scheduled") ? 3 : 0;
-  if (j->fail_dist == 3) {
+  j->fail_dist = !strcmp(str, "exponential") ? SIM_FAIL_EXPONENTIAL
+                 : !strcmp(str, "weibull")   ? SIM_FAIL_WEIBULL
+                 : !strcmp(str, "scheduled") ? SIM_FAIL_SCHEDULED
+                                             : SIM_FAIL_NONE;
+  if (j->fail_dist == SIM_FAIL_SCHEDULED) {
     if ((rc = core_cfg_double_list(fg, "at_steps", 1, 0, 0, 1e15, &j->at_steps, &j->n_at_steps)) != 0)
       return rc;
     for (int i = 1; i < j->n_at_steps; i++)
@@ -145,7 +150,7 @@ static int parse_distribution(const config_setting_t *fg, sim_job_cfg *j, int n[
   }
   free(j->rate_h);
   j->rate_h = NULL;
-  if (j->fail_dist == 1) {
+  if (j->fail_dist == SIM_FAIL_EXPONENTIAL) {
     if ((rc = core_cfg_double_list(fg, "mtbf_h", 1, 0, 1e-3, 1e12, &j->rate_h, &n[D_RATE])) != 0)
       return rc;
     if (config_setting_get_member(fg, "weibull_scale_h") || config_setting_get_member(fg, "weibull_shape"))
@@ -153,7 +158,7 @@ static int parse_distribution(const config_setting_t *fg, sim_job_cfg *j, int n[
           CORE_EINVAL, "%s: weibull_scale_h and weibull_shape need distribution = \"weibull\"", where(fg, w));
     return 0;
   }
-  if (j->fail_dist == 2) {
+  if (j->fail_dist == SIM_FAIL_WEIBULL) {
     free(j->shape);
     j->shape = NULL;
     if ((rc = core_cfg_double_list(fg, "weibull_scale_h", 1, 0, 1e-3, 1e12, &j->rate_h, &n[D_RATE])) != 0 ||
@@ -200,7 +205,8 @@ static int parse_failures(const config_setting_t *fg, sim_job_cfg *j, int n[N_D]
  * mistake, refused. Only job.steps fixes the steps before a point is known. */
 static int check_schedule(const config_setting_t *fg, const sim_job_cfg *j) {
   char w[4200];
-  if (!fg || j->fail_dist != 3 || !(j->steps > 0) || j->n_at_steps == 0 || j->at_steps[j->n_at_steps - 1] < j->steps)
+  if (!fg || j->fail_dist != SIM_FAIL_SCHEDULED || !(j->steps > 0) || j->n_at_steps == 0 ||
+      j->at_steps[j->n_at_steps - 1] < j->steps)
     return 0;
   return core_err_set(CORE_EINVAL,
       "%s: at_steps %.15g is past the job's last step (job.steps = %.15g runs steps 0 to %.15g), so that failure would "

@@ -262,8 +262,9 @@ if "$bin" help train >/dev/null 2>&1; then
   run refused_params train --model "$work/M.cfg" --steps 2 --tensorboard "$work/kept/tb" -o "$work/gone/run" \
     --ckpt-dir "$work/gone2/ck" --ckpt-every 1 --params-out "$work/gone/run/steps.csv"
   check "train --params-out onto its own steps.csv: exit 2" [ "$status" -eq 2 ]
-  check "... leaving no -o, --ckpt-dir or TensorBoard directory" \
-    [ ! -e "$work/gone" ] && [ ! -e "$work/gone2" ] && [ ! -e "$work/kept/tb" ]
+  check "... leaving no -o directory" [ ! -e "$work/gone" ]
+  check "... no --ckpt-dir directory" [ ! -e "$work/gone2" ]
+  check "... no TensorBoard directory" [ ! -e "$work/kept/tb" ]
   check "... and the directory that was there before" [ -d "$work/kept" ]
   run refused_late train --model "$work/M.cfg" --steps 2 --batch 8 --ckpt-dir "$ck" --ckpt-every 2 \
     --tensorboard "$work/gone/tb" -o "$work/gone/run"

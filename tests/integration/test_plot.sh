@@ -59,10 +59,10 @@ PATH="$work/killgp:$PATH" run killed plot scaling "$work/scal.csv" -o "$work/o2"
 check "a killed gnuplot fails the command" [ "$status" -ne 0 ]
 check "nothing half-written is left ($(ls -A "$work/o2" | tr '\n' ' '))" [ "$(leftovers "$work/o2")" -eq 0 ]
 # A plot that fails takes back the folders -o made for it, not one that was there.
-PATH="$work/killgp:$PATH" run killed_new plot scaling "$work/scal.csv" -o "$work/o2-new/deeper"
+PATH="$work/killgp:$PATH" run killed_new plot scaling "$work/scal.csv" -o "$work/o2/new/deeper"
 check "a failed plot into a new folder fails" [ "$status" -ne 0 ]
-check "... and leaves no folder it made" [ ! -e "$work/o2-new" ]
-check "... but keeps -o's folder that was there" [ -d "$work/o2" ]
+check "... and leaves no folder it made" [ ! -e "$work/o2/new" ]
+check "... but keeps the folder that was there" [ -d "$work/o2" ]
 
 # A model whose every point timed out has nothing to draw: the others are
 # drawn, it is named on stderr, and the command succeeds.

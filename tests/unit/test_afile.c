@@ -307,7 +307,7 @@ static void test_append_concurrent(void) {
 }
 
 /* What core_mkdirs_made created is taken back, deepest first, while empty;
- * what was there before stays. */
+ * what was there before stays, wherever the path passes it. */
 static void test_made_undo(void) {
   char top[4400], deep[4400], other[4400];
   snprintf(top, sizeof top, "%s/made", dir);
@@ -317,7 +317,7 @@ static void test_made_undo(void) {
   core_made_dirs_undo(&m); /* a zeroed one does nothing */
   CU_ASSERT_EQUAL_FATAL(core_mkdirs_made(deep, &m), 0);
   CU_ASSERT_EQUAL(core_mkdirs_made(deep, &again), 0);
-  CU_ASSERT_EQUAL(again.top, 0); /* nothing new made */
+  CU_ASSERT_EQUAL(again.n, 0); /* nothing new made */
   core_made_dirs_undo(&again);
   CU_ASSERT_EQUAL(access(deep, F_OK), 0);
   core_made_dirs_undo(&m);
@@ -333,6 +333,23 @@ static void test_made_undo(void) {
   snprintf(other, sizeof other, "%s/made/a", dir);
   rmdir(other);
   rmdir(top);
+  /* Through "..", past an empty directory that was there: only the new
+   * level goes; "new/." takes back "new". */
+  char old[4400], through[4400];
+  snprintf(old, sizeof old, "%s/old", dir);
+  snprintf(through, sizeof through, "%s/new/../old", dir);
+  CU_ASSERT_EQUAL_FATAL(mkdir(old, 0755), 0);
+  CU_ASSERT_EQUAL_FATAL(core_mkdirs_made(through, &m), 0);
+  core_made_dirs_undo(&m);
+  CU_ASSERT_EQUAL(access(old, F_OK), 0);
+  snprintf(other, sizeof other, "%s/new", dir);
+  CU_ASSERT_NOT_EQUAL(access(other, F_OK), 0);
+  snprintf(through, sizeof through, "%s/new/.", dir);
+  CU_ASSERT_EQUAL_FATAL(core_mkdirs_made(through, &m), 0);
+  core_made_dirs_undo(&m);
+  CU_ASSERT_NOT_EQUAL(access(other, F_OK), 0);
+  rmdir(other);
+  rmdir(old);
 }
 
 void test_register(void) {
