@@ -115,12 +115,30 @@ static void test_scenario_replays(void) {
   sim_engine_free(e);
 }
 
+/* The profile beside the traced job's scenario, or NULL. */
+static core_profile *job_profile(const char *scen) {
+  char prof[4400];
+  core_profile *p = NULL;
+  cal_trace_scenario_profile(scen, prof, sizeof prof);
+  if (core_profile_load(prof, &p) != 0)
+    fprintf(stderr, "\n%s\n", core_err_msg());
+  return p;
+}
+
+/* Its NCCL allreduce entry, or NULL. */
+static const core_prof_coll *nccl_allreduce(const core_profile *p) {
+  for (int i = 0; i < p->n_colls; i++)
+    if (!strcmp(p->colls[i].op, "allreduce") && !strcmp(p->colls[i].backend, "nccl"))
+      return &p->colls[i];
+  return NULL;
+}
+
 /* The fixture's two buckets (of two sizes) cannot fit a latency: the
  * traced job's profile takes NCCL's for a ring of 2 ranks over NVLink
  * (tuning.cc, Simple: 8.4 + 2 x 3.4 us), not 0, with the rate that keeps
  * the buckets' traced 400 + 300 us, and the notes say so. */
 static void test_allreduce_latency_fallback(void) {
-  char model[4200], scen[4200], prof[4400], notes[4096] = "";
+  char model[4200], scen[4200], notes[4096] = "";
   snprintf(model, sizeof model, "%s/fx4.cfg", dir);
   snprintf(scen, sizeof scen, "%s/fx4-job.cfg", dir);
   core_model *m = tu_import_trace(FIXTURE, model);
@@ -128,13 +146,9 @@ static void test_allreduce_latency_fallback(void) {
   core_model_free(m);
   CU_ASSERT_EQUAL_FATAL(cal_trace_scenario(model, scen, NULL, notes, sizeof notes), 0);
   CU_ASSERT(strstr(notes, "cannot fit a latency") && strstr(notes, "15.2 us, NCCL's estimate"));
-  cal_trace_scenario_profile(scen, prof, sizeof prof);
-  core_profile *p = NULL;
-  CU_ASSERT_EQUAL_FATAL(core_profile_load(prof, &p), 0);
-  const core_prof_coll *c = NULL;
-  for (int i = 0; i < p->n_colls; i++)
-    if (!strcmp(p->colls[i].op, "allreduce") && !strcmp(p->colls[i].backend, "nccl"))
-      c = &p->colls[i];
+  core_profile *p = job_profile(scen);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+  const core_prof_coll *c = nccl_allreduce(p);
   CU_ASSERT_PTR_NOT_NULL_FATAL(c);
   CU_ASSERT_EQUAL_FATAL(c->n_fits, 1);
   CU_ASSERT(NEAR(c->fits[0].alpha_us, 8.4 + 2 * 3.4));
@@ -152,7 +166,7 @@ static void test_allreduce_latency_fallback(void) {
  * NCCL's latency. */
 static void test_allreduce_fit_unsorted_sizes(void) {
   static const double bytes[] = {4000, 2560000, 18944}, us[] = {21, 660, 24.736};
-  char model[4200], scen[4200], prof[4400], notes[4096] = "";
+  char model[4200], scen[4200], notes[4096] = "";
   snprintf(model, sizeof model, "%s/fx3b.cfg", dir);
   snprintf(scen, sizeof scen, "%s/fx3b-job.cfg", dir);
   core_model *m = tu_import_trace(TU_DATA("torch-trace/gpu-3buckets.json"), model);
@@ -163,13 +177,9 @@ static void test_allreduce_fit_unsorted_sizes(void) {
   core_model_free(m);
   CU_ASSERT_EQUAL_FATAL(cal_trace_scenario(model, scen, NULL, notes, sizeof notes), 0);
   CU_ASSERT(strstr(notes, "cannot fit a latency") == NULL);
-  cal_trace_scenario_profile(scen, prof, sizeof prof);
-  core_profile *p = NULL;
-  CU_ASSERT_EQUAL_FATAL(core_profile_load(prof, &p), 0);
-  const core_prof_coll *c = NULL;
-  for (int i = 0; i < p->n_colls; i++)
-    if (!strcmp(p->colls[i].op, "allreduce") && !strcmp(p->colls[i].backend, "nccl"))
-      c = &p->colls[i];
+  core_profile *p = job_profile(scen);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+  const core_prof_coll *c = nccl_allreduce(p);
   CU_ASSERT_PTR_NOT_NULL_FATAL(c);
   CU_ASSERT_EQUAL_FATAL(c->n_fits, 1);
   CU_ASSERT(NEAR(c->fits[0].alpha_us, 20.0) && NEAR(c->fits[0].algbw_GBps, 4.0));
@@ -248,12 +258,11 @@ static void test_profile_base_of_traced_gpu(void) {
   CU_ASSERT_EQUAL(cal_import_gpu(traces, 1, &o, out, NULL, 0), 0);
   /* The traced job's profile measured its allreduce: imported, though its
    * base is a datasheet's (whose collectives take NCCL's protocols). */
-  char scen[4200], prof[4400];
+  char scen[4200];
   snprintf(scen, sizeof scen, "%s/pbase-job.cfg", dir);
   CU_ASSERT_EQUAL_FATAL(cal_trace_scenario(out, scen, o.profile, NULL, 0), 0);
-  cal_trace_scenario_profile(scen, prof, sizeof prof);
-  core_profile *p = NULL;
-  CU_ASSERT_EQUAL_FATAL(core_profile_load(prof, &p), 0);
+  core_profile *p = job_profile(scen);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(p);
   CU_ASSERT_STRING_EQUAL(p->source, "imported");
   core_profile_free(p);
   unlink(out);
