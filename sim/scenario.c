@@ -1,5 +1,6 @@
 #include "scenario.h"
 
+#include "sim/bounds.h"
 #include "sim/compute.h"
 #include "sim/layer_cache.h"
 #include "sim/fabric.h"
@@ -15,10 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* A study with more points than this is almost certainly a typo (an extra
- * array level); split it with --shard if it is real. */
-#define SIM_MAX_POINTS 10000000L
 
 static const char *const prec_names[SIM_N_PRECS] = {"fp32", "tf32", "fp16", "bf16", "amp_fp16", "amp_bf16"};
 static const char *const prec_choices[] = {"fp32", "tf32", "fp16", "bf16", "amp_fp16", "amp_bf16", NULL};
@@ -218,10 +215,10 @@ static int check_compute(const sim_scenario *s, const config_setting_t *root) {
 }
 
 /* simulation = { steps; seed; ranks; replications; max_replications;
- * tie_goodput; max_events; } */
+ * tie_goodput; max_events; max_points; } */
 static int parse_simulation(sim_scenario *s, const config_setting_t *root) {
   static const char *const simk[] = {
-      "steps", "seed", "ranks", "replications", "max_replications", "tie_goodput", "max_events", NULL};
+      "steps", "seed", "ranks", "replications", "max_replications", "tie_goodput", "max_events", "max_points", NULL};
   const config_setting_t *g;
   const char *str;
   long long v;
@@ -232,6 +229,7 @@ static int parse_simulation(sim_scenario *s, const config_setting_t *root) {
   s->job.max_replications = 1600;
   s->job.tie_goodput = SIM_DEFAULT_TIE_GOODPUT;
   s->job.max_events = SIM_DEFAULT_MAX_EVENTS;
+  s->max_points = SIM_DEFAULT_MAX_POINTS;
   if ((rc = core_cfg_group(root, "simulation", 0, &g)) != 0 || !g)
     return rc;
   if ((rc = core_cfg_check_keys(g, simk, "simulation")) != 0 ||
@@ -252,9 +250,11 @@ static int parse_simulation(sim_scenario *s, const config_setting_t *root) {
     return rc;
   s->job.max_replications = (int)v;
   if ((rc = core_cfg_double(g, "tie_goodput", 0, SIM_DEFAULT_TIE_GOODPUT, 0, 1, &s->job.tie_goodput)) != 0 ||
-      (rc = core_cfg_double(g, "max_events", 0, SIM_DEFAULT_MAX_EVENTS, 1e3, 1e15, &s->job.max_events)) != 0)
+      (rc = core_cfg_double(g, "max_events", 0, SIM_DEFAULT_MAX_EVENTS, 1e3, 1e15, &s->job.max_events)) != 0 ||
+      (rc = core_cfg_double(g, "max_points", 0, SIM_DEFAULT_MAX_POINTS, 1, 1e12, &s->max_points)) != 0)
     return rc;
   s->job.max_events_key = config_setting_get_member(g, "max_events");
+  s->max_points_key = config_setting_get_member(g, "max_points");
   return 0;
 }
 
@@ -601,19 +601,8 @@ static int check_repeats(sim_scenario *s, const config_setting_t *root) {
   return rc;
 }
 
-/* The study's size: the product of the dimensions, within SIM_MAX_POINTS. */
-static int check_points(sim_scenario *s, const config_setting_t *root) {
-  long total = 1;
-  (void)root;
-  for (int d = 0; d < SIM_N_DIMS; d++) {
-    if (total > SIM_MAX_POINTS / s->n[d])
-      return core_err_set(CORE_EINVAL,
-          "%s: the sweep has more than %ld points; check for an extra array, or split the study", s->path,
-          SIM_MAX_POINTS);
-    total *= s->n[d];
-  }
-  return 0;
-}
+/* The study's size within its bound (sim/bounds.h). */
+static int check_points(sim_scenario *s, const config_setting_t *root) { return sim_bounds_points(s, root); }
 
 /* ddp.zero_optimizer needs a step whose optimizer ddpsim costs (a traced
  * job's is replayed as measured) and collectives it costs itself (a
