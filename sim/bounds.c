@@ -6,6 +6,7 @@
 #include "core/cfg.h"
 #include "core/err.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -69,4 +70,68 @@ int sim_bounds_points(const sim_scenario *s, const config_setting_t *root) {
       "about %s of memory. Check for an array you did not mean, or raise simulation.max_points (it bounds the whole "
       "study: --shard splits the work, not the points)",
       where(k ? k : root, wh), count, factors, s->max_points, given, mem);
+}
+
+/* failures.at_steps, when the failures are scheduled. */
+static const config_setting_t *schedule_key(const sim_scenario *s) {
+  const sim_job_cfg *j = &s->job;
+  if (!j->has_failures || j->fail_dist != SIM_FAIL_SCHEDULED || j->n_at_steps == 0)
+    return NULL;
+  return config_lookup(&s->cfg.cfg, "failures.at_steps");
+}
+
+/* The last scheduled failure comes in the middle of its step: past a job
+ * of total steps unless it starts before total - 0.5. */
+static double last_failure(const sim_job_cfg *j) { return j->at_steps[j->n_at_steps - 1]; }
+static int past_job(const sim_job_cfg *j, double total) { return !(last_failure(j) + 0.5 < total); }
+
+/* The largest value of a sweep of integers. */
+static long long largest(const long long *v, int n) {
+  long long m = v[0];
+  for (int i = 1; i < n; i++)
+    m = v[i] > m ? v[i] : m;
+  return m;
+}
+
+int sim_bounds_schedule(const sim_scenario *s, const config_setting_t *root) {
+  const sim_job_cfg *j = &s->job;
+  const config_setting_t *k = schedule_key(s);
+  char w[4200];
+  (void)root;
+  if (!k)
+    return 0;
+  if (j->steps > 0 && past_job(j, j->steps))
+    return core_err_set(CORE_EINVAL,
+        "%s: at_steps %.15g is past the job's last step (job.steps = %.15g runs steps 0 to %.15g), so that failure "
+        "would never happen; give steps below %.15g, or a longer job",
+        where(k, w), last_failure(j), j->steps, ceil(j->steps) - 1, j->steps);
+  if (!(j->samples > 0))
+    return 0;
+  long long b = largest(s->batch, s->n[SIM_DIM_BATCH]), g = largest(s->per_node, s->n[SIM_DIM_PER_NODE]),
+            n = largest(s->nodes, s->n[SIM_DIM_NODES]);
+  double steps = ceil(j->samples / ((double)n * g * b));
+  if (!past_job(j, steps))
+    return 0;
+  return core_err_set(CORE_EINVAL,
+      "%s: at_steps %.15g is past the job's last step at %lld nodes x %lld devices x batch %lld (job.samples = %.15g "
+      "is %.15g steps there, 0 to %.15g), so that failure would never happen; give steps below %.15g, or more samples",
+      where(k, w), last_failure(j), n, g, b, j->samples, steps, steps - 1, steps);
+}
+
+int sim_bounds_schedule_point(const sim_scenario *s, const sim_point *p, double total_steps, double step_s) {
+  const sim_job_cfg *j = &s->job;
+  const config_setting_t *k = schedule_key(s);
+  char w[4200], length[256];
+  if (!k || !past_job(j, total_steps))
+    return 0;
+  if (j->hours > 0)
+    snprintf(length, sizeof length, "job.hours = %.15g at its step time of %.4g s is %.6g steps", j->hours, step_s,
+        total_steps);
+  else
+    snprintf(length, sizeof length, "its job is %.6g steps", total_steps);
+  return core_err_set(CORE_EINVAL,
+      "%s: at_steps %.15g is past the job's last step at point %ld (model %s, %d x %d, batch %d): %s, so that failure "
+      "would never happen; give steps up to %.15g, or a longer job",
+      where(k, w), last_failure(j), p->index, p->model->name, p->nodes, p->per_node, p->batch, length,
+      ceil(total_steps - 0.5) - 1);
 }

@@ -201,20 +201,6 @@ static int parse_failures(const config_setting_t *fg, sim_job_cfg *j, int n[N_D]
   return core_cfg_int_list(fg, "spares", 0, 0, 0, 1 << 20, &j->spares, &n[D_SPARES]);
 }
 
-/* A scheduled failure past the job's last step would never happen: a
- * mistake, refused. Only job.steps fixes the steps before a point is known. */
-static int check_schedule(const config_setting_t *fg, const sim_job_cfg *j) {
-  char w[4200];
-  if (!fg || j->fail_dist != SIM_FAIL_SCHEDULED || !(j->steps > 0) || j->n_at_steps == 0 ||
-      j->at_steps[j->n_at_steps - 1] < j->steps)
-    return 0;
-  return core_err_set(CORE_EINVAL,
-      "%s: at_steps %.15g is past the job's last step (job.steps = %.15g runs steps 0 to %.15g), so that failure would "
-      "never happen; give steps below %.15g, or a longer job",
-      where(config_setting_get_member(fg, "at_steps"), w), j->at_steps[j->n_at_steps - 1], j->steps, j->steps - 1,
-      j->steps);
-}
-
 /* What the profile must hold for the costs left to it: storage bandwidth
  * for checkpoints without cost_s (and their async writes) and for loads
  * without load_s, restart costs without restart_s. */
@@ -264,8 +250,7 @@ int sim_jobcfg_parse(
         "%s: with failures but no checkpoints every failure restarts the run from scratch; add checkpoint = { every_s "
         "= ...; }",
         where(fg, w));
-  if ((cg && (rc = parse_checkpoint(cg, j, n)) != 0) || (fg && (rc = parse_failures(fg, j, n)) != 0) ||
-      (rc = check_schedule(fg, j)) != 0)
+  if ((cg && (rc = parse_checkpoint(cg, j, n)) != 0) || (fg && (rc = parse_failures(fg, j, n)) != 0))
     return rc;
   return check_profile(fg, cg, pr, profile_path, j);
 }

@@ -1,5 +1,7 @@
 #include "jobpoint.h"
 
+#include "sim/bounds.h"
+
 #include "core/err.h"
 
 #include <math.h>
@@ -110,6 +112,9 @@ int sim_jobpoint_params(
   jp.step_s = r->step_s;
   jp.total_steps = sim_jobpoint_steps(s, p, r->step_s);
   jp.nodes = p->nodes;
+  /* A point that runs: with job.hours its steps are known only now. */
+  if (strcmp(r->status, "ok") == 0 && (rc = sim_bounds_schedule_point(s, p, jp.total_steps, r->step_s)) != 0)
+    return rc;
   if (j->has_failures) {
     failure_params(s, p, &jp);
     if ((p->restart_s < 0 || (p->load_s < 0 && j->has_checkpoints)) && (rc = sim_predict_topo(s, p, &t)) != 0)

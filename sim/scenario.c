@@ -601,8 +601,10 @@ static int check_repeats(sim_scenario *s, const config_setting_t *root) {
   return rc;
 }
 
-/* The study's size within its bound (sim/bounds.h). */
+/* The study's size and its scheduled failures within their bounds
+ * (sim/bounds.h). */
 static int check_points(sim_scenario *s, const config_setting_t *root) { return sim_bounds_points(s, root); }
+static int check_schedule(sim_scenario *s, const config_setting_t *root) { return sim_bounds_schedule(s, root); }
 
 /* ddp.zero_optimizer needs a step whose optimizer ddpsim costs (a traced
  * job's is replayed as measured) and collectives it costs itself (a
@@ -633,7 +635,7 @@ static int check_zero(sim_scenario *s, const config_setting_t *root) {
  * across them. */
 static int (*const parsers[])(sim_scenario *s, const config_setting_t *root) = {parse_name, parse_profile, parse_models,
     parse_training, parse_cluster, parse_networks, parse_ddp, sim_fabric_parse, parse_simulation, parse_job, parse_cost,
-    parse_output, check_repeats, check_points, cross_check, check_zero};
+    parse_output, check_repeats, check_points, cross_check, check_zero, check_schedule};
 
 static int parse(sim_scenario *s) {
   static const char *const top_keys[] = {"name", "description", "profile", "model", "training", "cluster", "networks",

@@ -1,12 +1,17 @@
 /* A study's bounds (sim/bounds.h): its points within simulation.max_points,
- * refused at the line of its widest sweep with every sweep named. */
+ * refused at the line of its widest sweep with every sweep named; its
+ * scheduled failures within the job's steps, at load time where job.samples
+ * fixes them and, with job.hours, once the sweep knows the step time,
+ * both at the line of failures.at_steps. */
 #include "sim/scenario.h"
+#include "sim/sweep.h"
 
 #include "core/err.h"
 
 #include "testutil.h"
 
 #include <CUnit/CUnit.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -21,6 +26,19 @@
   "cluster = { nodes = [1, 2, 3, 4]; devices_per_node = 1; };\n"                                                       \
   "networks = ( { name = \"1GbE\"; gbps = 1.0; latency_us = 30.0; } );\n"                                              \
   "ddp = { backend = \"gloo\"; bucket_cap_mb = [1.0, 25.0]; };\n" EXTRA "\n"
+
+/* Two node counts (the largest global batch: 2 x 1 x 8), failures at the
+ * steps AT (line 8) of a job of LENGTH. */
+#define SCHEDULED(LENGTH, AT)                                                                                          \
+  "profile = \"cpu-test.cfg\";\n"                                                                                      \
+  "model = \"../../scenarios/models/mlp-small.cfg\";\n"                                                                \
+  "training = { batch = 8; };\n"                                                                                       \
+  "cluster = { nodes = [1, 2]; devices_per_node = 1; };\n"                                                             \
+  "networks = ( { name = \"1GbE\"; gbps = 1.0; latency_us = 30.0; } );\n"                                              \
+  "job = { " LENGTH " };\n"                                                                                            \
+  "checkpoint = { every_steps = 10.0; cost_s = 1.0; };\n"                                                              \
+  "failures = { distribution = \"scheduled\"; at_steps = " AT "; restart_s = 10.0; load_s = 1.0; };\n"                 \
+  "simulation = { replications = 2; };\n"
 
 static int load(const char *text, sim_scenario **s) {
   core_err_clear();
@@ -59,7 +77,68 @@ static void test_points(void) {
   CU_ASSERT(strstr(core_err_msg(), "raise simulation.max_points") != NULL);
 }
 
+/* With job.samples the fewest steps are the largest global batch's:
+ * 160 samples over 2 x 1 x 8 are 10 steps, 0 to 9. */
+static void test_schedule_samples(void) {
+  sim_scenario *s = NULL;
+  CU_ASSERT(load(SCHEDULED("samples = 160.0;", "[2.0, 9.0]"), &s) == 0);
+  sim_scenario_free(s);
+  s = NULL;
+  CU_ASSERT_EQUAL(load(SCHEDULED("samples = 160.0;", "[2.0, 10.0]"), &s), CORE_EINVAL);
+  CU_ASSERT(s == NULL);
+  CU_ASSERT(says(8, "at_steps 10 is past the job's last step at 2 nodes x 1 devices x batch 8 (job.samples = 160 is "
+                    "10 steps there, 0 to 9)"));
+  CU_ASSERT(strstr(core_err_msg(), "more samples") != NULL);
+  /* job.steps: the same, whatever the cluster. */
+  CU_ASSERT_EQUAL(load(SCHEDULED("steps = 10.0;", "[10.0]"), &s), CORE_EINVAL);
+  CU_ASSERT(says(8, "at_steps 10 is past the job's last step (job.steps = 10 runs steps 0 to 9)"));
+}
+
+static int sweep(const char *text, sim_sweep *w, double *step_s) {
+  sim_scenario *s = NULL;
+  int rc = load(text, &s);
+  CU_ASSERT_FATAL(rc == 0);
+  sim_sweep_opts o = {.jobs = 2, .n_shards = 1, .trace_point = -1};
+  rc = sim_sweep_run(s, &o, w);
+  for (long i = 0; rc == 0 && step_s && i < w->n; i++)
+    *step_s = fmax(*step_s, w->res[i].step_s);
+  sim_scenario_free(s);
+  return rc;
+}
+
+/* With job.hours the steps are known once the step level ran: the last
+ * step whose middle falls within the job is accepted, the next refused
+ * before any Monte Carlo runs. */
+static void test_schedule_hours(void) {
+  sim_sweep w;
+  double step_s = 0;
+  CU_ASSERT_FATAL(sweep(SCHEDULED("hours = 0.01;", "[2.0]"), &w, &step_s) == 0);
+  CU_ASSERT(w.res[0].has_job && w.res[1].has_job);
+  sim_sweep_free(&w);
+  /* The slowest step's point has the fewest steps: point 1, two nodes. */
+  double last = ceil(0.01 * 3600.0 / step_s - 0.5) - 1;
+  CU_ASSERT_FATAL(last > 2);
+  char text[2048], at[64];
+  snprintf(at, sizeof at, "[2.0, %.1f]", last);
+  snprintf(text, sizeof text, SCHEDULED("hours = 0.01;", "%s"), at);
+  CU_ASSERT(sweep(text, &w, NULL) == 0);
+  sim_sweep_free(&w);
+  snprintf(at, sizeof at, "[2.0, %.1f]", last + 1);
+  snprintf(text, sizeof text, SCHEDULED("hours = 0.01;", "%s"), at);
+  CU_ASSERT_EQUAL(sweep(text, &w, NULL), CORE_EINVAL);
+  char part[256];
+  snprintf(part, sizeof part,
+      "at_steps %.15g is past the job's last step at point 1 (model mlp-small, 2 x 1, batch 8): "
+      "job.hours = 0.01 at its step time of",
+      last + 1);
+  CU_ASSERT(says(8, part));
+  snprintf(part, sizeof part, "give steps up to %.15g, or a longer job", last);
+  CU_ASSERT(strstr(core_err_msg(), part) != NULL);
+}
+
 void test_register(void) {
   CU_pSuite s = CU_add_suite("bounds", NULL, NULL);
   CU_add_test(s, "a study's points within simulation.max_points", test_points);
+  CU_add_test(s, "scheduled failures within job.samples' and job.steps' steps", test_schedule_samples);
+  CU_add_test(s, "scheduled failures within job.hours' steps, once the step time is known", test_schedule_hours);
 }
