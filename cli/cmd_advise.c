@@ -11,6 +11,7 @@
 #include "core/afile.h"
 #include "core/clock.h"
 #include "core/err.h"
+#include "core/progress.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -49,6 +50,8 @@ const char cli_advise_help[] = "Usage: ddpsim advise SCENARIO [-o DIR] [--profil
                                "      --exhaustive   simulate every point of the product (to check the search)\n"
                                "      --no-plot      no Pareto plot\n"
                                "  -q, --quiet        no table\n"
+                               "      --progress on|off  progress on stderr when the search runs longer than a\n"
+                               "                     few seconds (default: on when stderr is a terminal)\n"
                                "\n"
                                "Example:\n"
                                "  ddpsim advise scenarios/plan.cfg -o results\n";
@@ -56,7 +59,7 @@ const char cli_advise_help[] = "Usage: ddpsim advise SCENARIO [-o DIR] [--profil
 typedef struct opts {
   const char *out, *profile;
   long seed, jobs;
-  int exhaustive, plot, quiet;
+  int exhaustive, plot, quiet, progress;
 } opts;
 
 /* 0, 1 after --help, or an exit status for a usage error. */
@@ -64,7 +67,7 @@ static int parse_args(int argc, char **argv, opts *o) {
   static const struct option lo[] = {{"out", required_argument, NULL, 'o'}, {"profile", required_argument, NULL, 'F'},
       {"seed", required_argument, NULL, 's'}, {"jobs", required_argument, NULL, 'j'},
       {"exhaustive", no_argument, NULL, 'E'}, {"no-plot", no_argument, NULL, 'P'}, {"quiet", no_argument, NULL, 'q'},
-      {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+      {"progress", required_argument, NULL, 'G'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
   int c;
   optind = 1;
   opterr = 0;
@@ -83,6 +86,11 @@ static int parse_args(int argc, char **argv, opts *o) {
     case 'E': o->exhaustive = 1; break;
     case 'P': o->plot = 0; break;
     case 'q': o->quiet = 1; break;
+    case 'G':
+      if (strcmp(optarg, "on") && strcmp(optarg, "off"))
+        return cli_usage("advise", "--progress expects on or off, got '%s'", optarg);
+      o->progress = !strcmp(optarg, "on");
+      break;
     case 'h': fputs(cli_advise_help, stdout); return 1;
     case ':': return cli_usage("advise", "option %s needs a value", argv[optind - 1]);
     default: return cli_usage("advise", "unknown option '%s'", argv[optind - 1]);
@@ -108,7 +116,7 @@ static int plot(const sim_scenario *s, const char *csv, const char *out, int qui
 }
 
 int cli_cmd_advise(int argc, char **argv) {
-  opts o = {.out = "results", .seed = -1, .plot = 1};
+  opts o = {.out = "results", .seed = -1, .plot = 1, .progress = isatty(2)};
   int rc = parse_args(argc, argv, &o);
   if (rc)
     return rc == 1 ? CLI_EXIT_OK : rc;
@@ -119,7 +127,10 @@ int cli_cmd_advise(int argc, char **argv) {
     s->seed = (uint64_t)o.seed;
   char csv[8192];
   snprintf(csv, sizeof csv, "%s/%s-advice.csv", o.out, s->name);
-  sim_advise_opts ao = {.jobs = (int)o.jobs, .exhaustive = o.exhaustive};
+  sim_advise_opts ao = {.jobs = (int)o.jobs,
+      .exhaustive = o.exhaustive,
+      .progress = o.progress,
+      .progress_after_s = CORE_PROGRESS_AFTER_S};
   sim_advice a;
   core_made_dirs made = {0}; /* -o's directories, taken back if the run fails while they are empty */
   double t0 = core_now();

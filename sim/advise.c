@@ -3,7 +3,9 @@
 #include "sim/jobpoint.h"
 
 #include "core/cfg.h"
+#include "core/clock.h"
 #include "core/err.h"
+#include "core/progress.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -11,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Hardware configurations decided per batch: the search does not depend on
@@ -69,6 +72,8 @@ typedef struct adv {
   task *tasks;
   long batch_first, batch_n;
   atomic_long next;
+  atomic_long groups_done, steps_run; /* for the progress report */
+  atomic_int stop;
 } adv;
 
 /* The mixed-radix digits of k over dims into idx. */
@@ -268,6 +273,7 @@ static int search_group(adv *a, task *t, sim_engine *e) {
     sim_scenario_point(a->s, index_of(a, idx), &p);
     if ((rc = sim_predict_point(a->s, &p, e, NULL, 0, &r)) != 0)
       return rc;
+    atomic_fetch_add(&a->steps_run, 1);
     a->step_done[p.step_index] = 1;
     if (strcmp(r.status, "ok") != 0) {
       *(strcmp(r.status, "oom") == 0 ? &t->ooms : &t->timeouts) += 1;
@@ -320,11 +326,12 @@ static void *worker(void *arg) {
     if (i >= a->batch_n)
       break;
     task *t = &a->tasks[a->batch_first + i];
-    if (t->pruned)
-      continue;
-    t->rc = rc ? rc : search_group(a, t, e);
-    if (t->rc)
-      snprintf(t->err, sizeof t->err, "%s", core_err_msg());
+    if (!t->pruned) {
+      t->rc = rc ? rc : search_group(a, t, e);
+      if (t->rc)
+        snprintf(t->err, sizeof t->err, "%s", core_err_msg());
+    }
+    atomic_fetch_add(&a->groups_done, 1);
   }
   sim_engine_free(e);
   return NULL;
@@ -496,6 +503,42 @@ static int search(adv *a, int jobs, plist *all, sim_advice *out) {
   return rc;
 }
 
+/* Progress on stderr (core/progress.h), from a thread of its own that
+ * reads counters only: the advice is the same with it or without. */
+typedef struct reporter {
+  adv *a;
+  pthread_t th;
+  core_progress p;
+  int on;
+} reporter;
+
+static void *report(void *arg) {
+  reporter *r = arg;
+  do {
+    double now = core_now();
+    if (core_progress_due(&r->p, now))
+      core_progress_line(&r->p, now, "advise: %ld of %ld configurations, %ld step settings simulated, %.0f s",
+          atomic_load(&r->a->groups_done), r->a->n_hw, atomic_load(&r->a->steps_run), now - r->p.t0);
+    struct timespec tick = {0, 200 * 1000 * 1000};
+    nanosleep(&tick, NULL);
+  } while (!atomic_load(&r->a->stop));
+  core_progress_end(&r->p);
+  return NULL;
+}
+
+static void report_start(reporter *r, adv *a, const sim_advise_opts *o) {
+  r->a = a;
+  core_progress_start(&r->p, 1, o->progress_after_s);
+  r->on = o->progress && pthread_create(&r->th, NULL, report, r) == 0;
+}
+
+static void report_stop(reporter *r) {
+  if (!r->on)
+    return;
+  atomic_store(&r->a->stop, 1);
+  pthread_join(r->th, NULL);
+}
+
 int sim_advise_run(const sim_scenario *s, const sim_advise_opts *o, sim_advice *out) {
   memset(out, 0, sizeof *out);
   int rc = sim_advise_check(s);
@@ -517,10 +560,12 @@ int sim_advise_run(const sim_scenario *s, const sim_advise_opts *o, sim_advice *
   a.step_done = calloc((size_t)out->step_configs, 1);
   a.tasks = calloc((size_t)a.n_hw, sizeof *a.tasks);
   plist all = {0};
+  reporter rep = {0};
   if (!a.step_done || !a.tasks) {
     rc = core_err_set(CORE_ENOMEM, "out of memory for %ld configurations", a.n_hw);
     goto out_free;
   }
+  report_start(&rep, &a, o);
   if ((rc = run_baseline(&a)) != 0)
     goto out_free;
   if (a.base.r.has_job && ((rc = plist_add(&all, &a.base)) != 0 ||
@@ -532,6 +577,7 @@ int sim_advise_run(const sim_scenario *s, const sim_advise_opts *o, sim_advice *
   finish(&a, &all, out);
   all.p = NULL;
 out_free:
+  report_stop(&rep);
   for (long i = 0; a.tasks && i < a.n_hw; i++)
     free(a.tasks[i].out.p);
   free(all.p);

@@ -40,8 +40,10 @@
 #include "sim/scenario.h"
 
 typedef struct sim_advise_opts {
-  int jobs;       /* worker threads; <= 0: one per online CPU */
-  int exhaustive; /* every point of the product, nothing pruned */
+  int jobs;                /* worker threads; <= 0: one per online CPU */
+  int exhaustive;          /* every point of the product, nothing pruned */
+  int progress;            /* report on stderr (core/progress.h) once the search runs progress_after_s */
+  double progress_after_s; /* CORE_PROGRESS_AFTER_S for the command; 0 in tests */
 } sim_advise_opts;
 
 /* Parts of a run's wall time, the bottlenecks a recommendation removes. */

@@ -12,10 +12,12 @@
 #include "testutil.h"
 
 #include <CUnit/CUnit.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static char scratch[4096];
 
@@ -340,6 +342,43 @@ static void test_no_fit_not_advised(void) {
   sim_scenario_free(s);
 }
 
+/* With progress reported from the start: a line on stderr that counts the
+ * configurations, and the same advice CSV as without. */
+static void test_progress(void) {
+  char quiet[4200], loud[4200], err[4200], text[4096];
+  snprintf(quiet, sizeof quiet, "%s/quiet.csv", scratch);
+  snprintf(loud, sizeof loud, "%s/loud.csv", scratch);
+  snprintf(err, sizeof err, "%s/stderr.txt", scratch);
+  snprintf(text, sizeof text, STUDY("%s"), "minimize = \"cost_usd\";");
+  for (int k = 0; k < 2; k++) {
+    sim_scenario *s = load(text);
+    CU_ASSERT_FATAL(s != NULL);
+    sim_advise_opts o = {.jobs = 2, .progress = k, .progress_after_s = 0};
+    sim_advice a;
+    fflush(stderr);
+    int saved = dup(2), fd = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    CU_ASSERT_FATAL(saved >= 0 && fd >= 0);
+    dup2(fd, 2);
+    close(fd);
+    int rc = sim_advise_run(s, &o, &a);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    CU_ASSERT_FATAL(rc == 0 && sim_advice_rank(s, &a) == 0);
+    CU_ASSERT_FATAL(sim_advice_write_csv(s, &a, k ? loud : quiet) == 0);
+    sim_advice_free(&a);
+    sim_scenario_free(s);
+    char *said = tu_read_file(err, NULL);
+    CU_ASSERT_FATAL(said != NULL);
+    CU_ASSERT_EQUAL(strstr(said, "advise: ") != NULL && strstr(said, " of 10 configurations, ") != NULL, k);
+    free(said);
+  }
+  char *a = tu_read_file(quiet, NULL), *b = tu_read_file(loud, NULL);
+  CU_ASSERT(a && b && strcmp(a, b) == 0);
+  free(a);
+  free(b);
+}
+
 void test_register(void) {
   CU_pSuite s = CU_add_suite("advise", suite_init, suite_clean);
   CU_add_test(s, "the search finds the exhaustive run's front and best", test_same_as_exhaustive);
@@ -350,4 +389,5 @@ void test_register(void) {
   CU_add_test(s, "studies advise cannot search are refused", test_refused);
   CU_add_test(s, "objective = \"time\" or \"cost\" is minimize of its column", test_objective_words);
   CU_add_test(s, "points that do not fit in memory are not advised", test_no_fit_not_advised);
+  CU_add_test(s, "progress on stderr changes nothing in the advice", test_progress);
 }
