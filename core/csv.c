@@ -91,17 +91,10 @@ static void sep(core_csv *c) {
 
 void core_csv_str(core_csv *c, const char *s) {
   sep(c);
-  if (strpbrk(s, ",\"\n\r")) {
-    fputc('"', c->a.f);
-    for (; *s; s++) {
-      if (*s == '"')
-        fputc('"', c->a.f);
-      fputc(*s, c->a.f);
-    }
-    fputc('"', c->a.f);
-  } else {
+  if (strpbrk(s, ",\"\n\r"))
+    csv_fwrite(c->a.f, s, strlen(s)); /* quoted, quotes doubled; a write error shows in ferror */
+  else
     fputs(s, c->a.f);
-  }
 }
 
 /* A number the way CSV cells are written. */
