@@ -1,7 +1,14 @@
-#include "csv.h"
+#include "csv.h" /* this module's: a quoted include looks beside this file first */
 
 #include "afile.h"
 #include "err.h"
+
+/* libcsv's (libcsv-dev): an include <> never looks beside this file, and
+ * the check below stops a build whose include path has core/ in it. */
+#include <csv.h>
+#ifndef CSV_MAJOR
+#error "<csv.h> is not libcsv's header: install libcsv-dev, and keep core/ off the include path"
+#endif
 
 #include <errno.h>
 #include <math.h>
@@ -84,17 +91,10 @@ static void sep(core_csv *c) {
 
 void core_csv_str(core_csv *c, const char *s) {
   sep(c);
-  if (strpbrk(s, ",\"\n\r")) {
-    fputc('"', c->a.f);
-    for (; *s; s++) {
-      if (*s == '"')
-        fputc('"', c->a.f);
-      fputc(*s, c->a.f);
-    }
-    fputc('"', c->a.f);
-  } else {
+  if (strpbrk(s, ",\"\n\r"))
+    csv_fwrite(c->a.f, s, strlen(s)); /* quoted, quotes doubled; a write error shows in ferror */
+  else
     fputs(s, c->a.f);
-  }
 }
 
 /* A number the way CSV cells are written. */
@@ -177,89 +177,10 @@ void core_csv_table_free(core_csv_table *t) {
 
 /* The longest row read: ddpsim's own rows (a simulation's, with its note,
  * or a run's metrics) are under a few KiB. */
-enum { CSV_MAX_RECORD = 1 << 20 };
-
-typedef struct field_buf {
-  char *s;
-  size_t n, cap;
-} field_buf;
-
-static int fb_put(field_buf *b, int ch) {
-  if (b->n + 1 >= b->cap) {
-    size_t nc = b->cap ? b->cap * 2 : 64;
-    char *ns = realloc(b->s, nc);
-    if (!ns)
-      return -1;
-    b->s = ns;
-    b->cap = nc;
-  }
-  b->s[b->n++] = (char)ch;
-  b->s[b->n] = '\0';
-  return 0;
-}
-
-/* One record being read: the fields done and the one being filled. */
-typedef struct record_reader {
-  FILE *f;
-  const char *path;
-  long *line; /* advances over embedded newlines too */
-  long start; /* the line the record starts on, for messages */
-  size_t bytes;
-  int quoted;
-  field_buf b; /* the field being filled */
-  char **out;  /* the fields done */
-  int n, cap;
-} record_reader;
-
-static int rr_nomem(const record_reader *r) { return core_err_set(CORE_ENOMEM, "out of memory reading %s", r->path); }
-
-/* 0, or an error for a NUL byte or one byte too many for a record.
- * A device or a binary file read by mistake (/dev/zero) ends here, not
- * when memory runs out. */
-static int rr_check_byte(record_reader *r, int ch) {
-  if (ch == '\0')
-    return core_err_set(CORE_EINVAL, "%s:%ld: a NUL byte: this is not a text file; give a CSV", r->path, *r->line);
-  if (ch != EOF && ++r->bytes > CSV_MAX_RECORD)
-    return core_err_set(CORE_EINVAL,
-        "%s:%ld: a row longer than %d MiB: not a CSV of ddpsim's (whose rows are under a few KiB); check the file",
-        r->path, r->start, CSV_MAX_RECORD >> 20);
-  return 0;
-}
-
-/* Take ch read inside a quoted field: "" is one quote, a lone " closes
- * the field; a newline is part of the field but still a line of the file. */
-static int rr_quoted(record_reader *r, int ch) {
-  if (ch == EOF)
-    return core_err_set(CORE_EINVAL, "%s:%ld: a quoted field is not closed; add the closing \"", r->path, r->start);
-  if (ch == '"') {
-    int nx = fgetc(r->f);
-    if (nx == '"')
-      return fb_put(&r->b, '"') ? rr_nomem(r) : 0;
-    r->quoted = 0;
-    if (nx != EOF)
-      ungetc(nx, r->f);
-    return 0;
-  }
-  if (ch == '\n')
-    (*r->line)++;
-  return fb_put(&r->b, ch) ? rr_nomem(r) : 0;
-}
-
-/* Move the field being filled (empty: "") to the fields done. */
-static int rr_end_field(record_reader *r) {
-  if (r->n == r->cap) {
-    r->cap = r->cap ? r->cap * 2 : 16;
-    char **no = realloc(r->out, sizeof *no * (size_t)r->cap);
-    if (!no)
-      return rr_nomem(r);
-    r->out = no;
-  }
-  r->out[r->n++] = r->b.s ? r->b.s : calloc(1, 1);
-  if (!r->out[r->n - 1])
-    return rr_nomem(r);
-  memset(&r->b, 0, sizeof r->b);
-  return 0;
-}
+enum { READ_MAX_RECORD = 1 << 20 };
+/* Bytes read from the file at a time; a record is fed to libcsv in pieces
+ * of at most one line, so that every callback knows the line it is on. */
+enum { READ_BLOCK = 1 << 16 };
 
 static void free_fields(char **fields, int nf) {
   for (int i = 0; i < nf; i++)
@@ -267,48 +188,160 @@ static void free_fields(char **fields, int nf) {
   free(fields);
 }
 
-/* Read one record; *fields is malloc'd. Returns 1 on a record, 0 at EOF,
- * negative on error. *line advances over embedded newlines too. */
-static int read_record(FILE *f, const char *path, long *line, char ***fields, int *nf) {
-  record_reader r = {.f = f, .path = path, .line = line, .start = *line};
-  int any = 0, rc;
-  for (;;) {
-    int ch = fgetc(f);
-    if (ch == EOF && !any && r.n == 0)
+/* libcsv's callbacks' state: the table being filled and where in the file
+ * the record being read is. */
+typedef struct table_reader {
+  const char *path;
+  core_csv_table *t;
+  long rows_cap;
+  long line;    /* the line of the piece being fed */
+  long start;   /* the line the record being read starts on, for messages */
+  int fresh;    /* nothing of a record fed since the last one ended */
+  size_t bytes; /* of the record being read, fed so far */
+  char **out;   /* its fields done */
+  int n, cap;
+  int rc; /* the first error; the callbacks do nothing after it */
+} table_reader;
+
+static int rd_nomem(table_reader *r) { return core_err_set(CORE_ENOMEM, "out of memory reading %s", r->path); }
+
+/* libcsv's cb1: one field of the record, copied with its terminating NUL. */
+static void on_field(void *s, size_t len, void *data) {
+  table_reader *r = data;
+  if (r->rc)
+    return;
+  if (r->n == r->cap) {
+    int nc = r->cap ? r->cap * 2 : 16;
+    char **no = realloc(r->out, sizeof *no * (size_t)nc);
+    if (!no) {
+      r->rc = rd_nomem(r);
+      return;
+    }
+    r->out = no;
+    r->cap = nc;
+  }
+  char *f = malloc(len + 1);
+  if (!f) {
+    r->rc = rd_nomem(r);
+    return;
+  }
+  memcpy(f, s, len);
+  f[len] = '\0';
+  r->out[r->n++] = f;
+}
+
+/* The record just read becomes the header (the first) or the next row,
+ * which must have the header's field count. */
+static int take_record(table_reader *r) {
+  core_csv_table *t = r->t;
+  if (!t->cols) {
+    t->cols = r->out;
+    t->ncols = r->n;
+  } else if (r->n != t->ncols) {
+    return core_err_set(CORE_EINVAL, "%s:%ld: %d fields, but the header has %d; fix or remove the row", r->path,
+        r->start, r->n, t->ncols);
+  } else {
+    if (t->nrows == r->rows_cap) {
+      long nc = r->rows_cap ? r->rows_cap * 2 : 64;
+      char ***nr = realloc(t->rows, sizeof *nr * (size_t)nc);
+      if (!nr)
+        return rd_nomem(r);
+      t->rows = nr;
+      r->rows_cap = nc;
+    }
+    t->rows[t->nrows++] = r->out;
+  }
+  r->out = NULL;
+  r->n = r->cap = 0;
+  return 0;
+}
+
+/* libcsv's cb2: the end of a record (c is its terminator, -1 at the end of
+ * the file). A blank line is no record: libcsv skips it. */
+static void on_record(int c, void *data) {
+  (void)c;
+  table_reader *r = data;
+  if (!r->rc)
+    r->rc = take_record(r);
+  free_fields(r->out, r->n);
+  r->out = NULL;
+  r->n = r->cap = 0;
+  r->fresh = 1;
+  r->bytes = 0;
+  r->start = r->line; /* a record after a lone CR starts on this line */
+}
+
+/* A piece made only of line ends: a blank line, no record's start. */
+static int blank(const char *s, size_t len) {
+  for (size_t i = 0; i < len; i++)
+    if (s[i] != '\n' && s[i] != '\r')
       return 0;
-    any = 1;
-    if ((rc = rr_check_byte(&r, ch)) != 0)
-      break;
-    if (r.quoted) {
-      if ((rc = rr_quoted(&r, ch)) != 0)
-        break;
-      continue;
-    }
-    if (ch == '"' && r.b.n == 0) {
-      r.quoted = 1;
-      continue;
-    }
-    if (ch == ',' || ch == '\n' || ch == EOF) {
-      if ((rc = rr_end_field(&r)) != 0)
-        break;
-      if (ch != ',') {
-        (*line)++;
-        *fields = r.out;
-        *nf = r.n;
-        return 1;
-      }
-      continue;
-    }
-    if (ch == '\r')
-      continue;
-    if (fb_put(&r.b, ch)) {
-      rc = rr_nomem(&r);
-      break;
+  return 1;
+}
+
+/* The error libcsv reports at column col of the current line. */
+static int parse_error(table_reader *r, struct csv_parser *p, size_t col) {
+  if (csv_error(p) == CSV_EPARSE)
+    return core_err_set(CORE_EINVAL,
+        "%s:%ld:%zu: a quote inside a field that does not start with one, or text after a closing quote; quote the "
+        "whole field and double each quote inside it (RFC 4180)",
+        r->path, r->line, col);
+  if (csv_error(p) == CSV_ENOMEM)
+    return rd_nomem(r);
+  return core_err_set(CORE_EINVAL, "%s:%ld: %s; check the file", r->path, r->line, csv_strerror(csv_error(p)));
+}
+
+/* Feed libcsv one piece of a line: s[0..len) (ending with the line's '\n'
+ * if it has one), which starts at column col + 1 of line r->line. */
+static int feed(table_reader *r, struct csv_parser *p, const char *s, size_t len, size_t col) {
+  /* A device or a binary file read by mistake (/dev/zero) ends here. */
+  const char *nul = memchr(s, '\0', len);
+  if (nul)
+    return core_err_set(CORE_EINVAL, "%s:%ld: a NUL byte: this is not a text file; give a CSV", r->path, r->line);
+  if (r->fresh && !blank(s, len)) {
+    r->fresh = 0;
+    r->start = r->line;
+  }
+  if (!r->fresh && (r->bytes += len) > READ_MAX_RECORD)
+    return core_err_set(CORE_EINVAL,
+        "%s:%ld: a row longer than %d MiB: not a CSV of ddpsim's (whose rows are under a few KiB); check the file",
+        r->path, r->start, READ_MAX_RECORD >> 20);
+  size_t done = csv_parse(p, s, len, on_field, on_record, r);
+  if (r->rc)
+    return r->rc;
+  return done < len ? parse_error(r, p, col + done + 1) : 0;
+}
+
+/* Feed libcsv all of f, line by line, then end the last record. */
+static int feed_file(FILE *f, table_reader *r, struct csv_parser *p) {
+  char *buf = malloc(READ_BLOCK);
+  if (!buf)
+    return rd_nomem(r);
+  size_t got, col = 0; /* col: bytes of the line fed before */
+  int rc = 0;
+  while (!rc && (got = fread(buf, 1, READ_BLOCK, f)) > 0) {
+    for (size_t at = 0; !rc && at < got;) {
+      const char *nl = memchr(buf + at, '\n', got - at);
+      size_t len = nl ? (size_t)(nl - (buf + at)) + 1 : got - at;
+      rc = feed(r, p, buf + at, len, col);
+      at += len;
+      col = nl ? 0 : col + len;
+      r->line += nl != NULL;
     }
   }
-  free(r.b.s);
-  free_fields(r.out, r.n);
-  return rc;
+  free(buf);
+  if (!rc && ferror(f))
+    rc = core_err_errno(errno ? errno : EIO, "cannot read '%s'", r->path);
+  if (!rc && csv_fini(p, on_field, on_record, r) != 0)
+    rc = core_err_set(CORE_EINVAL, "%s:%ld: a quoted field is not closed; add the closing \"", r->path, r->start);
+  return rc ? rc : r->rc;
+}
+
+/* libcsv's test for a blank to trim around fields: none is, as RFC 4180
+ * says spaces are part of a field. */
+static int no_trim(unsigned char c) {
+  (void)c;
+  return 0;
 }
 
 /* Open path to read it as a CSV; a directory is refused with the fix. */
@@ -327,46 +360,6 @@ static int open_csv(const char *path, FILE **out) {
   return 0;
 }
 
-/* Append fields as t's next row (*cap rows held); on failure they are freed. */
-static int add_row(core_csv_table *t, long *cap, char **fields, int nf, const char *path) {
-  if (t->nrows == *cap) {
-    *cap = *cap ? *cap * 2 : 64;
-    char ***nr = realloc(t->rows, sizeof *nr * (size_t)*cap);
-    if (!nr) {
-      free_fields(fields, nf);
-      return core_err_set(CORE_ENOMEM, "out of memory reading %s", path);
-    }
-    t->rows = nr;
-  }
-  t->rows[t->nrows++] = fields;
-  return 0;
-}
-
-/* Read the rows after t's header up to EOF: blank lines are skipped, a row
- * with another number of fields than the header is an error at its line. */
-static int read_rows(FILE *f, const char *path, long *line, core_csv_table *t) {
-  long cap = 0;
-  char **fields;
-  int nf, rc;
-  for (;;) {
-    long at = *line;
-    rc = read_record(f, path, line, &fields, &nf);
-    if (rc <= 0)
-      return rc;
-    if (nf == 1 && fields[0][0] == '\0') { /* blank line */
-      free_fields(fields, nf);
-      continue;
-    }
-    if (nf != t->ncols) {
-      free_fields(fields, nf);
-      return core_err_set(
-          CORE_EINVAL, "%s:%ld: %d fields, but the header has %d; fix or remove the row", path, at, nf, t->ncols);
-    }
-    if ((rc = add_row(t, &cap, fields, nf, path)) != 0)
-      return rc;
-  }
-}
-
 int core_csv_read(const char *path, core_csv_table *t) {
   memset(t, 0, sizeof *t);
   snprintf(t->path, sizeof t->path, "%s", path);
@@ -374,16 +367,19 @@ int core_csv_read(const char *path, core_csv_table *t) {
   int rc = open_csv(path, &f);
   if (rc)
     return rc;
-  long line = 1;
-  rc = read_record(f, path, &line, &t->cols, &t->ncols);
-  if (rc <= 0) {
+  struct csv_parser p;
+  if (csv_init(&p, CSV_STRICT | CSV_STRICT_FINI) != 0) {
     fclose(f);
-    if (rc == 0)
-      return core_err_set(CORE_EINVAL, "%s:1: the file is empty; expected a header line", path);
-    return rc;
+    return core_err_set(CORE_ENOMEM, "out of memory reading %s", path);
   }
-  rc = read_rows(f, path, &line, t);
+  csv_set_space_func(&p, no_trim);
+  table_reader r = {.path = path, .t = t, .line = 1, .start = 1, .fresh = 1};
+  rc = feed_file(f, &r, &p);
+  free_fields(r.out, r.n);
+  csv_free(&p);
   fclose(f);
+  if (!rc && !t->cols)
+    rc = core_err_set(CORE_EINVAL, "%s:1: the file is empty; expected a header line", path);
   if (rc)
     core_csv_table_free(t);
   return rc;

@@ -53,8 +53,11 @@ typedef struct core_csv_table {
   char ***rows; /* rows[i][j] */
 } core_csv_table;
 
-/* Read an RFC 4180 file; every row must have the header's field count
- * (errors name file:line). */
+/* Read an RFC 4180 file with libcsv: a quoted field may hold commas,
+ * doubled quotes and line ends; CRLF, LF or a lone CR ends a record, and
+ * the last may have none; spaces are part of a field; blank lines are
+ * skipped. The first record is the header, and every row must have its
+ * field count. Errors name file:line (and the column of a stray quote). */
 int core_csv_read(const char *path, core_csv_table *t);
 void core_csv_table_free(core_csv_table *t);
 /* Column index by name, or -1. */

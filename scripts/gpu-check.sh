@@ -7,7 +7,7 @@
 # 1. Reports the machine (nvidia-smi) and which prerequisites are present:
 #    the CUDA Toolkit (cudart, cuBLAS), NCCL, and the Debian packages of the
 #    full build (cmake, pkg-config, Gloo, libconfig, OpenBLAS, GSL, zlib,
-#    CUnit). Nothing is installed: no apt, no network.
+#    libcsv, CUnit). Nothing is installed: no apt, no network.
 # 2. Full build when everything is there: cmake -DDDPSIM_WITH_CUDA=ON, the
 #    ddpsim binary and tests/runtime/test_rt_nccl. Otherwise a direct build
 #    of just the GPU parts (core/err.c, runtime/comm.c, gpu.c, nccl.c) with
@@ -182,7 +182,7 @@ report() { # report WHAT VALUE-OR-EMPTY HINT
 FULL=1
 for c in cmake cc c++ pkg-config; do have $c || FULL=0; done
 for m in libconfig openblas cunit; do (have pkg-config && pkg-config --exists $m) || FULL=0; done
-for h in gsl/gsl_rng.h zlib.h gloo/rendezvous/context.h; do
+for h in gsl/gsl_rng.h zlib.h csv.h gloo/rendezvous/context.h; do
   find_in $h /usr/include /usr/local/include > /dev/null || FULL=0
 done
 {
@@ -192,7 +192,7 @@ done
     v=$(have pkg-config && pkg-config --modversion $m 2>/dev/null) || v=
     report "$m" "$v" "pkg-config module $m"
   done
-  for h in gsl/gsl_rng.h zlib.h gloo/rendezvous/context.h; do
+  for h in gsl/gsl_rng.h zlib.h csv.h gloo/rendezvous/context.h; do
     report "$h" "$(find_in $h /usr/include /usr/local/include)" "header not found"
   done
 } | tee -a "$SUMMARY"

@@ -10,7 +10,8 @@ cd "$(dirname "$0")/.."
 
 # Build: C toolchain, CMake, pkg-config. Libraries: GSL, libconfig, CUnit,
 # Gloo, OpenBLAS, zlib (gzip'd traces), YAJL (PyTorch traces parsed as a stream, never held whole),
-# jansson (the unit tests' edited traces). Run time: gnuplot (plots), iproute2 (network testbed),
+# libcsv (the CSVs ddpsim reads back: results to plot, measured runs to validate), jansson (the unit
+# tests' edited traces). Run time: gnuplot (plots), iproute2 (network testbed),
 # redis-server (RedisStore rendezvous tests), procps (pgrep/pkill in tests), python3 (the integration
 # tests' and benchmarks' checks of CSVs, JSON and traces; the testbed test's TCP streams), time (GNU
 # time: the trace benchmark's peak memory). TensorBoard event files: protobuf-c (libprotobuf-c-dev, and
@@ -20,7 +21,7 @@ cd "$(dirname "$0")/.."
 # venv in the build directory to read the files with TensorBoard's own reader). clang-format: the
 # format test checks the sources against .clang-format.
 PACKAGES=(build-essential cmake pkg-config libgsl-dev libconfig-dev libcunit1-dev libgloo-dev libhiredis-dev
-          libopenblas-dev zlib1g-dev libyajl-dev libjansson-dev gnuplot-nox iproute2 redis-server procps python3
+          libopenblas-dev zlib1g-dev libyajl-dev libcsv-dev libjansson-dev gnuplot-nox iproute2 redis-server procps python3
           time libprotobuf-c-dev protobuf-c-compiler libisal-dev python3-venv clang-format)
 
 missing=()

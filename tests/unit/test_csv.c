@@ -3,7 +3,10 @@
  * file held, refuses a file under another header, and ends a last line
  * that lacks its newline. A device or binary file read as a CSV (/dev/zero,
  * a NUL byte, a row of megabytes) is refused at its line, in bounded time
- * and memory. */
+ * and memory. Reading follows RFC 4180: quoted fields hold commas, doubled
+ * quotes and line ends; CRLF, LF or a lone CR ends a record, the last may lack
+ * one; spaces are kept; a row of another length, a stray quote or an
+ * unclosed one is an error at its file:line. */
 #include "testutil.h"
 
 #include "core/csv.h"
@@ -127,9 +130,141 @@ static void test_not_text(void) {
   unlink(path);
 }
 
+/* Read text as path into t; 0 or the error. */
+static int read_text(const char *name, const char *text, core_csv_table *t) {
+  char path[4200];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  if (tu_write_file(path, text) != 0)
+    return -100;
+  int rc = core_csv_read(path, t);
+  unlink(path);
+  return rc;
+}
+
+/* The error message holds want (a file:line and what is wrong). */
+static int msg_has(const char *want) {
+  int ok = strstr(core_err_msg(), want) != NULL;
+  if (!ok)
+    fprintf(stderr, "\nwanted '%s' in: %s\n", want, core_err_msg());
+  return ok;
+}
+
+static void test_quoted(void) {
+  core_csv_table t;
+  CU_ASSERT_EQUAL_FATAL(read_text("q.csv",
+                            "name,x,t\n"
+                            "\"a,b\",\"say \"\"hi\"\"\",\"\"\n"
+                            "\"two\nlines\",\" padded \", x \n"
+                            "last,2,3\n",
+                            &t),
+      0);
+  CU_ASSERT_EQUAL_FATAL(t.nrows, 3);
+  CU_ASSERT_STRING_EQUAL(t.rows[0][0], "a,b");
+  CU_ASSERT_STRING_EQUAL(t.rows[0][1], "say \"hi\"");
+  CU_ASSERT_STRING_EQUAL(t.rows[0][2], "");
+  CU_ASSERT_STRING_EQUAL(t.rows[1][0], "two\nlines");
+  CU_ASSERT_STRING_EQUAL(t.rows[1][1], " padded ");
+  CU_ASSERT_STRING_EQUAL(t.rows[1][2], " x ");
+  CU_ASSERT_STRING_EQUAL(t.rows[2][0], "last");
+  core_csv_table_free(&t);
+}
+
+static void test_line_ends(void) {
+  core_csv_table t;
+  /* CRLF throughout, a CRLF inside a quoted field, a blank line, and no
+   * line end after the last record. */
+  CU_ASSERT_EQUAL_FATAL(read_text("crlf.csv", "name,x,t\r\na,1,2\r\n\r\n\"b\r\nc\",3,4\r\nd,5,6", &t), 0);
+  CU_ASSERT_EQUAL_FATAL(t.ncols, 3);
+  CU_ASSERT_STRING_EQUAL(t.cols[2], "t");
+  CU_ASSERT_EQUAL_FATAL(t.nrows, 3);
+  CU_ASSERT_STRING_EQUAL(t.rows[0][2], "2");
+  CU_ASSERT_STRING_EQUAL(t.rows[1][0], "b\r\nc");
+  CU_ASSERT_STRING_EQUAL(t.rows[2][0], "d");
+  CU_ASSERT_STRING_EQUAL(t.rows[2][2], "6");
+  core_csv_table_free(&t);
+  /* LF, and a last record without its line end that ends in a quoted field. */
+  CU_ASSERT_EQUAL_FATAL(read_text("lf.csv", "name,x,t\na,1,2\nb,3,\"4\"", &t), 0);
+  CU_ASSERT_EQUAL_FATAL(t.nrows, 2);
+  CU_ASSERT_STRING_EQUAL(t.rows[1][2], "4");
+  core_csv_table_free(&t);
+  /* A lone CR ends a record too (old Mac files). */
+  CU_ASSERT_EQUAL_FATAL(read_text("cr.csv", "name,x,t\ra,1,2\rb,3,4", &t), 0);
+  CU_ASSERT_EQUAL_FATAL(t.nrows, 2);
+  CU_ASSERT_STRING_EQUAL(t.rows[1][0], "b");
+  core_csv_table_free(&t);
+  /* A header alone is a table of no rows; an empty file is an error. */
+  CU_ASSERT_EQUAL_FATAL(read_text("head.csv", "name,x,t", &t), 0);
+  CU_ASSERT_EQUAL(t.ncols, 3);
+  CU_ASSERT_EQUAL(t.nrows, 0);
+  core_csv_table_free(&t);
+  CU_ASSERT_EQUAL(read_text("empty.csv", "", &t), CORE_EINVAL);
+  CU_ASSERT(msg_has("empty.csv:1: the file is empty"));
+  CU_ASSERT_EQUAL(read_text("blank.csv", "\n\r\n", &t), CORE_EINVAL);
+  CU_ASSERT(msg_has("blank.csv:1: the file is empty"));
+}
+
+static void test_bad_rows(void) {
+  core_csv_table t;
+  CU_ASSERT_EQUAL(read_text("short.csv", "name,x,t\na,1,2\nb,3\n", &t), CORE_EINVAL);
+  CU_ASSERT(msg_has("short.csv:3: 2 fields, but the header has 3; fix or remove the row"));
+  CU_ASSERT_PTR_NULL(t.cols); /* nothing is left to free */
+  /* Lines are counted through quoted line ends, blank lines and CRLF. */
+  CU_ASSERT_EQUAL(read_text("long.csv", "name,x,t\r\n\"a\r\nb\",1,2\r\n\r\nc,3,4,5\r\n", &t), CORE_EINVAL);
+  CU_ASSERT(msg_has("long.csv:5: 4 fields, but the header has 3"));
+  /* A ragged last row without its line end. */
+  CU_ASSERT_EQUAL(read_text("end.csv", "name,x,t\na,1,2\nb", &t), CORE_EINVAL);
+  CU_ASSERT(msg_has("end.csv:3: 1 fields, but the header has 3"));
+  /* A row that starts on line 3 and spans two lines. */
+  CU_ASSERT_EQUAL(read_text("span.csv", "name,x,t\na,1,2\n\"b\nc\",3\n", &t), CORE_EINVAL);
+  CU_ASSERT(msg_has("span.csv:3: 2 fields"));
+  /* A quote inside an unquoted field, text after a closing quote: the
+   * line and column of the character. */
+  CU_ASSERT_EQUAL(read_text("stray.csv", "name,x,t\na,b\"c,2\n", &t), CORE_EINVAL);
+  CU_ASSERT(msg_has("stray.csv:2:4: a quote inside a field"));
+  CU_ASSERT_EQUAL(read_text("after.csv", "name,x,t\na,1,2\n\"b\"c,3,4\n", &t), CORE_EINVAL);
+  CU_ASSERT(msg_has("after.csv:3:4: a quote inside a field"));
+  /* An unclosed quote: the line where its record starts. */
+  CU_ASSERT_EQUAL(read_text("open.csv", "name,x,t\na,1,2\nb,\"3,4\n5\n", &t), CORE_EINVAL);
+  CU_ASSERT(msg_has("open.csv:3: a quoted field is not closed; add the closing \""));
+}
+
+/* What core_csv_str writes reads back as it was, and a field longer than
+ * libcsv's first buffers (and than a block read at once) is whole. */
+static void test_round_trip(void) {
+  char path[4200];
+  snprintf(path, sizeof path, "%s/trip.csv", dir);
+  static const char *const names[] = {"plain", "a,b", "say \"hi\"", "two\nlines", "cr\rlf\r\n", " spaced ", ""};
+  enum { NNAMES = sizeof names / sizeof *names, BIG = 100000 };
+  char *big = malloc(BIG + 1);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(big);
+  for (int i = 0; i < BIG; i++)
+    big[i] = i % 1000 == 999 ? ',' : 'a' + i % 26;
+  big[BIG] = '\0';
+  core_csv c;
+  CU_ASSERT_EQUAL_FATAL(core_csv_open(&c, path, cols, 3), 0);
+  for (int i = 0; i < NNAMES; i++)
+    row(&c, names[i], i, i);
+  row(&c, big, 1, 2);
+  CU_ASSERT_EQUAL_FATAL(core_csv_commit(&c), 0);
+  core_csv_table t;
+  CU_ASSERT_EQUAL_FATAL(core_csv_read(path, &t), 0);
+  CU_ASSERT_EQUAL_FATAL(t.nrows, NNAMES + 1);
+  for (int i = 0; i < NNAMES; i++)
+    CU_ASSERT_STRING_EQUAL(t.rows[i][0], names[i]);
+  CU_ASSERT_STRING_EQUAL(t.rows[NNAMES][0], big);
+  CU_ASSERT_STRING_EQUAL(t.rows[NNAMES][2], "2.000");
+  core_csv_table_free(&t);
+  free(big);
+  unlink(path);
+}
+
 void test_register(void) {
   CU_pSuite s = CU_add_suite("csv", suite_init, suite_clean);
   CU_add_test(s, "NaN and inf are empty cells, and read back so", test_not_finite_is_empty);
   CU_add_test(s, "append: header first, checked after, last line ended", test_append);
   CU_add_test(s, "a device or binary file: refused at its line, bounded", test_not_text);
+  CU_add_test(s, "quoted fields: commas, doubled quotes, line ends, spaces kept", test_quoted);
+  CU_add_test(s, "CRLF and LF, blank lines, no line end at the end", test_line_ends);
+  CU_add_test(s, "a ragged row, a stray or unclosed quote: refused at file:line", test_bad_rows);
+  CU_add_test(s, "what is written reads back, a long field whole", test_round_trip);
 }
