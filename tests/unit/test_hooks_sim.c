@@ -6,6 +6,7 @@
 
 #include "core/err.h"
 
+#include "simutil.h"
 #include "testutil.h"
 
 #include <CUnit/CUnit.h>
@@ -36,10 +37,7 @@ static sim_scenario *load_with(const char *profile, const char *compression, int
       "        gradient_as_bucket_view = true; compression = \"%s\"; };\n"
       "simulation = { steps = 1; };\n",
       profile, overlap ? 64 : 8, overlap ? "10.0" : "10000.0", overlap ? "true" : "false", compression);
-  sim_scenario *s = NULL;
-  if (sim_scenario_load_string(text, TU_DATA("inline-hooks.cfg"), &s) != 0)
-    fprintf(stderr, "\n%s\n", core_err_msg());
-  return s;
+  return tu_load_string(text, TU_DATA("inline-hooks.cfg"));
 }
 
 static sim_scenario *load_on(const char *profile, const char *compression) {

@@ -109,13 +109,7 @@ static sim_scenario *load(const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(text, sizeof text, fmt, ap);
   va_end(ap);
-  sim_scenario *s = NULL;
-  int rc = sim_scenario_load_string(text, TU_DATA("inline-test.cfg"), &s);
-  if (rc) {
-    fprintf(stderr, "\nscenario did not load: %s\n%s\n", core_err_msg(), text);
-    return NULL;
-  }
-  return s;
+  return tu_load_string(text, TU_DATA("inline-test.cfg"));
 }
 
 /* One bucket, overlap off, a network of 1 Gb/s (0.5 for the slow cases) at
