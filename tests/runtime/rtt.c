@@ -125,6 +125,16 @@ int rtt_run(int size, rtt_rank_fn fn, void *arg, double deadline_s) {
   return ok;
 }
 
+rt_pg_info rtt_pg_local(int rank, int size) {
+  rt_pg_info in;
+  memset(&in, 0, sizeof in);
+  in.rank = rank;
+  in.world_size = size;
+  in.local_rank = rank;
+  in.local_world_size = size;
+  return in;
+}
+
 /* ---- reports --------------------------------------------------------- */
 
 int rtt_pipe_open(int fds[2]) {

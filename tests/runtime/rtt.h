@@ -11,6 +11,8 @@
 #ifndef TESTS_RUNTIME_RTT_H
 #define TESTS_RUNTIME_RTT_H
 
+#include "runtime/pg.h"
+
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/types.h>
@@ -41,6 +43,10 @@ const char *rtt_describe(const rtt_group *g, int i, char *buf, size_t len);
 /* Spawn size ranks and wait; returns 1 when every rank exited 0 in time,
  * printing which did not otherwise. */
 int rtt_run(int size, rtt_rank_fn fn, void *arg, double deadline_s);
+
+/* The process-group figures of rank in a world of size on one node: every
+ * rank local, nothing from the environment. */
+rt_pg_info rtt_pg_local(int rank, int size);
 
 /* ---- checks inside ranks ---------------------------------------------- */
 

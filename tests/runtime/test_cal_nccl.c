@@ -183,12 +183,7 @@ static const job *cur_job; /* the running job, for bodies that connect again */
 static int rank_main(int rank, int size, void *arg) {
   const job *j = arg;
   cur_job = j;
-  rt_pg_info in;
-  memset(&in, 0, sizeof in);
-  in.rank = rank;
-  in.world_size = size;
-  in.local_rank = rank;
-  in.local_world_size = size;
+  rt_pg_info in = rtt_pg_local(rank, size);
   rt_comm *c = NULL;
   if (rt_pg_connect(&in, j->dir, NULL, OP_TIMEOUT_S, j->prefix, &c) != 0) {
     fprintf(stderr, "rank %d: connect: %s\n", rank, core_err_msg());
@@ -346,12 +341,7 @@ static const rt_comm_ops counting = {.name = "gloo-counting",
 /* Control values over a second communicator of the same ranks: the
  * measured one sees only the barriers and the allreduces it measures. */
 static int control_comm_body(rt_comm *c, int rank, int size) {
-  rt_pg_info in;
-  memset(&in, 0, sizeof in);
-  in.rank = rank;
-  in.world_size = size;
-  in.local_rank = rank;
-  in.local_world_size = size;
+  rt_pg_info in = rtt_pg_local(rank, size);
   char prefix[200];
   snprintf(prefix, sizeof prefix, "%s-ctl", cur_job->prefix);
   rt_comm *c2 = NULL;
