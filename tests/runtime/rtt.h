@@ -103,6 +103,20 @@ void rtt_prefix(char *buf, size_t len, const char *name);
 uint16_t rtt_half(int v);
 double rtt_half_value(uint16_t h);
 
+/* ---- a full disk ------------------------------------------------------- */
+
+/* rtt_tmpfs_run's answer when the kernel refuses the namespace or the mount
+ * (a container without CAP_SYS_ADMIN): the test is skipped, not failed. */
+enum { RTT_REFUSED = 77 };
+
+/* body(mnt, arg) in a child with its own mount namespace, on a tmpfs of
+ * opts ("size=64k,mode=0755") mounted on the directory mnt (needs root);
+ * body checks with RTT_CHECK. 0 when every check passed and the child
+ * unmounted and exited 0 in time, RTT_REFUSED, or 1; why says what
+ * happened either way. The mount never reaches this process's namespace. */
+int rtt_tmpfs_run(
+    const char *mnt, const char *opts, void (*body)(const char *mnt, void *arg), void *arg, char *why, size_t len);
+
 /* ---- redis-server ------------------------------------------------------ */
 
 typedef struct rtt_redis {
