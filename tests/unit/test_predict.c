@@ -1054,18 +1054,13 @@ static void test_timeout(void) {
   sim_scenario_free(s);
 }
 
-/* sim_step_run directly: a hand-made two-layer step with known times. */
-static void test_step_by_hand(void) {
-  /* Layers 0, 1: forward 1 ms and 2 ms, backward 3 ms and 4 ms. Bucket 0
-   * holds layer 1's gradients (ready after its backward at 3 + 4 = 7 ms),
-   * bucket 1 layer 0's (ready at 10 ms). Collectives 5 ms and 1 ms,
-   * optimizer 2 ms.
-   * Overlap on: bucket 0 reduces 7..12 during layer 0's backward (7..10);
-   * bucket 1 is ready at 10, starts at 12, ends 13; optimizer 13..15.
-   * Overlap off: both start after backward: 10..15, 15..16; then 16..18. */
-  const double fwd[2] = {1e-3, 2e-3}, bwd[2] = {3e-3, 4e-3}, comm[2] = {5e-3, 1e-3};
-  const int ready[2] = {1, 0};
-  sim_step_cfg c = {.n_layers = 2,
+/* The two-layer step of the cases below: forward 1 ms and 2 ms, backward
+ * 3 ms and 4 ms; bucket 0 holds layer 1's gradients, bucket 1 layer 0's;
+ * collectives comm[]; optimizer 2 ms; overlap on, no slowdown, 4 ranks. */
+static sim_step_cfg two_layer_step(const double comm[2], int steps) {
+  static const double fwd[2] = {1e-3, 2e-3}, bwd[2] = {3e-3, 4e-3};
+  static const int ready[2] = {1, 0};
+  return (sim_step_cfg){.n_layers = 2,
       .fwd_s = fwd,
       .bwd_s = bwd,
       .n_buckets = 2,
@@ -1076,8 +1071,21 @@ static void test_step_by_hand(void) {
       .compute_slowdown = 1.0,
       .comm_slowdown = 1.0,
       .world = 4,
-      .steps = 3,
+      .steps = steps,
       .seed = 1};
+}
+
+/* sim_step_run directly: a hand-made two-layer step with known times. */
+static void test_step_by_hand(void) {
+  /* Layers 0, 1: forward 1 ms and 2 ms, backward 3 ms and 4 ms. Bucket 0
+   * holds layer 1's gradients (ready after its backward at 3 + 4 = 7 ms),
+   * bucket 1 layer 0's (ready at 10 ms). Collectives 5 ms and 1 ms,
+   * optimizer 2 ms.
+   * Overlap on: bucket 0 reduces 7..12 during layer 0's backward (7..10);
+   * bucket 1 is ready at 10, starts at 12, ends 13; optimizer 13..15.
+   * Overlap off: both start after backward: 10..15, 15..16; then 16..18. */
+  const double comm[2] = {5e-3, 1e-3};
+  sim_step_cfg c = two_layer_step(comm, 3);
   sim_engine *e;
   CU_ASSERT_FATAL(sim_engine_new(&e) == 0);
   sim_step_result r;
@@ -1157,23 +1165,9 @@ static void test_step_by_hand(void) {
  * exponential, E[max(10, 8 + W)] = 10 + E[(W - 2)+] = 10 + e^-2 ms: a long
  * wait costs what a short one does not give back. */
 static void test_step_random_waits(void) {
-  const double fwd[2] = {1e-3, 2e-3}, bwd[2] = {3e-3, 4e-3}, comm[2] = {2e-3, 1e-3};
-  const double idle[2] = {0.5, 0.0}, cpu[2] = {0.25, 0.0};
-  const int ready[2] = {1, 0};
-  sim_step_cfg c = {.n_layers = 2,
-      .fwd_s = fwd,
-      .bwd_s = bwd,
-      .n_buckets = 2,
-      .bucket_ready_layer = ready,
-      .bucket_comm_s = comm,
-      .bucket_idle_frac = idle,
-      .optimizer_s = 2e-3,
-      .overlap = 1,
-      .compute_slowdown = 1.0,
-      .comm_slowdown = 1.0,
-      .world = 4,
-      .steps = 1000,
-      .seed = 1};
+  const double comm[2] = {2e-3, 1e-3}, idle[2] = {0.5, 0.0}, cpu[2] = {0.25, 0.0};
+  sim_step_cfg c = two_layer_step(comm, 1000);
+  c.bucket_idle_frac = idle;
   sim_engine *e;
   CU_ASSERT_FATAL(sim_engine_new(&e) == 0);
   sim_step_result r, r2;
