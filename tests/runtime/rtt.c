@@ -1,6 +1,9 @@
 #define _GNU_SOURCE /* nftw, unshare */
 #include "rtt.h"
 
+#include "core/err.h"
+#include "runtime/gpu.h"
+
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <ftw.h>
@@ -427,4 +430,34 @@ int rtt_tmpfs_run(
   if (got && r.code == RTT_REFUSED)
     return RTT_REFUSED;
   return got && r.code == 0 && in_time && rtt_ok(&g, 0) ? 0 : 1;
+}
+
+/* ---- the CUDA device probe ------------------------------------------------ */
+
+static int probe_child(int rank, int size, void *arg) {
+  (void)size;
+  int fd = *(const int *)arg;
+  int n = 0;
+  int rc = rt_gpu_count(&n);
+  rtt_report_send(fd, rank, rc ? rc : n, rc ? core_err_msg() : "ok");
+  return 0;
+}
+
+int rtt_gpu_probe(double deadline_s, int *code, char *msg, size_t len) {
+  int n = -1, fds[2];
+  if (rtt_pipe_open(fds) != 0)
+    return -1;
+  rtt_group g;
+  if (rtt_spawn(&g, 0, 1, 1, probe_child, &fds[1]) == 0) {
+    rtt_report r;
+    if (rtt_report_recv(fds[0], &r, deadline_s)) {
+      n = r.code > 0 ? r.code : 0;
+      *code = r.code > 0 ? 0 : r.code;
+      snprintf(msg, len, "%s", r.msg);
+    }
+    rtt_wait(&g, deadline_s);
+  }
+  close(fds[0]);
+  close(fds[1]);
+  return n;
 }

@@ -117,6 +117,13 @@ enum { RTT_REFUSED = 77 };
 int rtt_tmpfs_run(
     const char *mnt, const char *opts, void (*body)(const char *mnt, void *arg), void *arg, char *why, size_t len);
 
+/* ---- the CUDA device probe ---------------------------------------------- */
+
+/* The CUDA devices this machine offers, counted in a child (the parent,
+ * which forks ranks, must not start CUDA): > 0; 0 for none, with *code the
+ * error and msg why; -1 when the child reported nothing in deadline_s. */
+int rtt_gpu_probe(double deadline_s, int *code, char *msg, size_t len);
+
 /* ---- redis-server ------------------------------------------------------ */
 
 typedef struct rtt_redis {

@@ -61,32 +61,10 @@ static float legacy_value(int rank, size_t i) { return (float)(rank + 1 + (int)(
 static int ndev = -1; /* > 0 devices, 0 none, -1 the probe failed */
 static char probe_msg[768];
 
-static int probe_child(int rank, int size, void *arg) {
-  (void)size;
-  int fd = *(const int *)arg;
-  int n = 0;
-  int rc = rt_gpu_count(&n);
-  rtt_report_send(fd, rank, rc ? rc : n, rc ? core_err_msg() : "ok");
-  return 0;
-}
-
 static int suite_init(void) {
-  if (ndev >= 0)
-    return 0;
-  int fds[2];
-  if (rtt_pipe_open(fds) != 0)
-    return 0;
-  rtt_group g;
-  if (rtt_spawn(&g, 0, 1, 1, probe_child, &fds[1]) == 0) {
-    rtt_report r;
-    if (rtt_report_recv(fds[0], &r, RANK_DEADLINE_S)) {
-      ndev = r.code > 0 ? r.code : 0;
-      snprintf(probe_msg, sizeof probe_msg, "%s", r.msg);
-    }
-    rtt_wait(&g, RANK_DEADLINE_S);
-  }
-  close(fds[0]);
-  close(fds[1]);
+  int code;
+  if (ndev < 0)
+    ndev = rtt_gpu_probe(RANK_DEADLINE_S, &code, probe_msg, sizeof probe_msg);
   return 0;
 }
 
