@@ -2,8 +2,10 @@
  * rtt — what the runtime tests share: ranks as real forked processes with a
  * deadline (a hung rank is SIGKILLed and reported, never waited on forever,
  * and every child is reaped), a pipe on which ranks report what happened to
- * them, scratch directories, a real redis-server on a free loopback port,
- * and exact fp16 encodings of small integers.
+ * them, a rank's process-group figures in a one-node world, scratch
+ * directories, a child on a tmpfs of its own mount namespace (a full disk),
+ * the CUDA device probe, a real redis-server on a free loopback port, and
+ * exact fp16 encodings of small integers.
  *
  * The parent never creates a Gloo context itself: Gloo starts threads, and a
  * process with threads must not fork.
