@@ -577,6 +577,44 @@ static int read_line(FILE *f, char *buf) {
   return n == NCCL_MAX_LINE && ch != '\n' ? LINE_LONG : LINE_OK;
 }
 
+/* path opened for reading, refused when it is a directory. */
+static int open_output(const char *path, FILE **out) {
+  FILE *f = fopen(path, "r");
+  if (!f)
+    return core_err_errno(errno, "cannot open nccl-tests output '%s'", path);
+  struct stat sb;
+  if (fstat(fileno(f), &sb) == 0 && S_ISDIR(sb.st_mode)) {
+    fclose(f);
+    return core_err_set(CORE_EINVAL, "%s: a directory, not an nccl-tests output; give the output files", path);
+  }
+  core_afile_note_input_fd(fileno(f), path);
+  *out = f;
+  return 0;
+}
+
+/* Every line of f through parse_line, buf of NCCL_MAX_LINE + 1 bytes; the
+ * lines read into *line. */
+static int parse_lines(parser *ps, FILE *f, char *buf, long *line) {
+  const char *path = ps->path;
+  for (;;) {
+    int got = read_line(f, buf);
+    if (got == LINE_EOF)
+      return ferror(f) ? core_err_errno(errno ? errno : EIO, "reading '%s'", path) : 0;
+    ++*line;
+    if (got == LINE_NUL)
+      return core_err_set(
+          CORE_EINVAL, "%s:%ld: a NUL byte: this is not a text file; import nccl-tests' text output", path, *line);
+    if (got == LINE_LONG)
+      return core_err_set(CORE_EINVAL,
+          "%s:%ld: a line longer than %d KiB: not nccl-tests' output (its lines are a few hundred bytes); import its "
+          "text output",
+          path, *line, NCCL_MAX_LINE >> 10);
+    int rc = parse_line(ps, buf, *line);
+    if (rc)
+      return rc;
+  }
+}
+
 int cal_nccl_parse(const char *path, cal_nccl_run *run) {
   memset(run, 0, sizeof *run);
   run->validated = 1;
@@ -584,49 +622,16 @@ int cal_nccl_parse(const char *path, cal_nccl_run *run) {
     return core_err_set(CORE_EINVAL, "path too long: %.64s...", path);
   snprintf(run->path, sizeof run->path, "%s", path);
   parser ps = {.path = path, .run = run, .hdr_bin = -1, .text_bin = -1};
-  int rc = 0;
-  char *buf = malloc(NCCL_MAX_LINE + 1);
   long line = 0;
+  char *buf = malloc(NCCL_MAX_LINE + 1);
   if (!buf)
     return core_err_set(CORE_ENOMEM, "out of memory reading '%s'", path);
-  FILE *f = fopen(path, "r");
-  if (!f) {
-    free(buf);
-    return core_err_errno(errno, "cannot open nccl-tests output '%s'", path);
-  }
-  struct stat sb;
-  if (fstat(fileno(f), &sb) == 0 && S_ISDIR(sb.st_mode)) {
-    fclose(f);
-    free(buf);
-    return core_err_set(CORE_EINVAL, "%s: a directory, not an nccl-tests output; give the output files", path);
-  }
-  core_afile_note_input_fd(fileno(f), path);
-  for (;;) {
-    int got = read_line(f, buf);
-    if (got == LINE_EOF) {
-      if (ferror(f))
-        rc = core_err_errno(errno ? errno : EIO, "reading '%s'", path);
-      break;
-    }
-    line++;
-    if (got == LINE_NUL) {
-      rc = core_err_set(
-          CORE_EINVAL, "%s:%ld: a NUL byte: this is not a text file; import nccl-tests' text output", path, line);
-      break;
-    }
-    if (got == LINE_LONG) {
-      rc = core_err_set(CORE_EINVAL,
-          "%s:%ld: a line longer than %d KiB: not nccl-tests' output (its lines are a few hundred bytes); import its "
-          "text output",
-          path, line, NCCL_MAX_LINE >> 10);
-      break;
-    }
-    if ((rc = parse_line(&ps, buf, line)) != 0)
-      break;
-  }
-  if (!rc)
+  FILE *f = NULL;
+  int rc = open_output(path, &f);
+  if (rc)
+    goto out_buf;
+  if ((rc = parse_lines(&ps, f, buf, &line)) == 0)
     rc = finish(&ps, line);
-  free(buf);
   fclose(f);
   for (int i = 0; i < ps.n_ranks; i++)
     free(ps.rank_host[i]);
@@ -635,5 +640,7 @@ int cal_nccl_parse(const char *path, cal_nccl_run *run) {
   free(ps.rank_line);
   if (rc)
     cal_nccl_run_free(run);
+out_buf:
+  free(buf);
   return rc;
 }

@@ -509,64 +509,98 @@ int cal_sweep_one(
   return measure(c, c, cal_bufs_for(c), op, algo, bytes, warmup, iters, iters, 0, pt);
 }
 
-int cal_sweep_run(
-    rt_comm *c, enum core_coll op, enum rt_algo algo, const cal_sweep_opts *o, cal_point **points, int *n) {
-  const cal_buf_ops *b = o->bufs ? o->bufs : cal_bufs_for(c);
-  rt_comm *ctl = o->control ? o->control : c;
-  *points = NULL;
-  *n = 0;
-  if (ctl->rank != c->rank || ctl->size != c->size)
-    return core_err_set(CORE_EINVAL,
-        "cal_sweep_run: the control communicator is rank %d of %d, the measured one rank %d of %d", ctl->rank,
-        ctl->size, c->rank, c->size);
-  double f = o->factor > 1 ? o->factor : 2;
-  int cap = 0;
-  for (double by = o->min_bytes; by <= o->max_bytes * 1.0000001; by *= f)
-    cap++;
-  *points = calloc((size_t)(cap ? cap : 1), sizeof **points);
-  *n = 0;
-  if (!*points)
-    return core_err_set(CORE_ENOMEM, "out of memory for %d sweep points", cap);
+/* What every point of one sweep shares. */
+typedef struct sweep {
+  rt_comm *c, *ctl;
+  const cal_buf_ops *b;
+  enum core_coll op;
+  enum rt_algo algo;
+  const cal_sweep_opts *o;
+} sweep;
+
+/* The point at bytes, with the options' warm-up and iteration bounds. */
+static int sweep_point(const sweep *w, double bytes, cal_point *pt) {
+  const cal_sweep_opts *o = w->o;
+  return measure(w->c, w->ctl, w->b, w->op, w->algo, bytes, o->warmup, o->min_iters > 0 ? o->min_iters : 3,
+      o->max_iters > 0 ? o->max_iters : 20, o->budget_s, pt);
+}
+
+/* Progress lines go to stderr from rank 0 only. */
+static int sweep_says(const sweep *w) { return w->o->progress && w->c->rank == 0; }
+
+static const char *sweep_label(const sweep *w) { return w->o->label ? w->o->label : core_coll_name(w->op); }
+
+/* Every size from min_bytes by factor f, cap of them, into pts. */
+static int first_pass(const sweep *w, double f, cal_point *pts, int cap) {
   int k = 0;
-  for (double by = o->min_bytes; k < cap; by *= f, k++) {
-    int rc = measure(c, ctl, b, op, algo, by, o->warmup, o->min_iters > 0 ? o->min_iters : 3,
-        o->max_iters > 0 ? o->max_iters : 20, o->budget_s, &(*points)[k]);
-    if (rc) {
-      free(*points);
-      *points = NULL;
-      return core_err_wrap(rc, "%s sweep (%s)", core_coll_name(op), rt_algo_name(algo));
-    }
-    if (o->progress && c->rank == 0)
-      fprintf(stderr, "\r  %-28s %2d/%d  %10.0f B  %9.1f us  busbw %7.3f GB/s   ",
-          o->label ? o->label : core_coll_name(op), k + 1, cap, (*points)[k].bytes, (*points)[k].t_p50_s * 1e6,
-          (*points)[k].busbw_GBps);
+  for (double by = w->o->min_bytes; k < cap; by *= f, k++) {
+    int rc = sweep_point(w, by, &pts[k]);
+    if (rc)
+      return core_err_wrap(rc, "%s sweep (%s)", core_coll_name(w->op), rt_algo_name(w->algo));
+    if (sweep_says(w))
+      fprintf(stderr, "\r  %-28s %2d/%d  %10.0f B  %9.1f us  busbw %7.3f GB/s   ", sweep_label(w), k + 1, cap,
+          pts[k].bytes, pts[k].t_p50_s * 1e6, pts[k].busbw_GBps);
   }
-  if (o->progress && c->rank == 0)
+  if (sweep_says(w))
     fputc('\n', stderr);
-  /* Every rank holds the same points (times are the slowest rank's), so
-   * every rank keeps the same pass. */
-  for (k = cap - 1; k >= 0; k--) {
+  return 0;
+}
+
+/* The sizes up to repass_max_bytes measured again, largest first, each
+ * point keeping the faster pass. Every rank holds the same points (times
+ * are the slowest rank's), so every rank keeps the same pass. */
+static int second_pass(const sweep *w, double f, cal_point *pts, int cap) {
+  const cal_sweep_opts *o = w->o;
+  for (int k = cap - 1; k >= 0; k--) {
     double by = o->min_bytes; /* the size asked for, as the first pass asked it */
     for (int i = 0; i < k; i++)
       by *= f;
     if (by > o->repass_max_bytes)
       continue;
     cal_point again;
-    int rc = measure(c, ctl, b, op, algo, by, o->warmup, o->min_iters > 0 ? o->min_iters : 3,
-        o->max_iters > 0 ? o->max_iters : 20, o->budget_s, &again);
-    if (rc) {
-      free(*points);
-      *points = NULL;
-      return core_err_wrap(rc, "%s sweep (%s), second pass", core_coll_name(op), rt_algo_name(algo));
-    }
-    if (o->progress && c->rank == 0)
-      fprintf(stderr, "\r  %-28s again %10.0f B  %9.1f us (first %9.1f us)   ",
-          o->label ? o->label : core_coll_name(op), again.bytes, again.t_p50_s * 1e6, (*points)[k].t_p50_s * 1e6);
-    if (again.t_p50_s < (*points)[k].t_p50_s)
-      (*points)[k] = again;
+    int rc = sweep_point(w, by, &again);
+    if (rc)
+      return core_err_wrap(rc, "%s sweep (%s), second pass", core_coll_name(w->op), rt_algo_name(w->algo));
+    if (sweep_says(w))
+      fprintf(stderr, "\r  %-28s again %10.0f B  %9.1f us (first %9.1f us)   ", sweep_label(w), again.bytes,
+          again.t_p50_s * 1e6, pts[k].t_p50_s * 1e6);
+    if (again.t_p50_s < pts[k].t_p50_s)
+      pts[k] = again;
   }
-  if (o->progress && c->rank == 0 && cap > 0 && o->min_bytes <= o->repass_max_bytes)
+  if (sweep_says(w) && cap > 0 && o->min_bytes <= o->repass_max_bytes)
     fputc('\n', stderr);
+  return 0;
+}
+
+int cal_sweep_run(
+    rt_comm *c, enum core_coll op, enum rt_algo algo, const cal_sweep_opts *o, cal_point **points, int *n) {
+  sweep w = {.c = c,
+      .ctl = o->control ? o->control : c,
+      .b = o->bufs ? o->bufs : cal_bufs_for(c),
+      .op = op,
+      .algo = algo,
+      .o = o};
+  *points = NULL;
+  *n = 0;
+  if (w.ctl->rank != c->rank || w.ctl->size != c->size)
+    return core_err_set(CORE_EINVAL,
+        "cal_sweep_run: the control communicator is rank %d of %d, the measured one rank %d of %d", w.ctl->rank,
+        w.ctl->size, c->rank, c->size);
+  double f = o->factor > 1 ? o->factor : 2;
+  int cap = 0;
+  for (double by = o->min_bytes; by <= o->max_bytes * 1.0000001; by *= f)
+    cap++;
+  cal_point *pts = calloc((size_t)(cap ? cap : 1), sizeof *pts);
+  if (!pts)
+    return core_err_set(CORE_ENOMEM, "out of memory for %d sweep points", cap);
+  int rc = first_pass(&w, f, pts, cap);
+  if (rc == 0)
+    rc = second_pass(&w, f, pts, cap);
+  if (rc) {
+    free(pts);
+    return rc;
+  }
+  *points = pts;
   *n = cap;
   return 0;
 }

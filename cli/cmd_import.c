@@ -102,31 +102,31 @@ static void stem_of(const char *path, char *out, size_t n) {
   }
 }
 
-static int import_nccl(int argc, char **argv) {
+/* import nccl-tests' options into *o and *out: 0, 1 after --help, or an
+ * exit status for a usage error. */
+static int nccl_args(int argc, char **argv, cal_nccl_opts *o, const char **out) {
   static const struct option opts[] = {{"out", required_argument, NULL, 'o'}, {"base", required_argument, NULL, 'b'},
       {"name", required_argument, NULL, 'n'}, {"link-gbps", required_argument, NULL, 'l'},
       {"device", required_argument, NULL, 'd'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
-  cal_nccl_opts o = {.device_kind = "gpu"};
-  const char *out = "nccl-tests.cfg";
   int c;
   optind = 1;
   opterr = 0;
   while ((c = getopt_long(argc, argv, ":o:b:n:l:d:h", opts, NULL)) != -1) {
     switch (c) {
-    case 'o': out = optarg; break;
-    case 'b': o.base = optarg; break;
-    case 'n': o.name = optarg; break;
+    case 'o': *out = optarg; break;
+    case 'b': o->base = optarg; break;
+    case 'n': o->name = optarg; break;
     case 'l':
       /* The profile's meta.link_gbps range (core/profile.c). */
-      if (cli_parse_double("import", "--link-gbps", optarg, 1e-3, 1e5, &o.link_gbps) != 0)
+      if (cli_parse_double("import", "--link-gbps", optarg, 1e-3, 1e5, &o->link_gbps) != 0)
         return CLI_EXIT_USAGE;
       break;
     case 'd':
       if (strcmp(optarg, "gpu") != 0 && strcmp(optarg, "cpu") != 0)
         return cli_usage("import", "--device expects gpu or cpu, got '%s'", optarg);
-      o.device_kind = optarg;
+      o->device_kind = optarg;
       break;
-    case 'h': fputs(cli_import_help, stdout); return CLI_EXIT_OK;
+    case 'h': fputs(cli_import_help, stdout); return 1;
     case ':': return cli_usage("import", "option %s needs a value", argv[optind - 1]);
     default: return cli_usage("import", "unknown option '%s'", argv[optind - 1]);
     }
@@ -134,10 +134,19 @@ static int import_nccl(int argc, char **argv) {
   if (optind >= argc)
     return cli_usage("import", "nccl-tests: give the nccl-tests output files, e.g. ddpsim import nccl-tests --base "
                                "scenarios/profiles/dgx-h100.cfg all_reduce_perf.txt");
-  if (!o.base)
+  if (!o->base)
     return cli_usage("import",
         "nccl-tests measures collectives only: pass --base PROFILE (e.g. scenarios/profiles/dgx-h100.cfg) "
         "for the compute rates, memory and host bandwidth a profile needs too");
+  return 0;
+}
+
+static int import_nccl(int argc, char **argv) {
+  cal_nccl_opts o = {.device_kind = "gpu"};
+  const char *out = "nccl-tests.cfg";
+  int rc = nccl_args(argc, argv, &o, &out);
+  if (rc)
+    return rc == 1 ? CLI_EXIT_OK : rc;
   char name[128];
   if (!o.name) {
     stem_of(out, name, sizeof name);
@@ -146,8 +155,7 @@ static int import_nccl(int argc, char **argv) {
   for (int k = optind; k < argc; k++)
     core_afile_note_input(argv[k]);
   core_afile_note_input(o.base);
-  int rc = core_afile_check(out);
-  if (rc)
+  if ((rc = core_afile_check(out)) != 0)
     return cli_fail("import", core_err_wrap(rc, "--out"));
   core_profile *p;
   char notes[8192];

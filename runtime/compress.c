@@ -231,10 +231,9 @@ static int check_opts(const rt_compress_opts *o) {
   return 0;
 }
 
-/* PowerSGD's per-bucket plan and buffers. */
-static int plan_powersgd(rt_compressor *c) {
+/* The rank PowerSGD gives each tensor, 0 for one it leaves uncompressed. */
+static int tensor_ranks(rt_compressor *c) {
   const core_model *m = c->m;
-  const core_buckets *bk = c->bk;
   if (!m->tensor_rows)
     return core_err_set(CORE_EINVAL, "PowerSGD needs the tensor shapes of model %s", m->name);
   if (!(c->tensor_rank = calloc((size_t)m->n_tensors, sizeof *c->tensor_rank)))
@@ -250,44 +249,61 @@ static int plan_powersgd(rt_compressor *c) {
     if (rt_compress_should(n, el / n, c->o.rank, c->o.min_rate, &r))
       c->tensor_rank[t] = r;
   }
-  size_t max_work = 0;
-  for (int b = 0; b < bk->n_buckets; b++) {
-    bucket_state *s = &c->bs[b];
-    size_t nt = (size_t)(bk->bucket_first[b + 1] - bk->bucket_first[b]) + 1;
-    if (!(s->comp = malloc(sizeof *s->comp * nt)) || !(s->unc = malloc(sizeof *s->unc * nt)))
-      return core_err_set(CORE_ENOMEM, "out of memory planning PowerSGD");
-    for (int i = bk->bucket_first[b]; i < bk->bucket_first[b + 1]; i++) {
-      int t = bk->bucket_tensors[i], r = c->tensor_rank[t];
-      int64_t n = m->tensor_rows[t], mm = m->tensor_elems[t] / n;
-      if (r) {
-        s->comp[s->n_comp++] = t;
-        s->p_elems += n * r;
-        s->q_elems += mm * r;
-        size_t w1 = rt_compress_ortho_work((int)n, r), w2 = rt_compress_ortho_work((int)mm, r);
-        if (w1 > max_work)
-          max_work = w1;
-        if (w2 > max_work)
-          max_work = w2;
-      } else {
-        s->unc[s->n_unc++] = t;
-        s->unc_elems += m->tensor_elems[t];
-      }
+  return 0;
+}
+
+/* Bucket b's plan (its compressed and uncompressed tensors) and buffers;
+ * *max_work grows to the orthogonalization scratch its matrices need. */
+static int plan_bucket(rt_compressor *c, int b, size_t *max_work) {
+  const core_model *m = c->m;
+  const core_buckets *bk = c->bk;
+  bucket_state *s = &c->bs[b];
+  size_t nt = (size_t)(bk->bucket_first[b + 1] - bk->bucket_first[b]) + 1;
+  if (!(s->comp = malloc(sizeof *s->comp * nt)) || !(s->unc = malloc(sizeof *s->unc * nt)))
+    return core_err_set(CORE_ENOMEM, "out of memory planning PowerSGD");
+  for (int i = bk->bucket_first[b]; i < bk->bucket_first[b + 1]; i++) {
+    int t = bk->bucket_tensors[i], r = c->tensor_rank[t];
+    int64_t n = m->tensor_rows[t], mm = m->tensor_elems[t] / n;
+    if (r) {
+      s->comp[s->n_comp++] = t;
+      s->p_elems += n * r;
+      s->q_elems += mm * r;
+      size_t w1 = rt_compress_ortho_work((int)n, r), w2 = rt_compress_ortho_work((int)mm, r);
+      if (w1 > *max_work)
+        *max_work = w1;
+      if (w2 > *max_work)
+        *max_work = w2;
+    } else {
+      s->unc[s->n_unc++] = t;
+      s->unc_elems += m->tensor_elems[t];
     }
-    size_t el = (size_t)bk->bucket_elems[b];
-    int ef = c->o.error_feedback && el;
-    if ((s->q_elems && !(s->q = malloc(sizeof *s->q * (size_t)s->q_elems))) ||
-        (s->p_elems && !(s->p = malloc(sizeof *s->p * (size_t)s->p_elems))) ||
-        (s->unc_elems && !(s->unc_buf = malloc(sizeof *s->unc_buf * (size_t)s->unc_elems))) ||
-        (ef && !(s->err = malloc(sizeof *s->err * el))) || (ef && !(s->input = malloc(sizeof *s->input * el))))
-      return core_err_set(CORE_ENOMEM,
-          "out of memory for PowerSGD's state of bucket %d "
-          "(%lld elements)",
-          b, (long long)bk->bucket_elems[b]);
   }
+  size_t el = (size_t)bk->bucket_elems[b];
+  int ef = c->o.error_feedback && el;
+  if ((s->q_elems && !(s->q = malloc(sizeof *s->q * (size_t)s->q_elems))) ||
+      (s->p_elems && !(s->p = malloc(sizeof *s->p * (size_t)s->p_elems))) ||
+      (s->unc_elems && !(s->unc_buf = malloc(sizeof *s->unc_buf * (size_t)s->unc_elems))) ||
+      (ef && !(s->err = malloc(sizeof *s->err * el))) || (ef && !(s->input = malloc(sizeof *s->input * el))))
+    return core_err_set(CORE_ENOMEM,
+        "out of memory for PowerSGD's state of bucket %d "
+        "(%lld elements)",
+        b, (long long)bk->bucket_elems[b]);
+  return 0;
+}
+
+/* PowerSGD's per-bucket plan and buffers. */
+static int plan_powersgd(rt_compressor *c) {
+  int rc = tensor_ranks(c);
+  if (rc)
+    return rc;
+  size_t max_work = 0;
+  for (int b = 0; b < c->bk->n_buckets; b++)
+    if ((rc = plan_bucket(c, b, &max_work)) != 0)
+      return rc;
   if (max_work &&
       (!(c->work[0] = malloc(sizeof *c->work[0] * max_work)) || !(c->work[1] = malloc(sizeof *c->work[1] * max_work))))
     return core_err_set(CORE_ENOMEM, "out of memory for PowerSGD's scratch buffers");
-  int rc = rt_compress_rng_create(c->o.seed, &c->state_rng);
+  rc = rt_compress_rng_create(c->o.seed, &c->state_rng);
   if (rc == 0)
     rc = rt_compress_rng_create(0, &c->fill_rng);
   return rc;

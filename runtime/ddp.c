@@ -137,6 +137,38 @@ void rt_ddp_free(rt_ddp *d) {
   free(d);
 }
 
+/* d's gradient buckets as PyTorch rebuilds them after the first step, each
+ * with its buffer, times and communication hook's state, and the momentum
+ * buffer; what it made is freed with d. */
+static int make_buckets(rt_ddp *d, const core_model *m) {
+  const rt_ddp_opts *o = &d->o;
+  size_t first = (size_t)(o->first_bucket_mb * 1048576.0 + 0.5);
+  size_t cap = (size_t)(o->bucket_cap_mb * 1048576.0 + 0.5);
+  int rc = core_bucket_assign(
+      m->tensor_elems, m->n_tensors, m->ready_order, sizeof(float), first, cap ? cap : 1, CORE_BUCKET_REBUILT, &d->bk);
+  if (rc)
+    return rc;
+  int nb = d->bk.n_buckets;
+  d->bucket_buf = calloc((size_t)nb, sizeof *d->bucket_buf);
+  d->pending = calloc((size_t)nb, sizeof *d->pending);
+  d->coll_t0 = calloc((size_t)nb, sizeof *d->coll_t0);
+  d->coll_t1 = calloc((size_t)nb, sizeof *d->coll_t1);
+  d->momentum = calloc((size_t)m->n_params, sizeof *d->momentum);
+  d->hook_st = calloc((size_t)nb, sizeof *d->hook_st);
+  if (!d->bucket_buf || !d->pending || !d->coll_t0 || !d->coll_t1 || !d->momentum || !d->hook_st)
+    goto fail_nomem;
+  rt_compress_opts hook = o->compress;
+  hook.algo = o->algo;
+  if ((rc = rt_compress_create(&hook, m, &d->bk, &d->hook)) != 0)
+    return rc;
+  for (int b = 0; b < nb; b++)
+    if (!(d->bucket_buf[b] = malloc(sizeof(float) * (size_t)d->bk.bucket_elems[b])))
+      goto fail_nomem;
+  return 0;
+fail_nomem:
+  return core_err_set(CORE_ENOMEM, "out of memory for %d gradient buckets", nb);
+}
+
 int rt_ddp_create(const core_model *m, rt_comm *comm, int batch, const rt_ddp_opts *o, uint64_t seed, rt_ddp **out) {
   /* Gloo's AllreduceRing sums the whole buffer in a different order on each
    * rank (rank r adds r, r-1, r-2, ...), so with more than 2 ranks the fp32
@@ -156,28 +188,8 @@ int rt_ddp_create(const core_model *m, rt_comm *comm, int batch, const rt_ddp_op
   int rc = rt_mlp_create(m, batch, seed, &d->net);
   if (rc)
     goto fail_free;
-  size_t first = (size_t)(o->first_bucket_mb * 1048576.0 + 0.5);
-  size_t cap = (size_t)(o->bucket_cap_mb * 1048576.0 + 0.5);
-  if ((rc = core_bucket_assign(m->tensor_elems, m->n_tensors, m->ready_order, sizeof(float), first, cap ? cap : 1,
-           CORE_BUCKET_REBUILT, &d->bk)) != 0)
+  if ((rc = make_buckets(d, m)) != 0)
     goto fail_free;
-  int nb = d->bk.n_buckets;
-  d->bucket_buf = calloc((size_t)nb, sizeof *d->bucket_buf);
-  d->pending = calloc((size_t)nb, sizeof *d->pending);
-  d->coll_t0 = calloc((size_t)nb, sizeof *d->coll_t0);
-  d->coll_t1 = calloc((size_t)nb, sizeof *d->coll_t1);
-  d->momentum = calloc((size_t)m->n_params, sizeof *d->momentum);
-  d->hook_st = calloc((size_t)nb, sizeof *d->hook_st);
-  if (!d->bucket_buf || !d->pending || !d->coll_t0 || !d->coll_t1 || !d->momentum || !d->hook_st)
-    goto fail_nomem;
-  rt_compress_opts hook = o->compress;
-  hook.algo = o->algo;
-  if ((rc = rt_compress_create(&hook, m, &d->bk, &d->hook)) != 0)
-    goto fail_free;
-  for (int b = 0; b < nb; b++)
-    if (!(d->bucket_buf[b] = malloc(sizeof(float) * (size_t)d->bk.bucket_elems[b])))
-      goto fail_nomem;
-
   /* DDP's constructor broadcasts rank 0's parameters so all replicas start
    * equal (DistributedDataParallel._sync_module_states). */
   if ((rc = rt_broadcast(comm, d->net->params, (size_t)m->n_params, RT_FP32, 0)) != 0) {
@@ -191,8 +203,6 @@ int rt_ddp_create(const core_model *m, rt_comm *comm, int batch, const rt_ddp_op
   }
   *out = d;
   return 0;
-fail_nomem:
-  rc = core_err_set(CORE_ENOMEM, "out of memory for %d gradient buckets", d->bk.n_buckets);
 fail_free:
   rt_ddp_free(d);
   return rc;

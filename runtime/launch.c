@@ -216,15 +216,42 @@ static void cpu_block(const cpu_set_t *all, int nproc, int r, cpu_set_t *out) {
     }
 }
 
+/* An attempt's times as its ranks' environment gives them. */
+typedef struct attempt_times {
+  char launch[64], fail[64], stop[64];
+} attempt_times;
+
+/* In rank r's child: torchrun's variables and the launcher's own. */
+static void rank_env(
+    const rt_launch_opts *o, int attempt, int r, const char *rdzv, char (*addr)[64], const attempt_times *t) {
+  int per_host = o->n_hosts ? o->nproc / o->n_hosts : o->nproc;
+  setenv("DDPSIM_LAUNCH_TIME", t->launch, 1);
+  if (attempt > 0) {
+    setenv("DDPSIM_FAIL_TIME", t->fail, 1);
+    setenv("DDPSIM_STOP_S", t->stop, 1);
+  }
+  set_env_int("RANK", r);
+  set_env_int("WORLD_SIZE", o->nproc);
+  set_env_int("LOCAL_RANK", r % per_host);
+  set_env_int("LOCAL_WORLD_SIZE", per_host);
+  set_env_int("GROUP_RANK", r / per_host);
+  set_env_int("DDPSIM_RESTART_COUNT", attempt);
+  set_env_int("TORCHELASTIC_RESTART_COUNT", attempt);
+  set_env_int("MASTER_PORT", o->master_port > 0 ? o->master_port : DEFAULT_MASTER_PORT);
+  setenv("MASTER_ADDR", o->n_hosts ? addr[0] : "127.0.0.1", 1);
+  setenv("DDPSIM_RDZV", rdzv, 1);
+  setenv("DDPSIM_BIND_ADDR", o->n_hosts ? addr[r / per_host] : "127.0.0.1", 1);
+}
+
 /* Start one attempt's ranks. */
 static int start_group(
     const rt_launch_opts *o, int attempt, const char *rdzv, char (*addr)[64], const cpu_set_t *cpus, child *ch) {
   int per_host = o->n_hosts ? o->nproc / o->n_hosts : o->nproc;
   pid_t launcher = getpid();
-  char launch_time[64], fail_time[64], stop_s[64];
-  snprintf(launch_time, sizeof launch_time, "%.6f", core_wall_now());
-  snprintf(fail_time, sizeof fail_time, "%.6f", prev_fail_rt);
-  snprintf(stop_s, sizeof stop_s, "%.6f", prev_stop_s);
+  attempt_times t;
+  snprintf(t.launch, sizeof t.launch, "%.6f", core_wall_now());
+  snprintf(t.fail, sizeof t.fail, "%.6f", prev_fail_rt);
+  snprintf(t.stop, sizeof t.stop, "%.6f", prev_stop_s);
   for (int r = 0; r < o->nproc; r++) {
     ch[r].rank = r;
     ch[r].done = 0;
@@ -252,22 +279,7 @@ static int start_group(
           _exit(3);
         }
       }
-      setenv("DDPSIM_LAUNCH_TIME", launch_time, 1);
-      if (attempt > 0) {
-        setenv("DDPSIM_FAIL_TIME", fail_time, 1);
-        setenv("DDPSIM_STOP_S", stop_s, 1);
-      }
-      set_env_int("RANK", r);
-      set_env_int("WORLD_SIZE", o->nproc);
-      set_env_int("LOCAL_RANK", r % per_host);
-      set_env_int("LOCAL_WORLD_SIZE", per_host);
-      set_env_int("GROUP_RANK", r / per_host);
-      set_env_int("DDPSIM_RESTART_COUNT", attempt);
-      set_env_int("TORCHELASTIC_RESTART_COUNT", attempt);
-      set_env_int("MASTER_PORT", o->master_port > 0 ? o->master_port : DEFAULT_MASTER_PORT);
-      setenv("MASTER_ADDR", o->n_hosts ? addr[0] : "127.0.0.1", 1);
-      setenv("DDPSIM_RDZV", rdzv, 1);
-      setenv("DDPSIM_BIND_ADDR", o->n_hosts ? addr[r / per_host] : "127.0.0.1", 1);
+      rank_env(o, attempt, r, rdzv, addr, &t);
       execvp(o->argv[0], o->argv);
       fprintf(stderr, "ddpsim launch: cannot run '%s': %s\n", o->argv[0], strerror(errno));
       _exit(127);

@@ -27,6 +27,58 @@ void rt_mlp_free(rt_mlp *n) {
   free(n);
 }
 
+/* n's parameters, gradients, offsets and activation buffers for its
+ * model at batch; 0, or -1 when memory ran out (n keeps what it got). */
+static int alloc_buffers(rt_mlp *n, int batch) {
+  const core_model *m = n->model;
+  n->offset = malloc(sizeof *n->offset * (size_t)m->n_tensors);
+  n->params = malloc(sizeof *n->params * (size_t)m->n_params);
+  n->grads = calloc((size_t)m->n_params, sizeof *n->grads);
+  n->act = calloc((size_t)m->n_layers + 1, sizeof *n->act);
+  int width = m->layers[0].in;
+  for (int l = 0; l < m->n_layers; l++)
+    if (m->layers[l].out > width)
+      width = m->layers[l].out;
+  n->dbuf[0] = malloc(sizeof(float) * (size_t)batch * (size_t)width);
+  n->dbuf[1] = malloc(sizeof(float) * (size_t)batch * (size_t)width);
+  if (!n->offset || !n->params || !n->grads || !n->act || !n->dbuf[0] || !n->dbuf[1])
+    return -1;
+  n->act[0] = malloc(sizeof(float) * (size_t)batch * (size_t)m->layers[0].in);
+  if (!n->act[0])
+    return -1;
+  for (int l = 0; l < m->n_layers; l++)
+    if (!(n->act[l + 1] = malloc(sizeof(float) * (size_t)batch * (size_t)m->layers[l].out)))
+      return -1;
+  size_t off = 0;
+  for (int t = 0; t < m->n_tensors; t++) {
+    n->offset[t] = off;
+    off += (size_t)m->tensor_elems[t];
+  }
+  return 0;
+}
+
+/* torch.nn.Linear.reset_parameters: kaiming_uniform_(a=sqrt(5)) on the
+ * weight is U(-1/sqrt(in), 1/sqrt(in)), and the bias uses the same bound.
+ * 0, or -1 without memory for the generator. */
+static int init_params(rt_mlp *n, uint64_t seed) {
+  const core_model *m = n->model;
+  gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+  if (!rng)
+    return -1;
+  gsl_rng_set(rng, (unsigned long)seed);
+  for (int l = 0; l < m->n_layers; l++) {
+    const core_layer *L = &m->layers[l];
+    double bound = 1.0 / sqrt((double)L->in);
+    for (int t = 0; t < L->n_tensors; t++) {
+      float *p = n->params + n->offset[L->first_tensor + t];
+      for (int64_t i = 0; i < m->tensor_elems[L->first_tensor + t]; i++)
+        p[i] = (float)((2.0 * gsl_rng_uniform(rng) - 1.0) * bound);
+    }
+  }
+  gsl_rng_free(rng);
+  return 0;
+}
+
 int rt_mlp_create(const core_model *m, int batch, uint64_t seed, rt_mlp **out) {
   int rc = core_model_check_runnable(m);
   if (rc || (rc = rt_blas_load()) != 0)
@@ -40,46 +92,8 @@ int rt_mlp_create(const core_model *m, int batch, uint64_t seed, rt_mlp **out) {
   n->n_layers = m->n_layers;
   n->batch = batch;
   n->n_params = m->n_params;
-  n->offset = malloc(sizeof *n->offset * (size_t)m->n_tensors);
-  n->params = malloc(sizeof *n->params * (size_t)m->n_params);
-  n->grads = calloc((size_t)m->n_params, sizeof *n->grads);
-  n->act = calloc((size_t)m->n_layers + 1, sizeof *n->act);
-  int width = m->layers[0].in;
-  for (int l = 0; l < m->n_layers; l++)
-    if (m->layers[l].out > width)
-      width = m->layers[l].out;
-  n->dbuf[0] = malloc(sizeof(float) * (size_t)batch * (size_t)width);
-  n->dbuf[1] = malloc(sizeof(float) * (size_t)batch * (size_t)width);
-  if (!n->offset || !n->params || !n->grads || !n->act || !n->dbuf[0] || !n->dbuf[1])
+  if (alloc_buffers(n, batch) != 0 || init_params(n, seed) != 0)
     goto fail_nomem;
-  n->act[0] = malloc(sizeof(float) * (size_t)batch * (size_t)m->layers[0].in);
-  if (!n->act[0])
-    goto fail_nomem;
-  for (int l = 0; l < m->n_layers; l++)
-    if (!(n->act[l + 1] = malloc(sizeof(float) * (size_t)batch * (size_t)m->layers[l].out)))
-      goto fail_nomem;
-  size_t off = 0;
-  for (int t = 0; t < m->n_tensors; t++) {
-    n->offset[t] = off;
-    off += (size_t)m->tensor_elems[t];
-  }
-
-  /* torch.nn.Linear.reset_parameters: kaiming_uniform_(a=sqrt(5)) on the
-   * weight is U(-1/sqrt(in), 1/sqrt(in)), and the bias uses the same bound. */
-  gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
-  if (!rng)
-    goto fail_nomem;
-  gsl_rng_set(rng, (unsigned long)seed);
-  for (int l = 0; l < m->n_layers; l++) {
-    const core_layer *L = &m->layers[l];
-    double bound = 1.0 / sqrt((double)L->in);
-    for (int t = 0; t < L->n_tensors; t++) {
-      float *p = n->params + n->offset[L->first_tensor + t];
-      for (int64_t i = 0; i < m->tensor_elems[L->first_tensor + t]; i++)
-        p[i] = (float)((2.0 * gsl_rng_uniform(rng) - 1.0) * bound);
-    }
-  }
-  gsl_rng_free(rng);
   *out = n;
   return 0;
 fail_nomem:

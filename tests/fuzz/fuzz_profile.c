@@ -12,6 +12,8 @@
 #include "core/model.h"
 #include "core/profile.h"
 
+#include "fuzz_input.h"
+
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -28,8 +30,7 @@ static void fail(const char *what, const char *msg) {
 static void check_error(int rc) {
   const char *msg = core_err_msg();
   if (rc == CORE_EINVAL) {
-    size_t n = strlen(FUZZ_NAME);
-    if (strncmp(msg, FUZZ_NAME, n) != 0 || msg[n] != ':')
+    if (!fuzz_names_file(msg, FUZZ_NAME))
       fail("error message does not start with the file:line", msg);
   } else if (rc != CORE_ENOMEM) {
     fail("unexpected error code", msg);
@@ -93,13 +94,9 @@ static void exercise_model(const core_model *m) {
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  if (size > (1u << 20))
-    return 0;
-  char *text = malloc(size + 1);
+  char *text = fuzz_text(data, size);
   if (!text)
     return 0;
-  memcpy(text, data, size);
-  text[size] = '\0';
   core_cfg c;
   core_err_clear();
   int rc = core_cfg_load_string(&c, text, FUZZ_NAME, "profile");

@@ -14,6 +14,8 @@
 
 #include "core/err.h"
 
+#include "fuzz_input.h"
+
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,13 +31,9 @@ static void fail(const char *what, const char *msg) {
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  if (size > (1u << 20))
-    return 0;
-  char *text = malloc(size + 1);
+  char *text = fuzz_text(data, size);
   if (!text)
     return 0;
-  memcpy(text, data, size);
-  text[size] = '\0';
   sim_scenario *s = NULL;
   core_err_clear();
   int rc = sim_scenario_load_string(text, FUZZ_NAME, &s);
@@ -44,8 +42,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       fail("failed load left a scenario", core_err_msg());
     const char *msg = core_err_msg();
     if (rc == CORE_EINVAL || rc == CORE_EIO) {
-      size_t n = strlen(FUZZ_NAME);
-      if (strncmp(msg, FUZZ_NAME, n) != 0 || msg[n] != ':')
+      if (!fuzz_names_file(msg, FUZZ_NAME))
         fail("error message does not start with the scenario's file:line", msg);
     } else if (rc != CORE_ENOMEM) {
       fail("unexpected error code", msg);

@@ -1,5 +1,8 @@
-#define _XOPEN_SOURCE 700 /* nftw */
+#define _GNU_SOURCE /* nftw, unshare */
 #include "rtt.h"
+
+#include "core/err.h"
+#include "runtime/gpu.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -9,11 +12,13 @@
 #include <math.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -123,6 +128,16 @@ int rtt_run(int size, rtt_rank_fn fn, void *arg, double deadline_s) {
     }
   }
   return ok;
+}
+
+rt_pg_info rtt_pg_local(int rank, int size) {
+  rt_pg_info in;
+  memset(&in, 0, sizeof in);
+  in.rank = rank;
+  in.world_size = size;
+  in.local_rank = rank;
+  in.local_world_size = size;
+  return in;
 }
 
 /* ---- reports --------------------------------------------------------- */
@@ -350,4 +365,99 @@ void rtt_redis_stop(rtt_redis *r) {
   while (waitpid(r->pid, NULL, 0) < 0 && errno == EINTR)
     ;
   r->pid = -1;
+}
+
+/* ---- a full disk --------------------------------------------------------- */
+
+typedef struct tmpfs_job {
+  const char *mnt, *opts;
+  void (*body)(const char *mnt, void *arg);
+  void *arg;
+  int report_w;
+} tmpfs_job;
+
+static int tmpfs_refused(const tmpfs_job *j, const char *what) {
+  char m[700];
+  snprintf(m, sizeof m, "this kernel refuses %s on %.300s here: %s", what, j->mnt, strerror(errno));
+  rtt_report_send(j->report_w, 0, RTT_REFUSED, m);
+  return 2;
+}
+
+/* The child: own mount namespace, the tmpfs, the body, the unmount. */
+static int tmpfs_child(int rank, int size, void *arg) {
+  (void)rank;
+  (void)size;
+  const tmpfs_job *j = arg;
+  rtt_fails = 0;
+  if (unshare(CLONE_NEWNS) != 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0)
+    return tmpfs_refused(j, "a private mount namespace");
+  if (mount("tmpfs", j->mnt, "tmpfs", MS_NOSUID | MS_NODEV, j->opts) != 0)
+    return tmpfs_refused(j, "a tmpfs mount");
+  j->body(j->mnt, j->arg);
+  if (umount2(j->mnt, 0) != 0) {
+    RTT_CHECK(0, "umount %s: %s", j->mnt, strerror(errno));
+    umount2(j->mnt, MNT_DETACH);
+  }
+  rtt_report_send(j->report_w, 0, rtt_fails ? 1 : 0, rtt_fails ? "checks failed (above)" : "done");
+  return rtt_fails ? 1 : 0;
+}
+
+int rtt_tmpfs_run(
+    const char *mnt, const char *opts, void (*body)(const char *mnt, void *arg), void *arg, char *why, size_t len) {
+  tmpfs_job j = {.mnt = mnt, .opts = opts, .body = body, .arg = arg};
+  int rp[2];
+  if (rtt_pipe_open(rp) != 0) {
+    snprintf(why, len, "no pipe for the child's report: %s", strerror(errno));
+    return 1;
+  }
+  j.report_w = rp[1];
+  rtt_group g;
+  int spawned = rtt_spawn(&g, 0, 1, 1, tmpfs_child, &j) == 0;
+  close(rp[1]);
+  rtt_report r;
+  int got = spawned && rtt_report_recv(rp[0], &r, 60);
+  int in_time = spawned && rtt_wait(&g, 30);
+  close(rp[0]);
+  char end[64];
+  if (!spawned)
+    snprintf(why, len, "the child did not start");
+  else if (!got)
+    snprintf(why, len, "no report from the child in 60 s (%s)", rtt_describe(&g, 0, end, sizeof end));
+  else if (r.code == RTT_REFUSED || (r.code == 0 && in_time && rtt_ok(&g, 0)))
+    snprintf(why, len, "%s", r.msg);
+  else
+    snprintf(why, len, "%s; the child: %s", r.msg, rtt_describe(&g, 0, end, sizeof end));
+  if (got && r.code == RTT_REFUSED)
+    return RTT_REFUSED;
+  return got && r.code == 0 && in_time && rtt_ok(&g, 0) ? 0 : 1;
+}
+
+/* ---- the CUDA device probe ------------------------------------------------ */
+
+static int probe_child(int rank, int size, void *arg) {
+  (void)size;
+  int fd = *(const int *)arg;
+  int n = 0;
+  int rc = rt_gpu_count(&n);
+  rtt_report_send(fd, rank, rc ? rc : n, rc ? core_err_msg() : "ok");
+  return 0;
+}
+
+int rtt_gpu_probe(double deadline_s, int *code, char *msg, size_t len) {
+  int n = -1, fds[2];
+  if (rtt_pipe_open(fds) != 0)
+    return -1;
+  rtt_group g;
+  if (rtt_spawn(&g, 0, 1, 1, probe_child, &fds[1]) == 0) {
+    rtt_report r;
+    if (rtt_report_recv(fds[0], &r, deadline_s)) {
+      n = r.code > 0 ? r.code : 0;
+      *code = r.code > 0 ? 0 : r.code;
+      snprintf(msg, len, "%s", r.msg);
+    }
+    rtt_wait(&g, deadline_s);
+  }
+  close(fds[0]);
+  close(fds[1]);
+  return n;
 }

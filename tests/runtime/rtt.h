@@ -2,14 +2,18 @@
  * rtt — what the runtime tests share: ranks as real forked processes with a
  * deadline (a hung rank is SIGKILLed and reported, never waited on forever,
  * and every child is reaped), a pipe on which ranks report what happened to
- * them, scratch directories, a real redis-server on a free loopback port,
- * and exact fp16 encodings of small integers.
+ * them, a rank's process-group figures in a one-node world, scratch
+ * directories, a child on a tmpfs of its own mount namespace (a full disk),
+ * the CUDA device probe, a real redis-server on a free loopback port, and
+ * exact fp16 encodings of small integers.
  *
  * The parent never creates a Gloo context itself: Gloo starts threads, and a
  * process with threads must not fork.
  */
 #ifndef TESTS_RUNTIME_RTT_H
 #define TESTS_RUNTIME_RTT_H
+
+#include "runtime/pg.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -41,6 +45,10 @@ const char *rtt_describe(const rtt_group *g, int i, char *buf, size_t len);
 /* Spawn size ranks and wait; returns 1 when every rank exited 0 in time,
  * printing which did not otherwise. */
 int rtt_run(int size, rtt_rank_fn fn, void *arg, double deadline_s);
+
+/* The process-group figures of rank in a world of size on one node: every
+ * rank local, nothing from the environment. */
+rt_pg_info rtt_pg_local(int rank, int size);
 
 /* ---- checks inside ranks ---------------------------------------------- */
 
@@ -96,6 +104,27 @@ void rtt_prefix(char *buf, size_t len, const char *name);
 /* fp16 bits of a small integer (|v| <= 2048, exact) and back. */
 uint16_t rtt_half(int v);
 double rtt_half_value(uint16_t h);
+
+/* ---- a full disk ------------------------------------------------------- */
+
+/* rtt_tmpfs_run's answer when the kernel refuses the namespace or the mount
+ * (a container without CAP_SYS_ADMIN): the test is skipped, not failed. */
+enum { RTT_REFUSED = 77 };
+
+/* body(mnt, arg) in a child with its own mount namespace, on a tmpfs of
+ * opts ("size=64k,mode=0755") mounted on the directory mnt (needs root);
+ * body checks with RTT_CHECK. 0 when every check passed and the child
+ * unmounted and exited 0 in time, RTT_REFUSED, or 1; why says what
+ * happened either way. The mount never reaches this process's namespace. */
+int rtt_tmpfs_run(
+    const char *mnt, const char *opts, void (*body)(const char *mnt, void *arg), void *arg, char *why, size_t len);
+
+/* ---- the CUDA device probe ---------------------------------------------- */
+
+/* The CUDA devices this machine offers, counted in a child (the parent,
+ * which forks ranks, must not start CUDA): > 0; 0 for none, with *code the
+ * error and msg why; -1 when the child reported nothing in deadline_s. */
+int rtt_gpu_probe(double deadline_s, int *code, char *msg, size_t len);
 
 /* ---- redis-server ------------------------------------------------------ */
 

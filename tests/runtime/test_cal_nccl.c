@@ -61,32 +61,10 @@ static float legacy_value(int rank, size_t i) { return (float)(rank + 1 + (int)(
 static int ndev = -1; /* > 0 devices, 0 none, -1 the probe failed */
 static char probe_msg[768];
 
-static int probe_child(int rank, int size, void *arg) {
-  (void)size;
-  int fd = *(const int *)arg;
-  int n = 0;
-  int rc = rt_gpu_count(&n);
-  rtt_report_send(fd, rank, rc ? rc : n, rc ? core_err_msg() : "ok");
-  return 0;
-}
-
 static int suite_init(void) {
-  if (ndev >= 0)
-    return 0;
-  int fds[2];
-  if (rtt_pipe_open(fds) != 0)
-    return 0;
-  rtt_group g;
-  if (rtt_spawn(&g, 0, 1, 1, probe_child, &fds[1]) == 0) {
-    rtt_report r;
-    if (rtt_report_recv(fds[0], &r, RANK_DEADLINE_S)) {
-      ndev = r.code > 0 ? r.code : 0;
-      snprintf(probe_msg, sizeof probe_msg, "%s", r.msg);
-    }
-    rtt_wait(&g, RANK_DEADLINE_S);
-  }
-  close(fds[0]);
-  close(fds[1]);
+  int code;
+  if (ndev < 0)
+    ndev = rtt_gpu_probe(RANK_DEADLINE_S, &code, probe_msg, sizeof probe_msg);
   return 0;
 }
 
@@ -183,12 +161,7 @@ static const job *cur_job; /* the running job, for bodies that connect again */
 static int rank_main(int rank, int size, void *arg) {
   const job *j = arg;
   cur_job = j;
-  rt_pg_info in;
-  memset(&in, 0, sizeof in);
-  in.rank = rank;
-  in.world_size = size;
-  in.local_rank = rank;
-  in.local_world_size = size;
+  rt_pg_info in = rtt_pg_local(rank, size);
   rt_comm *c = NULL;
   if (rt_pg_connect(&in, j->dir, NULL, OP_TIMEOUT_S, j->prefix, &c) != 0) {
     fprintf(stderr, "rank %d: connect: %s\n", rank, core_err_msg());
@@ -346,12 +319,7 @@ static const rt_comm_ops counting = {.name = "gloo-counting",
 /* Control values over a second communicator of the same ranks: the
  * measured one sees only the barriers and the allreduces it measures. */
 static int control_comm_body(rt_comm *c, int rank, int size) {
-  rt_pg_info in;
-  memset(&in, 0, sizeof in);
-  in.rank = rank;
-  in.world_size = size;
-  in.local_rank = rank;
-  in.local_world_size = size;
+  rt_pg_info in = rtt_pg_local(rank, size);
   char prefix[200];
   snprintf(prefix, sizeof prefix, "%s-ctl", cur_job->prefix);
   rt_comm *c2 = NULL;

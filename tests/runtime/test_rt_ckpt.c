@@ -22,12 +22,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <sys/mount.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -827,106 +825,63 @@ static void test_version_1(void) {
 
 /* ---- disk full ------------------------------------------------------------ */
 
-typedef struct full_job {
-  char mnt[512];
-  int report_w;
-} full_job;
-
-#define FULL_CHECK(cond, ...)                                                                                          \
-  do {                                                                                                                 \
-    if (!(cond)) {                                                                                                     \
-      char m_[600];                                                                                                    \
-      snprintf(m_, sizeof m_, __VA_ARGS__);                                                                            \
-      rtt_report_send(j->report_w, 0, 1, m_);                                                                          \
-      fails++;                                                                                                         \
-    }                                                                                                                  \
-  } while (0)
-
-/* The child's report when the kernel refuses the namespace or the mount (a
- * container without CAP_SYS_ADMIN): the test is skipped, not failed. */
-enum { REFUSED = 77 };
-
-/* In the child: own mount namespace, a 256 KiB tmpfs, two checkpoints of
+/* In the child (rtt_tmpfs_run): on a 256 KiB tmpfs, two checkpoints of
  * 149,088 bytes each (96 -> 96 -> 96: 18,624 parameters): the first fits,
  * the second cannot (the first is kept until the second is durable). */
-static int full_child(int rank, int size, void *arg) {
-  (void)rank;
-  (void)size;
-  full_job *j = arg;
-  int fails = 0;
-  if (unshare(CLONE_NEWNS) != 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) {
-    char m[300];
-    snprintf(m, sizeof m, "this kernel refuses a private mount namespace here: %s", strerror(errno));
-    rtt_report_send(j->report_w, 0, REFUSED, m);
-    return 2;
-  }
-  if (mount("tmpfs", j->mnt, "tmpfs", MS_NOSUID | MS_NODEV, "size=256k,mode=0755") != 0) {
-    char m[300];
-    snprintf(m, sizeof m, "this kernel refuses a tmpfs mount on %.200s here: %s", j->mnt, strerror(errno));
-    rtt_report_send(j->report_w, 0, REFUSED, m);
-    return 2;
-  }
+static void full_checks(const char *mnt, void *arg) {
+  (void)arg;
   char dir[600], names[1024], path[700];
-  snprintf(dir, sizeof dir, "%s/ck", j->mnt);
+  snprintf(dir, sizeof dir, "%s/ck", mnt);
   static const int W[] = {96, 96, 96};
-  core_model *m = make_model(j->mnt, "wide", W, 2);
+  core_model *m = make_model(mnt, "wide", W, 2);
   state s, r;
-  FULL_CHECK(m != NULL, "cannot load the model");
+  RTT_CHECK(m != NULL, "cannot load the model");
   if (m && state_alloc(&s, m->n_params) == 0 && state_alloc(&r, m->n_params) == 0) {
-    FULL_CHECK(m->n_params == 18624, "model has %lld parameters", (long long)m->n_params);
+    RTT_CHECK(m->n_params == 18624, "model has %lld parameters", (long long)m->n_params);
     state_fill(&s, 5);
     rt_ckpt c = as_ckpt(&s, 10, 1, 2, 1);
     int rc = rt_ckpt_write(dir, m, &c, 2);
-    FULL_CHECK(rc == 0, "the first checkpoint (149 KB of 256 KB) failed: %s", core_err_msg());
+    RTT_CHECK(rc == 0, "the first checkpoint (149 KB of 256 KB) failed: %s", core_err_msg());
     state t;
     if (state_alloc(&t, m->n_params) == 0) {
       state_fill(&t, 6);
       c = as_ckpt(&t, 20, 1, 5, 1);
       rc = rt_ckpt_write(dir, m, &c, 2);
-      FULL_CHECK(rc == CORE_ENOSPC, "the second checkpoint gave %d, expected CORE_ENOSPC: %s", rc,
+      RTT_CHECK(rc == CORE_ENOSPC, "the second checkpoint gave %d, expected CORE_ENOSPC: %s", rc,
           rc ? core_err_msg() : "accepted");
-      FULL_CHECK(strstr(core_err_msg(), "space") || strstr(core_err_msg(), "disk"),
+      RTT_CHECK(strstr(core_err_msg(), "space") || strstr(core_err_msg(), "disk"),
           "message does not mention the disk or space: %s", core_err_msg());
-      FULL_CHECK(strstr(core_err_msg(), "ckpt-00000020.ddpc") != NULL, "message does not name the checkpoint: %s",
+      RTT_CHECK(strstr(core_err_msg(), "ckpt-00000020.ddpc") != NULL, "message does not name the checkpoint: %s",
           core_err_msg());
       fprintf(stderr, "\n  full disk: %s\n", core_err_msg());
       state_free(&t);
     }
     /* Only the first checkpoint is there: no temp file, no partial file. */
     listing(dir, names, sizeof names);
-    FULL_CHECK(strcmp(names, "ckpt-00000010.ddpc") == 0, "directory holds '%.300s'", names);
+    RTT_CHECK(strcmp(names, "ckpt-00000010.ddpc") == 0, "directory holds '%.300s'", names);
     snprintf(path, sizeof path, "%s/ckpt-00000010.ddpc", dir);
     rt_ckpt got = {.params = r.params, .momentum = r.momentum};
     rc = rt_ckpt_read(path, m, &got);
-    FULL_CHECK(rc == 0, "the previous checkpoint no longer loads: %s", core_err_msg());
-    FULL_CHECK(got.step == 10 && got.pos == 2 && memcmp(r.params, s.params, sizeof(float) * (size_t)s.n) == 0 &&
-                   memcmp(r.momentum, s.momentum, sizeof(float) * (size_t)s.n) == 0,
+    RTT_CHECK(rc == 0, "the previous checkpoint no longer loads: %s", core_err_msg());
+    RTT_CHECK(got.step == 10 && got.pos == 2 && memcmp(r.params, s.params, sizeof(float) * (size_t)s.n) == 0 &&
+                  memcmp(r.momentum, s.momentum, sizeof(float) * (size_t)s.n) == 0,
         "the previous checkpoint changed");
     char used[700];
     rc = rt_ckpt_load_latest(dir, m, &got, used, sizeof used);
-    FULL_CHECK(rc == 0 && got.step == 10, "load_latest after the full disk: %d step %lld", rc, (long long)got.step);
+    RTT_CHECK(rc == 0 && got.step == 10, "load_latest after the full disk: %d step %lld", rc, (long long)got.step);
     /* The failed write holds no space (its temp file is gone, not just
      * unlinked while open): with the first removed, a new one fits. */
-    FULL_CHECK(unlink(path) == 0, "cannot remove %.300s: %s", path, strerror(errno));
+    RTT_CHECK(unlink(path) == 0, "cannot remove %.300s: %s", path, strerror(errno));
     state_fill(&s, 7);
     c = as_ckpt(&s, 30, 2, 0, 1);
     rc = rt_ckpt_write(dir, m, &c, 1);
-    FULL_CHECK(rc == 0, "with the space freed, writing failed: %s", core_err_msg());
+    RTT_CHECK(rc == 0, "with the space freed, writing failed: %s", core_err_msg());
     listing(dir, names, sizeof names);
-    FULL_CHECK(strcmp(names, "ckpt-00000030.ddpc") == 0, "directory holds '%.300s'", names);
+    RTT_CHECK(strcmp(names, "ckpt-00000030.ddpc") == 0, "directory holds '%.300s'", names);
     state_free(&s);
     state_free(&r);
   }
   core_model_free(m);
-  if (umount2(j->mnt, 0) != 0) {
-    char msg[300];
-    snprintf(msg, sizeof msg, "umount %.200s: %s", j->mnt, strerror(errno));
-    rtt_report_send(j->report_w, 0, 1, msg);
-    fails++;
-    umount2(j->mnt, MNT_DETACH);
-  }
-  rtt_report_send(j->report_w, 0, 0, "done");
-  return fails ? 1 : 0;
 }
 
 static void test_disk_full(void) {
@@ -934,46 +889,27 @@ static void test_disk_full(void) {
     test_skip("the full-disk test mounts a tmpfs and needs root (CI runs it as root)");
     return;
   }
-  full_job j;
-  memset(&j, 0, sizeof j);
-  CU_ASSERT_EQUAL_FATAL(rtt_scratch_dir(j.mnt, sizeof j.mnt), 0);
-  int rp[2];
-  CU_ASSERT_EQUAL_FATAL(rtt_pipe_open(rp), 0);
-  j.report_w = rp[1];
-  rtt_group g;
-  int spawned = rtt_spawn(&g, 0, 1, 1, full_child, &j) == 0;
-  close(rp[1]);
-  CU_ASSERT(spawned);
-  rtt_report r;
-  int done = 0, refused = 0;
-  while (spawned && !done && !refused && rtt_report_recv(rp[0], &r, 30)) {
-    if (r.code == 0 && strcmp(r.msg, "done") == 0) {
-      done = 1;
-    } else if (r.code == REFUSED) {
-      refused = 1;
-      test_skip("%s", r.msg);
-    } else {
-      fprintf(stderr, "\n  full disk: %s\n", r.msg);
-      CU_FAIL("full-disk check failed (see the message above)");
-    }
-  }
-  CU_ASSERT(done || refused);
-  CU_ASSERT(rtt_wait(&g, 30));
-  CU_ASSERT(refused || rtt_ok(&g, 0));
-  close(rp[0]);
+  char mnt[512], why[1024];
+  CU_ASSERT_EQUAL_FATAL(rtt_scratch_dir(mnt, sizeof mnt), 0);
+  int rc = rtt_tmpfs_run(mnt, "size=256k,mode=0755", full_checks, NULL, why, sizeof why);
+  if (rc == RTT_REFUSED)
+    test_skip("%s", why);
+  else if (rc != 0)
+    fprintf(stderr, "\n  full disk: %s\n", why);
+  CU_ASSERT(rc == 0 || rc == RTT_REFUSED);
   /* The mount lived in the child's namespace only: here the directory was
    * never a mount point and is empty. */
   char names[256];
-  listing(j.mnt, names, sizeof names);
+  listing(mnt, names, sizeof names);
   CU_ASSERT_STRING_EQUAL(names, "");
   FILE *mi = fopen("/proc/self/mountinfo", "r");
   if (mi) {
     char line[4096];
     while (fgets(line, sizeof line, mi))
-      CU_ASSERT_PTR_NULL(strstr(line, j.mnt));
+      CU_ASSERT_PTR_NULL(strstr(line, mnt));
     fclose(mi);
   }
-  CU_ASSERT_EQUAL(rmdir(j.mnt), 0);
+  CU_ASSERT_EQUAL(rmdir(mnt), 0);
 }
 
 void test_register(void) {

@@ -116,12 +116,7 @@ static int ddp_rank(int rank, int size, void *arg) {
   int status = 1, rc;
   if ((rc = core_model_load(j->model, &m)) != 0)
     return fail(j, rank, rc, "loading the model");
-  rt_pg_info in;
-  memset(&in, 0, sizeof in);
-  in.rank = rank;
-  in.world_size = size;
-  in.local_rank = rank;
-  in.local_world_size = size;
+  rt_pg_info in = rtt_pg_local(rank, size);
   if ((rc = rt_pg_connect(&in, j->dir, "127.0.0.1", 30, j->prefix, &c)) != 0) {
     fail(j, rank, rc, "connecting");
     goto out;
@@ -554,12 +549,7 @@ static int ring3_rank(int rank, int size, void *arg) {
   int rc;
   if ((rc = core_model_load(j->model, &m)) != 0)
     return fail(j, rank, rc, "loading the model");
-  rt_pg_info in;
-  memset(&in, 0, sizeof in);
-  in.rank = rank;
-  in.world_size = size;
-  in.local_rank = rank;
-  in.local_world_size = size;
+  rt_pg_info in = rtt_pg_local(rank, size);
   if ((rc = rt_pg_connect(&in, j->dir, "127.0.0.1", 30, j->prefix, &c)) != 0) {
     fail(j, rank, rc, "connecting");
   } else {

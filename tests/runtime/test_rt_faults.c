@@ -33,16 +33,6 @@ typedef struct fjob {
   int release_w;
 } fjob;
 
-static rt_pg_info info_for(int rank, int size) {
-  rt_pg_info in;
-  memset(&in, 0, sizeof in);
-  in.rank = rank;
-  in.world_size = size;
-  in.local_rank = rank;
-  in.local_world_size = size;
-  return in;
-}
-
 /* Wait until the parent closes the release pipe, so a survivor's exit does
  * not turn the other survivors' timeouts into closed connections. */
 static void wait_release(const fjob *j) {
@@ -55,7 +45,7 @@ static void wait_release(const fjob *j) {
 static int series_rank(int rank, int size, void *arg) {
   const fjob *j = arg;
   close(j->release_w);
-  rt_pg_info in = info_for(rank, size);
+  rt_pg_info in = rtt_pg_local(rank, size);
   rt_comm *c = NULL;
   if (rt_pg_connect(&in, j->dir, "127.0.0.1", j->timeout_s, j->prefix, &c)) {
     rtt_report_send(j->report_w, rank, 1, core_err_msg());
@@ -195,7 +185,7 @@ static void test_stop_default_3(void) { run_fault(3, FAULT_STOP, RT_ALGO_DEFAULT
 
 static int lonely_rank(int rank, int size, void *arg) {
   const fjob *j = arg;
-  rt_pg_info in = info_for(rank, size);
+  rt_pg_info in = rtt_pg_local(rank, size);
   rt_comm *c = NULL;
   int rc = rt_pg_connect(&in, j->dir, "127.0.0.1", j->timeout_s, j->prefix, &c);
   rtt_report_send(j->report_w, rank, rc, rc ? core_err_msg() : "connected");
@@ -237,7 +227,7 @@ static void test_missing_rank(void) {
 }
 
 static void test_bad_spec(void) {
-  rt_pg_info in = info_for(0, 2);
+  rt_pg_info in = rtt_pg_local(0, 2);
   static const char *const bad[] = {"tcp://127.0.0.1:29500", "redis://", "no-such-dir-xyz", "redis://127.0.0.1:http"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     rt_comm *c = NULL;
@@ -259,7 +249,7 @@ static void test_bad_spec(void) {
  * in a child, since a Gloo device starts threads. */
 static int bad_bind_rank(int rank, int size, void *arg) {
   const fjob *j = arg;
-  rt_pg_info in = info_for(rank, size);
+  rt_pg_info in = rtt_pg_local(rank, size);
   rt_comm *c = NULL;
   /* 192.0.2.1 is TEST-NET-1 (RFC 5737): never assigned to a real host. */
   int rc = rt_pg_connect(&in, j->dir, "192.0.2.1", j->timeout_s, j->prefix, &c);

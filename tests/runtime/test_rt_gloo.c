@@ -31,12 +31,7 @@ typedef struct job {
 /* Each rank: connect through the process group, run the body, disconnect. */
 static int rank_main(int rank, int size, void *arg) {
   const job *j = arg;
-  rt_pg_info in;
-  memset(&in, 0, sizeof in);
-  in.rank = rank;
-  in.world_size = size;
-  in.local_rank = rank;
-  in.local_world_size = size;
+  rt_pg_info in = rtt_pg_local(rank, size);
   rt_comm *c = NULL;
   int rc = rt_pg_connect(&in, j->dir, NULL, OP_TIMEOUT_S, j->prefix, &c);
   if (rc) {

@@ -50,31 +50,8 @@ static int ndev = -1; /* CUDA devices: > 0, 0 for none, -1 when the probe failed
 static int probe_code;
 static char probe_msg[768];
 
-static int probe_child(int rank, int size, void *arg) {
-  (void)size;
-  int fd = *(const int *)arg;
-  int n = 0;
-  int rc = rt_gpu_count(&n);
-  rtt_report_send(fd, rank, rc ? rc : n, rc ? core_err_msg() : "ok");
-  return 0;
-}
-
 static int suite_init(void) {
-  int fds[2];
-  if (rtt_pipe_open(fds) != 0)
-    return 0; /* test_probe reports it */
-  rtt_group g;
-  if (rtt_spawn(&g, 0, 1, 1, probe_child, &fds[1]) == 0) {
-    rtt_report r;
-    if (rtt_report_recv(fds[0], &r, RANK_DEADLINE_S)) {
-      ndev = r.code > 0 ? r.code : 0;
-      probe_code = r.code > 0 ? 0 : r.code;
-      snprintf(probe_msg, sizeof probe_msg, "%s", r.msg);
-    }
-    rtt_wait(&g, RANK_DEADLINE_S);
-  }
-  close(fds[0]);
-  close(fds[1]);
+  ndev = rtt_gpu_probe(RANK_DEADLINE_S, &probe_code, probe_msg, sizeof probe_msg); /* -1: test_probe reports it */
   if (ndev > 0)
     printf("\n  %d CUDA device(s): running the GPU checks\n", ndev);
   else if (ndev == 0)

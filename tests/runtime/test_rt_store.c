@@ -197,12 +197,7 @@ typedef struct rjob {
 /* Rendezvous through redis://, then an allreduce and an allgather. */
 static int redis_rank(int rank, int size, void *arg) {
   const rjob *j = arg;
-  rt_pg_info in;
-  memset(&in, 0, sizeof in);
-  in.rank = rank;
-  in.world_size = size;
-  in.local_rank = rank;
-  in.local_world_size = size;
+  rt_pg_info in = rtt_pg_local(rank, size);
   rt_comm *c = NULL;
   if (rt_pg_connect(&in, j->spec, NULL, 30, j->prefix, &c)) {
     fprintf(stderr, "rank %d: %s\n", rank, core_err_msg());

@@ -9,6 +9,7 @@
 
 #include "core/err.h"
 
+#include "simutil.h"
 #include "testutil.h"
 
 #include <CUnit/CUnit.h>
@@ -47,12 +48,7 @@ static int suite_clean(void) {
   "simulation = { steps = 3; replications = 40; };\n"                                                                  \
   "advise = { " ADVISE " };\n"
 
-static sim_scenario *load(const char *text) {
-  sim_scenario *s = NULL;
-  if (sim_scenario_load_string(text, TU_DATA("tiny-plan.cfg"), &s) != 0)
-    fprintf(stderr, "\n  %s", core_err_msg());
-  return s;
-}
+static sim_scenario *load(const char *text) { return tu_load_string(text, TU_DATA("tiny-plan.cfg")); }
 
 static int run(const char *advise, int exhaustive, int jobs, sim_scenario **s, sim_advice *a) {
   char text[4096];

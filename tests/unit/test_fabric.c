@@ -12,6 +12,7 @@
 
 #include "core/err.h"
 
+#include "simutil.h"
 #include "testutil.h"
 
 #include <CUnit/CUnit.h>
@@ -214,21 +215,10 @@ static const char head[] =
 static int predict(const char *body, long point, sim_point_result *r) {
   char text[8192];
   snprintf(text, sizeof text, "%s%s", head, body);
-  sim_scenario *s;
-  sim_engine *e;
-  int rc = sim_scenario_load_string(text, "/tmp/fabric-test.cfg", &s);
-  if (rc) {
-    fprintf(stderr, "\n%s\n", core_err_msg());
-    return rc;
-  }
-  if ((rc = sim_engine_new(&e)) == 0) {
-    sim_point p;
-    sim_scenario_point(s, point, &p);
-    rc = sim_predict_point(s, &p, e, NULL, 0, r);
-    if (rc)
-      fprintf(stderr, "\n%s\n", core_err_msg());
-    sim_engine_free(e);
-  }
+  sim_scenario *s = tu_load_string(text, "/tmp/fabric-test.cfg");
+  if (!s)
+    return -1;
+  int rc = tu_run_point(s, point, r);
   sim_scenario_free(s);
   return rc;
 }

@@ -6,6 +6,7 @@
 
 #include "core/err.h"
 
+#include "simutil.h"
 #include "testutil.h"
 
 #include <CUnit/CUnit.h>
@@ -36,10 +37,7 @@ static sim_scenario *load_with(const char *profile, const char *compression, int
       "        gradient_as_bucket_view = true; compression = \"%s\"; };\n"
       "simulation = { steps = 1; };\n",
       profile, overlap ? 64 : 8, overlap ? "10.0" : "10000.0", overlap ? "true" : "false", compression);
-  sim_scenario *s = NULL;
-  if (sim_scenario_load_string(text, TU_DATA("inline-hooks.cfg"), &s) != 0)
-    fprintf(stderr, "\n%s\n", core_err_msg());
-  return s;
+  return tu_load_string(text, TU_DATA("inline-hooks.cfg"));
 }
 
 static sim_scenario *load_on(const char *profile, const char *compression) {
@@ -48,21 +46,11 @@ static sim_scenario *load_on(const char *profile, const char *compression) {
 
 static sim_scenario *load(const char *compression) { return load_on("cpu-test.cfg", compression); }
 
-static int run_scenario(sim_scenario *s, sim_point_result *r) {
-  sim_engine *e;
-  sim_engine_new(&e);
-  sim_point p;
-  sim_scenario_point(s, 0, &p);
-  int rc = sim_predict_point(s, &p, e, NULL, 0, r);
-  sim_engine_free(e);
-  return rc;
-}
-
 static int run_on(const char *profile, const char *compression, sim_point_result *r) {
   sim_scenario *s = load_on(profile, compression);
   if (!s)
     return -1;
-  int rc = run_scenario(s, r);
+  int rc = tu_run_point(s, 0, r);
   sim_scenario_free(s);
   return rc;
 }
@@ -151,7 +139,7 @@ static void test_fp16_measured(void) {
   sim_scenario *s = load_on("cpu-hooks-test.cfg", "fp16");
   CU_ASSERT_FATAL(s != NULL);
   s->profile->sum_fp16_GBps = 0.05;
-  CU_ASSERT_FATAL(run_scenario(s, &r) == 0);
+  CU_ASSERT_FATAL(tu_run_point(s, 0, &r) == 0);
   sim_scenario_free(s);
   CU_ASSERT_DOUBLE_EQUAL(r.comm_s, ring(w) / 2 + w * 0.5 / 0.05e9 + n * 6 / 8e9, 1e-9 * r.comm_s);
   /* bf16's sum at 2 GB/s hides too. */
@@ -174,7 +162,7 @@ static void test_half_sum_contends(void) {
       s->profile->cast_GBps = 1e6;
       s->profile->cpu_slowdown = c ? 3.0 : 1.0;
       sim_point_result r;
-      CU_ASSERT_FATAL(run_scenario(s, &r) == 0);
+      CU_ASSERT_FATAL(tu_run_point(s, 0, &r) == 0);
       step[k][c] = r.step_s;
       sim_scenario_free(s);
     }
@@ -218,7 +206,7 @@ static void test_powersgd_sync(void) {
     CU_ASSERT(s->models[0]->psgd_sync_us < 0); /* the shipped model measures none */
     s->profile->psgd_sync_us = prof_us[k];
     s->models[0]->psgd_sync_us = model_us[k];
-    CU_ASSERT_FATAL(run_scenario(s, &r[k]) == 0);
+    CU_ASSERT_FATAL(tu_run_point(s, 0, &r[k]) == 0);
     sim_scenario_free(s);
   }
   const double wait[4] = {0.0, 2e-3, 0.5e-3, 0.0};
@@ -250,7 +238,7 @@ static void test_powersgd_sync_idle(void) {
     if (k == 2)
       s->networks[0].gbps = 1e-5;
     sim_point_result r;
-    CU_ASSERT_FATAL(run_scenario(s, &r) == 0);
+    CU_ASSERT_FATAL(tu_run_point(s, 0, &r) == 0);
     comp[k] = r.compute_s;
     sim_scenario_free(s);
   }

@@ -28,6 +28,7 @@
 #include "core/model.h"
 #include "core/profile.h"
 
+#include "simutil.h"
 #include "testutil.h"
 
 #include <CUnit/CUnit.h>
@@ -253,26 +254,16 @@ static void test_nccl_profile_in_scenario(void) {
       "= false; };\n"
       "simulation = { steps = 2; };\n",
       path);
-  sim_scenario *s = NULL;
-  rc = sim_scenario_load_string(text, TU_DATA("inline-import.cfg"), &s);
-  if (rc)
-    fprintf(stderr, "\nscenario: %s\n", core_err_msg());
-  CU_ASSERT_FATAL(rc == 0);
+  sim_scenario *s = tu_load_string(text, TU_DATA("inline-import.cfg"));
+  CU_ASSERT_FATAL(s != NULL);
   CU_ASSERT_EQUAL(sim_scenario_points(s), 2);
   for (long i = 0; i < sim_scenario_points(s); i++) {
-    sim_engine *e;
-    CU_ASSERT_FATAL(sim_engine_new(&e) == 0);
-    sim_point pt;
-    sim_scenario_point(s, i, &pt);
     sim_point_result r;
-    rc = sim_predict_point(s, &pt, e, NULL, 0, &r);
-    if (rc)
-      fprintf(stderr, "\npoint %ld: %s\n", i, core_err_msg());
-    CU_ASSERT(rc == 0);
+    CU_ASSERT(tu_run_point(s, i, &r) == 0);
     CU_ASSERT_STRING_EQUAL(r.status, "ok");
     CU_ASSERT_EQUAL(r.n_buckets, 1);
     CU_ASSERT(r.comm_s > 0);
-    if (pt.nodes == 1) {
+    if (r.pt.nodes == 1) {
       /* One bucket of big-test.cfg's 4e8 gradient bytes inside a node: the
        * imported fit (the regime that covers it) at its own 8 ranks, and so
        * close to the sample's Simple protocol, 35 us + n / 205 GB/s. */
@@ -282,7 +273,6 @@ static void test_nccl_profile_in_scenario(void) {
       CU_ASSERT(rel_err(r.comm_s, want) < 1e-6);
       CU_ASSERT(rel_err(r.comm_s, 35e-6 + n / 205e9) < 0.03);
     }
-    sim_engine_free(e);
   }
   sim_scenario_free(s);
   core_profile_free(q);
@@ -660,27 +650,16 @@ static void test_trace_model_in_scenario(void) {
       "ddp = { backend = \"gloo\"; };\n"
       "simulation = { steps = 2; };\n",
       model);
-  sim_scenario *s = NULL;
-  int rc = sim_scenario_load_string(text, TU_DATA("inline-import.cfg"), &s);
-  if (rc)
-    fprintf(stderr, "\nscenario: %s\n", core_err_msg());
-  CU_ASSERT_FATAL(rc == 0);
+  sim_scenario *s = tu_load_string(text, TU_DATA("inline-import.cfg"));
+  CU_ASSERT_FATAL(s != NULL);
   for (long i = 0; i < sim_scenario_points(s); i++) {
-    sim_engine *e;
-    CU_ASSERT_FATAL(sim_engine_new(&e) == 0);
-    sim_point pt;
-    sim_scenario_point(s, i, &pt);
     sim_point_result r;
-    rc = sim_predict_point(s, &pt, e, NULL, 0, &r);
-    if (rc)
-      fprintf(stderr, "\npoint %ld: %s\n", i, core_err_msg());
-    CU_ASSERT(rc == 0);
+    CU_ASSERT(tu_run_point(s, i, &r) == 0);
     CU_ASSERT_STRING_EQUAL(r.status, "ok");
     /* Layers plus the optimizer's memory traffic: at least the layers. */
     CU_ASSERT(r.single_step_s >= sum * (1 - 1e-9));
     CU_ASSERT(r.single_step_s < sum * 1.5);
     CU_ASSERT(r.step_s >= r.single_step_s * (1 - 1e-9));
-    sim_engine_free(e);
   }
   sim_scenario_free(s);
 }

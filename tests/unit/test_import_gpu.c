@@ -65,14 +65,8 @@ static void test_layers_and_tensors(void) {
 static void test_unowned_parameter(void) {
   char out[4200];
   snprintf(out, sizeof out, "%s/unowned.cfg", dir);
-  const char *traces[] = {TU_DATA("torch-trace/gpu-unattributed.json")};
-  cal_gpu_opts o = {0};
-  int rc = cal_import_gpu(traces, 1, &o, out, NULL, 0);
-  if (rc)
-    fprintf(stderr, "\n%s\n", core_err_msg());
-  CU_ASSERT_EQUAL_FATAL(rc, 0);
-  core_model *m = NULL;
-  CU_ASSERT_EQUAL_FATAL(core_model_load(out, &m), 0);
+  core_model *m = tu_import_trace(TU_DATA("torch-trace/gpu-unattributed.json"), out);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(m);
   CU_ASSERT_EQUAL_FATAL(m->n_layers, 4);
   CU_ASSERT_EQUAL_FATAL(m->n_tensors, 6);
   CU_ASSERT(m->layers[0].n_tensors == 1 && m->tensor_elems[m->layers[0].first_tensor] == 4608);
@@ -168,15 +162,8 @@ static void test_pieces(void) {
 static void test_side_waits_voted(void) {
   char out[4200];
   snprintf(out, sizeof out, "%s/side.cfg", dir);
-  const char *traces[] = {TU_DATA("torch-trace/gpu-side.json")};
-  cal_gpu_opts o = {0};
-  char notes[8192];
-  int rc = cal_import_gpu(traces, 1, &o, out, notes, sizeof notes);
-  if (rc)
-    fprintf(stderr, "\n%s\n", core_err_msg());
-  CU_ASSERT_EQUAL_FATAL(rc, 0);
-  core_model *m = NULL;
-  CU_ASSERT_FATAL(core_model_load(out, &m) == 0 && m->traced);
+  core_model *m = tu_import_trace(TU_DATA("torch-trace/gpu-side.json"), out);
+  CU_ASSERT_FATAL(m && m->traced);
   const core_traced *t = m->traced;
   const core_piece *p = find(t, CORE_PIECE_OTHER, -1, "aten::cross_entropy_loss");
   CU_ASSERT_FATAL(p && p->n_side == 1);
@@ -508,14 +495,8 @@ static void test_shared_sequence_number(void) {
   char p[4200], out[4200];
   with_peeking_ops("peeks.json", p, sizeof p);
   snprintf(out, sizeof out, "%s/peeks.cfg", dir);
-  const char *traces[] = {p};
-  cal_gpu_opts o = {0};
-  int rc = cal_import_gpu(traces, 1, &o, out, NULL, 0);
-  if (rc)
-    fprintf(stderr, "\n%s\n", core_err_msg());
-  CU_ASSERT_EQUAL_FATAL(rc, 0);
-  core_model *m = NULL;
-  CU_ASSERT_EQUAL_FATAL(core_model_load(out, &m), 0);
+  core_model *m = tu_import_trace(p, out);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(m);
   CU_ASSERT_EQUAL(m->n_layers, 3);
   CU_ASSERT(m->layers[0].n_tensors == 1 && m->tensor_elems[m->layers[0].first_tensor] == 4608);
   CU_ASSERT(m->layers[1].n_tensors == 2 && m->tensor_elems[m->layers[1].first_tensor] == 64);
@@ -551,56 +532,58 @@ static void test_base_checked(void) {
   unlink(out);
 }
 
+/* trace imported (no options) to NAME in the scratch directory, its notes
+ * into notes, and the model removed; the importer's return. */
+static int import_notes(const char *trace, const char *name, char *notes, size_t n) {
+  char out[4200];
+  snprintf(out, sizeof out, "%s/%s", dir, name);
+  const char *traces[] = {trace};
+  cal_gpu_opts o = {0};
+  int rc = cal_import_gpu(traces, 1, &o, out, notes, n);
+  if (rc)
+    fprintf(stderr, "\n%s\n", core_err_msg());
+  unlink(out);
+  return rc;
+}
+
 /* A DDP trace without distributedInfo: the world taken as 1 is said, as the
  * bucket allreduces that a scenario of one GPU leaves out. */
 static void test_no_distributed_info(void) {
-  char p[4200], out[4200], notes[8192] = "";
+  char p[4200], notes[8192] = "";
   variant("nodist.json",
       "\"distributedInfo\":{\"backend\":\"nccl\",\"rank\":0,\"world_size\":2,\"nccl_version\":\"2.17.1\"},", "", p,
       sizeof p);
-  snprintf(out, sizeof out, "%s/nodist.cfg", dir);
-  const char *traces[] = {p};
-  cal_gpu_opts o = {0};
-  CU_ASSERT_EQUAL_FATAL(cal_import_gpu(traces, 1, &o, out, notes, sizeof notes), 0);
+  CU_ASSERT_EQUAL_FATAL(import_notes(p, "nodist.cfg", notes, sizeof notes), 0);
   if (!strstr(notes, "no distributedInfo: its world size is not known and is taken as 1, though DDP allreduced 2")) {
     fprintf(stderr, "\n%s\n", notes);
     CU_FAIL("the world taken as 1 is not said");
   }
-  unlink(out);
 }
 
 /* A kernel whose launching call the trace lacks, behind launched work on its
  * stream, was not queued before profiling began: the notes say the calls
  * are missing, not that it began before profiling. */
 static void test_unlaunched_mid_trace(void) {
-  char p[4200], out[4200], notes[8192] = "";
+  char p[4200], notes[8192] = "";
   variant("orphan.json", "\"stream\":7,\"correlation\":106}", "\"stream\":7,\"correlation\":999106}", p, sizeof p);
-  snprintf(out, sizeof out, "%s/orphan.cfg", dir);
-  const char *traces[] = {p};
-  cal_gpu_opts o = {0};
-  CU_ASSERT_EQUAL_FATAL(cal_import_gpu(traces, 1, &o, out, notes, sizeof notes), 0);
+  CU_ASSERT_EQUAL_FATAL(import_notes(p, "orphan.cfg", notes, sizeof notes), 0);
   if (!strstr(notes, "1 GPU activities after launched work on their stream have a correlation id no CUDA runtime") ||
       strstr(notes, "before profiling started")) {
     fprintf(stderr, "\n%s\n", notes);
     CU_FAIL("a kernel without its call mid-trace not said as it is");
   }
-  unlink(out);
 }
 
 /* DDP on one rank allreduces nothing: the notes say the trace has no
  * bucket allreduces and why, not "0 bucket allreduces ... 1.00x slower". */
 static void test_one_rank_ddp(void) {
-  char out[4200], notes[8192] = "";
-  snprintf(out, sizeof out, "%s/onerank.cfg", dir);
-  const char *traces[] = {TU_DATA("torch-trace/gpu-ddp-1rank.json")};
-  cal_gpu_opts o = {0};
-  CU_ASSERT_EQUAL_FATAL(cal_import_gpu(traces, 1, &o, out, notes, sizeof notes), 0);
+  char notes[8192] = "";
+  CU_ASSERT_EQUAL_FATAL(import_notes(TU_DATA("torch-trace/gpu-ddp-1rank.json"), "onerank.cfg", notes, sizeof notes), 0);
   if (!strstr(notes, "DDP: the trace has no bucket allreduces (a world of 1: one rank has nothing to reduce)") ||
       strstr(notes, "0 bucket allreduces") || strstr(notes, "x slower")) {
     fprintf(stderr, "\n%s\n", notes);
     CU_FAIL("one rank's DDP not said as it is");
   }
-  unlink(out);
 }
 
 void test_register(void) {

@@ -29,23 +29,20 @@ static int teardown(void) {
 
 /* A job of 1,000 h on 1,000 nodes with 1 s steps; checkpoints every hour. */
 static sim_job_params base(void) {
-  sim_job_params p;
-  memset(&p, 0, sizeof p);
-  p.step_s = 1.0;
-  p.total_steps = 1000 * 3600.0;
-  p.nodes = 1000;
-  p.dist = SIM_FAIL_EXPONENTIAL;
-  p.node_mtbf_s = 1000 * 10 * 3600.0; /* the job is interrupted every 10 h */
-  p.detect_s = 60;
-  p.mttr_s = 3600;
-  p.spares = 1000000;
-  p.restart_s = 120;
-  p.load_s = 60;
-  p.every_steps = 3600;
-  p.ckpt_block_s = 30;
-  p.replications = 200;
-  p.seed = 7;
-  return p;
+  return (sim_job_params){.step_s = 1.0,
+      .total_steps = 1000 * 3600.0,
+      .nodes = 1000,
+      .dist = SIM_FAIL_EXPONENTIAL,
+      .node_mtbf_s = 1000 * 10 * 3600.0, /* the job is interrupted every 10 h */
+      .detect_s = 60,
+      .mttr_s = 3600,
+      .spares = 1000000,
+      .restart_s = 120,
+      .load_s = 60,
+      .every_steps = 3600,
+      .ckpt_block_s = 30,
+      .replications = 200,
+      .seed = 7};
 }
 
 static void test_no_failures_exact(void) {
@@ -203,21 +200,19 @@ static void test_scheduled_by_hand(void) {
    * plus two checkpoints = 58 s, durable up to step 30, 7.5 s lost; resume
    * at 67 s; 70 steps and 6 checkpoints later, 149 s. */
   static const double at[] = {15, 37};
-  sim_job_params p;
-  memset(&p, 0, sizeof p);
-  p.step_s = 1;
-  p.total_steps = 100;
-  p.nodes = 2;
-  p.dist = SIM_FAIL_SCHEDULED;
-  p.at_steps = at;
-  p.n_at_steps = 2;
-  p.detect_s = 1;
-  p.restart_s = 5;
-  p.load_s = 3;
-  p.spares = 1000;
-  p.every_steps = 10;
-  p.ckpt_block_s = 2;
-  p.replications = 2;
+  sim_job_params p = {.step_s = 1,
+      .total_steps = 100,
+      .nodes = 2,
+      .dist = SIM_FAIL_SCHEDULED,
+      .at_steps = at,
+      .n_at_steps = 2,
+      .detect_s = 1,
+      .restart_s = 5,
+      .load_s = 3,
+      .spares = 1000,
+      .every_steps = 10,
+      .ckpt_block_s = 2,
+      .replications = 2};
   sim_job_result r;
   CU_ASSERT_FATAL(run(&p, &r) == 0);
   CU_ASSERT_DOUBLE_EQUAL(r.mean[SIM_JOB_TIME_H] * 3600, 149.0, 1e-6);

@@ -11,6 +11,7 @@
 #include "core/csv.h"
 #include "core/err.h"
 
+#include "simutil.h"
 #include "testutil.h"
 
 #include <CUnit/CUnit.h>
@@ -38,12 +39,7 @@ static int suite_clean(void) {
   "               node_hour_usd = 10.0; } );\n"
 #define SIM "simulation = { steps = 3; replications = 50; };\n"
 
-static sim_scenario *load(const char *text) {
-  sim_scenario *s = NULL;
-  if (sim_scenario_load_string(text, TU_DATA("jobpoint.cfg"), &s) != 0)
-    fprintf(stderr, "\n  %s", core_err_msg());
-  return s;
-}
+static sim_scenario *load(const char *text) { return tu_load_string(text, TU_DATA("jobpoint.cfg")); }
 
 /* One point's job parameters, its step level simulated first. */
 static int params(const sim_scenario *s, long index, sim_job_params *jp, double load[2], sim_point_result *r) {

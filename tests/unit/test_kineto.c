@@ -320,6 +320,21 @@ static const char *where(const char *path, const char *suffix) {
   return buf[k];
 }
 
+/* A broken trace written to a scratch file, the message it must be
+ * refused with, and where: the path followed by suffix. */
+typedef struct {
+  const char *name, *text, *what, *suffix;
+} bad_trace;
+
+/* Every case of the table refused as it says. */
+static void refuse_all(const bad_trace *cases, int n) {
+  for (int i = 0; i < n; i++) {
+    const char *p = file_with(cases[i].name, cases[i].text);
+    CU_ASSERT(refused(p, cases[i].what, where(p, cases[i].suffix)));
+  }
+}
+#define REFUSE_ALL(cases) refuse_all(cases, (int)(sizeof cases / sizeof *cases))
+
 /* The small trace cut in two, each half a gzip member of its own, into path
  * (`cat a.gz b.gz`); 0 on success. */
 static int write_members(const char *path) {
@@ -371,10 +386,13 @@ static void test_gzip_trailing(void) {
 }
 
 static void test_errors_json(void) {
-  const char *p = file_with("garbage.json", "this is not a trace\n");
-  CU_ASSERT(refused(p, "not valid JSON", where(p, ":1:")));
-  p = file_with("syntax.json", "{\"traceEvents\": [\n  {\"ph\": \"M\"},\n  {\"ph\": \"X\" \"cat\": 1}\n]}\n");
-  CU_ASSERT(refused(p, "not valid JSON", where(p, ":3:")));
+  static const bad_trace bad[] = {
+      {"garbage.json", "this is not a trace\n", "not valid JSON", ":1:"},
+      {"syntax.json", "{\"traceEvents\": [\n  {\"ph\": \"M\"},\n  {\"ph\": \"X\" \"cat\": 1}\n]}\n", "not valid JSON",
+          ":3:"},
+  };
+  REFUSE_ALL(bad);
+  const char *p;
   /* Cut short: the plain fixture, and a gzip whose stream stops. */
   size_t len;
   char *text = tu_read_file(SMALL, &len);
@@ -409,69 +427,66 @@ static void test_errors_json(void) {
 }
 
 static void test_errors_shape(void) {
-  const char *p = file_with("no-events.json", "{\"schemaVersion\": 1, \"events\": []}");
-  CU_ASSERT(refused(p, "no \"traceEvents\" array", where(p, ":")));
-  p = file_with("events-object.json", "{\"traceEvents\": {}}");
-  CU_ASSERT(refused(p, "\"traceEvents\" is not an array", where(p, ":")));
-  p = file_with("events-number.json", "{\"deviceProperties\": [], \"traceEvents\": 3}");
-  CU_ASSERT(refused(p, "\"traceEvents\" is not an array", where(p, ":")));
-  p = file_with("scalar.json", "42");
-  CU_ASSERT(refused(p, "neither an object with a \"traceEvents\" array nor an array", where(p, ":")));
-  p = file_with("not-object.json", "[{\"ph\": \"M\", \"name\": \"x\"}, 42]");
-  CU_ASSERT(refused(p, "is not an object", where(p, ": traceEvents[1]")));
-  p = file_with("list-event.json", "{\"traceEvents\": [{\"ph\": \"M\"}, {\"ph\": \"M\"}, []]}");
-  CU_ASSERT(refused(p, "is not an object", where(p, ": traceEvents[2]")));
-  /* No event kept: none at all, or only metadata and other categories. */
-  p = file_with("empty-events.json", "{\"traceEvents\": []}");
-  CU_ASSERT(refused(p, "no complete events", where(p, ":")));
-  p = file_with("only-meta.json", "[{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": 1, \"tid\": 0},"
-                                  " {\"ph\": \"X\", \"cat\": \"Trace\", \"name\": \"t\", \"ts\": 1, \"dur\": 2}]");
-  CU_ASSERT(refused(p, "no complete events", where(p, ":")));
+  static const bad_trace bad[] = {
+      {"no-events.json", "{\"schemaVersion\": 1, \"events\": []}", "no \"traceEvents\" array", ":"},
+      {"events-object.json", "{\"traceEvents\": {}}", "\"traceEvents\" is not an array", ":"},
+      {"events-number.json", "{\"deviceProperties\": [], \"traceEvents\": 3}", "\"traceEvents\" is not an array", ":"},
+      {"scalar.json", "42", "neither an object with a \"traceEvents\" array nor an array", ":"},
+      {"not-object.json", "[{\"ph\": \"M\", \"name\": \"x\"}, 42]", "is not an object", ": traceEvents[1]"},
+      {"list-event.json", "{\"traceEvents\": [{\"ph\": \"M\"}, {\"ph\": \"M\"}, []]}", "is not an object",
+          ": traceEvents[2]"},
+      /* No event kept: none at all, or only metadata and other categories. */
+      {"empty-events.json", "{\"traceEvents\": []}", "no complete events", ":"},
+      {"only-meta.json",
+          "[{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": 1, \"tid\": 0},"
+          " {\"ph\": \"X\", \"cat\": \"Trace\", \"name\": \"t\", \"ts\": 1, \"dur\": 2}]",
+          "no complete events", ":"},
+  };
+  REFUSE_ALL(bad);
 }
 
 static void test_errors_event(void) {
-  const char *p = file_with("no-ts.json", "[{\"ph\": \"M\", \"name\": \"m\"},"
-                                          " {\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"dur\": 2}]");
-  CU_ASSERT(refused(p, "\"ts\" is missing", where(p, ": traceEvents[1] (\"k\")")));
-  p = file_with(
-      "no-dur.json", "{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::mm\", \"ts\": 5}]}");
-  CU_ASSERT(refused(p, "\"dur\" is missing", where(p, ": traceEvents[0]")));
-  p = file_with("str-dur.json", "[{\"ph\": \"X\", \"name\": \"a\", \"ts\": 5, \"dur\": \"abc\"}]");
-  CU_ASSERT(refused(p, "\"dur\" is missing or not a number", where(p, ": traceEvents[0]")));
-  p = file_with("neg-dur.json", "[{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"a\", \"ts\": 5, \"dur\": -1}]");
-  CU_ASSERT(refused(p, ">= 0", where(p, ": traceEvents[0]")));
-  p = file_with(
-      "obj-ts.json", "[{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"a\", \"ts\": {\"v\": 1}, \"dur\": 1}]");
-  CU_ASSERT(refused(p, "\"ts\" is missing or not a number", where(p, ": traceEvents[0]")));
-  p = file_with("no-name.json", "[{\"ph\": \"X\", \"cat\": \"cpu_op\", \"ts\": 5, \"dur\": 1}]");
-  CU_ASSERT(refused(p, "without a \"name\" string", where(p, ": traceEvents[0]")));
-  p = file_with("ph-number.json", "[{\"ph\": 88, \"name\": \"a\"}]");
-  CU_ASSERT(refused(p, "\"ph\" is not a string", where(p, ": traceEvents[0]")));
-  p = file_with("huge-ts.json", "[{\"ph\": \"X\", \"name\": \"a\", \"ts\": 1e300, \"dur\": 1}]");
-  CU_ASSERT(refused(p, "\"ts\" is missing or not a number of microseconds (of magnitude below 9.2e15)",
-      where(p, ": traceEvents[0]")));
-  p = file_with("huge-dur.json", "[{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"ts\": 1, \"dur\": 1e300}]");
-  CU_ASSERT(refused(
-      p, "\"dur\" is missing or not a number of microseconds >= 0 (and below 9.2e15)", where(p, ": traceEvents[0]")));
+  static const bad_trace bad[] = {
+      {"no-ts.json",
+          "[{\"ph\": \"M\", \"name\": \"m\"}, {\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"dur\": 2}]",
+          "\"ts\" is missing", ": traceEvents[1] (\"k\")"},
+      {"no-dur.json", "{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::mm\", \"ts\": 5}]}",
+          "\"dur\" is missing", ": traceEvents[0]"},
+      {"str-dur.json", "[{\"ph\": \"X\", \"name\": \"a\", \"ts\": 5, \"dur\": \"abc\"}]",
+          "\"dur\" is missing or not a number", ": traceEvents[0]"},
+      {"neg-dur.json", "[{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"a\", \"ts\": 5, \"dur\": -1}]", ">= 0",
+          ": traceEvents[0]"},
+      {"obj-ts.json", "[{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"a\", \"ts\": {\"v\": 1}, \"dur\": 1}]",
+          "\"ts\" is missing or not a number", ": traceEvents[0]"},
+      {"no-name.json", "[{\"ph\": \"X\", \"cat\": \"cpu_op\", \"ts\": 5, \"dur\": 1}]", "without a \"name\" string",
+          ": traceEvents[0]"},
+      {"ph-number.json", "[{\"ph\": 88, \"name\": \"a\"}]", "\"ph\" is not a string", ": traceEvents[0]"},
+      {"huge-ts.json", "[{\"ph\": \"X\", \"name\": \"a\", \"ts\": 1e300, \"dur\": 1}]",
+          "\"ts\" is missing or not a number of microseconds (of magnitude below 9.2e15)", ": traceEvents[0]"},
+      {"huge-dur.json", "[{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"ts\": 1, \"dur\": 1e300}]",
+          "\"dur\" is missing or not a number of microseconds >= 0 (and below 9.2e15)", ": traceEvents[0]"},
+      /* distributedInfo's world size or rank out of range is refused, not
+       * taken as absent (the job would be replayed as a world of one). */
+      {"world-huge.json", "{\"distributedInfo\": {\"rank\": 0, \"world_size\": 1e30}, \"traceEvents\": []}",
+          "distributedInfo.world_size is 1e30", ": "},
+      {"world-zero.json", "{\"distributedInfo\": {\"rank\": 0, \"world_size\": 0}, \"traceEvents\": []}",
+          "distributedInfo.world_size is 0", ": "},
+      {"rank-str.json", "{\"distributedInfo\": {\"rank\": \"x\", \"world_size\": 2}, \"traceEvents\": []}",
+          "distributedInfo.rank is x, not a whole number", ": "},
+      /* A rank outside its world is as damaged, whichever key comes first. */
+      {"rank-past.json", "{\"distributedInfo\": {\"rank\": 2, \"world_size\": 2}, \"traceEvents\": []}",
+          "distributedInfo.rank is 2, not below its world_size of 2", ": "},
+      {"rank-first.json", "{\"distributedInfo\": {\"world_size\": 4, \"rank\": 7}, \"traceEvents\": []}",
+          "distributedInfo.rank is 7, not below its world_size of 4", ": "},
+  };
+  REFUSE_ALL(bad);
   /* A complete event of a category not kept needs no ts or dur. */
-  p = file_with("other-cat.json", "[{\"ph\": \"X\", \"cat\": \"Trace\", \"name\": \"t\"},"
+  const char *p =
+      file_with("other-cat.json", "[{\"ph\": \"X\", \"cat\": \"Trace\", \"name\": \"t\"},"
                                   " {\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"a\", \"ts\": 1, \"dur\": 1}]");
   cal_ktrace t;
   CU_ASSERT(read_ok(p, &t) == 0 && t.n == 1);
   cal_ktrace_free(&t);
-  /* distributedInfo's world size or rank out of range is refused, not taken
-   * as absent (the job would be replayed as a world of one). */
-  p = file_with("world-huge.json", "{\"distributedInfo\": {\"rank\": 0, \"world_size\": 1e30}, \"traceEvents\": []}");
-  CU_ASSERT(refused(p, "distributedInfo.world_size is 1e30", where(p, ": ")));
-  p = file_with("world-zero.json", "{\"distributedInfo\": {\"rank\": 0, \"world_size\": 0}, \"traceEvents\": []}");
-  CU_ASSERT(refused(p, "distributedInfo.world_size is 0", where(p, ": ")));
-  p = file_with("rank-str.json", "{\"distributedInfo\": {\"rank\": \"x\", \"world_size\": 2}, \"traceEvents\": []}");
-  CU_ASSERT(refused(p, "distributedInfo.rank is x, not a whole number", where(p, ": ")));
-  /* A rank outside its world is as damaged, whichever key comes first. */
-  p = file_with("rank-past.json", "{\"distributedInfo\": {\"rank\": 2, \"world_size\": 2}, \"traceEvents\": []}");
-  CU_ASSERT(refused(p, "distributedInfo.rank is 2, not below its world_size of 2", where(p, ": ")));
-  p = file_with("rank-first.json", "{\"distributedInfo\": {\"world_size\": 4, \"rank\": 7}, \"traceEvents\": []}");
-  CU_ASSERT(refused(p, "distributedInfo.rank is 7, not below its world_size of 4", where(p, ": ")));
   /* A missing file is bad input (exit 3), not an I/O failure. */
   CU_ASSERT(cal_ktrace_read(in_scratch("missing.json"), &t) == CORE_EINVAL && t.ev == NULL);
   CU_ASSERT(strstr(core_err_msg(), "missing.json") != NULL && strstr(core_err_msg(), "check the path") != NULL);

@@ -147,12 +147,7 @@ static sim_scenario *load_point(const char *profile, const char *model, const ch
       "networks = ( { name = \"IB\"; gbps = 100.0; latency_us = 2.0; } );\n"
       "ddp = { backend = \"nccl\"; };\nsimulation = { steps = 1; seed = 1; };\n",
       profile, model, training);
-  sim_scenario *s = NULL;
-  if (sim_scenario_load_string(text, TU_SRC("scenarios/inline-test.cfg"), &s) != 0) {
-    fprintf(stderr, "\nscenario did not load: %s\n%s\n", core_err_msg(), text);
-    return NULL;
-  }
-  return s;
+  return tu_load_string(text, TU_SRC("scenarios/inline-test.cfg"));
 }
 
 /* GPT-2 XL (1.56e9 parameters) in fp32 with Adam holds 20 bytes a parameter,

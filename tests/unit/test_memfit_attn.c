@@ -8,6 +8,7 @@
 #include "core/err.h"
 #include "core/model.h"
 
+#include "simutil.h"
 #include "testutil.h"
 
 #include <CUnit/CUnit.h>
@@ -125,11 +126,9 @@ static double bert_attn(const char *profile, const char *backend, const char *at
       "networks = ( { name = \"n\"; gbps = 100.0; latency_us = 2.0; } );\n"
       "ddp = { backend = \"%s\"; };\nsimulation = { steps = 1; seed = 1; };\n",
       profile, key, backend);
-  sim_scenario *s = NULL;
-  if (sim_scenario_load_string(text, TU_SRC("scenarios/inline-test.cfg"), &s) != 0) {
-    fprintf(stderr, "\nscenario did not load: %s\n%s\n", core_err_msg(), text);
+  sim_scenario *s = tu_load_string(text, TU_SRC("scenarios/inline-test.cfg"));
+  if (!s)
     return -1;
-  }
   sim_point p;
   sim_scenario_point(s, 0, &p);
   sim_memfit f;

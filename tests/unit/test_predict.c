@@ -109,13 +109,7 @@ static sim_scenario *load(const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(text, sizeof text, fmt, ap);
   va_end(ap);
-  sim_scenario *s = NULL;
-  int rc = sim_scenario_load_string(text, TU_DATA("inline-test.cfg"), &s);
-  if (rc) {
-    fprintf(stderr, "\nscenario did not load: %s\n%s\n", core_err_msg(), text);
-    return NULL;
-  }
-  return s;
+  return tu_load_string(text, TU_DATA("inline-test.cfg"));
 }
 
 /* One bucket, overlap off, a network of 1 Gb/s (0.5 for the slow cases) at
@@ -139,65 +133,88 @@ static void check_closed_form(const sim_point_result *r, double want, const char
   CU_ASSERT(want > 1.0);
 }
 
-static void test_closed_form_nccl_ring(void) {
-  const double gbps = 1.0, lat_us = 50.0;
-  sim_scenario *s = load("profile = \"gpu-test.cfg\"; model = \"big-test.cfg\";\n"
-                         "training = { batch = 8; precision = \"fp32\"; };\n"
-                         "cluster = { nodes = [2, 3, 4, 5, 8, 13]; devices_per_node = 1; };\n"
-                         "networks = ( { name = \"n\"; gbps = %g; latency_us = %g; efficiency = 1.0; } );\n"
-                         "ddp = { backend = \"nccl\"; algorithm = \"ring\"; " ONE_BUCKET_DDP " };\n"
-                         "simulation = { steps = 2; };\n",
-      gbps, lat_us);
-  CU_ASSERT_FATAL(s != NULL);
-  CU_ASSERT_EQUAL(sim_scenario_points(s), 6);
-  for (long i = 0; i < sim_scenario_points(s); i++) {
-    sim_point_result r;
-    CU_ASSERT_FATAL(tu_run_point(s, i, &r) == 0);
-    int p = r.pt.nodes;
-    double want = ring_cost(p, lat_us * 1e-6, flow_beta(gbps, 1.0), 0.0, BIG_BYTES);
-    check_closed_form(&r, want, "nccl ring");
-  }
-  sim_scenario_free(s);
+/* One closed-form case: a big-test.cfg scenario with one bucket, overlap
+ * off and a network at efficiency 1, and the formula its points must match. */
+typedef struct closed_case closed_case;
+struct closed_case {
+  const char *what, *profile;
+  const char *training; /* more of the training group, or "" */
+  const char *nodes;    /* the cluster's nodes, a number or a list */
+  int per_node;
+  int nics; /* nics_per_node; 0: the network's default */
+  const char *ddp;
+  double gbps, lat_us;
+  long n_points;
+  double (*want)(const closed_case *c, int nodes);
+};
+
+static double want_nccl_ring(const closed_case *c, int N) {
+  return ring_cost(N, c->lat_us * 1e-6, flow_beta(c->gbps, 1.0), 0.0, BIG_BYTES);
 }
 
-static void test_closed_form_nccl_tree(void) {
-  const double gbps = 1.0, lat_us = 40.0;
-  sim_scenario *s = load("profile = \"gpu-test.cfg\"; model = \"big-test.cfg\";\n"
-                         "training = { batch = 8; };\n"
-                         "cluster = { nodes = [2, 3, 4, 5, 8, 9, 16]; devices_per_node = 1; };\n"
-                         "networks = ( { name = \"n\"; gbps = %g; latency_us = %g; efficiency = 1.0; } );\n"
-                         "ddp = { backend = \"nccl\"; algorithm = \"tree\"; " ONE_BUCKET_DDP " };\n"
-                         "simulation = { steps = 2; };\n",
-      gbps, lat_us);
-  CU_ASSERT_FATAL(s != NULL);
-  for (long i = 0; i < sim_scenario_points(s); i++) {
-    sim_point_result r;
-    CU_ASSERT_FATAL(tu_run_point(s, i, &r) == 0);
-    double want = nccl_tree_cost(1, r.pt.nodes, 0.0, lat_us * 1e-6, flow_beta(gbps, 1.0), BIG_BYTES);
-    check_closed_form(&r, want, "nccl tree");
-  }
-  sim_scenario_free(s);
+static double want_nccl_tree(const closed_case *c, int N) {
+  return nccl_tree_cost(1, N, 0.0, c->lat_us * 1e-6, flow_beta(c->gbps, 1.0), BIG_BYTES);
 }
 
-static void test_closed_form_nccl_hierarchical(void) {
-  /* 4 devices per node, 4 NICs per node: each local rank has its own NIC, so
-   * the g concurrent inter-node allreduces each get a full flow. */
-  const double gbps = 0.5, lat_us = 25.0;
-  sim_scenario *s =
-      load("profile = \"gpu-test.cfg\"; model = \"big-test.cfg\";\n"
-           "training = { batch = 8; };\n"
-           "cluster = { nodes = [1, 2, 3, 4, 7]; devices_per_node = 4; };\n"
-           "networks = ( { name = \"n\"; gbps = %g; latency_us = %g; nics_per_node = 4; efficiency = 1.0; } );\n"
-           "ddp = { backend = \"nccl\"; algorithm = \"hierarchical\"; " ONE_BUCKET_DDP " };\n"
-           "simulation = { steps = 2; };\n",
-          gbps, lat_us);
-  CU_ASSERT_FATAL(s != NULL);
+static double want_nccl_hier(const closed_case *c, int N) {
   double al = link_alpha(GPU_INTRA_ALPHA_FIT, GPU_INTRA_P);
   double bl = link_beta(GPU_INTRA_ALGBW, GPU_INTRA_P);
+  return hier_cost(c->per_node, N, al, bl, c->lat_us * 1e-6, flow_beta(c->gbps, 1.0), 0.0, BIG_BYTES);
+}
+
+/* Gloo reduces on the host: the g term applies, g = 1 / host.reduce_GBps. */
+static double want_gloo_ring_cpu(const closed_case *c, int N) {
+  return ring_cost(N, c->lat_us * 1e-6, flow_beta(c->gbps, 1.0), 1.0 / CPU_REDUCE_BPS, BIG_BYTES);
+}
+
+/* Gloo on GPUs: the same ring plus staging through pinned host memory,
+ * device to host and back, 2n / host_link. */
+static double want_gloo_ring_gpu(const closed_case *c, int N) {
+  return ring_cost(N, c->lat_us * 1e-6, flow_beta(c->gbps, 1.0), 1.0 / GPU_REDUCE_BPS, BIG_BYTES) +
+         2.0 * BIG_BYTES / GPU_HOST_LINK_BPS;
+}
+
+static double want_gloo_hier(const closed_case *c, int N) {
+  double al = link_alpha(CPU_INTRA_ALPHA_FIT, CPU_INTRA_P);
+  double bl = link_beta(CPU_INTRA_ALGBW, CPU_INTRA_P);
+  return hier_cost(c->per_node, N, al, bl, c->lat_us * 1e-6, flow_beta(c->gbps, 1.0), 1.0 / CPU_REDUCE_BPS, BIG_BYTES);
+}
+
+/* The hierarchical cases have g devices and g NICs per node: each local rank
+ * has its own NIC, so the g concurrent inter-node allreduces each get a full
+ * flow. */
+static const closed_case closed_cases[] = {
+    {"nccl ring", "gpu-test.cfg", " precision = \"fp32\";", "[2, 3, 4, 5, 8, 13]", 1, 0,
+        "backend = \"nccl\"; algorithm = \"ring\";", 1.0, 50.0, 6, want_nccl_ring},
+    {"nccl tree", "gpu-test.cfg", "", "[2, 3, 4, 5, 8, 9, 16]", 1, 0, "backend = \"nccl\"; algorithm = \"tree\";", 1.0,
+        40.0, 7, want_nccl_tree},
+    {"nccl hierarchical", "gpu-test.cfg", "", "[1, 2, 3, 4, 7]", 4, 4,
+        "backend = \"nccl\"; algorithm = \"hierarchical\";", 0.5, 25.0, 5, want_nccl_hier},
+    {"gloo ring (cpu)", "cpu-test.cfg", "", "[2, 3, 4, 6]", 1, 0,
+        "backend = \"gloo\"; algorithm = [\"segmented_ring\", \"auto\"];", 1.0, 60.0, 8, want_gloo_ring_cpu},
+    {"gloo ring (gpu)", "gpu-test.cfg", "", "[2, 5]", 1, 0, "backend = \"gloo\";", 1.0, 60.0, 2, want_gloo_ring_gpu},
+    {"gloo hierarchical", "cpu-test.cfg", "", "[2, 3, 5]", 2, 2, "backend = \"gloo\"; algorithm = \"hierarchical\";",
+        0.5, 80.0, 3, want_gloo_hier},
+};
+
+/* Every point of the case's scenario against its closed form. */
+static void run_closed_case(const closed_case *c) {
+  char nics[64] = "";
+  if (c->nics)
+    snprintf(nics, sizeof nics, " nics_per_node = %d;", c->nics);
+  sim_scenario *s = load("profile = \"%s\"; model = \"big-test.cfg\";\n"
+                         "training = { batch = 8;%s };\n"
+                         "cluster = { nodes = %s; devices_per_node = %d; };\n"
+                         "networks = ( { name = \"n\"; gbps = %g; latency_us = %g;%s efficiency = 1.0; } );\n"
+                         "ddp = { %s " ONE_BUCKET_DDP " };\n"
+                         "simulation = { steps = 2; };\n",
+      c->profile, c->training, c->nodes, c->per_node, c->gbps, c->lat_us, nics, c->ddp);
+  CU_ASSERT_FATAL(s != NULL);
+  CU_ASSERT_EQUAL(sim_scenario_points(s), c->n_points);
   for (long i = 0; i < sim_scenario_points(s); i++) {
     sim_point_result r;
     CU_ASSERT_FATAL(tu_run_point(s, i, &r) == 0);
-    double want = hier_cost(4, r.pt.nodes, al, bl, lat_us * 1e-6, flow_beta(gbps, 1.0), 0.0, BIG_BYTES);
+    double want = c->want(c, r.pt.nodes);
     if (r.pt.nodes == 1) {
       /* Inside one node the whole thing takes milliseconds: the nanosecond
        * grid is too coarse for 1e-9, so check comm_s only. */
@@ -205,77 +222,17 @@ static void test_closed_form_nccl_hierarchical(void) {
       CU_ASSERT(fabs((r.step_s - r.compute_s) - want) < 2e-9);
       continue;
     }
-    check_closed_form(&r, want, "nccl hierarchical");
+    check_closed_form(&r, want, c->what);
   }
   sim_scenario_free(s);
 }
 
-static void test_closed_form_gloo_ring_cpu(void) {
-  /* Gloo reduces on the host: the g term applies, g = 1 / host.reduce_GBps. */
-  const double gbps = 1.0, lat_us = 60.0;
-  sim_scenario *s =
-      load("profile = \"cpu-test.cfg\"; model = \"big-test.cfg\";\n"
-           "training = { batch = 8; };\n"
-           "cluster = { nodes = [2, 3, 4, 6]; devices_per_node = 1; };\n"
-           "networks = ( { name = \"n\"; gbps = %g; latency_us = %g; efficiency = 1.0; } );\n"
-           "ddp = { backend = \"gloo\"; algorithm = [\"segmented_ring\", \"auto\"]; " ONE_BUCKET_DDP " };\n"
-           "simulation = { steps = 2; };\n",
-          gbps, lat_us);
-  CU_ASSERT_FATAL(s != NULL);
-  CU_ASSERT_EQUAL(sim_scenario_points(s), 8);
-  for (long i = 0; i < sim_scenario_points(s); i++) {
-    sim_point_result r;
-    CU_ASSERT_FATAL(tu_run_point(s, i, &r) == 0);
-    double want = ring_cost(r.pt.nodes, lat_us * 1e-6, flow_beta(gbps, 1.0), 1.0 / CPU_REDUCE_BPS, BIG_BYTES);
-    check_closed_form(&r, want, "gloo ring (cpu)");
-  }
-  sim_scenario_free(s);
-}
-
-static void test_closed_form_gloo_ring_gpu(void) {
-  /* Gloo on GPUs: the same ring plus staging through pinned host memory,
-   * device to host and back, 2n / host_link. */
-  const double gbps = 1.0, lat_us = 60.0;
-  sim_scenario *s = load("profile = \"gpu-test.cfg\"; model = \"big-test.cfg\";\n"
-                         "training = { batch = 8; };\n"
-                         "cluster = { nodes = [2, 5]; devices_per_node = 1; };\n"
-                         "networks = ( { name = \"n\"; gbps = %g; latency_us = %g; efficiency = 1.0; } );\n"
-                         "ddp = { backend = \"gloo\"; " ONE_BUCKET_DDP " };\n"
-                         "simulation = { steps = 2; };\n",
-      gbps, lat_us);
-  CU_ASSERT_FATAL(s != NULL);
-  for (long i = 0; i < sim_scenario_points(s); i++) {
-    sim_point_result r;
-    CU_ASSERT_FATAL(tu_run_point(s, i, &r) == 0);
-    double want = ring_cost(r.pt.nodes, lat_us * 1e-6, flow_beta(gbps, 1.0), 1.0 / GPU_REDUCE_BPS, BIG_BYTES) +
-                  2.0 * BIG_BYTES / GPU_HOST_LINK_BPS;
-    check_closed_form(&r, want, "gloo ring (gpu)");
-  }
-  sim_scenario_free(s);
-}
-
-static void test_closed_form_gloo_hierarchical(void) {
-  const double gbps = 0.5, lat_us = 80.0;
-  sim_scenario *s =
-      load("profile = \"cpu-test.cfg\"; model = \"big-test.cfg\";\n"
-           "training = { batch = 8; };\n"
-           "cluster = { nodes = [2, 3, 5]; devices_per_node = 2; };\n"
-           "networks = ( { name = \"n\"; gbps = %g; latency_us = %g; nics_per_node = 2; efficiency = 1.0; } );\n"
-           "ddp = { backend = \"gloo\"; algorithm = \"hierarchical\"; " ONE_BUCKET_DDP " };\n"
-           "simulation = { steps = 2; };\n",
-          gbps, lat_us);
-  CU_ASSERT_FATAL(s != NULL);
-  double al = link_alpha(CPU_INTRA_ALPHA_FIT, CPU_INTRA_P);
-  double bl = link_beta(CPU_INTRA_ALGBW, CPU_INTRA_P);
-  for (long i = 0; i < sim_scenario_points(s); i++) {
-    sim_point_result r;
-    CU_ASSERT_FATAL(tu_run_point(s, i, &r) == 0);
-    double want =
-        hier_cost(2, r.pt.nodes, al, bl, lat_us * 1e-6, flow_beta(gbps, 1.0), 1.0 / CPU_REDUCE_BPS, BIG_BYTES);
-    check_closed_form(&r, want, "gloo hierarchical");
-  }
-  sim_scenario_free(s);
-}
+static void test_closed_form_nccl_ring(void) { run_closed_case(&closed_cases[0]); }
+static void test_closed_form_nccl_tree(void) { run_closed_case(&closed_cases[1]); }
+static void test_closed_form_nccl_hierarchical(void) { run_closed_case(&closed_cases[2]); }
+static void test_closed_form_gloo_ring_cpu(void) { run_closed_case(&closed_cases[3]); }
+static void test_closed_form_gloo_ring_gpu(void) { run_closed_case(&closed_cases[4]); }
+static void test_closed_form_gloo_hierarchical(void) { run_closed_case(&closed_cases[5]); }
 
 /* NCCL's tuner picks the algorithm with the lowest estimated time; "auto"
  * must equal the smaller of the ring and tree closed forms. */
@@ -1097,18 +1054,13 @@ static void test_timeout(void) {
   sim_scenario_free(s);
 }
 
-/* sim_step_run directly: a hand-made two-layer step with known times. */
-static void test_step_by_hand(void) {
-  /* Layers 0, 1: forward 1 ms and 2 ms, backward 3 ms and 4 ms. Bucket 0
-   * holds layer 1's gradients (ready after its backward at 3 + 4 = 7 ms),
-   * bucket 1 layer 0's (ready at 10 ms). Collectives 5 ms and 1 ms,
-   * optimizer 2 ms.
-   * Overlap on: bucket 0 reduces 7..12 during layer 0's backward (7..10);
-   * bucket 1 is ready at 10, starts at 12, ends 13; optimizer 13..15.
-   * Overlap off: both start after backward: 10..15, 15..16; then 16..18. */
-  const double fwd[2] = {1e-3, 2e-3}, bwd[2] = {3e-3, 4e-3}, comm[2] = {5e-3, 1e-3};
-  const int ready[2] = {1, 0};
-  sim_step_cfg c = {.n_layers = 2,
+/* The two-layer step of the cases below: forward 1 ms and 2 ms, backward
+ * 3 ms and 4 ms; bucket 0 holds layer 1's gradients, bucket 1 layer 0's;
+ * collectives comm[]; optimizer 2 ms; overlap on, no slowdown, 4 ranks. */
+static sim_step_cfg two_layer_step(const double comm[2], int steps) {
+  static const double fwd[2] = {1e-3, 2e-3}, bwd[2] = {3e-3, 4e-3};
+  static const int ready[2] = {1, 0};
+  return (sim_step_cfg){.n_layers = 2,
       .fwd_s = fwd,
       .bwd_s = bwd,
       .n_buckets = 2,
@@ -1119,8 +1071,21 @@ static void test_step_by_hand(void) {
       .compute_slowdown = 1.0,
       .comm_slowdown = 1.0,
       .world = 4,
-      .steps = 3,
+      .steps = steps,
       .seed = 1};
+}
+
+/* sim_step_run directly: a hand-made two-layer step with known times. */
+static void test_step_by_hand(void) {
+  /* Layers 0, 1: forward 1 ms and 2 ms, backward 3 ms and 4 ms. Bucket 0
+   * holds layer 1's gradients (ready after its backward at 3 + 4 = 7 ms),
+   * bucket 1 layer 0's (ready at 10 ms). Collectives 5 ms and 1 ms,
+   * optimizer 2 ms.
+   * Overlap on: bucket 0 reduces 7..12 during layer 0's backward (7..10);
+   * bucket 1 is ready at 10, starts at 12, ends 13; optimizer 13..15.
+   * Overlap off: both start after backward: 10..15, 15..16; then 16..18. */
+  const double comm[2] = {5e-3, 1e-3};
+  sim_step_cfg c = two_layer_step(comm, 3);
   sim_engine *e;
   CU_ASSERT_FATAL(sim_engine_new(&e) == 0);
   sim_step_result r;
@@ -1200,23 +1165,9 @@ static void test_step_by_hand(void) {
  * exponential, E[max(10, 8 + W)] = 10 + E[(W - 2)+] = 10 + e^-2 ms: a long
  * wait costs what a short one does not give back. */
 static void test_step_random_waits(void) {
-  const double fwd[2] = {1e-3, 2e-3}, bwd[2] = {3e-3, 4e-3}, comm[2] = {2e-3, 1e-3};
-  const double idle[2] = {0.5, 0.0}, cpu[2] = {0.25, 0.0};
-  const int ready[2] = {1, 0};
-  sim_step_cfg c = {.n_layers = 2,
-      .fwd_s = fwd,
-      .bwd_s = bwd,
-      .n_buckets = 2,
-      .bucket_ready_layer = ready,
-      .bucket_comm_s = comm,
-      .bucket_idle_frac = idle,
-      .optimizer_s = 2e-3,
-      .overlap = 1,
-      .compute_slowdown = 1.0,
-      .comm_slowdown = 1.0,
-      .world = 4,
-      .steps = 1000,
-      .seed = 1};
+  const double comm[2] = {2e-3, 1e-3}, idle[2] = {0.5, 0.0}, cpu[2] = {0.25, 0.0};
+  sim_step_cfg c = two_layer_step(comm, 1000);
+  c.bucket_idle_frac = idle;
   sim_engine *e;
   CU_ASSERT_FATAL(sim_engine_new(&e) == 0);
   sim_step_result r, r2;

@@ -9,6 +9,7 @@
 #include "core/model.h"
 #include "core/profile.h"
 
+#include "simutil.h"
 #include "testutil.h"
 
 #include <CUnit/CUnit.h>
@@ -364,11 +365,8 @@ static void test_sweep_order_and_count(void) {
                      "             { name = \"c\"; gbps = 3.0; latency_us = 1.0; } );\n"
                      "ddp = { backend = [\"nccl\", \"gloo\"]; algorithm = [\"auto\", \"hierarchical\"];\n"
                      "        bucket_cap_mb = [1.0, 5.0, 25.0]; overlap = [true, false]; };\n";
-  sim_scenario *s = NULL;
-  int rc = sim_scenario_load_string(text, TU_DATA("sweep-test.cfg"), &s);
-  if (rc)
-    fprintf(stderr, "\n%s\n", core_err_msg());
-  CU_ASSERT_FATAL(rc == 0);
+  sim_scenario *s = tu_load_string(text, TU_DATA("sweep-test.cfg"));
+  CU_ASSERT_FATAL(s != NULL);
   const char *models[] = {"mlp", "mlp-small"};
   const char *nets[] = {"a", "b", "c"};
   const enum sim_backend backs[] = {SIM_BACKEND_NCCL, SIM_BACKEND_GLOO};
@@ -417,11 +415,8 @@ static void test_sweep_find_unused(void) {
                      "networks = ( { name = \"a\"; gbps = 1.0; latency_us = 1.0; } );\n"
                      "ddp = { overlap = [true, false]; find_unused_parameters = [false, true];\n"
                      "        compression = [\"none\", \"fp16\"]; };\n";
-  sim_scenario *s = NULL;
-  int rc = sim_scenario_load_string(text, TU_DATA("sweep-unused.cfg"), &s);
-  if (rc)
-    fprintf(stderr, "\n%s\n", core_err_msg());
-  CU_ASSERT_FATAL(rc == 0);
+  sim_scenario *s = tu_load_string(text, TU_DATA("sweep-unused.cfg"));
+  CU_ASSERT_FATAL(s != NULL);
   CU_ASSERT_EQUAL_FATAL(sim_scenario_points(s), 8);
   for (long i = 0; i < 8; i++) {
     sim_point p;
@@ -435,11 +430,8 @@ static void test_sweep_find_unused(void) {
 
 static void test_shipped_scenario_points(void) {
   /* gigabit-vs-ib.cfg: 2 models x 4 networks x 2 backends x 7 node counts. */
-  sim_scenario *s = NULL;
-  int rc = sim_scenario_load(TU_SRC("scenarios/gigabit-vs-ib.cfg"), &s);
-  if (rc)
-    fprintf(stderr, "\n%s\n", core_err_msg());
-  CU_ASSERT_FATAL(rc == 0);
+  sim_scenario *s = tu_load_file(TU_SRC("scenarios/gigabit-vs-ib.cfg"));
+  CU_ASSERT_FATAL(s != NULL);
   CU_ASSERT_EQUAL(sim_scenario_points(s), 112);
   CU_ASSERT_STRING_EQUAL(s->name, "gigabit-vs-ib");
   CU_ASSERT_STRING_EQUAL(s->csv_name, "gigabit-vs-ib.csv");
@@ -458,11 +450,9 @@ static void test_shipped_scenario_points(void) {
       continue;
     char path[8192];
     snprintf(path, sizeof path, "%s/%s", TU_SRC("scenarios"), de->d_name);
-    rc = sim_scenario_load(path, &s);
-    if (rc)
-      fprintf(stderr, "\n%s\n", core_err_msg());
-    CU_ASSERT(rc == 0);
-    CU_ASSERT(rc != 0 || sim_scenario_points(s) >= 1);
+    s = tu_load_file(path);
+    CU_ASSERT(s != NULL);
+    CU_ASSERT(!s || sim_scenario_points(s) >= 1);
     sim_scenario_free(s);
     n++;
   }
@@ -482,11 +472,8 @@ static void test_scenario_defaults(void) {
   const char *profiles[] = {"cpu-test.cfg", "gpu-test.cfg"};
   for (int k = 0; k < 2; k++) {
     snprintf(text, sizeof text, MINIMAL_SCENARIO, profiles[k]);
-    sim_scenario *s = NULL;
-    int rc = sim_scenario_load_string(text, TU_DATA("defaults-test.cfg"), &s);
-    if (rc)
-      fprintf(stderr, "\n%s\n", core_err_msg());
-    CU_ASSERT_FATAL(rc == 0);
+    sim_scenario *s = tu_load_string(text, TU_DATA("defaults-test.cfg"));
+    CU_ASSERT_FATAL(s != NULL);
     /* name: the file name without .cfg; CSV: NAME.csv. */
     CU_ASSERT_STRING_EQUAL(s->name, "defaults-test");
     CU_ASSERT_STRING_EQUAL(s->csv_name, "defaults-test.csv");
@@ -554,11 +541,8 @@ static void test_integers_beyond_32_bits(void) {
       "simulation = { seed = 4294967296; replications = 2; };  // 77777777777777777777\n"
       "job = { steps = 5000000000; };\n"
       "checkpoint = { every_s = [60, 4294967296]; };\n";
-  sim_scenario *s = NULL;
-  int rc = sim_scenario_load_string(text, TU_DATA("wide.cfg"), &s);
-  if (rc)
-    fprintf(stderr, "\n  %s", core_err_msg());
-  CU_ASSERT_FATAL(rc == 0);
+  sim_scenario *s = tu_load_string(text, TU_DATA("wide.cfg"));
+  CU_ASSERT_FATAL(s != NULL);
   CU_ASSERT_EQUAL(s->seed, UINT64_C(4294967296));
   CU_ASSERT_EQUAL(s->job.steps, 5e9);
   CU_ASSERT_EQUAL_FATAL(s->n[SIM_DIM_CKPT_EVERY], 2);
@@ -596,11 +580,8 @@ static void test_explicit_values(void) {
                      "        find_unused_parameters = true; };\n"
                      "simulation = { steps = 3; seed = 0; ranks = \"every\"; };\n"
                      "output = { csv = \"out.csv\"; };\n";
-  sim_scenario *s = NULL;
-  int rc = sim_scenario_load_string(text, TU_DATA("explicit.cfg"), &s);
-  if (rc)
-    fprintf(stderr, "\n%s\n", core_err_msg());
-  CU_ASSERT_FATAL(rc == 0);
+  sim_scenario *s = tu_load_string(text, TU_DATA("explicit.cfg"));
+  CU_ASSERT_FATAL(s != NULL);
   CU_ASSERT_STRING_EQUAL(s->csv_name, "out.csv");
   CU_ASSERT_EQUAL(s->precisions[0], SIM_PREC_BF16);
   CU_ASSERT_EQUAL(s->optimizer, SIM_OPT_ADAM);

@@ -5,6 +5,7 @@
  * equal the sweep's results (float32); the same study gives the same bytes.
  * TensorBoard's own reader checks the files in the tensorboard integration
  * test. */
+#include "simutil.h"
 #include "testutil.h"
 
 #include "sim/sweep.h"
@@ -80,10 +81,8 @@ static void read_run(const char *run_dir, const char *sweep_tag, run_file *rf) {
 }
 
 static int run_study(const char *text, sim_scenario **s, sim_sweep *w) {
-  if (sim_scenario_load_string(text, TU_DATA("tb-scenario.cfg"), s) != 0) {
-    fprintf(stderr, "\n  %s\n", core_err_msg());
+  if (!(*s = tu_load_string(text, TU_DATA("tb-scenario.cfg"))))
     return -1;
-  }
   sim_sweep_opts o = {.jobs = 1, .n_shards = 1, .trace_point = -1};
   return sim_sweep_run(*s, &o, w);
 }

@@ -6,6 +6,7 @@
 
 #include "core/err.h"
 
+#include "simutil.h"
 #include "testutil.h"
 
 #include <CUnit/CUnit.h>
@@ -38,13 +39,7 @@ static int suite_clean(void) {
   "checkpoint = { every_s = [60.0, 120.0]; };\n"                                                                       \
   "simulation = { replications = 4; " EXTRA " };\n"
 
-static sim_scenario *load(const char *text) {
-  sim_scenario *s = NULL;
-  int rc = sim_scenario_load_string(text, TU_DATA("tiny-mtbf.cfg"), &s);
-  if (rc)
-    fprintf(stderr, "\n  %s", core_err_msg());
-  return s;
-}
+static sim_scenario *load(const char *text) { return tu_load_string(text, TU_DATA("tiny-mtbf.cfg")); }
 
 /* Within the bound the study runs; below its estimate it is refused at
  * once, naming the line of mtbf_h, the events, the bound and what to do. */

@@ -35,18 +35,38 @@ static int suite_clean(void) {
   return 0;
 }
 
+enum { PATH_LEN = 4200 };
+
+/* trace imported to NAME.cfg in the scratch directory and its job's
+ * scenario written to NAME-job.cfg (their paths into model and scen, the
+ * notes into notes); the model read back, or NULL after a failed assertion. */
+static core_model *traced_job(
+    const char *trace, const char *name, char model[PATH_LEN], char scen[PATH_LEN], char *notes, size_t n_notes) {
+  snprintf(model, PATH_LEN, "%s/%s.cfg", dir, name);
+  snprintf(scen, PATH_LEN, "%s/%s-job.cfg", dir, name);
+  core_model *m = tu_import_trace(trace, model);
+  if (!m)
+    return NULL;
+  int rc = cal_trace_scenario(model, scen, NULL, notes, n_notes);
+  if (rc)
+    fprintf(stderr, "\n%s\n", core_err_msg());
+  CU_ASSERT_EQUAL(rc, 0);
+  if (rc) {
+    core_model_free(m);
+    return NULL;
+  }
+  return m;
+}
+
 /* The traced job on another GPU: its scenario simulated with a DGX H100's
  * profile replays each class at its ratio (fp32: 19.5/67 for compute,
  * 2,039/3,350 for memory), and at tf32 compute at 19.5/494.7; at amp_bf16
  * (other bytes) it is refused, naming the model. The fixture's host-bound
  * step keeps its 1.265 ms; twelve times the batch makes it device-bound. */
 static void test_retarget(void) {
-  char model[4200], scen[4200], notes[4096] = "";
-  snprintf(model, sizeof model, "%s/fxr.cfg", dir);
-  snprintf(scen, sizeof scen, "%s/fxr-job.cfg", dir);
-  core_model *m = tu_import_trace(FIXTURE, model);
+  char model[PATH_LEN], scen[PATH_LEN], notes[4096] = "";
+  core_model *m = traced_job(FIXTURE, "fxr", model, scen, notes, sizeof notes);
   CU_ASSERT_PTR_NOT_NULL_FATAL(m);
-  CU_ASSERT_EQUAL_FATAL(cal_trace_scenario(model, scen, NULL, notes, sizeof notes), 0);
   core_profile *h100 = NULL;
   CU_ASSERT_FATAL(core_profile_load(TU_SRC("scenarios/profiles/dgx-h100.cfg"), &h100) == 0);
   double cs, ms;
@@ -90,16 +110,10 @@ static void test_retarget(void) {
 }
 
 static void test_scenario_replays(void) {
-  char model[4200], scen[4200], notes[4096] = "";
-  snprintf(model, sizeof model, "%s/fx3.cfg", dir);
-  snprintf(scen, sizeof scen, "%s/fx3-job.cfg", dir);
-  core_model *m = tu_import_trace(FIXTURE, model);
+  char model[PATH_LEN], scen[PATH_LEN], notes[4096] = "";
+  core_model *m = traced_job(FIXTURE, "fx3", model, scen, notes, sizeof notes);
   CU_ASSERT_PTR_NOT_NULL_FATAL(m);
   core_model_free(m);
-  int rc = cal_trace_scenario(model, scen, NULL, notes, sizeof notes);
-  if (rc)
-    fprintf(stderr, "\n%s\n", core_err_msg());
-  CU_ASSERT_EQUAL_FATAL(rc, 0);
   sim_scenario *s = NULL;
   CU_ASSERT_EQUAL_FATAL(sim_scenario_load_with(scen, NULL, &s), 0);
   CU_ASSERT_EQUAL(sim_scenario_points(s), 1);
@@ -138,13 +152,10 @@ static const core_prof_coll *nccl_allreduce(const core_profile *p) {
  * (tuning.cc, Simple: 8.4 + 2 x 3.4 us), not 0, with the rate that keeps
  * the buckets' traced 400 + 300 us, and the notes say so. */
 static void test_allreduce_latency_fallback(void) {
-  char model[4200], scen[4200], notes[4096] = "";
-  snprintf(model, sizeof model, "%s/fx4.cfg", dir);
-  snprintf(scen, sizeof scen, "%s/fx4-job.cfg", dir);
-  core_model *m = tu_import_trace(FIXTURE, model);
+  char model[PATH_LEN], scen[PATH_LEN], notes[4096] = "";
+  core_model *m = traced_job(FIXTURE, "fx4", model, scen, notes, sizeof notes);
   CU_ASSERT_PTR_NOT_NULL_FATAL(m);
   core_model_free(m);
-  CU_ASSERT_EQUAL_FATAL(cal_trace_scenario(model, scen, NULL, notes, sizeof notes), 0);
   CU_ASSERT(strstr(notes, "cannot fit a latency") && strstr(notes, "15.2 us, NCCL's estimate"));
   core_profile *p = job_profile(scen);
   CU_ASSERT_PTR_NOT_NULL_FATAL(p);
@@ -166,16 +177,13 @@ static void test_allreduce_latency_fallback(void) {
  * NCCL's latency. */
 static void test_allreduce_fit_unsorted_sizes(void) {
   static const double bytes[] = {4000, 2560000, 18944}, us[] = {21, 660, 24.736};
-  char model[4200], scen[4200], notes[4096] = "";
-  snprintf(model, sizeof model, "%s/fx3b.cfg", dir);
-  snprintf(scen, sizeof scen, "%s/fx3b-job.cfg", dir);
-  core_model *m = tu_import_trace(TU_DATA("torch-trace/gpu-3buckets.json"), model);
+  char model[PATH_LEN], scen[PATH_LEN], notes[4096] = "";
+  core_model *m = traced_job(TU_DATA("torch-trace/gpu-3buckets.json"), "fx3b", model, scen, notes, sizeof notes);
   CU_ASSERT_PTR_NOT_NULL_FATAL(m);
   CU_ASSERT_EQUAL_FATAL(m->traced->n_buckets, 3);
   for (int b = 0; b < 3; b++)
     CU_ASSERT(NEAR(m->traced->bucket_bytes[b], bytes[b]) && NEAR(m->traced->bucket_s[b], us[b] * US));
   core_model_free(m);
-  CU_ASSERT_EQUAL_FATAL(cal_trace_scenario(model, scen, NULL, notes, sizeof notes), 0);
   CU_ASSERT(strstr(notes, "cannot fit a latency") == NULL);
   core_profile *p = job_profile(scen);
   CU_ASSERT_PTR_NOT_NULL_FATAL(p);

@@ -199,36 +199,49 @@ static void expect_error(const char *name, const char *text, long skip, const ch
     CU_ASSERT_PTR_NOT_NULL(strstr(msg, want2));
 }
 
+/* A broken measured file, the --skip it is read with, and two pieces of
+ * the message it must be refused with (the second may be NULL). */
+typedef struct {
+  const char *name, *text;
+  long skip;
+  const char *want1, *want2;
+} broken_file;
+
 static void test_broken_files(void) {
-  /* comm_s timed in some rows only. */
-  expect_error("mixed.csv", HEADER "0,0,0,0.10,0.04,0.08,0.06\n1,0,0,0.13,0.06,,0.07\n", 0,
-      "mixed.csv:3: column 'comm_s' is empty, but line 2 has a number there", "in every row (not measured) or in none");
-  expect_error("mixed2.csv", HEADER "0,0,0,0.10,0.04,,0.06\n1,0,0,0.13,0.06,0.08,0.07\n", 0,
-      "mixed2.csv:2: column 'comm_s' is empty, but line 3 has a number there", NULL);
-  expect_error("word.csv", HEADER "0,0,0,0.10,0.04,0.08,0.06\n1,0,0,fast,0.06,0.08,0.07\n", 0,
-      "word.csv:3: column 'step_s' holds 'fast', not a number", NULL);
-  /* An empty step time is not "not measured". */
-  expect_error("empty-step.csv", HEADER "0,0,0,,0.04,0.08,0.06\n1,0,0,0.1,0.06,0.08,0.07\n", 0,
-      "empty-step.csv:2: column 'step_s'", NULL);
-  expect_error("shape.csv", HEADER "0,0,0,0.1,0.04,0.08,0.06\n1,0,0,0.1,0.04,0.08,0.06\n2,0,0,0.1,0.04,0.08,0.06\n", 0,
-      "holds ranks 0 to 2, but point 0 of", "compare runs of the same shape");
-  expect_error("short.csv", two_ranks, 5, "no step at or after step 5", "lower --skip");
-  /* Times that no run measures: negative, NaN, a zero step; ranks and
-   * steps that are not whole numbers >= 0. */
-  expect_error("negative.csv", HEADER "0,0,0,0.10,0.04,0.08,0.06\n1,0,0,-0.5,0.06,0.08,0.07\n", 0,
-      "negative.csv:3: column 'step_s' holds -0.5, not a time in seconds > 0", NULL);
-  expect_error("nan.csv", HEADER "0,0,0,0.10,0.04,0.08,0.06\n1,0,0,0.1,nan,0.08,0.07\n", 0,
-      "nan.csv:3: column 'compute_s' holds 'nan', not a number", NULL);
-  expect_error("zero-step.csv", HEADER "0,0,0,0,0.04,0.08,0.06\n", 0,
-      "zero-step.csv:2: column 'step_s' holds 0, not a time in seconds > 0", NULL);
-  expect_error("neg-comm.csv", HEADER "0,0,0,0.10,0.04,-1e-3,0.06\n", 0,
-      "neg-comm.csv:2: column 'comm_s' holds -1e-3, not a time in seconds >= 0", NULL);
-  expect_error("neg-exposed.csv", HEADER "0,0,0,0.10,0.04,0.08,-0.06\n", 0,
-      "neg-exposed.csv:2: column 'exposed_comm_s' holds -0.06", NULL);
-  expect_error("neg-rank.csv", HEADER "-1,0,0,0.10,0.04,0.08,0.06\n", 0,
-      "neg-rank.csv:2: column 'rank' holds -1, not a whole number >= 0", NULL);
-  expect_error("half-step.csv", HEADER "0,0,2.5,0.10,0.04,0.08,0.06\n", 0,
-      "half-step.csv:2: column 'step' holds 2.5, not a whole number >= 0", NULL);
+  const broken_file bad[] = {
+      /* comm_s timed in some rows only. */
+      {"mixed.csv", HEADER "0,0,0,0.10,0.04,0.08,0.06\n1,0,0,0.13,0.06,,0.07\n", 0,
+          "mixed.csv:3: column 'comm_s' is empty, but line 2 has a number there",
+          "in every row (not measured) or in none"},
+      {"mixed2.csv", HEADER "0,0,0,0.10,0.04,,0.06\n1,0,0,0.13,0.06,0.08,0.07\n", 0,
+          "mixed2.csv:2: column 'comm_s' is empty, but line 3 has a number there", NULL},
+      {"word.csv", HEADER "0,0,0,0.10,0.04,0.08,0.06\n1,0,0,fast,0.06,0.08,0.07\n", 0,
+          "word.csv:3: column 'step_s' holds 'fast', not a number", NULL},
+      /* An empty step time is not "not measured". */
+      {"empty-step.csv", HEADER "0,0,0,,0.04,0.08,0.06\n1,0,0,0.1,0.06,0.08,0.07\n", 0,
+          "empty-step.csv:2: column 'step_s'", NULL},
+      {"shape.csv", HEADER "0,0,0,0.1,0.04,0.08,0.06\n1,0,0,0.1,0.04,0.08,0.06\n2,0,0,0.1,0.04,0.08,0.06\n", 0,
+          "holds ranks 0 to 2, but point 0 of", "compare runs of the same shape"},
+      {"short.csv", two_ranks, 5, "no step at or after step 5", "lower --skip"},
+      /* Times that no run measures: negative, NaN, a zero step; ranks and
+       * steps that are not whole numbers >= 0. */
+      {"negative.csv", HEADER "0,0,0,0.10,0.04,0.08,0.06\n1,0,0,-0.5,0.06,0.08,0.07\n", 0,
+          "negative.csv:3: column 'step_s' holds -0.5, not a time in seconds > 0", NULL},
+      {"nan.csv", HEADER "0,0,0,0.10,0.04,0.08,0.06\n1,0,0,0.1,nan,0.08,0.07\n", 0,
+          "nan.csv:3: column 'compute_s' holds 'nan', not a number", NULL},
+      {"zero-step.csv", HEADER "0,0,0,0,0.04,0.08,0.06\n", 0,
+          "zero-step.csv:2: column 'step_s' holds 0, not a time in seconds > 0", NULL},
+      {"neg-comm.csv", HEADER "0,0,0,0.10,0.04,-1e-3,0.06\n", 0,
+          "neg-comm.csv:2: column 'comm_s' holds -1e-3, not a time in seconds >= 0", NULL},
+      {"neg-exposed.csv", HEADER "0,0,0,0.10,0.04,0.08,-0.06\n", 0,
+          "neg-exposed.csv:2: column 'exposed_comm_s' holds -0.06", NULL},
+      {"neg-rank.csv", HEADER "-1,0,0,0.10,0.04,0.08,0.06\n", 0,
+          "neg-rank.csv:2: column 'rank' holds -1, not a whole number >= 0", NULL},
+      {"half-step.csv", HEADER "0,0,2.5,0.10,0.04,0.08,0.06\n", 0,
+          "half-step.csv:2: column 'step' holds 2.5, not a whole number >= 0", NULL},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+    expect_error(bad[i].name, bad[i].text, bad[i].skip, bad[i].want1, bad[i].want2);
 }
 
 void test_register(void) {

@@ -75,10 +75,7 @@ static sim_scenario *load_point(const char *model, const char *training, int zer
       "networks = ( { name = \"IB\"; gbps = 100.0; latency_us = 2.0; } );\n"
       "ddp = { backend = \"nccl\"; zero_optimizer = %s; };\nsimulation = { steps = 1; seed = 1; };\n",
       model, training, zero ? "true" : "false");
-  sim_scenario *s = NULL;
-  if (sim_scenario_load_string(text, TU_SRC("scenarios/inline-test.cfg"), &s) != 0)
-    fprintf(stderr, "\nscenario did not load: %s\n%s\n", core_err_msg(), text);
-  return s;
+  return tu_load_string(text, TU_SRC("scenarios/inline-test.cfg"));
 }
 
 /* ResNet-50 with Adam on 8 GPUs: each holds the state of about an eighth
