@@ -650,7 +650,9 @@ static int parse(sim_scenario *s) {
   static const char *const top_keys[] = {"name", "description", "profile", "model", "training", "cluster", "networks",
       "fabric", "ddp", "simulation", "output", "job", "failures", "checkpoint", "cost", "advise", NULL};
   const config_setting_t *root = core_cfg_root(&s->cfg);
-  int rc = core_cfg_check_keys(root, top_keys, "the scenario");
+  int rc = core_cfg_expect_kind(root, CORE_CFG_SCENARIO);
+  if (rc == 0)
+    rc = core_cfg_check_keys(root, top_keys, "the scenario");
   for (size_t i = 0; !rc && i < sizeof parsers / sizeof *parsers; i++)
     rc = parsers[i](s, root);
   return rc;
