@@ -231,6 +231,73 @@ static void test_names_from_paths(void) {
   sim_scenario_free(sc);
 }
 
+/* text with every "Optimizer.step#SGD.step" named for class cls instead
+ * (malloc'd), or NULL. */
+static char *rename_optimizer(const char *text, const char *cls) {
+  static const char old[] = "Optimizer.step#SGD.step";
+  char name[64];
+  snprintf(name, sizeof name, "Optimizer.step#%s.step", cls);
+  size_t hits = 0;
+  for (const char *h = strstr(text, old); h; h = strstr(h + 1, old))
+    hits++;
+  char *out = malloc(strlen(text) + hits * strlen(name) + 1), *w = out;
+  for (const char *r = text, *h; out; r = h + sizeof old - 1) {
+    if (!(h = strstr(r, old))) {
+      strcpy(w, r);
+      break;
+    }
+    memcpy(w, r, (size_t)(h - r));
+    w += h - r;
+    w += sprintf(w, "%s", name);
+  }
+  return out;
+}
+
+/* The traced job's scenario of the fixture with its optimizer's class
+ * renamed to cls, loaded into *out, its text into *text (free both). */
+static int scenario_with_optimizer(const char *cls, sim_scenario **out, char **text) {
+  char trace[4200], model[4200], scen[4200], notes[4096] = "";
+  snprintf(trace, sizeof trace, "%s/fx-%s.json", dir, cls);
+  snprintf(model, sizeof model, "%s/fx-%s.cfg", dir, cls);
+  snprintf(scen, sizeof scen, "%s/fx-%s-job.cfg", dir, cls);
+  char *json = tu_read_file(FIXTURE, NULL), *renamed = json ? rename_optimizer(json, cls) : NULL;
+  int rc = renamed ? tu_write_file(trace, renamed) : -1;
+  free(json);
+  free(renamed);
+  core_model *m = rc ? NULL : tu_import_trace(trace, model);
+  if (!m)
+    return -1;
+  core_model_free(m);
+  if (cal_trace_scenario(model, scen, NULL, notes, sizeof notes) != 0 || sim_scenario_load_with(scen, NULL, out) != 0)
+    return -1;
+  *text = tu_read_file(scen, NULL);
+  return *text ? 0 : -1;
+}
+
+/* The traced job's scenario holds the optimizer the trace ran where its
+ * class tells it: an Adam (AdamW, FusedAdam) as "adam", for its two states
+ * a weight in mem_GB and a checkpoint; SGD, whose momentum its class does
+ * not tell, as the default, with a comment saying what to set. */
+static void test_optimizer_from_trace(void) {
+  static const char *const adams[] = {"AdamW", "FusedAdam"};
+  for (size_t i = 0; i < sizeof adams / sizeof *adams; i++) {
+    sim_scenario *s = NULL;
+    char *text = NULL;
+    CU_ASSERT_EQUAL_FATAL(scenario_with_optimizer(adams[i], &s, &text), 0);
+    CU_ASSERT_EQUAL(s->optimizer, SIM_OPT_ADAM);
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "optimizer = \"adam\";"));
+    sim_scenario_free(s);
+    free(text);
+  }
+  sim_scenario *s = NULL;
+  char *text = NULL;
+  CU_ASSERT_EQUAL_FATAL(scenario_with_optimizer("SGD", &s, &text), 0);
+  CU_ASSERT_EQUAL(s->optimizer, SIM_OPT_SGD);
+  CU_ASSERT_PTR_NOT_NULL(strstr(text, "\"sgd_momentum\""));
+  sim_scenario_free(s);
+  free(text);
+}
+
 /* --profile-base gives the traced GPU's roofs: a profile of a CPU or of
  * another GPU is refused, nothing written; one of the same GPU with other
  * memory (an A100 of 40 GB for the fixture's of 80) is taken. */
@@ -275,6 +342,7 @@ void test_register(void) {
   CU_add_test(s, "buckets too few to fit a latency: NCCL's, said so", test_allreduce_latency_fallback);
   CU_add_test(s, "bucket sizes not rising: the line through their times", test_allreduce_fit_unsorted_sizes);
   CU_add_test(s, "names from -o and --scenario paths of any characters", test_names_from_paths);
+  CU_add_test(s, "the optimizer the trace ran, where its class tells it", test_optimizer_from_trace);
   CU_add_test(
       s, "--profile-base: a profile of the traced GPU, not a CPU or another GPU", test_profile_base_of_traced_gpu);
 }
