@@ -30,6 +30,27 @@ static void warn_measured_comm(const char *cmd, const sim_scenario *s) {
   }
 }
 
+/* A traced model's side work (kernels on side streams: a sparse model's
+ * all-to-alls, its data distribution) replays as measured: at a batch other
+ * than the trace's, whose data it moved, its time is the traced batch's,
+ * while the compute stream's scales. Said once per model. */
+static void warn_measured_side(const char *cmd, const sim_scenario *s) {
+  for (int m = 0; m < s->n_models; m++) {
+    const core_model *md = s->models[m];
+    const core_traced *t = md->traced;
+    long long other = 0;
+    for (int b = 0; t && t->n_side > 0 && b < s->n[SIM_DIM_BATCH] && !other; b++)
+      if ((double)s->batch[b] != md->measured_batch)
+        other = s->batch[b];
+    if (other)
+      fprintf(stderr,
+          "ddpsim %s: warning: model \"%s\" ran work of its own on side streams (%d kernels a step, %d of them "
+          "communication) at batch %.0f; it replays as measured there, so at batch %lld (and any batch but %.0f) its "
+          "time is the traced batch's, not a prediction\n",
+          cmd, md->name, t->n_side, sim_replay_measured_comm(t), md->measured_batch, other, md->measured_batch);
+  }
+}
+
 /* A traced model's layers record no activation sizes (a profiler trace
  * holds no output shapes): its memory estimate is the model state's alone,
  * which the traced batch fit in; at a larger batch an out-of-memory point
@@ -55,5 +76,6 @@ static void warn_unsized_activations(const char *cmd, const sim_scenario *s) {
 
 void cli_warn_traced(const char *cmd, const struct sim_scenario *s) {
   warn_measured_comm(cmd, s);
+  warn_measured_side(cmd, s);
   warn_unsized_activations(cmd, s);
 }

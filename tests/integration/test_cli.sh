@@ -574,6 +574,13 @@ run gpu_own_comm_x4 simulate "$work/gpu/oc-x4.cfg" -o "$work/gpu/oc-out" -q
 expect_status gpu_own_comm_x4 0
 expect_in gpu_own_comm_x4 err "warning: model \"oc\" ran communication of its own"
 expect_in gpu_own_comm_x4 err "a world of 2"
+# Side work replays as measured, at the traced batch: a point of another
+# batch says so on stderr (its side streams' time is not predicted).
+sed 's/batch = \([0-9]*\);/batch = [\1, 1];/' "$work/gpu/oc-job.cfg" >"$work/gpu/oc-b1.cfg"
+run gpu_own_side_batch simulate "$work/gpu/oc-b1.cfg" -o "$work/gpu/oc-out" -q
+expect_status gpu_own_side_batch 0
+expect_in gpu_own_side_batch err "warning: model \"oc\" ran work of its own on side streams"
+expect_in gpu_own_side_batch err "at batch 1 (and any batch but"
 # advise says the same, once however many points it simulates.
 { cat "$work/gpu/oc-x4.cfg"; echo 'job = { samples = 100000.0; };'; } >"$work/gpu/oc-adv.cfg"
 sed -i 's/batch = \([0-9]*\);/batch = [\1, 4096];/' "$work/gpu/oc-adv.cfg"
