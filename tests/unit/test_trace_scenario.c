@@ -298,9 +298,10 @@ static void test_optimizer_from_trace(void) {
   free(text);
 }
 
-/* --profile-base gives the traced GPU's roofs: a profile of a CPU or of
- * another GPU is refused, nothing written; one of the same GPU with other
- * memory (an A100 of 40 GB for the fixture's of 80) is taken. */
+/* --profile-base gives the traced GPU's roofs: a profile of a CPU, of
+ * another GPU or of another board of the same name (an A100 of 40 GB for
+ * the fixture's of 80, whose memory is slower) is refused, nothing written;
+ * one of the traced board is taken. */
 static void test_profile_base_of_traced_gpu(void) {
   char out[4200];
   snprintf(out, sizeof out, "%s/pbase.cfg", dir);
@@ -308,9 +309,13 @@ static void test_profile_base_of_traced_gpu(void) {
   static const struct {
     const char *profile, *want;
   } bad[] = {
-      {TU_SRC("scenarios/profiles/dgx-h100.cfg"), "is a profile of H100-SXM ('H100-SXM5-80GB'), but the trace ran on "
-                                                  "A100-SXM4-80GB ('NVIDIA A100-SXM4-80GB')"},
+      {TU_SRC("scenarios/profiles/dgx-h100.cfg"), "is a profile of H100-SXM ('H100-SXM5-80GB', 80 GB), but the trace "
+                                                  "ran on A100-SXM4-80GB ('NVIDIA A100-SXM4-80GB', 85.0 GB)"},
       {TU_DATA("cpu-test.cfg"), "is a profile of a CPU (device.kind = \"cpu\")"},
+      /* One name, another board: the 40 GB A100's 1,555 GB/s would stand
+       * for the traced 80 GB one's 2,039. */
+      {TU_SRC("scenarios/profiles/dgx-a100-40gb.cfg"),
+          "is a profile of A100-SXM4-40GB ('A100-SXM4-40GB', 40 GB), but the trace ran on A100-SXM4-80GB"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     cal_gpu_opts o = {.profile = bad[i].profile, .scenario = 1};
@@ -321,7 +326,7 @@ static void test_profile_base_of_traced_gpu(void) {
     }
     CU_ASSERT(access(out, F_OK) != 0);
   }
-  cal_gpu_opts o = {.profile = TU_SRC("scenarios/profiles/dgx-a100-40gb.cfg"), .scenario = 1};
+  cal_gpu_opts o = {.profile = TU_SRC("scenarios/profiles/dgx-a100.cfg"), .scenario = 1};
   CU_ASSERT_EQUAL(cal_import_gpu(traces, 1, &o, out, NULL, 0), 0);
   /* The traced job's profile measured its allreduce: imported, though its
    * base is a datasheet's (whose collectives take NCCL's protocols). */
