@@ -459,11 +459,19 @@ static int write_scenario(const char *path, const char *stem, const char *profil
     /* Caps are whole bytes over 2^20: %.17g writes them exactly. */
     char cap[64], first[64];
     snprintf(cap, sizeof cap, "%.17g", cap_mb);
-    snprintf(first, sizeof first, "%.17g", first_mb);
+    /* A first bucket of the cap is a job that passed bucket_cap_mb: "cap"
+     * keeps it so when the cap is edited or swept. */
+    if (first_mb == cap_mb)
+      snprintf(first, sizeof first, "\"cap\"");
+    else {
+      snprintf(first, sizeof first - 2, "%.17g", first_mb);
+      if (!strpbrk(first, ".e"))
+        strcat(first, ".0");
+    }
     fprintf(a.f,
         "# The bucket caps that give the traced allreduces' buckets (the trace does not record them).\n"
-        "ddp = { backend = \"nccl\"; bucket_cap_mb = %s%s; first_bucket_mb = %s%s; };\n",
-        cap, strpbrk(cap, ".e") ? "" : ".0", first, strpbrk(first, ".e") ? "" : ".0");
+        "ddp = { backend = \"nccl\"; bucket_cap_mb = %s%s; first_bucket_mb = %s; };\n",
+        cap, strpbrk(cap, ".e") ? "" : ".0", first);
   } else
     fprintf(a.f, "ddp = { backend = \"nccl\"; };\n");
   fprintf(a.f, "simulation = { steps = 1; seed = 1; };\n");

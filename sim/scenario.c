@@ -551,6 +551,22 @@ static int parse_ddp_compression(sim_scenario *s, const config_setting_t *dg) {
   return rc;
 }
 
+/* ddp.first_bucket_mb: MiB, or "cap" for each point's bucket_cap_mb (a
+ * job that passes bucket_cap_mb, swept with it). */
+static int parse_first_bucket(sim_scenario *s, const config_setting_t *dg) {
+  char w[4200];
+  const config_setting_t *f = config_setting_get_member(dg, "first_bucket_mb");
+  if (!f || config_setting_type(f) != CONFIG_TYPE_STRING)
+    return core_cfg_double(dg, "first_bucket_mb", 0, 1.0, 0, 1e6, &s->first_bucket_mb);
+  if (strcmp(config_setting_get_string(f), "cap") != 0)
+    return core_err_set(CORE_EINVAL,
+        "%s: bad value for 'first_bucket_mb': expected a number in [0, 1e+06] (MiB) or \"cap\" (each point's "
+        "bucket_cap_mb)",
+        where(f, w));
+  s->first_bucket_mb = SIM_FIRST_BUCKET_CAP;
+  return 0;
+}
+
 static int parse_ddp(sim_scenario *s, const config_setting_t *root) {
   static const char *const keys[] = {"backend", "algorithm", "bucket_cap_mb", "first_bucket_mb", "overlap",
       "find_unused_parameters", "gradient_as_bucket_view", "zero_optimizer", "timeout_s", "compression",
@@ -570,7 +586,7 @@ static int parse_ddp(sim_scenario *s, const config_setting_t *root) {
       (rc = core_cfg_bool_list(dg, "find_unused_parameters", 0, 0, &s->find_unused, &s->n[SIM_DIM_FIND_UNUSED])) != 0 ||
       /* PyTorch's PowerSGD default min_compression_rate (powerSGD_hook.py). */
       (rc = core_cfg_double(dg, "powersgd_min_rate", 0, 2.0, 1e-3, 1e6, &s->powersgd_min_rate)) != 0 ||
-      (rc = core_cfg_double(dg, "first_bucket_mb", 0, 1.0, 0, 1e6, &s->first_bucket_mb)) != 0 ||
+      (rc = parse_first_bucket(s, dg)) != 0 ||
       (rc = core_cfg_bool(dg, "gradient_as_bucket_view", 0, 0, &s->gradient_as_bucket_view)) != 0 ||
       (rc = core_cfg_bool(dg, "zero_optimizer", 0, 0, &s->zero_optimizer)) != 0 ||
       (rc = core_cfg_double(dg, "timeout_s", 0, 0, 1e-3, 1e7, &s->timeout_s)) != 0)

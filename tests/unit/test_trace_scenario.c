@@ -196,6 +196,9 @@ static void test_allreduce_fit_unsorted_sizes(void) {
   sim_point_result r;
   CU_ASSERT_EQUAL_FATAL(tu_run_point(sc, 0, &r), 0);
   CU_ASSERT_EQUAL(r.n_buckets, 3);
+  /* Its first bucket took the cap, as in a job that passed bucket_cap_mb:
+   * it follows the cap when the cap is edited. */
+  CU_ASSERT_EQUAL(sc->first_bucket_mb, SIM_FIRST_BUCKET_CAP);
   sim_scenario_free(sc);
 }
 
