@@ -551,8 +551,7 @@ static int parse_ddp_compression(sim_scenario *s, const config_setting_t *dg) {
   return rc;
 }
 
-/* ddp.first_bucket_mb: MiB, or "cap" for each point's bucket_cap_mb (a
- * job that passes bucket_cap_mb, swept with it). */
+/* ddp.first_bucket_mb: MiB, or "cap" for each point's bucket_cap_mb. */
 static int parse_first_bucket(sim_scenario *s, const config_setting_t *dg) {
   char w[4200];
   const config_setting_t *f = config_setting_get_member(dg, "first_bucket_mb");
@@ -631,22 +630,22 @@ static int check_points(sim_scenario *s, const config_setting_t *root) {
   return 0;
 }
 
-/* ddp.zero_optimizer needs a step whose optimizer ddpsim costs (a traced
- * job's is replayed as measured) and collectives it costs itself (a
- * fabric's are DDP's allreduces only). */
+/* DDP settings a traced job cannot follow (sim/replay.h); zero_optimizer's
+ * collectives are not a fabric's, which are DDP's allreduces only. */
 static int check_zero(sim_scenario *s, const config_setting_t *root) {
   char w[4200];
   const config_setting_t *ddp = config_setting_get_member(root, "ddp");
   const config_setting_t *z = ddp ? config_setting_get_member(ddp, "zero_optimizer") : NULL;
-  if (!s->zero_optimizer)
-    return 0;
-  for (int m = 0; m < s->n_models; m++)
-    if (s->models[m]->traced)
-      return core_err_set(CORE_EINVAL,
-          "%s: zero_optimizer = true shards an optimizer step that ddpsim costs, but model '%s' is a traced job "
-          "whose step is replayed as measured; trace the job run with ZeroRedundancyOptimizer instead, or set "
-          "zero_optimizer = false",
-          where(z ? z : root, w), s->models[m]->name);
+  const config_setting_t *v = ddp ? config_setting_get_member(ddp, "gradient_as_bucket_view") : NULL;
+  int rc = 0;
+  for (int m = 0; !rc && m < s->n_models; m++)
+    rc = sim_replay_check_ddp(s->models[m]->traced, s->models[m]->name, s->zero_optimizer, s->gradient_as_bucket_view,
+        where(s->zero_optimizer && z ? z
+              : v                    ? v
+                                     : root,
+            w));
+  if (rc || !s->zero_optimizer)
+    return rc;
   if (s->n_fabrics)
     return core_err_set(CORE_EINVAL,
         "%s: zero_optimizer = true is not costed on a fabric, which models DDP's allreduces only; simulate it "
