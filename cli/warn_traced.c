@@ -74,8 +74,31 @@ static void warn_unsized_activations(const char *cmd, const sim_scenario *s) {
   }
 }
 
+/* PowerSGD compresses only gradients it can view as matrices: a model that
+ * records no tensor's rows (a traced one records sizes only) sends every
+ * gradient uncompressed, its powersgd points the same as without. Said once
+ * per model. */
+static void warn_powersgd_vectors(const char *cmd, const sim_scenario *s) {
+  int psgd = 0;
+  for (int c = 0; c < s->n[SIM_DIM_COMPRESSION]; c++)
+    psgd |= s->compression[c].kind == CORE_COMPRESS_POWERSGD;
+  for (int m = 0; psgd && m < s->n_models; m++) {
+    const core_model *md = s->models[m];
+    int matrix = 0;
+    for (int t = 0; t < md->n_tensors; t++)
+      matrix |= md->tensor_rows[t] > 1 && md->tensor_rows[t] < md->tensor_elems[t]; /* 1-D: rows = elements */
+    if (!matrix && md->n_tensors > 0)
+      fprintf(stderr,
+          "ddpsim %s: warning: model \"%s\" records no tensor's shape (rows), so PowerSGD, which compresses only "
+          "gradients it can view as matrices, sends all of its gradients uncompressed%s: its powersgd points save "
+          "nothing\n",
+          cmd, md->name, md->traced ? " (a trace records their sizes, not their shapes)" : "");
+  }
+}
+
 void cli_warn_traced(const char *cmd, const struct sim_scenario *s) {
   warn_measured_comm(cmd, s);
   warn_measured_side(cmd, s);
   warn_unsized_activations(cmd, s);
+  warn_powersgd_vectors(cmd, s);
 }
