@@ -453,8 +453,10 @@ static int write_scenario(const char *path, const char *stem, const char *profil
   if (nodes > 1)
     fprintf(a.f, "networks = ( { name = \"traced\"; from_profile = true; } );\n");
   else
-    fprintf(a.f, "# One node: no traffic crosses this network; a scenario needs one.\n"
-                 "networks = ( { name = \"none\"; gbps = 100.0; latency_us = 14.0; } );\n");
+    /* Named for what it is: with more nodes its name labels their rows. */
+    fprintf(a.f, "# One node: no traffic crosses a network, but a scenario needs one. For more nodes,\n"
+                 "# replace this assumed 100 Gb/s Ethernet (not the traced cluster's) with yours.\n"
+                 "networks = ( { name = \"100GbE\"; gbps = 100.0; latency_us = 14.0; } );\n");
   if (cap_mb > 0) {
     /* Caps are whole bytes over 2^20: %.17g writes them exactly. */
     char cap[64], first[64];

@@ -111,6 +111,9 @@ static void test_scenario_replays(void) {
   CU_ASSERT_EQUAL_FATAL(sim_predict_point(s, &p, e, NULL, 0, &r), 0);
   CU_ASSERT(fabs(r.step_s - 1265 * US) < 0.01 * 1265 * US);
   CU_ASSERT_EQUAL(r.n_buckets, 2); /* DDP's defaults give the trace's two buckets */
+  /* One node: the network is an assumed one, named for what it is, as the
+   * rows of more nodes will show it. */
+  CU_ASSERT_STRING_EQUAL(s->networks[0].name, "100GbE");
   sim_scenario_free(s);
   sim_engine_free(e);
 }
