@@ -420,10 +420,15 @@ static void write_training(FILE *f, const core_model *m) {
                                                       : core_prec_name(t->precision);
   if (opt)
     fprintf(f, "# The optimizer: the trace's %s, two states a weight.\n", cls);
+  else if (strstr(cls, "SGD"))
+    fprintf(f,
+        "# The trace ran %s, whose momentum its name does not tell: counted as plain SGD (no state); set\n"
+        "# optimizer = \"sgd_momentum\" (one state a weight) if it had momentum, for mem_GB and checkpoints.\n",
+        cls);
   else if (cls[0])
     fprintf(f,
-        "# The trace ran %s, whose state its name does not tell: counted as plain SGD (none); set\n"
-        "# optimizer = \"sgd_momentum\" (one state a weight) if it had momentum, for mem_GB and checkpoints.\n",
+        "# The trace ran %s, which the scenario's optimizers (sgd, sgd_momentum, adam) do not name: counted\n"
+        "# as plain SGD (no state); set the one that keeps as many states a weight, for mem_GB and checkpoints.\n",
         cls);
   fprintf(f, "training = { batch = %.0f; precision = \"%s\";%s%s%s };\n", m->measured_batch, prec,
       opt ? " optimizer = \"" : "", opt ? opt : "", opt ? "\";" : "");
