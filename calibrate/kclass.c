@@ -112,21 +112,23 @@ enum cal_kclass cal_kclass_of(const cal_kroofs *r, const char *name, double dur,
 }
 
 /* Is p a profile of the traced GPU, as far as the datasheets tell? Its
- * device name is looked up at the traced memory, so that boards of one GPU
- * that differ in memory pass. */
+ * device name is looked up at its own memory where it gives one (else at the
+ * traced memory): boards of one name that differ in memory (an A100 of 40 GB
+ * and one of 80) differ in memory bandwidth too, and the profile's would be
+ * taken for the traced GPU's roof. */
 static int check_profile_gpu(const core_profile *p, const char *path, const char *device_name, int64_t memory_bytes) {
   const char *traced = device_name && device_name[0] ? device_name : "unknown";
   if (!strcmp(p->device_kind, "cpu"))
     return core_err_set(CORE_EINVAL,
         "--profile-base %s is a profile of a CPU (device.kind = \"cpu\"): give a profile of the traced GPU ('%s')",
         path, traced);
-  const cal_gpu_sheet *a = cal_gpu_sheet_find(device_name, memory_bytes),
-                      *b = cal_gpu_sheet_find(p->device_name, memory_bytes);
+  int64_t own = p->memory_GB > 0 ? (int64_t)(p->memory_GB * 1e9) : memory_bytes;
+  const cal_gpu_sheet *a = cal_gpu_sheet_find(device_name, memory_bytes), *b = cal_gpu_sheet_find(p->device_name, own);
   if (a && b && a != b)
     return core_err_set(CORE_EINVAL,
-        "--profile-base %s is a profile of %s ('%s'), but the trace ran on %s ('%s'): give a profile of the traced "
-        "GPU, or leave --profile-base out for its datasheet",
-        path, b->model, p->device_name, a->model, traced);
+        "--profile-base %s is a profile of %s ('%s', %.0f GB), but the trace ran on %s ('%s', %.1f GB): give a "
+        "profile of the traced GPU (as scenarios/profiles/%s), or leave --profile-base out for its datasheet",
+        path, b->model, p->device_name, own / 1e9, a->model, traced, memory_bytes / 1e9, a->profile);
   return 0;
 }
 

@@ -383,6 +383,57 @@ static const char *model_ref(const char *model, const char *scenario, char *buf,
   return buf;
 }
 
+/* The optimizer class the traced step ran, from its Optimizer.step#CLASS.step
+ * piece (the span torch/optim/optimizer.py records around every step), into
+ * cls; "" when the trace has none. */
+static void traced_optimizer_class(const core_traced *t, char *cls, size_t n) {
+  static const char pre[] = "Optimizer.step#";
+  cls[0] = '\0';
+  for (int i = 0; i < t->n_pieces && !cls[0]; i++) {
+    const char *l = t->pieces[i].label;
+    if (t->pieces[i].kind != CORE_PIECE_OTHER || strncmp(l, pre, sizeof pre - 1))
+      continue;
+    const char *c = l + sizeof pre - 1, *dot = strchr(c, '.');
+    snprintf(cls, n, "%.*s", (int)(dot ? dot - c : (long)strlen(c)), c);
+  }
+}
+
+/* The scenario's training.optimizer for an optimizer class, or NULL to
+ * keep the default: Adam and its kin (AdamW, FusedAdam, NAdam, RAdam,
+ * Adamax; LAMB) hold two states a weight, as "adam" counts them. SGD's
+ * momentum its class does not tell: the default "sgd" (no state) stays. */
+static const char *scenario_optimizer(const char *cls) {
+  return strstr(cls, "Adam") || strstr(cls, "adam") || strstr(cls, "LAMB") || strstr(cls, "Lamb") ? "adam" : NULL;
+}
+
+/* training = {...}: the traced batch and precision, and the optimizer
+ * where its class tells it (for memory and a checkpoint's size; the step
+ * replays as traced whatever it says). */
+static void write_training(FILE *f, const core_model *m) {
+  const core_traced *t = m->traced;
+  char cls[64];
+  traced_optimizer_class(t, cls, sizeof cls);
+  const char *opt = scenario_optimizer(cls);
+  /* The traced precision; half kernels are autocast's (fp32 gradients). */
+  const char *prec = t->precision == CORE_PREC_FP16   ? "amp_fp16"
+                     : t->precision == CORE_PREC_BF16 ? "amp_bf16"
+                                                      : core_prec_name(t->precision);
+  if (opt)
+    fprintf(f, "# The optimizer: the trace's %s, two states a weight.\n", cls);
+  else if (strstr(cls, "SGD"))
+    fprintf(f,
+        "# The trace ran %s, whose momentum its name does not tell: counted as plain SGD (no state); set\n"
+        "# optimizer = \"sgd_momentum\" (one state a weight) if it had momentum, for mem_GB and checkpoints.\n",
+        cls);
+  else if (cls[0])
+    fprintf(f,
+        "# The trace ran %s, which the scenario's optimizers (sgd, sgd_momentum, adam) do not name: counted\n"
+        "# as plain SGD (no state); set the one that keeps as many states a weight, for mem_GB and checkpoints.\n",
+        cls);
+  fprintf(f, "training = { batch = %.0f; precision = \"%s\";%s%s%s };\n", m->measured_batch, prec,
+      opt ? " optimizer = \"" : "", opt ? opt : "", opt ? "\";" : "");
+}
+
 static int write_scenario(const char *path, const char *stem, const char *profile, const char *model,
     const core_model *m, int nodes, int per_node, double cap_mb, double first_mb) {
   core_afile a;
@@ -402,26 +453,32 @@ static int write_scenario(const char *path, const char *stem, const char *profil
   fputs(";\nmodel = ", a.f);
   core_cfg_put_str(a.f, model);
   fputs(";\n", a.f);
-  /* The traced precision; half kernels are autocast's (fp32 gradients). */
-  const char *prec = t->precision == CORE_PREC_FP16   ? "amp_fp16"
-                     : t->precision == CORE_PREC_BF16 ? "amp_bf16"
-                                                      : core_prec_name(t->precision);
-  fprintf(a.f, "training = { batch = %.0f; precision = \"%s\"; };\n", m->measured_batch, prec);
+  write_training(a.f, m);
   fprintf(a.f, "cluster = { nodes = %d; devices_per_node = %d; };\n", nodes, per_node);
   if (nodes > 1)
     fprintf(a.f, "networks = ( { name = \"traced\"; from_profile = true; } );\n");
   else
-    fprintf(a.f, "# One node: no traffic crosses this network; a scenario needs one.\n"
-                 "networks = ( { name = \"none\"; gbps = 100.0; latency_us = 14.0; } );\n");
+    /* Named for what it is: with more nodes its name labels their rows. */
+    fprintf(a.f, "# One node: no traffic crosses a network, but a scenario needs one. For more nodes,\n"
+                 "# replace this assumed 100 Gb/s Ethernet (not the traced cluster's) with yours.\n"
+                 "networks = ( { name = \"100GbE\"; gbps = 100.0; latency_us = 14.0; } );\n");
   if (cap_mb > 0) {
     /* Caps are whole bytes over 2^20: %.17g writes them exactly. */
     char cap[64], first[64];
     snprintf(cap, sizeof cap, "%.17g", cap_mb);
-    snprintf(first, sizeof first, "%.17g", first_mb);
+    /* A first bucket of the cap is a job that passed bucket_cap_mb: "cap"
+     * keeps it so when the cap is edited or swept. */
+    if (first_mb == cap_mb)
+      snprintf(first, sizeof first, "\"cap\"");
+    else {
+      snprintf(first, sizeof first - 2, "%.17g", first_mb);
+      if (!strpbrk(first, ".e"))
+        strcat(first, ".0");
+    }
     fprintf(a.f,
         "# The bucket caps that give the traced allreduces' buckets (the trace does not record them).\n"
-        "ddp = { backend = \"nccl\"; bucket_cap_mb = %s%s; first_bucket_mb = %s%s; };\n",
-        cap, strpbrk(cap, ".e") ? "" : ".0", first, strpbrk(first, ".e") ? "" : ".0");
+        "ddp = { backend = \"nccl\"; bucket_cap_mb = %s%s; first_bucket_mb = %s; };\n",
+        cap, strpbrk(cap, ".e") ? "" : ".0", first);
   } else
     fprintf(a.f, "ddp = { backend = \"nccl\"; };\n");
   fprintf(a.f, "simulation = { steps = 1; seed = 1; };\n");

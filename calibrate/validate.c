@@ -189,14 +189,15 @@ out:
 }
 
 /* The trace ran on the GPU the point simulates, as far as the datasheets
- * tell (boards of one GPU that differ in memory pass, as for
- * --profile-base): a step of another GPU measures another prediction. */
+ * tell, the profile's board told by its own memory where it gives one (an
+ * A100 of 80 GB is not one of 40: its memory is faster), as for
+ * --profile-base: a step of another GPU measures another prediction. */
 static int same_gpu(const sim_scenario *s, const measured *ms, const char *measured_path) {
   const core_profile *p = s->profile;
   if (!ms->device[0] || !p || strcmp(p->device_kind, "gpu") != 0)
     return 0;
-  const cal_gpu_sheet *a = cal_gpu_sheet_find(ms->device, ms->device_mem),
-                      *b = cal_gpu_sheet_find(p->device_name, ms->device_mem);
+  int64_t own = p->memory_GB > 0 ? (int64_t)(p->memory_GB * 1e9) : ms->device_mem;
+  const cal_gpu_sheet *a = cal_gpu_sheet_find(ms->device, ms->device_mem), *b = cal_gpu_sheet_find(p->device_name, own);
   if (!a || !b || a == b)
     return 0;
   return core_err_set(CORE_EINVAL,

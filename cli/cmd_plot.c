@@ -259,9 +259,10 @@ static int check_job(const plot_job *j, const plot_kind *k, const core_csv_table
 
 /* What tells the scaling plot's curves apart: the network and backend,
  * and every other setting the study varies (devices per node only when the
- * node count varies too; else they are the x axis). */
+ * node count varies too; else they are the x axis), the fabric among them:
+ * a fabric study's points of one GPU count are one per fabric. */
 static const char *const curve_dims[] = {"network", "backend", "algorithm", "precision", "batch", "bucket_cap_mb",
-    "overlap", "find_unused_parameters", "gpus_per_node", NULL};
+    "overlap", "find_unused_parameters", "gpus_per_node", "fabric", NULL};
 
 /* Does column col take two values for one model? (One file is drawn per
  * model: what tells models apart does not tell curves apart.) */

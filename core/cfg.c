@@ -339,6 +339,44 @@ int core_cfg_check_keys(const config_setting_t *group, const char *const allowed
   return 0;
 }
 
+/* The kind root's top level shows, and the setting that shows it; -1 when
+ * it shows none (a scenario's 'profile' is a text, a profile file's a
+ * group; a model file's 'model' is a group, a scenario's a text or list). */
+static int file_kind(const config_setting_t *root, const config_setting_t **at) {
+  static const char *const scenario_groups[] = {"cluster", "networks", "training", NULL};
+  const config_setting_t *p = core_cfg_member(root, "profile"), *m = core_cfg_member(root, "model");
+  if ((*at = p) != NULL && p->type == CONFIG_TYPE_GROUP)
+    return CORE_CFG_PROFILE;
+  if ((*at = m) != NULL && m->type == CONFIG_TYPE_GROUP)
+    return CORE_CFG_MODEL;
+  if ((*at = p) != NULL && p->type == CONFIG_TYPE_STRING)
+    return CORE_CFG_SCENARIO;
+  for (const char *const *k = scenario_groups; *k; k++)
+    if ((*at = core_cfg_member(root, *k)) != NULL)
+      return CORE_CFG_SCENARIO;
+  return -1;
+}
+
+int core_cfg_expect_kind(const config_setting_t *root, enum core_cfg_kind want) {
+  static const char *const name[] = {"a scenario", "a profile", "a model file"};
+  static const char *const shows[] = {
+      "a text 'profile', or a 'cluster', 'networks' or 'training' setting, at its top level",
+      "one top-level 'profile' group", "one top-level 'model' group"};
+  /* Where the file found goes instead, and what goes here. */
+  static const char *const instead[] = {"give it to simulate, advise or collective --scenario",
+      "name it in a scenario's profile = \"...\" or pass it with --profile", "name it in a scenario's model = \"...\""};
+  static const char *const here[] = {"a scenario (scenarios/*.cfg)",
+      "a profile (scenarios/profiles/, or what calibrate or import writes)",
+      "a model file (scenarios/models/, or what import torch-trace writes)"};
+  char w[4200];
+  const config_setting_t *at;
+  int kind = file_kind(root, &at);
+  if (kind < 0 || kind == (int)want)
+    return 0;
+  return core_err_set(CORE_EINVAL, "%s: this is %s (%s), not %s: %s, and give %s here", core_cfg_where(at, w, sizeof w),
+      name[kind], shows[kind], name[want], instead[kind], here[want]);
+}
+
 static int missing(const config_setting_t *g, const char *key, const char *expect) {
   char w[4200];
   /* The top level has no line of its own: name the file alone. */

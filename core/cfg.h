@@ -43,6 +43,13 @@ const char *core_cfg_where(const config_setting_t *s, char *buf, size_t n);
  * group in messages ("ddp"). */
 int core_cfg_check_keys(const config_setting_t *group, const char *const allowed[], const char *what);
 
+/* The kinds of ddpsim input file, told apart by their top levels. */
+enum core_cfg_kind { CORE_CFG_SCENARIO, CORE_CFG_PROFILE, CORE_CFG_MODEL };
+/* root is the top level of a file of kind want, or of no kind it can be
+ * told from; a file that is plainly another kind (a profile given as a
+ * scenario) is an error naming what it is and where it goes instead. */
+int core_cfg_expect_kind(const config_setting_t *root, enum core_cfg_kind want);
+
 /* A child group; missing is an error when required, else *out = NULL. */
 int core_cfg_group(const config_setting_t *parent, const char *key, int required, const config_setting_t **out);
 /* A child list of groups: ( {...}, {...} ). */

@@ -499,7 +499,8 @@ int core_model_from_setting(const config_setting_t *root, const char *path, core
   int rc, total, named;
   *out = NULL;
   static const char *const top_keys[] = {"model", NULL};
-  if ((rc = core_cfg_check_keys(root, top_keys, "a model file")) != 0)
+  if ((rc = core_cfg_expect_kind(root, CORE_CFG_MODEL)) != 0 ||
+      (rc = core_cfg_check_keys(root, top_keys, "a model file")) != 0)
     return rc;
   if ((rc = core_cfg_group(root, "model", 1, &g)) != 0)
     return rc;

@@ -663,7 +663,8 @@ int core_profile_from_setting(const config_setting_t *root, const char *path, co
     if (sections[i].key)
       keys[n++] = sections[i].key;
   keys[n] = NULL;
-  if ((rc = core_cfg_check_keys(root, top_keys, "a profile file")) != 0 ||
+  if ((rc = core_cfg_expect_kind(root, CORE_CFG_PROFILE)) != 0 ||
+      (rc = core_cfg_check_keys(root, top_keys, "a profile file")) != 0 ||
       (rc = core_cfg_group(root, "profile", 1, &g)) != 0)
     goto fail_free;
   for (size_t i = 0; i < N_SECTIONS; i++)

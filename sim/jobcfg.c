@@ -203,26 +203,25 @@ static int parse_failures(const config_setting_t *fg, sim_job_cfg *j, int n[N_D]
 
 /* What the profile must hold for the costs left to it: storage bandwidth
  * for checkpoints without cost_s (and their async writes) and for loads
- * without load_s, restart costs without restart_s. */
+ * without load_s, restart costs without restart_s. Every one missing is
+ * named at once, so that one edit of the scenario or the profile does. */
 static int check_profile(const config_setting_t *fg, const config_setting_t *cg, const core_profile *pr,
     const char *profile_path, const sim_job_cfg *j) {
-  char w[4200];
-  if (cg && j->cost_s[0] < 0 && !(pr->write_GBps > 0))
-    return core_err_set(CORE_EINVAL,
-        "%s: checkpoints need the storage bandwidth, and profile '%s' has no storage group; calibrate, add storage = { "
-        "write_GBps; read_GBps; } to the profile, or set checkpoint.cost_s",
-        where(cg, w), profile_path);
-  if (fg && j->load_s[0] < 0 && !(pr->read_GBps > 0))
-    return core_err_set(CORE_EINVAL,
-        "%s: a restart reads the checkpoint back, and profile '%s' has no storage group to say how fast; calibrate, or "
-        "set failures.load_s",
-        where(fg, w), profile_path);
-  if (fg && j->restart_s[0] < 0 && !(pr->process_start_s + pr->rendezvous_s + pr->comm_init_s > 0))
-    return core_err_set(CORE_EINVAL,
-        "%s: failures need the restart cost, and profile '%s' has no restart group; calibrate, or set "
-        "failures.restart_s",
-        where(fg, w), profile_path);
-  return 0;
+  static const char storage[] = "no storage group (write_GBps, read_GBps)",
+                    restart[] = "no restart group (process_start_s, rendezvous_s, comm_init_s)";
+  char w[4200], keys[256], groups[160];
+  int ck = cg && j->cost_s[0] < 0 && !(pr->write_GBps > 0), ld = fg && j->load_s[0] < 0 && !(pr->read_GBps > 0),
+      rs = fg && j->restart_s[0] < 0 && !(pr->process_start_s + pr->rendezvous_s + pr->comm_init_s > 0);
+  if (!ck && !ld && !rs)
+    return 0;
+  snprintf(keys, sizeof keys, "%s%s%s%s%s", ck ? "checkpoint.cost_s" : "", ck && (ld || rs) ? ", " : "",
+      ld ? "failures.load_s" : "", ld && rs ? ", " : "", rs ? "failures.restart_s" : "");
+  snprintf(
+      groups, sizeof groups, "%s%s%s", ck || ld ? storage : "", (ck || ld) && rs ? " and " : "", rs ? restart : "");
+  return core_err_set(CORE_EINVAL,
+      "%s: the job level takes checkpoint writes, reloads and restarts from the profile, and profile '%s' has %s; "
+      "calibrate, add %s to the profile, or set %s in the scenario",
+      where(ck ? cg : fg, w), profile_path, groups, (ck || ld) && rs ? "the groups" : "the group", keys);
 }
 
 int sim_jobcfg_parse(

@@ -537,8 +537,8 @@ static int zero_work(const sim_scenario *s, const sim_point *p, point_work *w) {
 static int assign_buckets(const sim_scenario *s, const sim_point *p, point_work *w) {
   const core_model *m = p->model;
   const core_profile *pr = s->profile;
-  size_t first = (size_t)llround(s->first_bucket_mb * 1048576.0);
   size_t cap = (size_t)llround(p->bucket_cap_mb * 1048576.0);
+  size_t first = s->first_bucket_mb == SIM_FIRST_BUCKET_CAP ? cap : (size_t)llround(s->first_bucket_mb * 1048576.0);
   int rc;
   if (cap == 0)
     cap = 1;

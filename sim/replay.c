@@ -268,6 +268,26 @@ int sim_replay_run(const sim_replay_cfg *c, sim_replay_result *r, core_trace *tr
   return 0;
 }
 
+int sim_replay_check_ddp(
+    const core_traced *t, const char *name, int zero_optimizer, int bucket_view, const char *where) {
+  int copies = 0;
+  for (int i = 0; t && i < t->n_pieces; i++)
+    copies |= t->pieces[i].kind == CORE_PIECE_FINALIZE || t->pieces[i].copy_host_s > 0 || t->pieces[i].copy_dev_s > 0;
+  if (t && zero_optimizer)
+    return core_err_set(CORE_EINVAL,
+        "%s: zero_optimizer = true shards an optimizer step that ddpsim costs, but model '%s' is a traced job "
+        "whose step is replayed as measured; trace the job run with ZeroRedundancyOptimizer instead, or set "
+        "zero_optimizer = false",
+        where, name);
+  if (copies && bucket_view)
+    return core_err_set(CORE_EINVAL,
+        "%s: gradient_as_bucket_view = true leaves out DDP's copies of the gradients into its buckets and back, but "
+        "model '%s' is a traced job that made them, and its step replays them as measured; trace the job run with "
+        "gradient_as_bucket_view=True instead, or set gradient_as_bucket_view = false",
+        where, name);
+  return 0;
+}
+
 int sim_replay_measured_comm(const core_traced *t) {
   int n = 0;
   for (int i = 0; t && i < t->n_side; i++)

@@ -73,6 +73,14 @@ int sim_replay_retarget(const core_traced *t, const char *model, const core_prof
  * (t->world_size), whatever world the point has. */
 int sim_replay_measured_comm(const core_traced *t);
 
+/* DDP settings the replay of t cannot follow, refused naming the setting
+ * at `where` (file:line) and model `name`: zero_optimizer (the step's
+ * optimizer is replayed as measured), and gradient_as_bucket_view where
+ * the traced step copied its gradients into DDP's buckets and back (the
+ * copies are replayed as measured). */
+int sim_replay_check_ddp(
+    const core_traced *t, const char *name, int zero_optimizer, int bucket_view, const char *where);
+
 /* trace (may be NULL) receives the last replayed step: the host, the
  * compute stream, the allreduce stream and the side streams of rank 0. */
 int sim_replay_run(const sim_replay_cfg *c, sim_replay_result *r, core_trace *trace);

@@ -551,6 +551,21 @@ static int parse_ddp_compression(sim_scenario *s, const config_setting_t *dg) {
   return rc;
 }
 
+/* ddp.first_bucket_mb: MiB, or "cap" for each point's bucket_cap_mb. */
+static int parse_first_bucket(sim_scenario *s, const config_setting_t *dg) {
+  char w[4200];
+  const config_setting_t *f = config_setting_get_member(dg, "first_bucket_mb");
+  if (!f || config_setting_type(f) != CONFIG_TYPE_STRING)
+    return core_cfg_double(dg, "first_bucket_mb", 0, 1.0, 0, 1e6, &s->first_bucket_mb);
+  if (strcmp(config_setting_get_string(f), "cap") != 0)
+    return core_err_set(CORE_EINVAL,
+        "%s: bad value for 'first_bucket_mb': expected a number in [0, 1e+06] (MiB) or \"cap\" (each point's "
+        "bucket_cap_mb)",
+        where(f, w));
+  s->first_bucket_mb = SIM_FIRST_BUCKET_CAP;
+  return 0;
+}
+
 static int parse_ddp(sim_scenario *s, const config_setting_t *root) {
   static const char *const keys[] = {"backend", "algorithm", "bucket_cap_mb", "first_bucket_mb", "overlap",
       "find_unused_parameters", "gradient_as_bucket_view", "zero_optimizer", "timeout_s", "compression",
@@ -570,7 +585,7 @@ static int parse_ddp(sim_scenario *s, const config_setting_t *root) {
       (rc = core_cfg_bool_list(dg, "find_unused_parameters", 0, 0, &s->find_unused, &s->n[SIM_DIM_FIND_UNUSED])) != 0 ||
       /* PyTorch's PowerSGD default min_compression_rate (powerSGD_hook.py). */
       (rc = core_cfg_double(dg, "powersgd_min_rate", 0, 2.0, 1e-3, 1e6, &s->powersgd_min_rate)) != 0 ||
-      (rc = core_cfg_double(dg, "first_bucket_mb", 0, 1.0, 0, 1e6, &s->first_bucket_mb)) != 0 ||
+      (rc = parse_first_bucket(s, dg)) != 0 ||
       (rc = core_cfg_bool(dg, "gradient_as_bucket_view", 0, 0, &s->gradient_as_bucket_view)) != 0 ||
       (rc = core_cfg_bool(dg, "zero_optimizer", 0, 0, &s->zero_optimizer)) != 0 ||
       (rc = core_cfg_double(dg, "timeout_s", 0, 0, 1e-3, 1e7, &s->timeout_s)) != 0)
@@ -606,22 +621,22 @@ static int check_repeats(sim_scenario *s, const config_setting_t *root) {
 static int check_points(sim_scenario *s, const config_setting_t *root) { return sim_bounds_points(s, root); }
 static int check_schedule(sim_scenario *s, const config_setting_t *root) { return sim_bounds_schedule(s, root); }
 
-/* ddp.zero_optimizer needs a step whose optimizer ddpsim costs (a traced
- * job's is replayed as measured) and collectives it costs itself (a
- * fabric's are DDP's allreduces only). */
+/* DDP settings a traced job cannot follow (sim/replay.h); zero_optimizer's
+ * collectives are not a fabric's, which are DDP's allreduces only. */
 static int check_zero(sim_scenario *s, const config_setting_t *root) {
   char w[4200];
   const config_setting_t *ddp = config_setting_get_member(root, "ddp");
   const config_setting_t *z = ddp ? config_setting_get_member(ddp, "zero_optimizer") : NULL;
-  if (!s->zero_optimizer)
-    return 0;
-  for (int m = 0; m < s->n_models; m++)
-    if (s->models[m]->traced)
-      return core_err_set(CORE_EINVAL,
-          "%s: zero_optimizer = true shards an optimizer step that ddpsim costs, but model '%s' is a traced job "
-          "whose step is replayed as measured; trace the job run with ZeroRedundancyOptimizer instead, or set "
-          "zero_optimizer = false",
-          where(z ? z : root, w), s->models[m]->name);
+  const config_setting_t *v = ddp ? config_setting_get_member(ddp, "gradient_as_bucket_view") : NULL;
+  int rc = 0;
+  for (int m = 0; !rc && m < s->n_models; m++)
+    rc = sim_replay_check_ddp(s->models[m]->traced, s->models[m]->name, s->zero_optimizer, s->gradient_as_bucket_view,
+        where(s->zero_optimizer && z ? z
+              : v                    ? v
+                                     : root,
+            w));
+  if (rc || !s->zero_optimizer)
+    return rc;
   if (s->n_fabrics)
     return core_err_set(CORE_EINVAL,
         "%s: zero_optimizer = true is not costed on a fabric, which models DDP's allreduces only; simulate it "
@@ -641,7 +656,9 @@ static int parse(sim_scenario *s) {
   static const char *const top_keys[] = {"name", "description", "profile", "model", "training", "cluster", "networks",
       "fabric", "ddp", "simulation", "output", "job", "failures", "checkpoint", "cost", "advise", NULL};
   const config_setting_t *root = core_cfg_root(&s->cfg);
-  int rc = core_cfg_check_keys(root, top_keys, "the scenario");
+  int rc = core_cfg_expect_kind(root, CORE_CFG_SCENARIO);
+  if (rc == 0)
+    rc = core_cfg_check_keys(root, top_keys, "the scenario");
   for (size_t i = 0; !rc && i < sizeof parsers / sizeof *parsers; i++)
     rc = parsers[i](s, root);
   return rc;

@@ -41,6 +41,10 @@ int sim_precision_grad_bytes(enum sim_precision p);
 
 enum sim_optimizer { SIM_OPT_SGD = 0, SIM_OPT_SGD_MOMENTUM, SIM_OPT_ADAM };
 
+/* ddp.first_bucket_mb = "cap": the first bucket takes each point's cap, as
+ * PyTorch's does in a job that passes bucket_cap_mb. */
+#define SIM_FIRST_BUCKET_CAP (-1.0)
+
 /* Which kernel runs the attention layers (training.attention): "auto" is
  * PyTorch's scaled_dot_product_attention's own choice (sim/memfit.h);
  * "fused" a kernel that keeps no score matrices (flash, memory-efficient,
@@ -111,7 +115,7 @@ typedef struct sim_scenario {
   long long *nodes;
   sim_compression *compression;
   double powersgd_min_rate; /* PyTorch's min_compression_rate, default 2 */
-  double first_bucket_mb;
+  double first_bucket_mb;   /* SIM_FIRST_BUCKET_CAP: each point's bucket_cap_mb */
   int gradient_as_bucket_view;
   int zero_optimizer; /* ddp.zero_optimizer: ZeroRedundancyOptimizer (sim/memfit.h, sim/predict.h) */
   double timeout_s;   /* 0: the backend's default */

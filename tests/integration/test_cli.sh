@@ -574,6 +574,25 @@ run gpu_own_comm_x4 simulate "$work/gpu/oc-x4.cfg" -o "$work/gpu/oc-out" -q
 expect_status gpu_own_comm_x4 0
 expect_in gpu_own_comm_x4 err "warning: model \"oc\" ran communication of its own"
 expect_in gpu_own_comm_x4 err "a world of 2"
+# A traced model records its gradients' sizes, not their shapes: PowerSGD
+# compresses none of them, and stderr says so; fp16 alone says nothing.
+sed 's/ddp = { backend = "nccl";/ddp = { backend = "nccl"; compression = ["none", "fp16", "powersgd:2"];/' \
+  "$work/gpu/oc-job.cfg" >"$work/gpu/oc-psgd.cfg"
+run gpu_psgd simulate "$work/gpu/oc-psgd.cfg" -o "$work/gpu/oc-out" -q
+expect_status gpu_psgd 0
+expect_in gpu_psgd err "warning: model \"oc\" records no tensor's shape (rows), so PowerSGD"
+sed 's/"powersgd:2"/"bf16"/' "$work/gpu/oc-psgd.cfg" >"$work/gpu/oc-half.cfg"
+run gpu_half simulate "$work/gpu/oc-half.cfg" -o "$work/gpu/oc-out" -q
+expect_status gpu_half 0
+checks=$((checks + 1))
+! grep -q "PowerSGD" "$work/gpu_half.err" || fail "gpu_half: a PowerSGD warning without PowerSGD"
+# Side work replays as measured, at the traced batch: a point of another
+# batch says so on stderr (its side streams' time is not predicted).
+sed 's/batch = \([0-9]*\);/batch = [\1, 1];/' "$work/gpu/oc-job.cfg" >"$work/gpu/oc-b1.cfg"
+run gpu_own_side_batch simulate "$work/gpu/oc-b1.cfg" -o "$work/gpu/oc-out" -q
+expect_status gpu_own_side_batch 0
+expect_in gpu_own_side_batch err "warning: model \"oc\" ran work of its own on side streams"
+expect_in gpu_own_side_batch err "at batch 1 (and any batch but"
 # advise says the same, once however many points it simulates.
 { cat "$work/gpu/oc-x4.cfg"; echo 'job = { samples = 100000.0; };'; } >"$work/gpu/oc-adv.cfg"
 sed -i 's/batch = \([0-9]*\);/batch = [\1, 4096];/' "$work/gpu/oc-adv.cfg"

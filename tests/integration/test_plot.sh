@@ -93,6 +93,16 @@ head -n 3 "$work/mtbf.csv" >"$work/one-mtbf.csv"
 run one_goodput plot goodput "$work/one-mtbf.csv" -o "$work/o7"
 check "one failure rate is drawn" [ -s "$work/o7/one-mtbf-m-goodput.png" ]
 
+# A fabric study has a point per fabric at each GPU count: the scaling plot
+# draws a curve per fabric, not one curve through all of them.
+printf '%s\n' model,nodes,gpus_per_node,gpus,network,backend,samples_per_s,scaling_eff,status,fabric \
+  m,1,8,8,n,nccl,100,1,ok,ft-1to1 m,2,8,16,n,nccl,190,0.95,ok,ft-1to1 \
+  m,1,8,8,n,nccl,99,0.99,ok,ft-3to1 m,2,8,16,n,nccl,180,0.9,ok,ft-3to1 >"$work/fab.csv"
+run fabric_scaling plot scaling "$work/fab.csv" -o "$work/o9"
+check "a fabric study's scaling plot is drawn" [ -s "$work/o9/fab-m-scaling.svg" ]
+check "it has a curve for one fabric" grep -q "n/nccl/ft-1to1" "$work/o9/fab-m-scaling.svg"
+check "and one for the other" grep -q "n/nccl/ft-3to1" "$work/o9/fab-m-scaling.svg"
+
 # Ranks are labelled by what they are: a study on a CPU profile (simulate
 # --plot, merge --plot, or plot --devices cpu) counts CPU ranks, a GPU
 # study GPUs.

@@ -1227,6 +1227,40 @@ static void test_jitter_functions(void) {
   CU_ASSERT(rel_err(sim_jitter_upper_quantile(CORE_JITTER_LOGNORMAL, ln, 0.5), exp(0.1)) < 1e-12);
 }
 
+/* first_bucket_mb = "cap": the first bucket takes each point's cap, as a
+ * PyTorch job that passes bucket_cap_mb gets it, so a sweep of the cap
+ * predicts what each cap given on its own (with the first bucket set to it)
+ * does. */
+static void test_first_bucket_cap(void) {
+  static const double caps[] = {5.0, 50.0};
+  static const char fmt[] = "profile = \"gpu-test.cfg\"; model = \"../../scenarios/models/resnet50.cfg\";\n"
+                            "training = { batch = 8; precision = \"fp32\"; };\n"
+                            "cluster = { nodes = 2; devices_per_node = 1; };\n"
+                            "networks = ( { name = \"n\"; gbps = 1.0; latency_us = 50.0; } );\n"
+                            "ddp = { backend = \"nccl\"; bucket_cap_mb = %s; first_bucket_mb = %s; };\n";
+  sim_scenario *swept = load(fmt, "[5.0, 50.0]", "\"cap\"");
+  CU_ASSERT_FATAL(swept != NULL);
+  CU_ASSERT_EQUAL(swept->first_bucket_mb, SIM_FIRST_BUCKET_CAP);
+  int differ = 0;
+  for (int k = 0; k < 2; k++) {
+    char cap[32];
+    snprintf(cap, sizeof cap, "%.1f", caps[k]);
+    sim_scenario *one = load(fmt, cap, cap), *dflt = load(fmt, cap, "1.0");
+    CU_ASSERT_FATAL(one != NULL && dflt != NULL);
+    sim_point_result a, b, c;
+    CU_ASSERT_FATAL(tu_run_point(swept, k, &a) == 0 && tu_run_point(one, 0, &b) == 0);
+    CU_ASSERT_FATAL(tu_run_point(dflt, 0, &c) == 0);
+    CU_ASSERT_EQUAL(a.pt.bucket_cap_mb, caps[k]);
+    CU_ASSERT_EQUAL(a.n_buckets, b.n_buckets);
+    CU_ASSERT_EQUAL(a.step_s, b.step_s);
+    differ |= a.n_buckets != c.n_buckets; /* the first bucket matters here */
+    sim_scenario_free(one);
+    sim_scenario_free(dflt);
+  }
+  CU_ASSERT(differ);
+  sim_scenario_free(swept);
+}
+
 void test_register(void) {
   CU_pSuite c = CU_add_suite("collective", NULL, NULL);
   CU_add_test(c, "closed form: nccl ring", test_closed_form_nccl_ring);
@@ -1258,4 +1292,5 @@ void test_register(void) {
   CU_add_test(s, "interference follows each bucket's rate", test_interference_follows_rate);
   CU_add_test(s, "timeout status and note", test_timeout);
   CU_add_test(s, "find_unused_parameters: the constructor's buckets", test_find_unused);
+  CU_add_test(s, "first_bucket_mb = \"cap\": each point's cap", test_first_bucket_cap);
 }

@@ -125,6 +125,9 @@ static void test_scenario_replays(void) {
   CU_ASSERT_EQUAL_FATAL(sim_predict_point(s, &p, e, NULL, 0, &r), 0);
   CU_ASSERT(fabs(r.step_s - 1265 * US) < 0.01 * 1265 * US);
   CU_ASSERT_EQUAL(r.n_buckets, 2); /* DDP's defaults give the trace's two buckets */
+  /* One node: the network is an assumed one, named for what it is, as the
+   * rows of more nodes will show it. */
+  CU_ASSERT_STRING_EQUAL(s->networks[0].name, "100GbE");
   sim_scenario_free(s);
   sim_engine_free(e);
 }
@@ -204,6 +207,9 @@ static void test_allreduce_fit_unsorted_sizes(void) {
   sim_point_result r;
   CU_ASSERT_EQUAL_FATAL(tu_run_point(sc, 0, &r), 0);
   CU_ASSERT_EQUAL(r.n_buckets, 3);
+  /* Its first bucket took the cap, as in a job that passed bucket_cap_mb:
+   * it follows the cap when the cap is edited. */
+  CU_ASSERT_EQUAL(sc->first_bucket_mb, SIM_FIRST_BUCKET_CAP);
   sim_scenario_free(sc);
 }
 
@@ -239,9 +245,77 @@ static void test_names_from_paths(void) {
   sim_scenario_free(sc);
 }
 
-/* --profile-base gives the traced GPU's roofs: a profile of a CPU or of
- * another GPU is refused, nothing written; one of the same GPU with other
- * memory (an A100 of 40 GB for the fixture's of 80) is taken. */
+/* text with every "Optimizer.step#SGD.step" named for class cls instead
+ * (malloc'd), or NULL. */
+static char *rename_optimizer(const char *text, const char *cls) {
+  static const char old[] = "Optimizer.step#SGD.step";
+  char name[64];
+  snprintf(name, sizeof name, "Optimizer.step#%s.step", cls);
+  size_t hits = 0;
+  for (const char *h = strstr(text, old); h; h = strstr(h + 1, old))
+    hits++;
+  char *out = malloc(strlen(text) + hits * strlen(name) + 1), *w = out;
+  for (const char *r = text, *h; out; r = h + sizeof old - 1) {
+    if (!(h = strstr(r, old))) {
+      strcpy(w, r);
+      break;
+    }
+    memcpy(w, r, (size_t)(h - r));
+    w += h - r;
+    w += sprintf(w, "%s", name);
+  }
+  return out;
+}
+
+/* The traced job's scenario of the fixture with its optimizer's class
+ * renamed to cls, loaded into *out, its text into *text (free both). */
+static int scenario_with_optimizer(const char *cls, sim_scenario **out, char **text) {
+  char trace[4200], model[4200], scen[4200], notes[4096] = "";
+  snprintf(trace, sizeof trace, "%s/fx-%s.json", dir, cls);
+  snprintf(model, sizeof model, "%s/fx-%s.cfg", dir, cls);
+  snprintf(scen, sizeof scen, "%s/fx-%s-job.cfg", dir, cls);
+  char *json = tu_read_file(FIXTURE, NULL), *renamed = json ? rename_optimizer(json, cls) : NULL;
+  int rc = renamed ? tu_write_file(trace, renamed) : -1;
+  free(json);
+  free(renamed);
+  core_model *m = rc ? NULL : tu_import_trace(trace, model);
+  if (!m)
+    return -1;
+  core_model_free(m);
+  if (cal_trace_scenario(model, scen, NULL, notes, sizeof notes) != 0 || sim_scenario_load_with(scen, NULL, out) != 0)
+    return -1;
+  *text = tu_read_file(scen, NULL);
+  return *text ? 0 : -1;
+}
+
+/* The traced job's scenario holds the optimizer the trace ran where its
+ * class tells it: an Adam (AdamW, FusedAdam) as "adam", for its two states
+ * a weight in mem_GB and a checkpoint; SGD, whose momentum its class does
+ * not tell, as the default, with a comment saying what to set. */
+static void test_optimizer_from_trace(void) {
+  static const char *const adams[] = {"AdamW", "FusedAdam"};
+  for (size_t i = 0; i < sizeof adams / sizeof *adams; i++) {
+    sim_scenario *s = NULL;
+    char *text = NULL;
+    CU_ASSERT_EQUAL_FATAL(scenario_with_optimizer(adams[i], &s, &text), 0);
+    CU_ASSERT_EQUAL(s->optimizer, SIM_OPT_ADAM);
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "optimizer = \"adam\";"));
+    sim_scenario_free(s);
+    free(text);
+  }
+  sim_scenario *s = NULL;
+  char *text = NULL;
+  CU_ASSERT_EQUAL_FATAL(scenario_with_optimizer("SGD", &s, &text), 0);
+  CU_ASSERT_EQUAL(s->optimizer, SIM_OPT_SGD);
+  CU_ASSERT_PTR_NOT_NULL(strstr(text, "\"sgd_momentum\""));
+  sim_scenario_free(s);
+  free(text);
+}
+
+/* --profile-base gives the traced GPU's roofs: a profile of a CPU, of
+ * another GPU or of another board of the same name (an A100 of 40 GB for
+ * the fixture's of 80, whose memory is slower) is refused, nothing written;
+ * one of the traced board is taken. */
 static void test_profile_base_of_traced_gpu(void) {
   char out[4200];
   snprintf(out, sizeof out, "%s/pbase.cfg", dir);
@@ -249,9 +323,13 @@ static void test_profile_base_of_traced_gpu(void) {
   static const struct {
     const char *profile, *want;
   } bad[] = {
-      {TU_SRC("scenarios/profiles/dgx-h100.cfg"), "is a profile of H100-SXM ('H100-SXM5-80GB'), but the trace ran on "
-                                                  "A100-SXM4-80GB ('NVIDIA A100-SXM4-80GB')"},
+      {TU_SRC("scenarios/profiles/dgx-h100.cfg"), "is a profile of H100-SXM ('H100-SXM5-80GB', 80 GB), but the trace "
+                                                  "ran on A100-SXM4-80GB ('NVIDIA A100-SXM4-80GB', 85.0 GB)"},
       {TU_DATA("cpu-test.cfg"), "is a profile of a CPU (device.kind = \"cpu\")"},
+      /* One name, another board: the 40 GB A100's 1,555 GB/s would stand
+       * for the traced 80 GB one's 2,039. */
+      {TU_SRC("scenarios/profiles/dgx-a100-40gb.cfg"),
+          "is a profile of A100-SXM4-40GB ('A100-SXM4-40GB', 40 GB), but the trace ran on A100-SXM4-80GB"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     cal_gpu_opts o = {.profile = bad[i].profile, .scenario = 1};
@@ -262,7 +340,7 @@ static void test_profile_base_of_traced_gpu(void) {
     }
     CU_ASSERT(access(out, F_OK) != 0);
   }
-  cal_gpu_opts o = {.profile = TU_SRC("scenarios/profiles/dgx-a100-40gb.cfg"), .scenario = 1};
+  cal_gpu_opts o = {.profile = TU_SRC("scenarios/profiles/dgx-a100.cfg"), .scenario = 1};
   CU_ASSERT_EQUAL(cal_import_gpu(traces, 1, &o, out, NULL, 0), 0);
   /* The traced job's profile measured its allreduce: imported, though its
    * base is a datasheet's (whose collectives take NCCL's protocols). */
@@ -283,6 +361,7 @@ void test_register(void) {
   CU_add_test(s, "buckets too few to fit a latency: NCCL's, said so", test_allreduce_latency_fallback);
   CU_add_test(s, "bucket sizes not rising: the line through their times", test_allreduce_fit_unsorted_sizes);
   CU_add_test(s, "names from -o and --scenario paths of any characters", test_names_from_paths);
+  CU_add_test(s, "the optimizer the trace ran, where its class tells it", test_optimizer_from_trace);
   CU_add_test(
       s, "--profile-base: a profile of the traced GPU, not a CPU or another GPU", test_profile_base_of_traced_gpu);
 }
