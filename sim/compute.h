@@ -56,9 +56,11 @@ typedef struct sim_compute_out {
 } sim_compute_out;
 
 /* Per-layer times of model m on profile pr at precision p, batch b and
- * optimizer o into out (fwd_s and bwd_s allocated by the caller). */
+ * optimizer o, its attention layers run by the kernel attn resolves to
+ * (sim_memfit_attention_math), into out (fwd_s and bwd_s allocated by the
+ * caller). */
 int sim_compute_layers(const core_model *m, const core_profile *pr, enum sim_precision p, double batch,
-    enum sim_optimizer o, sim_compute_out *out);
+    enum sim_optimizer o, enum sim_attention attn, sim_compute_out *out);
 
 /* Can every layer of m be costed at precision p on pr? CORE_EINVAL with a
  * message naming the model file, the layer and the key to add when not. */
