@@ -59,13 +59,13 @@ enum { MATH_FP32, MATH_TF32, MATH_HALF };
 typedef struct ctx {
   const core_model *m;
   const core_profile *pr;
-  double b;            /* batch */
-  enum core_prec cp;   /* GEMM precision */
-  int math, amp, half; /* math class; autocast; a model in half */
+  double b;                /* batch */
+  enum core_prec cp;       /* GEMM precision */
+  int math, amp, half;     /* math class; autocast; a model in half */
   enum sim_attention attn; /* training.attention */
-  double bw;           /* streaming bytes/s */
-  double *width;       /* [n_layers] bytes an element of each layer's output */
-  double dev;          /* this layer's device time so far */
+  double bw;               /* streaming bytes/s */
+  double *width;           /* [n_layers] bytes an element of each layer's output */
+  double dev;              /* this layer's device time so far */
   int kernels, casts;
 } ctx;
 
