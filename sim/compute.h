@@ -10,7 +10,10 @@
  * device's streaming bandwidth, plus the device's gap between kernels, and
  * never less than the shortest kernel. Where the profile gives its SM count
  * (device.sms), a conv or linear GEMM's rate also carries its shape's tile
- * and wave quantization relative to the sweep's GEMMs. Bytes are counted at the precision's
+ * and wave quantization relative to the sweep's GEMMs. An attention layer
+ * with heads whose training.attention resolves to math
+ * (sim_memfit_attention_math) runs unfused: fp32 batched GEMMs and passes
+ * over its seq^2 scores; otherwise fused. Bytes are counted at the precision's
  * width: under autocast (amp_*) GEMM inputs and outputs are half, the fp32
  * list (layer and group norm, the loss) and embeddings stay fp32, the rest
  * follow their inputs, and autocast's casts are kernels of their own; pure
