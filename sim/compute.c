@@ -1,5 +1,7 @@
 #include "compute.h"
 
+#include "sim/memfit.h"
+
 #include "core/err.h"
 
 #include <math.h>
@@ -57,12 +59,13 @@ enum { MATH_FP32, MATH_TF32, MATH_HALF };
 typedef struct ctx {
   const core_model *m;
   const core_profile *pr;
-  double b;            /* batch */
-  enum core_prec cp;   /* GEMM precision */
-  int math, amp, half; /* math class; autocast; a model in half */
-  double bw;           /* streaming bytes/s */
-  double *width;       /* [n_layers] bytes an element of each layer's output */
-  double dev;          /* this layer's device time so far */
+  double b;                /* batch */
+  enum core_prec cp;       /* GEMM precision */
+  int math, amp, half;     /* math class; autocast; a model in half */
+  enum sim_attention attn; /* training.attention */
+  double bw;               /* streaming bytes/s */
+  double *width;           /* [n_layers] bytes an element of each layer's output */
+  double dev;              /* this layer's device time so far */
   int kernels, casts;
 } ctx;
 
@@ -90,14 +93,15 @@ static double gemm_rate(const core_profile *pr, enum core_prec p, double flops, 
  * tile) and wave quantization (ceil(tiles / SMs) waves of one tile an SM),
  * as NVIDIA's Matrix Multiplication Background User's Guide describes them
  * (docs.nvidia.com/deeplearning/performance/dl-performance-matrix-multiplication).
- * A GEMM's share is the best over the tiles (cuBLAS's heuristics pick one). */
+ * A GEMM's share is the best over the tiles (cuBLAS's heuristics pick one).
+ * A batched GEMM of count outputs runs all their tiles in its waves. */
 static const double tiles[][2] = {{256, 128}, {128, 256}, {128, 128}, {256, 64}, {64, 256}, {128, 64}, {64, 128}};
 
-static double quantization(double M, double N, int sms) {
+static double quantization(double M, double N, double count, int sms) {
   double best = 0;
   for (size_t i = 0; i < sizeof tiles / sizeof *tiles; i++) {
-    double tm = ceil(M / tiles[i][0]), tn = ceil(N / tiles[i][1]), t = tm * tn;
-    double q = M * N / (t * tiles[i][0] * tiles[i][1]) * t / (ceil(t / sms) * sms);
+    double tm = ceil(M / tiles[i][0]), tn = ceil(N / tiles[i][1]), t = tm * tn, all = t * count;
+    double q = M * N / (t * tiles[i][0] * tiles[i][1]) * all / (ceil(all / sms) * sms);
     if (q > best)
       best = q;
   }
@@ -110,12 +114,13 @@ static double quantization(double M, double N, int sms) {
  * shape is not counted twice. M = 0: a GEMM split over its long reduction
  * (a weight's gradient; split-K, CUTLASS's media/docs/efficient_gemm.md),
  * which fills every SM. 1 without the profile's SM count or a shape. A
- * small K is memory-bound, which kern's bytes already charge. */
-static double shape_factor(const core_profile *pr, double M, double N, double ref) {
+ * small K is memory-bound, which kern's bytes already charge. count: the
+ * outputs of a batched GEMM (1 for a layer's). */
+static double shape_factor(const core_profile *pr, double M, double N, double count, double ref) {
   if (pr->sms <= 0 || !(ref >= 1) || !(M == 0 || (M >= 1 && N >= 1)))
     return 1;
   int ref_sms = pr->sweep_sms > 0 ? pr->sweep_sms : pr->sms;
-  return (M == 0 ? 1 : quantization(M, N, pr->sms)) / quantization(ref, ref, ref_sms);
+  return (M == 0 ? 1 : quantization(M, N, count, pr->sms)) / quantization(ref, ref, 1, ref_sms);
 }
 
 /* n kernels doing flops at rate and moving bytes at bw * eff. */
@@ -205,10 +210,10 @@ static void gemm_layer(ctx *c, int l, double *fwd, double *bwd) {
   double w = L->n_tensors > 0 ? (double)m->tensor_elems[L->first_tensor] * pw : 0;
   int nb = F > 0 ? (int)lround(Fb / F) : 0;
   gemm_shape(c, L, &M, &N, &K);
-  *fwd = kern(c, F, rate * shape_factor(c->pr, M, N, ref), in + out + w, 1, 1);
+  *fwd = kern(c, F, rate * shape_factor(c->pr, M, N, 1, ref), in + out + w, 1, 1);
   *bwd = 0;
   for (int k = 0; k < nb; k++) { /* the weight's gradient (split-K) also writes it; the input's, M x K */
-    double q = k == 0 ? shape_factor(c->pr, 0, 0, ref) : shape_factor(c->pr, M, K, ref);
+    double q = k == 0 ? shape_factor(c->pr, 0, 0, 1, ref) : shape_factor(c->pr, M, K, 1, ref);
     *bwd += kern(c, Fb / nb, rate * q, in + out + w + (k == 0 ? w : 0), 1, 1);
   }
   for (int t = 1; t < L->n_tensors; t++)
@@ -233,6 +238,75 @@ static void attention(ctx *c, int l, double *fwd, double *bwd) {
   double io = in_bytes(c, l, 1, &el) + elems(c, l) * c->width[l];
   *fwd = kern(c, F, rate, io, 1, 1);
   *bwd = kern(c, L->bwd_flops * c->b, rate, 2 * io, 1, 2);
+}
+
+/* Bytes a score of PyTorch's unfused (math) attention moves in its
+ * memory-bound kernels, all fp32 (_scaled_dot_product_attention_math in
+ * aten/src/ATen/native/transformers/attention.cpp computes in fp32 whatever
+ * its inputs' type). Forward, _safe_softmax: softmax reads and writes 4,
+ * eq(-inf) reads 4 and writes a 1-byte bool, all() reads that, where()
+ * reads 4 and writes 4. Dropout (native_dropout on a GPU) reads 4, writes 4
+ * and a 1-byte mask; its backward reads the gradient and the mask, writes
+ * 4. Softmax's backward (_softmax_backward_data, autograd's rule for
+ * _safe_softmax) reads the gradient and the output, writes 4. */
+#define SCORE_SOFTMAX_FWD_BYTES 22.0
+#define SCORE_SOFTMAX_FWD_KERNELS 4
+#define SCORE_DROPOUT_BYTES 9.0
+#define SCORE_SOFTMAX_BWD_BYTES 12.0
+
+/* A batched GEMM of math attention: flops over count outputs of M x N,
+ * moving bytes, at the profile's rate for its size and shape (the linear
+ * layers' share of the sweep; a small K is memory-bound, which its bytes
+ * charge). */
+static double score_gemm(ctx *c, enum core_prec p, double flops, double M, double N, double count, double bytes) {
+  int mc = math_of(p), shaped = c->pr->sms > 0;
+  double ref = 0, rate = gemm_rate(c->pr, p, flops, &ref) * (shaped ? eta_linear_shaped : eta_linear)[mc];
+  return kern(c, flops, rate * shape_factor(c->pr, M, N, count, ref), bytes, 1, 1);
+}
+
+/* Unfused attention (training.attention resolving to math), as
+ * _scaled_dot_product_attention_math runs it: half inputs cast to fp32;
+ * the query and the key scaled by sqrt(scale) each; both, and the value,
+ * copied contiguous by at::matmul, which cannot fold the batch and head
+ * dimensions of the projections' head-strided views; the batched GEMMs
+ * Q K^T (seq x seq outputs) and P V (seq x head_dim), one a head and
+ * sample, in fp32 (TF32 where matmuls allow it: the tf32 precision); the
+ * score passes above; the output cast back. Backward: the output's
+ * gradient cast, four GEMMs (dP, dV, dQ, dK), dropout's and softmax's
+ * backwards, the scales' backwards, the inputs' gradients cast back.
+ * Needs heads (and so seq_len); without them the layer is timed fused. */
+static void attention_math(ctx *c, int l, double *fwd, double *bwd) {
+  const core_layer *L = &c->m->layers[l];
+  enum core_prec p = c->cp == CORE_PREC_TF32 ? CORE_PREC_TF32 : CORE_PREC_FP32;
+  if (!c->pr->rate[p].present)
+    p = c->cp;
+  double S = L->seq_len, BH = c->b * L->heads, scores = BH * S * S, E = elems(c, l);
+  double G = L->fwd_flops * c->b / 2, d = L->fwd_flops / (4.0 * L->heads * S * S);
+  int drop = L->dropout > 0, half = c->width[l] < 4;
+  *fwd = *bwd = 0;
+  for (int k = 0; half && k < 3; k++)
+    *fwd += cast(c, E);
+  *fwd += kern(c, 0, 0, 2 * E * 8, 1, 2) + kern(c, 0, 0, 2 * E * 8, 1, 2); /* scale q and k; copy them */
+  *fwd += score_gemm(c, p, G, S, S, BH, 2 * E * 4 + scores * 4);
+  *fwd += kern(c, 0, 0, scores * SCORE_SOFTMAX_FWD_BYTES, 1, SCORE_SOFTMAX_FWD_KERNELS);
+  if (drop)
+    *fwd += kern(c, 0, 0, scores * SCORE_DROPOUT_BYTES, 1, 1);
+  *fwd += kern(c, 0, 0, E * 8, 1, 1); /* copy v */
+  *fwd += score_gemm(c, p, G, S, d, BH, scores * 4 + 2 * E * 4);
+  if (half)
+    *fwd += cast(c, E);
+  if (half)
+    *bwd += cast(c, E);
+  *bwd += score_gemm(c, p, G, S, S, BH, 2 * E * 4 + scores * 4); /* dP = dO V^T */
+  *bwd += score_gemm(c, p, G, S, d, BH, scores * 4 + 2 * E * 4); /* dV = P^T dO */
+  if (drop)
+    *bwd += kern(c, 0, 0, scores * SCORE_DROPOUT_BYTES, 1, 1);
+  *bwd += kern(c, 0, 0, scores * SCORE_SOFTMAX_BWD_BYTES, 1, 1);
+  *bwd += score_gemm(c, p, G, S, d, BH, scores * 4 + 2 * E * 4); /* dQ = dS K */
+  *bwd += score_gemm(c, p, G, S, d, BH, scores * 4 + 2 * E * 4); /* dK = dS^T Q */
+  *bwd += kern(c, 0, 0, 2 * E * 8, 1, 2);                        /* the scales' backwards */
+  for (int k = 0; half && k < 3; k++)
+    *bwd += cast(c, E);
 }
 
 /* Memory-bound layers. */
@@ -334,6 +408,8 @@ static void layer(ctx *c, int l, double *fwd, double *bwd) {
   }
   if (L->op == CORE_OP_CONV || L->op == CORE_OP_LINEAR)
     gemm_layer(c, l, fwd, bwd);
+  else if (L->op == CORE_OP_ATTENTION && L->heads > 0 && sim_memfit_attention_math(L, c->attn, 0))
+    attention_math(c, l, fwd, bwd);
   else if (L->op == CORE_OP_ATTENTION)
     attention(c, l, fwd, bwd);
   else
@@ -341,8 +417,8 @@ static void layer(ctx *c, int l, double *fwd, double *bwd) {
 }
 
 int sim_compute_layers(const core_model *m, const core_profile *pr, enum sim_precision p, double batch,
-    enum sim_optimizer o, sim_compute_out *out) {
-  ctx c = {.m = m, .pr = pr, .b = batch, .cp = sim_precision_compute(p)};
+    enum sim_optimizer o, enum sim_attention attn, sim_compute_out *out) {
+  ctx c = {.m = m, .pr = pr, .b = batch, .cp = sim_precision_compute(p), .attn = attn};
   c.math = math_of(c.cp);
   c.amp = p == SIM_PREC_AMP_FP16 || p == SIM_PREC_AMP_BF16;
   c.half = p == SIM_PREC_FP16 || p == SIM_PREC_BF16;

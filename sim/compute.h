@@ -10,7 +10,10 @@
  * device's streaming bandwidth, plus the device's gap between kernels, and
  * never less than the shortest kernel. Where the profile gives its SM count
  * (device.sms), a conv or linear GEMM's rate also carries its shape's tile
- * and wave quantization relative to the sweep's GEMMs. Bytes are counted at the precision's
+ * and wave quantization relative to the sweep's GEMMs. An attention layer
+ * with heads whose training.attention resolves to math
+ * (sim_memfit_attention_math) runs unfused: fp32 batched GEMMs and passes
+ * over its seq^2 scores; otherwise fused. Bytes are counted at the precision's
  * width: under autocast (amp_*) GEMM inputs and outputs are half, the fp32
  * list (layer and group norm, the loss) and embeddings stay fp32, the rest
  * follow their inputs, and autocast's casts are kernels of their own; pure
@@ -56,9 +59,11 @@ typedef struct sim_compute_out {
 } sim_compute_out;
 
 /* Per-layer times of model m on profile pr at precision p, batch b and
- * optimizer o into out (fwd_s and bwd_s allocated by the caller). */
+ * optimizer o, its attention layers run by the kernel attn resolves to
+ * (sim_memfit_attention_math), into out (fwd_s and bwd_s allocated by the
+ * caller). */
 int sim_compute_layers(const core_model *m, const core_profile *pr, enum sim_precision p, double batch,
-    enum sim_optimizer o, sim_compute_out *out);
+    enum sim_optimizer o, enum sim_attention attn, sim_compute_out *out);
 
 /* Can every layer of m be costed at precision p on pr? CORE_EINVAL with a
  * message naming the model file, the layer and the key to add when not. */

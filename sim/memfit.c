@@ -42,19 +42,22 @@ typedef struct saved_ctx {
   int cpu;
 } saved_ctx;
 
-/* Whether attention layer L runs unfused. Auto is PyTorch's choice in
- * scaled_dot_product_attention: on a GPU a fused kernel (flash for fp16 and
- * bf16, memory-efficient for fp32, both with dropout: use_flash_attention
- * and use_mem_efficient_attention in aten/src/ATen/native/transformers/
- * cuda/sdp_utils.cpp); on a CPU the fused flash kernel only without
- * dropout (use_flash_attention_cpp's check_for_dropout in
- * aten/src/ATen/native/transformers/sdp_utils_cpp.cpp), else the math
- * kernel. https://pytorch.org/docs/stable/generated/
+/* Auto is PyTorch's choice in scaled_dot_product_attention: on a GPU a
+ * fused kernel (flash for fp16 and bf16, memory-efficient for fp32, both
+ * with dropout: use_flash_attention and use_mem_efficient_attention in
+ * aten/src/ATen/native/transformers/cuda/sdp_utils.cpp); on a CPU the fused
+ * flash kernel only without dropout (use_flash_attention_cpp's
+ * check_for_dropout in aten/src/ATen/native/transformers/sdp_utils_cpp.cpp),
+ * else the math kernel. https://pytorch.org/docs/stable/generated/
  * torch.nn.functional.scaled_dot_product_attention.html */
+int sim_memfit_attention_math(const core_layer *L, enum sim_attention attn, int cpu) {
+  if (attn != SIM_ATTN_AUTO)
+    return attn == SIM_ATTN_MATH;
+  return cpu && L->dropout > 0;
+}
+
 static int attention_math(const core_layer *L, const saved_ctx *c) {
-  if (c->attn != SIM_ATTN_AUTO)
-    return c->attn == SIM_ATTN_MATH;
-  return c->cpu && L->dropout > 0;
+  return sim_memfit_attention_math(L, c->attn, c->cpu);
 }
 
 /* Bytes per sample attention layer L saves for backward besides its

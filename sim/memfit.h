@@ -100,6 +100,12 @@ void sim_memfit_estimate_shard(const core_model *m, enum sim_precision prec, int
  * torch/distributed/optim/zero_redundancy_optimizer.py). 1 for one rank. */
 double sim_memfit_zero_share(const core_model *m, int world);
 
+/* Whether attention layer L runs PyTorch's unfused math kernel under
+ * training.attention attn, on a CPU where cpu is nonzero: "math" always,
+ * "fused" never, "auto" on a CPU for a layer with dropout only. The
+ * compute model (sim/compute.h) times layers by the same answer. */
+int sim_memfit_attention_math(const core_layer *L, enum sim_attention attn, int cpu);
+
 /* The estimate for point p of scenario s. */
 void sim_memfit_point(const sim_scenario *s, const sim_point *p, sim_memfit *out);
 

@@ -359,7 +359,7 @@ static int layer_times(const sim_scenario *s, const sim_point *p, double *fwd, d
   if (sim_layer_cache_get(s->layer_cache, &k, fwd, bwd, opt))
     return 0;
   sim_compute_out c = {.fwd_s = fwd, .bwd_s = bwd};
-  int rc = sim_compute_layers(m, pr, p->precision, p->batch, s->optimizer, &c);
+  int rc = sim_compute_layers(m, pr, p->precision, p->batch, s->optimizer, s->attention, &c);
   if (rc != 0)
     return rc;
   if (c.optimizer_s >= 0)

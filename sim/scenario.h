@@ -48,7 +48,8 @@ enum sim_optimizer { SIM_OPT_SGD = 0, SIM_OPT_SGD_MOMENTUM, SIM_OPT_ADAM };
 /* Which kernel runs the attention layers (training.attention): "auto" is
  * PyTorch's scaled_dot_product_attention's own choice (sim/memfit.h);
  * "fused" a kernel that keeps no score matrices (flash, memory-efficient,
- * cuDNN); "math" the unfused composite one, which keeps them. */
+ * cuDNN); "math" the unfused composite one, which keeps them, for the
+ * memory estimate and on GPU profiles the layers' time (sim/compute.h). */
 enum sim_attention { SIM_ATTN_AUTO = 0, SIM_ATTN_FUSED, SIM_ATTN_MATH };
 
 /* DDP communication hooks (docs/cost-models.md, PyTorch's

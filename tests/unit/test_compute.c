@@ -65,14 +65,19 @@ typedef struct run {
   sim_compute_out o;
 } run;
 
-static run costs(
-    const core_model *m, const core_profile *p, enum sim_precision prec, double batch, enum sim_optimizer opt) {
+static run costs_attn(const core_model *m, const core_profile *p, enum sim_precision prec, double batch,
+    enum sim_optimizer opt, enum sim_attention attn) {
   run r;
   memset(&r, 0, sizeof r);
   r.o.fwd_s = r.fwd;
   r.o.bwd_s = r.bwd;
-  CU_ASSERT_EQUAL(sim_compute_layers(m, p, prec, batch, opt, &r.o), 0);
+  CU_ASSERT_EQUAL(sim_compute_layers(m, p, prec, batch, opt, attn, &r.o), 0);
   return r;
+}
+
+static run costs(
+    const core_model *m, const core_profile *p, enum sim_precision prec, double batch, enum sim_optimizer opt) {
+  return costs_attn(m, p, prec, batch, opt, SIM_ATTN_AUTO);
 }
 
 /* Big enough that gaps between kernels and the shortest kernel are noise. */
@@ -210,6 +215,91 @@ static void test_generic_rule(void) {
 }
 
 /* `inputs` must name layers listed before. */
+/* A BERT-large-like attention layer (16 heads of 64, seq tokens a sample:
+ * 4 seq^2 x 1024 FLOPs, seq x 1024 fp32 outputs) after its projection,
+ * with attention dropout drop ("0" or "0.1"), and heads given or not. */
+static core_model *bert_attention(int seq, const char *drop, int heads) {
+  char layers[1024];
+  double s = seq;
+  snprintf(layers, sizeof layers,
+      "{ name = \"qkv\"; kind = \"linear\"; params = [3145728]; fwd_flops = %.1f; act_bytes = %.1f; },\n"
+      "{ name = \"attn\"; kind = \"attention\"; fwd_flops = %.1f; act_bytes = %.1f; seq_len = %d; dropout = %s; %s }",
+      2 * s * 3145728, 3 * s * 4096, 4 * s * s * 1024, s * 4096, seq, drop, heads ? "heads = 16;" : "");
+  return model(layers);
+}
+
+/* Unfused attention (training.attention = "math") against fused for
+ * BERT-large's attention at 16 sequences of 512 tokens under bf16 autocast:
+ * its fp32 GEMMs and score passes take several times the fused kernels'
+ * time; doubling the tokens makes its time nearly 4 times as long (every
+ * score pass and GEMM grows with seq^2, only the copies and casts of the
+ * query, key and value with seq); fused and auto (fused on a GPU) cost the
+ * same to the bit. */
+static void test_math_attention(void) {
+  core_profile *p = profile("", "gpu");
+  core_model *m = bert_attention(512, "0.1", 1), *m2 = bert_attention(1024, "0.1", 1);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(m2);
+  run f = costs_attn(m, p, SIM_PREC_AMP_BF16, 16, SIM_OPT_SGD, SIM_ATTN_FUSED);
+  run a = costs_attn(m, p, SIM_PREC_AMP_BF16, 16, SIM_OPT_SGD, SIM_ATTN_AUTO);
+  run x = costs_attn(m, p, SIM_PREC_AMP_BF16, 16, SIM_OPT_SGD, SIM_ATTN_MATH);
+  run x2 = costs_attn(m2, p, SIM_PREC_AMP_BF16, 16, SIM_OPT_SGD, SIM_ATTN_MATH);
+  CU_ASSERT(memcmp(f.fwd, a.fwd, sizeof f.fwd) == 0 && memcmp(f.bwd, a.bwd, sizeof f.bwd) == 0);
+  CU_ASSERT(x.fwd[1] + x.bwd[1] > 3 * (f.fwd[1] + f.bwd[1]));
+  CU_ASSERT(x.fwd[0] == f.fwd[0] && x.bwd[0] == f.bwd[0]); /* the projection is not attention */
+  double grow = (x2.fwd[1] + x2.bwd[1]) / (x.fwd[1] + x.bwd[1]);
+  CU_ASSERT(grow > 3.7 && grow < 4.0);
+  core_model_free(m);
+  core_model_free(m2);
+  core_profile_free(p);
+}
+
+/* Attention dropout adds a pass of 9 bytes a score each way (native_dropout:
+ * fp32 in and out, a 1-byte mask; its backward the same) to unfused
+ * attention, at the streaming bandwidth (0.896 of the profile's 2000 GB/s;
+ * 16 x 16 x 512^2 scores), and nothing to fused attention. */
+static void test_math_attention_dropout(void) {
+  core_profile *p = profile("", "gpu");
+  core_model *d = bert_attention(512, "0.1", 1), *n = bert_attention(512, "0", 1);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(n);
+  run xd = costs_attn(d, p, SIM_PREC_FP32, 16, SIM_OPT_SGD, SIM_ATTN_MATH);
+  run xn = costs_attn(n, p, SIM_PREC_FP32, 16, SIM_OPT_SGD, SIM_ATTN_MATH);
+  run fd = costs_attn(d, p, SIM_PREC_FP32, 16, SIM_OPT_SGD, SIM_ATTN_FUSED);
+  run fn = costs_attn(n, p, SIM_PREC_FP32, 16, SIM_OPT_SGD, SIM_ATTN_FUSED);
+  double pass = 16.0 * 16 * 512 * 512 * 9 / (2000e9 * 0.896);
+  CU_ASSERT(REL(xd.fwd[1] - xn.fwd[1], pass, 1e-2));
+  CU_ASSERT(REL(xd.bwd[1] - xn.bwd[1], pass, 1e-2));
+  CU_ASSERT(fd.fwd[1] == fn.fwd[1] && fd.bwd[1] == fn.bwd[1]);
+  core_model_free(d);
+  core_model_free(n);
+  core_profile_free(p);
+}
+
+/* Where unfused attention has no score matrices to cost (a layer without
+ * heads), or the profile is a CPU's (the generic rule), "math" costs what
+ * "fused" does, to the bit. */
+static void test_math_attention_fallbacks(void) {
+  core_profile *g = profile("", "gpu"), *c = profile("", "cpu");
+  core_model *m = bert_attention(512, "0.1", 0), *h = bert_attention(512, "0.1", 1);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(h);
+  run x = costs_attn(m, g, SIM_PREC_FP32, 16, SIM_OPT_SGD, SIM_ATTN_MATH);
+  run f = costs_attn(m, g, SIM_PREC_FP32, 16, SIM_OPT_SGD, SIM_ATTN_FUSED);
+  run xc = costs_attn(h, c, SIM_PREC_FP32, 16, SIM_OPT_SGD, SIM_ATTN_MATH);
+  run fc = costs_attn(h, c, SIM_PREC_FP32, 16, SIM_OPT_SGD, SIM_ATTN_FUSED);
+  CU_ASSERT(memcmp(x.fwd, f.fwd, sizeof x.fwd) == 0 && memcmp(x.bwd, f.bwd, sizeof x.bwd) == 0);
+  CU_ASSERT(memcmp(xc.fwd, fc.fwd, sizeof xc.fwd) == 0 && memcmp(xc.bwd, fc.bwd, sizeof xc.bwd) == 0);
+  core_model_free(m);
+  core_model_free(h);
+  core_profile_free(g);
+  core_profile_free(c);
+}
+
 static void test_inputs_errors(void) {
   static const char *const bad[] = {"model = { name = \"m\"; layers = ( { name = \"a\"; kind = \"activation\"; inputs "
                                     "= [\"b\"]; fwd_flops = 0.0; },\n"
@@ -236,4 +326,7 @@ void test_register(void) {
   CU_add_test(s, "host-bound steps stretch", test_host_bound);
   CU_add_test(s, "the generic rule: CPUs, kind other", test_generic_rule);
   CU_add_test(s, "inputs name earlier layers", test_inputs_errors);
+  CU_add_test(s, "math attention: slower, seq^2", test_math_attention);
+  CU_add_test(s, "math attention: dropout's passes", test_math_attention_dropout);
+  CU_add_test(s, "math attention: fused where it cannot apply", test_math_attention_fallbacks);
 }

@@ -1,8 +1,10 @@
 /* Memory per GPU (sim/memfit): what an attention layer saves for backward
  * besides its output, fused and unfused, counted by hand on a small layer,
  * which kernel training.attention's "auto" picks on a CPU and a GPU, and
- * the model keys that give the score matrices' shape. */
+ * the model keys that give the score matrices' shape; and that a point's
+ * compute time (sim/predict, sim/compute) follows the same answer. */
 #include "sim/memfit.h"
+#include "sim/predict.h"
 #include "sim/scenario.h"
 
 #include "core/err.h"
@@ -115,7 +117,7 @@ static void test_peak(void) {
 /* BERT-large (24 layers, 16 heads, 512 tokens, attention dropout 0.1) on
  * the shipped CPU and GPU profiles, with training.attention given as
  * attention ("" for the default). */
-static double bert_attn(const char *profile, const char *backend, const char *attention) {
+static sim_scenario *bert_scenario(const char *profile, const char *backend, const char *attention) {
   char text[2048], key[64] = "";
   if (*attention)
     snprintf(key, sizeof key, "attention = \"%s\";", attention);
@@ -126,7 +128,11 @@ static double bert_attn(const char *profile, const char *backend, const char *at
       "networks = ( { name = \"n\"; gbps = 100.0; latency_us = 2.0; } );\n"
       "ddp = { backend = \"%s\"; };\nsimulation = { steps = 1; seed = 1; };\n",
       profile, key, backend);
-  sim_scenario *s = tu_load_string(text, TU_SRC("scenarios/inline-test.cfg"));
+  return tu_load_string(text, TU_SRC("scenarios/inline-test.cfg"));
+}
+
+static double bert_attn(const char *profile, const char *backend, const char *attention) {
+  sim_scenario *s = bert_scenario(profile, backend, attention);
   if (!s)
     return -1;
   sim_point p;
@@ -148,6 +154,34 @@ static void test_bert_large(void) {
   CU_ASSERT_DOUBLE_EQUAL(bert_attn("dgx-h100.cfg", "nccl", "math"), 24.0 * 9.0 * scores, 1e-3);
 }
 
+/* The point's compute time on the same scenarios: on the GPU profile "math"
+ * costs BERT-large's attention unfused, slower than fused (at one sequence
+ * the step is the host's to issue, and the math kernel issues 20 kernels a
+ * layer to fused attention's 3), "auto" resolves to fused as the memory
+ * estimate does; on the CPU profile every layer keeps the generic rule,
+ * whatever the key. */
+static double bert_compute(const char *profile, const char *backend, const char *attention) {
+  sim_scenario *s = bert_scenario(profile, backend, attention);
+  if (!s)
+    return -1;
+  sim_point p;
+  sim_scenario_point(s, 0, &p);
+  double t = sim_predict_compute_s(s, &p);
+  sim_scenario_free(s);
+  return t;
+}
+
+static void test_bert_large_time(void) {
+  double gf = bert_compute("dgx-h100.cfg", "nccl", "fused"), ga = bert_compute("dgx-h100.cfg", "nccl", "auto");
+  double gm = bert_compute("dgx-h100.cfg", "nccl", "math");
+  double cf = bert_compute("example-2core.cfg", "gloo", "fused"),
+         cm = bert_compute("example-2core.cfg", "gloo", "math");
+  CU_ASSERT(gf > 0 && cf > 0);
+  CU_ASSERT(ga == gf);
+  CU_ASSERT(gm > gf);
+  CU_ASSERT(cm == cf);
+}
+
 void test_register(void) {
   CU_pSuite s = CU_add_suite("memfit_attn", NULL, NULL);
   CU_add_test(s, "an attention layer's heads, seq_len and dropout", test_model_keys);
@@ -155,4 +189,5 @@ void test_register(void) {
   CU_add_test(s, "auto: fused on a GPU, math on a CPU with dropout", test_auto);
   CU_add_test(s, "the saved tensors in backward's peak", test_peak);
   CU_add_test(s, "BERT-large on a CPU and a GPU profile", test_bert_large);
+  CU_add_test(s, "BERT-large's compute time follows the same kernel", test_bert_large_time);
 }
