@@ -140,13 +140,14 @@ static void print_best(const sim_scenario *s, const sim_sweep *w, long last, FIL
       r->ckpt_block_s, r->job.mtti_s / 3600.0);
 }
 
-/* Under a table whose points did not all run: how many of each, past the
- * three notes printed. */
+/* Under a table whose points did not all run, when more than the three
+ * notes printed: how many of each in all. */
 static void print_overflow(int timeouts, int ooms, FILE *f) {
   if (timeouts)
-    fprintf(f, "(%d points would time out; see the status column)\n", timeouts);
+    fprintf(f, "(%d point%s would time out; see the status column)\n", timeouts, timeouts == 1 ? "" : "s");
   if (ooms)
-    fprintf(f, "(%d points would not fit in the GPUs' memory; see the mem_GB and status columns)\n", ooms);
+    fprintf(f, "(%d point%s would not fit in the GPUs' memory; see the mem_GB and status columns)\n", ooms,
+        ooms == 1 ? "" : "s");
 }
 
 /* A point's run: goodput, time to train, failures and waste, its cost. */
