@@ -276,9 +276,7 @@ static int replicate(job *j, double *m) {
 }
 
 /* Column k's numerator for a ratio metric, or -1 for a mean. */
-static int ratio_of(int k) {
-  return k == SIM_JOB_GOODPUT ? SIM_JOB_USEFUL_S : k == SIM_JOB_ETTR ? SIM_JOB_KEPT_S : -1;
-}
+static int ratio_of(int k) { return k == SIM_JOB_GOODPUT ? SIM_JOB_USEFUL_S : k == SIM_JOB_ETTR ? SIM_JOB_KEPT_S : -1; }
 
 /* The ratio of means R = mean(u) / mean(w) of a numerator column u and the
  * wall time w over n replications, and each replication's linearized value

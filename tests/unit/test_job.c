@@ -465,10 +465,11 @@ static void test_ratio_of_means(void) {
     CU_ASSERT_DOUBLE_EQUAL(h, delta_half(&r, k == SIM_JOB_GOODPUT ? SIM_JOB_USEFUL_S : SIM_JOB_KEPT_S), 1e-9 * h);
   }
   /* 8 times the replications: the interval about sqrt(8) = 2.8 times
-   * narrower, and it holds the smaller study's estimate's neighbourhood. */
+   * narrower, and the smaller study's interval holds the larger's estimate. */
   p.replications = 4000;
   CU_ASSERT_FATAL(sim_job_run(&p, eng, &big) == 0);
-  double h_small = r.hi[SIM_JOB_GOODPUT] - r.lo[SIM_JOB_GOODPUT], h_big = big.hi[SIM_JOB_GOODPUT] - big.lo[SIM_JOB_GOODPUT];
+  double h_small = r.hi[SIM_JOB_GOODPUT] - r.lo[SIM_JOB_GOODPUT],
+         h_big = big.hi[SIM_JOB_GOODPUT] - big.lo[SIM_JOB_GOODPUT];
   printf(", with %d replications %.4f [%.4f, %.4f]", big.replications, big.mean[SIM_JOB_GOODPUT],
       big.lo[SIM_JOB_GOODPUT], big.hi[SIM_JOB_GOODPUT]);
   CU_ASSERT(h_big < h_small / 2);
