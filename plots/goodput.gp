@@ -20,7 +20,7 @@ set key outside right top box
 set grid
 set logscale x 10
 set xlabel "checkpoint interval (s of training)"
-set ylabel "goodput (failure-free time / wall time)"
+set ylabel "goodput (failure-free time / wall time, all runs)"
 set yrange [0:1.0]
 set pointsize 0.9
 

@@ -137,7 +137,8 @@ typedef struct run_state {
  * has goodput ideal / t; one stopped at the cap the progress it saved over
  * the wall time so far, and its totals projected by ideal / done (kept at
  * the cap when it saved nothing). ettr: the wall time less checkpoint
- * stalls, lost work and downtime, over the wall time. */
+ * stalls, lost work and downtime, over the wall time. The ratios' parts are
+ * projected alike, so each part's ratio is the run's. */
 static void metrics(const run_state *st, double ideal, double *m) {
   double f = st->done > 0 ? ideal / st->done : 1.0;
   m[SIM_JOB_TIME_H] = st->t * f / 3600.0;
@@ -147,6 +148,9 @@ static void metrics(const run_state *st, double ideal, double *m) {
   m[SIM_JOB_WASTE_CKPT_H] = st->waste_ckpt * f / 3600.0;
   m[SIM_JOB_WASTE_LOST_H] = st->waste_lost * f / 3600.0;
   m[SIM_JOB_WASTE_RESTART_H] = st->downtime * f / 3600.0;
+  m[SIM_JOB_USEFUL_S] = st->done * f;
+  m[SIM_JOB_KEPT_S] = (st->t - st->waste_ckpt - st->waste_lost - st->downtime) * f;
+  m[SIM_JOB_WALL_S] = st->t * f;
 }
 
 /* The run reached the wall-time cap: checkpoints completed in the current
@@ -271,19 +275,54 @@ static int replicate(job *j, double *m) {
   }
 }
 
-/* Means and 95% intervals of the mean (Student t, n-1 degrees) of every
- * metric over the replications kept in r->reps. */
-static void summarize(sim_job_result *r) {
+/* Column k's numerator for a ratio metric, or -1 for a mean. */
+static int ratio_of(int k) { return k == SIM_JOB_GOODPUT ? SIM_JOB_USEFUL_S : k == SIM_JOB_ETTR ? SIM_JOB_KEPT_S : -1; }
+
+/* The ratio of means R = mean(u) / mean(w) of a numerator column u and the
+ * wall time w over n replications, and each replication's linearized value
+ * z_i = R + (u_i - R w_i) / mean(w) into z: mean(z) = R, and var(z) / n is
+ * the delta method's variance of R, (1/n) Var(u - R w) / mean(w)^2
+ * (Cochran, "Sampling Techniques", 3rd ed., Wiley 1977, sec. 6.3, the
+ * approximate variance of the ratio estimate, without the finite population
+ * correction: replications are independent draws). */
+static double linearize(const double *reps, int u, int n, double *z) {
+  const double *w = reps + SIM_JOB_WALL_S;
+  double mw = gsl_stats_mean(w, SIM_JOB_N_COLS, (size_t)n);
+  double r = gsl_stats_mean(reps + u, SIM_JOB_N_COLS, (size_t)n) / mw;
+  for (int i = 0; i < n; i++) {
+    const double *row = reps + (size_t)i * SIM_JOB_N_COLS;
+    z[i] = r + (row[u] - r * row[SIM_JOB_WALL_S]) / mw;
+  }
+  return r;
+}
+
+/* Half-width of the 95% interval (Student t, n - 1 degrees) of the mean
+ * of x[0], x[stride], ... about m; 0 for one value. */
+static double half_width(const double *x, size_t stride, int n, double m) {
+  return n > 1 ? gsl_cdf_tdist_Pinv(0.975, n - 1) * gsl_stats_sd_m(x, stride, (size_t)n, m) / sqrt(n) : 0;
+}
+
+/* Means (goodput, ettr: ratios of means) and 95% intervals of every metric
+ * over the replications kept in r->reps. */
+static int summarize(sim_job_result *r) {
   int n = r->replications;
+  double *z = malloc(sizeof *z * (size_t)n);
+  if (!z)
+    return core_err_set(CORE_ENOMEM, "out of memory for %d replications", n);
   for (int k = 0; k < SIM_JOB_N_METRICS; k++) {
-    const double *x = r->reps + k;
-    r->mean[k] = gsl_stats_mean(x, SIM_JOB_N_METRICS, (size_t)n);
-    double h =
-        n > 1 ? gsl_cdf_tdist_Pinv(0.975, n - 1) * gsl_stats_sd_m(x, SIM_JOB_N_METRICS, (size_t)n, r->mean[k]) / sqrt(n)
-              : 0;
+    double h;
+    if (ratio_of(k) >= 0) {
+      r->mean[k] = linearize(r->reps, ratio_of(k), n, z);
+      h = half_width(z, 1, n, gsl_stats_mean(z, 1, (size_t)n));
+    } else {
+      r->mean[k] = gsl_stats_mean(r->reps + k, SIM_JOB_N_COLS, (size_t)n);
+      h = half_width(r->reps + k, SIM_JOB_N_COLS, n, r->mean[k]);
+    }
     r->lo[k] = r->mean[k] - h;
     r->hi[k] = r->mean[k] + h;
   }
+  free(z);
+  return 0;
 }
 
 /* Replication i's generator: splitmix64 of the seed and its number, so
@@ -300,7 +339,7 @@ int sim_job_run(const sim_job_params *p, sim_engine *e, sim_job_result *r) {
   if (!(p->step_s > 0) || !(p->total_steps > 0) || p->nodes < 1 || p->replications < 1)
     return core_err_set(CORE_EINVAL, "job simulation needs a step time, steps, nodes and replications");
   int R = p->replications, rc = 0;
-  r->reps = malloc(sizeof *r->reps * (size_t)R * SIM_JOB_N_METRICS);
+  r->reps = malloc(sizeof *r->reps * (size_t)R * SIM_JOB_N_COLS);
   job j = {.p = p, .e = e, .rng = gsl_rng_alloc(gsl_rng_mt19937)};
   if (!r->reps || !j.rng) {
     rc = core_err_set(CORE_ENOMEM, "out of memory for %d replications", R);
@@ -312,8 +351,8 @@ int sim_job_run(const sim_job_params *p, sim_engine *e, sim_job_result *r) {
     seed_replication(j.rng, p->seed, p->first_rep + i);
     /* Zeroed: GCC's -O2 -Wmaybe-uninitialized cannot see that replicate
      * fills every metric when it returns 0. */
-    double *m = r->reps + (size_t)i * SIM_JOB_N_METRICS;
-    memset(m, 0, sizeof *m * SIM_JOB_N_METRICS);
+    double *m = r->reps + (size_t)i * SIM_JOB_N_COLS;
+    memset(m, 0, sizeof *m * SIM_JOB_N_COLS);
     rc = replicate(&j, m);
     if (rc < 0)
       goto out;
@@ -327,7 +366,8 @@ int sim_job_run(const sim_job_params *p, sim_engine *e, sim_job_result *r) {
     r->stalled += rc == 2;
     rc = 0;
   }
-  summarize(r);
+  if ((rc = summarize(r)) != 0)
+    goto out;
   r->mtti_s = sim_job_mtti(p);
   r->young_s = isfinite(r->mtti_s) ? sim_job_young(p->ckpt_block_s, r->mtti_s) : NAN;
   r->daly_s = isfinite(r->mtti_s) ? sim_job_daly(p->ckpt_block_s, r->mtti_s) : NAN;
@@ -346,35 +386,42 @@ void sim_job_result_free(sim_job_result *r) {
 }
 
 int sim_job_merge(sim_job_result *into, sim_job_result *more) {
-  size_t n = (size_t)(into->replications + more->replications) * SIM_JOB_N_METRICS;
+  size_t n = (size_t)(into->replications + more->replications) * SIM_JOB_N_COLS;
   double *reps = realloc(into->reps, sizeof *reps * n);
   if (!reps) {
     sim_job_result_free(more);
-    return core_err_set(CORE_ENOMEM, "out of memory for %zu replications", n / SIM_JOB_N_METRICS);
+    return core_err_set(CORE_ENOMEM, "out of memory for %zu replications", n / SIM_JOB_N_COLS);
   }
-  memcpy(reps + (size_t)into->replications * SIM_JOB_N_METRICS, more->reps,
-      sizeof *reps * (size_t)more->replications * SIM_JOB_N_METRICS);
+  memcpy(reps + (size_t)into->replications * SIM_JOB_N_COLS, more->reps,
+      sizeof *reps * (size_t)more->replications * SIM_JOB_N_COLS);
   into->reps = reps;
   into->replications += more->replications;
   into->unfinished += more->unfinished;
   into->stalled += more->stalled;
   into->events += more->events;
   sim_job_result_free(more);
-  summarize(into);
-  return 0;
+  return summarize(into);
 }
 
 int sim_job_paired(const sim_job_result *a, const sim_job_result *b, int k, double *mean, double *half) {
   int n = a->replications;
   if (n != b->replications || !a->reps || !b->reps || n < 2)
     return -1;
-  double *d = malloc(sizeof *d * (size_t)n);
+  double *d = malloc(sizeof *d * (size_t)n * 2);
   if (!d)
     return -1;
-  for (int i = 0; i < n; i++)
-    d[i] = a->reps[(size_t)i * SIM_JOB_N_METRICS + k] - b->reps[(size_t)i * SIM_JOB_N_METRICS + k];
-  *mean = gsl_stats_mean(d, 1, (size_t)n);
-  *half = gsl_cdf_tdist_Pinv(0.975, n - 1) * gsl_stats_sd_m(d, 1, (size_t)n, *mean) / sqrt(n);
+  if (ratio_of(k) >= 0) {
+    /* The difference of two ratios, linearized replication by replication. */
+    double *zb = d + n;
+    *mean = linearize(a->reps, ratio_of(k), n, d) - linearize(b->reps, ratio_of(k), n, zb);
+    for (int i = 0; i < n; i++)
+      d[i] -= zb[i];
+  } else {
+    for (int i = 0; i < n; i++)
+      d[i] = a->reps[(size_t)i * SIM_JOB_N_COLS + k] - b->reps[(size_t)i * SIM_JOB_N_COLS + k];
+    *mean = gsl_stats_mean(d, 1, (size_t)n);
+  }
+  *half = half_width(d, 1, n, gsl_stats_mean(d, 1, (size_t)n));
   free(d);
   return 0;
 }

@@ -72,7 +72,15 @@ typedef struct sim_job_params {
  * percentage of E2E wall time spent on consuming new data"). Kept training
  * is the failure-free time, so a finished run's ettr equals its goodput.
  * Then failures, and the hours lost to checkpoint stalls, lost work and
- * downtime. */
+ * downtime. Past these printed metrics each row keeps the seconds the two
+ * ratios are made of: the failure-free time trained, the kept training
+ * time, and the wall time (projected alike for an unfinished run).
+ *
+ * Over the replications, time, failures and waste are means; goodput and
+ * ettr are ratios of means (total useful time over total wall time), so
+ * that goodput x time_to_train_h is the mean failure-free time trained: the
+ * fraction of the machine's time that trained, not the mean of the runs'
+ * fractions, which long runs would weigh no more than short ones. */
 enum {
   SIM_JOB_TIME_H = 0,
   SIM_JOB_GOODPUT,
@@ -81,10 +89,14 @@ enum {
   SIM_JOB_WASTE_CKPT_H,
   SIM_JOB_WASTE_LOST_H,
   SIM_JOB_WASTE_RESTART_H,
-  SIM_JOB_N_METRICS
+  SIM_JOB_N_METRICS,
+  SIM_JOB_USEFUL_S = SIM_JOB_N_METRICS, /* goodput's numerator */
+  SIM_JOB_KEPT_S,                       /* ettr's numerator */
+  SIM_JOB_WALL_S,                       /* both ratios' denominator */
+  SIM_JOB_N_COLS
 };
 
-/* Every replication's metrics are kept (reps, one row of SIM_JOB_N_METRICS
+/* Every replication's metrics are kept (reps, one row of SIM_JOB_N_COLS
  * per replication, in replication order) so that more replications can be
  * added to a point and points compared replication by replication: the
  * same replication number draws the same failures in every point seeded
@@ -97,6 +109,8 @@ enum {
  * progress at all (stalled) cannot be projected and keeps its values at the
  * cap, a lower bound. */
 typedef struct sim_job_result {
+  /* Means (goodput, ettr: ratios of means) and 95% confidence intervals
+   * (Student t, n - 1 degrees; the ratios' by the delta method). */
   double mean[SIM_JOB_N_METRICS], lo[SIM_JOB_N_METRICS], hi[SIM_JOB_N_METRICS];
   double mtti_s;          /* mean time between interruptions of the job */
   double young_s, daly_s; /* optimal checkpoint intervals, seconds of training */
@@ -105,7 +119,7 @@ typedef struct sim_job_result {
   int stalled;    /* of those, the ones that saved no progress before it */
   double cap_h;   /* the cap, hours of wall time */
   uint64_t events;
-  double *reps; /* replications x SIM_JOB_N_METRICS, malloc'd */
+  double *reps; /* replications x SIM_JOB_N_COLS, malloc'd */
 } sim_job_result;
 
 /* Young's interval sqrt(2 delta M); Daly's higher-order one (Daly 2006, as
@@ -124,9 +138,11 @@ void sim_job_result_free(sim_job_result *r);
 int sim_job_merge(sim_job_result *into, sim_job_result *more);
 
 /* Metric k of a and b compared replication by replication (the same
- * replication numbers, the same seeds: paired): the mean of a - b and the
- * half-width of its 95% confidence interval (Student t). Both need the same
- * replications; returns -1 otherwise. */
+ * replication numbers, the same seeds: paired): the difference of the two
+ * results' figures (means, or for goodput and ettr ratios of means) and the
+ * half-width of its 95% confidence interval (Student t; for the ratios over
+ * the replications' linearized differences, as sim_job_result's intervals).
+ * Both need the same replications; returns -1 otherwise. */
 int sim_job_paired(const sim_job_result *a, const sim_job_result *b, int k, double *mean, double *half);
 
 /* The work before it is done: the expected events of the whole Monte Carlo

@@ -2,8 +2,9 @@
  * ties — the best checkpoint interval of a group of points that differ only
  * in it, and the intervals that cannot be told from the best: each compared
  * with the best replication by replication over the same failures (common
- * random numbers: sim/jobpoint.h), by the 95% interval of the mean
- * difference in goodput. An interval whose difference interval holds zero
+ * random numbers: sim/jobpoint.h), by the 95% interval of the difference
+ * in goodput (ratios of means, their linearized terms paired run by run:
+ * sim_job_paired). An interval whose difference interval holds zero
  * is a tie; while such a difference is wider than the tolerance, more
  * replications could still tell them apart.
  */

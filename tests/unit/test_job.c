@@ -6,6 +6,8 @@
 #include "core/err.h"
 
 #include <CUnit/CUnit.h>
+#include <gsl/gsl_cdf.h>
+#include <gsl/gsl_statistics_double.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -220,6 +222,12 @@ static void test_scheduled_by_hand(void) {
   CU_ASSERT_DOUBLE_EQUAL(r.mean[SIM_JOB_WASTE_LOST_H] * 3600, 13.0, 1e-6);
   CU_ASSERT_DOUBLE_EQUAL(r.mean[SIM_JOB_WASTE_CKPT_H] * 3600, 18.0, 1e-6);
   CU_ASSERT_DOUBLE_EQUAL(r.mean[SIM_JOB_WASTE_RESTART_H] * 3600, 18.0, 1e-6);
+  /* Every run alike: goodput is the one run's (a measured run's to compare
+   * with), 100 s of training over 149 s, and ettr, 149 s less 13 lost, 18
+   * of checkpoints and 18 down, the same. */
+  CU_ASSERT_DOUBLE_EQUAL(r.mean[SIM_JOB_GOODPUT], 100.0 / 149.0, 1e-12);
+  CU_ASSERT_DOUBLE_EQUAL(r.mean[SIM_JOB_ETTR], 100.0 / 149.0, 1e-12);
+  CU_ASSERT_EQUAL(r.lo[SIM_JOB_GOODPUT], r.hi[SIM_JOB_GOODPUT]);
 }
 
 static void test_deterministic(void) {
@@ -324,7 +332,7 @@ static void test_unfinished_projected(void) {
   for (int k = 0; k < SIM_JOB_N_METRICS; k++)
     CU_ASSERT(isfinite(r.mean[k]) && isfinite(r.lo[k]) && isfinite(r.hi[k]));
   for (int i = 0; i < r.replications; i++) {
-    const double *m = r.reps + (size_t)i * SIM_JOB_N_METRICS;
+    const double *m = r.reps + (size_t)i * SIM_JOB_N_COLS;
     /* Projected: the time to train is the failure-free time at the rate of
      * progress, beyond the cap. */
     CU_ASSERT_DOUBLE_EQUAL(m[SIM_JOB_TIME_H] * 3600, ideal / m[SIM_JOB_GOODPUT], 1e-6 * ideal / m[SIM_JOB_GOODPUT]);
@@ -358,7 +366,7 @@ static void test_merge(void) {
   CU_ASSERT_FATAL(sim_job_merge(&a, &b) == 0);
   CU_ASSERT_EQUAL(a.replications, 100);
   CU_ASSERT_EQUAL(a.events, all.events);
-  CU_ASSERT(memcmp(a.reps, all.reps, sizeof *a.reps * 100 * SIM_JOB_N_METRICS) == 0);
+  CU_ASSERT(memcmp(a.reps, all.reps, sizeof *a.reps * 100 * SIM_JOB_N_COLS) == 0);
   for (int k = 0; k < SIM_JOB_N_METRICS; k++) {
     CU_ASSERT_DOUBLE_EQUAL(a.mean[k], all.mean[k], 1e-12 * fabs(all.mean[k]));
     CU_ASSERT_DOUBLE_EQUAL(a.hi[k], all.hi[k], 1e-12 * fabs(all.hi[k]));
@@ -392,6 +400,99 @@ static void test_paired(void) {
   sim_job_result_free(&c);
 }
 
+/* A small job whose runs are heavy-tailed: 16 nodes failing every 100 h
+ * each, no spares and a day's repair, so most 1.6 h runs finish at once and
+ * a few wait days for a node. */
+static sim_job_params heavy_tail(int replications) {
+  sim_job_params p = base();
+  p.total_steps = 1.6 * 3600;
+  p.nodes = 16;
+  p.node_mtbf_s = 100 * 3600.0;
+  p.mttr_s = 24 * 3600.0;
+  p.spares = 0;
+  p.every_steps = 600;
+  p.ckpt_block_s = 4;
+  p.replications = replications;
+  return p;
+}
+
+/* Half-width of the delta method's 95% interval of the ratio of column u's
+ * mean to the wall time's, computed here from its formula. */
+static double delta_half(const sim_job_result *r, int u) {
+  int n = r->replications;
+  double su = 0, sw = 0, d[4000];
+  CU_ASSERT_FATAL(n <= 4000);
+  for (int i = 0; i < n; i++) {
+    su += r->reps[(size_t)i * SIM_JOB_N_COLS + u];
+    sw += r->reps[(size_t)i * SIM_JOB_N_COLS + SIM_JOB_WALL_S];
+  }
+  double ratio = su / sw, mw = sw / n;
+  for (int i = 0; i < n; i++)
+    d[i] = r->reps[(size_t)i * SIM_JOB_N_COLS + u] - ratio * r->reps[(size_t)i * SIM_JOB_N_COLS + SIM_JOB_WALL_S];
+  return gsl_cdf_tdist_Pinv(0.975, n - 1) * gsl_stats_sd(d, 1, (size_t)n) / sqrt(n) / mw;
+}
+
+/* Goodput is the failure-free time trained over the wall time, totalled
+ * over the runs: times the time to train it gives the mean failure-free
+ * time trained, where the mean of the runs' own ratios (which a run of days
+ * weighs as little as one of hours) is far above it. ettr alike with the
+ * kept training time. Their intervals are the delta method's, hold the
+ * estimate and narrow with more replications. */
+static void test_ratio_of_means(void) {
+  sim_job_params p = heavy_tail(500);
+  sim_job_result r, big;
+  CU_ASSERT_FATAL(sim_job_run(&p, eng, &r) == 0);
+  int n = r.replications;
+  double ideal_h = p.total_steps * p.step_s / 3600, useful_h = 0, kept_h = 0, mean_of_ratios = 0;
+  for (int i = 0; i < n; i++) {
+    const double *m = r.reps + (size_t)i * SIM_JOB_N_COLS;
+    useful_h += m[SIM_JOB_USEFUL_S] / 3600 / n;
+    kept_h += m[SIM_JOB_KEPT_S] / 3600 / n;
+    mean_of_ratios += m[SIM_JOB_GOODPUT] / n;
+    CU_ASSERT_DOUBLE_EQUAL(m[SIM_JOB_WALL_S] / 3600, m[SIM_JOB_TIME_H], 1e-9 * m[SIM_JOB_TIME_H]);
+  }
+  double g = r.mean[SIM_JOB_GOODPUT], t = r.mean[SIM_JOB_TIME_H];
+  printf("\n    goodput %.4f [%.4f, %.4f], mean of ratios %.4f, time to train %.1f h, %d stalled", g,
+      r.lo[SIM_JOB_GOODPUT], r.hi[SIM_JOB_GOODPUT], mean_of_ratios, t, r.stalled);
+  CU_ASSERT(mean_of_ratios > 2 * g); /* the case tells them apart */
+  CU_ASSERT(fabs(ideal_h / mean_of_ratios - t) > 0.5 * t);
+  CU_ASSERT_DOUBLE_EQUAL(g * t, useful_h, 1e-9 * useful_h);
+  CU_ASSERT_DOUBLE_EQUAL(useful_h, ideal_h * (n - r.stalled) / n, 1e-9 * ideal_h);
+  CU_ASSERT_DOUBLE_EQUAL(r.mean[SIM_JOB_ETTR] * t, kept_h, 1e-9 * kept_h);
+  for (int k = SIM_JOB_GOODPUT; k <= SIM_JOB_ETTR; k++) {
+    double h = (r.hi[k] - r.lo[k]) / 2;
+    CU_ASSERT(r.lo[k] < r.mean[k] && r.mean[k] < r.hi[k]);
+    CU_ASSERT_DOUBLE_EQUAL(h, delta_half(&r, k == SIM_JOB_GOODPUT ? SIM_JOB_USEFUL_S : SIM_JOB_KEPT_S), 1e-9 * h);
+  }
+  /* 8 times the replications: the interval about sqrt(8) = 2.8 times
+   * narrower, and the smaller study's interval holds the larger's estimate. */
+  p.replications = 4000;
+  CU_ASSERT_FATAL(sim_job_run(&p, eng, &big) == 0);
+  double h_small = r.hi[SIM_JOB_GOODPUT] - r.lo[SIM_JOB_GOODPUT],
+         h_big = big.hi[SIM_JOB_GOODPUT] - big.lo[SIM_JOB_GOODPUT];
+  printf(", with %d replications %.4f [%.4f, %.4f]", big.replications, big.mean[SIM_JOB_GOODPUT],
+      big.lo[SIM_JOB_GOODPUT], big.hi[SIM_JOB_GOODPUT]);
+  CU_ASSERT(h_big < h_small / 2);
+  CU_ASSERT(r.lo[SIM_JOB_GOODPUT] < big.mean[SIM_JOB_GOODPUT] && big.mean[SIM_JOB_GOODPUT] < r.hi[SIM_JOB_GOODPUT]);
+  sim_job_result_free(&r);
+  sim_job_result_free(&big);
+}
+
+/* Without failures every run is the same: the ratio of means is the runs'
+ * ratio and its interval has no width, exactly. */
+static void test_ratio_without_failures(void) {
+  sim_job_params p = base();
+  p.dist = SIM_FAIL_NONE;
+  p.replications = 5;
+  sim_job_result r;
+  CU_ASSERT_FATAL(sim_job_run(&p, eng, &r) == 0);
+  CU_ASSERT_EQUAL(r.mean[SIM_JOB_GOODPUT], r.reps[SIM_JOB_GOODPUT]);
+  CU_ASSERT_EQUAL(r.mean[SIM_JOB_ETTR], r.reps[SIM_JOB_ETTR]);
+  CU_ASSERT_EQUAL(r.lo[SIM_JOB_GOODPUT], r.mean[SIM_JOB_GOODPUT]);
+  CU_ASSERT_EQUAL(r.hi[SIM_JOB_ETTR], r.mean[SIM_JOB_ETTR]);
+  sim_job_result_free(&r);
+}
+
 void test_register(void) {
   CU_pSuite s = CU_add_suite("job", setup, teardown);
   CU_add_test(s, "no failures: failure-free time plus checkpoints, exactly", test_no_failures_exact);
@@ -399,6 +500,8 @@ void test_register(void) {
   CU_add_test(s, "unfinished runs: projected from their progress, or stalled at the cap", test_unfinished_projected);
   CU_add_test(s, "more replications merge into the longer run", test_merge);
   CU_add_test(s, "paired comparison on common random numbers", test_paired);
+  CU_add_test(s, "goodput and ettr: ratios of means, delta-method intervals", test_ratio_of_means);
+  CU_add_test(s, "without failures the ratio is the runs' and exact", test_ratio_without_failures);
   CU_add_test(s, "failure count = wall time x N / MTBF", test_failure_count);
   CU_add_test(s, "waste agrees with the first-order formula", test_first_order_waste);
   CU_add_test(s, "best simulated interval is Daly's, within the sweep", test_best_interval_is_daly);
