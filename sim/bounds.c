@@ -80,10 +80,23 @@ static const config_setting_t *schedule_key(const sim_scenario *s) {
   return config_lookup(&s->cfg.cfg, "failures.at_steps");
 }
 
-/* The last scheduled failure comes in the middle of its step: past a job
- * of total steps unless it starts before total - 0.5. */
+/* A scheduled failure at step a comes in the middle of that step, after
+ * (a + 0.5) steps of progress (sim/job.c), and the job ends at its total
+ * steps first when they are equal: the last one happens only when it is
+ * below total - 0.5. */
 static double last_failure(const sim_job_cfg *j) { return j->at_steps[j->n_at_steps - 1]; }
 static int past_job(const sim_job_cfg *j, double total) { return !(last_failure(j) + 0.5 < total); }
+
+/* What to do about a job of total steps that ends before its last failure:
+ * at_steps below total - 0.5, or, when not even step 0's middle falls within
+ * the job, a longer job. longer: what makes the job longer. */
+static void what_to_do(double total, const char *longer, char *buf, size_t n) {
+  if (total > 0.5)
+    snprintf(buf, n, "give at_steps below %.10g (the job's steps - 0.5), or %s", total - 0.5, longer);
+  else
+    snprintf(buf, n, "the job ends before the middle of its first step, so no scheduled failure fits in it: give %s",
+        longer);
+}
 
 /* The largest value of a sweep of integers. */
 static long long largest(const long long *v, int n) {
@@ -93,18 +106,22 @@ static long long largest(const long long *v, int n) {
   return m;
 }
 
+#define MIDDLE "a scheduled failure comes in the middle of its step, at_steps + 0.5 steps into the job"
+
 int sim_bounds_schedule(const sim_scenario *s, const config_setting_t *root) {
   const sim_job_cfg *j = &s->job;
   const config_setting_t *k = schedule_key(s);
-  char w[4200];
+  char w[4200], todo[256];
   (void)root;
   if (!k)
     return 0;
-  if (j->steps > 0 && past_job(j, j->steps))
+  if (j->steps > 0 && past_job(j, j->steps)) {
+    what_to_do(j->steps, "a longer job", todo, sizeof todo);
     return core_err_set(CORE_EINVAL,
-        "%s: at_steps %.15g is past the job's last step (job.steps = %.15g runs steps 0 to %.15g), so that failure "
-        "would never happen; give steps below %.15g, or a longer job",
-        where(k, w), last_failure(j), j->steps, ceil(j->steps) - 1, j->steps);
+        "%s: at_steps %.15g is past the job's end: job.steps = %.15g, and " MIDDLE ", so that failure would never "
+        "happen; %s",
+        where(k, w), last_failure(j), j->steps, todo);
+  }
   if (!(j->samples > 0))
     return 0;
   long long b = largest(s->batch, s->n[SIM_DIM_BATCH]), g = largest(s->per_node, s->n[SIM_DIM_PER_NODE]),
@@ -112,16 +129,17 @@ int sim_bounds_schedule(const sim_scenario *s, const config_setting_t *root) {
   double steps = ceil(j->samples / ((double)n * g * b));
   if (!past_job(j, steps))
     return 0;
+  what_to_do(steps, "more samples", todo, sizeof todo);
   return core_err_set(CORE_EINVAL,
-      "%s: at_steps %.15g is past the job's last step at %lld nodes x %lld devices x batch %lld (job.samples = %.15g "
-      "is %.15g steps there, 0 to %.15g), so that failure would never happen; give steps below %.15g, or more samples",
-      where(k, w), last_failure(j), n, g, b, j->samples, steps, steps - 1, steps);
+      "%s: at_steps %.15g is past the job's end at %lld nodes x %lld devices x batch %lld: job.samples = %.15g is "
+      "%.15g steps there, and " MIDDLE ", so that failure would never happen; %s",
+      where(k, w), last_failure(j), n, g, b, j->samples, steps, todo);
 }
 
 int sim_bounds_schedule_point(const sim_scenario *s, const sim_point *p, double total_steps, double step_s) {
   const sim_job_cfg *j = &s->job;
   const config_setting_t *k = schedule_key(s);
-  char w[4200], length[256];
+  char w[4200], length[256], name[512], todo[256];
   if (!k || !past_job(j, total_steps))
     return 0;
   if (j->hours > 0)
@@ -129,9 +147,9 @@ int sim_bounds_schedule_point(const sim_scenario *s, const sim_point *p, double 
         total_steps);
   else
     snprintf(length, sizeof length, "its job is %.6g steps", total_steps);
+  sim_point_name(p, name, sizeof name);
+  what_to_do(total_steps, "a longer job", todo, sizeof todo);
   return core_err_set(CORE_EINVAL,
-      "%s: at_steps %.15g is past the job's last step at point %ld (model %s, %d x %d, batch %d): %s, so that failure "
-      "would never happen; give steps up to %.15g, or a longer job",
-      where(k, w), last_failure(j), p->index, p->model->name, p->nodes, p->per_node, p->batch, length,
-      ceil(total_steps - 0.5) - 1);
+      "%s: at_steps %.15g is past the job's end at %s: %s, and " MIDDLE ", so that failure would never happen; %s",
+      where(k, w), last_failure(j), name, length, todo);
 }

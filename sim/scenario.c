@@ -770,3 +770,8 @@ double sim_scenario_timeout(const sim_scenario *s, enum sim_backend b) {
     return s->timeout_s;
   return b == SIM_BACKEND_NCCL ? SIM_NCCL_TIMEOUT_S : SIM_GLOO_TIMEOUT_S;
 }
+
+void sim_point_name(const sim_point *p, char *buf, size_t n) {
+  snprintf(buf, n, "point %ld (model %s, %d x %d, batch %d, network %s, %s)", p->index, p->model->name, p->nodes,
+      p->per_node, p->batch, p->network->name, sim_backend_name(p->backend));
+}

@@ -180,6 +180,9 @@ long sim_scenario_points(const sim_scenario *s);
  * "weibull_scale_h"). */
 const char *sim_dim_column(const sim_scenario *s, enum sim_dim d);
 void sim_scenario_point(const sim_scenario *s, long index, sim_point *p);
+/* A point in messages, told apart from the others: "point 3 (model mlp,
+ * 2 x 1, batch 8, network 1GbE, gloo)" (nodes x devices per node). */
+void sim_point_name(const sim_point *p, char *buf, size_t n);
 
 /* Seconds after which the backend aborts a collective (scenario or default). */
 double sim_scenario_timeout(const sim_scenario *s, enum sim_backend b);
