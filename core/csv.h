@@ -54,9 +54,10 @@ typedef struct core_csv_table {
 } core_csv_table;
 
 /* Read an RFC 4180 file with libcsv: a quoted field may hold commas,
- * doubled quotes and line ends; CRLF, LF or a lone CR ends a record, and
- * the last may have none; spaces are part of a field; blank lines are
- * skipped. The first record is the header, and every row must have its
+ * doubled quotes and line ends; CRLF, LF or a lone CR ends a line and a
+ * record, and the last may have none; spaces are part of a field; blank
+ * lines are skipped; a UTF-8 byte order mark at the start is not part of
+ * the header. The first record is the header, and every row must have its
  * field count. Errors name file:line (and the column of a stray quote). */
 int core_csv_read(const char *path, core_csv_table *t);
 void core_csv_table_free(core_csv_table *t);
