@@ -172,6 +172,7 @@ void core_csv_table_free(core_csv_table *t) {
     free(t->rows[i]);
   }
   free(t->rows);
+  free(t->lines);
   memset(t, 0, sizeof *t);
 }
 
@@ -237,6 +238,7 @@ static int take_record(table_reader *r) {
   if (!t->cols) {
     t->cols = r->out;
     t->ncols = r->n;
+    t->line = r->start;
   } else if (r->n != t->ncols) {
     return core_err_set(CORE_EINVAL, "%s:%ld: %d fields, but the header has %d; fix or remove the row", r->path,
         r->start, r->n, t->ncols);
@@ -244,11 +246,15 @@ static int take_record(table_reader *r) {
     if (t->nrows == r->rows_cap) {
       long nc = r->rows_cap ? r->rows_cap * 2 : 64;
       char ***nr = realloc(t->rows, sizeof *nr * (size_t)nc);
-      if (!nr)
+      if (nr)
+        t->rows = nr;
+      long *nl = nr ? realloc(t->lines, sizeof *nl * (size_t)nc) : NULL;
+      if (!nl)
         return rd_nomem(r);
-      t->rows = nr;
+      t->lines = nl;
       r->rows_cap = nc;
     }
+    t->lines[t->nrows] = r->start;
     t->rows[t->nrows++] = r->out;
   }
   r->out = NULL;
@@ -429,6 +435,6 @@ int core_csv_col(const core_csv_table *t, const char *name) {
 int core_csv_require(const core_csv_table *t, const char *const names[]) {
   for (const char *const *n = names; *n; n++)
     if (core_csv_col(t, *n) < 0)
-      return core_err_set(CORE_EINVAL, "%s:1: no column '%s'; is this the right kind of CSV?", t->path, *n);
+      return core_err_set(CORE_EINVAL, "%s:%ld: no column '%s'; is this the right kind of CSV?", t->path, t->line, *n);
   return 0;
 }

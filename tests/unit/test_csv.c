@@ -239,7 +239,8 @@ static void test_cr_lines(void) {
   CU_ASSERT(msg_has("crshort.csv:4: 2 fields, but the header has 3"));
   CU_ASSERT_EQUAL_FATAL(read_text("crrows.csv", "name,x,t\ra,1,2\r\rb,3,4", &t), 0);
   CU_ASSERT_EQUAL_FATAL(t.nrows, 2);
-  CU_ASSERT_STRING_EQUAL(t.rows[1][0], "b");
+  CU_ASSERT_EQUAL(t.lines[0], 2);
+  CU_ASSERT_EQUAL(t.lines[1], 4);
   core_csv_table_free(&t);
   /* The CR of row 2's CRLF is the last byte of the first block of 64 KiB. */
   enum { BLOCK = 1 << 16 };
@@ -251,6 +252,23 @@ static void test_cr_lines(void) {
   snprintf(text + BLOCK - 1, sizeof text - (BLOCK - 1), "\r\nb,2\r\n");
   CU_ASSERT_EQUAL(read_text("split.csv", text, &t), CORE_EINVAL);
   CU_ASSERT(msg_has("split.csv:3: 2 fields, but the header has 3"));
+}
+
+/* Each row keeps the line it starts on, past blank lines and a quoted
+ * field over several lines; so does the header, which core_csv_require's
+ * message names. */
+static void test_row_lines(void) {
+  core_csv_table t;
+  CU_ASSERT_EQUAL_FATAL(read_text("lines.csv", "\nname,x,t\na,1,2\n\n\n\"b\nc\nd\",3,4\n\ne,5,6\n", &t), 0);
+  CU_ASSERT_EQUAL(t.line, 2);
+  CU_ASSERT_EQUAL_FATAL(t.nrows, 3);
+  CU_ASSERT_EQUAL(t.lines[0], 3);
+  CU_ASSERT_EQUAL(t.lines[1], 6);
+  CU_ASSERT_EQUAL(t.lines[2], 10);
+  static const char *const need[] = {"name", "y", NULL};
+  CU_ASSERT_EQUAL(core_csv_require(&t, need), CORE_EINVAL);
+  CU_ASSERT(msg_has("lines.csv:2: no column 'y'"));
+  core_csv_table_free(&t);
 }
 
 /* Excel's "CSV UTF-8" starts with a byte order mark: not part of the first
@@ -315,5 +333,6 @@ void test_register(void) {
   CU_add_test(s, "a ragged row, a stray or unclosed quote: refused at file:line", test_bad_rows);
   CU_add_test(s, "what is written reads back, a long field whole", test_round_trip);
   CU_add_test(s, "a lone CR ends a line: errors at the line and column an editor shows", test_cr_lines);
+  CU_add_test(s, "each row's starting line, past blank lines and quoted line ends", test_row_lines);
   CU_add_test(s, "a UTF-8 byte order mark at the start is skipped", test_bom);
 }
