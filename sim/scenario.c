@@ -251,8 +251,9 @@ static int parse_simulation(sim_scenario *s, const config_setting_t *root) {
   s->job.max_replications = (int)v;
   if ((rc = core_cfg_double(g, "tie_goodput", 0, SIM_DEFAULT_TIE_GOODPUT, 0, 1, &s->job.tie_goodput)) != 0 ||
       (rc = core_cfg_double(g, "max_events", 0, SIM_DEFAULT_MAX_EVENTS, 1e3, 1e15, &s->job.max_events)) != 0 ||
-      (rc = core_cfg_double(g, "max_points", 0, SIM_DEFAULT_MAX_POINTS, 1, 1e12, &s->max_points)) != 0)
+      (rc = core_cfg_int(g, "max_points", 0, SIM_DEFAULT_MAX_POINTS, 1, 1000000000000LL, &v)) != 0)
     return rc;
+  s->max_points = (double)v;
   s->job.max_events_key = config_setting_get_member(g, "max_events");
   s->max_points_key = config_setting_get_member(g, "max_points");
   return 0;

@@ -120,7 +120,7 @@ typedef struct sim_scenario {
   int steps;                    /* simulated steps per point */
   uint64_t seed;
   int every_rank;
-  double max_points;                      /* simulation.max_points: the study's points (sim/bounds.h) */
+  double max_points;                      /* simulation.max_points, a whole number: the study's points (sim/bounds.h) */
   const config_setting_t *max_points_key; /* NULL when not given; borrowed from the file */
   char csv_name[256];
   sim_job_cfg job;
@@ -197,7 +197,7 @@ double sim_scenario_timeout(const sim_scenario *s, enum sim_backend b);
 /* simulation.max_points by default: a million points, whose results alone
  * hold about 1.5 GB (one sim_point_result each) and whose CSV as many rows;
  * a bigger study is more often an array too many than one meant. */
-#define SIM_DEFAULT_MAX_POINTS 1e6
+#define SIM_DEFAULT_MAX_POINTS 1000000
 /* simulation.tie_goodput by default: goodputs closer than this are a tie
  * (0.1%: of a 54-day run, about an hour). */
 #define SIM_DEFAULT_TIE_GOODPUT 1e-3
