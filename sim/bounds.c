@@ -66,8 +66,9 @@ int sim_bounds_points(const sim_scenario *s, const config_setting_t *root) {
   if (s->max_points_key)
     snprintf(given, sizeof given, "%s", where(s->max_points_key, wh));
   return core_err_set(CORE_EINVAL,
-      "%s: this study has %s points (%s), over simulation.max_points = %.15g (%s); their results alone would take "
-      "about %s of memory. Check for an array you did not mean, or raise simulation.max_points (it bounds the whole "
+      "%s: this study has %s points (%s), over simulation.max_points = %.15g (%s); the whole study's results "
+      "alone (unsharded, or once merged) would take about %s of memory. Check for an array you did not mean, or raise "
+      "simulation.max_points (it bounds the whole "
       "study: --shard splits the work, not the points)",
       where(k ? k : root, wh), count, factors, s->max_points, given, mem);
 }

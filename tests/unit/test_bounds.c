@@ -75,6 +75,9 @@ static void test_points(void) {
   snprintf(given, sizeof given, "(%s:7)", NAME);
   CU_ASSERT(strstr(core_err_msg(), given) != NULL);
   CU_ASSERT(strstr(core_err_msg(), "raise simulation.max_points") != NULL);
+  /* The memory is the whole study's, whatever one shard holds. */
+  CU_ASSERT(
+      strstr(core_err_msg(), "the whole study's results alone (unsharded, or once merged) would take about") != NULL);
 }
 
 /* With job.samples the fewest steps are the largest global batch's:
