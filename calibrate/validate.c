@@ -18,8 +18,8 @@ static int number(const core_csv_table *t, long row, int col, double *out) {
   errno = 0;
   *out = strtod(t->rows[row][col], &end);
   if (errno || end == t->rows[row][col] || *end || !isfinite(*out))
-    return core_err_set(
-        CORE_EINVAL, "%s:%ld: column '%s' holds '%s', not a number", t->path, row + 2, t->cols[col], t->rows[row][col]);
+    return core_err_set(CORE_EINVAL, "%s:%ld: column '%s' holds '%s', not a number", t->path, t->lines[row],
+        t->cols[col], t->rows[row][col]);
   return 0;
 }
 
@@ -33,7 +33,7 @@ static int seconds(const core_csv_table *t, long row, int col, int positive, dou
     return core_err_set(CORE_EINVAL,
         "%s:%ld: column '%s' holds %s, not a time in seconds %s 0; a measured run has no such step, so check the file "
         "(or the tool that wrote it)",
-        t->path, row + 2, t->cols[col], t->rows[row][col], positive ? ">" : ">=");
+        t->path, t->lines[row], t->cols[col], t->rows[row][col], positive ? ">" : ">=");
   return 0;
 }
 
@@ -43,7 +43,7 @@ static int index_of(const core_csv_table *t, long row, int col, double *out) {
   if (rc)
     return rc;
   if (!(*out >= 0) || *out != floor(*out) || *out > 1e15)
-    return core_err_set(CORE_EINVAL, "%s:%ld: column '%s' holds %s, not a whole number >= 0", t->path, row + 2,
+    return core_err_set(CORE_EINVAL, "%s:%ld: column '%s' holds %s, not a whole number >= 0", t->path, t->lines[row],
         t->cols[col], t->rows[row][col]);
   return 0;
 }
@@ -105,7 +105,7 @@ static int read_csv(const char *path, long skip, measured *ms) {
       rc = core_err_set(CORE_EINVAL,
           "%s:%ld: column 'comm_s' is empty, but line %ld has a number there; leave it empty in every row (not "
           "measured) or in none",
-          t.path, (no_comm ? i : first_empty) + 2, (no_comm ? first_comm : i) + 2);
+          t.path, t.lines[no_comm ? i : first_empty], t.lines[no_comm ? first_comm : i]);
       goto out;
     }
     if ((rc = index_of(&t, i, c_step, &step)) != 0 || (rc = index_of(&t, i, c_rank, &rank)) != 0 ||

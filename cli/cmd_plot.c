@@ -89,7 +89,7 @@ static int distinct(const core_csv_table *t, int col, char *out, size_t n) {
     if (!cli_plot_plain_name(v))
       return core_err_set(CORE_EINVAL,
           "%s:%ld: '%s' holds a space or quote, which the plot scripts cannot label; rename it in the scenario",
-          t->path, i + 2, v);
+          t->path, t->lines[i], v);
     int w = snprintf(out + len, n - len, "%s%s", len ? " " : "", v);
     if (w < 0 || (size_t)w >= n - len)
       return core_err_set(CORE_EINVAL, "%s: too many distinct values in column '%s' to plot", t->path, t->cols[col]);
@@ -367,7 +367,7 @@ static int row_curve(const core_csv_table *t, long i, const int cols[], plot_job
   if (!cli_plot_plain_name(label))
     return core_err_set(CORE_EINVAL,
         "%s:%ld: '%s' holds a space or quote, which the plot scripts cannot label; rename it in the scenario", t->path,
-        i + 2, label);
+        t->lines[i], label);
   int curve = word_index(j->a, sizeof j->a, label, &added, j->csv);
   if (curve < 0 || !added)
     return curve;

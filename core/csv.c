@@ -172,6 +172,7 @@ void core_csv_table_free(core_csv_table *t) {
     free(t->rows[i]);
   }
   free(t->rows);
+  free(t->lines);
   memset(t, 0, sizeof *t);
 }
 
@@ -237,6 +238,7 @@ static int take_record(table_reader *r) {
   if (!t->cols) {
     t->cols = r->out;
     t->ncols = r->n;
+    t->line = r->start;
   } else if (r->n != t->ncols) {
     return core_err_set(CORE_EINVAL, "%s:%ld: %d fields, but the header has %d; fix or remove the row", r->path,
         r->start, r->n, t->ncols);
@@ -244,11 +246,15 @@ static int take_record(table_reader *r) {
     if (t->nrows == r->rows_cap) {
       long nc = r->rows_cap ? r->rows_cap * 2 : 64;
       char ***nr = realloc(t->rows, sizeof *nr * (size_t)nc);
-      if (!nr)
+      if (nr)
+        t->rows = nr;
+      long *nl = nr ? realloc(t->lines, sizeof *nl * (size_t)nc) : NULL;
+      if (!nl)
         return rd_nomem(r);
-      t->rows = nr;
+      t->lines = nl;
       r->rows_cap = nc;
     }
+    t->lines[t->nrows] = r->start;
     t->rows[t->nrows++] = r->out;
   }
   r->out = NULL;
@@ -268,7 +274,7 @@ static void on_record(int c, void *data) {
   r->n = r->cap = 0;
   r->fresh = 1;
   r->bytes = 0;
-  r->start = r->line; /* a record after a lone CR starts on this line */
+  r->start = r->line;
 }
 
 /* A piece made only of line ends: a blank line, no record's start. */
@@ -312,22 +318,56 @@ static int feed(table_reader *r, struct csv_parser *p, const char *s, size_t len
   return done < len ? parse_error(r, p, col + done + 1) : 0;
 }
 
+/* The first piece of s[0..len): up to and with its line end ('\n', "\r\n"
+ * or a lone '\r', all of which end a record), or all of s when no line ends
+ * in it; *ends: whether one does. A '\r' at s[len - 1] may be half of a
+ * "\r\n": it waits for the next block (returns before it) unless the file
+ * ends there (last). */
+static size_t piece(const char *s, size_t len, int last, int *ends) {
+  *ends = 1;
+  for (size_t i = 0; i < len; i++) {
+    if (s[i] == '\n')
+      return i + 1;
+    if (s[i] == '\r') {
+      if (i + 1 < len)
+        return s[i + 1] == '\n' ? i + 2 : i + 1;
+      *ends = last;
+      return last ? i + 1 : i;
+    }
+  }
+  *ends = 0;
+  return len;
+}
+
+/* The UTF-8 byte order mark that Excel's "CSV UTF-8" writes first: not
+ * part of the header's first name. */
+static size_t bom(const char *s, size_t len) { return len >= 3 && memcmp(s, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0; }
+
 /* Feed libcsv all of f, line by line, then end the last record. */
 static int feed_file(FILE *f, table_reader *r, struct csv_parser *p) {
   char *buf = malloc(READ_BLOCK);
   if (!buf)
     return rd_nomem(r);
-  size_t got, col = 0; /* col: bytes of the line fed before */
-  int rc = 0;
-  while (!rc && (got = fread(buf, 1, READ_BLOCK, f)) > 0) {
-    for (size_t at = 0; !rc && at < got;) {
-      const char *nl = memchr(buf + at, '\n', got - at);
-      size_t len = nl ? (size_t)(nl - (buf + at)) + 1 : got - at;
+  size_t have = 0, at = 0, col = 0; /* col: bytes of the line fed before */
+  int rc = 0, last = 0, first = 1;
+  while (!rc && !last) {
+    size_t got = fread(buf + have, 1, READ_BLOCK - have, f);
+    last = got < READ_BLOCK - have; /* fread is short only at the end or an error */
+    have += got;
+    at = first ? bom(buf, have) : 0;
+    first = 0;
+    while (!rc && at < have) {
+      int ends;
+      size_t len = piece(buf + at, have - at, last, &ends);
+      if (len == 0)
+        break;
       rc = feed(r, p, buf + at, len, col);
       at += len;
-      col = nl ? 0 : col + len;
-      r->line += nl != NULL;
+      col = ends ? 0 : col + len;
+      r->line += ends;
     }
+    memmove(buf, buf + at, have - at);
+    have -= at;
   }
   free(buf);
   if (!rc && ferror(f))
@@ -395,6 +435,6 @@ int core_csv_col(const core_csv_table *t, const char *name) {
 int core_csv_require(const core_csv_table *t, const char *const names[]) {
   for (const char *const *n = names; *n; n++)
     if (core_csv_col(t, *n) < 0)
-      return core_err_set(CORE_EINVAL, "%s:1: no column '%s'; is this the right kind of CSV?", t->path, *n);
+      return core_err_set(CORE_EINVAL, "%s:%ld: no column '%s'; is this the right kind of CSV?", t->path, t->line, *n);
   return 0;
 }

@@ -49,15 +49,19 @@ typedef struct core_csv_table {
   char path[4096];
   int ncols;
   char **cols;
+  long line; /* the header's line in the file */
   long nrows;
   char ***rows; /* rows[i][j] */
+  long *lines;  /* lines[i]: the line rows[i] starts on, for messages */
 } core_csv_table;
 
 /* Read an RFC 4180 file with libcsv: a quoted field may hold commas,
- * doubled quotes and line ends; CRLF, LF or a lone CR ends a record, and
- * the last may have none; spaces are part of a field; blank lines are
- * skipped. The first record is the header, and every row must have its
- * field count. Errors name file:line (and the column of a stray quote). */
+ * doubled quotes and line ends; CRLF, LF or a lone CR ends a line and a
+ * record, and the last may have none; spaces are part of a field; blank
+ * lines are skipped; a UTF-8 byte order mark at the start is not part of
+ * the header. The first record is the header, and every row must have its
+ * field count. Errors name file:line (and the column of a stray quote),
+ * and the table keeps each row's line for the caller's. */
 int core_csv_read(const char *path, core_csv_table *t);
 void core_csv_table_free(core_csv_table *t);
 /* Column index by name, or -1. */

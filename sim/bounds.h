@@ -25,7 +25,8 @@ int sim_bounds_schedule(const sim_scenario *s, const config_setting_t *root);
 
 /* The same for point p, whose job trains total_steps steps of step_s
  * seconds: a scheduled failure comes in the middle of its step, so one at
- * or after total_steps - 0.5 would never happen. */
+ * or after total_steps - 0.5 would never happen. A sweep passes its point
+ * with the fewest steps, so that one change of the scenario fixes all. */
 int sim_bounds_schedule_point(const sim_scenario *s, const sim_point *p, double total_steps, double step_s);
 
 #endif

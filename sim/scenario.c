@@ -251,8 +251,9 @@ static int parse_simulation(sim_scenario *s, const config_setting_t *root) {
   s->job.max_replications = (int)v;
   if ((rc = core_cfg_double(g, "tie_goodput", 0, SIM_DEFAULT_TIE_GOODPUT, 0, 1, &s->job.tie_goodput)) != 0 ||
       (rc = core_cfg_double(g, "max_events", 0, SIM_DEFAULT_MAX_EVENTS, 1e3, 1e15, &s->job.max_events)) != 0 ||
-      (rc = core_cfg_double(g, "max_points", 0, SIM_DEFAULT_MAX_POINTS, 1, 1e12, &s->max_points)) != 0)
+      (rc = core_cfg_int(g, "max_points", 0, SIM_DEFAULT_MAX_POINTS, 1, 1000000000000LL, &v)) != 0)
     return rc;
+  s->max_points = (double)v;
   s->job.max_events_key = config_setting_get_member(g, "max_events");
   s->max_points_key = config_setting_get_member(g, "max_points");
   return 0;
@@ -597,22 +598,21 @@ static int parse_job(sim_scenario *s, const config_setting_t *root) {
   return sim_jobcfg_parse(root, s->profile, s->profile_path, &s->job, &s->n[SIM_DIM_FAIL_RATE]);
 }
 
-/* No sweep holds a value twice (the named lists, networks and fabrics,
- * check their names where they are read). */
+/* No sweep holds a value twice, in either spelling of its key (the named
+ * lists, networks and fabrics, check their names where they are read). */
 static int check_repeats(sim_scenario *s, const config_setting_t *root) {
-  static const char *const keys[][2] = {{NULL, "model"}, {"training", "batch"}, {"training", "precision"},
-      {"cluster", "nodes"}, {"cluster", "devices_per_node"}, {"ddp", "backend"}, {"ddp", "algorithm"},
-      {"ddp", "bucket_cap_mb"}, {"ddp", "overlap"}, {"ddp", "find_unused_parameters"}, {"ddp", "compression"},
-      {"checkpoint", "every_s"}, {"checkpoint", "every_steps"}, {"checkpoint", "cost_s"}, {"checkpoint", "mode"},
-      {"failures", "mtbf_h"}, {"failures", "weibull_scale_h"}, {"failures", "weibull_shape"}, {"failures", "detect_s"},
-      {"failures", "mttr_h"}, {"failures", "restart_s"}, {"failures", "load_s"}, {"failures", "spares"}};
   int rc = 0;
-  (void)s;
-  for (size_t i = 0; !rc && i < sizeof keys / sizeof *keys; i++) {
-    const config_setting_t *g = keys[i][0] ? config_setting_get_member(root, keys[i][0]) : root;
-    if (g && config_setting_is_group(g))
-      rc = core_cfg_distinct(g, keys[i][1]);
-  }
+  for (int d = 0; !rc && d < SIM_N_DIMS; d++)
+    for (int other = 0; !rc && other < 2; other++) {
+      const char *path = sim_dim_path(s, (enum sim_dim)d, other), *dot = path ? strchr(path, '.') : NULL;
+      char group[64];
+      if (!path || d == SIM_DIM_NETWORK || d == SIM_DIM_FABRIC)
+        continue;
+      snprintf(group, sizeof group, "%.*s", dot ? (int)(dot - path) : 0, path);
+      const config_setting_t *g = dot ? config_setting_get_member(root, group) : root;
+      if (g && config_setting_is_group(g))
+        rc = core_cfg_distinct(g, dot ? dot + 1 : path);
+    }
   return rc;
 }
 
@@ -761,16 +761,22 @@ void sim_scenario_point(const sim_scenario *s, long index, sim_point *p) {
   p->step_crn_index = step_crn;
 }
 
-/* The dimension's key as the scenario names it ("nodes", "mtbf_h"). */
-static const char *dim_key(const sim_scenario *s, enum sim_dim d) {
-  static const char *const names[SIM_N_DIMS] = {"model", "network", "fabric", "backend", "algorithm", "precision",
-      "batch", "bucket_cap_mb", "overlap", "find_unused_parameters", "compression", "devices_per_node", "nodes",
-      "mtbf_h", "weibull_shape", "detect_s", "mttr_h", "restart_s", "load_s", "cost_s", "mode", "spares", "every_s"};
-  if (d == SIM_DIM_FAIL_RATE && s->job.fail_dist == SIM_FAIL_WEIBULL)
-    return "weibull_scale_h";
-  if (d == SIM_DIM_CKPT_EVERY && s->job.every_in_steps)
-    return "every_steps";
-  return (unsigned)d < SIM_N_DIMS ? names[d] : "?";
+const char *sim_dim_path(const sim_scenario *s, enum sim_dim d, int other) {
+  static const char *const paths[SIM_N_DIMS] = {"model", "networks", "fabric", "ddp.backend", "ddp.algorithm",
+      "training.precision", "training.batch", "ddp.bucket_cap_mb", "ddp.overlap", "ddp.find_unused_parameters",
+      "ddp.compression", "cluster.devices_per_node", "cluster.nodes", "failures.mtbf_h", "failures.weibull_shape",
+      "failures.detect_s", "failures.mttr_h", "failures.restart_s", "failures.load_s", "checkpoint.cost_s",
+      "checkpoint.mode", "failures.spares", "checkpoint.every_s"};
+  if ((unsigned)d >= SIM_N_DIMS)
+    return other ? NULL : "?";
+  const char *alt = d == SIM_DIM_FAIL_RATE    ? "failures.weibull_scale_h"
+                    : d == SIM_DIM_CKPT_EVERY ? "checkpoint.every_steps"
+                                              : NULL;
+  int uses_alt = (d == SIM_DIM_FAIL_RATE && s->job.fail_dist == SIM_FAIL_WEIBULL) ||
+                 (d == SIM_DIM_CKPT_EVERY && s->job.every_in_steps);
+  if (other)
+    return alt ? (uses_alt ? paths[d] : alt) : NULL;
+  return uses_alt ? alt : paths[d];
 }
 
 const char *sim_dim_column(const sim_scenario *s, enum sim_dim d) {
@@ -779,11 +785,19 @@ const char *sim_dim_column(const sim_scenario *s, enum sim_dim d) {
       NULL, "detect_s", "mttr_h", "restart_s", "load_s", "ckpt_s", "ckpt_mode", "spares", "ckpt_every_s"};
   if (d == SIM_DIM_CKPT_EVERY && s->job.every_in_steps)
     return "ckpt_every_steps";
-  return (unsigned)d < SIM_N_DIMS && names[d] ? names[d] : dim_key(s, d);
+  if ((unsigned)d < SIM_N_DIMS && names[d])
+    return names[d];
+  const char *path = sim_dim_path(s, d, 0), *dot = strchr(path, '.');
+  return dot ? dot + 1 : path;
 }
 
 double sim_scenario_timeout(const sim_scenario *s, enum sim_backend b) {
   if (s->timeout_s > 0)
     return s->timeout_s;
   return b == SIM_BACKEND_NCCL ? SIM_NCCL_TIMEOUT_S : SIM_GLOO_TIMEOUT_S;
+}
+
+void sim_point_name(const sim_point *p, char *buf, size_t n) {
+  snprintf(buf, n, "point %ld (model %s, %d x %d, batch %d, network %s, %s)", p->index, p->model->name, p->nodes,
+      p->per_node, p->batch, p->network->name, sim_backend_name(p->backend));
 }

@@ -125,7 +125,7 @@ typedef struct sim_scenario {
   int steps;                    /* simulated steps per point */
   uint64_t seed;
   int every_rank;
-  double max_points;                      /* simulation.max_points: the study's points (sim/bounds.h) */
+  double max_points;                      /* simulation.max_points, a whole number: the study's points (sim/bounds.h) */
   const config_setting_t *max_points_key; /* NULL when not given; borrowed from the file */
   char csv_name[256];
   sim_job_cfg job;
@@ -184,7 +184,15 @@ long sim_scenario_points(const sim_scenario *s);
  * dimensions, which have no column, by their scenario key ("mtbf_h",
  * "weibull_scale_h"). */
 const char *sim_dim_column(const sim_scenario *s, enum sim_dim d);
+/* The dimension's key with its group, as s spells it ("training.batch",
+ * "failures.weibull_scale_h" with Weibull failures, "checkpoint.every_steps"
+ * with checkpoints in steps); other = 1: the spelling s does not use, NULL
+ * for a dimension that has one only. */
+const char *sim_dim_path(const sim_scenario *s, enum sim_dim d, int other);
 void sim_scenario_point(const sim_scenario *s, long index, sim_point *p);
+/* A point in messages, told apart from the others: "point 3 (model mlp,
+ * 2 x 1, batch 8, network 1GbE, gloo)" (nodes x devices per node). */
+void sim_point_name(const sim_point *p, char *buf, size_t n);
 
 /* Seconds after which the backend aborts a collective (scenario or default). */
 double sim_scenario_timeout(const sim_scenario *s, enum sim_backend b);
@@ -199,7 +207,7 @@ double sim_scenario_timeout(const sim_scenario *s, enum sim_backend b);
 /* simulation.max_points by default: a million points, whose results alone
  * hold about 1.5 GB (one sim_point_result each) and whose CSV as many rows;
  * a bigger study is more often an array too many than one meant. */
-#define SIM_DEFAULT_MAX_POINTS 1e6
+#define SIM_DEFAULT_MAX_POINTS 1000000
 /* simulation.tie_goodput by default: goodputs closer than this are a tie
  * (0.1%: of a 54-day run, about an hour). */
 #define SIM_DEFAULT_TIE_GOODPUT 1e-3

@@ -1,5 +1,6 @@
 #include "sweep.h"
 
+#include "sim/bounds.h"
 #include "sim/jobpoint.h"
 #include "sim/shard.h"
 #include "sim/summary.h"
@@ -112,12 +113,6 @@ static void count_events(void *ctx, uint64_t events) {
   atomic_fetch_add(&pr->events, (unsigned long long)events);
 }
 
-/* A point in messages: "point 3 (model mlp, 2 x 1, network 1GbE, gloo)". */
-static void point_name(const sim_point *p, char *buf, size_t n) {
-  snprintf(buf, n, "point %ld (model %s, %d x %d, network %s, %s)", p->index, p->model->name, p->nodes, p->per_node,
-      p->network->name, sim_backend_name(p->backend));
-}
-
 /* The step level of point i. Points that differ only in job-level settings
  * share it: it is the step level of the first of them, whichever worker or
  * shard runs which point (its world seeds the step's random draws).
@@ -170,7 +165,7 @@ static int run_job(work *w, long i, sim_engine *e) {
     return rc;
   char msg[1024], wh[4200], name[512];
   snprintf(msg, sizeof msg, "%s", core_err_msg());
-  point_name(&r->pt, name, sizeof name);
+  sim_point_name(&r->pt, name, sizeof name);
   work_where(w->s, 0, wh, sizeof wh);
   return core_err_set(CORE_EINVAL,
       "%s: %s: %s (estimated %.2g events); raise simulation.max_events, or lower simulation.replications, the job's "
@@ -193,7 +188,7 @@ static void *worker(void *arg) {
     rc = w->phase == PHASE_STEP ? run_step(w, i, e, &last, &last_step) : run_job(w, i, e);
     if (rc) {
       char name[512];
-      point_name(&w->res[i].pt, name, sizeof name);
+      sim_point_name(&w->res[i].pt, name, sizeof name);
       if (w->phase == PHASE_STEP)
         core_err_wrap(rc, "%s", name);
       goto fail;
@@ -251,6 +246,23 @@ static void human_time(double s, char *buf, size_t n) {
     snprintf(buf, n, "%.3g days", s / 86400);
 }
 
+/* The scheduled failures within the steps of the point that has the fewest
+ * (sim/bounds.h): refused there, the fix serves every point. */
+static int check_schedule(const work *w) {
+  double fewest = INFINITY;
+  long at = -1;
+  for (long i = 0; i < w->n; i++) {
+    if (strcmp(w->res[i].status, "ok") != 0)
+      continue;
+    double steps = sim_jobpoint_steps(w->s, &w->res[i].pt, w->res[i].step_s);
+    if (steps < fewest) {
+      fewest = steps;
+      at = i;
+    }
+  }
+  return at < 0 ? 0 : sim_bounds_schedule_point(w->s, &w->res[at].pt, fewest, w->res[at].step_s);
+}
+
 /* The work of the job level, estimated from every point's parameters before
  * any Monte Carlo runs: a point over simulation.max_events fails the study
  * at once, at the key that sets the failure rate. A point that cannot run
@@ -261,6 +273,8 @@ static int check_work(work *w) {
   long at = 0;
   int worst_capped = 0, rc;
   sim_job_params jp, worst_jp;
+  if ((rc = check_schedule(w)) != 0)
+    return rc;
   for (long i = 0; i < w->n; i++) {
     int capped;
     w->estimate[i] = 0;
@@ -284,7 +298,7 @@ static int check_work(work *w) {
   human_time(total / JOB_EVENTS_PER_S, t_all, sizeof t_all);
   human_time(sim_job_mtti(&worst_jp), mtti, sizeof mtti);
   human_time(sim_job_recovery_s(&worst_jp), rec, sizeof rec);
-  point_name(&w->res[at].pt, name, sizeof name);
+  sim_point_name(&w->res[at].pt, name, sizeof name);
   work_where(s, 1, wh, sizeof wh);
   if (worst_capped)
     snprintf(capped, sizeof capped, ", so most runs would not finish within %g times their failure-free time",

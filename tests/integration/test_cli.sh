@@ -135,6 +135,19 @@ checks=$((checks + 1))
 [ "$(cat "$work/gpdata/front.csv")" = "$(printf 'time_to_train_h,cost_usd\n2,300\n10,100')" ] ||
   fail "plot_front_gaps: the front is $(cat "$work/gpdata/front.csv")"
 
+# A name the plot scripts cannot label is refused at the line the file has
+# it on, past a blank line and a quoted field over two lines.
+for bad in model network; do
+  m=m n=n
+  if [ $bad = model ]; then m="m x" want="m x"; else n="n x" want="n x/nccl"; fi
+  printf 'model,nodes,gpus_per_node,gpus,network,backend,samples_per_s,scaling_eff,status,note\nm,1,8,8,n,nccl,100,1,ok,a\n\nm,2,8,16,n,nccl,190,0.95,ok,"two\nlines"\n%s,4,8,32,%s,nccl,370,0.92,ok,c\n' \
+    "$m" "$n" >"$work/label-$bad.csv"
+  GP_KEEP="$work/gpdata" PATH="$work/fakegp:$PATH" run plot_label_$bad plot scaling "$work/label-$bad.csv"
+  expect_status plot_label_$bad 3
+  expect_in plot_label_$bad err "label-$bad.csv:6: '$want'"
+  expect_in plot_label_$bad err "holds a space or quote"
+done
+
 # The scaling plot tells apart every setting the study varies, not only the
 # network and backend: one curve per precision and batch here, each curve's
 # points in order of GPUs, the point that timed out left out.

@@ -7,6 +7,7 @@
 #include "sim/advise.h"
 #include "sim/memfit.h"
 
+#include "core/clock.h"
 #include "core/err.h"
 
 #include "simutil.h"
@@ -375,6 +376,50 @@ static void test_progress(void) {
   free(b);
 }
 
+/* Two configurations of one point each: a search that takes milliseconds. */
+#define SMALL                                                                                                          \
+  "name = \"small-plan\";\n"                                                                                           \
+  "profile = \"../../scenarios/profiles/dgx-h100.cfg\";\n"                                                             \
+  "model = \"../../scenarios/models/mlp.cfg\";\n"                                                                      \
+  "training = { batch = 64; precision = \"bf16\"; };\n"                                                                \
+  "cluster = { nodes = [1, 2]; devices_per_node = 8; };\n"                                                             \
+  "networks = ( { name = \"IB\"; gbps = 200.0; latency_us = 14.0; nics_per_node = 8; } );\n"                           \
+  "cost = { gpu_hour_usd = 2.0; };\n"                                                                                  \
+  "job = { samples = 2e8; };\n"                                                                                        \
+  "failures = { mtbf_h = 20.0; restart_s = 60.0; mttr_h = 2.0; };\n"                                                   \
+  "checkpoint = { every_s = 600.0; };\n"                                                                               \
+  "simulation = { steps = 2; replications = 2; };\n"                                                                   \
+  "advise = { minimize = \"cost_usd\"; };\n"
+
+/* The fastest of three searches with progress on (k = 1) or off, in s. */
+static double fastest_search(int k) {
+  double best = INFINITY;
+  for (int i = 0; i < 3; i++) {
+    sim_scenario *s = load(SMALL);
+    CU_ASSERT_FATAL(s != NULL);
+    sim_advise_opts o = {.jobs = 1, .progress = k, .progress_after_s = 1e9};
+    sim_advice a;
+    double t0 = core_now();
+    CU_ASSERT_FATAL(sim_advise_run(s, &o, &a) == 0);
+    best = fmin(best, core_now() - t0);
+    sim_advice_free(&a);
+    sim_scenario_free(s);
+  }
+  return best;
+}
+
+/* The end of the search wakes the progress thread at once: with progress
+ * on, a short search takes no poll's time (200 ms) longer than without. */
+static void test_progress_ends_at_once(void) {
+  double off = fastest_search(0), on = fastest_search(1);
+  if (!(off < 0.05))
+    fprintf(stderr, "\n  the search alone took %.3f s, too long to tell a poll apart", off);
+  CU_ASSERT(off < 0.05);
+  if (!(on < off + 0.1))
+    fprintf(stderr, "\n  %.3f s with progress, %.3f s without", on, off);
+  CU_ASSERT(on < off + 0.1);
+}
+
 void test_register(void) {
   CU_pSuite s = CU_add_suite("advise", suite_init, suite_clean);
   CU_add_test(s, "the search finds the exhaustive run's front and best", test_same_as_exhaustive);
@@ -386,4 +431,5 @@ void test_register(void) {
   CU_add_test(s, "objective = \"time\" or \"cost\" is minimize of its column", test_objective_words);
   CU_add_test(s, "points that do not fit in memory are not advised", test_no_fit_not_advised);
   CU_add_test(s, "progress on stderr changes nothing in the advice", test_progress);
+  CU_add_test(s, "the progress thread ends with the search, not a poll later", test_progress_ends_at_once);
 }

@@ -75,23 +75,55 @@ static void test_points(void) {
   snprintf(given, sizeof given, "(%s:7)", NAME);
   CU_ASSERT(strstr(core_err_msg(), given) != NULL);
   CU_ASSERT(strstr(core_err_msg(), "raise simulation.max_points") != NULL);
+  /* The memory is the whole study's, whatever one shard holds. */
+  CU_ASSERT(
+      strstr(core_err_msg(), "the whole study's results alone (unsharded, or once merged) would take about") != NULL);
 }
 
 /* With job.samples the fewest steps are the largest global batch's:
- * 160 samples over 2 x 1 x 8 are 10 steps, 0 to 9. */
+ * 160 samples over 2 x 1 x 8 are 10 steps; a failure comes in the middle
+ * of its step, so at_steps must be below 9.5. */
 static void test_schedule_samples(void) {
   sim_scenario *s = NULL;
-  CU_ASSERT(load(SCHEDULED("samples = 160.0;", "[2.0, 9.0]"), &s) == 0);
+  CU_ASSERT(load(SCHEDULED("samples = 160.0;", "[2.0, 9.4]"), &s) == 0);
   sim_scenario_free(s);
   s = NULL;
-  CU_ASSERT_EQUAL(load(SCHEDULED("samples = 160.0;", "[2.0, 10.0]"), &s), CORE_EINVAL);
+  CU_ASSERT_EQUAL(load(SCHEDULED("samples = 160.0;", "[2.0, 9.5]"), &s), CORE_EINVAL);
   CU_ASSERT(s == NULL);
-  CU_ASSERT(says(8, "at_steps 10 is past the job's last step at 2 nodes x 1 devices x batch 8 (job.samples = 160 is "
-                    "10 steps there, 0 to 9)"));
-  CU_ASSERT(strstr(core_err_msg(), "more samples") != NULL);
-  /* job.steps: the same, whatever the cluster. */
-  CU_ASSERT_EQUAL(load(SCHEDULED("steps = 10.0;", "[10.0]"), &s), CORE_EINVAL);
-  CU_ASSERT(says(8, "at_steps 10 is past the job's last step (job.steps = 10 runs steps 0 to 9)"));
+  CU_ASSERT(says(8, "at_steps 9.5 is past the job's end at 2 nodes x 1 devices x batch 8: job.samples = 160 is "
+                    "10 steps there"));
+  CU_ASSERT(strstr(core_err_msg(), "give at_steps below 9.5 (the job's steps - 0.5), or more samples") != NULL);
+}
+
+/* job.steps, whatever the cluster, fractional ones included: the limit the
+ * message names is the one the check applies. */
+static void test_schedule_steps(void) {
+  static const struct {
+    const char *steps, *at;
+    int ok;
+    const char *says;
+  } cases[] = {
+      {"steps = 10.0;", "[9.0]", 1, NULL},
+      {"steps = 10.0;", "[9.4999]", 1, NULL},
+      {"steps = 10.0;", "[9.5]", 0, "give at_steps below 9.5 (the job's steps - 0.5), or a longer job"},
+      {"steps = 10.0;", "[10.0]", 0, "give at_steps below 9.5"},
+      {"steps = 10.5;", "[9.9]", 1, NULL},
+      {"steps = 10.5;", "[10.0]", 0, "give at_steps below 10 (the job's steps - 0.5)"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    char text[2048];
+    sim_scenario *s = NULL;
+    snprintf(text, sizeof text, SCHEDULED("%s", "%s"), cases[i].steps, cases[i].at);
+    int rc = load(text, &s);
+    sim_scenario_free(s);
+    if (cases[i].ok) {
+      CU_ASSERT_EQUAL(rc, 0);
+      continue;
+    }
+    CU_ASSERT_EQUAL(rc, CORE_EINVAL);
+    CU_ASSERT(says(8, "is past the job's end: job.steps = "));
+    CU_ASSERT(says(8, cases[i].says));
+  }
 }
 
 static int sweep(const char *text, sim_sweep *w, double *step_s) {
@@ -106,9 +138,10 @@ static int sweep(const char *text, sim_sweep *w, double *step_s) {
   return rc;
 }
 
-/* With job.hours the steps are known once the step level ran: the last
- * step whose middle falls within the job is accepted, the next refused
- * before any Monte Carlo runs. */
+/* With job.hours the steps are known once the step level ran: a failure
+ * whose step's middle falls within the job is accepted, a later one
+ * refused before any Monte Carlo runs, at the point with the fewest steps
+ * whichever point fails first. */
 static void test_schedule_hours(void) {
   sim_sweep w;
   double step_s = 0;
@@ -116,29 +149,38 @@ static void test_schedule_hours(void) {
   CU_ASSERT(w.res[0].has_job && w.res[1].has_job);
   sim_sweep_free(&w);
   /* The slowest step's point has the fewest steps: point 1, two nodes. */
-  double last = ceil(0.01 * 3600.0 / step_s - 0.5) - 1;
+  double total = 0.01 * 3600.0 / step_s, last = ceil(total - 0.5) - 1;
   CU_ASSERT_FATAL(last > 2);
-  char text[2048], at[64];
+  char text[2048], at[64], part[512];
   snprintf(at, sizeof at, "[2.0, %.1f]", last);
   snprintf(text, sizeof text, SCHEDULED("hours = 0.01;", "%s"), at);
   CU_ASSERT(sweep(text, &w, NULL) == 0);
   sim_sweep_free(&w);
-  snprintf(at, sizeof at, "[2.0, %.1f]", last + 1);
-  snprintf(text, sizeof text, SCHEDULED("hours = 0.01;", "%s"), at);
+  /* Past every point's steps: point 0 fails first, point 1 is named. */
+  snprintf(text, sizeof text, SCHEDULED("hours = 0.01;", "%s"), "[2.0, 1e9]");
   CU_ASSERT_EQUAL(sweep(text, &w, NULL), CORE_EINVAL);
-  char part[256];
-  snprintf(part, sizeof part,
-      "at_steps %.15g is past the job's last step at point 1 (model mlp-small, 2 x 1, batch 8): "
-      "job.hours = 0.01 at its step time of",
-      last + 1);
-  CU_ASSERT(says(8, part));
-  snprintf(part, sizeof part, "give steps up to %.15g, or a longer job", last);
+  CU_ASSERT(says(8,
+      "at_steps 1000000000 is past the job's end at point 1 (model mlp-small, 2 x 1, batch 8, network 1GbE, gloo): "
+      "job.hours = 0.01 at its step time of"));
+  snprintf(part, sizeof part, "give at_steps below %.10g (the job's steps - 0.5), or a longer job", total - 0.5);
   CU_ASSERT(strstr(core_err_msg(), part) != NULL);
+}
+
+/* A job shorter than half a step has room for no scheduled failure: the
+ * message says so instead of naming a negative limit. */
+static void test_schedule_short(void) {
+  sim_sweep w;
+  CU_ASSERT_EQUAL(sweep(SCHEDULED("hours = 0.000001;", "[0.0]"), &w, NULL), CORE_EINVAL);
+  CU_ASSERT(says(8, "the job ends before the middle of its first step, so no scheduled failure fits in it: give a "
+                    "longer job"));
+  CU_ASSERT(strstr(core_err_msg(), "-1") == NULL);
 }
 
 void test_register(void) {
   CU_pSuite s = CU_add_suite("bounds", NULL, NULL);
   CU_add_test(s, "a study's points within simulation.max_points", test_points);
   CU_add_test(s, "scheduled failures within job.samples' and job.steps' steps", test_schedule_samples);
+  CU_add_test(s, "scheduled failures below job.steps - 0.5, fractional steps included", test_schedule_steps);
   CU_add_test(s, "scheduled failures within job.hours' steps, once the step time is known", test_schedule_hours);
+  CU_add_test(s, "a job shorter than half a step has room for no scheduled failure", test_schedule_short);
 }

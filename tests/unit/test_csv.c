@@ -228,6 +228,71 @@ static void test_bad_rows(void) {
   CU_ASSERT(msg_has("open.csv:3: a quoted field is not closed; add the closing \""));
 }
 
+/* A lone CR ends a line as well as a record: errors in a CR-only file
+ * name the line and column an editor shows, and a CRLF split between two
+ * blocks read counts once. */
+static void test_cr_lines(void) {
+  core_csv_table t;
+  CU_ASSERT_EQUAL(read_text("crstray.csv", "name,x,t\ra,1,2\rb,x\"y,3\r", &t), CORE_EINVAL);
+  CU_ASSERT(msg_has("crstray.csv:3:4: a quote inside a field"));
+  CU_ASSERT_EQUAL(read_text("crshort.csv", "name,x,t\r\ra,1,2\rb,3\r", &t), CORE_EINVAL);
+  CU_ASSERT(msg_has("crshort.csv:4: 2 fields, but the header has 3"));
+  CU_ASSERT_EQUAL_FATAL(read_text("crrows.csv", "name,x,t\ra,1,2\r\rb,3,4", &t), 0);
+  CU_ASSERT_EQUAL_FATAL(t.nrows, 2);
+  CU_ASSERT_EQUAL(t.lines[0], 2);
+  CU_ASSERT_EQUAL(t.lines[1], 4);
+  core_csv_table_free(&t);
+  /* The CR of row 2's CRLF is the last byte of the first block of 64 KiB. */
+  enum { BLOCK = 1 << 16 };
+  static char text[BLOCK + 64];
+  const char *head = "name,x,t\r\na,1,";
+  size_t n = strlen(head);
+  memcpy(text, head, n);
+  memset(text + n, 'y', BLOCK - 1 - n);
+  snprintf(text + BLOCK - 1, sizeof text - (BLOCK - 1), "\r\nb,2\r\n");
+  CU_ASSERT_EQUAL(read_text("split.csv", text, &t), CORE_EINVAL);
+  CU_ASSERT(msg_has("split.csv:3: 2 fields, but the header has 3"));
+}
+
+/* Each row keeps the line it starts on, past blank lines and a quoted
+ * field over several lines; so does the header, which core_csv_require's
+ * message names. */
+static void test_row_lines(void) {
+  core_csv_table t;
+  CU_ASSERT_EQUAL_FATAL(read_text("lines.csv", "\nname,x,t\na,1,2\n\n\n\"b\nc\nd\",3,4\n\ne,5,6\n", &t), 0);
+  CU_ASSERT_EQUAL(t.line, 2);
+  CU_ASSERT_EQUAL_FATAL(t.nrows, 3);
+  CU_ASSERT_EQUAL(t.lines[0], 3);
+  CU_ASSERT_EQUAL(t.lines[1], 6);
+  CU_ASSERT_EQUAL(t.lines[2], 10);
+  static const char *const need[] = {"name", "y", NULL};
+  CU_ASSERT_EQUAL(core_csv_require(&t, need), CORE_EINVAL);
+  CU_ASSERT(msg_has("lines.csv:2: no column 'y'"));
+  core_csv_table_free(&t);
+}
+
+/* Excel's "CSV UTF-8" starts with a byte order mark: not part of the first
+ * column's name, nor of a column number. */
+static void test_bom(void) {
+  core_csv_table t;
+  CU_ASSERT_EQUAL_FATAL(read_text("bom.csv", "\xEF\xBB\xBFname,x,t\r\na,1,2\r\n", &t), 0);
+  CU_ASSERT_STRING_EQUAL(t.cols[0], "name");
+  CU_ASSERT_EQUAL(core_csv_col(&t, "name"), 0);
+  CU_ASSERT_EQUAL(t.nrows, 1);
+  core_csv_table_free(&t);
+  CU_ASSERT_EQUAL(read_text("bomstray.csv", "\xEF\xBB\xBFn\"ame,x,t\n", &t), CORE_EINVAL);
+  CU_ASSERT(msg_has("bomstray.csv:1:2: a quote inside a field"));
+  /* Only at the start: elsewhere it is a field's text. */
+  CU_ASSERT_EQUAL_FATAL(read_text("bom2.csv",
+                            "name,x,t\n\xEF\xBB\xBF"
+                            "a,1,2\n",
+                            &t),
+      0);
+  CU_ASSERT_STRING_EQUAL(t.rows[0][0], "\xEF\xBB\xBF"
+                                       "a");
+  core_csv_table_free(&t);
+}
+
 /* What core_csv_str writes reads back as it was, and a field longer than
  * libcsv's first buffers (and than a block read at once) is whole. */
 static void test_round_trip(void) {
@@ -267,4 +332,7 @@ void test_register(void) {
   CU_add_test(s, "CRLF and LF, blank lines, no line end at the end", test_line_ends);
   CU_add_test(s, "a ragged row, a stray or unclosed quote: refused at file:line", test_bad_rows);
   CU_add_test(s, "what is written reads back, a long field whole", test_round_trip);
+  CU_add_test(s, "a lone CR ends a line: errors at the line and column an editor shows", test_cr_lines);
+  CU_add_test(s, "each row's starting line, past blank lines and quoted line ends", test_row_lines);
+  CU_add_test(s, "a UTF-8 byte order mark at the start is skipped", test_bom);
 }

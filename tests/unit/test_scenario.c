@@ -428,6 +428,46 @@ static void test_sweep_find_unused(void) {
   sim_scenario_free(s);
 }
 
+/* A dimension's key as the scenario spells it, and the spelling it does
+ * not use; a repeat is refused in either (every_steps, weibull_scale_h). */
+#define SPELLED(FAILURES, CHECKPOINT)                                                                                  \
+  "profile = \"gpu-test.cfg\"; model = \"../../scenarios/models/mlp.cfg\";\n"                                          \
+  "training = { batch = 8; }; cluster = { nodes = 2; devices_per_node = 1; };\n"                                       \
+  "networks = ( { name = \"a\"; gbps = 1.0; latency_us = 1.0; } );\n"                                                  \
+  "job = { steps = 1000.0; };\n"                                                                                       \
+  "failures = { " FAILURES " restart_s = 10.0; load_s = 1.0; };\n"                                                     \
+  "checkpoint = { " CHECKPOINT " cost_s = 1.0; };\n"
+
+static void test_dim_path(void) {
+  sim_scenario *s = tu_load_string(SPELLED("mtbf_h = 10.0;", "every_s = 600.0;"), TU_DATA("spelled.cfg"));
+  CU_ASSERT_FATAL(s != NULL);
+  CU_ASSERT_STRING_EQUAL(sim_dim_path(s, SIM_DIM_BATCH, 0), "training.batch");
+  CU_ASSERT_PTR_NULL(sim_dim_path(s, SIM_DIM_BATCH, 1));
+  CU_ASSERT_STRING_EQUAL(sim_dim_path(s, SIM_DIM_FAIL_RATE, 0), "failures.mtbf_h");
+  CU_ASSERT_STRING_EQUAL(sim_dim_path(s, SIM_DIM_FAIL_RATE, 1), "failures.weibull_scale_h");
+  CU_ASSERT_STRING_EQUAL(sim_dim_path(s, SIM_DIM_CKPT_EVERY, 0), "checkpoint.every_s");
+  CU_ASSERT_STRING_EQUAL(sim_dim_column(s, SIM_DIM_FAIL_RATE), "mtbf_h");
+  sim_scenario_free(s);
+  s = tu_load_string(
+      SPELLED("distribution = \"weibull\"; weibull_scale_h = 10.0; weibull_shape = 0.8;", "every_steps = 100.0;"),
+      TU_DATA("spelled.cfg"));
+  CU_ASSERT_FATAL(s != NULL);
+  CU_ASSERT_STRING_EQUAL(sim_dim_path(s, SIM_DIM_FAIL_RATE, 0), "failures.weibull_scale_h");
+  CU_ASSERT_STRING_EQUAL(sim_dim_path(s, SIM_DIM_FAIL_RATE, 1), "failures.mtbf_h");
+  CU_ASSERT_STRING_EQUAL(sim_dim_path(s, SIM_DIM_CKPT_EVERY, 0), "checkpoint.every_steps");
+  CU_ASSERT_STRING_EQUAL(sim_dim_path(s, SIM_DIM_CKPT_EVERY, 1), "checkpoint.every_s");
+  CU_ASSERT_STRING_EQUAL(sim_dim_column(s, SIM_DIM_FAIL_RATE), "weibull_scale_h");
+  sim_scenario_free(s);
+  s = NULL;
+  core_err_clear();
+  CU_ASSERT_EQUAL(sim_scenario_load_string(SPELLED("distribution = \"weibull\"; weibull_scale_h = [10.0, 10.0]; "
+                                                   "weibull_shape = 0.8;",
+                                               "every_steps = [100.0, 50.0, 100.0];"),
+                      TU_DATA("spelled.cfg"), &s),
+      CORE_EINVAL);
+  CU_ASSERT(strstr(core_err_msg(), "'weibull_scale_h' holds 10 twice") != NULL);
+}
+
 static void test_shipped_scenario_points(void) {
   /* gigabit-vs-ib.cfg: 2 models x 4 networks x 2 backends x 7 node counts. */
   sim_scenario *s = tu_load_file(TU_SRC("scenarios/gigabit-vs-ib.cfg"));
@@ -674,6 +714,7 @@ void test_register(void) {
   CU_add_test(s, "profile meta.source, and its default from the provenance", test_profile_source);
   CU_add_test(s, "sweep: Cartesian product, documented order", test_sweep_order_and_count);
   CU_add_test(s, "sweep: find_unused_parameters inside overlap", test_sweep_find_unused);
+  CU_add_test(s, "a dimension's key in the scenario's spelling and the other", test_dim_path);
   CU_add_test(s, "shipped scenarios load; gigabit-vs-ib has 112 points", test_shipped_scenario_points);
   CU_add_test(s, "scenario defaults", test_scenario_defaults);
   CU_add_test(s, "scenario explicit values", test_explicit_values);

@@ -243,6 +243,18 @@ static void test_broken_files(void) {
           "neg-rank.csv:2: column 'rank' holds -1, not a whole number >= 0", NULL},
       {"half-step.csv", HEADER "0,0,2.5,0.10,0.04,0.08,0.06\n", 0,
           "half-step.csv:2: column 'step' holds 2.5, not a whole number >= 0", NULL},
+      /* Lines as the file has them: past blank lines and a quoted field
+       * (attempt, not read) over two lines. */
+      {"blank-lines.csv", HEADER "\n0,0,0,0.10,0.04,0.08,0.06\n\n\n1,0,0,fast,0.06,0.08,0.07\n", 0,
+          "blank-lines.csv:6: column 'step_s' holds 'fast', not a number", NULL},
+      {"quoted-lines.csv", HEADER "0,\"0\n\",0,0.10,0.04,0.08,0.06\n1,0,0,-0.5,0.06,0.08,0.07\n", 0,
+          "quoted-lines.csv:4: column 'step_s' holds -0.5", NULL},
+      {"mixed-blank.csv", HEADER "0,0,0,0.10,0.04,0.08,0.06\n\n1,0,0,0.13,0.06,,0.07\n", 0,
+          "mixed-blank.csv:4: column 'comm_s' is empty, but line 2 has a number there", NULL},
+      {"mixed-quoted.csv", HEADER "0,\"0\n\n\",0,0.10,0.04,,0.06\n1,0,0,0.13,0.06,0.08,0.07\n", 0,
+          "mixed-quoted.csv:2: column 'comm_s' is empty, but line 5 has a number there", NULL},
+      {"neg-rank-late.csv", HEADER "0,0,0,0.10,0.04,0.08,0.06\n\n\n-1,0,0,0.10,0.04,0.08,0.06\n", 0,
+          "neg-rank-late.csv:5: column 'rank' holds -1", NULL},
   };
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
     expect_error(bad[i].name, bad[i].text, bad[i].skip, bad[i].want1, bad[i].want2);
