@@ -9,6 +9,7 @@
 #ifndef CORE_PROGRESS_H
 #define CORE_PROGRESS_H
 
+#include <pthread.h>
 #include <stdio.h>
 
 /* When commands start to report long work, in seconds. */
@@ -35,5 +36,26 @@ int core_progress_due(const core_progress *p, double now);
 void core_progress_line(core_progress *p, double now, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* The work is over: a terminal's rewritten line ends. */
 void core_progress_end(core_progress *p);
+
+/* A thread that calls tick(arg, now) about every CORE_PROGRESS_POLL_S until
+ * stopped; stopping wakes it at once, so the end of the work never waits
+ * for the rest of a poll. */
+#define CORE_PROGRESS_POLL_S 0.2
+
+typedef struct core_progress_ticker {
+  void (*tick)(void *arg, double now);
+  void *arg;
+  pthread_t th;
+  pthread_mutex_t lock;
+  pthread_cond_t wake; /* on CLOCK_MONOTONIC */
+  int stop;            /* under lock */
+  int on;              /* the thread runs */
+} core_progress_ticker;
+
+/* Start the thread; without one (it could not start) the work runs all the
+ * same and nothing is reported: t->on says which. */
+void core_progress_ticker_start(core_progress_ticker *t, void (*tick)(void *arg, double now), void *arg);
+/* Stop and join the thread, if it runs. */
+void core_progress_ticker_stop(core_progress_ticker *t);
 
 #endif

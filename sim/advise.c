@@ -502,78 +502,36 @@ static int search(adv *a, int jobs, plist *all, sim_advice *out) {
   return rc;
 }
 
-/* Progress on stderr (core/progress.h), from a thread of its own that
- * reads counters only: the advice is the same with it or without. It
- * waits on a condition between polls, so that the end wakes it at once
- * rather than after the rest of a poll. */
+/* Progress on stderr (core/progress.h), from a ticker thread that reads
+ * counters only: the advice is the same with it or without. */
 typedef struct reporter {
   adv *a;
-  pthread_t th;
-  pthread_mutex_t lock;
-  pthread_cond_t wake; /* on CLOCK_MONOTONIC */
-  int stop;            /* under lock */
   core_progress p;
-  int on;
+  core_progress_ticker t;
 } reporter;
 
-enum { REPORT_POLL_NS = 200 * 1000 * 1000 };
-
-static void *report(void *arg) {
+static void report(void *arg, double now) {
   reporter *r = arg;
-  pthread_mutex_lock(&r->lock);
-  while (!r->stop) {
-    double now = core_now();
-    if (core_progress_due(&r->p, now))
-      core_progress_line(&r->p, now, "advise: %ld of %ld configurations, %ld step settings simulated, %.0f s",
-          atomic_load(&r->a->groups_done), r->a->n_hw, atomic_load(&r->a->steps_run), now - r->p.t0);
-    struct timespec until;
-    clock_gettime(CLOCK_MONOTONIC, &until);
-    until.tv_nsec += REPORT_POLL_NS;
-    until.tv_sec += until.tv_nsec / 1000000000L;
-    until.tv_nsec %= 1000000000L;
-    pthread_cond_timedwait(&r->wake, &r->lock, &until);
-  }
-  pthread_mutex_unlock(&r->lock);
-  core_progress_end(&r->p);
-  return NULL;
+  if (core_progress_due(&r->p, now))
+    core_progress_line(&r->p, now, "advise: %ld of %ld configurations, %ld step settings simulated, %.0f s",
+        atomic_load(&r->a->groups_done), r->a->n_hw, atomic_load(&r->a->steps_run), now - r->p.t0);
 }
 
 /* The reporter's thread, when progress is asked for and it can start;
  * without it the search runs all the same. */
 static void report_start(reporter *r, adv *a, const sim_advise_opts *o) {
-  pthread_condattr_t ca;
   r->a = a;
-  r->stop = 0;
-  r->on = 0;
+  r->t.on = 0;
   core_progress_start(&r->p, 1, o->progress_after_s);
-  if (!o->progress || pthread_condattr_init(&ca) != 0)
-    return;
-  int made = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) == 0 && pthread_cond_init(&r->wake, &ca) == 0;
-  pthread_condattr_destroy(&ca);
-  if (!made)
-    return;
-  if (pthread_mutex_init(&r->lock, NULL) != 0)
-    goto undo_cond;
-  if (pthread_create(&r->th, NULL, report, r) != 0)
-    goto undo_lock;
-  r->on = 1;
-  return;
-undo_lock:
-  pthread_mutex_destroy(&r->lock);
-undo_cond:
-  pthread_cond_destroy(&r->wake);
+  if (o->progress)
+    core_progress_ticker_start(&r->t, report, r);
 }
 
 static void report_stop(reporter *r) {
-  if (!r->on)
+  if (!r->t.on)
     return;
-  pthread_mutex_lock(&r->lock);
-  r->stop = 1;
-  pthread_cond_signal(&r->wake);
-  pthread_mutex_unlock(&r->lock);
-  pthread_join(r->th, NULL);
-  pthread_mutex_destroy(&r->lock);
-  pthread_cond_destroy(&r->wake);
+  core_progress_ticker_stop(&r->t);
+  core_progress_end(&r->p);
 }
 
 int sim_advise_run(const sim_scenario *s, const sim_advise_opts *o, sim_advice *out) {

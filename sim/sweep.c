@@ -76,7 +76,6 @@ typedef struct progress {
   atomic_ullong events;        /* job-level events run */
   _Atomic double total_events; /* estimated, for the job phase */
   atomic_int phase;
-  atomic_int stop;
 } progress;
 
 typedef struct work {
@@ -323,8 +322,8 @@ void sim_sweep_free(sim_sweep *w) {
  * are the same with it or without. */
 typedef struct reporter {
   work *w;
-  pthread_t th;
   core_progress p;
+  core_progress_ticker t;
   double job_t0;
 } reporter;
 
@@ -347,19 +346,12 @@ static void report_line(reporter *r, double now) {
   core_progress_line(&r->p, now, "%s", line);
 }
 
-static void *report(void *arg) {
+static void report(void *arg, double now) {
   reporter *r = arg;
-  do {
-    double now = core_now();
-    if (atomic_load(&r->w->prog.phase) == PHASE_JOB && r->job_t0 == 0)
-      r->job_t0 = now;
-    if (core_progress_due(&r->p, now))
-      report_line(r, now);
-    struct timespec tick = {0, 200 * 1000 * 1000};
-    nanosleep(&tick, NULL);
-  } while (!atomic_load(&r->w->prog.stop));
-  core_progress_end(&r->p);
-  return NULL;
+  if (atomic_load(&r->w->prog.phase) == PHASE_JOB && r->job_t0 == 0)
+    r->job_t0 = now;
+  if (core_progress_due(&r->p, now))
+    report_line(r, now);
 }
 
 /* The end of the group of points starting at i (they differ only in the
@@ -400,15 +392,16 @@ static long ask_more(work *w) {
 static int run_phases(work *w, int jobs) {
   reporter r = {.w = w};
   core_progress_start(&r.p, 1, w->o->progress_after_s);
-  int reporting = w->o->progress && pthread_create(&r.th, NULL, report, &r) == 0;
+  if (w->o->progress)
+    core_progress_ticker_start(&r.t, report, &r);
   int rc = run_phase(w, PHASE_STEP, jobs);
   if (!rc && w->s->job.present && (rc = check_work(w)) == 0)
     rc = run_phase(w, PHASE_JOB, jobs);
   while (!rc && w->s->job.present && ask_more(w) > 0)
     rc = run_phase(w, PHASE_MORE, jobs);
-  if (reporting) {
-    atomic_store(&w->prog.stop, 1);
-    pthread_join(r.th, NULL);
+  if (r.t.on) {
+    core_progress_ticker_stop(&r.t);
+    core_progress_end(&r.p);
   }
   return rc;
 }

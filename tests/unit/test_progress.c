@@ -4,10 +4,14 @@
  * never when off. Times are given, not waited for. */
 #include "core/progress.h"
 
+#include "core/clock.h"
+
 #include <CUnit/CUnit.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdatomic.h>
+#include <time.h>
 
 /* What a test's progress wrote: a memory stream and its text. */
 typedef struct capture {
@@ -79,9 +83,32 @@ static void test_off_and_short(void) {
   capture_check(&c, "");
 }
 
+static void count_tick(void *arg, double now) {
+  (void)now;
+  atomic_fetch_add((atomic_int *)arg, 1);
+}
+
+/* The ticker calls its tick at once and again each poll, and stopping it
+ * right after a tick does not wait for the rest of that poll. */
+static void test_ticker(void) {
+  core_progress_ticker t;
+  atomic_int ticks = 0;
+  core_progress_ticker_start(&t, count_tick, &ticks);
+  CU_ASSERT_FATAL(t.on);
+  struct timespec ms = {0, 1000 * 1000};
+  while (atomic_load(&ticks) < 2)
+    nanosleep(&ms, NULL);
+  double t0 = core_now();
+  core_progress_ticker_stop(&t);
+  CU_ASSERT(core_now() - t0 < 0.75 * CORE_PROGRESS_POLL_S);
+  CU_ASSERT(!t.on);
+  core_progress_ticker_stop(&t); /* stopped: nothing to do */
+}
+
 void test_register(void) {
   CU_pSuite s = CU_add_suite("progress", NULL, NULL);
   CU_add_test(s, "a log: after the delay, then a line every CORE_PROGRESS_LINES_S", test_log);
   CU_add_test(s, "a terminal: one line rewritten every second, ended", test_terminal);
   CU_add_test(s, "off, or shorter than the delay: nothing", test_off_and_short);
+  CU_add_test(s, "the ticker: ticks every poll, stops at once", test_ticker);
 }
