@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -117,6 +118,23 @@ static void print_help(FILE *f) {
              "  6  validate: the prediction error exceeds --tolerance\n");
 }
 
+/* What went to stdout must have reached it: a full disk under
+ * `ddpsim collective > file` is a failure (exit 1), not a success with the
+ * table lost. stdout closed from the start (EBADF) with nothing
+ * written to it is no loss (gnulib's close_stdout rule); a command that failed already has said why. */
+static int close_stdout(int status) {
+  int bad = ferror(stdout), pending = __fpending(stdout) != 0, e = 0;
+  errno = 0;
+  if (fclose(stdout) != 0 && !(errno == EBADF && !bad && !pending)) {
+    bad = 1;
+    e = errno;
+  }
+  if (!bad || status != CLI_EXIT_OK)
+    return status;
+  fprintf(stderr, "ddpsim: error: writing to standard output failed%s%s\n", e ? ": " : "", e ? strerror(e) : "");
+  return CLI_EXIT_FAIL;
+}
+
 static const cli_cmd *find(const char *name) {
   for (int i = 0; i < n_commands; i++)
     if (strcmp(commands[i].name, name) == 0)
@@ -124,8 +142,7 @@ static const cli_cmd *find(const char *name) {
   return NULL;
 }
 
-int main(int argc, char **argv) {
-  core_afile_track_inputs(1); /* no output of a command may be one of its inputs */
+static int run_cli(int argc, char **argv) {
   if (argc < 2) {
     print_help(stderr);
     return CLI_EXIT_USAGE;
@@ -158,4 +175,9 @@ int main(int argc, char **argv) {
     return CLI_EXIT_USAGE;
   }
   return cmd->run(argc - 1, argv + 1);
+}
+
+int main(int argc, char **argv) {
+  core_afile_track_inputs(1); /* no output of a command may be one of its inputs */
+  return close_stdout(run_cli(argc, argv));
 }

@@ -419,4 +419,33 @@ check "... /dev/null still a character device" [ -c /dev/null ]
 rm "$work/$long"
 check "no temp file anywhere" [ -z "$(find "$work" -name '*.tmp.*')" ]
 
+# ---- standard output: what a command prints must reach it ----------------------------
+# A table redirected onto a full disk (/dev/full) is a failure that says
+# so, not a success with the table lost; stdout closed with nothing to
+# print is no loss.
+stdout_full() { # NAME ARGS...
+  local name=$1
+  shift
+  timeout -s KILL "$it_watchdog" "$bin" "$@" >/dev/full 2>"$work/$name.err"
+  status=$?
+}
+if [ -w /dev/full ]; then
+  stdout_full coll_full collective --profile "$src/scenarios/profiles/dgx-h100.cfg"
+  check "collective > /dev/full: exit 1 (got $status)" [ "$status" -eq 1 ]
+  check "... saying stdout could not be written" grep -q "writing to standard output failed" "$work/coll_full.err"
+  stdout_full sim_full simulate "$work/S.cfg" -o "$work/o10"
+  check "simulate (its summary) > /dev/full: exit 1 (got $status)" [ "$status" -eq 1 ]
+  stdout_full help_full --help
+  check "--help > /dev/full: exit 1 (got $status)" [ "$status" -eq 1 ]
+  stdout_full model_full model "$src/scenarios/models/mlp-small.cfg"
+  check "model > /dev/full: exit 1 (got $status)" [ "$status" -eq 1 ]
+  check "... one message, the command's own" [ "$(wc -l < "$work/model_full.err")" -eq 1 ]
+fi
+timeout -s KILL 30 "$bin" simulate "$work/S.cfg" -o "$work/o10" -q >&- 2>"$work/sim_closed.err"
+status=$?
+check "simulate -q with stdout closed (nothing to print): exit 0 (got $status)" [ "$status" -eq 0 ]
+timeout -s KILL 30 "$bin" --version >&- 2>"$work/version_closed.err"
+status=$?
+check "--version with stdout closed: exit 1 (got $status)" [ "$status" -eq 1 ]
+
 it_end
