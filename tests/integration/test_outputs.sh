@@ -74,6 +74,32 @@ run tb_onto_trace simulate "$work/S.cfg" -o "$work/o7" --tensorboard "$work/o7/t
 check "simulate --tensorboard X --trace X: exit 2" [ "$status" -eq 2 ]
 check "... leaving no directory in the trace's place" [ ! -e "$work/o7/t.json" ]
 
+# A plot named over an input (a link from its name to the scenario, to a
+# shard) is refused before the study or the merge, not after the CSV.
+mkdir -p "$work/o11"
+ln -s ../S.cfg "$work/o11/outputs-mlp-small-scaling.png"
+run plot_onto_scenario simulate "$work/S.cfg" -o "$work/o11" --plot -q
+check "simulate --plot, a plot's name a link to the scenario: exit 2" [ "$status" -eq 2 ]
+check "... naming the input" grep -q "same file as the input '$work/S.cfg'" "$work/plot_onto_scenario.err"
+check "... before simulating (no CSV)" [ ! -e "$work/o11/outputs.csv" ]
+check "... the scenario unchanged" same "$work/S.cfg" "$work/S.orig"
+mkdir -p "$work/o12"
+cp "$src/scenarios/plan.cfg" "$work/plan.orig"
+ln -s "$src/scenarios/plan.cfg" "$work/o12/plan-advice-pareto.svg"
+run pareto_onto_scenario advise "$src/scenarios/plan.cfg" -o "$work/o12" -q
+check "advise, the Pareto plot's name a link to the scenario: exit 2" [ "$status" -eq 2 ]
+check "... before the search (no advice CSV)" [ ! -e "$work/o12/plan-advice.csv" ]
+check "... the scenario unchanged" same "$src/scenarios/plan.cfg" "$work/plan.orig"
+mkdir -p "$work/o13"
+run shard_0 simulate "$work/S.cfg" --shard 0/2 -o "$work/o13" -q
+run shard_1 simulate "$work/S.cfg" --shard 1/2 -o "$work/o13" -q
+cp "$work/o13/outputs.shard-1-of-2.csv" "$work/shard1.orig"
+ln -s outputs.shard-1-of-2.csv "$work/o13/outputs-mlp-small-scaling.svg"
+run plot_onto_shard merge "$work/S.cfg" --shards 2 -o "$work/o13" --plot
+check "merge --plot, a plot's name a link to a shard: exit 2" [ "$status" -eq 2 ]
+check "... before merging (no CSV)" [ ! -e "$work/o13/outputs.csv" ]
+check "... the shard unchanged" same "$work/o13/outputs.shard-1-of-2.csv" "$work/shard1.orig"
+
 # A scenario, profile or model must be a regular file: one that is a FIFO
 # nobody writes is refused at once, not waited on.
 mkfifo "$work/S.fifo"
