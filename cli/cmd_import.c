@@ -117,7 +117,12 @@ static int nccl_args(int argc, char **argv, cal_nccl_opts *o, const char **out) 
     switch (c) {
     case 'o': *out = optarg; break;
     case 'b': o->base = optarg; break;
-    case 'n': o->name = optarg; break;
+    case 'n':
+      /* A profile's name may not be empty (core/profile.c): refused now, not by the reader of the profile. */
+      if (!*optarg)
+        return cli_usage("import", "--name expects the profile's name, got an empty one");
+      o->name = optarg;
+      break;
     case 'l':
       /* The profile's meta.link_gbps range (core/profile.c). */
       if (cli_parse_double("import", "--link-gbps", optarg, 1e-3, 1e5, &o->link_gbps) != 0)

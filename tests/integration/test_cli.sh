@@ -224,6 +224,20 @@ run missing_file simulate "$work/no-such-scenario.cfg" -o "$work/never"
 expect_status missing_file 3
 expect_in missing_file err "no-such-scenario.cfg"
 
+# A profile's name may not be empty: --name "" is refused before any work,
+# not written into a profile that ddpsim then cannot read.
+run import_empty_name import nccl-tests --base "$src/scenarios/profiles/dgx-h100.cfg" --name "" \
+  --out "$work/empty-name.cfg" "$src/tests/data/nccl-tests/all_reduce_perf.txt"
+expect_status import_empty_name 2
+expect_in import_empty_name err "--name expects the profile's name"
+checks=$((checks + 1))
+[ ! -e "$work/empty-name.cfg" ] || fail "import nccl-tests --name '': a profile was written"
+if "$bin" help calibrate >/dev/null 2>&1; then
+  run calibrate_empty_name calibrate --quick --name "" --out "$work/empty-name.cfg"
+  expect_status calibrate_empty_name 2
+  expect_in calibrate_empty_name err "--name expects the profile's name"
+fi
+
 # --- simulate the shipped study ----------------------------------------------
 columns="model,nodes,gpus_per_node,gpus,network,backend,bucket_cap_mb,find_unused_parameters,step_s,compute_s,comm_s,exposed_comm_s,samples_per_s,scaling_eff"
 run gig simulate "$src/scenarios/gigabit-vs-ib.cfg" -o "$work/gig" --trace "$work/gig/trace.json"
