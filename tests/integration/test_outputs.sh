@@ -141,6 +141,10 @@ cp "$log" "$work/L.txt"
 run import_onto_log import nccl-tests --base "$src/scenarios/profiles/dgx-h100.cfg" --out "$work/L.txt" "$work/L.txt"
 check "import nccl-tests --out L L: exit 2" [ "$status" -eq 2 ]
 check "the log is unchanged" same "$work/L.txt" "$log"
+run import_missing import nccl-tests --base "$src/scenarios/profiles/dgx-h100.cfg" --out "$work/never.cfg" \
+  "$work/no-such-log.txt"
+check "import nccl-tests of a missing file: exit 3, as every missing input (got $status)" [ "$status" -eq 3 ]
+check "... naming it" grep -q "no-such-log.txt': No such file or directory (check the path)" "$work/import_missing.err"
 cp "$src/scenarios/profiles/dgx-h100.cfg" "$work/P.cfg"
 run import_onto_base import nccl-tests --base "$work/P.cfg" --out "$work/P.cfg" "$log"
 check "import nccl-tests --base P --out P: exit 2" [ "$status" -eq 2 ]
