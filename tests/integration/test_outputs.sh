@@ -100,6 +100,15 @@ check "merge --plot, a plot's name a link to a shard: exit 2" [ "$status" -eq 2 
 check "... before merging (no CSV)" [ ! -e "$work/o13/outputs.csv" ]
 check "... the shard unchanged" same "$work/o13/outputs.shard-1-of-2.csv" "$work/shard1.orig"
 
+# So is a TensorBoard event file that is already there as a link to an input.
+mkdir -p "$work/tb14/outputs"
+ln -s ../../S.cfg "$work/tb14/outputs/events.out.tfevents.0000000000.ddpsim-simulate"
+run tb_onto_scenario simulate "$work/S.cfg" -o "$work/o14" --tensorboard "$work/tb14" -q
+check "simulate --tensorboard, its event file a link to the scenario: exit 2" [ "$status" -eq 2 ]
+check "... naming the input" grep -q "same file as the input '$work/S.cfg'" "$work/tb_onto_scenario.err"
+check "... before simulating (no CSV, no -o)" [ ! -e "$work/o14" ]
+check "... the scenario unchanged" same "$work/S.cfg" "$work/S.orig"
+
 # A scenario, profile or model must be a regular file: one that is a FIFO
 # nobody writes is refused at once, not waited on.
 mkfifo "$work/S.fifo"
