@@ -177,6 +177,10 @@ static int open_outputs(train_ctx *c) {
   snprintf(path, sizeof path, "%s/steps.csv", o->out);
   if (c->pg.rank == 0 && (rc = core_afile_check(path)) != 0)
     return rc;
+  /* The trace is refused before the metrics file is made, which a refusal would leave. */
+  snprintf(path, sizeof path, "%s/trace-rank-%d.json", o->out, c->pg.rank);
+  if (o->trace && (rc = core_afile_check(path)) != 0)
+    return rc;
   snprintf(path, sizeof path, "%s/rank-%d.attempt-%d.csv", o->out, c->pg.rank, c->attempt);
   int keep = 0;
   if ((rc = core_afile_check(path)) != 0 || (o->resume && (rc = continued_metrics(path, &keep)) != 0) ||

@@ -310,6 +310,14 @@ if "$bin" help train >/dev/null 2>&1; then
   check "train --ckpt-dir of an earlier run without --resume: exit 2" [ "$status" -eq 2 ]
   check "... leaving neither -o nor --tensorboard" [ ! -e "$work/gone" ]
   check "... nor touching --ckpt-dir" [ -f "$ck/ckpt-00000006.ddpc" ]
+  # --trace onto an input: refused before the rank's metrics file is made,
+  # so nothing is left in -o, which was there before.
+  mkdir -p "$work/rt"
+  ln -s ../M.cfg "$work/rt/trace-rank-0.json"
+  run trace_onto_model train --model "$work/M.cfg" --steps 2 --batch 8 -o "$work/rt" --trace
+  check "train --trace, its trace a link to the model: exit 2" [ "$status" -eq 2 ]
+  check "... the model unchanged" same "$work/M.cfg" "$src/tests/data/runtime/mlp-tiny.cfg"
+  check "... and no metrics file left in -o" [ "$(ls -A "$work/rt")" = "trace-rank-0.json" ]
 fi
 
 # The summary names the dimensions it sweeps as the CSV's columns do.
