@@ -565,8 +565,9 @@ static void sweep_target(const char *final) {
   closedir(d);
 }
 
-/* mkdir of one level; a file where a directory must be is the user's to
- * change (exit 2), other failures are the system's. Notes in made, if any,
+/* mkdir of one level; a file where a directory must be, or a name too long
+ * for the file system, is the user's to change (exit 2), other failures are
+ * the system's. Notes in made, if any,
  * each level it creates (past CORE_MADE_DIRS_MAX levels, none: undo then
  * stops at a level it cannot empty). */
 static int mkdir_one(const char *buf, core_made_dirs *made) {
@@ -580,7 +581,12 @@ static int mkdir_one(const char *buf, core_made_dirs *made) {
   if (errno == ENOTDIR)
     return core_err_set(CORE_EUSAGE,
         "cannot create directory '%s': a part of that path is a file; choose another output directory", buf);
-  if (not_ours(errno))
+  if (errno == ENOENT) /* every level before was made or there: one is a link that leads nowhere */
+    return core_err_set(CORE_EUSAGE,
+        "cannot create directory '%s': a part of that path is a symbolic link that leads nowhere; create the directory "
+        "it names, or choose another output directory",
+        buf);
+  if (not_ours(errno) || errno == ENAMETOOLONG)
     return core_err_set(
         CORE_EUSAGE, "cannot create directory '%s': %s; choose another output directory", buf, strerror(errno));
   return core_err_errno(errno, "cannot create directory '%s'", buf);
@@ -592,7 +598,7 @@ int core_mkdirs_made(const char *dir, core_made_dirs *made) {
   if (!*dir)
     return core_err_set(CORE_EUSAGE, "an empty directory path: name a directory");
   if (strlen(dir) >= sizeof buf)
-    return core_err_set(CORE_EINVAL, "directory path is too long: %.64s...", dir);
+    return core_err_set(CORE_EUSAGE, "directory path is too long: %.64s...; choose a shorter one", dir);
   snprintf(buf, sizeof buf, "%s", dir);
   if (made) {
     snprintf(made->path, sizeof made->path, "%s", dir);
