@@ -56,8 +56,10 @@ int cli_plot_check_paths(const char *csv, const char *out_dir);
 /* The files cli_plot_auto may write for the study s's csv into out_dir
  * (every kind, for each of its models), and the Pareto plot's: those there
  * already are checked as core_afile_check checks an output (CORE_EUSAGE for
- * one of the command's inputs or a directory), so that a command that
- * plots after long work refuses before it. */
+ * one of the command's inputs or a directory), and a csv that is a FIFO or
+ * a character device (written through, so not there to read back) is
+ * refused, so that a command that plots after long work refuses before it
+ * (and does not wait forever on the FIFO). */
 struct sim_scenario;
 int cli_plot_check_outputs(const struct sim_scenario *s, const char *csv, const char *out_dir);
 int cli_plot_check_pareto(const char *csv, const char *out_dir);

@@ -39,10 +39,18 @@ static int check_existing(const char *path) {
   return lstat(path, &st) == 0 ? core_afile_check(path) : 0;
 }
 
-/* OUT_DIR/STEM-MODEL-KIND.png and .svg (STEM-KIND without models) for each
- * kind, and OUT_DIR/.STEM-DATA for each data file. */
+/* csv, which the plot reads back, and OUT_DIR/STEM-MODEL-KIND.png and .svg
+ * (STEM-KIND without models) for each kind, and OUT_DIR/.STEM-DATA for each
+ * data file. */
 static int check_outputs(const char *csv, const char *out_dir, const char *const *models, int n_models,
     const char *const *kinds, const char *const *data) {
+  /* The plot reads the CSV back: one written through has nothing to give. */
+  struct stat st;
+  if (stat(csv, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode)))
+    return core_err_set(CORE_EUSAGE,
+        "the plot reads the CSV back to draw it, but %s is %s (written through, not kept): write the CSV to a "
+        "regular file, or leave out the plot",
+        csv, S_ISFIFO(st.st_mode) ? "a FIFO" : "a character device");
   const char *base = core_path_base(csv);
   int stem = core_path_stem_len(base, ".csv"), rc = 0;
   char p[8400];

@@ -109,6 +109,22 @@ check "... naming the input" grep -q "same file as the input '$work/S.cfg'" "$wo
 check "... before simulating (no CSV, no -o)" [ ! -e "$work/o14" ]
 check "... the scenario unchanged" same "$work/S.cfg" "$work/S.orig"
 
+# The plots read the CSV back: a CSV written through to a FIFO (its reader
+# there) has nothing to give back, and is refused before the study, not
+# waited on forever once it is written.
+mkdir -p "$work/o15"
+mkfifo "$work/o15/outputs.csv"
+timeout 20 cat "$work/o15/outputs.csv" >/dev/null &
+plot_reader=$!
+it_watchdog=15
+run plot_csv_fifo simulate "$work/S.cfg" -o "$work/o15" --plot -q
+it_watchdog=60
+check "simulate --plot with the CSV a FIFO: exit 2, not a hang (got $status)" [ "$status" -eq 2 ]
+check "... saying why" grep -q "the plot reads the CSV back to draw it, but $work/o15/outputs.csv is a FIFO" \
+  "$work/plot_csv_fifo.err"
+kill "$plot_reader" 2>/dev/null
+wait "$plot_reader" 2>/dev/null
+
 # A scenario, profile or model must be a regular file: one that is a FIFO
 # nobody writes is refused at once, not waited on.
 mkfifo "$work/S.fifo"
