@@ -10,6 +10,7 @@
 #include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #ifndef DDPSIM_VERSION
 #define DDPSIM_VERSION "0.0.0"
@@ -177,7 +178,21 @@ static int run_cli(int argc, char **argv) {
   return cmd->run(argc - 1, argv + 1);
 }
 
+/* Standard output is one of the command's inputs (`ddpsim model m.cfg >>
+ * m.cfg`): refused at once, before anything printed reaches that file. What
+ * stdio holds for it is dropped (_exit), the temp files of open outputs
+ * removed. */
+static void stdout_is_input(const char *path) {
+  fprintf(stderr,
+      "ddpsim: error: standard output is the input '%s' of this command: what it prints would be added to that "
+      "input; redirect the output to another file\n",
+      path);
+  core_afile_remove_temps();
+  _exit(CLI_EXIT_USAGE);
+}
+
 int main(int argc, char **argv) {
   core_afile_track_inputs(1); /* no output of a command may be one of its inputs */
+  core_afile_on_stdout_input(stdout_is_input);
   return close_stdout(run_cli(argc, argv));
 }

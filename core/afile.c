@@ -33,9 +33,25 @@ static atomic_int tracking;
 
 void core_afile_track_inputs(int on) { atomic_store(&tracking, on); }
 
+/* Standard output's file as it was when the hook was set (a descriptor 1
+ * closed then, and later taken by an input, is not standard output). */
+static void (*_Atomic stdout_hook)(const char *path);
+static struct stat stdout_st;
+
+void core_afile_on_stdout_input(void (*fn)(const char *path)) {
+  if (fn && (fstat(STDOUT_FILENO, &stdout_st) != 0 || !S_ISREG(stdout_st.st_mode)))
+    fn = NULL; /* a terminal, a pipe, /dev/null or nothing: no file to add to */
+  atomic_store(&stdout_hook, fn);
+}
+
+static int is_stdout(const struct stat *st) { return stdout_st.st_dev == st->st_dev && stdout_st.st_ino == st->st_ino; }
+
 static void note(const struct stat *st, const char *path) {
   if (!atomic_load(&tracking) || !S_ISREG(st->st_mode))
     return; /* /dev/null or a pipe read and written is no loss */
+  void (*hook)(const char *) = atomic_load(&stdout_hook);
+  if (hook && is_stdout(st))
+    hook(path);
   pthread_mutex_lock(&inputs_lock);
   for (int i = 0; i < n_inputs; i++)
     if (inputs[i].dev == st->st_dev && inputs[i].ino == st->st_ino)
@@ -254,10 +270,14 @@ static atomic_int slot_state[N_SLOTS]; /* 0 free, 1 being filled, 2 holds a temp
 static pthread_once_t handlers_once = PTHREAD_ONCE_INIT;
 static const int stop_signals[] = {SIGINT, SIGTERM, SIGHUP};
 
-static void on_stop(int sig) {
+void core_afile_remove_temps(void) {
   for (int i = 0; i < N_SLOTS; i++)
     if (atomic_load(&slot_state[i]) == 2)
       unlink(slot_path[i]);
+}
+
+static void on_stop(int sig) {
+  core_afile_remove_temps();
   signal(sig, SIG_DFL);
   raise(sig);
 }

@@ -504,6 +504,19 @@ if [ -w /dev/full ]; then
   check "model > /dev/full: exit 1 (got $status)" [ "$status" -eq 1 ]
   check "... one message, the command's own" [ "$(wc -l < "$work/model_full.err")" -eq 1 ]
 fi
+# Standard output appended to an input (`>> INPUT`): refused before
+# anything is added to it, as cat refuses "input file is output file".
+cp "$src/scenarios/models/mlp-small.cfg" "$work/Mo.cfg"
+timeout -s KILL 30 "$bin" model "$work/Mo.cfg" >>"$work/Mo.cfg" 2>"$work/model_onto_self.err"
+status=$?
+check "model M >> M: exit 2 (got $status)" [ "$status" -eq 2 ]
+check "... saying why" grep -q "standard output is the input '$work/Mo.cfg'" "$work/model_onto_self.err"
+check "... the model unchanged" same "$work/Mo.cfg" "$src/scenarios/models/mlp-small.cfg"
+timeout -s KILL 30 "$bin" simulate "$work/S.cfg" -o "$work/o16" >>"$work/S.cfg" 2>"$work/sim_onto_self.err"
+status=$?
+check "simulate S >> S: exit 2 (got $status)" [ "$status" -eq 2 ]
+check "... the scenario unchanged" same "$work/S.cfg" "$work/S.orig"
+check "... before simulating (no -o)" [ ! -e "$work/o16" ]
 timeout -s KILL 30 "$bin" simulate "$work/S.cfg" -o "$work/o10" -q >&- 2>"$work/sim_closed.err"
 status=$?
 check "simulate -q with stdout closed (nothing to print): exit 0 (got $status)" [ "$status" -eq 0 ]
