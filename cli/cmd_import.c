@@ -76,7 +76,7 @@ const char cli_import_help[] =
     "out of the layers' times, as the simulator adds them itself. Several steps\n"
     "give per-layer medians, with a warning when they differ by more than a\n"
     "quarter.\n"
-    "  --out MODEL      output (default: TRACE's file name with .cfg)\n"
+    "  --out MODEL      output (default: TRACE's file name with .cfg; needed for a pipe)\n"
     "  --batch B        batch the trace was taken at (default: from its shapes;\n"
     "                   needed where it has none, refused where they disagree)\n"
     "  --base MODEL     the model the trace was taken of (GPU: its tensors' sizes)\n"
@@ -255,6 +255,12 @@ static int import_trace(int argc, char **argv) {
     return cli_usage("import", "torch-trace: %d traces; give at most 10000", argc - optind);
   const char *trace = argv[optind];
   char def[4200];
+  struct stat st;
+  if (!out && stat(trace, &st) == 0 && !S_ISREG(st.st_mode))
+    return cli_usage("import",
+        "torch-trace: %s is not a file (a pipe?) whose name the model can take, as it does by default; name the model "
+        "with --out MODEL",
+        trace);
   if (!out) {
     char stem[4096];
     stem_of(trace, stem, sizeof stem);

@@ -244,6 +244,14 @@ imp_case imp_model_null "-o /dev/null --scenario S" "$gpu" -o /dev/null --scenar
 # reported empty.
 run imp_gpu_pipe import torch-trace <(cat "$gpu") -o "$work/pipe-gpu.cfg"
 check "import torch-trace of a GPU trace through a pipe: exit 0" [ "$status" -eq 0 ]
+# ... but without --out, a pipe (/dev/fd/63) has no name to give the model:
+# refused, not written to "63.cfg" in the current directory.
+mkdir -p "$work/pipe.d"
+(cd "$work/pipe.d" && timeout -s KILL 30 "$bin" import torch-trace <(cat "$gpu") >/dev/null 2>"$work/imp_pipe_noout.err")
+status=$?
+check "import torch-trace PIPE without --out: exit 2 (got $status)" [ "$status" -eq 2 ]
+check "... saying to name the model" grep -q "name the model with --out MODEL" "$work/imp_pipe_noout.err"
+check "... writing nothing" [ -z "$(ls -A "$work/pipe.d")" ]
 run imp_cpu_pipe import torch-trace <(cat "$src/tests/data/torch-trace/mlp-small-b32.json") -o "$work/pipe-cpu.cfg"
 check "import torch-trace of a CPU trace through a pipe: exit 2" [ "$status" -eq 2 ]
 check "... saying to save it to a file" grep -q "CPU job's trace is read twice: save it to a file" \
