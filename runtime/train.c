@@ -177,9 +177,13 @@ static int open_outputs(train_ctx *c) {
   snprintf(path, sizeof path, "%s/steps.csv", o->out);
   if (c->pg.rank == 0 && (rc = core_afile_check(path)) != 0)
     return rc;
-  /* The trace is refused before the metrics file is made, which a refusal would leave. */
+  /* The trace, and the mark an injected failure leaves, are refused before
+   * the metrics file is made, which a refusal would leave. */
   snprintf(path, sizeof path, "%s/trace-rank-%d.json", o->out, c->pg.rank);
   if (o->trace && (rc = core_afile_check(path)) != 0)
+    return rc;
+  snprintf(path, sizeof path, "%s/fail-attempt-%d.time", o->out, c->attempt);
+  if (c->attempt < o->n_fail_steps && o->fail_rank == c->pg.rank && (rc = core_afile_check(path)) != 0)
     return rc;
   snprintf(path, sizeof path, "%s/rank-%d.attempt-%d.csv", o->out, c->pg.rank, c->attempt);
   int keep = 0;

@@ -342,6 +342,15 @@ if "$bin" help train >/dev/null 2>&1; then
   check "train --trace, its trace a link to the model: exit 2" [ "$status" -eq 2 ]
   check "... the model unchanged" same "$work/M.cfg" "$src/tests/data/runtime/mlp-tiny.cfg"
   check "... and no metrics file left in -o" [ "$(ls -A "$work/rt")" = "trace-rank-0.json" ]
+  # The mark an injected failure leaves (-o/fail-attempt-A.time) is an
+  # output like any other: a link from its name to the model is refused
+  # before training, not followed when the rank kills itself.
+  mkdir -p "$work/rf"
+  ln -s ../M.cfg "$work/rf/fail-attempt-0.time"
+  run fail_mark_onto_model train --model "$work/M.cfg" --steps 4 --batch 8 -o "$work/rf" --fail-at-step 1 --fail-rank 0
+  check "train --fail-at-step, its mark a link to the model: exit 2 (got $status)" [ "$status" -eq 2 ]
+  check "... the model unchanged" same "$work/M.cfg" "$src/tests/data/runtime/mlp-tiny.cfg"
+  check "... and nothing left in -o" [ "$(ls -A "$work/rf")" = "fail-attempt-0.time" ]
 fi
 
 # The summary names the dimensions it sweeps as the CSV's columns do.
