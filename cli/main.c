@@ -86,7 +86,7 @@ int cli_parse_double(const char *cmd, const char *opt, const char *s, double lo,
     cli_usage(cmd, "%s expects a number in [%g, %g], got '%s'", opt, lo, hi, s);
     return CORE_EUSAGE;
   }
-  *out = v;
+  *out = v + 0.0; /* "-0" is 0: printed without a sign */
   return 0;
 }
 

@@ -238,6 +238,18 @@ if "$bin" help calibrate >/dev/null 2>&1; then
   expect_in calibrate_empty_name err "--name expects the profile's name"
 fi
 
+# "-0" given for a number is 0, and is printed as 0, not "-0".
+printf 'rank,attempt,step,step_s,compute_s,comm_s,exposed_comm_s\n0,0,0,0.1,0.05,0.04,0.03\n' >"$work/m0.csv"
+if "$bin" help validate >/dev/null 2>&1; then
+  printf '%s\n' 'name = "one";' "profile = \"$src/tests/data/cpu-test.cfg\";" \
+    "model = \"$src/scenarios/models/mlp-small.cfg\";" 'training = { batch = 32; };' \
+    'cluster = { nodes = 1; devices_per_node = 1; };' 'networks = ( { name = "n"; gbps = 1.0; latency_us = 30.0; } );' \
+    'ddp = { backend = "gloo"; };' >"$work/one.cfg"
+  run tol_minus_zero validate "$work/one.cfg" --measured "$work/m0.csv" --skip 0 --tolerance -0
+  expect_status tol_minus_zero 6
+  expect_in tol_minus_zero out "the tolerance of 0.00%"
+fi
+
 # --- simulate the shipped study ----------------------------------------------
 columns="model,nodes,gpus_per_node,gpus,network,backend,bucket_cap_mb,find_unused_parameters,step_s,compute_s,comm_s,exposed_comm_s,samples_per_s,scaling_eff"
 run gig simulate "$src/scenarios/gigabit-vs-ib.cfg" -o "$work/gig" --trace "$work/gig/trace.json"
