@@ -63,6 +63,8 @@ int cli_cmd_merge(int argc, char **argv) {
         argc - optind);
   if (!n_shards)
     return cli_usage("merge", "--shards N is required: the N of the shards' --shard I/N");
+  if (!*out_dir) /* "" would name the shards "/NAME.shard-I-of-N.csv", in the root directory */
+    return cli_usage("merge", "-o is empty: give the directory the shards were written into");
   struct stat st;
   if (stat(out_dir, &st) == 0 && !S_ISDIR(st.st_mode))
     return cli_fail("merge", core_err_set(CORE_EUSAGE,

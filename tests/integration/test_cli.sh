@@ -238,6 +238,17 @@ if "$bin" help calibrate >/dev/null 2>&1; then
   expect_in calibrate_empty_name err "--name expects the profile's name"
 fi
 
+# An empty --profile is refused, not taken as no --profile (the scenario's
+# own profile, silently); an empty merge -o is not the root directory.
+run empty_profile simulate "$src/scenarios/gigabit-vs-ib.cfg" --profile "" -o "$work/never"
+expect_status empty_profile 2
+expect_in empty_profile err "--profile is empty"
+checks=$((checks + 1))
+[ ! -e "$work/never" ] || fail "simulate --profile '': the output directory was made"
+run empty_merge_dir merge "$src/scenarios/gigabit-vs-ib.cfg" --shards 2 -o ""
+expect_status empty_merge_dir 2
+expect_in empty_merge_dir err "-o is empty"
+
 # "-0" given for a number is 0, and is printed as 0, not "-0".
 printf 'rank,attempt,step,step_s,compute_s,comm_s,exposed_comm_s\n0,0,0,0.1,0.05,0.04,0.03\n' >"$work/m0.csv"
 if "$bin" help validate >/dev/null 2>&1; then
