@@ -207,6 +207,9 @@ static int resolve(const char *path, int regular_only, target *t) {
   memset(t, 0, sizeof *t);
   if (!path || !*path)
     return core_err_set(CORE_EUSAGE, "an empty output path: name a file");
+  const char *base = core_path_base(path);
+  if (!*base || !strcmp(base, ".") || !strcmp(base, "..")) /* "x/", "x/.": no file name to write */
+    return core_err_set(CORE_EUSAGE, "output '%s' names a directory, not a file; name a file", path);
   if (strlen(path) >= sizeof t->final)
     return core_err_set(CORE_EUSAGE, "output path is too long: %.64s...", path);
   int via_proc, rc = parts_fit(path);

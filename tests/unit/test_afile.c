@@ -167,6 +167,16 @@ static void test_bad_paths(void) {
   at(sub, sizeof sub, "no");
   struct stat st;
   CU_ASSERT(stat(sub, &st) != 0 && errno == ENOENT); /* not created */
+  /* A path that ends as a directory's does ("x/", "x/.", "x/..") names no
+   * file: refused by the check, not by the temp file after the work. */
+  static const char *const dir_like[] = {"new.csv/", "new/.", "new/..", "./"};
+  for (size_t i = 0; i < sizeof dir_like / sizeof *dir_like; i++) {
+    at(missing, sizeof missing, dir_like[i]);
+    CU_ASSERT_EQUAL(core_afile_check(missing), CORE_EUSAGE);
+    CU_ASSERT_EQUAL(write_text(missing, "x"), CORE_EUSAGE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(core_err_msg(), "names a directory, not a file"));
+  }
+  CU_ASSERT_EQUAL(temps(), 0);
 }
 
 static void test_abort_and_signal(void) {
