@@ -217,6 +217,10 @@ static int resolve(const char *path, int regular_only, target *t) {
     return rc;
   struct stat st;
   if (stat(path, &st) != 0) {
+    /* A part of the path a file, a loop of links, no search permission:
+     * a path to choose again (exit 2); other failures are the system's. */
+    if (errno == ENOTDIR || errno == ELOOP || errno == ENAMETOOLONG || not_ours(errno))
+      return core_err_set(CORE_EUSAGE, "cannot write '%s': %s; choose another path", path, strerror(errno));
     if (errno != ENOENT)
       return core_err_errno(errno, "cannot look at output '%s'", path);
     char dir[4096];

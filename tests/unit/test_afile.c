@@ -176,6 +176,19 @@ static void test_bad_paths(void) {
     CU_ASSERT_EQUAL(write_text(missing, "x"), CORE_EUSAGE);
     CU_ASSERT_PTR_NOT_NULL(strstr(core_err_msg(), "names a directory, not a file"));
   }
+  /* Under a file, or through a loop of links: a usage error too. */
+  char file[4200], loop[4200];
+  at(file, sizeof file, "plain.txt");
+  CU_ASSERT_EQUAL_FATAL(write_text(file, "x"), 0);
+  at(missing, sizeof missing, "plain.txt/out.csv");
+  CU_ASSERT_EQUAL(write_text(missing, "x"), CORE_EUSAGE);
+  CU_ASSERT_PTR_NOT_NULL(strstr(core_err_msg(), "Not a directory; choose another path"));
+  at(loop, sizeof loop, "loop");
+  CU_ASSERT_EQUAL_FATAL(symlink("loop", loop), 0);
+  at(missing, sizeof missing, "loop/out.csv");
+  CU_ASSERT_EQUAL(write_text(missing, "x"), CORE_EUSAGE);
+  unlink(loop);
+  unlink(file);
   CU_ASSERT_EQUAL(temps(), 0);
 }
 
