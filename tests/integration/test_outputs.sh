@@ -166,6 +166,8 @@ cp "$log" "$work/L.txt"
 run import_onto_log import nccl-tests --base "$src/scenarios/profiles/dgx-h100.cfg" --out "$work/L.txt" "$work/L.txt"
 check "import nccl-tests --out L L: exit 2" [ "$status" -eq 2 ]
 check "the log is unchanged" same "$work/L.txt" "$log"
+run measured_under_file validate "$work/S.cfg" --measured "$work/S.cfg/steps.csv"
+check "validate --measured under a file: exit 3, as a missing input (got $status)" [ "$status" -eq 3 ]
 run import_missing import nccl-tests --base "$src/scenarios/profiles/dgx-h100.cfg" --out "$work/never.cfg" \
   "$work/no-such-log.txt"
 check "import nccl-tests of a missing file: exit 3, as every missing input (got $status)" [ "$status" -eq 3 ]
