@@ -397,6 +397,12 @@ static int build(train_ctx *c) {
   if ((rc = rt_data_create(
            o->dataset, in, outw, (uint64_t)o->seed, c->pg.rank, c->pg.world_size, o->shuffle, &c->data)) != 0)
     return rc;
+  /* The options' fault, told before any output is made (not at the first step, after the metrics file). */
+  if (o->batch > c->data->num_samples)
+    return core_err_set(CORE_EUSAGE,
+        "--batch %ld is larger than this rank's %lld samples per epoch (--dataset %lld over %d ranks); use a bigger "
+        "--dataset or a smaller --batch",
+        o->batch, (long long)c->data->num_samples, (long long)o->dataset, c->pg.world_size);
   c->x = malloc(sizeof *c->x * (size_t)o->batch * (size_t)in);
   c->target = malloc(sizeof *c->target * (size_t)o->batch * (size_t)outw);
   if (!c->x || !c->target)

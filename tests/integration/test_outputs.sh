@@ -344,6 +344,11 @@ if "$bin" help train >/dev/null 2>&1; then
   check "train --trace, its trace a link to the model: exit 2" [ "$status" -eq 2 ]
   check "... the model unchanged" same "$work/M.cfg" "$src/tests/data/runtime/mlp-tiny.cfg"
   check "... and no metrics file left in -o" [ "$(ls -A "$work/rt")" = "trace-rank-0.json" ]
+  # A batch larger than the rank's share of --dataset is the options' fault:
+  # exit 2 before any output, not exit 3 at the first step with -o made.
+  run batch_past_dataset train --model "$work/M.cfg" --steps 2 --batch 8 --dataset 1 -o "$work/gone/ds"
+  check "train --batch 8 --dataset 1: exit 2 (got $status)" [ "$status" -eq 2 ]
+  check "... leaving no -o" [ ! -e "$work/gone" ]
   # The mark an injected failure leaves (-o/fail-attempt-A.time) is an
   # output like any other: a link from its name to the model is refused
   # before training, not followed when the rank kills itself.
