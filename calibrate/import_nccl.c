@@ -581,7 +581,7 @@ static int read_line(FILE *f, char *buf) {
 static int open_output(const char *path, FILE **out) {
   FILE *f = fopen(path, "r");
   if (!f)
-    return core_err_errno(errno, "cannot open nccl-tests output '%s'", path);
+    return core_err_open(errno, "cannot open nccl-tests output '%s'", path);
   struct stat sb;
   if (fstat(fileno(f), &sb) == 0 && S_ISDIR(sb.st_mode)) {
     fclose(f);

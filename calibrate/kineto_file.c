@@ -192,9 +192,8 @@ int cal_kfile_parse(cal_kfile *f, yajl_handle h, const int *cancel_rc) {
 static int open_trace(cal_kfile *f) {
   const char *path = f->path;
   f->fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (f->fd < 0) /* a path that leads nowhere is bad input; only real I/O trouble is not */
-    return core_err_set(errno == EIO || errno == ENOMEM || errno == EMFILE || errno == ENFILE ? CORE_EIO : CORE_EINVAL,
-        "cannot open trace '%s': %s (check the path)", path, strerror(errno));
+  if (f->fd < 0)
+    return core_err_open(errno, "cannot open trace '%s'", path);
   struct stat sb = {0};
   if (fstat(f->fd, &sb) == 0 && S_ISDIR(sb.st_mode))
     return core_err_set(CORE_EINVAL, "%s: a directory, not a trace; give the trace file", path);

@@ -53,6 +53,16 @@ int cli_plot_render(const char *kind, const char *csv, const char *out_dir, int 
  * gnuplot (no spaces or quotes); CORE_EUSAGE if not: for commands that plot
  * after long work, so that they refuse before it. */
 int cli_plot_check_paths(const char *csv, const char *out_dir);
+/* The files cli_plot_auto may write for the study s's csv into out_dir
+ * (every kind, for each of its models), and the Pareto plot's: those there
+ * already are checked as core_afile_check checks an output (CORE_EUSAGE for
+ * one of the command's inputs or a directory), and a csv that is a FIFO or
+ * a character device (written through, so not there to read back) is
+ * refused, so that a command that plots after long work refuses before it
+ * (and does not wait forever on the FIFO). */
+struct sim_scenario;
+int cli_plot_check_outputs(const struct sim_scenario *s, const char *csv, const char *out_dir);
+int cli_plot_check_pareto(const char *csv, const char *out_dir);
 /* The plots a `simulate` CSV calls for (scaling, compression, goodput). */
 int cli_plot_auto(const char *csv, const char *out_dir, int cpu);
 

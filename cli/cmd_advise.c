@@ -135,7 +135,8 @@ int cli_cmd_advise(int argc, char **argv) {
   core_made_dirs made = {0}; /* -o's directories, taken back if the run fails while they are empty */
   double t0 = core_now();
   if ((rc = sim_advise_check(s)) != 0 || (o.plot && s->prices.priced && (rc = cli_plot_check_paths(csv, o.out)) != 0) ||
-      (rc = core_mkdirs_made(o.out, &made)) != 0 || (rc = core_afile_check(csv)) != 0)
+      (rc = core_mkdirs_made(o.out, &made)) != 0 || (rc = core_afile_check(csv)) != 0 ||
+      (o.plot && s->prices.priced && (rc = cli_plot_check_pareto(csv, o.out)) != 0))
     goto fail_scenario;
   cli_warn_traced("advise", s);
   if ((rc = sim_advise_run(s, &ao, &a)) != 0)

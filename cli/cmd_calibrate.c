@@ -117,7 +117,12 @@ static int parse_opt(int c, char *arg, char **argv, cal_opts *o) {
     o->backend = arg;
     return 0;
   case O_OUT: o->out = arg; return 0;
-  case O_NAME: o->name = arg; return 0;
+  case O_NAME:
+    /* A profile's name may not be empty (core/profile.c): refused now, not by the reader of the profile. */
+    if (!*arg)
+      return cli_usage("calibrate", "--name expects the profile's name, got an empty one");
+    o->name = arg;
+    return 0;
   case O_QUICK: o->quick = 1; return 0;
   case O_LINK:
     o->link_gbps = strtod(arg, &end);

@@ -100,7 +100,7 @@ static int parse_size(const char *opt, const char *s, double *out) {
     end++;
   if (errno || end == s || *end || !(v >= 0) || v * mult > 1e18)
     return cli_usage("collective", "%s expects a size in bytes (K, M, G suffixes), got '%s'", opt, s) ? CORE_EUSAGE : 0;
-  *out = floor(v * mult);
+  *out = floor(v * mult) + 0.0; /* "-0" is 0: +0.0 turns -0.0 into 0.0, printed without its sign */
   return 0;
 }
 

@@ -76,7 +76,7 @@ const char cli_import_help[] =
     "out of the layers' times, as the simulator adds them itself. Several steps\n"
     "give per-layer medians, with a warning when they differ by more than a\n"
     "quarter.\n"
-    "  --out MODEL      output (default: TRACE's file name with .cfg)\n"
+    "  --out MODEL      output (default: TRACE's file name with .cfg; needed for a pipe)\n"
     "  --batch B        batch the trace was taken at (default: from its shapes;\n"
     "                   needed where it has none, refused where they disagree)\n"
     "  --base MODEL     the model the trace was taken of (GPU: its tensors' sizes)\n"
@@ -117,7 +117,12 @@ static int nccl_args(int argc, char **argv, cal_nccl_opts *o, const char **out) 
     switch (c) {
     case 'o': *out = optarg; break;
     case 'b': o->base = optarg; break;
-    case 'n': o->name = optarg; break;
+    case 'n':
+      /* A profile's name may not be empty (core/profile.c): refused now, not by the reader of the profile. */
+      if (!*optarg)
+        return cli_usage("import", "--name expects the profile's name, got an empty one");
+      o->name = optarg;
+      break;
     case 'l':
       /* The profile's meta.link_gbps range (core/profile.c). */
       if (cli_parse_double("import", "--link-gbps", optarg, 1e-3, 1e5, &o->link_gbps) != 0)
@@ -250,6 +255,12 @@ static int import_trace(int argc, char **argv) {
     return cli_usage("import", "torch-trace: %d traces; give at most 10000", argc - optind);
   const char *trace = argv[optind];
   char def[4200];
+  struct stat st;
+  if (!out && stat(trace, &st) == 0 && !S_ISREG(st.st_mode))
+    return cli_usage("import",
+        "torch-trace: %s is not a file (a pipe?) whose name the model can take, as it does by default; name the model "
+        "with --out MODEL",
+        trace);
   if (!out) {
     char stem[4096];
     stem_of(trace, stem, sizeof stem);

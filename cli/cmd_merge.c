@@ -63,6 +63,8 @@ int cli_cmd_merge(int argc, char **argv) {
         argc - optind);
   if (!n_shards)
     return cli_usage("merge", "--shards N is required: the N of the shards' --shard I/N");
+  if (!*out_dir) /* "" would name the shards "/NAME.shard-I-of-N.csv", in the root directory */
+    return cli_usage("merge", "-o is empty: give the directory the shards were written into");
   struct stat st;
   if (stat(out_dir, &st) == 0 && !S_ISDIR(st.st_mode))
     return cli_fail("merge", core_err_set(CORE_EUSAGE,
@@ -75,7 +77,15 @@ int cli_cmd_merge(int argc, char **argv) {
   char csv[8192];
   snprintf(csv, sizeof csv, "%s/%s", out_dir, s->csv_name);
   int cpu = strcmp(s->profile->device_kind, "cpu") == 0;
+  /* The shards are inputs before they are read: no plot may be drawn over one. */
+  for (long k = 0; plot && k < n_shards; k++) {
+    char shard[8192];
+    sim_shard_csv_path(s, out_dir, (int)k, (int)n_shards, shard, sizeof shard);
+    core_afile_note_input(shard);
+  }
   rc = plot ? cli_plot_check_paths(csv, out_dir) : 0;
+  if (!rc && plot)
+    rc = cli_plot_check_outputs(s, csv, out_dir);
   if (!rc)
     rc = sim_shard_merge(s, out_dir, (int)n_shards, csv);
   sim_scenario_free(s);

@@ -57,6 +57,7 @@ typedef struct plot_kind {
   const char *script;
   const char *const *columns;
   int (*own)(const char *script, const char *in, const char *out_dir);
+  int rereads; /* gnuplot reads the CSV again (its script's csv variable) */
 } plot_kind;
 
 static int pareto_own(const char *script, const char *csv, const char *out_dir) {
@@ -70,10 +71,10 @@ static const char *const goodput_cols[] = {"model", "ckpt_mode", "spares", "ckpt
 static const char *const compression_cols[] = {"model", "nodes", "gbps", "compression", "step_s", NULL};
 static const char *const fabric_cols[] = {"model", "gpus", "fabric", "scaling_eff", "busbw_GBps", "status", NULL};
 /* fit reads a profile, not a CSV (cmd_plot_fit.c). */
-static const plot_kind kinds[] = {{"scaling", "scaling.gp", scaling_cols, NULL},
-    {"pareto", "pareto.gp", cli_plot_pareto_cols, pareto_own}, {"goodput", "goodput.gp", goodput_cols, NULL},
-    {"compression", "compression.gp", compression_cols, NULL}, {"fabric", "fabric.gp", fabric_cols, NULL},
-    {"fit", "fit.gp", NULL, cli_plot_fit}};
+static const plot_kind kinds[] = {{"scaling", "scaling.gp", scaling_cols, NULL, 0},
+    {"pareto", "pareto.gp", cli_plot_pareto_cols, pareto_own, 1}, {"goodput", "goodput.gp", goodput_cols, NULL, 1},
+    {"compression", "compression.gp", compression_cols, NULL, 0}, {"fabric", "fabric.gp", fabric_cols, NULL, 1},
+    {"fit", "fit.gp", NULL, cli_plot_fit, 0}};
 
 /* Distinct values of a column, space separated, in first-seen order. */
 static int distinct(const core_csv_table *t, int col, char *out, size_t n) {
@@ -624,6 +625,13 @@ int cli_plot_render(const char *kind, const char *csv, const char *out_dir, int 
   if (!k)
     return core_err_set(
         CORE_EUSAGE, "no plot kind '%s'; the kinds are: scaling, goodput, compression, pareto, fabric, fit", kind);
+  /* A pipe gives its rows once: to ddpsim, not to gnuplot after it. */
+  struct stat st;
+  if (k->rereads && stat(csv, &st) == 0 && !S_ISREG(st.st_mode))
+    return core_err_set(CORE_EUSAGE,
+        "%s is not a regular file (a pipe?), and the %s plot reads its CSV twice (ddpsim, then gnuplot): save it to a "
+        "file and plot that",
+        csv, kind);
   plot_job j = {.kind = kind, .csv = csv, .out_dir = out_dir, .cpu = cpu};
   snprintf(j.script, sizeof j.script, "%s/%s", cli_plots_dir(), k->script);
   if (k->own)
@@ -699,6 +707,10 @@ int cli_cmd_plot(int argc, char **argv) {
   const char *csv = argv[optind + 1];
   char dir[4096];
   int rc = 0;
+  struct stat st;
+  if (!out && stat(csv, &st) == 0 && !S_ISREG(st.st_mode))
+    return cli_usage(
+        "plot", "%s is not a file (a pipe?) whose directory the plots can go into; name one with -o DIR", csv);
   if (!out && (rc = core_path_dir(csv, dir, sizeof dir)) == 0)
     out = dir;
   if (rc == 0)

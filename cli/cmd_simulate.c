@@ -209,7 +209,8 @@ static int run_made(sim_scenario *s, const opts *o, const char *csv, core_made_d
     return rc;
   if (o->trace && (rc = core_afile_check(o->trace)) != 0)
     return core_err_wrap(rc, "--trace");
-  if ((rc = check_apart(s, o, csv)) != 0 || (o->plot && (rc = cli_plot_check_paths(csv, o->out_dir)) != 0))
+  if ((rc = check_apart(s, o, csv)) != 0 || (o->plot && ((rc = cli_plot_check_paths(csv, o->out_dir)) != 0 ||
+                                                            (rc = cli_plot_check_outputs(s, csv, o->out_dir)) != 0)))
     return rc;
   if (o->tensorboard && (rc = sim_tb_check(s, o->tensorboard, &made[1])) != 0)
     return rc;

@@ -66,7 +66,7 @@ static int parse_opt(int c, const char *arg, char **argv, opts *o) {
   case O_POINT: return cli_parse_long("validate", "--point", arg, 0, 0x7fffffffL, &o->point) ? CLI_EXIT_USAGE : 0;
   case O_SKIP: return cli_parse_long("validate", "--skip", arg, 0, 1L << 40, &o->skip) ? CLI_EXIT_USAGE : 0;
   case O_TOL:
-    o->tol = strtod(arg, &end);
+    o->tol = strtod(arg, &end) + 0.0; /* "-0" is 0: printed without a sign */
     if (end == arg || *end || !(o->tol >= 0 && o->tol <= 100))
       return cli_usage("validate", "--tolerance expects a fraction like 0.05, got '%s'", arg);
     return 0;

@@ -4,11 +4,14 @@
 
 #include "core/afile.h"
 #include "core/err.h"
+#include "core/path.h"
+#include "sim/scenario.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -27,6 +30,64 @@ int cli_plot_check_paths(const char *csv, const char *out_dir) {
         "path has none",
         csv, out_dir);
   return 0;
+}
+
+/* A plot's output that is there already, checked as core/afile checks an
+ * output when it is opened (one of the command's inputs, a directory). */
+static int check_existing(const char *path) {
+  struct stat st;
+  return lstat(path, &st) == 0 ? core_afile_check(path) : 0;
+}
+
+/* csv, which the plot reads back, and OUT_DIR/STEM-MODEL-KIND.png and .svg
+ * (STEM-KIND without models) for each kind, and OUT_DIR/.STEM-DATA for each
+ * data file. */
+static int check_outputs(const char *csv, const char *out_dir, const char *const *models, int n_models,
+    const char *const *kinds, const char *const *data) {
+  /* The plot reads the CSV back: one written through has nothing to give. */
+  struct stat st;
+  if (stat(csv, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode)))
+    return core_err_set(CORE_EUSAGE,
+        "the plot reads the CSV back to draw it, but %s is %s (written through, not kept): write the CSV to a "
+        "regular file, or leave out the plot",
+        csv, S_ISFIFO(st.st_mode) ? "a FIFO" : "a character device");
+  const char *base = core_path_base(csv);
+  int stem = core_path_stem_len(base, ".csv"), rc = 0;
+  char p[8400];
+  for (int m = 0; m < (models ? n_models : 1) && !rc; m++)
+    for (const char *const *k = kinds; *k && !rc; k++)
+      for (int svg = 0; svg < 2 && !rc; svg++) {
+        const char *ext = svg ? "svg" : "png";
+        if (models)
+          snprintf(p, sizeof p, "%s/%.*s-%s-%s.%s", out_dir, stem, base, models[m], *k, ext);
+        else
+          snprintf(p, sizeof p, "%s/%.*s-%s.%s", out_dir, stem, base, *k, ext);
+        rc = check_existing(p);
+      }
+  for (const char *const *d = data; *d && !rc; d++) {
+    snprintf(p, sizeof p, "%s/.%.*s-%s", out_dir, stem, base, *d);
+    rc = check_existing(p);
+  }
+  return rc;
+}
+
+int cli_plot_check_outputs(const sim_scenario *s, const char *csv, const char *out_dir) {
+  static const char *const kinds[] = {"scaling", "compression", "goodput", "fabric", NULL};
+  static const char *const data[] = {"scaling.csv", "speedup.csv", "breakeven.csv", NULL};
+  const char **models = calloc((size_t)s->n_models + 1, sizeof *models);
+  if (!models)
+    return core_err_set(CORE_ENOMEM, "out of memory checking the plots of %s", csv);
+  for (int m = 0; m < s->n_models; m++)
+    models[m] = s->models[m]->name;
+  int rc = check_outputs(csv, out_dir, models, s->n_models, kinds, data);
+  free(models);
+  return rc;
+}
+
+int cli_plot_check_pareto(const char *csv, const char *out_dir) {
+  static const char *const kinds[] = {"pareto", NULL};
+  static const char *const data[] = {"front.csv", NULL};
+  return check_outputs(csv, out_dir, NULL, 0, kinds, data);
 }
 
 static int gnuplot(const char *script, const char *vars) {

@@ -7,8 +7,10 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #ifndef DDPSIM_VERSION
 #define DDPSIM_VERSION "0.0.0"
@@ -84,7 +86,7 @@ int cli_parse_double(const char *cmd, const char *opt, const char *s, double lo,
     cli_usage(cmd, "%s expects a number in [%g, %g], got '%s'", opt, lo, hi, s);
     return CORE_EUSAGE;
   }
-  *out = v;
+  *out = v + 0.0; /* "-0" is 0: printed without a sign */
   return 0;
 }
 
@@ -117,6 +119,23 @@ static void print_help(FILE *f) {
              "  6  validate: the prediction error exceeds --tolerance\n");
 }
 
+/* What went to stdout must have reached it: a full disk under
+ * `ddpsim collective > file` is a failure (exit 1), not a success with the
+ * table lost. stdout closed from the start (EBADF) with nothing
+ * written to it is no loss (gnulib's close_stdout rule); a command that failed already has said why. */
+static int close_stdout(int status) {
+  int bad = ferror(stdout), pending = __fpending(stdout) != 0, e = 0;
+  errno = 0;
+  if (fclose(stdout) != 0 && !(errno == EBADF && !bad && !pending)) {
+    bad = 1;
+    e = errno;
+  }
+  if (!bad || status != CLI_EXIT_OK)
+    return status;
+  fprintf(stderr, "ddpsim: error: writing to standard output failed%s%s\n", e ? ": " : "", e ? strerror(e) : "");
+  return CLI_EXIT_FAIL;
+}
+
 static const cli_cmd *find(const char *name) {
   for (int i = 0; i < n_commands; i++)
     if (strcmp(commands[i].name, name) == 0)
@@ -124,8 +143,7 @@ static const cli_cmd *find(const char *name) {
   return NULL;
 }
 
-int main(int argc, char **argv) {
-  core_afile_track_inputs(1); /* no output of a command may be one of its inputs */
+static int run_cli(int argc, char **argv) {
   if (argc < 2) {
     print_help(stderr);
     return CLI_EXIT_USAGE;
@@ -158,4 +176,23 @@ int main(int argc, char **argv) {
     return CLI_EXIT_USAGE;
   }
   return cmd->run(argc - 1, argv + 1);
+}
+
+/* Standard output is one of the command's inputs (`ddpsim model m.cfg >>
+ * m.cfg`): refused at once, before anything printed reaches that file. What
+ * stdio holds for it is dropped (_exit), the temp files of open outputs
+ * removed. */
+static void stdout_is_input(const char *path) {
+  fprintf(stderr,
+      "ddpsim: error: standard output is the input '%s' of this command: what it prints would be added to that "
+      "input; redirect the output to another file\n",
+      path);
+  core_afile_remove_temps();
+  _exit(CLI_EXIT_USAGE);
+}
+
+int main(int argc, char **argv) {
+  core_afile_track_inputs(1); /* no output of a command may be one of its inputs */
+  core_afile_on_stdout_input(stdout_is_input);
+  return close_stdout(run_cli(argc, argv));
 }

@@ -33,9 +33,25 @@ static atomic_int tracking;
 
 void core_afile_track_inputs(int on) { atomic_store(&tracking, on); }
 
+/* Standard output's file as it was when the hook was set (a descriptor 1
+ * closed then, and later taken by an input, is not standard output). */
+static void (*_Atomic stdout_hook)(const char *path);
+static struct stat stdout_st;
+
+void core_afile_on_stdout_input(void (*fn)(const char *path)) {
+  if (fn && (fstat(STDOUT_FILENO, &stdout_st) != 0 || !S_ISREG(stdout_st.st_mode)))
+    fn = NULL; /* a terminal, a pipe, /dev/null or nothing: no file to add to */
+  atomic_store(&stdout_hook, fn);
+}
+
+static int is_stdout(const struct stat *st) { return stdout_st.st_dev == st->st_dev && stdout_st.st_ino == st->st_ino; }
+
 static void note(const struct stat *st, const char *path) {
   if (!atomic_load(&tracking) || !S_ISREG(st->st_mode))
     return; /* /dev/null or a pipe read and written is no loss */
+  void (*hook)(const char *) = atomic_load(&stdout_hook);
+  if (hook && is_stdout(st))
+    hook(path);
   pthread_mutex_lock(&inputs_lock);
   for (int i = 0; i < n_inputs; i++)
     if (inputs[i].dev == st->st_dev && inputs[i].ino == st->st_ino)
@@ -191,6 +207,9 @@ static int resolve(const char *path, int regular_only, target *t) {
   memset(t, 0, sizeof *t);
   if (!path || !*path)
     return core_err_set(CORE_EUSAGE, "an empty output path: name a file");
+  const char *base = core_path_base(path);
+  if (!*base || !strcmp(base, ".") || !strcmp(base, "..")) /* "x/", "x/.": no file name to write */
+    return core_err_set(CORE_EUSAGE, "output '%s' names a directory, not a file; name a file", path);
   if (strlen(path) >= sizeof t->final)
     return core_err_set(CORE_EUSAGE, "output path is too long: %.64s...", path);
   int via_proc, rc = parts_fit(path);
@@ -198,6 +217,10 @@ static int resolve(const char *path, int regular_only, target *t) {
     return rc;
   struct stat st;
   if (stat(path, &st) != 0) {
+    /* A part of the path a file, a loop of links, no search permission:
+     * a path to choose again (exit 2); other failures are the system's. */
+    if (errno == ENOTDIR || errno == ELOOP || errno == ENAMETOOLONG || not_ours(errno))
+      return core_err_set(CORE_EUSAGE, "cannot write '%s': %s; choose another path", path, strerror(errno));
     if (errno != ENOENT)
       return core_err_errno(errno, "cannot look at output '%s'", path);
     char dir[4096];
@@ -254,10 +277,14 @@ static atomic_int slot_state[N_SLOTS]; /* 0 free, 1 being filled, 2 holds a temp
 static pthread_once_t handlers_once = PTHREAD_ONCE_INIT;
 static const int stop_signals[] = {SIGINT, SIGTERM, SIGHUP};
 
-static void on_stop(int sig) {
+void core_afile_remove_temps(void) {
   for (int i = 0; i < N_SLOTS; i++)
     if (atomic_load(&slot_state[i]) == 2)
       unlink(slot_path[i]);
+}
+
+static void on_stop(int sig) {
+  core_afile_remove_temps();
   signal(sig, SIG_DFL);
   raise(sig);
 }
@@ -565,8 +592,9 @@ static void sweep_target(const char *final) {
   closedir(d);
 }
 
-/* mkdir of one level; a file where a directory must be is the user's to
- * change (exit 2), other failures are the system's. Notes in made, if any,
+/* mkdir of one level; a file where a directory must be, or a name too long
+ * for the file system, is the user's to change (exit 2), other failures are
+ * the system's. Notes in made, if any,
  * each level it creates (past CORE_MADE_DIRS_MAX levels, none: undo then
  * stops at a level it cannot empty). */
 static int mkdir_one(const char *buf, core_made_dirs *made) {
@@ -580,7 +608,12 @@ static int mkdir_one(const char *buf, core_made_dirs *made) {
   if (errno == ENOTDIR)
     return core_err_set(CORE_EUSAGE,
         "cannot create directory '%s': a part of that path is a file; choose another output directory", buf);
-  if (not_ours(errno))
+  if (errno == ENOENT) /* every level before was made or there: one is a link that leads nowhere */
+    return core_err_set(CORE_EUSAGE,
+        "cannot create directory '%s': a part of that path is a symbolic link that leads nowhere; create the directory "
+        "it names, or choose another output directory",
+        buf);
+  if (not_ours(errno) || errno == ENAMETOOLONG)
     return core_err_set(
         CORE_EUSAGE, "cannot create directory '%s': %s; choose another output directory", buf, strerror(errno));
   return core_err_errno(errno, "cannot create directory '%s'", buf);
@@ -592,7 +625,7 @@ int core_mkdirs_made(const char *dir, core_made_dirs *made) {
   if (!*dir)
     return core_err_set(CORE_EUSAGE, "an empty directory path: name a directory");
   if (strlen(dir) >= sizeof buf)
-    return core_err_set(CORE_EINVAL, "directory path is too long: %.64s...", dir);
+    return core_err_set(CORE_EUSAGE, "directory path is too long: %.64s...; choose a shorter one", dir);
   snprintf(buf, sizeof buf, "%s", dir);
   if (made) {
     snprintf(made->path, sizeof made->path, "%s", dir);

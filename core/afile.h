@@ -77,6 +77,16 @@ void core_afile_track_inputs(int on);
 void core_afile_note_input(const char *path);
 void core_afile_note_input_fd(int fd, const char *path);
 
+/* fn is called, at once, when a file noted as an input is the regular file
+ * standard output goes to (`ddpsim model m.cfg >> m.cfg`): what the command
+ * prints would be added to that input. Standard output is taken as it is at
+ * this call (set it before any file is opened). The ddpsim command refuses
+ * there; a library user may leave it unset (NULL). */
+void core_afile_on_stdout_input(void (*fn)(const char *path));
+/* Remove the temp files of every output still open, as a stop by a signal
+ * does: for a process that must end at once (_exit). */
+void core_afile_remove_temps(void);
+
 /* Remove the temp files ("<name>.tmp.*") that writers left in dir when they
  * died: those nobody holds locked. Each removal is reported on stderr.
  * Returns how many were removed, or a negative error code. */

@@ -231,9 +231,7 @@ int core_cfg_load(core_cfg *c, const char *path, const char *what) {
    * waited on. */
   int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0)
-    /* A path that leads nowhere is bad input; only real I/O trouble is not. */
-    return core_err_set(errno == EIO || errno == ENOMEM || errno == EMFILE || errno == ENFILE ? CORE_EIO : CORE_EINVAL,
-        "cannot open %s file '%s': %s (check the path)", what, path, strerror(errno));
+    return core_err_open(errno, "cannot open %s file '%s'", what, path);
   struct stat st = {0};
   FILE *f = NULL;
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || !(f = fdopen(fd, "r"))) {

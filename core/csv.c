@@ -388,8 +388,7 @@ static int no_trim(unsigned char c) {
 static int open_csv(const char *path, FILE **out) {
   FILE *f = fopen(path, "r");
   if (!f)
-    return core_err_set(
-        errno == ENOENT ? CORE_EINVAL : CORE_EIO, "cannot open CSV '%s': %s (check the path)", path, strerror(errno));
+    return core_err_open(errno, "cannot open CSV '%s'", path);
   struct stat st;
   if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
     fclose(f);

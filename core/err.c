@@ -77,3 +77,13 @@ int core_err_errno(int errnum, const char *fmt, ...) {
   return core_err_set(
       code, "%s: %s%s", what, strerror(errnum), code == CORE_ENOSPC ? " (free some space and run again)" : "");
 }
+
+int core_err_open(int errnum, const char *fmt, ...) {
+  char what[ERR_MSG_MAX / 2];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(what, sizeof what, fmt, ap);
+  va_end(ap);
+  int system = errnum == EIO || errnum == ENOMEM || errnum == EMFILE || errnum == ENFILE;
+  return core_err_set(system ? CORE_EIO : CORE_EINVAL, "%s: %s (check the path)", what, strerror(errnum));
+}

@@ -43,4 +43,11 @@ const char *core_err_name(int code);
  * to CORE_ENOSPC, everything else to CORE_EIO. */
 int core_err_errno(int errnum, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* Record that an input could not be opened: "<what>: <strerror> (check the
+ * path)". A path that leads nowhere (missing, a part of it a file, not
+ * permitted) is bad input, CORE_EINVAL (exit 3), as every reader of ddpsim's
+ * inputs says it; trouble of the system (EIO, out of memory or descriptors)
+ * is CORE_EIO. */
+int core_err_open(int errnum, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 #endif

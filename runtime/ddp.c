@@ -1,5 +1,6 @@
 #include "ddp.h"
 
+#include "core/afile.h"
 #include "core/clock.h"
 #include "core/err.h"
 
@@ -69,13 +70,12 @@ static void *comm_main(void *arg) {
     if (d->o.fail_step >= 0 && step == d->o.fail_step && b == d->bk.n_buckets / 2) {
       fprintf(stderr, "rank %d: injected failure: SIGKILL at step %ld, bucket %d\n", d->comm->rank, step, b);
       fflush(stderr);
-      if (d->o.fail_mark) {
-        /* The moment of death, for measuring detection and recovery. */
-        FILE *f = fopen(d->o.fail_mark, "w");
-        if (f) {
-          fprintf(f, "%.6f %ld\n", core_wall_now(), step);
-          fclose(f);
-        }
+      core_afile mark;
+      /* The moment of death, for measuring detection and recovery; written
+       * like every output (never over an input), or not at all. */
+      if (d->o.fail_mark && core_afile_open(&mark, d->o.fail_mark) == 0) {
+        fprintf(mark.f, "%.6f %ld\n", core_wall_now(), step);
+        core_afile_commit(&mark);
       }
       raise(SIGKILL);
     }

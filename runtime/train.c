@@ -177,6 +177,14 @@ static int open_outputs(train_ctx *c) {
   snprintf(path, sizeof path, "%s/steps.csv", o->out);
   if (c->pg.rank == 0 && (rc = core_afile_check(path)) != 0)
     return rc;
+  /* The trace, and the mark an injected failure leaves, are refused before
+   * the metrics file is made, which a refusal would leave. */
+  snprintf(path, sizeof path, "%s/trace-rank-%d.json", o->out, c->pg.rank);
+  if (o->trace && (rc = core_afile_check(path)) != 0)
+    return rc;
+  snprintf(path, sizeof path, "%s/fail-attempt-%d.time", o->out, c->attempt);
+  if (c->attempt < o->n_fail_steps && o->fail_rank == c->pg.rank && (rc = core_afile_check(path)) != 0)
+    return rc;
   snprintf(path, sizeof path, "%s/rank-%d.attempt-%d.csv", o->out, c->pg.rank, c->attempt);
   int keep = 0;
   if ((rc = core_afile_check(path)) != 0 || (o->resume && (rc = continued_metrics(path, &keep)) != 0) ||
@@ -389,6 +397,12 @@ static int build(train_ctx *c) {
   if ((rc = rt_data_create(
            o->dataset, in, outw, (uint64_t)o->seed, c->pg.rank, c->pg.world_size, o->shuffle, &c->data)) != 0)
     return rc;
+  /* The options' fault, told before any output is made (not at the first step, after the metrics file). */
+  if (o->batch > c->data->num_samples)
+    return core_err_set(CORE_EUSAGE,
+        "--batch %ld is larger than this rank's %lld samples per epoch (--dataset %lld over %d ranks); use a bigger "
+        "--dataset or a smaller --batch",
+        o->batch, (long long)c->data->num_samples, (long long)o->dataset, c->pg.world_size);
   c->x = malloc(sizeof *c->x * (size_t)o->batch * (size_t)in);
   c->target = malloc(sizeof *c->target * (size_t)o->batch * (size_t)outw);
   if (!c->x || !c->target)

@@ -679,6 +679,8 @@ int sim_scenario_load(const char *path, sim_scenario **out) { return sim_scenari
 
 int sim_scenario_load_with(const char *path, const char *profile, sim_scenario **out) {
   *out = NULL;
+  if (profile && !*profile) /* not the scenario's profile, which an empty --profile would silently leave */
+    return core_err_set(CORE_EUSAGE, "--profile is empty: name the profile file to use instead of the scenario's");
   sim_scenario *s = calloc(1, sizeof *s);
   if (!s)
     return core_err_set(CORE_ENOMEM, "out of memory loading scenario %s", path);

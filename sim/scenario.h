@@ -171,7 +171,8 @@ typedef struct sim_point {
 
 int sim_scenario_load(const char *path, sim_scenario **out);
 /* The same with another profile instead of the scenario's own (the file's
- * profile key is still required; paths in it resolve as usual). */
+ * profile key is still required; paths in it resolve as usual). profile
+ * NULL: the scenario's; "" is refused (CORE_EUSAGE), not taken for NULL. */
 int sim_scenario_load_with(const char *path, const char *profile, sim_scenario **out);
 /* Parse text as if it were the file `name` (tests, fuzzing). Relative paths
  * resolve against name's directory. */

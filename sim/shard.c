@@ -105,7 +105,7 @@ static int read_lines(shard_file *f) {
         f->path);
   FILE *in = fopen(f->path, "rb");
   if (!in)
-    return core_err_errno(errno, "cannot read shard %s (has its array task finished?)", f->path);
+    return core_err_open(errno, "cannot read shard %s (has its array task finished?)", f->path);
   core_afile_note_input_fd(fileno(in), f->path);
   size_t cap = 1 << 16, len = 0, got;
   f->text = malloc(cap);

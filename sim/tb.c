@@ -5,12 +5,14 @@
 #include "core/afile.h"
 #include "core/err.h"
 #include "core/isal.h"
+#include "core/path.h"
 #include "core/tbwriter.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* Value i of dimension d as text and, for numeric dimensions, as a number
  * (*numeric 1). */
@@ -147,6 +149,28 @@ static int put_point(core_tb_buf *b, const sim_point_result *r, long step, const
   return core_tb_put_scalars(b, 0.0, step, v, n);
 }
 
+/* The event file of the run holding point index, into out (n bytes). */
+static void event_path(const sim_scenario *s, const char *dir, long index, int xd, char *out, size_t n) {
+  run_dir(s, dir, index, xd, out, n - 64);
+  size_t len = strlen(out);
+  snprintf(out + len, n - len, "/" CORE_TB_PREFIX "0000000000.ddpsim-simulate");
+}
+
+/* Event files there already (a link to an input of the run, a directory)
+ * are refused before the study, as core/afile would refuse them after it. */
+static int check_event_files(const sim_scenario *s, const char *dir) {
+  int xd = x_dim(s), nx = xd >= 0 ? s->n[xd] : 1, rc = 0;
+  long points = sim_scenario_points(s);
+  char path[8192];
+  struct stat st;
+  for (long first = 0; first < points && !rc; first += nx) {
+    event_path(s, dir, first, xd, path, sizeof path);
+    if (lstat(path, &st) == 0)
+      rc = core_afile_check(path);
+  }
+  return rc ? core_err_wrap(rc, "--tensorboard %s", dir) : 0;
+}
+
 int sim_tb_check(const sim_scenario *s, const char *dir, core_made_dirs *made) {
   char path[4400];
   if (!*dir)
@@ -156,7 +180,9 @@ int sim_tb_check(const sim_scenario *s, const char *dir, core_made_dirs *made) {
     return core_err_wrap(CORE_EUNSUPPORTED, "--tensorboard %s", dir);
   snprintf(path, sizeof path, "%s/%s", dir, s->name);
   int rc = core_mkdirs_made(path, made);
-  return rc ? core_err_wrap(CORE_EUSAGE, "--tensorboard %s (choose a directory you can write)", dir) : 0;
+  if (rc)
+    return core_err_wrap(CORE_EUSAGE, "--tensorboard %s (choose a directory you can write)", dir);
+  return check_event_files(s, dir);
 }
 
 /* The positions 0..n-1 ordered by step: TensorBoard reads a run's steps in
@@ -173,17 +199,16 @@ static void order_by_step(const long *step, int n, int *order) {
 /* The event file of the run whose points are w->res[first .. first + nx). */
 static int write_run(const sim_scenario *s, const sim_sweep *w, const char *dir, long first, int xd, const long *step,
     const double *val, const int *order, int nx) {
-  char path[8192], tag[96];
+  char path[8192], run[8192], tag[96];
   core_tb_buf b = {0};
   snprintf(tag, sizeof tag, "Sweep/%s", xd >= 0 ? sim_dim_column(s, xd) : "point");
-  run_dir(s, dir, w->res[first].pt.index, xd, path, sizeof path - 64);
-  int rc = core_mkdirs(path);
+  event_path(s, dir, w->res[first].pt.index, xd, path, sizeof path);
+  core_path_dir(path, run, sizeof run);
+  int rc = core_mkdirs(run);
   if (!rc)
     rc = core_tb_put_version(&b, 0.0);
   for (int k = 0; k < nx && !rc; k++)
     rc = put_point(&b, &w->res[first + order[k]], step[order[k]], xd >= 0 ? tag : NULL, val[order[k]]);
-  size_t len = strlen(path);
-  snprintf(path + len, sizeof path - len, "/" CORE_TB_PREFIX "0000000000.ddpsim-simulate");
   if (!rc)
     rc = core_tb_write_file(path, &b);
   core_tb_buf_free(&b);

@@ -237,6 +237,43 @@ run missing_file simulate "$work/no-such-scenario.cfg" -o "$work/never"
 expect_status missing_file 3
 expect_in missing_file err "no-such-scenario.cfg"
 
+# A profile's name may not be empty: --name "" is refused before any work,
+# not written into a profile that ddpsim then cannot read.
+run import_empty_name import nccl-tests --base "$src/scenarios/profiles/dgx-h100.cfg" --name "" \
+  --out "$work/empty-name.cfg" "$src/tests/data/nccl-tests/all_reduce_perf.txt"
+expect_status import_empty_name 2
+expect_in import_empty_name err "--name expects the profile's name"
+checks=$((checks + 1))
+[ ! -e "$work/empty-name.cfg" ] || fail "import nccl-tests --name '': a profile was written"
+if "$bin" help calibrate >/dev/null 2>&1; then
+  run calibrate_empty_name calibrate --quick --name "" --out "$work/empty-name.cfg"
+  expect_status calibrate_empty_name 2
+  expect_in calibrate_empty_name err "--name expects the profile's name"
+fi
+
+# An empty --profile is refused, not taken as no --profile (the scenario's
+# own profile, silently); an empty merge -o is not the root directory.
+run empty_profile simulate "$src/scenarios/gigabit-vs-ib.cfg" --profile "" -o "$work/never"
+expect_status empty_profile 2
+expect_in empty_profile err "--profile is empty"
+checks=$((checks + 1))
+[ ! -e "$work/never" ] || fail "simulate --profile '': the output directory was made"
+run empty_merge_dir merge "$src/scenarios/gigabit-vs-ib.cfg" --shards 2 -o ""
+expect_status empty_merge_dir 2
+expect_in empty_merge_dir err "-o is empty"
+
+# "-0" given for a number is 0, and is printed as 0, not "-0".
+printf 'rank,attempt,step,step_s,compute_s,comm_s,exposed_comm_s\n0,0,0,0.1,0.05,0.04,0.03\n' >"$work/m0.csv"
+if "$bin" help validate >/dev/null 2>&1; then
+  printf '%s\n' 'name = "one";' "profile = \"$src/tests/data/cpu-test.cfg\";" \
+    "model = \"$src/scenarios/models/mlp-small.cfg\";" 'training = { batch = 32; };' \
+    'cluster = { nodes = 1; devices_per_node = 1; };' 'networks = ( { name = "n"; gbps = 1.0; latency_us = 30.0; } );' \
+    'ddp = { backend = "gloo"; };' >"$work/one.cfg"
+  run tol_minus_zero validate "$work/one.cfg" --measured "$work/m0.csv" --skip 0 --tolerance -0
+  expect_status tol_minus_zero 6
+  expect_in tol_minus_zero out "the tolerance of 0.00%"
+fi
+
 # --- simulate the shipped study ----------------------------------------------
 columns="model,nodes,gpus_per_node,gpus,network,backend,bucket_cap_mb,find_unused_parameters,step_s,compute_s,comm_s,exposed_comm_s,samples_per_s,scaling_eff"
 run gig simulate "$src/scenarios/gigabit-vs-ib.cfg" -o "$work/gig" --trace "$work/gig/trace.json"

@@ -74,6 +74,57 @@ run tb_onto_trace simulate "$work/S.cfg" -o "$work/o7" --tensorboard "$work/o7/t
 check "simulate --tensorboard X --trace X: exit 2" [ "$status" -eq 2 ]
 check "... leaving no directory in the trace's place" [ ! -e "$work/o7/t.json" ]
 
+# A plot named over an input (a link from its name to the scenario, to a
+# shard) is refused before the study or the merge, not after the CSV.
+mkdir -p "$work/o11"
+ln -s ../S.cfg "$work/o11/outputs-mlp-small-scaling.png"
+run plot_onto_scenario simulate "$work/S.cfg" -o "$work/o11" --plot -q
+check "simulate --plot, a plot's name a link to the scenario: exit 2" [ "$status" -eq 2 ]
+check "... naming the input" grep -q "same file as the input '$work/S.cfg'" "$work/plot_onto_scenario.err"
+check "... before simulating (no CSV)" [ ! -e "$work/o11/outputs.csv" ]
+check "... the scenario unchanged" same "$work/S.cfg" "$work/S.orig"
+mkdir -p "$work/o12"
+cp "$src/scenarios/plan.cfg" "$work/plan.orig"
+ln -s "$src/scenarios/plan.cfg" "$work/o12/plan-advice-pareto.svg"
+run pareto_onto_scenario advise "$src/scenarios/plan.cfg" -o "$work/o12" -q
+check "advise, the Pareto plot's name a link to the scenario: exit 2" [ "$status" -eq 2 ]
+check "... before the search (no advice CSV)" [ ! -e "$work/o12/plan-advice.csv" ]
+check "... the scenario unchanged" same "$src/scenarios/plan.cfg" "$work/plan.orig"
+mkdir -p "$work/o13"
+run shard_0 simulate "$work/S.cfg" --shard 0/2 -o "$work/o13" -q
+run shard_1 simulate "$work/S.cfg" --shard 1/2 -o "$work/o13" -q
+cp "$work/o13/outputs.shard-1-of-2.csv" "$work/shard1.orig"
+ln -s outputs.shard-1-of-2.csv "$work/o13/outputs-mlp-small-scaling.svg"
+run plot_onto_shard merge "$work/S.cfg" --shards 2 -o "$work/o13" --plot
+check "merge --plot, a plot's name a link to a shard: exit 2" [ "$status" -eq 2 ]
+check "... before merging (no CSV)" [ ! -e "$work/o13/outputs.csv" ]
+check "... the shard unchanged" same "$work/o13/outputs.shard-1-of-2.csv" "$work/shard1.orig"
+
+# So is a TensorBoard event file that is already there as a link to an input.
+mkdir -p "$work/tb14/outputs"
+ln -s ../../S.cfg "$work/tb14/outputs/events.out.tfevents.0000000000.ddpsim-simulate"
+run tb_onto_scenario simulate "$work/S.cfg" -o "$work/o14" --tensorboard "$work/tb14" -q
+check "simulate --tensorboard, its event file a link to the scenario: exit 2" [ "$status" -eq 2 ]
+check "... naming the input" grep -q "same file as the input '$work/S.cfg'" "$work/tb_onto_scenario.err"
+check "... before simulating (no CSV, no -o)" [ ! -e "$work/o14" ]
+check "... the scenario unchanged" same "$work/S.cfg" "$work/S.orig"
+
+# The plots read the CSV back: a CSV written through to a FIFO (its reader
+# there) has nothing to give back, and is refused before the study, not
+# waited on forever once it is written.
+mkdir -p "$work/o15"
+mkfifo "$work/o15/outputs.csv"
+timeout 20 cat "$work/o15/outputs.csv" >/dev/null &
+plot_reader=$!
+it_watchdog=15
+run plot_csv_fifo simulate "$work/S.cfg" -o "$work/o15" --plot -q
+it_watchdog=60
+check "simulate --plot with the CSV a FIFO: exit 2, not a hang (got $status)" [ "$status" -eq 2 ]
+check "... saying why" grep -q "the plot reads the CSV back to draw it, but $work/o15/outputs.csv is a FIFO" \
+  "$work/plot_csv_fifo.err"
+kill "$plot_reader" 2>/dev/null
+wait "$plot_reader" 2>/dev/null
+
 # A scenario, profile or model must be a regular file: one that is a FIFO
 # nobody writes is refused at once, not waited on.
 mkfifo "$work/S.fifo"
@@ -115,6 +166,12 @@ cp "$log" "$work/L.txt"
 run import_onto_log import nccl-tests --base "$src/scenarios/profiles/dgx-h100.cfg" --out "$work/L.txt" "$work/L.txt"
 check "import nccl-tests --out L L: exit 2" [ "$status" -eq 2 ]
 check "the log is unchanged" same "$work/L.txt" "$log"
+run measured_under_file validate "$work/S.cfg" --measured "$work/S.cfg/steps.csv"
+check "validate --measured under a file: exit 3, as a missing input (got $status)" [ "$status" -eq 3 ]
+run import_missing import nccl-tests --base "$src/scenarios/profiles/dgx-h100.cfg" --out "$work/never.cfg" \
+  "$work/no-such-log.txt"
+check "import nccl-tests of a missing file: exit 3, as every missing input (got $status)" [ "$status" -eq 3 ]
+check "... naming it" grep -q "no-such-log.txt': No such file or directory (check the path)" "$work/import_missing.err"
 cp "$src/scenarios/profiles/dgx-h100.cfg" "$work/P.cfg"
 run import_onto_base import nccl-tests --base "$work/P.cfg" --out "$work/P.cfg" "$log"
 check "import nccl-tests --base P --out P: exit 2" [ "$status" -eq 2 ]
@@ -189,6 +246,14 @@ imp_case imp_model_null "-o /dev/null --scenario S" "$gpu" -o /dev/null --scenar
 # reported empty.
 run imp_gpu_pipe import torch-trace <(cat "$gpu") -o "$work/pipe-gpu.cfg"
 check "import torch-trace of a GPU trace through a pipe: exit 0" [ "$status" -eq 0 ]
+# ... but without --out, a pipe (/dev/fd/63) has no name to give the model:
+# refused, not written to "63.cfg" in the current directory.
+mkdir -p "$work/pipe.d"
+(cd "$work/pipe.d" && timeout -s KILL 30 "$bin" import torch-trace <(cat "$gpu") >/dev/null 2>"$work/imp_pipe_noout.err")
+status=$?
+check "import torch-trace PIPE without --out: exit 2 (got $status)" [ "$status" -eq 2 ]
+check "... saying to name the model" grep -q "name the model with --out MODEL" "$work/imp_pipe_noout.err"
+check "... writing nothing" [ -z "$(ls -A "$work/pipe.d")" ]
 run imp_cpu_pipe import torch-trace <(cat "$src/tests/data/torch-trace/mlp-small-b32.json") -o "$work/pipe-cpu.cfg"
 check "import torch-trace of a CPU trace through a pipe: exit 2" [ "$status" -eq 2 ]
 check "... saying to save it to a file" grep -q "CPU job's trace is read twice: save it to a file" \
@@ -271,6 +336,28 @@ if "$bin" help train >/dev/null 2>&1; then
   check "train --ckpt-dir of an earlier run without --resume: exit 2" [ "$status" -eq 2 ]
   check "... leaving neither -o nor --tensorboard" [ ! -e "$work/gone" ]
   check "... nor touching --ckpt-dir" [ -f "$ck/ckpt-00000006.ddpc" ]
+  # --trace onto an input: refused before the rank's metrics file is made,
+  # so nothing is left in -o, which was there before.
+  mkdir -p "$work/rt"
+  ln -s ../M.cfg "$work/rt/trace-rank-0.json"
+  run trace_onto_model train --model "$work/M.cfg" --steps 2 --batch 8 -o "$work/rt" --trace
+  check "train --trace, its trace a link to the model: exit 2" [ "$status" -eq 2 ]
+  check "... the model unchanged" same "$work/M.cfg" "$src/tests/data/runtime/mlp-tiny.cfg"
+  check "... and no metrics file left in -o" [ "$(ls -A "$work/rt")" = "trace-rank-0.json" ]
+  # A batch larger than the rank's share of --dataset is the options' fault:
+  # exit 2 before any output, not exit 3 at the first step with -o made.
+  run batch_past_dataset train --model "$work/M.cfg" --steps 2 --batch 8 --dataset 1 -o "$work/gone/ds"
+  check "train --batch 8 --dataset 1: exit 2 (got $status)" [ "$status" -eq 2 ]
+  check "... leaving no -o" [ ! -e "$work/gone" ]
+  # The mark an injected failure leaves (-o/fail-attempt-A.time) is an
+  # output like any other: a link from its name to the model is refused
+  # before training, not followed when the rank kills itself.
+  mkdir -p "$work/rf"
+  ln -s ../M.cfg "$work/rf/fail-attempt-0.time"
+  run fail_mark_onto_model train --model "$work/M.cfg" --steps 4 --batch 8 -o "$work/rf" --fail-at-step 1 --fail-rank 0
+  check "train --fail-at-step, its mark a link to the model: exit 2 (got $status)" [ "$status" -eq 2 ]
+  check "... the model unchanged" same "$work/M.cfg" "$src/tests/data/runtime/mlp-tiny.cfg"
+  check "... and nothing left in -o" [ "$(ls -A "$work/rf")" = "fail-attempt-0.time" ]
 fi
 
 # The summary names the dimensions it sweeps as the CSV's columns do.
@@ -418,5 +505,47 @@ check "--trace with a 250-byte name linked to /dev/null: exit 0" [ "$status" -eq
 check "... /dev/null still a character device" [ -c /dev/null ]
 rm "$work/$long"
 check "no temp file anywhere" [ -z "$(find "$work" -name '*.tmp.*')" ]
+
+# ---- standard output: what a command prints must reach it ----------------------------
+# A table redirected onto a full disk (/dev/full) is a failure that says
+# so, not a success with the table lost; stdout closed with nothing to
+# print is no loss.
+stdout_full() { # NAME ARGS...
+  local name=$1
+  shift
+  timeout -s KILL "$it_watchdog" "$bin" "$@" >/dev/full 2>"$work/$name.err"
+  status=$?
+}
+if [ -w /dev/full ]; then
+  stdout_full coll_full collective --profile "$src/scenarios/profiles/dgx-h100.cfg"
+  check "collective > /dev/full: exit 1 (got $status)" [ "$status" -eq 1 ]
+  check "... saying stdout could not be written" grep -q "writing to standard output failed" "$work/coll_full.err"
+  stdout_full sim_full simulate "$work/S.cfg" -o "$work/o10"
+  check "simulate (its summary) > /dev/full: exit 1 (got $status)" [ "$status" -eq 1 ]
+  stdout_full help_full --help
+  check "--help > /dev/full: exit 1 (got $status)" [ "$status" -eq 1 ]
+  stdout_full model_full model "$src/scenarios/models/mlp-small.cfg"
+  check "model > /dev/full: exit 1 (got $status)" [ "$status" -eq 1 ]
+  check "... one message, the command's own" [ "$(wc -l < "$work/model_full.err")" -eq 1 ]
+fi
+# Standard output appended to an input (`>> INPUT`): refused before
+# anything is added to it, as cat refuses "input file is output file".
+cp "$src/scenarios/models/mlp-small.cfg" "$work/Mo.cfg"
+timeout -s KILL 30 "$bin" model "$work/Mo.cfg" >>"$work/Mo.cfg" 2>"$work/model_onto_self.err"
+status=$?
+check "model M >> M: exit 2 (got $status)" [ "$status" -eq 2 ]
+check "... saying why" grep -q "standard output is the input '$work/Mo.cfg'" "$work/model_onto_self.err"
+check "... the model unchanged" same "$work/Mo.cfg" "$src/scenarios/models/mlp-small.cfg"
+timeout -s KILL 30 "$bin" simulate "$work/S.cfg" -o "$work/o16" >>"$work/S.cfg" 2>"$work/sim_onto_self.err"
+status=$?
+check "simulate S >> S: exit 2 (got $status)" [ "$status" -eq 2 ]
+check "... the scenario unchanged" same "$work/S.cfg" "$work/S.orig"
+check "... before simulating (no -o)" [ ! -e "$work/o16" ]
+timeout -s KILL 30 "$bin" simulate "$work/S.cfg" -o "$work/o10" -q >&- 2>"$work/sim_closed.err"
+status=$?
+check "simulate -q with stdout closed (nothing to print): exit 0 (got $status)" [ "$status" -eq 0 ]
+timeout -s KILL 30 "$bin" --version >&- 2>"$work/version_closed.err"
+status=$?
+check "--version with stdout closed: exit 1 (got $status)" [ "$status" -eq 1 ]
 
 it_end

@@ -103,6 +103,21 @@ check "a fabric study's scaling plot is drawn" [ -s "$work/o9/fab-m-scaling.svg"
 check "it has a curve for one fabric" grep -q "n/nccl/ft-1to1" "$work/o9/fab-m-scaling.svg"
 check "and one for the other" grep -q "n/nccl/ft-3to1" "$work/o9/fab-m-scaling.svg"
 
+# A CSV through a pipe gives its rows once: a plot whose script reads the
+# CSV again (goodput, fabric, pareto) is refused (exit 2) and says to save
+# it to a file, not a gnuplot failure on an empty file; a scaling plot of a
+# pipe is drawn, but needs -o (a pipe has no directory to draw beside).
+run pipe_goodput plot goodput <(cat "$work/one-mtbf.csv") -o "$work/o10"
+check "plot goodput of a pipe: exit 2 (got $status)" [ "$status" -eq 2 ]
+check "... saying to save it to a file" grep -q "reads its CSV twice (ddpsim, then gnuplot): save it to a file" \
+  "$work/pipe_goodput.err"
+check "... leaving no directory" [ ! -e "$work/o10" ]
+run pipe_no_out plot scaling <(cat "$work/scal.csv")
+check "plot scaling of a pipe without -o: exit 2 (got $status)" [ "$status" -eq 2 ]
+check "... asking for -o DIR" grep -q "name one with -o DIR" "$work/pipe_no_out.err"
+run pipe_scaling plot scaling <(cat "$work/scal.csv") -o "$work/o10"
+check "plot scaling of a pipe with -o: exit 0 (got $status)" [ "$status" -eq 0 ]
+
 # Ranks are labelled by what they are: a study on a CPU profile (simulate
 # --plot, merge --plot, or plot --devices cpu) counts CPU ranks, a GPU
 # study GPUs.

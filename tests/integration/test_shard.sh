@@ -83,7 +83,7 @@ mkdir -p "$work/partial"
 cp "$work"/montecarlo/*.shard-*.csv "$work/partial/"
 rm "$work/partial/shard-job-test.shard-2-of-4.csv"
 run merge_missing merge "$jobscen" --shards 4 -o "$work/partial"
-check "merge without shard 2 fails" [ "$status" -ne 0 ]
+check "merge without shard 2 exits 3 (a missing input)" [ "$status" -eq 3 ]
 check "merge names the missing shard" grep -q "shard-2-of-4.csv" "$work/merge_missing.err"
 check "merge without shard 2 writes nothing" [ ! -e "$work/partial/shard-job-test.csv" ]
 cp "$work/montecarlo/shard-job-test.shard-2-of-4.csv" "$work/partial/"

@@ -167,6 +167,29 @@ static void test_bad_paths(void) {
   at(sub, sizeof sub, "no");
   struct stat st;
   CU_ASSERT(stat(sub, &st) != 0 && errno == ENOENT); /* not created */
+  /* A path that ends as a directory's does ("x/", "x/.", "x/..") names no
+   * file: refused by the check, not by the temp file after the work. */
+  static const char *const dir_like[] = {"new.csv/", "new/.", "new/..", "./"};
+  for (size_t i = 0; i < sizeof dir_like / sizeof *dir_like; i++) {
+    at(missing, sizeof missing, dir_like[i]);
+    CU_ASSERT_EQUAL(core_afile_check(missing), CORE_EUSAGE);
+    CU_ASSERT_EQUAL(write_text(missing, "x"), CORE_EUSAGE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(core_err_msg(), "names a directory, not a file"));
+  }
+  /* Under a file, or through a loop of links: a usage error too. */
+  char file[4200], loop[4200];
+  at(file, sizeof file, "plain.txt");
+  CU_ASSERT_EQUAL_FATAL(write_text(file, "x"), 0);
+  at(missing, sizeof missing, "plain.txt/out.csv");
+  CU_ASSERT_EQUAL(write_text(missing, "x"), CORE_EUSAGE);
+  CU_ASSERT_PTR_NOT_NULL(strstr(core_err_msg(), "Not a directory; choose another path"));
+  at(loop, sizeof loop, "loop");
+  CU_ASSERT_EQUAL_FATAL(symlink("loop", loop), 0);
+  at(missing, sizeof missing, "loop/out.csv");
+  CU_ASSERT_EQUAL(write_text(missing, "x"), CORE_EUSAGE);
+  unlink(loop);
+  unlink(file);
+  CU_ASSERT_EQUAL(temps(), 0);
 }
 
 static void test_abort_and_signal(void) {
@@ -352,6 +375,30 @@ static void test_made_undo(void) {
   rmdir(old);
 }
 
+/* A directory that cannot be made for the path's sake (a name too long, a
+ * path past PATH_MAX, a link that leads nowhere on the way) is the user's to
+ * change: CORE_EUSAGE (exit 2), with nothing made. */
+static void test_mkdirs_refused(void) {
+  char path[8192], link[4400];
+  core_made_dirs m = {0};
+  int n = snprintf(path, sizeof path, "%s/", dir);
+  memset(path + n, 'x', 300);
+  path[n + 300] = '\0';
+  CU_ASSERT_EQUAL(core_mkdirs_made(path, &m), CORE_EUSAGE);
+  CU_ASSERT_EQUAL(m.n, 0);
+  for (n = snprintf(path, sizeof path, "%s", dir); n < 5000; n += 100)
+    snprintf(path + n, sizeof path - (size_t)n, "/%099d", 0);
+  CU_ASSERT_EQUAL(core_mkdirs_made(path, &m), CORE_EUSAGE);
+  CU_ASSERT(strstr(core_err_msg(), "too long") != NULL);
+  snprintf(link, sizeof link, "%s/nowhere", dir);
+  CU_ASSERT_EQUAL_FATAL(symlink("missing-dir", link), 0);
+  snprintf(path, sizeof path, "%s/sub/sub2", link);
+  CU_ASSERT_EQUAL(core_mkdirs_made(path, &m), CORE_EUSAGE);
+  CU_ASSERT(strstr(core_err_msg(), "symbolic link that leads nowhere") != NULL);
+  CU_ASSERT_EQUAL(m.n, 0);
+  unlink(link);
+}
+
 void test_register(void) {
   CU_pSuite s = CU_add_suite("afile", suite_init, suite_clean);
   CU_add_test(s, "regular files replaced whole; symlinks followed", test_regular_and_links);
@@ -363,4 +410,5 @@ void test_register(void) {
   CU_add_test(s, "append: the file whole before and after; links, devices, inputs", test_append);
   CU_add_test(s, "append: writers at once lose no row", test_append_concurrent);
   CU_add_test(s, "directories made are taken back while empty, no others", test_made_undo);
+  CU_add_test(s, "directories that cannot be made for their path: usage errors", test_mkdirs_refused);
 }

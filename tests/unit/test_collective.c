@@ -305,6 +305,13 @@ static void test_steps(void) {
   CU_ASSERT(err_has("more than 100000 rows"));
   char *tiny_steps[] = {"--profile", H100, "-b", "1", "-e", "1G", "-i", "1", NULL};
   CU_ASSERT_EQUAL(run(tiny_steps), 2);
+  /* "-0" is the size 0, printed as nccl-tests prints it, without a sign. */
+  char *minus_zero[] = {"--profile", H100, "-b", "-0", "-e", "-0", NULL};
+  CU_ASSERT_EQUAL(run(minus_zero), 0);
+  CU_ASSERT_EQUAL(table_rows(), 1);
+  char *out = tu_read_file(out_path, NULL);
+  CU_ASSERT(out && strstr(out, "minBytes 0 maxBytes 0 ") && !strstr(out, "-0"));
+  free(out);
 }
 
 /* Usage errors exit 2, input errors 3, with what to do. */
