@@ -90,7 +90,9 @@ const char cli_import_help[] =
     "not count x type size (x ranks for allgather and reduce-scatter) as\n"
     "nccl-tests prints it) is an error naming FILE:LINE or the trace event, and\n"
     "nothing is written. Before any input is read, an output that is one of the\n"
-    "inputs (--base included, used or not) or another output is refused.\n";
+    "inputs (--base included, used or not) or another output is refused, and so\n"
+    "is an output whose file name is an extension alone (--out .cfg,\n"
+    "--scenario .cfg): what it writes is named after the part before it.\n";
 
 /* The file name of path without directory and extension (".cfg", ".json",
  * ".json.gz", ".pt.trace"). */
@@ -102,6 +104,19 @@ static void stem_of(const char *path, char *out, size_t n) {
     if (len > el && !strcmp(out + len - el, *e))
       out[len - el] = '\0';
   }
+}
+
+/* An output whose file name is an extension alone (".cfg", "dir/.cfg") has
+ * no stem for the profile, model, scenario or CSV named after it (and would
+ * be a hidden file): a usage error naming the option. */
+static int check_stem(const char *opt, const char *path) {
+  const char *base = core_path_base(path), *dot = strrchr(base, '.');
+  if (*base && dot != base)
+    return 0;
+  return cli_usage("import",
+      "%s '%s': the file name has nothing before its extension, and what it writes is named after that; give it a "
+      "name, e.g. %s",
+      opt, path, strcmp(opt, "--scenario") == 0 ? "myjob.cfg" : "mymodel.cfg");
 }
 
 /* import nccl-tests' options into *o and *out: 0, 1 after --help, or an
@@ -154,6 +169,8 @@ static int import_nccl(int argc, char **argv) {
   int rc = nccl_args(argc, argv, &o, &out);
   if (rc)
     return rc == 1 ? CLI_EXIT_OK : rc;
+  if ((rc = check_stem("--out", out)) != 0)
+    return rc;
   char name[128];
   if (!o.name) {
     stem_of(out, name, sizeof name);
@@ -269,6 +286,11 @@ static int import_trace(int argc, char **argv) {
   }
   if (profile_base && !scenario)
     return cli_usage("import", "--profile-base goes with --scenario FILE");
+  int rc = check_stem("--out", out);
+  if (rc == 0 && scenario)
+    rc = check_stem("--scenario", scenario);
+  if (rc)
+    return rc;
   return import_traces((const char *const *)(argv + optind), argc - optind, &o, out, scenario, profile_base);
 }
 

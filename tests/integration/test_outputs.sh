@@ -208,6 +208,19 @@ mkdir -p "$d" && cp "$src/scenarios/profiles/dgx-h100.cfg" "$d/S.profile.cfg"
 imp_case imp_profile_base "--scenario S --profile-base S.profile.cfg" "$gpu" -o "$d/M.cfg" --scenario "$d/S.cfg" \
   --profile-base "$d/S.profile.cfg"
 check "... the base profile is unchanged" same "$d/S.profile.cfg" "$src/scenarios/profiles/dgx-h100.cfg"
+# An output named by its extension alone (".cfg") has no stem to name the
+# model, the scenario, its profile and its CSV after: refused (exit 2), as
+# --out of a model or of nccl-tests' profile.
+d="$work/imp_empty_stem.d"
+imp_case imp_empty_stem "--scenario .cfg" "$gpu" -o "$d/M.cfg" --scenario "$d/.cfg"
+check "... saying why" grep -q "has nothing before its extension" "$work/imp_empty_stem.err"
+d="$work/imp_empty_model_stem.d"
+imp_case imp_empty_model_stem "-o .cfg" "$gpu" -o "$d/.cfg"
+mkdir -p "$work/stem.d"
+run import_empty_stem import nccl-tests --base "$src/scenarios/profiles/dgx-h100.cfg" --out "$work/stem.d/.cfg" "$log"
+check "import nccl-tests --out .cfg: exit 2" [ "$status" -eq 2 ]
+check "... saying why" grep -q "has nothing before its extension" "$work/import_empty_stem.err"
+check "... nothing written" [ ! -e "$work/stem.d/.cfg" ]
 # --base is an input of a GPU trace's import even where DDP's copies give the
 # tensors' sizes and the base is not read.
 d="$work/imp_gpu_base.d"
