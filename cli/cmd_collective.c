@@ -28,6 +28,9 @@ const char cli_collective_help[] =
     "prints (size, count, type, redop, root, then time in us, algbw and busbw in\n"
     "GB/s out of place and in place; #wrong is N/A: nothing ran), so that each row\n"
     "compares with a real run's, and `ddpsim import nccl-tests` reads it back.\n"
+    "The table is that of `mpirun -np NODES all_reduce_perf -g G`: one process\n"
+    "per node driving its G GPUs, so its header says nGpus G (nccl-tests' GPUs\n"
+    "per thread) and a node's ranks share a Pid.\n"
     "Where the profile measured this collective on exactly this many ranks and\n"
     "nodes, its fit is the prediction; elsewhere the cost models run on links\n"
     "derived from the profile and the network, and on a datasheet profile NCCL\n"
@@ -372,13 +375,16 @@ static void print_head(const opts *o, const setup *u, const sim_colltime *c) {
       c->measured ? "the profile's fit at this shape" : "cost models on the profile's links", u->pr_path,
       u->nodes > 1 ? u->net.name : "none (one node)", sim_backend_name(u->backend));
   printf("# Collective test starting: %s\n", binaries[o->op]);
-  printf("# nThread 1 nGpus 1 minBytes %.0f maxBytes %.0f step: %g(%s) warmup iters: 0 iters: 0 agg iters: 1 "
+  /* As `mpirun -np NODES all_reduce_perf -g G` prints it: one process of
+   * one thread per node, whose nGpus is the GPUs of that thread (nccl-tests'
+   * README), so the ranks of a node share its Pid. */
+  printf("# nThread 1 nGpus %d minBytes %.0f maxBytes %.0f step: %g(%s) warmup iters: 0 iters: 0 agg iters: 1 "
          "validation: 0 graph: 0\n",
-      o->min_b, o->max_b, o->factor > 1 ? o->factor : o->step_b, o->factor > 1 ? "factor" : "bytes");
+      u->per_node, o->min_b, o->max_b, o->factor > 1 ? o->factor : o->step_b, o->factor > 1 ? "factor" : "bytes");
   printf("#\n# Using devices\n");
   for (int r = 0; r < p && r < 1024; r++)
-    printf("#  Rank %2d Group  0 Pid %6d on %10s%d device %2d [predicted] %s\n", r, r, "node", r / u->per_node,
-        r % u->per_node, u->pr->device_name[0] ? u->pr->device_name : u->pr->device_kind);
+    printf("#  Rank %2d Group  0 Pid %6d on %10s%d device %2d [predicted] %s\n", r, r / u->per_node, "node",
+        r / u->per_node, r % u->per_node, u->pr->device_name[0] ? u->pr->device_name : u->pr->device_kind);
   if (p > 1024)
     printf("#  ... %d ranks on %d nodes in all (rank lines after the first 1024 left out)\n", p, u->nodes);
   printf("#\n# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place          \n", "", "", "",

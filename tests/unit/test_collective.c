@@ -223,6 +223,13 @@ static void test_table_imports(void) {
     CU_ASSERT_EQUAL(r.ranks, 32);
     CU_ASSERT_EQUAL(r.nodes, 4);
     CU_ASSERT_EQUAL(r.n, 9);
+    /* As `mpirun -np 4 all_reduce_perf -g 8` prints it: one process of 8
+     * GPUs per node (nccl-tests' nGpus is GPUs per thread). */
+    char *out = tu_read_file(out_path, NULL);
+    CU_ASSERT(out && strstr(out, "# nThread 1 nGpus 8 minBytes 1024 ") != NULL);
+    CU_ASSERT(out && strstr(out, "#  Rank  7 Group  0 Pid      0 on       node0 device  7") != NULL);
+    CU_ASSERT(out && strstr(out, "#  Rank  8 Group  0 Pid      1 on       node1 device  0") != NULL);
+    free(out);
     sim_colltime c;
     CU_ASSERT_FATAL(sim_colltime_setup(pr, H100, &ib, SIM_BACKEND_NCCL, (enum core_coll)k, -1, 4, 8, &c) == 0);
     for (int i = 0; i < r.n; i++) {
