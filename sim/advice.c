@@ -85,14 +85,14 @@ static void changes(const sim_scenario *s, const sim_point *from, const sim_poin
     sim_summary_dim_value(s, from, knob_dims[k], u, sizeof u);
     sim_summary_dim_value(s, to, knob_dims[k], v, sizeof v);
     if (strcmp(u, v))
-      len +=
-          (size_t)snprintf(buf + len, n - len, "%s%s %s -> %s", len ? ", " : "", sim_dim_column(s, knob_dims[k]), u, v);
+      len += (size_t)snprintf(buf + len, n - len, "%s%s %s -> %s%s", len ? ", " : "", sim_dim_column(s, knob_dims[k]),
+          u, v, knob_dims[k] == SIM_DIM_NETWORK && to->nodes == 1 ? " (at 1 node it carries nothing)" : "");
   }
 }
 
 /* The part of the wall time x removes most against the baseline b. */
 static void reason(const sim_scenario *s, const sim_advised *b, sim_advised *x) {
-  char ch[160];
+  char ch[256];
   int k = -1;
   double best = 0;
   x->bottleneck = -1;
@@ -148,7 +148,7 @@ static int none_meets(const sim_scenario *s, sim_advice *a, long *order) {
   int len = snprintf(msg, sizeof msg, "%s: no point meets %s; the closest of the %ld simulated:", w, what, a->n);
   for (long i = 0; i < a->n && i < 3 && len < (int)sizeof msg; i++) {
     const sim_advised *x = &a->pts[order[i]];
-    char ch[160];
+    char ch[256];
     changes(s, &a->pts[a->baseline >= 0 ? a->baseline : 0].r.pt, &x->r.pt, ch, sizeof ch);
     len += snprintf(msg + len, sizeof msg - (size_t)len, " %.4g h and %.4g USD (%s);", t_of(x), c_of(x),
         ch[0] ? ch : "the scenario as given");
@@ -324,6 +324,10 @@ void sim_advice_print(const sim_scenario *s, const sim_advice *a, double wall_s,
         "; pruned by their bounds: %ld of %ld hardware configurations before their step level, %ld job settings after "
         "it",
         a->groups_pruned, a->groups, a->job_pruned);
+  if (a->groups_collapsed)
+    fprintf(f,
+        "; at 1 node the network carries nothing: its %ld configurations on other networks are collapsed into %s's",
+        a->groups_collapsed, s->networks[a->net_one].name);
   if (a->timeouts)
     fprintf(f, "; %ld step configurations time out", a->timeouts);
   if (a->ooms)

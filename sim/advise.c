@@ -53,7 +53,7 @@ static int plist_add(plist *l, const sim_advised *x) {
 typedef struct task {
   long hw;
   double t_lb, c_lb;
-  int pruned;
+  int pruned, collapsed;
   plist out;
   long job_pruned, timeouts, ooms;
   int rc;
@@ -63,6 +63,7 @@ typedef struct task {
 typedef struct adv {
   const sim_scenario *s;
   int pruning; /* bounds and the interval search */
+  int net_one; /* the one network of one-node configurations */
   long stride[SIM_N_DIMS];
   long n_hw, n_comm, n_job;
   double *front_t, *front_c; /* time and cost of every simulated point */
@@ -325,7 +326,7 @@ static void *worker(void *arg) {
     if (i >= a->batch_n)
       break;
     task *t = &a->tasks[a->batch_first + i];
-    if (!t->pruned) {
+    if (!t->pruned && !t->collapsed) {
       t->rc = rc ? rc : search_group(a, t, e);
       if (t->rc)
         snprintf(t->err, sizeof t->err, "%s", core_err_msg());
@@ -481,18 +482,38 @@ static int collect(adv *a, long first, long n, plist *all, sim_advice *out) {
   return rc;
 }
 
+/* The network of one-node configurations: the cheapest per node-hour,
+ * the first of equal price (the first of all when nothing is priced). */
+static int network_at_one_node(const sim_scenario *s) {
+  int best = 0;
+  for (int k = 1; s->prices.priced && k < s->n_networks; k++)
+    if (s->networks[k].node_hour_usd < s->networks[best].node_hour_usd)
+      best = k;
+  return best;
+}
+
+/* A one-node configuration on another network than net_one: the same
+ * steps as on net_one, at no lower price (advise.h). */
+static int collapsed(const adv *a, long hw) {
+  int idx[SIM_N_DIMS] = {0};
+  decode(a, hw, hw_dims, N_OF(hw_dims), idx);
+  return a->s->nodes[idx[SIM_DIM_NODES]] == 1 && idx[SIM_DIM_NETWORK] != a->net_one;
+}
+
 static int search(adv *a, int jobs, plist *all, sim_advice *out) {
   int rc = 0;
   for (long h = 0; h < a->n_hw; h++) {
     a->tasks[h].hw = h;
     group_bounds(a, &a->tasks[h]);
+    a->tasks[h].collapsed = collapsed(a, h);
+    out->groups_collapsed += a->tasks[h].collapsed;
   }
   if (a->pruning)
     qsort(a->tasks, (size_t)a->n_hw, sizeof *a->tasks, by_bound);
   for (long first = 0; first < a->n_hw && !rc; first += ADVISE_BATCH) {
     long n = a->n_hw - first < ADVISE_BATCH ? a->n_hw - first : ADVISE_BATCH;
     for (long i = first; i < first + n; i++)
-      if (a->pruning && dominated(a, a->tasks[i].t_lb, a->tasks[i].c_lb)) {
+      if (a->pruning && !a->tasks[i].collapsed && dominated(a, a->tasks[i].t_lb, a->tasks[i].c_lb)) {
         a->tasks[i].pruned = 1;
         out->groups_pruned++;
       }
@@ -539,7 +560,7 @@ int sim_advise_run(const sim_scenario *s, const sim_advise_opts *o, sim_advice *
   int rc = sim_advise_check(s);
   if (rc)
     return rc;
-  adv a = {.s = s};
+  adv a = {.s = s, .net_one = network_at_one_node(s)};
   long stride = 1;
   for (int d = SIM_N_DIMS - 1; d >= 0; d--) {
     a.stride[d] = stride;
@@ -552,6 +573,7 @@ int sim_advise_run(const sim_scenario *s, const sim_advise_opts *o, sim_advice *
   out->full_points = sim_scenario_points(s);
   out->step_configs = out->full_points / a.stride[SIM_N_STEP_DIMS - 1];
   out->groups = a.n_hw;
+  out->net_one = a.net_one;
   a.step_done = calloc((size_t)out->step_configs, 1);
   a.tasks = calloc((size_t)a.n_hw, sizeof *a.tasks);
   plist all = {0};

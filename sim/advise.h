@@ -25,8 +25,15 @@
  *   with the shortest time counts: a local search over the intervals from
  *   the one nearest Daly's optimum, while the time falls.
  *
+ * - At one node the inter-node network carries nothing (sim/predict.h
+ *   builds no inter-node link), so its choice is collapsed to one: the
+ *   cheapest network per node-hour (the first of equal price), and the
+ *   other networks' one-node configurations are not simulated. Other
+ *   settings stay distinct at one GPU: the step model still costs a
+ *   compression hook's work and the buckets' copies there.
+ *
  * For any other objective, and with `exhaustive`, every point of the
- * product that can run is simulated (sim/advice.h then checks the search:
+ * product that can run (and is not collapsed) is simulated (sim/advice.h then checks the search:
  * bench/advise-pareto.sh). Points are simulated with the same seeds as
  * `ddpsim simulate`, so a point's numbers are the same whichever way it was
  * reached, and the result does not depend on the number of workers: the
@@ -66,7 +73,7 @@ typedef struct sim_advised {
   int pareto;                  /* on the front of time to train against cost */
   long rank;                   /* 1: the recommendation */
   int bottleneck;              /* the part it removes most against the scenario as given; -1: none */
-  char why[256];
+  char why[320];
 } sim_advised;
 
 typedef struct sim_advice {
@@ -77,6 +84,8 @@ typedef struct sim_advice {
   long step_configs;          /* step-level configurations of the product */
   long step_simulated;        /* of which simulated */
   long groups, groups_pruned; /* hardware configurations, pruned before their step level */
+  long groups_collapsed;      /* one-node configurations on another network than net_one */
+  int net_one;                /* the network of one-node configurations (index in the scenario) */
   long job_pruned;            /* job settings pruned after their step level */
   long timeouts;              /* simulated step configurations that time out */
   long ooms;                  /* and that do not fit in the GPUs' memory (sim/memfit.h); neither kind is advised */
