@@ -1,5 +1,7 @@
 #include "replay.h"
 
+#include "sim/step.h"
+
 #include "core/err.h"
 
 #include <stdio.h>
@@ -264,7 +266,7 @@ int sim_replay_run(const sim_replay_cfg *c, sim_replay_result *r, core_trace *tr
     r->host_s += c->t->pieces[i].host_s;
     r->device_s += piece_dev(c, &c->t->pieces[i]);
   }
-  r->exposed_comm_s = r->step_s > r->compute_s ? r->step_s - r->compute_s : 0;
+  r->exposed_comm_s = sim_step_exposed(r->step_s, r->compute_s);
   return 0;
 }
 

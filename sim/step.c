@@ -746,10 +746,13 @@ static int run_steps(stepsim *s, core_trace *trace, sim_step_result *res) {
   res->step_s = gsl_stats_mean(s->samples, 1, (size_t)c->steps);
   res->step_sd_s = c->steps > 1 ? gsl_stats_sd_m(s->samples, 1, (size_t)c->steps, res->step_s) : 0;
   res->compute_s = comp_sum / c->steps;
-  res->exposed_comm_s = res->step_s - res->compute_s;
-  if (res->exposed_comm_s < 0)
-    res->exposed_comm_s = 0;
+  res->exposed_comm_s = sim_step_exposed(res->step_s, res->compute_s);
   return 0;
+}
+
+double sim_step_exposed(double step_s, double compute_s) {
+  double d = step_s - compute_s;
+  return d < 1e-9 ? 0 : d;
 }
 
 static void stepsim_free(stepsim *s) {

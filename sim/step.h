@@ -121,6 +121,12 @@ typedef struct sim_step_result {
   int direct_steps; /* steps computed rank by rank, without events (decoupled) */
 } sim_step_result;
 
+/* The step's exposed communication, step_s - compute_s: 0 when below the
+ * step clock's resolution of 1 ns (or negative). A step ends on whole
+ * nanoseconds while its compute is averaged unrounded, so a difference
+ * under a nanosecond is rounding, not communication. */
+double sim_step_exposed(double step_s, double compute_s);
+
 /* Mean of the jitter distribution, the divisor that normalizes draws. */
 double sim_jitter_mean(enum core_jitter_dist d, const double params[2]);
 /* Quantile of the maximum of n draws for upper-tail probability q = 1 - U^(1/n). */
