@@ -244,6 +244,41 @@ static void test_table_imports(void) {
   core_profile_free(pr);
 }
 
+/* Times past 7 digits of microseconds (10 s and more) print as nccl-tests'
+ * getFloatStr prints them, "%7.1e" (src/util.cu), the columns staying
+ * aligned; the importer reads them back to the two digits printed. */
+static void test_long_times(void) {
+  char *args[] = {"--profile", H100, "-g", "8", "--nodes", "2", "--network",
+      "gbps = 1.0; latency_us = 14.0; nics_per_node = 1; efficiency = 1.0;", "-b", "1G", "-e", "8G", "-f", "2",
+      "--timeout", "1e6", NULL};
+  CU_ASSERT_FATAL(run(args) == 0);
+  char *out = tu_read_file(out_path, NULL);
+  CU_ASSERT_FATAL(out != NULL);
+  long rows = 0;
+  for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n"))
+    if (line[0] != '#') {
+      rows++;
+      CU_ASSERT(strlen(line) == 118); /* every row's width, short times' too: 12, 12, 8, 6, 6, 2 x (7, 6, 6, 6) */
+      CU_ASSERT(strstr(line, "e+07  ") != NULL || strstr(line, "e+08  ") != NULL);
+    }
+  CU_ASSERT_EQUAL(rows, 4);
+  free(out);
+  core_profile *pr;
+  CU_ASSERT_FATAL(core_profile_load(H100, &pr) == 0);
+  sim_network slow = {.gbps = 1, .latency_us = 14, .nics_per_node = 1, .efficiency = 1, .oversubscription = 1};
+  sim_colltime c;
+  CU_ASSERT_FATAL(sim_colltime_setup(pr, H100, &slow, SIM_BACKEND_NCCL, CORE_COLL_ALLREDUCE, -1, 2, 8, &c) == 0);
+  cal_nccl_run r;
+  CU_ASSERT_FATAL(cal_nccl_parse(out_path, &r) == 0);
+  CU_ASSERT_EQUAL(r.n, 4);
+  for (int i = 0; i < r.n; i++) {
+    double t = sim_colltime_at(&c, r.bytes[i]) * 1e6;
+    CU_ASSERT(t >= 1e7 && fabs(r.time_us[i] - t) <= 0.05 * t);
+  }
+  cal_nccl_run_free(&r);
+  core_profile_free(pr);
+}
+
 /* A bucket's allreduce past the timeout is a warning that says what to do;
  * so is a size of the table past it. */
 static void test_timeout_warning(void) {
@@ -393,6 +428,7 @@ void test_register(void) {
   CU_add_test(s, "LL, LL128, Simple by size, with no jump between them", test_protocol_switch);
   CU_add_test(s, "profiles not from datasheets keep Simple's fit; no LL128 without NVLink", test_protocol_calibrated);
   CU_add_test(s, "the table imports back with the same shape and times", test_table_imports);
+  CU_add_test(s, "times of 10 s and more print as nccl-tests prints them, and import back", test_long_times);
   CU_add_test(s, "a bucket allreduce past the timeout is a warning", test_timeout_warning);
   CU_add_test(s, "the sizes of -b, -e, -f and -i", test_steps);
   CU_add_test(s, "usage and input errors", test_errors);
