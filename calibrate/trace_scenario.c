@@ -256,7 +256,7 @@ static int allreduce_entry(const core_model *m, int nodes, int nvlink, core_prof
   int distinct = size_medians(bytes, tr, t->n_buckets, xs, ys, order);
   if (distinct < FIT_MIN_SIZES || cal_fit_alpha_beta(xs, ys, NULL, distinct, f, &nf) != 0 || !(f[0].alpha_s > 0))
     fixed_latency_fit(m, bytes, nodes, nvlink, f, &nf, notes, n);
-  else if (f[0].alpha_s > latency_bound_s(t)) {
+  else if (f[0].alpha_s > latency_bound_s(t) * (1 + 1e-9)) {
     cal_note(notes, n,
         "allreduce: the fit of the traced buckets' fastest steps gives a latency of %.1f us, more than twice the "
         "trace's shortest NCCL kernel (%.1f us): their times are mostly the wait for the later rank, which one "
