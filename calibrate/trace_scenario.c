@@ -38,9 +38,7 @@ static double nccl_ring_latency_s(int p, int nodes, int nvlink) {
 
 /* Bucket b's allreduce time without the ranks' skew, as far as one rank's
  * trace bounds it: its fastest step's (core/traced.h), else its median. */
-static double transfer_s(const core_traced *t, int b) {
-  return t->bucket_min_s ? t->bucket_min_s[b] : t->bucket_s[b];
-}
+static double transfer_s(const core_traced *t, int b) { return t->bucket_min_s ? t->bucket_min_s[b] : t->bucket_s[b]; }
 
 /* The most a latency can be that the trace's own NCCL kernels allow: twice
  * the shortest (an allreduce's ring takes twice the steps of a broadcast's,

@@ -406,8 +406,7 @@ static int write_lists(config_setting_t *g, const core_traced *t) {
   for (int b = 0; b < t->n_buckets; b++) {
     config_setting_t *w = add(bl, NULL, CONFIG_TYPE_GROUP);
     if (!w || (t->bucket_bytes[b] > 0 && add_num(w, "bytes", t->bucket_bytes[b])) ||
-        add_num(w, "us", t->bucket_s[b] * 1e6) ||
-        (t->bucket_min_s && add_num(w, "min_us", t->bucket_min_s[b] * 1e6)))
+        add_num(w, "us", t->bucket_s[b] * 1e6) || (t->bucket_min_s && add_num(w, "min_us", t->bucket_min_s[b] * 1e6)))
       return -1;
   }
   return 0;

@@ -168,7 +168,7 @@ static void test_skew_wait(void) {
   r = run(&f, 1);
   CU_ASSERT(NEAR(r.step_s, 1170 * US));
   CU_ASSERT(NEAR(r.compute_s, 770 * US)); /* the host's */
-  f.t.bucket_min_s = NULL; /* a model without the fastest steps: no wait */
+  f.t.bucket_min_s = NULL;                /* a model without the fastest steps: no wait */
   r = run(&f, 1);
   CU_ASSERT(NEAR(r.step_s, 870 * US));
 }
