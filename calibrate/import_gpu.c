@@ -334,7 +334,7 @@ static int copy_structure(gimport *m) {
     memcpy(a->side, r->side, sizeof *a->side * (size_t)r->n_side);
   if (r->n_syncs)
     memcpy(a->syncs, r->syncs, sizeof *a->syncs * (size_t)r->n_syncs);
-  a->bucket_bytes = a->bucket_s = NULL;
+  a->bucket_bytes = a->bucket_s = a->bucket_min_s = NULL;
   return 0;
 }
 
@@ -453,7 +453,18 @@ static void scale_pieces(gimport *m, medians *w, double host, double dev) {
   }
 }
 
-/* The reference step's buckets, each with its median size and time. */
+/* Least of get(step, i) over the steps used. */
+static double min_of(const gimport *m, double (*get)(const cal_gstep *, int), int i) {
+  double v = get(&m->steps[m->use[0]], i);
+  for (int k = 1; k < m->n_use; k++)
+    if (get(&m->steps[m->use[k]], i) < v)
+      v = get(&m->steps[m->use[k]], i);
+  return v;
+}
+
+/* The reference step's buckets, each with its median size and time, and its
+ * fastest step's time: one rank's kernel also spans the wait for the later
+ * ranks, which only adds, so the fastest step bounds the transfer. */
 static int median_buckets(gimport *m, medians *w) {
   core_traced *a = &m->agg;
   const cal_gstep *r = ref_step(m);
@@ -462,11 +473,13 @@ static int median_buckets(gimport *m, medians *w) {
     return 0;
   a->bucket_bytes = malloc(sizeof *a->bucket_bytes * (size_t)r->n_buckets);
   a->bucket_s = malloc(sizeof *a->bucket_s * (size_t)r->n_buckets);
-  if (!a->bucket_bytes || !a->bucket_s)
+  a->bucket_min_s = malloc(sizeof *a->bucket_min_s * (size_t)r->n_buckets);
+  if (!a->bucket_bytes || !a->bucket_s || !a->bucket_min_s)
     return core_err_set(CORE_ENOMEM, "out of memory aggregating steps");
   for (int b = 0; b < r->n_buckets; b++) {
     a->bucket_bytes[b] = median_of(m, w, g_bucket_bytes, b);
     a->bucket_s[b] = median_of(m, w, g_bucket_s, b);
+    a->bucket_min_s[b] = min_of(m, g_bucket_s, b);
   }
   return 0;
 }
@@ -644,6 +657,13 @@ static int find_batch(gimport *m) {
       "%s records no shapes to tell the batch from: pass --batch B, the batch per GPU it was taken at", t->path);
 }
 
+static double sum_of(const double *v, int n) {
+  double s = 0;
+  for (int i = 0; i < n; i++)
+    s += v[i];
+  return s;
+}
+
 static void describe(gimport *m) {
   const core_traced *a = &m->agg;
   const cal_gstep *r = ref_step(m);
@@ -668,9 +688,10 @@ static void describe(gimport *m) {
         g->t->world_size > 0 ? g->t->world_size : 1, g->t->world_size > 1 ? "" : ": one rank has nothing to reduce");
   else if (r->ddp)
     cal_gimport_note(m,
-        "DDP: %d bucket allreduces a step (%.3f ms), %.1f us of host work each to launch; compute beside them %.2fx "
-        "slower\n",
-        a->n_buckets, gsl_stats_mean(a->bucket_s, 1, (size_t)a->n_buckets) * a->n_buckets * 1e3, a->launch_host_s * 1e6,
+        "DDP: %d bucket allreduces a step (%.3f ms; %.3f ms in each bucket's fastest step, the rest, %.3f ms, taken as "
+        "the wait for the later rank: skew), %.1f us of host work each to launch; compute beside them %.2fx slower\n",
+        a->n_buckets, sum_of(a->bucket_s, a->n_buckets) * 1e3, sum_of(a->bucket_min_s, a->n_buckets) * 1e3,
+        (sum_of(a->bucket_s, a->n_buckets) - sum_of(a->bucket_min_s, a->n_buckets)) * 1e3, a->launch_host_s * 1e6,
         m->slowdown);
   if (r->ddp && a->n_buckets > 0 && g->t->world_size < 1)
     cal_gimport_note(m,
@@ -699,6 +720,7 @@ static void gimport_free(gimport *m) {
   free(m->agg.syncs);
   free(m->agg.bucket_bytes);
   free(m->agg.bucket_s);
+  free(m->agg.bucket_min_s);
   free(m->span_s);
   free(m->arrival_elems);
   free(m->param_of);

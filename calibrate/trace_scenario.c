@@ -36,6 +36,24 @@ static double nccl_ring_latency_s(int p, int nodes, int nvlink) {
   return (core_nccl_base_lat_us(CORE_NCCL_RING, CORE_NCCL_SIMPLE) + (steps - net) * hop + net * net_hop) * 1e-6;
 }
 
+/* Bucket b's allreduce time without the ranks' skew, as far as one rank's
+ * trace bounds it: its fastest step's (core/traced.h), else its median. */
+static double transfer_s(const core_traced *t, int b) { return t->bucket_min_s ? t->bucket_min_s[b] : t->bucket_s[b]; }
+
+/* The most a latency can be that the trace's own NCCL kernels allow: twice
+ * the shortest (an allreduce's ring takes twice the steps of a broadcast's,
+ * and any collective pays the latency); 0 when it ran none. */
+static double latency_bound_s(const core_traced *t) {
+  double least = 0;
+  for (int i = 0; i < t->n_side; i++)
+    if (t->side[i].nccl && t->side[i].dur_s > 0 && (least == 0 || t->side[i].dur_s < least))
+      least = t->side[i].dur_s;
+  for (int b = 0; b < t->n_buckets; b++)
+    if (transfer_s(t, b) > 0 && (least == 0 || transfer_s(t, b) < least))
+      least = transfer_s(t, b);
+  return 2 * least;
+}
+
 /* Nodes of the traced world: one while it fits the traced host's GPUs. */
 static int traced_shape(const core_traced *t, int *nodes, int *per_node) {
   int h = t->host_devices > 0 ? t->host_devices : t->world_size;
@@ -124,8 +142,11 @@ static int bucket_sizes(const core_model *m, double *bytes, double *cap_mb, doub
     traced_caps(m, bytes, cap_mb, first_mb, notes, n);
   if (known || !m->n_tensors || !t->n_buckets)
     return known;
-  double best = 1e300, *cand = malloc(sizeof *cand * (size_t)t->n_buckets);
-  for (int cap = 1; cap <= 1024 && cand; cap++)
+  size_t nb = (size_t)(t->n_buckets > 0 ? t->n_buckets : 1);
+  double best = 1e300, *cand = malloc(sizeof *cand * nb), *times = malloc(sizeof *times * nb);
+  for (int b = 0; times && b < t->n_buckets; b++)
+    times[b] = transfer_s(t, b);
+  for (int cap = 1; cap <= 1024 && cand && times; cap++)
     for (int f = 0; f < 2; f++) {
       core_buckets bk;
       size_t first = f ? (size_t)cap << 20 : CORE_BUCKET_FIRST_BYTES;
@@ -135,7 +156,7 @@ static int bucket_sizes(const core_model *m, double *bytes, double *cap_mb, doub
       if (bk.n_buckets == t->n_buckets) {
         for (int b = 0; b < t->n_buckets; b++)
           cand[b] = 4.0 * (double)bk.bucket_elems[b];
-        double r = misfit(cand, t->bucket_s, t->n_buckets);
+        double r = misfit(cand, times, t->n_buckets);
         if (r < best) {
           best = r;
           memcpy(bytes, cand, sizeof *cand * (size_t)t->n_buckets);
@@ -146,6 +167,7 @@ static int bucket_sizes(const core_model *m, double *bytes, double *cap_mb, doub
       core_bucket_free(&bk);
     }
   free(cand);
+  free(times);
   if (best < 1e300)
     cal_note(notes, n,
         "the trace does not say its allreduces' sizes: bucket_cap_mb = %.0f (first bucket %.0f MiB) gives its %d "
@@ -156,15 +178,16 @@ static int bucket_sizes(const core_model *m, double *bytes, double *cap_mb, doub
 
 /* One regime when the traced buckets cannot fit a latency: NCCL's (no more
  * than half the shortest bucket's time, so every bucket's bytes still take
- * some), and the rate that keeps the buckets' total time as traced. */
+ * some), and the rate that keeps the buckets' total transfer time (their
+ * fastest steps') as traced. */
 static void fixed_latency_fit(
     const core_model *m, const double *bytes, int nodes, int nvlink, cal_fit *f, int *nf, char *notes, size_t n) {
   const core_traced *t = m->traced;
   double sb = 0, st = 0, shortest = 1e300;
   for (int b = 0; b < t->n_buckets; b++) {
-    sb += bytes[b], st += t->bucket_s[b];
-    if (t->bucket_s[b] < shortest)
-      shortest = t->bucket_s[b];
+    sb += bytes[b], st += transfer_s(t, b);
+    if (transfer_s(t, b) < shortest)
+      shortest = transfer_s(t, b);
   }
   double nccl = nccl_ring_latency_s(t->world_size, nodes, nvlink), a = nccl < shortest / 2 ? nccl : shortest / 2;
   memset(f, 0, sizeof *f * CAL_FIT_MAX_REGIMES);
@@ -174,9 +197,10 @@ static void fixed_latency_fit(
   *nf = 1;
   const char *how = a < nccl ? "half the shortest bucket's time, under NCCL's estimate" : "NCCL's estimate";
   cal_note(notes, n,
-      "allreduce: the trace's %d bucket allreduces cannot fit a latency (too few sizes, or a fit without one): "
+      "allreduce: the trace's %d bucket allreduces cannot fit a latency (too few sizes, a fit without one, or one "
+      "its kernels contradict): "
       "%.1f us, %s (NCCL's tuning model, src/graph/tuning.cc: ring, Simple, %d ranks on %d node(s), %s inside "
-      "one), and %.3f GB/s, which keeps their traced time\n",
+      "one), and %.3f GB/s, which keeps their traced time in each one's fastest step\n",
       t->n_buckets, a * 1e6, how, t->world_size, nodes, nvlink ? "NVLink" : "PCIe", sb / (st - t->n_buckets * a) / 1e9);
 }
 
@@ -208,12 +232,13 @@ static int allreduce_entry(const core_model *m, int nodes, int nvlink, core_prof
     double *first_mb, char *notes, size_t n) {
   const core_traced *t = m->traced;
   size_t nb = (size_t)t->n_buckets + 1;
-  double *bytes = calloc(nb, sizeof *bytes), *xs = calloc(nb, sizeof *xs), *ys = calloc(nb, sizeof *ys);
+  double *bytes = calloc(nb, sizeof *bytes), *xs = calloc(nb, sizeof *xs), *ys = calloc(nb, sizeof *ys),
+         *tr = calloc(nb, sizeof *tr);
   size_t *order = calloc(nb, sizeof *order);
   int rc = 0, nf = 0;
   cal_fit f[CAL_FIT_MAX_REGIMES];
   memset(c, 0, sizeof *c);
-  if (!bytes || !xs || !ys || !order) {
+  if (!bytes || !xs || !ys || !tr || !order) {
     rc = core_err_set(CORE_ENOMEM, "out of memory fitting the traced allreduces");
     goto out_free;
   }
@@ -224,9 +249,19 @@ static int allreduce_entry(const core_model *m, int nodes, int nvlink, core_prof
         m->path);
     goto out_free;
   }
-  int distinct = size_medians(bytes, t->bucket_s, t->n_buckets, xs, ys, order);
+  for (int b = 0; b < t->n_buckets; b++)
+    tr[b] = transfer_s(t, b);
+  int distinct = size_medians(bytes, tr, t->n_buckets, xs, ys, order);
   if (distinct < FIT_MIN_SIZES || cal_fit_alpha_beta(xs, ys, NULL, distinct, f, &nf) != 0 || !(f[0].alpha_s > 0))
     fixed_latency_fit(m, bytes, nodes, nvlink, f, &nf, notes, n);
+  else if (f[0].alpha_s > latency_bound_s(t) * (1 + 1e-9)) {
+    cal_note(notes, n,
+        "allreduce: the fit of the traced buckets' fastest steps gives a latency of %.1f us, more than twice the "
+        "trace's shortest NCCL kernel (%.1f us): their times are mostly the wait for the later rank, which one "
+        "rank's trace cannot tell from the transfer\n",
+        f[0].alpha_s * 1e6, latency_bound_s(t) / 2 * 1e6);
+    fixed_latency_fit(m, bytes, nodes, nvlink, f, &nf, notes, n);
+  }
   snprintf(c->backend, sizeof c->backend, "nccl");
   snprintf(c->op, sizeof c->op, "allreduce");
   snprintf(c->algorithm, sizeof c->algorithm, "ring");
@@ -244,6 +279,7 @@ out_free:
   free(bytes);
   free(xs);
   free(ys);
+  free(tr);
   free(order);
   return rc;
 }

@@ -17,7 +17,7 @@ static const char *const class_keys[] = {"dev_compute_us", "dev_memory_us", "dev
 static const char *const side_keys[] = {"piece", "at", "stream", "us", "nccl", "dep", "held", NULL};
 static const char *const sync_keys[] = {"piece", "at", "streams", NULL};
 static const char *const wait_keys[] = {"piece", "stream", NULL};
-static const char *const bucket_keys[] = {"bytes", "us", NULL};
+static const char *const bucket_keys[] = {"bytes", "us", "min_us", NULL};
 
 /* Side streams are bits of a 64-bit mask, bit 0 the compute stream. */
 enum { MAX_STREAMS = 63, MAX_ITEMS = 10000000 };
@@ -33,6 +33,7 @@ void core_traced_free(core_traced *t) {
   free(t->syncs);
   free(t->bucket_bytes);
   free(t->bucket_s);
+  free(t->bucket_min_s);
   free(t);
 }
 
@@ -232,15 +233,18 @@ static int parse_buckets(const config_setting_t *g, core_traced *t) {
     return rc;
   t->bucket_bytes = calloc((size_t)t->n_buckets, sizeof *t->bucket_bytes);
   t->bucket_s = calloc((size_t)t->n_buckets, sizeof *t->bucket_s);
-  if (!t->bucket_bytes || !t->bucket_s)
+  t->bucket_min_s = calloc((size_t)t->n_buckets, sizeof *t->bucket_min_s);
+  if (!t->bucket_bytes || !t->bucket_s || !t->bucket_min_s)
     return core_err_set(CORE_ENOMEM, "out of memory reading traced buckets");
   for (int i = 0; i < t->n_buckets; i++) {
     const config_setting_t *b = config_setting_get_elem(l, (unsigned)i);
     if ((rc = core_cfg_check_keys(b, bucket_keys, "a traced bucket")) != 0 ||
         (rc = core_cfg_double(b, "bytes", 0, 0, 1, 1e15, &t->bucket_bytes[i])) != 0 ||
-        (rc = core_cfg_double(b, "us", 1, 0, 0, MAX_US, &t->bucket_s[i])) != 0)
+        (rc = core_cfg_double(b, "us", 1, 0, 0, MAX_US, &t->bucket_s[i])) != 0 ||
+        (rc = core_cfg_double(b, "min_us", 0, t->bucket_s[i], 0, t->bucket_s[i], &t->bucket_min_s[i])) != 0)
       return rc;
     t->bucket_s[i] *= 1e-6;
+    t->bucket_min_s[i] *= 1e-6;
   }
   return 0;
 }
@@ -402,7 +406,7 @@ static int write_lists(config_setting_t *g, const core_traced *t) {
   for (int b = 0; b < t->n_buckets; b++) {
     config_setting_t *w = add(bl, NULL, CONFIG_TYPE_GROUP);
     if (!w || (t->bucket_bytes[b] > 0 && add_num(w, "bytes", t->bucket_bytes[b])) ||
-        add_num(w, "us", t->bucket_s[b] * 1e6))
+        add_num(w, "us", t->bucket_s[b] * 1e6) || (t->bucket_min_s && add_num(w, "min_us", t->bucket_min_s[b] * 1e6)))
       return -1;
   }
   return 0;

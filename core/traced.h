@@ -44,7 +44,13 @@
  *              { piece = 9; at = 0.2; stream = 3; us = 24.0; dep = -1; held = true; }, ... );
  *     syncs = ( { piece = 40; at = 0.3; streams = [0, 1]; }, ... );
  *     waits = ( { piece = 12; stream = 1; }, ... );
- *     buckets = ( { bytes = 8196000.0; us = 2520.6; }, ... );   # as traced, for reference (bytes when known)
+ *     buckets = ( { bytes = 8196000.0; us = 3307.0; min_us = 2520.6; }, ... );  # bytes when known
+ *
+ * A bucket's `us` is its allreduce kernel's median time over the steps and
+ * `min_us` (default: us) its fastest step's: one rank's kernel runs from
+ * its own launch until the last rank arrives, so the fastest step bounds
+ * the transfer and the rest is taken as the ranks' skew (the replay keeps
+ * it as a wait before the bucket; docs/gpu-traces.md).
  *   };
  *
  * `at` is the share of the piece's host time done before the launch or the
@@ -128,7 +134,8 @@ typedef struct core_traced {
   core_piece *pieces;
   core_side *side;
   core_sync *syncs;
-  double *bucket_bytes, *bucket_s; /* bytes 0 when the trace did not say */
+  double *bucket_bytes, *bucket_s; /* bytes 0 when the trace did not say; median time */
+  double *bucket_min_s;            /* fastest step's time: the transfer's bound */
 } core_traced;
 
 /* Parse a model's `traced` group (g) for a model of n_layers layers and

@@ -26,6 +26,7 @@ typedef struct rstate {
   int n_comm;
   span *work; /* the compute stream's pieces, in order */
   int n_work;
+  double *lag;       /* [n_buckets] the wait for the later rank (skew) */
   core_trace *trace; /* only during the last repetition */
   double t_base;     /* its start, the trace's zero */
 } rstate;
@@ -74,7 +75,7 @@ static void launch_bucket(rstate *s, int b) {
   double t0 = s->C > s->G ? s->C : s->G;
   if (s->H > t0)
     t0 = s->H;
-  s->C = t0 + d;
+  s->C = t0 + (d > 0 ? s->lag[b] : 0) + d;
   s->comm[s->n_comm++] = (span){t0, s->C};
   char name[48];
   snprintf(name, sizeof name, "allreduce bucket %d", b);
@@ -182,6 +183,26 @@ static void run_piece(rstate *s, const core_piece *p) {
   }
 }
 
+/* The ranks' skew, as measured wait (core/traced.h): each traced bucket's
+ * allreduce runs its median time beyond its fastest step's longer, waiting
+ * for the later rank. Buckets other than the traced ones share the step's
+ * traced wait by their bytes, so that more buckets do not wait more. */
+static void skew_lags(rstate *s) {
+  const core_traced *t = s->c->t;
+  const core_buckets *bk = s->c->bk;
+  int n = t->n_buckets;
+  double w = 0, total = 0;
+  if (!t->bucket_min_s || n <= 0)
+    return;
+  for (int b = 0; b < n; b++)
+    w += t->bucket_s[b] - t->bucket_min_s[b];
+  for (int b = 0; b < bk->n_buckets; b++)
+    total += (double)bk->bucket_elems[b];
+  for (int b = 0; b < bk->n_buckets; b++)
+    s->lag[b] = bk->n_buckets == n ? t->bucket_s[b] - t->bucket_min_s[b]
+                                   : (total > 0 ? w * (double)bk->bucket_elems[b] / total : w / bk->n_buckets);
+}
+
 /* One step; returns 0 or an error when a bucket never filled. */
 static int run_step(rstate *s) {
   const sim_replay_cfg *c = s->c;
@@ -205,11 +226,14 @@ static int replay(const sim_replay_cfg *c, double comm_factor, core_trace *trace
   s.side = calloc((size_t)c->t->streams + 1, sizeof *s.side);
   s.left = calloc((size_t)c->bk->n_buckets + 1, sizeof *s.left);
   s.comm = calloc((size_t)c->bk->n_buckets + 1, sizeof *s.comm);
+  s.lag = calloc((size_t)c->bk->n_buckets + 1, sizeof *s.lag);
   s.work = calloc((size_t)c->t->n_pieces * REPEATS + 1, sizeof *s.work);
-  if (!s.side || !s.left || !s.comm || !s.work) {
+  if (!s.side || !s.left || !s.comm || !s.lag || !s.work) {
     rc = core_err_set(CORE_ENOMEM, "out of memory replaying a traced step");
     goto out_free;
   }
+  if (comm_factor > 0 && s.ddp)
+    skew_lags(&s);
   double dev_end[REPEATS], host_end[REPEATS];
   for (int k = 0; k < REPEATS && rc == 0; k++) {
     if (k == REPEATS - 1) {
@@ -228,6 +252,7 @@ out_free:
   free(s.side);
   free(s.left);
   free(s.comm);
+  free(s.lag);
   free(s.work);
   return rc;
 }

@@ -3,7 +3,8 @@
  * (the host runs ahead); a bucket is launched when its last gradient
  * arrives, starts after the compute stream's work dispatched before it, and
  * compute beside it runs overlap_slowdown times slower; finalize waits for
- * the last allreduce; with overlap off every bucket goes at finalize (refused
+ * the last allreduce, after the wait the trace measured for the later rank
+ * (its skew); with overlap off every bucket goes at finalize (refused
  * in a step without one); a
  * sync makes the host wait for the streams it names; side work waits for the
  * stream it depends on, or, held back by the compute stream's kernels, for
@@ -140,6 +141,36 @@ static void test_buckets_overlap_and_finalize(void) {
   f.comm[0] = 100 * US;
   r = run(&f, 1);
   CU_ASSERT(NEAR(r.step_s, 770 * US));
+}
+
+/* The ranks' skew kept as measured wait: the lighter backward of
+ * test_buckets_overlap_and_finalize (allreduces on the critical path, 870 us)
+ * with traced buckets that took 300 us more than their fastest steps (700
+ * and 50 us against 400 and 50, the transfer the profile gives): the step
+ * takes the 300 us more. Buckets other than the traced ones (three traced,
+ * two replayed, of 3 and 1 elements) share the 300 by their bytes (225 and
+ * 75): the same step, however many buckets. Free communication waits for
+ * nothing: the host's 770 us. */
+static void test_skew_wait(void) {
+  fixture f;
+  comm_fixture(&f);
+  f.p[3].dev_s = 100 * US;
+  double us[3] = {700 * US, 50 * US, 0}, min[3] = {400 * US, 50 * US, 0};
+  f.t.n_buckets = 2;
+  f.t.bucket_s = us;
+  f.t.bucket_min_s = min;
+  sim_replay_result r = run(&f, 1);
+  CU_ASSERT(NEAR(r.step_s, 1170 * US));
+  CU_ASSERT(NEAR(r.compute_s, 770 * US)); /* the host's */
+  f.t.n_buckets = 3;
+  us[2] = min[2] = 1000 * US;
+  f.be[0] = 3, f.be[1] = 1;
+  r = run(&f, 1);
+  CU_ASSERT(NEAR(r.step_s, 1170 * US));
+  CU_ASSERT(NEAR(r.compute_s, 770 * US)); /* the host's */
+  f.t.bucket_min_s = NULL;                /* a model without the fastest steps: no wait */
+  r = run(&f, 1);
+  CU_ASSERT(NEAR(r.step_s, 870 * US));
 }
 
 static void test_overlap_off(void) {
@@ -391,6 +422,7 @@ void test_register(void) {
   CU_pSuite s = CU_add_suite("replay", NULL, NULL);
   CU_add_test(s, "host-bound and device-bound steps", test_host_and_device_bound);
   CU_add_test(s, "buckets, compute beside them, finalize", test_buckets_overlap_and_finalize);
+  CU_add_test(s, "the traced skew as a wait, shared by bytes", test_skew_wait);
   CU_add_test(s, "overlap off: every bucket at finalize", test_overlap_off);
   CU_add_test(s, "syncs and side streams", test_sync_and_side);
   CU_add_test(s, "side work held back by the compute stream's kernels", test_held_side);

@@ -4,7 +4,8 @@
  * median step, on the traced GPU and retargeted to another; its allreduces
  * are fitted on the buckets' sizes, NCCL's latency where too few sizes fit
  * one, the line through their times where the sizes do not rise
- * (gpu-3buckets.json); names come from paths of any characters; and
+ * (gpu-3buckets.json), each bucket's fastest step where the ranks were out
+ * of step (gpu-skew.json); names come from paths of any characters; and
  * --profile-base must be a profile of the traced GPU. */
 #include "gputrace_util.h"
 #include "simutil.h"
@@ -213,6 +214,64 @@ static void test_allreduce_fit_unsorted_sizes(void) {
   sim_scenario_free(sc);
 }
 
+/* gpu-skew.json: gpu-3buckets.json's buckets, each kernel also waiting 0,
+ * 400 or 900 us for the later rank, a different one each step. The model
+ * keeps each bucket's median (400 us over its transfer) and its fastest step
+ * (the transfer alone); the profile fits the transfers, 20 us plus the bytes at 4 GB/s, not the
+ * medians (which would give a latency of 420 us). */
+static void test_allreduce_fit_without_skew(void) {
+  static const double bytes[] = {4000, 2560000, 18944}, us[] = {21, 660, 24.736};
+  char model[PATH_LEN], scen[PATH_LEN], notes[4096] = "";
+  core_model *m = traced_job(TU_DATA("torch-trace/gpu-skew.json"), "fxskew", model, scen, notes, sizeof notes);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+  CU_ASSERT_EQUAL_FATAL(m->traced->n_buckets, 3);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(m->traced->bucket_min_s);
+  for (int b = 0; b < 3; b++) {
+    CU_ASSERT(NEAR(m->traced->bucket_bytes[b], bytes[b]));
+    CU_ASSERT(NEAR(m->traced->bucket_s[b], (us[b] + 400) * US) && NEAR(m->traced->bucket_min_s[b], us[b] * US));
+  }
+  core_model_free(m);
+  CU_ASSERT(strstr(notes, "cannot fit a latency") == NULL);
+  core_profile *p = job_profile(scen);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+  const core_prof_coll *c = nccl_allreduce(p);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+  CU_ASSERT_EQUAL_FATAL(c->n_fits, 1);
+  CU_ASSERT(NEAR(c->fits[0].alpha_us, 20.0) && NEAR(c->fits[0].algbw_GBps, 4.0));
+  if (!NEAR(c->fits[0].alpha_us, 20.0))
+    fprintf(stderr, "\nalpha %g us, %g GB/s; notes:\n%s\n", c->fits[0].alpha_us, c->fits[0].algbw_GBps, notes);
+  core_profile_free(p);
+}
+
+/* A fit whose latency the trace's own NCCL kernels contradict: gpu-skew.json's
+ * model with every bucket's fastest step its median (the wait in every step),
+ * whose line has a latency of 420 us, while the trace broadcast in 10 us: the
+ * profile takes NCCL's latency for 2 ranks on NVLink, 15.2 us, and says why. */
+static void test_allreduce_latency_contradicted(void) {
+  char model[PATH_LEN], scen[PATH_LEN], notes[4096] = "";
+  core_model *m = traced_job(TU_DATA("torch-trace/gpu-skew.json"), "fxwait", model, scen, notes, sizeof notes);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+  core_model_free(m);
+  char *text = tu_read_file(model, NULL);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+  for (char *k = strstr(text, "min_us"); k; k = strstr(k, "min_us"))
+    memcpy(k, "#in_us", 6); /* commented out: min_us defaults to us */
+  CU_ASSERT_EQUAL_FATAL(tu_write_file(model, text), 0);
+  free(text);
+  notes[0] = 0;
+  CU_ASSERT_EQUAL_FATAL(cal_trace_scenario(model, scen, NULL, notes, sizeof notes), 0);
+  CU_ASSERT(strstr(notes, "more than twice the trace's shortest NCCL kernel (10.0 us)") != NULL);
+  CU_ASSERT(strstr(notes, "15.2 us, NCCL's estimate") != NULL);
+  core_profile *p = job_profile(scen);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+  const core_prof_coll *c = nccl_allreduce(p);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+  CU_ASSERT(NEAR(c->fits[0].alpha_us, 15.2));
+  if (!NEAR(c->fits[0].alpha_us, 15.2))
+    fprintf(stderr, "\nalpha %g us; notes:\n%s\n", c->fits[0].alpha_us, notes);
+  core_profile_free(p);
+}
+
 /* The model's name comes from -o's file name made fit for a name (a space,
  * an '@' as '-', cut to 63 characters); a --name that is not one is refused
  * before any work. A scenario path with a quote or a backslash is written
@@ -360,6 +419,8 @@ void test_register(void) {
   CU_add_test(s, "the traced job's scenario replays its step", test_scenario_replays);
   CU_add_test(s, "buckets too few to fit a latency: NCCL's, said so", test_allreduce_latency_fallback);
   CU_add_test(s, "bucket sizes not rising: the line through their times", test_allreduce_fit_unsorted_sizes);
+  CU_add_test(s, "the ranks' skew kept out of the allreduce fit", test_allreduce_fit_without_skew);
+  CU_add_test(s, "a latency the trace's NCCL kernels contradict: NCCL's", test_allreduce_latency_contradicted);
   CU_add_test(s, "names from -o and --scenario paths of any characters", test_names_from_paths);
   CU_add_test(s, "the optimizer the trace ran, where its class tells it", test_optimizer_from_trace);
   CU_add_test(

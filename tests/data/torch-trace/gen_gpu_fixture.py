@@ -63,7 +63,14 @@ weight and bias and conv's weight (18,944 bytes, kernel 24.736). The three
 times lie on one line, 20 us plus the bytes at 4 GB/s, so an alpha-beta fit
 of them is known exactly.
 
-  python3 tests/data/torch-trace/gen_gpu_fixture.py          # writes all five beside it
+gpu-skew.json is gpu-3buckets.json's job with the ranks out of step: after the
+warm-up, each bucket's allreduce kernel also spans a wait for the later rank of
+0, 400 or 900 us, a different one each step (step 1: 0, 400, 900 for buckets
+0, 1, 2; step 2: 900, 0, 400; step 3: 400, 900, 0), so that each bucket's
+fastest step is its transfer alone (on the line above) and its median 400 us
+more.
+
+  python3 tests/data/torch-trace/gen_gpu_fixture.py          # writes all six beside it
   python3 tests/data/torch-trace/gen_gpu_fixture.py --check  # exit 1 if any differs
 """
 
@@ -102,13 +109,17 @@ class Trace:
                         "ts": round(start, 3), "dur": dur, "args": args})
 
 
-def step(tr, n, t0, scale, ends, side=False, world=2, extra=False, three=False):
+SKEW = {1: (0, 400, 900), 2: (900, 0, 400), 3: (400, 900, 0)}  # µs, per step, per bucket (gpu-skew.json)
+
+
+def step(tr, n, t0, scale, ends, side=False, world=2, extra=False, three=False, skew=False):
     """One step from t0; scale stretches every time (the warm-up). Returns its
     end on the host; ends holds each stream's end across steps. side: also the
     side-stream kernels of gpu-side.json (see side_kernel). world 1: DDP on one
     rank, which allreduces nothing (gpu-ddp-1rank.json). extra: a parameter no
     layer owns (gpu-unattributed.json). three: three buckets of distinct
-    sizes (gpu-3buckets.json)."""
+    sizes (gpu-3buckets.json). skew: their kernels also wait SKEW[n]
+    (gpu-skew.json)."""
     s = lambda x: x * scale
     t, seq = t0, 1000 * n
     def k(tid, at, dur, name="void kernel<float>", stream=COMPUTE, kind="kernel", nbytes=None, after_comm=False):
@@ -163,6 +174,8 @@ def step(tr, n, t0, scale, ends, side=False, world=2, extra=False, three=False):
             k(BWD, b + 1, dev, bwd_kernels[name])
         b += s(host)
 
+    buckets = [0]
+
     def accum(host, copy_dev, nbytes_launch=None, comm=None):
         nonlocal b
         tr.op("autograd::engine::evaluate_function: torch::autograd::AccumulateGrad", BWD, b, s(host))
@@ -175,7 +188,9 @@ def step(tr, n, t0, scale, ends, side=False, world=2, extra=False, three=False):
             tr.op("record_param_comms", BWD, b + s(10) + 1, s(10),
                   **{"Collective name": "allreduce", "dtype": "Float", "In msg nelems": nbytes // 4,
                      "Out msg nelems": nbytes // 4})
-            k(BWD, b + s(10) + 2, dur, "ncclKernel_AllReduce_RING_LL_Sum_float", NCCL)
+            wait = SKEW.get(n, (0, 0, 0))[buckets[0]] / scale if skew else 0
+            buckets[0] += 1
+            k(BWD, b + s(10) + 2, dur + wait, "ncclKernel_AllReduce_RING_LL_Sum_float", NCCL)
         b += s(host)
 
     node("NllLossBackward0", 30, 10, seq + 4)
@@ -217,11 +232,11 @@ def side_kernel(tr, at, start, dur, ends):
     ends[SIDE] = start + dur
 
 
-def build(side=False, world=2, extra=False, three=False):
+def build(side=False, world=2, extra=False, three=False, skew=False):
     tr = Trace()
     t, ends = T0, {COMPUTE: T0, NCCL: T0, SIDE: T0}
     for n in range(4):
-        t = step(tr, n, t, 2.0 if n == 0 else 1.0, ends, side, world, extra, three)
+        t = step(tr, n, t, 2.0 if n == 0 else 1.0, ends, side, world, extra, three, skew)
     return {"schemaVersion": 1,
             "deviceProperties": [{"id": i, "name": "NVIDIA A100-SXM4-80GB", "totalGlobalMem": 85_000_000_000,
                                   "computeMajor": 8, "computeMinor": 0, "numSms": 108} for i in range(8)],
@@ -232,13 +247,14 @@ def build(side=False, world=2, extra=False, three=False):
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     same = True
-    for name, side, world, extra, three in (("gpu-ddp.json", False, 2, False, False),
-                                             ("gpu-side.json", True, 2, False, False),
-                                             ("gpu-ddp-1rank.json", False, 1, False, False),
-                                             ("gpu-unattributed.json", False, 2, True, False),
-                                             ("gpu-3buckets.json", False, 2, False, True)):
+    for name, side, world, extra, three, skew in (("gpu-ddp.json", False, 2, False, False, False),
+                                                   ("gpu-side.json", True, 2, False, False, False),
+                                                   ("gpu-ddp-1rank.json", False, 1, False, False, False),
+                                                   ("gpu-unattributed.json", False, 2, True, False, False),
+                                                   ("gpu-3buckets.json", False, 2, False, True, False),
+                                                   ("gpu-skew.json", False, 2, False, True, True)):
         out = os.path.join(here, name)
-        text = json.dumps(build(side, world, extra, three), indent=None, separators=(",", ":")) + "\n"
+        text = json.dumps(build(side, world, extra, three, skew), indent=None, separators=(",", ":")) + "\n"
         if "--check" in sys.argv:
             with open(out) as f:
                 same = same and f.read() == text
