@@ -8,6 +8,7 @@
 #include "sim/scenario.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,21 @@ int cli_plot_check_paths(const char *csv, const char *out_dir) {
         "paths with spaces or quotes cannot be passed to gnuplot: '%s', '%s'; draw into a directory (-o DIR) whose "
         "path has none",
         csv, out_dir);
+  return 0;
+}
+
+/* A plot's file name formed into p (n bytes); CORE_EUSAGE when it does not
+ * fit, rather than checking or writing a file of a name cut short. */
+static int __attribute__((format(printf, 3, 4))) plot_path(char *p, size_t n, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int len = vsnprintf(p, n, fmt, ap);
+  va_end(ap);
+  if (len < 0 || (size_t)len >= n)
+    return core_err_set(CORE_EUSAGE,
+        "a plot's file name would be longer than %zu bytes (%.60s...): draw into a directory (-o DIR) of a shorter "
+        "path, or name the CSV shorter",
+        n - 1, p);
   return 0;
 }
 
@@ -59,14 +75,15 @@ static int check_outputs(const char *csv, const char *out_dir, const char *const
       for (int svg = 0; svg < 2 && !rc; svg++) {
         const char *ext = svg ? "svg" : "png";
         if (models)
-          snprintf(p, sizeof p, "%s/%.*s-%s-%s.%s", out_dir, stem, base, models[m], *k, ext);
+          rc = plot_path(p, sizeof p, "%s/%.*s-%s-%s.%s", out_dir, stem, base, models[m], *k, ext);
         else
-          snprintf(p, sizeof p, "%s/%.*s-%s.%s", out_dir, stem, base, *k, ext);
-        rc = check_existing(p);
+          rc = plot_path(p, sizeof p, "%s/%.*s-%s.%s", out_dir, stem, base, *k, ext);
+        if (!rc)
+          rc = check_existing(p);
       }
   for (const char *const *d = data; *d && !rc; d++) {
-    snprintf(p, sizeof p, "%s/.%.*s-%s", out_dir, stem, base, *d);
-    rc = check_existing(p);
+    if (!(rc = plot_path(p, sizeof p, "%s/.%.*s-%s", out_dir, stem, base, *d)))
+      rc = check_existing(p);
   }
   return rc;
 }
@@ -119,11 +136,9 @@ int cli_run_gnuplot(const char *script, const char *vars, const char *out) {
   core_afile png, svg;
   char path[4200], *all = NULL;
   int rc;
-  snprintf(path, sizeof path, "%s.png", out);
-  if ((rc = core_afile_open(&png, path)) != 0)
+  if ((rc = plot_path(path, sizeof path, "%s.png", out)) != 0 || (rc = core_afile_open(&png, path)) != 0)
     return rc;
-  snprintf(path, sizeof path, "%s.svg", out);
-  if ((rc = core_afile_open(&svg, path)) != 0)
+  if ((rc = plot_path(path, sizeof path, "%s.svg", out)) != 0 || (rc = core_afile_open(&svg, path)) != 0)
     goto abort_png;
   if (!cli_plot_plain_name(gp_file(&png)) || !cli_plot_plain_name(gp_file(&svg))) {
     rc = core_err_set(CORE_EUSAGE,

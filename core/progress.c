@@ -48,7 +48,8 @@ static void *ticker_main(void *arg) {
     t->tick(t->arg, core_now());
     struct timespec until;
     clock_gettime(CLOCK_MONOTONIC, &until);
-    until.tv_nsec += (long)(CORE_PROGRESS_POLL_S * 1e9);
+    until.tv_sec += (time_t)t->poll_s;
+    until.tv_nsec += (long)((t->poll_s - (double)(time_t)t->poll_s) * 1e9);
     until.tv_sec += until.tv_nsec / 1000000000L;
     until.tv_nsec %= 1000000000L;
     pthread_cond_timedwait(&t->wake, &t->lock, &until);
@@ -57,10 +58,12 @@ static void *ticker_main(void *arg) {
   return NULL;
 }
 
-void core_progress_ticker_start(core_progress_ticker *t, void (*tick)(void *arg, double now), void *arg) {
+void core_progress_ticker_start(
+    core_progress_ticker *t, void (*tick)(void *arg, double now), void *arg, double poll_s) {
   pthread_condattr_t ca;
   t->tick = tick;
   t->arg = arg;
+  t->poll_s = poll_s;
   t->stop = 0;
   t->on = 0;
   if (pthread_condattr_init(&ca) != 0)

@@ -37,14 +37,16 @@ void core_progress_line(core_progress *p, double now, const char *fmt, ...) __at
 /* The work is over: a terminal's rewritten line ends. */
 void core_progress_end(core_progress *p);
 
-/* A thread that calls tick(arg, now) about every CORE_PROGRESS_POLL_S until
- * stopped; stopping wakes it at once, so the end of the work never waits
- * for the rest of a poll. */
+/* A thread that calls tick(arg, now) at once and then about every poll_s
+ * seconds until stopped; stopping wakes it at once, so the end of the work
+ * never waits for the rest of a poll. CORE_PROGRESS_POLL_S is the poll of
+ * the commands' progress reports. */
 #define CORE_PROGRESS_POLL_S 0.2
 
 typedef struct core_progress_ticker {
   void (*tick)(void *arg, double now);
   void *arg;
+  double poll_s;
   pthread_t th;
   pthread_mutex_t lock;
   pthread_cond_t wake; /* on CLOCK_MONOTONIC */
@@ -54,7 +56,7 @@ typedef struct core_progress_ticker {
 
 /* Start the thread; without one (it could not start) the work runs all the
  * same and nothing is reported: t->on says which. */
-void core_progress_ticker_start(core_progress_ticker *t, void (*tick)(void *arg, double now), void *arg);
+void core_progress_ticker_start(core_progress_ticker *t, void (*tick)(void *arg, double now), void *arg, double poll_s);
 /* Stop and join the thread, if it runs. */
 void core_progress_ticker_stop(core_progress_ticker *t);
 

@@ -1,5 +1,6 @@
 #include "advice.h"
 
+#include "sim/dims.h"
 #include "sim/summary.h"
 
 #include "core/csv.h"

@@ -545,7 +545,7 @@ static void report_start(reporter *r, adv *a, const sim_advise_opts *o) {
   r->t.on = 0;
   core_progress_start(&r->p, 1, o->progress_after_s);
   if (o->progress)
-    core_progress_ticker_start(&r->t, report, r);
+    core_progress_ticker_start(&r->t, report, r, CORE_PROGRESS_POLL_S);
 }
 
 static void report_stop(reporter *r) {

@@ -1,5 +1,6 @@
 #include "bounds.h"
 
+#include "sim/dims.h"
 #include "sim/job.h"
 #include "sim/predict.h"
 

@@ -391,11 +391,12 @@ double sim_predict_compute_s(const sim_scenario *s, const sim_point *p) {
  * GPU and precision. One device without DDP is the replay with free
  * communication. */
 static int predict_traced(const sim_scenario *s, const sim_point *p, const core_buckets *bk, const double *comm,
-    const char **names, core_trace *trace, sim_point_result *r) {
+    const double *bytes, const char **names, core_trace *trace, sim_point_result *r) {
   const core_model *m = p->model;
   sim_replay_cfg c = {.t = m->traced,
       .bk = bk,
       .bucket_comm_s = comm,
+      .bucket_bytes = bytes,
       .dev_scale = p->batch / m->measured_batch,
       .overlap = p->overlap,
       .layer_names = names};
@@ -681,7 +682,7 @@ int sim_predict_point(
   if (p->model->traced && !p->model->traced->ddp) {
     core_buckets none = {0};
     memory_fit(s, p, r);
-    return predict_traced(s, p, &none, NULL, NULL, trace, r);
+    return predict_traced(s, p, &none, NULL, NULL, NULL, trace, r);
   }
   sim_topo topo;
   sim_fabric_costs *fc;
@@ -693,7 +694,7 @@ int sim_predict_point(
   bucket_costs(s, p, &topo, &w, r);
   memory_fit(s, p, r);
   if (p->model->traced)
-    rc = predict_traced(s, p, &w.bk, w.comm, w.names, trace, r);
+    rc = predict_traced(s, p, &w.bk, w.comm, w.bytes, w.names, trace, r);
   else
     rc = simulate_step(s, p, e, &w, trace, trace_ranks, r);
 out_free:

@@ -4,6 +4,7 @@
 
 #include "core/err.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -183,14 +184,29 @@ static void run_piece(rstate *s, const core_piece *p) {
   }
 }
 
+/* Whether the replayed buckets are the traced ones: as many, each of the
+ * bytes the trace records for it (a bucket whose bytes the trace does not
+ * record is compared by count alone). */
+static int traced_buckets(const sim_replay_cfg *c) {
+  const core_traced *t = c->t;
+  if (c->bk->n_buckets != t->n_buckets)
+    return 0;
+  for (int b = 0; t->bucket_bytes && b < t->n_buckets; b++)
+    if (t->bucket_bytes[b] > 0 && (!c->bucket_bytes || fabs(c->bucket_bytes[b] - t->bucket_bytes[b]) >= 0.5))
+      return 0;
+  return 1;
+}
+
 /* The ranks' skew, as measured wait (core/traced.h): each traced bucket's
  * allreduce runs its median time beyond its fastest step's longer, waiting
- * for the later rank. Buckets other than the traced ones share the step's
- * traced wait by their bytes, so that more buckets do not wait more. */
+ * for the later rank. Any other bucket assignment, even one of as many
+ * buckets, shares the step's traced wait by its buckets' bytes, so that
+ * more buckets do not wait more, nor a bucket of other tensors the wait of
+ * the traced bucket in its place. */
 static void skew_lags(rstate *s) {
   const core_traced *t = s->c->t;
   const core_buckets *bk = s->c->bk;
-  int n = t->n_buckets;
+  int n = t->n_buckets, as_traced = traced_buckets(s->c);
   double w = 0, total = 0;
   if (!t->bucket_min_s || n <= 0)
     return;
@@ -199,8 +215,8 @@ static void skew_lags(rstate *s) {
   for (int b = 0; b < bk->n_buckets; b++)
     total += (double)bk->bucket_elems[b];
   for (int b = 0; b < bk->n_buckets; b++)
-    s->lag[b] = bk->n_buckets == n ? t->bucket_s[b] - t->bucket_min_s[b]
-                                   : (total > 0 ? w * (double)bk->bucket_elems[b] / total : w / bk->n_buckets);
+    s->lag[b] = as_traced ? t->bucket_s[b] - t->bucket_min_s[b]
+                          : (total > 0 ? w * (double)bk->bucket_elems[b] / total : w / bk->n_buckets);
 }
 
 /* One step; returns 0 or an error when a bucket never filled. */

@@ -44,6 +44,8 @@ typedef struct sim_replay_cfg {
   const core_traced *t;
   const core_buckets *bk;      /* tensor -> bucket, buckets in launch order */
   const double *bucket_comm_s; /* [n_buckets] allreduce time */
+  const double *bucket_bytes;  /* [n_buckets] gradient bytes; NULL: not known (the buckets differ from
+                                * traced ones whose bytes the trace records) */
   double dev_scale;            /* device work multiplier (batch / measured batch) */
   double compute_scale;        /* compute-bound device time multiplier (retargeting); 0: 1 */
   double memory_scale;         /* memory-bound device time multiplier; 0: 1 */
@@ -55,7 +57,8 @@ typedef struct sim_replay_result {
   double step_s;           /* period of a step */
   double compute_s;        /* the same step with free communication */
   double comm_s;           /* the buckets' allreduce time, summed */
-  double exposed_comm_s;   /* step_s - compute_s, at least 0 */
+  double exposed_comm_s;   /* step_s - compute_s (sim_step_exposed: under 1 ns reads 0); includes the
+                            * traced skew wait, which comm_s leaves out */
   double host_s, device_s; /* host dispatch and compute-stream work of a step */
 } sim_replay_result;
 

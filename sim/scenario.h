@@ -180,16 +180,6 @@ int sim_scenario_load_string(const char *text, const char *name, sim_scenario **
 void sim_scenario_free(sim_scenario *s);
 
 long sim_scenario_points(const sim_scenario *s);
-/* The dimension as the CSV's column names it ("gpus_per_node", "ckpt_mode"),
- * for tables printed beside the CSV; the failure distribution's own
- * dimensions, which have no column, by their scenario key ("mtbf_h",
- * "weibull_scale_h"). */
-const char *sim_dim_column(const sim_scenario *s, enum sim_dim d);
-/* The dimension's key with its group, as s spells it ("training.batch",
- * "failures.weibull_scale_h" with Weibull failures, "checkpoint.every_steps"
- * with checkpoints in steps); other = 1: the spelling s does not use, NULL
- * for a dimension that has one only. */
-const char *sim_dim_path(const sim_scenario *s, enum sim_dim d, int other);
 void sim_scenario_point(const sim_scenario *s, long index, sim_point *p);
 /* A point in messages, told apart from the others: "point 3 (model mlp,
  * 2 x 1, batch 8, network 1GbE, gloo)" (nodes x devices per node). */

@@ -121,10 +121,10 @@ typedef struct sim_step_result {
   int direct_steps; /* steps computed rank by rank, without events (decoupled) */
 } sim_step_result;
 
-/* The step's exposed communication, step_s - compute_s: 0 when below the
- * step clock's resolution of 1 ns (or negative). A step ends on whole
- * nanoseconds while its compute is averaged unrounded, so a difference
- * under a nanosecond is rounding, not communication. */
+/* The step's exposed communication, step_s - compute_s; a value under 1 ns
+ * (or negative) reads 0. The two come from different sums (the step's events
+ * or replay against its compute alone), whose rounding differs by less than
+ * that where no rank waits. */
 double sim_step_exposed(double step_s, double compute_s);
 
 /* Mean of the jitter distribution, the divisor that normalizes draws. */

@@ -1,5 +1,6 @@
 #include "summary.h"
 
+#include "sim/dims.h"
 #include "sim/fabric.h"
 
 #include <math.h>

@@ -393,7 +393,7 @@ static int run_phases(work *w, int jobs) {
   reporter r = {.w = w};
   core_progress_start(&r.p, 1, w->o->progress_after_s);
   if (w->o->progress)
-    core_progress_ticker_start(&r.t, report, &r);
+    core_progress_ticker_start(&r.t, report, &r, CORE_PROGRESS_POLL_S);
   int rc = run_phase(w, PHASE_STEP, jobs);
   if (!rc && w->s->job.present && (rc = check_work(w)) == 0)
     rc = run_phase(w, PHASE_JOB, jobs);

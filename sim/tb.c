@@ -1,4 +1,5 @@
 /* tb — predictions as TensorBoard scalars (sim/tb.h). */
+#include "sim/dims.h"
 #include "sim/fabric.h"
 #include "sim/tb.h"
 

@@ -412,7 +412,9 @@ static void test_progress(void) {
   free(b);
 }
 
-/* Two configurations of one point each: a search that takes milliseconds. */
+/* Two configurations of one point each, their failures replicated enough
+ * that the progress thread has ticked and gone to sleep when the search
+ * ends (a shorter search may end before its first tick). */
 #define SMALL                                                                                                          \
   "name = \"small-plan\";\n"                                                                                           \
   "profile = \"../../scenarios/profiles/dgx-h100.cfg\";\n"                                                             \
@@ -424,7 +426,7 @@ static void test_progress(void) {
   "job = { samples = 2e8; };\n"                                                                                        \
   "failures = { mtbf_h = 20.0; restart_s = 60.0; mttr_h = 2.0; };\n"                                                   \
   "checkpoint = { every_s = 600.0; };\n"                                                                               \
-  "simulation = { steps = 2; replications = 2; };\n"                                                                   \
+  "simulation = { steps = 2; replications = 2000; };\n"                                                                \
   "advise = { minimize = \"cost_usd\"; };\n"
 
 /* The fastest of three searches with progress on (k = 1) or off, in s. */
@@ -445,15 +447,14 @@ static double fastest_search(int k) {
 }
 
 /* The end of the search wakes the progress thread at once: with progress
- * on, a short search takes no poll's time (200 ms) longer than without. */
+ * on, the search takes under 150 ms longer than without (the fastest of
+ * three each, so a loaded machine's delays mostly pass), where a thread
+ * that slept out its poll would make it end at the poll, 200 ms. */
 static void test_progress_ends_at_once(void) {
   double off = fastest_search(0), on = fastest_search(1);
-  if (!(off < 0.05))
-    fprintf(stderr, "\n  the search alone took %.3f s, too long to tell a poll apart", off);
-  CU_ASSERT(off < 0.05);
-  if (!(on < off + 0.1))
+  if (!(on < off + 0.15))
     fprintf(stderr, "\n  %.3f s with progress, %.3f s without", on, off);
-  CU_ASSERT(on < off + 0.1);
+  CU_ASSERT(on < off + 0.15);
 }
 
 void test_register(void) {

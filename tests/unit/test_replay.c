@@ -173,6 +173,39 @@ static void test_skew_wait(void) {
   CU_ASSERT(NEAR(r.step_s, 870 * US));
 }
 
+/* Per-bucket waits only for the traced buckets: test_buckets_overlap_and_finalize's
+ * step (1,470 us, bucket 0 hidden beside the 1,000 us of backward), its
+ * traced buckets of 12 and 4 bytes waiting 300 and 0 us. Replayed with
+ * those bytes, bucket 0's wait stays hidden: 1,470. As many buckets of other
+ * bytes (4 and 12, 1 and 3 elements) share the 300 by bytes, 75 and 225, and
+ * bucket 1's 225 comes after the backward: 1,695. So do buckets whose bytes
+ * are not known beside a trace that records them. */
+static void test_skew_wait_traced_buckets_only(void) {
+  fixture f;
+  comm_fixture(&f);
+  double us[2] = {700 * US, 50 * US}, min[2] = {400 * US, 50 * US}, traced_bytes[2] = {12, 4}, bytes[2] = {12, 4};
+  f.t.n_buckets = 2;
+  f.t.bucket_s = us;
+  f.t.bucket_min_s = min;
+  f.t.bucket_bytes = traced_bytes;
+  f.be[0] = 3, f.be[1] = 1;
+  sim_replay_cfg c = {
+      .t = &f.t, .bk = &f.bk, .bucket_comm_s = f.comm, .bucket_bytes = bytes, .dev_scale = 1.0, .overlap = 1};
+  sim_replay_result r;
+  CU_ASSERT_EQUAL_FATAL(sim_replay_run(&c, &r, NULL), 0);
+  CU_ASSERT(NEAR(r.step_s, 1470 * US));
+  CU_ASSERT(NEAR(r.comm_s, 450 * US)); /* the transfers, without the wait */
+  f.be[0] = 1, f.be[1] = 3;
+  bytes[0] = 4, bytes[1] = 12;
+  CU_ASSERT_EQUAL_FATAL(sim_replay_run(&c, &r, NULL), 0);
+  CU_ASSERT(NEAR(r.step_s, 1695 * US));
+  CU_ASSERT(NEAR(r.exposed_comm_s, 275 * US)); /* the wait included: 1,695 - 1,420 */
+  CU_ASSERT(NEAR(r.comm_s, 450 * US));
+  c.bucket_bytes = NULL;
+  CU_ASSERT_EQUAL_FATAL(sim_replay_run(&c, &r, NULL), 0);
+  CU_ASSERT(NEAR(r.step_s, 1695 * US));
+}
+
 static void test_overlap_off(void) {
   fixture f;
   comm_fixture(&f);
@@ -423,6 +456,7 @@ void test_register(void) {
   CU_add_test(s, "host-bound and device-bound steps", test_host_and_device_bound);
   CU_add_test(s, "buckets, compute beside them, finalize", test_buckets_overlap_and_finalize);
   CU_add_test(s, "the traced skew as a wait, shared by bytes", test_skew_wait);
+  CU_add_test(s, "per-bucket skew waits only for the traced buckets", test_skew_wait_traced_buckets_only);
   CU_add_test(s, "overlap off: every bucket at finalize", test_overlap_off);
   CU_add_test(s, "syncs and side streams", test_sync_and_side);
   CU_add_test(s, "side work held back by the compute stream's kernels", test_held_side);

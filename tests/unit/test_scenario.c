@@ -3,6 +3,7 @@
  * (count and order of the Cartesian product, as scenarios/README.md
  * documents it) and defaults (scenarios/README.md's key table, PyTorch's
  * DDP defaults, core/model.h). */
+#include "sim/dims.h"
 #include "sim/scenario.h"
 
 #include "core/err.h"
