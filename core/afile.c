@@ -528,6 +528,19 @@ fail_unlink:
 
 /* ---- leftovers of dead writers -------------------------------------------------- */
 
+/* Has st gone unchanged for min_age_s seconds? Against the fine clock:
+ * time() reads a clock that may lag a file's fine-grained mtime by a tick,
+ * so a file just written could look written in the future. */
+static int unchanged_for(const struct stat *st, int min_age_s) {
+  struct timespec now;
+  if (min_age_s <= 0)
+    return 1;
+  if (clock_gettime(CLOCK_REALTIME, &now) != 0)
+    return 0;
+  double age = (double)(now.tv_sec - st->st_mtim.tv_sec) + (now.tv_nsec - st->st_mtim.tv_nsec) * 1e-9;
+  return age >= min_age_s;
+}
+
 /* Removes dir/name when it is a regular temp file nobody holds locked,
  * unchanged for min_age_s seconds or more. */
 static int sweep_one(const char *dir, const char *name, int min_age_s) {
@@ -538,7 +551,7 @@ static int sweep_one(const char *dir, const char *name, int min_age_s) {
     return 0;
   struct stat st;
   int removed = 0;
-  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && time(NULL) - st.st_mtime >= min_age_s &&
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && unchanged_for(&st, min_age_s) &&
       flock(fd, LOCK_EX | LOCK_NB) == 0 && unlink(path) == 0) {
     fprintf(stderr, "ddpsim: removed '%s' (%lld bytes), the temp file of a writer that died\n", path,
         (long long)st.st_size);
